@@ -1,0 +1,204 @@
+"""The chat window, driven on a real Tk window (Xvfb) with the scripted backend."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import tkinter as tk
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pump_for, pump_until
+from tkchat.events import Done, Error
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend
+from tkchat.ui.transcript import STOPPED_NOTE
+
+pytestmark = pytest.mark.gui
+
+
+def finish(root: tk.Tk, app, count: int = 1) -> Done | Error:
+    pump_until(root, lambda: len(app.finished) >= count, what="the answer to finish")
+    pump_until(root, lambda: not app.transcript.painter.busy, what="markdown to render")
+    return app.finished[count - 1]
+
+
+def xdotool(*args: str) -> None:
+    subprocess.run(["xdotool", *args], check=True, timeout=20)
+
+
+def test_window_is_up_before_the_model_loads(root: tk.Tk, make_app) -> None:
+    gate = threading.Event()
+
+    class SlowLoading(ScriptedBackend):
+        def load(self) -> None:
+            gate.wait(10)
+
+    app = make_app(SlowLoading(rate=0), wait=False)
+    pump_for(root, 0.2)
+    assert root.winfo_viewable()
+    assert "Loading" in app.status.get()
+    assert not app.send("too early")  # refused, and the status says why
+    assert "not ready" in app.status.get()
+    gate.set()
+    pump_until(root, lambda: app.model_ready, what="model ready")
+    assert "Ready" in app.status.get()
+
+
+def test_streamed_text_is_exact_with_split_utf8_and_then_rendered(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0, split_utf8=True))
+    assert app.send("show me")
+    answer = app.answer
+    final = finish(root, app)
+    assert isinstance(final, Done) and final.reason == "stop"
+    assert answer.text == SCRIPT  # every character whole, nothing lost, nothing doubled
+    assert answer.rendered
+    shown = app.transcript.plain_text()
+    expected = ("😀", "🚀", "𝄞", "中文", "def drain(self) -> None:", "Why the window stays")
+    for piece in expected:
+        assert piece in shown
+    assert "```" not in shown and "## Why" not in shown  # rendered, not shown raw
+    assert "\ufffd" not in shown
+
+
+def test_enter_sends_and_shift_enter_adds_a_line_with_real_keys(root: tk.Tk, make_app) -> None:
+    if shutil.which("xdotool") is None:
+        pytest.skip("xdotool is not installed")
+    app = make_app(ScriptedBackend(rate=0))
+    root.focus_force()
+    app.input.focus_set()
+    pump_for(root, 0.2)
+    xdotool("type", "--delay", "5", "first line")
+    xdotool("key", "shift+Return")
+    xdotool("type", "--delay", "5", "second")
+    pump_until(root, lambda: "second" in app.input.get("1.0", "end"), what="typed text")
+    assert app.input.get("1.0", "end-1c") == "first line\nsecond"
+    xdotool("key", "Return")
+    pump_until(root, lambda: bool(app.finished), what="the answer")
+    assert app.input.get("1.0", "end-1c") == ""
+    assert "first line\nsecond" in app.transcript.plain_text()
+
+
+def test_stop_keeps_the_partial_answer_and_nothing_leaks_into_the_next(
+    root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=200))
+    app.send("one")
+    first = app.answer
+    worker = app.controller.current
+    pump_until(root, lambda: len(first.text) > 20, what="some text")
+    root.event_generate("<Escape>")  # the Stop key
+    pump_until(root, lambda: not worker.is_alive(), what="the worker to exit")
+    partial = first.text
+    assert 0 < len(partial) < len(SCRIPT)
+    assert worker.exited_at is not None and worker.cancelled_at is not None
+    app.send("two")
+    second = app.answer
+    final = finish(root, app)
+    assert isinstance(final, Done) and final.reason == "stop"
+    assert first.text == partial  # nothing of the stopped generation arrived afterwards
+    assert second.text == SCRIPT  # and nothing of it leaked into the new answer
+    assert STOPPED_NOTE.strip() in app.transcript.plain_text()
+
+
+def test_sending_while_streaming_stops_and_starts_at_once(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=100))
+    app.send("one")
+    first = app.answer
+    pump_until(root, lambda: len(first.text) > 5, what="some text")
+    app.send("two")
+    final = finish(root, app)
+    assert isinstance(final, Done) and final.reason == "stop"
+    assert app.transcript.answers[-1].text == SCRIPT
+    assert len(first.text) < len(SCRIPT)
+
+
+def test_backend_crash_gives_a_message_and_a_usable_window(root: tk.Tk, make_app) -> None:
+    backend = ScriptedBackend(rate=0, fail_at=30)
+    app = make_app(backend)
+    app.send("crash please")
+    final = finish(root, app)
+    assert isinstance(final, Error)
+    assert "crashed at token 30" in final.message
+    assert "crashed at token 30" in app.transcript.plain_text()
+    assert app.stop_button.instate(["disabled"]) and not app.send_button.instate(["disabled"])
+    backend.fail_at = None
+    app.send("again")
+    assert isinstance(finish(root, app, 2), Done)
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder", "not-gguf", "tilde"])
+def test_bad_model_path_gives_one_clear_message(
+    root: tk.Tk, make_app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], kind: str,
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    bogus = tmp_path / "notes.gguf"
+    bogus.write_text("this is not a model")
+    path, expected = {
+        "missing": (str(tmp_path / "nope.gguf"), "Model file not found"),
+        "folder": (str(tmp_path), "is a folder"),
+        "not-gguf": (str(bogus), "Not a GGUF model file"),
+        "tilde": ("~/nope.gguf", f"Model file not found: {tmp_path}/nope.gguf"),
+    }[kind]
+    app = make_app(LlamaBackend(path))
+    assert not app.model_ready
+    assert expected in app.transcript.plain_text()
+    assert app.send_button.instate(["disabled"])
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+
+
+def test_heartbeat_and_health_figures_update(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=300))
+    beats = app.health.beats
+    app.send("go")
+    pump_for(root, 1.3)
+    assert app.health.beats >= beats + 1
+    assert "lag" in app.health.lag.cget("text")
+    rates = app.health.rates.cget("text")
+    assert "tok/s" in rates and "updates/s" in rates
+    assert app.transcript.inserts > 0
+
+
+def test_close_mid_generation_leaves_no_thread_and_no_error(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=100))
+    app.send("long")
+    worker = app.controller.current
+    pump_until(root, lambda: worker.tokens > 3, what="streaming")
+    app.close()
+    assert not worker.is_alive()
+    assert app.scheduler.closed
+    with pytest.raises(tk.TclError):
+        root.winfo_exists()
+
+
+def test_the_app_process_quits_promptly_mid_answer(display: None) -> None:
+    if shutil.which("xdotool") is None:
+        pytest.skip("xdotool is not installed")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tkchat", "--backend", "scripted", "--rate", "30"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        found = subprocess.run(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--name", "^tkchat"],
+            capture_output=True, text=True, timeout=30,
+        )
+        window = found.stdout.split()[0]
+        xdotool("windowfocus", "--sync", window)
+        time.sleep(0.3)
+        xdotool("type", "--delay", "5", "hello")
+        xdotool("key", "Return")
+        time.sleep(1.0)  # the answer is streaming now (30 tokens/s)
+        xdotool("key", "ctrl+q")
+        _out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    assert "Error" not in err and "Traceback" not in err and "invalid command" not in err

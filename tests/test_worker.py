@@ -1,0 +1,625 @@
+"""GenerationWorker and GenerationController with the scripted backend and small fakes.
+
+Every test checks the event contract: whole characters, seq 1, 2, 3, ... and exactly one final
+event per generation. Deadlines below only turn a hang into a clear failure; nothing here
+measures speed (that is the benchmark's job).
+"""
+
+from __future__ import annotations
+
+import codecs
+import queue
+import random
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from tkchat.consume.stream_consumer import StreamConsumer
+from tkchat.events import (
+    AppEvent,
+    Chunk,
+    Done,
+    Error,
+    GenerationEvent,
+    ModelFailed,
+    ModelReady,
+)
+from tkchat.generate.backend import (
+    BackendError,
+    ContextOverflowError,
+    GenerationRequest,
+    Message,
+    ModelLoadError,
+    Sampling,
+    TokenStream,
+)
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
+from tkchat.generate.worker import GenerationWorker, Utf8Assembler
+from tkchat.transport.channel import EventChannel
+
+DEADLINE_S = 5.0  # generous: only there so a hang fails with a message instead of forever
+SCRIPT_TOKENS = scripted_tokens()
+
+
+def make_request(
+    prompt: str = "Why does the window stay smooth?", max_tokens: int = 100_000
+) -> GenerationRequest:
+    return GenerationRequest((Message("user", prompt),), Sampling(max_tokens=max_tokens))
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def is_final(event: AppEvent) -> bool:
+    return isinstance(event, (Done, Error))
+
+
+class Collector:
+    """Pulls events off a channel until a condition holds, keeping everything it saw."""
+
+    def __init__(self, channel: EventChannel) -> None:
+        self.channel = channel
+        self.events: list[AppEvent] = []
+
+    def of(self, gen: int) -> list[GenerationEvent]:
+        return [e for e in self.events if isinstance(e, (Chunk, Done, Error)) and e.gen == gen]
+
+    def until(self, condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
+        deadline = threading.Event()
+        timer = threading.Timer(timeout, deadline.set)
+        timer.start()
+        try:
+            while not condition():
+                if deadline.is_set():
+                    raise AssertionError(
+                        f"timed out after {timeout} s waiting for {what}; "
+                        f"got {len(self.events)} events, last: {self.events[-3:]!r}"
+                    )
+                try:
+                    self.events.append(self.channel.get(timeout=0.05))
+                except queue.Empty:
+                    continue
+        finally:
+            timer.cancel()
+
+    def until_final(self, *gens: int, timeout: float = DEADLINE_S) -> None:
+        self.until(
+            lambda: all(any(is_final(e) for e in self.of(gen)) for gen in gens),
+            f"the final event of generation(s) {gens}",
+            timeout,
+        )
+
+    def until_text(self, gen: int, timeout: float = DEADLINE_S) -> None:
+        self.until(
+            lambda: any(isinstance(e, Chunk) for e in self.of(gen)),
+            f"the first chunk of generation {gen}",
+            timeout,
+        )
+
+    def settle(self) -> None:
+        """Take whatever is still queued (call after the worker threads have exited)."""
+        self.events.extend(self.channel.drain())
+
+
+def collect_events(
+    channel: EventChannel, gen: int, timeout: float = DEADLINE_S
+) -> list[GenerationEvent]:
+    """Drain until ``gen``'s final event (with a deadline); return ``gen``'s events."""
+    collector = Collector(channel)
+    collector.until_final(gen, timeout=timeout)
+    return collector.of(gen)
+
+
+def check_generation(events: list[GenerationEvent], gen: int) -> tuple[str, Done | Error]:
+    """Assert the contract for one generation; return its text and its final event."""
+    assert events, f"generation {gen} sent nothing"
+    assert [e.seq for e in events] == list(range(1, len(events) + 1)), (
+        f"seq of generation {gen} is not 1, 2, 3, ...: {[e.seq for e in events]}"
+    )
+    finals = [e for e in events if isinstance(e, (Done, Error))]
+    assert len(finals) == 1, f"generation {gen}: {len(finals)} final events, expected exactly 1"
+    final = events[-1]
+    assert isinstance(final, (Done, Error)), "the final event must come last"
+    text = "".join(e.text for e in events if isinstance(e, Chunk))
+    return text, final
+
+
+def assert_whole_characters(events: list[GenerationEvent]) -> None:
+    for event in events:
+        if isinstance(event, Chunk):
+            assert "\ufffd" not in event.text, f"replacement character in {event!r}"
+            assert not any(0xD800 <= ord(c) <= 0xDFFF for c in event.text), (
+                f"lone surrogate in {event!r}"
+            )
+            event.text.encode("utf-8")  # strict: would raise on a surrogate
+
+
+def run_worker(
+    backend: object,
+    request: GenerationRequest | None = None,
+    *,
+    gen: int = 1,
+    channel: EventChannel | None = None,
+) -> tuple[GenerationWorker, list[GenerationEvent]]:
+    """Run one generation to its end; check that the thread exits and nothing follows."""
+    channel = channel or EventChannel()
+    lock = threading.Lock()
+    worker = GenerationWorker(backend, request or make_request(), gen, channel, lock)  # type: ignore[arg-type]
+    worker.start()
+    collector = Collector(channel)
+    collector.until_final(gen)
+    assert worker.join(DEADLINE_S), "the worker thread did not exit"
+    collector.settle()
+    assert not lock.locked(), "the worker left the model lock held"
+    return worker, collector.of(gen)
+
+
+# -- fake backends ---------------------------------------------------------------------------
+
+
+@dataclass
+class FakeBackend:
+    """Defaults for the Backend protocol; subclasses override ``stream``."""
+
+    name: str = "fake"
+    n_ctx: int = 2048
+    closed: int = 0
+
+    def load(self) -> None:
+        pass
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return len(messages)
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        raise NotImplementedError
+
+
+@dataclass
+class EndlessBackend(FakeBackend):
+    """Yields a word every millisecond until cancelled; records that its loop was closed."""
+
+    loop_closed: threading.Event = field(default_factory=threading.Event)
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        try:
+            while True:
+                cancel.wait(0.001)
+                yield "tick 😀 ".encode()
+        finally:
+            self.loop_closed.set()
+
+
+@dataclass
+class RaisesAtOnceBackend(FakeBackend):
+    """``stream`` is a plain function that raises before returning any generator."""
+
+    exc: Exception = field(default_factory=lambda: ValueError("bad sampling settings"))
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        raise self.exc
+
+
+@dataclass
+class RaisesAfterBackend(FakeBackend):
+    """A generator that yields ``before`` pieces, then raises ``exc``."""
+
+    before: tuple[bytes, ...] = ()
+    exc: Exception = field(default_factory=lambda: BackendError("lost the model"))
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        yield from self.before
+        raise self.exc
+
+
+@dataclass
+class StubbornBackend(FakeBackend):
+    """Misbehaves: keeps yielding when the worker closes it (ignores GeneratorExit)."""
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        while True:
+            try:
+                yield b"x"
+            except GeneratorExit:
+                yield b"still here"
+
+
+class RateLimitedError(BackendError):
+    kind = "rate_limited"
+
+
+@dataclass
+class ByPromptBackend(FakeBackend):
+    """Plays a different backend depending on the user's prompt (one shared model)."""
+
+    by_prompt: dict[str, object] = field(default_factory=dict)
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        backend = self.by_prompt[request.messages[-1].content]
+        return backend.stream(request, cancel)  # type: ignore[attr-defined,no-any-return]
+
+
+# -- Utf8Assembler ---------------------------------------------------------------------------
+
+
+def test_assembler_byte_by_byte_gives_back_the_script() -> None:
+    assembler = Utf8Assembler()
+    pieces = [assembler.feed(bytes([byte])) for byte in SCRIPT.encode("utf-8")]
+    assert "".join(pieces) + assembler.finish() == SCRIPT
+    assert all("\ufffd" not in piece for piece in pieces)
+    assert all(len(piece) <= 1 for piece in pieces)  # nothing but whole characters come out
+
+
+def test_assembler_holds_a_split_character_until_it_is_complete() -> None:
+    assembler = Utf8Assembler()
+    emoji = "𝄞".encode()
+    assert len(emoji) == 4
+    assert assembler.feed(b"a" + emoji[:1]) == "a"
+    assert assembler.feed(emoji[1:3]) == ""
+    assert assembler.feed(emoji[3:] + "中".encode()[:2]) == "𝄞"
+    assert assembler.feed("中".encode()[2:]) == "中"
+    assert assembler.finish() == ""
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_assembler_with_random_cuts(seed: int) -> None:
+    rng = random.Random(seed)
+    data = SCRIPT.encode("utf-8")
+    cuts = sorted(rng.sample(range(1, len(data)), k=rng.randint(1, 200)))
+    assembler = Utf8Assembler()
+    out = [assembler.feed(data[a:b]) for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    assert "".join(out) + assembler.finish() == SCRIPT
+
+
+def test_assembler_replaces_invalid_bytes_instead_of_raising() -> None:
+    assembler = Utf8Assembler()
+    assert assembler.feed(b"ok \xff\xfe ok") == "ok \ufffd\ufffd ok"
+
+
+def test_assembler_finish_marks_an_incomplete_tail() -> None:
+    assembler = Utf8Assembler()
+    assert assembler.feed("中".encode()[:2]) == ""
+    assert assembler.finish() == "\ufffd"
+
+
+# -- whole generations -----------------------------------------------------------------------
+
+
+def test_full_script_arrives_intact_and_in_order() -> None:
+    worker, events = run_worker(ScriptedBackend(rate=0))
+    text, final = check_generation(events, 1)
+    assert text == SCRIPT
+    assert isinstance(final, Done)
+    assert final.reason == "stop"
+    assert final.stats.tokens == len(SCRIPT_TOKENS)
+    assert final.stats.ttft_ms is not None and final.stats.ttft_ms >= 0
+    assert worker.exited_at is not None
+    assert worker.cancelled_at is None
+    assert_whole_characters(events)
+
+
+def test_full_script_at_a_rate_arrives_intact() -> None:
+    # A high rate still goes through the pacing code path (cancel.wait between tokens).
+    _, events = run_worker(ScriptedBackend(rate=20_000))
+    text, final = check_generation(events, 1)
+    assert text == SCRIPT
+    assert isinstance(final, Done) and final.reason == "stop"
+
+
+@pytest.mark.parametrize("high_water", [256, 4, 1])
+def test_split_utf8_still_yields_exactly_the_script(high_water: int) -> None:
+    backend = ScriptedBackend(rate=0, split_utf8=True)
+    pieces = list(backend.pieces(None))
+    _, events = run_worker(backend, channel=EventChannel(high_water=high_water))
+    text, final = check_generation(events, 1)
+    assert text == SCRIPT
+    assert "😀" in text and "𝄞" in text and "中文" in text
+    assert isinstance(final, Done) and final.reason == "stop"
+    assert final.stats.tokens == len(pieces)
+    assert_whole_characters(events)
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_repeated_script_up_to_a_token_count() -> None:
+    backend = ScriptedBackend(rate=0, tokens=len(SCRIPT_TOKENS) * 2 + 5)
+    _, events = run_worker(backend)
+    text, final = check_generation(events, 1)
+    assert text == SCRIPT * 2 + "".join(SCRIPT_TOKENS[:5])
+    assert isinstance(final, Done) and final.reason == "stop"
+
+
+@pytest.mark.parametrize("max_tokens", [1, 7, 50])
+def test_max_tokens_cap_ends_with_length(max_tokens: int) -> None:
+    _, events = run_worker(ScriptedBackend(rate=0), make_request(max_tokens=max_tokens))
+    text, final = check_generation(events, 1)
+    assert text == "".join(SCRIPT_TOKENS[:max_tokens])
+    assert isinstance(final, Done)
+    assert final.reason == "length"
+    assert final.stats.tokens == max_tokens
+
+
+def test_max_tokens_equal_to_the_answer_is_a_normal_stop() -> None:
+    request = make_request(max_tokens=len(SCRIPT_TOKENS))
+    _, events = run_worker(ScriptedBackend(rate=0), request)
+    text, final = check_generation(events, 1)
+    assert text == SCRIPT
+    assert isinstance(final, Done) and final.reason == "stop"
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 10, len(SCRIPT_TOKENS)])
+def test_fail_at_gives_one_error_after_the_text_before_it(fail_at: int) -> None:
+    _, events = run_worker(ScriptedBackend(rate=0, fail_at=fail_at))
+    text, final = check_generation(events, 1)
+    assert text == "".join(SCRIPT_TOKENS[: fail_at - 1])
+    assert isinstance(final, Error)
+    assert final.kind == "RuntimeError"
+    assert f"token {fail_at}" in final.message
+    assert final.stats.tokens == fail_at - 1
+
+
+def test_stream_raising_immediately_gives_one_error() -> None:
+    _, events = run_worker(RaisesAtOnceBackend())
+    assert events == [events[0]]
+    final = events[0]
+    assert isinstance(final, Error)
+    assert final.seq == 1
+    assert final.kind == "ValueError"
+    assert final.message == "ValueError: bad sampling settings"
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        (BackendError("something failed"), "backend_error"),
+        (ContextOverflowError("the chat is too long"), "context_overflow"),
+        (ModelLoadError("the model went away"), "model_load"),
+        (RateLimitedError("slow down"), "rate_limited"),
+    ],
+)
+def test_backend_error_subclass_at_once_gives_its_kind(exc: BackendError, kind: str) -> None:
+    _, events = run_worker(RaisesAtOnceBackend(exc=exc))
+    text, final = check_generation(events, 1)
+    assert text == ""
+    assert isinstance(final, Error)
+    assert final.kind == kind
+    assert final.message == str(exc)
+
+
+def test_backend_error_mid_stream_keeps_the_text_before_it() -> None:
+    before = (b"Hello ", "世界 ".encode(), "😀".encode()[:2])  # ends inside an emoji
+    backend = RaisesAfterBackend(before=before, exc=ContextOverflowError("too long"))
+    _, events = run_worker(backend)
+    text, final = check_generation(events, 1)
+    assert text == "Hello 世界 "
+    assert isinstance(final, Error)
+    assert (final.kind, final.message) == ("context_overflow", "too long")
+    assert final.stats.tokens == 3
+    assert_whole_characters(events)
+
+
+def test_a_backend_ignoring_close_still_gets_exactly_one_final() -> None:
+    """Contract holds even when a backend misbehaves on cancel."""
+    channel = EventChannel()
+    worker = GenerationWorker(StubbornBackend(), make_request(), 1, channel, threading.Lock())
+    worker.start()
+    collector = Collector(channel)
+    collector.until_text(1)
+    worker.cancel()
+    collector.until_final(1)
+    assert worker.join(DEADLINE_S)
+    collector.settle()
+    _, final = check_generation(collector.of(1), 1)
+    assert isinstance(final, (Done, Error))
+
+
+def test_on_exit_is_called_once_with_the_worker() -> None:
+    seen: list[GenerationWorker] = []
+    channel = EventChannel()
+    worker = GenerationWorker(
+        ScriptedBackend(rate=0), make_request(), 3, channel, threading.Lock(), on_exit=seen.append
+    )
+    worker.start()
+    assert worker.join(DEADLINE_S)
+    assert seen == [worker]
+
+
+# -- cancellation ----------------------------------------------------------------------------
+
+
+def test_cancel_mid_stream_ends_with_cancelled_and_the_thread_exits() -> None:
+    channel = EventChannel()
+    backend = ScriptedBackend(rate=500, tokens=1_000_000)  # would take minutes
+    worker = GenerationWorker(backend, make_request(), 1, channel, threading.Lock())
+    worker.start()
+    collector = Collector(channel)
+    collector.until_text(1)
+    worker.cancel()
+    assert worker.cancelled_at is not None
+    collector.until_final(1)
+    assert worker.join(DEADLINE_S), "a cancelled worker must leave the model loop"
+    collector.settle()
+
+    text, final = check_generation(collector.of(1), 1)
+    assert isinstance(final, Done)
+    assert final.reason == "cancelled"
+    assert text, "the first chunk arrived before the cancel"
+    repeats = len(text) // len(SCRIPT) + 2
+    assert (SCRIPT * repeats).startswith(text)  # a prefix of the repeating script, nothing else
+    assert worker.exited_at is not None
+
+
+def test_cancel_closes_the_backend_generator() -> None:
+    backend = EndlessBackend()
+    channel = EventChannel()
+    lock = threading.Lock()
+    worker = GenerationWorker(backend, make_request(), 1, channel, lock)
+    worker.start()
+    collector = Collector(channel)
+    collector.until_text(1)
+    worker.cancel()
+    worker.cancel()  # idempotent
+    assert worker.join(DEADLINE_S)
+    assert backend.loop_closed.is_set(), "the backend's model loop was not closed"
+    assert not lock.locked()
+    collector.settle()
+    text, final = check_generation(collector.of(1), 1)
+    assert isinstance(final, Done) and final.reason == "cancelled"
+    assert text.replace("tick 😀 ", "") == ""
+    assert_whole_characters(collector.of(1))
+
+
+def test_cancel_before_start_sends_only_the_final() -> None:
+    backend = EndlessBackend()
+    channel = EventChannel()
+    worker = GenerationWorker(backend, make_request(), 5, channel, threading.Lock())
+    worker.cancel()
+    worker.start()
+    events = collect_events(channel, 5)
+    assert worker.join(DEADLINE_S)
+    assert events == [Done(5, 1, "cancelled", events[0].stats)]  # type: ignore[union-attr]
+
+
+# -- the controller --------------------------------------------------------------------------
+
+
+def test_controller_runs_one_generation() -> None:
+    channel = EventChannel()
+    controller = GenerationController(ScriptedBackend(rate=0), channel)
+    assert controller.gen == 0
+    assert not controller.is_generating()
+    gen = controller.start(make_request())
+    assert gen == controller.gen == 1
+    events = collect_events(channel, gen)
+    assert controller.current is not None and controller.current.join(DEADLINE_S)
+    assert not controller.is_generating()
+    text, final = check_generation(events, gen)
+    assert text == SCRIPT
+    assert isinstance(final, Done) and final.reason == "stop"
+    assert controller.stop() is None  # nothing left to stop
+
+
+def test_controller_start_while_running_ends_the_old_one_and_runs_the_new_one() -> None:
+    endless = EndlessBackend()
+    backend = ByPromptBackend(
+        by_prompt={"endless": endless, "script": ScriptedBackend(rate=0, split_utf8=True)}
+    )
+    channel = EventChannel()
+    controller = GenerationController(backend, channel)
+    consumer = StreamConsumer()
+    collector = Collector(channel)
+
+    old = controller.start(make_request("endless"))
+    consumer.follow(old)
+    collector.until_text(old)
+    old_worker = controller.current
+    assert old_worker is not None and controller.is_generating()
+
+    new = controller.start(make_request("script"))  # the user asks again without Stop
+    consumer.follow(new)
+    assert (old, new) == (1, 2)
+    assert old_worker.cancel_event.is_set()
+    collector.until_final(old, new)
+    assert old_worker.join(DEADLINE_S)
+    assert controller.current is not None and controller.current.join(DEADLINE_S)
+    collector.settle()
+    assert endless.loop_closed.is_set()
+
+    old_text, old_final = check_generation(collector.of(old), old)
+    assert isinstance(old_final, Done) and old_final.reason == "cancelled"
+    assert old_text.replace("tick 😀 ", "") == ""
+
+    new_text, new_final = check_generation(collector.of(new), new)
+    assert new_text == SCRIPT
+    assert isinstance(new_final, Done) and new_final.reason == "stop"
+    assert_whole_characters(collector.of(new))
+
+    # What the UI shows after follow(new): the new answer only, once.
+    shown = consumer.accept(collector.events)
+    assert shown.text == SCRIPT
+    assert shown.final == new_final
+    assert "tick" not in shown.text
+
+
+def test_controller_stop_cancels_and_returns_the_worker() -> None:
+    channel = EventChannel()
+    controller = GenerationController(EndlessBackend(), channel)
+    gen = controller.start(make_request())
+    collector = Collector(channel)
+    collector.until_text(gen)
+    worker = controller.stop()
+    assert worker is controller.current
+    assert worker is not None and worker.cancelled_at is not None
+    collector.until_final(gen)
+    assert worker.join(DEADLINE_S)
+    _, final = check_generation(collector.of(gen), gen)
+    assert isinstance(final, Done) and final.reason == "cancelled"
+
+
+def test_controller_shutdown_stops_and_closes_the_backend() -> None:
+    backend = EndlessBackend()
+    channel = EventChannel()
+    controller = GenerationController(backend, channel)
+    gen = controller.start(make_request())
+    Collector(channel).until_text(gen)
+    assert controller.shutdown(timeout=DEADLINE_S)
+    assert backend.closed == 1
+    assert not controller.is_generating()
+    final = [e for e in channel.drain() if is_final(e)]
+    assert len(final) == 1
+
+
+def test_controller_load_async_reports_ready() -> None:
+    channel = EventChannel()
+    controller = GenerationController(ScriptedBackend(), channel)
+    controller.load_async()
+    event = channel.get(timeout=DEADLINE_S)
+    assert isinstance(event, ModelReady)
+    assert (event.name, event.n_ctx) == ("scripted", 8192)
+    assert event.load_s >= 0
+    assert controller.loaded
+
+
+@dataclass
+class FailingLoadBackend(FakeBackend):
+    exc: Exception = field(default_factory=lambda: ModelLoadError("Model file not found: x"))
+
+    def load(self) -> None:
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        (ModelLoadError("Model file not found: /m.gguf"), "Model file not found: /m.gguf"),
+        (OSError("disk on fire"), "Could not load the model: OSError: disk on fire"),
+    ],
+)
+def test_controller_load_async_reports_failure(exc: Exception, message: str) -> None:
+    channel = EventChannel()
+    controller = GenerationController(FailingLoadBackend(exc=exc), channel)
+    controller.load_async()
+    event = channel.get(timeout=DEADLINE_S)
+    assert event == ModelFailed(message)
+    assert not controller.loaded
+
+
+def test_pieces_helper_really_splits_characters() -> None:
+    """Guard for the split_utf8 tests: the scripted backend must cut multi-byte characters."""
+    pieces = list(ScriptedBackend(split_utf8=True).pieces(None))
+    assert b"".join(pieces) == SCRIPT.encode("utf-8")
+    assert sum(not _decodes(p) for p in pieces) > 10
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    assert "".join(decoder.decode(p) for p in pieces) == SCRIPT

@@ -1,0 +1,26 @@
+"""Builds the backend a command line asks for (one place, used by the app and the bench)."""
+
+from __future__ import annotations
+
+from tkchat.generate.backend import Backend
+from tkchat.generate.llama_backend import DEFAULT_N_CTX, LlamaBackend
+from tkchat.generate.scripted import ScriptedBackend
+
+
+def make_backend(
+    kind: str,
+    *,
+    model: str | None = None,
+    rate: float = 50.0,
+    tokens: int | None = None,
+    token_cost_ms: float = 0.0,
+    fail_at: int | None = None,
+    split_utf8: bool = False,
+    n_ctx: int | None = None,
+    n_threads: int | None = None,
+) -> Backend:
+    """``kind`` is "llama" or "scripted". Never raises for a bad model: loading reports it."""
+    if kind == "scripted":
+        return ScriptedBackend(rate=rate, tokens=tokens, token_cost_ms=token_cost_ms,
+                               fail_at=fail_at, split_utf8=split_utf8)
+    return LlamaBackend(model, n_ctx=n_ctx or DEFAULT_N_CTX, n_threads=n_threads)

@@ -1,0 +1,141 @@
+"""The event contract shared by every stage (see README, "Event contract").
+
+Events are small immutable values. A worker thread creates them, the transport carries them,
+the Tk main thread consumes them; because they are frozen, no stage can change what another
+stage sees. On the wire (SSE) the same events are JSON objects, built by :func:`to_wire`.
+
+Every generation ``gen`` emits ``chunk`` events with ``seq`` = 1, 2, 3, ... and ends with
+exactly one ``done`` or ``error`` whose ``seq`` follows the last chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+FinishReason = Literal["stop", "length", "cancelled"]
+FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStats:
+    """Figures measured by the worker, in its own clock (``time.perf_counter``)."""
+
+    tokens: int = 0
+    ttft_ms: float | None = None  # request start -> first decoded text, worker side
+    tokens_per_s: float | None = None  # decode speed: (tokens - 1) / (last - first token)
+    elapsed_s: float = 0.0
+    finished_at: float = 0.0  # perf_counter when the worker left the model loop
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of answer text. ``text`` is always whole characters (never split UTF-8)."""
+
+    gen: int
+    seq: int
+    text: str
+    type: Literal["chunk"] = field(default="chunk", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The generation ended normally, by its stop condition, length limit or cancellation."""
+
+    gen: int
+    seq: int
+    reason: FinishReason
+    stats: GenerationStats = GenerationStats()
+    type: Literal["done"] = field(default="done", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """The generation failed. ``kind`` is a short machine-readable name, ``message`` for people."""
+
+    gen: int
+    seq: int
+    kind: str
+    message: str
+    stats: GenerationStats = GenerationStats()
+    type: Literal["error"] = field(default="error", init=False)
+
+
+GenerationEvent = Chunk | Done | Error
+FinalEvent = Done | Error
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReady:
+    """The backend finished loading (sent by the loader thread)."""
+
+    name: str
+    load_s: float
+    n_ctx: int
+    type: Literal["model_ready"] = field(default="model_ready", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFailed:
+    """The backend could not load; ``message`` is shown to the user as is."""
+
+    message: str
+    type: Literal["model_failed"] = field(default="model_failed", init=False)
+
+
+AppEvent = GenerationEvent | ModelReady | ModelFailed
+
+
+def to_wire(event: GenerationEvent) -> dict[str, Any]:
+    """The JSON shape of an event, as in the contract (``error`` nests kind and message)."""
+    if isinstance(event, Chunk):
+        return {"type": "chunk", "gen": event.gen, "seq": event.seq, "text": event.text}
+    if isinstance(event, Done):
+        return {
+            "type": "done",
+            "gen": event.gen,
+            "seq": event.seq,
+            "reason": event.reason,
+            "stats": asdict(event.stats),
+        }
+    return {
+        "type": "error",
+        "gen": event.gen,
+        "seq": event.seq,
+        "error": {"kind": event.kind, "message": event.message},
+    }
+
+
+def to_json(event: GenerationEvent) -> str:
+    """One line of JSON; ``ensure_ascii=False`` keeps Chinese and emoji readable on the wire."""
+    return json.dumps(to_wire(event), ensure_ascii=False)
+
+
+def from_wire(data: dict[str, Any]) -> GenerationEvent:
+    """Parse the JSON shape back into an event; raises ``ValueError`` on anything malformed
+    (the wire is untrusted: a wrong type must not turn into text such as ``"None"``)."""
+    try:
+        kind = data["type"]
+        gen, seq = data["gen"], data["seq"]
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (gen, seq)):
+            raise ValueError(f"gen and seq must be integers: {data!r}")
+        if kind == "chunk":
+            return Chunk(gen, seq, _string(data["text"]))
+        if kind == "done":
+            if data["reason"] not in FINISH_REASONS:
+                raise ValueError(f"unknown finish reason: {data['reason']!r}")
+            stats = GenerationStats(**data.get("stats", {}))
+            return Done(gen, seq, data["reason"], stats)
+        if kind == "error":
+            error = data["error"]
+            return Error(gen, seq, _string(error["kind"]), _string(error["message"]))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed event: {data!r}") from exc
+    raise ValueError(f"unknown event type: {kind!r}")
+
+
+def _string(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value

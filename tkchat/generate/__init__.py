@@ -1,0 +1,1 @@
+"""Generation: the model runs on a worker thread and emits events; it never touches Tk."""

@@ -1,0 +1,80 @@
+"""The small interface every backend implements, and the request it receives.
+
+A backend turns a chat into a stream of raw token bytes. It does not know about threads,
+queues or widgets: :class:`~tkchat.generate.worker.GenerationWorker` runs it on a worker
+thread, decodes the bytes into whole characters and sends events.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tkchat.events import FinishReason
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """Defaults that suit a small (135M) model: low temperature keeps it on topic."""
+
+    temperature: float = 0.3
+    top_p: float = 0.9
+    top_k: int = 40
+    repeat_penalty: float = 1.1
+    max_tokens: int = 512
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    messages: tuple[Message, ...]
+    sampling: Sampling = field(default_factory=Sampling)
+
+
+class BackendError(Exception):
+    """A failure the user should read: ``kind`` names it, ``str(exc)`` explains it."""
+
+    kind = "backend_error"
+
+
+class ModelLoadError(BackendError):
+    kind = "model_load"
+
+
+class ContextOverflowError(BackendError):
+    kind = "context_overflow"
+
+
+# A token stream: yields raw bytes (possibly a fraction of a UTF-8 character) and returns the
+# finish reason ("stop" or "length") when it ends by itself.
+TokenStream = Generator[bytes, None, FinishReason]
+
+
+class Backend(Protocol):
+    """What the app needs from a model. All methods run on worker threads, never on Tk's."""
+
+    name: str
+    n_ctx: int
+
+    def load(self) -> None:
+        """Load weights; raise :class:`ModelLoadError` with a clear message on failure."""
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        """Yield token bytes until done. Check ``cancel`` wherever waiting could be long;
+        the worker also checks it between tokens and closes the generator."""
+        ...
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """How many context tokens a chat would use (for the context check)."""
+        ...
+
+    def close(self) -> None:
+        """Free the model. Called once, after the last generation has finished."""

@@ -1,0 +1,100 @@
+"""Starts, stops and loads: the one place that creates worker threads for a backend.
+
+Tk-free, so the UI, the benchmark and the tests drive generation the same way. Methods are
+called from the consumer thread (Tk's main thread in the app); the work runs on workers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tkchat.events import ModelFailed, ModelReady
+from tkchat.generate.backend import Backend, BackendError, GenerationRequest
+from tkchat.generate.worker import GenerationWorker
+from tkchat.transport.channel import EventChannel
+
+
+class GenerationController:
+    """Owns the backend, the generation counter and the current worker."""
+
+    def __init__(self, backend: Backend, channel: EventChannel) -> None:
+        self.backend = backend
+        self.channel = channel
+        self._model_lock = threading.Lock()
+        self._gen = 0
+        self.current: GenerationWorker | None = None
+        self.loaded = False
+        self._loader: threading.Thread | None = None
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def load_async(self) -> None:
+        """Load the model on a daemon thread; the result arrives as ModelReady/ModelFailed."""
+        self._loader = threading.Thread(target=self._load, name="tkchat-load", daemon=True)
+        self._loader.start()
+
+    def _load(self) -> None:
+        """Loader thread."""
+        started = time.perf_counter()
+        try:
+            with self._model_lock:
+                self.backend.load()
+        except BackendError as exc:
+            self.channel.put(ModelFailed(str(exc)))
+            return
+        except Exception as exc:  # never a silent dead thread: the user reads what happened
+            self.channel.put(ModelFailed(f"Could not load the model: {type(exc).__name__}: {exc}"))
+            return
+        self.loaded = True
+        elapsed = time.perf_counter() - started
+        self.channel.put(ModelReady(self.backend.name, elapsed, self.backend.n_ctx))
+
+    # -- generating ----------------------------------------------------------------------------
+
+    def start(self, request: GenerationRequest) -> int:
+        """Cancel whatever runs, start a new generation, return its id (``gen``)."""
+        self.stop()
+        self._gen += 1
+        worker = self.new_worker(request, self.channel, self._gen)
+        self.current = worker
+        worker.start()
+        return self._gen
+
+    def new_worker(self, request: GenerationRequest, channel: EventChannel,
+                   gen: int) -> GenerationWorker:
+        """A worker on this model (sharing its lock) that sends to ``channel``; not started.
+        The benchmark's ``raw`` mode uses it to run the same loop with no UI."""
+        return GenerationWorker(self.backend, request, gen, channel, self._model_lock)
+
+    @property
+    def gen(self) -> int:
+        """Id of the latest generation; events of any other id are stale."""
+        return self._gen
+
+    def stop(self) -> GenerationWorker | None:
+        """Ask the current worker to stop (non-blocking). Returns it, for measuring."""
+        worker = self.current
+        if worker is not None and worker.is_alive():
+            worker.cancel()
+            return worker
+        return None
+
+    def is_generating(self) -> bool:
+        return self.current is not None and self.current.is_alive()
+
+    def shutdown(self, timeout: float = 2.0) -> bool:
+        """Stop, wait briefly for the worker to leave the model loop, free the model.
+
+        Returns False if a thread was still busy after ``timeout`` (it is a daemon thread and
+        dies with the process; the model is then not closed under its feet)."""
+        self.stop()
+        ok = True
+        if self.current is not None:
+            ok = self.current.join(timeout)
+        if self._loader is not None and self._loader.is_alive():
+            self._loader.join(timeout)
+            ok = ok and not self._loader.is_alive()
+        if ok:
+            self.backend.close()
+        return ok

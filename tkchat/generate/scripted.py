@@ -1,0 +1,134 @@
+"""A scripted backend: the same answer every time, at any token rate.
+
+First-class, not a mock: it makes classroom demos reproducible (the same text at exactly 50 or
+5,000 tokens/s), and it lets the tests and the benchmark create the hard cases on demand:
+a flood, a per-token CPU cost that holds the GIL, a crash at token *k*, and characters whose
+UTF-8 bytes are split across tokens. It never stands in for the real model where the real
+model is what is claimed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from tkchat.generate.backend import GenerationRequest, Message, TokenStream
+
+SCRIPT = """\
+## Why the window stays smooth
+
+The model runs on a **worker thread**. Tokens travel through a `queue.Queue`, and the Tk main \
+loop drains them every 16 ms, so a click is handled *between* two frames.
+
+1. Generation: the model loop, off the main thread.
+2. Transport: a thread-safe queue that never blocks the producer.
+3. Consumption: one `after()` callback appends all new text at once.
+
+```python
+def drain(self) -> None:
+    events = self.channel.drain()
+    self.transcript.append("".join(e.text for e in events))
+    self.root.after(16, self.drain)
+```
+
+流式输出只解决了"数据什么时候到",没有解决"数据到了以后界面怎么处理"。\
+主线程一旦被占满,按钮和滚动条就都不响应了。
+
+> Emoji and rare characters survive split bytes: 😀 🚀 🧠 𝄞 — and so does 中文.
+
+That is the whole trick: **never block the thread that draws**. 🎉
+"""
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+
+
+def scripted_tokens(text: str = SCRIPT) -> list[str]:
+    """Split text into word-like tokens (leading whitespace kept), like a BPE vocabulary."""
+    return _TOKEN.findall(text)
+
+
+def _split_bytes(token: str) -> Iterator[bytes]:
+    """Yield a token's UTF-8 bytes, cutting every non-ASCII character in the middle."""
+    data = token.encode("utf-8")
+    if token.isascii():
+        yield data
+        return
+    for char in token:
+        raw = char.encode("utf-8")
+        if len(raw) == 1:
+            yield raw
+        else:  # two pieces: the first byte alone, then the rest
+            yield raw[:1]
+            yield raw[1:]
+
+
+@dataclass
+class ScriptedBackend:
+    """Plays ``text`` (repeated up to ``tokens`` tokens) at ``rate`` tokens per second.
+
+    ``rate`` 0 means as fast as possible. ``token_cost_ms`` burns CPU per token while holding
+    the GIL, like a backend that does its sampling in Python. ``fail_at`` raises at that token.
+    ``split_utf8`` cuts multi-byte characters across tokens.
+    """
+
+    rate: float = 50.0
+    tokens: int | None = None
+    token_cost_ms: float = 0.0
+    fail_at: int | None = None
+    split_utf8: bool = False
+    text: str = SCRIPT
+    n_ctx: int = 8192
+    name: str = "scripted"
+
+    def load(self) -> None:
+        """Nothing to load."""
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return sum(len(scripted_tokens(m.content)) + 4 for m in messages)
+
+    def pieces(self, limit: int | None) -> Iterator[bytes]:
+        """The byte pieces of the script, repeated until ``limit`` pieces (None: once)."""
+        vocab = scripted_tokens(self.text)
+        count = 0
+        while True:
+            for token in vocab:
+                parts = _split_bytes(token) if self.split_utf8 else iter((token.encode(),))
+                for part in parts:
+                    if limit is not None and count >= limit:
+                        return
+                    yield part
+                    count += 1
+            if limit is None:
+                return
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        """Worker thread."""
+        wanted = self.tokens if self.tokens is not None else sum(1 for _ in self.pieces(None))
+        cap = request.sampling.max_tokens or wanted
+        limit = min(wanted, cap)
+        period = 1.0 / self.rate if self.rate > 0 else 0.0
+        started = time.perf_counter()
+        for index, piece in enumerate(self.pieces(limit)):
+            if self.fail_at is not None and index + 1 >= self.fail_at:
+                raise RuntimeError(f"the scripted backend crashed at token {index + 1}, as asked")
+            if period:
+                delay = started + index * period - time.perf_counter()
+                if delay > 0 and cancel.wait(delay):  # wake at once on Stop
+                    return "cancelled"
+            if self.token_cost_ms:
+                _burn(self.token_cost_ms / 1000.0)
+            yield piece
+        return "length" if cap < wanted else "stop"
+
+
+def _burn(seconds: float) -> None:
+    """Busy-wait holding the GIL, as CPU-bound Python per-token work does."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass

@@ -1,0 +1,145 @@
+"""Runs one generation on a worker thread and turns its tokens into events.
+
+The worker owns three guarantees of the event contract:
+
+- text is whole characters: token bytes go through an incremental UTF-8 decoder, so a
+  character whose bytes are split across tokens is sent once, complete;
+- Stop really stops: ``cancel`` is checked after every token and the token generator is
+  closed, so the model loop is left within one token;
+- exactly one final event: ``done`` or ``error``, whatever the backend does (raise, hang up).
+"""
+
+from __future__ import annotations
+
+import codecs
+import threading
+import time
+from collections.abc import Callable
+
+from tkchat.events import FinishReason, GenerationStats
+from tkchat.generate.backend import Backend, BackendError, GenerationRequest
+from tkchat.transport.channel import EventChannel, GenerationSender
+
+
+class Utf8Assembler:
+    """Bytes in, whole characters out. Invalid bytes become U+FFFD instead of an exception."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes) -> str:
+        return self._decoder.decode(data, final=False)
+
+    def finish(self) -> str:
+        """Flush: an incomplete character left at the very end becomes U+FFFD."""
+        return self._decoder.decode(b"", final=True)
+
+
+class GenerationWorker:
+    """One generation, on its own daemon thread. Create, then :meth:`start`."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        request: GenerationRequest,
+        gen: int,
+        channel: EventChannel,
+        model_lock: threading.Lock,
+        *,
+        on_exit: Callable[[GenerationWorker], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        # One model runs one generation at a time: a new question waits on this lock for the
+        # previous (stopped) worker to leave the model loop, which takes at most one token.
+        self.model_lock = model_lock
+        self.request = request
+        self.gen = gen
+        self.cancel_event = threading.Event()
+        self.sender = GenerationSender(channel, gen)
+        self.cancelled_at: float | None = None  # perf_counter when cancel() was called
+        self.exited_at: float | None = None  # perf_counter when the model loop was left
+        self.tokens = 0  # tokens so far; read by the UI for the live tokens/s (an int is atomic)
+        self._on_exit = on_exit
+        self._thread = threading.Thread(target=self._run, name=f"tkchat-gen-{gen}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Any thread. Ask the worker to stop; it leaves the model loop within one token."""
+        if not self.cancel_event.is_set():
+            self.cancelled_at = time.perf_counter()
+            self.cancel_event.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # -- worker thread -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        """Worker thread. Never raises: every path ends with one final event."""
+        started = time.perf_counter()
+        tokens = 0
+        first_at: float | None = None
+        last_at = started
+        text_at: float | None = None
+
+        def stats() -> GenerationStats:
+            tps = None
+            if first_at is not None and tokens > 1 and last_at > first_at:
+                tps = (tokens - 1) / (last_at - first_at)
+            return GenerationStats(
+                tokens=tokens,
+                ttft_ms=None if text_at is None else (text_at - started) * 1000,
+                tokens_per_s=tps,
+                elapsed_s=time.perf_counter() - started,
+                finished_at=self.exited_at or time.perf_counter(),
+            )
+
+        try:
+            assembler = Utf8Assembler()
+            reason: FinishReason = "stop"
+            with self.model_lock:
+                stream = self.backend.stream(self.request, self.cancel_event)
+                try:
+                    while not self.cancel_event.is_set():
+                        try:
+                            piece = next(stream)
+                        except StopIteration as end:  # the backend's return value
+                            reason = end.value or "stop"
+                            break
+                        last_at = time.perf_counter()
+                        tokens += 1
+                        self.tokens = tokens
+                        if first_at is None:
+                            first_at = last_at
+                        text = assembler.feed(piece)
+                        if text:
+                            if text_at is None:
+                                text_at = last_at
+                            self.sender.text(text)
+                finally:
+                    close = getattr(stream, "close", None)
+                    if close is not None:  # GeneratorExit inside the backend: the loop ends
+                        close()
+                    self.exited_at = time.perf_counter()
+            if self.cancel_event.is_set():
+                reason = "cancelled"
+            elif reason == "stop":
+                # Bytes left at a natural end are corrupt output: show them as U+FFFD. After a
+                # length cut they are just half a character, and are dropped.
+                self.sender.text(assembler.finish())
+            self.sender.done(reason, stats())
+        except BackendError as exc:
+            self.exited_at = self.exited_at or time.perf_counter()
+            self.sender.error(exc.kind, str(exc), stats())
+        except Exception as exc:  # the contract holds even for bugs in a backend
+            self.exited_at = self.exited_at or time.perf_counter()
+            self.sender.error(type(exc).__name__, f"{type(exc).__name__}: {exc}", stats())
+        finally:
+            if self._on_exit is not None:
+                self._on_exit(self)

@@ -1,0 +1,1 @@
+"""Measurement: the probes the window shows live, and ``tkchat bench`` that reports them."""

@@ -1,0 +1,408 @@
+"""``tkchat bench``: the real window, measured, with its baselines in the same run.
+
+Modes (each one object in the JSON ``runs`` list):
+
+- ``idle``  — the window open, nothing streaming: the lag floor of this machine right now.
+- ``raw``   — the same worker and model loop with no UI (the main thread just reads the
+  queue): the tokens/s ceiling.
+- ``fixed`` — the real app pipeline: send, stream, render markdown, then repeated Stops at
+  random points for the cancel latency.
+
+Everything is timed with ``perf_counter`` on the main thread; targets are ratios against the
+baselines of the same run, because these machines are noisy.
+
+The benchmark drives the window from a *script*: a generator that yields what to wait for
+(a number of seconds or a condition). A poller re-arms ``after`` to resume it, so the main
+loop stays free while the benchmark waits — the bench must not be the thing that freezes it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+import tkinter as tk
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tkchat.backends import make_backend
+from tkchat.events import Done, Error
+from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.generate.controller import GenerationController
+from tkchat.measure.display import ensure_display
+from tkchat.measure.lag_probe import LONG_TASK_MS, LagSample
+from tkchat.measure.rss import rss_mb
+from tkchat.measure.stats import percentile, rounded
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.app import ChatApp
+
+BENCH_PROMPT = (
+    "Write a long, detailed guide to brewing tea, with a heading, a numbered list of steps, "
+    "a short Python code block that times the steeping, and a closing paragraph."
+)
+SYSTEM = "You are a helpful assistant."
+
+Wait = float | Callable[[], bool]
+Script = Generator[Wait, None, None]
+
+
+@dataclass
+class BenchOptions:
+    backend: str = "llama"
+    model: str | None = None
+    tokens: int = 256
+    rate: float = 5000.0
+    idle_s: float = 3.0
+    repeats: int = 3
+    cancels: int = 20
+    seed: int = 7
+    json_path: Path | None = None
+    prompt: str = BENCH_PROMPT
+
+
+@dataclass
+class RunFigures:
+    mode: str
+    backend: str
+    tokens: int | None = None
+    tokens_per_s: float | None = None
+    ttft_ms: float | None = None
+    lag_p50_ms: float | None = None
+    lag_p99_ms: float | None = None
+    lag_max_ms: float | None = None
+    long_tasks: int | None = None
+    ui_updates_per_s: float | None = None
+    cancel_p50_ms: float | None = None
+    cancel_p99_ms: float | None = None
+    cancel_p99_token_periods: float | None = None
+    rss_start_mb: float | None = None
+    rss_peak_mb: float | None = None
+    rss_growth_mb: float | None = None
+    render_slice_max_ms: float | None = None
+    seconds: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        data.update(self.extra)
+        return data
+
+
+class _Runner:
+    """Drives a bench script from inside the Tk main loop."""
+
+    def __init__(self, root: tk.Tk, script: Script) -> None:
+        self.root = root
+        self.script = script
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self.root.after(0, self._step)
+
+    def _step(self) -> None:
+        try:
+            wait = next(self.script)
+        except StopIteration:
+            self.root.quit()
+            return
+        except BaseException as exc:  # report after the loop ends, never lose it
+            self.error = exc
+            self.root.quit()
+            return
+        if callable(wait):
+            self._poll(wait, time.monotonic() + 600)
+        else:
+            self.root.after(max(1, int(wait * 1000)), self._step)
+
+    def _poll(self, ready: Callable[[], bool], deadline: float) -> None:
+        if ready():
+            self._step()
+        elif time.monotonic() > deadline:
+            self.error = TimeoutError("a benchmark step waited more than 10 minutes")
+            self.root.quit()
+        else:
+            self.root.after(10, self._poll, ready, deadline)
+
+
+class _RssSampler:
+    """Samples resident memory every 100 ms from the main loop."""
+
+    def __init__(self, root: tk.Tk) -> None:
+        self.root = root
+        self.peak = rss_mb()
+        self._id: str | None = None
+
+    def start(self) -> float:
+        start = rss_mb()
+        self.peak = start
+        self._tick()
+        return start
+
+    def _tick(self) -> None:
+        self.peak = max(self.peak, rss_mb())
+        self._id = self.root.after(100, self._tick)
+
+    def stop(self) -> float:
+        if self._id is not None:
+            self.root.after_cancel(self._id)
+            self._id = None
+        return max(self.peak, rss_mb())
+
+
+def _lag_figures(samples: Iterable[LagSample]) -> dict[str, float | int | None]:
+    lags = [s.lag_ms for s in samples]
+    return {
+        "lag_p50_ms": rounded(percentile(lags, 50), 3),
+        "lag_p99_ms": rounded(percentile(lags, 99), 3),
+        "lag_max_ms": rounded(max(lags) if lags else None, 3),
+        "long_tasks": sum(1 for lag in lags if lag > LONG_TASK_MS),
+    }
+
+
+def _median(values: list[float]) -> float | None:
+    return percentile(values, 50)
+
+
+class Bench:
+    def __init__(self, options: BenchOptions) -> None:
+        self.options = options
+        self.runs: list[RunFigures] = []
+        self.sampling = Sampling(max_tokens=options.tokens, seed=options.seed)
+
+    def request(self) -> GenerationRequest:
+        return GenerationRequest(
+            (Message("system", SYSTEM), Message("user", self.options.prompt)), self.sampling
+        )
+
+    # -- the whole run -------------------------------------------------------------------------
+
+    def run(self) -> list[RunFigures]:
+        ensure_display()
+        opts = self.options
+        backend = make_backend(opts.backend, model=opts.model, rate=opts.rate, tokens=opts.tokens)
+        root = tk.Tk()
+        controller = GenerationController(backend, EventChannel())
+        self.app = ChatApp(root, controller, sampling=self.sampling, system_prompt=SYSTEM)
+        self.root = root
+        controller.load_async()
+        runner = _Runner(root, self._script())
+        runner.start()
+        try:
+            root.mainloop()
+        finally:
+            if not self.app.closed:
+                self.app.close()
+        if runner.error is not None:
+            raise runner.error
+        return self.runs
+
+    def _script(self) -> Script:
+        app = self.app
+        yield lambda: app.model_ready or bool(app.transcript.plain_text().strip())
+        if not app.model_ready:
+            raise RuntimeError("the model did not load: " + app.status.get())
+        yield 0.5  # let the window settle after loading
+        yield from self._idle()
+        raw_tps: list[float] = []
+        raw_ttft: list[float] = []
+        fixed: list[dict[str, Any]] = []
+        for _ in range(self.options.repeats):  # alternate, so drift hits both alike
+            tps, ttft = self._raw_once()
+            raw_tps.append(tps)
+            raw_ttft.append(ttft)
+            result: dict[str, Any] = {}
+            yield from self._fixed_once(result)
+            fixed.append(result)
+        self.runs.append(RunFigures(
+            mode="raw", backend=self.options.backend, tokens=self._raw_tokens,
+            tokens_per_s=rounded(_median(raw_tps), 1), ttft_ms=rounded(_median(raw_ttft), 1),
+        ))
+        cancel: dict[str, Any] = {}
+        yield from self._cancels(cancel)
+        self.runs.append(self._fixed_figures(fixed, cancel))
+        app.close()
+
+    # -- idle ----------------------------------------------------------------------------------
+
+    def _idle(self) -> Script:
+        rss = _RssSampler(self.root)
+        start = rss.start()
+        self.app.probe.start_recording()
+        yield self.options.idle_s
+        samples = self.app.probe.stop_recording()
+        peak = rss.stop()
+        self.runs.append(RunFigures(
+            mode="idle", backend=self.options.backend, rss_start_mb=rounded(start, 1),
+            rss_peak_mb=rounded(peak, 1), rss_growth_mb=rounded(peak - start, 1),
+            seconds=self.options.idle_s, **_lag_figures(samples),  # type: ignore[arg-type]
+        ))
+
+    # -- raw: the model loop with no UI ---------------------------------------------------------
+
+    def _raw_once(self) -> tuple[float, float]:
+        """Main thread, deliberately not returning to the Tk loop: no UI work competes."""
+        controller = self.app.controller
+        channel = EventChannel()
+        worker = controller.new_worker(self.request(), channel, gen=0)
+        worker.start()
+        while True:
+            event = channel.get(timeout=600)
+            if isinstance(event, (Done, Error)):
+                break
+        if isinstance(event, Error):
+            raise RuntimeError(f"raw generation failed: {event.message}")
+        self._raw_tokens = event.stats.tokens
+        return event.stats.tokens_per_s or 0.0, event.stats.ttft_ms or 0.0
+
+    # -- fixed: the real pipeline ---------------------------------------------------------------
+
+    def _fixed_once(self, result: dict[str, Any]) -> Script:
+        app = self.app
+        rss = _RssSampler(self.root)
+        result["rss_start"] = rss.start()
+        inserts_before = app.transcript.inserts
+        finished_before = len(app.finished)
+        slices_before = len(app.transcript.painter.slice_ms)
+        app.probe.start_recording()
+        started = time.perf_counter()
+        app.send(self.options.prompt)
+        answer = app.answer
+        yield lambda: len(app.finished) > finished_before
+        final = app.finished[-1]
+        streamed_s = time.perf_counter() - started
+        yield lambda: not app.transcript.painter.busy  # the final render is part of the run
+        yield 0.2
+        result["samples"] = app.probe.stop_recording()
+        result["rss_peak"] = rss.stop()
+        if isinstance(final, Error):
+            raise RuntimeError(f"fixed generation failed: {final.message}")
+        result["tokens"] = final.stats.tokens
+        result["tps"] = final.stats.tokens_per_s or 0.0
+        first = answer.first_text_at if answer is not None else None
+        result["ttft"] = (first - answer.started_at) * 1000 if answer and first else None
+        result["ups"] = (app.transcript.inserts - inserts_before) / streamed_s
+        result["slices"] = app.transcript.painter.slice_ms[slices_before:]
+        result["seconds"] = time.perf_counter() - started
+
+    def _cancels(self, cancel: dict[str, Any]) -> Script:
+        """Stop at random points; measure Stop -> the worker has left the model loop."""
+        app = self.app
+        rng = random.Random(self.options.seed)
+        latencies: list[float] = []
+        for _ in range(self.options.cancels):
+            app.send(self.options.prompt)
+            worker = app.controller.current
+            assert worker is not None
+            yield lambda w=worker: w.tokens > 0 or not w.is_alive()
+            yield rng.uniform(0.02, 0.3)
+            if not worker.is_alive():
+                continue  # finished before the stop: not a cancel sample
+            app.stop()
+            yield lambda w=worker: not w.is_alive()
+            if worker.cancelled_at is not None and worker.exited_at is not None:
+                latencies.append((worker.exited_at - worker.cancelled_at) * 1000)
+        yield lambda: not app.transcript.painter.busy
+        cancel["latencies"] = latencies
+
+    def _fixed_figures(self, fixed: list[dict[str, Any]], cancel: dict[str, Any]) -> RunFigures:
+        samples = [s for r in fixed for s in r["samples"]]
+        slices = [s for r in fixed for s in r["slices"]]
+        tps = _median([r["tps"] for r in fixed])
+        latencies = cancel.get("latencies", [])
+        p99 = percentile(latencies, 99)
+        start = min(r["rss_start"] for r in fixed)
+        peak = max(r["rss_peak"] for r in fixed)
+        return RunFigures(
+            mode="fixed", backend=self.options.backend, tokens=fixed[-1]["tokens"],
+            tokens_per_s=rounded(tps, 1),
+            ttft_ms=rounded(_median([r["ttft"] for r in fixed if r["ttft"] is not None]), 1),
+            ui_updates_per_s=rounded(_median([r["ups"] for r in fixed]), 1),
+            cancel_p50_ms=rounded(percentile(latencies, 50), 2),
+            cancel_p99_ms=rounded(p99, 2),
+            cancel_p99_token_periods=rounded(p99 * tps / 1000, 2) if p99 and tps else None,
+            rss_start_mb=rounded(start, 1), rss_peak_mb=rounded(peak, 1),
+            rss_growth_mb=rounded(peak - start, 1),
+            render_slice_max_ms=rounded(max(slices) if slices else None, 2),
+            seconds=rounded(sum(r["seconds"] for r in fixed), 2),
+            extra={"cancel_samples": len(latencies), "repeats": len(fixed)},
+            **_lag_figures(samples),  # type: ignore[arg-type]
+        )
+
+
+# -- verdicts and output ---------------------------------------------------------------------
+
+
+def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, bool, str]]:
+    """The issue's targets, checked against this run's own baselines."""
+    by = {r.mode: r for r in runs}
+    idle, raw, fixed = by.get("idle"), by.get("raw"), by.get("fixed")
+    out: list[tuple[str, bool, str]] = []
+    if idle and fixed and idle.lag_p99_ms is not None and fixed.lag_p99_ms is not None:
+        bound = max(2.0, 2 * idle.lag_p99_ms)
+        if options.backend == "scripted" and options.rate >= 1000:
+            bound = 16.0  # the flood target
+        out.append((f"fixed lag p99 <= {bound:.2f} ms", fixed.lag_p99_ms <= bound,
+                    f"{fixed.lag_p99_ms:.2f} ms"))
+    if fixed and fixed.lag_max_ms is not None:
+        out.append(("fixed lag max <= 16 ms", fixed.lag_max_ms <= 16.0,
+                    f"{fixed.lag_max_ms:.2f} ms"))
+        out.append(("fixed long tasks == 0", fixed.long_tasks == 0, str(fixed.long_tasks)))
+    if raw and fixed and raw.tokens_per_s and fixed.tokens_per_s:
+        ratio = fixed.tokens_per_s / raw.tokens_per_s
+        out.append(("fixed tokens/s >= 0.95 x raw", ratio >= 0.95, f"{ratio:.3f} x"))
+    if fixed and fixed.cancel_p99_token_periods is not None:
+        out.append(("cancel p99 <= 2 token periods", fixed.cancel_p99_token_periods <= 2,
+                    f"{fixed.cancel_p99_token_periods:.2f} periods "
+                    f"({fixed.cancel_p99_ms} ms)"))
+    if options.backend == "scripted" and fixed and fixed.rss_growth_mb is not None:
+        out.append(("flood RSS growth < 100 MB", fixed.rss_growth_mb < 100,
+                    f"{fixed.rss_growth_mb:.1f} MB"))
+    return out
+
+
+COLUMNS = ["mode", "tokens", "tokens_per_s", "ttft_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms",
+           "long_tasks", "ui_updates_per_s", "cancel_p50_ms", "cancel_p99_ms", "rss_peak_mb"]
+
+
+def format_table(runs: list[RunFigures]) -> str:
+    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def run_bench(options: BenchOptions) -> int:
+    started = time.time()
+    runs = Bench(options).run()
+    checks = verdicts(runs, options)
+    print(format_table(runs))
+    print()
+    for name, ok, figure in checks:
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
+    if options.json_path is not None:
+        payload = {
+            "backend": options.backend,
+            "tokens": options.tokens,
+            "rate": options.rate if options.backend == "scripted" else None,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+            "python": sys.version.split()[0],
+            "tk": tk.TkVersion,
+            "runs": [r.as_json() for r in runs],
+            "targets": [{"target": n, "pass": ok, "figure": f} for n, ok, f in checks],
+        }
+        options.json_path.parent.mkdir(parents=True, exist_ok=True)
+        options.json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+        print(f"\nwrote {options.json_path}")
+    return 0

@@ -1,0 +1,78 @@
+"""Event-loop lag: how late the Tk main loop runs a timer it was asked to run.
+
+The probe re-arms ``after(interval)`` and records, each time it fires, how much later than
+asked it ran. A free main loop fires within a fraction of a millisecond; a main loop stuck in a
+long callback fires late by the length of that callback. A late firing over 50 ms is a
+*long task* (the browser's Long Tasks threshold): the user felt a freeze.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from tkchat.measure.stats import percentile
+from tkchat.ui.scheduler import AfterScheduler
+
+LONG_TASK_MS = 50.0
+
+
+@dataclass(frozen=True, slots=True)
+class LagSample:
+    at: float  # perf_counter when the probe fired
+    lag_ms: float
+
+
+class LagProbe:
+    """Main thread only. Keeps a window of recent samples for the live display and, while
+    ``recording``, every sample for the benchmark."""
+
+    def __init__(self, scheduler: AfterScheduler, interval_ms: int = 5, window_s: float = 5.0):
+        self.scheduler = scheduler
+        self.interval_ms = interval_ms
+        self.window_s = window_s
+        self.recent: deque[LagSample] = deque()
+        self.recorded: list[LagSample] | None = None
+        self._expected = 0.0
+        self._running = False
+
+    def start(self) -> None:
+        self._running = True
+        self._arm()
+
+    def stop(self) -> None:
+        self._running = False
+
+    def _arm(self) -> None:
+        self._expected = time.perf_counter() + self.interval_ms / 1000
+        self.scheduler.once("lag-probe", self.interval_ms, self._fire)
+
+    def _fire(self) -> None:
+        now = time.perf_counter()
+        sample = LagSample(now, max(0.0, (now - self._expected) * 1000))
+        self.recent.append(sample)
+        while self.recent and now - self.recent[0].at > self.window_s:
+            self.recent.popleft()
+        if self.recorded is not None:
+            self.recorded.append(sample)
+        if self._running:
+            self._arm()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def now_ms(self) -> float:
+        """Lag of the latest firing — or, if the probe is overdue, how overdue it is."""
+        overdue = (time.perf_counter() - self._expected) * 1000
+        last = self.recent[-1].lag_ms if self.recent else 0.0
+        return max(last, overdue if self._running else 0.0)
+
+    def p99_ms(self) -> float:
+        return percentile([s.lag_ms for s in self.recent], 99) or 0.0
+
+    def start_recording(self) -> None:
+        self.recorded = []
+
+    def stop_recording(self) -> list[LagSample]:
+        samples, self.recorded = self.recorded or [], None
+        return samples

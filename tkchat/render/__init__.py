@@ -1,0 +1,1 @@
+"""Rich text: model markdown to safe HTML, block by block (Tk-free)."""

@@ -1,0 +1,4 @@
+"""Transport: how events travel from the generating thread to the consuming thread.
+
+In-process this is :class:`~tkchat.transport.channel.EventChannel`, a ``queue.Queue``.
+"""

@@ -1,0 +1,248 @@
+"""Rich text for finished answers, painted in slices so no callback freezes the window.
+
+tkhtmlview costs about 33 ms per 1,000 characters, so one ``set_html`` of an 11,000-character
+answer is a 360 ms freeze — "render once at the end" is itself a long task. Instead:
+
+1. the answer is split into blocks of at most ``MAX_BLOCK_CHARS`` (``split_blocks``);
+2. each callback renders blocks into an off-screen tkhtmlview widget until its time budget is
+   spent, and copies the result into the transcript as (text, style) runs;
+3. rendered runs are cached per block, so a block seen before costs one insert;
+4. rendered runs are inserted hidden (an ``elide`` tag); when the last block is in, one call
+   deletes the plain text and one call shows the rendered text, so nothing jumps.
+
+tkhtmlview tags every run with a fresh tag and a fresh font; copying maps each style to one
+shared transcript tag, so 200 answers still mean a few dozen tags, not thousands.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import tkinter as tk
+import tkinter.font as tkfont
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tkchat.render.safe_markdown import block_to_html, split_blocks
+from tkchat.ui.readonly import writable
+from tkchat.ui.scheduler import AfterScheduler
+
+log = logging.getLogger(__name__)
+
+# tkhtmlview's cost follows formatting runs (~0.3 ms each: a tag and a font per run), so a dense
+# bullet list of 600 characters took up to 48 ms, 400 up to 33 ms; 300 keeps it under 20 ms.
+MAX_BLOCK_CHARS = 300
+# Start no new block after this much of a slice is spent: worst slice ≈ budget + one block.
+SLICE_BUDGET_MS = 6.0
+HIDDEN_TAG = "md-rendering"
+CODE_BACKGROUND = "#f2f2f2"
+
+Run = tuple[str, str]  # (text, transcript tag)
+StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ...]]
+
+
+@dataclass
+class _Job:
+    start_mark: str
+    end_mark: str
+    blocks: list[str]
+    extra_tags: tuple[str, ...]
+    on_done: Callable[[], None] | None
+    next_block: int = 0
+    inserted_any: bool = False
+    slices: int = 0
+    slice_ms: list[float] = field(default_factory=list)
+
+
+class MarkdownPainter:
+    """Replaces plain answer text with rendered markdown. Main thread only."""
+
+    def __init__(self, text: tk.Text, scheduler: AfterScheduler) -> None:
+        from tkhtmlview import HTMLText  # imported late: it pulls in PIL and requests
+
+        self.text = text
+        self.scheduler = scheduler
+        # Off-screen, never packed: tkhtmlview renders here, we copy the result out.
+        self._scratch = HTMLText(text.winfo_toplevel(), background=text.cget("background"))
+        self._styles: dict[StyleKey, str] = {}
+        self._fonts: list[tkfont.Font] = []  # keep named fonts alive while tags use them
+        self._cache: OrderedDict[str, list[Run]] = OrderedDict()
+        self._cache_size = 2048
+        self._queue: list[_Job] = []
+        self.text.tag_configure(HIDDEN_TAG, elide=True)
+        self.slice_ms: list[float] = []  # every slice's duration, for tests and the bench
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue)
+
+    def paint(
+        self,
+        start_mark: str,
+        end_mark: str,
+        markdown_text: str,
+        *,
+        extra_tags: tuple[str, ...] = (),
+        on_done: Callable[[], None] | None = None,
+    ) -> None:
+        """Schedule rendering of the text between two marks (which must stay in place)."""
+        job = _Job(start_mark, end_mark, split_blocks(markdown_text, MAX_BLOCK_CHARS), extra_tags,
+                   on_done)
+        self._queue.append(job)
+        if len(self._queue) == 1:
+            self.scheduler.once("markdown", 0, self._slice)
+
+    def cancel(self) -> None:
+        self._queue.clear()
+        self.scheduler.cancel("markdown")
+
+    # -- one slice per callback ----------------------------------------------------------------
+
+    def _slice(self) -> None:
+        started = time.perf_counter()
+        job = self._queue[0]
+        try:
+            with writable(self.text):
+                self._paint_some(job, started)
+        except Exception:  # a rendering bug must not lose the answer: keep the plain text
+            log.exception("markdown rendering failed; the answer stays as plain text")
+            with writable(self.text):
+                self._abandon(job)
+        self.slice_ms.append((time.perf_counter() - started) * 1000)
+        if self._queue:
+            self.scheduler.once("markdown", 1, self._slice)
+
+    def _paint_some(self, job: _Job, started: float) -> None:
+        budget_end = started + SLICE_BUDGET_MS / 1000
+        while job.next_block < len(job.blocks):
+            runs = self._runs_for(job.blocks[job.next_block])
+            self._insert_hidden(job, runs)
+            job.next_block += 1
+            if time.perf_counter() >= budget_end:
+                break
+        if job.next_block >= len(job.blocks):
+            self._reveal(job)
+            self._queue.pop(0)
+            if job.on_done is not None:
+                job.on_done()
+
+    def _abandon(self, job: _Job) -> None:
+        """Remove whatever was inserted hidden for this job; the plain text stays."""
+        if self._queue and self._queue[0] is job:
+            self._queue.pop(0)
+        while hidden := self.text.tag_nextrange(HIDDEN_TAG, job.start_mark, job.end_mark):
+            self.text.delete(*hidden)
+
+    def _insert_hidden(self, job: _Job, runs: list[Run]) -> None:
+        if not runs:
+            return
+        tags = (HIDDEN_TAG, *job.extra_tags)
+        if job.inserted_any:
+            args: list[object] = ["\n"]  # blocks are separated by one blank line
+            args.append(tags)
+        else:
+            args = []
+        for chunk, style in runs:
+            args.extend((chunk, (style, *tags)))
+        self.text.insert(job.end_mark, *args)  # type: ignore[arg-type]
+        job.inserted_any = True
+
+    def _reveal(self, job: _Job) -> None:
+        """Swap plain for rendered in two calls: delete the plain range, show the rest."""
+        hidden = self.text.tag_nextrange(HIDDEN_TAG, job.start_mark, job.end_mark)
+        if hidden:
+            self.text.delete(job.start_mark, hidden[0])
+            self.text.tag_remove(HIDDEN_TAG, job.start_mark, job.end_mark)
+
+    # -- tkhtmlview -> runs --------------------------------------------------------------------
+
+    def _runs_for(self, block: str) -> list[Run]:
+        cached = self._cache.get(block)
+        if cached is not None:
+            self._cache.move_to_end(block)
+            return cached
+        scratch = self._scratch
+        scratch.set_html(block_to_html(block))
+        runs: list[Run] = []
+        active: list[str] = []
+        for key, value, _index in scratch.dump("1.0", "end-1c", text=True, tag=True):
+            if key == "tagon":
+                active.append(value)
+            elif key == "tagoff":
+                if value in active:
+                    active.remove(value)
+            elif key == "text" and value:
+                style = self._style_tag(active[-1] if active else None)
+                if runs and runs[-1][1] == style:
+                    runs[-1] = (runs[-1][0] + value, style)
+                else:
+                    runs.append((value, style))
+        while runs and runs[-1][0].endswith("\n"):  # tkhtmlview leaves trailing newlines
+            text, style = runs[-1]
+            runs[-1] = (text.rstrip("\n"), style)
+            if not runs[-1][0]:
+                runs.pop()
+        runs.append(("\n", runs[-1][1] if runs else self._style_tag(None)))
+        self._cache[block] = runs
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return runs
+
+    def _style_tag(self, scratch_tag: str | None) -> str:
+        """One transcript tag per distinct look (font, colour, justification, tabs).
+
+        The look is read from tkhtmlview's parser records, not from the Tk tag: tkhtmlview
+        does not keep its ``Font`` objects, so their named fonts may already be deleted."""
+        record = self._scratch.html_parser._w_tags.get(scratch_tag) if scratch_tag else None
+        if record is None:
+            key: StyleKey = ((), "", "", "", ())
+        else:
+            config = record.get("config", {})
+            key = (tuple(sorted(record.get("font", {}).items())),
+                   str(config.get("foreground") or ""), "",
+                   str(config.get("justify") or ""), tuple(config.get("tabs") or ()))
+        tag = self._styles.get(key)
+        if tag is None:
+            tag = f"md-style-{len(self._styles)}"
+            self._styles[key] = tag
+            self.text.tag_configure(tag, **self._tag_options(key))  # type: ignore[arg-type]
+            self.text.tag_lower(tag)  # message tags (colours, margins) stay on top
+        return tag
+
+    def _tag_options(self, key: StyleKey) -> dict[str, object]:
+        font_spec, foreground, _background, justify, tabs = key
+        options: dict[str, object] = {}
+        if font_spec:
+            spec = dict(font_spec)
+            monospace = spec.get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY
+            base = tkfont.nametofont(str(self.text.cget("font")), root=self.text).actual()
+            size = int(spec.get("size") or 14)
+            font = tkfont.Font(
+                root=self.text,
+                # tkhtmlview's sizes assume a 14-point body; scale them to ours
+                family=self._mono_family() if monospace else base["family"],
+                size=max(6, round(size * int(base["size"]) / 14)),
+                weight=spec.get("weight", "normal"),
+                slant=spec.get("slant", "roman"),
+                underline=bool(spec.get("underline")),
+                overstrike=bool(spec.get("overstrike")),
+            )
+            self._fonts.append(font)
+            options["font"] = font
+            if monospace:
+                options["background"] = CODE_BACKGROUND
+        if foreground and foreground != "black":
+            options["foreground"] = foreground
+        if justify:
+            options["justify"] = justify
+        if tabs:
+            options["tabs"] = tabs
+        return options
+
+    def _mono_family(self) -> str:
+        families = {name.lower(): name for name in tkfont.families(self.text)}
+        for wanted in ("dejavu sans mono", "liberation mono", "noto sans mono", "courier"):
+            if wanted in families:
+                return families[wanted]
+        return "TkFixedFont"

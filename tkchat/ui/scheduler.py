@@ -1,0 +1,45 @@
+"""Every ``after`` callback of the app goes through here (as idlelib keeps its ids).
+
+Each timer has a name; scheduling a name again replaces the pending one, so a loop can never
+run twice in parallel. On close, :meth:`AfterScheduler.close` cancels every pending id and
+refuses new ones, so nothing fires into a destroyed window ("invalid command name" errors).
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Callable
+
+
+class AfterScheduler:
+    """Main thread only."""
+
+    def __init__(self, widget: tk.Misc) -> None:
+        self.widget = widget
+        self._pending: dict[str, str] = {}
+        self.closed = False
+
+    def once(self, name: str, delay_ms: int, callback: Callable[[], object]) -> None:
+        """Run ``callback`` after ``delay_ms`` (0: as soon as the loop is free)."""
+        if self.closed:
+            return
+        self.cancel(name)
+
+        def fire() -> None:
+            self._pending.pop(name, None)
+            callback()
+
+        self._pending[name] = self.widget.after(delay_ms, fire)
+
+    def cancel(self, name: str) -> None:
+        after_id = self._pending.pop(name, None)
+        if after_id is not None:
+            self.widget.after_cancel(after_id)
+
+    def pending(self, name: str) -> bool:
+        return name in self._pending
+
+    def close(self) -> None:
+        self.closed = True
+        for name in list(self._pending):
+            self.cancel(name)
