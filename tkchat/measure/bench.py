@@ -213,6 +213,8 @@ class Bench:
             tps, ttft = self._raw_once()
             raw_tps.append(tps)
             raw_ttft.append(ttft)
+            # raw held the main loop on purpose: let the overdue timers fire before measuring
+            yield 0.3
             result: dict[str, Any] = {}
             yield from self._fixed_once(result)
             fixed.append(result)
@@ -263,6 +265,7 @@ class Bench:
         app = self.app
         rss = _RssSampler(self.root)
         result["rss_start"] = rss.start()
+        app.new_chat()  # the same one-question prompt as raw, not a growing conversation
         inserts_before = app.transcript.inserts
         finished_before = len(app.finished)
         slices_before = len(app.transcript.painter.slice_ms)
@@ -293,6 +296,7 @@ class Bench:
         rng = random.Random(self.options.seed)
         latencies: list[float] = []
         for _ in range(self.options.cancels):
+            app.new_chat()
             app.send(self.options.prompt)
             worker = app.controller.current
             assert worker is not None
@@ -336,30 +340,38 @@ class Bench:
 
 
 def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, bool, str]]:
-    """The issue's targets, checked against this run's own baselines."""
+    """The issue's targets, checked against this run's own baselines.
+
+    On the model: lag p99 within 2x idle (or 2 ms), lag max 16 ms, no long task, tokens/s
+    at least 0.95x raw, cancel within 2 token periods. For a scripted flood: lag p99 16 ms
+    and resident memory growing less than 100 MB."""
     by = {r.mode: r for r in runs}
     idle, raw, fixed = by.get("idle"), by.get("raw"), by.get("fixed")
     out: list[tuple[str, bool, str]] = []
-    if idle and fixed and idle.lag_p99_ms is not None and fixed.lag_p99_ms is not None:
+    if fixed is None or fixed.lag_p99_ms is None or fixed.lag_max_ms is None:
+        return out
+    flood = options.backend == "scripted"
+    if flood:
+        out.append(("flood lag p99 <= 16 ms", fixed.lag_p99_ms <= 16.0,
+                    f"{fixed.lag_p99_ms:.2f} ms"))
+        if fixed.rss_growth_mb is not None:
+            out.append(("flood RSS growth < 100 MB", fixed.rss_growth_mb < 100,
+                        f"{fixed.rss_growth_mb:.1f} MB"))
+        return out
+    if idle is not None and idle.lag_p99_ms is not None:
         bound = max(2.0, 2 * idle.lag_p99_ms)
-        if options.backend == "scripted" and options.rate >= 1000:
-            bound = 16.0  # the flood target
         out.append((f"fixed lag p99 <= {bound:.2f} ms", fixed.lag_p99_ms <= bound,
                     f"{fixed.lag_p99_ms:.2f} ms"))
-    if fixed and fixed.lag_max_ms is not None:
-        out.append(("fixed lag max <= 16 ms", fixed.lag_max_ms <= 16.0,
-                    f"{fixed.lag_max_ms:.2f} ms"))
-        out.append(("fixed long tasks == 0", fixed.long_tasks == 0, str(fixed.long_tasks)))
-    if raw and fixed and raw.tokens_per_s and fixed.tokens_per_s:
+    out.append(("fixed lag max <= 16 ms", fixed.lag_max_ms <= 16.0,
+                f"{fixed.lag_max_ms:.2f} ms"))
+    out.append(("fixed long tasks == 0", fixed.long_tasks == 0, str(fixed.long_tasks)))
+    if raw is not None and raw.tokens_per_s and fixed.tokens_per_s:
         ratio = fixed.tokens_per_s / raw.tokens_per_s
         out.append(("fixed tokens/s >= 0.95 x raw", ratio >= 0.95, f"{ratio:.3f} x"))
-    if fixed and fixed.cancel_p99_token_periods is not None:
+    if fixed.cancel_p99_token_periods is not None:
         out.append(("cancel p99 <= 2 token periods", fixed.cancel_p99_token_periods <= 2,
                     f"{fixed.cancel_p99_token_periods:.2f} periods "
                     f"({fixed.cancel_p99_ms} ms)"))
-    if options.backend == "scripted" and fixed and fixed.rss_growth_mb is not None:
-        out.append(("flood RSS growth < 100 MB", fixed.rss_growth_mb < 100,
-                    f"{fixed.rss_growth_mb:.1f} MB"))
     return out
 
 

@@ -54,7 +54,8 @@ class ChatApp:
         self.controller = controller
         self.channel: EventChannel = controller.channel
         self.sampling = sampling or Sampling()
-        self.history: list[Message] = [Message("system", system_prompt)] if system_prompt else []
+        self.system_prompt = system_prompt
+        self.history: list[Message] = []
         self.scheduler = AfterScheduler(root)
         self.consumer = StreamConsumer()
         self.answer: AnswerView | None = None
@@ -95,8 +96,10 @@ class ChatApp:
         self.input.bind("<Shift-Return>", self._on_shift_return)
         root.bind("<Escape>", lambda _e: self.stop())
         root.bind("<Control-q>", lambda _e: self.close())
+        root.bind("<Control-n>", lambda _e: self.new_chat())
         self.input.focus_set()
 
+        self.new_chat()
         self.pump = EventPump(self.scheduler, self.channel, self.consumer, self._on_tick)
         self.pump.start()
         self.probe.start()
@@ -138,6 +141,12 @@ class ChatApp:
         if self.controller.stop() is not None:
             self._end_answer(stopped=True)
             self.consumer.follow(-1)  # nothing of the stopped generation may show up later
+
+    def new_chat(self) -> None:
+        """Start over (Ctrl+N): stop any answer, clear the transcript and the model's context."""
+        self.stop()
+        self.history = [Message("system", self.system_prompt)] if self.system_prompt else []
+        self.transcript.clear()
 
     # -- events from the pump ------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ shared transcript tag, so 200 answers still mean a few dozen tags, not thousands
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import tkinter as tk
 import tkinter.font as tkfont
@@ -30,11 +31,13 @@ from tkchat.ui.scheduler import AfterScheduler
 
 log = logging.getLogger(__name__)
 
-# tkhtmlview's cost follows formatting runs (~0.3 ms each: a tag and a font per run), so a dense
-# bullet list of 600 characters took up to 48 ms, 400 up to 33 ms; 300 keeps it under 20 ms.
-MAX_BLOCK_CHARS = 300
-# Start no new block after this much of a slice is spent: worst slice ≈ budget + one block.
-SLICE_BUDGET_MS = 6.0
+# tkhtmlview's cost follows formatting runs (~0.3 ms each: a tag and a font per run): a dense
+# bullet list took 48 ms per 600 characters, 19 ms per 300; 200 keeps a block near 12 ms.
+MAX_BLOCK_CHARS = 200
+# A slice starts another block only if the predicted cost still fits in this budget.
+SLICE_BUDGET_MS = 10.0
+# Initial guess of the cost per character (a dense list), refined from what is measured.
+INITIAL_MS_PER_CHAR = 0.06
 HIDDEN_TAG = "md-rendering"
 CODE_BACKGROUND = "#f2f2f2"
 
@@ -72,6 +75,11 @@ class MarkdownPainter:
         self._queue: list[_Job] = []
         self.text.tag_configure(HIDDEN_TAG, elide=True)
         self.slice_ms: list[float] = []  # every slice's duration, for tests and the bench
+        self._ms_per_char = INITIAL_MS_PER_CHAR
+        # Python-Markdown's first conversion sets up its extensions (~20 ms): do that on a
+        # worker now, not in the first slice. block_to_html is pure and thread-safe.
+        threading.Thread(target=block_to_html, args=("warm **up** `x`",), daemon=True,
+                         name="tkchat-markdown-warmup").start()
 
     @property
     def busy(self) -> bool:
@@ -114,13 +122,18 @@ class MarkdownPainter:
             self.scheduler.once("markdown", 1, self._slice)
 
     def _paint_some(self, job: _Job, started: float) -> None:
-        budget_end = started + SLICE_BUDGET_MS / 1000
+        """Render blocks while the predicted cost of the next one still fits the budget
+        (always at least one block, so every slice makes progress)."""
+        first = job.next_block
         while job.next_block < len(job.blocks):
-            runs = self._runs_for(job.blocks[job.next_block])
-            self._insert_hidden(job, runs)
+            block = job.blocks[job.next_block]
+            if job.next_block > first:
+                # a cached block costs only its insert; a new one is predicted from history
+                predicted = 0.0 if block in self._cache else self._ms_per_char * len(block)
+                if (time.perf_counter() - started) * 1000 + predicted > SLICE_BUDGET_MS:
+                    break
+            self._insert_hidden(job, self._runs_for(block))
             job.next_block += 1
-            if time.perf_counter() >= budget_end:
-                break
         if job.next_block >= len(job.blocks):
             self._reveal(job)
             self._queue.pop(0)
@@ -163,6 +176,7 @@ class MarkdownPainter:
             self._cache.move_to_end(block)
             return cached
         scratch = self._scratch
+        began = time.perf_counter()
         scratch.set_html(block_to_html(block))
         runs: list[Run] = []
         active: list[str] = []
@@ -185,6 +199,9 @@ class MarkdownPainter:
                 runs.pop()
         runs.append(("\n", runs[-1][1] if runs else self._style_tag(None)))
         self._cache[block] = runs
+        if len(block) >= 40:  # learn the cost per character; short blocks are all overhead
+            observed = (time.perf_counter() - began) * 1000 / len(block)
+            self._ms_per_char = max(observed, 0.7 * self._ms_per_char + 0.3 * observed)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return runs

@@ -125,6 +125,14 @@ class Transcript(ttk.Frame):
             self.painter.paint(view.start_mark, view.end_mark, view.text,
                                extra_tags=("answer",), on_done=lambda: _rendered(view))
 
+    def clear(self) -> None:
+        self.painter.cancel()
+        with writable(self.text):
+            self.text.delete("1.0", "end")
+        for view in self.answers:
+            self.text.mark_unset(view.start_mark, view.end_mark)
+        self.answers.clear()
+
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
         return str(self.text.tk.call(self.text._w, "get", "-displaychars", "1.0", "end-1c"))
