@@ -14,8 +14,11 @@ import pytest
 
 from tests.conftest import pump_for, pump_until
 from tkchat.events import Done, Error
+from tkchat.generate.backend import Sampling
 from tkchat.generate.llama_backend import LlamaBackend
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
+from tkchat.render.safe_markdown import split_blocks
+from tkchat.ui.markdown_view import MAX_BLOCK_CHARS
 from tkchat.ui.transcript import STOPPED_NOTE
 
 pytestmark = pytest.mark.gui
@@ -202,3 +205,40 @@ def test_the_app_process_quits_promptly_mid_answer(display: None) -> None:
             proc.kill()
     assert proc.returncode == 0
     assert "Error" not in err and "Traceback" not in err and "invalid command" not in err
+
+
+def test_long_answer_renders_in_many_slices_and_loses_nothing(root: tk.Tk, make_app) -> None:
+    """11,000 characters with code blocks: painted block by block across many callbacks
+    (the time per slice is the benchmark's business), and every line ends up on screen."""
+    answer_text = long_answer(11_000)
+    app = make_app(ScriptedBackend(rate=0, text=answer_text), sampling=Sampling(max_tokens=0))
+    painter = app.transcript.painter
+    slices_before = len(painter.slice_ms)
+    app.send("a long one")
+    view = app.answer
+    final = finish(root, app)
+    assert isinstance(final, Done) and view.text == answer_text and view.rendered
+    slices = len(painter.slice_ms) - slices_before
+    blocks = split_blocks(answer_text, MAX_BLOCK_CHARS)
+    assert len(blocks) > 20 and slices > 1
+    assert max(len(b) for b in blocks) <= MAX_BLOCK_CHARS
+    shown = app.transcript.plain_text()
+    for line in answer_text.splitlines():
+        words = line.strip("#-`> ").replace("**", "").replace("*", "").strip()
+        if words and not words.startswith("python"):
+            assert words in shown, f"missing after render: {words!r}"
+    assert "```" not in shown
+    # styles are shared: a long answer adds a handful of tags, not one per formatting run
+    assert len(app.transcript.text.tag_names()) < 40
+
+
+def test_rendering_is_cached_per_block(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0))
+    painter = app.transcript.painter
+    app.send("one")
+    finish(root, app)
+    cached = len(painter._cache)
+    app.send("two")  # the same script: every block is already rendered
+    finish(root, app, 2)
+    assert cached > 3 and len(painter._cache) == cached
+    assert all(view.rendered for view in app.transcript.answers)

@@ -22,8 +22,10 @@ import time
 import tkinter as tk
 import tkinter.font as tkfont
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from tkchat.render.safe_markdown import block_to_html, split_blocks
 from tkchat.ui.readonly import writable
@@ -31,13 +33,15 @@ from tkchat.ui.scheduler import AfterScheduler
 
 log = logging.getLogger(__name__)
 
-# tkhtmlview's cost follows formatting runs (~0.3 ms each: a tag and a font per run): a dense
-# bullet list took 48 ms per 600 characters, 19 ms per 300; 200 keeps a block near 12 ms.
-MAX_BLOCK_CHARS = 200
+# tkhtmlview's cost follows formatting runs (a tag, and without _SharedFontFactory a new font,
+# per run). With shared fonts the worst block measured (a dense bullet list) took 8 ms per
+# 1,000 characters, 14 ms per 2,000. Blocks longer than this are split, which shows: a split
+# paragraph becomes two paragraphs, a split list restarts its numbering.
+MAX_BLOCK_CHARS = 1000
 # A slice starts another block only if the predicted cost still fits in this budget.
-SLICE_BUDGET_MS = 10.0
+SLICE_BUDGET_MS = 4.0
 # Initial guess of the cost per character (a dense list), refined from what is measured.
-INITIAL_MS_PER_CHAR = 0.06
+INITIAL_MS_PER_CHAR = 0.03
 HIDDEN_TAG = "md-rendering"
 CODE_BACKGROUND = "#f2f2f2"
 
@@ -62,7 +66,9 @@ class MarkdownPainter:
     """Replaces plain answer text with rendered markdown. Main thread only."""
 
     def __init__(self, text: tk.Text, scheduler: AfterScheduler) -> None:
-        from tkhtmlview import HTMLText  # imported late: it pulls in PIL and requests
+        from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
+
+        _share_fonts(html_parser)
 
         self.text = text
         self.scheduler = scheduler
@@ -263,3 +269,41 @@ class MarkdownPainter:
             if wanted in families:
                 return families[wanted]
         return "TkFixedFont"
+
+
+class _SharedFontFactory:
+    """Stands in for ``tkinter.font`` inside tkhtmlview's parser: equal font options give
+    the same ``Font``. tkhtmlview creates a new Tk font for every formatting run, and font
+    creation was most of its cost: sharing them cut the slowest block from 5.1 to 1.6 ms."""
+
+    families = staticmethod(tkfont.families)
+
+    def __init__(self) -> None:
+        self._fonts: dict[tuple[tuple[str, object], ...], tkfont.Font] = {}
+
+    def Font(self, **options: object) -> tkfont.Font:  # noqa: N802 - mirrors tkinter.font.Font
+        key = tuple(sorted(options.items()))
+        font = self._fonts.get(key)
+        if font is None:
+            font = self._fonts[key] = tkfont.Font(**options)  # type: ignore[arg-type]
+        return font
+
+
+@contextmanager
+def stock_tkhtmlview() -> Iterator[None]:
+    """Temporarily give tkhtmlview its own fonts back: the benchmark's baseline measures
+    what an app that just calls ``set_html`` would get."""
+    from tkhtmlview import html_parser
+
+    shared = html_parser.font
+    html_parser.font = tkfont
+    try:
+        yield
+    finally:
+        html_parser.font = shared
+
+
+def _share_fonts(html_parser: ModuleType) -> None:
+    """Main thread. Install the shared font factory in tkhtmlview's parser module (once)."""
+    if not isinstance(html_parser.font, _SharedFontFactory):
+        html_parser.font = _SharedFontFactory()
