@@ -7,11 +7,16 @@ was swallowed by Tk's event loop and the test's own assertions passed.
 from __future__ import annotations
 
 import gc
+import http.server
+import io
 import logging
+import threading
 import time
 import tkinter as tk
 import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +109,97 @@ def make_app(root: tk.Tk) -> Iterator[Callable[..., object]]:
     for app in apps:
         if not app.closed:
             app.close()
+
+
+# -- a hostile model answer, and what would catch the app touching the network ----------
+
+
+def png_bytes() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def counting_server() -> Iterator[tuple[int, list[str]]]:
+    """A real HTTP server on 127.0.0.1 that records every request path it receives."""
+    pytest.importorskip("PIL")
+    hits: list[str] = []
+    png = png_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(png)))
+            self.end_headers()
+            self.wfile.write(png)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], hits
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests must reach 127.0.0.1 directly, so the control test can see its request."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def io_spies(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Record (and still perform) every requests.get and PIL Image.open tkhtmlview makes."""
+    from tkhtmlview import html_parser
+
+    calls: dict[str, list[str]] = {"get": [], "open": []}
+    real_get, real_open = html_parser.requests.get, html_parser.Image.open
+
+    def spy_get(url: str, *args: Any, **kwargs: Any) -> Any:
+        calls["get"].append(url)
+        kwargs.setdefault("timeout", 5)
+        return real_get(url, *args, **kwargs)
+
+    def spy_open(fp: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["open"].append(str(fp))
+        return real_open(fp, *args, **kwargs)
+
+    monkeypatch.setattr(html_parser.requests, "get", spy_get)
+    monkeypatch.setattr(html_parser.Image, "open", spy_open)
+    return calls
+
+
+def hostile_answer(port: int, local_png: Path) -> str:
+    """Model output that tries every way to make the app fetch a URL or open a file."""
+    base = f"http://127.0.0.1:{port}"
+    return "\n\n".join(
+        [
+            "Here is your answer.",
+            f'<img src="{base}/a.png">',
+            f"![x]({base}/b.png)",
+            f'Inline <img src="{base}/c.png" width="10"> image and ![y]({local_png}) too.',
+            f'<img src="{local_png}">',
+            "<script>alert(1)</script>",
+            "<a href=javascript:alert(2)>click me</a> and [js](javascript:alert(3))",
+            f'<iframe src="{base}/frame"></iframe>',
+            f'<p onmouseover="alert(4)" style="font-family: Courier">hover {base}/d.png</p>',
+            f"<{base}/autolink.png>",
+            f'<div>\n<img src="{base}/e.png">\n</div>',
+            f'```html\n<img src="{base}/f.png">\n```',
+        ]
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import hostile_answer, png_bytes, pump_for, pump_until
 from tkchat.events import Done, Error
 from tkchat.generate.backend import Sampling
 from tkchat.generate.llama_backend import LlamaBackend
@@ -164,7 +164,7 @@ def test_heartbeat_and_health_figures_update(root: tk.Tk, make_app) -> None:
     assert app.health.beats >= beats + 1
     assert "lag" in app.health.lag.cget("text")
     rates = app.health.rates.cget("text")
-    assert "tok/s" in rates and "updates/s" in rates
+    assert "tokens/s" in rates and "updates/s" in rates
     assert app.transcript.inserts > 0
 
 
@@ -242,3 +242,23 @@ def test_rendering_is_cached_per_block(root: tk.Tk, make_app) -> None:
     finish(root, app, 2)
     assert cached > 3 and len(painter._cache) == cached
     assert all(view.rendered for view in app.transcript.answers)
+
+
+def test_hostile_answer_in_the_app_touches_no_network_and_no_file(
+    root: tk.Tk, make_app, counting_server, no_proxy, io_spies, tmp_path: Path
+) -> None:
+    """The painter path of the real window (not just tkhtmlview): markup from the model is
+    shown as text, and nothing is fetched or opened."""
+    port, hits = counting_server
+    local_png = tmp_path / "local.png"
+    local_png.write_bytes(png_bytes())
+    text = hostile_answer(port, local_png)
+    app = make_app(ScriptedBackend(rate=0, text=text), sampling=Sampling(max_tokens=0))
+    app.send("be hostile")
+    final = finish(root, app)
+    assert isinstance(final, Done) and app.transcript.answers[0].rendered
+    assert hits == [] and io_spies == {"get": [], "open": []}
+    shown = app.transcript.plain_text()
+    assert "<script>alert(1)</script>" in shown  # shown as text, never run or interpreted
+    assert f'<img src="http://127.0.0.1:{port}/a.png">' in shown
+    assert not app.transcript.text.image_names()  # Tk answers "" when there are none

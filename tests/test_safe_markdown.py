@@ -4,24 +4,18 @@ local HTTP server counts the requests it would cause."""
 
 from __future__ import annotations
 
-import http.server
-import io
-import os
 import random
 import re
-import shutil
 import statistics
-import subprocess
-import threading
 import time
 import unicodedata
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import hostile_answer, png_bytes
 from tkchat.render.safe_markdown import (
     ALLOWED_TAGS,
     DEFAULT_MAX_CHARS,
@@ -569,142 +563,11 @@ def test_sanitizer_output_is_a_fixed_point() -> None:
 # GUI: the real tkhtmlview parser in a real Tk Text widget
 
 
-@pytest.fixture(scope="module")
-def display() -> Iterator[str]:
-    """A display for Tk: the session's own, or a private Xvfb (on :57 when that is free)."""
-    if os.environ.get("DISPLAY"):
-        yield os.environ["DISPLAY"]
-        return
-    xvfb = shutil.which("Xvfb") or ("/usr/bin/Xvfb" if Path("/usr/bin/Xvfb").exists() else None)
-    if xvfb is None:
-        pytest.skip("no DISPLAY and no Xvfb")
-    number = next(
-        n
-        for n in range(57, 157)
-        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists()
-    )
-    proc = subprocess.Popen(
-        [xvfb, f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while not Path(f"/tmp/.X11-unix/X{number}").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.skip(f"Xvfb :{number} did not start")
-            time.sleep(0.05)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("DISPLAY", f":{number}")
-            yield f":{number}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture
-def tk_root(display: str) -> Iterator[Any]:
-    pytest.importorskip("tkhtmlview")
-    import tkinter as tk
-
-    root = tk.Tk()
+def tk_root(root: Any) -> Any:
+    """The strict Tk root of conftest (fails on any callback error), sized for rendering."""
     root.geometry("900x700")
-    yield root
-    root.destroy()
-
-
-def _png_bytes() -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", (4, 4), "red").save(buf, "PNG")
-    return buf.getvalue()
-
-
-@pytest.fixture
-def counting_server() -> Iterator[tuple[int, list[str]]]:
-    """A real HTTP server on 127.0.0.1 that records every request path it receives."""
-    pytest.importorskip("PIL")
-    hits: list[str] = []
-    png = _png_bytes()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            hits.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Content-Length", str(len(png)))
-            self.end_headers()
-            self.wfile.write(png)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], hits
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-@pytest.fixture
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """requests must reach 127.0.0.1 directly, so the control test can see its request."""
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("ALL_PROXY", raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def io_spies(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Record (and still perform) every requests.get and PIL Image.open tkhtmlview makes."""
-    from tkhtmlview import html_parser
-
-    calls: dict[str, list[str]] = {"get": [], "open": []}
-    real_get, real_open = html_parser.requests.get, html_parser.Image.open
-
-    def spy_get(url: str, *args: Any, **kwargs: Any) -> Any:
-        calls["get"].append(url)
-        kwargs.setdefault("timeout", 5)
-        return real_get(url, *args, **kwargs)
-
-    def spy_open(fp: Any, *args: Any, **kwargs: Any) -> Any:
-        calls["open"].append(str(fp))
-        return real_open(fp, *args, **kwargs)
-
-    monkeypatch.setattr(html_parser.requests, "get", spy_get)
-    monkeypatch.setattr(html_parser.Image, "open", spy_open)
-    return calls
-
-
-def _hostile_answer(port: int, local_png: Path) -> str:
-    base = f"http://127.0.0.1:{port}"
-    return "\n\n".join(
-        [
-            "Here is your answer.",
-            f'<img src="{base}/a.png">',
-            f"![x]({base}/b.png)",
-            f'Inline <img src="{base}/c.png" width="10"> image and ![y]({local_png}) too.',
-            f'<img src="{local_png}">',
-            "<script>alert(1)</script>",
-            "<a href=javascript:alert(2)>click me</a> and [js](javascript:alert(3))",
-            f'<iframe src="{base}/frame"></iframe>',
-            f'<p onmouseover="alert(4)" style="font-family: Courier">hover {base}/d.png</p>',
-            f"<{base}/autolink.png>",
-            f'<div>\n<img src="{base}/e.png">\n</div>',
-            f'```html\n<img src="{base}/f.png">\n```',
-        ]
-    )
+    return root
 
 
 @pytest.mark.gui
@@ -719,8 +582,8 @@ def test_hostile_answer_makes_no_request_and_opens_no_file(
 
     port, hits = counting_server
     local_png = tmp_path / "local.png"
-    local_png.write_bytes(_png_bytes())
-    answer = _hostile_answer(port, local_png)
+    local_png.write_bytes(png_bytes())
+    answer = hostile_answer(port, local_png)
 
     whole = HTMLText(tk_root)
     whole.pack(fill="both", expand=True)
@@ -763,7 +626,7 @@ def test_control_unsanitized_html_does_hit_the_server_and_the_disk(
 
     port, hits = counting_server
     local_png = tmp_path / "local.png"
-    local_png.write_bytes(_png_bytes())
+    local_png.write_bytes(png_bytes())
     widget = HTMLText(tk_root)
     widget.set_html(f'<img src="http://127.0.0.1:{port}/a.png"><img src="{local_png}">')
     assert hits == ["/a.png"]

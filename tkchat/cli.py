@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 def run_app(args: argparse.Namespace) -> int:
     import tkinter as tk
 
-    from tkchat.backends import make_backend
     from tkchat.generate.backend import Sampling
     from tkchat.generate.controller import GenerationController
+    from tkchat.generate.factory import make_backend
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.app import ChatApp
 

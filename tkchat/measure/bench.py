@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tkchat.backends import make_backend
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
+from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import long_answer
 from tkchat.measure.display import ensure_display
 from tkchat.measure.lag_probe import LONG_TASK_MS, LagSample

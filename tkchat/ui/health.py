@@ -58,11 +58,11 @@ class HealthBar(ttk.Frame):
         self._tokens = RateMeter()
         self._updates = RateMeter()
         self.heartbeat = ttk.Label(self, width=11, font="TkFixedFont")
-        self.lag = ttk.Label(self, width=26, font="TkFixedFont")
+        self.lag = ttk.Label(self, width=35, font="TkFixedFont")
         self.rates = ttk.Label(self, font="TkFixedFont")
         self.heartbeat.pack(side="left")
-        self.lag.pack(side="left", padx=(12, 0))
-        self.rates.pack(side="left", padx=(12, 0))
+        self.lag.pack(side="left", padx=(4, 0))
+        self.rates.pack(side="left", padx=(4, 0))
         self.beats = 0
 
     def start(self) -> None:
@@ -77,9 +77,11 @@ class HealthBar(ttk.Frame):
 
     def _refresh(self) -> None:
         self.lag.configure(
-            text=f"lag {self.probe.now_ms():5.1f} ms  p99 {self.probe.p99_ms():5.1f} ms"
+            text=f"│ event-loop lag {self.probe.now_ms():4.1f} ms (p99 {self.probe.p99_ms():4.1f})"
         )
         tokens = self._tokens.sample(self.read_tokens())
         updates = self._updates.sample(self.read_updates())
-        self.rates.configure(text=f"model {tokens:5.0f} tok/s   window {updates:3.0f} updates/s")
+        self.rates.configure(
+            text=f"│ model {tokens:4.0f} tokens/s │ window {updates:3.0f} updates/s"
+        )
         self.scheduler.once("health", REFRESH_MS, self._refresh)
