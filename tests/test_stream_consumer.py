@@ -43,7 +43,7 @@ def test_a_fresh_consumer_follows_nothing() -> None:
     assert consumer.gen is None
     assert consumer.finished
     result = consumer.accept(list(generation(1, ["a", "b"])))
-    assert result == TickResult("", None, (), 3)
+    assert result == TickResult((), None, (), 3)
 
 
 def test_text_of_one_tick_is_joined_into_one_append() -> None:
@@ -117,7 +117,7 @@ def test_events_after_the_final_are_ignored() -> None:
     assert result.final == done
     assert result.stale == 1
     again = consumer.accept([Chunk(1, 4, " nor this"), Done(1, 5, "stop", STATS)])
-    assert again == TickResult("", None, (), 2)
+    assert again == TickResult((), None, (), 2)
 
 
 def test_a_second_final_in_the_same_release_is_ignored() -> None:

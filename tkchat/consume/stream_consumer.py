@@ -10,10 +10,15 @@ from tkchat.events import AppEvent, Chunk, FinalEvent, ModelFailed, ModelReady
 
 @dataclass(frozen=True, slots=True)
 class TickResult:
-    text: str  # all new text of the current generation, to append with one insert
+    chunks: tuple[str, ...]  # new text of the current generation, chunk by chunk, in order
     final: FinalEvent | None  # the generation's done/error, if it arrived (after the text)
     app_events: tuple[ModelReady | ModelFailed, ...]  # model loading news, in order
     stale: int  # events of other generations, dropped
+
+    @property
+    def text(self) -> str:
+        """All new text, to append with one insert (what the fixed pipeline does)."""
+        return "".join(self.chunks)
 
 
 class StreamConsumer:
@@ -52,7 +57,7 @@ class StreamConsumer:
                     final = ready
                     self.finished = True
                     break
-        return TickResult("".join(parts), final, tuple(app_events), stale)
+        return TickResult(tuple(parts), final, tuple(app_events), stale)
 
     @property
     def waiting(self) -> int:

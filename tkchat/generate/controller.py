@@ -55,11 +55,20 @@ class GenerationController:
     def start(self, request: GenerationRequest) -> int:
         """Cancel whatever runs, start a new generation, return its id (``gen``)."""
         self.stop()
-        self._gen += 1
-        worker = self.new_worker(request, self.channel, self._gen)
+        worker = self.new_worker(request, self.channel, self.new_gen())
         self.current = worker
         worker.start()
         return self._gen
+
+    def new_gen(self) -> int:
+        """A fresh generation id: events of every earlier id become stale."""
+        self._gen += 1
+        return self._gen
+
+    @property
+    def model_lock(self) -> threading.Lock:
+        """Held by whoever runs the model loop (one generation at a time)."""
+        return self._model_lock
 
     def new_worker(self, request: GenerationRequest, channel: EventChannel,
                    gen: int) -> GenerationWorker:

@@ -688,6 +688,12 @@ def block_to_html(block: str) -> str:
     return _render(block)
 
 
+def convert_whole_document(text: str) -> str:
+    """One uncached conversion of the whole text, as a naive app does on every chunk (the
+    ``per-chunk-render`` demo). Exactly as safe as the block path."""
+    return _render(text)
+
+
 def markdown_to_safe_html(text: str) -> str:
     """Render a whole document in one call (tests, and the deliberately blocking demo).
 

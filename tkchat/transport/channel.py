@@ -15,6 +15,7 @@ from collections.abc import Callable
 from tkchat.events import AppEvent, Chunk, Done, Error, FinishReason, GenerationStats
 
 DEFAULT_HIGH_WATER = 256
+UNBOUNDED = 1 << 62  # no coalescing: every token travels alone (the broken demos)
 
 
 class EventChannel:

@@ -6,6 +6,7 @@ sending starts a worker through the controller; every result comes back through 
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tkinter as tk
 from collections.abc import Callable
@@ -16,8 +17,10 @@ from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.measure.lag_probe import LagProbe
-from tkchat.transport.channel import EventChannel
+from tkchat.modes import FIXED, MODES, make_pipeline, summary
+from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
 from tkchat.ui.health import HealthBar
+from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript import AnswerView, Transcript
@@ -49,7 +52,11 @@ class ChatApp:
         *,
         sampling: Sampling | None = None,
         system_prompt: str = SYSTEM_PROMPT,
+        mode: str = FIXED,
+        compare_command: Callable[[str], list[str]] | None = None,
     ) -> None:
+        """``compare_command(broken_mode)`` gives the command line of ``tkchat compare`` for
+        this window's settings; without it there is no Compare button."""
         self.root = root
         self.controller = controller
         self.channel: EventChannel = controller.channel
@@ -63,6 +70,10 @@ class ChatApp:
         self.closed = False
         self.finished: list[Done | Error] = []  # final events, in order (for tests and bench)
         self.on_final: Callable[[Done | Error], None] | None = None
+        self.pipeline: Pipeline = make_pipeline(mode)
+        self.mode = mode  # takes effect from the next question
+        self.compare_command = compare_command
+        self.compare_process: subprocess.Popen[bytes] | None = None
 
         root.title(f"tkchat — {controller.backend.name}")
         root.geometry("900x680")
@@ -72,12 +83,23 @@ class ChatApp:
         top = ttk.Frame(root, padding=(8, 6, 8, 0))
         self.status = StatusLine(top, f"Loading {controller.backend.name} …")
         self.status.pack(side="left")
+        self.mode_box = ttk.Combobox(top, values=MODES, state="readonly", width=19)
+        self.mode_box.set(mode)
+        self.mode_box.bind("<<ComboboxSelected>>", lambda _e: self.set_mode(self.mode_box.get()))
+        if compare_command is not None:
+            ttk.Button(top, text="Compare side by side", command=self.open_compare).pack(
+                side="right", padx=(6, 0))
+        self.mode_box.pack(side="right")
+        ttk.Label(top, text="Mode:").pack(side="right", padx=(12, 4))
         top.pack(side="top", fill="x")
+        self.warning = tk.Label(root, anchor="w", padx=8, foreground="white",
+                                background="#b00020", font="TkDefaultFont")
 
         self.probe = LagProbe(self.scheduler)
         self.health = HealthBar(root, self.scheduler, self.probe, self._tokens_so_far,
                                 lambda: self.transcript.inserts)
         self.health.pack(side="top", fill="x")
+        self._show_mode_warning()
 
         bottom = ttk.Frame(root, padding=8)
         self.input = tk.Text(bottom, height=3, wrap="word", undo=True, borderwidth=1,
@@ -130,11 +152,43 @@ class ChatApp:
         self.transcript.add_user(prompt)
         self.history.append(Message("user", prompt))
         self.answer = self.transcript.begin_answer()
-        gen = self.controller.start(GenerationRequest(tuple(self.history), self.sampling))
-        self.consumer.follow(gen)
+        if self.pipeline.name != self.mode:
+            self.pipeline = make_pipeline(self.mode)
+        # Broken demos are naive all the way: their sender does not coalesce either.
+        self.channel.high_water = DEFAULT_HIGH_WATER if self.pipeline.coalesce else UNBOUNDED
         self.stop_button.configure(state="normal")
-        self.status.set("Generating … (Esc stops)")
+        self.status.set("Generating … (Esc stops)" if not self.pipeline.broken else
+                        f"Generating in the BROKEN mode {self.mode} — the window may freeze")
+        self.pipeline.start(self, GenerationRequest(tuple(self.history), self.sampling))
         return True
+
+    def set_mode(self, mode: str) -> None:
+        """Choose how the *next* answer travels to the screen (see tkchat/modes.py)."""
+        make_pipeline(mode)  # validates the name
+        self.mode = mode
+        if self.mode_box.get() != mode:
+            self.mode_box.set(mode)
+        self._show_mode_warning()
+
+    def _show_mode_warning(self) -> None:
+        if self.mode == FIXED:
+            self.warning.pack_forget()
+            return
+        self.warning.configure(text=f"⚠ BROKEN MODE “{self.mode}” (on purpose, for teaching): "
+                                    f"{summary(self.mode).removeprefix('BROKEN: ')}. "
+                                    "Watch the heartbeat stall.")
+        self.warning.pack(side="top", fill="x", after=self.health)
+
+    def open_compare(self) -> None:
+        """Start ``tkchat compare`` (two windows, broken and fixed) as its own process."""
+        if self.compare_command is None:
+            return
+        if self.compare_process is not None and self.compare_process.poll() is None:
+            self.status.set("The comparison is already open.")
+            return
+        broken = self.mode if self.mode != FIXED else "blocking"
+        self.compare_process = subprocess.Popen(self.compare_command(broken))
+        self.status.set(f"Opened: {broken} next to fixed, in two new windows.")
 
     def stop(self) -> None:
         """Ask the worker to stop; the ``done(cancelled)`` event then ends the answer."""
@@ -158,12 +212,13 @@ class ChatApp:
                                 f"context {event.n_ctx} tokens")
             elif isinstance(event, ModelFailed):
                 self._model_failed(event.message)
-        if self.answer is not None and tick.text:
-            self.transcript.append(self.answer, tick.text)
+        if self.answer is not None and tick.chunks:
+            self.pipeline.show(self, self.answer, tick.chunks)
         if tick.final is not None:
-            self._on_final(tick.final)
+            self.handle_final(tick.final)
 
-    def _on_final(self, final: Done | Error) -> None:
+    def handle_final(self, final: Done | Error) -> None:
+        """Main thread. The answer's ``done`` or ``error``: end it, say how it went."""
         self.finished.append(final)
         if isinstance(final, Error):
             self._end_answer(error=final.message)
@@ -185,7 +240,7 @@ class ChatApp:
         if stopped:
             self.status.set("Stopped.")
         self.history.append(Message("assistant", answer.text))
-        self.transcript.finish(answer, stopped=stopped, error=error)
+        self.pipeline.finish(self, answer, stopped=stopped, error=error)
 
     def _model_failed(self, message: str) -> None:
         print(f"tkchat: {message}", file=sys.stderr)
@@ -206,5 +261,7 @@ class ChatApp:
         self.closed = True
         self.probe.stop()
         self.scheduler.close()
+        if self.compare_process is not None and self.compare_process.poll() is None:
+            self.compare_process.terminate()
         self.controller.shutdown(timeout=2.0)
         self.root.destroy()

@@ -106,11 +106,21 @@ class Transcript(ttk.Frame):
         """One insert for everything that arrived this tick."""
         bottom = self._at_bottom()
         self._write(view.end_mark, text, ("answer",))
+        self.record(view, text)
+        self._follow(bottom)
+
+    def record(self, view: AnswerView, text: str) -> None:
+        """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
         view.text += text
         self.inserts += 1
         if view.first_text_at is None:
             view.first_text_at = time.perf_counter()
-        self._follow(bottom)
+
+    def embed(self, view: AnswerView, widget: tk.Misc) -> None:
+        """Show ``widget`` as the answer's body (the per-chunk-render demo's HTML widget)."""
+        with writable(self.text):
+            self.text.window_create(view.end_mark, window=widget, padx=8)
+        self.text.see("end")
 
     def finish(self, view: AnswerView, *, stopped: bool = False, error: str | None = None,
                render: bool = True) -> None:

@@ -1,0 +1,49 @@
+"""BROKEN ON PURPOSE — ``main-thread-reader``: the worker is right, the reader is not.
+
+Generation runs on a worker thread, exactly as in the fixed pipeline. But the Send handler then
+sits in a loop on the main thread, reading the stream event by event and appending each chunk
+("await the next chunk in a loop on the UI thread"). Waiting for the next token *is* the main
+thread's work now, so the window is as frozen as if the model ran there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tkchat.events import Chunk, Done, Error
+from tkchat.generate.backend import GenerationRequest
+
+if TYPE_CHECKING:
+    from tkchat.ui.app import ChatApp
+    from tkchat.ui.transcript import AnswerView
+
+
+class ReadStreamOnMainThread:
+    name = "main-thread-reader"
+    broken = True
+    coalesce = False
+    summary = "BROKEN: a worker generates, but the main thread loops reading the stream"
+
+    def start(self, app: ChatApp, request: GenerationRequest) -> None:
+        """Main thread — stuck in the read loop until the final event arrives."""
+        gen = app.controller.start(request)  # this part is right: a worker generates
+        app.consumer.follow(-1)  # the pump gets nothing: this loop takes every event itself
+        view = app.answer
+        assert view is not None
+        while True:
+            event = app.channel.get()  # THE MISTAKE: blocks the main thread for every token
+            if not isinstance(event, (Chunk, Done, Error)) or event.gen != gen:
+                continue
+            if isinstance(event, Chunk):
+                app.transcript.append(view, event.text)
+                app.root.update_idletasks()
+            else:
+                app.handle_final(event)
+                return
+
+    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+        """Never called: the read loop consumed the events itself."""
+
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
+               error: str | None) -> None:
+        app.transcript.finish(view, stopped=stopped, error=error)

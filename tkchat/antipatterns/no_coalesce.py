@@ -1,0 +1,38 @@
+"""BROKEN ON PURPOSE — ``no-coalesce``: one insert and one forced redraw per token.
+
+Generation and transport are fine, but the consumer treats every token as its own screen
+update: insert, then ``update_idletasks()`` to force the redraw, token after token. A redraw
+costs about as much at 5 characters as at 500, so at a few hundred tokens per second the main
+thread spends its time redrawing; in a flood it falls behind for good. The sender's
+coalescing is off too, so every token really arrives on its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tkchat.generate.backend import GenerationRequest
+
+if TYPE_CHECKING:
+    from tkchat.ui.app import ChatApp
+    from tkchat.ui.transcript import AnswerView
+
+
+class InsertEveryToken:
+    name = "no-coalesce"
+    broken = True
+    coalesce = False
+    summary = "BROKEN: one insert plus a forced redraw per token, no batching"
+
+    def start(self, app: ChatApp, request: GenerationRequest) -> None:
+        app.consumer.follow(app.controller.start(request))
+
+    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+        for chunk in chunks:
+            # THE MISTAKE: a widget update and a full redraw for each single token.
+            app.transcript.append(view, chunk)
+            app.root.update_idletasks()
+
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
+               error: str | None) -> None:
+        app.transcript.finish(view, stopped=stopped, error=error)

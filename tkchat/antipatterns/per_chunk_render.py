@@ -1,0 +1,58 @@
+"""BROKEN ON PURPOSE — ``per-chunk-render``: re-render the whole answer for every chunk.
+
+The worker, the queue and the 16 ms tick are all fine. But for each chunk the answer's whole
+markdown is converted to HTML again and handed to a tkhtmlview widget (``set_html``), the way
+``element.innerHTML = marked(fullText)`` is done on every chunk in a browser. Each render costs
+more than the last because the answer keeps growing: the total is quadratic, and long answers
+freeze the window more and more as they go.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tkchat.generate.backend import GenerationRequest
+from tkchat.render.safe_markdown import convert_whole_document
+from tkchat.ui.markdown_view import stock_tkhtmlview
+
+if TYPE_CHECKING:
+    from tkchat.ui.app import ChatApp
+    from tkchat.ui.transcript import AnswerView
+
+ANSWER_HEIGHT_LINES = 16
+
+
+class RenderEveryChunk:
+    name = "per-chunk-render"
+    broken = True
+    coalesce = False
+    summary = "BROKEN: every chunk re-renders the whole answer's markdown (cost grows)"
+
+    def __init__(self) -> None:
+        self._widgets: dict[int, Any] = {}  # answer number -> its HTMLScrolledText
+
+    def start(self, app: ChatApp, request: GenerationRequest) -> None:
+        from tkhtmlview import HTMLScrolledText
+
+        view = app.answer
+        assert view is not None
+        # The answer lives in its own HTML widget, embedded in the transcript.
+        widget = HTMLScrolledText(app.transcript.text, height=ANSWER_HEIGHT_LINES, width=88,
+                                  background="white", borderwidth=0)
+        app.transcript.embed(view, widget)
+        self._widgets[view.number] = widget
+        app.consumer.follow(app.controller.start(request))
+
+    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+        widget = self._widgets[view.number]
+        for chunk in chunks:
+            app.transcript.record(view, chunk)
+            # THE MISTAKE: the whole answer, parsed and rendered again, for every chunk.
+            with stock_tkhtmlview():
+                widget.set_html(convert_whole_document(view.text))
+            widget.see("end")
+
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
+               error: str | None) -> None:
+        self._widgets.pop(view.number, None)
+        app.transcript.finish(view, stopped=stopped, error=error, render=False)
