@@ -1,4 +1,4 @@
-"""Command line: ``tkchat`` opens the chat window; ``tkchat bench`` measures it."""
+"""Command line: ``tkchat`` opens the chat window; subcommands measure and compare it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from pathlib import Path
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
+from tkchat.modes import BROKEN_MODES, FIXED, MODES
+
+DEFAULT_SEED = 7
 
 
-def _backend_options() -> argparse.ArgumentParser:
+def _model_options() -> argparse.ArgumentParser:
+    """Options every command shares: which backend, which model, how fast (scripted)."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("model")
     group.add_argument("--backend", choices=["llama", "scripted"], default="llama",
@@ -26,46 +30,110 @@ def _backend_options() -> argparse.ArgumentParser:
     return common
 
 
+def _window_options() -> argparse.ArgumentParser:
+    """Options of a chat window (the app itself, and each window of ``compare``)."""
+    window = argparse.ArgumentParser(add_help=False)
+    group = window.add_argument_group("window")
+    group.add_argument("--mode", choices=MODES, default=FIXED,
+                       help="how answers reach the screen: fixed (default) or one of the "
+                            "deliberately BROKEN teaching modes: " + ", ".join(BROKEN_MODES))
+    group.add_argument("--prompt", help="send this as soon as the model is ready")
+    group.add_argument("--max-tokens", type=int, default=512, help="answer length limit")
+    group.add_argument("--temperature", type=float, default=0.3)
+    group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
+    group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
+    group.add_argument("--fail-at", type=int, default=None, metavar="K",
+                       help="scripted backend: crash at token K (to see the error path)")
+    group.add_argument("--split-utf8", action="store_true",
+                       help="scripted backend: cut multi-byte characters across tokens")
+    return window
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = _backend_options()
+    common, window = _model_options(), _window_options()
     parser = argparse.ArgumentParser(
-        prog="tkchat", parents=[common],
+        prog="tkchat", parents=[common, window],
         description="An offline chat for local GGUF models whose window never freezes.",
     )
     parser.add_argument("--version", action="version", version=f"tkchat {__version__}")
-    parser.add_argument("--max-tokens", type=int, default=512, help="answer length limit")
-    parser.add_argument("--temperature", type=float, default=0.3)
-    parser.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
-    parser.add_argument("--fail-at", type=int, default=None, metavar="K",
-                        help="scripted backend: crash at token K (to see the error path)")
-    parser.add_argument("--split-utf8", action="store_true",
-                        help="scripted backend: cut multi-byte characters across tokens")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
     bench = commands.add_parser(
         "bench", parents=[common], help="measure lag, tokens/s, cancel latency, memory",
-        description="Run the real window and measure idle, raw and fixed in one run.",
+        description="Run the real window and measure every mode, with baselines, in one run.",
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
+    bench.add_argument("--report", type=Path, metavar="DIR",
+                       help="also write a Markdown report with PNG plots into DIR")
+    bench.add_argument("--modes", default="all",
+                       help="comma-separated modes to measure besides idle and raw "
+                            f"(default all: {', '.join(MODES)})")
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
+
+    compare = commands.add_parser(
+        "compare", parents=[common],
+        help="two windows side by side: a broken mode and the fixed pipeline",
+        description="Open two tkchat processes next to each other — one broken mode, one "
+                    "fixed — and send both the same prompt with the same seed.",
+    )
+    compare.add_argument("--broken", choices=BROKEN_MODES, default="blocking")
+    compare.add_argument("--prompt", default=None, help="the prompt both windows send")
+    compare.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    compare.add_argument("--max-tokens", type=int, default=256)
+
+    selftest = commands.add_parser(
+        "selftest", parents=[common],
+        help="the three questions: clicks, a dying model, scrolling — with real X input",
+        description="Ask a real window (on a virtual screen if needed) three questions with "
+                    "injected X events; exit 0 if all pass, 1 if not.",
+    )
+    selftest.add_argument("--mode", choices=MODES, default=FIXED)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    scripted = args.backend == "scripted"
     if args.command == "bench":
         from tkchat.measure.bench import BenchOptions, run_bench
 
-        scripted = args.backend == "scripted"
+        modes = MODES if args.modes == "all" else tuple(m.strip() for m in args.modes.split(","))
+        unknown = [m for m in modes if m not in MODES]
+        if unknown:
+            print(f"tkchat bench: unknown mode(s) {', '.join(unknown)}", file=sys.stderr)
+            return 2
         return run_bench(BenchOptions(
             backend=args.backend, model=args.model,
             tokens=args.tokens or (100_000 if scripted else 256),
-            rate=5000.0 if args.rate is None else args.rate,
+            rate=5000.0 if args.rate is None else args.rate, modes=modes,
             repeats=args.repeats, cancels=args.cancels, idle_s=args.idle_seconds,
-            json_path=args.json,
+            json_path=args.json, report_dir=args.report,
         ))
+    if args.command == "compare":
+        from tkchat.teach.compare import run_compare
+
+        return run_compare(args.broken, _child_model_args(args), prompt=args.prompt,
+                           seed=args.seed, max_tokens=args.max_tokens)
+    if args.command == "selftest":
+        from tkchat.measure.selftest import run_selftest
+
+        return run_selftest(args.mode, args.backend, args.model,
+                            rate=2000.0 if args.rate is None else args.rate)
     return run_app(args)
+
+
+def _child_model_args(args: argparse.Namespace) -> list[str]:
+    """The model options again, as a command line for a child window."""
+    out = ["--backend", args.backend]
+    if args.model:
+        out += ["--model", args.model]
+    if args.rate is not None:
+        out += ["--rate", str(args.rate)]
+    if args.tokens is not None:
+        out += ["--tokens", str(args.tokens)]
+    return out
 
 
 def run_app(args: argparse.Namespace) -> int:
@@ -74,6 +142,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.generate.backend import Sampling
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
+    from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.app import ChatApp
 
@@ -89,7 +158,11 @@ def run_app(args: argparse.Namespace) -> int:
     )
     controller = GenerationController(backend, EventChannel())
     sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
-    ChatApp(root, controller, sampling=sampling)
+    model_args = _child_model_args(args)
+    ChatApp(root, controller, sampling=sampling, mode=args.mode, autosend=args.prompt,
+            compare_command=lambda broken: compare_command(broken, model_args))
+    if args.geometry:
+        root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker
     root.mainloop()
     return 0

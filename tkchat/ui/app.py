@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import tkinter as tk
 from collections.abc import Callable
 from tkinter import ttk
@@ -54,9 +55,11 @@ class ChatApp:
         system_prompt: str = SYSTEM_PROMPT,
         mode: str = FIXED,
         compare_command: Callable[[str], list[str]] | None = None,
+        autosend: str | None = None,
     ) -> None:
         """``compare_command(broken_mode)`` gives the command line of ``tkchat compare`` for
-        this window's settings; without it there is no Compare button."""
+        this window's settings; without it there is no Compare button. ``autosend`` is
+        sent as soon as the model is ready (``--prompt``, used by ``tkchat compare``)."""
         self.root = root
         self.controller = controller
         self.channel: EventChannel = controller.channel
@@ -74,8 +77,10 @@ class ChatApp:
         self.mode = mode  # takes effect from the next question
         self.compare_command = compare_command
         self.compare_process: subprocess.Popen[bytes] | None = None
+        self.autosend = autosend
+        self.last_error: str | None = None
+        self.final_handled_at: float | None = None  # perf_counter of the last handle_final
 
-        root.title(f"tkchat — {controller.backend.name}")
         root.geometry("900x680")
         root.minsize(520, 360)
         root.protocol("WM_DELETE_WINDOW", self.close)
@@ -92,14 +97,15 @@ class ChatApp:
         self.mode_box.pack(side="right")
         ttk.Label(top, text="Mode:").pack(side="right", padx=(12, 4))
         top.pack(side="top", fill="x")
-        self.warning = tk.Label(root, anchor="w", padx=8, foreground="white",
-                                background="#b00020", font="TkDefaultFont")
+        self.warning = tk.Label(root, anchor="w", justify="left", padx=8, foreground="white",
+                                background="#b00020", font="TkDefaultFont", wraplength=860)
 
         self.probe = LagProbe(self.scheduler)
         self.health = HealthBar(root, self.scheduler, self.probe, self._tokens_so_far,
                                 lambda: self.transcript.inserts)
         self.health.pack(side="top", fill="x")
         self._show_mode_warning()
+        self._set_title()
 
         bottom = ttk.Frame(root, padding=8)
         self.input = tk.Text(bottom, height=3, wrap="word", undo=True, borderwidth=1,
@@ -169,14 +175,18 @@ class ChatApp:
         if self.mode_box.get() != mode:
             self.mode_box.set(mode)
         self._show_mode_warning()
+        self._set_title()
+
+    def _set_title(self) -> None:
+        label = "" if self.mode == FIXED else f" — BROKEN mode: {self.mode}"
+        self.root.title(f"tkchat — {self.controller.backend.name}{label}")
 
     def _show_mode_warning(self) -> None:
         if self.mode == FIXED:
             self.warning.pack_forget()
             return
-        self.warning.configure(text=f"⚠ BROKEN MODE “{self.mode}” (on purpose, for teaching): "
-                                    f"{summary(self.mode).removeprefix('BROKEN: ')}. "
-                                    "Watch the heartbeat stall.")
+        self.warning.configure(text=f"⚠ BROKEN MODE “{self.mode}”, on purpose, for teaching: "
+                                    f"{summary(self.mode).removeprefix('BROKEN: ')}.")
         self.warning.pack(side="top", fill="x", after=self.health)
 
     def open_compare(self) -> None:
@@ -210,6 +220,11 @@ class ChatApp:
                 self.model_ready = True
                 self.status.set(f"Ready — {event.name}, loaded in {event.load_s:.1f} s, "
                                 f"context {event.n_ctx} tokens")
+                self._set_title()
+                if self.autosend:
+                    prompt, self.autosend = self.autosend, None
+                    # after the tick, so a blocking demo does not run inside this callback
+                    self.scheduler.once("autosend", 50, lambda p=prompt: self.send(p))
             elif isinstance(event, ModelFailed):
                 self._model_failed(event.message)
         if self.answer is not None and tick.chunks:
@@ -220,7 +235,9 @@ class ChatApp:
     def handle_final(self, final: Done | Error) -> None:
         """Main thread. The answer's ``done`` or ``error``: end it, say how it went."""
         self.finished.append(final)
+        self.final_handled_at = time.perf_counter()
         if isinstance(final, Error):
+            self.last_error = final.message
             self._end_answer(error=final.message)
             self.status.set(f"Error: {final.message}")
         else:

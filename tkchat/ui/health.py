@@ -58,8 +58,16 @@ class HealthBar(ttk.Frame):
         self._tokens = RateMeter()
         self._updates = RateMeter()
         self.heartbeat = ttk.Label(self, width=11, font="TkFixedFont")
-        self.lag = ttk.Label(self, width=35, font="TkFixedFont")
+        self.lag = ttk.Label(self, font="TkFixedFont")
         self.rates = ttk.Label(self, font="TkFixedFont")
+        # A button to click while an answer streams: in a broken mode the count stands still
+        # until the answer is over. (The self-test clicks it with real X events.)
+        self.ping_button = ttk.Button(self, text="Ping", width=6, command=self._ping,
+                                      takefocus=False)
+        self.ping_button.pack(side="right")
+        self.ping_label = ttk.Label(self, text="", font="TkFixedFont")
+        self.ping_label.pack(side="right", padx=(0, 6))
+        self.ping_times: list[float] = []  # perf_counter of every handled click
         self.heartbeat.pack(side="left")
         self.lag.pack(side="left", padx=(4, 0))
         self.rates.pack(side="left", padx=(4, 0))
@@ -69,6 +77,11 @@ class HealthBar(ttk.Frame):
         self._beat()
         self._refresh()
 
+    def _ping(self) -> None:
+        self.ping_times.append(time.perf_counter())
+        self.ping_label.configure(text=f"pong {len(self.ping_times)} at "
+                                       f"{time.strftime('%H:%M:%S')}")
+
     def _beat(self) -> None:
         self.beats += 1
         self.heartbeat.configure(text="♥ " + time.strftime("%H:%M:%S"))
@@ -77,7 +90,7 @@ class HealthBar(ttk.Frame):
 
     def _refresh(self) -> None:
         self.lag.configure(
-            text=f"│ event-loop lag {self.probe.now_ms():4.1f} ms (p99 {self.probe.p99_ms():4.1f})"
+            text=f"│ event-loop lag {self.probe.now_ms():5.1f} ms (p99 {self.probe.p99_ms():5.1f})"
         )
         tokens = self._tokens.sample(self.read_tokens())
         updates = self._updates.sample(self.read_updates())

@@ -1,0 +1,74 @@
+"""A backend wrapper that can make the model die mid-answer, for the self-test.
+
+``arm(k)`` makes the next generation raise after ``k`` tokens, as a crashed model server or
+a killed process would. The window must then end the answer with a clear message and be
+usable at once: that is question 2 of ``tkchat selftest``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from tkchat.generate.backend import (
+    Backend,
+    BackendError,
+    GenerationRequest,
+    Message,
+    TokenStream,
+)
+
+
+class ModelDied(BackendError):
+    kind = "model_died"
+
+
+class FaultInjector:
+    """Wraps any backend. ``arm`` from any thread; the fault fires on the worker thread."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self._fail_after: int | None = None
+        self.died_at: float | None = None  # perf_counter when the fault fired
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def n_ctx(self) -> int:
+        return self.inner.n_ctx
+
+    def arm(self, after_tokens: int) -> None:
+        self.died_at = None
+        self._fail_after = after_tokens
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return self.inner.count_tokens(messages)
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        """Worker thread."""
+        fail_after, self._fail_after = self._fail_after, None
+        tokens = self.inner.stream(request, cancel)
+        try:
+            count = 0
+            while True:
+                try:
+                    piece = next(tokens)
+                except StopIteration as end:
+                    return end.value or "stop"
+                count += 1
+                if fail_after is not None and count > fail_after:
+                    self.died_at = time.perf_counter()
+                    raise ModelDied(f"The model stopped responding after {fail_after} tokens "
+                                    "(a crash injected by the self-test).")
+                yield piece
+        finally:
+            tokens.close()

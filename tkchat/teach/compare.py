@@ -1,0 +1,85 @@
+"""``tkchat compare``: a broken mode and the fixed pipeline, in two windows side by side.
+
+Two *processes*, not two windows of one process: one Tk main thread cannot be frozen and
+smooth at the same time. Both get the same prompt and the same seed, so with the same model
+they produce the same answer — the only difference is how it reaches the screen.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import tkinter as tk
+from types import FrameType
+
+from tkchat.modes import FIXED
+
+DEFAULT_PROMPT = ("Explain, with a short Python example, why a chat window can freeze while a "
+                  "language model streams its answer.")
+
+
+def compare_command(broken: str, model_args: list[str]) -> list[str]:
+    """The command line of ``tkchat compare`` for a window's model options."""
+    return [sys.executable, "-m", "tkchat", "compare", "--broken", broken, *model_args]
+
+
+def window_commands(broken: str, model_args: list[str], *, prompt: str, seed: int,
+                    max_tokens: int, screen: tuple[int, int]) -> list[list[str]]:
+    """The two child command lines: broken on the left, fixed on the right."""
+    width, height = screen
+    half = max(480, width // 2 - 12)
+    tall = max(420, min(height - 80, 800))
+    commands = []
+    for index, mode in enumerate((broken, FIXED)):
+        commands.append([
+            sys.executable, "-m", "tkchat", *model_args, "--mode", mode,
+            "--prompt", prompt, "--seed", str(seed), "--max-tokens", str(max_tokens),
+            "--geometry", f"{half}x{tall}+{index * (half + 12)}+0",
+        ])
+    return commands
+
+
+def _screen_size() -> tuple[int, int]:
+    root = tk.Tk()
+    try:
+        return root.winfo_screenwidth(), root.winfo_screenheight()
+    finally:
+        root.destroy()
+
+
+def run_compare(broken: str, model_args: list[str], *, prompt: str | None, seed: int,
+                max_tokens: int) -> int:
+    """Start both windows and wait; closing either leaves the other, Ctrl+C or SIGTERM
+    closes both. Returns 0 when both windows exited cleanly."""
+    try:
+        screen = _screen_size()
+    except tk.TclError as exc:
+        print(f"tkchat compare: cannot open a window ({exc})", file=sys.stderr)
+        return 2
+    commands = window_commands(broken, model_args, prompt=prompt or DEFAULT_PROMPT,
+                               seed=seed, max_tokens=max_tokens, screen=screen)
+    children = [subprocess.Popen(command) for command in commands]
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while any(child.poll() is None for child in children):
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            try:
+                child.wait(5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+    codes = [child.returncode for child in children]
+    return 0 if all(code in (0, -signal.SIGTERM) for code in codes) else 1
