@@ -9,6 +9,7 @@ freeze the window more and more as they go.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from tkchat.generate.backend import GenerationRequest
@@ -30,6 +31,7 @@ class RenderEveryChunk:
 
     def __init__(self) -> None:
         self._widgets: dict[int, Any] = {}  # answer number -> its HTMLScrolledText
+        self.render_costs: list[tuple[int, float]] = []  # (answer chars, ms) per re-render
 
     def start(self, app: ChatApp, request: GenerationRequest) -> None:
         from tkhtmlview import HTMLScrolledText
@@ -48,9 +50,11 @@ class RenderEveryChunk:
         for chunk in chunks:
             app.transcript.record(view, chunk)
             # THE MISTAKE: the whole answer, parsed and rendered again, for every chunk.
+            started = time.perf_counter()
             with stock_tkhtmlview():
                 widget.set_html(convert_whole_document(view.text))
             widget.see("end")
+            self.render_costs.append((len(view.text), (time.perf_counter() - started) * 1000))
 
     def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
                error: str | None) -> None:

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
+import subprocess
 import sys
+import threading
 import time
 import tkinter as tk
 from collections.abc import Callable, Generator, Iterable
@@ -37,6 +40,7 @@ from tkchat.measure.display import ensure_display
 from tkchat.measure.lag_probe import LONG_TASK_MS, LagSample
 from tkchat.measure.rss import rss_mb
 from tkchat.measure.stats import percentile, rounded
+from tkchat.modes import BROKEN_MODES, FIXED, MODES
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.app import ChatApp
@@ -63,6 +67,9 @@ class BenchOptions:
     cancels: int = 20
     seed: int = 7
     json_path: Path | None = None
+    report_dir: Path | None = None
+    modes: tuple[str, ...] = MODES
+    broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
     prompt: str = BENCH_PROMPT
 
 
@@ -85,6 +92,9 @@ class RunFigures:
     rss_peak_mb: float | None = None
     rss_growth_mb: float | None = None
     render_slice_max_ms: float | None = None
+    input_p50_ms: float | None = None
+    input_p99_ms: float | None = None
+    input_max_ms: float | None = None
     seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -155,6 +165,75 @@ class _RssSampler:
         return max(self.peak, rss_mb())
 
 
+class InputProber:
+    """Clicks the window's Ping button every 100 ms with real X events, from its own thread,
+    noting the time just before each click; the button's handler notes when it ran."""
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+        self.point: tuple[int, int] | None = None
+        self.sent: list[float] = []
+        self._active = threading.Event()
+        self._quit = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tkchat-input-prober",
+                                        daemon=True)
+        self.available = shutil.which("xdotool") is not None
+
+    def locate(self) -> None:
+        """Main thread: where the Ping button is on the screen."""
+        button = self.app.health.ping_button
+        self.point = (button.winfo_rootx() + button.winfo_width() // 2,
+                      button.winfo_rooty() + button.winfo_height() // 2)
+        if self.available:
+            self._thread.start()
+
+    def begin(self) -> int:
+        """Main thread: start clicking; returns the handler count to pair from."""
+        self.sent = []
+        self._active.set()
+        return len(self.app.health.ping_times)
+
+    def end(self, handled_from: int) -> list[float]:
+        """Main thread: stop clicking; the latencies (ms) of the clicks handled so far."""
+        self._active.clear()
+        handled = self.app.health.ping_times[handled_from:]
+        return [(h - s) * 1000 for s, h in zip(self.sent, handled, strict=False)]
+
+    def close(self) -> None:
+        self._quit.set()
+        self._active.set()
+
+    def _run(self) -> None:
+        """Prober thread: never touches Tk, only runs xdotool."""
+        while not self._quit.is_set():
+            self._active.wait()
+            if self._quit.is_set() or self.point is None:
+                return
+            self.sent.append(time.perf_counter())
+            subprocess.run(["xdotool", "mousemove", *map(str, self.point), "click", "1"],
+                           check=False, timeout=30)
+            time.sleep(0.1)
+
+
+def _input_figures(latencies: list[float]) -> dict[str, float | None]:
+    return {
+        "input_p50_ms": rounded(percentile(latencies, 50), 2),
+        "input_p99_ms": rounded(percentile(latencies, 99), 2),
+        "input_max_ms": rounded(max(latencies) if latencies else None, 2),
+    }
+
+
+@dataclass
+class Timeline:
+    """What the report plots for one streaming run."""
+
+    mode: str
+    started: float
+    lags: list[LagSample]
+    arrivals: list[tuple[float, int]]
+    render_costs: list[tuple[int, float]] = field(default_factory=list)  # per-chunk-render
+
+
 def _lag_figures(samples: Iterable[LagSample]) -> dict[str, float | int | None]:
     lags = [s.lag_ms for s in samples]
     return {
@@ -190,12 +269,15 @@ class Bench:
         controller = GenerationController(backend, EventChannel())
         self.app = ChatApp(root, controller, sampling=self.sampling, system_prompt=SYSTEM)
         self.root = root
+        self.prober = InputProber(self.app)
+        self.timelines: list[Timeline] = []
         controller.load_async()
         runner = _Runner(root, self._script())
         runner.start()
         try:
             root.mainloop()
         finally:
+            self.prober.close()
             if not self.app.closed:
                 self.app.close()
         if runner.error is not None:
@@ -208,6 +290,7 @@ class Bench:
         if not app.model_ready:
             raise RuntimeError("the model did not load: " + app.status.get())
         yield 0.5  # let the window settle after loading
+        self.prober.locate()
         self._raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
         yield 0.3
         yield from self._idle()
@@ -220,16 +303,30 @@ class Bench:
             raw_ttft.append(ttft)
             # raw held the main loop on purpose: let the overdue timers fire before measuring
             yield 0.3
-            result: dict[str, Any] = {}
-            yield from self._fixed_once(result)
-            fixed.append(result)
+            if FIXED in self.options.modes:
+                result: dict[str, Any] = {}
+                yield from self._stream_once(FIXED, self.sampling, result)
+                fixed.append(result)
         self.runs.append(RunFigures(
             mode="raw", backend=self.options.backend, tokens=self._raw_tokens,
             tokens_per_s=rounded(_median(raw_tps), 1), ttft_ms=rounded(_median(raw_ttft), 1),
         ))
-        cancel: dict[str, Any] = {}
-        yield from self._cancels(cancel)
-        self.runs.append(self._fixed_figures(fixed, cancel))
+        if fixed:
+            cancel: dict[str, Any] = {}
+            yield from self._cancels(cancel)
+            self.runs.append(self._stream_figures(FIXED, fixed, cancel))
+        broken_sampling = self.sampling
+        if self.options.backend == "scripted":
+            broken_sampling = Sampling(max_tokens=min(self.options.tokens,
+                                                      self.options.broken_tokens),
+                                       seed=self.options.seed)
+        for mode in self.options.modes:
+            if mode == FIXED:
+                continue
+            result = {}
+            yield from self._stream_once(mode, broken_sampling, result)
+            self.runs.append(self._stream_figures(mode, [result], {}))
+        app.set_mode(FIXED)
         yield from self._render_long()
         app.close()
 
@@ -267,8 +364,12 @@ class Bench:
 
     # -- fixed: the real pipeline ---------------------------------------------------------------
 
-    def _fixed_once(self, result: dict[str, Any]) -> Script:
+    def _stream_once(self, mode: str, sampling: Sampling, result: dict[str, Any]) -> Script:
+        """One answer in ``mode``, measured from Send to the end of its markdown render,
+        with real clicks on Ping all along."""
         app = self.app
+        app.set_mode(mode)
+        app.sampling = sampling
         rss = _RssSampler(self.root)
         result["rss_start"] = rss.start()
         app.new_chat()  # the same one-question prompt as raw, not a growing conversation
@@ -276,25 +377,32 @@ class Bench:
         finished_before = len(app.finished)
         slices_before = len(app.transcript.painter.slice_ms)
         app.probe.start_recording()
+        handled_from = self.prober.begin()
         started = time.perf_counter()
-        app.send(self.options.prompt)
-        answer = app.answer
+        app.send(self.options.prompt)  # in the blocking modes, this returns at the end
+        answer = app.transcript.answers[-1]
         yield lambda: len(app.finished) > finished_before
         final = app.finished[-1]
         streamed_s = time.perf_counter() - started
         yield lambda: not app.transcript.painter.busy  # the final render is part of the run
-        yield 0.2
+        yield 0.3  # late clicks of a frozen window arrive now
+        result["inputs"] = self.prober.end(handled_from)
         result["samples"] = app.probe.stop_recording()
         result["rss_peak"] = rss.stop()
+        app.sampling = self.sampling
         if isinstance(final, Error):
-            raise RuntimeError(f"fixed generation failed: {final.message}")
+            raise RuntimeError(f"{mode} generation failed: {final.message}")
         result["tokens"] = final.stats.tokens
-        result["tps"] = final.stats.tokens_per_s or 0.0
-        first = answer.first_text_at if answer is not None else None
-        result["ttft"] = (first - answer.started_at) * 1000 if answer and first else None
+        result["tps"] = final.stats.tokens_per_s or (
+            final.stats.tokens / final.stats.elapsed_s if final.stats.elapsed_s else 0.0)
+        first = answer.first_text_at
+        result["ttft"] = (first - answer.started_at) * 1000 if first else None
         result["ups"] = (app.transcript.inserts - inserts_before) / streamed_s
         result["slices"] = app.transcript.painter.slice_ms[slices_before:]
         result["seconds"] = time.perf_counter() - started
+        costs = list(getattr(app.pipeline, "render_costs", []))
+        self.timelines.append(Timeline(mode, started, result["samples"], list(answer.arrivals),
+                                       costs))
 
     def _cancels(self, cancel: dict[str, Any]) -> Script:
         """Stop at random points; measure Stop -> the worker has left the model loop."""
@@ -354,8 +462,10 @@ class Bench:
             **_lag_figures(samples),  # type: ignore[arg-type]
         ))
 
-    def _fixed_figures(self, fixed: list[dict[str, Any]], cancel: dict[str, Any]) -> RunFigures:
+    def _stream_figures(self, mode: str, fixed: list[dict[str, Any]],
+                        cancel: dict[str, Any]) -> RunFigures:
         samples = [s for r in fixed for s in r["samples"]]
+        inputs = [x for r in fixed for x in r["inputs"]]
         slices = [s for r in fixed for s in r["slices"]]
         tps = _median([r["tps"] for r in fixed])
         latencies = cancel.get("latencies", [])
@@ -363,19 +473,21 @@ class Bench:
         start = min(r["rss_start"] for r in fixed)
         peak = max(r["rss_peak"] for r in fixed)
         return RunFigures(
-            mode="fixed", backend=self.options.backend, tokens=fixed[-1]["tokens"],
+            mode=mode, backend=self.options.backend, tokens=fixed[-1]["tokens"],
             tokens_per_s=rounded(tps, 1),
             ttft_ms=rounded(_median([r["ttft"] for r in fixed if r["ttft"] is not None]), 1),
             ui_updates_per_s=rounded(_median([r["ups"] for r in fixed]), 1),
             cancel_p50_ms=rounded(percentile(latencies, 50), 2),
             cancel_p99_ms=rounded(p99, 2),
-            cancel_p99_token_periods=rounded(p99 * tps / 1000, 2) if p99 and tps else None,
+            cancel_p99_token_periods=(rounded(p99 * tps / 1000, 2)
+                                      if p99 is not None and tps else None),
             rss_start_mb=rounded(start, 1), rss_peak_mb=rounded(peak, 1),
             rss_growth_mb=rounded(peak - start, 1),
             render_slice_max_ms=rounded(max(slices) if slices else None, 2),
             seconds=rounded(sum(r["seconds"] for r in fixed), 2),
-            extra={"cancel_samples": len(latencies), "repeats": len(fixed)},
-            **_lag_figures(samples),  # type: ignore[arg-type]
+            extra={"cancel_samples": len(latencies), "repeats": len(fixed),
+                   "input_events": len(inputs)},
+            **_lag_figures(samples), **_input_figures(inputs),  # type: ignore[arg-type]
         )
 
 
@@ -389,16 +501,25 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
     at least 0.95x raw, cancel within 2 token periods. For a scripted flood: lag p99 16 ms
     and resident memory growing less than 100 MB."""
     by = {r.mode: r for r in runs}
-    idle, raw, fixed = by.get("idle"), by.get("raw"), by.get("fixed")
+    idle, raw, fixed = by.get("idle"), by.get("raw"), by.get(FIXED)
     out: list[tuple[str, bool, str]] = []
-    if fixed is None or fixed.lag_p99_ms is None or fixed.lag_max_ms is None:
-        return out
+    for mode in BROKEN_MODES:
+        broken = by.get(mode)
+        if broken is None or broken.lag_max_ms is None or fixed is None:
+            continue
+        base = fixed.lag_max_ms or 0.0
+        out.append((f"{mode} (broken) freezes: lag max >= 5 x fixed's",
+                    broken.lag_max_ms >= 5 * max(base, 1.0),
+                    f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, "
+                    f"input max {broken.input_max_ms} ms"))
     render = by.get("render")
     if render is not None and render.lag_max_ms is not None:
         out.append(("final render of 11k chars: no long task", render.long_tasks == 0,
                     f"slice max {render.render_slice_max_ms} ms, lag max "
                     f"{render.lag_max_ms:.2f} ms (whole set_html: "
                     f"{render.extra['whole_document_set_html_ms']} ms)"))
+    if fixed is None or fixed.lag_p99_ms is None or fixed.lag_max_ms is None:
+        return out
     flood = options.backend == "scripted"
     if flood:
         out.append(("flood lag p99 <= 16 ms", fixed.lag_p99_ms <= 16.0,
@@ -425,7 +546,8 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
 
 
 COLUMNS = ["mode", "tokens", "tokens_per_s", "ttft_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms",
-           "long_tasks", "ui_updates_per_s", "cancel_p50_ms", "cancel_p99_ms", "rss_peak_mb"]
+           "long_tasks", "ui_updates_per_s", "input_p99_ms", "input_max_ms", "cancel_p50_ms",
+           "cancel_p99_ms", "rss_peak_mb"]
 
 
 def format_table(runs: list[RunFigures]) -> str:
@@ -446,7 +568,8 @@ def _cell(value: object) -> str:
 
 def run_bench(options: BenchOptions) -> int:
     started = time.time()
-    runs = Bench(options).run()
+    bench = Bench(options)
+    runs = bench.run()
     checks = verdicts(runs, options)
     print(format_table(runs))
     print()
@@ -466,4 +589,10 @@ def run_bench(options: BenchOptions) -> int:
         options.json_path.parent.mkdir(parents=True, exist_ok=True)
         options.json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False))
         print(f"\nwrote {options.json_path}")
+    if options.report_dir is not None:
+        from tkchat.measure.report import write_report
+
+        path = write_report(options.report_dir, runs, bench.timelines, checks, options,
+                            format_table(runs))
+        print(f"wrote {path}")
     return 0

@@ -214,7 +214,9 @@ class Driver:
         passed = clear and shown_ms <= LIMIT_MS and click_ms <= LIMIT_MS
         return Verdict("2. the model dies mid-answer", passed,
                        {"error_shown_ms": round(shown_ms, 1), "click_after_ms": round(click_ms, 1)},
-                       f"message: {message!r}" if clear else "no clear error message shown")
+                       f"error shown {shown_ms:.1f} ms after the crash, a click handled "
+                       f"{click_ms:.1f} ms after it was made; "
+                       + (f"message: {message!r}" if clear else "no clear error message"))
 
 
 def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import tkinter as tk
 import tkinter.font as tkfont
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from tkinter import ttk
 
 from tkchat.ui.markdown_view import MarkdownPainter
@@ -32,6 +32,7 @@ class AnswerView:
     rendered: bool = False
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
+    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
 
 
 class Transcript(ttk.Frame):
@@ -113,8 +114,10 @@ class Transcript(ttk.Frame):
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
         view.text += text
         self.inserts += 1
+        now = time.perf_counter()
+        view.arrivals.append((now, len(view.text)))
         if view.first_text_at is None:
-            view.first_text_at = time.perf_counter()
+            view.first_text_at = now
 
     def embed(self, view: AnswerView, widget: tk.Misc) -> None:
         """Show ``widget`` as the answer's body (the per-chunk-render demo's HTML widget)."""

@@ -1,0 +1,64 @@
+"""``tkchat bench`` end to end: the real window, short runs, the JSON schema and the report.
+
+These check that the figures exist and are coherent, not how fast anything is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gui
+
+REQUIRED = {"mode", "backend", "tokens", "tokens_per_s", "ttft_ms", "lag_p50_ms", "lag_p99_ms",
+            "lag_max_ms", "long_tasks", "ui_updates_per_s", "cancel_p50_ms", "cancel_p99_ms",
+            "rss_peak_mb", "input_p50_ms", "input_p99_ms", "input_max_ms"}
+
+
+def bench(tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "tkchat", "bench", "--repeats", "1", "--cancels", "3",
+         "--idle-seconds", "0.5", "--json", str(out), *args],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS" in result.stdout or "FAIL" in result.stdout  # the verdicts are printed
+    return json.loads(out.read_text())
+
+
+def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
+    display: None, tmp_path: Path
+) -> None:
+    report = tmp_path / "report"
+    data = bench(tmp_path, "--backend", "scripted", "--rate", "2000", "--tokens", "400",
+                 "--modes", "fixed,blocking,per-chunk-render", "--report", str(report))
+    runs = {run["mode"]: run for run in data["runs"]}
+    assert list(runs) == ["idle", "raw", "fixed", "blocking", "per-chunk-render", "render"]
+    for run in data["runs"]:
+        assert set(run) >= REQUIRED, run["mode"]
+    fixed, blocking = runs["fixed"], runs["blocking"]
+    assert fixed["tokens"] == 400 and runs["raw"]["tokens"] == 400
+    assert fixed["cancel_samples"] >= 1 and fixed["cancel_p99_ms"] is not None
+    assert fixed["input_p99_ms"] is not None and blocking["input_max_ms"] is not None
+    assert fixed["lag_p50_ms"] <= fixed["lag_p99_ms"] <= fixed["lag_max_ms"]
+    assert runs["idle"]["tokens"] is None and runs["raw"]["lag_p99_ms"] is None
+    assert {t["target"] for t in data["targets"]} >= {"flood lag p99 <= 16 ms"}
+    text = (report / "report.md").read_text()
+    assert "lag-timeline.png" in text and "lag-vs-length.png" in text
+    for png in ("lag-timeline.png", "lag-vs-length.png"):
+        assert (report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.model
+def test_bench_runs_on_the_bundled_model(display: None, tmp_path: Path) -> None:
+    data = bench(tmp_path, "--tokens", "24", "--modes", "fixed")
+    runs = {run["mode"]: run for run in data["runs"]}
+    assert runs["raw"]["tokens_per_s"] > 0 and runs["fixed"]["tokens_per_s"] > 0
+    assert data["backend"] == "llama"
+    targets = {t["target"] for t in data["targets"]}
+    assert "fixed tokens/s >= 0.95 x raw" in targets
+    assert "cancel p99 <= 2 token periods" in targets

@@ -1,0 +1,144 @@
+"""The broken modes really freeze, recover by themselves and keep the transcript intact.
+
+Freezing is measured with the window's own lag probe, against the fixed pipeline on the same
+prompt in the same test: a broken mode must be many times worse (margins are wide on purpose;
+the precise figures belong to ``tkchat bench``).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import tkinter as tk
+
+import pytest
+
+from tests.conftest import pump_until
+from tkchat.events import Done
+from tkchat.generate.backend import Sampling
+from tkchat.generate.scripted import ScriptedBackend, long_answer
+from tkchat.modes import BROKEN_MODES, FIXED, MODES, make_pipeline
+from tkchat.teach.compare import window_commands
+
+pytestmark = pytest.mark.gui
+
+# Rates and answer lengths at which each mistake shows clearly on a small machine: one
+# redraw per token only hurts when tokens come fast and long enough for the backlog to grow.
+RATE = {"blocking": 1000, "main-thread-reader": 1000, "per-chunk-render": 1000,
+        "no-coalesce": 5000}
+LENGTH = {"blocking": 3_000, "main-thread-reader": 3_000, "per-chunk-render": 3_000,
+          "no-coalesce": 10_000}
+
+
+def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, str]:
+    """Send one question in ``mode``; return (worst probe lag in ms, the answer's text)."""
+    app.new_chat()
+    app.set_mode(mode)
+    app.probe.start_recording()
+    finished = len(app.finished)
+    app.send("the same prompt")
+    pump_until(root, lambda: len(app.finished) > finished, timeout=120, what="the answer")
+    pump_until(root, lambda: not app.transcript.painter.busy, what="rendering")
+    pump_until(root, lambda: len(app.probe.recorded or []) > 3, what="probe samples")
+    samples = app.probe.stop_recording()
+    assert isinstance(app.finished[-1], Done)
+    return max(s.lag_ms for s in samples), app.transcript.answers[-1].text
+
+
+@pytest.mark.parametrize("mode", BROKEN_MODES)
+def test_broken_mode_freezes_recovers_and_keeps_the_text(root: tk.Tk, make_app, mode: str) -> None:
+    text = long_answer(LENGTH[mode])
+    backend = ScriptedBackend(rate=RATE[mode], text=text)
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
+    fixed_lag, fixed_text = run_answer(root, app, FIXED)
+    broken_lag, broken_text = run_answer(root, app, mode)
+    assert fixed_text == text and broken_text == text  # nothing lost, doubled or reordered
+    assert broken_lag > 100 and broken_lag > 5 * fixed_lag, (mode, broken_lag, fixed_lag)
+    # it came back by itself: the window works again, in the fixed mode, at once
+    again_lag, again_text = run_answer(root, app, FIXED)
+    assert again_text == text and again_lag < broken_lag
+
+
+def test_modes_are_labelled_and_switch_from_the_next_question(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0))
+    assert not app.warning.winfo_ismapped() and "BROKEN" not in root.title()
+    app.set_mode("blocking")
+    root.update()
+    assert app.warning.winfo_ismapped() and "BROKEN" in app.warning.cget("text")
+    assert "BROKEN" in root.title()
+    assert app.pipeline.name == FIXED  # nothing changes until the next question
+    app.send("now")
+    assert app.pipeline.name == "blocking"
+    app.mode_box.set("fixed")
+    app.mode_box.event_generate("<<ComboboxSelected>>")
+    root.update()
+    assert app.mode == FIXED and not app.warning.winfo_ismapped()
+
+
+def test_every_mode_is_a_pipeline_and_broken_ones_say_so() -> None:
+    for name in MODES:
+        pipeline = make_pipeline(name)
+        assert pipeline.name == name
+        assert pipeline.broken == (name != FIXED)
+        assert pipeline.summary.startswith("BROKEN") == pipeline.broken
+        assert (type(pipeline).__module__.startswith("tkchat.antipatterns.")
+                == pipeline.broken)
+    with pytest.raises(ValueError, match="unknown mode"):
+        make_pipeline("turbo")
+
+
+def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
+    left, right = window_commands("per-chunk-render", ["--backend", "scripted"], prompt="hi",
+                                  seed=3, max_tokens=64, screen=(1600, 1000))
+    assert left[left.index("--mode") + 1] == "per-chunk-render"
+    assert right[right.index("--mode") + 1] == FIXED
+    for command in (left, right):
+        assert command[command.index("--seed") + 1] == "3"
+        assert command[command.index("--prompt") + 1] == "hi"
+    assert left[left.index("--geometry") + 1].endswith("+0+0")
+
+
+def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tkchat", "compare", "--backend", "scripted", "--rate", "20"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        windows: list[str] = []
+        while len(windows) < 2 and time.monotonic() < deadline:
+            found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
+                                   capture_output=True, text=True)
+            windows = found.stdout.split()
+            time.sleep(0.2)
+        assert len(windows) == 2, "compare did not open two windows"
+        names = [subprocess.run(["xdotool", "getwindowname", w], capture_output=True,
+                                text=True).stdout for w in windows]
+        assert sum("BROKEN" in name for name in names) == 1
+        time.sleep(1.0)  # both are streaming now
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    left = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
+                          capture_output=True, text=True).stdout.split()
+    assert left == [], "a compare window outlived compare"
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("mode", "expected"), [(FIXED, 0), ("blocking", 1)])
+def test_selftest_tells_fixed_from_broken(display: None, mode: str, expected: int) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tkchat", "selftest", "--backend", "scripted", "--mode", mode],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == expected, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    verdicts = [line for line in lines if line.strip().startswith(("PASS", "FAIL"))]
+    assert len(verdicts) == 3 and all(" ms" in line for line in verdicts)
+    if expected:
+        assert any(line.strip().startswith("FAIL") for line in verdicts)

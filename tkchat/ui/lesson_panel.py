@@ -1,0 +1,458 @@
+"""The lesson panel: one lesson at a time, beside the chat, with a button that sets up its demo.
+
+Main thread only, like every widget. It knows nothing about the chat window: the app hands it
+three callables (set up a demo, read a live figure, translate a UI string), so the panel can be
+built, tested and changed without ``tkchat.ui.app``.
+
+The lesson text is markdown rendered by a few lines of our own into a read-only ``tk.Text``:
+headings in bold, code blocks and tables in a monospace font on a light background, ``code``
+spans and ``**bold**`` inline. (Not tkhtmlview: lessons are short, trusted and static, and a
+plain renderer keeps the panel cheap to redraw when the language changes.)
+"""
+
+from __future__ import annotations
+
+import re
+import tkinter as tk
+import tkinter.font as tkfont
+import unicodedata
+from collections.abc import Callable, Iterator
+from tkinter import ttk
+
+from tkchat.teach.lessons import Lesson, load_lessons, render_body
+from tkchat.ui.readonly import writable
+
+REFRESH_MS = 500  # the live figure is read twice a second
+CODE_BACKGROUND = "#f2f2f2"
+TABLE_TAG_PREFIX = "table-"
+TABLE_GAP_PX = 14
+
+PANEL_STRINGS: dict[str, dict[str, str]] = {
+    "en": {
+        "lesson.pick": "Lesson",
+        "lesson.setup": "Set up the demo",
+        "lesson.demo": "Demo: mode {mode}, {backend} backend",
+        "lesson.demo_rate": "Demo: mode {mode}, {backend} backend at {rate} tokens/s",
+        "lesson.watch": "Watch",
+        "lesson.watch.heartbeat": "the heartbeat clock in the health bar",
+        "lesson.watch.lag": "the event-loop lag in the health bar",
+        "lesson.watch.rates": "tokens/s next to updates/s in the health bar",
+        "lesson.watch.transcript": "the answer as it arrives in the transcript",
+        "lesson.expected": "expected",
+        "lesson.now": "now ({metric})",
+        "lesson.line": "{label}: {text}",
+        "lesson.no_value": "not measured yet",
+        "lesson.unavailable": "The lessons could not be loaded: {error}",
+    },
+    "zh": {
+        "lesson.pick": "课程",
+        "lesson.setup": "准备演示",
+        "lesson.demo": "演示：{mode} 模式，{backend} 后端",
+        "lesson.demo_rate": "演示：{mode} 模式，{backend} 后端，每秒 {rate} 个 token",
+        "lesson.watch": "留意",
+        "lesson.watch.heartbeat": "状态条上的心跳时钟",
+        "lesson.watch.lag": "状态条上的事件循环延迟",
+        "lesson.watch.rates": "状态条上并排的 tokens/s 与 updates/s",
+        "lesson.watch.transcript": "对话记录里逐字到达的回答",
+        "lesson.expected": "预期",
+        "lesson.now": "当前（{metric}）",
+        "lesson.line": "{label}：{text}",
+        "lesson.no_value": "尚未测得",
+        "lesson.unavailable": "无法加载课程：{error}",
+    },
+}
+
+_UNITS = (("tokens_per_s", "tokens/s"), ("updates_per_s", "updates/s"), ("_ms", "ms"),
+          ("_mb", "MB"))
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")
+_LIST_RE = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$")
+# *italic* may touch Chinese characters (as in CommonMark), but not ASCII words: a*b*c is text.
+_INLINE_RE = re.compile(
+    r"`([^`]+)`|\*\*(.+?)\*\*|(?<![A-Za-z0-9_*])\*([^*\s][^*]*?)\*(?![A-Za-z0-9_*])")
+_TABLE_RULE_RE = re.compile(r"^:?-{2,}:?$")
+
+
+class LessonPanel(ttk.Frame):
+    """A lesson picker, the lesson text, its demo button and a live "expected · now" line.
+
+    Main thread only. ``on_setup_demo(lesson)`` is called when the demo button is pressed;
+    ``read_figure(metric)`` returns the live value of a ``tkchat bench`` key (or None) and is
+    called every 500 ms; ``translate(key)`` gives the panel's fixed strings (see
+    :data:`PANEL_STRINGS`)."""
+
+    def __init__(
+        self,
+        master: tk.Misc,
+        *,
+        language: str,
+        on_setup_demo: Callable[[Lesson], None],
+        read_figure: Callable[[str], float | None],
+        translate: Callable[[str], str],
+    ) -> None:
+        super().__init__(master, padding=(8, 6))
+        self.language = language
+        self.on_setup_demo = on_setup_demo
+        self.read_figure = read_figure
+        self.translate = translate
+        self.lessons: list[Lesson] = []
+        self.current: Lesson | None = None
+        self._after_id: str | None = None
+        self._load_error: str | None = None
+
+        # Named fonts vanish when their Python object is collected: keep them on the panel.
+        base = tkfont.nametofont("TkDefaultFont", root=self).actual()
+        mono = tkfont.nametofont("TkFixedFont", root=self).actual()
+        size = abs(int(base["size"])) or 10
+        self._fonts = {
+            "body": tkfont.Font(root=self, family=base["family"], size=size),
+            "bold": tkfont.Font(root=self, family=base["family"], size=size, weight="bold"),
+            "italic": tkfont.Font(root=self, family=base["family"], size=size, slant="italic"),
+            "h1": tkfont.Font(root=self, family=base["family"], size=size + 4, weight="bold"),
+            "h2": tkfont.Font(root=self, family=base["family"], size=size + 2, weight="bold"),
+            "mono": tkfont.Font(root=self, family=mono["family"], size=size),
+        }
+
+        top = ttk.Frame(self)
+        self.pick_label = ttk.Label(top)
+        self.picker = ttk.Combobox(top, state="readonly", width=40)
+        self.picker.bind("<<ComboboxSelected>>", self._on_pick)
+        self.pick_label.pack(side="left", padx=(0, 6))
+        self.picker.pack(side="left", fill="x", expand=True)
+        top.pack(side="top", fill="x")
+
+        demo = ttk.Frame(self)
+        self.demo_label = ttk.Label(demo, justify="left")
+        self.setup_button = ttk.Button(demo, command=self._on_setup)
+        self.setup_button.pack(side="right")
+        self.demo_label.pack(side="left", fill="x", expand=True)
+        demo.pack(side="top", fill="x", pady=(6, 0))
+
+        self.watch_label = ttk.Label(self, justify="left", wraplength=420)
+        self.watch_label.pack(side="top", fill="x", pady=(4, 0))
+        self.figure_label = ttk.Label(self, justify="left", wraplength=420,
+                                      font=self._fonts["bold"])
+        self.figure_label.pack(side="top", fill="x", pady=(2, 6))
+
+        body = ttk.Frame(self)
+        self.text = tk.Text(
+            body, wrap="word", state="disabled", width=58, height=30, borderwidth=0,
+            padx=10, pady=8, background="white", foreground="#1b1b1b", font=self._fonts["body"],
+            spacing1=1, spacing3=3, cursor="arrow", undo=False,
+        )
+        yscroll = ttk.Scrollbar(body, orient="vertical", command=self.text.yview)
+        xscroll = ttk.Scrollbar(body, orient="horizontal", command=self.text.xview)
+        self.text.configure(yscrollcommand=yscroll.set, xscrollcommand=xscroll.set)
+        yscroll.pack(side="right", fill="y")
+        xscroll.pack(side="bottom", fill="x")
+        self.text.pack(side="left", fill="both", expand=True)
+        body.pack(side="top", fill="both", expand=True)
+        self._configure_tags()
+        self.bind("<Configure>", self._on_resize, add="+")
+
+        self._load(language, keep=None)
+        self._after_id = self.after(REFRESH_MS, self._refresh)
+
+    # -- public --------------------------------------------------------------------------------
+
+    def select(self, lesson_id: str) -> None:
+        """Show the lesson with this id (e.g. ``"04-blocking"``)."""
+        for index, lesson in enumerate(self.lessons):
+            if lesson.id == lesson_id:
+                self._show(index)
+                return
+        raise KeyError(f"no lesson {lesson_id!r} in {self.language!r}")
+
+    def set_language(self, lang: str) -> None:
+        """Reload the lessons in ``lang``, keeping the same lesson on screen. The app changes
+        what ``translate`` returns first; the panel's fixed strings are relabelled here."""
+        self.language = lang
+        self._load(lang, keep=self.current.id if self.current else None)
+
+    def refresh_figure(self) -> None:
+        """Read the live figure now and update the "expected · now" line."""
+        lesson = self.current
+        if lesson is None:
+            self.figure_label.configure(text="")
+            return
+        value = self.read_figure(lesson.expect_metric)
+        now = (self.translate("lesson.no_value") if value is None
+               else format_figure(lesson.expect_metric, value))
+        now_label = self.translate("lesson.now").format(metric=lesson.expect_metric)
+        self.figure_label.configure(text=f"{self._line('lesson.expected', lesson.expect)}  ·  "
+                                         f"{self._line(now_label, now, translated=True)}")
+
+    def destroy(self) -> None:
+        if self._after_id is not None:
+            self.after_cancel(self._after_id)
+            self._after_id = None
+        super().destroy()
+
+    # -- loading and showing -------------------------------------------------------------------
+
+    def _load(self, lang: str, keep: str | None) -> None:
+        # Tk breaks lines only at spaces: Chinese has none, so it may break anywhere.
+        self.text.configure(wrap="char" if lang == "zh" else "word")
+        try:
+            self.lessons = load_lessons(lang)
+            self._load_error = None
+        except (OSError, ValueError) as exc:
+            self.lessons = []
+            self._load_error = str(exc)
+        self._relabel()
+        self.picker.configure(values=[_choice(lesson) for lesson in self.lessons])
+        if not self.lessons:
+            self.current = None
+            self.picker.set("")
+            self.setup_button.state(["disabled"])
+            self._write_body(self.translate("lesson.unavailable").format(error=self._load_error))
+            self.demo_label.configure(text="")
+            self.watch_label.configure(text="")
+            self.figure_label.configure(text="")
+            return
+        self.setup_button.state(["!disabled"])
+        ids = [lesson.id for lesson in self.lessons]
+        self._show(ids.index(keep) if keep in ids else 0)
+
+    def _relabel(self) -> None:
+        self.pick_label.configure(text=self.translate("lesson.pick"))
+        self.setup_button.configure(text=self.translate("lesson.setup"))
+
+    def _show(self, index: int) -> None:
+        lesson = self.lessons[index]
+        self.current = lesson
+        self.picker.current(index)
+        if lesson.rate is not None:
+            demo = self.translate("lesson.demo_rate").format(
+                mode=lesson.mode, backend=lesson.backend, rate=f"{lesson.rate:g}")
+        else:
+            demo = self.translate("lesson.demo").format(mode=lesson.mode, backend=lesson.backend)
+        self.demo_label.configure(text=demo)
+        self.watch_label.configure(text=self._line(
+            "lesson.watch", self.translate("lesson.watch." + lesson.watch)))
+        self._write_body(render_body(lesson, strict=False))
+        self.refresh_figure()
+
+    def _line(self, label: str, text: str, *, translated: bool = False) -> str:
+        """"Label: text", with the language's own colon."""
+        name = label if translated else self.translate(label)
+        return self.translate("lesson.line").format(label=name, text=text)
+
+    def _on_pick(self, _event: tk.Event | None = None) -> None:
+        index = self.picker.current()
+        if 0 <= index < len(self.lessons):
+            self._show(index)
+
+    def _on_setup(self) -> None:
+        if self.current is not None:
+            self.on_setup_demo(self.current)
+
+    def _refresh(self) -> None:
+        # Re-armed first: a failing read_figure is reported by Tk, and the line keeps living.
+        self._after_id = self.after(REFRESH_MS, self._refresh)
+        self.refresh_figure()
+
+    def _on_resize(self, event: tk.Event) -> None:
+        wrap = max(200, int(event.width) - 20)
+        self.watch_label.configure(wraplength=wrap)
+        self.figure_label.configure(wraplength=wrap)
+        self.demo_label.configure(wraplength=max(120, wrap - 160))
+
+    def _set_table_tabs(self) -> None:
+        """Tab stops for each table: every column as wide as its widest cell, in pixels."""
+        measure = self._fonts["bold"].measure
+        for tag in self.text.tag_names():
+            if not str(tag).startswith(TABLE_TAG_PREFIX):
+                continue
+            ranges = self.text.tag_ranges(tag)
+            if not ranges:
+                self.text.tag_delete(tag)
+                continue
+            rows = [line.split("\t") for line in
+                    self.text.get(ranges[0], ranges[-1]).splitlines()]
+            widths = [max((measure(row[c]) for row in rows if c < len(row)), default=0)
+                      for c in range(max(len(row) for row in rows))]
+            stops, x = [], 0
+            for width in widths[:-1]:
+                x += width + TABLE_GAP_PX
+                stops.append(x)
+            self.text.tag_configure(tag, tabs=tuple(stops) or "")
+            self.text.tag_raise(tag)
+
+    # -- markdown into the Text widget -----------------------------------------------------------
+
+    def _configure_tags(self) -> None:
+        f = self._fonts
+        text = self.text
+        text.tag_configure("h1", font=f["h1"], spacing1=10, spacing3=6)
+        text.tag_configure("h2", font=f["h2"], spacing1=12, spacing3=4, foreground="#0b3d91")
+        text.tag_configure("bold", font=f["bold"])
+        text.tag_configure("italic", font=f["italic"])
+        text.tag_configure("code", font=f["mono"], background=CODE_BACKGROUND, wrap="none",
+                           lmargin1=6, lmargin2=6, spacing1=0, spacing3=0)
+        text.tag_configure("code_inline", font=f["mono"], background=CODE_BACKGROUND)
+        text.tag_configure("table", font=f["body"], wrap="none", spacing1=1, spacing3=1,
+                           lmargin1=6)
+        text.tag_configure("table_head", font=f["bold"], wrap="none", spacing1=1, spacing3=3,
+                           lmargin1=6, background=CODE_BACKGROUND)
+        text.tag_configure("item", lmargin1=6, lmargin2=22)
+        text.tag_configure("quote", lmargin1=12, lmargin2=12, foreground="#8a6d00")
+
+    def _write_body(self, markdown_text: str) -> None:
+        with writable(self.text):
+            self.text.delete("1.0", "end")
+            for chunk, tags in markdown_runs(markdown_text):
+                self.text.insert("end", chunk, tags)
+        self._set_table_tabs()
+        self.text.yview_moveto(0.0)
+        self.text.xview_moveto(0.0)
+
+
+# -- a small markdown renderer: (text, tags) runs ------------------------------------------------
+
+Run = tuple[str, tuple[str, ...]]
+
+
+def markdown_runs(markdown_text: str) -> Iterator[Run]:
+    """The lesson markdown as (text, tags) runs for a ``tk.Text``. Pure function, any thread.
+
+    Understands what lessons use: ``#`` headings, fenced code, pipe tables, ``-``/``1.`` lists,
+    ``>`` quotes and paragraphs with ``code``, ``**bold**`` and ``*italic*`` spans. Soft line
+    breaks inside a paragraph are joined (without a space between Chinese characters)."""
+    lines = markdown_text.splitlines()
+    i = 0
+    tables = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        opening = _FENCE_RE.match(line)
+        if opening:
+            fence = opening.group(1)
+            i += 1
+            code: list[str] = []
+            while i < len(lines) and not lines[i].strip().startswith(fence):
+                code.append(lines[i])
+                i += 1
+            i += 1  # the closing fence
+            yield "\n".join(code) + "\n", ("code",)
+            yield "\n", ()
+            continue
+        heading = _HEADING_RE.match(line)
+        if heading:
+            tag = "h1" if len(heading.group(1)) == 1 else "h2"
+            yield from _inline(heading.group(2).strip(), (tag,))
+            yield "\n", (tag,)
+            i += 1
+            continue
+        if line.lstrip().startswith("|"):
+            rows: list[str] = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                rows.append(lines[i])
+                i += 1
+            tables += 1
+            yield from _table(rows, f"{TABLE_TAG_PREFIX}{tables}")
+            yield "\n", ()
+            continue
+        listed = _LIST_RE.match(line)
+        if listed:
+            marker = "•" if listed.group(2) in "-*+" else listed.group(2)
+            parts = [listed.group(3)]
+            i += 1
+            while i < len(lines) and lines[i].startswith((" ", "\t")) and lines[i].strip() \
+                    and not _LIST_RE.match(lines[i]):
+                parts.append(lines[i].strip())
+                i += 1
+            yield f"{marker} ", ("item",)
+            yield from _inline(join_soft_lines(parts), ("item",))
+            yield "\n", ("item",)
+            if i >= len(lines) or not _LIST_RE.match(lines[i]):
+                yield "\n", ()
+            continue
+        if line.lstrip().startswith(">"):
+            parts = []
+            while i < len(lines) and lines[i].lstrip().startswith(">"):
+                parts.append(lines[i].lstrip()[1:].strip())
+                i += 1
+            yield from _inline(join_soft_lines(parts), ("quote",))
+            yield "\n\n", ("quote",)
+            continue
+        parts = []
+        while i < len(lines) and lines[i].strip() and not _starts_block(lines[i]):
+            parts.append(lines[i].strip())
+            i += 1
+        yield from _inline(join_soft_lines(parts), ())
+        yield "\n\n", ()
+
+
+def _starts_block(line: str) -> bool:
+    stripped = line.lstrip()
+    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _LIST_RE.match(line)
+                or stripped.startswith(("|", ">")))
+
+
+def _inline(text: str, tags: tuple[str, ...]) -> Iterator[Run]:
+    position = 0
+    for match in _INLINE_RE.finditer(text):
+        if match.start() > position:
+            yield text[position:match.start()], tags
+        code, bold, italic = match.groups()
+        if code is not None:
+            yield code, (*tags, "code_inline")
+        elif bold is not None:
+            yield bold, (*tags, "bold")
+        else:
+            yield italic, (*tags, "italic")
+        position = match.end()
+    if position < len(text):
+        yield text[position:], tags
+
+
+def _plain(cell: str) -> str:
+    return re.sub(r"`([^`]*)`|\*\*(.+?)\*\*", lambda m: m.group(1) or m.group(2) or "", cell)
+
+
+def _table(rows: list[str], name: str) -> Iterator[Run]:
+    """One row per line, cells separated by tabs. ``name`` tags the whole table, so that the
+    widget can set its tab stops from the measured cell widths (CJK text is not monospace)."""
+    cells = [[_plain(c.strip()) for c in row.strip().strip("|").split("|")] for row in rows]
+    cells = [row for row in cells if not all(_TABLE_RULE_RE.match(c) for c in row if c)]
+    for number, row in enumerate(cells):
+        yield "\t".join(row) + "\n", ("table_head" if number == 0 else "table", name)
+
+
+def _is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF"
+
+
+def join_soft_lines(parts: list[str]) -> str:
+    """Join a paragraph's lines: with a space, except next to Chinese characters or
+    full-width punctuation, where a space would show as a gap."""
+    out = ""
+    for part in parts:
+        if not out:
+            out = part
+        elif _is_wide(out[-1]) or _is_wide(part[0]):
+            out += part
+        else:
+            out += " " + part
+    return out
+
+
+def format_figure(metric: str, value: float) -> str:
+    """A live figure for people: a sensible number of digits, and its unit."""
+    unit = next((name for suffix, name in _UNITS if metric.endswith(suffix)), "")
+    if isinstance(value, int):
+        number = f"{value:,}"
+    elif abs(value) >= 100:
+        number = f"{value:,.0f}"
+    elif abs(value) >= 10:
+        number = f"{value:.1f}"
+    else:
+        number = f"{value:.2f}"
+    return f"{number} {unit}".strip()
+
+
+def _choice(lesson: Lesson) -> str:
+    return f"{lesson.number:02d} · {lesson.title}"
