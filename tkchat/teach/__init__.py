@@ -1,1 +1,1 @@
-"""The lessons beside the chat: loading them, and quoting tkchat's live source inside them."""
+"""Teaching: the lessons shown beside the chat, and the tools that demonstrate them."""

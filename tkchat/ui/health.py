@@ -65,7 +65,8 @@ class HealthBar(ttk.Frame):
         self.ping_button = ttk.Button(self, text="Ping", width=6, command=self._ping,
                                       takefocus=False)
         self.ping_button.pack(side="right")
-        self.ping_label = ttk.Label(self, text="", font="TkFixedFont")
+        # fixed width: a label that changes size makes Tk lay out the whole window again
+        self.ping_label = ttk.Label(self, text="", font="TkFixedFont", width=22, anchor="e")
         self.ping_label.pack(side="right", padx=(0, 6))
         self.ping_times: list[float] = []  # perf_counter of every handled click
         self.heartbeat.pack(side="left")
