@@ -96,6 +96,7 @@ def make_app(root: tk.Tk) -> Iterator[Callable[..., object]]:
     apps: list[ChatApp] = []
 
     def build(backend: object, wait: bool = True, **kwargs: object) -> ChatApp:
+        kwargs.setdefault("language", "en")  # the tests read English; the default is the locale
         controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]
         app = ChatApp(root, controller, **kwargs)  # type: ignore[arg-type]
         controller.load_async()

@@ -42,6 +42,9 @@ def _window_options() -> argparse.ArgumentParser:
     group.add_argument("--temperature", type=float, default=0.3)
     group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
     group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
+    group.add_argument("--lang", choices=["en", "zh"], default=None,
+                       help="interface and lessons language (default: the system's)")
+    group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument("--fail-at", type=int, default=None, metavar="K",
                        help="scripted backend: crash at token K (to see the error path)")
     group.add_argument("--split-utf8", action="store_true",
@@ -139,7 +142,7 @@ def _child_model_args(args: argparse.Namespace) -> list[str]:
 def run_app(args: argparse.Namespace) -> int:
     import tkinter as tk
 
-    from tkchat.generate.backend import Sampling
+    from tkchat.generate.backend import Backend, Sampling
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
     from tkchat.teach.compare import compare_command
@@ -159,8 +162,14 @@ def run_app(args: argparse.Namespace) -> int:
     controller = GenerationController(backend, EventChannel())
     sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
     model_args = _child_model_args(args)
+
+    def backend_for(kind: str) -> Backend:
+        """A lesson's demo asks for a backend: the same model file, or the scripted one."""
+        return make_backend(kind, model=args.model, rate=50.0 if args.rate is None else args.rate)
+
     ChatApp(root, controller, sampling=sampling, mode=args.mode, autosend=args.prompt,
-            compare_command=lambda broken: compare_command(broken, model_args))
+            compare_command=lambda broken: compare_command(broken, model_args),
+            language=args.lang, backend_factory=backend_for, show_lessons=args.lessons)
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker

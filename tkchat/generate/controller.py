@@ -50,6 +50,14 @@ class GenerationController:
         elapsed = time.perf_counter() - started
         self.channel.put(ModelReady(self.backend.name, elapsed, self.backend.n_ctx))
 
+    def switch_backend(self, backend: Backend) -> None:
+        """Stop what runs, then load ``backend`` (if needed) and use it from now on; news
+        arrives as ModelReady/ModelFailed, as at start-up."""
+        self.stop()
+        self.backend = backend
+        self.loaded = False
+        self.load_async()
+
     # -- generating ----------------------------------------------------------------------------
 
     def start(self, request: GenerationRequest) -> int:

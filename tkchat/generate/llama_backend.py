@@ -51,6 +51,8 @@ class LlamaBackend:
         self._is_end: Any = None
 
     def load(self) -> None:
+        if self._llm is not None:
+            return  # already loaded (switching back to this backend)
         path = check_gguf(choose_model_path(self.model))
         self.name = path.name
         try:

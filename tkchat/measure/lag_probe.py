@@ -36,6 +36,8 @@ class LagProbe:
         self.recorded: list[LagSample] | None = None
         self._expected = 0.0
         self._running = False
+        self.peak_ms = 0.0  # worst lag since reset_peaks() (the lesson panel's live figure)
+        self.long_tasks = 0  # firings later than LONG_TASK_MS since reset_peaks()
 
     def start(self) -> None:
         self._running = True
@@ -56,6 +58,9 @@ class LagProbe:
             self.recent.popleft()
         if self.recorded is not None:
             self.recorded.append(sample)
+        self.peak_ms = max(self.peak_ms, sample.lag_ms)
+        if sample.lag_ms > LONG_TASK_MS:
+            self.long_tasks += 1
         if self._running:
             self._arm()
 
@@ -69,6 +74,10 @@ class LagProbe:
 
     def p99_ms(self) -> float:
         return percentile([s.lag_ms for s in self.recent], 99) or 0.0
+
+    def reset_peaks(self) -> None:
+        self.peak_ms = 0.0
+        self.long_tasks = 0
 
     def start_recording(self) -> None:
         self.recorded = []

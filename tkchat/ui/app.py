@@ -15,12 +15,19 @@ from tkinter import ttk
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
-from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.generate.backend import Backend, GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
+from tkchat.generate.factory import make_backend
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.worker import GenerationWorker
+from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
-from tkchat.modes import FIXED, MODES, make_pipeline, summary
+from tkchat.measure.rss import rss_mb
+from tkchat.modes import FIXED, MODES, make_pipeline
+from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
 from tkchat.ui.health import HealthBar
+from tkchat.ui.lesson_panel import LessonPanel
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
@@ -56,10 +63,15 @@ class ChatApp:
         mode: str = FIXED,
         compare_command: Callable[[str], list[str]] | None = None,
         autosend: str | None = None,
+        language: str | None = None,
+        backend_factory: Callable[[str], Backend] | None = None,
+        show_lessons: bool = False,
     ) -> None:
         """``compare_command(broken_mode)`` gives the command line of ``tkchat compare`` for
         this window's settings; without it there is no Compare button. ``autosend`` is
-        sent as soon as the model is ready (``--prompt``, used by ``tkchat compare``)."""
+        sent as soon as the model is ready (``--prompt``, used by ``tkchat compare``).
+        ``language`` is "en" or "zh" (default: the system's). ``backend_factory(kind)`` makes
+        the "llama" or "scripted" backend a lesson's demo asks for."""
         self.root = root
         self.controller = controller
         self.channel: EventChannel = controller.channel
@@ -79,46 +91,71 @@ class ChatApp:
         self.compare_process: subprocess.Popen[bytes] | None = None
         self.autosend = autosend
         self.last_error: str | None = None
+        self.last_cancel_ms: float | None = None
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
+        self.t = Translator(language or default_language())
+        self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
+        self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
+        self._status_key: tuple[str, dict[str, object]] = ("app.loading",
+                                                           {"name": controller.backend.name})
 
         root.geometry("900x680")
         root.minsize(520, 360)
         root.protocol("WM_DELETE_WINDOW", self.close)
+        # The chat on the left, the lesson panel (when shown) on the right.
+        self.panes = ttk.Panedwindow(root, orient="horizontal")
+        self.panes.pack(fill="both", expand=True)
+        chat = ttk.Frame(self.panes)
+        self.panes.add(chat, weight=3)
 
-        top = ttk.Frame(root, padding=(8, 6, 8, 0))
-        self.status = StatusLine(top, f"Loading {controller.backend.name} …")
+        top = ttk.Frame(chat, padding=(8, 6, 8, 0))
+        self.status = StatusLine(top, "")
         self.status.pack(side="left")
+        self.language_button = ttk.Button(top, command=self.toggle_language, width=8)
+        self.t.bind(self.language_button, "button.language")
+        self.language_button.pack(side="right", padx=(6, 0))
+        self.lessons_button = ttk.Button(top, command=self.toggle_lessons)
+        self.t.bind(self.lessons_button, "button.lessons")
+        self.lessons_button.pack(side="right", padx=(6, 0))
+        if compare_command is not None:
+            compare = ttk.Button(top, command=self.open_compare)
+            self.t.bind(compare, "button.compare")
+            compare.pack(side="right", padx=(6, 0))
         self.mode_box = ttk.Combobox(top, values=MODES, state="readonly", width=19)
         self.mode_box.set(mode)
         self.mode_box.bind("<<ComboboxSelected>>", lambda _e: self.set_mode(self.mode_box.get()))
-        if compare_command is not None:
-            ttk.Button(top, text="Compare side by side", command=self.open_compare).pack(
-                side="right", padx=(6, 0))
         self.mode_box.pack(side="right")
-        ttk.Label(top, text="Mode:").pack(side="right", padx=(12, 4))
+        mode_label = ttk.Label(top)
+        self.t.bind(mode_label, "label.mode")
+        mode_label.pack(side="right", padx=(12, 4))
         top.pack(side="top", fill="x")
-        self.warning = tk.Label(root, anchor="w", justify="left", padx=8, foreground="white",
+        self.warning = tk.Label(chat, anchor="w", justify="left", padx=8, foreground="white",
                                 background="#b00020", font="TkDefaultFont", wraplength=860)
 
         self.probe = LagProbe(self.scheduler)
-        self.health = HealthBar(root, self.scheduler, self.probe, self._tokens_so_far,
-                                lambda: self.transcript.inserts)
+        self.health = HealthBar(chat, self.scheduler, self.probe, self._tokens_so_far,
+                                lambda: self.transcript.inserts, self.t)
         self.health.pack(side="top", fill="x")
-        self._show_mode_warning()
-        self._set_title()
 
-        bottom = ttk.Frame(root, padding=8)
+        bottom = ttk.Frame(chat, padding=8)
         self.input = tk.Text(bottom, height=3, wrap="word", undo=True, borderwidth=1,
                              relief="solid", padx=6, pady=4)
-        self.send_button = ttk.Button(bottom, text="Send", command=self.send)
-        self.stop_button = ttk.Button(bottom, text="Stop", command=self.stop, state="disabled")
+        self.send_button = ttk.Button(bottom, command=self.send)
+        self.t.bind(self.send_button, "button.send")
+        self.stop_button = ttk.Button(bottom, command=self.stop, state="disabled")
+        self.t.bind(self.stop_button, "button.stop")
         self.input.pack(side="left", fill="both", expand=True)
         self.send_button.pack(side="left", padx=(8, 0))
         self.stop_button.pack(side="left", padx=(6, 0))
         bottom.pack(side="bottom", fill="x")
 
-        self.transcript = Transcript(root, self.scheduler)
+        self.transcript = Transcript(chat, self.scheduler, self.t)
         self.transcript.pack(side="top", fill="both", expand=True)
+        self.lesson_panel: LessonPanel | None = None
+        self.t.on_change(self._relabel)
+        self._relabel(self.t.lang)
+        if show_lessons:
+            self.toggle_lessons()
 
         self.input.bind("<Return>", self._on_return)
         self.input.bind("<Shift-Return>", self._on_shift_return)
@@ -149,7 +186,7 @@ class ChatApp:
         if not prompt:
             return False
         if not self.model_ready:
-            self.status.set("The model is not ready yet — your message is kept in the box.")
+            self._say("app.not_ready")
             return False
         if self.controller.is_generating():
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
@@ -163,8 +200,11 @@ class ChatApp:
         # Broken demos are naive all the way: their sender does not coalesce either.
         self.channel.high_water = DEFAULT_HIGH_WATER if self.pipeline.coalesce else UNBOUNDED
         self.stop_button.configure(state="normal")
-        self.status.set("Generating … (Esc stops)" if not self.pipeline.broken else
-                        f"Generating in the BROKEN mode {self.mode} — the window may freeze")
+        if self.pipeline.broken:
+            self._say("app.generating_broken", mode=self.mode)
+        else:
+            self._say("app.generating")
+        self.probe.reset_peaks()  # the live figures of a lesson count from this question
         self.pipeline.start(self, GenerationRequest(tuple(self.history), self.sampling))
         return True
 
@@ -178,31 +218,122 @@ class ChatApp:
         self._set_title()
 
     def _set_title(self) -> None:
-        label = "" if self.mode == FIXED else f" — BROKEN mode: {self.mode}"
-        self.root.title(f"tkchat — {self.controller.backend.name}{label}")
+        broken = "" if self.mode == FIXED else self.t("app.title.broken", mode=self.mode)
+        self.root.title(self.t("app.title", name=self.controller.backend.name, broken=broken))
 
     def _show_mode_warning(self) -> None:
         if self.mode == FIXED:
             self.warning.pack_forget()
             return
-        self.warning.configure(text=f"⚠ BROKEN MODE “{self.mode}”, on purpose, for teaching: "
-                                    f"{summary(self.mode).removeprefix('BROKEN: ')}.")
+        self.warning.configure(text=self.t("warning.broken", mode=self.mode,
+                                           summary=self.t(f"mode.{self.mode}")))
         self.warning.pack(side="top", fill="x", after=self.health)
+
+    def _say(self, key: str, **values: object) -> None:
+        """Set the status line (again after a language switch)."""
+        self._status_key = (key, values)
+        self.status.set(self.t(key, **values))
+
+    def _relabel(self, _lang: str) -> None:
+        """Everything built on the fly, after a language change."""
+        key, values = self._status_key
+        self.status.set(self.t(key, **values))
+        self._show_mode_warning()
+        self._set_title()
+        if self.lesson_panel is not None:
+            self.lesson_panel.set_language(self.t.lang)
+
+    def toggle_language(self) -> None:
+        """中文 ⇄ English: the whole window and the lessons."""
+        self.t.set_language("zh" if self.t.lang == "en" else "en")
+        if self.t.lang == "zh" and not has_cjk_font(self.root):
+            self._say("app.no_cjk_font")
+
+    # -- lessons -------------------------------------------------------------------------------
+
+    def toggle_lessons(self) -> None:
+        """Show or hide the lesson panel beside the chat."""
+        if self.lesson_panel is None:
+            self.lesson_panel = LessonPanel(self.panes, language=self.t.lang,
+                                            on_setup_demo=self.setup_lesson_demo,
+                                            read_figure=self.live_figure, translate=self.t)
+            self.panes.add(self.lesson_panel, weight=2)
+            width = max(self.root.winfo_width(), 900)
+            self.root.geometry(f"{max(width, 1320)}x{max(self.root.winfo_height(), 680)}")
+        else:
+            self.panes.forget(self.lesson_panel)
+            self.lesson_panel.destroy()
+            self.lesson_panel = None
+            self.health.highlight(None)
+
+    def setup_lesson_demo(self, lesson: Lesson) -> None:
+        """A lesson's demo: its mode, its backend (and token rate), its prompt in the box."""
+        self.set_mode(lesson.mode)
+        self.use_backend(lesson.backend, rate=lesson.rate)
+        self.input.delete("1.0", "end")
+        self.input.insert("1.0", lesson.prompt or "")
+        self.input.focus_set()
+        self.health.highlight(lesson.watch)
+        self.probe.reset_peaks()
+        self._say("app.demo_ready", mode=lesson.mode)
+
+    def use_backend(self, kind: str, *, rate: float | None = None) -> None:
+        """Switch to the "llama" or "scripted" backend (made once, then kept loaded)."""
+        backend = self.backends.get(kind)
+        if backend is None:
+            backend = self.backends[kind] = self.backend_factory(kind)
+        if rate is not None and isinstance(backend, ScriptedBackend):
+            backend.rate = rate
+        if backend is self.controller.backend:
+            return
+        self.stop()
+        self.model_ready = False
+        self._say("app.loading", name=backend.name)
+        self.controller.switch_backend(backend)
+
+    def live_figure(self, metric: str) -> float | None:
+        """The live value of a ``tkchat bench`` figure, for the lesson panel (or None)."""
+        answers = self.transcript.answers
+        last = answers[-1] if answers else None
+        done = [f for f in self.finished if isinstance(f, Done)]
+        if metric == "lag_max_ms":
+            return self.probe.peak_ms
+        if metric == "lag_p99_ms":
+            return self.probe.p99_ms()
+        if metric == "long_tasks":
+            return float(self.probe.long_tasks)
+        if metric == "tokens_per_s":
+            return done[-1].stats.tokens_per_s if done else None
+        if metric == "ui_updates_per_s" and last is not None and len(last.arrivals) > 1:
+            span = last.arrivals[-1][0] - last.arrivals[0][0]
+            return (len(last.arrivals) - 1) / span if span > 0 else None
+        if metric == "ttft_ms" and last is not None and last.first_text_at is not None:
+            return (last.first_text_at - last.started_at) * 1000
+        if metric == "cancel_p99_ms":
+            return self.last_cancel_ms
+        if metric == "render_slice_max_ms":
+            slices = self.transcript.painter.slice_ms[-200:]
+            return max(slices) if slices else None
+        if metric == "rss_peak_mb":
+            return rss_mb()
+        return None
 
     def open_compare(self) -> None:
         """Start ``tkchat compare`` (two windows, broken and fixed) as its own process."""
         if self.compare_command is None:
             return
         if self.compare_process is not None and self.compare_process.poll() is None:
-            self.status.set("The comparison is already open.")
+            self._say("app.compare_open")
             return
         broken = self.mode if self.mode != FIXED else "blocking"
         self.compare_process = subprocess.Popen(self.compare_command(broken))
-        self.status.set(f"Opened: {broken} next to fixed, in two new windows.")
+        self._say("app.compare_opened", broken=broken)
 
     def stop(self) -> None:
         """Ask the worker to stop; the ``done(cancelled)`` event then ends the answer."""
-        if self.controller.stop() is not None:
+        worker = self.controller.stop()
+        if worker is not None:
+            self._watch_cancel(worker)
             self._end_answer(stopped=True)
             self.consumer.follow(-1)  # nothing of the stopped generation may show up later
 
@@ -218,8 +349,9 @@ class ChatApp:
         for event in tick.app_events:
             if isinstance(event, ModelReady):
                 self.model_ready = True
-                self.status.set(f"Ready — {event.name}, loaded in {event.load_s:.1f} s, "
-                                f"context {event.n_ctx} tokens")
+                self.send_button.configure(state="normal")
+                self._say("app.ready", name=event.name, seconds=f"{event.load_s:.1f}",
+                          n_ctx=event.n_ctx)
                 self._set_title()
                 if self.autosend:
                     prompt, self.autosend = self.autosend, None
@@ -239,13 +371,15 @@ class ChatApp:
         if isinstance(final, Error):
             self.last_error = final.message
             self._end_answer(error=final.message)
-            self.status.set(f"Error: {final.message}")
+            self._say("app.error", message=final.message)
         else:
             self._end_answer(stopped=final.reason == "cancelled")
-            note = " (length limit reached)" if final.reason == "length" else ""
-            speed = final.stats.tokens_per_s
-            self.status.set(f"Done — {final.stats.tokens} tokens"
-                            + (f" at {speed:.0f} tok/s" if speed else "") + note)
+            if final.reason != "cancelled":
+                speed = final.stats.tokens_per_s
+                self._say("app.done", tokens=final.stats.tokens)
+                self.status.set(self.status.get()
+                                + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
+                                + (self.t("app.done.length") if final.reason == "length" else ""))
         if self.on_final is not None:
             self.on_final(final)
 
@@ -255,15 +389,22 @@ class ChatApp:
         if answer is None:
             return
         if stopped:
-            self.status.set("Stopped.")
+            self._say("app.stopped")
         self.history.append(Message("assistant", answer.text))
         self.pipeline.finish(self, answer, stopped=stopped, error=error)
 
     def _model_failed(self, message: str) -> None:
         print(f"tkchat: {message}", file=sys.stderr)
-        self.status.set("Model failed to load — see the message below.")
+        self._say("app.model_failed")
         self.transcript.add_note(message, "error")
         self.send_button.configure(state="disabled")
+
+    def _watch_cancel(self, worker: GenerationWorker) -> None:
+        """Note how long the stopped worker took to leave the model loop (live figure)."""
+        if worker.is_alive():
+            self.scheduler.once("cancel-watch", 5, lambda: self._watch_cancel(worker))
+        elif worker.exited_at is not None and worker.cancelled_at is not None:
+            self.last_cancel_ms = (worker.exited_at - worker.cancelled_at) * 1000
 
     def _tokens_so_far(self) -> int:
         worker = self.controller.current
@@ -280,5 +421,14 @@ class ChatApp:
         self.scheduler.close()
         if self.compare_process is not None and self.compare_process.poll() is None:
             self.compare_process.terminate()
+        if self.lesson_panel is not None:
+            self.lesson_panel.destroy()
         self.controller.shutdown(timeout=2.0)
+        for backend in self.backends.values():
+            if backend is not self.controller.backend:
+                backend.close()
         self.root.destroy()
+
+
+def _kind(backend: Backend) -> str:
+    return "scripted" if isinstance(backend, ScriptedBackend) else "llama"

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from tkinter import ttk
 
+from tkchat.i18n import Translator
 from tkchat.measure.lag_probe import LagProbe
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -49,12 +50,15 @@ class HealthBar(ttk.Frame):
         probe: LagProbe,
         read_tokens: Callable[[], int],
         read_updates: Callable[[], int],
+        translate: Translator,
     ) -> None:
         super().__init__(master, padding=(8, 2))
+        ttk.Style(self).configure("Watch.TLabel", background="#ffe27a")
         self.scheduler = scheduler
         self.probe = probe
         self.read_tokens = read_tokens
         self.read_updates = read_updates
+        self.t = translate
         self._tokens = RateMeter()
         self._updates = RateMeter()
         self.heartbeat = ttk.Label(self, width=11, font="TkFixedFont")
@@ -62,8 +66,8 @@ class HealthBar(ttk.Frame):
         self.rates = ttk.Label(self, font="TkFixedFont")
         # A button to click while an answer streams: in a broken mode the count stands still
         # until the answer is over. (The self-test clicks it with real X events.)
-        self.ping_button = ttk.Button(self, text="Ping", width=6, command=self._ping,
-                                      takefocus=False)
+        self.ping_button = ttk.Button(self, width=6, command=self._ping, takefocus=False)
+        translate.bind(self.ping_button, "health.ping")
         self.ping_button.pack(side="right")
         # fixed width: a label that changes size makes Tk lay out the whole window again
         self.ping_label = ttk.Label(self, text="", font="TkFixedFont", width=22, anchor="e")
@@ -78,10 +82,16 @@ class HealthBar(ttk.Frame):
         self._beat()
         self._refresh()
 
+    def highlight(self, what: str | None) -> None:
+        """Mark what a lesson asks to watch: "heartbeat", "lag" or "rates" (None: nothing)."""
+        for name, label in (("heartbeat", self.heartbeat), ("lag", self.lag),
+                            ("rates", self.rates)):
+            label.configure(style="Watch.TLabel" if name == what else "TLabel")
+
     def _ping(self) -> None:
         self.ping_times.append(time.perf_counter())
-        self.ping_label.configure(text=f"pong {len(self.ping_times)} at "
-                                       f"{time.strftime('%H:%M:%S')}")
+        self.ping_label.configure(text=self.t("health.pong", count=len(self.ping_times),
+                                              time=time.strftime("%H:%M:%S")))
 
     def _beat(self) -> None:
         self.beats += 1
@@ -90,12 +100,10 @@ class HealthBar(ttk.Frame):
         self.scheduler.once("heartbeat", 1000 - int(time.time() * 1000) % 1000, self._beat)
 
     def _refresh(self) -> None:
-        self.lag.configure(
-            text=f"│ event-loop lag {self.probe.now_ms():5.1f} ms (p99 {self.probe.p99_ms():5.1f})"
-        )
+        self.lag.configure(text=self.t("health.lag", now=f"{self.probe.now_ms():5.1f}",
+                                       p99=f"{self.probe.p99_ms():5.1f}"))
         tokens = self._tokens.sample(self.read_tokens())
         updates = self._updates.sample(self.read_updates())
-        self.rates.configure(
-            text=f"│ model {tokens:4.0f} tokens/s │ window {updates:3.0f} updates/s"
-        )
+        self.rates.configure(text=self.t("health.rates", tokens=f"{tokens:4.0f}",
+                                         updates=f"{updates:3.0f}"))
         self.scheduler.once("health", REFRESH_MS, self._refresh)

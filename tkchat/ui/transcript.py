@@ -13,12 +13,12 @@ import tkinter.font as tkfont
 from dataclasses import dataclass, field
 from tkinter import ttk
 
+from tkchat.i18n import Translator
 from tkchat.ui.markdown_view import MarkdownPainter
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
 BODY_FONT_SIZE = 11
-STOPPED_NOTE = " [stopped]"
 
 
 @dataclass
@@ -38,8 +38,9 @@ class AnswerView:
 class Transcript(ttk.Frame):
     """Main thread only."""
 
-    def __init__(self, master: tk.Misc, scheduler: AfterScheduler) -> None:
+    def __init__(self, master: tk.Misc, scheduler: AfterScheduler, translate: Translator) -> None:
         super().__init__(master)
+        self.t = translate
         # Named fonts are deleted when their Python object is collected: keep them here.
         self.body_font = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE)
         self.text = tk.Text(
@@ -79,7 +80,7 @@ class Transcript(ttk.Frame):
 
     def add_user(self, message: str) -> None:
         bottom = self._at_bottom()
-        self._write("end", "You\n", ("who",), message + "\n", ("user",))
+        self._write("end", self.t("transcript.you") + "\n", ("who",), message + "\n", ("user",))
         self._follow(bottom)
 
     def add_note(self, message: str, kind: str = "note") -> None:
@@ -87,12 +88,12 @@ class Transcript(ttk.Frame):
         self._write("end", message + "\n", (kind,))
         self._follow(bottom)
 
-    def begin_answer(self, who: str = "Assistant") -> AnswerView:
+    def begin_answer(self) -> AnswerView:
         bottom = self._at_bottom()
         number = len(self.answers) + 1
         view = AnswerView(number, f"answer-{number}-start", f"answer-{number}-end",
                           started_at=time.perf_counter())
-        self._write("end", f"{who}\n", ("who",), "\n")
+        self._write("end", self.t("transcript.assistant") + "\n", ("who",), "\n")
         # Both marks sit just before that last newline; text inserted at the end mark pushes
         # it along (right gravity) while the start mark stays put (left gravity).
         self.text.mark_set(view.start_mark, "end-2c")
@@ -130,7 +131,7 @@ class Transcript(ttk.Frame):
         """Mark the end of an answer; then paint its markdown in slices."""
         bottom = self._at_bottom()
         if stopped:
-            self._write("end-1c", STOPPED_NOTE.strip() + "\n", ("note",))
+            self._write("end-1c", self.t("transcript.stopped") + "\n", ("note",))
         if error:
             self._write("end-1c", f"⚠ {error}\n", ("error",))
         self._follow(bottom)
