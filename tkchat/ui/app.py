@@ -41,7 +41,7 @@ class StatusLine(ttk.Label):
     collector on a worker thread raises "main thread is not in main loop".)"""
 
     def __init__(self, master: tk.Misc, text: str) -> None:
-        super().__init__(master, text=text)
+        super().__init__(master, text=text, anchor="w")
 
     def set(self, text: str) -> None:
         self.configure(text=text)
@@ -109,8 +109,6 @@ class ChatApp:
         self.panes.add(chat, weight=3)
 
         top = ttk.Frame(chat, padding=(8, 6, 8, 0))
-        self.status = StatusLine(top, "")
-        self.status.pack(side="left")
         self.language_button = ttk.Button(top, command=self.toggle_language, width=8)
         self.t.bind(self.language_button, "button.language")
         self.language_button.pack(side="right", padx=(6, 0))
@@ -129,6 +127,8 @@ class ChatApp:
         self.t.bind(mode_label, "label.mode")
         mode_label.pack(side="right", padx=(12, 4))
         top.pack(side="top", fill="x")
+        self.status = StatusLine(chat, "")
+        self.status.pack(side="top", fill="x", padx=8, pady=(4, 0))
         self.warning = tk.Label(chat, anchor="w", justify="left", padx=8, foreground="white",
                                 background="#b00020", font="TkDefaultFont", wraplength=860)
 
@@ -138,7 +138,7 @@ class ChatApp:
         self.health.pack(side="top", fill="x")
 
         bottom = ttk.Frame(chat, padding=8)
-        self.input = tk.Text(bottom, height=3, wrap="word", undo=True, borderwidth=1,
+        self.input = tk.Text(bottom, height=3, width=20, wrap="word", undo=True, borderwidth=1,
                              relief="solid", padx=6, pady=4)
         self.send_button = ttk.Button(bottom, command=self.send)
         self.t.bind(self.send_button, "button.send")

@@ -68,14 +68,16 @@ class HealthBar(ttk.Frame):
         # until the answer is over. (The self-test clicks it with real X events.)
         self.ping_button = ttk.Button(self, width=6, command=self._ping, takefocus=False)
         translate.bind(self.ping_button, "health.ping")
-        self.ping_button.pack(side="right")
         # fixed width: a label that changes size makes Tk lay out the whole window again
-        self.ping_label = ttk.Label(self, text="", font="TkFixedFont", width=22, anchor="e")
-        self.ping_label.pack(side="right", padx=(0, 6))
+        self.ping_label = ttk.Label(self, text="", font="TkFixedFont", width=24, anchor="e")
         self.ping_times: list[float] = []  # perf_counter of every handled click
-        self.heartbeat.pack(side="left")
-        self.lag.pack(side="left", padx=(4, 0))
-        self.rates.pack(side="left", padx=(4, 0))
+        # Two rows, so the figures fit beside the lesson panel too.
+        self.heartbeat.grid(row=0, column=0, sticky="w")
+        self.lag.grid(row=0, column=1, sticky="w", padx=(4, 0))
+        self.rates.grid(row=1, column=1, sticky="w", padx=(4, 0))
+        self.ping_label.grid(row=0, column=2, sticky="e", padx=(0, 6))
+        self.ping_button.grid(row=0, column=3, rowspan=2, sticky="e")
+        self.columnconfigure(2, weight=1)
         self.beats = 0
 
     def start(self) -> None:

@@ -1,0 +1,120 @@
+"""The whole window in English and Chinese, and every lesson's demo set up from the panel."""
+
+from __future__ import annotations
+
+import re
+import tkinter as tk
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import pump_until
+from tkchat.generate.backend import Backend
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.i18n import LANGUAGES, STRINGS, Translator
+from tkchat.modes import MODES
+from tkchat.teach.lessons import load_lessons
+
+pytestmark = pytest.mark.gui
+
+PLACEHOLDER = re.compile(r"{(\w+)}")
+# Words that are the same in both languages on purpose: names, units, figures.
+SAME_IN_BOTH = re.compile(r"^[\s\d.:│♥()a-zA-Z_/+\-—·,%]*$|tkchat|tokens/s|p99|fixed")
+
+
+def widgets(root: tk.Misc) -> Iterator[tk.Misc]:
+    for child in root.winfo_children():
+        yield child
+        yield from widgets(child)
+
+
+def visible_texts(root: tk.Misc) -> list[str]:
+    texts = []
+    for widget in widgets(root):
+        try:
+            text = str(widget.cget("text"))
+        except tk.TclError:
+            continue
+        if text.strip():
+            texts.append(text)
+    return texts
+
+
+def test_every_string_exists_in_both_languages_with_the_same_placeholders() -> None:
+    assert set(STRINGS["en"]) == set(STRINGS["zh"])
+    for key, english in STRINGS["en"].items():
+        chinese = STRINGS["zh"][key]
+        assert set(PLACEHOLDER.findall(english)) == set(PLACEHOLDER.findall(chinese)), key
+        words = PLACEHOLDER.sub("", english)
+        if english != chinese and re.search(r"[A-Za-z]{2}", words):  # real words to translate
+            assert re.search(r"[\u4e00-\u9fff]", chinese) or key == "button.language", key
+    for mode in MODES:
+        assert f"mode.{mode}" in STRINGS["en"]
+    with pytest.raises(KeyError):
+        Translator("en")("no.such.key")
+
+
+def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0), language="en")
+    app.toggle_lessons()
+    app.set_mode("blocking")
+    app.send("hello")  # a blocking answer: the status, title and transcript labels change
+    pump_until(root, lambda: not app.transcript.painter.busy, what="render")
+    root.update()
+    english = visible_texts(root)
+    app.toggle_language()
+    root.update()
+    assert app.t.lang == "zh" and app.lesson_panel is not None
+    assert app.lesson_panel.current is not None
+    assert re.search(r"[\u4e00-\u9fff]", app.lesson_panel.current.title)
+    chinese = visible_texts(root)
+    english_values = {v for v in STRINGS["en"].values() if "{" not in v}
+    for text in chinese:
+        if SAME_IN_BOTH.search(text):
+            continue
+        assert text not in english_values, f"untranslated: {text!r}"
+        assert re.search(r"[\u4e00-\u9fff]", text), f"no Chinese in {text!r}"
+    assert len(chinese) == len(english)  # the same widgets, relabelled
+    assert "故障模式" in root.title()
+    app.toggle_language()
+    root.update()
+    assert visible_texts(root) == english or app.t.lang == "en"
+
+
+def test_every_lesson_demo_sets_its_mode_backend_and_prompt(root: tk.Tk, make_app) -> None:
+    made: list[str] = []
+
+    def factory(kind: str) -> Backend:
+        made.append(kind)
+        return ScriptedBackend(rate=0) if kind == "scripted" else LlamaBackend()
+
+    app = make_app(ScriptedBackend(rate=0), backend_factory=factory)
+    app.toggle_lessons()
+    panel = app.lesson_panel
+    assert panel is not None
+    lessons = load_lessons("en")
+    assert len(lessons) >= 14
+    for lesson in lessons:
+        panel.select(lesson.id)
+        panel.setup_button.invoke()
+        assert app.mode == lesson.mode and app.mode_box.get() == lesson.mode, lesson.id
+        kind = "scripted" if isinstance(app.controller.backend, ScriptedBackend) else "llama"
+        assert kind == lesson.backend, lesson.id
+        if lesson.rate is not None and kind == "scripted":
+            assert app.controller.backend.rate == lesson.rate
+        assert app.input.get("1.0", "end-1c") == (lesson.prompt or "")
+        pump_until(root, lambda: app.model_ready, timeout=60, what=f"{lesson.id}'s backend")
+    assert made.count("llama") <= 1 and made.count("scripted") <= 1  # kept, not remade
+
+
+def test_live_figures_follow_an_answer(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=400))
+    app.send("go")
+    pump_until(root, lambda: bool(app.finished), what="the answer")
+    for metric in ("lag_max_ms", "lag_p99_ms", "long_tasks", "tokens_per_s",
+                   "ui_updates_per_s", "ttft_ms", "rss_peak_mb"):
+        value = app.live_figure(metric)
+        assert value is not None and value >= 0, metric
+    assert app.live_figure("no_such_metric") is None
+    assert set(LANGUAGES) == {"en", "zh"}
