@@ -34,6 +34,9 @@ from tkchat.transport.channel import EventChannel
 from tkchat.ui.app import ChatApp
 
 LIMIT_MS = 100.0  # RAIL's "respond within 100 ms"; Nielsen's "feels instant"
+# per-chunk-render's cost is quadratic in the answer: a 3,000-token scripted answer would keep
+# one question frozen for minutes. 400 tokens show the same failure in seconds.
+SCRIPTED_TOKENS = {"per-chunk-render": 400}
 PROMPT = "Write a long explanation, with code, of why a chat window can freeze."
 
 
@@ -230,7 +233,7 @@ def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -
     if isinstance(inner, ScriptedBackend):
         # about 3,000 tokens: long enough to click, scroll and type into at any rate
         inner.text = long_answer(15_000)
-        sampling = Sampling(max_tokens=0, seed=7)
+        sampling = Sampling(max_tokens=SCRIPTED_TOKENS.get(mode, 0), seed=7)
     faults = FaultInjector(inner)
     root = tk.Tk()
     controller = GenerationController(faults, EventChannel())

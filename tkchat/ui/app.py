@@ -131,6 +131,8 @@ class ChatApp:
         self.status.pack(side="top", fill="x", padx=8, pady=(4, 0))
         self.warning = tk.Label(chat, anchor="w", justify="left", padx=8, foreground="white",
                                 background="#b00020", font="TkDefaultFont", wraplength=860)
+        self.warning.bind("<Configure>", lambda e: self.warning.configure(
+            wraplength=max(200, e.width - 20)))
 
         self.probe = LagProbe(self.scheduler)
         self.health = HealthBar(chat, self.scheduler, self.probe, self._tokens_so_far,
