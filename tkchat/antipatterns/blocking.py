@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 from tkchat.events import Done, Error, GenerationStats
 from tkchat.generate.backend import BackendError, GenerationRequest
 from tkchat.generate.worker import Utf8Assembler
+from tkchat.ui.pipeline import EndsInTranscript
 
 if TYPE_CHECKING:
     from tkchat.ui.app import ChatApp
     from tkchat.ui.transcript import AnswerView
 
 
-class GenerateInClickHandler:
+class GenerateInClickHandler(EndsInTranscript):
     name = "blocking"
     broken = True
     coalesce = False
@@ -56,7 +57,3 @@ class GenerateInClickHandler:
 
     def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
         """Never called: no events travel, the handler wrote the text itself."""
-
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
-        app.transcript.finish(view, stopped=stopped, error=error)

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 
 from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import GenerationRequest
+from tkchat.ui.pipeline import EndsInTranscript
 
 if TYPE_CHECKING:
     from tkchat.ui.app import ChatApp
     from tkchat.ui.transcript import AnswerView
 
 
-class ReadStreamOnMainThread:
+class ReadStreamOnMainThread(EndsInTranscript):
     name = "main-thread-reader"
     broken = True
     coalesce = False
@@ -43,7 +44,3 @@ class ReadStreamOnMainThread:
 
     def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
         """Never called: the read loop consumed the events itself."""
-
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
-        app.transcript.finish(view, stopped=stopped, error=error)

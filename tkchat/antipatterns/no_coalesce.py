@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tkchat.generate.backend import GenerationRequest
+from tkchat.ui.pipeline import EndsInTranscript
 
 if TYPE_CHECKING:
     from tkchat.ui.app import ChatApp
     from tkchat.ui.transcript import AnswerView
 
 
-class InsertEveryToken:
+class InsertEveryToken(EndsInTranscript):
     name = "no-coalesce"
     broken = True
     coalesce = False
@@ -32,7 +33,3 @@ class InsertEveryToken:
             # THE MISTAKE: a widget update and a full redraw for each single token.
             app.transcript.append(view, chunk)
             app.root.update_idletasks()
-
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
-        app.transcript.finish(view, stopped=stopped, error=error)

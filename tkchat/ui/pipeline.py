@@ -33,7 +33,15 @@ class Pipeline(Protocol):
         """Main thread: the answer ended (done, stopped or error)."""
 
 
-class FixedPipeline:
+class EndsInTranscript:
+    """Shared ending: mark the answer stopped or failed, then paint its markdown in slices."""
+
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
+               error: str | None) -> None:
+        app.transcript.finish(view, stopped=stopped, error=error)
+
+
+class FixedPipeline(EndsInTranscript):
     """Worker thread → queue → one insert per 16 ms tick → markdown painted in slices."""
 
     name = "fixed"
@@ -46,7 +54,3 @@ class FixedPipeline:
 
     def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
         app.transcript.append(view, "".join(chunks))  # everything of this tick, one insert
-
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
-        app.transcript.finish(view, stopped=stopped, error=error)
