@@ -27,6 +27,9 @@ def _model_options() -> argparse.ArgumentParser:
                        help="scripted backend: tokens per second (0 = as fast as possible)")
     group.add_argument("--tokens", type=int, default=None,
                        help="scripted: answer length in tokens; bench: tokens per generation")
+    group.add_argument("--server", metavar="URL",
+                       help="stream from a server instead: `tkchat serve` or any "
+                            "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)")
     return common
 
 
@@ -93,6 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "injected X events; exit 0 if all pass, 1 if not.",
     )
     selftest.add_argument("--mode", choices=MODES, default=FIXED)
+
+    serve = commands.add_parser(
+        "serve", parents=[common],
+        help="serve the model over HTTP: SSE events, an OpenAI-compatible API, a browser client",
+        description="Serve the model on this machine: POST /chat streams tkchat's events as "
+                    "Server-Sent Events, POST /v1/chat/completions speaks OpenAI's shape, and "
+                    "/ is a browser client. Binds to loopback unless told otherwise.",
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
     return parser
 
 
@@ -119,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_compare(args.broken, _child_model_args(args), prompt=args.prompt,
                            seed=args.seed, max_tokens=args.max_tokens)
+    if args.command == "serve":
+        from tkchat.generate.factory import make_backend
+        from tkchat.serve.app import run_server
+
+        backend = make_backend(args.backend, model=args.model,
+                               rate=50.0 if args.rate is None else args.rate, tokens=args.tokens)
+        return run_server(backend, host=args.host, port=args.port)
     if args.command == "selftest":
         from tkchat.measure.selftest import run_selftest
 
@@ -130,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
 def _child_model_args(args: argparse.Namespace) -> list[str]:
     """The model options again, as a command line for a child window."""
     out = ["--backend", args.backend]
+    if args.server:
+        out += ["--server", args.server]
     if args.model:
         out += ["--model", args.model]
     if args.rate is not None:
@@ -158,6 +180,7 @@ def run_app(args: argparse.Namespace) -> int:
     backend = make_backend(
         args.backend, model=args.model, rate=50.0 if args.rate is None else args.rate,
         tokens=args.tokens, fail_at=args.fail_at, split_utf8=args.split_utf8,
+        server=args.server,
     )
     controller = GenerationController(backend, EventChannel())
     sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)

@@ -18,8 +18,14 @@ def make_backend(
     split_utf8: bool = False,
     n_ctx: int | None = None,
     n_threads: int | None = None,
+    server: str | None = None,
 ) -> Backend:
-    """``kind`` is "llama" or "scripted". Never raises for a bad model: loading reports it."""
+    """``kind`` is "llama" or "scripted"; a ``server`` URL means a remote server instead.
+    Never raises for a bad model or a dead server: loading reports it, in the window."""
+    if server:
+        from tkchat.generate.remote_backend import RemoteBackend
+
+        return RemoteBackend(server)
     if kind == "scripted":
         return ScriptedBackend(rate=rate, tokens=tokens, token_cost_ms=token_cost_ms,
                                fail_at=fail_at, split_utf8=split_utf8)
