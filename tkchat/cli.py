@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--modes", default="all",
                        help="comma-separated modes to measure besides idle and raw "
                             f"(default all: {', '.join(MODES)})")
+    bench.add_argument("--transport", choices=["inprocess", "sse"], default="inprocess",
+                       help="sse: the bundled model in-process, through `tkchat serve`, and "
+                            "through llama-cpp-python's server, with the same client")
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             tokens=args.tokens or (100_000 if scripted else 256),
             rate=5000.0 if args.rate is None else args.rate, modes=modes,
             repeats=args.repeats, cancels=args.cancels, idle_s=args.idle_seconds,
-            json_path=args.json, report_dir=args.report,
+            json_path=args.json, report_dir=args.report, transport=args.transport,
         ))
     if args.command == "compare":
         from tkchat.teach.compare import run_compare

@@ -68,6 +68,7 @@ class BenchOptions:
     seed: int = 7
     json_path: Path | None = None
     report_dir: Path | None = None
+    transport: str = "inprocess"  # or "sse": the same generation over HTTP (sse_bench.py)
     modes: tuple[str, ...] = MODES
     broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
     prompt: str = BENCH_PROMPT
@@ -568,9 +569,18 @@ def _cell(value: object) -> str:
 
 def run_bench(options: BenchOptions) -> int:
     started = time.time()
-    bench = Bench(options)
-    runs = bench.run()
-    checks = verdicts(runs, options)
+    if options.transport == "sse":
+        from tkchat.measure.sse_bench import run_sse_bench, sse_verdicts
+
+        runs = run_sse_bench(model=options.model, tokens=options.tokens,
+                             repeats=options.repeats, cancels=options.cancels,
+                             seed=options.seed)
+        checks = sse_verdicts(runs)
+        options.report_dir = None  # the plots are of the window's lag; there is none here
+    else:
+        bench = Bench(options)
+        runs = bench.run()
+        checks = verdicts(runs, options)
     print(format_table(runs))
     print()
     for name, ok, figure in checks:
