@@ -22,12 +22,12 @@ from tkchat.generate.scripted import ScriptedBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
-from tkchat.measure.rss import rss_mb
 from tkchat.modes import FIXED, MODES, make_pipeline
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lesson_panel import LessonPanel
+from tkchat.ui.live_figures import live_figure
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
@@ -96,8 +96,8 @@ class ChatApp:
         self.t = Translator(language or default_language())
         self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
         self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
-        self._status_key: tuple[str, dict[str, object]] = ("app.loading",
-                                                           {"name": controller.backend.name})
+        self._status: Callable[[], str] = lambda: self.t("app.loading",
+                                                         name=controller.backend.name)
 
         root.geometry("900x680")
         root.minsize(520, 360)
@@ -232,14 +232,17 @@ class ChatApp:
         self.warning.pack(side="top", fill="x", after=self.health)
 
     def _say(self, key: str, **values: object) -> None:
-        """Set the status line (again after a language switch)."""
-        self._status_key = (key, values)
-        self.status.set(self.t(key, **values))
+        """Set the status line to one translated message."""
+        self._show_status(lambda: self.t(key, **values))
+
+    def _show_status(self, make: Callable[[], str]) -> None:
+        """Set the status line; ``make`` is kept to say it again in another language."""
+        self._status = make
+        self.status.set(make())
 
     def _relabel(self, _lang: str) -> None:
         """Everything built on the fly, after a language change."""
-        key, values = self._status_key
-        self.status.set(self.t(key, **values))
+        self.status.set(self._status())
         self._show_mode_warning()
         self._set_title()
         if self.lesson_panel is not None:
@@ -295,30 +298,7 @@ class ChatApp:
 
     def live_figure(self, metric: str) -> float | None:
         """The live value of a ``tkchat bench`` figure, for the lesson panel (or None)."""
-        answers = self.transcript.answers
-        last = answers[-1] if answers else None
-        done = [f for f in self.finished if isinstance(f, Done)]
-        if metric == "lag_max_ms":
-            return self.probe.peak_ms
-        if metric == "lag_p99_ms":
-            return self.probe.p99_ms()
-        if metric == "long_tasks":
-            return float(self.probe.long_tasks)
-        if metric == "tokens_per_s":
-            return done[-1].stats.tokens_per_s if done else None
-        if metric == "ui_updates_per_s" and last is not None and len(last.arrivals) > 1:
-            span = last.arrivals[-1][0] - last.arrivals[0][0]
-            return (len(last.arrivals) - 1) / span if span > 0 else None
-        if metric == "ttft_ms" and last is not None and last.first_text_at is not None:
-            return (last.first_text_at - last.started_at) * 1000
-        if metric == "cancel_p99_ms":
-            return self.last_cancel_ms
-        if metric == "render_slice_max_ms":
-            slices = self.transcript.painter.slice_ms[-200:]
-            return max(slices) if slices else None
-        if metric == "rss_peak_mb":
-            return rss_mb()
-        return None
+        return live_figure(self, metric)
 
     def open_compare(self) -> None:
         """Start ``tkchat compare`` (two windows, broken and fixed) as its own process."""
@@ -377,13 +357,15 @@ class ChatApp:
         else:
             self._end_answer(stopped=final.reason == "cancelled")
             if final.reason != "cancelled":
-                speed = final.stats.tokens_per_s
-                self._say("app.done", tokens=final.stats.tokens)
-                self.status.set(self.status.get()
-                                + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
-                                + (self.t("app.done.length") if final.reason == "length" else ""))
+                self._show_status(lambda: self._done_text(final))
         if self.on_final is not None:
             self.on_final(final)
+
+    def _done_text(self, final: Done) -> str:
+        speed = final.stats.tokens_per_s
+        return (self.t("app.done", tokens=final.stats.tokens)
+                + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
+                + (self.t("app.done.length") if final.reason == "length" else ""))
 
     def _end_answer(self, *, stopped: bool = False, error: str | None = None) -> None:
         answer, self.answer = self.answer, None

@@ -1,0 +1,46 @@
+"""Live values of ``tkchat bench`` figures, read from the running window.
+
+The lesson panel shows them next to the figure a lesson expects. Main thread only: it reads
+the probe, the transcript and the finished answers of the window.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tkchat.events import Done
+from tkchat.measure.rss import rss_mb
+
+if TYPE_CHECKING:
+    from tkchat.ui.app import ChatApp
+
+
+def live_figure(app: ChatApp, metric: str) -> float | None:
+    """The window's current value of a bench metric (None when not measured yet).
+
+    "Since the last question" for the peaks (``lag_max_ms``, ``long_tasks``), the last few
+    seconds for ``lag_p99_ms``, the last answer for the rest."""
+    answers = app.transcript.answers
+    last = answers[-1] if answers else None
+    done = [final for final in app.finished if isinstance(final, Done)]
+    if metric == "lag_max_ms":
+        return app.probe.peak_ms
+    if metric == "lag_p99_ms":
+        return app.probe.p99_ms()
+    if metric == "long_tasks":
+        return float(app.probe.long_tasks)
+    if metric == "tokens_per_s":
+        return done[-1].stats.tokens_per_s if done else None
+    if metric == "ui_updates_per_s" and last is not None and len(last.arrivals) > 1:
+        span = last.arrivals[-1][0] - last.arrivals[0][0]
+        return (len(last.arrivals) - 1) / span if span > 0 else None
+    if metric == "ttft_ms" and last is not None and last.first_text_at is not None:
+        return (last.first_text_at - last.started_at) * 1000
+    if metric == "cancel_p99_ms":
+        return app.last_cancel_ms
+    if metric == "render_slice_max_ms":
+        slices = app.transcript.painter.slice_ms[-200:]
+        return max(slices) if slices else None
+    if metric == "rss_peak_mb":
+        return rss_mb()
+    return None
