@@ -18,7 +18,7 @@ from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
@@ -287,8 +287,12 @@ class ChatApp:
         backend = self.backends.get(kind)
         if backend is None:
             backend = self.backends[kind] = self.backend_factory(kind)
-        if rate is not None and isinstance(backend, ScriptedBackend):
-            backend.rate = rate
+        if isinstance(backend, ScriptedBackend):
+            # A lesson's demo answer is long enough (about 4,000 characters) for a freeze to
+            # be seen and felt, and the same every time.
+            backend.text = long_answer(4_000)
+            if rate is not None:
+                backend.rate = rate
         if backend is self.controller.backend:
             return
         self.stop()
