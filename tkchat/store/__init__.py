@@ -1,0 +1,60 @@
+"""Storage: conversations that are never lost (SQLite in the user's data folder).
+
+- :mod:`tkchat.store.paths`  — where the database lives (platformdirs conventions).
+- :mod:`tkchat.store.db`     — :class:`ConversationStore`, its schema and migrations,
+  Markdown/JSON export and import, and :func:`open_store`, which always returns a working store
+  (on a damaged, locked, read-only or full database: a fallback and one warning sentence).
+- :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
+  answer streams, so no write ever runs on the Tk main thread.
+
+Nothing here imports Tk. Typical wiring in the window::
+
+    store, warning = open_store()          # show `warning` in the window if it is not None
+    store.mark_interrupted()               # answers cut off by a crash are marked so
+    writer = StoreWriter(store, on_error=lambda msg: events.put(StorageFailed(msg)))
+    ticket = writer.add_message(conv.id, "user", text, on_saved=lambda mid: events.put(...))
+    answer = writer.add_message(conv.id, "assistant", "", status="streaming")
+    writer.append(answer, chunk_text)      # for every coalesced chunk
+    writer.finish(answer, "complete")      # or "stopped" / "error"
+    writer.close(timeout=2.0)              # at exit
+"""
+
+from tkchat.store.db import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    SCHEMA_VERSION,
+    STATUSES,
+    Conversation,
+    ConversationStore,
+    Role,
+    Status,
+    StoredMessage,
+    StoreError,
+    open_store,
+    sampling_from_settings,
+    settings_from_sampling,
+)
+from tkchat.store.paths import data_dir, database_path
+from tkchat.store.writer import FLUSH_INTERVAL_S, MessageRef, MessageTicket, StoreWriter
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "FLUSH_INTERVAL_S",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Conversation",
+    "ConversationStore",
+    "MessageRef",
+    "MessageTicket",
+    "Role",
+    "Status",
+    "StoreError",
+    "StoreWriter",
+    "StoredMessage",
+    "data_dir",
+    "database_path",
+    "open_store",
+    "sampling_from_settings",
+    "settings_from_sampling",
+]
