@@ -9,18 +9,23 @@ from __future__ import annotations
 import gc
 import http.server
 import io
+import json
 import logging
+import socket
 import threading
 import time
 import tkinter as tk
 import traceback
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tkchat.events import Done, Error, GenerationEvent
 from tkchat.measure.display import ensure_display
+from tkchat.transport.channel import EventChannel
 
 
 @pytest.fixture(scope="session")
@@ -65,6 +70,30 @@ def root(display: None, caplog: pytest.LogCaptureFixture) -> Iterator[tk.Tk]:
     assert not errors.errors, "a Tk callback raised:\n" + "\n".join(errors.errors)
     logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert not logged, f"errors were logged: {logged}"
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get_json(url: str, timeout: float = 2.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - loopback
+        return json.loads(response.read())
+
+
+def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[GenerationEvent]:
+    """Test thread. Every event of generation ``gen``, up to its final one."""
+    events: list[GenerationEvent] = []
+    while True:
+        event = channel.get(timeout=timeout)
+        if getattr(event, "gen", None) != gen:
+            continue
+        events.append(event)  # type: ignore[arg-type]
+        if isinstance(event, (Done, Error)):
+            return events
 
 
 def pump_until(root: tk.Misc, ready: Callable[[], bool], timeout: float = 20.0,

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import pump_until
-from tkchat.events import Chunk, Done, Error, GenerationEvent
+from tests.conftest import pump_until, run_to_end
+from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
@@ -29,17 +29,6 @@ def backend() -> Iterator[LlamaBackend]:
     model.load()
     yield model
     model.close()
-
-
-def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[GenerationEvent]:
-    events: list[GenerationEvent] = []
-    while True:
-        event = channel.get(timeout=timeout)
-        if getattr(event, "gen", None) != gen:
-            continue
-        events.append(event)  # type: ignore[arg-type]
-        if isinstance(event, (Done, Error)):
-            return events
 
 
 def test_bundled_model_streams_an_answer(backend: LlamaBackend) -> None:

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 import tkinter as tk
-import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import free_port, get_json, pump_until, run_to_end
 from tkchat.events import Chunk, Done, Error, GenerationEvent
 from tkchat.generate.backend import BackendError, GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
@@ -37,29 +36,6 @@ from tkchat.transport.channel import EventChannel
 QUESTION = (Message("system", "You are a helpful assistant."),
             Message("user", "Explain in a few sentences why the sky is blue."))
 LONG_QUESTION = (Message("user", "Write a long story about a dragon who learns to bake."),)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def get_json(url: str, timeout: float = 2.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - loopback
-        return json.loads(response.read())
-
-
-def run_to_end(channel: EventChannel, gen: int, timeout: float = 60) -> list[GenerationEvent]:
-    """Main (test) thread. Every event of generation ``gen``, up to its final one."""
-    events: list[GenerationEvent] = []
-    while True:
-        event = channel.get(timeout=timeout)
-        if getattr(event, "gen", None) != gen:
-            continue
-        events.append(event)  # type: ignore[arg-type]
-        if isinstance(event, (Done, Error)):
-            return events
 
 
 def generate(backend: RemoteBackend, question: tuple[Message, ...] = QUESTION,
