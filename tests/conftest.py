@@ -28,6 +28,15 @@ from tkchat.measure.display import ensure_display
 from tkchat.transport.channel import EventChannel
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No test (nor an app it starts in a subprocess) touches the user's real history."""
+    folder = tmp_path_factory.mktemp("tkchat-data")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TKCHAT_DATA_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def display() -> Iterator[None]:
     """Start Xvfb when DISPLAY is unset (it stops when the test session ends)."""

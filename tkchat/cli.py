@@ -48,6 +48,9 @@ def _window_options() -> argparse.ArgumentParser:
     group.add_argument("--lang", choices=["en", "zh"], default=None,
                        help="interface and lessons language (default: the system's)")
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
+    group.add_argument("--no-history", action="store_true",
+                       help="do not save conversations (they are kept in the user's data "
+                            "folder, or $TKCHAT_DATA_DIR, by default)")
     group.add_argument("--fail-at", type=int, default=None, metavar="K",
                        help="scripted backend: crash at token K (to see the error path)")
     group.add_argument("--split-utf8", action="store_true",
@@ -195,7 +198,8 @@ def run_app(args: argparse.Namespace) -> int:
 
     ChatApp(root, controller, sampling=sampling, mode=args.mode, autosend=args.prompt,
             compare_command=lambda broken: compare_command(broken, model_args),
-            language=args.lang, backend_factory=backend_for, show_lessons=args.lessons)
+            language=args.lang, backend_factory=backend_for, show_lessons=args.lessons,
+            history=not args.no_history)
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker

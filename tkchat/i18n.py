@@ -12,6 +12,7 @@ import tkinter as tk
 from collections.abc import Callable
 
 from tkchat.ui.lesson_panel import PANEL_STRINGS
+from tkchat.ui.sidebar import SIDEBAR_STRINGS
 
 LANGUAGES = ("en", "zh")
 
@@ -53,6 +54,8 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "transcript.you": "You",
         "transcript.assistant": "Assistant",
         "transcript.stopped": "[stopped]",
+        "transcript.interrupted": "[interrupted: tkchat closed before this answer ended]",
+        "transcript.failed": "this answer ended with an error",
         "health.lag": "│ event-loop lag {now} ms (p99 {p99})",
         "health.rates": "│ model {tokens} tokens/s │ window {updates} updates/s",
         "health.ping": "Ping",
@@ -92,6 +95,8 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "transcript.you": "你",
         "transcript.assistant": "助手",
         "transcript.stopped": "[已停止]",
+        "transcript.interrupted": "[已中断：这段回答没写完 tkchat 就关闭了]",
+        "transcript.failed": "这段回答以出错告终",
         "health.lag": "│ 事件循环延迟 {now} 毫秒（p99 {p99}）",
         "health.rates": "│ 模型 {tokens} tokens/s │ 窗口每秒更新 {updates} 次",
         "health.ping": "点我",
@@ -100,7 +105,8 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
 }
 
 STRINGS: dict[str, dict[str, str]] = {
-    lang: {**_APP_STRINGS[lang], **PANEL_STRINGS[lang]} for lang in LANGUAGES
+    lang: {**_APP_STRINGS[lang], **PANEL_STRINGS[lang], **SIDEBAR_STRINGS[lang]}
+    for lang in LANGUAGES
 }
 
 CJK_FAMILIES = ("noto sans cjk sc", "noto sans cjk", "noto serif cjk sc", "source han sans",

@@ -37,6 +37,7 @@ def window_commands(broken: str, model_args: list[str], *, prompt: str, seed: in
             sys.executable, "-m", "tkchat", *model_args, "--mode", mode,
             "--prompt", prompt, "--seed", str(seed), "--max-tokens", str(max_tokens),
             "--geometry", f"{half}x{tall}+{index * (half + 12)}+0",
+            "--no-history",  # a demonstration, not a conversation to keep
         ])
     return commands
 

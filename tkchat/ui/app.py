@@ -23,14 +23,17 @@ from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
 from tkchat.modes import FIXED, MODES, make_pipeline
+from tkchat.store import Conversation
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
 from tkchat.ui.health import HealthBar
+from tkchat.ui.history import History, as_messages
 from tkchat.ui.lesson_panel import LessonPanel
 from tkchat.ui.live_figures import live_figure
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.sidebar import ConversationSidebar
 from tkchat.ui.transcript import AnswerView, Transcript
 
 SYSTEM_PROMPT = "You are a helpful, concise assistant."
@@ -66,12 +69,14 @@ class ChatApp:
         language: str | None = None,
         backend_factory: Callable[[str], Backend] | None = None,
         show_lessons: bool = False,
+        history: bool = False,
     ) -> None:
         """``compare_command(broken_mode)`` gives the command line of ``tkchat compare`` for
         this window's settings; without it there is no Compare button. ``autosend`` is
         sent as soon as the model is ready (``--prompt``, used by ``tkchat compare``).
         ``language`` is "en" or "zh" (default: the system's). ``backend_factory(kind)`` makes
-        the "llama" or "scripted" backend a lesson's demo asks for."""
+        the "llama" or "scripted" backend a lesson's demo asks for. ``history``: keep the
+        conversations in the user's data folder (tkchat/store) and reopen the latest one."""
         self.root = root
         self.controller = controller
         self.channel: EventChannel = controller.channel
@@ -93,6 +98,8 @@ class ChatApp:
         self.last_error: str | None = None
         self.last_cancel_ms: float | None = None
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
+        self.archive: History | None = None  # saved conversations (tkchat/store), if enabled
+        self.sidebar: ConversationSidebar | None = None
         self.t = Translator(language or default_language())
         self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
         self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
@@ -158,6 +165,18 @@ class ChatApp:
         self._relabel(self.t.lang)
         if show_lessons:
             self.toggle_lessons()
+        if history:
+            self.archive = History(self.scheduler, on_ready=self._history_ready,
+                                   on_warning=lambda text: self._show_status(lambda: text))
+            self.sidebar = ConversationSidebar(
+                self.panes, translate=self.t, on_new=self.new_chat,
+                on_select=self.show_conversation, on_rename=self._rename,
+                on_delete=self._delete, on_undo_delete=self._undelete,
+                on_search=self._search)
+            self.panes.insert(0, self.sidebar, weight=1)
+            root.geometry("1140x680")
+            root.bind("<Control-f>", lambda _e: self.sidebar.focus_search()
+                      if self.sidebar is not None else None)
 
         self.input.bind("<Return>", self._on_return)
         self.input.bind("<Shift-Return>", self._on_shift_return)
@@ -187,7 +206,8 @@ class ChatApp:
         prompt = (self.input.get("1.0", "end-1c") if text is None else text).strip()
         if not prompt:
             return False
-        if not self.model_ready:
+        if not self.model_ready or (self.archive is not None and not self.archive.ready):
+            # (a question sent before the history is open could not be saved)
             self._say("app.not_ready")
             return False
         if self.controller.is_generating():
@@ -196,7 +216,13 @@ class ChatApp:
             self.input.delete("1.0", "end")
         self.transcript.add_user(prompt)
         self.history.append(Message("user", prompt))
+        if self.archive is not None:
+            self.archive.question(prompt, system_prompt=self.system_prompt,
+                                  settings_from=self.sampling)
         self.answer = self.transcript.begin_answer()
+        if self.archive is not None:
+            self.archive.answer_started(self.answer)
+            self._refresh_sidebar()  # a new conversation shows up at once
         if self.pipeline.name != self.mode:
             self.pipeline = make_pipeline(self.mode)
         # Broken demos are naive all the way: their sender does not coalesce either.
@@ -328,6 +354,82 @@ class ChatApp:
         self.stop()
         self.history = [Message("system", self.system_prompt)] if self.system_prompt else []
         self.transcript.clear()
+        if self.archive is not None:
+            self.archive.conversation_id = None  # created with the first question
+            self._refresh_sidebar()
+
+    # -- saved conversations ---------------------------------------------------------------------
+
+    def _history_ready(self, conversations: list[Conversation]) -> None:
+        """The store is open: reopen the latest conversation, unless one has begun."""
+        if conversations and not self.transcript.answers:
+            self.show_conversation(conversations[0].id)
+        self._refresh_sidebar()
+        self._maybe_autosend()
+
+    def _refresh_sidebar(self) -> None:
+        if self.sidebar is not None and self.archive is not None and self.archive.ready:
+            self.sidebar.set_conversations(self.archive.conversations(),
+                                           self.archive.conversation_id)
+
+    def _rename(self, conversation_id: int, title: str) -> None:
+        if self.archive is not None:
+            self.archive.run(lambda store: store.rename(conversation_id, title))
+        self._refresh_sidebar()
+
+    def _delete(self, conversation_id: int) -> None:
+        """Soft delete: the sidebar offers Undo for a few seconds."""
+        if self.archive is None:
+            return
+        self.archive.run(lambda store: store.delete(conversation_id))
+        if self.archive.conversation_id == conversation_id:
+            self.new_chat()
+        self._refresh_sidebar()
+
+    def _undelete(self, conversation_id: int) -> None:
+        if self.archive is not None:
+            self.archive.run(lambda store: store.restore(conversation_id))
+        self._refresh_sidebar()
+
+    def _search(self, text: str) -> None:
+        if self.sidebar is None or self.archive is None:
+            return
+        if text.strip():
+            self.sidebar.show_search_results(self.archive.search(text))
+        else:
+            self._refresh_sidebar()
+
+    def _maybe_autosend(self) -> None:
+        """Send ``--prompt`` once the model (and the history, if kept) is ready."""
+        if not self.autosend or not self.model_ready:
+            return
+        if self.archive is not None and not self.archive.ready:
+            return
+        prompt, self.autosend = self.autosend, None
+        # after this callback, so a blocking demo does not run inside it
+        self.scheduler.once("autosend", 50, lambda: self.send(prompt))
+
+    def show_conversation(self, conversation_id: int) -> None:
+        """Put a saved conversation on screen and make it the model's context."""
+        if self.archive is None:
+            return
+        self.stop()
+        self.transcript.clear()
+        stored = self.archive.open(conversation_id)
+        for message in stored:
+            if message.role == "user":
+                self.transcript.add_user(message.content)
+            elif message.role == "assistant":
+                view = self.transcript.begin_answer()
+                self.transcript.append(view, message.content)
+                self.transcript.finish(view, stopped=message.status == "stopped",
+                                       interrupted=message.status == "interrupted",
+                                       error=self.t("transcript.failed")
+                                       if message.status == "error" else None)
+        conversation = self.archive.store.get(conversation_id) if self.archive.store else None
+        prompt = conversation.system_prompt if conversation else self.system_prompt
+        self.history = as_messages(stored, prompt)
+        self._refresh_sidebar()
 
     # -- events from the pump ------------------------------------------------------------------
 
@@ -339,14 +441,13 @@ class ChatApp:
                 self._say("app.ready", name=event.name, seconds=f"{event.load_s:.1f}",
                           n_ctx=event.n_ctx)
                 self._set_title()
-                if self.autosend:
-                    prompt, self.autosend = self.autosend, None
-                    # after the tick, so a blocking demo does not run inside this callback
-                    self.scheduler.once("autosend", 50, lambda p=prompt: self.send(p))
+                self._maybe_autosend()
             elif isinstance(event, ModelFailed):
                 self._model_failed(event.message)
         if self.answer is not None and tick.chunks:
             self.pipeline.show(self, self.answer, tick.chunks)
+            if self.archive is not None:
+                self.archive.answer_grew()
         if tick.final is not None:
             self.handle_final(tick.final)
 
@@ -379,6 +480,9 @@ class ChatApp:
         if stopped:
             self._say("app.stopped")
         self.history.append(Message("assistant", answer.text))
+        if self.archive is not None:
+            self.archive.answer_grew()
+            self.archive.answer_ended("error" if error else "stopped" if stopped else "complete")
         self.pipeline.finish(self, answer, stopped=stopped, error=error)
 
     def _model_failed(self, message: str) -> None:
@@ -411,7 +515,11 @@ class ChatApp:
             self.compare_process.terminate()
         if self.lesson_panel is not None:
             self.lesson_panel.destroy()
+        if self.sidebar is not None:
+            self.sidebar.destroy()
         self.controller.shutdown(timeout=2.0)
+        if self.archive is not None:
+            self.archive.close()
         for backend in self.backends.values():
             if backend is not self.controller.backend:
                 backend.close()

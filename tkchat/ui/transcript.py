@@ -127,11 +127,13 @@ class Transcript(ttk.Frame):
         self.text.see("end")
 
     def finish(self, view: AnswerView, *, stopped: bool = False, error: str | None = None,
-               render: bool = True) -> None:
-        """Mark the end of an answer; then paint its markdown in slices."""
+               render: bool = True, interrupted: bool = False) -> None:
+        """Mark the end of an answer; then paint its markdown in slices. ``interrupted``: a
+        saved answer the app was closed (or killed) in the middle of."""
         bottom = self._at_bottom()
-        if stopped:
-            self._write("end-1c", self.t("transcript.stopped") + "\n", ("note",))
+        if stopped or interrupted:
+            key = "transcript.interrupted" if interrupted else "transcript.stopped"
+            self._write("end-1c", self.t(key) + "\n", ("note",))
         if error:
             self._write("end-1c", f"⚠ {error}\n", ("error",))
         self._follow(bottom)

@@ -1,0 +1,168 @@
+"""Saved conversations in the real window: restored after a restart, intact after kill -9,
+and a damaged database never stops the app (nor gets emptied)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import tkinter as tk
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pump_until
+from tkchat.events import Done
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend
+from tkchat.store import ConversationStore, StoreError, database_path, open_store
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.app import ChatApp
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def ask(root: tk.Misc, app: ChatApp, text: str) -> None:
+    count = len(app.finished)
+    assert app.send(text)
+    pump_until(root, lambda: len(app.finished) > count, what="the answer")
+    pump_until(root, lambda: not app.transcript.painter.busy, what="render")
+
+
+def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, display: None) -> None:
+    root = tk.Tk()
+    controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+    app = ChatApp(root, controller, history=True, language="en")
+    controller.load_async()
+    pump_until(root, lambda: app.model_ready and app.archive is not None and app.archive.ready,
+               what="model and history")
+    ask(root, app, "first question")
+    ask(root, app, "second question")
+    app.close()  # flushes the writer
+
+    store = ConversationStore(database_path())
+    [conversation] = store.list_conversations()
+    assert conversation.title == "first question"
+    stored = store.messages(conversation.id)
+    pair = [("user", "complete"), ("assistant", "complete")]
+    assert [(m.role, m.status) for m in stored] == pair * 2
+    assert stored[1].content == SCRIPT and stored[2].content == "second question"
+    store.close()
+
+    root2 = tk.Tk()
+    controller2 = GenerationController(ScriptedBackend(rate=0), EventChannel())
+    app2 = ChatApp(root2, controller2, history=True, language="en")
+    controller2.load_async()
+    try:
+        pump_until(root2, lambda: len(app2.transcript.answers) == 2, what="the reopened chat")
+        pump_until(root2, lambda: not app2.transcript.painter.busy, what="render")
+        shown = app2.transcript.plain_text()
+        assert "first question" in shown and "second question" in shown
+        assert [m.role for m in app2.history] == ["system", "user", "assistant", "user",
+                                                  "assistant"]
+        app2.new_chat()
+        pump_until(root2, lambda: app2.model_ready, what="model")
+        ask(root2, app2, "a new chat")
+    finally:
+        app2.close()
+    store = ConversationStore(database_path())
+    assert len(store.list_conversations()) == 2
+    store.close()
+
+
+def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display: None) -> None:
+    env = {**os.environ, "TKCHAT_DATA_DIR": str(data_dir)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tkchat", "--backend", "scripted", "--rate", "20",
+         "--tokens", "2000", "--max-tokens", "0", "--lang", "en",
+         "--prompt", "tell me everything"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        answer = ""
+        while time.monotonic() < deadline and len(answer) < 40:
+            time.sleep(0.3)
+            if not database_path().exists():
+                continue
+            try:
+                store = ConversationStore(database_path(), check_integrity=False)
+            except StoreError:
+                continue  # the app holds the write lock this very moment: look again
+            messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
+            store.close()
+            answer = next((m.content for m in messages if m.role == "assistant"), "")
+        assert len(answer) >= 40, "the streaming answer was never saved"
+        time.sleep(1.0)  # streaming goes on: these last tokens may be lost, nothing before
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    store, warning = open_store()
+    assert warning is None
+    assert store.mark_interrupted() == 1
+    [conversation] = store.list_conversations()
+    question, reply = store.messages(conversation.id)
+    assert (question.role, question.content, question.status) == (
+        "user", "tell me everything", "complete")
+    assert reply.status == "interrupted", reply
+    assert len(reply.content) >= len(answer), (reply.content, answer)
+    assert (SCRIPT * 20).startswith(reply.content), reply.content
+    store.close()
+
+
+def test_a_damaged_database_is_kept_and_the_app_works(
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
+    data_dir.mkdir(exist_ok=True)
+    garbage = b"this is not a database, but it is someone's history" * 100
+    database_path().write_bytes(garbage)
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
+    assert "damaged" in app.status.get().lower()
+    kept = [p for p in data_dir.iterdir() if ".damaged-" in p.name]
+    assert len(kept) == 1 and kept[0].read_bytes() == garbage  # never emptied, never lost
+    ask(root, app, "still works?")
+    assert isinstance(app.finished[-1], Done)
+
+
+def test_sidebar_switches_renames_deletes_with_undo_and_searches(
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
+    sidebar, archive = app.sidebar, app.archive
+    assert sidebar is not None and archive is not None
+    ask(root, app, "about tea")
+    first = archive.conversation_id
+    root.event_generate("<Control-n>")
+    ask(root, app, "about coffee")
+    second = archive.conversation_id
+    assert first != second and sidebar.row_ids()[:2] == [second, first]
+
+    app.show_conversation(first)  # what a click in the list does (on_select)
+    assert "about tea" in app.transcript.plain_text()
+    assert "about coffee" not in app.transcript.plain_text()
+    assert app.history[1].content == "about tea"
+
+    app._rename(first, "Tea notes")
+    assert archive.store is not None and archive.store.get(first).title == "Tea notes"
+    app._delete(second)
+    assert second not in sidebar.row_ids()
+    app._undelete(second)
+    assert second in sidebar.row_ids()
+
+    sidebar.focus_search()
+    root.update()
+    app._search("coffee")
+    results = archive.search("coffee")
+    assert [c.id for c, _snippet in results] == [second]

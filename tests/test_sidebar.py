@@ -1,0 +1,345 @@
+"""The conversation sidebar on a real Tk window: list, selection, rename, delete and undo,
+debounced search, a thousand rows, the language switch and a clean destroy."""
+
+from __future__ import annotations
+
+import re
+import tkinter as tk
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta
+from datetime import time as dtime
+from typing import Any
+
+import pytest
+
+from tests.conftest import pump_for, pump_until
+from tkchat.store.db import Conversation
+from tkchat.ui import sidebar as sidebar_module
+from tkchat.ui.sidebar import SIDEBAR_STRINGS, ConversationSidebar, format_when
+
+pytestmark = pytest.mark.gui
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+class StubTranslate:
+    """The parts of tkchat.i18n.Translator the sidebar uses, over SIDEBAR_STRINGS only, so
+    these tests don't depend on the app's string table."""
+
+    def __init__(self, lang: str = "en") -> None:
+        self.lang = lang
+        self._bound: list[tuple[tk.Misc, str, str]] = []
+        self._listeners: list[Callable[[str], None]] = []
+
+    def __call__(self, key: str, **values: object) -> str:
+        text = SIDEBAR_STRINGS[self.lang][key]
+        return text.format(**values) if values else text
+
+    def bind(self, widget: tk.Misc, key: str, option: str = "text") -> None:
+        widget.configure({option: self(key)})  # type: ignore[call-arg]
+        self._bound.append((widget, option, key))
+
+    def on_change(self, listener: Callable[[str], None]) -> None:
+        self._listeners.append(listener)
+
+    def set_language(self, lang: str) -> None:
+        self.lang = lang
+        for widget, option, key in self._bound:
+            if widget.winfo_exists():
+                widget.configure({option: self(key)})  # type: ignore[call-arg]
+        for listener in self._listeners:
+            listener(lang)
+
+
+class Calls:
+    """Records every callback the sidebar makes, in order."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, Any]] = []
+
+    def of(self, name: str) -> list[Any]:
+        return [args for kind, args in self.log if kind == name]
+
+    def callbacks(self) -> dict[str, Callable[..., None]]:
+        def record(name: str) -> Callable[..., None]:
+            return lambda *args: self.log.append((name, args))
+
+        return {f"on_{name}": record(name)
+                for name in ("new", "select", "rename", "delete", "undo_delete", "search")}
+
+
+def conv(cid: int, title: str, updated_at: float | None = None) -> Conversation:
+    stamp = datetime.now().timestamp() - cid * 60 if updated_at is None else updated_at
+    return Conversation(id=cid, title=title, created_at=stamp, updated_at=stamp)
+
+
+CONVERSATIONS = [conv(3, "Tk event loop"), conv(2, "Queues and threads"), conv(1, "Markdown")]
+
+
+@pytest.fixture
+def parts(root: tk.Tk) -> Iterator[tuple[ConversationSidebar, Calls, StubTranslate]]:
+    calls = Calls()
+    translate = StubTranslate("en")
+    root.geometry("340x600")
+    bar = ConversationSidebar(root, translate=translate, **calls.callbacks())
+    bar.pack(fill="both", expand=True)
+    bar.set_conversations(CONVERSATIONS, current_id=2)
+    root.update()
+    yield bar, calls, translate
+    if bar.winfo_exists():
+        bar.destroy()
+
+
+def texts(bar: ConversationSidebar) -> list[str]:
+    return [bar.tree.item(iid, "text") for iid in bar.tree.get_children()]
+
+
+def click(root: tk.Tk, bar: ConversationSidebar, cid: int, button: int = 1) -> None:
+    bar.tree.see(str(cid))
+    root.update()
+    x, y, _w, h = bar.tree.bbox(str(cid), "#0")
+    bar.tree.event_generate(f"<ButtonPress-{button}>", x=x + 10, y=y + h // 2)
+    bar.tree.event_generate(f"<ButtonRelease-{button}>", x=x + 10, y=y + h // 2)
+    root.update()
+
+
+def press(root: tk.Tk, widget: tk.Misc, *keysyms: str) -> None:
+    # Tk sends key events to the focus window: give the widget the focus first.
+    widget.focus_force()
+    root.update()
+    for keysym in keysyms:
+        widget.event_generate(f"<KeyPress-{keysym}>")
+        widget.event_generate(f"<KeyRelease-{keysym}>")
+        root.update()
+
+
+def test_list_shown_newest_first_with_the_current_one_highlighted(parts: Any) -> None:
+    bar, calls, _ = parts
+    assert bar.row_ids() == [3, 2, 1]
+    assert texts(bar) == ["Tk event loop", "Queues and threads", "Markdown"]
+    assert bar.tree.selection() == ("2",)
+    assert all(bar.tree.set(iid, "when") for iid in bar.tree.get_children())
+    assert calls.of("select") == []  # highlighting the current chat is not a user pick
+
+
+def test_refresh_keeps_the_selection_by_id(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    # A new chat on top and a renamed one: the same conversation stays highlighted.
+    bar.set_conversations([conv(4, "New one"), conv(3, "Tk event loop"),
+                           conv(2, "Queues, renamed"), conv(1, "Markdown")], current_id=2)
+    root.update()
+    assert bar.row_ids() == [4, 3, 2, 1]
+    assert bar.tree.selection() == ("2",)
+    assert bar.tree.item("2", "text") == "Queues, renamed"
+    assert calls.of("select") == []
+
+
+def test_click_and_arrow_keys_select(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    click(root, bar, 1)
+    assert calls.of("select") == [(1,)]
+    assert bar.tree.selection() == ("1",)
+    press(root, bar.tree, "Up")
+    assert calls.of("select") == [(1,), (2,)]
+    press(root, bar.tree, "Up")
+    assert calls.of("select")[-1] == (3,)
+    # Enter on the row that is already current does not report it again.
+    press(root, bar.tree, "Return")
+    assert calls.of("select") == [(1,), (2,), (3,)]
+
+
+def test_new_chat_button(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    bar.new_button.invoke()
+    assert calls.of("new") == [()]
+
+
+def test_rename_with_f2_typing_and_return(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    bar.tree.focus("3")
+    press(root, bar.tree, "F2")
+    assert bar.editor.winfo_ismapped()
+    assert bar.editor.get() == "Tk event loop"
+    # The whole title is selected, so typing replaces it.
+    press(root, bar.editor, "R", "e", "n", "a", "m", "e", "d")
+    assert bar.editor.get() == "Renamed"
+    press(root, bar.editor, "Return")
+    assert calls.of("rename") == [(3, "Renamed")]
+    assert not bar.editor.winfo_ismapped()
+    assert bar.tree.item("3", "text") == "Renamed"  # shown before the app refreshes
+
+
+def test_rename_escape_cancels_and_unchanged_title_is_not_reported(root: tk.Tk,
+                                                                   parts: Any) -> None:
+    bar, calls, _ = parts
+    bar.tree.focus("1")
+    press(root, bar.tree, "F2")
+    press(root, bar.editor, "x", "y", "Escape")
+    assert not bar.editor.winfo_ismapped()
+    assert bar.tree.item("1", "text") == "Markdown"
+    press(root, bar.tree, "F2")
+    press(root, bar.editor, "Return")  # unchanged
+    press(root, bar.tree, "F2")
+    press(root, bar.editor, "BackSpace", "Return")  # empty
+    assert calls.of("rename") == []
+
+
+def test_double_click_opens_the_inline_editor(root: tk.Tk, parts: Any) -> None:
+    bar, _, _ = parts
+    x, y, _w, h = bar.tree.bbox("1", "#0")
+    for _ in range(2):
+        bar.tree.event_generate("<ButtonPress-1>", x=x + 10, y=y + h // 2)
+        bar.tree.event_generate("<ButtonRelease-1>", x=x + 10, y=y + h // 2)
+    root.update()
+    assert bar.editor.winfo_ismapped()
+    assert bar.editor.get() == "Markdown"
+
+
+def test_delete_key_then_undo(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    assert not bar.undo_visible()
+    bar.tree.focus("3")
+    press(root, bar.tree, "Delete")
+    assert calls.of("delete") == [(3,)]
+    assert bar.row_ids() == [2, 1]
+    assert bar.undo_visible()
+    assert bar.undo_label.cget("text") == "Deleted “Tk event loop”."
+    assert bar.undo_button.cget("text") == "Undo"
+    bar.undo_button.invoke()
+    root.update()
+    assert calls.of("undo_delete") == [(3,)]
+    assert not bar.undo_visible()
+
+
+def test_context_menu_delete_and_rename(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    click(root, bar, 1, button=3)
+    assert calls.of("select") == []  # a right-click does not open the chat
+    bar.menu.unpost()
+    bar.menu.invoke(1)  # Delete
+    root.update()
+    assert calls.of("delete") == [(1,)]
+    click(root, bar, 3, button=3)
+    bar.menu.unpost()
+    bar.menu.invoke(0)  # Rename
+    root.update()
+    assert bar.editor.winfo_ismapped()
+    assert bar.editor.get() == "Tk event loop"
+
+
+def test_undo_bar_hides_itself(root: tk.Tk, parts: Any,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    bar, _, _ = parts
+    monkeypatch.setattr(sidebar_module, "UNDO_TIMEOUT_MS", 30)
+    bar.tree.focus("2")
+    press(root, bar.tree, "Delete")
+    assert bar.undo_visible()
+    pump_until(root, lambda: not bar.undo_visible(), timeout=5, what="the undo bar to hide")
+
+
+def test_search_is_debounced_to_one_call_with_the_final_text(root: tk.Tk, parts: Any) -> None:
+    bar, calls, _ = parts
+    press(root, bar.search_entry, "q", "u", "e")
+    assert calls.of("search") == []
+    pump_until(root, lambda: bool(calls.of("search")), timeout=5, what="the search")
+    pump_for(root, 0.4)  # more than one debounce period: no second call
+    assert calls.of("search") == [("que",)]
+    bar.focus_search()
+    press(root, bar.search_entry, "BackSpace")  # all selected by focus_search: now empty
+    pump_until(root, lambda: len(calls.of("search")) == 2, timeout=5, what="the empty search")
+    assert calls.of("search")[-1] == ("",)
+
+
+def test_search_results_show_snippets_and_clearing_shows_all(root: tk.Tk,
+                                                             parts: Any) -> None:
+    bar, calls, _ = parts
+    bar.search_var.set("queue")
+    bar.show_search_results([(CONVERSATIONS[1], "…a thread-safe\nqueue.Queue of events…")])
+    root.update()
+    assert bar.row_ids() == [2]
+    assert texts(bar) == ["Queues and threads\n…a thread-safe queue.Queue of events…"]
+    bar.show_search_results([])
+    assert texts(bar) == ["No chats match “queue”."]
+    bar.search_var.set("")
+    pump_until(root, lambda: bool(calls.of("search")), timeout=5, what="the empty search")
+    assert bar.row_ids() == [3, 2, 1]
+    # Results that arrive after the box was cleared are stale: the full list stays.
+    bar.show_search_results([(CONVERSATIONS[0], "late")])
+    assert bar.row_ids() == [3, 2, 1]
+
+
+def test_a_thousand_conversations(root: tk.Tk, parts: Any) -> None:
+    bar, _, _ = parts
+    many = [conv(i, f"Conversation {i}") for i in range(1000, 0, -1)]
+    bar.set_conversations(many, current_id=500)
+    root.update()
+    assert len(bar.tree.get_children()) == 1000
+    assert bar.row_ids()[0] == 1000
+    assert bar.tree.selection() == ("500",)
+
+
+def test_language_switch_relabels_everything(root: tk.Tk, parts: Any) -> None:
+    bar, _, translate = parts
+    yesterday = datetime.combine(date.today() - timedelta(days=1), dtime(12)).timestamp()
+    bar.set_conversations([conv(7, "", yesterday), *CONVERSATIONS], current_id=None)
+    bar.tree.focus("7")
+    press(root, bar.tree, "Delete")
+    assert bar.undo_label.cget("text") == "Deleted “Untitled chat”."
+    bar.set_conversations([conv(8, "", yesterday), *CONVERSATIONS], current_id=None)
+    assert bar.tree.set("8", "when") == "yesterday"
+
+    translate.set_language("zh")
+    root.update()
+    for label in (bar.new_button.cget("text"), bar.search_hint.cget("text"),
+                  bar.undo_button.cget("text"), bar.undo_label.cget("text"),
+                  bar.menu.entrycget(0, "label"), bar.menu.entrycget(1, "label"),
+                  bar.tree.item("8", "text"), bar.tree.set("8", "when")):
+        assert CJK.search(str(label)), label
+    assert bar.tree.set("8", "when") == "昨天"
+
+
+def test_strings_are_complete_in_both_languages() -> None:
+    assert SIDEBAR_STRINGS["en"].keys() == SIDEBAR_STRINGS["zh"].keys()
+    assert all(key.startswith("sidebar.") for key in SIDEBAR_STRINGS["en"])
+    assert all(CJK.search(text) for text in SIDEBAR_STRINGS["zh"].values())
+
+
+def test_dates() -> None:
+    translate = StubTranslate("en")
+    now = datetime(2025, 3, 10, 15, 0).timestamp()
+    assert format_when(now - 10, now, translate) == "just now"
+    assert format_when(datetime(2025, 3, 10, 9, 5).timestamp(), now, translate) == "09:05"
+    assert format_when(datetime(2025, 3, 9, 23, 0).timestamp(), now, translate) == "yesterday"
+    assert format_when(datetime(2025, 3, 7).timestamp(), now, translate) == "3 days ago"
+    assert format_when(datetime(2024, 12, 1).timestamp(), now, translate) == "2024-12-01"
+
+
+def test_destroy_with_pending_timers(root: tk.Tk, parts: Any) -> None:
+    bar, _, translate = parts
+    bar.tree.focus("1")
+    press(root, bar.tree, "Delete")  # the undo bar's timer
+    bar.search_var.set("pending")  # the search debounce
+    press(root, bar.tree, "F2")
+    bar.set_conversations(CONVERSATIONS, current_id=2)  # moves the inline editor when idle
+    pending = {bar._search_after, bar._undo_after, bar._place_after}
+    assert None not in pending
+    bar.destroy()
+    assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
+    pump_for(root, 0.4)
+    translate.set_language("zh")  # a destroyed sidebar ignores the language change
+
+
+def test_with_the_apps_translator_once_it_has_the_strings(root: tk.Tk) -> None:
+    from tkchat import i18n
+
+    if "sidebar.new" not in i18n.STRINGS["en"]:
+        pytest.skip("tkchat.i18n does not merge SIDEBAR_STRINGS yet")
+    translator = i18n.Translator("en")
+    bar = ConversationSidebar(root, translate=translator, **Calls().callbacks())
+    bar.pack(fill="both", expand=True)
+    bar.set_conversations(CONVERSATIONS, current_id=3)
+    root.update()
+    assert bar.new_button.cget("text") == "New chat"
+    translator.set_language("zh")
+    assert bar.new_button.cget("text") == "新对话"
+    bar.destroy()

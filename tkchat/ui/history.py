@@ -1,0 +1,179 @@
+"""Conversations that are never lost: the window's side of ``tkchat.store``.
+
+Main thread only, except where a docstring says otherwise. The streaming answer — the only
+frequent write — goes through :class:`~tkchat.store.writer.StoreWriter`, whose thread batches it
+(at most every 0.5 s), so saving never shows in the lag figures. The rare writes a user
+triggers (a sent question, a rename, a delete) are single small transactions on the main thread:
+a sent question must be durable *before* its answer starts, and in SQLite's WAL mode with
+``synchronous=NORMAL`` a commit is an append to one file, well under a millisecond.
+
+Opening the database (which checks its integrity, reading the whole file) runs on a thread of
+its own; the window is usable meanwhile and the history appears when it is ready.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tkchat.generate.backend import Message
+from tkchat.store import (
+    Conversation,
+    ConversationStore,
+    MessageTicket,
+    StoredMessage,
+    StoreError,
+    StoreWriter,
+    open_store,
+    settings_from_sampling,
+)
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import AnswerView
+
+TITLE_CHARS = 48
+POLL_MS = 100
+
+
+@dataclass
+class _Opened:
+    """What the opening thread found (handed to the main thread once, then read only)."""
+
+    store: ConversationStore | None = None
+    warning: str | None = None
+    interrupted: int = 0
+    conversations: list[Conversation] = field(default_factory=list)
+
+
+class History:
+    """Keeps the window's conversations in the store. ``on_ready(conversations)`` and
+    ``on_warning(text)`` are called on the main thread."""
+
+    def __init__(self, scheduler: AfterScheduler, *, on_ready: Callable[[list[Conversation]], None],
+                 on_warning: Callable[[str], None]) -> None:
+        self.scheduler = scheduler
+        self.on_ready = on_ready
+        self.on_warning = on_warning
+        self.store: ConversationStore | None = None
+        self.writer: StoreWriter | None = None
+        self.conversation_id: int | None = None
+        self._answer: tuple[AnswerView, MessageTicket, int] | None = None  # view, ticket, saved
+        self._errors: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._opened = _Opened()
+        self._thread = threading.Thread(target=self._open, name="tkchat-history", daemon=True)
+        self._thread.start()
+        self.scheduler.once("history", POLL_MS, self._poll)
+
+    @property
+    def ready(self) -> bool:
+        return self.store is not None
+
+    def _open(self) -> None:
+        """History thread: open (or fall back), mark answers cut off by a crash, list."""
+        store, warning = open_store()
+        opened = _Opened(store=store, warning=warning)
+        try:
+            opened.interrupted = store.mark_interrupted()
+            opened.conversations = store.list_conversations()
+        except StoreError as exc:
+            opened.warning = str(exc)
+        self._opened = opened
+
+    def _poll(self) -> None:
+        """Main thread: pick up the opened store once, then relay the writer's errors."""
+        if self.store is None and not self._thread.is_alive():
+            opened = self._opened
+            self.store = opened.store
+            if self.store is not None:
+                self.writer = StoreWriter(self.store, on_error=self._errors.put)
+            if opened.warning:
+                self.on_warning(opened.warning)
+            self.on_ready(opened.conversations)
+        while True:
+            try:
+                self.on_warning(self._errors.get_nowait())
+            except queue.Empty:
+                break
+        self.scheduler.once("history", POLL_MS, self._poll)
+
+    # -- saving ----------------------------------------------------------------------------------
+
+    def question(self, text: str, *, system_prompt: str, settings_from: object) -> None:
+        """The user's question, committed before its answer starts (see the module docstring)."""
+        if self.store is None:
+            return
+        try:
+            if self.conversation_id is None:
+                title = " ".join(text.split())[:TITLE_CHARS] or "New chat"
+                conversation = self.store.create(
+                    title, system_prompt=system_prompt,
+                    settings=settings_from_sampling(settings_from))  # type: ignore[arg-type]
+                self.conversation_id = conversation.id
+            self.store.add_message(self.conversation_id, "user", text)
+        except StoreError as exc:
+            self.on_warning(str(exc))
+
+    def answer_started(self, view: AnswerView) -> None:
+        if self.writer is None or self.conversation_id is None:
+            return
+        ticket = self.writer.add_message(self.conversation_id, "assistant", "",
+                                         status="streaming")
+        self._answer = (view, ticket, 0)
+
+    def answer_grew(self) -> None:
+        """Queue the text shown since the last call (the writer batches it)."""
+        if self._answer is None or self.writer is None:
+            return
+        view, ticket, saved = self._answer
+        if len(view.text) > saved:
+            self.writer.append(ticket, view.text[saved:])
+            self._answer = (view, ticket, len(view.text))
+
+    def answer_ended(self, status: str) -> None:
+        """``status``: complete, stopped or error. The window's full text is the final one."""
+        if self._answer is None or self.writer is None:
+            return
+        view, ticket, _saved = self._answer
+        self.writer.finish(ticket, status, content=view.text)  # type: ignore[arg-type]
+        self._answer = None
+
+    # -- browsing --------------------------------------------------------------------------------
+
+    def conversations(self) -> list[Conversation]:
+        return self.store.list_conversations() if self.store is not None else []
+
+    def open(self, conversation_id: int) -> list[StoredMessage]:
+        """Make ``conversation_id`` the current one and return its messages."""
+        if self.store is None:
+            return []
+        if self.writer is not None:
+            self.writer.flush(timeout=2.0)  # what was just streamed is part of it
+        self.conversation_id = conversation_id
+        return self.store.messages(conversation_id)
+
+    def run(self, operation: Callable[[ConversationStore], object]) -> None:
+        """A rename, delete or restore: one small transaction; a failure is shown."""
+        if self.store is None:
+            return
+        try:
+            operation(self.store)
+        except StoreError as exc:
+            self.on_warning(str(exc))
+
+    def search(self, text: str) -> list[tuple[Conversation, str]]:
+        return self.store.search(text) if self.store is not None else []
+
+    def close(self) -> None:
+        """Main thread, at exit: write what is queued (bounded wait), then close."""
+        if self.writer is not None:
+            self.writer.close(timeout=2.0)
+        if self.store is not None:
+            self.store.close()
+
+
+def as_messages(stored: list[StoredMessage], system_prompt: str) -> list[Message]:
+    """The model's context for a stored conversation."""
+    history = [Message("system", system_prompt)] if system_prompt else []
+    history += [m.as_message() for m in stored if m.role in ("user", "assistant")]
+    return history
