@@ -37,7 +37,8 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     data = bench(tmp_path, "--backend", "scripted", "--rate", "2000", "--tokens", "400",
                  "--modes", "fixed,blocking,per-chunk-render", "--report", str(report))
     runs = {run["mode"]: run for run in data["runs"]}
-    assert list(runs) == ["idle", "raw", "fixed", "blocking", "per-chunk-render", "render"]
+    assert list(runs) == ["idle", "raw", "fixed", "blocking", "per-chunk-render", "render",
+                          "history"]
     for run in data["runs"]:
         assert set(run) >= REQUIRED, run["mode"]
     fixed, blocking = runs["fixed"], runs["blocking"]
@@ -47,6 +48,7 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     assert fixed["lag_p50_ms"] <= fixed["lag_p99_ms"] <= fixed["lag_max_ms"]
     assert runs["idle"]["tokens"] is None and runs["raw"]["lag_p99_ms"] is None
     assert {t["target"] for t in data["targets"]} >= {"flood lag p99 <= 16 ms"}
+    assert runs["history"]["long_tasks"] is not None and runs["history"]["messages"] == 200
     text = (report / "report.md").read_text()
     assert "lag-timeline.png" in text and "lag-vs-length.png" in text
     for png in ("lag-timeline.png", "lag-vs-length.png"):

@@ -62,7 +62,8 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     app2 = ChatApp(root2, controller2, history=True, language="en")
     controller2.load_async()
     try:
-        pump_until(root2, lambda: len(app2.transcript.answers) == 2, what="the reopened chat")
+        pump_until(root2, lambda: len(app2.transcript.answers) == 2
+                   and not app2.showing_conversation, what="the reopened chat")
         pump_until(root2, lambda: not app2.transcript.painter.busy, what="render")
         shown = app2.transcript.plain_text()
         assert "first question" in shown and "second question" in shown
@@ -150,6 +151,7 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     assert first != second and sidebar.row_ids()[:2] == [second, first]
 
     app.show_conversation(first)  # what a click in the list does (on_select)
+    pump_until(root, lambda: not app.showing_conversation, what="the conversation on screen")
     assert "about tea" in app.transcript.plain_text()
     assert "about coffee" not in app.transcript.plain_text()
     assert app.history[1].content == "about tea"

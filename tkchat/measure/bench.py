@@ -19,10 +19,12 @@ loop stays free while the benchmark waits — the bench must not be the thing th
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tkinter as tk
@@ -268,7 +270,12 @@ class Bench:
         backend = make_backend(opts.backend, model=opts.model, rate=opts.rate, tokens=opts.tokens)
         root = tk.Tk()
         controller = GenerationController(backend, EventChannel())
-        self.app = ChatApp(root, controller, sampling=self.sampling, system_prompt=SYSTEM)
+        # Conversations are saved during the whole run, as in the app, so every figure includes
+        # saving; they go to a folder of the run's own, never into the user's history.
+        self._data_dir = tempfile.TemporaryDirectory(prefix="tkchat-bench-")
+        os.environ["TKCHAT_DATA_DIR"] = self._data_dir.name
+        self.app = ChatApp(root, controller, sampling=self.sampling, system_prompt=SYSTEM,
+                           history=True, language="en")
         self.root = root
         self.prober = InputProber(self.app)
         self.timelines: list[Timeline] = []
@@ -281,6 +288,7 @@ class Bench:
             self.prober.close()
             if not self.app.closed:
                 self.app.close()
+            self._data_dir.cleanup()
         if runner.error is not None:
             raise runner.error
         return self.runs
@@ -329,6 +337,7 @@ class Bench:
             self.runs.append(self._stream_figures(mode, [result], {}))
         app.set_mode(FIXED)
         yield from self._render_long()
+        yield from self._history_open()
         app.close()
 
     # -- idle ----------------------------------------------------------------------------------
@@ -463,6 +472,37 @@ class Bench:
             **_lag_figures(samples),  # type: ignore[arg-type]
         ))
 
+    def _history_open(self) -> Script:
+        """A saved conversation of 200 messages and about 100,000 characters: opened, rendered
+        and scrolled from top to bottom, with the lag probe recording all along."""
+        app = self.app
+        archive = app.archive
+        if archive is None or archive.store is None:
+            return
+        answer = long_answer(1_000)[:950]
+        conversation = archive.store.create("bench: a long conversation")
+        for index in range(100):  # set-up, not measured
+            archive.store.add_message(conversation.id, "user", f"Question {index + 1}?")
+            archive.store.add_message(conversation.id, "assistant", answer)
+        yield 0.3
+        app.probe.start_recording()
+        slices_before = len(app.transcript.painter.slice_ms)
+        started = time.perf_counter()
+        app.show_conversation(conversation.id)
+        yield lambda: not app.showing_conversation and not app.transcript.painter.busy
+        opened_s = time.perf_counter() - started
+        for step in range(21):  # scroll through it, top to bottom
+            app.transcript.text.yview_moveto(step / 20)
+            yield 0.05
+        samples = app.probe.stop_recording()
+        slices = app.transcript.painter.slice_ms[slices_before:]
+        self.runs.append(RunFigures(
+            mode="history", backend="sqlite", seconds=rounded(opened_s, 3),
+            render_slice_max_ms=rounded(max(slices) if slices else None, 2),
+            extra={"messages": 200, "chars": 100 * (len(answer) + 12)},
+            **_lag_figures(samples),  # type: ignore[arg-type]
+        ))
+
     def _stream_figures(self, mode: str, fixed: list[dict[str, Any]],
                         cancel: dict[str, Any]) -> RunFigures:
         samples = [s for r in fixed for s in r["samples"]]
@@ -513,6 +553,12 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
                     broken.lag_max_ms >= 5 * max(base, 1.0),
                     f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, "
                     f"input max {broken.input_max_ms} ms"))
+    history = by.get("history")
+    if history is not None and history.lag_p99_ms is not None:
+        out.append(("200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
+                    history.long_tasks == 0 and history.lag_p99_ms <= 16,
+                    f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
+                    f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s"))
     render = by.get("render")
     if render is not None and render.lag_max_ms is not None:
         out.append(("final render of 11k chars: no long task", render.long_tasks == 0,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import tkinter as tk
+from collections import deque
 from collections.abc import Callable
 from tkinter import ttk
 
@@ -23,7 +24,7 @@ from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
 from tkchat.modes import FIXED, MODES, make_pipeline
-from tkchat.store import Conversation
+from tkchat.store import Conversation, StoredMessage
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
 from tkchat.ui.health import HealthBar
@@ -37,6 +38,7 @@ from tkchat.ui.sidebar import ConversationSidebar
 from tkchat.ui.transcript import AnswerView, Transcript
 
 SYSTEM_PROMPT = "You are a helpful, concise assistant."
+SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
 
 
 class StatusLine(ttk.Label):
@@ -100,6 +102,7 @@ class ChatApp:
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.archive: History | None = None  # saved conversations (tkchat/store), if enabled
         self.sidebar: ConversationSidebar | None = None
+        self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
         self.t = Translator(language or default_language())
         self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
         self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
@@ -206,7 +209,8 @@ class ChatApp:
         prompt = (self.input.get("1.0", "end-1c") if text is None else text).strip()
         if not prompt:
             return False
-        if not self.model_ready or (self.archive is not None and not self.archive.ready):
+        if (not self.model_ready or self.showing_conversation
+                or (self.archive is not None and not self.archive.ready)):
             # (a question sent before the history is open could not be saved)
             self._say("app.not_ready")
             return False
@@ -401,7 +405,7 @@ class ChatApp:
 
     def _maybe_autosend(self) -> None:
         """Send ``--prompt`` once the model (and the history, if kept) is ready."""
-        if not self.autosend or not self.model_ready:
+        if not self.autosend or not self.model_ready or self.showing_conversation:
             return
         if self.archive is not None and not self.archive.ready:
             return
@@ -416,7 +420,20 @@ class ChatApp:
         self.stop()
         self.transcript.clear()
         stored = self.archive.open(conversation_id)
-        for message in stored:
+        conversation = self.archive.store.get(conversation_id) if self.archive.store else None
+        prompt = conversation.system_prompt if conversation else self.system_prompt
+        self.history = as_messages(stored, prompt)
+        # 200 messages inserted in one callback took 85 ms: a long task. Slice them instead.
+        self._to_show = deque(stored)
+        self.scheduler.once("show-conversation", 0, self._show_some)
+        self._refresh_sidebar()
+
+    def _show_some(self) -> None:
+        """Main thread: put saved messages on screen until this callback's budget is spent;
+        their markdown is then painted by the painter's own slices."""
+        started = time.perf_counter()
+        while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
+            message = self._to_show.popleft()
             if message.role == "user":
                 self.transcript.add_user(message.content)
             elif message.role == "assistant":
@@ -426,10 +443,15 @@ class ChatApp:
                                        interrupted=message.status == "interrupted",
                                        error=self.t("transcript.failed")
                                        if message.status == "error" else None)
-        conversation = self.archive.store.get(conversation_id) if self.archive.store else None
-        prompt = conversation.system_prompt if conversation else self.system_prompt
-        self.history = as_messages(stored, prompt)
-        self._refresh_sidebar()
+        if self._to_show:
+            self.scheduler.once("show-conversation", 1, self._show_some)
+        else:
+            self._maybe_autosend()
+
+    @property
+    def showing_conversation(self) -> bool:
+        """Whether a saved conversation is still being put on screen."""
+        return bool(self._to_show)
 
     # -- events from the pump ------------------------------------------------------------------
 
