@@ -928,3 +928,27 @@ def test_writer_that_cannot_open_the_database_reports_it(tmp_path: Path) -> None
     assert writer.flush(timeout=10) is False
     assert writer.close(timeout=10)  # the failures were reported; closing itself is clean
     assert errors and "Could not open the conversation history" in errors[0]
+
+
+def test_streaming_answers_enter_the_search_index_only_when_they_end(tmp_path: Path) -> None:
+    """Re-indexing a growing answer on every append was quadratic; it is indexed once."""
+    store = ConversationStore(tmp_path / "fts.sqlite3")
+    if not store.fts:
+        pytest.skip("this SQLite has no FTS5")
+    conv = store.create("chat")
+    answer = store.add_message(conv.id, "assistant", "", status="streaming")
+    store.append_text({answer: "the kettle whistles"})
+    store.append_text({answer: " while the teapot waits"})
+    assert store.search("teapot") == []  # not indexed while streaming
+    store.update_message(answer, status="complete")
+    assert [c.id for c, _ in store.search("teapot")] == [conv.id]
+    interrupted = store.add_message(conv.id, "assistant", "half a sentence about mugs",
+                                    status="streaming")
+    assert store.mark_interrupted() == 1
+    assert [c.id for c, _ in store.search("about mugs")] == [conv.id]
+    gone = store.add_message(conv.id, "assistant", "a stray streaming line", status="streaming")
+    store.truncate_after(conv.id, store.message(interrupted).position)  # deletes `gone`
+    integrity = store._conn.execute(  # noqa: SLF001 - the index's own consistency check
+        "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    assert integrity is not None and gone != interrupted
+    store.close()

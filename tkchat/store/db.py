@@ -278,18 +278,25 @@ def migrate(conn: sqlite3.Connection) -> int:
     return found
 
 
+# A streaming answer is left out of the index until it ends: re-indexing a growing message
+# on every batched append re-tokenised the whole answer twice a second — quadratic work that
+# showed as a 45–100 ms lag spike in a 650,000-character flood. It is indexed once, when its
+# status leaves "streaming" (finish, or mark_interrupted after a crash).
 _FTS_TRIGGERS = {
-    "messages_fts_insert": """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    "messages_fts_insert": """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+        WHEN new.status != 'streaming' BEGIN
         INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content); END""",
-    "messages_fts_delete": """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    "messages_fts_delete": """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+        WHEN old.status != 'streaming' BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, content)
             VALUES ('delete', old.id, old.content); END""",
-    # Only content changes touch the index: a status change (finish) costs nothing.
-    "messages_fts_update": """CREATE TRIGGER messages_fts_update AFTER UPDATE OF content
+    # One trigger, two statements in order: the old entry goes before the new one comes in.
+    "messages_fts_update": """CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, status
         ON messages BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content);
-        INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content); END""",
+            SELECT 'delete', old.id, old.content WHERE old.status != 'streaming';
+        INSERT INTO messages_fts (rowid, content)
+            SELECT new.id, new.content WHERE new.status != 'streaming'; END""",
 }
 
 
@@ -348,6 +355,9 @@ def _build_fts(conn: sqlite3.Connection, has_table: bool) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         conn.execute(statement)
     conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+    # 'rebuild' indexes every row; streaming ones stay out of the index (see _FTS_TRIGGERS).
+    conn.execute("INSERT INTO messages_fts (messages_fts, rowid, content) "
+                 "SELECT 'delete', id, content FROM messages WHERE status = 'streaming'")
 
 
 # --- the store ------------------------------------------------------------------------------
