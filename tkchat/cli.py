@@ -27,10 +27,14 @@ def _model_options() -> argparse.ArgumentParser:
                        help="scripted backend: tokens per second (0 = as fast as possible)")
     group.add_argument("--tokens", type=int, default=None,
                        help="scripted: answer length in tokens; bench: tokens per generation")
-    group.add_argument("--server", metavar="URL",
-                       help="stream from a server instead: `tkchat serve` or any "
-                            "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)")
     return common
+
+
+def _add_server_option(parser: argparse.ArgumentParser) -> None:
+    """Only where a window streams (the app, and each window of ``compare``)."""
+    parser.add_argument("--server", metavar="URL",
+                        help="stream from a server instead: `tkchat serve` or any "
+                             "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)")
 
 
 def _window_options() -> argparse.ArgumentParser:
@@ -65,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="An offline chat for local GGUF models whose window never freezes.",
     )
     parser.add_argument("--version", action="version", version=f"tkchat {__version__}")
+    _add_server_option(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     bench = commands.add_parser(
@@ -91,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "fixed — and send both the same prompt with the same seed.",
     )
     compare.add_argument("--broken", choices=BROKEN_MODES, default="blocking")
+    _add_server_option(compare)
     compare.add_argument("--prompt", default=None, help="the prompt both windows send")
     compare.add_argument("--seed", type=int, default=DEFAULT_SEED)
     compare.add_argument("--max-tokens", type=int, default=256)
