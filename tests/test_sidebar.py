@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_for, pump_until
+from tkchat.i18n import STRINGS, Translator
 from tkchat.store.db import Conversation
 from tkchat.ui import sidebar as sidebar_module
 from tkchat.ui.sidebar import SIDEBAR_STRINGS, ConversationSidebar, format_when
@@ -20,35 +21,6 @@ from tkchat.ui.sidebar import SIDEBAR_STRINGS, ConversationSidebar, format_when
 pytestmark = pytest.mark.gui
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-class StubTranslate:
-    """The parts of tkchat.i18n.Translator the sidebar uses, over SIDEBAR_STRINGS only, so
-    these tests don't depend on the app's string table."""
-
-    def __init__(self, lang: str = "en") -> None:
-        self.lang = lang
-        self._bound: list[tuple[tk.Misc, str, str]] = []
-        self._listeners: list[Callable[[str], None]] = []
-
-    def __call__(self, key: str, **values: object) -> str:
-        text = SIDEBAR_STRINGS[self.lang][key]
-        return text.format(**values) if values else text
-
-    def bind(self, widget: tk.Misc, key: str, option: str = "text") -> None:
-        widget.configure({option: self(key)})  # type: ignore[call-arg]
-        self._bound.append((widget, option, key))
-
-    def on_change(self, listener: Callable[[str], None]) -> None:
-        self._listeners.append(listener)
-
-    def set_language(self, lang: str) -> None:
-        self.lang = lang
-        for widget, option, key in self._bound:
-            if widget.winfo_exists():
-                widget.configure({option: self(key)})  # type: ignore[call-arg]
-        for listener in self._listeners:
-            listener(lang)
 
 
 class Calls:
@@ -77,9 +49,9 @@ CONVERSATIONS = [conv(3, "Tk event loop"), conv(2, "Queues and threads"), conv(1
 
 
 @pytest.fixture
-def parts(root: tk.Tk) -> Iterator[tuple[ConversationSidebar, Calls, StubTranslate]]:
+def parts(root: tk.Tk) -> Iterator[tuple[ConversationSidebar, Calls, Translator]]:
     calls = Calls()
-    translate = StubTranslate("en")
+    translate = Translator("en")
     root.geometry("340x600")
     bar = ConversationSidebar(root, translate=translate, **calls.callbacks())
     bar.pack(fill="both", expand=True)
@@ -305,7 +277,7 @@ def test_strings_are_complete_in_both_languages() -> None:
 
 
 def test_dates() -> None:
-    translate = StubTranslate("en")
+    translate = Translator("en")
     now = datetime(2025, 3, 10, 15, 0).timestamp()
     assert format_when(now - 10, now, translate) == "just now"
     assert format_when(datetime(2025, 3, 10, 9, 5).timestamp(), now, translate) == "09:05"
@@ -329,12 +301,10 @@ def test_destroy_with_pending_timers(root: tk.Tk, parts: Any) -> None:
     translate.set_language("zh")  # a destroyed sidebar ignores the language change
 
 
-def test_with_the_apps_translator_once_it_has_the_strings(root: tk.Tk) -> None:
-    from tkchat import i18n
-
-    if "sidebar.new" not in i18n.STRINGS["en"]:
-        pytest.skip("tkchat.i18n does not merge SIDEBAR_STRINGS yet")
-    translator = i18n.Translator("en")
+def test_the_apps_string_table_holds_the_sidebar_strings(root: tk.Tk) -> None:
+    for lang in ("en", "zh"):
+        assert SIDEBAR_STRINGS[lang].items() <= STRINGS[lang].items()
+    translator = Translator("en")
     bar = ConversationSidebar(root, translate=translator, **Calls().callbacks())
     bar.pack(fill="both", expand=True)
     bar.set_conversations(CONVERSATIONS, current_id=3)
