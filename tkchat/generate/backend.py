@@ -21,6 +21,9 @@ class Message:
     content: str
 
 
+DEFAULT_SYSTEM_PROMPT = "You are a helpful, concise assistant."
+
+
 @dataclass(frozen=True, slots=True)
 class Sampling:
     """Defaults that suit a small (135M) model: low temperature keeps it on topic."""

@@ -16,7 +16,13 @@ from tkinter import ttk
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
-from tkchat.generate.backend import Backend, GenerationRequest, Message, Sampling
+from tkchat.generate.backend import (
+    DEFAULT_SYSTEM_PROMPT,
+    Backend,
+    GenerationRequest,
+    Message,
+    Sampling,
+)
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import ScriptedBackend, long_answer
@@ -37,7 +43,6 @@ from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.sidebar import ConversationSidebar
 from tkchat.ui.transcript import AnswerView, Transcript
 
-SYSTEM_PROMPT = "You are a helpful, concise assistant."
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
 
 
@@ -64,7 +69,7 @@ class ChatApp:
         controller: GenerationController,
         *,
         sampling: Sampling | None = None,
-        system_prompt: str = SYSTEM_PROMPT,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         mode: str = FIXED,
         compare_command: Callable[[str], list[str]] | None = None,
         autosend: str | None = None,
