@@ -27,6 +27,8 @@ class GenerationStats:
     tokens_per_s: float | None = None  # decode speed: (tokens - 1) / (last - first token)
     elapsed_s: float = 0.0
     finished_at: float = 0.0  # perf_counter when the worker left the model loop
+    prompt_tokens: int = 0  # context tokens the model read before answering
+    context_dropped: int = 0  # earlier messages left out to fit the context (generate/context.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ import tkinter as tk
 from collections.abc import Callable
 
 from tkchat.ui.lesson_panel import PANEL_STRINGS
+from tkchat.ui.model_picker import PICKER_STRINGS
+from tkchat.ui.settings_dialog import SETTINGS_STRINGS
 from tkchat.ui.sidebar import SIDEBAR_STRINGS
 
 LANGUAGES = ("en", "zh")
@@ -60,6 +62,48 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "health.rates": "│ model {tokens} tokens/s │ window {updates} updates/s",
         "health.ping": "Ping",
         "health.pong": "pong {count} at {time}",
+        "transcript.copy": "Copy",
+        "transcript.edit": "Edit",
+        "transcript.copy_code": "Copy code",
+        "app.copied.message": "Copied the message to the clipboard.",
+        "app.copied.code": "Copied the code to the clipboard.",
+        "app.editing": "Editing message {number}: Enter sends it in place of the old one and "
+                       "everything after it; Esc cancels.",
+        "app.edit_cancelled": "Edit cancelled.",
+        "app.regenerate_none": "There is no answer to regenerate yet.",
+        "app.settings_saved": "Settings saved: they apply from the next answer.",
+        "app.nothing_to_export": "Nothing to export yet: send a message first.",
+        "app.exported": "Saved {path}",
+        "app.export_failed": "Could not save {path}: {reason}",
+        "app.imported": "Imported “{title}”.",
+        "app.import_failed": "Could not import {path}: {reason}",
+        "button.regenerate": "Regenerate",
+        "context.meter": "context {used} / {n_ctx} tokens",
+        "context.meter.dropped": " · {dropped} earlier messages left out",
+        "context.dropped_note": "This conversation no longer fits the model's context "
+                                "({n_ctx} tokens). The model now reads only the latest "
+                                "messages: the first {dropped} are left out (they stay here "
+                                "and are saved). Start a new chat for a fresh context.",
+        "menu.file": "File",
+        "menu.new": "New chat",
+        "menu.search": "Search chats",
+        "menu.import": "Import conversation (JSON)…",
+        "menu.export_md": "Export as Markdown…",
+        "menu.export_json": "Export as JSON…",
+        "menu.quit": "Quit",
+        "menu.chat": "Chat",
+        "menu.regenerate": "Regenerate last answer",
+        "menu.stop": "Stop",
+        "menu.focus_input": "Go to the message box",
+        "menu.settings": "Conversation settings…",
+        "menu.model": "Model",
+        "menu.choose_model": "Choose model…",
+        "menu.view": "View",
+        "menu.bigger": "Larger text",
+        "menu.smaller": "Smaller text",
+        "menu.reset_size": "Default text size",
+        "menu.lessons": "Lessons",
+        "menu.language": "中文 / English",
     },
     "zh": {
         "app.title": "tkchat — {name}{broken}",
@@ -101,11 +145,53 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "health.rates": "│ 模型 {tokens} tokens/s │ 窗口每秒更新 {updates} 次",
         "health.ping": "点我",
         "health.pong": "第 {count} 次响应，{time}",
+        "transcript.copy": "复制",
+        "transcript.edit": "编辑",
+        "transcript.copy_code": "复制代码",
+        "app.copied.message": "已把这条消息复制到剪贴板。",
+        "app.copied.code": "已把代码复制到剪贴板。",
+        "app.editing": "正在编辑第 {number} 条消息：按回车发送，它会替换原消息及其后的全部内容；"
+                       "按 Esc 取消。",
+        "app.edit_cancelled": "已取消编辑。",
+        "app.regenerate_none": "还没有可以重新生成的回答。",
+        "app.settings_saved": "设置已保存：从下一段回答开始生效。",
+        "app.nothing_to_export": "还没有可导出的内容：先发一条消息吧。",
+        "app.exported": "已保存 {path}",
+        "app.export_failed": "无法保存 {path}：{reason}",
+        "app.imported": "已导入“{title}”。",
+        "app.import_failed": "无法导入 {path}：{reason}",
+        "button.regenerate": "重新生成",
+        "context.meter": "上下文 {used} / {n_ctx} 个 token",
+        "context.meter.dropped": " · 已略去前 {dropped} 条消息",
+        "context.dropped_note": "这段对话已经超出模型的上下文（{n_ctx} 个 token）。模型现在只读"
+                                "最近的消息：前 {dropped} 条被略去（它们仍显示在这里，也已保存）。"
+                                "想要完整的上下文，请新建对话。",
+        "menu.file": "文件",
+        "menu.new": "新对话",
+        "menu.search": "搜索对话",
+        "menu.import": "导入对话（JSON）……",
+        "menu.export_md": "导出为 Markdown……",
+        "menu.export_json": "导出为 JSON……",
+        "menu.quit": "退出",
+        "menu.chat": "对话",
+        "menu.regenerate": "重新生成上一段回答",
+        "menu.stop": "停止",
+        "menu.focus_input": "跳到输入框",
+        "menu.settings": "对话设置……",
+        "menu.model": "模型",
+        "menu.choose_model": "选择模型……",
+        "menu.view": "视图",
+        "menu.bigger": "放大文字",
+        "menu.smaller": "缩小文字",
+        "menu.reset_size": "默认文字大小",
+        "menu.lessons": "课程",
+        "menu.language": "中文 / English",
     },
 }
 
 STRINGS: dict[str, dict[str, str]] = {
-    lang: {**_APP_STRINGS[lang], **PANEL_STRINGS[lang], **SIDEBAR_STRINGS[lang]}
+    lang: {**_APP_STRINGS[lang], **PANEL_STRINGS[lang], **SIDEBAR_STRINGS[lang],
+           **SETTINGS_STRINGS[lang], **PICKER_STRINGS[lang]}
     for lang in LANGUAGES
 }
 

@@ -76,7 +76,9 @@ class Backend(Protocol):
         ...
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
-        """How many context tokens a chat would use (for the context check)."""
+        """How many context tokens a chat would use (for the context policy of
+        :mod:`tkchat.generate.context`). A backend whose count is only an estimate sets an
+        attribute ``context_known = False``; the worker then leaves fitting to the server."""
         ...
 
     def close(self) -> None:

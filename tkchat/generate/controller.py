@@ -11,6 +11,7 @@ import time
 
 from tkchat.events import ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest
+from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.worker import GenerationWorker
 from tkchat.transport.channel import EventChannel
 
@@ -34,11 +35,14 @@ class GenerationController:
         self._loader = threading.Thread(target=self._load, name="tkchat-load", daemon=True)
         self._loader.start()
 
-    def _load(self) -> None:
-        """Loader thread."""
+    def _load(self, unload: Backend | None = None) -> None:
+        """Loader thread. ``unload``: a backend to free first (switching models), once the
+        last generation on it has left the model loop (the model lock says so)."""
         started = time.perf_counter()
         try:
             with self._model_lock:
+                if unload is not None:
+                    unload.close()  # two models in RAM at once could be one too many
                 self.backend.load()
         except BackendError as exc:
             self.channel.put(ModelFailed(str(exc)))
@@ -50,13 +54,25 @@ class GenerationController:
         elapsed = time.perf_counter() - started
         self.channel.put(ModelReady(self.backend.name, elapsed, self.backend.n_ctx))
 
-    def switch_backend(self, backend: Backend) -> None:
+    def switch_backend(self, backend: Backend, *, unload_old: bool = False) -> None:
         """Stop what runs, then load ``backend`` (if needed) and use it from now on; news
-        arrives as ModelReady/ModelFailed, as at start-up."""
+        arrives as ModelReady/ModelFailed, as at start-up. ``unload_old``: free the previous
+        backend first, on the loader thread (the model picker); otherwise it stays loaded
+        (a lesson switching between the model and the scripted backend)."""
         self.stop()
-        self.backend = backend
+        old, self.backend = self.backend, backend
         self.loaded = False
-        self.load_async()
+        unload = old if unload_old and old is not backend else None
+        self._loader = threading.Thread(target=self._load, args=(unload,), name="tkchat-load",
+                                        daemon=True)
+        self._loader.start()
+
+    def measure_context(self, request: GenerationRequest) -> ContextMeasure:
+        """Count, on a thread, what ``request`` would take of the context (the context meter
+        of a conversation just opened). The count waits for the model lock."""
+        measure = ContextMeasure(self.backend, request, self._model_lock)
+        measure.start()
+        return measure
 
     # -- generating ----------------------------------------------------------------------------
 
@@ -115,3 +131,32 @@ class GenerationController:
         if ok:
             self.backend.close()
         return ok
+
+
+class ContextMeasure:
+    """One context count on a daemon thread; read ``result`` (or ``error``) once ``done``."""
+
+    def __init__(self, backend: Backend, request: GenerationRequest,
+                 model_lock: threading.Lock) -> None:
+        self.backend = backend
+        self.request = request
+        self.model_lock = model_lock
+        self.result: ContextFit | None = None
+        self.error: str | None = None
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tkchat-count", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        """Counting thread."""
+        try:
+            with self.model_lock:
+                self.result = fit_to_context(self.request.messages, self.backend.count_tokens,
+                                             self.backend.n_ctx,
+                                             self.request.sampling.max_tokens)
+        except Exception as exc:  # a count is only for the meter: report, never raise
+            self.error = str(exc)
+        finally:
+            self.done.set()

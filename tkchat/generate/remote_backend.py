@@ -224,6 +224,9 @@ class RemoteBackend:
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
         self.n_ctx = DEFAULT_N_CTX
+        # The server has the tokenizer and applies its own context policy (a tkchat server
+        # the one of generate/context.py); our token count is only an estimate.
+        self.context_known = False
         self.protocol: str | None = None  # "tkchat" or "openai", known after load()
         self._url_error: str | None = None
         try:

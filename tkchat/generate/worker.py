@@ -15,9 +15,11 @@ import codecs
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from tkchat.events import FinishReason, GenerationStats
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest
+from tkchat.generate.context import fit_to_context
 from tkchat.transport.channel import EventChannel, GenerationSender
 
 
@@ -59,6 +61,8 @@ class GenerationWorker:
         self.cancelled_at: float | None = None  # perf_counter when cancel() was called
         self.exited_at: float | None = None  # perf_counter when the model loop was left
         self.tokens = 0  # tokens so far; read by the UI for the live tokens/s (an int is atomic)
+        self.prompt_tokens = 0  # context tokens of the prompt, once fitted (read by the UI too)
+        self.context_dropped = 0  # earlier messages left out so the chat fits the context
         self._on_exit = on_exit
         self._thread = threading.Thread(target=self._run, name=f"tkchat-gen-{gen}", daemon=True)
 
@@ -80,6 +84,19 @@ class GenerationWorker:
 
     # -- worker thread -------------------------------------------------------------------------
 
+    def _fit(self) -> GenerationRequest:
+        """Worker thread, model lock held. The request as the model will see it: the context
+        policy of :mod:`tkchat.generate.context` where the backend knows its context size (a
+        remote server applies its own)."""
+        request = self.request
+        if not getattr(self.backend, "context_known", True):
+            self.prompt_tokens = self.backend.count_tokens(request.messages)  # an estimate
+            return request
+        fit = fit_to_context(request.messages, self.backend.count_tokens, self.backend.n_ctx,
+                             request.sampling.max_tokens)
+        self.prompt_tokens, self.context_dropped = fit.used, fit.dropped
+        return replace(request, messages=fit.messages) if fit.dropped else request
+
     def _run(self) -> None:
         """Worker thread. Never raises: every path ends with one final event."""
         started = time.perf_counter()
@@ -98,13 +115,15 @@ class GenerationWorker:
                 tokens_per_s=tps,
                 elapsed_s=time.perf_counter() - started,
                 finished_at=self.exited_at or time.perf_counter(),
+                prompt_tokens=self.prompt_tokens,
+                context_dropped=self.context_dropped,
             )
 
         try:
             assembler = Utf8Assembler()
             reason: FinishReason = "stop"
             with self.model_lock:
-                stream = self.backend.stream(self.request, self.cancel_event)
+                stream = self.backend.stream(self._fit(), self.cancel_event)
                 try:
                     while not self.cancel_event.is_set():
                         try:

@@ -151,6 +151,20 @@ def _fence_closes(line: str, fence: str) -> bool:
     return len(body) >= len(fence) and body == fence[0] * len(body)
 
 
+def fenced_code(block: str) -> str | None:
+    """The code inside a fenced code block (one block of :func:`split_blocks`), without the
+    fences and with the fence's indentation removed; None if ``block`` is not fenced code.
+    This is what "Copy code" copies."""
+    lines = block.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    opening = _fence_open(lines[0])
+    if opening is None:
+        return None
+    end, closed = _fence_end(lines, 0, opening.group("fence"))
+    body = lines[1:end - 1] if closed else lines[1:]
+    indent = len(opening.group("indent"))
+    return "\n".join(line[min(indent, len(line) - len(line.lstrip(" "))):] for line in body)
+
+
 def _fence_end(
     lines: list[str], start: int, fence: str, *, indented: bool = False
 ) -> tuple[int, bool]:

@@ -6,6 +6,9 @@
   (on a damaged, locked, read-only or full database: a fallback and one warning sentence).
 - :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
   answer streams, so no write ever runs on the Tk main thread.
+- :mod:`tkchat.store.settings` — :class:`AppSettings` in ``settings.json`` next to the history:
+  :func:`load_settings` at start-up and :func:`save_settings` when a setting changes (both
+  return a warning sentence instead of raising).
 
 Nothing here imports Tk. Typical wiring in the window::
 
@@ -35,6 +38,13 @@ from tkchat.store.db import (
     settings_from_sampling,
 )
 from tkchat.store.paths import data_dir, database_path
+from tkchat.store.settings import (
+    AppSettings,
+    load_settings,
+    remember_model,
+    save_settings,
+    settings_path,
+)
 from tkchat.store.writer import FLUSH_INTERVAL_S, MessageRef, MessageTicket, StoreWriter
 
 __all__ = [
@@ -43,6 +53,7 @@ __all__ = [
     "FLUSH_INTERVAL_S",
     "SCHEMA_VERSION",
     "STATUSES",
+    "AppSettings",
     "Conversation",
     "ConversationStore",
     "MessageRef",
@@ -54,7 +65,11 @@ __all__ = [
     "StoredMessage",
     "data_dir",
     "database_path",
+    "load_settings",
     "open_store",
+    "remember_model",
     "sampling_from_settings",
+    "save_settings",
     "settings_from_sampling",
+    "settings_path",
 ]

@@ -12,38 +12,46 @@ import time
 import tkinter as tk
 from collections import deque
 from collections.abc import Callable
-from tkinter import ttk
+from dataclasses import replace
+from pathlib import Path
+from tkinter import filedialog, ttk
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import (
-    DEFAULT_SYSTEM_PROMPT,
     Backend,
     GenerationRequest,
     Message,
     Sampling,
 )
-from tkchat.generate.controller import GenerationController
+from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
 from tkchat.modes import FIXED, MODES, make_pipeline
-from tkchat.store import Conversation, StoredMessage
+from tkchat.store import Conversation, StoredMessage, StoreError, sampling_from_settings
+from tkchat.store.settings import AppSettings, remember_model, save_settings
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
+from tkchat.ui.context_meter import ContextMeter
+from tkchat.ui.fonts import FontSizer
 from tkchat.ui.health import HealthBar
-from tkchat.ui.history import History, as_messages
+from tkchat.ui.history import History, as_messages, file_name
 from tkchat.ui.lesson_panel import LessonPanel
 from tkchat.ui.live_figures import live_figure
+from tkchat.ui.menubar import MenuBar
+from tkchat.ui.model_picker import ModelPicker
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.settings_dialog import ChatSettingsDialog
 from tkchat.ui.sidebar import ConversationSidebar
-from tkchat.ui.transcript import AnswerView, Transcript
+from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, Transcript, UserView
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
+METER_EVERY_S = 0.25  # the context meter follows a streaming answer at most this often
 
 
 class StatusLine(ttk.Label):
@@ -69,7 +77,7 @@ class ChatApp:
         controller: GenerationController,
         *,
         sampling: Sampling | None = None,
-        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        system_prompt: str | None = None,
         mode: str = FIXED,
         compare_command: Callable[[str], list[str]] | None = None,
         autosend: str | None = None,
@@ -77,18 +85,29 @@ class ChatApp:
         backend_factory: Callable[[str], Backend] | None = None,
         show_lessons: bool = False,
         history: bool = False,
+        app_settings: AppSettings | None = None,
+        persist_settings: bool = False,
     ) -> None:
         """``compare_command(broken_mode)`` gives the command line of ``tkchat compare`` for
         this window's settings; without it there is no Compare button. ``autosend`` is
         sent as soon as the model is ready (``--prompt``, used by ``tkchat compare``).
         ``language`` is "en" or "zh" (default: the system's). ``backend_factory(kind)`` makes
         the "llama" or "scripted" backend a lesson's demo asks for. ``history``: keep the
-        conversations in the user's data folder (tkchat/store) and reopen the latest one."""
+        conversations in the user's data folder (tkchat/store) and reopen the latest one.
+        ``app_settings``: what the user chose last time (tkchat/store/settings.py); with
+        ``persist_settings`` every change is written back. ``sampling`` and ``system_prompt``
+        override the settings' defaults for new conversations (command-line flags)."""
         self.root = root
         self.controller = controller
         self.channel: EventChannel = controller.channel
-        self.sampling = sampling or Sampling()
-        self.system_prompt = system_prompt
+        self.settings = app_settings or AppSettings()
+        self.persist_settings = persist_settings
+        # New conversations start from these; an opened one brings its own.
+        self.default_sampling = sampling or self.settings.sampling
+        self.default_system_prompt = (self.settings.system_prompt if system_prompt is None
+                                      else system_prompt)
+        self.sampling = self.default_sampling
+        self.system_prompt = self.default_system_prompt
         self.history: list[Message] = []
         self.scheduler = AfterScheduler(root)
         self.consumer = StreamConsumer()
@@ -108,7 +127,16 @@ class ChatApp:
         self.archive: History | None = None  # saved conversations (tkchat/store), if enabled
         self.sidebar: ConversationSidebar | None = None
         self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
-        self.t = Translator(language or default_language())
+        self.editing: UserView | None = None  # the past question being edited, if any
+        self.settings_dialog: ChatSettingsDialog | None = None
+        self.model_picker: ModelPicker | None = None
+        self._measure: ContextMeasure | None = None
+        self._meter_at = 0.0
+        self._dropped_shown = 0  # left-out messages the transcript has already told about
+        # File choosers, replaceable by tests (a native dialog cannot be driven on Xvfb).
+        self.ask_save_path: Callable[..., str] = filedialog.asksaveasfilename
+        self.ask_open_path: Callable[..., str] = filedialog.askopenfilename
+        self.t = Translator(language or self.settings.language or default_language())
         self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
         self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
         self._status: Callable[[], str] = lambda: self.t("app.loading",
@@ -116,6 +144,7 @@ class ChatApp:
 
         root.geometry("900x680")
         root.minsize(520, 360)
+        self.fonts = FontSizer(root)
         root.protocol("WM_DELETE_WINDOW", self.close)
         # The chat on the left, the lesson panel (when shown) on the right.
         self.panes = ttk.Panedwindow(root, orient="horizontal")
@@ -142,8 +171,12 @@ class ChatApp:
         self.t.bind(mode_label, "label.mode")
         mode_label.pack(side="right", padx=(12, 4))
         top.pack(side="top", fill="x")
-        self.status = StatusLine(chat, "")
-        self.status.pack(side="top", fill="x", padx=8, pady=(4, 0))
+        status_row = ttk.Frame(chat)
+        self.status = StatusLine(status_row, "")
+        self.context_meter = ContextMeter(status_row, self.t)
+        self.context_meter.pack(side="right")
+        self.status.pack(side="left", fill="x", expand=True)
+        status_row.pack(side="top", fill="x", padx=8, pady=(4, 0))
         self.warning = tk.Label(chat, anchor="w", justify="left", padx=8, foreground="white",
                                 background="#b00020", font="TkDefaultFont", wraplength=860)
         self.warning.bind("<Configure>", lambda e: self.warning.configure(
@@ -161,13 +194,19 @@ class ChatApp:
         self.t.bind(self.send_button, "button.send")
         self.stop_button = ttk.Button(bottom, command=self.stop, state="disabled")
         self.t.bind(self.stop_button, "button.stop")
+        self.regenerate_button = ttk.Button(bottom, command=self.regenerate, state="disabled")
+        self.t.bind(self.regenerate_button, "button.regenerate")
         self.input.pack(side="left", fill="both", expand=True)
         self.send_button.pack(side="left", padx=(8, 0))
         self.stop_button.pack(side="left", padx=(6, 0))
+        self.regenerate_button.pack(side="left", padx=(6, 0))
         bottom.pack(side="bottom", fill="x")
 
         self.transcript = Transcript(chat, self.scheduler, self.t)
         self.transcript.pack(side="top", fill="both", expand=True)
+        self.transcript.on_edit = self.edit
+        self.transcript.on_copied = lambda what: self._say(f"app.copied.{what}")
+        self.input.configure(font=self.transcript.body_font)
         self.lesson_panel: LessonPanel | None = None
         self.t.on_change(self._relabel)
         self._relabel(self.t.lang)
@@ -186,11 +225,36 @@ class ChatApp:
             root.bind("<Control-f>", lambda _e: self.sidebar.focus_search()
                       if self.sidebar is not None else None)
 
+        commands: dict[str, Callable[[], object]] = {
+            "new": self.new_chat, "quit": self.close, "regenerate": self.regenerate,
+            "stop": self.stop, "focus_input": self.focus_input, "settings": self.open_settings,
+            "choose_model": self.choose_model, "bigger": lambda: self.change_font_size(+1),
+            "smaller": lambda: self.change_font_size(-1),
+            "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
+            "lessons": self.toggle_lessons, "language": self.toggle_language,
+        }
+        if self.sidebar is not None:
+            commands.update(search=self.sidebar.focus_search, import_=self.import_conversation,
+                            export_md=lambda: self.export_conversation("markdown"),
+                            export_json=lambda: self.export_conversation("json"))
+            commands["import"] = commands.pop("import_")
+        self.menubar = MenuBar(root, self.t, commands)
         self.input.bind("<Return>", self._on_return)
         self.input.bind("<Shift-Return>", self._on_shift_return)
-        root.bind("<Escape>", lambda _e: self.stop())
-        root.bind("<Control-q>", lambda _e: self.close())
-        root.bind("<Control-n>", lambda _e: self.new_chat())
+        keys: dict[str, Callable[[], object]] = {
+            "<Escape>": self._escape, "<Control-q>": self.close, "<Control-n>": self.new_chat,
+            "<Control-l>": self.focus_input, "<Control-r>": self.regenerate,
+            "<Control-comma>": self.open_settings, "<Control-m>": self.choose_model,
+            "<Control-plus>": commands["bigger"], "<Control-equal>": commands["bigger"],
+            "<Control-KP_Add>": commands["bigger"], "<Control-minus>": commands["smaller"],
+            "<Control-KP_Subtract>": commands["smaller"], "<Control-0>": commands["reset_size"],
+        }
+        for sequence, action in keys.items():
+            root.bind(sequence, lambda _e, act=action: (act(), "break")[1])
+        if self.settings.font_size is not None:
+            self.set_font_size(self.settings.font_size, save=False)
+        if persist_settings and self.settings.geometry:
+            root.geometry(self.settings.geometry.split("+")[0])  # the size; not the place
         self.input.focus_set()
 
         self.new_chat()
@@ -210,24 +274,38 @@ class ChatApp:
         return "break"
 
     def send(self, text: str | None = None) -> bool:
-        """Send the input box's text (or ``text``). Returns whether a generation started."""
+        """Send the input box's text (or ``text``). Returns whether a generation started.
+        While a past question is being edited, the box's text replaces it and everything
+        after it."""
         prompt = (self.input.get("1.0", "end-1c") if text is None else text).strip()
         if not prompt:
             return False
-        if (not self.model_ready or self.showing_conversation
-                or (self.archive is not None and not self.archive.ready)):
-            # (a question sent before the history is open could not be saved)
-            self._say("app.not_ready")
+        if not self._can_generate():
             return False
         if self.controller.is_generating():
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
         if text is None:
             self.input.delete("1.0", "end")
+            if self.editing is not None:
+                self._rewind_to(self.editing)
+        self.editing = None
         self.transcript.add_user(prompt)
         self.history.append(Message("user", prompt))
         if self.archive is not None:
             self.archive.question(prompt, system_prompt=self.system_prompt,
                                   settings_from=self.sampling)
+        return self._generate()
+
+    def _can_generate(self) -> bool:
+        if (not self.model_ready or self.showing_conversation
+                or (self.archive is not None and not self.archive.ready)):
+            # (a question sent before the history is open could not be saved)
+            self._say("app.not_ready")
+            return False
+        return True
+
+    def _generate(self) -> bool:
+        """Answer the chat as it stands (the last message is the user's)."""
         self.answer = self.transcript.begin_answer()
         if self.archive is not None:
             self.archive.answer_started(self.answer)
@@ -242,8 +320,72 @@ class ChatApp:
         else:
             self._say("app.generating")
         self.probe.reset_peaks()  # the live figures of a lesson count from this question
+        self._meter_at = 0.0
         self.pipeline.start(self, GenerationRequest(tuple(self.history), self.sampling))
+        self._update_actions()
         return True
+
+    # -- regenerate, edit and resend -------------------------------------------------------------
+
+    def regenerate(self) -> bool:
+        """Ask again for the last answer (Ctrl+R): it is replaced, on screen and on disk."""
+        if not self._can_generate():
+            return False
+        if self.controller.is_generating():
+            self.stop()
+        entries = self.transcript.entries
+        if not entries or not isinstance(entries[-1], AnswerView):
+            self._say("app.regenerate_none")
+            return False
+        self.editing = None
+        self._rewind_to(entries[-1])
+        return self._generate()
+
+    def edit(self, view: UserView) -> None:
+        """Put a past question in the box; sending it replaces it and all that follows."""
+        if self.showing_conversation:
+            return
+        self.editing = view
+        self.input.delete("1.0", "end")
+        self.input.insert("1.0", view.text)
+        self.focus_input()
+        self._say("app.editing", number=self.transcript.entries.index(view) + 1)
+
+    def cancel_edit(self) -> None:
+        if self.editing is not None:
+            self.editing = None
+            self.input.delete("1.0", "end")
+            self._say("app.edit_cancelled")
+
+    def _rewind_to(self, view: UserView | AnswerView) -> None:
+        """Forget ``view`` and everything after it: screen, model context and saved copy."""
+        self.stop()
+        keep = self.transcript.entries.index(view)
+        self.transcript.remove_from(view)
+        system = 1 if self.history and self.history[0].role == "system" else 0
+        del self.history[system + keep:]
+        if self.archive is not None:
+            self.archive.truncate(keep)
+        self._update_actions()
+
+    def _escape(self) -> None:
+        """Esc stops an answer; with none running it cancels an edit."""
+        if self.controller.is_generating():
+            self.stop()
+        else:
+            self.cancel_edit()
+
+    def focus_input(self) -> None:
+        """Ctrl+L: type without reaching for the mouse."""
+        self.input.focus_set()
+        self.input.mark_set("insert", "end-1c")
+
+    def _update_actions(self) -> None:
+        """Regenerate needs an answer to replace."""
+        entries = self.transcript.entries
+        possible = bool(entries) and isinstance(entries[-1], AnswerView)
+        self.regenerate_button.configure(state="normal" if possible else "disabled")
+        self.menubar.enable("regenerate", possible)
 
     def set_mode(self, mode: str) -> None:
         """Choose how the *next* answer travels to the screen (see tkchat/modes.py)."""
@@ -284,8 +426,10 @@ class ChatApp:
             self.lesson_panel.set_language(self.t.lang)
 
     def toggle_language(self) -> None:
-        """中文 ⇄ English: the whole window and the lessons."""
+        """中文 ⇄ English: the whole window and the lessons (remembered)."""
         self.t.set_language("zh" if self.t.lang == "en" else "en")
+        self.settings = replace(self.settings, language=self.t.lang)
+        self._save_settings()
         if self.t.lang == "zh" and not has_cjk_font(self.root):
             self._say("app.no_cjk_font")
 
@@ -359,10 +503,16 @@ class ChatApp:
             self.consumer.follow(-1)  # nothing of the stopped generation may show up later
 
     def new_chat(self) -> None:
-        """Start over (Ctrl+N): stop any answer, clear the transcript and the model's context."""
+        """Start over (Ctrl+N): stop any answer, clear the transcript and the model's context.
+        The new conversation starts with the default system prompt and sampling."""
         self.stop()
+        self.editing = None
+        self.system_prompt, self.sampling = self.default_system_prompt, self.default_sampling
         self.history = [Message("system", self.system_prompt)] if self.system_prompt else []
         self.transcript.clear()
+        self._dropped_shown = 0
+        self.context_meter.clear(self.controller.backend.n_ctx if self.model_ready else None)
+        self._update_actions()
         if self.archive is not None:
             self.archive.conversation_id = None  # created with the first question
             self._refresh_sidebar()
@@ -423,11 +573,18 @@ class ChatApp:
         if self.archive is None:
             return
         self.stop()
+        self.editing = None
         self.transcript.clear()
+        self._dropped_shown = 0
         stored = self.archive.open(conversation_id)
-        conversation = self.archive.store.get(conversation_id) if self.archive.store else None
-        prompt = conversation.system_prompt if conversation else self.system_prompt
-        self.history = as_messages(stored, prompt)
+        try:
+            conversation = self.archive.store.get(conversation_id) if self.archive.store else None
+        except StoreError:
+            conversation = None
+        if conversation is not None:  # it brings its own system prompt and sampling
+            self.system_prompt = conversation.system_prompt
+            self.sampling = sampling_from_settings(conversation.settings)
+        self.history = as_messages(stored, self.system_prompt)
         # 200 messages inserted in one callback took 85 ms: a long task. Slice them instead.
         self._to_show = deque(stored)
         self.scheduler.once("show-conversation", 0, self._show_some)
@@ -451,6 +608,8 @@ class ChatApp:
         if self._to_show:
             self.scheduler.once("show-conversation", 1, self._show_some)
         else:
+            self._update_actions()
+            self._measure_context()
             self._maybe_autosend()
 
     @property
@@ -468,6 +627,8 @@ class ChatApp:
                 self._say("app.ready", name=event.name, seconds=f"{event.load_s:.1f}",
                           n_ctx=event.n_ctx)
                 self._set_title()
+                self.context_meter.clear(event.n_ctx)
+                self._measure_context()
                 self._maybe_autosend()
             elif isinstance(event, ModelFailed):
                 self._model_failed(event.message)
@@ -475,6 +636,7 @@ class ChatApp:
             self.pipeline.show(self, self.answer, tick.chunks)
             if self.archive is not None:
                 self.archive.answer_grew()
+            self._follow_context()
         if tick.final is not None:
             self.handle_final(tick.final)
 
@@ -482,6 +644,7 @@ class ChatApp:
         """Main thread. The answer's ``done`` or ``error``: end it, say how it went."""
         self.finished.append(final)
         self.final_handled_at = time.perf_counter()
+        self._context_after(final)
         if isinstance(final, Error):
             self.last_error = final.message
             self._end_answer(error=final.message)
@@ -504,6 +667,7 @@ class ChatApp:
         self.stop_button.configure(state="disabled")
         if answer is None:
             return
+        self._update_actions()
         if stopped:
             self._say("app.stopped")
         self.history.append(Message("assistant", answer.text))
@@ -517,6 +681,179 @@ class ChatApp:
         self._say("app.model_failed")
         self.transcript.add_note(message, "error")
         self.send_button.configure(state="disabled")
+
+    # -- the context meter -------------------------------------------------------------------
+
+    def _follow_context(self) -> None:
+        """While an answer streams: prompt plus answer so far, a few times a second."""
+        now = time.perf_counter()
+        worker = self.controller.current
+        if worker is None or not worker.prompt_tokens or now - self._meter_at < METER_EVERY_S:
+            return
+        self._meter_at = now
+        self.context_meter.show(worker.prompt_tokens + worker.tokens, self.controller.backend.n_ctx,
+                                worker.context_dropped)
+
+    def _context_after(self, final: Done | Error) -> None:
+        """After an answer: the meter's final figure, and the policy's note if messages were
+        left out for the first time (or more of them than before)."""
+        stats = final.stats
+        if not stats.prompt_tokens:
+            return
+        n_ctx = self.controller.backend.n_ctx
+        self.context_meter.show(stats.prompt_tokens + stats.tokens, n_ctx,
+                                stats.context_dropped)
+        if stats.context_dropped > self._dropped_shown:
+            self._dropped_shown = stats.context_dropped
+            self.transcript.add_note(self.t("context.dropped_note", n_ctx=f"{n_ctx:,}",
+                                            dropped=stats.context_dropped))
+
+    def _measure_context(self) -> None:
+        """Count what the conversation on screen takes (a thread does it; we poll)."""
+        if not self.model_ready or not any(m.role != "system" for m in self.history):
+            return
+        self._measure = self.controller.measure_context(
+            GenerationRequest(tuple(self.history), self.sampling))
+        self.scheduler.once("context-measure", 20, self._measured)
+
+    def _measured(self) -> None:
+        measure = self._measure
+        if measure is None:
+            return
+        if not measure.done.is_set():
+            self.scheduler.once("context-measure", 20, self._measured)
+            return
+        self._measure = None
+        if measure.result is not None and not self.controller.is_generating():
+            fit = measure.result
+            self.context_meter.show(fit.used, fit.n_ctx, fit.dropped)
+
+    # -- settings, model, text size ------------------------------------------------------------
+
+    def open_settings(self) -> None:
+        """The conversation's system prompt and sampling, and the text size (Ctrl+,)."""
+        if self.settings_dialog is not None and self.settings_dialog.winfo_exists():
+            self.settings_dialog.lift()
+            return
+        self.settings_dialog = ChatSettingsDialog(
+            self.root, translate=self.t, system_prompt=self.system_prompt,
+            sampling=self.sampling, font_size=self.settings.font_size,
+            default_font_size=BODY_FONT_SIZE, on_apply=self.apply_settings)
+
+    def apply_settings(self, system_prompt: str, sampling: Sampling,
+                       font_size: int | None) -> None:
+        """From the next answer on: this conversation's prompt and sampling (saved with it),
+        also the defaults of new conversations; the text size for the whole window."""
+        self.system_prompt, self.sampling = system_prompt, sampling
+        self.default_system_prompt, self.default_sampling = system_prompt, sampling
+        chat = [m for m in self.history if m.role != "system"]
+        self.history = ([Message("system", system_prompt)] if system_prompt else []) + chat
+        if self.archive is not None:
+            self.archive.save_settings(system_prompt, sampling)
+        self.settings = replace(self.settings, system_prompt=system_prompt, sampling=sampling)
+        self.set_font_size(font_size or BODY_FONT_SIZE)  # saves the settings
+        self._say("app.settings_saved")
+        self._measure_context()
+
+    def change_font_size(self, step: int) -> None:
+        self.set_font_size(self.fonts.size + step)
+
+    def set_font_size(self, size: int, *, save: bool = True) -> None:
+        """The text size setting (View menu, Ctrl+plus/minus/0): the whole window."""
+        size = self.fonts.apply(size)
+        self.transcript.set_font_size(size)
+        if self.sidebar is not None:
+            self.sidebar.fonts_changed()
+        if save:
+            font_size = None if size == BODY_FONT_SIZE else size
+            self.settings = replace(self.settings, font_size=font_size)
+            self._save_settings()
+
+    def _save_settings(self) -> None:
+        if not self.persist_settings:
+            return
+        warning = save_settings(self.settings)
+        if warning:
+            self._show_status(lambda: warning)
+
+    def choose_model(self) -> None:
+        """The model picker (Ctrl+M): bundled, recent, and GGUF files found on this computer."""
+        if self.model_picker is not None and self.model_picker.winfo_exists():
+            self.model_picker.lift()
+            return
+        backend = self.backends.get("llama")
+        current = getattr(backend, "model", None) if backend is not None else None
+        self.model_picker = ModelPicker(
+            self.root, translate=self.t, current=current,
+            recent=self.settings.recent_models, folder=self.settings.model_folder,
+            on_choose=self.load_model, on_folder=self._model_folder_chosen)
+
+    def _model_folder_chosen(self, folder: str) -> None:
+        self.settings = replace(self.settings, model_folder=folder)
+        self._save_settings()
+
+    def load_model(self, path: str | None) -> None:
+        """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed
+        and the new one loaded on the loader thread; the window stays responsive and says
+        so when the new model is ready (or why it failed)."""
+        if path is not None:
+            self.settings = remember_model(self.settings, path)
+            self._save_settings()
+        old = self.backends.get("llama")
+        backend = self.backends["llama"] = make_backend("llama", model=path)
+        self.stop()
+        self.model_ready = False
+        self.send_button.configure(state="disabled")
+        self._say("app.loading", name=backend.name)
+        current = self.controller.backend
+        if old is not None and old is not current:
+            old.close()  # idle (a lesson's scripted demo is the current backend): cheap
+        self.controller.switch_backend(backend, unload_old=old is current)
+
+    # -- export and import -----------------------------------------------------------------------
+
+    def export_conversation(self, kind: str) -> str | None:
+        """Save the current conversation as Markdown or JSON (File menu); returns the path."""
+        if self.archive is None or self.archive.conversation_id is None:
+            self._say("app.nothing_to_export")
+            return None
+        conversation_id = self.archive.conversation_id
+        title = next((c.title for c in self.archive.conversations()
+                      if c.id == conversation_id), "conversation")
+        suffix = ".md" if kind == "markdown" else ".json"
+        chosen = self.ask_save_path(
+            parent=self.root, title=self.t("menu.export_md" if kind == "markdown"
+                                           else "menu.export_json"),
+            initialfile=file_name(title, suffix), defaultextension=suffix,
+            filetypes=[("Markdown" if kind == "markdown" else "JSON", "*" + suffix)])
+        if not chosen:
+            return None  # cancelled
+        try:
+            written = self.archive.export(conversation_id, kind, Path(chosen))
+        except (StoreError, OSError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._say("app.export_failed", path=chosen, reason=reason)
+            return None
+        self._say("app.exported", path=written)
+        return written
+
+    def import_conversation(self) -> int | None:
+        """Add a conversation from an exported JSON file and open it (File menu)."""
+        if self.archive is None:
+            return None
+        chosen = self.ask_open_path(parent=self.root, title=self.t("menu.import"),
+                                    filetypes=[("JSON", "*.json"), ("*", "*")])
+        if not chosen:
+            return None
+        try:
+            conversation = self.archive.import_file(Path(chosen))
+        except (StoreError, OSError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._say("app.import_failed", path=chosen, reason=reason)
+            return None
+        self.show_conversation(conversation.id)
+        self._say("app.imported", title=conversation.title)
+        return conversation.id
 
     def _watch_cancel(self, worker: GenerationWorker) -> None:
         """Note how long the stopped worker took to leave the model loop (live figure)."""
@@ -547,6 +884,10 @@ class ChatApp:
         self.controller.shutdown(timeout=2.0)
         if self.archive is not None:
             self.archive.close()
+        if self.persist_settings:
+            self.settings = replace(self.settings, geometry=self.root.geometry(),
+                                    language=self.t.lang)
+            self._save_settings()
         for backend in self.backends.values():
             if backend is not self.controller.backend:
                 backend.close()

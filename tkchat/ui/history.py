@@ -13,12 +13,15 @@ its own; the window is usable meanwhile and the history appears when it is ready
 
 from __future__ import annotations
 
+import json
 import queue
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from tkchat.generate.backend import Message
+from tkchat.generate.backend import Message, Sampling
 from tkchat.store import (
     Conversation,
     ConversationStore,
@@ -161,6 +164,56 @@ class History:
         except StoreError as exc:
             self.on_warning(str(exc))
 
+    def truncate(self, keep: int) -> None:
+        """Keep the current conversation's first ``keep`` chat messages, delete the rest
+        (edit and resend, regenerate). The writer is flushed first: the answer it is still
+        saving may be among those deleted."""
+        if self.store is None or self.conversation_id is None:
+            return
+        if self.writer is not None:
+            self.writer.flush(timeout=2.0)
+        conversation_id = self.conversation_id
+
+        def shorten(store: ConversationStore) -> None:
+            chat = [m for m in store.messages(conversation_id) if m.role != "system"]
+            store.truncate_after(conversation_id, chat[keep - 1].position if keep else -1)
+
+        self.run(shorten)
+
+    def save_settings(self, system_prompt: str, sampling: Sampling) -> None:
+        """The current conversation's system prompt and sampling (the settings dialog)."""
+        conversation_id = self.conversation_id
+        if conversation_id is None:
+            return  # a new chat: they are saved with its first question
+
+        def save(store: ConversationStore) -> None:
+            store.set_system_prompt(conversation_id, system_prompt)
+            store.set_settings(conversation_id, settings_from_sampling(sampling))
+
+        self.run(save)
+
+    def export(self, conversation_id: int, kind: str, path: Path) -> str:
+        """Write a conversation as Markdown (``kind="markdown"``) or JSON; raises StoreError
+        or OSError with the reason. Returns the path written, as text."""
+        if self.store is None:
+            raise StoreError("The conversations are not open yet.")
+        if self.writer is not None:
+            self.writer.flush(timeout=2.0)  # the answer just streamed belongs in the file
+        if kind == "markdown":
+            text = self.store.export_markdown(conversation_id)
+        else:
+            text = json.dumps(self.store.export_json(conversation_id), ensure_ascii=False,
+                              indent=2) + "\n"
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    def import_file(self, path: Path) -> Conversation:
+        """Add the conversation in an exported JSON file; raises StoreError (malformed,
+        with the field named) or OSError (unreadable)."""
+        if self.store is None:
+            raise StoreError("The conversations are not open yet.")
+        return self.store.import_json(path.read_bytes())
+
     def search(self, text: str) -> list[tuple[Conversation, str]]:
         return self.store.search(text) if self.store is not None else []
 
@@ -170,6 +223,12 @@ class History:
             self.writer.close(timeout=2.0)
         if self.store is not None:
             self.store.close()
+
+
+def file_name(title: str, suffix: str) -> str:
+    """A safe default file name for an export: the title without path separators."""
+    stem = re.sub(r'[\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:60] or "conversation"
+    return stem + suffix
 
 
 def as_messages(stored: list[StoredMessage], system_prompt: str) -> list[Message]:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from tkchat.render.safe_markdown import block_to_html, split_blocks
+from tkchat.render.safe_markdown import block_to_html, fenced_code, split_blocks
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -44,6 +44,7 @@ SLICE_BUDGET_MS = 4.0
 INITIAL_MS_PER_CHAR = 0.03
 HIDDEN_TAG = "md-rendering"
 CODE_BACKGROUND = "#f2f2f2"
+COPY_CODE_TAG = "copy-code"  # the "Copy code" link under each fenced code block
 
 Run = tuple[str, str]  # (text, transcript tag)
 StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ...]]
@@ -56,6 +57,7 @@ class _Job:
     blocks: list[str]
     extra_tags: tuple[str, ...]
     on_done: Callable[[], None] | None
+    codes: dict[int, str] = field(default_factory=dict)  # block index -> code to copy after it
     next_block: int = 0
     inserted_any: bool = False
     slices: int = 0
@@ -65,7 +67,10 @@ class _Job:
 class MarkdownPainter:
     """Replaces plain answer text with rendered markdown. Main thread only."""
 
-    def __init__(self, text: tk.Text, scheduler: AfterScheduler) -> None:
+    def __init__(self, text: tk.Text, scheduler: AfterScheduler, *,
+                 copy_code_label: Callable[[], str] = lambda: "Copy code") -> None:
+        """``copy_code_label()`` is the text of the link under each code block (translated
+        by the caller)."""
         from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
 
         _share_fonts(html_parser)
@@ -75,7 +80,11 @@ class MarkdownPainter:
         # Off-screen, never packed: tkhtmlview renders here, we copy the result out.
         self._scratch = HTMLText(text.winfo_toplevel(), background=text.cget("background"))
         self._styles: dict[StyleKey, str] = {}
-        self._fonts: list[tkfont.Font] = []  # keep named fonts alive while tags use them
+        # Named fonts, kept alive while tags use them, with tkhtmlview's size for each (a
+        # 14-point body), so a new body size can rescale them all.
+        self._fonts: list[tuple[tkfont.Font, int]] = []
+        self.copy_code_label = copy_code_label
+        self.codes: dict[str, str] = {}  # "copy-code-N" tag -> the code that link copies
         self._cache: OrderedDict[str, list[Run]] = OrderedDict()
         self._cache_size = 2048
         self._queue: list[_Job] = []
@@ -101,8 +110,16 @@ class MarkdownPainter:
         on_done: Callable[[], None] | None = None,
     ) -> None:
         """Schedule rendering of the text between two marks (which must stay in place)."""
-        job = _Job(start_mark, end_mark, split_blocks(markdown_text, MAX_BLOCK_CHARS), extra_tags,
-                   on_done)
+        blocks: list[str] = []
+        codes: dict[int, str] = {}
+        # Split in two steps so a code block longer than one block still gets one "Copy
+        # code" link, under its last piece, that copies all of it.
+        for whole in split_blocks(markdown_text, len(markdown_text) + 1):
+            blocks.extend(split_blocks(whole, MAX_BLOCK_CHARS))
+            code = fenced_code(whole)
+            if code is not None and blocks:
+                codes[len(blocks) - 1] = code
+        job = _Job(start_mark, end_mark, blocks, extra_tags, on_done, codes)
         self._queue.append(job)
         if len(self._queue) == 1:
             self.scheduler.once("markdown", 0, self._slice)
@@ -138,7 +155,7 @@ class MarkdownPainter:
                 predicted = 0.0 if block in self._cache else self._ms_per_char * len(block)
                 if (time.perf_counter() - started) * 1000 + predicted > SLICE_BUDGET_MS:
                     break
-            self._insert_hidden(job, self._runs_for(block))
+            self._insert_hidden(job, self._runs_for(block), job.codes.get(job.next_block))
             job.next_block += 1
         if job.next_block >= len(job.blocks):
             self._reveal(job)
@@ -153,7 +170,7 @@ class MarkdownPainter:
         while hidden := self.text.tag_nextrange(HIDDEN_TAG, job.start_mark, job.end_mark):
             self.text.delete(*hidden)
 
-    def _insert_hidden(self, job: _Job, runs: list[Run]) -> None:
+    def _insert_hidden(self, job: _Job, runs: list[Run], code: str | None = None) -> None:
         if not runs:
             return
         tags = (HIDDEN_TAG, *job.extra_tags)
@@ -164,8 +181,32 @@ class MarkdownPainter:
             args = []
         for chunk, style in runs:
             args.extend((chunk, (style, *tags)))
+        if code is not None:
+            # One tag per link names the code it copies; the shared tag gives the look.
+            link = f"{COPY_CODE_TAG}-{len(self.codes)}"
+            self.codes[link] = code
+            args.extend((self.copy_code_label(), (COPY_CODE_TAG, link, *tags),
+                         "\n", tags))
         self.text.insert(job.end_mark, *args)  # type: ignore[arg-type]
         job.inserted_any = True
+
+    def code_at(self, index: str) -> str | None:
+        """The code a "Copy code" link at ``index`` copies (None if there is no link)."""
+        for tag in self.text.tag_names(index):
+            if tag in self.codes:
+                return self.codes[tag]
+        return None
+
+    def forget_codes(self) -> None:
+        """The transcript was cleared: drop the links' tags and their code."""
+        for tag in self.codes:
+            self.text.tag_delete(tag)
+        self.codes.clear()
+
+    def set_body_size(self, size: int) -> None:
+        """Rescale every rendered style to a new body font size (the font size setting)."""
+        for font, html_size in self._fonts:
+            font.configure(size=_scaled(html_size, size))
 
     def _reveal(self, job: _Job) -> None:
         """Swap plain for rendered in two calls: delete the plain range, show the rest."""
@@ -243,15 +284,14 @@ class MarkdownPainter:
             size = int(spec.get("size") or 14)
             font = tkfont.Font(
                 root=self.text,
-                # tkhtmlview's sizes assume a 14-point body; scale them to ours
                 family=self._mono_family() if monospace else base["family"],
-                size=max(6, round(size * int(base["size"]) / 14)),
+                size=_scaled(size, int(base["size"])),
                 weight=spec.get("weight", "normal"),
                 slant=spec.get("slant", "roman"),
                 underline=bool(spec.get("underline")),
                 overstrike=bool(spec.get("overstrike")),
             )
-            self._fonts.append(font)
+            self._fonts.append((font, size))
             options["font"] = font
             if monospace:
                 options["background"] = CODE_BACKGROUND
@@ -269,6 +309,11 @@ class MarkdownPainter:
             if wanted in families:
                 return families[wanted]
         return "TkFixedFont"
+
+
+def _scaled(html_size: int, body_size: int) -> int:
+    """tkhtmlview's sizes assume a 14-point body; scale them to ours."""
+    return max(6, round(html_size * body_size / 14))
 
 
 class _SharedFontFactory:

@@ -277,6 +277,10 @@ class ConversationSidebar(ttk.Frame):
 
     # -- rows ----------------------------------------------------------------------------------
 
+    def fonts_changed(self) -> None:
+        """The text size changed (the named fonts were rescaled): row heights follow."""
+        self._configure_styles()
+
     def _configure_styles(self) -> None:
         style = ttk.Style(self)
         font = tkfont.nametofont("TkDefaultFont", root=self)

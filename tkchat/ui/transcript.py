@@ -3,6 +3,10 @@
 Each answer lives between two marks, so appending never computes a character offset — which
 matters because Tk 8.6 counts a character above U+FFFF (😀, 𝄞) as two index positions, and
 any Python-side offset arithmetic would cut such characters in half.
+
+Every message starts with a header line ("You · Copy · Edit", "Assistant · Copy"): the links
+are text with a tag, not widgets, so 200 messages cost no widgets at all. A click finds its
+message by comparing the click's index with each message's ``head_mark`` (a binary search).
 """
 
 from __future__ import annotations
@@ -10,15 +14,28 @@ from __future__ import annotations
 import time
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
 from tkchat.i18n import Translator
-from tkchat.ui.markdown_view import MarkdownPainter
+from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
 BODY_FONT_SIZE = 11
+LINK_COLOUR = "#0b57d0"
+ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
+
+
+@dataclass
+class UserView:
+    """One question on screen."""
+
+    number: int
+    head_mark: str  # the start of its header line
+    text: str
+    role: str = "user"
 
 
 @dataclass
@@ -29,6 +46,8 @@ class AnswerView:
     start_mark: str
     end_mark: str
     text: str = ""
+    head_mark: str = ""  # the start of its header line
+    role: str = "assistant"
     rendered: bool = False
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
@@ -59,9 +78,26 @@ class Transcript(ttk.Frame):
         self.text.tag_configure("answer", lmargin1=12, lmargin2=12)
         self.text.tag_configure("note", foreground="#8a6d00")
         self.text.tag_configure("error", foreground="#b00020")
-        self.painter = MarkdownPainter(self.text, scheduler)
+        self._fonts.append(tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE - 2))
+        self.text.tag_configure("action", foreground=LINK_COLOUR, font=self._fonts[-1])
+        self.text.tag_configure(COPY_CODE_TAG, foreground=LINK_COLOUR, font=self._fonts[-1])
+        for action in ACTIONS:
+            self.text.tag_bind(f"act-{action}", "<Button-1>",
+                               lambda e, a=action: self._clicked(a, e))
+        self.text.tag_bind(COPY_CODE_TAG, "<Button-1>", self._copy_code_clicked)
+        for tag in ("action", COPY_CODE_TAG):
+            self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
+            self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
+        self.painter = MarkdownPainter(self.text, scheduler,
+                                       copy_code_label=lambda: self.t("transcript.copy_code"))
         self.answers: list[AnswerView] = []
+        self.entries: list[UserView | AnswerView] = []  # every message on screen, in order
+        self._marks = 0  # a counter for unique mark names
         self.inserts = 0  # widget inserts of streamed text: the "UI updates" of the window
+        # What a click on a header link asks for: on_edit(view) for "Edit"; on_copied(what)
+        # after a copy ("message" or "code"), so the app can say so.
+        self.on_edit: Callable[[UserView], None] | None = None
+        self.on_copied: Callable[[str], None] | None = None
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -78,10 +114,29 @@ class Transcript(ttk.Frame):
         if was_at_bottom:
             self.text.see("end")
 
-    def add_user(self, message: str) -> None:
+    def _head_mark(self) -> str:
+        """A mark at the start of the message about to be written at the end."""
+        self._marks += 1
+        mark = f"head-{self._marks}"
+        self.text.mark_set(mark, "end-1c")
+        self.text.mark_gravity(mark, "left")  # text written after it leaves it in place
+        return mark
+
+    def _header(self, who: str, actions: tuple[str, ...]) -> list[object]:
+        """Insert arguments for a header line: who, then the links."""
+        args: list[object] = [self.t(who), ("who",)]
+        for action in actions:
+            args += ["   ", ("who",), self.t(f"transcript.{action}"),
+                     ("who", "action", f"act-{action}")]
+        return [*args, "\n", ("who",)]
+
+    def add_user(self, message: str) -> UserView:
         bottom = self._at_bottom()
-        self._write("end", self.t("transcript.you") + "\n", ("who",), message + "\n", ("user",))
+        view = UserView(len(self.entries) + 1, self._head_mark(), message)
+        self._write("end", *self._header("transcript.you", ACTIONS), message + "\n", ("user",))
+        self.entries.append(view)
         self._follow(bottom)
+        return view
 
     def add_note(self, message: str, kind: str = "note") -> None:
         bottom = self._at_bottom()
@@ -90,10 +145,12 @@ class Transcript(ttk.Frame):
 
     def begin_answer(self) -> AnswerView:
         bottom = self._at_bottom()
-        number = len(self.answers) + 1
-        view = AnswerView(number, f"answer-{number}-start", f"answer-{number}-end",
-                          started_at=time.perf_counter())
-        self._write("end", self.t("transcript.assistant") + "\n", ("who",), "\n")
+        head = self._head_mark()
+        number = self._marks
+        view = AnswerView(len(self.answers) + 1, f"answer-{number}-start",
+                          f"answer-{number}-end", started_at=time.perf_counter(),
+                          head_mark=head)
+        self._write("end", *self._header("transcript.assistant", ("copy",)), "\n")
         # Both marks sit just before that last newline; text inserted at the end mark pushes
         # it along (right gravity) while the start mark stays put (left gravity).
         self.text.mark_set(view.start_mark, "end-2c")
@@ -101,6 +158,7 @@ class Transcript(ttk.Frame):
         self.text.mark_set(view.end_mark, "end-2c")
         self.text.mark_gravity(view.end_mark, "right")
         self.answers.append(view)
+        self.entries.append(view)
         self._follow(bottom)
         return view
 
@@ -145,9 +203,81 @@ class Transcript(ttk.Frame):
         self.painter.cancel()
         with writable(self.text):
             self.text.delete("1.0", "end")
-        for view in self.answers:
-            self.text.mark_unset(view.start_mark, view.end_mark)
+        self._unset_marks(self.entries)
+        self.painter.forget_codes()
         self.answers.clear()
+        self.entries.clear()
+
+    def remove_from(self, view: UserView | AnswerView) -> None:
+        """Delete ``view`` and everything after it (edit and resend, regenerate)."""
+        index = self.entries.index(view)
+        gone = self.entries[index:]
+        self.painter.cancel()  # only a removed answer can still be painting: the last one
+        with writable(self.text):
+            self.text.delete(view.head_mark, "end-1c")
+        self._unset_marks(gone)
+        del self.entries[index:]
+        self.answers[:] = [e for e in self.answers if e not in gone]
+
+    def _unset_marks(self, views: list[UserView | AnswerView]) -> None:
+        for view in views:
+            self.text.mark_unset(view.head_mark)
+            if isinstance(view, AnswerView):
+                self.text.mark_unset(view.start_mark, view.end_mark)
+
+    def set_font_size(self, size: int) -> None:
+        """The font size setting: body, headers, links and rendered markdown."""
+        self.body_font.configure(size=size)
+        bold, links = self._fonts
+        bold.configure(size=size)
+        links.configure(size=max(6, size - 2))
+        self.painter.set_body_size(size)
+
+    # -- links ---------------------------------------------------------------------------------
+
+    def entry_at(self, index: str) -> UserView | AnswerView | None:
+        """The message whose header starts at or before ``index``."""
+        low, high = 0, len(self.entries)
+        while low < high:
+            middle = (low + high) // 2
+            if self.text.compare(self.entries[middle].head_mark, "<=", index):
+                low = middle + 1
+            else:
+                high = middle
+        return self.entries[low - 1] if low else None
+
+    def link_index(self, view: UserView | AnswerView, action: str) -> str | None:
+        """Where ``view``'s link for ``action`` is (for tests and keyboard users)."""
+        found = self.text.tag_nextrange(f"act-{action}", view.head_mark)
+        if not found or self.entry_at(found[0]) is not view:
+            return None
+        return str(found[0])
+
+    def _clicked(self, action: str, event: tk.Event) -> str:
+        view = self.entry_at(self.text.index(f"@{event.x},{event.y}"))
+        if view is not None:
+            self.act(action, view)
+        return "break"  # no text selection starts from a link
+
+    def act(self, action: str, view: UserView | AnswerView) -> None:
+        """What a header link does: copy the message (its markdown source) or edit it."""
+        if action == "copy":
+            self.copy(view.text, "message")
+        elif action == "edit" and isinstance(view, UserView) and self.on_edit is not None:
+            self.on_edit(view)
+
+    def _copy_code_clicked(self, event: tk.Event) -> str:
+        code = self.painter.code_at(self.text.index(f"@{event.x},{event.y}"))
+        if code is not None:
+            self.copy(code, "code")
+        return "break"
+
+    def copy(self, text: str, what: str) -> None:
+        """Put ``text`` on the clipboard (Tk's, which the desktop's paste reads)."""
+        self.clipboard_clear()
+        self.clipboard_append(text)
+        if self.on_copied is not None:
+            self.on_copied(what)
 
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""

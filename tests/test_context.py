@@ -1,0 +1,145 @@
+"""The context policy (tkchat/generate/context.py): what the model sees when a chat outgrows
+its context. Unit tests count words; the real-model tests at the end use llama.cpp's tokenizer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from tests.conftest import run_to_end
+from tkchat.events import Done, Error
+from tkchat.generate.backend import (
+    ContextOverflowError,
+    GenerationRequest,
+    Message,
+    Sampling,
+)
+from tkchat.generate.context import answer_room, fit_to_context
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.model_file import bundled_model_path
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.transport.channel import EventChannel
+
+PER_MESSAGE = 3  # template tokens per message, like a real chat template
+
+
+def count_words(messages: Sequence[Message]) -> int:
+    return sum(len(m.content.split()) + PER_MESSAGE for m in messages)
+
+
+def chat(turns: int, words: int = 20, system: bool = True) -> list[Message]:
+    messages = [Message("system", "be brief")] if system else []
+    for turn in range(turns):
+        messages.append(Message("user", f"q{turn} " + "w " * (words - 1)))
+        messages.append(Message("assistant", f"a{turn} " + "w " * (words - 1)))
+    messages.append(Message("user", "newest " + "w " * (words - 1)))
+    return messages
+
+
+def test_a_chat_that_fits_is_sent_whole_with_one_count() -> None:
+    calls: list[int] = []
+
+    def counting(messages: Sequence[Message]) -> int:
+        calls.append(len(messages))
+        return count_words(messages)
+
+    messages = chat(3)
+    fit = fit_to_context(messages, counting, n_ctx=4096, max_tokens=256)
+    assert fit.messages == tuple(messages) and fit.dropped == 0
+    assert fit.used == count_words(messages)
+    assert calls == [len(messages)]
+
+
+@pytest.mark.parametrize("n_ctx", [200, 300, 512, 1000])
+def test_the_oldest_turns_go_first_and_the_rest_fits_with_room_for_the_answer(n_ctx: int) -> None:
+    messages = chat(20)
+    fit = fit_to_context(messages, count_words, n_ctx=n_ctx, max_tokens=64)
+    assert fit.dropped > 0
+    assert fit.messages[0] == messages[0]  # the system prompt stays
+    assert fit.messages[-1] == messages[-1]  # and so does the question
+    assert fit.messages[1].role == "user"  # whole turns: never an answer without its question
+    assert fit.messages[1:] == tuple(messages[1 + fit.dropped:])  # the newest ones, in order
+    assert fit.used == count_words(fit.messages)
+    assert fit.used + answer_room(64, n_ctx) <= n_ctx
+    # and as few as possible were left out: one more turn would not have fitted
+    one_more = (messages[0], *messages[1 + fit.dropped - 2:])
+    assert count_words(one_more) + answer_room(64, n_ctx) > n_ctx
+
+
+def test_without_a_system_prompt_the_newest_question_is_kept() -> None:
+    messages = chat(10, system=False)
+    fit = fit_to_context(messages, count_words, n_ctx=150, max_tokens=32)
+    assert fit.messages[0].role == "user" and fit.messages[-1] == messages[-1]
+    assert fit.dropped == len(messages) - len(fit.messages)
+
+
+def test_a_question_too_long_for_the_context_is_a_clear_error() -> None:
+    messages = [Message("system", "be brief"), Message("user", "word " * 5000)]
+    with pytest.raises(ContextOverflowError) as caught:
+        fit_to_context(messages, count_words, n_ctx=1024, max_tokens=64)
+    assert "5," in str(caught.value) and "1,024" in str(caught.value)
+    assert caught.value.kind == "context_overflow"
+
+
+def test_a_question_that_only_just_fits_gets_a_shorter_answer_room() -> None:
+    messages = [Message("user", "word " * 900)]
+    fit = fit_to_context(messages, count_words, n_ctx=1024, max_tokens=512)
+    assert fit.dropped == 0 and fit.used == 903
+
+
+@pytest.mark.parametrize(("max_tokens", "n_ctx", "room"),
+                         [(512, 4096, 512), (8000, 4096, 2048), (0, 1000, 500), (5, 20, 5)])
+def test_answer_room_is_max_tokens_at_most_half_the_context(max_tokens: int, n_ctx: int,
+                                                            room: int) -> None:
+    assert answer_room(max_tokens, n_ctx) == room
+
+
+def test_the_worker_reports_what_it_left_out_in_the_final_stats() -> None:
+    backend = ScriptedBackend(rate=0, tokens=5, n_ctx=300)
+    controller = GenerationController(backend, EventChannel())
+    messages = tuple(chat(30))
+    gen = controller.start(GenerationRequest(messages, Sampling(max_tokens=20)))
+    final = run_to_end(controller.channel, gen)[-1]
+    assert isinstance(final, Done), final
+    assert final.stats.context_dropped > 0
+    assert 0 < final.stats.prompt_tokens <= 300
+    assert controller.current is not None
+    assert controller.current.context_dropped == final.stats.context_dropped
+
+
+# -- the bundled model ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_model() -> LlamaBackend:
+    path = bundled_model_path()
+    assert path is not None, "the bundled model is part of the test install"
+    backend = LlamaBackend(str(path), n_ctx=512)
+    backend.load()
+    yield backend
+    backend.close()
+
+
+def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
+        small_model: LlamaBackend) -> None:
+    """Before the policy, llama.cpp's context overflow ended such a chat with an error."""
+    controller = GenerationController(small_model, EventChannel())
+    messages = tuple(chat(15, words=25))
+    assert small_model.count_tokens(messages) > 512  # really too long
+    gen = controller.start(GenerationRequest(messages, Sampling(max_tokens=16, seed=1)))
+    final = run_to_end(controller.channel, gen)[-1]
+    assert isinstance(final, Done), final
+    assert final.stats.context_dropped > 0 and final.stats.tokens > 0
+    assert final.stats.prompt_tokens + 16 <= 512
+
+
+def test_a_single_huge_message_on_the_real_model_says_how_long_it_is(
+        small_model: LlamaBackend) -> None:
+    controller = GenerationController(small_model, EventChannel())
+    gen = controller.start(GenerationRequest((Message("user", "tea " * 2000),),
+                                             Sampling(max_tokens=8)))
+    final = run_to_end(controller.channel, gen)[-1]
+    assert isinstance(final, Error) and final.kind == "context_overflow"
+    assert "context holds 512" in final.message and "Shorten the message" in final.message

@@ -1,0 +1,249 @@
+"""Finding the GGUF models already on this computer, for the model picker.
+
+Tk-free and meant for a worker thread: walking a models folder is disk I/O of unknown length
+(a network drive, a home folder with a million files), which must never run on the main
+thread. Everything here is plain file-system work; nothing is loaded or parsed beyond the
+four-byte GGUF magic.
+
+The places searched, in order: the bundled model, the recently used files, the folder the user
+chose, the Hugging Face cache and LM Studio's models folders. A file is listed once, under the
+first place that found it, even when several paths lead to it (the Hugging Face cache keeps
+each file as a hash-named blob and links to it from a readable ``snapshots/<revision>/`` path:
+the readable path is the one shown).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tkchat.generate.model_file import GGUF_MAGIC, bundled_model_path
+
+SOURCES = ("bundled", "recent", "folder", "huggingface", "lmstudio")
+
+# ``name-00002-of-00003.gguf``: llama.cpp opens a split model from its first shard and finds
+# the others itself, so only shard 1 is a model the user can pick.
+_SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FoundModel:
+    """One GGUF file: the path to show and to load (never a resolved hash-named blob when a
+    readable path to it was found), its size in bytes, and where it was found (one of
+    :data:`SOURCES`)."""
+
+    path: Path
+    size: int
+    source: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def describe_size(n: int) -> str:
+    """A file size as people read it: ``"812 KB"``, ``"135 MB"``, ``"4.1 GB"`` (decimal
+    units, like the sizes model hubs print)."""
+    if n < 1000:
+        return f"{n} B"
+    if round(n / 1e3) < 1000:
+        return f"{round(n / 1e3)} KB"
+    if round(n / 1e6) < 1000:
+        return f"{round(n / 1e6)} MB"
+    if round(n / 1e9, 1) < 1000:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e12:.1f} TB"
+
+
+def _env_path(value: str | None, home: Path) -> Path | None:
+    """An environment variable's folder, with ``~`` meaning ``home`` (None when unset)."""
+    if not value:
+        return None
+    if value == "~" or value.startswith(("~/", "~\\")):
+        return home / value[2:]
+    return Path(value)
+
+
+def huggingface_cache(environ: Mapping[str, str], home: Path) -> Path:
+    """Where ``huggingface_hub`` keeps downloads, by its own rules: ``$HF_HUB_CACHE`` (or its
+    old name ``$HUGGINGFACE_HUB_CACHE``), else ``$HF_HOME/hub``, else
+    ``$XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub`` (on every
+    platform, Windows and macOS included)."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        found = _env_path(environ.get(name), home)
+        if found is not None:
+            return found
+    hf_home = _env_path(environ.get("HF_HOME"), home)
+    if hf_home is not None:
+        return hf_home / "hub"
+    cache = _env_path(environ.get("XDG_CACHE_HOME"), home) or home / ".cache"
+    return cache / "huggingface" / "hub"
+
+
+def lmstudio_folders(home: Path) -> list[Path]:
+    """LM Studio's models folders: ``~/.lmstudio/models`` (LM Studio 0.3 and later) and
+    ``~/.cache/lm-studio/models`` (earlier versions). LM Studio uses the same two folders
+    under the user's home on Linux, macOS and Windows."""
+    return [home / ".lmstudio" / "models", home / ".cache" / "lm-studio" / "models"]
+
+
+def model_places(*, folder: str | Path | None, environ: Mapping[str, str] | None = None,
+                 home: Path | None = None) -> list[tuple[str, Path]]:
+    """The folders :func:`find_models` walks, in order, as ``(source, folder)`` pairs (the
+    bundled model and the recent files come before them). Cheap: nothing is read from disk,
+    so it may run on any thread."""
+    environ = os.environ if environ is None else environ
+    home = Path.home() if home is None else home
+    places: list[tuple[str, Path]] = []
+    if folder:
+        places.append(("folder", Path(folder).expanduser()))
+    places.append(("huggingface", huggingface_cache(environ, home)))
+    places.extend(("lmstudio", place) for place in lmstudio_folders(home))
+    seen: set[str] = set()
+    unique: list[tuple[str, Path]] = []
+    for source, place in places:
+        key = os.path.normcase(os.path.abspath(place))
+        if key not in seen:
+            seen.add(key)
+            unique.append((source, place))
+    return unique
+
+
+def is_model_name(name: str) -> bool:
+    """Whether a file name looks like a model the user can load: ``*.gguf`` (any case), not a
+    multimodal projector (``mmproj-…``) and not the second or later shard of a split model."""
+    lower = name.lower()
+    if not lower.endswith(".gguf") or "mmproj" in lower:
+        return False
+    shard = _SHARD_RE.search(lower)
+    return shard is None or int(shard.group(1)) == 1
+
+
+def _has_magic(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(GGUF_MAGIC)) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+class _Search:
+    """The state of one :func:`find_models` call (worker thread)."""
+
+    def __init__(self, limit: int, cancel: threading.Event | None) -> None:
+        self.limit = limit
+        self.cancel = cancel
+        self.found: list[FoundModel] = []
+        self.by_key: dict[str, int] = {}  # resolved path -> index in ``found``
+
+    def stopped(self) -> bool:
+        return len(self.found) >= self.limit or (
+            self.cancel is not None and self.cancel.is_set())
+
+    def add(self, path: str, source: str) -> None:
+        """List ``path`` if it is a readable GGUF file not listed yet."""
+        try:
+            key = os.path.normcase(os.path.realpath(path))
+        except (OSError, ValueError):
+            return
+        index = self.by_key.get(key)
+        if index is not None:
+            # Seen already (a link and its target, or the same file in two places). A readable
+            # name beats a hash-named blob, e.g. a recent file stored by its resolved path.
+            known = self.found[index]
+            if not known.path.name.lower().endswith(".gguf") and is_model_name(
+                    os.path.basename(path)):
+                self.found[index] = FoundModel(Path(path), known.size, known.source)
+            return
+        try:
+            if not os.path.isfile(path):
+                return
+            size = os.stat(path).st_size
+        except (OSError, ValueError):
+            return
+        if not _has_magic(path):
+            return
+        self.by_key[key] = len(self.found)
+        self.found.append(FoundModel(Path(path), size, source))
+
+    def walk(self, top: Path, source: str, max_depth: int) -> None:
+        """List the models under ``top``, down to ``max_depth`` folders below it. Folder links
+        are followed, each real folder at most once (so a link loop ends); hidden folders
+        (``.git``, the Hugging Face cache's ``.locks``) and unreadable ones are skipped."""
+        visited: set[tuple[int, int]] = set()
+        stack: list[tuple[str, int]] = [(os.path.abspath(top), 0)]
+        while stack and not self.stopped():
+            directory, depth = stack.pop()
+            try:
+                info = os.stat(directory)
+            except (OSError, ValueError):
+                continue  # missing, unreadable, or a link loop (ELOOP)
+            if (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            subfolders: list[str] = []
+            for entry in _entries(directory):
+                if self.stopped():
+                    return
+                try:
+                    if entry.is_dir():  # follows links; the visited set stops loops
+                        if depth < max_depth and not entry.name.startswith("."):
+                            subfolders.append(entry.path)
+                        continue
+                except OSError:
+                    continue
+                if is_model_name(entry.name):
+                    self.add(entry.path, source)
+            # Depth first, in name order: the first folder is walked first.
+            stack.extend((sub, depth + 1) for sub in reversed(subfolders))
+
+
+def _entries(directory: str) -> Iterator[os.DirEntry[str]]:
+    """The entries of ``directory`` sorted by name; none when it cannot be read."""
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+    except (OSError, ValueError):
+        return iter(())
+    return iter(sorted(entries, key=lambda entry: entry.name))
+
+
+def find_models(*, folder: str | Path | None, recent: Sequence[str],
+                environ: Mapping[str, str] | None = None, home: Path | None = None,
+                max_depth: int = 6, limit: int = 500,
+                cancel: threading.Event | None = None) -> list[FoundModel]:
+    """Every GGUF model in the usual places: the bundled model, the files in ``recent`` that
+    still exist, then ``folder`` (walked recursively), the Hugging Face cache and LM Studio's
+    folders (see :func:`model_places`; ``environ`` and ``home`` default to the real ones).
+
+    Worker thread: this walks folders and opens files. A file is listed when its name ends in
+    ``.gguf`` (any case) and it starts with the GGUF magic; projector files (``mmproj``) and the
+    later shards of split models are left out. The bundled model and the recent files are
+    listed whatever their names (the user loaded them), as long as they are GGUF. Each file
+    appears once, under its first path found. At most ``limit`` models are returned, folders
+    deeper than ``max_depth`` below a place are not walked, unreadable folders are skipped
+    without a word, and setting ``cancel`` ends the search early with what was found so far.
+
+    The order: the bundled model, the recent files in the order given, then the rest by name.
+    """
+    search = _Search(limit, cancel)
+    bundled = bundled_model_path()
+    if bundled is not None and not search.stopped():
+        search.add(os.path.abspath(bundled), "bundled")
+    for item in recent:
+        if search.stopped():
+            break
+        if item:
+            search.add(os.path.abspath(os.path.expanduser(item)), "recent")
+    first_walked = len(search.found)
+    for source, place in model_places(folder=folder, environ=environ, home=home):
+        if search.stopped():
+            break
+        search.walk(place, source, max_depth)
+    head, rest = search.found[:first_walked], search.found[first_walked:]
+    rest.sort(key=lambda model: (model.name.casefold(), str(model.path)))
+    return head + rest

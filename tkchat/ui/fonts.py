@@ -1,0 +1,50 @@
+"""The text size setting (Ctrl+plus, Ctrl+minus, Ctrl+0): readable on a HiDPI laptop.
+
+One number, the transcript's body size in points, drives everything: the transcript (body,
+headers, links, rendered markdown) gets it directly, and Tk's named fonts (buttons, labels,
+the input box, menus, lists) are scaled by the same factor from the sizes they had at start.
+Reconfiguring a named font updates every widget that uses it, so no widget is rebuilt.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+import tkinter.font as tkfont
+
+from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
+from tkchat.ui.transcript import BODY_FONT_SIZE
+
+NAMED_FONTS = ("TkDefaultFont", "TkTextFont", "TkFixedFont", "TkMenuFont", "TkHeadingFont",
+               "TkCaptionFont", "TkSmallCaptionFont", "TkIconFont", "TkTooltipFont")
+
+
+def clamp_size(size: int) -> int:
+    return max(FONT_SIZE_MIN, min(FONT_SIZE_MAX, size))
+
+
+class FontSizer:
+    """Remembers the named fonts' start sizes and scales them with the body size."""
+
+    def __init__(self, root: tk.Misc) -> None:
+        self.root = root
+        self.size = BODY_FONT_SIZE
+        self._start: dict[str, int] = {}
+        for name in NAMED_FONTS:
+            try:
+                self._start[name] = int(tkfont.nametofont(name, root=root).cget("size"))
+            except tk.TclError:  # a platform without that named font
+                continue
+
+    def apply(self, size: int) -> int:
+        """Scale the named fonts to body size ``size`` (clamped); return the size used. The
+        transcript is sized by the caller (it owns its fonts)."""
+        self.size = clamp_size(size)
+        factor = self.size / BODY_FONT_SIZE
+        for name, start in self._start.items():
+            # Negative sizes are pixels, positive are points: scale either, keep the sign.
+            scaled = round(abs(start) * factor) or 1
+            tkfont.nametofont(name, root=self.root).configure(
+                size=-scaled if start < 0 else scaled)
+        return self.size

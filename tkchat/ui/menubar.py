@@ -1,0 +1,100 @@
+"""The window's menu bar: every command in one findable place, with its shortcut shown.
+
+The bar only names commands; what they do is the app's (``commands[name]``). Labels are
+translated and re-labelled when the language changes. The shortcuts themselves are bound by
+the app (a menu accelerator is just text in Tk).
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Callable, Mapping
+
+from tkchat.i18n import Translator
+
+# (menu label key, [(item label key, command name, accelerator text) or None for a separator])
+MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
+    ("menu.file", (
+        ("menu.new", "new", "Ctrl+N"),
+        ("menu.search", "search", "Ctrl+F"),
+        None,
+        ("menu.import", "import", ""),
+        ("menu.export_md", "export_md", ""),
+        ("menu.export_json", "export_json", ""),
+        None,
+        ("menu.quit", "quit", "Ctrl+Q"),
+    )),
+    ("menu.chat", (
+        ("menu.regenerate", "regenerate", "Ctrl+R"),
+        ("menu.stop", "stop", "Esc"),
+        ("menu.focus_input", "focus_input", "Ctrl+L"),
+        None,
+        ("menu.settings", "settings", "Ctrl+,"),
+    )),
+    ("menu.model", (
+        ("menu.choose_model", "choose_model", "Ctrl+M"),
+    )),
+    ("menu.view", (
+        ("menu.bigger", "bigger", "Ctrl++"),
+        ("menu.smaller", "smaller", "Ctrl+-"),
+        ("menu.reset_size", "reset_size", "Ctrl+0"),
+        None,
+        ("menu.lessons", "lessons", ""),
+        ("menu.language", "language", ""),
+    )),
+)
+
+
+class MenuBar:
+    """Builds the bar on ``root``; ``commands`` maps each command name to what it does."""
+
+    def __init__(self, root: tk.Tk, translate: Translator,
+                 commands: Mapping[str, Callable[[], object]]) -> None:
+        self.t = translate
+        self.bar = tk.Menu(root, tearoff=False)
+        self.menus: dict[str, tk.Menu] = {}
+        self._where: dict[str, tuple[tk.Menu, int]] = {}  # command -> (menu, index)
+        for menu_key, items in MENUS:
+            menu = tk.Menu(self.bar, tearoff=False)
+            for item in items:
+                if item is None:
+                    menu.add_separator()
+                    continue
+                label_key, name, accelerator = item
+                if name not in commands:
+                    continue  # e.g. no "search" without saved conversations
+                menu.add_command(label=translate(label_key), command=commands[name],
+                                 accelerator=accelerator)
+                self._where[name] = (menu, int(menu.index("end") or 0))
+            self.bar.add_cascade(label=translate(menu_key), menu=menu)
+            self.menus[menu_key] = menu
+        root.configure(menu=self.bar)
+        translate.on_change(lambda _lang: self._relabel())
+
+    def _relabel(self) -> None:
+        for position, (menu_key, items) in enumerate(MENUS):
+            self.bar.entryconfigure(position, label=self.t(menu_key))
+            for item in items:
+                if item is not None and item[1] in self._where:
+                    menu, index = self._where[item[1]]
+                    menu.entryconfigure(index, label=self.t(item[0]))
+
+    def label(self, name: str) -> str:
+        menu, index = self._where[name]
+        return str(menu.entrycget(index, "label"))
+
+    def invoke(self, name: str) -> None:
+        """Run a command as a click on its menu item does (tests, keyboard users)."""
+        menu, index = self._where[name]
+        menu.invoke(index)
+
+    def enable(self, name: str, enabled: bool) -> None:
+        if name in self._where:
+            menu, index = self._where[name]
+            menu.entryconfigure(index, state="normal" if enabled else "disabled")
+
+    def enabled(self, name: str) -> bool:
+        menu, index = self._where[name]
+        return str(menu.entrycget(index, "state")) != "disabled"
