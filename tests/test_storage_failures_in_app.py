@@ -156,8 +156,8 @@ def gated(backends: list[GatedScript]) -> Callable[..., GatedScript]:
 
 
 class Screen:
-    """What the user could see of the window's messages: the status line, and the red
-    banner when it is shown, sampled after every turn of the event loop."""
+    """What the user could see of the window's messages: the status line, the red banner and
+    the storage banner when they are shown, sampled after every turn of the event loop."""
 
     def __init__(self, root: tk.Misc, app: ChatApp) -> None:
         self.root = root
@@ -168,6 +168,8 @@ class Screen:
         texts = [self.app.status.get()]
         if self.app.warning.winfo_manager():
             texts.append(str(self.app.warning.cget("text")))
+        if self.app.storage_banner.shown:
+            texts.append(self.app.storage_banner.text)
         return "\n".join(texts)
 
     def look(self) -> str:
@@ -184,8 +186,16 @@ class Screen:
         pump_until(self.root, check, timeout=timeout, what=what)
 
     def shown(self, *words: str) -> list[str]:
-        """The texts seen so far that contain all of ``words`` (case-insensitive)."""
-        return [t for t in self.seen if all(w.lower() in t.lower() for w in words)]
+        """The distinct messages seen so far (a status line, a banner's text) that contain all
+        of ``words`` (case-insensitive). A warning in the status line and the same warning
+        in the banner that stays are one message."""
+        found: list[str] = []
+        for text in self.seen:
+            for line in text.split("\n"):
+                message = line.removeprefix("⚠ ")
+                if all(w.lower() in message.lower() for w in words) and message not in found:
+                    found.append(message)
+        return found
 
 
 def seed_history() -> None:
@@ -519,10 +529,6 @@ def test_disk_still_full_when_the_answer_ends_the_text_is_saved_when_space_retur
     assert warnings and all("disk is full" in text for text in warnings), screen.seen
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "StoreWriter does not retry a finish() that failed on a full disk: the text is written "
-    "when space returns, but the status stays 'streaming' (the next start marks the complete "
-    "answer 'interrupted'). tkchat/store/writer.py StoreWriter._apply/_finish."))
 def test_disk_still_full_when_the_answer_ends_the_answer_is_saved_as_complete(
     data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
     make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
@@ -592,11 +598,6 @@ def test_first_question_of_a_new_chat_while_the_disk_is_full_still_answers(
     assert titles == ["now it can be saved", "kept from yesterday"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A question that could not be saved is reported through on_warning, which sets the "
-    "status line, and ChatApp.send() overwrites it with 'Generating…' in the same call "
-    "(tkchat/ui/app.py send(): archive.question() then _say('app.generating')); for a new "
-    "chat nothing else reports it, so the user is never told."))
 def test_first_question_of_a_new_chat_while_the_disk_is_full_is_reported(
     data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
     make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
@@ -613,11 +614,6 @@ def test_first_question_of_a_new_chat_while_the_disk_is_full_is_reported(
 # --- the warning must not vanish while the session is still unsaved ----------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The 'Conversations will not be saved' warning lives only in the status line, which the "
-    "next status replaces ('model ready' when the model finishes loading after the history "
-    "opened, which is the usual order with a real model, then 'Generating…', 'Done'). "
-    "tkchat/ui/app.py: on_warning=lambda text: self._show_status(lambda: text)."))
 def test_the_not_saved_warning_stays_on_screen_while_the_session_is_unsaved(
     data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
     make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],

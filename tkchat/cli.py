@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -45,15 +46,18 @@ def _window_options() -> argparse.ArgumentParser:
                        help="how answers reach the screen: fixed (default) or one of the "
                             "deliberately BROKEN teaching modes: " + ", ".join(BROKEN_MODES))
     group.add_argument("--prompt", help="send this as soon as the model is ready")
-    group.add_argument("--max-tokens", type=int, default=512, help="answer length limit")
-    group.add_argument("--temperature", type=float, default=0.3)
+    group.add_argument("--max-tokens", type=int, default=None,
+                       help="answer length limit (default: the saved setting, else 512)")
+    group.add_argument("--temperature", type=float, default=None,
+                       help="sampling temperature (default: the saved setting, else 0.3)")
     group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
     group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
     group.add_argument("--lang", choices=["en", "zh"], default=None,
                        help="interface and lessons language (default: the system's)")
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument("--no-history", action="store_true",
-                       help="do not save conversations (they are kept in the user's data "
+                       help="keep nothing on disk and start from the default settings "
+                            "(conversations and settings are kept in the user's data "
                             "folder, or $TKCHAT_DATA_DIR, by default)")
     group.add_argument("--fail-at", type=int, default=None, metavar="K",
                        help="scripted backend: crash at token K (to see the error path)")
@@ -175,10 +179,13 @@ def _child_model_args(args: argparse.Namespace) -> list[str]:
 
 def run_app(args: argparse.Namespace) -> int:
     import tkinter as tk
+    from dataclasses import replace
 
-    from tkchat.generate.backend import Backend, Sampling
+    from tkchat.generate.backend import Backend
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
+    from tkchat.generate.model_file import ENV_VAR
+    from tkchat.store.settings import AppSettings, load_settings
     from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.app import ChatApp
@@ -189,23 +196,34 @@ def run_app(args: argparse.Namespace) -> int:
         print(f"tkchat: cannot open a window ({exc}). Is there a display? "
               "On a headless machine run it under xvfb-run.", file=sys.stderr)
         return 2
+    settings, settings_warning = (AppSettings(), None) if args.no_history else load_settings()
+    model = args.model
+    if model is None and not os.environ.get(ENV_VAR) and settings.recent_models:
+        # the model chosen last time, if it is still there (else the bundled one)
+        model = next((m for m in settings.recent_models[:1] if Path(m).is_file()), None)
     backend = make_backend(
-        args.backend, model=args.model, rate=50.0 if args.rate is None else args.rate,
+        args.backend, model=model, rate=50.0 if args.rate is None else args.rate,
         tokens=args.tokens, fail_at=args.fail_at, split_utf8=args.split_utf8,
         server=args.server,
     )
     controller = GenerationController(backend, EventChannel())
-    sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+    overrides = {name: value for name, value in (("temperature", args.temperature),
+                                                 ("max_tokens", args.max_tokens),
+                                                 ("seed", args.seed)) if value is not None}
+    sampling = replace(settings.sampling, **overrides)
     model_args = _child_model_args(args)
 
     def backend_for(kind: str) -> Backend:
         """A lesson's demo asks for a backend: the same model file, or the scripted one."""
-        return make_backend(kind, model=args.model, rate=50.0 if args.rate is None else args.rate)
+        return make_backend(kind, model=model, rate=50.0 if args.rate is None else args.rate)
 
-    ChatApp(root, controller, sampling=sampling, mode=args.mode, autosend=args.prompt,
-            compare_command=lambda broken: compare_command(broken, model_args),
-            language=args.lang, backend_factory=backend_for, show_lessons=args.lessons,
-            history=not args.no_history)
+    app = ChatApp(root, controller, sampling=sampling, mode=args.mode, autosend=args.prompt,
+                  compare_command=lambda broken: compare_command(broken, model_args),
+                  language=args.lang, backend_factory=backend_for, show_lessons=args.lessons,
+                  history=not args.no_history, app_settings=settings,
+                  persist_settings=not args.no_history)
+    if settings_warning:
+        app.storage_banner.show(settings_warning)
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker

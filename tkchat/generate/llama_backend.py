@@ -53,8 +53,9 @@ class LlamaBackend:
     def load(self) -> None:
         if self._llm is not None:
             return  # already loaded (switching back to this backend)
-        path = check_gguf(choose_model_path(self.model))
-        self.name = path.name
+        given = choose_model_path(self.model)
+        path = check_gguf(given)
+        self.name = given.name  # as the user knows it (a linked file's target may be a hash)
         try:
             from llama_cpp import Llama, llama_vocab_is_eog
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter

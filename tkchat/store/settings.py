@@ -338,13 +338,14 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def remember_model(settings: AppSettings, path: str | Path) -> AppSettings:
-    """A copy of ``settings`` with ``path`` (resolved, as text) first in ``recent_models``;
-    an entry naming the same file is removed and the list keeps at most
+    """A copy of ``settings`` with ``path`` (absolute, as text, links kept: a Hugging Face
+    snapshot keeps its readable name rather than its blob's hash) first in
+    ``recent_models``; an entry naming the same file is removed and the list keeps at most
     :data:`MAX_RECENT_MODELS` entries. ``settings`` itself is not changed. Touches the disk
     only to resolve symlinks."""
-    newest = _resolved(path)
+    newest = os.path.abspath(os.path.expanduser(path))
     kept: list[str] = [newest]
-    seen = {newest}
+    seen = {_resolved(newest)}
     for entry in settings.recent_models:
         key = _resolved(entry)  # an entry may name the same file through another symlink
         if key not in seen:

@@ -39,6 +39,7 @@ from tkchat.store.db import (
 )
 
 FLUSH_INTERVAL_S = 0.5
+RETRIED = ("full", "locked")  # failures that may go away by themselves: written again later
 _KEPT_ERRORS = 100
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -138,6 +139,10 @@ class StoreWriter:
         self._store: ConversationStore | None = None
         self._ids: dict[MessageTicket, int | None] = {}
         self._pending: dict[MessageRef, list[str]] = {}
+        # An answer's end (status and final text) that a full disk or a lock refused: kept
+        # and retried with the text, or a complete answer would stay "streaming" forever
+        # and be marked interrupted at the next start.
+        self._finishes: dict[int, _Finish] = {}
         self._deadline: float | None = None
         self._failed = False
         self._last_error: str | None = None
@@ -272,7 +277,7 @@ class StoreWriter:
             return None
 
     def _pass_barrier(self, barrier: _Barrier) -> None:
-        barrier.ok = not self._failed and not self._pending
+        barrier.ok = not self._failed and not self._pending and not self._finishes
         self._failed = False
         if barrier.stop:
             self._close_store()
@@ -309,14 +314,33 @@ class StoreWriter:
 
     def _finish(self, store: ConversationStore, op: _Finish) -> None:
         message_id = self._resolve(op.ref)
-        if message_id is not None:
+        if message_id is None:
+            return
+        try:
             store.update_message(message_id, content=op.content, status=op.status)
+        except StoreError as exc:
+            if exc.kind in RETRIED:
+                self._finishes[message_id] = op
+                self._deadline = self._deadline or time.monotonic() + self._flush_interval
+            raise
+
+    def _write_finishes(self, store: ConversationStore) -> bool:
+        """Retry the answer ends a full disk refused; False if one still fails."""
+        for message_id, op in list(self._finishes.items()):
+            try:
+                store.update_message(message_id, content=op.content, status=op.status)
+            except StoreError as exc:
+                self._fail(str(exc))
+                if exc.kind in RETRIED:
+                    return False
+            del self._finishes[message_id]  # written, or never will be (say, deleted since)
+        return True
 
     def _write_pending(self) -> None:
         """Write all coalesced text in one transaction. On failure the text stays pending and
         is retried at the next deadline (a full disk may get space again); it is reported
         once."""
-        if not self._pending:
+        if not self._pending and not self._finishes:
             return
         store = self._ensure_store()
         parts: dict[int, str] = {}
@@ -326,9 +350,14 @@ class StoreWriter:
                 parts[message_id] = parts.get(message_id, "") + "".join(texts)
         if store is not None:
             try:
-                store.append_text(parts)
+                if parts:
+                    store.append_text(parts)
             except StoreError as exc:
                 self._fail(str(exc))
+                self._deadline = time.monotonic() + self._flush_interval
+                return
+            if not self._write_finishes(store):
+                self._pending.clear()  # the text is in; only the ends wait
                 self._deadline = time.monotonic() + self._flush_interval
                 return
             self._succeeded()

@@ -26,6 +26,7 @@ from tkchat.generate.backend import (
 )
 from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.generate.factory import make_backend
+from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
@@ -43,6 +44,7 @@ from tkchat.ui.lesson_panel import LessonPanel
 from tkchat.ui.live_figures import live_figure
 from tkchat.ui.menubar import MenuBar
 from tkchat.ui.model_picker import ModelPicker
+from tkchat.ui.notice import NoticeBanner
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
@@ -186,6 +188,7 @@ class ChatApp:
         self.health = HealthBar(chat, self.scheduler, self.probe, self._tokens_so_far,
                                 lambda: self.transcript.inserts, self.t)
         self.health.pack(side="top", fill="x")
+        self.storage_banner = NoticeBanner(chat, self.health, self.t)
 
         bottom = ttk.Frame(chat, padding=8)
         self.input = tk.Text(bottom, height=3, width=20, wrap="word", undo=True, borderwidth=1,
@@ -214,7 +217,7 @@ class ChatApp:
             self.toggle_lessons()
         if history:
             self.archive = History(self.scheduler, on_ready=self._history_ready,
-                                   on_warning=lambda text: self._show_status(lambda: text))
+                                   on_warning=self._storage_warning)
             self.sidebar = ConversationSidebar(
                 self.panes, translate=self.t, on_new=self.new_chat,
                 on_select=self.show_conversation, on_rename=self._rename,
@@ -526,6 +529,12 @@ class ChatApp:
         self._refresh_sidebar()
         self._maybe_autosend()
 
+    def _storage_warning(self, text: str) -> None:
+        """Saving failed (or will not happen): say so in the status line and in a banner that
+        stays until dismissed — the next status would hide the news within seconds."""
+        self._show_status(lambda: text)
+        self.storage_banner.show(text)
+
     def _refresh_sidebar(self) -> None:
         if self.sidebar is not None and self.archive is not None and self.archive.ready:
             self.sidebar.set_conversations(self.archive.conversations(),
@@ -796,8 +805,9 @@ class ChatApp:
         """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed
         and the new one loaded on the loader thread; the window stays responsive and says
         so when the new model is ready (or why it failed)."""
-        if path is not None:
-            self.settings = remember_model(self.settings, path)
+        chosen = path if path is not None else bundled_model_path()
+        if chosen is not None:  # the bundled one too: next start opens what was chosen last
+            self.settings = remember_model(self.settings, chosen)
             self._save_settings()
         old = self.backends.get("llama")
         backend = self.backends["llama"] = make_backend("llama", model=path)

@@ -1,0 +1,49 @@
+"""A banner that stays: for news the user must not miss, such as "conversations will not be
+saved". The status line is replaced by the next status within seconds ("Ready", "Generating",
+"Done"); a storage failure lasts the whole session, so its warning does too, until the user
+dismisses it.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from tkinter import ttk
+
+from tkchat.i18n import Translator
+
+BACKGROUND = "#fff3cd"
+FOREGROUND = "#5c4400"
+
+
+class NoticeBanner(tk.Frame):
+    """Hidden until :meth:`show`; packs itself right after ``anchor``."""
+
+    def __init__(self, master: tk.Misc, anchor: tk.Misc, translate: Translator) -> None:
+        super().__init__(master, background=BACKGROUND)
+        self.anchor = anchor
+        self.label = tk.Label(self, anchor="w", justify="left", background=BACKGROUND,
+                              foreground=FOREGROUND, padx=8, pady=3, font="TkDefaultFont")
+        self.dismiss_button = ttk.Button(self, command=self.hide, width=10)
+        translate.bind(self.dismiss_button, "banner.dismiss")
+        self.dismiss_button.pack(side="right", padx=6, pady=2)
+        self.label.pack(side="left", fill="x", expand=True)
+        self.label.bind("<Configure>", lambda e: self.label.configure(
+            wraplength=max(200, e.width - 20)))
+
+    def show(self, text: str) -> None:
+        self.label.configure(text="⚠ " + text)
+        if not self.shown:
+            self.pack(side="top", fill="x", after=self.anchor)
+
+    def hide(self) -> None:
+        self.pack_forget()
+
+    @property
+    def shown(self) -> bool:
+        return bool(self.winfo_manager())
+
+    @property
+    def text(self) -> str:
+        return str(self.label.cget("text"))
