@@ -20,6 +20,7 @@ from tkchat.render.safe_markdown import (
     ALLOWED_TAGS,
     DEFAULT_MAX_CHARS,
     block_to_html,
+    fenced_code,
     markdown_to_safe_html,
     sanitize_html,
     split_blocks,
@@ -723,3 +724,20 @@ def test_print_render_timings(tk_root: Any, capsys: pytest.CaptureFixture[str]) 
     )
     with capsys.disabled():
         print("\n[render timings]\n  " + "\n  ".join(lines))
+
+
+@pytest.mark.parametrize(("block", "code"), [
+    ("```python\nprint(1)\n  x = 2\n```", "print(1)\n  x = 2"),
+    ("~~~\nplain\n~~~", "plain"),
+    ("````\n```\nnested fence\n```\n````", "```\nnested fence\n```"),
+    ("  ```\n  indented\n    more\n  ```", "indented\n  more"),
+    ("```js\nnever closed", "never closed"),
+    ("```\n```", ""),
+])
+def test_fenced_code_is_what_copy_code_copies(block: str, code: str) -> None:
+    assert fenced_code(block) == code
+
+
+@pytest.mark.parametrize("block", ["a paragraph", "    indented code", "- a list", "`inline`"])
+def test_fenced_code_is_none_for_anything_else(block: str) -> None:
+    assert fenced_code(block) is None

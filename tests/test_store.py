@@ -918,6 +918,34 @@ def test_writer_reports_a_full_disk_once_and_retries_the_text(db_path: Path,
         ("safe pending more", "complete")]
 
 
+def test_writer_keeps_an_answers_end_the_full_disk_refused_and_writes_it_later(
+        db_path: Path, faults: Faults) -> None:
+    """Without the retry the text got in but the status stayed "streaming": the next start
+    marked a complete answer interrupted."""
+    store = ConversationStore(db_path)
+    conversation = store.create()
+    writer = StoreWriter(db_path, on_error=Errors(), flush_interval=0.05)
+    try:
+        answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
+        writer.append(answer, "all of it")
+        assert writer.flush(timeout=10)
+        faults.write_error = "database or disk is full"
+        writer.finish(answer, "complete", content="all of it, finished")
+        assert writer.flush(timeout=10) is False  # not written yet: flush says so
+        assert raw_rows(db_path, "SELECT status FROM messages") == [("streaming",)]
+        faults.write_error = None
+        deadline = time.monotonic() + 10  # the next batch deadline writes it, unasked
+        while (raw_rows(db_path, "SELECT status FROM messages") != [("complete",)]
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
+        assert writer.flush(timeout=10)
+    finally:
+        writer.close(timeout=10)
+        store.close()
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("all of it, finished", "complete")]
+
+
 def test_writer_that_cannot_open_the_database_reports_it(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

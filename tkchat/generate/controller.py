@@ -54,6 +54,11 @@ class GenerationController:
         elapsed = time.perf_counter() - started
         self.channel.put(ModelReady(self.backend.name, elapsed, self.backend.n_ctx))
 
+    @property
+    def loading(self) -> bool:
+        """Whether a model is being loaded (or unloaded) right now."""
+        return self._loader is not None and self._loader.is_alive()
+
     def switch_backend(self, backend: Backend, *, unload_old: bool = False) -> None:
         """Stop what runs, then load ``backend`` (if needed) and use it from now on; news
         arrives as ModelReady/ModelFailed, as at start-up. ``unload_old``: free the previous

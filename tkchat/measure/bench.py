@@ -57,6 +57,9 @@ SYSTEM = "You are a helpful assistant."
 Wait = float | Callable[[], bool]
 Script = Generator[Wait, None, None]
 
+OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
+
+
 
 @dataclass
 class BenchOptions:
@@ -484,6 +487,10 @@ class Bench:
         for index in range(100):  # set-up, not measured
             archive.store.add_message(conversation.id, "user", f"Question {index + 1}?")
             archive.store.add_message(conversation.id, "assistant", answer)
+        for index in range(OTHER_CONVERSATIONS):  # a history of many chats, for the sidebar
+            other = archive.store.create(f"bench: chat {index + 1}")
+            archive.store.add_message(other.id, "user", f"Tell me about mutex {index}.")
+            archive.store.add_message(other.id, "assistant", answer[:400])
         yield 0.3
         app.probe.start_recording()
         slices_before = len(app.transcript.painter.slice_ms)
@@ -494,12 +501,27 @@ class Bench:
         for step in range(21):  # scroll through it, top to bottom
             app.transcript.text.yview_moveto(step / 20)
             yield 0.05
+        # The store calls a user triggers that run on the main thread (one small transaction
+        # or query each, see tkchat/ui/history.py), timed on this history.
+        calls: dict[str, float] = {}
+        for name, call in (
+            ("list", archive.conversations),
+            ("search", lambda: app._search("mutex 7")),
+            ("rename", lambda: app._rename(conversation.id, "bench: renamed")),
+            ("delete", lambda: app._delete(conversation.id)),
+            ("restore", lambda: app._undelete(conversation.id)),
+        ):
+            began = time.perf_counter()
+            call()
+            calls[f"{name}_ms"] = rounded((time.perf_counter() - began) * 1000, 2)
+            yield 0.05
         samples = app.probe.stop_recording()
         slices = app.transcript.painter.slice_ms[slices_before:]
         self.runs.append(RunFigures(
             mode="history", backend="sqlite", seconds=rounded(opened_s, 3),
             render_slice_max_ms=rounded(max(slices) if slices else None, 2),
-            extra={"messages": 200, "chars": 100 * (len(answer) + 12)},
+            extra={"messages": 200, "chars": 100 * (len(answer) + 12),
+                   "conversations": OTHER_CONVERSATIONS + 1, **calls},
             **_lag_figures(samples),  # type: ignore[arg-type]
         ))
 

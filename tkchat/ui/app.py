@@ -805,6 +805,9 @@ class ChatApp:
         """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed
         and the new one loaded on the loader thread; the window stays responsive and says
         so when the new model is ready (or why it failed)."""
+        if self.controller.loading:
+            self._say("app.wait_loading")  # one switch at a time: the first must finish
+            return
         chosen = path if path is not None else bundled_model_path()
         if chosen is not None:  # the bundled one too: next start opens what was chosen last
             self.settings = remember_model(self.settings, chosen)
