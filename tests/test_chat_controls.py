@@ -247,8 +247,7 @@ def test_copy_code_links_copy_exactly_their_block(root: tk.Tk, make_app) -> None
     # A code block longer than a render block is painted in pieces, yet has ONE link.
     pieces = [b for b in split_blocks(LONG_BLOCK, MAX_BLOCK_CHARS) if b.startswith("```")]
     assert len(LONG_CODE) > 2 * MAX_BLOCK_CHARS and len(pieces) >= 2  # the premise
-    root.event_generate("<Control-n>")
-    root.update()
+    press(root, app.input, "<Control-n>")
     assert code_links(app) == []
     backend.text = LONG_BLOCK
     assert isinstance(ask(root, app, "a long listing"), Done)
@@ -321,13 +320,6 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     assert saved(app) == [(role, content, "complete") for role, content in expected]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug: a real click on a transcript link also runs Tk's Text class binding "
-    "(tk::TextButton1 does `focus %W`) after the tag binding, because a tag binding's "
-    "'break' does not stop class bindings; so ChatApp.edit()'s focus_input() is undone and "
-    "the keyboard focus ends in the read-only transcript. Fix in tkchat/ui/transcript.py: "
-    "dispatch link clicks from a widget-level self.text.bind('<Button-1>', ...) that looks "
-    "at tag_names('@x,y') and returns 'break' (widget bindings precede class bindings)"))
 def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
     root: tk.Tk, make_app
 ) -> None:
@@ -555,6 +547,7 @@ def test_text_size_keys_and_view_menu_scale_everything_clamped_and_saved(
     second = fresh_app(ScriptedBackend(rate=0), app_settings=load_settings()[0])
     assert second.transcript.body_font.cget("size") == 15
     assert second.fonts.size == 15
+    assert named_size(second.root) == round(start * 15 / BODY_FONT_SIZE)  # same Tk defaults
 
 
 # -- 7. Ctrl+L ----------------------------------------------------------------------------------
@@ -815,6 +808,23 @@ def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> N
     assert f"⚠ {final.message}" in app.transcript.plain_text()
     assert app.model_ready and not app.send_button.instate(["disabled"])
     assert isinstance(turn("still there?", "Yes."), Done)
+
+
+def test_the_left_out_note_is_still_there_after_a_regenerate(root: tk.Tk, make_app) -> None:
+    backend = RecordingBackend(rate=0, n_ctx=300)
+    app = make_app(backend)
+    for question, reply in ((words("qa", 20), words("aa", 40)),
+                            (words("qb", 20), words("ab", 40)), (words("qc", 20), "Short.")):
+        backend.text = reply
+        assert isinstance(ask(root, app, question), Done)
+    assert app.transcript.plain_text().count(DROPPED_NOTE) == 1
+    backend.text = "Again."
+    count = len(app.finished)
+    app.regenerate_button.invoke()
+    final = finish(root, app, count + 1)
+    assert isinstance(final, Done) and final.stats.context_dropped == 2
+    assert app.context_meter.dropped == 2  # the meter says two are left out ...
+    assert app.transcript.plain_text().count(DROPPED_NOTE) == 1  # ... the note is gone: 0
 
 
 # -- 11. settings survive a restart -------------------------------------------------------------

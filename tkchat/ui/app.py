@@ -135,6 +135,7 @@ class ChatApp:
         self._measure: ContextMeasure | None = None
         self._meter_at = 0.0
         self._dropped_shown = 0  # left-out messages the transcript has already told about
+        self._dropped_notes: list[tuple[int, int]] = []  # (messages before the note, count)
         # File choosers, replaceable by tests (a native dialog cannot be driven on Xvfb).
         self.ask_save_path: Callable[..., str] = filedialog.asksaveasfilename
         self.ask_open_path: Callable[..., str] = filedialog.askopenfilename
@@ -365,6 +366,9 @@ class ChatApp:
         self.stop()
         keep = self.transcript.entries.index(view)
         self.transcript.remove_from(view)
+        # Notes after ``view`` went with it: the next answer may need to say it again.
+        self._dropped_notes = [n for n in self._dropped_notes if n[0] <= keep]
+        self._dropped_shown = self._dropped_notes[-1][1] if self._dropped_notes else 0
         system = 1 if self.history and self.history[0].role == "system" else 0
         del self.history[system + keep:]
         if self.archive is not None:
@@ -513,7 +517,7 @@ class ChatApp:
         self.system_prompt, self.sampling = self.default_system_prompt, self.default_sampling
         self.history = [Message("system", self.system_prompt)] if self.system_prompt else []
         self.transcript.clear()
-        self._dropped_shown = 0
+        self._dropped_shown, self._dropped_notes = 0, []
         self.context_meter.clear(self.controller.backend.n_ctx if self.model_ready else None)
         self._update_actions()
         if self.archive is not None:
@@ -584,7 +588,7 @@ class ChatApp:
         self.stop()
         self.editing = None
         self.transcript.clear()
-        self._dropped_shown = 0
+        self._dropped_shown, self._dropped_notes = 0, []
         stored = self.archive.open(conversation_id)
         try:
             conversation = self.archive.store.get(conversation_id) if self.archive.store else None
@@ -714,6 +718,7 @@ class ChatApp:
                                 stats.context_dropped)
         if stats.context_dropped > self._dropped_shown:
             self._dropped_shown = stats.context_dropped
+            self._dropped_notes.append((len(self.transcript.entries), stats.context_dropped))
             self.transcript.add_note(self.t("context.dropped_note", n_ctx=f"{n_ctx:,}",
                                             dropped=stats.context_dropped))
 

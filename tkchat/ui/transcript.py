@@ -81,10 +81,9 @@ class Transcript(ttk.Frame):
         self._fonts.append(tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE - 2))
         self.text.tag_configure("action", foreground=LINK_COLOUR, font=self._fonts[-1])
         self.text.tag_configure(COPY_CODE_TAG, foreground=LINK_COLOUR, font=self._fonts[-1])
-        for action in ACTIONS:
-            self.text.tag_bind(f"act-{action}", "<Button-1>",
-                               lambda e, a=action: self._clicked(a, e))
-        self.text.tag_bind(COPY_CODE_TAG, "<Button-1>", self._copy_code_clicked)
+        # A widget binding, not a tag binding: only a widget binding's "break" stops the Text
+        # class binding, which would otherwise take the focus and start a selection.
+        self.text.bind("<Button-1>", self._on_click)
         for tag in ("action", COPY_CODE_TAG):
             self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
             self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
@@ -253,11 +252,22 @@ class Transcript(ttk.Frame):
             return None
         return str(found[0])
 
-    def _clicked(self, action: str, event: tk.Event) -> str:
-        view = self.entry_at(self.text.index(f"@{event.x},{event.y}"))
-        if view is not None:
-            self.act(action, view)
-        return "break"  # no text selection starts from a link
+    def _on_click(self, event: tk.Event) -> str | None:
+        """A click on a link does what the link says; anywhere else, what Text does."""
+        index = self.text.index(f"@{event.x},{event.y}")
+        tags = self.text.tag_names(index)
+        if COPY_CODE_TAG in tags:
+            code = self.painter.code_at(index)
+            if code is not None:
+                self.copy(code, "code")
+            return "break"
+        for action in ACTIONS:
+            if f"act-{action}" in tags:
+                view = self.entry_at(index)
+                if view is not None:
+                    self.act(action, view)
+                return "break"  # no focus change, no selection starts from a link
+        return None
 
     def act(self, action: str, view: UserView | AnswerView) -> None:
         """What a header link does: copy the message (its markdown source) or edit it."""
@@ -265,12 +275,6 @@ class Transcript(ttk.Frame):
             self.copy(view.text, "message")
         elif action == "edit" and isinstance(view, UserView) and self.on_edit is not None:
             self.on_edit(view)
-
-    def _copy_code_clicked(self, event: tk.Event) -> str:
-        code = self.painter.code_at(self.text.index(f"@{event.x},{event.y}"))
-        if code is not None:
-            self.copy(code, "code")
-        return "break"
 
     def copy(self, text: str, what: str) -> None:
         """Put ``text`` on the clipboard (Tk's, which the desktop's paste reads)."""
