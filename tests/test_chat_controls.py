@@ -39,7 +39,7 @@ from tkchat.render.safe_markdown import split_blocks
 from tkchat.store import settings_from_sampling
 from tkchat.store.settings import load_settings
 from tkchat.transport.channel import EventChannel
-from tkchat.ui import app as app_module
+from tkchat.ui import model_switch
 from tkchat.ui.app import ChatApp
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.menubar import MENUS
@@ -597,8 +597,8 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     app = make_app(backend, history=True)
     history_open(root, app)
     choosers: list[str] = []
-    app.ask_save_path = lambda **_kw: choosers.append("save") or ""
-    app.ask_open_path = lambda **_kw: choosers.append("open") or ""
+    app.files.ask_save_path = lambda **_kw: choosers.append("save") or ""
+    app.files.ask_open_path = lambda **_kw: choosers.append("open") or ""
     every = {item[1] for _menu, items in MENUS for item in items if item is not None}
     assert set(app.menubar._where) == every  # with saved conversations, every item is there
     labels_are(app, "en")
@@ -624,7 +624,7 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert app.settings_dialog is not None and app.settings_dialog.winfo_exists()
     app.settings_dialog.cancel()
     run("choose_model")
-    picker = app.model_picker
+    picker = app.models.picker
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()
     picker.cancel()
     root.update()
@@ -683,8 +683,8 @@ def test_export_markdown_and_json_import_and_their_failures(
         asked.append(kwargs)
         return answer_with.pop(0)
 
-    app.ask_save_path = chooser
-    app.ask_open_path = chooser
+    app.files.ask_save_path = chooser
+    app.files.ask_open_path = chooser
 
     markdown = tmp_path / "chat.md"
     answer_with.append(str(markdown))
@@ -877,7 +877,7 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
             gate.wait(WAIT_S)
             super().load()
 
-    real_make_backend = app_module.make_backend
+    real_make_backend = model_switch.make_backend
 
     def make_backend(kind: str, **kwargs: object) -> object:
         backend = real_make_backend(kind, **kwargs)
@@ -886,8 +886,8 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
         made.append(gated)
         return gated
 
-    monkeypatch.setattr(app_module, "make_backend", make_backend)
-    app.load_model(str(copy))
+    monkeypatch.setattr(model_switch, "make_backend", make_backend)
+    app.models.load(str(copy))
     assert not app.model_ready and app.send_button.instate(["disabled"])
     assert app.status.get() == "Loading other.gguf …"
     press(root, app.input, "<Control-plus>")  # the window answers while the model loads
@@ -912,8 +912,8 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     assert app.settings.recent_models[0] == str(copy.resolve())
     assert load_settings()[0].recent_models[0] == str(copy.resolve())
 
-    app.choose_model()
-    picker = app.model_picker
+    app.models.choose()
+    picker = app.models.picker
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()
     pump_until(root, lambda: not picker.scanning, timeout=WAIT_S, what="the model search")
     names = [model.name for model in picker.rows()]

@@ -13,8 +13,7 @@ import tkinter as tk
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
-from tkinter import filedialog, ttk
+from tkinter import ttk
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
@@ -24,26 +23,26 @@ from tkchat.generate.backend import (
     Message,
     Sampling,
 )
-from tkchat.generate.controller import ContextMeasure, GenerationController
+from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n import Translator, has_cjk_font
 from tkchat.measure.lag_probe import LagProbe
 from tkchat.modes import FIXED, MODES, make_pipeline
 from tkchat.store import Conversation, StoredMessage, StoreError, sampling_from_settings
-from tkchat.store.settings import AppSettings, remember_model, save_settings
+from tkchat.store.settings import AppSettings, save_settings
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED, EventChannel
-from tkchat.ui.context_meter import ContextMeter
+from tkchat.ui.context_meter import ContextMeter, ContextWatch
+from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.fonts import FontSizer
 from tkchat.ui.health import HealthBar
-from tkchat.ui.history import History, as_messages, file_name
+from tkchat.ui.history import History, as_messages
 from tkchat.ui.lesson_panel import LessonPanel
 from tkchat.ui.live_figures import live_figure
 from tkchat.ui.menubar import MenuBar
-from tkchat.ui.model_picker import ModelPicker
+from tkchat.ui.model_switch import ModelSwitch
 from tkchat.ui.notice import NoticeBanner
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.pump import EventPump
@@ -53,7 +52,6 @@ from tkchat.ui.sidebar import ConversationSidebar
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, Transcript, UserView
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
-METER_EVERY_S = 0.25  # the context meter follows a streaming answer at most this often
 
 
 class StatusLine(ttk.Label):
@@ -131,14 +129,8 @@ class ChatApp:
         self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
         self.editing: UserView | None = None  # the past question being edited, if any
         self.settings_dialog: ChatSettingsDialog | None = None
-        self.model_picker: ModelPicker | None = None
-        self._measure: ContextMeasure | None = None
-        self._meter_at = 0.0
-        self._dropped_shown = 0  # left-out messages the transcript has already told about
-        self._dropped_notes: list[tuple[int, int]] = []  # (messages before the note, count)
-        # File choosers, replaceable by tests (a native dialog cannot be driven on Xvfb).
-        self.ask_save_path: Callable[..., str] = filedialog.asksaveasfilename
-        self.ask_open_path: Callable[..., str] = filedialog.askopenfilename
+        self.files = ConversationFiles(self)  # File > Export, Import
+        self.models = ModelSwitch(self)  # Model > Choose model
         self.t = Translator(language or self.settings.language or default_language())
         self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
         self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
@@ -211,6 +203,8 @@ class ChatApp:
         self.transcript.on_edit = self.edit
         self.transcript.on_copied = lambda what: self._say(f"app.copied.{what}")
         self.input.configure(font=self.transcript.body_font)
+        self.context = ContextWatch(self.context_meter, controller, self.transcript,
+                                    self.scheduler, self.t)
         self.lesson_panel: LessonPanel | None = None
         self.t.on_change(self._relabel)
         self._relabel(self.t.lang)
@@ -232,23 +226,22 @@ class ChatApp:
         commands: dict[str, Callable[[], object]] = {
             "new": self.new_chat, "quit": self.close, "regenerate": self.regenerate,
             "stop": self.stop, "focus_input": self.focus_input, "settings": self.open_settings,
-            "choose_model": self.choose_model, "bigger": lambda: self.change_font_size(+1),
+            "choose_model": self.models.choose, "bigger": lambda: self.change_font_size(+1),
             "smaller": lambda: self.change_font_size(-1),
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
             "lessons": self.toggle_lessons, "language": self.toggle_language,
         }
         if self.sidebar is not None:
-            commands.update(search=self.sidebar.focus_search, import_=self.import_conversation,
-                            export_md=lambda: self.export_conversation("markdown"),
-                            export_json=lambda: self.export_conversation("json"))
-            commands["import"] = commands.pop("import_")
+            commands.update({"search": self.sidebar.focus_search, "import": self.files.import_,
+                             "export_md": lambda: self.files.export("markdown"),
+                             "export_json": lambda: self.files.export("json")})
         self.menubar = MenuBar(root, self.t, commands)
         self.input.bind("<Return>", self._on_return)
         self.input.bind("<Shift-Return>", self._on_shift_return)
         keys: dict[str, Callable[[], object]] = {
             "<Escape>": self._escape, "<Control-q>": self.close, "<Control-n>": self.new_chat,
             "<Control-l>": self.focus_input, "<Control-r>": self.regenerate,
-            "<Control-comma>": self.open_settings, "<Control-m>": self.choose_model,
+            "<Control-comma>": self.open_settings, "<Control-m>": self.models.choose,
             "<Control-plus>": commands["bigger"], "<Control-equal>": commands["bigger"],
             "<Control-KP_Add>": commands["bigger"], "<Control-minus>": commands["smaller"],
             "<Control-KP_Subtract>": commands["smaller"], "<Control-0>": commands["reset_size"],
@@ -324,7 +317,6 @@ class ChatApp:
         else:
             self._say("app.generating")
         self.probe.reset_peaks()  # the live figures of a lesson count from this question
-        self._meter_at = 0.0
         self.pipeline.start(self, GenerationRequest(tuple(self.history), self.sampling))
         self._update_actions()
         return True
@@ -366,9 +358,7 @@ class ChatApp:
         self.stop()
         keep = self.transcript.entries.index(view)
         self.transcript.remove_from(view)
-        # Notes after ``view`` went with it: the next answer may need to say it again.
-        self._dropped_notes = [n for n in self._dropped_notes if n[0] <= keep]
-        self._dropped_shown = self._dropped_notes[-1][1] if self._dropped_notes else 0
+        self.context.rewound(keep)
         system = 1 if self.history and self.history[0].role == "system" else 0
         del self.history[system + keep:]
         if self.archive is not None:
@@ -435,8 +425,7 @@ class ChatApp:
     def toggle_language(self) -> None:
         """中文 ⇄ English: the whole window and the lessons (remembered)."""
         self.t.set_language("zh" if self.t.lang == "en" else "en")
-        self.settings = replace(self.settings, language=self.t.lang)
-        self._save_settings()
+        self.change_settings(language=self.t.lang)
         if self.t.lang == "zh" and not has_cjk_font(self.root):
             self._say("app.no_cjk_font")
 
@@ -517,8 +506,7 @@ class ChatApp:
         self.system_prompt, self.sampling = self.default_system_prompt, self.default_sampling
         self.history = [Message("system", self.system_prompt)] if self.system_prompt else []
         self.transcript.clear()
-        self._dropped_shown, self._dropped_notes = 0, []
-        self.context_meter.clear(self.controller.backend.n_ctx if self.model_ready else None)
+        self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
         self._update_actions()
         if self.archive is not None:
             self.archive.conversation_id = None  # created with the first question
@@ -588,7 +576,7 @@ class ChatApp:
         self.stop()
         self.editing = None
         self.transcript.clear()
-        self._dropped_shown, self._dropped_notes = 0, []
+        self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
         stored = self.archive.open(conversation_id)
         try:
             conversation = self.archive.store.get(conversation_id) if self.archive.store else None
@@ -649,7 +637,7 @@ class ChatApp:
             self.pipeline.show(self, self.answer, tick.chunks)
             if self.archive is not None:
                 self.archive.answer_grew()
-            self._follow_context()
+            self.context.follow()
         if tick.final is not None:
             self.handle_final(tick.final)
 
@@ -657,7 +645,7 @@ class ChatApp:
         """Main thread. The answer's ``done`` or ``error``: end it, say how it went."""
         self.finished.append(final)
         self.final_handled_at = time.perf_counter()
-        self._context_after(final)
+        self.context.after(final)
         if isinstance(final, Error):
             self.last_error = final.message
             self._end_answer(error=final.message)
@@ -695,53 +683,6 @@ class ChatApp:
         self.transcript.add_note(message, "error")
         self.send_button.configure(state="disabled")
 
-    # -- the context meter -------------------------------------------------------------------
-
-    def _follow_context(self) -> None:
-        """While an answer streams: prompt plus answer so far, a few times a second."""
-        now = time.perf_counter()
-        worker = self.controller.current
-        if worker is None or not worker.prompt_tokens or now - self._meter_at < METER_EVERY_S:
-            return
-        self._meter_at = now
-        self.context_meter.show(worker.prompt_tokens + worker.tokens, self.controller.backend.n_ctx,
-                                worker.context_dropped)
-
-    def _context_after(self, final: Done | Error) -> None:
-        """After an answer: the meter's final figure, and the policy's note if messages were
-        left out for the first time (or more of them than before)."""
-        stats = final.stats
-        if not stats.prompt_tokens:
-            return
-        n_ctx = self.controller.backend.n_ctx
-        self.context_meter.show(stats.prompt_tokens + stats.tokens, n_ctx,
-                                stats.context_dropped)
-        if stats.context_dropped > self._dropped_shown:
-            self._dropped_shown = stats.context_dropped
-            self._dropped_notes.append((len(self.transcript.entries), stats.context_dropped))
-            self.transcript.add_note(self.t("context.dropped_note", n_ctx=f"{n_ctx:,}",
-                                            dropped=stats.context_dropped))
-
-    def _measure_context(self) -> None:
-        """Count what the conversation on screen takes (a thread does it; we poll)."""
-        if not self.model_ready or not any(m.role != "system" for m in self.history):
-            return
-        self._measure = self.controller.measure_context(
-            GenerationRequest(tuple(self.history), self.sampling))
-        self.scheduler.once("context-measure", 20, self._measured)
-
-    def _measured(self) -> None:
-        measure = self._measure
-        if measure is None:
-            return
-        if not measure.done.is_set():
-            self.scheduler.once("context-measure", 20, self._measured)
-            return
-        self._measure = None
-        if measure.result is not None and not self.controller.is_generating():
-            fit = measure.result
-            self.context_meter.show(fit.used, fit.n_ctx, fit.dropped)
-
     # -- settings, model, text size ------------------------------------------------------------
 
     def open_settings(self) -> None:
@@ -764,8 +705,8 @@ class ChatApp:
         self.history = ([Message("system", system_prompt)] if system_prompt else []) + chat
         if self.archive is not None:
             self.archive.save_settings(system_prompt, sampling)
-        self.settings = replace(self.settings, system_prompt=system_prompt, sampling=sampling)
-        self.set_font_size(font_size or BODY_FONT_SIZE)  # saves the settings
+        self.change_settings(system_prompt=system_prompt, sampling=sampling)
+        self.set_font_size(font_size or BODY_FONT_SIZE)
         self._say("app.settings_saved")
         self._measure_context()
 
@@ -779,99 +720,20 @@ class ChatApp:
         if self.sidebar is not None:
             self.sidebar.fonts_changed()
         if save:
-            font_size = None if size == BODY_FONT_SIZE else size
-            self.settings = replace(self.settings, font_size=font_size)
-            self._save_settings()
+            self.change_settings(font_size=None if size == BODY_FONT_SIZE else size)
 
-    def _save_settings(self) -> None:
+    def change_settings(self, **changes: object) -> None:
+        """Change what is remembered between runs, and write it (if persisting)."""
+        self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
         if not self.persist_settings:
             return
         warning = save_settings(self.settings)
         if warning:
             self._show_status(lambda: warning)
 
-    def choose_model(self) -> None:
-        """The model picker (Ctrl+M): bundled, recent, and GGUF files found on this computer."""
-        if self.model_picker is not None and self.model_picker.winfo_exists():
-            self.model_picker.lift()
-            return
-        backend = self.backends.get("llama")
-        current = getattr(backend, "model", None) if backend is not None else None
-        self.model_picker = ModelPicker(
-            self.root, translate=self.t, current=current,
-            recent=self.settings.recent_models, folder=self.settings.model_folder,
-            on_choose=self.load_model, on_folder=self._model_folder_chosen)
-
-    def _model_folder_chosen(self, folder: str) -> None:
-        self.settings = replace(self.settings, model_folder=folder)
-        self._save_settings()
-
-    def load_model(self, path: str | None) -> None:
-        """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed
-        and the new one loaded on the loader thread; the window stays responsive and says
-        so when the new model is ready (or why it failed)."""
-        if self.controller.loading:
-            self._say("app.wait_loading")  # one switch at a time: the first must finish
-            return
-        chosen = path if path is not None else bundled_model_path()
-        if chosen is not None:  # the bundled one too: next start opens what was chosen last
-            self.settings = remember_model(self.settings, chosen)
-            self._save_settings()
-        old = self.backends.get("llama")
-        backend = self.backends["llama"] = make_backend("llama", model=path)
-        self.stop()
-        self.model_ready = False
-        self.send_button.configure(state="disabled")
-        self._say("app.loading", name=backend.name)
-        current = self.controller.backend
-        if old is not None and old is not current:
-            old.close()  # idle (a lesson's scripted demo is the current backend): cheap
-        self.controller.switch_backend(backend, unload_old=old is current)
-
-    # -- export and import -----------------------------------------------------------------------
-
-    def export_conversation(self, kind: str) -> str | None:
-        """Save the current conversation as Markdown or JSON (File menu); returns the path."""
-        if self.archive is None or self.archive.conversation_id is None:
-            self._say("app.nothing_to_export")
-            return None
-        conversation_id = self.archive.conversation_id
-        title = next((c.title for c in self.archive.conversations()
-                      if c.id == conversation_id), "conversation")
-        suffix = ".md" if kind == "markdown" else ".json"
-        chosen = self.ask_save_path(
-            parent=self.root, title=self.t("menu.export_md" if kind == "markdown"
-                                           else "menu.export_json"),
-            initialfile=file_name(title, suffix), defaultextension=suffix,
-            filetypes=[("Markdown" if kind == "markdown" else "JSON", "*" + suffix)])
-        if not chosen:
-            return None  # cancelled
-        try:
-            written = self.archive.export(conversation_id, kind, Path(chosen))
-        except (StoreError, OSError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self._say("app.export_failed", path=chosen, reason=reason)
-            return None
-        self._say("app.exported", path=written)
-        return written
-
-    def import_conversation(self) -> int | None:
-        """Add a conversation from an exported JSON file and open it (File menu)."""
-        if self.archive is None:
-            return None
-        chosen = self.ask_open_path(parent=self.root, title=self.t("menu.import"),
-                                    filetypes=[("JSON", "*.json"), ("*", "*")])
-        if not chosen:
-            return None
-        try:
-            conversation = self.archive.import_file(Path(chosen))
-        except (StoreError, OSError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self._say("app.import_failed", path=chosen, reason=reason)
-            return None
-        self.show_conversation(conversation.id)
-        self._say("app.imported", title=conversation.title)
-        return conversation.id
+    def _measure_context(self) -> None:
+        if self.model_ready:
+            self.context.measure(GenerationRequest(tuple(self.history), self.sampling))
 
     def _watch_cancel(self, worker: GenerationWorker) -> None:
         """Note how long the stopped worker took to leave the model loop (live figure)."""
@@ -903,9 +765,7 @@ class ChatApp:
         if self.archive is not None:
             self.archive.close()
         if self.persist_settings:
-            self.settings = replace(self.settings, geometry=self.root.geometry(),
-                                    language=self.t.lang)
-            self._save_settings()
+            self.change_settings(geometry=self.root.geometry(), language=self.t.lang)
         for backend in self.backends.values():
             if backend is not self.controller.backend:
                 backend.close()

@@ -11,12 +11,19 @@ Main thread only.
 
 from __future__ import annotations
 
+import time
 import tkinter as tk
 from tkinter import ttk
 
+from tkchat.events import Done, Error
+from tkchat.generate.backend import GenerationRequest
+from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.i18n import Translator
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import Transcript
 
 WARN_AT = 0.75
+FOLLOW_EVERY_S = 0.25  # the meter follows a streaming answer at most this often
 NORMAL, WARN, FULL = "#555555", "#a15c00", "#b00020"
 
 
@@ -57,3 +64,79 @@ class ContextMeter(ttk.Label):
         fraction = self.fraction or 0.0
         colour = FULL if self.dropped else WARN if fraction >= WARN_AT else NORMAL
         self.configure(text=text, foreground=colour)
+
+
+class ContextWatch:
+    """Keeps the meter current and writes the policy's note into the transcript.
+
+    Main thread only. ``follow`` while an answer streams, ``after`` when it ends, ``measure``
+    when a conversation is opened (a thread counts; this polls), ``rewound`` when messages
+    are taken back (edit, regenerate), ``reset`` for another conversation.
+    """
+
+    def __init__(self, meter: ContextMeter, controller: GenerationController,
+                 transcript: Transcript, scheduler: AfterScheduler,
+                 translate: Translator) -> None:
+        self.meter = meter
+        self.controller = controller
+        self.transcript = transcript
+        self.scheduler = scheduler
+        self.t = translate
+        self._measure: ContextMeasure | None = None
+        self._followed_at = 0.0
+        self._shown = 0  # left-out messages the transcript has already told about
+        self._notes: list[tuple[int, int]] = []  # (messages before the note, left out)
+
+    def reset(self, n_ctx: int | None) -> None:
+        self.meter.clear(n_ctx)
+        self._shown, self._notes = 0, []
+
+    def follow(self) -> None:
+        """While an answer streams: prompt plus answer so far, a few times a second."""
+        now = time.perf_counter()
+        worker = self.controller.current
+        if worker is None or not worker.prompt_tokens or now - self._followed_at < FOLLOW_EVERY_S:
+            return
+        self._followed_at = now
+        self.meter.show(worker.prompt_tokens + worker.tokens, self.controller.backend.n_ctx,
+                        worker.context_dropped)
+
+    def after(self, final: Done | Error) -> None:
+        """After an answer: the meter's final figure, and the policy's note if messages were
+        left out for the first time (or more of them than before)."""
+        stats = final.stats
+        self._followed_at = 0.0
+        if not stats.prompt_tokens:
+            return
+        n_ctx = self.controller.backend.n_ctx
+        self.meter.show(stats.prompt_tokens + stats.tokens, n_ctx, stats.context_dropped)
+        if stats.context_dropped > self._shown:
+            self._shown = stats.context_dropped
+            self._notes.append((len(self.transcript.entries), stats.context_dropped))
+            self.transcript.add_note(self.t("context.dropped_note", n_ctx=f"{n_ctx:,}",
+                                            dropped=stats.context_dropped))
+
+    def rewound(self, keep: int) -> None:
+        """Only the first ``keep`` messages stay: notes after them went with the rest, so the
+        next answer may need to say it again."""
+        self._notes = [note for note in self._notes if note[0] <= keep]
+        self._shown = self._notes[-1][1] if self._notes else 0
+
+    def measure(self, request: GenerationRequest) -> None:
+        """Count what the conversation on screen takes (a thread does it; we poll)."""
+        if not any(m.role != "system" for m in request.messages):
+            return
+        self._measure = self.controller.measure_context(request)
+        self.scheduler.once("context-measure", 20, self._measured)
+
+    def _measured(self) -> None:
+        measure = self._measure
+        if measure is None:
+            return
+        if not measure.done.is_set():
+            self.scheduler.once("context-measure", 20, self._measured)
+            return
+        self._measure = None
+        if measure.result is not None and not self.controller.is_generating():
+            fit = measure.result
+            self.meter.show(fit.used, fit.n_ctx, fit.dropped)

@@ -1,0 +1,79 @@
+"""File ▸ Export and Import: a conversation as Markdown or JSON, and a JSON export back in.
+
+The store does the converting (``tkchat/store``); this part asks for the file name, writes or
+reads the file, and says how it went. Main thread only: a conversation is a small file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from tkinter import filedialog
+from typing import TYPE_CHECKING
+
+from tkchat.store import StoreError
+from tkchat.ui.history import file_name
+
+if TYPE_CHECKING:
+    from tkchat.ui.app import ChatApp
+
+
+class ConversationFiles:
+    """The export and import commands of one window."""
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+        # File choosers, replaceable by tests (a native dialog cannot be driven on Xvfb).
+        self.ask_save_path: Callable[..., str] = filedialog.asksaveasfilename
+        self.ask_open_path: Callable[..., str] = filedialog.askopenfilename
+
+    def export(self, kind: str) -> str | None:
+        """Save the current conversation as ``kind`` "markdown" or "json"; return the path
+        written (None: cancelled or failed, and the status line says why)."""
+        app, archive = self.app, self.app.archive
+        if archive is None or archive.conversation_id is None:
+            app._say("app.nothing_to_export")
+            return None
+        conversation_id = archive.conversation_id
+        title = next((c.title for c in archive.conversations() if c.id == conversation_id),
+                     "conversation")
+        suffix = ".md" if kind == "markdown" else ".json"
+        chosen = self.ask_save_path(
+            parent=app.root, title=app.t("menu.export_md" if kind == "markdown"
+                                         else "menu.export_json"),
+            initialfile=file_name(title, suffix), defaultextension=suffix,
+            filetypes=[("Markdown" if kind == "markdown" else "JSON", "*" + suffix)])
+        if not chosen:
+            return None  # cancelled
+        try:
+            written = archive.export(conversation_id, kind, Path(chosen))
+        except (StoreError, OSError) as exc:
+            app._say("app.export_failed", path=chosen, reason=_reason(exc))
+            return None
+        app._say("app.exported", path=written)
+        return written
+
+    def import_(self) -> int | None:
+        """Add a conversation from an exported JSON file and open it; return its id."""
+        app, archive = self.app, self.app.archive
+        if archive is None:
+            return None
+        chosen = self.ask_open_path(parent=app.root, title=app.t("menu.import"),
+                                    filetypes=[("JSON", "*.json"), ("*", "*")])
+        if not chosen:
+            return None
+        try:
+            conversation = archive.import_file(Path(chosen))
+        except (StoreError, OSError) as exc:
+            app._say("app.import_failed", path=chosen, reason=_reason(exc))
+            return None
+        app.show_conversation(conversation.id)
+        app._say("app.imported", title=conversation.title)
+        return conversation.id
+
+
+def _reason(exc: BaseException) -> str:
+    """The part of an error a user can act on ("No such file or directory")."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
