@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import socket
+import sqlite3
 import threading
 import time
 import tkinter as tk
@@ -25,6 +26,7 @@ import pytest
 
 from tkchat.events import Done, Error, GenerationEvent
 from tkchat.measure.display import ensure_display
+from tkchat.store import db as store_db
 from tkchat.transport.channel import EventChannel
 
 
@@ -242,3 +244,43 @@ def hostile_answer(port: int, local_png: Path) -> str:
             f'```html\n<img src="{base}/f.png">\n```',
         ]
     )
+
+
+# -- storage faults ------------------------------------------------------------------------------
+
+
+class Faults:
+    """Errors injected into every file connection the store opens from now on (the window's
+    and the writer thread's alike); switch them on and off at any moment."""
+
+    def __init__(self) -> None:
+        self.write_error: str | None = None  # raised by INSERT/UPDATE/DELETE statements
+        self.connect_error: str | None = None  # raised when connecting
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
+    """A full disk or a read-only file on demand (tests run as root, which ignores chmod)."""
+    state = Faults()
+
+    class FaultyConnection(sqlite3.Connection):
+        def execute(self, sql: str, parameters: object = (), /) -> sqlite3.Cursor:
+            if state.write_error and sql.lstrip().upper().startswith(_WRITES):
+                raise sqlite3.OperationalError(state.write_error)
+            return super().execute(sql, parameters)  # type: ignore[arg-type]
+
+    real_connect = store_db._connect
+
+    def connect(target: str, *, timeout: float, uri: bool = False) -> sqlite3.Connection:
+        if target == ":memory:":  # the fallback does not touch the faulty disk
+            return real_connect(target, timeout=timeout)
+        if state.connect_error:
+            raise sqlite3.OperationalError(state.connect_error)
+        return sqlite3.connect(target, timeout=timeout, isolation_level=None,
+                               check_same_thread=False, uri=uri, factory=FaultyConnection)
+
+    monkeypatch.setattr(store_db, "_connect", connect)
+    return state

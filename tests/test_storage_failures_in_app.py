@@ -32,12 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import Faults, pump_until
 from tkchat.events import Done
 from tkchat.generate.backend import GenerationRequest, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, database_path, open_store
-from tkchat.store import db as store_db
 from tkchat.ui.app import ChatApp
 
 pytestmark = pytest.mark.gui
@@ -58,43 +57,6 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "data"
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(folder))
     return folder
-
-
-class Faults:
-    """Errors injected into every file connection the store opens from now on (the window's
-    and the writer thread's alike); switch them on and off at any moment."""
-
-    def __init__(self) -> None:
-        self.write_error: str | None = None  # raised by INSERT/UPDATE/DELETE statements
-        self.connect_error: str | None = None  # raised when connecting
-
-
-_WRITES = ("INSERT", "UPDATE", "DELETE")
-
-
-@pytest.fixture
-def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
-    """The same seam and the same errors as tests/test_store.py's ``faults``."""
-    state = Faults()
-
-    class FaultyConnection(sqlite3.Connection):
-        def execute(self, sql: str, parameters: object = (), /) -> sqlite3.Cursor:
-            if state.write_error and sql.lstrip().upper().startswith(_WRITES):
-                raise sqlite3.OperationalError(state.write_error)
-            return super().execute(sql, parameters)  # type: ignore[arg-type]
-
-    real_connect = store_db._connect
-
-    def connect(target: str, *, timeout: float, uri: bool = False) -> sqlite3.Connection:
-        if target == ":memory:":  # the in-memory fallback does not touch the faulty disk
-            return real_connect(target, timeout=timeout)
-        if state.connect_error:
-            raise sqlite3.OperationalError(state.connect_error)
-        return sqlite3.connect(target, timeout=timeout, isolation_level=None,
-                               check_same_thread=False, uri=uri, factory=FaultyConnection)
-
-    monkeypatch.setattr(store_db, "_connect", connect)
-    return state
 
 
 @dataclass

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Faults
 from tkchat.generate.backend import Sampling
 from tkchat.store import db
 from tkchat.store.db import (
@@ -69,41 +70,6 @@ def db_path(tmp_path: Path) -> Path:
 def store(db_path: Path) -> Iterator[ConversationStore]:
     with ConversationStore(db_path) as opened:
         yield opened
-
-
-class Faults:
-    """Errors injected into every connection the store opens from now on."""
-
-    def __init__(self) -> None:
-        self.write_error: str | None = None  # raised by INSERT/UPDATE/DELETE statements
-        self.connect_error: str | None = None  # raised when connecting
-
-
-_WRITES = ("INSERT", "UPDATE", "DELETE")
-
-
-@pytest.fixture
-def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
-    state = Faults()
-
-    class FaultyConnection(sqlite3.Connection):
-        def execute(self, sql: str, parameters: object = (), /) -> sqlite3.Cursor:
-            if state.write_error and sql.lstrip().upper().startswith(_WRITES):
-                raise sqlite3.OperationalError(state.write_error)
-            return super().execute(sql, parameters)  # type: ignore[arg-type]
-
-    real_connect = db._connect
-
-    def connect(target: str, *, timeout: float, uri: bool = False) -> sqlite3.Connection:
-        if target == ":memory:":  # the fallback does not touch the faulty disk
-            return real_connect(target, timeout=timeout)
-        if state.connect_error:
-            raise sqlite3.OperationalError(state.connect_error)
-        return sqlite3.connect(target, timeout=timeout, isolation_level=None,
-                               check_same_thread=False, uri=uri, factory=FaultyConnection)
-
-    monkeypatch.setattr(db, "_connect", connect)
-    return state
 
 
 def raw_rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:

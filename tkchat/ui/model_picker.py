@@ -21,11 +21,12 @@ import tkinter.font as tkfont
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from tkinter import filedialog, ttk
-from typing import Any, Protocol
+from typing import Any
 
 from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.generate.model_finder import FoundModel, describe_size, find_models, model_places
+from tkchat.ui.translate import Translate
 
 POLL_MS = 50  # how often the dialog looks for the search's result
 ERROR_STYLE = "PickerError.TLabel"
@@ -93,16 +94,6 @@ PICKER_STRINGS: dict[str, dict[str, str]] = {
 Finder = Callable[..., list[FoundModel]]
 # What the search thread puts on the queue: (scan number, models or None, error text or None).
 ScanResult = tuple[int, list[FoundModel] | None, str | None]
-
-
-class Translate(Protocol):
-    """What the picker needs from :class:`tkchat.i18n.Translator`."""
-
-    def __call__(self, key: str, **values: object) -> str: ...
-
-    def bind(self, widget: tk.Misc, key: str, option: str = "text") -> None: ...
-
-    def on_change(self, listener: Callable[[str], None]) -> None: ...
 
 
 def _run_scan(finder: Finder, number: int, folder: str | None, recent: list[str],

@@ -17,9 +17,9 @@ import tkinter as tk
 from collections.abc import Callable
 from dataclasses import replace
 from tkinter import ttk
-from typing import Protocol
 
 from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
+from tkchat.ui.translate import Translate
 
 TEMPERATURE_RANGE = (0.0, 2.0)
 TOP_P_RANGE = (0.05, 1.0)
@@ -78,16 +78,6 @@ SETTINGS_STRINGS: dict[str, dict[str, str]] = {
         "settings.error.seed": "请留空，或输入 0 到 {high} 之间的整数。",
     },
 }
-
-
-class Translate(Protocol):
-    """What the dialog needs from :class:`tkchat.i18n.Translator`."""
-
-    def __call__(self, key: str, **values: object) -> str: ...
-
-    def bind(self, widget: tk.Misc, key: str, option: str = "text") -> None: ...
-
-    def on_change(self, listener: Callable[[str], None]) -> None: ...
 
 
 # A field's problem, to be translated when shown: (string key, format values).

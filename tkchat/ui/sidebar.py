@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from tkinter import ttk
-from typing import Protocol
 
 from tkchat.store.db import Conversation
+from tkchat.ui.translate import Translate
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
 UNDO_TIMEOUT_MS = 8000  # how long the "Undo" bar stays after a delete
@@ -63,16 +63,6 @@ SIDEBAR_STRINGS: dict[str, dict[str, str]] = {
         "sidebar.days_ago": "{days} 天前",
     },
 }
-
-
-class Translate(Protocol):
-    """What the sidebar needs from :class:`tkchat.i18n.Translator`."""
-
-    def __call__(self, key: str, **values: object) -> str: ...
-
-    def bind(self, widget: tk.Misc, key: str, option: str = "text") -> None: ...
-
-    def on_change(self, listener: Callable[[str], None]) -> None: ...
 
 
 def format_when(timestamp: float, now: float, translate: Callable[..., str]) -> str:
