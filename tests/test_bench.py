@@ -48,11 +48,27 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     assert fixed["lag_p50_ms"] <= fixed["lag_p99_ms"] <= fixed["lag_max_ms"]
     assert runs["idle"]["tokens"] is None and runs["raw"]["lag_p99_ms"] is None
     assert {t["target"] for t in data["targets"]} >= {"flood lag p99 <= 16 ms"}
-    assert runs["history"]["long_tasks"] is not None and runs["history"]["messages"] == 200
+    history = runs["history"]
+    assert history["long_tasks"] is not None and history["messages"] == 200
+    # the main-thread store calls, timed on a history of many conversations
+    assert history["conversations"] > 200
+    assert all(history[f"{call}_ms"] >= 0 for call in ("list", "search", "rename", "delete",
+                                                       "restore"))
     text = (report / "report.md").read_text()
     assert "lag-timeline.png" in text and "lag-vs-length.png" in text
     for png in ("lag-timeline.png", "lag-vs-length.png"):
         assert (report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_scripted_flood_gives_broken_modes_a_short_answer(display: None,
+                                                            tmp_path: Path) -> None:
+    """A broken mode at flood length would run for hours (per-chunk-render is quadratic):
+    they get at most 600 tokens, whatever resets the window between runs."""
+    data = bench(tmp_path, "--backend", "scripted", "--rate", "5000", "--tokens", "700",
+                 "--modes", "fixed,blocking")
+    runs = {run["mode"]: run for run in data["runs"]}
+    assert runs["fixed"]["tokens"] == 700
+    assert runs["blocking"]["tokens"] == 600
 
 
 @pytest.mark.model

@@ -382,10 +382,10 @@ class Bench:
         with real clicks on Ping all along."""
         app = self.app
         app.set_mode(mode)
-        app.sampling = sampling
         rss = _RssSampler(self.root)
         result["rss_start"] = rss.start()
         app.new_chat()  # the same one-question prompt as raw, not a growing conversation
+        app.sampling = sampling  # after new_chat, which starts from the defaults
         inserts_before = app.transcript.inserts
         finished_before = len(app.finished)
         slices_before = len(app.transcript.painter.slice_ms)
