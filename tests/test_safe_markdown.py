@@ -24,6 +24,7 @@ from tkchat.render.safe_markdown import (
     markdown_to_safe_html,
     sanitize_html,
     split_blocks,
+    split_blocks_with_code,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -741,3 +742,14 @@ def test_fenced_code_is_what_copy_code_copies(block: str, code: str) -> None:
 @pytest.mark.parametrize("block", ["a paragraph", "    indented code", "- a list", "`inline`"])
 def test_fenced_code_is_none_for_anything_else(block: str) -> None:
     assert fenced_code(block) is None
+
+
+def test_split_blocks_with_code_marks_the_last_piece_of_each_fence() -> None:
+    code = "\n".join(f"line_{i} = {i}  # a long enough line of code" for i in range(80))
+    text = f"Intro.\n\n```python\n{code}\n```\n\nMiddle.\n\n~~~\nshort\n~~~\n\nEnd."
+    marked = split_blocks_with_code(text, 1000)
+    assert [block for block, _ in marked] == split_blocks(text, 1000)
+    fence_pieces = [i for i, (block, _) in enumerate(marked) if block.startswith("```")]
+    assert len(fence_pieces) > 1  # the long fence was split for rendering ...
+    codes = [(i, c) for i, (_, c) in enumerate(marked) if c is not None]
+    assert codes == [(fence_pieces[-1], code), (len(marked) - 2, "short")]  # ... one link

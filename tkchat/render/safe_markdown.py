@@ -573,6 +573,23 @@ def split_blocks(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
     return _split_blocks(text, max_chars, 0)
 
 
+def split_blocks_with_code(text: str,
+                           max_chars: int = DEFAULT_MAX_CHARS) -> list[tuple[str, str | None]]:
+    """:func:`split_blocks`, each block paired with the code of the fenced code block it
+    ends (None for every other block): a code block split into several pieces gets its whole
+    code with its last piece, so one "Copy code" link copies all of it. One pass."""
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    marked: list[tuple[str, str | None]] = []
+    for raw in _scan(lines):
+        pieces = [b for b in _split_raw(raw, max_chars, 0) if b.strip()]
+        marked.extend((piece, None) for piece in pieces)
+        if raw.kind == "fence" and pieces:
+            marked[-1] = (marked[-1][0], fenced_code("\n".join(raw.lines)))
+    return marked
+
+
 def _split_blocks(text: str, max_chars: int, depth: int) -> list[str]:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     blocks: list[str] = []

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from tkchat.render.safe_markdown import block_to_html, fenced_code, split_blocks
+from tkchat.render.safe_markdown import block_to_html, split_blocks_with_code
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -110,16 +110,10 @@ class MarkdownPainter:
         on_done: Callable[[], None] | None = None,
     ) -> None:
         """Schedule rendering of the text between two marks (which must stay in place)."""
-        blocks: list[str] = []
-        codes: dict[int, str] = {}
-        # Split in two steps so a code block longer than one block still gets one "Copy
-        # code" link, under its last piece, that copies all of it.
-        for whole in split_blocks(markdown_text, len(markdown_text) + 1):
-            blocks.extend(split_blocks(whole, MAX_BLOCK_CHARS))
-            code = fenced_code(whole)
-            if code is not None and blocks:
-                codes[len(blocks) - 1] = code
-        job = _Job(start_mark, end_mark, blocks, extra_tags, on_done, codes)
+        marked = split_blocks_with_code(markdown_text, MAX_BLOCK_CHARS)
+        codes = {index: code for index, (_block, code) in enumerate(marked) if code is not None}
+        job = _Job(start_mark, end_mark, [block for block, _code in marked], extra_tags, on_done,
+                   codes)
         self._queue.append(job)
         if len(self._queue) == 1:
             self.scheduler.once("markdown", 0, self._slice)
