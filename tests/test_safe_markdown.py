@@ -21,10 +21,10 @@ from tkchat.render.safe_markdown import (
     DEFAULT_MAX_CHARS,
     block_to_html,
     fenced_code,
+    iter_blocks_with_code,
     markdown_to_safe_html,
     sanitize_html,
     split_blocks,
-    split_blocks_with_code,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -744,10 +744,10 @@ def test_fenced_code_is_none_for_anything_else(block: str) -> None:
     assert fenced_code(block) is None
 
 
-def test_split_blocks_with_code_marks_the_last_piece_of_each_fence() -> None:
+def test_iter_blocks_with_code_marks_the_last_piece_of_each_fence() -> None:
     code = "\n".join(f"line_{i} = {i}  # a long enough line of code" for i in range(80))
     text = f"Intro.\n\n```python\n{code}\n```\n\nMiddle.\n\n~~~\nshort\n~~~\n\nEnd."
-    marked = split_blocks_with_code(text, 1000)
+    marked = list(iter_blocks_with_code(text, 1000))
     assert [block for block, _ in marked] == split_blocks(text, 1000)
     fence_pieces = [i for i, (block, _) in enumerate(marked) if block.startswith("```")]
     assert len(fence_pieces) > 1  # the long fence was split for rendering ...
