@@ -50,6 +50,7 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     assert {t["target"] for t in data["targets"]} >= {"flood lag p99 <= 16 ms"}
     history = runs["history"]
     assert history["long_tasks"] is not None and history["messages"] == 200
+    assert history["chars"] >= 100_000  # the size: 200 messages, 100,000 characters
     # the main-thread store calls, timed on a history of many conversations
     assert history["conversations"] > 200
     assert all(history[f"{call}_ms"] >= 0 for call in ("list", "search", "rename", "delete",
