@@ -213,6 +213,7 @@ class Translator:
         self.lang = lang
         self._bound: list[tuple[tk.Misc, str, str]] = []
         self._listeners: list[Callable[[str], None]] = []
+        self._prune_at = 64  # forget destroyed widgets once the lists grow past this
 
     def __call__(self, key: str, **values: object) -> str:
         text = STRINGS[self.lang].get(key)
@@ -224,10 +225,22 @@ class Translator:
         """Label ``widget`` now and again whenever the language changes."""
         widget.configure({option: self(key)})  # type: ignore[call-arg]
         self._bound.append((widget, option, key))
+        self._maybe_prune()
 
     def on_change(self, listener: Callable[[str], None]) -> None:
-        """Call ``listener(lang)`` after every language change (for text built on the fly)."""
+        """Call ``listener(lang)`` after every language change (for text built on the fly).
+        A widget's bound method is dropped once that widget is destroyed (a closed dialog)."""
         self._listeners.append(listener)
+        self._maybe_prune()
+
+    def _maybe_prune(self) -> None:
+        """Dialogs come and go: without this, each one opened stayed referenced forever."""
+        if len(self._bound) + len(self._listeners) < self._prune_at:
+            return
+        self._bound = [entry for entry in self._bound if _alive(entry[0])]
+        self._listeners = [listener for listener in self._listeners
+                           if _alive(getattr(listener, "__self__", None))]
+        self._prune_at = max(64, 2 * (len(self._bound) + len(self._listeners)))
 
     def set_language(self, lang: str) -> None:
         if lang not in LANGUAGES:
@@ -238,6 +251,16 @@ class Translator:
                 widget.configure({option: self(key)})  # type: ignore[call-arg]
         for listener in self._listeners:
             listener(lang)
+
+
+def _alive(owner: object) -> bool:
+    """False for a destroyed widget; True for anything that is not a widget."""
+    if not isinstance(owner, tk.Misc):
+        return True
+    try:
+        return bool(owner.winfo_exists())
+    except tk.TclError:  # its whole Tk is gone
+        return False
 
 
 def has_cjk_font(widget: tk.Misc) -> bool:
