@@ -319,6 +319,20 @@ def test_sampling_values_fall_back_one_by_one(path: Path) -> None:
                              "sampling.top_p"]  # min_p is unknown (newer), not invalid
 
 
+@pytest.mark.parametrize(("name", "value"), [
+    ("temperature", 99), ("temperature", -0.5), ("top_p", 0.0), ("top_p", 1.5),
+    ("max_tokens", 10**9), ("max_tokens", -1), ("seed", -3), ("seed", 2**32),
+])
+def test_sampling_values_out_of_range_fall_back_and_are_named(path: Path, name: str,
+                                                              value: object) -> None:
+    """The same limits as the settings dialog (tkchat/generate/backend.py)."""
+    write_json(path, {"sampling": {name: value, "top_k": 12}})
+    settings, warning = load_settings(path)
+    assert getattr(settings.sampling, name) == getattr(Sampling(), name)
+    assert settings.sampling.top_k == 12  # the rest is kept
+    assert warning is not None and warning.endswith(f"defaults are used: sampling.{name}.")
+
+
 def test_bad_recent_models_are_dropped_and_good_ones_kept(path: Path, tmp_path: Path) -> None:
     good = [str(tmp_path / "a.gguf"), str(tmp_path / "b.gguf")]
     write_json(path, {"recent_models": [good[0], 3, "relative.gguf", "", None, good[1]]})

@@ -36,6 +36,14 @@ class Sampling:
     seed: int | None = None
 
 
+# What the window lets a user choose (the settings dialog) and what a saved or imported
+# conversation may ask for; anything outside falls back to the default.
+TEMPERATURE_RANGE = (0.0, 2.0)
+TOP_P_RANGE = (0.05, 1.0)
+MAX_TOKENS_RANGE = (1, 32768)
+SEED_MAX = 2**32 - 1  # llama.cpp takes a 32-bit unsigned seed (the HTTP API caps it too)
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationRequest:
     messages: tuple[Message, ...]

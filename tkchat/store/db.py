@@ -48,7 +48,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from tkchat.generate.backend import Message, Sampling
+from tkchat.generate.backend import (
+    MAX_TOKENS_RANGE,
+    SEED_MAX,
+    TEMPERATURE_RANGE,
+    TOP_P_RANGE,
+    Message,
+    Sampling,
+)
 from tkchat.store.paths import database_path
 
 Role = Literal["system", "user", "assistant"]
@@ -122,13 +129,23 @@ def sampling_from_settings(settings: Mapping[str, Any]) -> Sampling:
     chosen: dict[str, Any] = {}
     for name in _SAMPLING_KEYS:
         value, default = settings.get(name), getattr(defaults, name)
-        if name == "seed" and (value is None or _is_int(value)):
+        if name == "seed" and (value is None or _is_int(value) and 0 <= value <= SEED_MAX):
             chosen[name] = value
-        elif isinstance(default, float) and _is_number(value):
+        elif isinstance(default, float) and _is_number(value) and _in_range(name, value):
             chosen[name] = float(value)  # type: ignore[arg-type]
-        elif _is_int(default) and _is_int(value):
+        elif _is_int(default) and _is_int(value) and _in_range(name, value):
             chosen[name] = value
     return Sampling(**chosen)
+
+
+_RANGES = {"temperature": TEMPERATURE_RANGE, "top_p": TOP_P_RANGE,
+           "max_tokens": (0, MAX_TOKENS_RANGE[1])}  # 0: no limit, as the backends read it
+
+
+def _in_range(name: str, value: Any) -> bool:
+    """Within what the settings dialog offers (a hand-edited file may say anything)."""
+    low, high = _RANGES.get(name, (float("-inf"), float("inf")))
+    return bool(low <= value <= high)
 
 
 def _is_int(value: object) -> bool:

@@ -18,14 +18,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from tkinter import ttk
 
-from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
+from tkchat.generate.backend import (
+    DEFAULT_SYSTEM_PROMPT,
+    MAX_TOKENS_RANGE,
+    SEED_MAX,
+    TEMPERATURE_RANGE,
+    TOP_P_RANGE,
+    Sampling,
+)
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
 from tkchat.ui.translate import Translate
 
-TEMPERATURE_RANGE = (0.0, 2.0)
-TOP_P_RANGE = (0.05, 1.0)
-MAX_TOKENS_RANGE = (1, 32768)
-SEED_MAX = 2**32 - 1  # llama.cpp takes a 32-bit unsigned seed (the HTTP API caps it too)
 FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the same range
 
 FIELDS = ("temperature", "top_p", "max_tokens", "seed", "font_size")
