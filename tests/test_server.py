@@ -516,3 +516,20 @@ def test_a_prompt_longer_than_the_context_is_a_context_overflow_event(model: Liv
     assert events[0].kind == "context_overflow" and "512" in events[0].message
     status, _, payload = model.fetch_json("POST", "/v1/chat/completions", long)
     assert status == 400 and payload["error"]["kind"] == "context_overflow"
+
+
+@pytest.mark.model
+def test_a_long_conversation_is_fitted_on_chat_but_refused_by_the_openai_api(model: Live) -> None:
+    """/chat applies tkchat's context policy (the oldest turns go, and the done event says how
+    many); an OpenAI client manages its own context, so /v1 answers with context_overflow."""
+    turns = []
+    for index in range(12):
+        turns += [{"role": "user", "content": f"question {index}: " + "tea and cats " * 12},
+                  {"role": "assistant", "content": "an answer about tea and cats " * 5}]
+    body = {"messages": [*turns, {"role": "user", "content": "and the newest question?"}],
+            "max_tokens": 8, "seed": 1}
+    text, final = check_contract(model.events(body))
+    assert isinstance(final, Done), final
+    assert final.stats.context_dropped > 0 and final.stats.prompt_tokens + 8 <= 512
+    status, _, payload = model.fetch_json("POST", "/v1/chat/completions", body)
+    assert status == 400 and payload["error"]["kind"] == "context_overflow", payload

@@ -48,6 +48,10 @@ SEED_MAX = 2**32 - 1  # llama.cpp takes a 32-bit unsigned seed (the HTTP API cap
 class GenerationRequest:
     messages: tuple[Message, ...]
     sampling: Sampling = field(default_factory=Sampling)
+    # True: a chat too long for the context loses its oldest turns (tkchat/generate/context.py).
+    # False: it fails with ``context_overflow`` — what an OpenAI-compatible client expects,
+    # since it manages its own context.
+    fit_context: bool = True
 
 
 class BackendError(Exception):

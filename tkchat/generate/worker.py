@@ -89,8 +89,9 @@ class GenerationWorker:
         policy of :mod:`tkchat.generate.context` where the backend knows its context size (a
         remote server applies its own)."""
         request = self.request
-        if not getattr(self.backend, "context_known", True):
-            self.prompt_tokens = self.backend.count_tokens(request.messages)  # an estimate
+        if not request.fit_context or not getattr(self.backend, "context_known", True):
+            # the backend's count (an estimate, for a remote server)
+            self.prompt_tokens = self.backend.count_tokens(request.messages)
             return request
         fit = fit_to_context(request.messages, self.backend.count_tokens, self.backend.n_ctx,
                              request.sampling.max_tokens)

@@ -57,8 +57,11 @@ anything else is 403 — a web page on another site, or one that rebinds its DNS
 127.0.0.1, cannot drive the model. No CORS headers at all. Bodies over ``max_body_bytes``
 → 413; prompts over ``max_prompt_chars`` → 413 ``prompt_too_long``; malformed JSON or a wrong
 shape → 400 ``bad_request``; all errors are ``{"error": {"kind", "message"}}``. Unknown keys in
-a request are ignored (OpenAI clients send many). A prompt longer than the model's context
-comes back as the stream's ``error`` event with kind ``context_overflow``.
+a request are ignored (OpenAI clients send many). On ``/chat`` a conversation longer than the
+model's context loses its oldest turns (tkchat's policy, ``tkchat/generate/context.py``; the
+``done`` event's ``stats.context_dropped`` says how many), and a single message too long for
+it comes back as the stream's ``error`` event with kind ``context_overflow``; the OpenAI API
+leaves the context to its client and answers any prompt too long with ``context_overflow``.
 """
 
 from __future__ import annotations
@@ -258,8 +261,10 @@ def _too_large(limit: int) -> RequestRejected:
     return RequestRejected(413, "body_too_large", f"The request body is over {limit} bytes.")
 
 
-def parse_chat_request(payload: Any, max_prompt_chars: int) -> GenerationRequest:
-    """A JSON body (``/chat`` or the OpenAI shape) as a request for the worker, or 400/413."""
+def parse_chat_request(payload: Any, max_prompt_chars: int, *,
+                       fit_context: bool = True) -> GenerationRequest:
+    """A JSON body (``/chat`` or the OpenAI shape) as a request for the worker, or 400/413.
+    ``fit_context``: see :class:`GenerationRequest` (``/chat`` fits, the OpenAI API does not)."""
     if not isinstance(payload, dict):
         raise bad_request("The body must be a JSON object.")
     messages = _parse_messages(payload.get("messages"))
@@ -270,7 +275,7 @@ def parse_chat_request(payload: Any, max_prompt_chars: int) -> GenerationRequest
             f"The messages hold {chars} characters; this server accepts at most "
             f"{max_prompt_chars}. Shorten the conversation.",
         )
-    return GenerationRequest(messages, _parse_sampling(payload))
+    return GenerationRequest(messages, _parse_sampling(payload), fit_context=fit_context)
 
 
 def _parse_messages(value: Any) -> tuple[Message, ...]:
@@ -572,7 +577,7 @@ class ChatServer:
 
     async def openai_chat(self, request: Request) -> Response | GenerationResponse:
         payload = await read_json(request, self.max_body_bytes)
-        generation = parse_chat_request(payload, self.max_prompt_chars)
+        generation = parse_chat_request(payload, self.max_prompt_chars, fit_context=False)
         stream = payload.get("stream", False)
         if not isinstance(stream, bool):
             raise bad_request('"stream" must be true or false.')
