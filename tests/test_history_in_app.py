@@ -168,3 +168,25 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     app._search("coffee")
     results = archive.search("coffee")
     assert [c.id for c, _snippet in results] == [second]
+
+
+def test_a_prompt_from_the_command_line_starts_its_own_chat(
+        data_dir: Path, root: tk.Tk, make_app) -> None:
+    """``tkchat --prompt ... --seed 3``: a new chat with the command line's sampling, not a
+    follow-up in yesterday's conversation with yesterday's sampling."""
+    from tkchat.generate.backend import Sampling
+
+    with ConversationStore(database_path()) as store:
+        old = store.create("yesterday", settings={"seed": 99, "max_tokens": 5})
+        store.add_message(old.id, "user", "old question")
+        store.add_message(old.id, "assistant", "old answer")
+    app = make_app(ScriptedBackend(rate=0, tokens=6), history=True, autosend="fresh question",
+                   sampling=Sampling(seed=3, max_tokens=6))
+    pump_until(root, lambda: bool(app.finished), what="the --prompt answer")
+    assert "old question" not in app.transcript.plain_text()
+    assert app.sampling.seed == 3
+    assert app.archive is not None and app.archive.store is not None
+    new_id = app.archive.conversation_id
+    assert new_id is not None and new_id != old.id
+    assert [m.content for m in app.archive.store.messages(old.id)] == ["old question",
+                                                                       "old answer"]

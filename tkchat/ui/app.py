@@ -515,8 +515,10 @@ class ChatApp:
     # -- saved conversations ---------------------------------------------------------------------
 
     def _history_ready(self, conversations: list[Conversation]) -> None:
-        """The store is open: reopen the latest conversation, unless one has begun."""
-        if conversations and not self.transcript.answers:
+        """The store is open: reopen the latest conversation, unless one has begun or a
+        ``--prompt`` is waiting (a question from the command line starts its own chat, with
+        the command line's sampling)."""
+        if conversations and not self.transcript.answers and not self.autosend:
             self.show_conversation(conversations[0].id)
         self._refresh_sidebar()
         self._maybe_autosend()
