@@ -143,3 +143,27 @@ def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> Non
     alive = sum(ref() is not None for ref in gone)
     assert alive < 5, f"{alive} of 40 closed dialogs are still referenced"
     translate.set_language("zh")  # and a language change after all that is clean
+
+
+def test_headers_and_links_already_on_screen_follow_the_language(root: tk.Tk, make_app) -> None:
+    fence = "```\nprint('hi')\n```"
+    app = make_app(ScriptedBackend(rate=0, text=f"Here:\n\n{fence}\n"), language="en")
+    app.send("hello")
+    pump_until(root, lambda: bool(app.finished) and not app.transcript.painter.busy,
+               what="the rendered answer")
+    app.toggle_language()
+    zh = STRINGS["zh"]
+    shown = app.transcript.plain_text()
+    for key in ("transcript.you", "transcript.assistant", "transcript.copy", "transcript.edit",
+                "transcript.copy_code"):
+        assert zh[key] in shown, key
+    for key in ("transcript.you", "transcript.assistant", "transcript.copy_code"):
+        assert STRINGS["en"][key] not in shown, key
+    assert "hello" in shown and "print('hi')" in shown  # content is not translated
+    # the links still work: the right message, the right code
+    question = app.transcript.entries[0]
+    assert app.transcript.link_index(question, "edit") is not None
+    app.transcript.act("edit", question)
+    assert app.input.get("1.0", "end-1c") == "hello"
+    start = app.transcript.text.tag_ranges("copy-code")[0]
+    assert app.transcript.painter.code_at(str(start)) == "print('hi')"

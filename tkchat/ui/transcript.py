@@ -87,6 +87,7 @@ class Transcript(ttk.Frame):
         for tag in ("action", COPY_CODE_TAG):
             self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
             self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
+        translate.on_change(lambda _lang: self.relabel())
         self.painter = MarkdownPainter(self.text, scheduler,
                                        copy_code_label=lambda: self.t("transcript.copy_code"))
         self.answers: list[AnswerView] = []
@@ -123,7 +124,7 @@ class Transcript(ttk.Frame):
 
     def _header(self, who: str, actions: tuple[str, ...]) -> list[object]:
         """Insert arguments for a header line: who, then the links."""
-        args: list[object] = [self.t(who), ("who",)]
+        args: list[object] = [self.t(who), ("who", _label_tag(who))]
         for action in actions:
             args += ["   ", ("who",), self.t(f"transcript.{action}"),
                      ("who", "action", f"act-{action}")]
@@ -232,6 +233,22 @@ class Transcript(ttk.Frame):
         links.configure(size=max(6, size - 2))
         self.painter.set_body_size(size)
 
+    def relabel(self) -> None:
+        """After a language change: the headers and links already on screen, in the new
+        language (the messages themselves are content, and stay as they are)."""
+        labels = [(_label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
+        labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
+        labels.append((COPY_CODE_TAG, "transcript.copy_code"))
+        with writable(self.text):
+            for tag, key in labels:
+                ranges = self.text.tag_ranges(tag)
+                new = self.t(key)
+                # Last first, so the indices of the ranges still to do stay valid.
+                for start, end in reversed(list(zip(ranges[::2], ranges[1::2], strict=True))):
+                    tags = self.text.tag_names(start)
+                    self.text.insert(end, new, tags)
+                    self.text.delete(start, end)
+
     # -- links ---------------------------------------------------------------------------------
 
     def entry_at(self, index: str) -> UserView | AnswerView | None:
@@ -286,6 +303,11 @@ class Transcript(ttk.Frame):
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
         return str(self.text.tk.call(self.text._w, "get", "-displaychars", "1.0", "end-1c"))
+
+
+def _label_tag(key: str) -> str:
+    """The tag that finds a header's role word again ("transcript.you" -> "label-you")."""
+    return "label-" + key.rsplit(".", 1)[-1]
 
 
 def _rendered(view: AnswerView) -> None:
