@@ -575,6 +575,16 @@ def test_ctrl_l_and_the_menu_put_the_cursor_at_the_end_of_the_message_box(
     assert app.input.get("1.0", "end-1c") == "a draft\nof two lines"
 
 
+
+def test_ctrl_a_selects_the_whole_message_box(root: tk.Tk, make_app) -> None:
+    """Tk's Text reads Ctrl+A as "start of line"; in a chat box users mean "select all", and
+    typing then replaces what they wrote (as after Edit)."""
+    app = make_app(ScriptedBackend(rate=0))
+    app.input.insert("1.0", "first line\nsecond line")
+    press(root, app.input, "<Control-a>")
+    assert app.input.get("sel.first", "sel.last") == "first line\nsecond line"
+
+
 # -- 8. the menu bar ----------------------------------------------------------------------------
 
 

@@ -67,8 +67,8 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "transcript.copy_code": "Copy code",
         "app.copied.message": "Copied the message to the clipboard.",
         "app.copied.code": "Copied the code to the clipboard.",
-        "app.editing": "Editing message {number}: Enter sends it in place of the old one and "
-                       "everything after it; Esc cancels.",
+        "app.editing": "Editing message {number}: Enter replaces it and all after it; Esc "
+                       "cancels.",
         "app.edit_cancelled": "Edit cancelled.",
         "app.regenerate_none": "There is no answer to regenerate yet.",
         "app.settings_saved": "Settings saved: they apply from the next answer.",
@@ -152,8 +152,7 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "transcript.copy_code": "复制代码",
         "app.copied.message": "已把这条消息复制到剪贴板。",
         "app.copied.code": "已把代码复制到剪贴板。",
-        "app.editing": "正在编辑第 {number} 条消息：按回车发送，它会替换原消息及其后的全部内容；"
-                       "按 Esc 取消。",
+        "app.editing": "正在编辑第 {number} 条消息：回车替换它及其后的全部内容；Esc 取消。",
         "app.edit_cancelled": "已取消编辑。",
         "app.regenerate_none": "还没有可以重新生成的回答。",
         "app.settings_saved": "设置已保存：从下一段回答开始生效。",

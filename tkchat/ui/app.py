@@ -238,6 +238,8 @@ class ChatApp:
         self.menubar = MenuBar(root, self.t, commands)
         self.input.bind("<Return>", self._on_return)
         self.input.bind("<Shift-Return>", self._on_shift_return)
+        # Tk's Text reads Ctrl+A as "start of line" (Emacs); in a chat box it means "all".
+        self.input.bind("<Control-a>", self._select_all_input)
         keys: dict[str, Callable[[], object]] = {
             "<Escape>": self._escape, "<Control-q>": self.close, "<Control-n>": self.new_chat,
             "<Control-l>": self.focus_input, "<Control-r>": self.regenerate,
@@ -265,6 +267,11 @@ class ChatApp:
     def _on_return(self, _event: tk.Event) -> str:
         self.send()
         return "break"  # Enter sends; the newline is not inserted
+
+    def _select_all_input(self, _event: tk.Event) -> str:
+        self.input.tag_add("sel", "1.0", "end-1c")
+        self.input.mark_set("insert", "end-1c")
+        return "break"
 
     def _on_shift_return(self, _event: tk.Event) -> str:
         self.input.insert("insert", "\n")
