@@ -342,6 +342,28 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
 # -- 4. regenerate ------------------------------------------------------------------------------
 
 
+def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_answers_anew(
+        root: tk.Tk, make_app) -> None:
+    """With a fixed seed the same chat gives the same answer, so a regenerate that kept the
+    seed would change nothing: each one takes the next seed (still reproducible)."""
+    bundled = bundled_model_path()
+    assert bundled is not None
+    app = make_app(LlamaBackend(str(bundled)),
+                   sampling=Sampling(seed=11, max_tokens=24, temperature=1.0))
+    app.send("Name a colour and a fruit.")
+    finish(root, app, 1)
+    answers = [app.transcript.entries[-1].text]
+    for count in (2, 3):
+        assert app.regenerate()
+        finish(root, app, count)
+        answers.append(app.transcript.entries[-1].text)
+    assert app.sampling.seed == 11  # the conversation's own setting is unchanged
+    assert len(set(answers)) > 1, answers
+    app.send("And a vegetable?")  # a new question starts again from the seed itself
+    finish(root, app, 4)
+    assert app._regenerations == 0
+
+
 def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(
     root: tk.Tk, make_app
 ) -> None:

@@ -128,6 +128,7 @@ class ChatApp:
         self.sidebar: ConversationSidebar | None = None
         self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
         self.editing: UserView | None = None  # the past question being edited, if any
+        self._regenerations = 0  # of the last answer (a new question starts again at 0)
         self.settings_dialog: ChatSettingsDialog | None = None
         self.files = ConversationFiles(self)  # File > Export, Import
         self.models = ModelSwitch(self)  # Model > Choose model
@@ -293,6 +294,7 @@ class ChatApp:
             if self.editing is not None:
                 self._rewind_to(self.editing)
         self.editing = None
+        self._regenerations = 0
         self.transcript.add_user(prompt)
         self.history.append(Message("user", prompt))
         if self.archive is not None:
@@ -308,8 +310,9 @@ class ChatApp:
             return False
         return True
 
-    def _generate(self) -> bool:
-        """Answer the chat as it stands (the last message is the user's)."""
+    def _generate(self, sampling: Sampling | None = None) -> bool:
+        """Answer the chat as it stands (the last message is the user's), with ``sampling``
+        or the conversation's."""
         self.answer = self.transcript.begin_answer()
         if self.archive is not None:
             self.archive.answer_started(self.answer)
@@ -324,7 +327,8 @@ class ChatApp:
         else:
             self._say("app.generating")
         self.probe.reset_peaks()  # the live figures of a lesson count from this question
-        self.pipeline.start(self, GenerationRequest(tuple(self.history), self.sampling))
+        self.pipeline.start(self, GenerationRequest(tuple(self.history),
+                                                    sampling or self.sampling))
         self._update_actions()
         return True
 
@@ -342,7 +346,12 @@ class ChatApp:
             return False
         self.editing = None
         self._rewind_to(entries[-1])
-        return self._generate()
+        # With a fixed seed the same chat gives the same answer: each regenerate of this
+        # answer takes the next seed, so it differs and is still reproducible.
+        self._regenerations += 1
+        seed = self.sampling.seed
+        return self._generate(None if seed is None else
+                              replace(self.sampling, seed=(seed + self._regenerations) % 2**32))
 
     def edit(self, view: UserView) -> None:
         """Put a past question in the box; sending it replaces it and all that follows."""
