@@ -22,7 +22,8 @@ def _model_options() -> argparse.ArgumentParser:
                        help="llama: a local GGUF model (default); scripted: a reproducible "
                             "answer at a chosen token rate, for demos and floods")
     group.add_argument("--model", metavar="PATH",
-                       help=f"GGUF file to load (default: ${ENV_VAR}, else the bundled "
+                       help=f"GGUF file to load (default: ${ENV_VAR}, else the model chosen "
+                            "last time in Model > Choose model, else the bundled "
                             "SmolLM2-135M-Instruct)")
     group.add_argument("--rate", type=float, default=None,
                        help="scripted backend: tokens per second (0 = as fast as possible)")
@@ -53,7 +54,8 @@ def _window_options() -> argparse.ArgumentParser:
     group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
     group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
     group.add_argument("--lang", choices=["en", "zh"], default=None,
-                       help="interface and lessons language (default: the system's)")
+                       help="interface and lessons language (default: the saved setting, "
+                            "else the system's)")
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument("--no-history", action="store_true",
                        help="keep nothing on disk and start from the default settings "
