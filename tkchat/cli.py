@@ -22,9 +22,9 @@ def _model_options() -> argparse.ArgumentParser:
                        help="llama: a local GGUF model (default); scripted: a reproducible "
                             "answer at a chosen token rate, for demos and floods")
     group.add_argument("--model", metavar="PATH",
-                       help=f"GGUF file to load (default: ${ENV_VAR}, else the model chosen "
-                            "last time in Model > Choose model, else the bundled "
-                            "SmolLM2-135M-Instruct)")
+                       help=f"GGUF file to load (default: ${ENV_VAR}, else, in the chat "
+                            "window, the model chosen last time in Model > Choose model, "
+                            "else the bundled SmolLM2-135M-Instruct)")
     group.add_argument("--rate", type=float, default=None,
                        help="scripted backend: tokens per second (0 = as fast as possible)")
     group.add_argument("--tokens", type=int, default=None,
