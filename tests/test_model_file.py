@@ -197,3 +197,18 @@ def test_real_bundled_model_when_installed(monkeypatch: pytest.MonkeyPatch) -> N
     assert chosen.suffix == ".gguf"
     assert chosen.is_file()
     assert check_gguf(chosen) == chosen.resolve()
+
+
+def test_the_window_loads_the_model_chosen_last_time_unless_told_otherwise(
+        tmp_path: Path) -> None:
+    from tkchat.cli import window_model
+
+    chosen = tmp_path / "chosen.gguf"
+    chosen.write_bytes(b"GGUF" + bytes(16))
+    recent = [str(chosen), str(tmp_path / "older.gguf")]
+    assert window_model(None, recent, {}) == str(chosen)
+    assert window_model("given.gguf", recent, {}) == "given.gguf"  # --model wins
+    assert window_model(None, recent, {"TKCHAT_MODEL": "env.gguf"}) is None  # the env wins
+    assert window_model(None, [], {}) is None  # the bundled model
+    chosen.unlink()
+    assert window_model(None, recent, {}) is None  # gone since: the bundled one, not an error

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from tkchat import __version__
@@ -179,6 +180,15 @@ def _child_model_args(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def window_model(given: str | None, recent: list[str], environ: Mapping[str, str]) -> str | None:
+    """The model the chat window loads: ``--model``, else ``$TKCHAT_MODEL`` (None here: the
+    backend reads it), else the one chosen last time if it is still there, else None (the
+    bundled model)."""
+    if given is not None or environ.get(ENV_VAR):
+        return given
+    return recent[0] if recent and Path(recent[0]).is_file() else None
+
+
 def run_app(args: argparse.Namespace) -> int:
     import tkinter as tk
     from dataclasses import replace
@@ -186,7 +196,6 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.generate.backend import Backend
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
-    from tkchat.generate.model_file import ENV_VAR
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
@@ -199,10 +208,7 @@ def run_app(args: argparse.Namespace) -> int:
               "On a headless machine run it under xvfb-run.", file=sys.stderr)
         return 2
     settings, settings_warning = (AppSettings(), None) if args.no_history else load_settings()
-    model = args.model
-    if model is None and not os.environ.get(ENV_VAR) and settings.recent_models:
-        # the model chosen last time, if it is still there (else the bundled one)
-        model = next((m for m in settings.recent_models[:1] if Path(m).is_file()), None)
+    model = window_model(args.model, settings.recent_models, os.environ)
     backend = make_backend(
         args.backend, model=model, rate=50.0 if args.rate is None else args.rate,
         tokens=args.tokens, fail_at=args.fail_at, split_utf8=args.split_utf8,
