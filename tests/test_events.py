@@ -183,7 +183,6 @@ MALFORMED: list[Any] = [
     {"type": "chunk", "gen": 1.5, "seq": 1, "text": "x"},  # would silently truncate to 1
     {"type": "chunk", "gen": 1, "seq": True, "text": "x"},  # a bool is not a seq
     {"type": "done", "gen": 1, "seq": 2},  # no reason
-    {"type": "done", "gen": 1, "seq": 2, "reason": "stop", "stats": {"bogus": 1}},
     {"type": "done", "gen": 1, "seq": 2, "reason": "stop", "stats": None},
     {"type": "done", "gen": 1, "seq": 2, "reason": "stop", "stats": [1, 2]},
     {"type": "error", "gen": 1, "seq": 2},  # no error object
@@ -232,3 +231,11 @@ def test_non_string_error_fields_are_malformed(kind: Any, message: Any) -> None:
         from_wire(
             {"type": "error", "gen": 1, "seq": 1, "error": {"kind": kind, "message": message}}
         )
+
+
+def test_stats_fields_a_newer_server_adds_are_ignored_not_fatal() -> None:
+    wire = {"type": "done", "gen": 1, "seq": 2, "reason": "stop",
+            "stats": {"tokens": 5, "prompt_tokens": 40, "a_future_figure": 1.5}}
+    event = from_wire(wire)
+    assert isinstance(event, Done)
+    assert (event.stats.tokens, event.stats.prompt_tokens) == (5, 40)

@@ -11,7 +11,7 @@ exactly one ``done`` or ``error`` whose ``seq`` follows the last chunk.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 FinishReason = Literal["stop", "length", "cancelled"]
@@ -127,7 +127,11 @@ def from_wire(data: dict[str, Any]) -> GenerationEvent:
         if kind == "done":
             if data["reason"] not in FINISH_REASONS:
                 raise ValueError(f"unknown finish reason: {data['reason']!r}")
-            stats = GenerationStats(**data.get("stats", {}))
+            raw = data.get("stats", {})
+            if not isinstance(raw, dict):
+                raise ValueError(f"stats must be an object: {raw!r}")
+            # Known fields only: a newer server may report more (this release added two).
+            stats = GenerationStats(**{k: v for k, v in raw.items() if k in _STATS_FIELDS})
             return Done(gen, seq, data["reason"], stats)
         if kind == "error":
             error = data["error"]
@@ -135,6 +139,9 @@ def from_wire(data: dict[str, Any]) -> GenerationEvent:
     except (KeyError, TypeError) as exc:
         raise ValueError(f"malformed event: {data!r}") from exc
     raise ValueError(f"unknown event type: {kind!r}")
+
+
+_STATS_FIELDS = frozenset(f.name for f in fields(GenerationStats))
 
 
 def _string(value: object) -> str:
