@@ -955,3 +955,30 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     picker.cancel()
     root.update()
     assert not picker.winfo_exists()
+
+
+def test_copy_code_links_of_removed_answers_are_dropped_and_new_ones_copy_their_own_code(
+        root: tk.Tk, make_app) -> None:
+    """A regenerate removes an answer and its Copy code links (their code was kept for the
+    whole session); the links made afterwards copy their own code."""
+    app = make_app(ScriptedBackend(rate=0))
+    transcript = app.transcript
+    views = []
+    for code in ("first()", "second()"):
+        transcript.add_user("q")
+        view = transcript.begin_answer()
+        transcript.append(view, f"```\n{code}\n```\n")
+        transcript.finish(view)
+        views.append(view)
+    pump_until(root, lambda: not transcript.painter.busy, what="the rendering")
+    transcript.remove_from(views[1])
+    assert list(transcript.painter.codes.values()) == ["first()"]
+    transcript.add_user("q")
+    view = transcript.begin_answer()
+    transcript.append(view, "```\nthird()\n```\n")
+    transcript.finish(view)
+    pump_until(root, lambda: not transcript.painter.busy, what="the rendering")
+    ranges = transcript.text.tag_ranges("copy-code")
+    copied = [transcript.painter.code_at(str(start)) for start in ranges[::2]]
+    assert copied == ["first()", "third()"]
+    assert len(transcript.answers) == 2 and transcript.answers[-1] is view

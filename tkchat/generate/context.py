@@ -63,7 +63,7 @@ def fit_to_context(
     # Estimate with each message's own count (cheap), then check with an exact count once
     # the estimate says it fits: a chat template adds a few tokens per message.
     sizes = [count((m,)) for m in earlier]
-    estimate, dropped = used, 0
+    estimate, dropped, exact = used, 0, True
     while earlier and estimate + room > n_ctx:
         earlier.pop(0)
         estimate -= sizes.pop(0)
@@ -74,10 +74,11 @@ def fit_to_context(
             earlier.pop(0)
             estimate -= sizes.pop(0)
             dropped += 1
-        if estimate + room <= n_ctx:
+        exact = estimate + room <= n_ctx
+        if exact:
             estimate = count(system + tuple(earlier) + newest)
     kept = system + tuple(earlier) + newest
-    used = count(kept)
+    used = estimate if exact else count(kept)
     if used + MIN_ANSWER_ROOM > n_ctx:
         own = count(system + newest)
         raise ContextOverflowError(

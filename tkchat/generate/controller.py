@@ -30,9 +30,11 @@ class GenerationController:
 
     # -- loading -------------------------------------------------------------------------------
 
-    def load_async(self) -> None:
-        """Load the model on a daemon thread; the result arrives as ModelReady/ModelFailed."""
-        self._loader = threading.Thread(target=self._load, name="tkchat-load", daemon=True)
+    def load_async(self, unload: Backend | None = None) -> None:
+        """Load the model on a daemon thread; the result arrives as ModelReady/ModelFailed.
+        ``unload``: a backend to free first, on that thread."""
+        self._loader = threading.Thread(target=self._load, args=(unload,), name="tkchat-load",
+                                        daemon=True)
         self._loader.start()
 
     def _load(self, unload: Backend | None = None) -> None:
@@ -67,10 +69,7 @@ class GenerationController:
         self.stop()
         old, self.backend = self.backend, backend
         self.loaded = False
-        unload = old if unload_old and old is not backend else None
-        self._loader = threading.Thread(target=self._load, args=(unload,), name="tkchat-load",
-                                        daemon=True)
-        self._loader.start()
+        self.load_async(old if unload_old and old is not backend else None)
 
     def measure_context(self, request: GenerationRequest) -> ContextMeasure:
         """Count, on a thread, what ``request`` would take of the context (the context meter
@@ -139,7 +138,8 @@ class GenerationController:
 
 
 class ContextMeasure:
-    """One context count on a daemon thread; read ``result`` (or ``error``) once ``done``."""
+    """One context count on a daemon thread; read ``result`` once ``done`` (None: the count
+    failed, and the meter keeps what it showed)."""
 
     def __init__(self, backend: Backend, request: GenerationRequest,
                  model_lock: threading.Lock) -> None:
@@ -147,7 +147,6 @@ class ContextMeasure:
         self.request = request
         self.model_lock = model_lock
         self.result: ContextFit | None = None
-        self.error: str | None = None
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tkchat-count", daemon=True)
 
@@ -161,7 +160,7 @@ class ContextMeasure:
                 self.result = fit_to_context(self.request.messages, self.backend.count_tokens,
                                              self.backend.n_ctx,
                                              self.request.sampling.max_tokens)
-        except Exception as exc:  # a count is only for the meter: report, never raise
-            self.error = str(exc)
+        except Exception:
+            pass  # a count only feeds the meter; a generation reports its own errors
         finally:
             self.done.set()

@@ -49,6 +49,9 @@ class LlamaBackend:
         self._llm: Any = None
         self._format: Any = None
         self._is_end: Any = None
+        # The last chat tokenized and its tokens: the worker counts a chat to fit it into the
+        # context, then streams that same chat; this saves tokenizing it twice.
+        self._last_prompt: tuple[tuple[Message, ...], list[int]] | None = None
 
     def load(self) -> None:
         if self._llm is not None:
@@ -87,13 +90,19 @@ class LlamaBackend:
         if self._llm is not None:
             self._llm.close()
             self._llm = None
+            self._last_prompt = None
 
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
         if self._llm is None:
             raise ModelLoadError("The model is not loaded yet")
+        key = tuple(messages)
+        if self._last_prompt is not None and self._last_prompt[0] == key:
+            return self._last_prompt[1]
         chat = [{"role": m.role, "content": m.content} for m in messages]
         formatted = self._format(messages=chat)
-        return self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=True, special=True)
+        tokens = self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=True, special=True)
+        self._last_prompt = (key, tokens)
+        return tokens
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return len(self._prompt_tokens(messages))

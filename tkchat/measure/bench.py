@@ -60,7 +60,6 @@ Script = Generator[Wait, None, None]
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
 
 
-
 @dataclass
 class BenchOptions:
     backend: str = "llama"

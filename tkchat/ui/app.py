@@ -17,12 +17,7 @@ from tkinter import ttk
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
-from tkchat.generate.backend import (
-    Backend,
-    GenerationRequest,
-    Message,
-    Sampling,
-)
+from tkchat.generate.backend import Backend, GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import ScriptedBackend, long_answer
@@ -221,8 +216,6 @@ class ChatApp:
                 on_search=self._search)
             self.panes.insert(0, self.sidebar, weight=1)
             root.geometry("1140x680")
-            root.bind("<Control-f>", lambda _e: self.sidebar.focus_search()
-                      if self.sidebar is not None else None)
 
         commands: dict[str, Callable[[], object]] = {
             "new": self.new_chat, "quit": self.close, "regenerate": self.regenerate,
@@ -249,6 +242,8 @@ class ChatApp:
             "<Control-KP_Add>": commands["bigger"], "<Control-minus>": commands["smaller"],
             "<Control-KP_Subtract>": commands["smaller"], "<Control-0>": commands["reset_size"],
         }
+        if self.sidebar is not None:
+            keys["<Control-f>"] = self.sidebar.focus_search
         for sequence, action in keys.items():
             root.bind(sequence, lambda _e, act=action: (act(), "break")[1])
         if self.settings.font_size is not None:
@@ -723,22 +718,25 @@ class ChatApp:
         self.history = ([Message("system", system_prompt)] if system_prompt else []) + chat
         if self.archive is not None:
             self.archive.save_settings(system_prompt, sampling)
-        self.change_settings(system_prompt=system_prompt, sampling=sampling)
-        self.set_font_size(font_size or BODY_FONT_SIZE)
+        size = self.set_font_size(font_size or BODY_FONT_SIZE, save=False)
+        self.change_settings(system_prompt=system_prompt, sampling=sampling,
+                             font_size=None if size == BODY_FONT_SIZE else size)  # one write
         self._say("app.settings_saved")
         self._measure_context()
 
     def change_font_size(self, step: int) -> None:
         self.set_font_size(self.fonts.size + step)
 
-    def set_font_size(self, size: int, *, save: bool = True) -> None:
-        """The text size setting (View menu, Ctrl+plus/minus/0): the whole window."""
+    def set_font_size(self, size: int, *, save: bool = True) -> int:
+        """The text size setting (View menu, Ctrl+plus/minus/0): the whole window. Returns
+        the size used (clamped)."""
         size = self.fonts.apply(size)
         self.transcript.set_font_size(size)
         if self.sidebar is not None:
             self.sidebar.fonts_changed()
         if save:
             self.change_settings(font_size=None if size == BODY_FONT_SIZE else size)
+        return size
 
     def change_settings(self, **changes: object) -> None:
         """Change what is remembered between runs, and write it (if persisting)."""
@@ -747,7 +745,7 @@ class ChatApp:
             return
         warning = save_settings(self.settings)
         if warning:
-            self._show_status(lambda: warning)
+            self._storage_warning(warning)
 
     def _measure_context(self) -> None:
         if self.model_ready:

@@ -6,13 +6,13 @@ reads the file, and says how it went. Main thread only: a conversation is a smal
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from tkinter import filedialog
 from typing import TYPE_CHECKING
 
 from tkchat.store import StoreError
-from tkchat.ui.history import file_name
 
 if TYPE_CHECKING:
     from tkchat.ui.app import ChatApp
@@ -70,6 +70,12 @@ class ConversationFiles:
         app.show_conversation(conversation.id)
         app._say("app.imported", title=conversation.title)
         return conversation.id
+
+
+def file_name(title: str, suffix: str) -> str:
+    """A safe default file name for an export: the title without path separators."""
+    stem = re.sub(r'[\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:60] or "conversation"
+    return stem + suffix
 
 
 def _reason(exc: BaseException) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import queue
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -223,12 +222,6 @@ class History:
             self.writer.close(timeout=2.0)
         if self.store is not None:
             self.store.close()
-
-
-def file_name(title: str, suffix: str) -> str:
-    """A safe default file name for an export: the title without path separators."""
-    stem = re.sub(r'[\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:60] or "conversation"
-    return stem + suffix
 
 
 def as_messages(stored: list[StoredMessage], system_prompt: str) -> list[Message]:

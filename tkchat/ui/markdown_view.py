@@ -87,6 +87,7 @@ class MarkdownPainter:
         self._fonts: list[tuple[tkfont.Font, int]] = []
         self.copy_code_label = copy_code_label
         self.codes: dict[str, str] = {}  # "copy-code-N" tag -> the code that link copies
+        self._links = 0  # links made so far: N of the next one (never reused)
         self._cache: OrderedDict[str, list[Run]] = OrderedDict()
         self._cache_size = 2048
         self._queue: list[_Job] = []
@@ -176,7 +177,8 @@ class MarkdownPainter:
             args.extend((chunk, (style, *tags)))
         if code is not None:
             # One tag per link names the code it copies; the shared tag gives the look.
-            link = f"{COPY_CODE_TAG}-{len(self.codes)}"
+            link = f"{COPY_CODE_TAG}-{self._links}"
+            self._links += 1
             self.codes[link] = code
             args.extend((self.copy_code_label(), (COPY_CODE_TAG, link, *tags),
                          "\n", tags))
@@ -191,10 +193,11 @@ class MarkdownPainter:
         return None
 
     def forget_codes(self) -> None:
-        """The transcript was cleared: drop the links' tags and their code."""
-        for tag in self.codes:
+        """Drop the links no longer in the text (the transcript was cleared, or its end
+        removed), with their tags and their code."""
+        for tag in [tag for tag in self.codes if not self.text.tag_ranges(tag)]:
             self.text.tag_delete(tag)
-        self.codes.clear()
+            del self.codes[tag]
 
     def set_body_size(self, size: int) -> None:
         """Rescale every rendered style to a new body font size (the font size setting)."""

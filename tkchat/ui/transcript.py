@@ -216,8 +216,10 @@ class Transcript(ttk.Frame):
         with writable(self.text):
             self.text.delete(view.head_mark, "end-1c")
         self._unset_marks(gone)
+        self.painter.forget_codes()
         del self.entries[index:]
-        self.answers[:] = [e for e in self.answers if e not in gone]
+        # The answers removed are the last ones, as the messages removed are.
+        del self.answers[sum(isinstance(e, AnswerView) for e in self.entries):]
 
     def _unset_marks(self, views: list[UserView | AnswerView]) -> None:
         for view in views:
