@@ -107,8 +107,9 @@ def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[Ge
             return events
 
 
-def pump_until(root: tk.Misc, ready: Callable[[], bool], timeout: float = 20.0,
-               what: str = "condition") -> None:
+def pump_until(
+    root: tk.Misc, ready: Callable[[], bool], timeout: float = 20.0, what: str = "condition"
+) -> None:
     """Run the Tk event loop (as mainloop would) until ``ready()`` or fail after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not ready():
@@ -142,8 +143,11 @@ def make_app(root: tk.Tk) -> Iterator[Callable[..., object]]:
         controller.load_async()
         apps.append(app)
         if wait:
-            pump_until(root, lambda: app.model_ready or app.send_button.instate(["disabled"]),
-                       what="the model to load")
+            pump_until(
+                root,
+                lambda: app.model_ready or app.send_button.instate(["disabled"]),
+                what="the model to load",
+            )
         return app
 
     yield build
@@ -279,8 +283,14 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
             return real_connect(target, timeout=timeout)
         if state.connect_error:
             raise sqlite3.OperationalError(state.connect_error)
-        return sqlite3.connect(target, timeout=timeout, isolation_level=None,
-                               check_same_thread=False, uri=uri, factory=FaultyConnection)
+        return sqlite3.connect(
+            target,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=uri,
+            factory=FaultyConnection,
+        )
 
     monkeypatch.setattr(store_db, "_connect", connect)
     return state

@@ -135,8 +135,12 @@ def test_backend_crash_gives_a_message_and_a_usable_window(root: tk.Tk, make_app
 
 @pytest.mark.parametrize("kind", ["missing", "folder", "not-gguf", "tilde"])
 def test_bad_model_path_gives_one_clear_message(
-    root: tk.Tk, make_app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], kind: str,
+    root: tk.Tk,
+    make_app,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     bogus = tmp_path / "notes.gguf"
@@ -184,12 +188,16 @@ def test_the_app_process_quits_promptly_mid_answer(display: None) -> None:
         pytest.skip("xdotool is not installed")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tkchat", "--backend", "scripted", "--rate", "30"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         found = subprocess.run(
             ["xdotool", "search", "--sync", "--onlyvisible", "--name", "^tkchat"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         window = found.stdout.split()[0]
         xdotool("windowfocus", "--sync", window)

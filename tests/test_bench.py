@@ -13,17 +13,47 @@ import pytest
 
 pytestmark = pytest.mark.gui
 
-REQUIRED = {"mode", "backend", "tokens", "tokens_per_s", "ttft_ms", "lag_p50_ms", "lag_p99_ms",
-            "lag_max_ms", "long_tasks", "ui_updates_per_s", "cancel_p50_ms", "cancel_p99_ms",
-            "rss_peak_mb", "input_p50_ms", "input_p99_ms", "input_max_ms"}
+REQUIRED = {
+    "mode",
+    "backend",
+    "tokens",
+    "tokens_per_s",
+    "ttft_ms",
+    "lag_p50_ms",
+    "lag_p99_ms",
+    "lag_max_ms",
+    "long_tasks",
+    "ui_updates_per_s",
+    "cancel_p50_ms",
+    "cancel_p99_ms",
+    "rss_peak_mb",
+    "input_p50_ms",
+    "input_p99_ms",
+    "input_max_ms",
+}
 
 
 def bench(tmp_path: Path, *args: str) -> dict:
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, "-m", "tkchat", "bench", "--repeats", "1", "--cancels", "3",
-         "--idle-seconds", "0.5", "--json", str(out), *args],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "tkchat",
+            "bench",
+            "--repeats",
+            "1",
+            "--cancels",
+            "3",
+            "--idle-seconds",
+            "0.5",
+            "--json",
+            str(out),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS" in result.stdout or "FAIL" in result.stdout  # the verdicts are printed
@@ -34,11 +64,29 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     display: None, tmp_path: Path
 ) -> None:
     report = tmp_path / "report"
-    data = bench(tmp_path, "--backend", "scripted", "--rate", "2000", "--tokens", "400",
-                 "--modes", "fixed,blocking,per-chunk-render", "--report", str(report))
+    data = bench(
+        tmp_path,
+        "--backend",
+        "scripted",
+        "--rate",
+        "2000",
+        "--tokens",
+        "400",
+        "--modes",
+        "fixed,blocking,per-chunk-render",
+        "--report",
+        str(report),
+    )
     runs = {run["mode"]: run for run in data["runs"]}
-    assert list(runs) == ["idle", "raw", "fixed", "blocking", "per-chunk-render", "render",
-                          "history"]
+    assert list(runs) == [
+        "idle",
+        "raw",
+        "fixed",
+        "blocking",
+        "per-chunk-render",
+        "render",
+        "history",
+    ]
     for run in data["runs"]:
         assert set(run) >= REQUIRED, run["mode"]
     fixed, blocking = runs["fixed"], runs["blocking"]
@@ -53,20 +101,29 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     assert history["chars"] >= 100_000  # the issue's size: 200 messages, 100,000 characters
     # the main-thread store calls, timed on a history of many conversations
     assert history["conversations"] > 200
-    assert all(history[f"{call}_ms"] >= 0 for call in ("list", "search", "rename", "delete",
-                                                       "restore"))
+    assert all(
+        history[f"{call}_ms"] >= 0 for call in ("list", "search", "rename", "delete", "restore")
+    )
     text = (report / "report.md").read_text()
     assert "lag-timeline.png" in text and "lag-vs-length.png" in text
     for png in ("lag-timeline.png", "lag-vs-length.png"):
         assert (report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_scripted_flood_gives_broken_modes_a_short_answer(display: None,
-                                                            tmp_path: Path) -> None:
+def test_a_scripted_flood_gives_broken_modes_a_short_answer(display: None, tmp_path: Path) -> None:
     """A broken mode at flood length would run for hours (per-chunk-render is quadratic):
     they get at most 600 tokens, whatever resets the window between runs."""
-    data = bench(tmp_path, "--backend", "scripted", "--rate", "5000", "--tokens", "700",
-                 "--modes", "fixed,blocking")
+    data = bench(
+        tmp_path,
+        "--backend",
+        "scripted",
+        "--rate",
+        "5000",
+        "--tokens",
+        "700",
+        "--modes",
+        "fixed,blocking",
+    )
     runs = {run["mode"]: run for run in data["runs"]}
     assert runs["fixed"]["tokens"] == 700
     assert runs["blocking"]["tokens"] == 600

@@ -26,10 +26,13 @@ pytestmark = pytest.mark.gui
 
 # Rates and answer lengths at which each mistake shows clearly on a small machine: one
 # redraw per token only hurts when tokens come fast and long enough for the backlog to grow.
-RATE = {"blocking": 1000, "main-thread-reader": 1000, "per-chunk-render": 1000,
-        "no-coalesce": 5000}
-LENGTH = {"blocking": 3_000, "main-thread-reader": 3_000, "per-chunk-render": 3_000,
-          "no-coalesce": 10_000}
+RATE = {"blocking": 1000, "main-thread-reader": 1000, "per-chunk-render": 1000, "no-coalesce": 5000}
+LENGTH = {
+    "blocking": 3_000,
+    "main-thread-reader": 3_000,
+    "per-chunk-render": 3_000,
+    "no-coalesce": 10_000,
+}
 
 
 def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, str]:
@@ -83,15 +86,20 @@ def test_every_mode_is_a_pipeline_and_broken_ones_say_so() -> None:
         assert pipeline.name == name
         assert pipeline.broken == (name != FIXED)
         assert pipeline.summary.startswith("BROKEN") == pipeline.broken
-        assert (type(pipeline).__module__.startswith("tkchat.antipatterns.")
-                == pipeline.broken)
+        assert type(pipeline).__module__.startswith("tkchat.antipatterns.") == pipeline.broken
     with pytest.raises(ValueError, match="unknown mode"):
         make_pipeline("turbo")
 
 
 def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
-    left, right = window_commands("per-chunk-render", ["--backend", "scripted"], prompt="hi",
-                                  seed=3, max_tokens=64, screen=(1600, 1000))
+    left, right = window_commands(
+        "per-chunk-render",
+        ["--backend", "scripted"],
+        prompt="hi",
+        seed=3,
+        max_tokens=64,
+        screen=(1600, 1000),
+    )
     assert left[left.index("--mode") + 1] == "per-chunk-render"
     assert right[right.index("--mode") + 1] == FIXED
     for command in (left, right):
@@ -103,19 +111,26 @@ def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
 def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tkchat", "compare", "--backend", "scripted", "--rate", "20"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30
         windows: list[str] = []
         while len(windows) < 2 and time.monotonic() < deadline:
-            found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
-                                   capture_output=True, text=True)
+            found = subprocess.run(
+                ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
+                capture_output=True,
+                text=True,
+            )
             windows = found.stdout.split()
             time.sleep(0.2)
         assert len(windows) == 2, "compare did not open two windows"
-        names = [subprocess.run(["xdotool", "getwindowname", w], capture_output=True,
-                                text=True).stdout for w in windows]
+        names = [
+            subprocess.run(["xdotool", "getwindowname", w], capture_output=True, text=True).stdout
+            for w in windows
+        ]
         assert sum("BROKEN" in name for name in names) == 1
         time.sleep(1.0)  # both are streaming now
         proc.send_signal(signal.SIGTERM)
@@ -124,8 +139,9 @@ def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    left = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
-                          capture_output=True, text=True).stdout.split()
+    left = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"], capture_output=True, text=True
+    ).stdout.split()
     assert left == [], "a compare window outlived compare"
     assert "Traceback" not in err
 
@@ -134,7 +150,9 @@ def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
 def test_selftest_tells_fixed_from_broken(display: None, mode: str, expected: int) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "tkchat", "selftest", "--backend", "scripted", "--mode", mode],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == expected, result.stdout + result.stderr
     lines = result.stdout.splitlines()

@@ -75,8 +75,13 @@ class Rechunk:
             more = message.get("more_body", False)
             for start in range(0, len(body), self.size):
                 last = start + self.size >= len(body)
-                await send({"type": "http.response.body", "body": body[start:start + self.size],
-                            "more_body": more or not last})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": body[start : start + self.size],
+                        "more_body": more or not last,
+                    }
+                )
                 if not last:
                     await asyncio.sleep(self.pause_s)
 
@@ -103,11 +108,16 @@ class LiveServer:
         self.backend.load()
         self._app = create_app(self.backend, port=self.port)
         app = self.wrap(self._app) if self.wrap else self._app
-        config = uvicorn.Config(app, log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, timeout_graceful_shutdown=1
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        daemon=True, name=f"uvicorn-{self.port}")
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            daemon=True,
+            name=f"uvicorn-{self.port}",
+        )
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:
@@ -140,8 +150,9 @@ def serve() -> Iterator[Callable[..., LiveServer]]:
     """Start servers on demand: ``serve(backend, wrap=None)``; all stop after the test."""
     servers: list[LiveServer] = []
 
-    def start(backend: ScriptedBackend, wrap: Callable[[ASGIApp], ASGIApp] | None = None
-              ) -> LiveServer:
+    def start(
+        backend: ScriptedBackend, wrap: Callable[[ASGIApp], ASGIApp] | None = None
+    ) -> LiveServer:
         server = LiveServer(backend, wrap).start()
         servers.append(server)
         return server
@@ -184,8 +195,14 @@ def open_page(browser: Any) -> Iterator[Callable[..., Page]]:
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
-        page.on("console", lambda msg: problems.append(f"console: {msg.text}")
-                if "Content Security Policy" in msg.text else None)
+        page.on(
+            "console",
+            lambda msg: (
+                problems.append(f"console: {msg.text}")
+                if "Content Security Policy" in msg.text
+                else None
+            ),
+        )
         page.goto(server.url)
         page.wait_for_function("() => window.tkchat && window.TkSSE && window.TkMarkdown")
         return page
@@ -389,7 +406,7 @@ def test_parser_survives_every_split(
         "event: note\r\ndata: first line\r\ndata:second line\r\n\r\n"
         "data: lf\ndata: only\n\n"
         "id: 7\rdata: a\r\rdata\n\n"
-        "retry: 10\ndata: {\"type\":\"done\",\"gen\":1,\"seq\":2}\n\n"
+        'retry: 10\ndata: {"type":"done","gen":1,"seq":2}\n\n'
         "data: an event without its blank line is dropped at the end\n"
     )
     result = page.evaluate(PARSER_JS, wire)
@@ -406,8 +423,9 @@ def test_parser_survives_every_split(
     assert json.loads(result["whole"][0]["data"])["text"] == "中文 and 😀 🧠 𝄞"
 
     # What a real server sends, cut into 7-byte reads: the naive parser loses events.
-    events = [{"type": "chunk", "gen": 3, "seq": i, "text": f" 第{i}个 token 🙂"}
-              for i in range(1, 41)]
+    events = [
+        {"type": "chunk", "gen": 3, "seq": i, "text": f" 第{i}个 token 🙂"} for i in range(1, 41)
+    ]
     stream = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
     counts = page.evaluate(NAIVE_JS, stream)
     assert counts["good"] == counts["naiveWhole"] == len(events)
@@ -462,18 +480,20 @@ def test_stop_aborts_the_fetch_and_the_server_stops_generating(
 
 # -- model output is untrusted -------------------------------------------------------------
 
-HOSTILE = "\n\n".join([
-    "# A perfectly normal answer",
-    "<script>window.__pwned=1</script>",
-    '<img src=x onerror="window.__pwned=2">',
-    "[x](javascript:window.__pwned=3) and ![y](http://127.0.0.1:1/y.png)",
-    '<iframe src="http://127.0.0.1:1/"></iframe>',
-    '**bold <svg onload="window.__pwned=4"></svg>** and <a href="javascript:void 0">a</a>',
-    '```html\n<img src=x onerror="window.__pwned=5">\n<script>window.__pwned=6</script>\n```',
-    "`<img src=x onerror=window.__pwned=7>` inline",
-    '> <details open ontoggle="window.__pwned=8">quoted</details>',
-    "- <style>body { display: none }</style>\n- <object data=x></object>",
-])
+HOSTILE = "\n\n".join(
+    [
+        "# A perfectly normal answer",
+        "<script>window.__pwned=1</script>",
+        '<img src=x onerror="window.__pwned=2">',
+        "[x](javascript:window.__pwned=3) and ![y](http://127.0.0.1:1/y.png)",
+        '<iframe src="http://127.0.0.1:1/"></iframe>',
+        '**bold <svg onload="window.__pwned=4"></svg>** and <a href="javascript:void 0">a</a>',
+        '```html\n<img src=x onerror="window.__pwned=5">\n<script>window.__pwned=6</script>\n```',
+        "`<img src=x onerror=window.__pwned=7>` inline",
+        '> <details open ontoggle="window.__pwned=8">quoted</details>',
+        "- <style>body { display: none }</style>\n- <object data=x></object>",
+    ]
+)
 
 VISIBLE_MARKUP = [
     "<script>window.__pwned=1</script>",
@@ -514,7 +534,7 @@ def check_hostile_answer(page: Page, server: LiveServer, requests: list[str]) ->
     origin = server.url.rstrip("/")
     for url in requests:
         assert url.startswith(origin), url
-        assert re.fullmatch(r"/(static/[\w.-]+|chat|favicon\.ico)?", url[len(origin):]), url
+        assert re.fullmatch(r"/(static/[\w.-]+|chat|favicon\.ico)?", url[len(origin) :]), url
 
 
 def test_hostile_answer_runs_nothing_and_loads_nothing(
@@ -542,8 +562,13 @@ def test_hostile_answer_runs_nothing_and_loads_nothing(
     check_hostile_answer(page, server, requests)
 
     # The renderer alone, on pieces of hostile markdown: only allowed, attribute-less elements.
-    pieces = [*HOSTILE.split("\n\n"), HOSTILE, "<b>x</b>", "*<i onclick=x>y</i>*",
-              '```\n</code></pre><img src=x onerror="window.__pwned=9">']
+    pieces = [
+        *HOSTILE.split("\n\n"),
+        HOSTILE,
+        "<b>x</b>",
+        "*<i onclick=x>y</i>*",
+        '```\n</code></pre><img src=x onerror="window.__pwned=9">',
+    ]
     assert page.evaluate(CHECK_TREE_JS, pieces) == [[] for _ in pieces]
     assert page.evaluate("() => window.__pwned") is None
 

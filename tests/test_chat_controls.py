@@ -103,8 +103,9 @@ class RecordingBackend(ScriptedBackend):
 def finish(root: tk.Misc, app: ChatApp, count: int) -> Done | Error:
     """Wait for the ``count``-th final event of the window, and its markdown."""
     pump_until(root, lambda: len(app.finished) >= count, timeout=WAIT_S, what="the answer")
-    pump_until(root, lambda: not app.transcript.painter.busy, timeout=WAIT_S,
-               what="the markdown to render")
+    pump_until(
+        root, lambda: not app.transcript.painter.busy, timeout=WAIT_S, what="the markdown to render"
+    )
     return app.finished[count - 1]
 
 
@@ -115,8 +116,12 @@ def ask(root: tk.Misc, app: ChatApp, text: str) -> Done | Error:
 
 
 def history_open(root: tk.Misc, app: ChatApp) -> None:
-    pump_until(root, lambda: app.archive is not None and app.archive.ready
-               and not app.showing_conversation, timeout=WAIT_S, what="the history to open")
+    pump_until(
+        root,
+        lambda: app.archive is not None and app.archive.ready and not app.showing_conversation,
+        timeout=WAIT_S,
+        what="the history to open",
+    )
 
 
 def press(root: tk.Misc, widget: tk.Misc, sequence: str) -> None:
@@ -205,8 +210,12 @@ def test_copy_link_copies_exactly_that_message_and_says_so(root: tk.Tk, make_app
     assert first_a.rendered and second_a.rendered  # rendered, yet copied as markdown source
     assert "**answer**" not in app.transcript.plain_text()
 
-    for view, expected in ((first_q, "what is *this*?"), (second_a, SECOND_ANSWER),
-                           (first_a, FIRST_ANSWER), (second_q, "and that?")):
+    for view, expected in (
+        (first_q, "what is *this*?"),
+        (second_a, SECOND_ANSWER),
+        (first_a, FIRST_ANSWER),
+        (second_q, "and that?"),
+    ):
         app.status.set("")
         root.clipboard_clear()
         click_link(root, app, view, "copy")
@@ -220,10 +229,13 @@ def test_copy_link_copies_exactly_that_message_and_says_so(root: tk.Tk, make_app
 
 FIRST_CODE = 'def first() -> str:\n    return "one"'
 SECOND_CODE = "echo two\nls -l | wc -l"
-TWO_BLOCKS = (f"Two snippets follow.\n\n```python\n{FIRST_CODE}\n```\n\nAnd a shell one:\n\n"
-              f"```bash\n{SECOND_CODE}\n```\n\nThat is all.\n")
-LONG_CODE = "\n".join(f"value_{i:03d} = compute({i}, scale=2.5)  # step {i} of the listing"
-                      for i in range(60))
+TWO_BLOCKS = (
+    f"Two snippets follow.\n\n```python\n{FIRST_CODE}\n```\n\nAnd a shell one:\n\n"
+    f"```bash\n{SECOND_CODE}\n```\n\nThat is all.\n"
+)
+LONG_CODE = "\n".join(
+    f"value_{i:03d} = compute({i}, scale=2.5)  # step {i} of the listing" for i in range(60)
+)
 LONG_BLOCK = f"A long listing:\n\n```python\n{LONG_CODE}\n```\n\nDone.\n"
 
 
@@ -267,8 +279,11 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     backend = ScriptedBackend(rate=0)
     app = make_app(backend, history=True)
     history_open(root, app)
-    turns = (("alpha question", "First reply."), ("bravo question", "Second reply."),
-             ("charlie question", "Third reply."))
+    turns = (
+        ("alpha question", "First reply."),
+        ("bravo question", "Second reply."),
+        ("charlie question", "Third reply."),
+    )
     for question, reply in turns:
         backend.text = reply
         assert isinstance(ask(root, app, question), Done)
@@ -288,8 +303,12 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     press(root, app.input, "<Return>")
     assert isinstance(finish(root, app, count + 1), Done)
 
-    expected = [("user", "alpha question"), ("assistant", "First reply."),
-                ("user", "bravo revised"), ("assistant", "Replacement reply.")]
+    expected = [
+        ("user", "alpha question"),
+        ("assistant", "First reply."),
+        ("user", "bravo revised"),
+        ("assistant", "Replacement reply."),
+    ]
     assert shown(app) == expected
     assert app.editing is None and app.input.get("1.0", "end-1c") == ""
     text = app.transcript.plain_text()
@@ -297,8 +316,10 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
         assert gone not in text
     positions = [text.index(content) for _role, content in expected]
     assert positions == sorted(positions)
-    assert app.history == [Message("system", DEFAULT_SYSTEM_PROMPT),
-                           *(Message(role, content) for role, content in expected)]
+    assert app.history == [
+        Message("system", DEFAULT_SYSTEM_PROMPT),
+        *(Message(role, content) for role, content in expected),
+    ]
     assert app.archive.conversation_id == conversation  # the same conversation, edited
     assert saved(app) == [(role, content, "complete") for role, content in expected]
 
@@ -343,13 +364,15 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
 
 
 def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_answers_anew(
-        root: tk.Tk, make_app) -> None:
+    root: tk.Tk, make_app
+) -> None:
     """With a fixed seed the same chat gives the same answer, so a regenerate that kept the
     seed would change nothing: each one takes the next seed (still reproducible)."""
     bundled = bundled_model_path()
     assert bundled is not None
-    app = make_app(LlamaBackend(str(bundled)),
-                   sampling=Sampling(seed=11, max_tokens=24, temperature=1.0))
+    app = make_app(
+        LlamaBackend(str(bundled)), sampling=Sampling(seed=11, max_tokens=24, temperature=1.0)
+    )
     app.send("Name a colour and a fruit.")
     finish(root, app, 1)
     answers = [app.transcript.entries[-1].text]
@@ -364,9 +387,7 @@ def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_ans
     assert app._regenerations == 0
 
 
-def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(
-    root: tk.Tk, make_app
-) -> None:
+def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk, make_app) -> None:
     backend = ScriptedBackend(rate=0, text="Version A.")
     app = make_app(backend, history=True)
     history_open(root, app)
@@ -382,8 +403,7 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(
     assert app.archive is not None
     conversation = app.archive.conversation_id
     versions = ["Version A."]
-    for how, version in (("button", "Version B."), ("key", "Version C."),
-                         ("menu", "Version D.")):
+    for how, version in (("button", "Version B."), ("key", "Version C."), ("menu", "Version D.")):
         backend.text = version
         count = len(app.finished)
         if how == "button":
@@ -396,10 +416,14 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(
         assert shown(app) == [("user", "tell me a version"), ("assistant", version)], how
         text = app.transcript.plain_text()
         assert version in text and not any(old in text for old in versions), how
-        assert app.history[1:] == [Message("user", "tell me a version"),
-                                   Message("assistant", version)], how
-        assert saved(app) == [("user", "tell me a version", "complete"),
-                              ("assistant", version, "complete")], how
+        assert app.history[1:] == [
+            Message("user", "tell me a version"),
+            Message("assistant", version),
+        ], how
+        assert saved(app) == [
+            ("user", "tell me a version", "complete"),
+            ("assistant", version, "complete"),
+        ], how
         assert app.archive.conversation_id == conversation
         assert not app.regenerate_button.instate(["disabled"])
         versions.append(version)
@@ -415,13 +439,20 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(
     backend.rate, backend.text = 0, "Quick replacement."
     count = len(app.finished)
     app.regenerate_button.invoke()
-    pump_until(root, lambda: any(isinstance(f, Done) and f.reason == "stop"
-                                 for f in app.finished[count:]),
-               timeout=WAIT_S, what="the replacement")
+    pump_until(
+        root,
+        lambda: any(isinstance(f, Done) and f.reason == "stop" for f in app.finished[count:]),
+        timeout=WAIT_S,
+        what="the replacement",
+    )
     finish(root, app, len(app.finished))
     pump_until(root, lambda: not worker.is_alive(), timeout=WAIT_S, what="the old worker")
-    expected = [("user", "tell me a version"), ("assistant", "Version D."),
-                ("user", "stream slowly"), ("assistant", "Quick replacement.")]
+    expected = [
+        ("user", "tell me a version"),
+        ("assistant", "Version D."),
+        ("user", "stream slowly"),
+        ("assistant", "Quick replacement."),
+    ]
     assert shown(app) == expected
     text = app.transcript.plain_text()
     assert "slow slow" not in text and "[stopped]" not in text
@@ -537,10 +568,18 @@ def test_text_size_keys_and_view_menu_scale_everything_clamped_and_saved(
         assert named_size(root) == max(1, round(start * size / BODY_FONT_SIZE))
 
     check(BODY_FONT_SIZE)
-    for how, size in (("<Control-plus>", 12), ("<Control-equal>", 13), ("<Control-KP_Add>", 14),
-                      ("<Control-minus>", 13), ("<Control-KP_Subtract>", 12),
-                      ("<Control-0>", 11), ("bigger", 12), ("bigger", 13), ("smaller", 12),
-                      ("reset_size", 11)):
+    for how, size in (
+        ("<Control-plus>", 12),
+        ("<Control-equal>", 13),
+        ("<Control-KP_Add>", 14),
+        ("<Control-minus>", 13),
+        ("<Control-KP_Subtract>", 12),
+        ("<Control-0>", 11),
+        ("bigger", 12),
+        ("bigger", 13),
+        ("smaller", 12),
+        ("reset_size", 11),
+    ):
         if how.startswith("<"):
             press(root, app.input, how)
         else:
@@ -595,7 +634,6 @@ def test_ctrl_l_and_the_menu_put_the_cursor_at_the_end_of_the_message_box(
         assert focused(root) == str(app.input), how
         assert app.input.index("insert") == app.input.index("end-1c"), how
     assert app.input.get("1.0", "end-1c") == "a draft\nof two lines"
-
 
 
 def test_ctrl_a_selects_the_whole_message_box(root: tk.Tk, make_app) -> None:
@@ -688,7 +726,8 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
 
     run("new")
     assert app.transcript.entries == [] and app.history == [
-        Message("system", DEFAULT_SYSTEM_PROMPT)]
+        Message("system", DEFAULT_SYSTEM_PROMPT)
+    ]
     assert set(done) | {"quit"} == every
     app.menubar.invoke("quit")
     assert app.closed
@@ -735,7 +774,9 @@ def test_export_markdown_and_json_import_and_their_failures(
     data = json.loads(exported.read_text(encoding="utf-8"))
     assert data["format"] == "tkchat-conversation"
     assert [(m["role"], m["content"]) for m in data["conversation"]["messages"]] == [
-        ("user", question), ("assistant", answer)]
+        ("user", question),
+        ("assistant", answer),
+    ]
 
     answer_with.append(str(exported))
     app.menubar.invoke("import")
@@ -751,8 +792,16 @@ def test_export_markdown_and_json_import_and_their_failures(
     # A malformed file: the reason is shown and nothing is added.
     for content, reason in (
         ("{this is not json", "not valid JSON"),
-        (json.dumps({"format": "tkchat-conversation", "version": 1, "conversation": {
-            "messages": [{"role": "wizard", "content": "x"}]}}), "messages[0].role"),
+        (
+            json.dumps(
+                {
+                    "format": "tkchat-conversation",
+                    "version": 1,
+                    "conversation": {"messages": [{"role": "wizard", "content": "x"}]},
+                }
+            ),
+            "messages[0].role",
+        ),
     ):
         bad = tmp_path / "bad.json"
         bad.write_text(content, encoding="utf-8")
@@ -821,8 +870,11 @@ def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> N
     final = turn(words("qc", 20), "Short.")
     assert final.stats.context_dropped == 2
     assert backend.requests[-1].messages == (
-        Message("system", DEFAULT_SYSTEM_PROMPT), Message("user", words("qb", 20)),
-        Message("assistant", words("ab", 40)), Message("user", words("qc", 20)))
+        Message("system", DEFAULT_SYSTEM_PROMPT),
+        Message("user", words("qb", 20)),
+        Message("assistant", words("ab", 40)),
+        Message("user", words("qc", 20)),
+    )
     assert meter.dropped == 2 and "2 earlier messages left out" in meter.cget("text")
     assert app.transcript.plain_text().count(DROPPED_NOTE) == 1
     assert words("qa", 20) in app.transcript.plain_text()  # left out, not deleted
@@ -845,8 +897,11 @@ def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> N
 def test_the_left_out_note_is_still_there_after_a_regenerate(root: tk.Tk, make_app) -> None:
     backend = RecordingBackend(rate=0, n_ctx=300)
     app = make_app(backend)
-    for question, reply in ((words("qa", 20), words("aa", 40)),
-                            (words("qb", 20), words("ab", 40)), (words("qc", 20), "Short.")):
+    for question, reply in (
+        (words("qa", 20), words("aa", 40)),
+        (words("qb", 20), words("ab", 40)),
+        (words("qc", 20), "Short."),
+    ):
         backend.text = reply
         assert isinstance(ask(root, app, question), Done)
     assert app.transcript.plain_text().count(DROPPED_NOTE) == 1
@@ -892,8 +947,13 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     copy = tmp_path / "other.gguf"
     shutil.copyfile(bundled, copy)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the picker's search stays small
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME",
-                 "TKCHAT_MODEL"):
+    for name in (
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_HOME",
+        "XDG_CACHE_HOME",
+        "TKCHAT_MODEL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
     first = LlamaBackend(str(bundled))
@@ -958,7 +1018,8 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
 
 
 def test_copy_code_links_of_removed_answers_are_dropped_and_new_ones_copy_their_own_code(
-        root: tk.Tk, make_app) -> None:
+    root: tk.Tk, make_app
+) -> None:
     """A regenerate removes an answer and its Copy code links (their code was kept for the
     whole session); the links made afterwards copy their own code."""
     app = make_app(ScriptedBackend(rate=0))

@@ -60,11 +60,11 @@ def test_the_oldest_turns_go_first_and_the_rest_fits_with_room_for_the_answer(n_
     assert fit.messages[0] == messages[0]  # the system prompt stays
     assert fit.messages[-1] == messages[-1]  # and so does the question
     assert fit.messages[1].role == "user"  # whole turns: never an answer without its question
-    assert fit.messages[1:] == tuple(messages[1 + fit.dropped:])  # the newest ones, in order
+    assert fit.messages[1:] == tuple(messages[1 + fit.dropped :])  # the newest ones, in order
     assert fit.used == count_words(fit.messages)
     assert fit.used + answer_room(64, n_ctx) <= n_ctx
     # and as few as possible were left out: one more turn would not have fitted
-    one_more = (messages[0], *messages[1 + fit.dropped - 2:])
+    one_more = (messages[0], *messages[1 + fit.dropped - 2 :])
     assert count_words(one_more) + answer_room(64, n_ctx) > n_ctx
 
 
@@ -89,10 +89,13 @@ def test_a_question_that_only_just_fits_gets_a_shorter_answer_room() -> None:
     assert fit.dropped == 0 and fit.used == 903
 
 
-@pytest.mark.parametrize(("max_tokens", "n_ctx", "room"),
-                         [(512, 4096, 512), (8000, 4096, 2048), (0, 1000, 500), (5, 20, 5)])
-def test_answer_room_is_max_tokens_at_most_half_the_context(max_tokens: int, n_ctx: int,
-                                                            room: int) -> None:
+@pytest.mark.parametrize(
+    ("max_tokens", "n_ctx", "room"),
+    [(512, 4096, 512), (8000, 4096, 2048), (0, 1000, 500), (5, 20, 5)],
+)
+def test_answer_room_is_max_tokens_at_most_half_the_context(
+    max_tokens: int, n_ctx: int, room: int
+) -> None:
     assert answer_room(max_tokens, n_ctx) == room
 
 
@@ -123,7 +126,8 @@ def small_model() -> LlamaBackend:
 
 
 def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
-        small_model: LlamaBackend) -> None:
+    small_model: LlamaBackend,
+) -> None:
     """Before the policy, llama.cpp's context overflow ended such a chat with an error."""
     controller = GenerationController(small_model, EventChannel())
     messages = tuple(chat(15, words=25))
@@ -136,10 +140,12 @@ def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
 
 
 def test_a_single_huge_message_on_the_real_model_says_how_long_it_is(
-        small_model: LlamaBackend) -> None:
+    small_model: LlamaBackend,
+) -> None:
     controller = GenerationController(small_model, EventChannel())
-    gen = controller.start(GenerationRequest((Message("user", "tea " * 2000),),
-                                             Sampling(max_tokens=8)))
+    gen = controller.start(
+        GenerationRequest((Message("user", "tea " * 2000),), Sampling(max_tokens=8))
+    )
     final = run_to_end(controller.channel, gen)[-1]
     assert isinstance(final, Error) and final.kind == "context_overflow"
     assert "context holds 512" in final.message and "Shorten the message" in final.message

@@ -234,8 +234,13 @@ def test_non_string_error_fields_are_malformed(kind: Any, message: Any) -> None:
 
 
 def test_stats_fields_a_newer_server_adds_are_ignored_not_fatal() -> None:
-    wire = {"type": "done", "gen": 1, "seq": 2, "reason": "stop",
-            "stats": {"tokens": 5, "prompt_tokens": 40, "a_future_figure": 1.5}}
+    wire = {
+        "type": "done",
+        "gen": 1,
+        "seq": 2,
+        "reason": "stop",
+        "stats": {"tokens": 5, "prompt_tokens": 40, "a_future_figure": 1.5},
+    }
     event = from_wire(wire)
     assert isinstance(event, Done)
     assert (event.stats.tokens, event.stats.prompt_tokens) == (5, 40)

@@ -42,8 +42,11 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
     app = ChatApp(root, controller, history=True, language="en")
     controller.load_async()
-    pump_until(root, lambda: app.model_ready and app.archive is not None and app.archive.ready,
-               what="model and history")
+    pump_until(
+        root,
+        lambda: app.model_ready and app.archive is not None and app.archive.ready,
+        what="model and history",
+    )
     ask(root, app, "first question")
     ask(root, app, "second question")
     app.close()  # flushes the writer
@@ -62,13 +65,21 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     app2 = ChatApp(root2, controller2, history=True, language="en")
     controller2.load_async()
     try:
-        pump_until(root2, lambda: len(app2.transcript.answers) == 2
-                   and not app2.showing_conversation, what="the reopened chat")
+        pump_until(
+            root2,
+            lambda: len(app2.transcript.answers) == 2 and not app2.showing_conversation,
+            what="the reopened chat",
+        )
         pump_until(root2, lambda: not app2.transcript.painter.busy, what="render")
         shown = app2.transcript.plain_text()
         assert "first question" in shown and "second question" in shown
-        assert [m.role for m in app2.history] == ["system", "user", "assistant", "user",
-                                                  "assistant"]
+        assert [m.role for m in app2.history] == [
+            "system",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]
         app2.new_chat()
         pump_until(root2, lambda: app2.model_ready, what="model")
         ask(root2, app2, "a new chat")
@@ -82,10 +93,26 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
 def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display: None) -> None:
     env = {**os.environ, "TKCHAT_DATA_DIR": str(data_dir)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tkchat", "--backend", "scripted", "--rate", "20",
-         "--tokens", "2000", "--max-tokens", "0", "--lang", "en",
-         "--prompt", "tell me everything"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "tkchat",
+            "--backend",
+            "scripted",
+            "--rate",
+            "20",
+            "--tokens",
+            "2000",
+            "--max-tokens",
+            "0",
+            "--lang",
+            "en",
+            "--prompt",
+            "tell me everything",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
@@ -114,7 +141,10 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
     [conversation] = store.list_conversations()
     question, reply = store.messages(conversation.id)
     assert (question.role, question.content, question.status) == (
-        "user", "tell me everything", "complete")
+        "user",
+        "tell me everything",
+        "complete",
+    )
     assert reply.status == "interrupted", reply
     assert len(reply.content) >= len(answer), (reply.content, answer)
     assert (SCRIPT * 20).startswith(reply.content), reply.content
@@ -171,7 +201,8 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
 
 
 def test_a_prompt_from_the_command_line_starts_its_own_chat(
-        data_dir: Path, root: tk.Tk, make_app) -> None:
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
     """``tkchat --prompt ... --seed 3``: a new chat with the command line's sampling, not a
     follow-up in yesterday's conversation with yesterday's sampling."""
     from tkchat.generate.backend import Sampling
@@ -180,13 +211,16 @@ def test_a_prompt_from_the_command_line_starts_its_own_chat(
         old = store.create("yesterday", settings={"seed": 99, "max_tokens": 5})
         store.add_message(old.id, "user", "old question")
         store.add_message(old.id, "assistant", "old answer")
-    app = make_app(ScriptedBackend(rate=0, tokens=6), history=True, autosend="fresh question",
-                   sampling=Sampling(seed=3, max_tokens=6))
+    app = make_app(
+        ScriptedBackend(rate=0, tokens=6),
+        history=True,
+        autosend="fresh question",
+        sampling=Sampling(seed=3, max_tokens=6),
+    )
     pump_until(root, lambda: bool(app.finished), what="the --prompt answer")
     assert "old question" not in app.transcript.plain_text()
     assert app.sampling.seed == 3
     assert app.archive is not None and app.archive.store is not None
     new_id = app.archive.conversation_id
     assert new_id is not None and new_id != old.id
-    assert [m.content for m in app.archive.store.messages(old.id)] == ["old question",
-                                                                       "old answer"]
+    assert [m.content for m in app.archive.store.messages(old.id)] == ["old question", "old answer"]

@@ -112,8 +112,15 @@ def test_live_figures_follow_an_answer(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=400))
     app.send("go")
     pump_until(root, lambda: bool(app.finished), what="the answer")
-    for metric in ("lag_max_ms", "lag_p99_ms", "long_tasks", "tokens_per_s",
-                   "ui_updates_per_s", "ttft_ms", "rss_peak_mb"):
+    for metric in (
+        "lag_max_ms",
+        "lag_p99_ms",
+        "long_tasks",
+        "tokens_per_s",
+        "ui_updates_per_s",
+        "ttft_ms",
+        "rss_peak_mb",
+    ):
         value = app.live_figure(metric)
         assert value is not None and value >= 0, metric
     assert app.live_figure("no_such_metric") is None
@@ -132,9 +139,15 @@ def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> Non
     translate = Translator("en")
     gone = []
     for _ in range(40):
-        dialog = ChatSettingsDialog(root, translate=translate, system_prompt="",
-                                    sampling=Sampling(), font_size=None, default_font_size=11,
-                                    on_apply=lambda *_: None)
+        dialog = ChatSettingsDialog(
+            root,
+            translate=translate,
+            system_prompt="",
+            sampling=Sampling(),
+            font_size=None,
+            default_font_size=11,
+            on_apply=lambda *_: None,
+        )
         gone.append(weakref.ref(dialog))
         dialog.cancel()
         del dialog
@@ -149,13 +162,21 @@ def test_headers_and_links_already_on_screen_follow_the_language(root: tk.Tk, ma
     fence = "```\nprint('hi')\n```"
     app = make_app(ScriptedBackend(rate=0, text=f"Here:\n\n{fence}\n"), language="en")
     app.send("hello")
-    pump_until(root, lambda: bool(app.finished) and not app.transcript.painter.busy,
-               what="the rendered answer")
+    pump_until(
+        root,
+        lambda: bool(app.finished) and not app.transcript.painter.busy,
+        what="the rendered answer",
+    )
     app.toggle_language()
     zh = STRINGS["zh"]
     shown = app.transcript.plain_text()
-    for key in ("transcript.you", "transcript.assistant", "transcript.copy", "transcript.edit",
-                "transcript.copy_code"):
+    for key in (
+        "transcript.you",
+        "transcript.assistant",
+        "transcript.copy",
+        "transcript.edit",
+        "transcript.copy_code",
+    ):
         assert zh[key] in shown, key
     for key in ("transcript.you", "transcript.assistant", "transcript.copy_code"):
         assert STRINGS["en"][key] not in shown, key

@@ -105,8 +105,9 @@ def test_every_code_reference_resolves_and_every_placeholder_is_listed(lesson: L
     for ref in lesson.code:
         source = resolve_reference(ref)
         name = ref.rpartition(".")[2].rpartition("::")[2]
-        assert re.search(rf"\b(def|class)\s+{re.escape(name)}\b|\b{re.escape(name)}\s*[:=]",
-                         source), ref
+        assert re.search(
+            rf"\b(def|class)\s+{re.escape(name)}\b|\b{re.escape(name)}\s*[:=]", source
+        ), ref
     assert lesson.placeholders, "the code section quotes something"
     assert set(lesson.placeholders) <= set(lesson.code)
     rendered = render_body(lesson)
@@ -121,29 +122,34 @@ def test_resolve_reference_finds_methods_classes_and_attributes() -> None:
     assert not method.startswith(" ")  # dedented
     whole = resolve_reference("tkchat/consume/reorder.py::ReorderBuffer")
     assert whole.startswith("class ReorderBuffer") and method.strip() in whole.replace(
-        "\n    ", "\n")
+        "\n    ", "\n"
+    )
     attribute = resolve_reference("tkchat/ui/pipeline.py::FixedPipeline.coalesce")
     assert attribute.strip() == "coalesce = True"
     decorated = resolve_reference("tkchat/consume/reorder.py::ReorderBuffer.waiting")
     assert decorated.startswith("@property\ndef waiting")
 
 
-@pytest.mark.parametrize("ref", [
-    "tkchat/no_such_file.py::Thing",
-    "tkchat/consume/reorder.py::NoSuchClass",
-    "tkchat/consume/reorder.py::ReorderBuffer.no_such_method",
-    "tkchat/consume/reorder.py::ReorderBuffer.push.inner",
-    "tkchat/consume/reorder.py",
-    "../outside.py::Thing",
-])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "tkchat/no_such_file.py::Thing",
+        "tkchat/consume/reorder.py::NoSuchClass",
+        "tkchat/consume/reorder.py::ReorderBuffer.no_such_method",
+        "tkchat/consume/reorder.py::ReorderBuffer.push.inner",
+        "tkchat/consume/reorder.py",
+        "../outside.py::Thing",
+    ],
+)
 def test_resolve_reference_raises_a_clear_lookup_error(ref: str) -> None:
     with pytest.raises(LookupError, match=re.escape(repr(ref))):
         resolve_reference(ref)
 
 
 def test_render_body_without_strict_shows_a_broken_reference() -> None:
-    lesson = dataclasses.replace(EN[0], body="Look:\n\n{{code tkchat/events.py::Nope}}\n",
-                                 code=("tkchat/events.py::Nope",))
+    lesson = dataclasses.replace(
+        EN[0], body="Look:\n\n{{code tkchat/events.py::Nope}}\n", code=("tkchat/events.py::Nope",)
+    )
     with pytest.raises(LookupError):
         render_body(lesson)
     assert "Nope" in render_body(lesson, strict=False)
@@ -181,8 +187,11 @@ def test_no_sentence_is_copied_from_the_seed_article() -> None:
     copied: list[str] = []
     for lesson in ZH:
         text = letters(lesson.path.read_text(encoding="utf-8").split("---", 2)[2])
-        copied += [f"{lesson.id}: {text[i:i + COPY_RUN]}"
-                   for i in range(len(text) - COPY_RUN + 1) if text[i:i + COPY_RUN] in seed]
+        copied += [
+            f"{lesson.id}: {text[i : i + COPY_RUN]}"
+            for i in range(len(text) - COPY_RUN + 1)
+            if text[i : i + COPY_RUN] in seed
+        ]
     assert not copied, "copied from the seed article:\n" + "\n".join(copied)
 
 
@@ -206,8 +215,9 @@ def test_load_lessons_rejects_an_unknown_language() -> None:
         load_lessons("fr")
 
 
-def test_a_missing_lessons_folder_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
-                                                   tmp_path: Path) -> None:
+def test_a_missing_lessons_folder_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(teach, "repo_root", lambda: tmp_path)
     with pytest.raises(FileNotFoundError, match="lessons"):
         load_lessons("en")
@@ -229,9 +239,13 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
         asked.append(metric)
         return 1234.4
 
-    panel = LessonPanel(root, language="en", on_setup_demo=received.append,
-                        read_figure=read_figure,
-                        translate=lambda key: PANEL_STRINGS[language["now"]][key])
+    panel = LessonPanel(
+        root,
+        language="en",
+        on_setup_demo=received.append,
+        read_figure=read_figure,
+        translate=lambda key: PANEL_STRINGS[language["now"]][key],
+    )
     panel.pack(fill="both", expand=True)
     root.update()
     assert panel.picker.cget("values")[0].startswith("01 · ")
@@ -289,9 +303,13 @@ def test_lesson_panel_renders_every_lesson(root: tk.Tk) -> None:
     from tkchat.ui.lesson_panel import PANEL_STRINGS, LessonPanel
 
     for lang in LANGUAGES:
-        panel = LessonPanel(root, language=lang, on_setup_demo=lambda _lesson: None,
-                            read_figure=lambda _metric: None,
-                            translate=lambda key, lang=lang: PANEL_STRINGS[lang][key])
+        panel = LessonPanel(
+            root,
+            language=lang,
+            on_setup_demo=lambda _lesson: None,
+            read_figure=lambda _metric: None,
+            translate=lambda key, lang=lang: PANEL_STRINGS[lang][key],
+        )
         panel.pack()
         for lesson in panel.lessons:
             panel.select(lesson.id)

@@ -199,8 +199,7 @@ def test_real_bundled_model_when_installed(monkeypatch: pytest.MonkeyPatch) -> N
     assert check_gguf(chosen) == chosen.resolve()
 
 
-def test_the_window_loads_the_model_chosen_last_time_unless_told_otherwise(
-        tmp_path: Path) -> None:
+def test_the_window_loads_the_model_chosen_last_time_unless_told_otherwise(tmp_path: Path) -> None:
     from tkchat.cli import window_model
 
     chosen = tmp_path / "chosen.gguf"

@@ -205,8 +205,10 @@ def test_unreadable_folders_are_skipped(tmp_path: Path, monkeypatch: pytest.Monk
     assert search(tmp_path, tmp_path / "missing") == []
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root reads folders whatever their permissions")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="root reads folders whatever their permissions",
+)
 def test_a_folder_without_permissions_is_skipped(tmp_path: Path) -> None:
     folder = tmp_path / "models"
     write_gguf(folder / "fine.gguf")
@@ -219,8 +221,7 @@ def test_a_folder_without_permissions_is_skipped(tmp_path: Path) -> None:
         locked.chmod(0o755)
 
 
-def test_order_bundled_recent_then_by_name(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_order_bundled_recent_then_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bundled = write_gguf(tmp_path / "wheel" / "Bundled.Q4.gguf")
     monkeypatch.setattr(model_finder, "bundled_model_path", lambda: bundled)
     folder = tmp_path / "models"
@@ -231,9 +232,18 @@ def test_order_bundled_recent_then_by_name(tmp_path: Path,
     not_gguf = write_text(tmp_path / "else" / "broken.gguf")
     weird_name = write_gguf(tmp_path / "else" / "model.bin")  # loaded once with --model
 
-    found = search(tmp_path, folder, recent=[str(recent_y), str(tmp_path / "gone.gguf"),
-                                              str(recent_b), str(not_gguf), str(weird_name),
-                                              str(bundled)])
+    found = search(
+        tmp_path,
+        folder,
+        recent=[
+            str(recent_y),
+            str(tmp_path / "gone.gguf"),
+            str(recent_b),
+            str(not_gguf),
+            str(weird_name),
+            str(bundled),
+        ],
+    )
     assert [(m.name, m.source) for m in found] == [
         ("Bundled.Q4.gguf", "bundled"),
         ("yankee.gguf", "recent"),
@@ -248,10 +258,8 @@ def test_environment_chooses_the_huggingface_cache(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert huggingface_cache({}, home) == home / ".cache" / "huggingface" / "hub"
     assert huggingface_cache({"XDG_CACHE_HOME": "/xdg"}, home) == Path("/xdg/huggingface/hub")
-    assert huggingface_cache({"XDG_CACHE_HOME": "/xdg", "HF_HOME": "/hf"}, home) == Path(
-        "/hf/hub")
-    assert huggingface_cache({"HF_HOME": "/hf", "HF_HUB_CACHE": "/cache"}, home) == Path(
-        "/cache")
+    assert huggingface_cache({"XDG_CACHE_HOME": "/xdg", "HF_HOME": "/hf"}, home) == Path("/hf/hub")
+    assert huggingface_cache({"HF_HOME": "/hf", "HF_HUB_CACHE": "/cache"}, home) == Path("/cache")
     assert huggingface_cache({"HUGGINGFACE_HUB_CACHE": "/old"}, home) == Path("/old")
     assert huggingface_cache({"HF_HOME": "~/hf"}, home) == home / "hf" / "hub"
     assert huggingface_cache({"HF_HOME": ""}, home) == home / ".cache" / "huggingface" / "hub"
@@ -265,10 +273,14 @@ def test_environment_chooses_the_huggingface_cache(tmp_path: Path) -> None:
     cases = [
         ({}, "default.gguf"),
         ({"XDG_CACHE_HOME": str(tmp_path / "xdg")}, "xdg.gguf"),
-        ({"XDG_CACHE_HOME": str(tmp_path / "xdg"), "HF_HOME": str(tmp_path / "hf-home")},
-         "hf-home.gguf"),
-        ({"HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_CACHE": str(tmp_path / "hub-cache")},
-         "hub-cache.gguf"),
+        (
+            {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "HF_HOME": str(tmp_path / "hf-home")},
+            "hf-home.gguf",
+        ),
+        (
+            {"HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_CACHE": str(tmp_path / "hub-cache")},
+            "hub-cache.gguf",
+        ),
     ]
     for environ, expected in cases:
         found = find_models(folder=None, recent=[], environ=environ, home=home)
@@ -277,13 +289,17 @@ def test_environment_chooses_the_huggingface_cache(tmp_path: Path) -> None:
 
 def test_lm_studio_folders_under_home(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    assert lmstudio_folders(home) == [home / ".lmstudio" / "models",
-                                      home / ".cache" / "lm-studio" / "models"]
+    assert lmstudio_folders(home) == [
+        home / ".lmstudio" / "models",
+        home / ".cache" / "lm-studio" / "models",
+    ]
     write_gguf(home / ".lmstudio" / "models" / "pub" / "repo" / "new-layout.gguf")
     write_gguf(home / ".cache" / "lm-studio" / "models" / "pub" / "repo" / "old-layout.gguf")
     found = find_models(folder=None, recent=[], environ={}, home=home)
-    assert [(m.name, m.source) for m in found] == [("new-layout.gguf", "lmstudio"),
-                                                   ("old-layout.gguf", "lmstudio")]
+    assert [(m.name, m.source) for m in found] == [
+        ("new-layout.gguf", "lmstudio"),
+        ("old-layout.gguf", "lmstudio"),
+    ]
     places = model_places(folder=tmp_path / "mine", environ={}, home=home)
     assert [source for source, _ in places] == ["folder", "huggingface", "lmstudio", "lmstudio"]
 
@@ -326,10 +342,12 @@ def open_picker(root: tk.Tk, calls: Calls, tmp_path: Path) -> Iterator[Callable[
         kwargs.setdefault("current", None)
         kwargs.setdefault("recent", [])
         kwargs.setdefault("folder", None)
-        kwargs.setdefault("finder", functools.partial(find_models, environ={},
-                                                      home=tmp_path / "empty-home"))
-        picker = ModelPicker(root, on_choose=calls.chosen.append,
-                             on_folder=calls.folders.append, **kwargs)
+        kwargs.setdefault(
+            "finder", functools.partial(find_models, environ={}, home=tmp_path / "empty-home")
+        )
+        picker = ModelPicker(
+            root, on_choose=calls.chosen.append, on_folder=calls.folders.append, **kwargs
+        )
         pickers.append(picker)
         pump_until(root, picker.winfo_viewable, what="the picker to show")
         return picker
@@ -371,8 +389,9 @@ def models(tmp_path: Path) -> Path:
 
 
 @gui
-def test_the_list_fills_with_the_current_model_marked(root: tk.Tk, open_picker: Any,
-                                                      models: Path) -> None:
+def test_the_list_fills_with_the_current_model_marked(
+    root: tk.Tk, open_picker: Any, models: Path
+) -> None:
     beta = models / "beta.gguf"
     picker = open_picker(folder=str(models), current=str(beta))
     wait_for_list(root, picker)
@@ -412,8 +431,13 @@ def test_searching_status_shows_while_the_search_runs(root: tk.Tk, open_picker: 
 
 @gui
 def test_the_bundled_model_is_current_when_current_is_none(
-        root: tk.Tk, open_picker: Any, calls: Calls, models: Path,
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root: tk.Tk,
+    open_picker: Any,
+    calls: Calls,
+    models: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     bundled = write_gguf(tmp_path / "wheel" / "SmolLM2-135M-Instruct.Q4_1.gguf")
     monkeypatch.setattr(model_finder, "bundled_model_path", lambda: bundled)
     picker = open_picker(folder=str(models), current=None)
@@ -427,8 +451,7 @@ def test_the_bundled_model_is_current_when_current_is_none(
 
 
 @gui
-def test_double_click_chooses(root: tk.Tk, open_picker: Any, calls: Calls,
-                              models: Path) -> None:
+def test_double_click_chooses(root: tk.Tk, open_picker: Any, calls: Calls, models: Path) -> None:
     picker = open_picker(folder=str(models))
     wait_for_list(root, picker)
     iid = row_of(picker, "gamma.gguf")
@@ -446,8 +469,9 @@ def test_double_click_chooses(root: tk.Tk, open_picker: Any, calls: Calls,
 
 
 @gui
-def test_enter_chooses_the_highlighted_row(root: tk.Tk, open_picker: Any, calls: Calls,
-                                           models: Path) -> None:
+def test_enter_chooses_the_highlighted_row(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path
+) -> None:
     picker = open_picker(folder=str(models))
     wait_for_list(root, picker)
     picker.tree.selection_set(row_of(picker, "beta.gguf"))
@@ -459,8 +483,9 @@ def test_enter_chooses_the_highlighted_row(root: tk.Tk, open_picker: Any, calls:
 
 
 @gui
-def test_use_this_model_button_chooses(root: tk.Tk, open_picker: Any, calls: Calls,
-                                       models: Path) -> None:
+def test_use_this_model_button_chooses(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path
+) -> None:
     picker = open_picker(folder=str(models))
     wait_for_list(root, picker)
     assert picker.use_button.cget("text") == "Use this model"
@@ -472,8 +497,9 @@ def test_use_this_model_button_chooses(root: tk.Tk, open_picker: Any, calls: Cal
 
 
 @gui
-def test_a_model_that_vanished_is_not_chosen(root: tk.Tk, open_picker: Any, calls: Calls,
-                                             models: Path) -> None:
+def test_a_model_that_vanished_is_not_chosen(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path
+) -> None:
     picker = open_picker(folder=str(models))
     wait_for_list(root, picker)
     picker.tree.selection_set(row_of(picker, "alpha.gguf"))
@@ -485,8 +511,9 @@ def test_a_model_that_vanished_is_not_chosen(root: tk.Tk, open_picker: Any, call
 
 
 @gui
-def test_open_file_chooses_a_gguf(root: tk.Tk, open_picker: Any, calls: Calls,
-                                  tmp_path: Path) -> None:
+def test_open_file_chooses_a_gguf(
+    root: tk.Tk, open_picker: Any, calls: Calls, tmp_path: Path
+) -> None:
     model = write_gguf(tmp_path / "picked" / "own.gguf")
     picker = open_picker()
     asked: list[dict[str, Any]] = []
@@ -504,8 +531,9 @@ def test_open_file_chooses_a_gguf(root: tk.Tk, open_picker: Any, calls: Calls,
 
 
 @gui
-def test_open_file_rejects_a_file_that_is_not_gguf(root: tk.Tk, open_picker: Any,
-                                                   calls: Calls, models: Path) -> None:
+def test_open_file_rejects_a_file_that_is_not_gguf(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path
+) -> None:
     picker = open_picker(folder=str(models))
     wait_for_list(root, picker)
     picker.ask_file = lambda **_kw: str(models / "junk.gguf")
@@ -523,9 +551,9 @@ def test_open_file_rejects_a_file_that_is_not_gguf(root: tk.Tk, open_picker: Any
 
 
 @gui
-def test_choose_folder_reports_it_and_searches_it(root: tk.Tk, open_picker: Any,
-                                                  calls: Calls, models: Path,
-                                                  tmp_path: Path) -> None:
+def test_choose_folder_reports_it_and_searches_it(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path, tmp_path: Path
+) -> None:
     other = tmp_path / "other"
     write_gguf(other / "nested" / "zulu.gguf")
     picker = open_picker(folder=str(models))
@@ -550,14 +578,16 @@ def test_choose_folder_reports_it_and_searches_it(root: tk.Tk, open_picker: Any,
 
 
 @gui
-def test_a_newer_search_wins_over_a_slower_older_one(root: tk.Tk, open_picker: Any,
-                                                     tmp_path: Path) -> None:
+def test_a_newer_search_wins_over_a_slower_older_one(
+    root: tk.Tk, open_picker: Any, tmp_path: Path
+) -> None:
     old = write_gguf(tmp_path / "old" / "old.gguf")
     new = write_gguf(tmp_path / "new" / "new.gguf")
     cancels: list[threading.Event] = []
 
-    def finder(*, folder: str | None, recent: list[str],
-               cancel: threading.Event) -> list[FoundModel]:
+    def finder(
+        *, folder: str | None, recent: list[str], cancel: threading.Event
+    ) -> list[FoundModel]:
         cancels.append(cancel)
         if folder == str(tmp_path / "old"):
             cancel.wait(10)  # the first search is slow: it ends only when cancelled
@@ -574,8 +604,9 @@ def test_a_newer_search_wins_over_a_slower_older_one(root: tk.Tk, open_picker: A
 
 
 @gui
-def test_no_models_lists_the_places_looked_at(root: tk.Tk, open_picker: Any,
-                                              tmp_path: Path) -> None:
+def test_no_models_lists_the_places_looked_at(
+    root: tk.Tk, open_picker: Any, tmp_path: Path
+) -> None:
     empty = tmp_path / "nothing-here"
     empty.mkdir()
     picker = open_picker(folder=str(empty), finder=lambda **_kw: [])
@@ -600,8 +631,9 @@ def test_a_failing_search_says_so(root: tk.Tk, open_picker: Any) -> None:
 
 @gui
 @pytest.mark.parametrize("how", ["escape", "cancel", "close"])
-def test_closing_does_not_choose(root: tk.Tk, open_picker: Any, calls: Calls, models: Path,
-                                 how: str) -> None:
+def test_closing_does_not_choose(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path, how: str
+) -> None:
     picker = open_picker(folder=str(models))
     wait_for_list(root, picker)
     if how == "escape":
@@ -617,8 +649,7 @@ def test_closing_does_not_choose(root: tk.Tk, open_picker: Any, calls: Calls, mo
 
 
 @gui
-def test_closing_mid_search_cancels_it_cleanly(root: tk.Tk, open_picker: Any,
-                                               calls: Calls) -> None:
+def test_closing_mid_search_cancels_it_cleanly(root: tk.Tk, open_picker: Any, calls: Calls) -> None:
     started, finished = threading.Event(), threading.Event()
     seen: list[threading.Event] = []
 
@@ -652,9 +683,14 @@ def test_language_switch(root: tk.Tk, open_picker: Any, models: Path) -> None:
     assert picker.title() == "选择模型"
     assert picker.status_text() == "找到 3 个模型"
     assert picker.tree.set(row_of(picker, "alpha.gguf"), "where") == "你选的文件夹"
-    for text in (picker.use_button.cget("text"), picker.open_button.cget("text"),
-                 picker.folder_button.cget("text"), picker.cancel_button.cget("text"),
-                 picker.tree.heading("#0", "text"), picker.tree.heading("path", "text")):
+    for text in (
+        picker.use_button.cget("text"),
+        picker.open_button.cget("text"),
+        picker.folder_button.cget("text"),
+        picker.cancel_button.cget("text"),
+        picker.tree.heading("#0", "text"),
+        picker.tree.heading("path", "text"),
+    ):
         assert CJK.search(str(text)), text
     picker.destroy()
     translator.set_language("en")  # a closed dialog ignores the change
@@ -666,6 +702,7 @@ def test_strings_are_complete_and_merged() -> None:
     assert all(CJK.search(text) for text in PICKER_STRINGS["zh"].values())
     for lang in ("en", "zh"):
         assert PICKER_STRINGS[lang].items() <= STRINGS[lang].items()
-    sources = {key.rsplit(".", 1)[1] for key in PICKER_STRINGS["en"]
-               if key.startswith("picker.source.")}
+    sources = {
+        key.rsplit(".", 1)[1] for key in PICKER_STRINGS["en"] if key.startswith("picker.source.")
+    }
     assert sources == set(model_finder.SOURCES)

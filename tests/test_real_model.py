@@ -17,8 +17,10 @@ from tkchat.transport.channel import EventChannel
 
 pytestmark = pytest.mark.model
 
-QUESTION = (Message("system", "You are a helpful assistant."),
-            Message("user", "Explain in a few sentences why the sky is blue."))
+QUESTION = (
+    Message("system", "You are a helpful assistant."),
+    Message("user", "Explain in a few sentences why the sky is blue."),
+)
 
 
 @pytest.fixture

@@ -33,13 +33,18 @@ from tkchat.generate.remote_backend import RemoteBackend, split_server_url
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.transport.channel import EventChannel
 
-QUESTION = (Message("system", "You are a helpful assistant."),
-            Message("user", "Explain in a few sentences why the sky is blue."))
+QUESTION = (
+    Message("system", "You are a helpful assistant."),
+    Message("user", "Explain in a few sentences why the sky is blue."),
+)
 LONG_QUESTION = (Message("user", "Write a long story about a dragon who learns to bake."),)
 
 
-def generate(backend: RemoteBackend, question: tuple[Message, ...] = QUESTION,
-             sampling: Sampling | None = None) -> list[GenerationEvent]:
+def generate(
+    backend: RemoteBackend,
+    question: tuple[Message, ...] = QUESTION,
+    sampling: Sampling | None = None,
+) -> list[GenerationEvent]:
     """One whole generation through the app's controller and worker."""
     controller = GenerationController(backend, EventChannel())
     gen = controller.start(GenerationRequest(question, sampling or Sampling(max_tokens=32)))
@@ -71,10 +76,17 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 # -- the URL, as users type it ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:8080", "http://127.0.0.1:8080/", "http://127.0.0.1:8080/v1",
-    "http://127.0.0.1:8080/v1/", "127.0.0.1:8080", " http://127.0.0.1:8080/v1/chat/completions",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080",
+        "http://127.0.0.1:8080/",
+        "http://127.0.0.1:8080/v1",
+        "http://127.0.0.1:8080/v1/",
+        "127.0.0.1:8080",
+        " http://127.0.0.1:8080/v1/chat/completions",
+    ],
+)
 def test_server_url_with_or_without_v1(url: str) -> None:
     assert split_server_url(url) == ("http", "127.0.0.1", 8080, "")
     assert RemoteBackend(url).name == "server at 127.0.0.1:8080"
@@ -111,23 +123,40 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     with open(log_path, "wb") as log:
         # Unbuffered, so its "Disconnected from client" line reaches the log when it happens.
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(path),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                "2048",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"llama_cpp.server exited with {proc.returncode}:\n"
-                                     + log_path.read_text(errors="replace")[-2000:])
+                raise AssertionError(
+                    f"llama_cpp.server exited with {proc.returncode}:\n"
+                    + log_path.read_text(errors="replace")[-2000:]
+                )
             try:
                 get_json(f"{base}/v1/models")
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise AssertionError("llama_cpp.server did not answer /v1/models in 60 s"
-                                         ) from None
+                    raise AssertionError(
+                        "llama_cpp.server did not answer /v1/models in 60 s"
+                    ) from None
                 time.sleep(0.2)
         yield base, log_path
     finally:
@@ -196,8 +225,9 @@ def test_llama_server_stop_closes_the_stream(llama_server: tuple[str, Path]) -> 
 
 @pytest.mark.model
 @pytest.mark.gui
-def test_window_answers_from_the_llama_server(llama_server: tuple[str, Path], root: tk.Tk,
-                                              make_app) -> None:
+def test_window_answers_from_the_llama_server(
+    llama_server: tuple[str, Path], root: tk.Tk, make_app
+) -> None:
     app = make_app(RemoteBackend(llama_server[0]), sampling=Sampling(max_tokens=32, seed=5))
     assert app.model_ready, app.status.get()
     assert "server SmolLM2-135M-Instruct.Q4_1.gguf at 127.0.0.1" in root.title()
@@ -215,8 +245,11 @@ CONTENT = ["Hello", ",", " wörld", " 中文", " 🙂", "!"]
 
 def sse_chunk(content: str | None = None, finish: str | None = None) -> bytes:
     delta = {} if content is None else {"content": content}
-    chunk = {"object": "chat.completion.chunk", "model": "fake-model",
-             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    chunk = {
+        "object": "chat.completion.chunk",
+        "model": "fake-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
 
 
@@ -287,8 +320,9 @@ class FakeServer:
     # -- answers (on the server's request thread) --
 
     @staticmethod
-    def start_stream(h: BaseHTTPRequestHandler, content_type: str = "text/event-stream",
-                     status: int = 200) -> None:
+    def start_stream(
+        h: BaseHTTPRequestHandler, content_type: str = "text/event-stream", status: int = 200
+    ) -> None:
         h.send_response(status)
         h.send_header("Content-Type", content_type)
         h.send_header("Transfer-Encoding", "chunked")
@@ -299,8 +333,15 @@ class FakeServer:
         h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         h.wfile.flush()
 
-    def stream(self, h: BaseHTTPRequestHandler, body: bytes, *, content_type: str =
-               "text/event-stream", status: int = 200, end: bool = True) -> None:
+    def stream(
+        self,
+        h: BaseHTTPRequestHandler,
+        body: bytes,
+        *,
+        content_type: str = "text/event-stream",
+        status: int = 200,
+        end: bool = True,
+    ) -> None:
         self.start_stream(h, content_type, status)
         self.send_piece(h, body)
         if end:
@@ -374,7 +415,7 @@ class FakeServer:
         self.stream(h, b"<html><body>Login required</body></html>", content_type="text/html")
 
     def answer_bad_json(self, h: BaseHTTPRequestHandler) -> None:
-        self.stream(h, sse_chunk("Hello") + b"data: {\"choices\": [oops\n\n")
+        self.stream(h, sse_chunk("Hello") + b'data: {"choices": [oops\n\n')
 
     def answer_no_choices(self, h: BaseHTTPRequestHandler) -> None:
         self.stream(h, b'data: {"id": "x", "object": "chat.completion.chunk"}\n\n')
@@ -415,8 +456,7 @@ def loaded(url: str, **kwargs: Any) -> RemoteBackend:
     return backend
 
 
-@pytest.mark.parametrize("behaviour",
-                         ["ok", "ok-http10", "bytewise", "crlf-and-pings", "cr-only"])
+@pytest.mark.parametrize("behaviour", ["ok", "ok-http10", "bytewise", "crlf-and-pings", "cr-only"])
 def test_a_well_behaved_stream_arrives_whole(fake: FakeServer, behaviour: str) -> None:
     fake.behaviour = behaviour
     backend = loaded(fake.url)
@@ -442,21 +482,31 @@ def test_finish_reason_length_and_a_missing_done(fake: FakeServer) -> None:
     assert text_of(events) == "".join(CONTENT)
 
 
-@pytest.mark.parametrize(("behaviour", "message"), [
-    ("garbage", "The server's answer is not a valid event stream: it starts with"),
-    ("html", "The server's answer is not a valid event stream: it starts with '<!DOCTYPE html>"),
-    ("html-typed", "The server's answer is not a valid event stream: its type is text/html"),
-    ("bad-json", "The server's answer is not a valid event stream: a data line is not JSON"),
-    ("no-choices", "The server's answer is not a valid event stream: a chunk has no choices"),
-    ("error-event", "The server reported an error: out of memory"),
-    ("truncated", "The server closed the stream mid-answer"),
-    ("reset", "The server closed the stream mid-answer"),
-    ("empty", "The server closed the stream mid-answer"),
-    ("status-500", "answered 500 Internal Server Error to /v1/chat/completions: model exploded"),
-    ("status-404-html", "answered 404 Not Found to /v1/chat/completions"),
-])
-def test_a_malformed_answer_is_one_clear_error(fake: FakeServer, behaviour: str,
-                                               message: str) -> None:
+@pytest.mark.parametrize(
+    ("behaviour", "message"),
+    [
+        ("garbage", "The server's answer is not a valid event stream: it starts with"),
+        (
+            "html",
+            "The server's answer is not a valid event stream: it starts with '<!DOCTYPE html>",
+        ),
+        ("html-typed", "The server's answer is not a valid event stream: its type is text/html"),
+        ("bad-json", "The server's answer is not a valid event stream: a data line is not JSON"),
+        ("no-choices", "The server's answer is not a valid event stream: a chunk has no choices"),
+        ("error-event", "The server reported an error: out of memory"),
+        ("truncated", "The server closed the stream mid-answer"),
+        ("reset", "The server closed the stream mid-answer"),
+        ("empty", "The server closed the stream mid-answer"),
+        (
+            "status-500",
+            "answered 500 Internal Server Error to /v1/chat/completions: model exploded",
+        ),
+        ("status-404-html", "answered 404 Not Found to /v1/chat/completions"),
+    ],
+)
+def test_a_malformed_answer_is_one_clear_error(
+    fake: FakeServer, behaviour: str, message: str
+) -> None:
     backend = loaded(fake.url)
     fake.behaviour = behaviour
     events = generate(backend)
@@ -484,8 +534,11 @@ def test_dead_server_fails_load_fast() -> None:
 
 def test_unknown_host_fails_load_clearly() -> None:
     backend = RemoteBackend("http://no-such-host.invalid:8080")
-    with pytest.raises(BackendError, match=r"^Cannot reach the server at "
-                                           r"http://no-such-host\.invalid:8080: unknown host"):
+    with pytest.raises(
+        BackendError,
+        match=r"^Cannot reach the server at "
+        r"http://no-such-host\.invalid:8080: unknown host",
+    ):
         backend.load()
 
 
@@ -508,8 +561,11 @@ def test_not_an_openai_server_fails_load_clearly(counting_server: tuple[int, lis
 
 def test_a_server_still_loading_fails_load_clearly(fake: FakeServer) -> None:
     fake.models_status = 503
-    with pytest.raises(BackendError, match=r"is not ready: GET /v1/models answered 503: "
-                                           r"Loading model$"):
+    with pytest.raises(
+        BackendError,
+        match=r"is not ready: GET /v1/models answered 503: "
+        r"Loading model$",
+    ):
         RemoteBackend(fake.url).load()
 
 
@@ -549,8 +605,9 @@ def test_window_survives_the_server_going_away(root: tk.Tk, make_app) -> None:
 
 
 @pytest.mark.gui
-def test_window_shows_a_malformed_answer_as_one_error(root: tk.Tk, make_app,
-                                                      fake: FakeServer) -> None:
+def test_window_shows_a_malformed_answer_as_one_error(
+    root: tk.Tk, make_app, fake: FakeServer
+) -> None:
     fake.behaviour = "html"
     app = make_app(RemoteBackend(fake.url))
     assert app.send("hello")
@@ -658,9 +715,14 @@ def serve_tkchat() -> Iterator[Callable[[ScriptedBackend], str]]:
 
     def start(backend: ScriptedBackend) -> str:
         port = free_port()
-        server = uvicorn.Server(uvicorn.Config(serve.create_app(backend, port=port),
-                                               host="127.0.0.1", port=port,
-                                               log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                serve.create_app(backend, port=port),
+                host="127.0.0.1",
+                port=port,
+                log_level="warning",
+            )
+        )
         thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
         thread.start()
         running.append((server, thread))
@@ -716,7 +778,8 @@ def test_tkchat_server_stop_cancels_on_the_server(tkchat_server: str) -> None:
 
 
 def test_tkchat_server_error_event_keeps_its_kind(
-        serve_tkchat: Callable[[ScriptedBackend], str]) -> None:
+    serve_tkchat: Callable[[ScriptedBackend], str],
+) -> None:
     backend = loaded(serve_tkchat(ScriptedBackend(rate=0, fail_at=5)))
     events = generate(backend)
     error = only_error(events)
@@ -739,8 +802,7 @@ def test_tkchat_server_busy_is_a_clear_error(tkchat_server: str) -> None:
 
 
 @pytest.mark.gui
-def test_window_answers_from_the_tkchat_server(tkchat_server: str, root: tk.Tk,
-                                               make_app) -> None:
+def test_window_answers_from_the_tkchat_server(tkchat_server: str, root: tk.Tk, make_app) -> None:
     app = make_app(RemoteBackend(tkchat_server), sampling=Sampling(max_tokens=4096))
     assert app.model_ready, app.status.get()
     assert app.send("Why does the window stay smooth?")

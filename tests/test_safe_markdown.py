@@ -727,14 +727,17 @@ def test_print_render_timings(tk_root: Any, capsys: pytest.CaptureFixture[str]) 
         print("\n[render timings]\n  " + "\n  ".join(lines))
 
 
-@pytest.mark.parametrize(("block", "code"), [
-    ("```python\nprint(1)\n  x = 2\n```", "print(1)\n  x = 2"),
-    ("~~~\nplain\n~~~", "plain"),
-    ("````\n```\nnested fence\n```\n````", "```\nnested fence\n```"),
-    ("  ```\n  indented\n    more\n  ```", "indented\n  more"),
-    ("```js\nnever closed", "never closed"),
-    ("```\n```", ""),
-])
+@pytest.mark.parametrize(
+    ("block", "code"),
+    [
+        ("```python\nprint(1)\n  x = 2\n```", "print(1)\n  x = 2"),
+        ("~~~\nplain\n~~~", "plain"),
+        ("````\n```\nnested fence\n```\n````", "```\nnested fence\n```"),
+        ("  ```\n  indented\n    more\n  ```", "indented\n  more"),
+        ("```js\nnever closed", "never closed"),
+        ("```\n```", ""),
+    ],
+)
 def test_fenced_code_is_what_copy_code_copies(block: str, code: str) -> None:
     assert fenced_code(block) == code
 

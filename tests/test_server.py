@@ -45,25 +45,31 @@ class Live:
     def connect(self, timeout: float = 10.0) -> HTTPConnection:
         return HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
-    def send(self, method: str, path: str, body: Any = None,
-             headers: dict[str, str] | None = None) -> tuple[HTTPConnection, HTTPResponse]:
+    def send(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[HTTPConnection, HTTPResponse]:
         """Send a request; return the open connection and the response (headers read only)."""
         conn = self.connect()
-        data = body if isinstance(body, bytes | None) else json.dumps(
-            body, ensure_ascii=False).encode()
+        data = (
+            body
+            if isinstance(body, bytes | None)
+            else json.dumps(body, ensure_ascii=False).encode()
+        )
         conn.request(method, path, body=data, headers=headers or {})
         return conn, conn.getresponse()
 
-    def fetch(self, method: str, path: str, body: Any = None,
-              headers: dict[str, str] | None = None) -> tuple[int, HTTPMessage, bytes]:
+    def fetch(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, HTTPMessage, bytes]:
         conn, response = self.send(method, path, body, headers)
         try:
             return response.status, response.headers, response.read()
         finally:
             conn.close()
 
-    def fetch_json(self, method: str, path: str, body: Any = None,
-                   headers: dict[str, str] | None = None) -> tuple[int, HTTPMessage, Any]:
+    def fetch_json(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, HTTPMessage, Any]:
         status, headers_, data = self.fetch(method, path, body, headers)
         assert headers_["content-type"].startswith("application/json"), data
         return status, headers_, json.loads(data)
@@ -100,8 +106,9 @@ def serve(backend: Backend, **options: Any) -> Iterator[Live]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(backend, port=port, **options)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                           timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     wait_until(lambda: server.started, what="uvicorn to start")
@@ -139,8 +146,9 @@ LONG = {"messages": [{"role": "user", "content": "Go on"}], "max_tokens": 50_000
 
 
 @contextmanager
-def streaming(live: Live, path: str = "/chat", body: Any = LONG,
-              chunks: int = 3) -> Iterator[tuple[HTTPConnection, HTTPResponse]]:
+def streaming(
+    live: Live, path: str = "/chat", body: Any = LONG, chunks: int = 3
+) -> Iterator[tuple[HTTPConnection, HTTPResponse]]:
     """A stream that has delivered at least ``chunks`` frames and is still running."""
     conn, response = live.send("POST", path, body)
     assert response.status == 200
@@ -224,10 +232,13 @@ def test_a_backend_that_raises_ends_the_stream_with_one_error_event() -> None:
 # -- disconnect, busy, responsiveness -------------------------------------------------------
 
 
-@pytest.mark.parametrize("path,extra", [
-    ("/chat", {}),
-    ("/v1/chat/completions", {"stream": True}),
-])
+@pytest.mark.parametrize(
+    "path,extra",
+    [
+        ("/chat", {}),
+        ("/v1/chat/completions", {"stream": True}),
+    ],
+)
 def test_client_disconnect_stops_the_model(slow: Live, path: str, extra: dict[str, Any]) -> None:
     with streaming(slow, path, {**LONG, **extra}) as (conn, _):
         job = slow.chat.job
@@ -247,8 +258,10 @@ def test_client_disconnect_stops_the_model(slow: Live, path: str, extra: dict[st
 def test_client_disconnect_stops_a_non_streaming_completion(slow: Live) -> None:
     conn = slow.connect()
     conn.request("POST", "/v1/chat/completions", body=json.dumps(LONG))
-    wait_until(lambda: slow.chat.job is not None and slow.chat.job.worker.tokens >= 3,
-               what="generation to start")
+    wait_until(
+        lambda: slow.chat.job is not None and slow.chat.job.worker.tokens >= 3,
+        what="generation to start",
+    )
     hang_up(conn)
     wait_until(lambda: slow.health()["cancels"], what="the cancel to be recorded")
     (cancel,) = slow.health()["cancels"]
@@ -272,9 +285,10 @@ def test_a_second_request_while_generating_is_refused_as_busy(slow: Live) -> Non
 
 def test_the_event_loop_answers_while_a_flood_streams() -> None:
     """A flood (no delay between tokens) on one connection; /health still answers at once."""
-    with serve(ScriptedBackend(rate=0, tokens=10**6)) as live, streaming(
-        live, body={**HELLO, "max_tokens": 10**6}
-    ) as (conn, response):
+    with (
+        serve(ScriptedBackend(rate=0, tokens=10**6)) as live,
+        streaming(live, body={**HELLO, "max_tokens": 10**6}) as (conn, response),
+    ):
         stop = threading.Event()
 
         def read() -> None:  # a client that keeps up with the flood
@@ -297,28 +311,34 @@ def test_the_event_loop_answers_while_a_flood_streams() -> None:
 # -- safety ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1:1",
-                                  "localhost.evil.example:{port}"])
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:{port}", "127.0.0.1:1", "localhost.evil.example:{port}"]
+)
 def test_a_foreign_host_header_is_forbidden(fast: Live, host: str) -> None:
-    for method, path, body in (("GET", "/health", None), ("POST", "/chat", HELLO),
-                               ("GET", "/", None)):
-        status, _, payload = fast.fetch_json(method, path, body,
-                                             {"Host": host.format(port=fast.port)})
+    for method, path, body in (
+        ("GET", "/health", None),
+        ("POST", "/chat", HELLO),
+        ("GET", "/", None),
+    ):
+        status, _, payload = fast.fetch_json(
+            method, path, body, {"Host": host.format(port=fast.port)}
+        )
         assert status == 403 and payload["error"]["kind"] == "forbidden"
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:{port}", "localhost:{port}",
-                                  "LOCALHOST"])
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:{port}", "localhost:{port}", "LOCALHOST"])
 def test_our_own_host_header_is_accepted(fast: Live, host: str) -> None:
     status, _, _ = fast.fetch("GET", "/health", headers={"Host": host.format(port=fast.port)})
     assert status == 200
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1:1",
-                                    "https://127.0.0.1:{port}"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1:{port}"]
+)
 def test_a_foreign_origin_is_forbidden(fast: Live, origin: str) -> None:
     status, headers, payload = fast.fetch_json(
-        "POST", "/chat", HELLO, {"Origin": origin.format(port=fast.port)})
+        "POST", "/chat", HELLO, {"Origin": origin.format(port=fast.port)}
+    )
     assert status == 403 and payload["error"]["kind"] == "forbidden"
     assert not [h for h in headers if h.lower().startswith("access-control-")]
 
@@ -332,29 +352,31 @@ def test_our_own_origin_is_accepted_without_any_cors_header(fast: Live) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize("body,fragment", [
-    (b"{not json", "not valid JSON"),
-    (b"", "not valid JSON"),
-    (b"\xff\xfe", "not valid JSON"),
-    (b"[" * 5000, "not valid JSON"),
-    (b"[1, 2]", "JSON object"),
-    (b'{"messages": []}', "messages"),
-    (b'{"messages": "hi"}', "messages"),
-    (b'{"messages": [{"role": "robot", "content": "hi"}]}', "role"),
-    (b'{"messages": [{"role": "user", "content": 5}]}', "content"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}', "temperature"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}', "max_tokens"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": true}', "max_tokens"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "top_p": 2}', "top_p"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "seed": 1.5}', "seed"),
-])
+@pytest.mark.parametrize(
+    "body,fragment",
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b"[" * 5000, "not valid JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'{"messages": []}', "messages"),
+        (b'{"messages": "hi"}', "messages"),
+        (b'{"messages": [{"role": "robot", "content": "hi"}]}', "role"),
+        (b'{"messages": [{"role": "user", "content": 5}]}', "content"),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}', "temperature"),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}', "max_tokens"),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": true}', "max_tokens"),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "top_p": 2}', "top_p"),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "seed": 1.5}', "seed"),
+    ],
+)
 def test_malformed_requests_get_a_400_json_error(fast: Live, body: bytes, fragment: str) -> None:
     for path in ("/chat", "/v1/chat/completions"):
         status, _, payload = fast.fetch_json("POST", path, body)
         assert status == 400 and payload["error"]["kind"] == "bad_request"
         assert fragment in payload["error"]["message"]
-    status, _, payload = fast.fetch_json("POST", "/v1/chat/completions",
-                                         {**HELLO, "stream": "yes"})
+    status, _, payload = fast.fetch_json("POST", "/v1/chat/completions", {**HELLO, "stream": "yes"})
     assert status == 400 and "stream" in payload["error"]["message"]
 
 
@@ -364,17 +386,27 @@ def test_an_oversized_body_is_refused_with_413(fast: Live) -> None:
     assert status == 413 and payload["error"]["kind"] == "body_too_large"
     # Without a Content-Length (chunked upload) the limit holds while reading.
     conn = fast.connect()
-    conn.request("POST", "/chat", body=iter([huge[:40_000], huge[40_000:]]),
-                 encode_chunked=True, headers={"Transfer-Encoding": "chunked"})
+    conn.request(
+        "POST",
+        "/chat",
+        body=iter([huge[:40_000], huge[40_000:]]),
+        encode_chunked=True,
+        headers={"Transfer-Encoding": "chunked"},
+    )
     response = conn.getresponse()
     assert response.status == 413 and json.loads(response.read())["error"]["kind"] == (
-        "body_too_large")
+        "body_too_large"
+    )
     conn.close()
 
 
 def test_a_prompt_over_the_limit_is_refused_clearly(fast: Live) -> None:
-    body = {"messages": [{"role": "user", "content": "中" * 10_000},  # 30 kB of the 64 kB
-                         {"role": "user", "content": "x" * 22_001}]}
+    body = {
+        "messages": [
+            {"role": "user", "content": "中" * 10_000},  # 30 kB of the 64 kB
+            {"role": "user", "content": "x" * 22_001},
+        ]
+    }
     status, _, payload = fast.fetch_json("POST", "/chat", body)
     assert status == 413 and payload["error"]["kind"] == "prompt_too_long"
     assert "32001 characters" in payload["error"]["message"]
@@ -392,8 +424,9 @@ def test_unknown_paths_and_methods_get_json_errors(fast: Live) -> None:
 
 
 def test_openai_stream_shape_and_done(fast: Live) -> None:
-    messages, _ = fast.stream("/v1/chat/completions", {**HELLO, "stream": True,
-                                                       "model": "anything"})
+    messages, _ = fast.stream(
+        "/v1/chat/completions", {**HELLO, "stream": True, "model": "anything"}
+    )
     assert messages[-1].data == "[DONE]"
     chunks = [json.loads(m.data) for m in messages[:-1]]
     assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
@@ -407,8 +440,10 @@ def test_openai_stream_shape_and_done(fast: Live) -> None:
 
 
 def test_openai_non_streaming_shape(fast: Live) -> None:
-    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
-            "max_tokens": 3}
+    body = {
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        "max_tokens": 3,
+    }
     status, _, payload = fast.fetch_json("POST", "/v1/chat/completions", body)
     assert status == 200
     assert payload["object"] == "chat.completion" and payload["id"].startswith("chatcmpl-")
@@ -437,15 +472,22 @@ def test_static_files_with_correct_types(tmp_path: Path) -> None:
     (tmp_path / ".secret.js").write_text("no")
     (tmp_path.parent / "outside.js").write_text("no")
     with serve(ScriptedBackend(), static_dir=tmp_path) as live:
-        for path, content_type in [("/", "text/html; charset=utf-8"),
-                                   ("/static/app.js", "text/javascript; charset=utf-8"),
-                                   ("/static/worker.mjs", "text/javascript; charset=utf-8"),
-                                   ("/static/style.css", "text/css; charset=utf-8")]:
+        for path, content_type in [
+            ("/", "text/html; charset=utf-8"),
+            ("/static/app.js", "text/javascript; charset=utf-8"),
+            ("/static/worker.mjs", "text/javascript; charset=utf-8"),
+            ("/static/style.css", "text/css; charset=utf-8"),
+        ]:
             status, headers, body = live.fetch("GET", path)
             assert status == 200 and headers["content-type"] == content_type, path
             assert headers["x-content-type-options"] == "nosniff"
-        for path in ("/static/missing.js", "/static/../outside.js", "/static/%2e%2e/outside.js",
-                     "/static/.secret.js", "/static/"):
+        for path in (
+            "/static/missing.js",
+            "/static/../outside.js",
+            "/static/%2e%2e/outside.js",
+            "/static/.secret.js",
+            "/static/",
+        ):
             status, _, _ = live.fetch("GET", path)
             assert status == 404, path
 
@@ -491,9 +533,14 @@ def model() -> Iterator[Live]:
         backend.close()
 
 
-STORY = {"messages": [{"role": "user",
-                       "content": "Write a long story about a dragon who learns to cook."}],
-         "max_tokens": 300, "temperature": 0, "seed": 1}  # about 300 tokens of story, greedy
+STORY = {
+    "messages": [
+        {"role": "user", "content": "Write a long story about a dragon who learns to cook."}
+    ],
+    "max_tokens": 300,
+    "temperature": 0,
+    "seed": 1,
+}  # about 300 tokens of story, greedy
 
 
 @pytest.mark.model
@@ -524,10 +571,15 @@ def test_a_long_conversation_is_fitted_on_chat_but_refused_by_the_openai_api(mod
     many); an OpenAI client manages its own context, so /v1 answers with context_overflow."""
     turns = []
     for index in range(12):
-        turns += [{"role": "user", "content": f"question {index}: " + "tea and cats " * 12},
-                  {"role": "assistant", "content": "an answer about tea and cats " * 5}]
-    body = {"messages": [*turns, {"role": "user", "content": "and the newest question?"}],
-            "max_tokens": 8, "seed": 1}
+        turns += [
+            {"role": "user", "content": f"question {index}: " + "tea and cats " * 12},
+            {"role": "assistant", "content": "an answer about tea and cats " * 5},
+        ]
+    body = {
+        "messages": [*turns, {"role": "user", "content": "and the newest question?"}],
+        "max_tokens": 8,
+        "seed": 1,
+    }
     text, final = check_contract(model.events(body))
     assert isinstance(final, Done), final
     assert final.stats.context_dropped > 0 and final.stats.prompt_tokens + 8 <= 512

@@ -38,8 +38,9 @@ from tkchat.store.settings import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-needs_symlinks = pytest.mark.skipif(sys.platform == "win32",
-                                    reason="symlinks need extra privileges on Windows")
+needs_symlinks = pytest.mark.skipif(
+    sys.platform == "win32", reason="symlinks need extra privileges on Windows"
+)
 
 
 @pytest.fixture
@@ -53,8 +54,9 @@ def everything_changed(folder: Path) -> AppSettings:
         language="zh",
         font_size=17,
         system_prompt="Réponds en français. 用中文也可以。",
-        sampling=Sampling(temperature=0.7, top_p=0.5, top_k=12, repeat_penalty=1.3,
-                          max_tokens=0, seed=42),
+        sampling=Sampling(
+            temperature=0.7, top_p=0.5, top_k=12, repeat_penalty=1.3, max_tokens=0, seed=42
+        ),
         recent_models=[str(folder / "b.gguf"), str(folder / "a model.gguf")],
         model_folder=str(folder),
         geometry="1140x680+10+20",
@@ -67,8 +69,14 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "language": "zh",
         "font_size": 17,
         "system_prompt": "Réponds en français. 用中文也可以。",
-        "sampling": {"temperature": 0.7, "top_p": 0.5, "top_k": 12, "repeat_penalty": 1.3,
-                     "max_tokens": 0, "seed": 42},
+        "sampling": {
+            "temperature": 0.7,
+            "top_p": 0.5,
+            "top_k": 12,
+            "repeat_penalty": 1.3,
+            "max_tokens": 0,
+            "seed": 42,
+        },
         "recent_models": [str(folder / "b.gguf"), str(folder / "a model.gguf")],
         "model_folder": str(folder),
         "geometry": "1140x680+10+20",
@@ -151,8 +159,9 @@ def test_a_byte_order_mark_from_notepad_is_accepted(path: Path) -> None:
         pytest.param(b"12", "holds a number, not a JSON object", id="number"),
     ],
 )
-def test_a_corrupt_file_is_kept_aside_byte_for_byte(path: Path, content: bytes,
-                                                    problem: str) -> None:
+def test_a_corrupt_file_is_kept_aside_byte_for_byte(
+    path: Path, content: bytes, problem: str
+) -> None:
     path.parent.mkdir(parents=True)
     path.write_bytes(content)
     settings, warning = load_settings(path)
@@ -190,7 +199,8 @@ def test_a_folder_in_place_of_the_file_is_moved_aside(path: Path) -> None:
 
 
 def test_a_corrupt_file_that_cannot_be_moved_is_left_untouched(
-        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path.parent.mkdir(parents=True)
     path.write_bytes(b"{corrupt")
 
@@ -206,7 +216,8 @@ def test_a_corrupt_file_that_cannot_be_moved_is_left_untouched(
 
 
 def test_an_unexpected_error_while_loading_still_starts_with_defaults(
-        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_json(path, {"font_size": 12})
 
     def broken(_data: object) -> None:
@@ -256,8 +267,9 @@ def test_an_unexpected_error_while_loading_still_starts_with_defaults(
         ("geometry", 1140),
     ],
 )
-def test_one_invalid_value_falls_back_alone(path: Path, tmp_path: Path, key: str,
-                                            value: object) -> None:
+def test_one_invalid_value_falls_back_alone(
+    path: Path, tmp_path: Path, key: str, value: object
+) -> None:
     data = valid_file_data(tmp_path)
     data[key] = value
     write_json(path, data)
@@ -308,23 +320,39 @@ def test_several_invalid_values_are_all_named(path: Path, tmp_path: Path) -> Non
 def test_sampling_values_fall_back_one_by_one(path: Path) -> None:
     # NaN is not standard JSON, but Python's parser accepts it: a hand edit could produce it.
     path.parent.mkdir(parents=True)
-    path.write_text('{"sampling": {"temperature": "hot", "top_p": NaN, "top_k": 40.5, '
-                    '"repeat_penalty": 2, "max_tokens": true, "seed": 7, "min_p": 0.05}}')
+    path.write_text(
+        '{"sampling": {"temperature": "hot", "top_p": NaN, "top_k": 40.5, '
+        '"repeat_penalty": 2, "max_tokens": true, "seed": 7, "min_p": 0.05}}'
+    )
     settings, warning = load_settings(path)
     assert settings.sampling == Sampling(repeat_penalty=2.0, seed=7)
     assert isinstance(settings.sampling.repeat_penalty, float)  # an int for a float is fine
     assert warning is not None
     named = warning.split("defaults are used: ")[1].rstrip(".").split(", ")
-    assert sorted(named) == ["sampling.max_tokens", "sampling.temperature", "sampling.top_k",
-                             "sampling.top_p"]  # min_p is unknown (newer), not invalid
+    assert sorted(named) == [
+        "sampling.max_tokens",
+        "sampling.temperature",
+        "sampling.top_k",
+        "sampling.top_p",
+    ]  # min_p is unknown (newer), not invalid
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("temperature", 99), ("temperature", -0.5), ("top_p", 0.0), ("top_p", 1.5),
-    ("max_tokens", 10**9), ("max_tokens", -1), ("seed", -3), ("seed", 2**32),
-])
-def test_sampling_values_out_of_range_fall_back_and_are_named(path: Path, name: str,
-                                                              value: object) -> None:
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("temperature", 99),
+        ("temperature", -0.5),
+        ("top_p", 0.0),
+        ("top_p", 1.5),
+        ("max_tokens", 10**9),
+        ("max_tokens", -1),
+        ("seed", -3),
+        ("seed", 2**32),
+    ],
+)
+def test_sampling_values_out_of_range_fall_back_and_are_named(
+    path: Path, name: str, value: object
+) -> None:
     """The same limits as the settings dialog (tkchat/generate/backend.py)."""
     write_json(path, {"sampling": {name: value, "top_k": 12}})
     settings, warning = load_settings(path)
@@ -391,8 +419,9 @@ def full_disk(*_args: object) -> None:
 
 
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
-def test_a_full_disk_leaves_the_old_file_whole(path: Path, old_file: bytes, failing: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_leaves_the_old_file_whole(
+    path: Path, old_file: bytes, failing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(os, failing, full_disk)
     warning = save_settings(AppSettings(font_size=30), path)
     assert warning is not None
@@ -478,9 +507,14 @@ def shared_folder() -> Iterator[Path]:
 
 
 def run_unprivileged(operation: str, path: Path) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, "-c", CHILD, operation, str(path)], cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, operation, str(path)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr  # neither function may raise
     return json.loads(result.stdout)
 
@@ -521,12 +555,13 @@ def test_an_unreadable_file_is_moved_aside(shared_folder: Path) -> None:
 # --- recent models -----------------------------------------------------------------------------
 
 
-def test_remember_model_puts_the_newest_first_without_changing_the_original(
-        tmp_path: Path) -> None:
+def test_remember_model_puts_the_newest_first_without_changing_the_original(tmp_path: Path) -> None:
     original = AppSettings(font_size=12, recent_models=[str(tmp_path / "old.gguf")])
     updated = remember_model(original, tmp_path / "new.gguf")
-    assert updated.recent_models == [str((tmp_path / "new.gguf").resolve()),
-                                     str(tmp_path / "old.gguf")]
+    assert updated.recent_models == [
+        str((tmp_path / "new.gguf").resolve()),
+        str(tmp_path / "old.gguf"),
+    ]
     assert updated.font_size == 12
     assert original.recent_models == [str(tmp_path / "old.gguf")]  # a copy, not a mutation
 
@@ -539,8 +574,9 @@ def test_remember_model_moves_a_known_file_to_the_front(tmp_path: Path) -> None:
 
 
 @needs_symlinks
-def test_remember_model_dedupes_by_resolved_path(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_remember_model_dedupes_by_resolved_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = tmp_path / "models" / "real.gguf"
     real.parent.mkdir()
     real.write_bytes(b"GGUF")
@@ -570,15 +606,17 @@ def test_remember_model_keeps_at_most_eight(tmp_path: Path) -> None:
     settings = AppSettings()
     for i in range(MAX_RECENT_MODELS + 3):
         settings = remember_model(settings, tmp_path / f"m{i}.gguf")
-    expected = [str((tmp_path / f"m{i}.gguf").resolve())
-                for i in reversed(range(3, MAX_RECENT_MODELS + 3))]
+    expected = [
+        str((tmp_path / f"m{i}.gguf").resolve()) for i in reversed(range(3, MAX_RECENT_MODELS + 3))
+    ]
     assert settings.recent_models == expected
     assert len(settings.recent_models) == MAX_RECENT_MODELS == 8
 
 
 def test_remembered_models_survive_a_restart(path: Path, tmp_path: Path) -> None:
-    settings = remember_model(remember_model(AppSettings(), tmp_path / "a.gguf"),
-                              tmp_path / "b.gguf")
+    settings = remember_model(
+        remember_model(AppSettings(), tmp_path / "a.gguf"), tmp_path / "b.gguf"
+    )
     assert save_settings(settings, path) is None
     loaded, warning = load_settings(path)
     assert warning is None and loaded.recent_models == settings.recent_models

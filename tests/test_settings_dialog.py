@@ -27,8 +27,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 DEFAULT_FONT = 11
 GIVEN_PROMPT = "You are a pirate.\nAnswer in one line."
 # top_k and repeat_penalty are not shown: the dialog must hand them back unchanged.
-GIVEN = Sampling(temperature=0.7, top_p=0.8, top_k=12, repeat_penalty=1.3, max_tokens=256,
-                 seed=42)
+GIVEN = Sampling(temperature=0.7, top_p=0.8, top_k=12, repeat_penalty=1.3, max_tokens=256, seed=42)
 
 Applied = list[tuple[str, Sampling, "int | None"]]
 
@@ -37,13 +36,23 @@ Applied = list[tuple[str, Sampling, "int | None"]]
 def open_dialog(root: tk.Tk) -> Iterator[Callable[..., tuple[ChatSettingsDialog, Applied]]]:
     dialogs: list[ChatSettingsDialog] = []
 
-    def build(lang: str = "en", *, prompt: str = GIVEN_PROMPT, sampling: Sampling = GIVEN,
-              font_size: int | None = 14) -> tuple[ChatSettingsDialog, Applied]:
+    def build(
+        lang: str = "en",
+        *,
+        prompt: str = GIVEN_PROMPT,
+        sampling: Sampling = GIVEN,
+        font_size: int | None = 14,
+    ) -> tuple[ChatSettingsDialog, Applied]:
         applied: Applied = []
         dialog = ChatSettingsDialog(
-            root, translate=Translator(lang), system_prompt=prompt, sampling=sampling,
-            font_size=font_size, default_font_size=DEFAULT_FONT,
-            on_apply=lambda *args: applied.append(args))
+            root,
+            translate=Translator(lang),
+            system_prompt=prompt,
+            sampling=sampling,
+            font_size=font_size,
+            default_font_size=DEFAULT_FONT,
+            on_apply=lambda *args: applied.append(args),
+        )
         dialogs.append(dialog)
         # The window maps before its children: wait for the last of them.
         pump_until(root, dialog.save_button.winfo_viewable, what="the dialog to show")
@@ -82,8 +91,9 @@ def is_open(dialog: ChatSettingsDialog) -> bool:
     return bool(dialog.winfo_exists()) and not dialog.closed
 
 
-def test_shows_the_given_values(open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]],
-                                root: tk.Tk) -> None:
+def test_shows_the_given_values(
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     assert prompt_text(dialog) == GIVEN_PROMPT
     assert str(dialog.prompt.cget("wrap")) == "word"
@@ -104,7 +114,8 @@ def test_shows_the_given_values(open_dialog: Callable[..., tuple[ChatSettingsDia
 
 
 def test_no_seed_and_no_font_size_show_blank_and_the_default(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]]) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]],
+) -> None:
     dialog, _ = open_dialog(sampling=Sampling(), font_size=None)
     assert dialog.seed.get() == ""
     assert dialog.font_size.get() == str(DEFAULT_FONT)
@@ -113,7 +124,8 @@ def test_no_seed_and_no_font_size_show_blank_and_the_default(
 
 
 def test_save_applies_the_edited_values_exactly(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     set_prompt(dialog, "Be brief.\n\nUse  two  spaces.")
     set_text(dialog.temperature, "1.25")
@@ -123,15 +135,26 @@ def test_save_applies_the_edited_values_exactly(
     set_text(dialog.font_size, "18")
     dialog.save_button.invoke()
     root.update()
-    assert applied == [("Be brief.\n\nUse  two  spaces.",
-                        Sampling(temperature=1.25, top_p=0.05, top_k=12, repeat_penalty=1.3,
-                                 max_tokens=32768, seed=None),
-                        18)]
+    assert applied == [
+        (
+            "Be brief.\n\nUse  two  spaces.",
+            Sampling(
+                temperature=1.25,
+                top_p=0.05,
+                top_k=12,
+                repeat_penalty=1.3,
+                max_tokens=32768,
+                seed=None,
+            ),
+            18,
+        )
+    ]
     assert not is_open(dialog)
 
 
 def test_a_seed_number_is_an_int_and_the_range_ends_are_allowed(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog(sampling=Sampling())
     set_text(dialog.seed, "7")
     set_text(dialog.temperature, "0")
@@ -149,7 +172,8 @@ def test_a_seed_number_is_an_int_and_the_range_ends_are_allowed(
 
 
 def test_unchanged_save_hands_back_the_given_values(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     dialog.save_button.invoke()
     root.update()
@@ -179,8 +203,11 @@ def test_unchanged_save_hands_back_the_given_values(
     ],
 )
 def test_invalid_input_shows_a_message_and_applies_nothing(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk,
-        field: str, text: str) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]],
+    root: tk.Tk,
+    field: str,
+    text: str,
+) -> None:
     dialog, applied = open_dialog()
     entry = getattr(dialog, field)
     set_text(entry, text)
@@ -205,10 +232,16 @@ def test_invalid_input_shows_a_message_and_applies_nothing(
 
 
 def test_every_invalid_field_is_reported_at_once_and_fixing_them_saves(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
-    for field, text in (("temperature", "hot"), ("top_p", "0"), ("max_tokens", "x"),
-                        ("seed", "-3"), ("font_size", "100")):
+    for field, text in (
+        ("temperature", "hot"),
+        ("top_p", "0"),
+        ("max_tokens", "x"),
+        ("seed", "-3"),
+        ("font_size", "100"),
+    ):
         set_text(getattr(dialog, field), text)
     dialog.save_button.invoke()
     root.update()
@@ -220,18 +253,31 @@ def test_every_invalid_field_is_reported_at_once_and_fixing_them_saves(
     assert dialog.errors()["font_size"] == "Enter a whole number from 8 to 40."
     assert dialog.focus_lastfor() == dialog.temperature  # the first one, top to bottom
 
-    for field, text in (("temperature", "0.2"), ("top_p", "0.5"), ("max_tokens", "64"),
-                        ("seed", "3"), ("font_size", "12")):
+    for field, text in (
+        ("temperature", "0.2"),
+        ("top_p", "0.5"),
+        ("max_tokens", "64"),
+        ("seed", "3"),
+        ("font_size", "12"),
+    ):
         set_text(getattr(dialog, field), text)
     dialog.save_button.invoke()
     root.update()
-    assert applied == [(GIVEN_PROMPT, Sampling(temperature=0.2, top_p=0.5, top_k=12,
-                                               repeat_penalty=1.3, max_tokens=64, seed=3), 12)]
+    assert applied == [
+        (
+            GIVEN_PROMPT,
+            Sampling(
+                temperature=0.2, top_p=0.5, top_k=12, repeat_penalty=1.3, max_tokens=64, seed=3
+            ),
+            12,
+        )
+    ]
     assert not is_open(dialog)
 
 
 def test_a_fixed_field_loses_its_message(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.temperature, "hot")
     set_text(dialog.seed, "abc")
@@ -246,8 +292,9 @@ def test_a_fixed_field_loses_its_message(
     assert is_open(dialog)
 
 
-def test_cancel_applies_nothing(open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]],
-                                root: tk.Tk) -> None:
+def test_cancel_applies_nothing(
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.temperature, "1.5")
     set_prompt(dialog, "changed")
@@ -259,8 +306,8 @@ def test_cancel_applies_nothing(open_dialog: Callable[..., tuple[ChatSettingsDia
 
 @pytest.mark.parametrize("where", ["temperature", "prompt", "font_size"])
 def test_escape_closes_and_applies_nothing(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk,
-        where: str) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk, where: str
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.temperature, "1.5")
     press(root, getattr(dialog, where), "<KeyPress-Escape>")
@@ -269,7 +316,8 @@ def test_escape_closes_and_applies_nothing(
 
 
 def test_the_close_button_of_the_window_applies_nothing(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.temperature, "1.5")
     dialog.tk.call(dialog.protocol("WM_DELETE_WINDOW"))
@@ -279,7 +327,8 @@ def test_the_close_button_of_the_window_applies_nothing(
 
 
 def test_reset_fills_the_defaults_and_save_applies_them(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.temperature, "hot")
     dialog.save_button.invoke()
@@ -300,14 +349,19 @@ def test_reset_fills_the_defaults_and_save_applies_them(
     dialog.save_button.invoke()
     root.update()
     # The shown values are the defaults; top_k and repeat_penalty (not shown) are kept.
-    assert applied == [(DEFAULT_SYSTEM_PROMPT,
-                        Sampling(top_k=GIVEN.top_k, repeat_penalty=GIVEN.repeat_penalty),
-                        None)]
+    assert applied == [
+        (
+            DEFAULT_SYSTEM_PROMPT,
+            Sampling(top_k=GIVEN.top_k, repeat_penalty=GIVEN.repeat_penalty),
+            None,
+        )
+    ]
     assert not is_open(dialog)
 
 
 def test_reset_then_cancel_applies_nothing(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     dialog.reset_button.invoke()
     dialog.cancel_button.invoke()
@@ -316,7 +370,8 @@ def test_reset_then_cancel_applies_nothing(
 
 
 def test_font_size_equal_to_the_default_is_none(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog(font_size=14)
     set_text(dialog.font_size, str(DEFAULT_FONT))
     dialog.save_button.invoke()
@@ -329,7 +384,8 @@ def test_font_size_equal_to_the_default_is_none(
 
 
 def test_the_font_size_arrows_step_by_whole_points(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog(font_size=39)
     press(root, dialog.font_size, "<KeyPress-Up>")
     assert dialog.font_size.get() == "40"
@@ -341,8 +397,9 @@ def test_the_font_size_arrows_step_by_whole_points(
 
 
 @pytest.mark.parametrize("where", ["temperature", "seed", "prompt"])
-def test_ctrl_enter_saves(open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]],
-                          root: tk.Tk, where: str) -> None:
+def test_ctrl_enter_saves(
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk, where: str
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.max_tokens, "100")
     press(root, getattr(dialog, where), "<Control-KeyPress-Return>")
@@ -354,7 +411,8 @@ def test_ctrl_enter_saves(open_dialog: Callable[..., tuple[ChatSettingsDialog, A
 
 
 def test_ctrl_enter_with_an_invalid_field_keeps_the_prompt_as_it_was(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     set_text(dialog.seed, "abc")
     press(root, dialog.prompt, "<Control-KeyPress-Return>")
@@ -365,7 +423,8 @@ def test_ctrl_enter_with_an_invalid_field_keeps_the_prompt_as_it_was(
 
 
 def test_a_plain_enter_in_the_prompt_is_a_newline(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog()
     dialog.prompt.mark_set("insert", "end-1c")
     press(root, dialog.prompt, "<KeyPress-Return>")
@@ -375,14 +434,18 @@ def test_a_plain_enter_in_the_prompt_is_a_newline(
 
 
 def test_built_with_a_chinese_translator(
-        open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk) -> None:
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], root: tk.Tk
+) -> None:
     dialog, applied = open_dialog("zh")
     assert dialog.title() == "对话设置"
     assert dialog.save_button.cget("text") == "保存"
     assert dialog.cancel_button.cget("text") == "取消"
-    labels = [dialog.reset_button.cget("text"), dialog.sampling_hint.cget("text"),
-              dialog.notes["seed"].cget("text"),
-              *(label.cget("text") for label in dialog.labels.values())]
+    labels = [
+        dialog.reset_button.cget("text"),
+        dialog.sampling_hint.cget("text"),
+        dialog.notes["seed"].cget("text"),
+        *(label.cget("text") for label in dialog.labels.values()),
+    ]
     for label in labels:
         assert CJK.search(str(label)), label
     set_text(dialog.top_p, "2")
@@ -395,9 +458,15 @@ def test_built_with_a_chinese_translator(
 
 def test_a_language_switch_relabels_the_open_dialog(root: tk.Tk) -> None:
     translator = Translator("en")
-    dialog = ChatSettingsDialog(root, translate=translator, system_prompt="",
-                                sampling=Sampling(), font_size=None,
-                                default_font_size=DEFAULT_FONT, on_apply=lambda *a: None)
+    dialog = ChatSettingsDialog(
+        root,
+        translate=translator,
+        system_prompt="",
+        sampling=Sampling(),
+        font_size=None,
+        default_font_size=DEFAULT_FONT,
+        on_apply=lambda *a: None,
+    )
     set_text(dialog.seed, "abc")
     dialog.save_button.invoke()
     assert dialog.notes["seed"].cget("text").startswith("Leave blank")
@@ -415,7 +484,8 @@ def test_strings_are_complete_in_both_languages_and_merged() -> None:
     assert SETTINGS_STRINGS["en"].keys() == SETTINGS_STRINGS["zh"].keys()
     assert all(key.startswith("settings.") for key in SETTINGS_STRINGS["en"])
     # Every Chinese string is Chinese, except the bare number range.
-    assert all(CJK.search(text) for key, text in SETTINGS_STRINGS["zh"].items()
-               if key != "settings.range")
+    assert all(
+        CJK.search(text) for key, text in SETTINGS_STRINGS["zh"].items() if key != "settings.range"
+    )
     for lang in ("en", "zh"):
         assert SETTINGS_STRINGS[lang].items() <= STRINGS[lang].items()

@@ -36,8 +36,10 @@ class Calls:
         def record(name: str) -> Callable[..., None]:
             return lambda *args: self.log.append((name, args))
 
-        return {f"on_{name}": record(name)
-                for name in ("new", "select", "rename", "delete", "undo_delete", "search")}
+        return {
+            f"on_{name}": record(name)
+            for name in ("new", "select", "rename", "delete", "undo_delete", "search")
+        }
 
 
 def conv(cid: int, title: str, updated_at: float | None = None) -> Conversation:
@@ -97,8 +99,15 @@ def test_list_shown_newest_first_with_the_current_one_highlighted(parts: Any) ->
 def test_refresh_keeps_the_selection_by_id(root: tk.Tk, parts: Any) -> None:
     bar, calls, _ = parts
     # A new chat on top and a renamed one: the same conversation stays highlighted.
-    bar.set_conversations([conv(4, "New one"), conv(3, "Tk event loop"),
-                           conv(2, "Queues, renamed"), conv(1, "Markdown")], current_id=2)
+    bar.set_conversations(
+        [
+            conv(4, "New one"),
+            conv(3, "Tk event loop"),
+            conv(2, "Queues, renamed"),
+            conv(1, "Markdown"),
+        ],
+        current_id=2,
+    )
     root.update()
     assert bar.row_ids() == [4, 3, 2, 1]
     assert bar.tree.selection() == ("2",)
@@ -141,8 +150,7 @@ def test_rename_with_f2_typing_and_return(root: tk.Tk, parts: Any) -> None:
     assert bar.tree.item("3", "text") == "Renamed"  # shown before the app refreshes
 
 
-def test_rename_escape_cancels_and_unchanged_title_is_not_reported(root: tk.Tk,
-                                                                   parts: Any) -> None:
+def test_rename_escape_cancels_and_unchanged_title_is_not_reported(root: tk.Tk, parts: Any) -> None:
     bar, calls, _ = parts
     bar.tree.focus("1")
     press(root, bar.tree, "F2")
@@ -199,8 +207,7 @@ def test_context_menu_delete_and_rename(root: tk.Tk, parts: Any) -> None:
     assert bar.editor.get() == "Tk event loop"
 
 
-def test_undo_bar_hides_itself(root: tk.Tk, parts: Any,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undo_bar_hides_itself(root: tk.Tk, parts: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     bar, _, _ = parts
     monkeypatch.setattr(sidebar_module, "UNDO_TIMEOUT_MS", 30)
     bar.tree.focus("2")
@@ -222,8 +229,7 @@ def test_search_is_debounced_to_one_call_with_the_final_text(root: tk.Tk, parts:
     assert calls.of("search")[-1] == ("",)
 
 
-def test_search_results_show_snippets_and_clearing_shows_all(root: tk.Tk,
-                                                             parts: Any) -> None:
+def test_search_results_show_snippets_and_clearing_shows_all(root: tk.Tk, parts: Any) -> None:
     bar, calls, _ = parts
     bar.search_var.set("queue")
     bar.show_search_results([(CONVERSATIONS[1], "…a thread-safe\nqueue.Queue of events…")])
@@ -262,10 +268,16 @@ def test_language_switch_relabels_everything(root: tk.Tk, parts: Any) -> None:
 
     translate.set_language("zh")
     root.update()
-    for label in (bar.new_button.cget("text"), bar.search_hint.cget("text"),
-                  bar.undo_button.cget("text"), bar.undo_label.cget("text"),
-                  bar.menu.entrycget(0, "label"), bar.menu.entrycget(1, "label"),
-                  bar.tree.item("8", "text"), bar.tree.set("8", "when")):
+    for label in (
+        bar.new_button.cget("text"),
+        bar.search_hint.cget("text"),
+        bar.undo_button.cget("text"),
+        bar.undo_label.cget("text"),
+        bar.menu.entrycget(0, "label"),
+        bar.menu.entrycget(1, "label"),
+        bar.tree.item("8", "text"),
+        bar.tree.set("8", "when"),
+    ):
         assert CJK.search(str(label)), label
     assert bar.tree.set("8", "when") == "昨天"
 

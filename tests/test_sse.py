@@ -101,8 +101,10 @@ def test_field_syntax() -> None:
         b"event: only-an-event\n\n"  # no data: nothing is dispatched
     )
     parser = SSEParser()
-    assert parser.feed(stream) == [SSEMessage("message", "no space\n two spaces\n", "1"),
-                                   SSEMessage("message", "x", "")]
+    assert parser.feed(stream) == [
+        SSEMessage("message", "no space\n two spaces\n", "1"),
+        SSEMessage("message", "x", ""),
+    ]
     assert parser.retry_ms == 3000
 
 
@@ -150,7 +152,11 @@ def test_round_trip(event: Chunk | Done | Error) -> None:
     back = parse_event(message)
     if isinstance(event, Error):  # stats are not part of an error on the wire
         assert (back.gen, back.seq, back.kind, back.message) == (
-            event.gen, event.seq, event.kind, event.message)
+            event.gen,
+            event.seq,
+            event.kind,
+            event.message,
+        )
     else:
         assert back == event
 
@@ -166,12 +172,18 @@ def test_encode_data_and_comments() -> None:
     assert parse_all(encode_comment("a\nb") + encode_data("")) == [SSEMessage(data="")]
 
 
-@pytest.mark.parametrize("data", [
-    "not json", "[1, 2]", '"text"', '{"type": "chunk", "gen": 1}',
-    '{"type": "chunk", "gen": "1", "seq": 1, "text": "x"}',
-    '{"type": "chunk", "gen": 1, "seq": 1, "text": null}',
-    '{"type": "bogus", "gen": 1, "seq": 1}',
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        "not json",
+        "[1, 2]",
+        '"text"',
+        '{"type": "chunk", "gen": 1}',
+        '{"type": "chunk", "gen": "1", "seq": 1, "text": "x"}',
+        '{"type": "chunk", "gen": 1, "seq": 1, "text": null}',
+        '{"type": "bogus", "gen": 1, "seq": 1}',
+    ],
+)
 def test_parse_event_rejects_malformed_data(data: str) -> None:
     with pytest.raises(ValueError):
         parse_event(SSEMessage(data=data))
@@ -184,7 +196,10 @@ def test_openai_frames() -> None:
     messages = parse_all(first + middle + last + OPENAI_DONE)
     payloads = [json.loads(m.data) for m in messages[:3]]
     assert payloads[1] == {
-        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7, "model": "m",
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 7,
+        "model": "m",
         "choices": [{"index": 0, "delta": {"content": "中文 😀"}, "finish_reason": None}],
     }
     assert payloads[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}

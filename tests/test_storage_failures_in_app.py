@@ -173,10 +173,14 @@ def rows() -> list[tuple[object, ...]]:
     what is committed to the file, whatever the app's own connections think)."""
     conn = sqlite3.connect(database_path())
     try:
-        found = conn.execute("SELECT 'conversation', id, title, deleted_at, system_prompt "
-                             "FROM conversations ORDER BY id").fetchall()
-        found += conn.execute("SELECT 'message', id, conversation_id, position, role, content, "
-                              "status FROM messages ORDER BY id").fetchall()
+        found = conn.execute(
+            "SELECT 'conversation', id, title, deleted_at, system_prompt "
+            "FROM conversations ORDER BY id"
+        ).fetchall()
+        found += conn.execute(
+            "SELECT 'message', id, conversation_id, position, role, content, "
+            "status FROM messages ORDER BY id"
+        ).fetchall()
         return found
     finally:
         conn.close()
@@ -214,8 +218,12 @@ def check_answered(app: ChatApp, question: str) -> None:
     assert question in shown and SCRIPT_PHRASE in shown
 
 
-def start_in_memory(screen_for: Callable[[ChatApp], Screen], make_app: Callable[..., ChatApp],
-                    gated: Callable[..., GatedScript], *cause: str) -> Screen:
+def start_in_memory(
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+    *cause: str,
+) -> Screen:
     """Open the window on a history that cannot be written; check the warning it shows
     (before the model is loaded, so nothing else has used the status line yet), then load
     the model and check a whole question and answer still work, in memory."""
@@ -260,8 +268,11 @@ def hold_lock(path: Path, how: str) -> sqlite3.Connection:
 
 @pytest.mark.parametrize("how", ["writer", "exclusive-mode"])
 def test_locked_database_gives_an_in_memory_session_and_keeps_the_file(
-    data_dir: Path, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript], how: str,
+    data_dir: Path,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+    how: str,
 ) -> None:
     seed_history()
     before, before_bytes = rows(), digest(database_path())
@@ -290,8 +301,13 @@ def test_locked_database_gives_an_in_memory_session_and_keeps_the_file(
     ids=["read-only-file", "cannot-open"],
 )
 def test_read_only_database_gives_an_in_memory_session_and_keeps_the_file(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript], where: str, error: str,
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+    where: str,
+    error: str,
 ) -> None:
     seed_history()
     before, before_bytes = rows(), digest(database_path())
@@ -352,8 +368,11 @@ def immutable_history(data_dir: Path) -> Iterator[Frozen]:
 
 
 def test_real_read_only_folder_gives_an_in_memory_session_and_keeps_the_file(
-    data_dir: Path, immutable_history: Frozen, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    immutable_history: Frozen,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     frozen = immutable_history
     screen = start_in_memory(screen_for, make_app, gated, "may not write", str(data_dir))
@@ -365,8 +384,10 @@ def test_real_read_only_folder_gives_an_in_memory_session_and_keeps_the_file(
 
 
 def test_folder_that_cannot_be_created_gives_an_in_memory_session(
-    data_dir: Path, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     # A real failure, even for root: a file where the data folder should be.
     data_dir.write_text("someone's notes, not a folder")
@@ -379,8 +400,11 @@ def test_folder_that_cannot_be_created_gives_an_in_memory_session(
 
 
 def test_full_disk_at_start_gives_an_in_memory_session_and_keeps_the_file(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     seed_history()
     before, before_bytes = rows(), digest(database_path())
@@ -410,9 +434,12 @@ class MidAnswer:
 FIRST_PAUSE, SECOND_PAUSE = 10, 25  # piece numbers (SCRIPT has well over 25)
 
 
-def fill_disk_mid_answer(faults: Faults, screen_for: Callable[[ChatApp], Screen],
-                         make_app: Callable[..., ChatApp],
-                         gated: Callable[..., GatedScript]) -> MidAnswer:
+def fill_disk_mid_answer(
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> MidAnswer:
     """Reopen yesterday's conversation, ask, and let the first part of the answer reach the
     disk; then fill the disk and stream on until the window says so. The answer is left
     paused at ``SECOND_PAUSE``, the disk still full."""
@@ -431,11 +458,15 @@ def fill_disk_mid_answer(faults: Faults, screen_for: Callable[[ChatApp], Screen]
         found = [m for m in messages_after(before) if m[0] == "assistant"]
         return str(found[0][1]) if found else None
 
-    screen.until(lambda: view.text and saved_answer() == view.text,
-                 what="the first part of the answer written to disk")
+    screen.until(
+        lambda: view.text and saved_answer() == view.text,
+        what="the first part of the answer written to disk",
+    )
     saved_prefix = view.text
-    assert messages_after(before) == [("user", question, "complete"),
-                                      ("assistant", saved_prefix, "streaming")]
+    assert messages_after(before) == [
+        ("user", question, "complete"),
+        ("assistant", saved_prefix, "streaming"),
+    ]
 
     faults.write_error = FULL
     backend.pauses[FIRST_PAUSE].set()
@@ -447,8 +478,11 @@ def fill_disk_mid_answer(faults: Faults, screen_for: Callable[[ChatApp], Screen]
 
 
 def test_disk_fills_while_an_answer_streams_and_the_text_is_saved_when_space_returns(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     mid = fill_disk_mid_answer(faults, screen_for, make_app, gated)
     screen, app = mid.screen, mid.screen.app
@@ -459,9 +493,13 @@ def test_disk_fills_while_an_answer_streams_and_the_text_is_saved_when_space_ret
     check_answered(app, mid.question)
     # The writer kept the text it could not write and wrote it once it could (its promise):
     # the whole answer, complete, after the question, in yesterday's conversation.
-    screen.until(lambda: messages_after(mid.before) == [("user", mid.question, "complete"),
-                                                        ("assistant", SCRIPT, "complete")],
-                 what="the whole answer saved once space returned")
+    screen.until(
+        lambda: (
+            messages_after(mid.before)
+            == [("user", mid.question, "complete"), ("assistant", SCRIPT, "complete")]
+        ),
+        what="the whole answer saved once space returned",
+    )
     assert [r for r in rows() if r in mid.before] == mid.before  # yesterday's rows intact
     # One clear warning that says why, not one per failed flush.
     warned = screen.shown("disk is full")
@@ -470,8 +508,11 @@ def test_disk_fills_while_an_answer_streams_and_the_text_is_saved_when_space_ret
 
 
 def test_disk_still_full_when_the_answer_ends_the_text_is_saved_when_space_returns(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     mid = fill_disk_mid_answer(faults, screen_for, make_app, gated)
     screen, app = mid.screen, mid.screen.app
@@ -482,8 +523,10 @@ def test_disk_still_full_when_the_answer_ends_the_text_is_saved_when_space_retur
     assert [m[1] for m in messages_after(mid.before)] == [mid.question, mid.saved_prefix]
 
     faults.write_error = None  # space was freed after the answer ended
-    screen.until(lambda: [m[1] for m in messages_after(mid.before)] == [mid.question, SCRIPT],
-                 what="the kept text written once space returned")
+    screen.until(
+        lambda: [m[1] for m in messages_after(mid.before)] == [mid.question, SCRIPT],
+        what="the kept text written once space returned",
+    )
     assert [r for r in rows() if r in mid.before] == mid.before  # yesterday's rows intact
     # It was said, with its cause: when the text could not be written, and (a different
     # sentence, so said again) when the answer's end could not be written either.
@@ -492,8 +535,11 @@ def test_disk_still_full_when_the_answer_ends_the_text_is_saved_when_space_retur
 
 
 def test_disk_still_full_when_the_answer_ends_the_answer_is_saved_as_complete(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     mid = fill_disk_mid_answer(faults, screen_for, make_app, gated)
     screen, app = mid.screen, mid.screen.app
@@ -501,19 +547,26 @@ def test_disk_still_full_when_the_answer_ends_the_answer_is_saved_as_complete(
     screen.until(lambda: app.finished, what="the answer's final event")
     check_answered(app, mid.question)
     faults.write_error = None
-    screen.until(lambda: [m[1] for m in messages_after(mid.before)] == [mid.question, SCRIPT],
-                 what="the kept text written once space returned")
+    screen.until(
+        lambda: [m[1] for m in messages_after(mid.before)] == [mid.question, SCRIPT],
+        what="the kept text written once space returned",
+    )
     app.close()  # flushes the writer: anything it still meant to write is written now
-    assert messages_after(mid.before) == [("user", mid.question, "complete"),
-                                          ("assistant", SCRIPT, "complete")]
+    assert messages_after(mid.before) == [
+        ("user", mid.question, "complete"),
+        ("assistant", SCRIPT, "complete"),
+    ]
 
 
 # --- a question sent while the disk is full -----------------------------------------------------
 
 
 def test_follow_up_question_while_the_disk_is_full_warns_and_still_answers(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     seed_history()
     before = rows()
@@ -537,13 +590,18 @@ def test_follow_up_question_while_the_disk_is_full_warns_and_still_answers(
 
     faults.write_error = None  # space is back: the next question is saved as usual
     ask(screen, "thanks")
-    assert messages_after(before) == [("user", "thanks", "complete"),
-                                      ("assistant", SCRIPT, "complete")]
+    assert messages_after(before) == [
+        ("user", "thanks", "complete"),
+        ("assistant", SCRIPT, "complete"),
+    ]
 
 
 def test_first_question_of_a_new_chat_while_the_disk_is_full_still_answers(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     seed_history()
     before = rows()
@@ -561,8 +619,11 @@ def test_first_question_of_a_new_chat_while_the_disk_is_full_still_answers(
 
 
 def test_first_question_of_a_new_chat_while_the_disk_is_full_is_reported(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     gate = threading.Event()
     app = make_app(gated(pauses={0: gate}), history=True)
@@ -577,8 +638,11 @@ def test_first_question_of_a_new_chat_while_the_disk_is_full_is_reported(
 
 
 def test_the_not_saved_warning_stays_on_screen_while_the_session_is_unsaved(
-    data_dir: Path, faults: Faults, screen_for: Callable[[ChatApp], Screen],
-    make_app: Callable[..., ChatApp], gated: Callable[..., GatedScript],
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
 ) -> None:
     faults.write_error = FULL
     backend = gated(hold_load=True)

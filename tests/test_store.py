@@ -119,8 +119,9 @@ def test_data_dir_follows_each_platform_convention(tmp_path: Path) -> None:
     assert data_dir(platform="darwin", environ={}, home=home) == (
         home / "Library/Application Support/tkchat"
     )
-    assert data_dir(platform="win32", environ={"APPDATA": "C:/Users/ada/AppData/Roaming"},
-                    home=home) == Path("C:/Users/ada/AppData/Roaming/tkchat")
+    assert data_dir(
+        platform="win32", environ={"APPDATA": "C:/Users/ada/AppData/Roaming"}, home=home
+    ) == Path("C:/Users/ada/AppData/Roaming/tkchat")
     assert data_dir(platform="win32", environ={}, home=home) == home / "AppData/Roaming/tkchat"
     override = {"TKCHAT_DATA_DIR": str(tmp_path), "XDG_DATA_HOME": "/xdg"}
     assert data_dir(platform="linux", environ=override, home=home) == tmp_path
@@ -129,8 +130,9 @@ def test_data_dir_follows_each_platform_convention(tmp_path: Path) -> None:
     )
 
 
-def test_open_store_defaults_to_the_data_dir(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_open_store_defaults_to_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path / "here"))
     store, warning = open_store()
     with store:
@@ -142,8 +144,9 @@ def test_open_store_defaults_to_the_data_dir(tmp_path: Path,
 # --- conversations --------------------------------------------------------------------------
 
 
-def test_a_new_database_has_the_schema_and_its_pragmas(store: ConversationStore,
-                                                       db_path: Path) -> None:
+def test_a_new_database_has_the_schema_and_its_pragmas(
+    store: ConversationStore, db_path: Path
+) -> None:
     assert raw_rows(db_path, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
     assert raw_rows(db_path, "PRAGMA journal_mode") == [("wal",)]
     conn = store._connection()
@@ -175,31 +178,35 @@ def test_create_rename_get_and_list_newest_first(store: ConversationStore) -> No
     assert info.value.kind == "not_found"
 
 
-def test_messages_keep_their_order_and_are_committed_at_once(store: ConversationStore,
-                                                            db_path: Path) -> None:
+def test_messages_keep_their_order_and_are_committed_at_once(
+    store: ConversationStore, db_path: Path
+) -> None:
     conversation = store.create()
-    turns: list[tuple[Role, str]] = [("system", "be brief"), ("user", "hi"),
-                                     ("assistant", "hello")]
+    turns: list[tuple[Role, str]] = [("system", "be brief"), ("user", "hi"), ("assistant", "hello")]
     ids = [store.add_message(conversation.id, role, text) for role, text in turns]
     # A second connection sees the message as soon as add_message returned: committed.
     assert raw_rows(db_path, "SELECT content FROM messages WHERE id = ?", (ids[1],)) == [("hi",)]
     stored = store.messages(conversation.id)
     assert [(m.id, m.position, m.role, m.status) for m in stored] == [
-        (ids[0], 0, "system", "complete"), (ids[1], 1, "user", "complete"),
+        (ids[0], 0, "system", "complete"),
+        (ids[1], 1, "user", "complete"),
         (ids[2], 2, "assistant", "complete"),
     ]
     assert stored[2].as_message().content == "hello"
     store.update_message(ids[2], content="hello there", status="stopped")
     assert (store.message(ids[2]).content, store.message(ids[2]).status) == (
-        "hello there", "stopped")
+        "hello there",
+        "stopped",
+    )
 
 
 @pytest.mark.parametrize(
     ("role", "status", "content"),
     [("bot", "complete", "x"), ("user", "done", "x"), ("user", "complete", None)],
 )
-def test_invalid_messages_are_refused(store: ConversationStore, role: str, status: str,
-                                      content: object) -> None:
+def test_invalid_messages_are_refused(
+    store: ConversationStore, role: str, status: str, content: object
+) -> None:
     conversation = store.create()
     with pytest.raises(StoreError) as info:
         store.add_message(conversation.id, role, content, status)  # type: ignore[arg-type]
@@ -246,7 +253,8 @@ def test_system_prompt_and_settings_round_trip(store: ConversationStore, db_path
     assert sampling_from_settings(loaded.settings) == sampling
     # Bad values in a stored file fall back to defaults instead of breaking generation.
     assert sampling_from_settings({"temperature": "hot", "seed": 1.5, "max_tokens": 99}) == (
-        Sampling(max_tokens=99))
+        Sampling(max_tokens=99)
+    )
     loaded.settings["temperature"] = 9  # a returned dict is a copy
     assert store.get(conversation.id).settings["temperature"] == 0.7
     for bad in ({"temperature": float("nan")}, {"x": object()}, {1: "int key"}):
@@ -296,14 +304,14 @@ def test_search_titles_and_messages_in_any_script(db_path: Path, fts: bool) -> N
         assert found('"quoted"') == [french.id]  # quotes cannot break the FTS query
         assert found("no such text") == []
         assert found("   ") == []
-        (_, snippet), = store.search("队列")
+        ((_, snippet),) = store.search("队列")
         assert "队列" in snippet and "\n" not in snippet
 
 
 def test_search_snippet_is_short_and_marked_when_cut(store: ConversationStore) -> None:
     conversation = store.create()
     store.add_message(conversation.id, "user", "x" * 200 + " needle " + "y" * 200)
-    (_, snippet), = store.search("NEEDLE")
+    ((_, snippet),) = store.search("NEEDLE")
     assert "needle" in snippet and snippet.startswith("…") and snippet.endswith("…")
     assert len(snippet) < 120
 
@@ -332,7 +340,10 @@ def test_mark_interrupted_marks_only_streaming_answers(store: ConversationStore)
     stopped = store.add_message(conversation.id, "assistant", "cut", "stopped")
     assert store.mark_interrupted() == 1
     assert [store.message(i).status for i in (done, live, stopped)] == [
-        "complete", "interrupted", "stopped"]
+        "complete",
+        "interrupted",
+        "stopped",
+    ]
     assert store.message(live).content == "half an ans"
     assert store.mark_interrupted() == 0
 
@@ -354,7 +365,12 @@ def test_export_markdown_is_readable_with_code_intact(store: ConversationStore) 
     text = store.export_markdown(make_conversation(store))
     assert text.startswith("# Adding numbers 🧮\n\n## System prompt\n\nAnswer with code.\n")
     assert re.findall(r"^## (.+)$", text, re.MULTILINE) == [
-        "System prompt", "User", "Assistant", "User", "Assistant"]
+        "System prompt",
+        "User",
+        "Assistant",
+        "User",
+        "Assistant",
+    ]
     assert "## User\n\nHow do I add two numbers? 用 Python\n" in text
     assert CODE_ANSWER in text  # the code block, byte for byte
     # The interrupted answer's open fence is closed, then its status is shown.
@@ -378,7 +394,10 @@ def test_json_export_round_trips_through_import(store: ConversationStore, db_pat
         imported = other.import_json(text.encode("utf-8"))
         again = other.export_json(imported.id)
         assert (imported.title, imported.system_prompt, imported.settings) == (
-            "Adding numbers 🧮", "Answer with code.", {"temperature": 0.2, "seed": 7})
+            "Adding numbers 🧮",
+            "Answer with code.",
+            {"temperature": 0.2, "seed": 7},
+        )
         assert again["conversation"]["messages"] == exported["conversation"]["messages"]
         assert again["conversation"]["created_at"] == exported["conversation"]["created_at"]
         assert other.export_markdown(imported.id) == store.export_markdown(original_id)
@@ -386,17 +405,25 @@ def test_json_export_round_trips_through_import(store: ConversationStore, db_pat
 
 
 def test_import_turns_a_streaming_answer_into_interrupted(store: ConversationStore) -> None:
-    data = {"format": EXPORT_FORMAT, "version": 1, "conversation": {
-        "title": "minimal", "messages": [{"role": "assistant", "content": "par",
-                                          "status": "streaming"}]}}
+    data = {
+        "format": EXPORT_FORMAT,
+        "version": 1,
+        "conversation": {
+            "title": "minimal",
+            "messages": [{"role": "assistant", "content": "par", "status": "streaming"}],
+        },
+    }
     conversation = store.import_json(data)
     (message,) = store.messages(conversation.id)
     assert (message.status, message.content, conversation.settings) == ("interrupted", "par", {})
 
 
 def valid_export() -> dict[str, object]:
-    return {"format": EXPORT_FORMAT, "version": 1, "conversation": {
-        "title": "t", "messages": [{"role": "user", "content": "hi"}]}}
+    return {
+        "format": EXPORT_FORMAT,
+        "version": 1,
+        "conversation": {"title": "t", "messages": [{"role": "user", "content": "hi"}]},
+    }
 
 
 def with_change(path: str, value: object) -> dict[str, object]:
@@ -428,8 +455,9 @@ def with_change(path: str, value: object) -> dict[str, object]:
         (with_change("conversation.title", 3), "conversation.title"),
     ],
 )
-def test_malformed_import_raises_a_clear_store_error(store: ConversationStore, data: object,
-                                                     expected: str) -> None:
+def test_malformed_import_raises_a_clear_store_error(
+    store: ConversationStore, data: object, expected: str
+) -> None:
     with pytest.raises(StoreError) as info:
         store.import_json(data)  # type: ignore[arg-type]
     assert info.value.kind == "invalid"
@@ -441,16 +469,20 @@ def test_malformed_import_raises_a_clear_store_error(store: ConversationStore, d
 # --- the writer -----------------------------------------------------------------------------
 
 
-def test_writer_saves_on_its_own_thread_and_reports_ids(store: ConversationStore,
-                                                        db_path: Path) -> None:
+def test_writer_saves_on_its_own_thread_and_reports_ids(
+    store: ConversationStore, db_path: Path
+) -> None:
     conversation = store.create()
     saved: list[tuple[int, str]] = []
     errors = Errors()
     writer = StoreWriter(store, on_error=errors)
     try:
         question = writer.add_message(
-            conversation.id, "user", "hello?",
-            on_saved=lambda mid: saved.append((mid, threading.current_thread().name)))
+            conversation.id,
+            "user",
+            "hello?",
+            on_saved=lambda mid: saved.append((mid, threading.current_thread().name)),
+        )
         answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
         assert isinstance(question, MessageTicket) and question != answer
         writer.append(answer, "Hel")
@@ -461,15 +493,18 @@ def test_writer_saves_on_its_own_thread_and_reports_ids(store: ConversationStore
     finally:
         assert writer.close(timeout=10)
     assert errors == []
-    (message_id, thread_name), = saved
+    ((message_id, thread_name),) = saved
     assert thread_name == "tkchat-store-writer"  # the UI must hop back to its own thread
     assert raw_rows(db_path, "SELECT role, content, status FROM messages ORDER BY position") == [
-        ("user", "hello?", "complete"), ("assistant", "Hello 世界 🎉", "complete")]
+        ("user", "hello?", "complete"),
+        ("assistant", "Hello 世界 🎉", "complete"),
+    ]
     assert store.message(message_id).content == "hello?"
 
 
-def test_many_appends_are_written_in_one_transaction(store: ConversationStore,
-                                                    db_path: Path) -> None:
+def test_many_appends_are_written_in_one_transaction(
+    store: ConversationStore, db_path: Path
+) -> None:
     conversation = store.create()
     # A long interval: only the explicit flush writes, so the count is exact.
     writer = StoreWriter(store, flush_interval=60.0)
@@ -487,15 +522,18 @@ def test_many_appends_are_written_in_one_transaction(store: ConversationStore,
     assert content == "".join(f"t{i} " for i in range(1000))
 
 
-def test_appends_are_written_by_the_timer_without_a_flush(store: ConversationStore,
-                                                         db_path: Path) -> None:
+def test_appends_are_written_by_the_timer_without_a_flush(
+    store: ConversationStore, db_path: Path
+) -> None:
     conversation = store.create()
     writer = StoreWriter(store, flush_interval=0.05)
     try:
         answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
         writer.append(answer, "arrives by itself")
-        wait_until(lambda: raw_rows(db_path, "SELECT content FROM messages") ==
-                   [("arrives by itself",)], what="the timed batch")
+        wait_until(
+            lambda: raw_rows(db_path, "SELECT content FROM messages") == [("arrives by itself",)],
+            what="the timed batch",
+        )
     finally:
         writer.close(timeout=10)
 
@@ -595,21 +633,31 @@ KILLED_CHILD = textwrap.dedent(
 def test_kill_9_mid_answer_keeps_the_question_and_a_prefix_of_the_answer(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(db_path)], cwd=REPO,
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CHILD, str(db_path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     guard = threading.Timer(60, child.kill)  # a hung child must not hang the suite
     guard.start()
     try:
         assert child.stdout is not None and child.stdout.readline() == "ready\n", (
-            child.stderr.read() if child.stderr else "")
+            child.stderr.read() if child.stderr else ""
+        )
         started = time.monotonic()
 
         def answer_on_disk() -> str:
             rows = raw_rows(db_path, "SELECT content FROM messages WHERE role = 'assistant'")
             return str(rows[0][0]) if rows else ""
 
-        wait_until(lambda: time.monotonic() - started >= 1.5 and answer_on_disk() != "",
-                   timeout=30, what="streamed text on disk")
+        wait_until(
+            lambda: time.monotonic() - started >= 1.5 and answer_on_disk() != "",
+            timeout=30,
+            what="streamed text on disk",
+        )
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -653,13 +701,21 @@ def test_integrity_failure_counts_as_damage(db_path: Path) -> None:
         store.add_message(store.create().id, "user", "precious")
     # Swap two indexes' root pages: every page is valid SQLite, yet integrity_check fails.
     conn = sqlite3.connect(db_path, isolation_level=None)
-    roots = dict(conn.execute("SELECT name, rootpage FROM sqlite_master WHERE name IN "
-                              "('conversations_by_recency', 'messages_by_status')"))
+    roots = dict(
+        conn.execute(
+            "SELECT name, rootpage FROM sqlite_master WHERE name IN "
+            "('conversations_by_recency', 'messages_by_status')"
+        )
+    )
     conn.execute("PRAGMA writable_schema = ON")
-    conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = 'conversations_by_recency'",
-                 (roots["messages_by_status"],))
-    conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = 'messages_by_status'",
-                 (roots["conversations_by_recency"],))
+    conn.execute(
+        "UPDATE sqlite_master SET rootpage = ? WHERE name = 'conversations_by_recency'",
+        (roots["messages_by_status"],),
+    )
+    conn.execute(
+        "UPDATE sqlite_master SET rootpage = ? WHERE name = 'messages_by_status'",
+        (roots["conversations_by_recency"],),
+    )
     conn.close()
     damaged = db_path.read_bytes()
     store, warning = open_store(db_path)
@@ -671,7 +727,8 @@ def test_integrity_failure_counts_as_damage(db_path: Path) -> None:
 
 
 def test_damaged_file_that_cannot_be_moved_is_left_untouched(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"garbage" * 500)
 
@@ -717,8 +774,9 @@ def test_locked_database_falls_back_to_memory(db_path: Path, wal: bool) -> None:
         ("connect", "unable to open database file"),
     ],
 )
-def test_read_only_database_falls_back_to_memory(db_path: Path, faults: Faults, where: str,
-                                                 error: str) -> None:
+def test_read_only_database_falls_back_to_memory(
+    db_path: Path, faults: Faults, where: str, error: str
+) -> None:
     if where == "write":
         faults.write_error = error
     else:
@@ -751,15 +809,18 @@ def read_only_folder(base: Path, with_history: bool) -> Path:
     return folder / "conversations.sqlite3"
 
 
-READ_ONLY_MODES = pytest.mark.parametrize("with_history", [False, True],
-                                          ids=["empty-folder", "existing-history"])
+READ_ONLY_MODES = pytest.mark.parametrize(
+    "with_history", [False, True], ids=["empty-folder", "existing-history"]
+)
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @READ_ONLY_MODES
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-@pytest.mark.skipif(IS_ROOT, reason="root ignores chmod: see the unprivileged-child variant "
-                    "and the injected read-only test")
+@pytest.mark.skipif(
+    IS_ROOT,
+    reason="root ignores chmod: see the unprivileged-child variant and the injected read-only test",
+)
 def test_real_read_only_folder_falls_back_to_memory(tmp_path: Path, with_history: bool) -> None:
     path = read_only_folder(tmp_path, with_history)
     try:
@@ -795,9 +856,14 @@ def test_real_read_only_folder_as_an_unprivileged_child(with_history: bool) -> N
     try:
         path = read_only_folder(base, with_history)
         before = path.read_bytes() if with_history else None
-        result = subprocess.run([sys.executable, "-c", UNPRIVILEGED_CHILD, str(path)], cwd=REPO,
-                                env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-                                text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-c", UNPRIVILEGED_CHILD, str(path)],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         assert report["persistent"] is False
@@ -819,7 +885,8 @@ def test_full_disk_at_start_falls_back_to_memory(db_path: Path, faults: Faults) 
         assert not store.persistent
     faults.write_error = None
     assert raw_rows(db_path, "SELECT title FROM conversations") == [
-        ("saved before the disk filled",)]
+        ("saved before the disk filled",)
+    ]
 
 
 def test_database_from_a_newer_tkchat_is_left_untouched(db_path: Path) -> None:
@@ -846,18 +913,22 @@ def test_store_write_errors_say_the_disk_is_full(db_path: Path, faults: Faults) 
             store.add_message(conversation.id, "user", "second")
         assert info.value.kind == "full"
         assert "the disk is full" in str(info.value) and "saved earlier are intact" in str(
-            info.value)
+            info.value
+        )
         with pytest.raises(StoreError):
             store.rename(conversation.id, "after")
         faults.write_error = None
         store.add_message(conversation.id, "user", "third")  # the store still works
     assert raw_rows(db_path, "SELECT title FROM conversations") == [("before",)]
     assert raw_rows(db_path, "SELECT content, position FROM messages ORDER BY position") == [
-        ("first", 0), ("third", 1)]
+        ("first", 0),
+        ("third", 1),
+    ]
 
 
-def test_writer_reports_a_full_disk_once_and_retries_the_text(db_path: Path,
-                                                             faults: Faults) -> None:
+def test_writer_reports_a_full_disk_once_and_retries_the_text(
+    db_path: Path, faults: Faults
+) -> None:
     store = ConversationStore(db_path)
     conversation = store.create()
     errors = Errors()
@@ -881,11 +952,13 @@ def test_writer_reports_a_full_disk_once_and_retries_the_text(db_path: Path,
         writer.close(timeout=10)
         store.close()
     assert raw_rows(db_path, "SELECT content, status FROM messages") == [
-        ("safe pending more", "complete")]
+        ("safe pending more", "complete")
+    ]
 
 
 def test_writer_keeps_an_answers_end_the_full_disk_refused_and_writes_it_later(
-        db_path: Path, faults: Faults) -> None:
+    db_path: Path, faults: Faults
+) -> None:
     """Without the retry the text got in but the status stayed "streaming": the next start
     marked a complete answer interrupted."""
     store = ConversationStore(db_path)
@@ -901,15 +974,18 @@ def test_writer_keeps_an_answers_end_the_full_disk_refused_and_writes_it_later(
         assert raw_rows(db_path, "SELECT status FROM messages") == [("streaming",)]
         faults.write_error = None
         deadline = time.monotonic() + 10  # the next batch deadline writes it, unasked
-        while (raw_rows(db_path, "SELECT status FROM messages") != [("complete",)]
-               and time.monotonic() < deadline):
+        while (
+            raw_rows(db_path, "SELECT status FROM messages") != [("complete",)]
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.02)
         assert writer.flush(timeout=10)
     finally:
         writer.close(timeout=10)
         store.close()
     assert raw_rows(db_path, "SELECT content, status FROM messages") == [
-        ("all of it, finished", "complete")]
+        ("all of it, finished", "complete")
+    ]
 
 
 def test_writer_that_cannot_open_the_database_reports_it(tmp_path: Path) -> None:
@@ -936,13 +1012,15 @@ def test_streaming_answers_enter_the_search_index_only_when_they_end(tmp_path: P
     assert store.search("teapot") == []  # not indexed while streaming
     store.update_message(answer, status="complete")
     assert [c.id for c, _ in store.search("teapot")] == [conv.id]
-    interrupted = store.add_message(conv.id, "assistant", "half a sentence about mugs",
-                                    status="streaming")
+    interrupted = store.add_message(
+        conv.id, "assistant", "half a sentence about mugs", status="streaming"
+    )
     assert store.mark_interrupted() == 1
     assert [c.id for c, _ in store.search("about mugs")] == [conv.id]
     gone = store.add_message(conv.id, "assistant", "a stray streaming line", status="streaming")
     store.truncate_after(conv.id, store.message(interrupted).position)  # deletes `gone`
     integrity = store._conn.execute(  # noqa: SLF001 - the index's own consistency check
-        "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')"
+    )
     assert integrity is not None and gone != interrupted
     store.close()

@@ -19,60 +19,105 @@ def _model_options() -> argparse.ArgumentParser:
     """Options every command shares: which backend, which model, how fast (scripted)."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("model")
-    group.add_argument("--backend", choices=["llama", "scripted"], default="llama",
-                       help="llama: a local GGUF model (default); scripted: a reproducible "
-                            "answer at a chosen token rate, for demos and floods")
-    group.add_argument("--model", metavar="PATH",
-                       help=f"GGUF file to load (default: ${ENV_VAR}, else, in the chat "
-                            "window, the model chosen last time in Model > Choose model, "
-                            "else the bundled SmolLM2-135M-Instruct)")
-    group.add_argument("--rate", type=float, default=None,
-                       help="scripted backend: tokens per second (0 = as fast as possible)")
-    group.add_argument("--tokens", type=int, default=None,
-                       help="scripted: answer length in tokens; bench: tokens per generation")
+    group.add_argument(
+        "--backend",
+        choices=["llama", "scripted"],
+        default="llama",
+        help="llama: a local GGUF model (default); scripted: a reproducible "
+        "answer at a chosen token rate, for demos and floods",
+    )
+    group.add_argument(
+        "--model",
+        metavar="PATH",
+        help=f"GGUF file to load (default: ${ENV_VAR}, else, in the chat "
+        "window, the model chosen last time in Model > Choose model, "
+        "else the bundled SmolLM2-135M-Instruct)",
+    )
+    group.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="scripted backend: tokens per second (0 = as fast as possible)",
+    )
+    group.add_argument(
+        "--tokens",
+        type=int,
+        default=None,
+        help="scripted: answer length in tokens; bench: tokens per generation",
+    )
     return common
 
 
 def _add_server_option(parser: argparse.ArgumentParser) -> None:
     """Only where a window streams (the app, and each window of ``compare``)."""
-    parser.add_argument("--server", metavar="URL",
-                        help="stream from a server instead: `tkchat serve` or any "
-                             "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)")
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="stream from a server instead: `tkchat serve` or any "
+        "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)",
+    )
 
 
 def _window_options() -> argparse.ArgumentParser:
     """Options of a chat window (the app itself, and each window of ``compare``)."""
     window = argparse.ArgumentParser(add_help=False)
     group = window.add_argument_group("window")
-    group.add_argument("--mode", choices=MODES, default=FIXED,
-                       help="how answers reach the screen: fixed (default) or one of the "
-                            "deliberately BROKEN teaching modes: " + ", ".join(BROKEN_MODES))
+    group.add_argument(
+        "--mode",
+        choices=MODES,
+        default=FIXED,
+        help="how answers reach the screen: fixed (default) or one of the "
+        "deliberately BROKEN teaching modes: " + ", ".join(BROKEN_MODES),
+    )
     group.add_argument("--prompt", help="send this as soon as the model is ready")
-    group.add_argument("--max-tokens", type=int, default=None,
-                       help="answer length limit (default: the saved setting, else 512)")
-    group.add_argument("--temperature", type=float, default=None,
-                       help="sampling temperature (default: the saved setting, else 0.3)")
+    group.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="answer length limit (default: the saved setting, else 512)",
+    )
+    group.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="sampling temperature (default: the saved setting, else 0.3)",
+    )
     group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
     group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
-    group.add_argument("--lang", choices=["en", "zh"], default=None,
-                       help="interface and lessons language (default: the saved setting, "
-                            "else the system's)")
+    group.add_argument(
+        "--lang",
+        choices=["en", "zh"],
+        default=None,
+        help="interface and lessons language (default: the saved setting, else the system's)",
+    )
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
-    group.add_argument("--no-history", action="store_true",
-                       help="keep nothing on disk and start from the default settings "
-                            "(conversations and settings are kept in the user's data "
-                            "folder, or $TKCHAT_DATA_DIR, by default)")
-    group.add_argument("--fail-at", type=int, default=None, metavar="K",
-                       help="scripted backend: crash at token K (to see the error path)")
-    group.add_argument("--split-utf8", action="store_true",
-                       help="scripted backend: cut multi-byte characters across tokens")
+    group.add_argument(
+        "--no-history",
+        action="store_true",
+        help="keep nothing on disk and start from the default settings "
+        "(conversations and settings are kept in the user's data "
+        "folder, or $TKCHAT_DATA_DIR, by default)",
+    )
+    group.add_argument(
+        "--fail-at",
+        type=int,
+        default=None,
+        metavar="K",
+        help="scripted backend: crash at token K (to see the error path)",
+    )
+    group.add_argument(
+        "--split-utf8",
+        action="store_true",
+        help="scripted backend: cut multi-byte characters across tokens",
+    )
     return window
 
 
 def build_parser() -> argparse.ArgumentParser:
     common, window = _model_options(), _window_options()
     parser = argparse.ArgumentParser(
-        prog="tkchat", parents=[common, window],
+        prog="tkchat",
+        parents=[common, window],
         description="An offline chat for local GGUF models whose window never freezes.",
     )
     parser.add_argument("--version", action="version", version=f"tkchat {__version__}")
@@ -80,27 +125,41 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     bench = commands.add_parser(
-        "bench", parents=[common], help="measure lag, tokens/s, cancel latency, memory",
+        "bench",
+        parents=[common],
+        help="measure lag, tokens/s, cancel latency, memory",
         description="Run the real window and measure every mode, with baselines, in one run.",
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
-    bench.add_argument("--report", type=Path, metavar="DIR",
-                       help="also write a Markdown report with PNG plots into DIR")
-    bench.add_argument("--modes", default="all",
-                       help="comma-separated modes to measure besides idle and raw "
-                            f"(default all: {', '.join(MODES)})")
-    bench.add_argument("--transport", choices=["inprocess", "sse"], default="inprocess",
-                       help="sse: the bundled model in-process, through `tkchat serve`, and "
-                            "through llama-cpp-python's server, with the same client")
+    bench.add_argument(
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="also write a Markdown report with PNG plots into DIR",
+    )
+    bench.add_argument(
+        "--modes",
+        default="all",
+        help="comma-separated modes to measure besides idle and raw "
+        f"(default all: {', '.join(MODES)})",
+    )
+    bench.add_argument(
+        "--transport",
+        choices=["inprocess", "sse"],
+        default="inprocess",
+        help="sse: the bundled model in-process, through `tkchat serve`, and "
+        "through llama-cpp-python's server, with the same client",
+    )
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
 
     compare = commands.add_parser(
-        "compare", parents=[common],
+        "compare",
+        parents=[common],
         help="two windows side by side: a broken mode and the fixed pipeline",
         description="Open two tkchat processes next to each other — one broken mode, one "
-                    "fixed — and send both the same prompt with the same seed.",
+        "fixed — and send both the same prompt with the same seed.",
     )
     compare.add_argument("--broken", choices=BROKEN_MODES, default="blocking")
     _add_server_option(compare)
@@ -109,19 +168,21 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--max-tokens", type=int, default=256)
 
     selftest = commands.add_parser(
-        "selftest", parents=[common],
+        "selftest",
+        parents=[common],
         help="the three questions: clicks, a dying model, scrolling — with real X input",
         description="Ask a real window (on a virtual screen if needed) three questions with "
-                    "injected X events; exit 0 if all pass, 1 if not.",
+        "injected X events; exit 0 if all pass, 1 if not.",
     )
     selftest.add_argument("--mode", choices=MODES, default=FIXED)
 
     serve = commands.add_parser(
-        "serve", parents=[common],
+        "serve",
+        parents=[common],
         help="serve the model over HTTP: SSE events, an OpenAI-compatible API, a browser client",
         description="Serve the model on this machine: POST /chat streams tkchat's events as "
-                    "Server-Sent Events, POST /v1/chat/completions speaks OpenAI's shape, and "
-                    "/ is a browser client. Binds to loopback unless told otherwise.",
+        "Server-Sent Events, POST /v1/chat/completions speaks OpenAI's shape, and "
+        "/ is a browser client. Binds to loopback unless told otherwise.",
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
@@ -139,30 +200,48 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             print(f"tkchat bench: unknown mode(s) {', '.join(unknown)}", file=sys.stderr)
             return 2
-        return run_bench(BenchOptions(
-            backend=args.backend, model=args.model,
-            tokens=args.tokens or (100_000 if scripted else 256),
-            rate=5000.0 if args.rate is None else args.rate, modes=modes,
-            repeats=args.repeats, cancels=args.cancels, idle_s=args.idle_seconds,
-            json_path=args.json, report_dir=args.report, transport=args.transport,
-        ))
+        return run_bench(
+            BenchOptions(
+                backend=args.backend,
+                model=args.model,
+                tokens=args.tokens or (100_000 if scripted else 256),
+                rate=5000.0 if args.rate is None else args.rate,
+                modes=modes,
+                repeats=args.repeats,
+                cancels=args.cancels,
+                idle_s=args.idle_seconds,
+                json_path=args.json,
+                report_dir=args.report,
+                transport=args.transport,
+            )
+        )
     if args.command == "compare":
         from tkchat.teach.compare import run_compare
 
-        return run_compare(args.broken, _child_model_args(args), prompt=args.prompt,
-                           seed=args.seed, max_tokens=args.max_tokens)
+        return run_compare(
+            args.broken,
+            _child_model_args(args),
+            prompt=args.prompt,
+            seed=args.seed,
+            max_tokens=args.max_tokens,
+        )
     if args.command == "serve":
         from tkchat.generate.factory import make_backend
         from tkchat.serve.app import run_server
 
-        backend = make_backend(args.backend, model=args.model,
-                               rate=50.0 if args.rate is None else args.rate, tokens=args.tokens)
+        backend = make_backend(
+            args.backend,
+            model=args.model,
+            rate=50.0 if args.rate is None else args.rate,
+            tokens=args.tokens,
+        )
         return run_server(backend, host=args.host, port=args.port)
     if args.command == "selftest":
         from tkchat.measure.selftest import run_selftest
 
-        return run_selftest(args.mode, args.backend, args.model,
-                            rate=2000.0 if args.rate is None else args.rate)
+        return run_selftest(
+            args.mode, args.backend, args.model, rate=2000.0 if args.rate is None else args.rate
+        )
     return run_app(args)
 
 
@@ -204,20 +283,33 @@ def run_app(args: argparse.Namespace) -> int:
     try:
         root = tk.Tk(className="tkchat")
     except tk.TclError as exc:
-        print(f"tkchat: cannot open a window ({exc}). Is there a display? "
-              "On a headless machine run it under xvfb-run.", file=sys.stderr)
+        print(
+            f"tkchat: cannot open a window ({exc}). Is there a display? "
+            "On a headless machine run it under xvfb-run.",
+            file=sys.stderr,
+        )
         return 2
     settings, settings_warning = (AppSettings(), None) if args.no_history else load_settings()
     model = window_model(args.model, settings.recent_models, os.environ)
     backend = make_backend(
-        args.backend, model=model, rate=50.0 if args.rate is None else args.rate,
-        tokens=args.tokens, fail_at=args.fail_at, split_utf8=args.split_utf8,
+        args.backend,
+        model=model,
+        rate=50.0 if args.rate is None else args.rate,
+        tokens=args.tokens,
+        fail_at=args.fail_at,
+        split_utf8=args.split_utf8,
         server=args.server,
     )
     controller = GenerationController(backend, EventChannel())
-    overrides = {name: value for name, value in (("temperature", args.temperature),
-                                                 ("max_tokens", args.max_tokens),
-                                                 ("seed", args.seed)) if value is not None}
+    overrides = {
+        name: value
+        for name, value in (
+            ("temperature", args.temperature),
+            ("max_tokens", args.max_tokens),
+            ("seed", args.seed),
+        )
+        if value is not None
+    }
     sampling = replace(settings.sampling, **overrides)
     model_args = _child_model_args(args)
 
@@ -225,11 +317,20 @@ def run_app(args: argparse.Namespace) -> int:
         """A lesson's demo asks for a backend: the same model file, or the scripted one."""
         return make_backend(kind, model=model, rate=50.0 if args.rate is None else args.rate)
 
-    app = ChatApp(root, controller, sampling=sampling, mode=args.mode, autosend=args.prompt,
-                  compare_command=lambda broken: compare_command(broken, model_args),
-                  language=args.lang, backend_factory=backend_for, show_lessons=args.lessons,
-                  history=not args.no_history, app_settings=settings,
-                  persist_settings=not args.no_history)
+    app = ChatApp(
+        root,
+        controller,
+        sampling=sampling,
+        mode=args.mode,
+        autosend=args.prompt,
+        compare_command=lambda broken: compare_command(broken, model_args),
+        language=args.lang,
+        backend_factory=backend_for,
+        show_lessons=args.lessons,
+        history=not args.no_history,
+        app_settings=settings,
+        persist_settings=not args.no_history,
+    )
     if settings_warning:
         app.storage_banner.show(settings_warning)
     if args.geometry:

@@ -37,7 +37,7 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "app.compare_opened": "Opened {broken} next to fixed, in two new windows.",
         "app.demo_ready": "Demo ready: mode {mode}. Press Enter to send the prompt.",
         "app.no_cjk_font": "No Chinese font found: install one (e.g. fonts-noto-cjk) to read "
-                           "the Chinese interface.",
+        "the Chinese interface.",
         "button.send": "Send",
         "button.stop": "Stop",
         "button.compare": "Compare side by side",
@@ -45,13 +45,12 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "button.language": "中文",
         "label.mode": "Mode:",
         "warning.broken": "⚠ BROKEN MODE “{mode}”, on purpose, for teaching: {summary}.",
-        "mode.fixed": "worker thread → queue → one insert every 16 ms; markdown painted in "
-                      "slices",
+        "mode.fixed": "worker thread → queue → one insert every 16 ms; markdown painted in slices",
         "mode.blocking": "the model loop runs in the Send handler, on the main thread",
         "mode.main-thread-reader": "a worker generates, but the main thread loops reading the "
-                                   "stream",
+        "stream",
         "mode.per-chunk-render": "every chunk re-renders the whole answer's markdown (the cost "
-                                 "grows)",
+        "grows)",
         "mode.no-coalesce": "one insert plus a forced redraw per token, no batching",
         "transcript.you": "You",
         "transcript.assistant": "Assistant",
@@ -67,8 +66,7 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "transcript.copy_code": "Copy code",
         "app.copied.message": "Copied the message to the clipboard.",
         "app.copied.code": "Copied the code to the clipboard.",
-        "app.editing": "Editing message {number}: Enter replaces it and all after it; Esc "
-                       "cancels.",
+        "app.editing": "Editing message {number}: Enter replaces it and all after it; Esc cancels.",
         "app.edit_cancelled": "Edit cancelled.",
         "app.regenerate_none": "There is no answer to regenerate yet.",
         "app.settings_saved": "Settings saved: they apply from the next answer.",
@@ -83,9 +81,9 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "context.meter": "context {used} / {n_ctx} tokens",
         "context.meter.dropped": " · {dropped} earlier messages left out",
         "context.dropped_note": "This conversation no longer fits the model's context "
-                                "({n_ctx} tokens). The model now reads only the latest "
-                                "messages: the first {dropped} are left out (they stay here "
-                                "and are saved). Start a new chat for a fresh context.",
+        "({n_ctx} tokens). The model now reads only the latest "
+        "messages: the first {dropped} are left out (they stay here "
+        "and are saved). Start a new chat for a fresh context.",
         "menu.file": "File",
         "menu.new": "New chat",
         "menu.search": "Search chats",
@@ -125,7 +123,7 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "app.compare_opened": "已打开两个新窗口：{broken} 与 fixed 并排。",
         "app.demo_ready": "演示已就绪：{mode} 模式。按回车发送提示词。",
         "app.no_cjk_font": "没有找到中文字体：请安装一个（例如 fonts-noto-cjk）"
-                           "以正常显示中文界面。",
+        "以正常显示中文界面。",
         "button.send": "发送",
         "button.stop": "停止",
         "button.compare": "并排对比",
@@ -167,8 +165,8 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "context.meter": "上下文 {used} / {n_ctx} 个 token",
         "context.meter.dropped": " · 已略去前 {dropped} 条消息",
         "context.dropped_note": "这段对话已经超出模型的上下文（{n_ctx} 个 token）。模型现在只读"
-                                "最近的消息：前 {dropped} 条被略去（它们仍显示在这里，也已保存）。"
-                                "想要完整的上下文，请新建对话。",
+        "最近的消息：前 {dropped} 条被略去（它们仍显示在这里，也已保存）。"
+        "想要完整的上下文，请新建对话。",
         "menu.file": "文件",
         "menu.new": "新对话",
         "menu.search": "搜索对话",
@@ -193,14 +191,30 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
 }
 
 STRINGS: dict[str, dict[str, str]] = {
-    lang: {**_APP_STRINGS[lang], **PANEL_STRINGS[lang], **SIDEBAR_STRINGS[lang],
-           **SETTINGS_STRINGS[lang], **PICKER_STRINGS[lang]}
+    lang: {
+        **_APP_STRINGS[lang],
+        **PANEL_STRINGS[lang],
+        **SIDEBAR_STRINGS[lang],
+        **SETTINGS_STRINGS[lang],
+        **PICKER_STRINGS[lang],
+    }
     for lang in LANGUAGES
 }
 
-CJK_FAMILIES = ("noto sans cjk sc", "noto sans cjk", "noto serif cjk sc", "source han sans",
-                "wenquanyi", "droid sans fallback", "ar pl", "microsoft yahei", "pingfang sc",
-                "simsun", "hiragino sans gb", "sarasa")
+CJK_FAMILIES = (
+    "noto sans cjk sc",
+    "noto sans cjk",
+    "noto serif cjk sc",
+    "source han sans",
+    "wenquanyi",
+    "droid sans fallback",
+    "ar pl",
+    "microsoft yahei",
+    "pingfang sc",
+    "simsun",
+    "hiragino sans gb",
+    "sarasa",
+)
 
 
 class Translator:
@@ -237,8 +251,9 @@ class Translator:
         if len(self._bound) + len(self._listeners) < self._prune_at:
             return
         self._bound = [entry for entry in self._bound if _alive(entry[0])]
-        self._listeners = [listener for listener in self._listeners
-                           if _alive(getattr(listener, "__self__", None))]
+        self._listeners = [
+            listener for listener in self._listeners if _alive(getattr(listener, "__self__", None))
+        ]
         self._prune_at = max(64, 2 * (len(self._bound) + len(self._listeners)))
 
     def set_language(self, lang: str) -> None:

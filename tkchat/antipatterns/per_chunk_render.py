@@ -39,8 +39,13 @@ class RenderEveryChunk:
         view = app.answer
         assert view is not None
         # The answer lives in its own HTML widget, embedded in the transcript.
-        widget = HTMLScrolledText(app.transcript.text, height=ANSWER_HEIGHT_LINES, width=88,
-                                  background="white", borderwidth=0)
+        widget = HTMLScrolledText(
+            app.transcript.text,
+            height=ANSWER_HEIGHT_LINES,
+            width=88,
+            background="white",
+            borderwidth=0,
+        )
         app.transcript.embed(view, widget)
         self._widgets[view.number] = widget
         app.consumer.follow(app.controller.start(request))
@@ -56,7 +61,6 @@ class RenderEveryChunk:
             widget.see("end")
             self.render_costs.append((len(view.text), (time.perf_counter() - started) * 1000))
 
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         self._widgets.pop(view.number, None)
         app.transcript.finish(view, stopped=stopped, error=error, render=False)

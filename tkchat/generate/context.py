@@ -58,7 +58,7 @@ def fit_to_context(
     if used + room <= n_ctx:
         return ContextFit(chat, used, n_ctx)  # the usual case: one count
     system = tuple(m for m in chat[:1] if m.role == "system")
-    earlier = list(chat[len(system):-1])
+    earlier = list(chat[len(system) : -1])
     newest = chat[-1:]
     # Estimate with each message's own count (cheap), then check with an exact count once
     # the estimate says it fits: a chat template adds a few tokens per message.

@@ -33,8 +33,9 @@ class GenerationController:
     def load_async(self, unload: Backend | None = None) -> None:
         """Load the model on a daemon thread; the result arrives as ModelReady/ModelFailed.
         ``unload``: a backend to free first, on that thread."""
-        self._loader = threading.Thread(target=self._load, args=(unload,), name="tkchat-load",
-                                        daemon=True)
+        self._loader = threading.Thread(
+            target=self._load, args=(unload,), name="tkchat-load", daemon=True
+        )
         self._loader.start()
 
     def _load(self, unload: Backend | None = None) -> None:
@@ -98,8 +99,9 @@ class GenerationController:
         """Held by whoever runs the model loop (one generation at a time)."""
         return self._model_lock
 
-    def new_worker(self, request: GenerationRequest, channel: EventChannel,
-                   gen: int) -> GenerationWorker:
+    def new_worker(
+        self, request: GenerationRequest, channel: EventChannel, gen: int
+    ) -> GenerationWorker:
         """A worker on this model (sharing its lock) that sends to ``channel``; not started.
         The benchmark's ``raw`` mode uses it to run the same loop with no UI."""
         return GenerationWorker(self.backend, request, gen, channel, self._model_lock)
@@ -141,8 +143,9 @@ class ContextMeasure:
     """One context count on a daemon thread; read ``result`` once ``done`` (None: the count
     failed, and the meter keeps what it showed)."""
 
-    def __init__(self, backend: Backend, request: GenerationRequest,
-                 model_lock: threading.Lock) -> None:
+    def __init__(
+        self, backend: Backend, request: GenerationRequest, model_lock: threading.Lock
+    ) -> None:
         self.backend = backend
         self.request = request
         self.model_lock = model_lock
@@ -157,9 +160,12 @@ class ContextMeasure:
         """Counting thread."""
         try:
             with self.model_lock:
-                self.result = fit_to_context(self.request.messages, self.backend.count_tokens,
-                                             self.backend.n_ctx,
-                                             self.request.sampling.max_tokens)
+                self.result = fit_to_context(
+                    self.request.messages,
+                    self.backend.count_tokens,
+                    self.backend.n_ctx,
+                    self.request.sampling.max_tokens,
+                )
         except Exception:
             pass  # a count only feeds the meter; a generation reports its own errors
         finally:

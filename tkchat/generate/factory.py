@@ -27,6 +27,11 @@ def make_backend(
 
         return RemoteBackend(server)
     if kind == "scripted":
-        return ScriptedBackend(rate=rate, tokens=tokens, token_cost_ms=token_cost_ms,
-                               fail_at=fail_at, split_utf8=split_utf8)
+        return ScriptedBackend(
+            rate=rate,
+            tokens=tokens,
+            token_cost_ms=token_cost_ms,
+            fail_at=fail_at,
+            split_utf8=split_utf8,
+        )
     return LlamaBackend(model, n_ctx=n_ctx or DEFAULT_N_CTX, n_threads=n_threads)

@@ -67,8 +67,10 @@ class FaultInjector:
                 count += 1
                 if fail_after is not None and count > fail_after:
                     self.died_at = time.perf_counter()
-                    raise ModelDied(f"The model stopped responding after {fail_after} tokens "
-                                    "(a crash injected by the self-test).")
+                    raise ModelDied(
+                        f"The model stopped responding after {fail_after} tokens "
+                        "(a crash injected by the self-test)."
+                    )
                 yield piece
         finally:
             tokens.close()

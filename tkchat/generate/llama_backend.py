@@ -36,7 +36,10 @@ class LlamaBackend:
     """A GGUF model through llama-cpp-python. Every method runs on a worker thread."""
 
     def __init__(
-        self, model: str | None = None, *, n_ctx: int = DEFAULT_N_CTX,
+        self,
+        model: str | None = None,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
     ) -> None:
         """``model``: a path as the user typed it (``~`` allowed); None: $TKCHAT_MODEL, then

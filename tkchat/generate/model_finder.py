@@ -91,8 +91,9 @@ def lmstudio_folders(home: Path) -> list[Path]:
     return [home / ".lmstudio" / "models", home / ".cache" / "lm-studio" / "models"]
 
 
-def model_places(*, folder: str | Path | None, environ: Mapping[str, str] | None = None,
-                 home: Path | None = None) -> list[tuple[str, Path]]:
+def model_places(
+    *, folder: str | Path | None, environ: Mapping[str, str] | None = None, home: Path | None = None
+) -> list[tuple[str, Path]]:
     """The folders :func:`find_models` walks, in order, as ``(source, folder)`` pairs (the
     bundled model and the recent files come before them). Cheap: nothing is read from disk,
     so it may run on any thread."""
@@ -141,8 +142,7 @@ class _Search:
         self.by_key: dict[str, int] = {}  # resolved path -> index in ``found``
 
     def stopped(self) -> bool:
-        return len(self.found) >= self.limit or (
-            self.cancel is not None and self.cancel.is_set())
+        return len(self.found) >= self.limit or (self.cancel is not None and self.cancel.is_set())
 
     def add(self, path: str, source: str) -> None:
         """List ``path`` if it is a readable GGUF file not listed yet."""
@@ -156,7 +156,8 @@ class _Search:
             # name beats a hash-named blob, e.g. a recent file stored by its resolved path.
             known = self.found[index]
             if not known.path.name.lower().endswith(".gguf") and is_model_name(
-                    os.path.basename(path)):
+                os.path.basename(path)
+            ):
                 self.found[index] = FoundModel(Path(path), known.size, known.source)
             return
         try:
@@ -212,10 +213,16 @@ def _entries(directory: str) -> Iterator[os.DirEntry[str]]:
     return iter(sorted(entries, key=lambda entry: entry.name))
 
 
-def find_models(*, folder: str | Path | None, recent: Sequence[str],
-                environ: Mapping[str, str] | None = None, home: Path | None = None,
-                max_depth: int = 6, limit: int = 500,
-                cancel: threading.Event | None = None) -> list[FoundModel]:
+def find_models(
+    *,
+    folder: str | Path | None,
+    recent: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    max_depth: int = 6,
+    limit: int = 500,
+    cancel: threading.Event | None = None,
+) -> list[FoundModel]:
     """Every GGUF model in the usual places: the bundled model, the files in ``recent`` that
     still exist, then ``folder`` (walked recursively), the Hugging Face cache and LM Studio's
     folders (see :func:`model_places`; ``environ`` and ``home`` default to the real ones).

@@ -133,8 +133,15 @@ class _PollingReader(io.RawIOBase):
 class _PollingResponse(http.client.HTTPResponse):
     """An ``HTTPResponse`` that reads through a :class:`_PollingReader`."""
 
-    def __init__(self, sock: socket.socket, debuglevel: int = 0, method: str | None = None,
-                 url: str | None = None, *, watch: _Watch) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        debuglevel: int = 0,
+        method: str | None = None,
+        url: str | None = None,
+        *,
+        watch: _Watch,
+    ) -> None:
         super().__init__(sock, debuglevel, method=method, url=url)
         # The stdlib's socket file is kept (unread) only for its reference on the socket:
         # ``getresponse`` closes the connection when the answer is close-delimited, and the
@@ -215,8 +222,14 @@ class RemoteBackend:
     the generation fails with a clear message.
     """
 
-    def __init__(self, url: str, *, model: str | None = None, connect_timeout: float = 5.0,
-                 idle_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        model: str | None = None,
+        connect_timeout: float = 5.0,
+        idle_timeout: float = 60.0,
+    ) -> None:
         """Nothing is contacted (or raised) here: :meth:`load` reports problems, on the loader
         thread, when the window is already up to show them."""
         self.url = url
@@ -274,20 +287,27 @@ class RemoteBackend:
             self.n_ctx = DEFAULT_N_CTX
             status, models = self._get_json("/v1/models")
             if status not in (200, 404, 405):  # e.g. 503 while llama.cpp's server loads
-                raise RemoteError(f"The server at {self.base_url} is not ready: GET /v1/models "
-                                  f"answered {status}{_error_detail(models)}",
-                                  kind="server_error")
+                raise RemoteError(
+                    f"The server at {self.base_url} is not ready: GET /v1/models "
+                    f"answered {status}{_error_detail(models)}",
+                    kind="server_error",
+                )
             if status != 200 or not isinstance(models, dict) or "data" not in models:
-                answer = (f"answered {status}" if status != 200
-                          else "did not answer a list of models")
+                answer = (
+                    f"answered {status}" if status != 200 else "did not answer a list of models"
+                )
                 raise RemoteError(
                     f"The server at {self.base_url} is neither tkchat nor OpenAI-compatible: "
-                    f"GET /v1/models {answer}", kind="server_error")
+                    f"GET /v1/models {answer}",
+                    kind="server_error",
+                )
             names = _model_ids(models)
             if self.model is None:
                 if not names:
-                    raise RemoteError(f"The server at {self.base_url} lists no model "
-                                      "(GET /v1/models)", kind="server_error")
+                    raise RemoteError(
+                        f"The server at {self.base_url} lists no model (GET /v1/models)",
+                        kind="server_error",
+                    )
                 self.model = names[0]
         self.name = self._make_name()
 
@@ -307,8 +327,9 @@ class RemoteBackend:
         """Worker thread. Yields each text delta as UTF-8 bytes; returns "stop" or "length"
         (or "cancelled" when Stop came while waiting on the network)."""
         if self.protocol is None:
-            raise RemoteError("The server has not been checked yet (load() first)",
-                              kind="server_error")
+            raise RemoteError(
+                "The server has not been checked yet (load() first)", kind="server_error"
+            )
         if cancel.is_set():
             return "cancelled"
         watch = _Watch(cancel, self.idle_timeout)
@@ -375,16 +396,18 @@ class RemoteBackend:
 
     def _get_json(self, path: str) -> tuple[int, Any]:
         """Loader thread. ``(status, parsed JSON or None)`` of ``GET path``."""
-        exchange = self._open("GET", path, None, _Watch(None, self.idle_timeout),
-                              accept="application/json")
+        exchange = self._open(
+            "GET", path, None, _Watch(None, self.idle_timeout), accept="application/json"
+        )
         try:
             assert exchange.response is not None
             return exchange.response.status, _read_json(exchange.response)
         finally:
             self._close(exchange)
 
-    def _open(self, method: str, path: str, body: dict[str, Any] | None, watch: _Watch,
-              *, accept: str) -> _Exchange:
+    def _open(
+        self, method: str, path: str, body: dict[str, Any] | None, watch: _Watch, *, accept: str
+    ) -> _Exchange:
         """Worker or loader thread. Connect, send, read the status line and headers. Raises
         RemoteError (or _Cancelled); on success the caller owns the exchange and must
         :meth:`_close` it."""
@@ -397,15 +420,16 @@ class RemoteBackend:
             except (OSError, ssl.SSLError) as exc:
                 sock.close()
                 raise self._unreachable(exc) from exc
-            conn = http.client.HTTPSConnection(self._host, self._port, context=context,
-                                               timeout=self.connect_timeout)
+            conn = http.client.HTTPSConnection(
+                self._host, self._port, context=context, timeout=self.connect_timeout
+            )
         else:
-            conn = http.client.HTTPConnection(self._host, self._port,
-                                              timeout=self.connect_timeout)
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=self.connect_timeout)
         conn.sock = sock  # ours: connected in a way Stop can interrupt (see _connect)
         # getresponse() builds its answer with response_class: ours reads in short polls.
         conn.response_class = functools.partial(  # type: ignore[assignment]
-            _PollingResponse, watch=watch)
+            _PollingResponse, watch=watch
+        )
         exchange = _Exchange(conn, sock)
         with self._lock:
             self._exchanges.add(exchange)
@@ -418,24 +442,32 @@ class RemoteBackend:
             try:
                 conn.request(method, self._base + path, body=data, headers=headers)
             except OSError as exc:
-                raise RemoteError(f"The server at {self.base_url} closed the connection while "
-                                  f"the request was sent: {_describe(exc)}",
-                                  kind="server_disconnected") from exc
+                raise RemoteError(
+                    f"The server at {self.base_url} closed the connection while "
+                    f"the request was sent: {_describe(exc)}",
+                    kind="server_disconnected",
+                ) from exc
             # From here every read is a short poll (see _PollingReader).
             sock.settimeout(POLL_S)
             watch.touch()
             try:
                 exchange.response = conn.getresponse()
             except (http.client.RemoteDisconnected, ConnectionError) as exc:
-                raise RemoteError(f"The server at {self.base_url} closed the connection "
-                                  f"without answering ({_describe(exc)})",
-                                  kind="server_disconnected") from exc
+                raise RemoteError(
+                    f"The server at {self.base_url} closed the connection "
+                    f"without answering ({_describe(exc)})",
+                    kind="server_disconnected",
+                ) from exc
             except http.client.HTTPException as exc:
-                raise RemoteError(f"The server at {self.base_url} did not answer in HTTP "
-                                  f"({_describe(exc)})", kind="bad_stream") from exc
+                raise RemoteError(
+                    f"The server at {self.base_url} did not answer in HTTP ({_describe(exc)})",
+                    kind="bad_stream",
+                ) from exc
             except OSError as exc:
-                raise RemoteError(f"The connection to {self.base_url} failed: "
-                                  f"{_describe(exc)}", kind="server_disconnected") from exc
+                raise RemoteError(
+                    f"The connection to {self.base_url} failed: {_describe(exc)}",
+                    kind="server_disconnected",
+                ) from exc
         except BaseException:
             self._close(exchange)
             raise
@@ -462,8 +494,13 @@ class RemoteBackend:
             try:
                 sock.setblocking(False)
                 code = sock.connect_ex(address)
-                if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN,
-                                getattr(errno, "WSAEWOULDBLOCK", -1)):
+                if code not in (
+                    0,
+                    errno.EINPROGRESS,
+                    errno.EWOULDBLOCK,
+                    errno.EAGAIN,
+                    getattr(errno, "WSAEWOULDBLOCK", -1),
+                ):
                     raise OSError(code, _strerror(code))
                 while code != 0:
                     if watch.cancel is not None and watch.cancel.is_set():
@@ -521,18 +558,23 @@ class RemoteBackend:
                 raise _bad_stream(str(exc)) from exc
             yield from messages
 
-    def _status_error(self, response: http.client.HTTPResponse, path: str,
-                      body: Any) -> RemoteError:
+    def _status_error(
+        self, response: http.client.HTTPResponse, path: str, body: Any
+    ) -> RemoteError:
         kind = "server_error"
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             kind = str(body["error"].get("kind") or kind)  # tkchat's errors say, e.g. "busy"
         return RemoteError(
             f"The server at {self.base_url} answered {response.status} {response.reason} "
-            f"to {path}{_error_detail(body)}", kind=kind)
+            f"to {path}{_error_detail(body)}",
+            kind=kind,
+        )
 
     def _unreachable(self, exc: BaseException) -> RemoteError:
-        return RemoteError(f"Cannot reach the server at {self.base_url}: {_describe(exc)}",
-                           kind="server_unreachable")
+        return RemoteError(
+            f"Cannot reach the server at {self.base_url}: {_describe(exc)}",
+            kind="server_unreachable",
+        )
 
 
 # -- the two stream formats (worker thread) -------------------------------------------------
@@ -571,8 +613,9 @@ def _openai_text(messages: Iterator[SSEMessage]) -> TokenStream:
         if not isinstance(chunk, dict):
             raise _bad_stream(f"a data line is not a JSON object: {_snippet(data)}")
         if chunk.get("error"):  # llama.cpp and vLLM report a failure mid-stream like this
-            raise RemoteError("The server reported an error" + _error_detail(chunk),
-                              kind="server_error")
+            raise RemoteError(
+                "The server reported an error" + _error_detail(chunk), kind="server_error"
+            )
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             raise _bad_stream(f"a chunk has no choices: {_snippet(data)}")
@@ -607,12 +650,13 @@ def _check_first_line(line: bytes) -> None:
     if first.startswith(b"error:"):
         # llama.cpp's server writes a failure before the first token as an ``error:`` line.
         try:
-            detail = json.loads(first[len(b"error:"):])
+            detail = json.loads(first[len(b"error:") :])
         except ValueError:
             detail = None
         if detail is not None:
-            raise RemoteError("The server reported an error" + _error_detail(detail),
-                              kind="server_error")
+            raise RemoteError(
+                "The server reported an error" + _error_detail(detail), kind="server_error"
+            )
     raise _bad_stream(f"it starts with {_snippet(first.decode('utf-8', 'replace'))}")
 
 
@@ -647,8 +691,10 @@ def _error_detail(body: Any) -> str:
         if message is None:
             message = body.get("message") or body.get("detail")
         if isinstance(message, list):  # FastAPI's validation errors
-            message = "; ".join(str(item.get("msg", item)) if isinstance(item, dict)
-                                else str(item) for item in message)
+            message = "; ".join(
+                str(item.get("msg", item)) if isinstance(item, dict) else str(item)
+                for item in message
+            )
     elif isinstance(body, str):
         message = body
     if not message:
@@ -691,8 +737,9 @@ def _short_model_name(model: str) -> str:
 
 
 def _bad_stream(detail: str) -> RemoteError:
-    return RemoteError(f"The server's answer is not a valid event stream: {detail}",
-                       kind="bad_stream")
+    return RemoteError(
+        f"The server's answer is not a valid event stream: {detail}", kind="bad_stream"
+    )
 
 
 def _closed_mid_answer() -> RemoteError:

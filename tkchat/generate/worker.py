@@ -93,8 +93,12 @@ class GenerationWorker:
             # the backend's count (an estimate, for a remote server)
             self.prompt_tokens = self.backend.count_tokens(request.messages)
             return request
-        fit = fit_to_context(request.messages, self.backend.count_tokens, self.backend.n_ctx,
-                             request.sampling.max_tokens)
+        fit = fit_to_context(
+            request.messages,
+            self.backend.count_tokens,
+            self.backend.n_ctx,
+            request.sampling.max_tokens,
+        )
         self.prompt_tokens, self.context_dropped = fit.used, fit.dropped
         return replace(request, messages=fit.messages) if fit.dropped else request
 

@@ -180,15 +180,16 @@ class InputProber:
         self.sent: list[float] = []
         self._active = threading.Event()
         self._quit = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tkchat-input-prober",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="tkchat-input-prober", daemon=True)
         self.available = shutil.which("xdotool") is not None
 
     def locate(self) -> None:
         """Main thread: where the Ping button is on the screen."""
         button = self.app.health.ping_button
-        self.point = (button.winfo_rootx() + button.winfo_width() // 2,
-                      button.winfo_rooty() + button.winfo_height() // 2)
+        self.point = (
+            button.winfo_rootx() + button.winfo_width() // 2,
+            button.winfo_rooty() + button.winfo_height() // 2,
+        )
         if self.available:
             self._thread.start()
 
@@ -215,8 +216,11 @@ class InputProber:
             if self._quit.is_set() or self.point is None:
                 return
             self.sent.append(time.perf_counter())
-            subprocess.run(["xdotool", "mousemove", *map(str, self.point), "click", "1"],
-                           check=False, timeout=30)
+            subprocess.run(
+                ["xdotool", "mousemove", *map(str, self.point), "click", "1"],
+                check=False,
+                timeout=30,
+            )
             time.sleep(0.1)
 
 
@@ -276,8 +280,14 @@ class Bench:
         # saving; they go to a folder of the run's own, never into the user's history.
         self._data_dir = tempfile.TemporaryDirectory(prefix="tkchat-bench-")
         os.environ["TKCHAT_DATA_DIR"] = self._data_dir.name
-        self.app = ChatApp(root, controller, sampling=self.sampling, system_prompt=SYSTEM,
-                           history=True, language="en")
+        self.app = ChatApp(
+            root,
+            controller,
+            sampling=self.sampling,
+            system_prompt=SYSTEM,
+            history=True,
+            language="en",
+        )
         self.root = root
         self.prober = InputProber(self.app)
         self.timelines: list[Timeline] = []
@@ -318,19 +328,25 @@ class Bench:
                 result: dict[str, Any] = {}
                 yield from self._stream_once(FIXED, self.sampling, result)
                 fixed.append(result)
-        self.runs.append(RunFigures(
-            mode="raw", backend=self.options.backend, tokens=self._raw_tokens,
-            tokens_per_s=rounded(_median(raw_tps), 1), ttft_ms=rounded(_median(raw_ttft), 1),
-        ))
+        self.runs.append(
+            RunFigures(
+                mode="raw",
+                backend=self.options.backend,
+                tokens=self._raw_tokens,
+                tokens_per_s=rounded(_median(raw_tps), 1),
+                ttft_ms=rounded(_median(raw_ttft), 1),
+            )
+        )
         if fixed:
             cancel: dict[str, Any] = {}
             yield from self._cancels(cancel)
             self.runs.append(self._stream_figures(FIXED, fixed, cancel))
         broken_sampling = self.sampling
         if self.options.backend == "scripted":
-            broken_sampling = Sampling(max_tokens=min(self.options.tokens,
-                                                      self.options.broken_tokens),
-                                       seed=self.options.seed)
+            broken_sampling = Sampling(
+                max_tokens=min(self.options.tokens, self.options.broken_tokens),
+                seed=self.options.seed,
+            )
         for mode in self.options.modes:
             if mode == FIXED:
                 continue
@@ -351,11 +367,17 @@ class Bench:
         yield self.options.idle_s
         samples = self.app.probe.stop_recording()
         peak = rss.stop()
-        self.runs.append(RunFigures(
-            mode="idle", backend=self.options.backend, rss_start_mb=rounded(start, 1),
-            rss_peak_mb=rounded(peak, 1), rss_growth_mb=rounded(peak - start, 1),
-            seconds=self.options.idle_s, **_lag_figures(samples),  # type: ignore[arg-type]
-        ))
+        self.runs.append(
+            RunFigures(
+                mode="idle",
+                backend=self.options.backend,
+                rss_start_mb=rounded(start, 1),
+                rss_peak_mb=rounded(peak, 1),
+                rss_growth_mb=rounded(peak - start, 1),
+                seconds=self.options.idle_s,
+                **_lag_figures(samples),  # type: ignore[arg-type]
+            )
+        )
 
     # -- raw: the model loop with no UI ---------------------------------------------------------
 
@@ -406,15 +428,17 @@ class Bench:
             raise RuntimeError(f"{mode} generation failed: {final.message}")
         result["tokens"] = final.stats.tokens
         result["tps"] = final.stats.tokens_per_s or (
-            final.stats.tokens / final.stats.elapsed_s if final.stats.elapsed_s else 0.0)
+            final.stats.tokens / final.stats.elapsed_s if final.stats.elapsed_s else 0.0
+        )
         first = answer.first_text_at
         result["ttft"] = (first - answer.started_at) * 1000 if first else None
         result["ups"] = (app.transcript.inserts - inserts_before) / streamed_s
         result["slices"] = app.transcript.painter.slice_ms[slices_before:]
         result["seconds"] = time.perf_counter() - started
         costs = list(getattr(app.pipeline, "render_costs", []))
-        self.timelines.append(Timeline(mode, started, result["samples"], list(answer.arrivals),
-                                       costs))
+        self.timelines.append(
+            Timeline(mode, started, result["samples"], list(answer.arrivals), costs)
+        )
 
     def _cancels(self, cancel: dict[str, Any]) -> Script:
         """Stop at random points; measure Stop -> the worker has left the model loop."""
@@ -466,13 +490,20 @@ class Bench:
         yield 0.2
         samples = app.probe.stop_recording()
         slices = app.transcript.painter.slice_ms[slices_before:]
-        self.runs.append(RunFigures(
-            mode="render", backend="markdown", render_slice_max_ms=rounded(max(slices), 2),
-            seconds=rounded(seconds, 3),
-            extra={"answer_chars": len(text), "slices": len(slices),
-                   "whole_document_set_html_ms": rounded(whole_ms, 1)},
-            **_lag_figures(samples),  # type: ignore[arg-type]
-        ))
+        self.runs.append(
+            RunFigures(
+                mode="render",
+                backend="markdown",
+                render_slice_max_ms=rounded(max(slices), 2),
+                seconds=rounded(seconds, 3),
+                extra={
+                    "answer_chars": len(text),
+                    "slices": len(slices),
+                    "whole_document_set_html_ms": rounded(whole_ms, 1),
+                },
+                **_lag_figures(samples),  # type: ignore[arg-type]
+            )
+        )
 
     def _history_open(self) -> Script:
         """A saved conversation of 200 messages and about 100,000 characters: opened, rendered
@@ -517,16 +548,25 @@ class Bench:
             yield 0.05
         samples = app.probe.stop_recording()
         slices = app.transcript.painter.slice_ms[slices_before:]
-        self.runs.append(RunFigures(
-            mode="history", backend="sqlite", seconds=rounded(opened_s, 3),
-            render_slice_max_ms=rounded(max(slices) if slices else None, 2),
-            extra={"messages": 200, "chars": sum(len(m.content) for m in stored),
-                   "conversations": OTHER_CONVERSATIONS + 1, **calls},
-            **_lag_figures(samples),  # type: ignore[arg-type]
-        ))
+        self.runs.append(
+            RunFigures(
+                mode="history",
+                backend="sqlite",
+                seconds=rounded(opened_s, 3),
+                render_slice_max_ms=rounded(max(slices) if slices else None, 2),
+                extra={
+                    "messages": 200,
+                    "chars": sum(len(m.content) for m in stored),
+                    "conversations": OTHER_CONVERSATIONS + 1,
+                    **calls,
+                },
+                **_lag_figures(samples),  # type: ignore[arg-type]
+            )
+        )
 
-    def _stream_figures(self, mode: str, fixed: list[dict[str, Any]],
-                        cancel: dict[str, Any]) -> RunFigures:
+    def _stream_figures(
+        self, mode: str, fixed: list[dict[str, Any]], cancel: dict[str, Any]
+    ) -> RunFigures:
         samples = [s for r in fixed for s in r["samples"]]
         inputs = [x for r in fixed for x in r["inputs"]]
         slices = [s for r in fixed for s in r["slices"]]
@@ -536,21 +576,29 @@ class Bench:
         start = min(r["rss_start"] for r in fixed)
         peak = max(r["rss_peak"] for r in fixed)
         return RunFigures(
-            mode=mode, backend=self.options.backend, tokens=fixed[-1]["tokens"],
+            mode=mode,
+            backend=self.options.backend,
+            tokens=fixed[-1]["tokens"],
             tokens_per_s=rounded(tps, 1),
             ttft_ms=rounded(_median([r["ttft"] for r in fixed if r["ttft"] is not None]), 1),
             ui_updates_per_s=rounded(_median([r["ups"] for r in fixed]), 1),
             cancel_p50_ms=rounded(percentile(latencies, 50), 2),
             cancel_p99_ms=rounded(p99, 2),
-            cancel_p99_token_periods=(rounded(p99 * tps / 1000, 2)
-                                      if p99 is not None and tps else None),
-            rss_start_mb=rounded(start, 1), rss_peak_mb=rounded(peak, 1),
+            cancel_p99_token_periods=(
+                rounded(p99 * tps / 1000, 2) if p99 is not None and tps else None
+            ),
+            rss_start_mb=rounded(start, 1),
+            rss_peak_mb=rounded(peak, 1),
             rss_growth_mb=rounded(peak - start, 1),
             render_slice_max_ms=rounded(max(slices) if slices else None, 2),
             seconds=rounded(sum(r["seconds"] for r in fixed), 2),
-            extra={"cancel_samples": len(latencies), "repeats": len(fixed),
-                   "input_events": len(inputs)},
-            **_lag_figures(samples), **_input_figures(inputs),  # type: ignore[arg-type]
+            extra={
+                "cancel_samples": len(latencies),
+                "repeats": len(fixed),
+                "input_events": len(inputs),
+            },
+            **_lag_figures(samples),
+            **_input_figures(inputs),  # type: ignore[arg-type]
         )
 
 
@@ -571,52 +619,91 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
         if broken is None or broken.lag_max_ms is None or fixed is None:
             continue
         base = fixed.lag_max_ms or 0.0
-        out.append((f"{mode} (broken) freezes: lag max >= 5 x fixed's",
-                    broken.lag_max_ms >= 5 * max(base, 1.0),
-                    f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, "
-                    f"input max {broken.input_max_ms} ms"))
+        out.append(
+            (
+                f"{mode} (broken) freezes: lag max >= 5 x fixed's",
+                broken.lag_max_ms >= 5 * max(base, 1.0),
+                f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, input max {broken.input_max_ms} ms",
+            )
+        )
     history = by.get("history")
     if history is not None and history.lag_p99_ms is not None:
-        out.append(("200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
-                    history.long_tasks == 0 and history.lag_p99_ms <= 16,
-                    f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
-                    f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s"))
+        out.append(
+            (
+                "200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
+                history.long_tasks == 0 and history.lag_p99_ms <= 16,
+                f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
+                f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s",
+            )
+        )
     render = by.get("render")
     if render is not None and render.lag_max_ms is not None:
-        out.append(("final render of 11k chars: no long task", render.long_tasks == 0,
-                    f"slice max {render.render_slice_max_ms} ms, lag max "
-                    f"{render.lag_max_ms:.2f} ms (whole set_html: "
-                    f"{render.extra['whole_document_set_html_ms']} ms)"))
+        out.append(
+            (
+                "final render of 11k chars: no long task",
+                render.long_tasks == 0,
+                f"slice max {render.render_slice_max_ms} ms, lag max "
+                f"{render.lag_max_ms:.2f} ms (whole set_html: "
+                f"{render.extra['whole_document_set_html_ms']} ms)",
+            )
+        )
     if fixed is None or fixed.lag_p99_ms is None or fixed.lag_max_ms is None:
         return out
     flood = options.backend == "scripted"
     if flood:
-        out.append(("flood lag p99 <= 16 ms", fixed.lag_p99_ms <= 16.0,
-                    f"{fixed.lag_p99_ms:.2f} ms"))
+        out.append(
+            ("flood lag p99 <= 16 ms", fixed.lag_p99_ms <= 16.0, f"{fixed.lag_p99_ms:.2f} ms")
+        )
         if fixed.rss_growth_mb is not None:
-            out.append(("flood RSS growth < 100 MB", fixed.rss_growth_mb < 100,
-                        f"{fixed.rss_growth_mb:.1f} MB"))
+            out.append(
+                (
+                    "flood RSS growth < 100 MB",
+                    fixed.rss_growth_mb < 100,
+                    f"{fixed.rss_growth_mb:.1f} MB",
+                )
+            )
         return out
     if idle is not None and idle.lag_p99_ms is not None:
         bound = max(2.0, 2 * idle.lag_p99_ms)
-        out.append((f"fixed lag p99 <= {bound:.2f} ms", fixed.lag_p99_ms <= bound,
-                    f"{fixed.lag_p99_ms:.2f} ms"))
-    out.append(("fixed lag max <= 16 ms", fixed.lag_max_ms <= 16.0,
-                f"{fixed.lag_max_ms:.2f} ms"))
+        out.append(
+            (
+                f"fixed lag p99 <= {bound:.2f} ms",
+                fixed.lag_p99_ms <= bound,
+                f"{fixed.lag_p99_ms:.2f} ms",
+            )
+        )
+    out.append(("fixed lag max <= 16 ms", fixed.lag_max_ms <= 16.0, f"{fixed.lag_max_ms:.2f} ms"))
     out.append(("fixed long tasks == 0", fixed.long_tasks == 0, str(fixed.long_tasks)))
     if raw is not None and raw.tokens_per_s and fixed.tokens_per_s:
         ratio = fixed.tokens_per_s / raw.tokens_per_s
         out.append(("fixed tokens/s >= 0.95 x raw", ratio >= 0.95, f"{ratio:.3f} x"))
     if fixed.cancel_p99_token_periods is not None:
-        out.append(("cancel p99 <= 2 token periods", fixed.cancel_p99_token_periods <= 2,
-                    f"{fixed.cancel_p99_token_periods:.2f} periods "
-                    f"({fixed.cancel_p99_ms} ms)"))
+        out.append(
+            (
+                "cancel p99 <= 2 token periods",
+                fixed.cancel_p99_token_periods <= 2,
+                f"{fixed.cancel_p99_token_periods:.2f} periods ({fixed.cancel_p99_ms} ms)",
+            )
+        )
     return out
 
 
-COLUMNS = ["mode", "tokens", "tokens_per_s", "ttft_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms",
-           "long_tasks", "ui_updates_per_s", "input_p99_ms", "input_max_ms", "cancel_p50_ms",
-           "cancel_p99_ms", "rss_peak_mb"]
+COLUMNS = [
+    "mode",
+    "tokens",
+    "tokens_per_s",
+    "ttft_ms",
+    "lag_p50_ms",
+    "lag_p99_ms",
+    "lag_max_ms",
+    "long_tasks",
+    "ui_updates_per_s",
+    "input_p99_ms",
+    "input_max_ms",
+    "cancel_p50_ms",
+    "cancel_p99_ms",
+    "rss_peak_mb",
+]
 
 
 def format_table(runs: list[RunFigures]) -> str:
@@ -640,9 +727,13 @@ def run_bench(options: BenchOptions) -> int:
     if options.transport == "sse":
         from tkchat.measure.sse_bench import run_sse_bench, sse_verdicts
 
-        runs = run_sse_bench(model=options.model, tokens=options.tokens,
-                             repeats=options.repeats, cancels=options.cancels,
-                             seed=options.seed)
+        runs = run_sse_bench(
+            model=options.model,
+            tokens=options.tokens,
+            repeats=options.repeats,
+            cancels=options.cancels,
+            seed=options.seed,
+        )
         checks = sse_verdicts(runs)
         options.report_dir = None  # the plots are of the window's lag; there is none here
     else:
@@ -670,7 +761,8 @@ def run_bench(options: BenchOptions) -> int:
     if options.report_dir is not None:
         from tkchat.measure.report import write_report
 
-        path = write_report(options.report_dir, runs, bench.timelines, checks, options,
-                            format_table(runs))
+        path = write_report(
+            options.report_dir, runs, bench.timelines, checks, options, format_table(runs)
+        )
         print(f"wrote {path}")
     return 0

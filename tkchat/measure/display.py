@@ -32,7 +32,8 @@ def ensure_display(size: str = "1600x1000x24") -> subprocess.Popen[bytes] | None
             continue
         proc = subprocess.Popen(
             [xvfb, f":{number}", "-screen", "0", size, "-nolisten", "tcp"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

@@ -30,17 +30,23 @@ def chars_at(arrivals: Sequence[tuple[float, int]], when: float) -> int:
     return arrivals[index - 1][1] if index else 0
 
 
-def write_report(folder: Path, runs: list[RunFigures], timelines: list[Timeline],
-                 checks: list[tuple[str, bool, str]], options: BenchOptions,
-                 table: str) -> Path:
+def write_report(
+    folder: Path,
+    runs: list[RunFigures],
+    timelines: list[Timeline],
+    checks: list[tuple[str, bool, str]],
+    options: BenchOptions,
+    table: str,
+) -> Path:
     try:
         import matplotlib
 
         matplotlib.use("Agg")  # files only: no window, no display needed
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise SystemExit("tkchat bench --report needs matplotlib: "
-                         "pip install 'tkchat[report]'") from exc
+        raise SystemExit(
+            "tkchat bench --report needs matplotlib: pip install 'tkchat[report]'"
+        ) from exc
     folder.mkdir(parents=True, exist_ok=True)
     shown = _one_per_mode(timelines)
 
@@ -53,11 +59,18 @@ def write_report(folder: Path, runs: list[RunFigures], timelines: list[Timeline]
         for when, lag in zip(times, lags, strict=True):
             if lag > LONG_TASK_MS:
                 axis.axvspan(when - lag / 1000, when, color="#b00020", alpha=0.15, lw=0)
-        axis.vlines(times, 0, lags, color="#b00020", linewidth=1.0,
-                    label="event-loop lag (ms); shaded: frozen")
+        axis.vlines(
+            times,
+            0,
+            lags,
+            color="#b00020",
+            linewidth=1.0,
+            label="event-loop lag (ms); shaded: frozen",
+        )
         arrivals = [at - line.started for at, _ in line.arrivals]
-        axis.vlines(arrivals, 0, top * 0.12, color="#0b3d91", linewidth=0.4,
-                    label="text reaches the screen")
+        axis.vlines(
+            arrivals, 0, top * 0.12, color="#0b3d91", linewidth=0.4, label="text reaches the screen"
+        )
         axis.set_title(line.mode, loc="left", fontsize=10)
         axis.set_ylabel("lag ms")
         axis.set_ylim(0, top * 1.1)
@@ -72,12 +85,22 @@ def write_report(folder: Path, runs: list[RunFigures], timelines: list[Timeline]
     per_chunk = next((t for t in shown if t.mode == "per-chunk-render"), None)
     if per_chunk is not None and per_chunk.render_costs:
         fig, axis = plt.subplots(figsize=(7, 4))
-        axis.scatter([chars for chars, _ in per_chunk.render_costs],
-                     [ms for _, ms in per_chunk.render_costs], s=6, color="#b00020",
-                     label="one chunk's full re-render (main thread blocked)")
+        axis.scatter(
+            [chars for chars, _ in per_chunk.render_costs],
+            [ms for _, ms in per_chunk.render_costs],
+            s=6,
+            color="#b00020",
+            label="one chunk's full re-render (main thread blocked)",
+        )
         lag_points = [(chars_at(per_chunk.arrivals, s.at), s.lag_ms) for s in per_chunk.lags]
-        axis.scatter([c for c, _ in lag_points], [lag for _, lag in lag_points], s=14,
-                     marker="x", color="#333333", label="probe lag")
+        axis.scatter(
+            [c for c, _ in lag_points],
+            [lag for _, lag in lag_points],
+            s=14,
+            marker="x",
+            color="#333333",
+            label="probe lag",
+        )
         axis.set_yscale("log")
         axis.set_xlabel("answer length on screen (characters)")
         axis.set_ylabel("milliseconds")
@@ -89,18 +112,32 @@ def write_report(folder: Path, runs: list[RunFigures], timelines: list[Timeline]
         plt.close(fig)
 
     lines = [
-        "# tkchat bench report", "",
+        "# tkchat bench report",
+        "",
         f"Backend: `{options.backend}`, {options.tokens} tokens per generation"
-        + (f" at {options.rate:g} tokens/s" if options.backend == "scripted" else "") + ".",
-        "", "```", table, "```", "",
+        + (f" at {options.rate:g} tokens/s" if options.backend == "scripted" else "")
+        + ".",
+        "",
+        "```",
+        table,
+        "```",
+        "",
         *[f"- {'PASS' if ok else 'FAIL'} {name}: {figure}" for name, ok, figure in checks],
-        "", "## Lag over time", "",
+        "",
+        "## Lag over time",
+        "",
         "Red: how late the main loop ran a 5 ms timer. Blue ticks: text reaching the screen.",
-        "", f"![lag over time]({timeline_png.name})", "",
+        "",
+        f"![lag over time]({timeline_png.name})",
+        "",
     ]
     if length_png is not None:
-        lines += ["## Lag against answer length (per-chunk-render)", "",
-                  f"![lag against answer length]({length_png.name})", ""]
+        lines += [
+            "## Lag against answer length (per-chunk-render)",
+            "",
+            f"![lag against answer length]({length_png.name})",
+            "",
+        ]
     report = folder / "report.md"
     report.write_text("\n".join(lines))
     return report

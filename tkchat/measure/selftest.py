@@ -72,8 +72,13 @@ class HandlerClock:
 
 
 def _xdotool(*args: object) -> None:
-    subprocess.run(["xdotool", *map(str, args)], check=True, timeout=30,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["xdotool", *map(str, args)],
+        check=True,
+        timeout=30,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str) -> None:
@@ -106,8 +111,14 @@ def _figures(latencies: list[float]) -> dict[str, float | int | None]:
 class Driver:
     """Plays the user from its own thread."""
 
-    def __init__(self, app: ChatApp, faults: FaultInjector, points: Points,
-                 clock: HandlerClock, published: threading.Event) -> None:
+    def __init__(
+        self,
+        app: ChatApp,
+        faults: FaultInjector,
+        points: Points,
+        clock: HandlerClock,
+        published: threading.Event,
+    ) -> None:
         self.app = app
         self.faults = faults
         self.points = points
@@ -170,8 +181,12 @@ class Driver:
         lat = _latencies(injected, pings[before:])
         figures = _figures(lat)
         passed = max(lat) <= LIMIT_MS
-        return Verdict("1. a click on another button while streaming", passed, figures,
-                       f"worst click handled {figures['max_ms']} ms after it was made")
+        return Verdict(
+            "1. a click on another button while streaming",
+            passed,
+            figures,
+            f"worst click handled {figures['max_ms']} ms after it was made",
+        )
 
     def question_scroll_and_keys(self) -> Verdict:
         finished = len(self.app.finished)
@@ -187,14 +202,24 @@ class Driver:
             sent_keys.append(time.perf_counter())
             _xdotool("key", "x")  # the input box still has the keyboard focus
             time.sleep(0.05)
-        self._settle(finished, lambda: len(self.clock.scrolls) - scrolls_before >= len(sent_scrolls)
-                     and len(self.clock.keys) - keys_before >= len(sent_keys))
-        lat = (_latencies(sent_scrolls, self.clock.scrolls[scrolls_before:])
-               + _latencies(sent_keys, self.clock.keys[keys_before:]))
+        self._settle(
+            finished,
+            lambda: (
+                len(self.clock.scrolls) - scrolls_before >= len(sent_scrolls)
+                and len(self.clock.keys) - keys_before >= len(sent_keys)
+            ),
+        )
+        lat = _latencies(sent_scrolls, self.clock.scrolls[scrolls_before:]) + _latencies(
+            sent_keys, self.clock.keys[keys_before:]
+        )
         figures = _figures(lat)
         passed = max(lat) <= LIMIT_MS
-        return Verdict("3. scrolling and keystrokes while a long answer streams", passed,
-                       figures, f"worst input handled {figures['max_ms']} ms after it was made")
+        return Verdict(
+            "3. scrolling and keystrokes while a long answer streams",
+            passed,
+            figures,
+            f"worst input handled {figures['max_ms']} ms after it was made",
+        )
 
     def question_model_dies(self) -> Verdict:
         finished = len(self.app.finished)
@@ -215,11 +240,14 @@ class Driver:
         message = self.app.last_error or ""
         clear = isinstance(final, Error) and "stopped responding" in message
         passed = clear and shown_ms <= LIMIT_MS and click_ms <= LIMIT_MS
-        return Verdict("2. the model dies mid-answer", passed,
-                       {"error_shown_ms": round(shown_ms, 1), "click_after_ms": round(click_ms, 1)},
-                       f"error shown {shown_ms:.1f} ms after the crash, a click handled "
-                       f"{click_ms:.1f} ms after it was made; "
-                       + (f"message: {message!r}" if clear else "no clear error message"))
+        return Verdict(
+            "2. the model dies mid-answer",
+            passed,
+            {"error_shown_ms": round(shown_ms, 1), "click_after_ms": round(click_ms, 1)},
+            f"error shown {shown_ms:.1f} ms after the crash, a click handled "
+            f"{click_ms:.1f} ms after it was made; "
+            + (f"message: {message!r}" if clear else "no clear error message"),
+        )
 
 
 def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -> int:
@@ -247,9 +275,13 @@ def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -
 
     def publish() -> None:
         """Main thread: where things are on the screen, for the driver's clicks."""
+
         def centre(widget: tk.Misc) -> tuple[int, int]:
-            return (widget.winfo_rootx() + widget.winfo_width() // 2,
-                    widget.winfo_rooty() + widget.winfo_height() // 2)
+            return (
+                widget.winfo_rootx() + widget.winfo_width() // 2,
+                widget.winfo_rooty() + widget.winfo_height() // 2,
+            )
+
         points.ping = centre(app.health.ping_button)
         points.transcript = centre(app.transcript.text)
         points.input = centre(app.input)
@@ -271,8 +303,10 @@ def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -
     if driver.error is not None:
         print(f"tkchat selftest could not finish: {driver.error}", file=sys.stderr)
         return 2
-    print(f"tkchat selftest — mode {mode}, backend {backend_kind}"
-          + (f" at {rate:g} tokens/s" if backend_kind == "scripted" else ""))
+    print(
+        f"tkchat selftest — mode {mode}, backend {backend_kind}"
+        + (f" at {rate:g} tokens/s" if backend_kind == "scripted" else "")
+    )
     for verdict in sorted(driver.verdicts, key=lambda v: v.question):
         figures = ", ".join(f"{k} {v}" for k, v in verdict.figures.items())
         print(f"  {'PASS' if verdict.passed else 'FAIL'}  {verdict.question}: {verdict.detail}")

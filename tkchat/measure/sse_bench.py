@@ -87,10 +87,12 @@ class Client:
         backend.load()
         self.sampling = Sampling(max_tokens=tokens, seed=seed, temperature=0.3)
 
-    def request(self, prompt: str = BENCH_PROMPT,
-                sampling: Sampling | None = None) -> GenerationRequest:
-        return GenerationRequest((Message("system", SYSTEM), Message("user", prompt)),
-                                 sampling or self.sampling)
+    def request(
+        self, prompt: str = BENCH_PROMPT, sampling: Sampling | None = None
+    ) -> GenerationRequest:
+        return GenerationRequest(
+            (Message("system", SYSTEM), Message("user", prompt)), sampling or self.sampling
+        )
 
     def generate(self, request: GenerationRequest) -> tuple[float, float, int]:
         """(tokens/s, TTFT ms, pieces) as this client saw them."""
@@ -136,8 +138,9 @@ def _throughput(client: Client, repeats: int) -> dict[str, float | None]:
     }
 
 
-def run_sse_bench(*, model: str | None, tokens: int, repeats: int, cancels: int,
-                  seed: int) -> list[RunFigures]:
+def run_sse_bench(
+    *, model: str | None, tokens: int, repeats: int, cancels: int, seed: int
+) -> list[RunFigures]:
     """Main thread. Starts and stops both servers itself."""
     path = choose_model_path(model)
     rng = random.Random(seed)
@@ -152,8 +155,10 @@ def run_sse_bench(*, model: str | None, tokens: int, repeats: int, cancels: int,
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with server_process([sys.executable, "-m", "tkchat", "serve", "--port", str(port),
-                         "--model", str(path)], f"{base}/health"):
+    with server_process(
+        [sys.executable, "-m", "tkchat", "serve", "--port", str(port), "--model", str(path)],
+        f"{base}/health",
+    ):
         client = Client(RemoteBackend(base), tokens, seed)
         figures: dict[str, Any] = _throughput(client, repeats)
         latencies, after = [], []
@@ -169,21 +174,44 @@ def run_sse_bench(*, model: str | None, tokens: int, repeats: int, cancels: int,
         client.close()
         p99 = percentile(latencies, 99)
         tps = figures["tokens_per_s"]
-        runs.append(RunFigures(
-            mode="sse-tkchat", backend="llama", **figures,
-            cancel_p50_ms=rounded(percentile(latencies, 50), 2), cancel_p99_ms=rounded(p99, 2),
-            cancel_p99_token_periods=rounded(p99 * tps / 1000, 2) if p99 and tps else None,
-            extra={"cancel_samples": len(latencies),
-                   "tokens_after_disconnect_max": max((a for a in after if a is not None),
-                                                      default=None)},
-        ))
+        runs.append(
+            RunFigures(
+                mode="sse-tkchat",
+                backend="llama",
+                **figures,
+                cancel_p50_ms=rounded(percentile(latencies, 50), 2),
+                cancel_p99_ms=rounded(p99, 2),
+                cancel_p99_token_periods=rounded(p99 * tps / 1000, 2) if p99 and tps else None,
+                extra={
+                    "cancel_samples": len(latencies),
+                    "tokens_after_disconnect_max": max(
+                        (a for a in after if a is not None), default=None
+                    ),
+                },
+            )
+        )
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     model_path = str(path) if model else str(bundled_model_path() or path)
-    with server_process([sys.executable, "-m", "llama_cpp.server", "--model", model_path,
-                         "--host", "127.0.0.1", "--port", str(port), "--n_threads",
-                         str(threads), "--n_ctx", "4096"], f"{base}/v1/models"):
+    with server_process(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            model_path,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            str(threads),
+            "--n_ctx",
+            "4096",
+        ],
+        f"{base}/v1/models",
+    ):
         client = Client(RemoteBackend(base), tokens, seed)
         figures = _throughput(client, repeats)
         one = Sampling(max_tokens=1, seed=seed)
@@ -194,12 +222,18 @@ def run_sse_bench(*, model: str | None, tokens: int, repeats: int, cancels: int,
             if running:
                 proxies.append(_timed(client, client.request(sampling=one)) - min(idle))
         client.close()
-        runs.append(RunFigures(
-            mode="sse-llama-cpp", backend="llama", **figures,
-            extra={"cancel_proxy_p50_ms": rounded(percentile(proxies, 50), 1),
-                   "cancel_proxy_max_ms": rounded(max(proxies) if proxies else None, 1),
-                   "cancel_proxy_samples": len(proxies)},
-        ))
+        runs.append(
+            RunFigures(
+                mode="sse-llama-cpp",
+                backend="llama",
+                **figures,
+                extra={
+                    "cancel_proxy_p50_ms": rounded(percentile(proxies, 50), 1),
+                    "cancel_proxy_max_ms": rounded(max(proxies) if proxies else None, 1),
+                    "cancel_proxy_samples": len(proxies),
+                },
+            )
+        )
     return runs
 
 
@@ -209,8 +243,9 @@ def _timed(client: Client, request: GenerationRequest) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _last_cancel(base: str, *, wait: bool = True,
-                 newer_than: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _last_cancel(
+    base: str, *, wait: bool = True, newer_than: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """The newest cancel the server recorded; with ``wait``, wait (up to 5 s) for one that
     differs from ``newer_than`` — the server notes it a moment after the disconnect."""
     deadline = time.monotonic() + 5
@@ -233,6 +268,11 @@ def sse_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
         out.append(("SSE tokens/s >= 0.95 x in-process", ratio >= 0.95, f"{ratio:.3f} x"))
     if sse is not None and "tokens_after_disconnect_max" in sse.extra:
         worst = sse.extra["tokens_after_disconnect_max"]
-        out.append(("at most one token after the disconnect is seen",
-                     worst is not None and worst <= 1, f"worst {worst}"))
+        out.append(
+            (
+                "at most one token after the disconnect is seen",
+                worst is not None and worst <= 1,
+                f"worst {worst}",
+            )
+        )
     return out

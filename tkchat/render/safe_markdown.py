@@ -160,9 +160,9 @@ def fenced_code(block: str) -> str | None:
     if opening is None:
         return None
     end, closed = _fence_end(lines, 0, opening.group("fence"))
-    body = lines[1:end - 1] if closed else lines[1:]
+    body = lines[1 : end - 1] if closed else lines[1:]
     indent = len(opening.group("indent"))
-    return "\n".join(line[min(indent, len(line) - len(line.lstrip(" "))):] for line in body)
+    return "\n".join(line[min(indent, len(line) - len(line.lstrip(" "))) :] for line in body)
 
 
 def _fence_end(
@@ -572,8 +572,9 @@ def split_blocks(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
     return _split_blocks(text, max_chars, 0)
 
 
-def iter_blocks_with_code(text: str,
-                          max_chars: int = DEFAULT_MAX_CHARS) -> Iterator[tuple[str, str | None]]:
+def iter_blocks_with_code(
+    text: str, max_chars: int = DEFAULT_MAX_CHARS
+) -> Iterator[tuple[str, str | None]]:
     """:func:`split_blocks`, lazily, each block paired with the code of the fenced code block
     it ends (None for every other block): a code block split into several pieces gets its
     whole code with its last piece, so one "Copy code" link copies all of it. Lazy because

@@ -149,8 +149,9 @@ NOT_INSTALLED_PAGE = """<!doctype html>
 class RequestRejected(Exception):
     """A request we refuse; becomes ``{"error": {"kind", "message"}}`` with ``status``."""
 
-    def __init__(self, status: int, kind: str, message: str,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
@@ -162,8 +163,9 @@ def bad_request(message: str) -> RequestRejected:
     return RequestRejected(400, "bad_request", message)
 
 
-def error_response(status: int, kind: str, message: str,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse({"error": {"kind": kind, "message": message}}, status, headers=headers)
 
 
@@ -261,8 +263,9 @@ def _too_large(limit: int) -> RequestRejected:
     return RequestRejected(413, "body_too_large", f"The request body is over {limit} bytes.")
 
 
-def parse_chat_request(payload: Any, max_prompt_chars: int, *,
-                       fit_context: bool = True) -> GenerationRequest:
+def parse_chat_request(
+    payload: Any, max_prompt_chars: int, *, fit_context: bool = True
+) -> GenerationRequest:
     """A JSON body (``/chat`` or the OpenAI shape) as a request for the worker, or 400/413.
     ``fit_context``: see :class:`GenerationRequest` (``/chat`` fits, the OpenAI API does not)."""
     if not isinstance(payload, dict):
@@ -271,7 +274,8 @@ def parse_chat_request(payload: Any, max_prompt_chars: int, *,
     chars = sum(len(m.content) for m in messages)
     if chars > max_prompt_chars:
         raise RequestRejected(
-            413, "prompt_too_long",
+            413,
+            "prompt_too_long",
             f"The messages hold {chars} characters; this server accepts at most "
             f"{max_prompt_chars}. Shorten the conversation.",
         )
@@ -313,11 +317,13 @@ def _parse_sampling(payload: dict[str, Any]) -> Sampling:
     if seed is not None and not 0 <= seed < 2**32:
         raise bad_request('"seed" must be between 0 and 4294967295.')
     return Sampling(
-        temperature=_number("temperature", payload.get("temperature"), default.temperature,
-                            0.0, 5.0),
+        temperature=_number(
+            "temperature", payload.get("temperature"), default.temperature, 0.0, 5.0
+        ),
         top_p=_number("top_p", payload.get("top_p"), default.top_p, 0.0, 1.0),
-        max_tokens=int(_number("max_tokens", max_tokens, default.max_tokens, 1, 1 << 20,
-                               integer=True)),
+        max_tokens=int(
+            _number("max_tokens", max_tokens, default.max_tokens, 1, 1 << 20, integer=True)
+        ),
         seed=seed,
     )
 
@@ -326,8 +332,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not 1
 
 
-def _number(name: str, value: Any, default: float, low: float, high: float, *,
-            integer: bool = False) -> float:
+def _number(
+    name: str, value: Any, default: float, low: float, high: float, *, integer: bool = False
+) -> float:
     """An optional number within [low, high]; ``default`` when absent or null."""
     if value is None:
         return default
@@ -354,8 +361,9 @@ class AsyncEventBridge:
     merging text into fewer, larger chunks instead of queueing one event per token.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop,
-                 high_water: int = DEFAULT_HIGH_WATER) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, high_water: int = DEFAULT_HIGH_WATER
+    ) -> None:
         self._loop = loop
         self._queue: asyncio.Queue[AppEvent] = asyncio.Queue()
         self.high_water = high_water
@@ -456,8 +464,9 @@ async def _body(send: Send, data: bytes, *, more: bool = True) -> None:
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
     data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    await _start(send, status, {"content-type": "application/json",
-                                "content-length": str(len(data))})
+    await _start(
+        send, status, {"content-type": "application/json", "content-length": str(len(data))}
+    )
     await _body(send, data, more=False)
 
 
@@ -480,8 +489,15 @@ class ChatServer:
     """One model, at most one generation at a time, and the handlers. Loop thread, except
     where a docstring says otherwise."""
 
-    def __init__(self, backend: Backend, *, max_body_bytes: int, max_prompt_chars: int,
-                 keepalive_s: float, static_dir: Path) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        max_body_bytes: int,
+        max_prompt_chars: int,
+        keepalive_s: float,
+        static_dir: Path,
+    ) -> None:
         self.backend = backend
         # The controller owns the generation counter and the model lock, as in the window.
         # Its own channel stays unused: each request brings its own bridge to its own stream.
@@ -505,12 +521,16 @@ class ChatServer:
         between the check and the claim: on one loop, two requests cannot both pass."""
         if self.busy:
             raise RequestRejected(
-                429, "busy", "The model is answering another request; try again in a moment.",
+                429,
+                "busy",
+                "The model is answering another request; try again in a moment.",
                 {"Retry-After": "1"},
             )
         job = Job(AsyncEventBridge(asyncio.get_running_loop()), endpoint)
         job.worker = GenerationWorker(
-            self.backend, request, self.controller.new_gen(),
+            self.backend,
+            request,
+            self.controller.new_gen(),
             cast(EventChannel, job.bridge),  # duck-typed: the worker only puts and asks for room
             self.controller.model_lock,
             on_exit=lambda _worker: job.bridge.call_soon(self._worker_exited, job),
@@ -534,20 +554,23 @@ class ChatServer:
             return
         worker = job.worker
         exited_at = worker.exited_at if worker.exited_at is not None else time.perf_counter()
-        self.cancels.append({
-            "gen": worker.gen,
-            "endpoint": job.endpoint,
-            "disconnect_to_exit_ms": round((exited_at - job.disconnect_at) * 1000, 3),
-            "tokens_after_disconnect": worker.tokens - job.tokens_at_disconnect,
-            "tokens": worker.tokens,
-            # perf_counter is the machine's monotonic clock, the same in every process: a
-            # client on this machine can subtract its own abort time (tkchat bench does).
-            "disconnect_at": job.disconnect_at,
-            "exited_at": exited_at,
-        })
+        self.cancels.append(
+            {
+                "gen": worker.gen,
+                "endpoint": job.endpoint,
+                "disconnect_to_exit_ms": round((exited_at - job.disconnect_at) * 1000, 3),
+                "tokens_after_disconnect": worker.tokens - job.tokens_at_disconnect,
+                "tokens": worker.tokens,
+                # perf_counter is the machine's monotonic clock, the same in every process: a
+                # client on this machine can subtract its own abort time (tkchat bench does).
+                "disconnect_at": job.disconnect_at,
+                "exited_at": exited_at,
+            }
+        )
 
-    def respond(self, job: Job, produce: Callable[[Job, Send], Awaitable[None]]
-                ) -> GenerationResponse:
+    def respond(
+        self, job: Job, produce: Callable[[Job, Send], Awaitable[None]]
+    ) -> GenerationResponse:
         return GenerationResponse(partial(produce, job), partial(self.client_gone, job))
 
     async def _events(self, job: Job) -> AsyncIterator[list[GenerationEvent] | None]:
@@ -590,8 +613,11 @@ class ChatServer:
         await _start(send, 200, SSE_HEADERS)
         await _body(send, ids.chunk(role="assistant", content=""))
         async for batch in self._events(job):
-            data = encode_comment() if batch is None else b"".join(
-                _openai_frame(ids, event) for event in batch)
+            data = (
+                encode_comment()
+                if batch is None
+                else b"".join(_openai_frame(ids, event) for event in batch)
+            )
             await _body(send, data)
         await _body(send, b"", more=False)
 
@@ -606,39 +632,59 @@ class ChatServer:
                     final = event
         if isinstance(final, Error):
             status = 400 if final.kind == "context_overflow" else 500
-            await _send_json(send, status, {"error": {"message": final.message,
-                                                      "type": final.kind, "kind": final.kind}})
+            await _send_json(
+                send,
+                status,
+                {"error": {"message": final.message, "type": final.kind, "kind": final.kind}},
+            )
             return
-        await _send_json(send, 200, {
-            "id": ids.completion_id,
-            "object": "chat.completion",
-            "created": ids.created,
-            "model": ids.model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": "".join(parts)},
-                "finish_reason": _openai_reason(final),
-            }],
-        })
+        await _send_json(
+            send,
+            200,
+            {
+                "id": ids.completion_id,
+                "object": "chat.completion",
+                "created": ids.created,
+                "model": ids.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "".join(parts)},
+                        "finish_reason": _openai_reason(final),
+                    }
+                ],
+            },
+        )
 
     async def models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [
-            {"id": self.backend.name, "object": "model", "created": self.started,
-             "owned_by": "tkchat"},
-        ]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.backend.name,
+                        "object": "model",
+                        "created": self.started,
+                        "owned_by": "tkchat",
+                    },
+                ],
+            }
+        )
 
     # -- GET /health ----------------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({
-            "server": "tkchat",
-            "status": "ok",
-            "model": self.backend.name,
-            "busy": self.busy,
-            "n_ctx": self.backend.n_ctx,
-            "generations": self.controller.gen,
-            "cancels": list(self.cancels),
-        })
+        return JSONResponse(
+            {
+                "server": "tkchat",
+                "status": "ok",
+                "model": self.backend.name,
+                "busy": self.busy,
+                "n_ctx": self.backend.n_ctx,
+                "generations": self.controller.gen,
+                "cancels": list(self.cancels),
+            }
+        )
 
     # -- the browser client -----------------------------------------------------------------
 
@@ -699,9 +745,13 @@ def create_app(
     """The Starlette app around a **loaded** ``backend``. ``port`` is the one the server
     listens on: Host and Origin are checked against it. ``app.state.chat_server`` is the
     :class:`ChatServer` (its ``controller`` frees the model at the end)."""
-    server = ChatServer(backend, max_body_bytes=max_body_bytes,
-                        max_prompt_chars=max_prompt_chars, keepalive_s=keepalive_s,
-                        static_dir=static_dir or STATIC_DIR)
+    server = ChatServer(
+        backend,
+        max_body_bytes=max_body_bytes,
+        max_prompt_chars=max_prompt_chars,
+        keepalive_s=keepalive_s,
+        static_dir=static_dir or STATIC_DIR,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -751,8 +801,9 @@ def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> i
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.create_server((host, port), family=family)
     except OSError as exc:
-        print(f"tkchat serve: cannot listen on {host}:{port}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"tkchat serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr
+        )
         backend.close()
         return 1
     port = sock.getsockname()[1]  # the real one, if 0 asked for any free port
@@ -761,8 +812,9 @@ def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> i
         allowed.append(host)
     app = create_app(backend, allowed_hosts=allowed, port=port)
     print(f"tkchat serve: http://{_bracketed(host)}:{port}/ (model {backend.name})", flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False,
-                            timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=2
+    )
     status = 0
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -138,8 +138,11 @@ def sampling_from_settings(settings: Mapping[str, Any]) -> Sampling:
     return Sampling(**chosen)
 
 
-_RANGES = {"temperature": TEMPERATURE_RANGE, "top_p": TOP_P_RANGE,
-           "max_tokens": (0, MAX_TOKENS_RANGE[1])}  # 0: no limit, as the backends read it
+_RANGES = {
+    "temperature": TEMPERATURE_RANGE,
+    "top_p": TOP_P_RANGE,
+    "max_tokens": (0, MAX_TOKENS_RANGE[1]),
+}  # 0: no limit, as the backends read it
 
 
 def _in_range(name: str, value: Any) -> bool:
@@ -166,8 +169,9 @@ def _connect(target: str, *, timeout: float, uri: bool = False) -> sqlite3.Conne
     takes the lock up front instead of upgrading a read lock (which can fail with "database
     is locked" without waiting). ``check_same_thread=False``: the store's lock serialises use.
     """
-    return sqlite3.connect(target, timeout=timeout, isolation_level=None,
-                           check_same_thread=False, uri=uri)
+    return sqlite3.connect(
+        target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri
+    )
 
 
 def _now() -> float:
@@ -373,8 +377,10 @@ def _build_fts(conn: sqlite3.Connection, has_table: bool) -> None:
         conn.execute(statement)
     conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
     # 'rebuild' indexes every row; streaming ones stay out of the index (see _FTS_TRIGGERS).
-    conn.execute("INSERT INTO messages_fts (messages_fts, rowid, content) "
-                 "SELECT 'delete', id, content FROM messages WHERE status = 'streaming'")
+    conn.execute(
+        "INSERT INTO messages_fts (messages_fts, rowid, content) "
+        "SELECT 'delete', id, content FROM messages WHERE status = 'streaming'"
+    )
 
 
 # --- the store ------------------------------------------------------------------------------
@@ -504,8 +510,13 @@ class ConversationStore:
             cursor = conn.execute(
                 "INSERT INTO conversations (title, created_at, updated_at, system_prompt, "
                 "settings) VALUES (?, ?, ?, ?, ?)",
-                (_clean_title(title), now, now, _text(system_prompt, "system prompt"),
-                 settings_json),
+                (
+                    _clean_title(title),
+                    now,
+                    now,
+                    _text(system_prompt, "system prompt"),
+                    settings_json,
+                ),
             )
             conversation_id = cast(int, cursor.lastrowid)
         return self.get(conversation_id)
@@ -547,8 +558,9 @@ class ConversationStore:
         value = _settings_json(settings)
         self._update_conversation(conversation_id, "settings", value, "save the settings")
 
-    def _update_conversation(self, conversation_id: int, column: str, value: str,
-                             doing: str) -> None:
+    def _update_conversation(
+        self, conversation_id: int, column: str, value: str, doing: str
+    ) -> None:
         # column is one of three literals above, never user input.
         with self._writing(doing) as conn:
             cursor = conn.execute(
@@ -608,8 +620,9 @@ class ConversationStore:
             raise StoreError(f"There is no message {message_id}.", kind="not_found")
         return StoredMessage(*row)
 
-    def add_message(self, conversation_id: int, role: Role, content: str,
-                    status: Status = "complete") -> int:
+    def add_message(
+        self, conversation_id: int, role: Role, content: str, status: Status = "complete"
+    ) -> int:
         """Append a message at the end of the conversation; return its id. It is committed
         before this returns (a sent question is durable before generation starts)."""
         _check_choice(role, ROLES, "role")
@@ -630,8 +643,9 @@ class ConversationStore:
             )
             return cast(int, cursor.lastrowid)
 
-    def update_message(self, message_id: int, *, content: str | None = None,
-                       status: Status | None = None) -> None:
+    def update_message(
+        self, message_id: int, *, content: str | None = None, status: Status | None = None
+    ) -> None:
         """Replace a message's content and/or status (edit a past message; finish an answer)."""
         if status is not None:
             _check_choice(status, STATUSES, "status")
@@ -832,8 +846,13 @@ def _conversation(row: tuple[Any, ...]) -> Conversation:
         loaded = None
     # A hand-edited file with broken settings must not hide the conversation: use defaults.
     return Conversation(
-        conversation_id, title, created_at, updated_at, system_prompt,
-        loaded if isinstance(loaded, dict) else {}, deleted_at,
+        conversation_id,
+        title,
+        created_at,
+        updated_at,
+        system_prompt,
+        loaded if isinstance(loaded, dict) else {},
+        deleted_at,
     )
 
 
@@ -934,8 +953,12 @@ def to_export(conversation: Conversation, messages: list[StoredMessage]) -> dict
             "system_prompt": conversation.system_prompt,
             "settings": dict(conversation.settings),
             "messages": [
-                {"role": m.role, "content": m.content, "status": m.status,
-                 "created_at": m.created_at}
+                {
+                    "role": m.role,
+                    "content": m.content,
+                    "status": m.status,
+                    "created_at": m.created_at,
+                }
                 for m in messages
             ],
         },
@@ -1087,8 +1110,9 @@ def _memory_warning(failure: StoreError, path: Path) -> str:
     return f"Conversations will not be saved in this session: {why}."
 
 
-def _recover_damaged(path: Path, failure: StoreError, busy_timeout_s: float,
-                     fts: bool | None) -> tuple[ConversationStore, str]:
+def _recover_damaged(
+    path: Path, failure: StoreError, busy_timeout_s: float, fts: bool | None
+) -> tuple[ConversationStore, str]:
     aside = move_aside(path)
     if aside is None:
         return ConversationStore(None, fts=fts), (

@@ -98,8 +98,10 @@ def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
         # Not expected to happen (every failure above is handled), but a crash here would
         # stop the app from starting at all, which is worse than default settings. The file
         # is not touched: it may be fine, and the problem may be in this code.
-        return AppSettings(), (f"The settings in {target} could not be loaded ({_detail(exc)}), "
-                               "so the default settings are used.")
+        return AppSettings(), (
+            f"The settings in {target} could not be loaded ({_detail(exc)}), "
+            "so the default settings are used."
+        )
 
 
 def _load(target: Path) -> tuple[AppSettings, str | None]:
@@ -122,8 +124,10 @@ def _load(target: Path) -> tuple[AppSettings, str | None]:
     settings, ignored = settings_from_json(data)
     if not ignored:
         return settings, None
-    return settings, (f"Some settings in {target} were not valid, so their defaults are used: "
-                      f"{', '.join(ignored)}.")
+    return settings, (
+        f"Some settings in {target} were not valid, so their defaults are used: "
+        f"{', '.join(ignored)}."
+    )
 
 
 def settings_from_json(data: Mapping[str, Any]) -> tuple[AppSettings, list[str]]:
@@ -168,8 +172,9 @@ def _is_int(value: object) -> bool:
 def _is_path_text(value: object) -> bool:
     """An absolute path as text. A NUL byte would make every later os call raise ValueError,
     and a relative path would change meaning with the working directory."""
-    return (isinstance(value, str) and bool(value) and "\0" not in value
-            and Path(value).is_absolute())
+    return (
+        isinstance(value, str) and bool(value) and "\0" not in value and Path(value).is_absolute()
+    )
 
 
 def _language(value: object) -> object:
@@ -231,8 +236,11 @@ def _sampling(value: object) -> tuple[Sampling, list[str]]:
     # it kept compares equal (an int stored for a float field becomes that float); NaN never
     # does, and neither does a bool where a number is wanted.
     kept = settings_from_sampling(sampling)
-    bad = [f"sampling.{key}" for key, stored in value.items()
-           if key in kept and (stored != kept[key] or isinstance(stored, bool))]
+    bad = [
+        f"sampling.{key}"
+        for key, stored in value.items()
+        if key in kept and (stored != kept[key] or isinstance(stored, bool))
+    ]
     return sampling, bad
 
 
@@ -240,10 +248,14 @@ def _set_aside(path: Path, problem: str) -> str:
     """Rename an unusable settings file aside (never delete or overwrite it); the warning."""
     aside = move_aside(path)
     if aside is None:
-        return (f"The settings file {path} {problem} and could not be moved aside, so it was "
-                "left as it is and the default settings are used.")
-    return (f"The settings file {path} {problem}, so it was kept as {aside} and the default "
-            "settings are used.")
+        return (
+            f"The settings file {path} {problem} and could not be moved aside, so it was "
+            "left as it is and the default settings are used."
+        )
+    return (
+        f"The settings file {path} {problem}, so it was kept as {aside} and the default "
+        "settings are used."
+    )
 
 
 # --- saving ------------------------------------------------------------------------------------
@@ -260,8 +272,15 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> str | None
     """
     target = settings_path() if path is None else Path(path)
     try:
-        text = json.dumps({**_unknown_keys(target), **settings_to_json(settings)},
-                          ensure_ascii=False, allow_nan=False, indent=2) + "\n"
+        text = (
+            json.dumps(
+                {**_unknown_keys(target), **settings_to_json(settings)},
+                ensure_ascii=False,
+                allow_nan=False,
+                indent=2,
+            )
+            + "\n"
+        )
     except (TypeError, ValueError) as exc:
         # A programming error (a Path in recent_models, a NaN temperature), not a disk
         # problem; still a sentence rather than a crash in a "setting changed" callback.
@@ -272,10 +291,15 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> str | None
         # db.classify sorts OS errors the same way for the conversation history: a full disk
         # (or quota), or anything else that means "this folder cannot be written".
         folder = target.parent
-        why = (f"the disk holding {folder} is full" if classify(exc) == "full"
-               else f"tkchat may not write to {folder}")
-        return (f"Settings could not be saved: {why} ({_detail(exc)}); "
-                "the settings saved earlier are intact.")
+        why = (
+            f"the disk holding {folder} is full"
+            if classify(exc) == "full"
+            else f"tkchat may not write to {folder}"
+        )
+        return (
+            f"Settings could not be saved: {why} ({_detail(exc)}); "
+            "the settings saved earlier are intact."
+        )
     return None
 
 

@@ -185,8 +185,11 @@ class StoreWriter:
         _check(status, STATUSES, "status")
         self._put(_Finish(message, status, content))
 
-    def submit(self, operation: Callable[[ConversationStore], T],
-               on_done: Callable[[T], None] | None = None) -> None:
+    def submit(
+        self,
+        operation: Callable[[ConversationStore], T],
+        on_done: Callable[[T], None] | None = None,
+    ) -> None:
         """Queue any store operation (rename, delete, create, ...) to run on the writer thread,
         in order with the rest; ``on_done(result)`` runs there too. Non-blocking."""
         self._put(_Submit(operation, on_done))
@@ -391,11 +394,16 @@ class StoreWriter:
         if isinstance(target, ConversationStore):
             if target.path is None:
                 return target  # in memory: share it (see the class docstring)
-            return ConversationStore(target.path, busy_timeout_s=self._busy_timeout_s,
-                                     fts=target.fts, check_integrity=False)
+            return ConversationStore(
+                target.path,
+                busy_timeout_s=self._busy_timeout_s,
+                fts=target.fts,
+                check_integrity=False,
+            )
         # The window's open_store already checked the file; do not read it all again.
-        return ConversationStore(Path(target), busy_timeout_s=self._busy_timeout_s,
-                                 check_integrity=False)
+        return ConversationStore(
+            Path(target), busy_timeout_s=self._busy_timeout_s, check_integrity=False
+        )
 
     def _close_store(self) -> None:
         store, self._store = self._store, None

@@ -16,8 +16,10 @@ from types import FrameType
 
 from tkchat.modes import FIXED
 
-DEFAULT_PROMPT = ("Explain, with a short Python example, why a chat window can freeze while a "
-                  "language model streams its answer.")
+DEFAULT_PROMPT = (
+    "Explain, with a short Python example, why a chat window can freeze while a "
+    "language model streams its answer."
+)
 
 
 def compare_command(broken: str, model_args: list[str]) -> list[str]:
@@ -25,20 +27,40 @@ def compare_command(broken: str, model_args: list[str]) -> list[str]:
     return [sys.executable, "-m", "tkchat", "compare", "--broken", broken, *model_args]
 
 
-def window_commands(broken: str, model_args: list[str], *, prompt: str, seed: int,
-                    max_tokens: int, screen: tuple[int, int]) -> list[list[str]]:
+def window_commands(
+    broken: str,
+    model_args: list[str],
+    *,
+    prompt: str,
+    seed: int,
+    max_tokens: int,
+    screen: tuple[int, int],
+) -> list[list[str]]:
     """The two child command lines: broken on the left, fixed on the right."""
     width, height = screen
     half = max(480, width // 2 - 12)
     tall = max(420, min(height - 80, 800))
     commands = []
     for index, mode in enumerate((broken, FIXED)):
-        commands.append([
-            sys.executable, "-m", "tkchat", *model_args, "--mode", mode,
-            "--prompt", prompt, "--seed", str(seed), "--max-tokens", str(max_tokens),
-            "--geometry", f"{half}x{tall}+{index * (half + 12)}+0",
-            "--no-history",  # a demonstration, not a conversation to keep
-        ])
+        commands.append(
+            [
+                sys.executable,
+                "-m",
+                "tkchat",
+                *model_args,
+                "--mode",
+                mode,
+                "--prompt",
+                prompt,
+                "--seed",
+                str(seed),
+                "--max-tokens",
+                str(max_tokens),
+                "--geometry",
+                f"{half}x{tall}+{index * (half + 12)}+0",
+                "--no-history",  # a demonstration, not a conversation to keep
+            ]
+        )
     return commands
 
 
@@ -50,8 +72,9 @@ def _screen_size() -> tuple[int, int]:
         root.destroy()
 
 
-def run_compare(broken: str, model_args: list[str], *, prompt: str | None, seed: int,
-                max_tokens: int) -> int:
+def run_compare(
+    broken: str, model_args: list[str], *, prompt: str | None, seed: int, max_tokens: int
+) -> int:
     """Start both windows and wait; closing either leaves the other, Ctrl+C or SIGTERM
     closes both. Returns 0 when both windows exited cleanly."""
     try:
@@ -59,8 +82,14 @@ def run_compare(broken: str, model_args: list[str], *, prompt: str | None, seed:
     except tk.TclError as exc:
         print(f"tkchat compare: cannot open a window ({exc})", file=sys.stderr)
         return 2
-    commands = window_commands(broken, model_args, prompt=prompt or DEFAULT_PROMPT,
-                               seed=seed, max_tokens=max_tokens, screen=screen)
+    commands = window_commands(
+        broken,
+        model_args,
+        prompt=prompt or DEFAULT_PROMPT,
+        seed=seed,
+        max_tokens=max_tokens,
+        screen=screen,
+    )
     children = [subprocess.Popen(command) for command in commands]
 
     def stop(_signum: int, _frame: FrameType | None) -> None:

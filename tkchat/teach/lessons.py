@@ -38,7 +38,15 @@ LANGUAGES: tuple[str, ...] = ("en", "zh")
 WATCH_TARGETS: tuple[str, ...] = ("heartbeat", "lag", "rates", "transcript")
 BACKENDS: tuple[str, ...] = ("scripted", "llama")
 REQUIRED_KEYS: tuple[str, ...] = (
-    "id", "title", "mode", "backend", "watch", "expect_mode", "expect_metric", "expect", "code",
+    "id",
+    "title",
+    "mode",
+    "backend",
+    "watch",
+    "expect_mode",
+    "expect_metric",
+    "expect",
+    "code",
 )
 OPTIONAL_KEYS: tuple[str, ...] = ("rate", "prompt")
 HEADER_KEYS: tuple[str, ...] = REQUIRED_KEYS + OPTIONAL_KEYS
@@ -136,11 +144,20 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         raise LessonFormatError(f"{path}: rate must be a number of tokens/s") from None
     code = tuple(ref.strip() for ref in header["code"].split(",") if ref.strip())
     return Lesson(
-        id=header["id"], language=lang, title=header["title"], mode=header["mode"],
-        backend=header["backend"], rate=rate, prompt=header.get("prompt") or None,
-        watch=header["watch"], expect_mode=header["expect_mode"],
-        expect_metric=header["expect_metric"], expect=header["expect"], code=code,
-        body=body.strip("\n") + "\n", path=path,
+        id=header["id"],
+        language=lang,
+        title=header["title"],
+        mode=header["mode"],
+        backend=header["backend"],
+        rate=rate,
+        prompt=header.get("prompt") or None,
+        watch=header["watch"],
+        expect_mode=header["expect_mode"],
+        expect_metric=header["expect_metric"],
+        expect=header["expect"],
+        code=code,
+        body=body.strip("\n") + "\n",
+        path=path,
     )
 
 
@@ -163,7 +180,7 @@ def _split_header(text: str, path: Path) -> tuple[dict[str, str], str]:
         if key in header:
             raise LessonFormatError(f"{path}:{number}: {key} given twice")
         header[key] = value.strip()
-    return header, "\n".join(lines[end + 1:])
+    return header, "\n".join(lines[end + 1 :])
 
 
 # -- quoting live source -----------------------------------------------------------------------
@@ -211,8 +228,11 @@ def _find(body: list[ast.stmt], name: str) -> ast.stmt | None:
         elif isinstance(node, ast.Assign):
             if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
                 return node
-        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-              and node.target.id == name):
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ):
             return node
     return None
 
@@ -225,7 +245,7 @@ def _source_of(source: str, node: ast.stmt) -> str:
     if decorators:
         lines = source.splitlines()
         first = min(d.lineno for d in decorators)
-        segment = "\n".join(lines[first - 1:node.lineno - 1]) + "\n" + segment
+        segment = "\n".join(lines[first - 1 : node.lineno - 1]) + "\n" + segment
     return textwrap.dedent(segment).rstrip() + "\n"
 
 

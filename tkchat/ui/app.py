@@ -99,8 +99,9 @@ class ChatApp:
         self.persist_settings = persist_settings
         # New conversations start from these; an opened one brings its own.
         self.default_sampling = sampling or self.settings.sampling
-        self.default_system_prompt = (self.settings.system_prompt if system_prompt is None
-                                      else system_prompt)
+        self.default_system_prompt = (
+            self.settings.system_prompt if system_prompt is None else system_prompt
+        )
         self.sampling = self.default_sampling
         self.system_prompt = self.default_system_prompt
         self.history: list[Message] = []
@@ -130,8 +131,9 @@ class ChatApp:
         self.t = Translator(language or self.settings.language or default_language())
         self.backend_factory = backend_factory or (lambda kind: make_backend(kind))
         self.backends: dict[str, Backend] = {_kind(controller.backend): controller.backend}
-        self._status: Callable[[], str] = lambda: self.t("app.loading",
-                                                         name=controller.backend.name)
+        self._status: Callable[[], str] = lambda: self.t(
+            "app.loading", name=controller.backend.name
+        )
 
         root.geometry("900x680")
         root.minsize(520, 360)
@@ -168,20 +170,44 @@ class ChatApp:
         self.context_meter.pack(side="right")
         self.status.pack(side="left", fill="x", expand=True)
         status_row.pack(side="top", fill="x", padx=8, pady=(4, 0))
-        self.warning = tk.Label(chat, anchor="w", justify="left", padx=8, foreground="white",
-                                background="#b00020", font="TkDefaultFont", wraplength=860)
-        self.warning.bind("<Configure>", lambda e: self.warning.configure(
-            wraplength=max(200, e.width - 20)))
+        self.warning = tk.Label(
+            chat,
+            anchor="w",
+            justify="left",
+            padx=8,
+            foreground="white",
+            background="#b00020",
+            font="TkDefaultFont",
+            wraplength=860,
+        )
+        self.warning.bind(
+            "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
+        )
 
         self.probe = LagProbe(self.scheduler)
-        self.health = HealthBar(chat, self.scheduler, self.probe, self._tokens_so_far,
-                                lambda: self.transcript.inserts, self.t)
+        self.health = HealthBar(
+            chat,
+            self.scheduler,
+            self.probe,
+            self._tokens_so_far,
+            lambda: self.transcript.inserts,
+            self.t,
+        )
         self.health.pack(side="top", fill="x")
         self.storage_banner = NoticeBanner(chat, self.health, self.t)
 
         bottom = ttk.Frame(chat, padding=8)
-        self.input = tk.Text(bottom, height=3, width=20, wrap="word", undo=True, borderwidth=1,
-                             relief="solid", padx=6, pady=4)
+        self.input = tk.Text(
+            bottom,
+            height=3,
+            width=20,
+            wrap="word",
+            undo=True,
+            borderwidth=1,
+            relief="solid",
+            padx=6,
+            pady=4,
+        )
         self.send_button = ttk.Button(bottom, command=self.send)
         self.t.bind(self.send_button, "button.send")
         self.stop_button = ttk.Button(bottom, command=self.stop, state="disabled")
@@ -199,48 +225,73 @@ class ChatApp:
         self.transcript.on_edit = self.edit
         self.transcript.on_copied = lambda what: self._say(f"app.copied.{what}")
         self.input.configure(font=self.transcript.body_font)
-        self.context = ContextWatch(self.context_meter, controller, self.transcript,
-                                    self.scheduler, self.t)
+        self.context = ContextWatch(
+            self.context_meter, controller, self.transcript, self.scheduler, self.t
+        )
         self.lesson_panel: LessonPanel | None = None
         self.t.on_change(self._relabel)
         self._relabel(self.t.lang)
         if show_lessons:
             self.toggle_lessons()
         if history:
-            self.archive = History(self.scheduler, on_ready=self._history_ready,
-                                   on_warning=self._storage_warning)
+            self.archive = History(
+                self.scheduler, on_ready=self._history_ready, on_warning=self._storage_warning
+            )
             self.sidebar = ConversationSidebar(
-                self.panes, translate=self.t, on_new=self.new_chat,
-                on_select=self.show_conversation, on_rename=self._rename,
-                on_delete=self._delete, on_undo_delete=self._undelete,
-                on_search=self._search)
+                self.panes,
+                translate=self.t,
+                on_new=self.new_chat,
+                on_select=self.show_conversation,
+                on_rename=self._rename,
+                on_delete=self._delete,
+                on_undo_delete=self._undelete,
+                on_search=self._search,
+            )
             self.panes.insert(0, self.sidebar, weight=1)
             root.geometry("1140x680")
 
         commands: dict[str, Callable[[], object]] = {
-            "new": self.new_chat, "quit": self.close, "regenerate": self.regenerate,
-            "stop": self.stop, "focus_input": self.focus_input, "settings": self.open_settings,
-            "choose_model": self.models.choose, "bigger": lambda: self.change_font_size(+1),
+            "new": self.new_chat,
+            "quit": self.close,
+            "regenerate": self.regenerate,
+            "stop": self.stop,
+            "focus_input": self.focus_input,
+            "settings": self.open_settings,
+            "choose_model": self.models.choose,
+            "bigger": lambda: self.change_font_size(+1),
             "smaller": lambda: self.change_font_size(-1),
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
-            "lessons": self.toggle_lessons, "language": self.toggle_language,
+            "lessons": self.toggle_lessons,
+            "language": self.toggle_language,
         }
         if self.sidebar is not None:
-            commands.update({"search": self.sidebar.focus_search, "import": self.files.import_,
-                             "export_md": lambda: self.files.export("markdown"),
-                             "export_json": lambda: self.files.export("json")})
+            commands.update(
+                {
+                    "search": self.sidebar.focus_search,
+                    "import": self.files.import_,
+                    "export_md": lambda: self.files.export("markdown"),
+                    "export_json": lambda: self.files.export("json"),
+                }
+            )
         self.menubar = MenuBar(root, self.t, commands)
         self.input.bind("<Return>", self._on_return)
         self.input.bind("<Shift-Return>", self._on_shift_return)
         # Tk's Text reads Ctrl+A as "start of line" (Emacs); in a chat box it means "all".
         self.input.bind("<Control-a>", self._select_all_input)
         keys: dict[str, Callable[[], object]] = {
-            "<Escape>": self._escape, "<Control-q>": self.close, "<Control-n>": self.new_chat,
-            "<Control-l>": self.focus_input, "<Control-r>": self.regenerate,
-            "<Control-comma>": self.open_settings, "<Control-m>": self.models.choose,
-            "<Control-plus>": commands["bigger"], "<Control-equal>": commands["bigger"],
-            "<Control-KP_Add>": commands["bigger"], "<Control-minus>": commands["smaller"],
-            "<Control-KP_Subtract>": commands["smaller"], "<Control-0>": commands["reset_size"],
+            "<Escape>": self._escape,
+            "<Control-q>": self.close,
+            "<Control-n>": self.new_chat,
+            "<Control-l>": self.focus_input,
+            "<Control-r>": self.regenerate,
+            "<Control-comma>": self.open_settings,
+            "<Control-m>": self.models.choose,
+            "<Control-plus>": commands["bigger"],
+            "<Control-equal>": commands["bigger"],
+            "<Control-KP_Add>": commands["bigger"],
+            "<Control-minus>": commands["smaller"],
+            "<Control-KP_Subtract>": commands["smaller"],
+            "<Control-0>": commands["reset_size"],
         }
         if self.sidebar is not None:
             keys["<Control-f>"] = self.sidebar.focus_search
@@ -293,13 +344,17 @@ class ChatApp:
         self.transcript.add_user(prompt)
         self.history.append(Message("user", prompt))
         if self.archive is not None:
-            self.archive.question(prompt, system_prompt=self.system_prompt,
-                                  settings_from=self.sampling)
+            self.archive.question(
+                prompt, system_prompt=self.system_prompt, settings_from=self.sampling
+            )
         return self._generate()
 
     def _can_generate(self) -> bool:
-        if (not self.model_ready or self.showing_conversation
-                or (self.archive is not None and not self.archive.ready)):
+        if (
+            not self.model_ready
+            or self.showing_conversation
+            or (self.archive is not None and not self.archive.ready)
+        ):
             # (a question sent before the history is open could not be saved)
             self._say("app.not_ready")
             return False
@@ -322,8 +377,7 @@ class ChatApp:
         else:
             self._say("app.generating")
         self.probe.reset_peaks()  # the live figures of a lesson count from this question
-        self.pipeline.start(self, GenerationRequest(tuple(self.history),
-                                                    sampling or self.sampling))
+        self.pipeline.start(self, GenerationRequest(tuple(self.history), sampling or self.sampling))
         self._update_actions()
         return True
 
@@ -345,8 +399,11 @@ class ChatApp:
         # answer takes the next seed, so it differs and is still reproducible.
         self._regenerations += 1
         seed = self.sampling.seed
-        return self._generate(None if seed is None else
-                              replace(self.sampling, seed=(seed + self._regenerations) % 2**32))
+        return self._generate(
+            None
+            if seed is None
+            else replace(self.sampling, seed=(seed + self._regenerations) % 2**32)
+        )
 
     def edit(self, view: UserView) -> None:
         """Put a past question in the box; sending it replaces it and all that follows."""
@@ -371,7 +428,7 @@ class ChatApp:
         self.transcript.remove_from(view)
         self.context.rewound(keep)
         system = 1 if self.history and self.history[0].role == "system" else 0
-        del self.history[system + keep:]
+        del self.history[system + keep :]
         if self.archive is not None:
             self.archive.truncate(keep)
         self._update_actions()
@@ -412,8 +469,9 @@ class ChatApp:
         if self.mode == FIXED:
             self.warning.pack_forget()
             return
-        self.warning.configure(text=self.t("warning.broken", mode=self.mode,
-                                           summary=self.t(f"mode.{self.mode}")))
+        self.warning.configure(
+            text=self.t("warning.broken", mode=self.mode, summary=self.t(f"mode.{self.mode}"))
+        )
         self.warning.pack(side="top", fill="x", after=self.health)
 
     def _say(self, key: str, **values: object) -> None:
@@ -445,9 +503,13 @@ class ChatApp:
     def toggle_lessons(self) -> None:
         """Show or hide the lesson panel beside the chat."""
         if self.lesson_panel is None:
-            self.lesson_panel = LessonPanel(self.panes, language=self.t.lang,
-                                            on_setup_demo=self.setup_lesson_demo,
-                                            read_figure=self.live_figure, translate=self.t)
+            self.lesson_panel = LessonPanel(
+                self.panes,
+                language=self.t.lang,
+                on_setup_demo=self.setup_lesson_demo,
+                read_figure=self.live_figure,
+                translate=self.t,
+            )
             self.panes.add(self.lesson_panel, weight=2)
             width = max(self.root.winfo_width(), 900)
             self.root.geometry(f"{max(width, 1320)}x{max(self.root.winfo_height(), 680)}")
@@ -542,8 +604,9 @@ class ChatApp:
 
     def _refresh_sidebar(self) -> None:
         if self.sidebar is not None and self.archive is not None and self.archive.ready:
-            self.sidebar.set_conversations(self.archive.conversations(),
-                                           self.archive.conversation_id)
+            self.sidebar.set_conversations(
+                self.archive.conversations(), self.archive.conversation_id
+            )
 
     def _rename(self, conversation_id: int, title: str) -> None:
         if self.archive is not None:
@@ -615,10 +678,12 @@ class ChatApp:
             elif message.role == "assistant":
                 view = self.transcript.begin_answer()
                 self.transcript.append(view, message.content)
-                self.transcript.finish(view, stopped=message.status == "stopped",
-                                       interrupted=message.status == "interrupted",
-                                       error=self.t("transcript.failed")
-                                       if message.status == "error" else None)
+                self.transcript.finish(
+                    view,
+                    stopped=message.status == "stopped",
+                    interrupted=message.status == "interrupted",
+                    error=self.t("transcript.failed") if message.status == "error" else None,
+                )
         if self._to_show:
             self.scheduler.once("show-conversation", 1, self._show_some)
         else:
@@ -638,8 +703,9 @@ class ChatApp:
             if isinstance(event, ModelReady):
                 self.model_ready = True
                 self.send_button.configure(state="normal")
-                self._say("app.ready", name=event.name, seconds=f"{event.load_s:.1f}",
-                          n_ctx=event.n_ctx)
+                self._say(
+                    "app.ready", name=event.name, seconds=f"{event.load_s:.1f}", n_ctx=event.n_ctx
+                )
                 self._set_title()
                 self.context_meter.clear(event.n_ctx)
                 self._measure_context()
@@ -672,9 +738,11 @@ class ChatApp:
 
     def _done_text(self, final: Done) -> str:
         speed = final.stats.tokens_per_s
-        return (self.t("app.done", tokens=final.stats.tokens)
-                + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
-                + (self.t("app.done.length") if final.reason == "length" else ""))
+        return (
+            self.t("app.done", tokens=final.stats.tokens)
+            + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
+            + (self.t("app.done.length") if final.reason == "length" else "")
+        )
 
     def _end_answer(self, *, stopped: bool = False, error: str | None = None) -> None:
         answer, self.answer = self.answer, None
@@ -704,12 +772,16 @@ class ChatApp:
             self.settings_dialog.lift()
             return
         self.settings_dialog = ChatSettingsDialog(
-            self.root, translate=self.t, system_prompt=self.system_prompt,
-            sampling=self.sampling, font_size=self.settings.font_size,
-            default_font_size=BODY_FONT_SIZE, on_apply=self.apply_settings)
+            self.root,
+            translate=self.t,
+            system_prompt=self.system_prompt,
+            sampling=self.sampling,
+            font_size=self.settings.font_size,
+            default_font_size=BODY_FONT_SIZE,
+            on_apply=self.apply_settings,
+        )
 
-    def apply_settings(self, system_prompt: str, sampling: Sampling,
-                       font_size: int | None) -> None:
+    def apply_settings(self, system_prompt: str, sampling: Sampling, font_size: int | None) -> None:
         """From the next answer on: this conversation's prompt and sampling (saved with it),
         also the defaults of new conversations; the text size for the whole window."""
         self.system_prompt, self.sampling = system_prompt, sampling
@@ -719,8 +791,11 @@ class ChatApp:
         if self.archive is not None:
             self.archive.save_settings(system_prompt, sampling)
         size = self.set_font_size(font_size or BODY_FONT_SIZE, save=False)
-        self.change_settings(system_prompt=system_prompt, sampling=sampling,
-                             font_size=None if size == BODY_FONT_SIZE else size)  # one write
+        self.change_settings(
+            system_prompt=system_prompt,
+            sampling=sampling,
+            font_size=None if size == BODY_FONT_SIZE else size,
+        )  # one write
         self._say("app.settings_saved")
         self._measure_context()
 

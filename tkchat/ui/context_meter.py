@@ -74,9 +74,14 @@ class ContextWatch:
     are taken back (edit, regenerate), ``reset`` for another conversation.
     """
 
-    def __init__(self, meter: ContextMeter, controller: GenerationController,
-                 transcript: Transcript, scheduler: AfterScheduler,
-                 translate: Translator) -> None:
+    def __init__(
+        self,
+        meter: ContextMeter,
+        controller: GenerationController,
+        transcript: Transcript,
+        scheduler: AfterScheduler,
+        translate: Translator,
+    ) -> None:
         self.meter = meter
         self.controller = controller
         self.transcript = transcript
@@ -98,8 +103,11 @@ class ContextWatch:
         if worker is None or not worker.prompt_tokens or now - self._followed_at < FOLLOW_EVERY_S:
             return
         self._followed_at = now
-        self.meter.show(worker.prompt_tokens + worker.tokens, self.controller.backend.n_ctx,
-                        worker.context_dropped)
+        self.meter.show(
+            worker.prompt_tokens + worker.tokens,
+            self.controller.backend.n_ctx,
+            worker.context_dropped,
+        )
 
     def after(self, final: Done | Error) -> None:
         """After an answer: the meter's final figure, and the policy's note if messages were
@@ -113,8 +121,9 @@ class ContextWatch:
         if stats.context_dropped > self._shown:
             self._shown = stats.context_dropped
             self._notes.append((len(self.transcript.entries), stats.context_dropped))
-            self.transcript.add_note(self.t("context.dropped_note", n_ctx=f"{n_ctx:,}",
-                                            dropped=stats.context_dropped))
+            self.transcript.add_note(
+                self.t("context.dropped_note", n_ctx=f"{n_ctx:,}", dropped=stats.context_dropped)
+            )
 
     def rewound(self, keep: int) -> None:
         """Only the first ``keep`` messages stay: notes after them went with the rest, so the

@@ -35,14 +35,17 @@ class ConversationFiles:
             app._say("app.nothing_to_export")
             return None
         conversation_id = archive.conversation_id
-        title = next((c.title for c in archive.conversations() if c.id == conversation_id),
-                     "conversation")
+        title = next(
+            (c.title for c in archive.conversations() if c.id == conversation_id), "conversation"
+        )
         suffix = ".md" if kind == "markdown" else ".json"
         chosen = self.ask_save_path(
-            parent=app.root, title=app.t("menu.export_md" if kind == "markdown"
-                                         else "menu.export_json"),
-            initialfile=file_name(title, suffix), defaultextension=suffix,
-            filetypes=[("Markdown" if kind == "markdown" else "JSON", "*" + suffix)])
+            parent=app.root,
+            title=app.t("menu.export_md" if kind == "markdown" else "menu.export_json"),
+            initialfile=file_name(title, suffix),
+            defaultextension=suffix,
+            filetypes=[("Markdown" if kind == "markdown" else "JSON", "*" + suffix)],
+        )
         if not chosen:
             return None  # cancelled
         try:
@@ -58,8 +61,9 @@ class ConversationFiles:
         app, archive = self.app, self.app.archive
         if archive is None:
             return None
-        chosen = self.ask_open_path(parent=app.root, title=app.t("menu.import"),
-                                    filetypes=[("JSON", "*.json"), ("*", "*")])
+        chosen = self.ask_open_path(
+            parent=app.root, title=app.t("menu.import"), filetypes=[("JSON", "*.json"), ("*", "*")]
+        )
         if not chosen:
             return None
         try:

@@ -16,8 +16,17 @@ import tkinter.font as tkfont
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
 from tkchat.ui.transcript import BODY_FONT_SIZE
 
-NAMED_FONTS = ("TkDefaultFont", "TkTextFont", "TkFixedFont", "TkMenuFont", "TkHeadingFont",
-               "TkCaptionFont", "TkSmallCaptionFont", "TkIconFont", "TkTooltipFont")
+NAMED_FONTS = (
+    "TkDefaultFont",
+    "TkTextFont",
+    "TkFixedFont",
+    "TkMenuFont",
+    "TkHeadingFont",
+    "TkCaptionFont",
+    "TkSmallCaptionFont",
+    "TkIconFont",
+    "TkTooltipFont",
+)
 
 
 def clamp_size(size: int) -> int:
@@ -45,6 +54,5 @@ class FontSizer:
         for name, start in self._start.items():
             # Negative sizes are pixels, positive are points: scale either, keep the sign.
             scaled = round(abs(start) * factor) or 1
-            tkfont.nametofont(name, root=self.root).configure(
-                size=-scaled if start < 0 else scaled)
+            tkfont.nametofont(name, root=self.root).configure(size=-scaled if start < 0 else scaled)
         return self.size

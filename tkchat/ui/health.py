@@ -86,14 +86,18 @@ class HealthBar(ttk.Frame):
 
     def highlight(self, what: str | None) -> None:
         """Mark what a lesson asks to watch: "heartbeat", "lag" or "rates" (None: nothing)."""
-        for name, label in (("heartbeat", self.heartbeat), ("lag", self.lag),
-                            ("rates", self.rates)):
+        for name, label in (
+            ("heartbeat", self.heartbeat),
+            ("lag", self.lag),
+            ("rates", self.rates),
+        ):
             label.configure(style="Watch.TLabel" if name == what else "TLabel")
 
     def _ping(self) -> None:
         self.ping_times.append(time.perf_counter())
-        self.ping_label.configure(text=self.t("health.pong", count=len(self.ping_times),
-                                              time=time.strftime("%H:%M:%S")))
+        self.ping_label.configure(
+            text=self.t("health.pong", count=len(self.ping_times), time=time.strftime("%H:%M:%S"))
+        )
 
     def _beat(self) -> None:
         self.beats += 1
@@ -102,10 +106,14 @@ class HealthBar(ttk.Frame):
         self.scheduler.once("heartbeat", 1000 - int(time.time() * 1000) % 1000, self._beat)
 
     def _refresh(self) -> None:
-        self.lag.configure(text=self.t("health.lag", now=f"{self.probe.now_ms():5.1f}",
-                                       p99=f"{self.probe.p99_ms():5.1f}"))
+        self.lag.configure(
+            text=self.t(
+                "health.lag", now=f"{self.probe.now_ms():5.1f}", p99=f"{self.probe.p99_ms():5.1f}"
+            )
+        )
         tokens = self._tokens.sample(self.read_tokens())
         updates = self._updates.sample(self.read_updates())
-        self.rates.configure(text=self.t("health.rates", tokens=f"{tokens:4.0f}",
-                                         updates=f"{updates:3.0f}"))
+        self.rates.configure(
+            text=self.t("health.rates", tokens=f"{tokens:4.0f}", updates=f"{updates:3.0f}")
+        )
         self.scheduler.once("health", REFRESH_MS, self._refresh)

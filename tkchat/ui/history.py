@@ -52,8 +52,13 @@ class History:
     """Keeps the window's conversations in the store. ``on_ready(conversations)`` and
     ``on_warning(text)`` are called on the main thread."""
 
-    def __init__(self, scheduler: AfterScheduler, *, on_ready: Callable[[list[Conversation]], None],
-                 on_warning: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        scheduler: AfterScheduler,
+        *,
+        on_ready: Callable[[list[Conversation]], None],
+        on_warning: Callable[[str], None],
+    ) -> None:
         self.scheduler = scheduler
         self.on_ready = on_ready
         self.on_warning = on_warning
@@ -109,8 +114,10 @@ class History:
             if self.conversation_id is None:
                 title = " ".join(text.split())[:TITLE_CHARS] or "New chat"
                 conversation = self.store.create(
-                    title, system_prompt=system_prompt,
-                    settings=settings_from_sampling(settings_from))  # type: ignore[arg-type]
+                    title,
+                    system_prompt=system_prompt,
+                    settings=settings_from_sampling(settings_from),
+                )  # type: ignore[arg-type]
                 self.conversation_id = conversation.id
             self.store.add_message(self.conversation_id, "user", text)
         except StoreError as exc:
@@ -119,8 +126,7 @@ class History:
     def answer_started(self, view: AnswerView) -> None:
         if self.writer is None or self.conversation_id is None:
             return
-        ticket = self.writer.add_message(self.conversation_id, "assistant", "",
-                                         status="streaming")
+        ticket = self.writer.add_message(self.conversation_id, "assistant", "", status="streaming")
         self._answer = (view, ticket, 0)
 
     def answer_grew(self) -> None:
@@ -201,8 +207,10 @@ class History:
         if kind == "markdown":
             text = self.store.export_markdown(conversation_id)
         else:
-            text = json.dumps(self.store.export_json(conversation_id), ensure_ascii=False,
-                              indent=2) + "\n"
+            text = (
+                json.dumps(self.store.export_json(conversation_id), ensure_ascii=False, indent=2)
+                + "\n"
+            )
         path.write_text(text, encoding="utf-8")
         return str(path)
 

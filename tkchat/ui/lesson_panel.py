@@ -62,14 +62,19 @@ PANEL_STRINGS: dict[str, dict[str, str]] = {
     },
 }
 
-_UNITS = (("tokens_per_s", "tokens/s"), ("updates_per_s", "updates/s"), ("_ms", "ms"),
-          ("_mb", "MB"))
+_UNITS = (
+    ("tokens_per_s", "tokens/s"),
+    ("updates_per_s", "updates/s"),
+    ("_ms", "ms"),
+    ("_mb", "MB"),
+)
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")
 _LIST_RE = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$")
 # *italic* may touch Chinese characters (as in CommonMark), but not ASCII words: a*b*c is text.
 _INLINE_RE = re.compile(
-    r"`([^`]+)`|\*\*(.+?)\*\*|(?<![A-Za-z0-9_*])\*([^*\s][^*]*?)\*(?![A-Za-z0-9_*])")
+    r"`([^`]+)`|\*\*(.+?)\*\*|(?<![A-Za-z0-9_*])\*([^*\s][^*]*?)\*(?![A-Za-z0-9_*])"
+)
 _TABLE_RULE_RE = re.compile(r"^:?-{2,}:?$")
 
 
@@ -130,15 +135,28 @@ class LessonPanel(ttk.Frame):
 
         self.watch_label = ttk.Label(self, justify="left", wraplength=420)
         self.watch_label.pack(side="top", fill="x", pady=(4, 0))
-        self.figure_label = ttk.Label(self, justify="left", wraplength=420,
-                                      font=self._fonts["bold"])
+        self.figure_label = ttk.Label(
+            self, justify="left", wraplength=420, font=self._fonts["bold"]
+        )
         self.figure_label.pack(side="top", fill="x", pady=(2, 6))
 
         body = ttk.Frame(self)
         self.text = tk.Text(
-            body, wrap="word", state="disabled", width=58, height=30, borderwidth=0,
-            padx=10, pady=8, background="white", foreground="#1b1b1b", font=self._fonts["body"],
-            spacing1=1, spacing3=3, cursor="arrow", undo=False,
+            body,
+            wrap="word",
+            state="disabled",
+            width=58,
+            height=30,
+            borderwidth=0,
+            padx=10,
+            pady=8,
+            background="white",
+            foreground="#1b1b1b",
+            font=self._fonts["body"],
+            spacing1=1,
+            spacing3=3,
+            cursor="arrow",
+            undo=False,
         )
         yscroll = ttk.Scrollbar(body, orient="vertical", command=self.text.yview)
         xscroll = ttk.Scrollbar(body, orient="horizontal", command=self.text.xview)
@@ -176,11 +194,16 @@ class LessonPanel(ttk.Frame):
             self.figure_label.configure(text="")
             return
         value = self.read_figure(lesson.expect_metric)
-        now = (self.translate("lesson.no_value") if value is None
-               else format_figure(lesson.expect_metric, value))
+        now = (
+            self.translate("lesson.no_value")
+            if value is None
+            else format_figure(lesson.expect_metric, value)
+        )
         now_label = self.translate("lesson.now").format(metric=lesson.expect_metric)
-        self.figure_label.configure(text=f"{self._line('lesson.expected', lesson.expect)}  ·  "
-                                         f"{self._line(now_label, now, translated=True)}")
+        self.figure_label.configure(
+            text=f"{self._line('lesson.expected', lesson.expect)}  ·  "
+            f"{self._line(now_label, now, translated=True)}"
+        )
 
     def destroy(self) -> None:
         if self._after_id is not None:
@@ -224,17 +247,19 @@ class LessonPanel(ttk.Frame):
         self.picker.current(index)
         if lesson.rate is not None:
             demo = self.translate("lesson.demo_rate").format(
-                mode=lesson.mode, backend=lesson.backend, rate=f"{lesson.rate:g}")
+                mode=lesson.mode, backend=lesson.backend, rate=f"{lesson.rate:g}"
+            )
         else:
             demo = self.translate("lesson.demo").format(mode=lesson.mode, backend=lesson.backend)
         self.demo_label.configure(text=demo)
-        self.watch_label.configure(text=self._line(
-            "lesson.watch", self.translate("lesson.watch." + lesson.watch)))
+        self.watch_label.configure(
+            text=self._line("lesson.watch", self.translate("lesson.watch." + lesson.watch))
+        )
         self._write_body(render_body(lesson, strict=False))
         self.refresh_figure()
 
     def _line(self, label: str, text: str, *, translated: bool = False) -> str:
-        """"Label: text", with the language's own colon."""
+        """ "Label: text", with the language's own colon."""
         name = label if translated else self.translate(label)
         return self.translate("lesson.line").format(label=name, text=text)
 
@@ -268,10 +293,11 @@ class LessonPanel(ttk.Frame):
             if not ranges:
                 self.text.tag_delete(tag)
                 continue
-            rows = [line.split("\t") for line in
-                    self.text.get(ranges[0], ranges[-1]).splitlines()]
-            widths = [max((measure(row[c]) for row in rows if c < len(row)), default=0)
-                      for c in range(max(len(row) for row in rows))]
+            rows = [line.split("\t") for line in self.text.get(ranges[0], ranges[-1]).splitlines()]
+            widths = [
+                max((measure(row[c]) for row in rows if c < len(row)), default=0)
+                for c in range(max(len(row) for row in rows))
+            ]
             stops, x = [], 0
             for width in widths[:-1]:
                 x += width + TABLE_GAP_PX
@@ -288,13 +314,27 @@ class LessonPanel(ttk.Frame):
         text.tag_configure("h2", font=f["h2"], spacing1=12, spacing3=4, foreground="#0b3d91")
         text.tag_configure("bold", font=f["bold"])
         text.tag_configure("italic", font=f["italic"])
-        text.tag_configure("code", font=f["mono"], background=CODE_BACKGROUND, wrap="none",
-                           lmargin1=6, lmargin2=6, spacing1=0, spacing3=0)
+        text.tag_configure(
+            "code",
+            font=f["mono"],
+            background=CODE_BACKGROUND,
+            wrap="none",
+            lmargin1=6,
+            lmargin2=6,
+            spacing1=0,
+            spacing3=0,
+        )
         text.tag_configure("code_inline", font=f["mono"], background=CODE_BACKGROUND)
-        text.tag_configure("table", font=f["body"], wrap="none", spacing1=1, spacing3=1,
-                           lmargin1=6)
-        text.tag_configure("table_head", font=f["bold"], wrap="none", spacing1=1, spacing3=3,
-                           lmargin1=6, background=CODE_BACKGROUND)
+        text.tag_configure("table", font=f["body"], wrap="none", spacing1=1, spacing3=1, lmargin1=6)
+        text.tag_configure(
+            "table_head",
+            font=f["bold"],
+            wrap="none",
+            spacing1=1,
+            spacing3=3,
+            lmargin1=6,
+            background=CODE_BACKGROUND,
+        )
         text.tag_configure("item", lmargin1=6, lmargin2=22)
         text.tag_configure("quote", lmargin1=12, lmargin2=12, foreground="#8a6d00")
 
@@ -360,8 +400,12 @@ def markdown_runs(markdown_text: str) -> Iterator[Run]:
             marker = "•" if listed.group(2) in "-*+" else listed.group(2)
             parts = [listed.group(3)]
             i += 1
-            while i < len(lines) and lines[i].startswith((" ", "\t")) and lines[i].strip() \
-                    and not _LIST_RE.match(lines[i]):
+            while (
+                i < len(lines)
+                and lines[i].startswith((" ", "\t"))
+                and lines[i].strip()
+                and not _LIST_RE.match(lines[i])
+            ):
                 parts.append(lines[i].strip())
                 i += 1
             yield f"{marker} ", ("item",)
@@ -388,15 +432,19 @@ def markdown_runs(markdown_text: str) -> Iterator[Run]:
 
 def _starts_block(line: str) -> bool:
     stripped = line.lstrip()
-    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _LIST_RE.match(line)
-                or stripped.startswith(("|", ">")))
+    return bool(
+        _FENCE_RE.match(line)
+        or _HEADING_RE.match(line)
+        or _LIST_RE.match(line)
+        or stripped.startswith(("|", ">"))
+    )
 
 
 def _inline(text: str, tags: tuple[str, ...]) -> Iterator[Run]:
     position = 0
     for match in _INLINE_RE.finditer(text):
         if match.start() > position:
-            yield text[position:match.start()], tags
+            yield text[position : match.start()], tags
         code, bold, italic = match.groups()
         if code is not None:
             yield code, (*tags, "code_inline")

@@ -69,8 +69,13 @@ class _Job:
 class MarkdownPainter:
     """Replaces plain answer text with rendered markdown. Main thread only."""
 
-    def __init__(self, text: tk.Text, scheduler: AfterScheduler, *,
-                 copy_code_label: Callable[[], str] = lambda: "Copy code") -> None:
+    def __init__(
+        self,
+        text: tk.Text,
+        scheduler: AfterScheduler,
+        *,
+        copy_code_label: Callable[[], str] = lambda: "Copy code",
+    ) -> None:
         """``copy_code_label()`` is the text of the link under each code block (translated
         by the caller)."""
         from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
@@ -96,8 +101,12 @@ class MarkdownPainter:
         self._ms_per_char = INITIAL_MS_PER_CHAR
         # Python-Markdown's first conversion sets up its extensions (~20 ms): do that on a
         # worker now, not in the first slice. block_to_html is pure and thread-safe.
-        threading.Thread(target=block_to_html, args=("warm **up** `x`",), daemon=True,
-                         name="tkchat-markdown-warmup").start()
+        threading.Thread(
+            target=block_to_html,
+            args=("warm **up** `x`",),
+            daemon=True,
+            name="tkchat-markdown-warmup",
+        ).start()
 
     @property
     def busy(self) -> bool:
@@ -113,8 +122,13 @@ class MarkdownPainter:
         on_done: Callable[[], None] | None = None,
     ) -> None:
         """Schedule rendering of the text between two marks (which must stay in place)."""
-        job = _Job(start_mark, end_mark, iter_blocks_with_code(markdown_text, MAX_BLOCK_CHARS),
-                   extra_tags, on_done)
+        job = _Job(
+            start_mark,
+            end_mark,
+            iter_blocks_with_code(markdown_text, MAX_BLOCK_CHARS),
+            extra_tags,
+            on_done,
+        )
         self._queue.append(job)
         if len(self._queue) == 1:
             self.scheduler.once("markdown", 0, self._slice)
@@ -180,8 +194,7 @@ class MarkdownPainter:
             link = f"{COPY_CODE_TAG}-{self._links}"
             self._links += 1
             self.codes[link] = code
-            args.extend((self.copy_code_label(), (COPY_CODE_TAG, link, *tags),
-                         "\n", tags))
+            args.extend((self.copy_code_label(), (COPY_CODE_TAG, link, *tags), "\n", tags))
         self.text.insert(job.end_mark, *args)  # type: ignore[arg-type]
         job.inserted_any = True
 
@@ -259,9 +272,13 @@ class MarkdownPainter:
             key: StyleKey = ((), "", "", "", ())
         else:
             config = record.get("config", {})
-            key = (tuple(sorted(record.get("font", {}).items())),
-                   str(config.get("foreground") or ""), "",
-                   str(config.get("justify") or ""), tuple(config.get("tabs") or ()))
+            key = (
+                tuple(sorted(record.get("font", {}).items())),
+                str(config.get("foreground") or ""),
+                "",
+                str(config.get("justify") or ""),
+                tuple(config.get("tabs") or ()),
+            )
         tag = self._styles.get(key)
         if tag is None:
             tag = f"md-style-{len(self._styles)}"

@@ -16,42 +16,50 @@ from tkchat.i18n import Translator
 
 # (menu label key, [(item label key, command name, accelerator text) or None for a separator])
 MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
-    ("menu.file", (
-        ("menu.new", "new", "Ctrl+N"),
-        ("menu.search", "search", "Ctrl+F"),
-        None,
-        ("menu.import", "import", ""),
-        ("menu.export_md", "export_md", ""),
-        ("menu.export_json", "export_json", ""),
-        None,
-        ("menu.quit", "quit", "Ctrl+Q"),
-    )),
-    ("menu.chat", (
-        ("menu.regenerate", "regenerate", "Ctrl+R"),
-        ("menu.stop", "stop", "Esc"),
-        ("menu.focus_input", "focus_input", "Ctrl+L"),
-        None,
-        ("menu.settings", "settings", "Ctrl+,"),
-    )),
-    ("menu.model", (
-        ("menu.choose_model", "choose_model", "Ctrl+M"),
-    )),
-    ("menu.view", (
-        ("menu.bigger", "bigger", "Ctrl++"),
-        ("menu.smaller", "smaller", "Ctrl+-"),
-        ("menu.reset_size", "reset_size", "Ctrl+0"),
-        None,
-        ("menu.lessons", "lessons", ""),
-        ("menu.language", "language", ""),
-    )),
+    (
+        "menu.file",
+        (
+            ("menu.new", "new", "Ctrl+N"),
+            ("menu.search", "search", "Ctrl+F"),
+            None,
+            ("menu.import", "import", ""),
+            ("menu.export_md", "export_md", ""),
+            ("menu.export_json", "export_json", ""),
+            None,
+            ("menu.quit", "quit", "Ctrl+Q"),
+        ),
+    ),
+    (
+        "menu.chat",
+        (
+            ("menu.regenerate", "regenerate", "Ctrl+R"),
+            ("menu.stop", "stop", "Esc"),
+            ("menu.focus_input", "focus_input", "Ctrl+L"),
+            None,
+            ("menu.settings", "settings", "Ctrl+,"),
+        ),
+    ),
+    ("menu.model", (("menu.choose_model", "choose_model", "Ctrl+M"),)),
+    (
+        "menu.view",
+        (
+            ("menu.bigger", "bigger", "Ctrl++"),
+            ("menu.smaller", "smaller", "Ctrl+-"),
+            ("menu.reset_size", "reset_size", "Ctrl+0"),
+            None,
+            ("menu.lessons", "lessons", ""),
+            ("menu.language", "language", ""),
+        ),
+    ),
 )
 
 
 class MenuBar:
     """Builds the bar on ``root``; ``commands`` maps each command name to what it does."""
 
-    def __init__(self, root: tk.Tk, translate: Translator,
-                 commands: Mapping[str, Callable[[], object]]) -> None:
+    def __init__(
+        self, root: tk.Tk, translate: Translator, commands: Mapping[str, Callable[[], object]]
+    ) -> None:
         self.t = translate
         self.bar = tk.Menu(root, tearoff=False)
         self.menus: dict[str, tk.Menu] = {}
@@ -65,8 +73,9 @@ class MenuBar:
                 label_key, name, accelerator = item
                 if name not in commands:
                     continue  # e.g. no "search" without saved conversations
-                menu.add_command(label=translate(label_key), command=commands[name],
-                                 accelerator=accelerator)
+                menu.add_command(
+                    label=translate(label_key), command=commands[name], accelerator=accelerator
+                )
                 self._where[name] = (menu, int(menu.index("end") or 0))
             self.bar.add_cascade(label=translate(menu_key), menu=menu)
             self.menus[menu_key] = menu

@@ -96,8 +96,14 @@ Finder = Callable[..., list[FoundModel]]
 ScanResult = tuple[int, list[FoundModel] | None, str | None]
 
 
-def _run_scan(finder: Finder, number: int, folder: str | None, recent: list[str],
-              cancel: threading.Event, results: queue.Queue[ScanResult]) -> None:
+def _run_scan(
+    finder: Finder,
+    number: int,
+    folder: str | None,
+    recent: list[str],
+    cancel: threading.Event,
+    results: queue.Queue[ScanResult],
+) -> None:
     """The search thread. Touches no Tk object and holds no reference to the dialog (a Tk
     object freed on this thread would abort the process): it only fills ``results``."""
     try:
@@ -220,9 +226,18 @@ class ModelPicker(tk.Toplevel):
         self._error = None
         self._set_status("picker.searching")
         self._scan_thread = threading.Thread(
-            target=_run_scan, name="tkchat-model-search", daemon=True,
-            args=(self.finder, self._scan_number, self.folder, recent, self._scan_cancel,
-                  self._results))
+            target=_run_scan,
+            name="tkchat-model-search",
+            daemon=True,
+            args=(
+                self.finder,
+                self._scan_number,
+                self.folder,
+                recent,
+                self._scan_cancel,
+                self._results,
+            ),
+        )
         self._scan_thread.start()
         if not self._polling:
             self._polling = True
@@ -242,9 +257,14 @@ class ModelPicker(tk.Toplevel):
         """Ask for any file ("Open file…") and use it if it is a GGUF model."""
         initial = self.folder if self.folder and os.path.isdir(self.folder) else None
         answer = self.ask_file(
-            parent=self, title=self.translate("picker.open_title"), initialdir=initial,
-            filetypes=[(self.translate("picker.filetype"), "*.gguf *.GGUF"),
-                       (self.translate("picker.all_files"), "*")])
+            parent=self,
+            title=self.translate("picker.open_title"),
+            initialdir=initial,
+            filetypes=[
+                (self.translate("picker.filetype"), "*.gguf *.GGUF"),
+                (self.translate("picker.all_files"), "*"),
+            ],
+        )
         if self._destroyed or not answer or not isinstance(answer, str):
             return  # cancelled (some Tk versions answer with an empty tuple)
         self._choose_path(Path(answer))
@@ -252,8 +272,12 @@ class ModelPicker(tk.Toplevel):
     def choose_folder(self) -> None:
         """Ask for a folder ("Choose folder…"), report it and search again."""
         initial = self.folder if self.folder and os.path.isdir(self.folder) else None
-        answer = self.ask_folder(parent=self, title=self.translate("picker.folder_title"),
-                                 initialdir=initial, mustexist=True)
+        answer = self.ask_folder(
+            parent=self,
+            title=self.translate("picker.folder_title"),
+            initialdir=initial,
+            mustexist=True,
+        )
         if self._destroyed or not answer or not isinstance(answer, str):
             return
         self.folder = os.path.abspath(answer)
@@ -286,8 +310,9 @@ class ModelPicker(tk.Toplevel):
         body.columnconfigure(0, weight=1)
         body.rowconfigure(0, weight=1)
 
-        self.tree = ttk.Treeview(body, columns=("size", "where", "path"),
-                                 show="tree headings", selectmode="browse")
+        self.tree = ttk.Treeview(
+            body, columns=("size", "where", "path"), show="tree headings", selectmode="browse"
+        )
         self.tree.column("#0", width=250, minwidth=120, stretch=False)
         self.tree.column("size", width=80, minwidth=60, stretch=False, anchor="e")
         self.tree.column("where", width=150, minwidth=90, stretch=False)
@@ -305,8 +330,7 @@ class ModelPicker(tk.Toplevel):
 
         self.status = ttk.Label(body, anchor="w", justify="left")
         self.status.grid(row=2, column=0, columnspan=2, sticky="ew", pady=(8, 8))
-        body.bind("<Configure>", lambda e: self.status.configure(wraplength=max(e.width - 24,
-                                                                                  200)))
+        body.bind("<Configure>", lambda e: self.status.configure(wraplength=max(e.width - 24, 200)))
 
         buttons = ttk.Frame(body)
         buttons.grid(row=3, column=0, columnspan=2, sticky="ew")
@@ -315,10 +339,12 @@ class ModelPicker(tk.Toplevel):
         self.folder_button = ttk.Button(buttons, command=self.choose_folder)
         self.use_button = ttk.Button(buttons, command=self.choose_selected, default="active")
         self.cancel_button = ttk.Button(buttons, command=self.cancel)
-        for button, key in ((self.open_button, "picker.open"),
-                            (self.folder_button, "picker.folder"),
-                            (self.use_button, "picker.use"),
-                            (self.cancel_button, "picker.cancel")):
+        for button, key in (
+            (self.open_button, "picker.open"),
+            (self.folder_button, "picker.folder"),
+            (self.use_button, "picker.use"),
+            (self.cancel_button, "picker.cancel"),
+        ):
             self.translate.bind(button, key)
         self.open_button.grid(row=0, column=0, padx=(0, 6))
         self.folder_button.grid(row=0, column=1)
@@ -375,16 +401,23 @@ class ModelPicker(tk.Toplevel):
         current_iid: str | None = None
         for index, model in enumerate(models):
             iid = f"m{index}"
-            is_current = (model.source == "bundled" if self.current is None
-                          else _same_file(self.current, model.path))
+            is_current = (
+                model.source == "bundled"
+                if self.current is None
+                else _same_file(self.current, model.path)
+            )
             if is_current and current_iid is None:
                 current_iid = iid
             self._models[iid] = model
             self._order.append(iid)
-            self.tree.insert("", "end", iid=iid, text=self._name_text(model, is_current),
-                             values=(describe_size(model.size), self._where_text(model),
-                                     str(model.path)),
-                             tags=(CURRENT_TAG,) if is_current else ())
+            self.tree.insert(
+                "",
+                "end",
+                iid=iid,
+                text=self._name_text(model, is_current),
+                values=(describe_size(model.size), self._where_text(model), str(model.path)),
+                tags=(CURRENT_TAG,) if is_current else (),
+            )
         chosen = current_iid or (self._order[0] if self._order else None)
         if chosen is not None:
             self.tree.selection_set(chosen)
@@ -464,14 +497,19 @@ class ModelPicker(tk.Toplevel):
         key, values = self._status
         if key == "picker.none":
             values = {"places": self._places_text()}
-        self.status.configure(text=self.translate(key, **values),
-                              style=ERROR_STYLE if key == "picker.failed" else "TLabel")
+        self.status.configure(
+            text=self.translate(key, **values),
+            style=ERROR_STYLE if key == "picker.failed" else "TLabel",
+        )
 
     def _relabel(self) -> None:
         self.title(self.translate("picker.title"))
         for column in ("name", "size", "where", "path"):
-            self.tree.heading("#0" if column == "name" else column,
-                              text=self.translate(f"picker.column.{column}"), anchor="w")
+            self.tree.heading(
+                "#0" if column == "name" else column,
+                text=self.translate(f"picker.column.{column}"),
+                anchor="w",
+            )
         for iid in self._order:
             self.tree.set(iid, "where", self._where_text(self._models[iid]))
         self._render_status()

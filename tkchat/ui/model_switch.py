@@ -36,9 +36,14 @@ class ModelSwitch:
         backend = app.backends.get("llama")
         current = getattr(backend, "model", None) if backend is not None else None
         self.picker = ModelPicker(
-            app.root, translate=app.t, current=current,
-            recent=app.settings.recent_models, folder=app.settings.model_folder,
-            on_choose=self.load, on_folder=self._folder_chosen)
+            app.root,
+            translate=app.t,
+            current=current,
+            recent=app.settings.recent_models,
+            folder=app.settings.model_folder,
+            on_choose=self.load,
+            on_folder=self._folder_chosen,
+        )
 
     def _folder_chosen(self, folder: str) -> None:
         self.app.change_settings(model_folder=folder)
@@ -54,8 +59,7 @@ class ModelSwitch:
             return
         chosen = path if path is not None else bundled_model_path()
         if chosen is not None:  # the bundled one too: next start opens what was chosen last
-            app.change_settings(recent_models=remember_model(app.settings,
-                                                             chosen).recent_models)
+            app.change_settings(recent_models=remember_model(app.settings, chosen).recent_models)
         old = app.backends.get("llama")
         backend = app.backends["llama"] = make_backend("llama", model=path)
         app.stop()
@@ -66,6 +70,3 @@ class ModelSwitch:
         if old is not None and old is not current:
             old.close()  # idle (a lesson's scripted demo is the current backend): cheap
         controller.switch_backend(backend, unload_old=old is current)
-
-
-

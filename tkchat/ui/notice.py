@@ -23,14 +23,23 @@ class NoticeBanner(tk.Frame):
     def __init__(self, master: tk.Misc, anchor: tk.Misc, translate: Translator) -> None:
         super().__init__(master, background=BACKGROUND)
         self.anchor = anchor
-        self.label = tk.Label(self, anchor="w", justify="left", background=BACKGROUND,
-                              foreground=FOREGROUND, padx=8, pady=3, font="TkDefaultFont")
+        self.label = tk.Label(
+            self,
+            anchor="w",
+            justify="left",
+            background=BACKGROUND,
+            foreground=FOREGROUND,
+            padx=8,
+            pady=3,
+            font="TkDefaultFont",
+        )
         self.dismiss_button = ttk.Button(self, command=self.hide, width=10)
         translate.bind(self.dismiss_button, "banner.dismiss")
         self.dismiss_button.pack(side="right", padx=6, pady=2)
         self.label.pack(side="left", fill="x", expand=True)
-        self.label.bind("<Configure>", lambda e: self.label.configure(
-            wraplength=max(200, e.width - 20)))
+        self.label.bind(
+            "<Configure>", lambda e: self.label.configure(wraplength=max(200, e.width - 20))
+        )
 
     def show(self, text: str) -> None:
         self.label.configure(text="⚠ " + text)

@@ -28,16 +28,14 @@ class Pipeline(Protocol):
     def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
         """Main thread, from the 16 ms tick: put newly arrived text on screen."""
 
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         """Main thread: the answer ended (done, stopped or error)."""
 
 
 class EndsInTranscript:
     """Shared ending: mark the answer stopped or failed, then paint its markdown in slices."""
 
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool,
-               error: str | None) -> None:
+    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         app.transcript.finish(view, stopped=stopped, error=error)
 
 

@@ -47,7 +47,7 @@ SETTINGS_STRINGS: dict[str, dict[str, str]] = {
         "settings.max_tokens": "Max tokens:",
         "settings.seed": "Seed:",
         "settings.sampling_hint": "The defaults suit a small model: a low temperature keeps "
-                                  "a 135M model on topic.",
+        "a 135M model on topic.",
         "settings.window": "Window",
         "settings.font_size": "Font size (pt):",
         "settings.save": "Save",
@@ -95,8 +95,10 @@ def _number_text(value: float) -> str:
 
 def parse_number(text: str, low: float, high: float) -> float | Problem:
     """``text`` as a float within [low, high], or the problem with it. Pure; any thread."""
-    problem: Problem = ("settings.error.number",
-                        {"low": _number_text(low), "high": _number_text(high)})
+    problem: Problem = (
+        "settings.error.number",
+        {"low": _number_text(low), "high": _number_text(high)},
+    )
     try:
         value = float(text.strip())
     except ValueError:
@@ -180,8 +182,9 @@ class ChatSettingsDialog(tk.Toplevel):
         prompt_label = ttk.Label(chat, anchor="w")
         translate.bind(prompt_label, "settings.system_prompt")
         prompt_label.grid(row=0, column=0, columnspan=2, sticky="w")
-        self.prompt = tk.Text(chat, wrap="word", width=60, height=6, undo=True,
-                              font="TkTextFont", padx=4, pady=4)
+        self.prompt = tk.Text(
+            chat, wrap="word", width=60, height=6, undo=True, font="TkTextFont", padx=4, pady=4
+        )
         prompt_scroll = ttk.Scrollbar(chat, orient="vertical", command=self.prompt.yview)
         self.prompt.configure(yscrollcommand=prompt_scroll.set)
         self.prompt.grid(row=1, column=0, sticky="nsew", pady=(2, 8))
@@ -201,13 +204,17 @@ class ChatSettingsDialog(tk.Toplevel):
         self.top_p = self._field_row(grid, 1, "top_p", "settings.top_p")
         self.max_tokens = self._field_row(grid, 2, "max_tokens", "settings.max_tokens")
         self.seed = self._field_row(grid, 3, "seed", "settings.seed")
-        self.sampling_hint = ttk.Label(chat, style=NOTE_STYLE, anchor="w", justify="left",
-                                       wraplength=440)
+        self.sampling_hint = ttk.Label(
+            chat, style=NOTE_STYLE, anchor="w", justify="left", wraplength=440
+        )
         translate.bind(self.sampling_hint, "settings.sampling_hint")
         self.sampling_hint.grid(row=3, column=0, columnspan=2, sticky="ew", pady=(6, 0))
         # The hint wraps to the dialog's width rather than widening it.
-        chat.bind("<Configure>", lambda e: self.sampling_hint.configure(
-            wraplength=max(200, e.width - 24)), add="+")
+        chat.bind(
+            "<Configure>",
+            lambda e: self.sampling_hint.configure(wraplength=max(200, e.width - 24)),
+            add="+",
+        )
 
         # -- window -----------------------------------------------------------------------
         window = ttk.LabelFrame(body, padding=(10, 6, 10, 10))
@@ -215,8 +222,9 @@ class ChatSettingsDialog(tk.Toplevel):
         window.grid(row=1, column=0, sticky="ew", pady=(10, 0))
         window.columnconfigure(2, weight=1)
         low, high = FONT_SIZE_RANGE
-        self.font_size = ttk.Spinbox(window, from_=low, to=high, increment=1, width=8,
-                                     format="%.0f")
+        self.font_size = ttk.Spinbox(
+            window, from_=low, to=high, increment=1, width=8, format="%.0f"
+        )
         self._field_row(window, 0, "font_size", "settings.font_size", entry=self.font_size)
 
         # -- buttons ----------------------------------------------------------------------
@@ -238,8 +246,7 @@ class ChatSettingsDialog(tk.Toplevel):
             self.prompt.bind(sequence, self._on_save_key)  # before Text inserts a newline
         self.bind("<Escape>", lambda _e: self.cancel())
 
-        self._fill(system_prompt, sampling,
-                   default_font_size if font_size is None else font_size)
+        self._fill(system_prompt, sampling, default_font_size if font_size is None else font_size)
         translate.on_change(self._on_language_changed)
         self._show_notes()
         self._place_over(master)
@@ -255,25 +262,29 @@ class ChatSettingsDialog(tk.Toplevel):
         max_tokens = parse_integer(self.max_tokens.get(), *MAX_TOKENS_RANGE)
         seed = parse_seed(self.seed.get())
         font_size = parse_integer(self.font_size.get(), *FONT_SIZE_RANGE)
-        parsed = dict(zip(FIELDS, (temperature, top_p, max_tokens, seed, font_size),
-                          strict=True))
-        self._problems = {name: value for name, value in parsed.items()
-                          if isinstance(value, tuple)}
+        parsed = dict(zip(FIELDS, (temperature, top_p, max_tokens, seed, font_size), strict=True))
+        self._problems = {name: value for name, value in parsed.items() if isinstance(value, tuple)}
         self._show_notes()
-        if (isinstance(temperature, tuple) or isinstance(top_p, tuple)
-                or isinstance(max_tokens, tuple) or isinstance(seed, tuple)
-                or isinstance(font_size, tuple)):
+        if (
+            isinstance(temperature, tuple)
+            or isinstance(top_p, tuple)
+            or isinstance(max_tokens, tuple)
+            or isinstance(seed, tuple)
+            or isinstance(font_size, tuple)
+        ):
             return None
-        sampling = replace(self.sampling, temperature=temperature, top_p=top_p,
-                           max_tokens=max_tokens, seed=seed)
+        sampling = replace(
+            self.sampling, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+        )
         prompt = self.prompt.get("1.0", "end-1c")
         return prompt, sampling, None if font_size == self.default_font_size else font_size
 
     def errors(self) -> dict[str, str]:
         """The message shown beside each invalid field, by field name (see :data:`FIELDS`),
         as of the last check (Save or :meth:`validate`)."""
-        return {name: self.translate(key, **values)
-                for name, (key, values) in self._problems.items()}
+        return {
+            name: self.translate(key, **values) for name, (key, values) in self._problems.items()
+        }
 
     def save(self) -> None:
         """Validate every field; if all are valid apply them and close, else show why."""
@@ -308,8 +319,9 @@ class ChatSettingsDialog(tk.Toplevel):
         style.configure(NOTE_STYLE, foreground=HINT_FOREGROUND)
         style.configure(ERROR_STYLE, foreground=ERROR_FOREGROUND)
 
-    def _field_row(self, parent: tk.Misc, row: int, name: str, key: str,
-                   entry: ttk.Entry | None = None) -> ttk.Entry:
+    def _field_row(
+        self, parent: tk.Misc, row: int, name: str, key: str, entry: ttk.Entry | None = None
+    ) -> ttk.Entry:
         label = ttk.Label(parent, anchor="w")
         self.translate.bind(label, key)
         if entry is None:
@@ -353,8 +365,11 @@ class ChatSettingsDialog(tk.Toplevel):
             return self.translate("settings.seed_hint")
         if name == "font_size":
             return self.translate("settings.font_hint", size=self.default_font_size)
-        low, high = {"temperature": TEMPERATURE_RANGE, "top_p": TOP_P_RANGE,
-                     "max_tokens": MAX_TOKENS_RANGE}[name]
+        low, high = {
+            "temperature": TEMPERATURE_RANGE,
+            "top_p": TOP_P_RANGE,
+            "max_tokens": MAX_TOKENS_RANGE,
+        }[name]
         return self.translate("settings.range", low=_number_text(low), high=_number_text(high))
 
     def _show_notes(self) -> None:
@@ -367,9 +382,13 @@ class ChatSettingsDialog(tk.Toplevel):
                 note.configure(text=self._hint(name), style=NOTE_STYLE)
 
     def _entry(self, name: str) -> ttk.Entry:
-        return {"temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens": self.max_tokens, "seed": self.seed,
-                "font_size": self.font_size}[name]
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "font_size": self.font_size,
+        }[name]
 
     def _focus_first_problem(self) -> None:
         for name in FIELDS:

@@ -73,8 +73,9 @@ def format_when(timestamp: float, now: float, translate: Callable[..., str]) -> 
     days = (today - then.date()).days
     if days <= 0:
         # A clock that went backwards (or a future timestamp) still counts as today.
-        return translate("sidebar.just_now") if 0 <= now - timestamp < 60 else then.strftime(
-            "%H:%M")
+        return (
+            translate("sidebar.just_now") if 0 <= now - timestamp < 60 else then.strftime("%H:%M")
+        )
     if days == 1:
         return translate("sidebar.yesterday")
     if days < 7:
@@ -158,8 +159,9 @@ class ConversationSidebar(ttk.Frame):
         self.search_entry.bind("<Down>", self._on_search_down)
         self.search_entry.bind("<Return>", self._on_search_down)
 
-        self.tree = ttk.Treeview(self, columns=("when",), show="tree", selectmode="browse",
-                                 style=LIST_STYLE)
+        self.tree = ttk.Treeview(
+            self, columns=("when",), show="tree", selectmode="browse", style=LIST_STYLE
+        )
         self.tree.column("#0", stretch=True, width=170, minwidth=80)
         self.tree.column("when", stretch=False, width=84, minwidth=60, anchor="e")
         self.tree.tag_configure("empty", foreground=HINT_FOREGROUND)
@@ -209,8 +211,9 @@ class ConversationSidebar(ttk.Frame):
 
     # -- public --------------------------------------------------------------------------------
 
-    def set_conversations(self, conversations: Sequence[Conversation],
-                          current_id: int | None) -> None:
+    def set_conversations(
+        self, conversations: Sequence[Conversation], current_id: int | None
+    ) -> None:
         """Show ``conversations`` (in the order given: newest first) and highlight
         ``current_id`` (None: no conversation is current). The selection, the keyboard focus
         and the scroll position stay where they were when those rows still exist.
@@ -221,8 +224,11 @@ class ConversationSidebar(ttk.Frame):
         self._current_id = current_id
         if self._results is not None and self.search_var.get().strip():
             # Deleted chats leave the results, renamed ones show their new title.
-            self._results = [(self._conversations[c.id], s) for c, s in self._results
-                             if c.id in self._conversations]
+            self._results = [
+                (self._conversations[c.id], s)
+                for c, s in self._results
+                if c.id in self._conversations
+            ]
             self._show_rows(self._results)
             return
         self._results = None
@@ -295,12 +301,23 @@ class ConversationSidebar(ttk.Frame):
             iid = str(conversation.id)
             if self.tree.exists(iid):  # a conversation listed twice is shown once
                 continue
-            self.tree.insert("", "end", iid=iid, text=self._row_text(conversation, snippet),
-                             values=(format_when(conversation.updated_at, now, self.translate),))
+            self.tree.insert(
+                "",
+                "end",
+                iid=iid,
+                text=self._row_text(conversation, snippet),
+                values=(format_when(conversation.updated_at, now, self.translate),),
+            )
             self._order.append(conversation.id)
         if searching and not self._order:
-            self.tree.insert("", "end", iid="empty", tags=("empty",), text=self.translate(
-                "sidebar.no_results", query=self.search_var.get().strip()), values=("",))
+            self.tree.insert(
+                "",
+                "end",
+                iid="empty",
+                tags=("empty",),
+                text=self.translate("sidebar.no_results", query=self.search_var.get().strip()),
+                values=("",),
+            )
         current = str(self._current_id) if self._current_id is not None else None
         if current is not None and self.tree.exists(current):
             # The <<TreeviewSelect>> this queues is ignored: the row is already the current one.
@@ -330,11 +347,16 @@ class ConversationSidebar(ttk.Frame):
             conversation = by_id.get(cid) or self._conversations.get(cid)
             if conversation is None:
                 continue
-            self.tree.item(str(cid), text=self._row_text(conversation, snippets.get(cid)),
-                           values=(format_when(conversation.updated_at, now, self.translate),))
+            self.tree.item(
+                str(cid),
+                text=self._row_text(conversation, snippets.get(cid)),
+                values=(format_when(conversation.updated_at, now, self.translate),),
+            )
         if self.tree.exists("empty"):
-            self.tree.item("empty", text=self.translate(
-                "sidebar.no_results", query=self.search_var.get().strip()))
+            self.tree.item(
+                "empty",
+                text=self.translate("sidebar.no_results", query=self.search_var.get().strip()),
+            )
 
     def _title_of(self, cid: int) -> str:
         conversation = self._conversations.get(cid)
@@ -379,8 +401,7 @@ class ConversationSidebar(ttk.Frame):
         if not query and self._results is not None:
             # Back to the full list at once; the app's refresh will follow.
             self._results = None
-            self._show_rows([(self._conversations[cid], None)
-                             for cid in self._conversations])
+            self._show_rows([(self._conversations[cid], None) for cid in self._conversations])
         self.on_search(query)
 
     def _on_search_escape(self, _event: tk.Event) -> str | None:
@@ -449,8 +470,9 @@ class ConversationSidebar(ttk.Frame):
             if cid in self._conversations:
                 self._conversations[cid] = replace(self._conversations[cid], title=new_title)
             if self._results is not None:
-                self._results = [(replace(c, title=new_title) if c.id == cid else c, s)
-                                 for c, s in self._results]
+                self._results = [
+                    (replace(c, title=new_title) if c.id == cid else c, s) for c, s in self._results
+                ]
             self._refresh_texts()
             self.on_rename(cid, new_title)
         return "break"
@@ -494,8 +516,9 @@ class ConversationSidebar(ttk.Frame):
         self._undo_after = self.after(UNDO_TIMEOUT_MS, self._hide_undo)
 
     def _label_undo(self) -> None:
-        self.undo_label.configure(text=self.translate(
-            "sidebar.deleted", title=_one_line(self._undo_title, 40)))
+        self.undo_label.configure(
+            text=self.translate("sidebar.deleted", title=_one_line(self._undo_title, 40))
+        )
 
     def _hide_undo(self) -> None:
         self._undo_after = None
@@ -542,8 +565,13 @@ class ConversationSidebar(ttk.Frame):
     def _fit_date_column(self) -> None:
         """Make the date column as wide as its widest possible text in this language."""
         font = tkfont.nametofont("TkDefaultFont", root=self)
-        samples = ("2000-12-30", "00:00", self.translate("sidebar.just_now"),
-                   self.translate("sidebar.yesterday"), self.translate("sidebar.days_ago", days=6))
+        samples = (
+            "2000-12-30",
+            "00:00",
+            self.translate("sidebar.just_now"),
+            self.translate("sidebar.yesterday"),
+            self.translate("sidebar.days_ago", days=6),
+        )
         width = max(font.measure(text) for text in samples) + 12
         self.tree.column("when", width=width, minwidth=width)
 
@@ -564,4 +592,3 @@ class ConversationSidebar(ttk.Frame):
     def _on_scrolled(self, first: str, last: str) -> None:
         self.scrollbar.set(first, last)
         self._place_editor()  # the inline entry follows its row
-

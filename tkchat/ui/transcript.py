@@ -63,8 +63,16 @@ class Transcript(ttk.Frame):
         # Named fonts are deleted when their Python object is collected: keep them here.
         self.body_font = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE)
         self.text = tk.Text(
-            self, wrap="word", state="disabled", padx=12, pady=8, borderwidth=0,
-            background="white", foreground="#1b1b1b", undo=False, spacing3=2,
+            self,
+            wrap="word",
+            state="disabled",
+            padx=12,
+            pady=8,
+            borderwidth=0,
+            background="white",
+            foreground="#1b1b1b",
+            undo=False,
+            spacing3=2,
             font=self.body_font,
         )
         scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
@@ -88,8 +96,9 @@ class Transcript(ttk.Frame):
             self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
             self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
         translate.on_change(lambda _lang: self.relabel())
-        self.painter = MarkdownPainter(self.text, scheduler,
-                                       copy_code_label=lambda: self.t("transcript.copy_code"))
+        self.painter = MarkdownPainter(
+            self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
+        )
         self.answers: list[AnswerView] = []
         self.entries: list[UserView | AnswerView] = []  # every message on screen, in order
         self._marks = 0  # a counter for unique mark names
@@ -126,8 +135,12 @@ class Transcript(ttk.Frame):
         """Insert arguments for a header line: who, then the links."""
         args: list[object] = [self.t(who), ("who", _label_tag(who))]
         for action in actions:
-            args += ["   ", ("who",), self.t(f"transcript.{action}"),
-                     ("who", "action", f"act-{action}")]
+            args += [
+                "   ",
+                ("who",),
+                self.t(f"transcript.{action}"),
+                ("who", "action", f"act-{action}"),
+            ]
         return [*args, "\n", ("who",)]
 
     def add_user(self, message: str) -> UserView:
@@ -147,9 +160,13 @@ class Transcript(ttk.Frame):
         bottom = self._at_bottom()
         head = self._head_mark()
         number = self._marks
-        view = AnswerView(len(self.answers) + 1, f"answer-{number}-start",
-                          f"answer-{number}-end", started_at=time.perf_counter(),
-                          head_mark=head)
+        view = AnswerView(
+            len(self.answers) + 1,
+            f"answer-{number}-start",
+            f"answer-{number}-end",
+            started_at=time.perf_counter(),
+            head_mark=head,
+        )
         self._write("end", *self._header("transcript.assistant", ("copy",)), "\n")
         # Both marks sit just before that last newline; text inserted at the end mark pushes
         # it along (right gravity) while the start mark stays put (left gravity).
@@ -184,8 +201,15 @@ class Transcript(ttk.Frame):
             self.text.window_create(view.end_mark, window=widget, padx=8)
         self.text.see("end")
 
-    def finish(self, view: AnswerView, *, stopped: bool = False, error: str | None = None,
-               render: bool = True, interrupted: bool = False) -> None:
+    def finish(
+        self,
+        view: AnswerView,
+        *,
+        stopped: bool = False,
+        error: str | None = None,
+        render: bool = True,
+        interrupted: bool = False,
+    ) -> None:
         """Mark the end of an answer; then paint its markdown in slices. ``interrupted``: a
         saved answer the app was closed (or killed) in the middle of."""
         bottom = self._at_bottom()
@@ -196,8 +220,13 @@ class Transcript(ttk.Frame):
             self._write("end-1c", f"⚠ {error}\n", ("error",))
         self._follow(bottom)
         if render and view.text.strip():
-            self.painter.paint(view.start_mark, view.end_mark, view.text,
-                               extra_tags=("answer",), on_done=lambda: _rendered(view))
+            self.painter.paint(
+                view.start_mark,
+                view.end_mark,
+                view.text,
+                extra_tags=("answer",),
+                on_done=lambda: _rendered(view),
+            )
 
     def clear(self) -> None:
         self.painter.cancel()
@@ -219,7 +248,7 @@ class Transcript(ttk.Frame):
         self.painter.forget_codes()
         del self.entries[index:]
         # The answers removed are the last ones, as the messages removed are.
-        del self.answers[sum(isinstance(e, AnswerView) for e in self.entries):]
+        del self.answers[sum(isinstance(e, AnswerView) for e in self.entries) :]
 
     def _unset_marks(self, views: list[UserView | AnswerView]) -> None:
         for view in views:
