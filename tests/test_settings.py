@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
-from tkchat.store import db
+from tkchat.store import damaged
 from tkchat.store import settings as settings_module
 from tkchat.store.db import settings_from_sampling
 from tkchat.store.settings import (
@@ -207,7 +207,7 @@ def test_a_corrupt_file_that_cannot_be_moved_is_left_untouched(
     def refuse(_source: Path, _target: Path) -> None:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(db, "_move_file", refuse)
+    monkeypatch.setattr(damaged, "_move_file", refuse)  # looked up where move_aside is
     settings, warning = load_settings(path)
     assert settings == AppSettings()
     assert warning is not None and "left as it is" in warning and "not valid JSON" in warning

@@ -27,7 +27,7 @@ import pytest
 
 from tests.conftest import Faults
 from tkchat.generate.backend import Sampling
-from tkchat.store import db
+from tkchat.store import damaged, db
 from tkchat.store.db import (
     EXPORT_FORMAT,
     SCHEMA_VERSION,
@@ -735,7 +735,7 @@ def test_damaged_file_that_cannot_be_moved_is_left_untouched(
     def refuse(_source: Path, _target: Path) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(db, "_move_file", refuse)
+    monkeypatch.setattr(damaged, "_move_file", refuse)  # looked up where move_aside is
     store, warning = open_store(db_path)
     with store:
         assert warning is not None and "left untouched" in warning and "not be saved" in warning

@@ -1,9 +1,13 @@
 """Storage: conversations that are never lost (SQLite in the user's data folder).
 
 - :mod:`tkchat.store.paths`  — where the database lives (platformdirs conventions).
-- :mod:`tkchat.store.db`     — :class:`ConversationStore`, its schema and migrations,
-  Markdown/JSON export and import, and :func:`open_store`, which always returns a working store
-  (on a damaged, locked, read-only or full database: a fallback and one warning sentence).
+- :mod:`tkchat.store.db`     — :class:`ConversationStore` (create, read, edit, search, export,
+  import) and :func:`open_store`, which always returns a working store (on a damaged, locked,
+  read-only or full database: a fallback and one warning sentence). Around it, one concern
+  each: ``errors`` (:class:`StoreError`), ``records`` (:class:`Conversation`,
+  :class:`StoredMessage`), ``schema`` (tables, migrations), ``search_index`` (FTS5),
+  ``sampling_json``, ``export_format`` (Markdown/JSON), ``opening`` (the fallbacks) and
+  ``damaged`` (moving an unreadable file aside).
 - :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
   answer streams, so no write ever runs on the Tk main thread.
 - :mod:`tkchat.store.settings` — :class:`AppSettings` in ``settings.json`` next to the history:
@@ -22,22 +26,13 @@ Nothing here imports Tk. Typical wiring in the window::
     writer.close(timeout=2.0)              # at exit
 """
 
-from tkchat.store.db import (
-    EXPORT_FORMAT,
-    EXPORT_VERSION,
-    SCHEMA_VERSION,
-    STATUSES,
-    Conversation,
-    ConversationStore,
-    Role,
-    Status,
-    StoredMessage,
-    StoreError,
-    open_store,
-    sampling_from_settings,
-    settings_from_sampling,
-)
+from tkchat.store.db import ConversationStore, open_store
+from tkchat.store.errors import StoreError
+from tkchat.store.export_format import EXPORT_FORMAT, EXPORT_VERSION
 from tkchat.store.paths import data_dir, database_path
+from tkchat.store.records import STATUSES, Conversation, Role, Status, StoredMessage
+from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
+from tkchat.store.schema import SCHEMA_VERSION
 from tkchat.store.settings import (
     AppSettings,
     load_settings,

@@ -28,15 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tkchat.store.db import (
-    BUSY_TIMEOUT_S,
-    ROLES,
-    STATUSES,
-    ConversationStore,
-    Role,
-    Status,
-    StoreError,
-)
+from tkchat.store.db import BUSY_TIMEOUT_S, ConversationStore
+from tkchat.store.errors import StoreError
+from tkchat.store.records import ROLES, STATUSES, Role, Status
 
 FLUSH_INTERVAL_S = 0.5
 RETRIED = ("full", "locked")  # failures that may go away by themselves: written again later

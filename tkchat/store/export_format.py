@@ -1,0 +1,231 @@
+"""A conversation as a file: readable Markdown out, versioned JSON out and back in.
+
+Nothing here touches the database. The store reads a conversation and hands it to
+:func:`to_markdown` or :func:`to_export`; for an import it runs :func:`parse_export` first and
+inserts only what came back, so a bad file is refused whole before anything is written. The
+JSON shape is a promise to files already on people's disks: see :func:`to_export` before
+changing it.
+
+Pure; any thread (in the app, the Tk thread that runs the Export/Import menu commands).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tkchat.store.errors import StoreError, invalid
+from tkchat.store.json_values import is_int, is_number
+from tkchat.store.records import (
+    DEFAULT_TITLE,
+    ROLES,
+    STATUSES,
+    Conversation,
+    StoredMessage,
+    clean_title,
+    settings_json,
+)
+
+EXPORT_FORMAT = "tkchat-conversation"
+EXPORT_VERSION = 1
+
+# --- Markdown -------------------------------------------------------------------------------
+
+_ROLE_HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant"}
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def to_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
+    """Readable Markdown for a conversation (pure; any thread)."""
+    parts = [f"# {conversation.title}"]
+    if conversation.system_prompt:
+        parts.append(f"## System prompt\n\n{close_fences(conversation.system_prompt.strip())}")
+    for message in messages:
+        body = close_fences(message.content.strip("\n")) or "*(empty)*"
+        section = f"## {_ROLE_HEADINGS[message.role]}\n\n{body}"
+        if message.status != "complete":
+            section += f"\n\n*[{message.status}]*"  # as the window marks a stopped answer
+        parts.append(section)
+    return "\n\n".join(parts) + "\n"
+
+
+def close_fences(text: str) -> str:
+    """``text`` with a closing fence added if a fenced code block is left open (as in an
+    answer interrupted mid-code), so later Markdown is not swallowed into the code."""
+    open_fence: str | None = None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if match is None:
+            continue
+        fence, rest = match.groups()
+        if open_fence is None:
+            if not (fence[0] == "`" and "`" in rest):  # a backtick fence's info has no `
+                open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"
+
+
+# --- JSON export shape ----------------------------------------------------------------------
+
+
+def to_export(
+    conversation: Conversation,
+    messages: list[StoredMessage],
+    *,
+    exported_at: float | None = None,
+) -> dict[str, Any]:
+    """The export shape, version 1 (pure; any thread). All times are Unix seconds (UTC)::
+
+        {"format": "tkchat-conversation", "version": 1, "exported_at": 1767000000.0,
+         "conversation": {"title": str, "created_at": float, "updated_at": float,
+                          "system_prompt": str, "settings": {str: JSON value},
+                          "messages": [{"role": "system" | "user" | "assistant",
+                                        "content": str, "status": <one of STATUSES>,
+                                        "created_at": float}, ...]}}
+
+    Ids are not exported: an import always creates a new conversation. A reader must reject a
+    ``version`` it does not know (a later version may change meanings, not only add fields).
+
+    ``exported_at`` defaults to now. The store passes its own clock, so that every timestamp
+    a store operation produces comes from one place (which tests replace with a counter).
+    """
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": time.time() if exported_at is None else exported_at,
+        "conversation": {
+            "title": conversation.title,
+            "created_at": conversation.created_at,
+            "updated_at": conversation.updated_at,
+            "system_prompt": conversation.system_prompt,
+            "settings": dict(conversation.settings),
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": m.content,
+                    "status": m.status,
+                    "created_at": m.created_at,
+                }
+                for m in messages
+            ],
+        },
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedExport:
+    """A validated export, ready to insert."""
+
+    title: str
+    created_at: float
+    system_prompt: str
+    settings: str  # JSON text
+    messages: tuple[tuple[str, str, str, float], ...]  # role, content, status, created_at
+
+
+def parse_export(
+    data: Mapping[str, Any] | str | bytes, *, now: float | None = None
+) -> ParsedExport:
+    """Validate an export (pure; any thread). Raises ``StoreError(kind="invalid")`` whose text
+    names the first problem, e.g. "conversation.messages[2].role must be one of ...". Missing
+    optional fields get defaults (a missing time becomes ``now``, default: the current time,
+    passed in by the store for the same reason as in :func:`to_export`); an answer saved while
+    ``streaming`` imports as ``interrupted`` (nothing is streaming it any more)."""
+    root = _load_json(data)
+    _expect(root, Mapping, "the file", "a JSON object")
+    if root.get("format") != EXPORT_FORMAT:
+        raise _bad_file(f'"format" must be "{EXPORT_FORMAT}" (is this a tkchat export?)')
+    version = root.get("version")
+    if not is_int(version) or version < 1:
+        raise _bad_file('"version" must be a whole number from 1')
+    if version > EXPORT_VERSION:
+        raise _bad_file(f"it was made by a newer tkchat (version {version})")
+    conversation = root.get("conversation")
+    _expect(conversation, Mapping, "conversation", "an object")
+    if now is None:
+        now = time.time()
+    messages = conversation.get("messages", [])
+    _expect(messages, list, "conversation.messages", "a list")
+    settings = conversation.get("settings", {})
+    _expect(settings, Mapping, "conversation.settings", "an object")
+    try:
+        settings_text = settings_json(settings)
+    except StoreError as exc:
+        raise _bad_file(f"conversation.settings: {exc}") from exc
+    return ParsedExport(
+        title=clean_title(_field(conversation, "title", str, "conversation", DEFAULT_TITLE)),
+        created_at=_time_field(conversation, "created_at", "conversation", now),
+        system_prompt=_field(conversation, "system_prompt", str, "conversation", ""),
+        settings=settings_text,
+        messages=tuple(_parse_message(m, i, now) for i, m in enumerate(messages)),
+    )
+
+
+def _load_json(data: Mapping[str, Any] | str | bytes) -> Any:
+    if isinstance(data, bytes | bytearray):
+        try:
+            data = bytes(data).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise _bad_file(f"it is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if isinstance(data, str):
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise _bad_file(f"it is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+    return data
+
+
+def _parse_message(message: object, index: int, now: float) -> tuple[str, str, str, float]:
+    where = f"conversation.messages[{index}]"
+    _expect(message, Mapping, where, "an object")
+    assert isinstance(message, Mapping)
+    role = message.get("role")
+    if role not in ROLES:
+        raise _bad_file(f"{where}.role must be one of {', '.join(ROLES)}, not {role!r}")
+    status = message.get("status", "complete")
+    if status not in STATUSES:
+        raise _bad_file(f"{where}.status must be one of {', '.join(STATUSES)}, not {status!r}")
+    content = message.get("content")
+    if not isinstance(content, str):
+        raise _bad_file(f"{where}.content must be text")
+    created_at = _time_field(message, "created_at", where, now)
+    return role, content, "interrupted" if status == "streaming" else status, created_at
+
+
+def _expect(value: object, kind: type, where: str, described: str) -> None:
+    if not isinstance(value, kind):
+        raise _bad_file(f"{where} must be {described}, not {type(value).__name__}")
+
+
+def _field(obj: Mapping[str, Any], key: str, kind: type, where: str, default: Any) -> Any:
+    value = obj.get(key, default)
+    if not isinstance(value, kind):
+        raise _bad_file(f"{where}.{key} must be {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def _time_field(obj: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    value = obj.get(key, default)
+    if not is_number(value):
+        raise _bad_file(f"{where}.{key} must be a number of seconds, not {value!r}")
+    return float(value)
+
+
+def _bad_file(problem: str) -> StoreError:
+    return invalid(f"This is not a conversation tkchat can import: {problem}.")
+
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "ParsedExport",
+    "close_fences",
+    "parse_export",
+    "to_export",
+    "to_markdown",
+]

@@ -1,0 +1,93 @@
+"""The database's tables and how an older file is brought up to date.
+
+Schema (version 1)
+------------------
+``schema_version(version)``
+    one row; :func:`migrate` brings older files up to :data:`SCHEMA_VERSION`.
+``conversations(id, title, created_at, updated_at, system_prompt, settings, deleted_at)``
+    ``settings`` is a JSON object (temperature, top_p, max_tokens, seed, ...); ``deleted_at``
+    is set by a soft delete (undo: ``ConversationStore.restore``); times are Unix seconds.
+``messages(id, conversation_id, position, role, content, status, created_at)``
+    ``position`` counts from 0 within a conversation; ``status`` is one of
+    :data:`~tkchat.store.records.STATUSES`.
+``messages_fts``
+    an optional full-text index over ``messages.content``. It is derived data, so it is not
+    part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
+    every open, depending on what the SQLite at hand can do.
+
+:func:`migrate` runs once per connection, on the thread that opens the store (the window's
+start-up thread, or the writer thread for its own connection).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tkchat.store.errors import StoreError, rollback
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_1 = (
+    """CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        system_prompt TEXT NOT NULL DEFAULT '',
+        settings TEXT NOT NULL DEFAULT '{}',
+        deleted_at REAL
+    )""",
+    """CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+        content TEXT NOT NULL,
+        status TEXT NOT NULL
+            CHECK (status IN ('complete', 'streaming', 'interrupted', 'stopped', 'error')),
+        created_at REAL NOT NULL,
+        UNIQUE (conversation_id, position)
+    )""",
+    "CREATE INDEX conversations_by_recency ON conversations (updated_at DESC, id DESC)",
+    # mark_interrupted runs at every start-up: find the few streaming rows without a scan.
+    "CREATE INDEX messages_by_status ON messages (status)",
+)
+
+# version -> the statements that bring version-1 up to it. Add a new entry (never edit an old
+# one) when the schema changes; migrate() runs them in order, inside one transaction.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1}
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to :data:`SCHEMA_VERSION` in one transaction; return the version
+    found. Also a write probe: it always rewrites the version row, so a locked database, a
+    read-only file or a full disk shows up here, at start-up, not at the first message.
+    Raises ``StoreError(kind="newer")`` for a file written by a newer tkchat (left untouched).
+    Runs on the caller's thread."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        found = int(row[0]) if row else 0
+        if found > SCHEMA_VERSION:
+            raise StoreError(
+                f"The conversation history was written by a newer tkchat (schema {found}, "
+                f"this one knows {SCHEMA_VERSION}).",
+                kind="newer",
+                detail=f"schema version {found}",
+            )
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS[version]:
+                conn.execute(statement)
+        if row is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        else:
+            conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        raise
+    return found
+
+
+__all__ = ["SCHEMA_VERSION", "migrate"]
