@@ -37,8 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
-from tkchat.store.db import classify, move_aside, sampling_from_settings, settings_from_sampling
+from tkchat.store.damaged import move_aside
+from tkchat.store.errors import classify, error_detail
+from tkchat.store.json_values import is_int
 from tkchat.store.paths import data_dir
+from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
 
 SETTINGS_NAME = "settings.json"
 # The interface languages (the same as tkchat.i18n.LANGUAGES, which is not imported because it
@@ -99,7 +102,7 @@ def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
         # stop the app from starting at all, which is worse than default settings. The file
         # is not touched: it may be fine, and the problem may be in this code.
         return AppSettings(), (
-            f"The settings in {target} could not be loaded ({_detail(exc)}), "
+            f"The settings in {target} could not be loaded ({error_detail(exc)}), "
             "so the default settings are used."
         )
 
@@ -112,13 +115,13 @@ def _load(target: Path) -> tuple[AppSettings, str | None]:
         # the folder cannot be created, save_settings says so when a setting changes.
         return AppSettings(), None
     except OSError as exc:
-        return AppSettings(), _set_aside(target, f"could not be read ({_detail(exc)})")
+        return AppSettings(), _set_aside(target, f"could not be read ({error_detail(exc)})")
     try:
         data = json.loads(_text(raw))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # ValueError covers JSONDecodeError and integers too long to convert; RecursionError
         # is what deeply nested brackets raise. Either way the file is not settings.
-        return AppSettings(), _set_aside(target, f"is not valid JSON ({_detail(exc)})")
+        return AppSettings(), _set_aside(target, f"is not valid JSON ({error_detail(exc)})")
     if not isinstance(data, dict):
         return AppSettings(), _set_aside(target, f"holds {_json_kind(data)}, not a JSON object")
     settings, ignored = settings_from_json(data)
@@ -164,11 +167,6 @@ class _Invalid:
 _INVALID = _Invalid()
 
 
-def _is_int(value: object) -> bool:
-    # bool is an int subclass, but `"font_size": true` is a mistake, not the size 1.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_path_text(value: object) -> bool:
     """An absolute path as text. A NUL byte would make every later os call raise ValueError,
     and a relative path would change meaning with the working directory."""
@@ -184,7 +182,7 @@ def _language(value: object) -> object:
 def _font_size(value: object) -> object:
     if value is None:
         return None
-    if _is_int(value) and FONT_SIZE_MIN <= value <= FONT_SIZE_MAX:  # type: ignore[operator]
+    if is_int(value) and FONT_SIZE_MIN <= value <= FONT_SIZE_MAX:
         return value
     return _INVALID
 
@@ -227,7 +225,8 @@ def _recent_models(value: object) -> tuple[list[str], bool]:
 
 
 def _sampling(value: object) -> tuple[Sampling, list[str]]:
-    """The stored sampling dict through db's converter, and the keys it had to ignore."""
+    """The stored sampling dict through the conversations' converter, and the keys it had
+    to ignore."""
     if not isinstance(value, dict):
         return Sampling(), ["sampling"]
     sampling = sampling_from_settings(value)
@@ -288,7 +287,7 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> str | None
     try:
         _write_atomically(target, text.encode("utf-8"))
     except OSError as exc:
-        # db.classify sorts OS errors the same way for the conversation history: a full disk
+        # errors.classify sorts OS errors as it does for the conversation history: a full disk
         # (or quota), or anything else that means "this folder cannot be written".
         folder = target.parent
         why = (
@@ -297,14 +296,15 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> str | None
             else f"tkchat may not write to {folder}"
         )
         return (
-            f"Settings could not be saved: {why} ({_detail(exc)}); "
+            f"Settings could not be saved: {why} ({error_detail(exc)}); "
             "the settings saved earlier are intact."
         )
     return None
 
 
 def settings_to_json(settings: AppSettings) -> dict[str, Any]:
-    """The JSON object :func:`save_settings` writes (sampling as db's settings dict). Pure."""
+    """The JSON object :func:`save_settings` writes (sampling as a conversation's settings
+    dict). Pure."""
     data = {name: getattr(settings, name) for name in _FIELD_NAMES}
     data["sampling"] = settings_from_sampling(settings.sampling)
     data["recent_models"] = list(settings.recent_models)
@@ -403,10 +403,6 @@ def _text(raw: bytes) -> str:
     and which is then missing if the interpreter's own files cannot be read (seen after a
     process drops privileges): decoding must not be able to fail that way."""
     return raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
-
-
-def _detail(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 __all__ = [
