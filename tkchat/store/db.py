@@ -507,7 +507,10 @@ def _check_integrity(path: Path, busy_timeout_s: float) -> None:
     """Raise ``StoreError(kind="damaged")`` if the file is not SQLite or fails
     ``PRAGMA integrity_check``. Read-only on purpose: closing the last read-write connection
     lets SQLite checkpoint or delete the ``-wal`` file, which may hold the newest part of a
-    damaged history; a read-only connection leaves every file exactly as it was."""
+    damaged history; a read-only connection leaves every file exactly as it was.
+
+    It belongs with opening a file, but stays here: the constructor runs it (so the writer
+    thread can skip it), and it must go through the ``_connect`` seam like every connection."""
     conn = _connect(f"{path.resolve().as_uri()}?mode=ro", timeout=busy_timeout_s, uri=True)
     try:
         rows = conn.execute("PRAGMA integrity_check").fetchall()
