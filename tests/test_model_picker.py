@@ -27,8 +27,10 @@ from tkchat.generate.model_finder import (
     lmstudio_folders,
     model_places,
 )
-from tkchat.i18n import STRINGS, Translator
-from tkchat.ui.model_picker import ERROR_STYLE, PICKER_STRINGS, ModelPicker
+from tkchat.i18n import STRINGS
+from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
+from tkchat.ui.model_picker import ERROR_STYLE, ModelPicker
+from tkchat.ui.translator import Translator
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 gui = pytest.mark.gui

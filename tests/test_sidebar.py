@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_for, pump_until
-from tkchat.i18n import STRINGS, Translator
+from tkchat.i18n import STRINGS
+from tkchat.i18n.sidebar import STRINGS as SIDEBAR_STRINGS
 from tkchat.store.db import Conversation
 from tkchat.ui import sidebar as sidebar_module
-from tkchat.ui.sidebar import SIDEBAR_STRINGS, ConversationSidebar, format_when
+from tkchat.ui.sidebar import ConversationSidebar, format_when
+from tkchat.ui.translator import Translator
 
 pytestmark = pytest.mark.gui
 

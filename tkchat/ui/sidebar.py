@@ -25,7 +25,7 @@ from datetime import datetime
 from tkinter import ttk
 
 from tkchat.store.db import Conversation
-from tkchat.ui.translate import Translate
+from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
 UNDO_TIMEOUT_MS = 8000  # how long the "Undo" bar stays after a delete
@@ -34,35 +34,6 @@ LIST_STYLE = "Sidebar.Treeview"
 RESULTS_STYLE = "SidebarResults.Treeview"  # two lines per row: title, then the snippet
 HINT_STYLE = "SidebarHint.TLabel"
 HINT_FOREGROUND = "#8a8a8a"
-
-SIDEBAR_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "sidebar.new": "New chat",
-        "sidebar.search_hint": "Search chats",
-        "sidebar.untitled": "Untitled chat",
-        "sidebar.rename": "Rename",
-        "sidebar.delete": "Delete",
-        "sidebar.deleted": "Deleted “{title}”.",
-        "sidebar.undo": "Undo",
-        "sidebar.no_results": "No chats match “{query}”.",
-        "sidebar.just_now": "just now",
-        "sidebar.yesterday": "yesterday",
-        "sidebar.days_ago": "{days} days ago",
-    },
-    "zh": {
-        "sidebar.new": "新对话",
-        "sidebar.search_hint": "搜索对话",
-        "sidebar.untitled": "未命名对话",
-        "sidebar.rename": "重命名",
-        "sidebar.delete": "删除",
-        "sidebar.deleted": "已删除“{title}”。",
-        "sidebar.undo": "撤销",
-        "sidebar.no_results": "没有与“{query}”匹配的对话。",
-        "sidebar.just_now": "刚刚",
-        "sidebar.yesterday": "昨天",
-        "sidebar.days_ago": "{days} 天前",
-    },
-}
 
 
 def format_when(timestamp: float, now: float, translate: Callable[..., str]) -> str:
@@ -98,14 +69,14 @@ class ConversationSidebar(ttk.Frame):
     inline rename that changed the title; ``on_delete(id)`` for the Delete key or menu item,
     ``on_undo_delete(id)`` for the "Undo" bar's button; ``on_search(text)`` 250 ms after the
     search text stopped changing (``""`` means "show all again"). ``translate`` gives the fixed
-    strings (:data:`SIDEBAR_STRINGS`) and tells the sidebar when the language changes.
+    strings (``tkchat/i18n/sidebar.py``) and tells the sidebar when the language changes.
     """
 
     def __init__(
         self,
         master: tk.Misc,
         *,
-        translate: Translate,
+        translate: Translator,
         on_new: Callable[[], None],
         on_select: Callable[[int], None],
         on_rename: Callable[[int, str], None],
@@ -589,6 +560,6 @@ class ConversationSidebar(ttk.Frame):
             return
         self._relabel()
 
-    def _on_scrolled(self, first: str, last: str) -> None:
+    def _on_scrolled(self, first: float | str, last: float | str) -> None:
         self.scrollbar.set(first, last)
         self._place_editor()  # the inline entry follows its row
