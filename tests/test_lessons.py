@@ -284,12 +284,11 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.setup_button.invoke()
     assert received[-1].language == "zh" and received[-1].id == "04-blocking"
 
-    after_id = panel._after_id
-    assert after_id is not None
-    assert after_id in root.tk.splitlist(root.tk.call("after", "info"))
+    pending = panel.timers.pending_ids()
+    assert pending and pending <= set(root.tk.splitlist(root.tk.call("after", "info")))
     panel.destroy()
-    assert panel._after_id is None
-    assert after_id not in root.tk.splitlist(root.tk.call("after", "info"))
+    assert not panel.timers.pending_ids()
+    assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
     calls = len(asked)
     pump_for(root, 1.2)  # a surviving timer would fire into the dead widgets and fail the test
     assert len(asked) == calls

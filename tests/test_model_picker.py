@@ -665,7 +665,7 @@ def test_closing_mid_search_cancels_it_cleanly(root: tk.Tk, open_picker: Any, ca
     picker = open_picker(finder=slow)
     assert started.wait(5)
     pump_for(root, 0.15)  # a poll or two are scheduled and run
-    pending = set(picker._after_ids)
+    pending = picker.timers.pending_ids()
     assert pending and picker.scanning
     picker.destroy()
     assert seen[0].is_set()

@@ -307,8 +307,8 @@ def test_destroy_with_pending_timers(root: tk.Tk, parts: Any) -> None:
     bar.search_var.set("pending")  # the search debounce
     press(root, bar.tree, "F2")
     bar.set_conversations(CONVERSATIONS, current_id=2)  # moves the inline editor when idle
-    pending = {bar._search_after, bar._undo_after, bar._place_after}
-    assert None not in pending
+    assert all(bar.timers.pending(name) for name in ("search", "undo", "place-editor"))
+    pending = bar.timers.pending_ids()
     bar.destroy()
     assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
     pump_for(root, 0.4)

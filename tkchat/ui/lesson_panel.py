@@ -21,6 +21,7 @@ from tkinter import ttk
 
 from tkchat.teach.lessons import Lesson, load_lessons, render_body
 from tkchat.ui.readonly import writable
+from tkchat.ui.scheduler import AfterScheduler
 
 REFRESH_MS = 500  # the live figure is read twice a second
 CODE_BACKGROUND = "#f2f2f2"
@@ -68,7 +69,7 @@ class LessonPanel(ttk.Frame):
         self.translate = translate
         self.lessons: list[Lesson] = []
         self.current: Lesson | None = None
-        self._after_id: str | None = None
+        self.timers = AfterScheduler(self)
         self._load_error: str | None = None
 
         # Named fonts vanish when their Python object is collected: keep them on the panel.
@@ -135,7 +136,7 @@ class LessonPanel(ttk.Frame):
         self.bind("<Configure>", self._on_resize, add="+")
 
         self._load(language, keep=None)
-        self._after_id = self.after(REFRESH_MS, self._refresh)
+        self.timers.once("refresh", REFRESH_MS, self._refresh)
 
     # -- public --------------------------------------------------------------------------------
 
@@ -172,9 +173,7 @@ class LessonPanel(ttk.Frame):
         )
 
     def destroy(self) -> None:
-        if self._after_id is not None:
-            self.after_cancel(self._after_id)
-            self._after_id = None
+        self.timers.close()
         super().destroy()
 
     # -- loading and showing -------------------------------------------------------------------
@@ -240,7 +239,7 @@ class LessonPanel(ttk.Frame):
 
     def _refresh(self) -> None:
         # Re-armed first: a failing read_figure is reported by Tk, and the line keeps living.
-        self._after_id = self.after(REFRESH_MS, self._refresh)
+        self.timers.once("refresh", REFRESH_MS, self._refresh)
         self.refresh_figure()
 
     def _on_resize(self, event: tk.Event) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.generate.model_finder import FoundModel, describe_size, find_models, model_places
+from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.translator import Translator
 
 POLL_MS = 50  # how often the dialog looks for the search's result
@@ -113,7 +114,7 @@ class ModelPicker(tk.Toplevel):
         self._scan_number = 0
         self._scan_cancel: threading.Event | None = None
         self._scan_thread: threading.Thread | None = None
-        self._after_ids: set[str] = set()
+        self.timers = AfterScheduler(self)
         self._polling = False  # one poll chain at a time, however many rescans
         self._status: tuple[str, dict[str, object]] = ("picker.searching", {})
         self._error: str | None = None  # a file the user opened was not usable
@@ -185,7 +186,7 @@ class ModelPicker(tk.Toplevel):
         self._scan_thread.start()
         if not self._polling:
             self._polling = True
-            self._schedule(POLL_MS, self._poll)
+            self.timers.once("poll", POLL_MS, self._poll)
 
     def choose_selected(self) -> None:
         """Use the highlighted model ("Use this model", double-click, Enter)."""
@@ -239,9 +240,7 @@ class ModelPicker(tk.Toplevel):
             self._destroyed = True
             if self._scan_cancel is not None:
                 self._scan_cancel.set()
-            for after_id in self._after_ids:
-                self.after_cancel(after_id)
-            self._after_ids.clear()
+            self.timers.close()
         super().destroy()
 
     # -- building ------------------------------------------------------------------------------
@@ -305,17 +304,6 @@ class ModelPicker(tk.Toplevel):
 
     # -- the search ----------------------------------------------------------------------------
 
-    def _schedule(self, ms: int, callback: Callable[[], None]) -> None:
-        """``after``, remembering the id until it fires, so destroy can cancel it."""
-        after_id = ""
-
-        def run() -> None:
-            self._after_ids.discard(after_id)
-            callback()
-
-        after_id = self.after(ms, run)
-        self._after_ids.add(after_id)
-
     def _poll(self) -> None:
         """Show the current search's result if it has arrived, else look again soon."""
         if self._destroyed:
@@ -336,7 +324,7 @@ class ModelPicker(tk.Toplevel):
                 self._show_models(models or [])
             self._polling = False
             return
-        self._schedule(POLL_MS, self._poll)
+        self.timers.once("poll", POLL_MS, self._poll)
 
     def _show_models(self, models: Sequence[FoundModel]) -> None:
         self.tree.delete(*self.tree.get_children())

@@ -25,6 +25,7 @@ from datetime import datetime
 from tkinter import ttk
 
 from tkchat.store.db import Conversation
+from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
@@ -97,9 +98,9 @@ class ConversationSidebar(ttk.Frame):
         self._order: list[int] = []  # ids of the rows on screen, top to bottom
         self._results: list[tuple[Conversation, str]] | None = None  # None: the list is shown
         self._current_id: int | None = None
-        self._search_after: str | None = None
-        self._undo_after: str | None = None
-        self._place_after: str | None = None  # repositions the inline editor after a refresh
+        # "search" (debounce), "undo" (the bar's timeout), "place-editor" (the inline rename
+        # entry follows its row after a refresh)
+        self.timers = AfterScheduler(self)
         self._undo_id: int | None = None
         self._undo_title = ""
         self._menu_target: int | None = None
@@ -236,10 +237,7 @@ class ConversationSidebar(ttk.Frame):
     def destroy(self) -> None:
         """Cancel every pending timer, then destroy the widget."""
         self._destroyed = True
-        for after_id in (self._search_after, self._undo_after, self._place_after):
-            if after_id is not None:
-                self.after_cancel(after_id)
-        self._search_after = self._undo_after = self._place_after = None
+        self.timers.close()
         super().destroy()
 
     # -- rows ----------------------------------------------------------------------------------
@@ -302,8 +300,8 @@ class ConversationSidebar(ttk.Frame):
         self.tree.yview_moveto(top)
         if self._editing is not None and not self.tree.exists(str(self._editing)):
             self._close_editor(refocus=False)
-        elif self._editing is not None and self._place_after is None:
-            self._place_after = self.after_idle(self._replace_editor)  # the row may have moved
+        elif self._editing is not None and not self.timers.pending("place-editor"):
+            self.timers.when_idle("place-editor", self._replace_editor)  # the row may have moved
 
     def _row_text(self, conversation: Conversation, snippet: str | None) -> str:
         title = _one_line(conversation.title, 200) or self.translate("sidebar.untitled")
@@ -362,12 +360,9 @@ class ConversationSidebar(ttk.Frame):
 
     def _on_search_changed(self, *_args: object) -> None:
         self._update_hint()
-        if self._search_after is not None:
-            self.after_cancel(self._search_after)
-        self._search_after = self.after(SEARCH_DEBOUNCE_MS, self._fire_search)
+        self.timers.once("search", SEARCH_DEBOUNCE_MS, self._fire_search)
 
     def _fire_search(self) -> None:
-        self._search_after = None
         query = self.search_var.get().strip()
         if not query and self._results is not None:
             # Back to the full list at once; the app's refresh will follow.
@@ -418,7 +413,6 @@ class ConversationSidebar(ttk.Frame):
         self.editor.focus_set()
 
     def _replace_editor(self) -> None:
-        self._place_after = None
         self._place_editor()
 
     def _place_editor(self) -> None:
@@ -478,13 +472,11 @@ class ConversationSidebar(ttk.Frame):
 
     def _show_undo(self, cid: int, title: str) -> None:
         # Only the latest delete can be undone from the bar; a new one restarts the timer.
-        if self._undo_after is not None:
-            self.after_cancel(self._undo_after)
         self._undo_id = cid
         self._undo_title = title
         self._label_undo()
         self.undo_bar.grid()
-        self._undo_after = self.after(UNDO_TIMEOUT_MS, self._hide_undo)
+        self.timers.once("undo", UNDO_TIMEOUT_MS, self._hide_undo)
 
     def _label_undo(self) -> None:
         self.undo_label.configure(
@@ -492,14 +484,12 @@ class ConversationSidebar(ttk.Frame):
         )
 
     def _hide_undo(self) -> None:
-        self._undo_after = None
+        self.timers.cancel("undo")
         self._undo_id = None
         self.undo_bar.grid_remove()
 
     def _undo(self) -> None:
         cid = self._undo_id
-        if self._undo_after is not None:
-            self.after_cancel(self._undo_after)
         self._hide_undo()
         if cid is not None:
             self.on_undo_delete(cid)
