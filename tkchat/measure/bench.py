@@ -423,6 +423,9 @@ class Bench:
                     "answer_chars": len(text),
                     "slices": len(slices),
                     "whole_document_set_html_ms": rounded(whole_ms, 1),
+                    # what one stock set_html costs per 1,000 characters of markdown: the
+                    # figure the painter's block size (render/) is chosen against
+                    "set_html_ms_per_1000_chars": rounded(whole_ms / len(text) * 1000, 2),
                 },
                 **lag_figures(samples),
             )
