@@ -132,14 +132,14 @@ def make_app(root: tk.Tk) -> Iterator[Callable[..., object]]:
     """Build a ChatApp around a backend and wait until its model is ready (or failed)."""
     from tkchat.generate.controller import GenerationController
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.app import ChatApp
+    from tkchat.ui.app import AppOptions, ChatApp
 
     apps: list[ChatApp] = []
 
     def build(backend: object, wait: bool = True, **kwargs: object) -> ChatApp:
         kwargs.setdefault("language", "en")  # the tests read English; the default is the locale
         controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]
-        app = ChatApp(root, controller, **kwargs)  # type: ignore[arg-type]
+        app = ChatApp(root, controller, AppOptions(**kwargs))  # type: ignore[arg-type]
         controller.load_async()
         apps.append(app)
         if wait:

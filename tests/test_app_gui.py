@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from tkchat.generate.backend import Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.render.safe_markdown import split_blocks
+from tkchat.store.db import ConversationStore
+from tkchat.store.paths import DATABASE_NAME
 from tkchat.ui.markdown_view import MAX_BLOCK_CHARS
 
 pytestmark = pytest.mark.gui
@@ -183,14 +186,18 @@ def test_close_mid_generation_leaves_no_thread_and_no_error(root: tk.Tk, make_ap
         root.winfo_exists()
 
 
-def test_the_app_process_quits_promptly_mid_answer(display: None) -> None:
+def test_the_app_process_quits_promptly_mid_answer(display: None, tmp_path: Path) -> None:
+    """Ctrl+Q while an answer streams: the process ends at once, cleanly, and the answer is
+    saved as stopped (a quit is not a crash: the next start must not call it interrupted)."""
     if shutil.which("xdotool") is None:
         pytest.skip("xdotool is not installed")
+    env = {**os.environ, "TKCHAT_DATA_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tkchat", "--backend", "scripted", "--rate", "30"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
         found = subprocess.run(
@@ -201,17 +208,29 @@ def test_the_app_process_quits_promptly_mid_answer(display: None) -> None:
         )
         window = found.stdout.split()[0]
         xdotool("windowfocus", "--sync", window)
-        time.sleep(0.3)
+        time.sleep(0.5)
         xdotool("type", "--delay", "5", "hello")
         xdotool("key", "Return")
         time.sleep(1.0)  # the answer is streaming now (30 tokens/s)
+        quit_at = time.monotonic()
         xdotool("key", "ctrl+q")
         _out, err = proc.communicate(timeout=10)
+        quit_s = time.monotonic() - quit_at
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0
     assert "Error" not in err and "Traceback" not in err and "invalid command" not in err
+    assert quit_s < 5
+    store = ConversationStore(tmp_path / DATABASE_NAME)
+    try:
+        (conversation,) = store.list_conversations()
+        user, answer = store.messages(conversation.id)
+    finally:
+        store.close()
+    assert (user.role, user.content) == ("user", "hello")
+    assert answer.role == "assistant" and answer.status == "stopped"
+    assert answer.content and ScriptedBackend().text.startswith(answer.content)
 
 
 def test_long_answer_renders_in_many_slices_and_loses_nothing(root: tk.Tk, make_app) -> None:

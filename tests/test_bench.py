@@ -56,8 +56,12 @@ def bench(tmp_path: Path, *args: str) -> dict:
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "PASS" in result.stdout or "FAIL" in result.stdout  # the verdicts are printed
-    return json.loads(out.read_text())
+    data = json.loads(out.read_text())
+    assert data["targets"], "a run checks its targets"
+    for target in data["targets"]:  # each verdict is printed as it is in the JSON
+        verdict = "PASS" if target["pass"] else "FAIL"
+        assert f"{verdict}  {target['target']}: {target['figure']}" in result.stdout
+    return data
 
 
 def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
@@ -104,6 +108,9 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     assert all(
         history[f"{call}_ms"] >= 0 for call in ("list", "search", "rename", "delete", "restore")
     )
+    render = runs["render"]
+    assert render["answer_chars"] >= 11_000 and render["slices"] > 1
+    assert render["set_html_ms_per_1000_chars"] > 0
     text = (report / "report.md").read_text()
     assert "lag-timeline.png" in text and "lag-vs-length.png" in text
     for png in ("lag-timeline.png", "lag-vs-length.png"):

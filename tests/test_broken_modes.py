@@ -19,8 +19,10 @@ from tests.conftest import pump_until
 from tkchat.events import Done
 from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import ScriptedBackend, long_answer
-from tkchat.modes import BROKEN_MODES, FIXED, MODES, make_pipeline
+from tkchat.i18n import LANGUAGES, STRINGS
+from tkchat.modes import BROKEN_MODES, FIXED, MODES
 from tkchat.teach.compare import window_commands
+from tkchat.ui.pipeline import make_pipeline
 
 pytestmark = pytest.mark.gui
 
@@ -38,7 +40,7 @@ LENGTH = {
 def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, str]:
     """Send one question in ``mode``; return (worst probe lag in ms, the answer's text)."""
     app.new_chat()
-    app.set_mode(mode)
+    app.teaching.set_mode(mode)
     app.probe.start_recording()
     finished = len(app.finished)
     app.send("the same prompt")
@@ -66,29 +68,31 @@ def test_broken_mode_freezes_recovers_and_keeps_the_text(root: tk.Tk, make_app, 
 
 def test_modes_are_labelled_and_switch_from_the_next_question(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0))
-    assert not app.warning.winfo_ismapped() and "BROKEN" not in root.title()
-    app.set_mode("blocking")
+    assert not app.teaching.warning.winfo_ismapped() and "BROKEN" not in root.title()
+    app.teaching.set_mode("blocking")
     root.update()
-    assert app.warning.winfo_ismapped() and "BROKEN" in app.warning.cget("text")
+    assert app.teaching.warning.winfo_ismapped() and "BROKEN" in app.teaching.warning.cget("text")
     assert "BROKEN" in root.title()
     assert app.pipeline.name == FIXED  # nothing changes until the next question
     app.send("now")
     assert app.pipeline.name == "blocking"
-    app.mode_box.set("fixed")
-    app.mode_box.event_generate("<<ComboboxSelected>>")
+    app.teaching.mode_box.set("fixed")
+    app.teaching.mode_box.event_generate("<<ComboboxSelected>>")
     root.update()
-    assert app.mode == FIXED and not app.warning.winfo_ismapped()
+    assert app.teaching.mode == FIXED and not app.teaching.warning.winfo_ismapped()
 
 
-def test_every_mode_is_a_pipeline_and_broken_ones_say_so() -> None:
+def test_every_mode_is_a_pipeline_and_broken_ones_live_in_antipatterns(make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0))
     for name in MODES:
-        pipeline = make_pipeline(name)
+        pipeline = make_pipeline(name, app.pipeline_host)
         assert pipeline.name == name
         assert pipeline.broken == (name != FIXED)
-        assert pipeline.summary.startswith("BROKEN") == pipeline.broken
         assert type(pipeline).__module__.startswith("tkchat.antipatterns.") == pipeline.broken
+        for lang in LANGUAGES:  # the banner's one-line summary, in both languages
+            assert STRINGS[lang][f"mode.{name}"]
     with pytest.raises(ValueError, match="unknown mode"):
-        make_pipeline("turbo")
+        make_pipeline("turbo", app.pipeline_host)
 
 
 def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:

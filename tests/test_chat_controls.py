@@ -40,7 +40,7 @@ from tkchat.store import settings_from_sampling
 from tkchat.store.settings import load_settings
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import model_switch
-from tkchat.ui.app import ChatApp
+from tkchat.ui.app import AppOptions, ChatApp
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.menubar import MENUS
 from tkchat.ui.model_picker import ModelPicker
@@ -76,7 +76,7 @@ def fresh_app(display: None) -> Iterator[Callable[..., ChatApp]]:
         errors = CallbackErrors()
         tk_root.report_callback_exception = errors  # type: ignore[method-assign]
         controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]
-        app = ChatApp(tk_root, controller, **kwargs)  # type: ignore[arg-type]
+        app = ChatApp(tk_root, controller, AppOptions(**kwargs))  # type: ignore[arg-type]
         controller.load_async()
         made.append((app, errors))
         pump_until(tk_root, lambda: app.model_ready, timeout=WAIT_S, what="the model to load")
@@ -216,7 +216,7 @@ def test_copy_link_copies_exactly_that_message_and_says_so(root: tk.Tk, make_app
         (first_a, FIRST_ANSWER),
         (second_q, "and that?"),
     ):
-        app.status.set("")
+        app.status.show(lambda: "")
         root.clipboard_clear()
         click_link(root, app, view, "copy")
         assert root.clipboard_get() == expected, view
@@ -249,7 +249,7 @@ def test_copy_code_links_copy_exactly_their_block(root: tk.Tk, make_app) -> None
     assert len(links) == 2
     assert text.get(links[0], f"{links[0]} lineend") == "Copy code"
     for index, expected in zip(links, (FIRST_CODE, SECOND_CODE), strict=True):
-        app.status.set("")
+        app.status.show(lambda: "")
         root.clipboard_clear()
         click(root, text, index)
         assert root.clipboard_get() == expected  # the code only: no fences, no info string
@@ -316,7 +316,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
         assert gone not in text
     positions = [text.index(content) for _role, content in expected]
     assert positions == sorted(positions)
-    assert app.history == [
+    assert app.session.messages == [
         Message("system", DEFAULT_SYSTEM_PROMPT),
         *(Message(role, content) for role, content in expected),
     ]
@@ -337,7 +337,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     assert isinstance(finish(root, app, count + 1), Done)
     expected += [("user", "delta question"), ("assistant", "Fourth reply.")]
     assert shown(app) == expected
-    assert app.history[1:] == [Message(role, content) for role, content in expected]
+    assert app.session.messages[1:] == [Message(role, content) for role, content in expected]
     assert saved(app) == [(role, content, "complete") for role, content in expected]
 
 
@@ -380,11 +380,11 @@ def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_ans
         assert app.regenerate()
         finish(root, app, count)
         answers.append(app.transcript.entries[-1].text)
-    assert app.sampling.seed == 11  # the conversation's own setting is unchanged
+    assert app.session.sampling.seed == 11  # the conversation's own setting is unchanged
     assert len(set(answers)) > 1, answers
     app.send("And a vegetable?")  # a new question starts again from the seed itself
     finish(root, app, 4)
-    assert app._regenerations == 0
+    assert app.session.regenerations == 0
 
 
 def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk, make_app) -> None:
@@ -416,7 +416,7 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk,
         assert shown(app) == [("user", "tell me a version"), ("assistant", version)], how
         text = app.transcript.plain_text()
         assert version in text and not any(old in text for old in versions), how
-        assert app.history[1:] == [
+        assert app.session.messages[1:] == [
             Message("user", "tell me a version"),
             Message("assistant", version),
         ], how
@@ -458,7 +458,7 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk,
     assert "slow slow" not in text and "[stopped]" not in text
     assert streaming.text.startswith("slow") and len(streaming.text) < len("slow " * 400)
     assert saved(app) == [(role, content, "complete") for role, content in expected]
-    assert [m.role for m in app.history].count("assistant") == 2
+    assert [m.role for m in app.session.messages].count("assistant") == 2
 
 
 # -- 5. the settings dialog ---------------------------------------------------------------------
@@ -496,9 +496,9 @@ def test_settings_dialog_applies_to_the_chat_the_model_the_store_and_new_chats(
     app.menubar.invoke("settings")
     fill_dialog(root, app, PIRATE, PIRATE_SAMPLING)
     assert app.status.get() == "Settings saved: they apply from the next answer."
-    assert app.history[0] == Message("system", PIRATE)
-    assert [m.role for m in app.history] == ["system", "user", "assistant"]
-    assert (app.system_prompt, app.sampling) == (PIRATE, PIRATE_SAMPLING)
+    assert app.session.messages[0] == Message("system", PIRATE)
+    assert [m.role for m in app.session.messages] == ["system", "user", "assistant"]
+    assert (app.session.system_prompt, app.session.sampling) == (PIRATE, PIRATE_SAMPLING)
     assert store.get(first).system_prompt == PIRATE
     assert store.get(first).settings == settings_from_sampling(PIRATE_SAMPLING)
 
@@ -523,8 +523,8 @@ def test_settings_dialog_applies_to_the_chat_the_model_the_store_and_new_chats(
     # A new chat (Ctrl+N) starts from the saved values.
     press(root, app.input, "<Control-n>")
     assert app.transcript.entries == [] and app.archive.conversation_id is None
-    assert (app.system_prompt, app.sampling) == (PIRATE, PIRATE_SAMPLING)
-    assert app.history == [Message("system", PIRATE)]
+    assert (app.session.system_prompt, app.session.sampling) == (PIRATE, PIRATE_SAMPLING)
+    assert app.session.messages == [Message("system", PIRATE)]
     assert isinstance(ask(root, app, "third question"), Done)
     second = app.archive.conversation_id
     assert second is not None and second != first
@@ -540,18 +540,18 @@ def test_settings_dialog_applies_to_the_chat_the_model_the_store_and_new_chats(
     assert store.get(first).system_prompt == PIRATE
     assert store.get(first).settings == settings_from_sampling(PIRATE_SAMPLING)
 
-    app.show_conversation(first)
+    app.conversations.show(first)
     history_open(root, app)
-    assert (app.system_prompt, app.sampling) == (PIRATE, PIRATE_SAMPLING)
-    assert app.history[0] == Message("system", PIRATE)
+    assert (app.session.system_prompt, app.session.sampling) == (PIRATE, PIRATE_SAMPLING)
+    assert app.session.messages[0] == Message("system", PIRATE)
     assert isinstance(ask(root, app, "back in the first"), Done)
     assert backend.requests[-1].sampling == PIRATE_SAMPLING
     assert backend.requests[-1].messages[0] == Message("system", PIRATE)
 
-    app.show_conversation(second)
+    app.conversations.show(second)
     history_open(root, app)
-    assert (app.system_prompt, app.sampling) == (TERSE, TERSE_SAMPLING)
-    assert app.history[0] == Message("system", TERSE)
+    assert (app.session.system_prompt, app.session.sampling) == (TERSE, TERSE_SAMPLING)
+    assert app.session.messages[0] == Message("system", TERSE)
 
 
 # -- 6. text size -------------------------------------------------------------------------------
@@ -689,7 +689,9 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     run("focus_input")
     assert focused(root) == str(app.input)
     run("search")
-    assert app.sidebar is not None and focused(root) == str(app.sidebar.search_entry)
+    assert app.conversations.sidebar is not None and focused(root) == str(
+        app.conversations.sidebar.search_entry
+    )
     run("settings")
     assert app.settings_dialog is not None and app.settings_dialog.winfo_exists()
     app.settings_dialog.cancel()
@@ -705,9 +707,9 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     run("reset_size")
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE
     run("lessons")
-    assert app.lesson_panel is not None
+    assert app.teaching.lesson_panel is not None
     run("lessons")
-    assert app.lesson_panel is None
+    assert app.teaching.lesson_panel is None
     run("export_md")
     run("export_json")
     run("import")
@@ -725,7 +727,7 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     labels_are(app, "zh")
 
     run("new")
-    assert app.transcript.entries == [] and app.history == [
+    assert app.transcript.entries == [] and app.session.messages == [
         Message("system", DEFAULT_SYSTEM_PROMPT)
     ]
     assert set(done) | {"quit"} == every
@@ -744,7 +746,7 @@ def test_export_markdown_and_json_import_and_their_failures(
     question, answer = "What is the answer?", "The **answer** is 42."
     app = make_app(ScriptedBackend(rate=0, text=answer), history=True)
     history_open(root, app)
-    assert app.archive is not None and app.sidebar is not None
+    assert app.archive is not None and app.conversations.sidebar is not None
     assert isinstance(ask(root, app, question), Done)
     first = app.archive.conversation_id
     asked: list[dict[str, object]] = []
@@ -786,8 +788,8 @@ def test_export_markdown_and_json_import_and_their_failures(
     assert app.status.get().startswith("Imported")
     assert saved(app, imported) == saved(app, first)
     assert shown(app) == [("user", question), ("assistant", answer)]
-    assert sorted(app.sidebar.row_ids()) == sorted([first, imported])
-    assert app.history[1:] == [Message("user", question), Message("assistant", answer)]
+    assert sorted(app.conversations.sidebar.row_ids()) == sorted([first, imported])
+    assert app.session.messages[1:] == [Message("user", question), Message("assistant", answer)]
 
     # A malformed file: the reason is shown and nothing is added.
     for content, reason in (
@@ -812,7 +814,7 @@ def test_export_markdown_and_json_import_and_their_failures(
         assert reason in app.status.get()
         assert app.archive.conversation_id == imported
         assert len(app.archive.conversations()) == 2
-        assert sorted(app.sidebar.row_ids()) == sorted([first, imported])
+        assert sorted(app.conversations.sidebar.row_ids()) == sorted([first, imported])
 
     # A folder that does not exist: "Could not save", and no file.
     missing = tmp_path / "missing" / "chat.md"
@@ -824,7 +826,7 @@ def test_export_markdown_and_json_import_and_their_failures(
 
     # Cancelling a chooser does nothing at all.
     files = sorted(p.name for p in tmp_path.iterdir())
-    app.status.set("unchanged")
+    app.status.show(lambda: "unchanged")
     for name in ("export_md", "export_json", "import"):
         answer_with.append("")
         app.menubar.invoke(name)
@@ -993,7 +995,7 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     pump_until(root, lambda: app.model_ready, timeout=WAIT_S, what="the new model")
 
     [second] = made
-    assert app.controller.backend is second and app.backends["llama"] is second
+    assert app.controller.backend is second and app.models.backends["llama"] is second
     assert first._llm is None  # unloaded: two models in RAM could be one too many
     assert "other.gguf" in root.title()
     assert app.status.get().startswith("Ready — other.gguf")
@@ -1001,7 +1003,7 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     final = ask(root, app, "Say hello.")
     assert isinstance(final, Done) and final.stats.tokens > 0, final
     assert app.transcript.answers[-1].text
-    assert app.settings.recent_models[0] == str(copy.resolve())
+    assert app.remembered.current.recent_models[0] == str(copy.resolve())
     assert load_settings()[0].recent_models[0] == str(copy.resolve())
 
     app.models.choose()

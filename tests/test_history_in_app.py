@@ -19,7 +19,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, StoreError, database_path, open_store
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import ChatApp
+from tkchat.ui.app import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
 
@@ -40,7 +40,7 @@ def ask(root: tk.Misc, app: ChatApp, text: str) -> None:
 def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, display: None) -> None:
     root = tk.Tk()
     controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
-    app = ChatApp(root, controller, history=True, language="en")
+    app = ChatApp(root, controller, AppOptions(history=True, language="en"))
     controller.load_async()
     pump_until(
         root,
@@ -62,7 +62,7 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
 
     root2 = tk.Tk()
     controller2 = GenerationController(ScriptedBackend(rate=0), EventChannel())
-    app2 = ChatApp(root2, controller2, history=True, language="en")
+    app2 = ChatApp(root2, controller2, AppOptions(history=True, language="en"))
     controller2.load_async()
     try:
         pump_until(
@@ -73,7 +73,7 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
         pump_until(root2, lambda: not app2.transcript.painter.busy, what="render")
         shown = app2.transcript.plain_text()
         assert "first question" in shown and "second question" in shown
-        assert [m.role for m in app2.history] == [
+        assert [m.role for m in app2.session.messages] == [
             "system",
             "user",
             "assistant",
@@ -171,7 +171,7 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
 ) -> None:
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
-    sidebar, archive = app.sidebar, app.archive
+    sidebar, archive = app.conversations.sidebar, app.archive
     assert sidebar is not None and archive is not None
     ask(root, app, "about tea")
     first = archive.conversation_id
@@ -180,22 +180,22 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     second = archive.conversation_id
     assert first != second and sidebar.row_ids()[:2] == [second, first]
 
-    app.show_conversation(first)  # what a click in the list does (on_select)
+    app.conversations.show(first)  # what a click in the list does (on_select)
     pump_until(root, lambda: not app.showing_conversation, what="the conversation on screen")
     assert "about tea" in app.transcript.plain_text()
     assert "about coffee" not in app.transcript.plain_text()
-    assert app.history[1].content == "about tea"
+    assert app.session.messages[1].content == "about tea"
 
-    app._rename(first, "Tea notes")
+    app.conversations.rename(first, "Tea notes")
     assert archive.store is not None and archive.store.get(first).title == "Tea notes"
-    app._delete(second)
+    app.conversations.delete(second)
     assert second not in sidebar.row_ids()
-    app._undelete(second)
+    app.conversations.undelete(second)
     assert second in sidebar.row_ids()
 
     sidebar.focus_search()
     root.update()
-    app._search("coffee")
+    app.conversations.search("coffee")
     results = archive.search("coffee")
     assert [c.id for c, _snippet in results] == [second]
 
@@ -219,7 +219,7 @@ def test_a_prompt_from_the_command_line_starts_its_own_chat(
     )
     pump_until(root, lambda: bool(app.finished), what="the --prompt answer")
     assert "old question" not in app.transcript.plain_text()
-    assert app.sampling.seed == 3
+    assert app.session.sampling.seed == 3
     assert app.archive is not None and app.archive.store is not None
     new_id = app.archive.conversation_id
     assert new_id is not None and new_id != old.id

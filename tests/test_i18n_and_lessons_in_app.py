@@ -12,9 +12,10 @@ from tests.conftest import pump_until
 from tkchat.generate.backend import Backend, Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.i18n import LANGUAGES, STRINGS, Translator
+from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import MODES
 from tkchat.teach.lessons import load_lessons
+from tkchat.ui.translator import Translator
 
 pytestmark = pytest.mark.gui
 
@@ -57,17 +58,17 @@ def test_every_string_exists_in_both_languages_with_the_same_placeholders() -> N
 
 def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0), language="en")
-    app.toggle_lessons()
-    app.set_mode("blocking")
+    app.teaching.toggle_lessons()
+    app.teaching.set_mode("blocking")
     app.send("hello")  # a blocking answer: the status, title and transcript labels change
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
     root.update()
     english = visible_texts(root)
     app.toggle_language()
     root.update()
-    assert app.t.lang == "zh" and app.lesson_panel is not None
-    assert app.lesson_panel.current is not None
-    assert re.search(r"[\u4e00-\u9fff]", app.lesson_panel.current.title)
+    assert app.t.lang == "zh" and app.teaching.lesson_panel is not None
+    assert app.teaching.lesson_panel.current is not None
+    assert re.search(r"[\u4e00-\u9fff]", app.teaching.lesson_panel.current.title)
     chinese = visible_texts(root)
     english_values = {v for v in STRINGS["en"].values() if "{" not in v}
     for text in chinese:
@@ -90,15 +91,17 @@ def test_every_lesson_demo_sets_its_mode_backend_and_prompt(root: tk.Tk, make_ap
         return ScriptedBackend(rate=0) if kind == "scripted" else LlamaBackend()
 
     app = make_app(ScriptedBackend(rate=0), backend_factory=factory)
-    app.toggle_lessons()
-    panel = app.lesson_panel
+    app.teaching.toggle_lessons()
+    panel = app.teaching.lesson_panel
     assert panel is not None
     lessons = load_lessons("en")
     assert len(lessons) >= 14
     for lesson in lessons:
         panel.select(lesson.id)
         panel.setup_button.invoke()
-        assert app.mode == lesson.mode and app.mode_box.get() == lesson.mode, lesson.id
+        assert app.teaching.mode == lesson.mode and app.teaching.mode_box.get() == lesson.mode, (
+            lesson.id
+        )
         kind = "scripted" if isinstance(app.controller.backend, ScriptedBackend) else "llama"
         assert kind == lesson.backend, lesson.id
         if lesson.rate is not None and kind == "scripted":
@@ -133,8 +136,8 @@ def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> Non
     import gc
     import weakref
 
-    from tkchat.i18n import Translator
     from tkchat.ui.settings_dialog import ChatSettingsDialog
+    from tkchat.ui.translator import Translator
 
     translate = Translator("en")
     gone = []

@@ -84,7 +84,7 @@ def test_same_header_keys_structure_and_code(en: Lesson, zh: Lesson) -> None:
 def test_header_values_are_valid(lesson: Lesson) -> None:
     # imported here: the window and the bench are edited often, and a break there should fail
     # this test, not hide every other lesson test behind an import error
-    from tkchat.measure.bench import RunFigures
+    from tkchat.measure.figures import RunFigures
     from tkchat.modes import MODES
 
     figure_keys = {f.name for f in dataclasses.fields(RunFigures)}
@@ -228,7 +228,8 @@ def test_a_missing_lessons_folder_is_a_clear_error(
 
 @pytest.mark.gui
 def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk) -> None:
-    from tkchat.ui.lesson_panel import PANEL_STRINGS, LessonPanel
+    from tkchat.i18n.lesson_panel import STRINGS as PANEL_STRINGS
+    from tkchat.ui.lesson_panel import LessonPanel
 
     assert set(PANEL_STRINGS["en"]) == set(PANEL_STRINGS["zh"])
     language = {"now": "en"}
@@ -283,12 +284,11 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.setup_button.invoke()
     assert received[-1].language == "zh" and received[-1].id == "04-blocking"
 
-    after_id = panel._after_id
-    assert after_id is not None
-    assert after_id in root.tk.splitlist(root.tk.call("after", "info"))
+    pending = panel.timers.pending_ids()
+    assert pending and pending <= set(root.tk.splitlist(root.tk.call("after", "info")))
     panel.destroy()
-    assert panel._after_id is None
-    assert after_id not in root.tk.splitlist(root.tk.call("after", "info"))
+    assert not panel.timers.pending_ids()
+    assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
     calls = len(asked)
     pump_for(root, 1.2)  # a surviving timer would fire into the dead widgets and fail the test
     assert len(asked) == calls
@@ -300,7 +300,8 @@ def _tags_in(text: tk.Text) -> set[str]:
 
 @pytest.mark.gui
 def test_lesson_panel_renders_every_lesson(root: tk.Tk) -> None:
-    from tkchat.ui.lesson_panel import PANEL_STRINGS, LessonPanel
+    from tkchat.i18n.lesson_panel import STRINGS as PANEL_STRINGS
+    from tkchat.ui.lesson_panel import LessonPanel
 
     for lang in LANGUAGES:
         panel = LessonPanel(

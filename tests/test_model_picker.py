@@ -27,8 +27,10 @@ from tkchat.generate.model_finder import (
     lmstudio_folders,
     model_places,
 )
-from tkchat.i18n import STRINGS, Translator
-from tkchat.ui.model_picker import ERROR_STYLE, PICKER_STRINGS, ModelPicker
+from tkchat.i18n import STRINGS
+from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
+from tkchat.ui.model_picker import ERROR_STYLE, ModelPicker
+from tkchat.ui.translator import Translator
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 gui = pytest.mark.gui
@@ -663,7 +665,7 @@ def test_closing_mid_search_cancels_it_cleanly(root: tk.Tk, open_picker: Any, ca
     picker = open_picker(finder=slow)
     assert started.wait(5)
     pump_for(root, 0.15)  # a poll or two are scheduled and run
-    pending = set(picker._after_ids)
+    pending = picker.timers.pending_ids()
     assert pending and picker.scanning
     picker.destroy()
     assert seen[0].is_set()

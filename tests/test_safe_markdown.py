@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import random
 import re
-import statistics
-import time
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
@@ -662,82 +660,6 @@ def test_tkhtmlview_shows_safe_markup_as_expected(tk_root: Any) -> None:
 
 
 @pytest.mark.gui
-def test_print_render_timings(tk_root: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """Prints (never asserts) what tkhtmlview's set_html costs per block and for the whole
-    answer, to choose max_chars. Timing depends on the machine, so nothing is checked."""
-    from tkhtmlview import HTMLText
-
-    answer = _long_answer()
-    t0 = time.perf_counter()
-    widget = HTMLText(tk_root, width=100, height=40)
-    widget.pack(fill="both", expand=True)
-    tk_root.update()
-    create_ms = (time.perf_counter() - t0) * 1000
-
-    def timed(html_text: str) -> tuple[float, float]:
-        start = time.perf_counter()
-        widget.set_html(html_text)
-        mid = time.perf_counter()
-        tk_root.update_idletasks()
-        return (mid - start) * 1000, (time.perf_counter() - mid) * 1000
-
-    lines = [f"answer: {len(answer)} chars; HTMLText() + first update: {create_ms:.1f} ms"]
-    for max_chars in (200, 400, 600, 800, 1000):
-        blocks = split_blocks(answer, max_chars)
-        htmls = [block_to_html(b) for b in blocks]
-        costs = [timed(h) for h in htmls]
-        set_ms = [c[0] for c in costs]
-        per_k = sum(set_ms) / sum(len(b) for b in blocks) * 1000
-        lines.append(
-            f"max_chars={max_chars:4d}: {len(blocks):3d} blocks, set_html per block "
-            f"median {statistics.median(set_ms):5.1f} ms, max {max(set_ms):5.1f} ms, "
-            f"total {sum(set_ms):6.1f} ms ({per_k:4.1f} ms/1000 md chars); "
-            f"update_idletasks max {max(c[1] for c in costs):4.1f} ms"
-        )
-    # Cost follows the number of formatting runs (each becomes a Tk tag with its own font),
-    # not characters: short list items with bold text are the worst case per character.
-    rng = random.Random(4)
-    dense = "\n".join(
-        f"- **{rng.choice(_VOCAB)}**: {rng.choice(_VOCAB)} {rng.choice(_VOCAB)}" for _ in range(400)
-    )
-    for max_chars in (300, 400, 600):
-        costs = [timed(block_to_html(b)) for b in split_blocks(dense, max_chars)]
-        lines.append(
-            f"dense bullet list ({len(dense)} chars), max_chars={max_chars}: "
-            f"set_html max {max(c[0] for c in costs):5.1f} ms per block"
-        )
-    lines.append(
-        f"dense bullet list whole: set_html {timed(markdown_to_safe_html(dense))[0]:.1f} ms"
-    )
-    whole = markdown_to_safe_html(answer)
-    runs = [timed(whole) for _ in range(3)]
-    lines.append(
-        f"whole answer at once: set_html {min(r[0] for r in runs):.1f} ms "
-        f"(best of 3), update_idletasks {min(r[1] for r in runs):.1f} ms, "
-        f"HTML {len(whole)} chars"
-    )
-    start = time.perf_counter()
-    block_to_html.cache_clear()
-    for block in split_blocks(answer, 600):
-        block_to_html(block)
-    lines.append(
-        f"markdown+sanitize, all 600-char blocks: {(time.perf_counter() - start) * 1000:.1f} ms"
-    )
-    with capsys.disabled():
-        print("\n[render timings]\n  " + "\n  ".join(lines))
-
-
-@pytest.mark.parametrize(
-    ("block", "code"),
-    [
-        ("```python\nprint(1)\n  x = 2\n```", "print(1)\n  x = 2"),
-        ("~~~\nplain\n~~~", "plain"),
-        ("````\n```\nnested fence\n```\n````", "```\nnested fence\n```"),
-        ("  ```\n  indented\n    more\n  ```", "indented\n  more"),
-        ("```js\nnever closed", "never closed"),
-        ("```\n```", ""),
-    ],
-)
 def test_fenced_code_is_what_copy_code_copies(block: str, code: str) -> None:
     assert fenced_code(block) == code
 

@@ -13,13 +13,10 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
-from tkchat.i18n import STRINGS, Translator
-from tkchat.ui.settings_dialog import (
-    ERROR_FOREGROUND,
-    FIELDS,
-    SETTINGS_STRINGS,
-    ChatSettingsDialog,
-)
+from tkchat.i18n import STRINGS
+from tkchat.i18n.settings_dialog import STRINGS as SETTINGS_STRINGS
+from tkchat.ui.settings_dialog import ERROR_FOREGROUND, FIELDS, ChatSettingsDialog
+from tkchat.ui.translator import Translator
 
 pytestmark = pytest.mark.gui
 

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_for, pump_until
-from tkchat.i18n import STRINGS, Translator
+from tkchat.i18n import STRINGS
+from tkchat.i18n.sidebar import STRINGS as SIDEBAR_STRINGS
 from tkchat.store.db import Conversation
 from tkchat.ui import sidebar as sidebar_module
-from tkchat.ui.sidebar import SIDEBAR_STRINGS, ConversationSidebar, format_when
+from tkchat.ui.sidebar import ConversationSidebar, format_when
+from tkchat.ui.translator import Translator
 
 pytestmark = pytest.mark.gui
 
@@ -305,8 +307,8 @@ def test_destroy_with_pending_timers(root: tk.Tk, parts: Any) -> None:
     bar.search_var.set("pending")  # the search debounce
     press(root, bar.tree, "F2")
     bar.set_conversations(CONVERSATIONS, current_id=2)  # moves the inline editor when idle
-    pending = {bar._search_after, bar._undo_after, bar._place_after}
-    assert None not in pending
+    assert all(bar.timers.pending(name) for name in ("search", "undo", "place-editor"))
+    pending = bar.timers.pending_ids()
     bar.destroy()
     assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
     pump_for(root, 0.4)

@@ -128,8 +128,8 @@ class Screen:
 
     def now(self) -> str:
         texts = [self.app.status.get()]
-        if self.app.warning.winfo_manager():
-            texts.append(str(self.app.warning.cget("text")))
+        if self.app.teaching.warning.winfo_manager():
+            texts.append(str(self.app.teaching.warning.cget("text")))
         if self.app.storage_banner.shown:
             texts.append(self.app.storage_banner.text)
         return "\n".join(texts)

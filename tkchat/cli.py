@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     scripted = args.backend == "scripted"
     if args.command == "bench":
-        from tkchat.measure.bench import BenchOptions, run_bench
+        from tkchat.measure.bench import run_bench
+        from tkchat.measure.figures import BenchOptions
 
         modes = MODES if args.modes == "all" else tuple(m.strip() for m in args.modes.split(","))
         unknown = [m for m in modes if m not in MODES]
@@ -278,7 +279,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.app import ChatApp
+    from tkchat.ui.app import AppOptions, ChatApp
 
     try:
         root = tk.Tk(className="tkchat")
@@ -320,16 +321,18 @@ def run_app(args: argparse.Namespace) -> int:
     app = ChatApp(
         root,
         controller,
-        sampling=sampling,
-        mode=args.mode,
-        autosend=args.prompt,
-        compare_command=lambda broken: compare_command(broken, model_args),
-        language=args.lang,
-        backend_factory=backend_for,
-        show_lessons=args.lessons,
-        history=not args.no_history,
-        app_settings=settings,
-        persist_settings=not args.no_history,
+        AppOptions(
+            sampling=sampling,
+            mode=args.mode,
+            autosend=args.prompt,
+            compare_command=lambda broken: compare_command(broken, model_args),
+            language=args.lang,
+            backend_factory=backend_for,
+            show_lessons=args.lessons,
+            history=not args.no_history,
+            app_settings=settings,
+            persist_settings=not args.no_history,
+        ),
     )
     if settings_warning:
         app.storage_banner.show(settings_warning)

@@ -10,50 +10,44 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
 
 from tkchat.events import Done, Error, GenerationStats
 from tkchat.generate.backend import BackendError, GenerationRequest
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import EndsInTranscript
-
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
-    from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript import AnswerView
 
 
 class GenerateInClickHandler(EndsInTranscript):
     name = "blocking"
     broken = True
     coalesce = False
-    summary = "BROKEN: the model loop runs in the Send handler, on the main thread"
 
-    def start(self, app: ChatApp, request: GenerationRequest) -> None:
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
         """Main thread — and it stays here until the whole answer is generated."""
-        gen = app.controller.new_gen()
-        view = app.answer
-        assert view is not None
+        controller = self.host.controller
+        gen = controller.new_gen()
         started = time.perf_counter()
         tokens, seq = 0, 0
         final: Done | Error
-        with app.controller.model_lock:
+        with controller.model_lock:
             try:
                 assembler = Utf8Assembler()
                 # THE MISTAKE: iterating the model's tokens right here, in the event handler.
-                for piece in app.controller.backend.stream(request, threading.Event()):
+                for piece in controller.backend.stream(request, threading.Event()):
                     tokens += 1
                     text = assembler.feed(piece)
                     if text:
                         seq += 1
-                        app.transcript.append(view, text)
-                        app.root.update_idletasks()  # redraws the text; handles no input
+                        self.host.transcript.append(view, text)
+                        self.host.redraw()  # redraws the text; handles no input
                 stats = GenerationStats(tokens=tokens, elapsed_s=time.perf_counter() - started)
                 final = Done(gen, seq + 1, "stop", stats)
             except BackendError as exc:
                 final = Error(gen, seq + 1, exc.kind, str(exc))
             except Exception as exc:
                 final = Error(gen, seq + 1, type(exc).__name__, f"{type(exc).__name__}: {exc}")
-        app.handle_final(final)
+        self.host.end_answer(final)
 
-    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         """Never called: no events travel, the handler wrote the text itself."""

@@ -8,39 +8,32 @@ thread's work now, so the window is as frozen as if the model ran there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.ui.pipeline import EndsInTranscript
-
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
-    from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript import AnswerView
 
 
 class ReadStreamOnMainThread(EndsInTranscript):
     name = "main-thread-reader"
     broken = True
     coalesce = False
-    summary = "BROKEN: a worker generates, but the main thread loops reading the stream"
 
-    def start(self, app: ChatApp, request: GenerationRequest) -> None:
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
         """Main thread — stuck in the read loop until the final event arrives."""
-        gen = app.controller.start(request)  # this part is right: a worker generates
-        app.consumer.follow(-1)  # the pump gets nothing: this loop takes every event itself
-        view = app.answer
-        assert view is not None
+        gen = self.host.controller.start(request)  # this part is right: a worker generates
+        self.host.consumer.follow(-1)  # the pump gets nothing: this loop takes every event itself
+        channel = self.host.controller.channel
         while True:
-            event = app.channel.get()  # THE MISTAKE: blocks the main thread for every token
+            event = channel.get()  # THE MISTAKE: blocks the main thread for every token
             if not isinstance(event, (Chunk, Done, Error)) or event.gen != gen:
                 continue
             if isinstance(event, Chunk):
-                app.transcript.append(view, event.text)
-                app.root.update_idletasks()
+                self.host.transcript.append(view, event.text)
+                self.host.redraw()
             else:
-                app.handle_final(event)
+                self.host.end_answer(event)
                 return
 
-    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         """Never called: the read loop consumed the events itself."""

@@ -9,27 +9,21 @@ coalescing is off too, so every token really arrives on its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tkchat.generate.backend import GenerationRequest
 from tkchat.ui.pipeline import EndsInTranscript
-
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
-    from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript import AnswerView
 
 
 class InsertEveryToken(EndsInTranscript):
     name = "no-coalesce"
     broken = True
     coalesce = False
-    summary = "BROKEN: one insert plus a forced redraw per token, no batching"
 
-    def start(self, app: ChatApp, request: GenerationRequest) -> None:
-        app.consumer.follow(app.controller.start(request))
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        self.host.consumer.follow(self.host.controller.start(request))
 
-    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         for chunk in chunks:
             # THE MISTAKE: a widget update and a full redraw for each single token.
-            app.transcript.append(view, chunk)
-            app.root.update_idletasks()
+            self.host.transcript.append(view, chunk)
+            self.host.redraw()

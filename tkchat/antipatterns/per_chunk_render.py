@@ -10,15 +10,13 @@ freeze the window more and more as they go.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.render.safe_markdown import convert_whole_document
 from tkchat.ui.markdown_view import stock_tkhtmlview
-
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
-    from tkchat.ui.transcript import AnswerView
+from tkchat.ui.pipeline import PipelineHost
+from tkchat.ui.transcript import AnswerView
 
 ANSWER_HEIGHT_LINES = 16
 
@@ -27,33 +25,31 @@ class RenderEveryChunk:
     name = "per-chunk-render"
     broken = True
     coalesce = False
-    summary = "BROKEN: every chunk re-renders the whole answer's markdown (cost grows)"
 
-    def __init__(self) -> None:
+    def __init__(self, host: PipelineHost) -> None:
+        self.host = host
         self._widgets: dict[int, Any] = {}  # answer number -> its HTMLScrolledText
         self.render_costs: list[tuple[int, float]] = []  # (answer chars, ms) per re-render
 
-    def start(self, app: ChatApp, request: GenerationRequest) -> None:
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
         from tkhtmlview import HTMLScrolledText
 
-        view = app.answer
-        assert view is not None
         # The answer lives in its own HTML widget, embedded in the transcript.
         widget = HTMLScrolledText(
-            app.transcript.text,
+            self.host.transcript.text,
             height=ANSWER_HEIGHT_LINES,
             width=88,
             background="white",
             borderwidth=0,
         )
-        app.transcript.embed(view, widget)
+        self.host.transcript.embed(view, widget)
         self._widgets[view.number] = widget
-        app.consumer.follow(app.controller.start(request))
+        self.host.consumer.follow(self.host.controller.start(request))
 
-    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         widget = self._widgets[view.number]
         for chunk in chunks:
-            app.transcript.record(view, chunk)
+            self.host.transcript.record(view, chunk)
             # THE MISTAKE: the whole answer, parsed and rendered again, for every chunk.
             started = time.perf_counter()
             with stock_tkhtmlview():
@@ -61,6 +57,6 @@ class RenderEveryChunk:
             widget.see("end")
             self.render_costs.append((len(view.text), (time.perf_counter() - started) * 1000))
 
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool, error: str | None) -> None:
+    def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         self._widgets.pop(view.number, None)
-        app.transcript.finish(view, stopped=stopped, error=error, render=False)
+        self.host.transcript.finish(view, stopped=stopped, error=error, render=False)

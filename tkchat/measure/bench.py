@@ -28,9 +28,7 @@ import tempfile
 import threading
 import time
 import tkinter as tk
-from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Generator
 from typing import Any
 
 from tkchat.events import Done, Error
@@ -38,75 +36,28 @@ from tkchat.generate.backend import GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import long_answer
+from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.display import ensure_display
-from tkchat.measure.lag_probe import LONG_TASK_MS, LagSample
-from tkchat.measure.rss import rss_mb
-from tkchat.measure.stats import percentile, rounded
-from tkchat.modes import BROKEN_MODES, FIXED, MODES
-from tkchat.render.safe_markdown import markdown_to_safe_html
-from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import ChatApp
-from tkchat.ui.markdown_view import stock_tkhtmlview
-
-BENCH_PROMPT = (
-    "Write a long, detailed guide to brewing tea, with a heading, a numbered list of steps, "
-    "a short Python code block that times the steeping, and a closing paragraph."
+from tkchat.measure.figures import (
+    SYSTEM,
+    BenchOptions,
+    RunFigures,
+    Timeline,
+    input_figures,
+    lag_figures,
 )
-SYSTEM = "You are a helpful assistant."
+from tkchat.modes import BROKEN_MODES, FIXED
+from tkchat.render.safe_markdown import markdown_to_safe_html
+from tkchat.stats import median, percentile, rounded, rss_mb
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.app import AppOptions, ChatApp
+from tkchat.ui.health import HealthBar
+from tkchat.ui.markdown_view import stock_tkhtmlview
 
 Wait = float | Callable[[], bool]
 Script = Generator[Wait, None, None]
 
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
-
-
-@dataclass
-class BenchOptions:
-    backend: str = "llama"
-    model: str | None = None
-    tokens: int = 256
-    rate: float = 5000.0
-    idle_s: float = 3.0
-    repeats: int = 3
-    cancels: int = 20
-    seed: int = 7
-    json_path: Path | None = None
-    report_dir: Path | None = None
-    transport: str = "inprocess"  # or "sse": the same generation over HTTP (sse_bench.py)
-    modes: tuple[str, ...] = MODES
-    broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
-    prompt: str = BENCH_PROMPT
-
-
-@dataclass
-class RunFigures:
-    mode: str
-    backend: str
-    tokens: int | None = None
-    tokens_per_s: float | None = None
-    ttft_ms: float | None = None
-    lag_p50_ms: float | None = None
-    lag_p99_ms: float | None = None
-    lag_max_ms: float | None = None
-    long_tasks: int | None = None
-    ui_updates_per_s: float | None = None
-    cancel_p50_ms: float | None = None
-    cancel_p99_ms: float | None = None
-    cancel_p99_token_periods: float | None = None
-    rss_start_mb: float | None = None
-    rss_peak_mb: float | None = None
-    rss_growth_mb: float | None = None
-    render_slice_max_ms: float | None = None
-    input_p50_ms: float | None = None
-    input_p99_ms: float | None = None
-    input_max_ms: float | None = None
-    seconds: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
-        data.update(self.extra)
-        return data
 
 
 class _Runner:
@@ -174,8 +125,8 @@ class InputProber:
     """Clicks the window's Ping button every 100 ms with real X events, from its own thread,
     noting the time just before each click; the button's handler notes when it ran."""
 
-    def __init__(self, app: ChatApp) -> None:
-        self.app = app
+    def __init__(self, health: HealthBar) -> None:
+        self.health = health
         self.point: tuple[int, int] | None = None
         self.sent: list[float] = []
         self._active = threading.Event()
@@ -185,7 +136,7 @@ class InputProber:
 
     def locate(self) -> None:
         """Main thread: where the Ping button is on the screen."""
-        button = self.app.health.ping_button
+        button = self.health.ping_button
         self.point = (
             button.winfo_rootx() + button.winfo_width() // 2,
             button.winfo_rooty() + button.winfo_height() // 2,
@@ -197,12 +148,12 @@ class InputProber:
         """Main thread: start clicking; returns the handler count to pair from."""
         self.sent = []
         self._active.set()
-        return len(self.app.health.ping_times)
+        return len(self.health.ping_times)
 
     def end(self, handled_from: int) -> list[float]:
         """Main thread: stop clicking; the latencies (ms) of the clicks handled so far."""
         self._active.clear()
-        handled = self.app.health.ping_times[handled_from:]
+        handled = self.health.ping_times[handled_from:]
         return [(h - s) * 1000 for s, h in zip(self.sent, handled, strict=False)]
 
     def close(self) -> None:
@@ -224,37 +175,12 @@ class InputProber:
             time.sleep(0.1)
 
 
-def _input_figures(latencies: list[float]) -> dict[str, float | None]:
-    return {
-        "input_p50_ms": rounded(percentile(latencies, 50), 2),
-        "input_p99_ms": rounded(percentile(latencies, 99), 2),
-        "input_max_ms": rounded(max(latencies) if latencies else None, 2),
-    }
+def _started_or_gone(worker: GenerationWorker) -> Callable[[], bool]:
+    return lambda: worker.tokens > 0 or not worker.is_alive()
 
 
-@dataclass
-class Timeline:
-    """What the report plots for one streaming run."""
-
-    mode: str
-    started: float
-    lags: list[LagSample]
-    arrivals: list[tuple[float, int]]
-    render_costs: list[tuple[int, float]] = field(default_factory=list)  # per-chunk-render
-
-
-def _lag_figures(samples: Iterable[LagSample]) -> dict[str, float | int | None]:
-    lags = [s.lag_ms for s in samples]
-    return {
-        "lag_p50_ms": rounded(percentile(lags, 50), 3),
-        "lag_p99_ms": rounded(percentile(lags, 99), 3),
-        "lag_max_ms": rounded(max(lags) if lags else None, 3),
-        "long_tasks": sum(1 for lag in lags if lag > LONG_TASK_MS),
-    }
-
-
-def _median(values: list[float]) -> float | None:
-    return percentile(values, 50)
+def _gone(worker: GenerationWorker) -> Callable[[], bool]:
+    return lambda: not worker.is_alive()
 
 
 class Bench:
@@ -283,13 +209,10 @@ class Bench:
         self.app = ChatApp(
             root,
             controller,
-            sampling=self.sampling,
-            system_prompt=SYSTEM,
-            history=True,
-            language="en",
+            AppOptions(sampling=self.sampling, system_prompt=SYSTEM, history=True, language="en"),
         )
         self.root = root
-        self.prober = InputProber(self.app)
+        self.prober = InputProber(self.app.health)
         self.timelines: list[Timeline] = []
         controller.load_async()
         runner = _Runner(root, self._script())
@@ -333,8 +256,8 @@ class Bench:
                 mode="raw",
                 backend=self.options.backend,
                 tokens=self._raw_tokens,
-                tokens_per_s=rounded(_median(raw_tps), 1),
-                ttft_ms=rounded(_median(raw_ttft), 1),
+                tokens_per_s=rounded(median(raw_tps), 1),
+                ttft_ms=rounded(median(raw_ttft), 1),
             )
         )
         if fixed:
@@ -353,7 +276,7 @@ class Bench:
             result = {}
             yield from self._stream_once(mode, broken_sampling, result)
             self.runs.append(self._stream_figures(mode, [result], {}))
-        app.set_mode(FIXED)
+        app.teaching.set_mode(FIXED)
         yield from self._render_long()
         yield from self._history_open()
         app.close()
@@ -375,7 +298,7 @@ class Bench:
                 rss_peak_mb=rounded(peak, 1),
                 rss_growth_mb=rounded(peak - start, 1),
                 seconds=self.options.idle_s,
-                **_lag_figures(samples),  # type: ignore[arg-type]
+                **lag_figures(samples),
             )
         )
 
@@ -402,11 +325,11 @@ class Bench:
         """One answer in ``mode``, measured from Send to the end of its markdown render,
         with real clicks on Ping all along."""
         app = self.app
-        app.set_mode(mode)
+        app.teaching.set_mode(mode)
         rss = _RssSampler(self.root)
         result["rss_start"] = rss.start()
         app.new_chat()  # the same one-question prompt as raw, not a growing conversation
-        app.sampling = sampling  # after new_chat, which starts from the defaults
+        app.session.sampling = sampling  # after new_chat, which starts from the defaults
         inserts_before = app.transcript.inserts
         finished_before = len(app.finished)
         slices_before = len(app.transcript.painter.slice_ms)
@@ -423,7 +346,7 @@ class Bench:
         result["inputs"] = self.prober.end(handled_from)
         result["samples"] = app.probe.stop_recording()
         result["rss_peak"] = rss.stop()
-        app.sampling = self.sampling
+        app.session.sampling = self.sampling
         if isinstance(final, Error):
             raise RuntimeError(f"{mode} generation failed: {final.message}")
         result["tokens"] = final.stats.tokens
@@ -450,12 +373,12 @@ class Bench:
             app.send(self.options.prompt)
             worker = app.controller.current
             assert worker is not None
-            yield lambda w=worker: w.tokens > 0 or not w.is_alive()
+            yield _started_or_gone(worker)
             yield rng.uniform(0.02, 0.3)
             if not worker.is_alive():
                 continue  # finished before the stop: not a cancel sample
             app.stop()
-            yield lambda w=worker: not w.is_alive()
+            yield _gone(worker)
             if worker.cancelled_at is not None and worker.exited_at is not None:
                 latencies.append((worker.exited_at - worker.cancelled_at) * 1000)
         yield lambda: not app.transcript.painter.busy
@@ -500,8 +423,11 @@ class Bench:
                     "answer_chars": len(text),
                     "slices": len(slices),
                     "whole_document_set_html_ms": rounded(whole_ms, 1),
+                    # what one stock set_html costs per 1,000 characters of markdown: the
+                    # figure the painter's block size (render/) is chosen against
+                    "set_html_ms_per_1000_chars": rounded(whole_ms / len(text) * 1000, 2),
                 },
-                **_lag_figures(samples),  # type: ignore[arg-type]
+                **lag_figures(samples),
             )
         )
 
@@ -526,7 +452,9 @@ class Bench:
         app.probe.start_recording()
         slices_before = len(app.transcript.painter.slice_ms)
         started = time.perf_counter()
-        app.show_conversation(conversation.id)
+        saved = app.conversations
+        assert saved is not None  # history=True
+        saved.show(conversation.id)
         yield lambda: not app.showing_conversation and not app.transcript.painter.busy
         opened_s = time.perf_counter() - started
         for step in range(21):  # scroll through it, top to bottom
@@ -534,13 +462,13 @@ class Bench:
             yield 0.05
         # The store calls a user triggers that run on the main thread (one small transaction
         # or query each, see tkchat/ui/history.py), timed on this history.
-        calls: dict[str, float] = {}
+        calls: dict[str, float | None] = {}
         for name, call in (
             ("list", archive.conversations),
-            ("search", lambda: app._search("mutex 7")),
-            ("rename", lambda: app._rename(conversation.id, "bench: renamed")),
-            ("delete", lambda: app._delete(conversation.id)),
-            ("restore", lambda: app._undelete(conversation.id)),
+            ("search", lambda: saved.search("mutex 7")),
+            ("rename", lambda: saved.rename(conversation.id, "bench: renamed")),
+            ("delete", lambda: saved.delete(conversation.id)),
+            ("restore", lambda: saved.undelete(conversation.id)),
         ):
             began = time.perf_counter()
             call()
@@ -560,7 +488,7 @@ class Bench:
                     "conversations": OTHER_CONVERSATIONS + 1,
                     **calls,
                 },
-                **_lag_figures(samples),  # type: ignore[arg-type]
+                **lag_figures(samples),
             )
         )
 
@@ -570,7 +498,7 @@ class Bench:
         samples = [s for r in fixed for s in r["samples"]]
         inputs = [x for r in fixed for x in r["inputs"]]
         slices = [s for r in fixed for s in r["slices"]]
-        tps = _median([r["tps"] for r in fixed])
+        tps = median([r["tps"] for r in fixed])
         latencies = cancel.get("latencies", [])
         p99 = percentile(latencies, 99)
         start = min(r["rss_start"] for r in fixed)
@@ -580,8 +508,8 @@ class Bench:
             backend=self.options.backend,
             tokens=fixed[-1]["tokens"],
             tokens_per_s=rounded(tps, 1),
-            ttft_ms=rounded(_median([r["ttft"] for r in fixed if r["ttft"] is not None]), 1),
-            ui_updates_per_s=rounded(_median([r["ups"] for r in fixed]), 1),
+            ttft_ms=rounded(median([r["ttft"] for r in fixed if r["ttft"] is not None]), 1),
+            ui_updates_per_s=rounded(median([r["ups"] for r in fixed]), 1),
             cancel_p50_ms=rounded(percentile(latencies, 50), 2),
             cancel_p99_ms=rounded(p99, 2),
             cancel_p99_token_periods=(
@@ -597,8 +525,8 @@ class Bench:
                 "repeats": len(fixed),
                 "input_events": len(inputs),
             },
-            **_lag_figures(samples),
-            **_input_figures(inputs),  # type: ignore[arg-type]
+            **lag_figures(samples),
+            **input_figures(inputs),
         )
 
 

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tkchat.measure.lag_probe import LONG_TASK_MS
+from tkchat.ui.lag_probe import LONG_TASK_MS
 
 if TYPE_CHECKING:
-    from tkchat.measure.bench import BenchOptions, RunFigures, Timeline
+    from tkchat.measure.figures import BenchOptions, RunFigures, Timeline
 
 
 def chars_at(arrivals: Sequence[tuple[float, int]], when: float) -> int:

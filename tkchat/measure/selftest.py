@@ -29,9 +29,9 @@ from tkchat.generate.factory import make_backend
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.measure.display import ensure_display
-from tkchat.measure.stats import percentile
+from tkchat.stats import percentile
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import ChatApp
+from tkchat.ui.app import AppOptions, ChatApp
 
 LIMIT_MS = 100.0  # RAIL's "respond within 100 ms"; Nielsen's "feels instant"
 # per-chunk-render's cost is quadratic in the answer: a 3,000-token scripted answer would keep
@@ -265,7 +265,7 @@ def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -
     faults = FaultInjector(inner)
     root = tk.Tk()
     controller = GenerationController(faults, EventChannel())
-    app = ChatApp(root, controller, mode=mode, sampling=sampling)
+    app = ChatApp(root, controller, AppOptions(mode=mode, sampling=sampling))
     root.geometry("900x700+0+0")
     clock = HandlerClock()
     app.transcript.text.bind("<Button-5>", clock.scroll, add="+")

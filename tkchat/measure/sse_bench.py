@@ -31,14 +31,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tkchat.events import Done, Error, GenerationEvent
+from tkchat.events import Done, Error
 from tkchat.generate.backend import Backend, GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend, default_n_threads
 from tkchat.generate.model_file import bundled_model_path, choose_model_path
 from tkchat.generate.remote_backend import RemoteBackend
-from tkchat.measure.bench import BENCH_PROMPT, SYSTEM, RunFigures, _median
-from tkchat.measure.stats import percentile, rounded
+from tkchat.measure.figures import BENCH_PROMPT, SYSTEM, RunFigures
+from tkchat.stats import median, percentile, rounded
 from tkchat.transport.channel import EventChannel
 
 
@@ -118,7 +118,7 @@ class Client:
         return worker.cancelled_at, running
 
     @staticmethod
-    def _final(channel: EventChannel) -> GenerationEvent:
+    def _final(channel: EventChannel) -> Done | Error:
         while True:
             event = channel.get(timeout=300)
             if isinstance(event, (Done, Error)):
@@ -128,12 +128,12 @@ class Client:
         self.controller.shutdown()
 
 
-def _throughput(client: Client, repeats: int) -> dict[str, float | None]:
+def _throughput(client: Client, repeats: int) -> dict[str, Any]:
     client.generate(client.request())  # warm-up: caches, connections
     results = [client.generate(client.request()) for _ in range(repeats)]
     return {
-        "tokens_per_s": rounded(_median([r[0] for r in results]), 1),
-        "ttft_ms": rounded(_median([r[1] for r in results]), 1),
+        "tokens_per_s": rounded(median([r[0] for r in results]), 1),
+        "ttft_ms": rounded(median([r[1] for r in results]), 1),
         "tokens": results[-1][2],
     }
 

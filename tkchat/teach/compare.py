@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import tkinter as tk
 from types import FrameType
 
 from tkchat.modes import FIXED
@@ -65,6 +64,8 @@ def window_commands(
 
 
 def _screen_size() -> tuple[int, int]:
+    import tkinter as tk
+
     root = tk.Tk()
     try:
         return root.winfo_screenwidth(), root.winfo_screenheight()
@@ -77,6 +78,8 @@ def run_compare(
 ) -> int:
     """Start both windows and wait; closing either leaves the other, Ctrl+C or SIGTERM
     closes both. Returns 0 when both windows exited cleanly."""
+    import tkinter as tk  # here, not at the top: only this command opens a window
+
     try:
         screen = _screen_size()
     except tk.TclError as exc:

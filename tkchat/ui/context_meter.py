@@ -18,9 +18,9 @@ from tkinter import ttk
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import ContextMeasure, GenerationController
-from tkchat.i18n import Translator
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript import Transcript
+from tkchat.ui.translator import Translator
 
 WARN_AT = 0.75
 FOLLOW_EVERY_S = 0.25  # the meter follows a streaming answer at most this often

@@ -7,22 +7,32 @@ reads the file, and says how it went. Main thread only: a conversation is a smal
 from __future__ import annotations
 
 import re
+import tkinter as tk
 from collections.abc import Callable
 from pathlib import Path
 from tkinter import filedialog
-from typing import TYPE_CHECKING
 
 from tkchat.store import StoreError
-
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
+from tkchat.ui.history import History
+from tkchat.ui.status import StatusLine
+from tkchat.ui.translator import Translator
 
 
 class ConversationFiles:
-    """The export and import commands of one window."""
+    """The export and import commands of one window. ``open_conversation(id)`` shows an
+    imported conversation."""
 
-    def __init__(self, app: ChatApp) -> None:
-        self.app = app
+    def __init__(
+        self,
+        root: tk.Misc,
+        translate: Translator,
+        status: StatusLine,
+        archive: History | None,
+        open_conversation: Callable[[int], None],
+    ) -> None:
+        self.root, self.t, self.status = root, translate, status
+        self.archive = archive
+        self.open_conversation = open_conversation
         # File choosers, replaceable by tests (a native dialog cannot be driven on Xvfb).
         self.ask_save_path: Callable[..., str] = filedialog.asksaveasfilename
         self.ask_open_path: Callable[..., str] = filedialog.askopenfilename
@@ -30,9 +40,9 @@ class ConversationFiles:
     def export(self, kind: str) -> str | None:
         """Save the current conversation as ``kind`` "markdown" or "json"; return the path
         written (None: cancelled or failed, and the status line says why)."""
-        app, archive = self.app, self.app.archive
+        archive = self.archive
         if archive is None or archive.conversation_id is None:
-            app._say("app.nothing_to_export")
+            self.status.say("app.nothing_to_export")
             return None
         conversation_id = archive.conversation_id
         title = next(
@@ -40,8 +50,8 @@ class ConversationFiles:
         )
         suffix = ".md" if kind == "markdown" else ".json"
         chosen = self.ask_save_path(
-            parent=app.root,
-            title=app.t("menu.export_md" if kind == "markdown" else "menu.export_json"),
+            parent=self.root,
+            title=self.t("menu.export_md" if kind == "markdown" else "menu.export_json"),
             initialfile=file_name(title, suffix),
             defaultextension=suffix,
             filetypes=[("Markdown" if kind == "markdown" else "JSON", "*" + suffix)],
@@ -51,28 +61,30 @@ class ConversationFiles:
         try:
             written = archive.export(conversation_id, kind, Path(chosen))
         except (StoreError, OSError) as exc:
-            app._say("app.export_failed", path=chosen, reason=_reason(exc))
+            self.status.say("app.export_failed", path=chosen, reason=_reason(exc))
             return None
-        app._say("app.exported", path=written)
+        self.status.say("app.exported", path=written)
         return written
 
     def import_(self) -> int | None:
         """Add a conversation from an exported JSON file and open it; return its id."""
-        app, archive = self.app, self.app.archive
+        archive = self.archive
         if archive is None:
             return None
         chosen = self.ask_open_path(
-            parent=app.root, title=app.t("menu.import"), filetypes=[("JSON", "*.json"), ("*", "*")]
+            parent=self.root,
+            title=self.t("menu.import"),
+            filetypes=[("JSON", "*.json"), ("*", "*")],
         )
         if not chosen:
             return None
         try:
             conversation = archive.import_file(Path(chosen))
         except (StoreError, OSError) as exc:
-            app._say("app.import_failed", path=chosen, reason=_reason(exc))
+            self.status.say("app.import_failed", path=chosen, reason=_reason(exc))
             return None
-        app.show_conversation(conversation.id)
-        app._say("app.imported", title=conversation.title)
+        self.open_conversation(conversation.id)
+        self.status.say("app.imported", title=conversation.title)
         return conversation.id
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable
 
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
 from tkchat.ui.transcript import BODY_FONT_SIZE
@@ -34,11 +35,13 @@ def clamp_size(size: int) -> int:
 
 
 class FontSizer:
-    """Remembers the named fonts' start sizes and scales them with the body size."""
+    """Remembers the named fonts' start sizes and scales them with the body size. Widgets
+    with fonts of their own (the transcript, the sidebar) follow through :meth:`on_change`."""
 
     def __init__(self, root: tk.Misc) -> None:
         self.root = root
         self.size = BODY_FONT_SIZE
+        self._listeners: list[Callable[[int], object]] = []
         self._start: dict[str, int] = {}
         for name in NAMED_FONTS:
             try:
@@ -46,13 +49,19 @@ class FontSizer:
             except tk.TclError:  # a platform without that named font
                 continue
 
+    def on_change(self, listener: Callable[[int], object]) -> None:
+        """Call ``listener(size)`` after every change of the size."""
+        self._listeners.append(listener)
+
     def apply(self, size: int) -> int:
-        """Scale the named fonts to body size ``size`` (clamped); return the size used. The
-        transcript is sized by the caller (it owns its fonts)."""
+        """Scale the named fonts to body size ``size`` (clamped), tell the listeners; return
+        the size used."""
         self.size = clamp_size(size)
         factor = self.size / BODY_FONT_SIZE
         for name, start in self._start.items():
             # Negative sizes are pixels, positive are points: scale either, keep the sign.
             scaled = round(abs(start) * factor) or 1
             tkfont.nametofont(name, root=self.root).configure(size=-scaled if start < 0 else scaled)
+        for listener in self._listeners:
+            listener(self.size)
         return self.size

@@ -14,9 +14,9 @@ from collections import deque
 from collections.abc import Callable
 from tkinter import ttk
 
-from tkchat.i18n import Translator
-from tkchat.measure.lag_probe import LagProbe
+from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.translator import Translator
 
 REFRESH_MS = 250
 

@@ -106,7 +106,7 @@ class History:
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def question(self, text: str, *, system_prompt: str, settings_from: object) -> None:
+    def question(self, text: str, *, system_prompt: str, settings_from: Sampling) -> None:
         """The user's question, committed before its answer starts (see the module docstring)."""
         if self.store is None:
             return
@@ -117,7 +117,7 @@ class History:
                     title,
                     system_prompt=system_prompt,
                     settings=settings_from_sampling(settings_from),
-                )  # type: ignore[arg-type]
+                )
                 self.conversation_id = conversation.id
             self.store.add_message(self.conversation_id, "user", text)
         except StoreError as exc:

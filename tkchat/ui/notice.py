@@ -11,7 +11,7 @@ from __future__ import annotations
 import tkinter as tk
 from tkinter import ttk
 
-from tkchat.i18n import Translator
+from tkchat.ui.translator import Translator
 
 BACKGROUND = "#fff3cd"
 FOREGROUND = "#5c4400"
@@ -22,7 +22,7 @@ class NoticeBanner(tk.Frame):
 
     def __init__(self, master: tk.Misc, anchor: tk.Misc, translate: Translator) -> None:
         super().__init__(master, background=BACKGROUND)
-        self.anchor = anchor
+        self.after_widget = anchor  # (not "anchor": that is a Tk method of every widget)
         self.label = tk.Label(
             self,
             anchor="w",
@@ -44,7 +44,7 @@ class NoticeBanner(tk.Frame):
     def show(self, text: str) -> None:
         self.label.configure(text="⚠ " + text)
         if not self.shown:
-            self.pack(side="top", fill="x", after=self.anchor)
+            self.pack(side="top", fill="x", after=self.after_widget)
 
     def hide(self) -> None:
         self.pack_forget()

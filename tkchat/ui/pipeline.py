@@ -3,40 +3,66 @@
 :class:`Pipeline` is what the window calls when a question is sent, when a tick brings text,
 and when the answer ends. :class:`FixedPipeline` is tkchat's way; the deliberately broken ways
 live in ``tkchat/antipatterns/``, one module each, and implement the same three methods.
+
+A pipeline sees only :class:`PipelineHost`: the few parts of the window it may use. It cannot
+reach the rest of the app, so a pipeline (or a student's) can be read, tested and swapped
+without the whole window in mind.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
+from tkchat.consume.stream_consumer import StreamConsumer
+from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
+from tkchat.generate.controller import GenerationController
+from tkchat.modes import MODES, check_mode
+from tkchat.ui.transcript import AnswerView, Transcript
 
-if TYPE_CHECKING:
-    from tkchat.ui.app import ChatApp
-    from tkchat.ui.transcript import AnswerView
+
+@dataclass(frozen=True)
+class PipelineHost:
+    """What a pipeline may use of the window. Main thread only, like everything in it."""
+
+    controller: GenerationController  # starts a worker (or lends the model to a broken demo)
+    consumer: StreamConsumer  # which generation the 16 ms tick follows
+    transcript: Transcript  # where the answer is written
+    # Redraw the window now (``update_idletasks``): only the broken demos call it, to show
+    # text while they keep the main thread from returning to the event loop.
+    redraw: Callable[[], None]
+    # End the answer with its final event, for a demo that reads the events itself instead
+    # of letting the tick do it.
+    end_answer: Callable[[Done | Error], None]
 
 
 class Pipeline(Protocol):
     name: str
     broken: bool  # labelled "broken" in the window: it freezes it on purpose
     coalesce: bool  # may the sender merge chunks when the queue backs up?
-    summary: str  # one line for the window and ``--help``
 
-    def start(self, app: ChatApp, request: GenerationRequest) -> None:
-        """Main thread, from the Send handler: begin generating ``app.answer``."""
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        """Main thread, from the Send handler: begin generating the answer shown in ``view``."""
 
-    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         """Main thread, from the 16 ms tick: put newly arrived text on screen."""
 
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool, error: str | None) -> None:
+    def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         """Main thread: the answer ended (done, stopped or error)."""
 
 
 class EndsInTranscript:
-    """Shared ending: mark the answer stopped or failed, then paint its markdown in slices."""
+    """Shared start of every pipeline: keep the host; end by marking the answer stopped or
+    failed, then painting its markdown in slices."""
 
-    def finish(self, app: ChatApp, view: AnswerView, *, stopped: bool, error: str | None) -> None:
-        app.transcript.finish(view, stopped=stopped, error=error)
+    def __init__(self, host: PipelineHost) -> None:
+        self.host = host
+
+    def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
+        self.host.transcript.finish(view, stopped=stopped, error=error)
 
 
 class FixedPipeline(EndsInTranscript):
@@ -45,10 +71,29 @@ class FixedPipeline(EndsInTranscript):
     name = "fixed"
     broken = False
     coalesce = True
-    summary = "worker thread → queue → one insert every 16 ms; markdown painted in slices"
 
-    def start(self, app: ChatApp, request: GenerationRequest) -> None:
-        app.consumer.follow(app.controller.start(request))
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        self.host.consumer.follow(self.host.controller.start(request))
 
-    def show(self, app: ChatApp, view: AnswerView, chunks: tuple[str, ...]) -> None:
-        app.transcript.append(view, "".join(chunks))  # everything of this tick, one insert
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
+        self.host.transcript.append(view, "".join(chunks))  # everything of this tick, one insert
+
+
+# Each mode's class, by import path: a broken demo is imported only when a window uses it, and
+# nothing outside ``tkchat/antipatterns/`` imports those modules by name.
+_CLASSES: dict[str, str] = {
+    "fixed": "tkchat.ui.pipeline:FixedPipeline",
+    "blocking": "tkchat.antipatterns.blocking:GenerateInClickHandler",
+    "main-thread-reader": "tkchat.antipatterns.main_thread_reader:ReadStreamOnMainThread",
+    "per-chunk-render": "tkchat.antipatterns.per_chunk_render:RenderEveryChunk",
+    "no-coalesce": "tkchat.antipatterns.no_coalesce:InsertEveryToken",
+}
+assert tuple(_CLASSES) == MODES
+
+
+def make_pipeline(mode: str, host: PipelineHost) -> Pipeline:
+    """A new pipeline object for one window (some keep per-window state)."""
+    check_mode(mode)
+    module, _, name = _CLASSES[mode].partition(":")
+    pipeline: Pipeline = getattr(importlib.import_module(module), name)(host)
+    return pipeline

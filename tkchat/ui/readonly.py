@@ -11,9 +11,9 @@ from contextlib import contextmanager
 def writable(text: tk.Text) -> Iterator[tk.Text]:
     """Lift ``state="disabled"`` for the program's own edits; Tk silently ignores inserts
     into a disabled widget, which is what keeps the user from typing into the transcript."""
-    previous = str(text.cget("state"))
+    was_disabled = str(text.cget("state")) == "disabled"
     text.configure(state="normal")
     try:
         yield text
     finally:
-        text.configure(state=previous)
+        text.configure(state="disabled" if was_disabled else "normal")

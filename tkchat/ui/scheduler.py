@@ -31,6 +31,18 @@ class AfterScheduler:
 
         self._pending[name] = self.widget.after(delay_ms, fire)
 
+    def when_idle(self, name: str, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the loop has nothing else to do (after redraws and events)."""
+        if self.closed:
+            return
+        self.cancel(name)
+
+        def fire() -> None:
+            self._pending.pop(name, None)
+            callback()
+
+        self._pending[name] = self.widget.after_idle(fire)
+
     def cancel(self, name: str) -> None:
         after_id = self._pending.pop(name, None)
         if after_id is not None:
@@ -38,6 +50,10 @@ class AfterScheduler:
 
     def pending(self, name: str) -> bool:
         return name in self._pending
+
+    def pending_ids(self) -> set[str]:
+        """Tk's ids of the timers not yet fired (a test checks they are gone after close)."""
+        return set(self._pending.values())
 
     def close(self) -> None:
         self.closed = True

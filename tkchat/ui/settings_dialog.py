@@ -27,7 +27,7 @@ from tkchat.generate.backend import (
     Sampling,
 )
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
-from tkchat.ui.translate import Translate
+from tkchat.ui.translator import Translator
 
 FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the same range
 
@@ -36,52 +36,6 @@ ERROR_FOREGROUND = "#c62828"
 HINT_FOREGROUND = "#8a8a8a"
 NOTE_STYLE = "SettingsNote.TLabel"
 ERROR_STYLE = "SettingsError.TLabel"
-
-SETTINGS_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "settings.title": "Chat settings",
-        "settings.conversation": "This conversation",
-        "settings.system_prompt": "System prompt:",
-        "settings.temperature": "Temperature:",
-        "settings.top_p": "Top-p:",
-        "settings.max_tokens": "Max tokens:",
-        "settings.seed": "Seed:",
-        "settings.sampling_hint": "The defaults suit a small model: a low temperature keeps "
-        "a 135M model on topic.",
-        "settings.window": "Window",
-        "settings.font_size": "Font size (pt):",
-        "settings.save": "Save",
-        "settings.cancel": "Cancel",
-        "settings.reset": "Reset to defaults",
-        "settings.range": "{low} – {high}",
-        "settings.seed_hint": "blank = random each time",
-        "settings.font_hint": "default {size}",
-        "settings.error.number": "Enter a number from {low} to {high}.",
-        "settings.error.integer": "Enter a whole number from {low} to {high}.",
-        "settings.error.seed": "Leave blank, or enter a whole number from 0 to {high}.",
-    },
-    "zh": {
-        "settings.title": "对话设置",
-        "settings.conversation": "本对话",
-        "settings.system_prompt": "系统提示词：",
-        "settings.temperature": "温度：",
-        "settings.top_p": "核采样（top-p）：",
-        "settings.max_tokens": "最多生成 token 数：",
-        "settings.seed": "随机种子：",
-        "settings.sampling_hint": "默认值是为小模型调的：温度低一些，135M 的小模型才不容易跑题。",
-        "settings.window": "窗口",
-        "settings.font_size": "字号（磅）：",
-        "settings.save": "保存",
-        "settings.cancel": "取消",
-        "settings.reset": "恢复默认值",
-        "settings.range": "{low} – {high}",
-        "settings.seed_hint": "留空则每次随机",
-        "settings.font_hint": "默认 {size}",
-        "settings.error.number": "请输入 {low} 到 {high} 之间的数。",
-        "settings.error.integer": "请输入 {low} 到 {high} 之间的整数。",
-        "settings.error.seed": "请留空，或输入 0 到 {high} 之间的整数。",
-    },
-}
 
 
 # A field's problem, to be translated when shown: (string key, format values).
@@ -138,7 +92,8 @@ class ChatSettingsDialog(tk.Toplevel):
     window follows the default). Cancel, Esc and the close button call nothing.
 
     The dialog is transient to ``master``'s window but does not grab the pointer or keyboard.
-    ``translate`` gives the fixed strings (:data:`SETTINGS_STRINGS`) and tells the dialog when
+    ``translate`` gives the fixed strings (``tkchat/i18n/settings_dialog.py``) and tells the
+    dialog when
     the language changes.
     """
 
@@ -146,7 +101,7 @@ class ChatSettingsDialog(tk.Toplevel):
         self,
         master: tk.Misc,
         *,
-        translate: Translate,
+        translate: Translator,
         system_prompt: str,
         sampling: Sampling,
         font_size: int | None,

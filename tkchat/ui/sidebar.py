@@ -25,7 +25,8 @@ from datetime import datetime
 from tkinter import ttk
 
 from tkchat.store.db import Conversation
-from tkchat.ui.translate import Translate
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
 UNDO_TIMEOUT_MS = 8000  # how long the "Undo" bar stays after a delete
@@ -34,35 +35,6 @@ LIST_STYLE = "Sidebar.Treeview"
 RESULTS_STYLE = "SidebarResults.Treeview"  # two lines per row: title, then the snippet
 HINT_STYLE = "SidebarHint.TLabel"
 HINT_FOREGROUND = "#8a8a8a"
-
-SIDEBAR_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "sidebar.new": "New chat",
-        "sidebar.search_hint": "Search chats",
-        "sidebar.untitled": "Untitled chat",
-        "sidebar.rename": "Rename",
-        "sidebar.delete": "Delete",
-        "sidebar.deleted": "Deleted “{title}”.",
-        "sidebar.undo": "Undo",
-        "sidebar.no_results": "No chats match “{query}”.",
-        "sidebar.just_now": "just now",
-        "sidebar.yesterday": "yesterday",
-        "sidebar.days_ago": "{days} days ago",
-    },
-    "zh": {
-        "sidebar.new": "新对话",
-        "sidebar.search_hint": "搜索对话",
-        "sidebar.untitled": "未命名对话",
-        "sidebar.rename": "重命名",
-        "sidebar.delete": "删除",
-        "sidebar.deleted": "已删除“{title}”。",
-        "sidebar.undo": "撤销",
-        "sidebar.no_results": "没有与“{query}”匹配的对话。",
-        "sidebar.just_now": "刚刚",
-        "sidebar.yesterday": "昨天",
-        "sidebar.days_ago": "{days} 天前",
-    },
-}
 
 
 def format_when(timestamp: float, now: float, translate: Callable[..., str]) -> str:
@@ -98,14 +70,14 @@ class ConversationSidebar(ttk.Frame):
     inline rename that changed the title; ``on_delete(id)`` for the Delete key or menu item,
     ``on_undo_delete(id)`` for the "Undo" bar's button; ``on_search(text)`` 250 ms after the
     search text stopped changing (``""`` means "show all again"). ``translate`` gives the fixed
-    strings (:data:`SIDEBAR_STRINGS`) and tells the sidebar when the language changes.
+    strings (``tkchat/i18n/sidebar.py``) and tells the sidebar when the language changes.
     """
 
     def __init__(
         self,
         master: tk.Misc,
         *,
-        translate: Translate,
+        translate: Translator,
         on_new: Callable[[], None],
         on_select: Callable[[int], None],
         on_rename: Callable[[int, str], None],
@@ -126,9 +98,9 @@ class ConversationSidebar(ttk.Frame):
         self._order: list[int] = []  # ids of the rows on screen, top to bottom
         self._results: list[tuple[Conversation, str]] | None = None  # None: the list is shown
         self._current_id: int | None = None
-        self._search_after: str | None = None
-        self._undo_after: str | None = None
-        self._place_after: str | None = None  # repositions the inline editor after a refresh
+        # "search" (debounce), "undo" (the bar's timeout), "place-editor" (the inline rename
+        # entry follows its row after a refresh)
+        self.timers = AfterScheduler(self)
         self._undo_id: int | None = None
         self._undo_title = ""
         self._menu_target: int | None = None
@@ -265,10 +237,7 @@ class ConversationSidebar(ttk.Frame):
     def destroy(self) -> None:
         """Cancel every pending timer, then destroy the widget."""
         self._destroyed = True
-        for after_id in (self._search_after, self._undo_after, self._place_after):
-            if after_id is not None:
-                self.after_cancel(after_id)
-        self._search_after = self._undo_after = self._place_after = None
+        self.timers.close()
         super().destroy()
 
     # -- rows ----------------------------------------------------------------------------------
@@ -331,8 +300,8 @@ class ConversationSidebar(ttk.Frame):
         self.tree.yview_moveto(top)
         if self._editing is not None and not self.tree.exists(str(self._editing)):
             self._close_editor(refocus=False)
-        elif self._editing is not None and self._place_after is None:
-            self._place_after = self.after_idle(self._replace_editor)  # the row may have moved
+        elif self._editing is not None and not self.timers.pending("place-editor"):
+            self.timers.when_idle("place-editor", self._replace_editor)  # the row may have moved
 
     def _row_text(self, conversation: Conversation, snippet: str | None) -> str:
         title = _one_line(conversation.title, 200) or self.translate("sidebar.untitled")
@@ -391,12 +360,9 @@ class ConversationSidebar(ttk.Frame):
 
     def _on_search_changed(self, *_args: object) -> None:
         self._update_hint()
-        if self._search_after is not None:
-            self.after_cancel(self._search_after)
-        self._search_after = self.after(SEARCH_DEBOUNCE_MS, self._fire_search)
+        self.timers.once("search", SEARCH_DEBOUNCE_MS, self._fire_search)
 
     def _fire_search(self) -> None:
-        self._search_after = None
         query = self.search_var.get().strip()
         if not query and self._results is not None:
             # Back to the full list at once; the app's refresh will follow.
@@ -447,7 +413,6 @@ class ConversationSidebar(ttk.Frame):
         self.editor.focus_set()
 
     def _replace_editor(self) -> None:
-        self._place_after = None
         self._place_editor()
 
     def _place_editor(self) -> None:
@@ -507,13 +472,11 @@ class ConversationSidebar(ttk.Frame):
 
     def _show_undo(self, cid: int, title: str) -> None:
         # Only the latest delete can be undone from the bar; a new one restarts the timer.
-        if self._undo_after is not None:
-            self.after_cancel(self._undo_after)
         self._undo_id = cid
         self._undo_title = title
         self._label_undo()
         self.undo_bar.grid()
-        self._undo_after = self.after(UNDO_TIMEOUT_MS, self._hide_undo)
+        self.timers.once("undo", UNDO_TIMEOUT_MS, self._hide_undo)
 
     def _label_undo(self) -> None:
         self.undo_label.configure(
@@ -521,14 +484,12 @@ class ConversationSidebar(ttk.Frame):
         )
 
     def _hide_undo(self) -> None:
-        self._undo_after = None
+        self.timers.cancel("undo")
         self._undo_id = None
         self.undo_bar.grid_remove()
 
     def _undo(self) -> None:
         cid = self._undo_id
-        if self._undo_after is not None:
-            self.after_cancel(self._undo_after)
         self._hide_undo()
         if cid is not None:
             self.on_undo_delete(cid)
@@ -589,6 +550,6 @@ class ConversationSidebar(ttk.Frame):
             return
         self._relabel()
 
-    def _on_scrolled(self, first: str, last: str) -> None:
+    def _on_scrolled(self, first: float | str, last: float | str) -> None:
         self.scrollbar.set(first, last)
         self._place_editor()  # the inline entry follows its row

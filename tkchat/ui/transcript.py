@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
-from tkchat.i18n import Translator
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.translator import Translator
 
 BODY_FONT_SIZE = 11
 LINK_COLOUR = "#0b57d0"
@@ -333,7 +333,7 @@ class Transcript(ttk.Frame):
 
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
-        return str(self.text.tk.call(self.text._w, "get", "-displaychars", "1.0", "end-1c"))
+        return str(self.text.tk.call(str(self.text), "get", "-displaychars", "1.0", "end-1c"))
 
 
 def _label_tag(key: str) -> str:

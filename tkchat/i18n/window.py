@@ -1,24 +1,8 @@
-"""Every string the window shows, in English and Chinese, and the switch between them.
-
-Widgets register their text with :meth:`Translator.bind`; switching the language re-labels
-them all. Text made on the fly (status lines, health figures) calls the translator each time.
-Model output and the model's own error messages are content, not interface, and stay as they
-are.
-"""
+"""The strings of the chat window itself: status line, buttons, menus, transcript, health bar."""
 
 from __future__ import annotations
 
-import tkinter as tk
-from collections.abc import Callable
-
-from tkchat.ui.lesson_panel import PANEL_STRINGS
-from tkchat.ui.model_picker import PICKER_STRINGS
-from tkchat.ui.settings_dialog import SETTINGS_STRINGS
-from tkchat.ui.sidebar import SIDEBAR_STRINGS
-
-LANGUAGES = ("en", "zh")
-
-_APP_STRINGS: dict[str, dict[str, str]] = {
+STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "app.title": "tkchat — {name}{broken}",
         "app.title.broken": " — BROKEN mode: {mode}",
@@ -33,6 +17,8 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "app.stopped": "Stopped.",
         "app.error": "Error: {message}",
         "app.model_failed": "The model failed to load — see the message below.",
+        "app.tick_failed": "Showing the answer failed ({error}); the answer was ended. The "
+        "window keeps working.",
         "app.compare_open": "The comparison is already open.",
         "app.compare_opened": "Opened {broken} next to fixed, in two new windows.",
         "app.demo_ready": "Demo ready: mode {mode}. Press Enter to send the prompt.",
@@ -119,6 +105,7 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "app.stopped": "已停止。",
         "app.error": "出错：{message}",
         "app.model_failed": "模型加载失败 —— 见下方说明。",
+        "app.tick_failed": "显示回答时出错（{error}），这段回答已结束。窗口仍可正常使用。",
         "app.compare_open": "对比窗口已经开着了。",
         "app.compare_opened": "已打开两个新窗口：{broken} 与 fixed 并排。",
         "app.demo_ready": "演示已就绪：{mode} 模式。按回车发送提示词。",
@@ -189,97 +176,3 @@ _APP_STRINGS: dict[str, dict[str, str]] = {
         "menu.language": "中文 / English",
     },
 }
-
-STRINGS: dict[str, dict[str, str]] = {
-    lang: {
-        **_APP_STRINGS[lang],
-        **PANEL_STRINGS[lang],
-        **SIDEBAR_STRINGS[lang],
-        **SETTINGS_STRINGS[lang],
-        **PICKER_STRINGS[lang],
-    }
-    for lang in LANGUAGES
-}
-
-CJK_FAMILIES = (
-    "noto sans cjk sc",
-    "noto sans cjk",
-    "noto serif cjk sc",
-    "source han sans",
-    "wenquanyi",
-    "droid sans fallback",
-    "ar pl",
-    "microsoft yahei",
-    "pingfang sc",
-    "simsun",
-    "hiragino sans gb",
-    "sarasa",
-)
-
-
-class Translator:
-    """Main thread only (it configures widgets)."""
-
-    def __init__(self, lang: str) -> None:
-        if lang not in LANGUAGES:
-            raise ValueError(f"unknown language {lang!r}")
-        self.lang = lang
-        self._bound: list[tuple[tk.Misc, str, str]] = []
-        self._listeners: list[Callable[[str], None]] = []
-        self._prune_at = 64  # forget destroyed widgets once the lists grow past this
-
-    def __call__(self, key: str, **values: object) -> str:
-        text = STRINGS[self.lang].get(key)
-        if text is None:
-            raise KeyError(f"no {self.lang} string for {key!r}")
-        return text.format(**values) if values else text
-
-    def bind(self, widget: tk.Misc, key: str, option: str = "text") -> None:
-        """Label ``widget`` now and again whenever the language changes."""
-        widget.configure({option: self(key)})  # type: ignore[call-arg]
-        self._bound.append((widget, option, key))
-        self._maybe_prune()
-
-    def on_change(self, listener: Callable[[str], None]) -> None:
-        """Call ``listener(lang)`` after every language change (for text built on the fly).
-        A widget's bound method is dropped once that widget is destroyed (a closed dialog)."""
-        self._listeners.append(listener)
-        self._maybe_prune()
-
-    def _maybe_prune(self) -> None:
-        """Dialogs come and go: without this, each one opened stayed referenced forever."""
-        if len(self._bound) + len(self._listeners) < self._prune_at:
-            return
-        self._bound = [entry for entry in self._bound if _alive(entry[0])]
-        self._listeners = [
-            listener for listener in self._listeners if _alive(getattr(listener, "__self__", None))
-        ]
-        self._prune_at = max(64, 2 * (len(self._bound) + len(self._listeners)))
-
-    def set_language(self, lang: str) -> None:
-        if lang not in LANGUAGES:
-            raise ValueError(f"unknown language {lang!r}")
-        self.lang = lang
-        for widget, option, key in self._bound:
-            if widget.winfo_exists():
-                widget.configure({option: self(key)})  # type: ignore[call-arg]
-        for listener in self._listeners:
-            listener(lang)
-
-
-def _alive(owner: object) -> bool:
-    """False for a destroyed widget; True for anything that is not a widget."""
-    if not isinstance(owner, tk.Misc):
-        return True
-    try:
-        return bool(owner.winfo_exists())
-    except tk.TclError:  # its whole Tk is gone
-        return False
-
-
-def has_cjk_font(widget: tk.Misc) -> bool:
-    """Whether the system has a font that can show Chinese (Tk falls back to it per glyph)."""
-    import tkinter.font as tkfont
-
-    families = [name.lower() for name in tkfont.families(widget)]
-    return any(name.startswith(wanted) for name in families for wanted in CJK_FAMILIES)

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from tkchat.measure.stats import percentile
+from tkchat.stats import percentile
 from tkchat.ui.scheduler import AfterScheduler
 
 LONG_TASK_MS = 50.0

@@ -1,0 +1,159 @@
+"""The shape of the code, checked: packages in layers without cycles, and no Tk where a
+server machine (which has none) needs the code.
+
+The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antipatterns`` →
+``ui`` → {``consume``, ``generate``, ``transport``, ``store``, ``render``, ``serve``,
+``teach``, ``i18n``, ``modes``} → ``events`` and ``stats``. The anti-patterns sit above the
+window they break; the window reaches them only through :func:`tkchat.ui.pipeline.make_pipeline`,
+by import path, so nothing imports them by name.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import tkchat
+
+PACKAGE = Path(tkchat.__file__).parent
+# Packages that must work without tkinter: the server, the command line's help, and every
+# stage of the pipeline below the window.
+TK_FREE = (
+    "events",
+    "stats",
+    "modes",
+    "i18n",
+    "consume",
+    "generate",
+    "transport",
+    "store",
+    "render",
+    "serve",
+    "teach",
+)
+
+
+def _unit(path: Path) -> str:
+    """The package (or top-level module) a file belongs to: tkchat/ui/app.py -> "ui"."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return parts[0]
+
+
+def _imports(path: Path) -> set[str]:
+    """Every tkchat unit ``path`` imports, anywhere in the file (type-only imports too:
+    they tie the modules together for a reader and for mypy just the same)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "tkchat" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        unit = _unit(path)
+        graph[unit] |= _imports(path) - {unit}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_cycles_between_packages() -> None:
+    assert _cycles(package_graph()) == []
+
+
+def test_the_cycle_check_can_fail() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_lower_layers_never_import_the_window_or_the_tools_above_them() -> None:
+    graph = package_graph()
+    above = {"ui", "measure", "antipatterns", "cli"}
+    for unit in TK_FREE:
+        assert not graph[unit] & above, f"{unit} imports {graph[unit] & above}"
+    assert "antipatterns" not in graph["ui"]  # only by import path, through make_pipeline
+
+
+HIDE_TK = "import sys; sys.modules['tkinter'] = None; sys.modules['_tkinter'] = None; "
+
+
+def _run_without_tk(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", HIDE_TK + code], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"], ["bench", "--help"]])
+def test_help_works_on_a_machine_without_tk(args: list[str]) -> None:
+    result = _run_without_tk(f"from tkchat.cli import main; main({args!r})")
+    assert result.returncode == 0, result.stderr
+    assert "usage: tkchat" in result.stdout
+
+
+def test_every_tk_free_package_imports_without_tk() -> None:
+    modules = sorted(
+        ".".join(("tkchat", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        )
+        for unit in TK_FREE
+        for path in (
+            [PACKAGE / f"{unit}.py"]
+            if (PACKAGE / f"{unit}.py").exists()
+            else (PACKAGE / unit).rglob("*.py")
+        )
+    )
+    assert "tkchat.serve.app" in modules and "tkchat.generate.worker" in modules
+    code = f"import importlib\nfor name in {modules!r}:\n    importlib.import_module(name)"
+    result = _run_without_tk(code)
+    assert result.returncode == 0, result.stderr
+
+
+def test_hiding_tk_is_noticed() -> None:
+    result = _run_without_tk("import tkchat.ui.app")
+    assert result.returncode != 0 and "tkinter" in result.stderr

@@ -1,0 +1,23 @@
+"""Every string the window shows, in English and Chinese: ``STRINGS[lang][key]``.
+
+Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
+itself, then the lesson panel, the sidebar, the settings dialog and the model picker), merged
+here. :class:`tkchat.ui.translator.Translator` puts them on widgets.
+"""
+
+from __future__ import annotations
+
+from tkchat.i18n import lesson_panel, model_picker, settings_dialog, sidebar, window
+
+LANGUAGES = ("en", "zh")
+
+STRINGS: dict[str, dict[str, str]] = {
+    lang: {
+        **window.STRINGS[lang],
+        **lesson_panel.STRINGS[lang],
+        **sidebar.STRINGS[lang],
+        **settings_dialog.STRINGS[lang],
+        **model_picker.STRINGS[lang],
+    }
+    for lang in LANGUAGES
+}

@@ -1,0 +1,104 @@
+"""What a benchmark run is and what it reports: options, figures, timelines. No Tk, no app.
+
+``tkchat bench`` (in-process, ``bench.py``), its SSE variant (``sse_bench.py``) and the
+report (``report.py``) all speak these types, so none of them needs another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tkchat.modes import MODES
+from tkchat.stats import percentile, rounded
+from tkchat.ui.lag_probe import LONG_TASK_MS, LagSample
+
+BENCH_PROMPT = (
+    "Write a long, detailed guide to brewing tea, with a heading, a numbered list of steps, "
+    "a short Python code block that times the steeping, and a closing paragraph."
+)
+
+
+SYSTEM = "You are a helpful assistant."
+
+
+@dataclass
+class BenchOptions:
+    backend: str = "llama"
+    model: str | None = None
+    tokens: int = 256
+    rate: float = 5000.0
+    idle_s: float = 3.0
+    repeats: int = 3
+    cancels: int = 20
+    seed: int = 7
+    json_path: Path | None = None
+    report_dir: Path | None = None
+    transport: str = "inprocess"  # or "sse": the same generation over HTTP (sse_bench.py)
+    modes: tuple[str, ...] = MODES
+    broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
+    prompt: str = BENCH_PROMPT
+
+
+@dataclass
+class RunFigures:
+    mode: str
+    backend: str
+    tokens: int | None = None
+    tokens_per_s: float | None = None
+    ttft_ms: float | None = None
+    lag_p50_ms: float | None = None
+    lag_p99_ms: float | None = None
+    lag_max_ms: float | None = None
+    long_tasks: int | None = None
+    ui_updates_per_s: float | None = None
+    cancel_p50_ms: float | None = None
+    cancel_p99_ms: float | None = None
+    cancel_p99_token_periods: float | None = None
+    rss_start_mb: float | None = None
+    rss_peak_mb: float | None = None
+    rss_growth_mb: float | None = None
+    render_slice_max_ms: float | None = None
+    input_p50_ms: float | None = None
+    input_p99_ms: float | None = None
+    input_max_ms: float | None = None
+    seconds: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        data.update(self.extra)
+        return data
+
+
+def input_figures(latencies: list[float]) -> dict[str, Any]:
+    """The input-latency columns of a run (real clicks: sent → handled)."""
+    return {
+        "input_p50_ms": rounded(percentile(latencies, 50), 2),
+        "input_p99_ms": rounded(percentile(latencies, 99), 2),
+        "input_max_ms": rounded(max(latencies) if latencies else None, 2),
+    }
+
+
+@dataclass
+class Timeline:
+    """What the report plots for one streaming run."""
+
+    mode: str
+    started: float
+    lags: list[LagSample]
+    arrivals: list[tuple[float, int]]
+    render_costs: list[tuple[int, float]] = field(default_factory=list)  # per-chunk-render
+
+
+def lag_figures(samples: Iterable[LagSample]) -> dict[str, Any]:
+    """The lag columns of a run; a firing over :data:`LONG_TASK_MS` late is a long task."""
+    lags = [s.lag_ms for s in samples]
+    return {
+        "lag_p50_ms": rounded(percentile(lags, 50), 3),
+        "lag_p99_ms": rounded(percentile(lags, 99), 3),
+        "lag_max_ms": rounded(max(lags) if lags else None, 3),
+        "long_tasks": sum(1 for lag in lags if lag > LONG_TASK_MS),
+    }

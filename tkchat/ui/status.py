@@ -1,0 +1,40 @@
+"""The status line: one sentence about what the window is doing, in the window's language.
+
+Every part of the window that has something to tell the user gets :meth:`StatusLine.say`
+(or the whole line) and nothing else of the app: "Exported to …", "Loading …", "Stopped.".
+A message is kept as a way to make it, not as text, so a language switch says it again in
+the other language.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Callable
+from tkinter import ttk
+
+from tkchat.ui.translator import Translator
+
+
+class StatusLine(ttk.Label):
+    """One line of status text. (Not a ``StringVar``: a Tk variable collected by the garbage
+    collector on a worker thread raises "main thread is not in main loop".)"""
+
+    def __init__(self, master: tk.Misc, translate: Translator) -> None:
+        super().__init__(master, text="", anchor="w")
+        self.t = translate
+        self._make: Callable[[], str] = lambda: ""
+        translate.on_change(lambda _lang: self.show(self._make))
+
+    def say(self, key: str, **values: object) -> None:
+        """Show one translated message (``tkchat/i18n/window.py``)."""
+        self.show(lambda: self.t(key, **values))
+
+    def show(self, make: Callable[[], str]) -> None:
+        """Show what ``make()`` returns; it is called again after a language switch."""
+        self._make = make
+        self.configure(text=make())
+
+    def get(self) -> str:
+        return str(self.cget("text"))

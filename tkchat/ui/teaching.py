@@ -1,0 +1,152 @@
+"""The classroom's controls: the mode menu, the red BROKEN banner, the lesson panel, Compare.
+
+Switching the mode decides how the *next* answer travels to the screen (see
+:mod:`tkchat.modes`); a broken mode is labelled as such in a banner and the title. The lesson
+panel sits beside the chat; its *Set up the demo* button calls back into the window
+(``setup_demo``), since a demo touches the backend, the mode and the message box.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tkinter as tk
+from collections.abc import Callable
+from tkinter import ttk
+
+from tkchat.modes import FIXED, MODES, check_mode
+from tkchat.teach.lessons import Lesson
+from tkchat.ui.health import HealthBar
+from tkchat.ui.lesson_panel import LessonPanel
+from tkchat.ui.status import StatusLine
+from tkchat.ui.translator import Translator
+
+BROKEN_RED = "#b00020"
+LESSONS_MIN_WIDTH = 1320  # the chat and a readable lesson side by side
+
+
+class TeachingControls:
+    """Builds the mode box and the Compare and Lessons buttons at the right of ``bar``, and
+    the BROKEN banner under ``health``. ``on_mode_changed()`` lets the window retitle itself;
+    ``read_figure(metric)`` is the live figure the lesson panel shows; ``compare_command``
+    gives ``tkchat compare``'s command line for a broken mode (None: no Compare button)."""
+
+    def __init__(
+        self,
+        root: tk.Tk,
+        panes: ttk.Panedwindow,
+        bar: ttk.Frame,
+        health: HealthBar,
+        translate: Translator,
+        status: StatusLine,
+        *,
+        mode: str,
+        setup_demo: Callable[[Lesson], None],
+        read_figure: Callable[[str], float | None],
+        compare_command: Callable[[str], list[str]] | None,
+        on_mode_changed: Callable[[], None],
+    ) -> None:
+        check_mode(mode)
+        self.root, self.panes, self.health = root, panes, health
+        self.t, self.status = translate, status
+        self.mode = mode
+        self.setup_demo = setup_demo
+        self.read_figure = read_figure
+        self.compare_command = compare_command
+        self.compare_process: subprocess.Popen[bytes] | None = None
+        self.on_mode_changed = on_mode_changed
+        self.lesson_panel: LessonPanel | None = None
+
+        self.lessons_button = ttk.Button(bar, command=self.toggle_lessons)
+        translate.bind(self.lessons_button, "button.lessons")
+        self.lessons_button.pack(side="right", padx=(6, 0))
+        if compare_command is not None:
+            compare = ttk.Button(bar, command=self.open_compare)
+            translate.bind(compare, "button.compare")
+            compare.pack(side="right", padx=(6, 0))
+        self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
+        self.mode_box.set(mode)
+        self.mode_box.bind("<<ComboboxSelected>>", lambda _e: self.set_mode(self.mode_box.get()))
+        self.mode_box.pack(side="right")
+        mode_label = ttk.Label(bar)
+        translate.bind(mode_label, "label.mode")
+        mode_label.pack(side="right", padx=(12, 4))
+
+        self.warning = tk.Label(
+            health.master,
+            anchor="w",
+            justify="left",
+            padx=8,
+            foreground="white",
+            background=BROKEN_RED,
+            font="TkDefaultFont",
+            wraplength=860,
+        )
+        self.warning.bind(
+            "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
+        )
+        translate.on_change(self._relabel)
+
+    @property
+    def broken(self) -> bool:
+        return self.mode != FIXED
+
+    def set_mode(self, mode: str) -> None:
+        """Choose how the *next* answer travels to the screen."""
+        check_mode(mode)
+        self.mode = mode
+        if self.mode_box.get() != mode:
+            self.mode_box.set(mode)
+        self._show_warning()
+        self.on_mode_changed()
+
+    def _show_warning(self) -> None:
+        if not self.broken:
+            self.warning.pack_forget()
+            return
+        self.warning.configure(
+            text=self.t("warning.broken", mode=self.mode, summary=self.t(f"mode.{self.mode}"))
+        )
+        self.warning.pack(side="top", fill="x", after=self.health)
+
+    def _relabel(self, lang: str) -> None:
+        self._show_warning()
+        if self.lesson_panel is not None:
+            self.lesson_panel.set_language(lang)
+
+    def toggle_lessons(self) -> None:
+        """Show or hide the lesson panel beside the chat."""
+        if self.lesson_panel is None:
+            self.lesson_panel = LessonPanel(
+                self.panes,
+                language=self.t.lang,
+                on_setup_demo=self.setup_demo,
+                read_figure=self.read_figure,
+                translate=self.t,
+            )
+            self.panes.add(self.lesson_panel, weight=2)
+            width = max(self.root.winfo_width(), LESSONS_MIN_WIDTH)
+            self.root.geometry(f"{width}x{max(self.root.winfo_height(), 680)}")
+        else:
+            self.panes.forget(self.lesson_panel)
+            self.lesson_panel.destroy()
+            self.lesson_panel = None
+            self.health.highlight(None)
+
+    def open_compare(self) -> None:
+        """Start ``tkchat compare`` (two windows, broken and fixed) as its own process."""
+        if self.compare_command is None:
+            return
+        if self.compare_process is not None and self.compare_process.poll() is None:
+            self.status.say("app.compare_open")
+            return
+        broken = self.mode if self.broken else "blocking"
+        self.compare_process = subprocess.Popen(self.compare_command(broken))
+        self.status.say("app.compare_opened", broken=broken)
+
+    def close(self) -> None:
+        if self.compare_process is not None and self.compare_process.poll() is None:
+            self.compare_process.terminate()
+        if self.lesson_panel is not None:
+            self.lesson_panel.destroy()
