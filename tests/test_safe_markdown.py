@@ -659,7 +659,17 @@ def test_tkhtmlview_shows_safe_markup_as_expected(tk_root: Any) -> None:
     assert "line one\nline two" in text  # <br>
 
 
-@pytest.mark.gui
+@pytest.mark.parametrize(
+    ("block", "code"),
+    [
+        ("```python\nprint(1)\n  x = 2\n```", "print(1)\n  x = 2"),
+        ("~~~\nplain\n~~~", "plain"),
+        ("````\n```\nnested fence\n```\n````", "```\nnested fence\n```"),
+        ("  ```\n  indented\n    more\n  ```", "indented\n  more"),
+        ("```js\nnever closed", "never closed"),
+        ("```\n```", ""),
+    ],
+)
 def test_fenced_code_is_what_copy_code_copies(block: str, code: str) -> None:
     assert fenced_code(block) == code
 
