@@ -2,10 +2,10 @@
 
 Both halves of the render path need this. :mod:`tkchat.render.blocks` uses it to cut an
 answer into top-level blocks, and :mod:`tkchat.render.to_html` uses the fence helpers to
-rewrite fences into the one form Python-Markdown understands. Keeping the grammar in one
-module means the splitter and the renderer can never disagree about where a fence starts or
-ends. The patterns follow CommonMark closely enough for splitting; the actual rendering is
-Python-Markdown's job, on one block at a time.
+rewrite fences into the one form Python-Markdown understands. With one definition of an
+opening and a closing fence, a block the splitter calls fenced code is fenced code to the
+renderer too. The patterns follow CommonMark closely enough for splitting; the rendering
+itself is Python-Markdown's job, one block at a time.
 
 Pure functions over strings and lists of lines, no shared state: any thread may call them.
 """
