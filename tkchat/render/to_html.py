@@ -1,0 +1,162 @@
+"""Markdown to HTML with Python-Markdown, configured so model output cannot become markup.
+
+The converter runs without its raw-HTML preprocessor and inline pattern, so any HTML the
+model writes comes out escaped, as visible text. Markdown images become their alt text, so
+tkhtmlview never fetches or opens anything, and loose list items lose their inner ``<p>``
+so a bullet and its text stay on one line. The result always goes through
+:func:`~tkchat.render.sanitize.sanitize_html` as well: the converter's configuration is
+one defence, the allow-list is the other.
+
+Thread: any. Every conversion builds its own ``Markdown`` instance (they carry state
+between calls), and the memo cache of :func:`block_to_html` is thread-safe. The window
+calls :func:`block_to_html` on the Tk main thread, one block per callback.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import sys
+from xml.etree.ElementTree import Element
+
+import markdown
+from markdown.treeprocessors import Treeprocessor
+
+from tkchat.render.blocks import split_blocks
+from tkchat.render.sanitize import sanitize_html
+from tkchat.render.syntax import dedent, fence_closes, fence_open
+
+_LANG_CHARS_RE = re.compile(r"[^\w#.+-]")
+
+
+class _ImagesAsAltText(Treeprocessor):
+    """Turn every ``<img>`` into a ``<span>`` holding its alt text: no image is ever loaded
+    (tkhtmlview would fetch it over the network or open it from disk), yet the words stay."""
+
+    def run(self, root: Element) -> None:
+        for el in root.iter("img"):
+            alt, tail = el.get("alt", ""), el.tail
+            el.clear()  # drops src/alt/title and the tail; restore what we keep
+            el.tag, el.text, el.tail = "span", alt, tail
+
+
+class _TightListItems(Treeprocessor):
+    """Unwrap ``<p>`` inside ``<li>`` (what Python-Markdown emits for a "loose" list, one
+    with blank lines between items, which models write all the time). tkhtmlview starts a
+    paragraph on a new line after a blank one, so each bullet would stand alone on its own
+    line with its text two lines below; unwrapped, the text follows the bullet and further
+    paragraphs of the item are separated by a line break."""
+
+    def run(self, root: Element) -> None:
+        for li in root.iter("li"):
+            if any(child.tag == "p" for child in li):
+                self._unwrap_paragraphs(li)
+
+    @staticmethod
+    def _unwrap_paragraphs(li: Element) -> None:
+        children = list(li)
+        for child in children:
+            li.remove(child)
+        out: list[Element] = []
+        text = li.text or ""
+
+        def add_text(more: str | None) -> None:
+            nonlocal text
+            if not more:
+                return
+            if out:
+                out[-1].tail = (out[-1].tail or "") + more
+            else:
+                text += more
+
+        seen_paragraph = False
+        for child in children:
+            if child.tag != "p":
+                out.append(child)
+                continue
+            if seen_paragraph:
+                out.append(Element("br"))
+            seen_paragraph = True
+            add_text(child.text)
+            out.extend(child)  # the paragraph's inline children keep their tails
+            add_text(child.tail)
+        li.text = text
+        li.extend(out)
+
+
+def _make_markdown() -> markdown.Markdown:
+    """A fresh converter (about 0.1 ms): Markdown instances are stateful, so one per call
+    keeps rendering thread-safe without a lock."""
+    md = markdown.Markdown(extensions=["fenced_code", "sane_lists"], output_format="html")
+    # Raw HTML must come out as text: drop the block-level stash of HTML and the inline
+    # HTML pattern; the serializer then escapes '<' in ordinary text.
+    md.preprocessors.deregister("html_block")
+    md.inlinePatterns.deregister("html")
+    md.treeprocessors.register(_ImagesAsAltText(md), "tkchat_images_as_alt", 15)
+    md.treeprocessors.register(_TightListItems(md), "tkchat_tight_list_items", 14)
+    return md
+
+
+def _normalize_fences(text: str) -> str:
+    """Rewrite fences into the one form Python-Markdown's fenced_code accepts.
+
+    Its pattern wants the fence at column 0, an info string that is a bare language name,
+    and a closing fence identical to the opening one; model output often has an indented
+    fence, ``python title=x``, a longer closing fence or no closing fence at all.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        fm = fence_open(lines[i])
+        if not fm:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, indent = fm.group("fence"), len(fm.group("indent"))
+        words = fm.group("info").split()
+        lang = _LANG_CHARS_RE.sub("", words[0]) if words else ""
+        out.append(fence + lang)
+        j = i + 1
+        while j < len(lines) and not fence_closes(lines[j], fence):
+            out.append(dedent(lines[j], indent))
+            j += 1
+        out.append(fence)
+        i = j + 1
+    return "\n".join(out)
+
+
+def _render(text: str) -> str:
+    try:
+        html_text = _make_markdown().convert(_normalize_fences(text))
+    except Exception:  # e.g. RecursionError on a list nested 300 deep
+        # Model output must never take the window down: show the block as plain text.
+        return f"<p>{html.escape(text, quote=False)}</p>"
+    return sanitize_html(html_text)
+
+
+@functools.lru_cache(maxsize=4096)
+def block_to_html(block: str) -> str:
+    """Render one markdown block to safe HTML (memoized: re-renders after a resize, a theme
+    change or a scroll back cost nothing, and the cache is thread-safe).
+
+    Raw HTML in the block comes out escaped as visible text, markdown images become their
+    alt text, links lose their target, and :func:`sanitize_html` makes the final call.
+    """
+    return _render(block)
+
+
+def convert_whole_document(text: str) -> str:
+    """One uncached conversion of the whole text, as a naive app does on every chunk (the
+    ``per-chunk-render`` demo). Exactly as safe as the block path."""
+    return _render(text)
+
+
+def markdown_to_safe_html(text: str) -> str:
+    """Render a whole document in one call (tests, and the deliberately blocking demo).
+
+    It renders the same blocks as the sliced path (unbounded in size), so the two produce
+    identical HTML and differ only in how long one main-thread call takes.
+    """
+    return "\n".join(_render(block) for block in split_blocks(text, sys.maxsize))

@@ -1,0 +1,72 @@
+"""Refuse any request that is not addressed to this server (the DNS-rebinding defence).
+
+The server listens on 127.0.0.1, but that alone does not keep other web sites out: a page
+the user visits can make its own host name resolve to 127.0.0.1 and then send requests
+that the browser considers same-origin. What such a page cannot change is the ``Host``
+header (its own name) and the ``Origin`` header (its own origin). So every request must
+name one of the allowed hosts in ``Host`` (with or without this server's port) and, when it
+carries an ``Origin``, that origin must be ``http://<allowed host>:<port>``; anything else
+gets 403. The server sends no CORS headers at all, so no other origin is ever invited in.
+
+The middleware runs on the server's event loop, in front of every route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as ASGIMessage
+
+from tkchat.serve.errors import error_response
+
+DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost")
+
+
+def bracketed(host: str) -> str:
+    """An IPv6 literal as it appears in a Host header or a URL."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+class HostOriginGuard:
+    """Pure ASGI middleware (loop thread): 403 unless Host (and Origin, when sent) name this
+    server. This is the DNS-rebinding defence: a hostile page whose name now resolves to
+    127.0.0.1 still sends its own name in ``Host`` and its own origin in ``Origin``."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str], port: int) -> None:
+        self.app = app
+        names = [bracketed(h.lower()) for h in allowed_hosts]
+        self.hosts = {form for name in names for form in (name, f"{name}:{port}")}
+        self.origins = {f"http://{name}:{port}" for name in names}
+        if port == 80:  # browsers leave the default port out of Origin
+            self.origins |= {f"http://{name}" for name in names}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self.problem(Headers(scope=scope))
+        if problem is not None:
+            await error_response(403, "forbidden", problem)(scope, receive, send)
+            return
+        await self.app(scope, receive, partial(_send_nosniff, send))
+
+    def problem(self, headers: Headers) -> str | None:
+        """Why a request is refused, or None."""
+        hosts = headers.getlist("host")
+        if len(hosts) != 1 or hosts[0].lower() not in self.hosts:
+            return f"Host {', '.join(hosts) or '(none)'} is not this server"
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() not in self.origins:
+            return f"Origin {origin} may not use this server"
+        return None
+
+
+async def _send_nosniff(send: Send, message: ASGIMessage) -> None:
+    """Every response says its content type is final: no browser guesses script from text."""
+    if message["type"] == "http.response.start":
+        message.setdefault("headers", [])
+        MutableHeaders(scope=message).setdefault("x-content-type-options", "nosniff")
+    await send(message)
