@@ -12,9 +12,11 @@ from tkchat.transport.sse import (
     SSEError,
     SSEMessage,
     SSEParser,
+    can_start_stream,
     encode_comment,
     encode_data,
     encode_event,
+    first_line,
     openai_chunk,
     openai_error,
     parse_event,
@@ -137,6 +139,44 @@ def test_a_long_line_in_tiny_pieces_is_not_rescanned() -> None:
     data = f"data: {line}\n\n".encode()
     got = [m for i in range(0, len(data), 7) for m in parser.feed(data[i : i + 7])]
     assert got == [SSEMessage(data=line)]
+
+
+# -- telling an event stream from something else, on its first line ----------------------
+
+
+def test_first_line_skips_a_bom_and_blank_lines() -> None:
+    assert first_line(b"\xef\xbb\xbf\r\n\ndata: x\r\n\r\n", at_end=False) == b"data: x"
+    assert first_line(b": ping\rdata: x", at_end=False) == b": ping"
+
+
+def test_first_line_waits_for_a_whole_line_unless_the_stream_ended_or_it_is_long() -> None:
+    assert first_line(b"\xef", at_end=False) is None  # maybe half a BOM
+    assert first_line(b'data: {"ch', at_end=False) is None
+    assert first_line(b'data: {"ch', at_end=True) == b'data: {"ch'
+    assert first_line(b"<html>" + b"x" * 2000, at_end=False) == b"<html>" + b"x" * 2000
+    assert first_line(b"x" * 99, at_end=False, limit=100) is None
+    assert first_line(b"\r\n\n", at_end=True) == b""  # nothing but blank lines: empty
+
+
+@pytest.mark.parametrize(
+    ("line", "ok"),
+    [
+        (b": keep-alive", True),
+        (b":", True),
+        (b"data: {}", True),
+        (b"data", True),  # a bare field name is a legal line
+        (b"event:note", True),
+        (b"id: 7", True),
+        (b"retry: 3000", True),
+        (b"<!DOCTYPE html>", False),
+        (b'{"error": "no"}', False),
+        (b"error: {}", False),  # llama.cpp's early failure: the caller reads it
+        (b"database: x", False),
+        (b"\x00\xffgarbage", False),
+    ],
+)
+def test_can_start_stream(line: bytes, ok: bool) -> None:
+    assert can_start_stream(line) is ok
 
 
 def test_encode_event_is_one_utf8_data_line() -> None:

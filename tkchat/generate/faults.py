@@ -40,6 +40,14 @@ class FaultInjector:
     def n_ctx(self) -> int:
         return self.inner.n_ctx
 
+    @property
+    def context_known(self) -> bool:
+        return self.inner.context_known
+
+    @property
+    def model(self) -> str | None:
+        return self.inner.model
+
     def arm(self, after_tokens: int) -> None:
         self.died_at = None
         self._fail_after = after_tokens

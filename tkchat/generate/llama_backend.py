@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from tkchat.generate.backend import (
     ContextOverflowError,
@@ -22,6 +22,11 @@ from tkchat.generate.backend import (
     TokenStream,
 )
 from tkchat.generate.model_file import check_gguf, choose_model_path
+
+if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 DEFAULT_N_CTX = 4096
 
@@ -33,7 +38,14 @@ def default_n_threads() -> int:
 
 
 class LlamaBackend:
-    """A GGUF model through llama-cpp-python. Every method runs on a worker thread."""
+    """A GGUF model through llama-cpp-python. Every method runs on a worker thread.
+
+    llama-cpp-python's types are incomplete (its ctypes layer is untyped): what comes out of
+    it gets an explicit type where it enters this class, and the rest of tkchat sees only
+    those.
+    """
+
+    context_known = True  # the model's own tokenizer counts, and n_ctx is the real context
 
     def __init__(
         self,
@@ -49,9 +61,9 @@ class LlamaBackend:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_n_threads()
         self.name = Path(model).name if model else "the bundled model"
-        self._llm: Any = None
-        self._format: Any = None
-        self._is_end: Any = None
+        self._llm: Llama | None = None
+        self._format: Jinja2ChatFormatter | None = None
+        self._is_end: Callable[[int], bool] | None = None  # end-of-generation token?
         # The last chat tokenized and its tokens: the worker counts a chat to fit it into the
         # context, then streams that same chat; this saves tokenizing it twice.
         self._last_prompt: tuple[tuple[Message, ...], list[int]] | None = None
@@ -85,7 +97,13 @@ class LlamaBackend:
             eos_token=_token_text(llm, llm.token_eos()),
             bos_token=_token_text(llm, llm.token_bos()),
         )
-        self._is_end = llama_vocab_is_eog
+        vocab = llm._model.vocab  # a ctypes pointer, untyped in llama_cpp
+
+        def is_end(token: int) -> bool:
+            """<|im_end|>, eos and the like: the model is done."""
+            return bool(llama_vocab_is_eog(vocab, token))
+
+        self._is_end = is_end
         self.n_ctx = llm.n_ctx()
         self._llm = llm
 
@@ -93,17 +111,28 @@ class LlamaBackend:
         if self._llm is not None:
             self._llm.close()
             self._llm = None
+            self._format = self._is_end = None
             self._last_prompt = None
 
-    def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
-        if self._llm is None:
+    def _loaded(self) -> tuple[Llama, Jinja2ChatFormatter, Callable[[int], bool]]:
+        """The model, its chat formatter and its end test; ModelLoadError before load()."""
+        if self._llm is None or self._format is None or self._is_end is None:
             raise ModelLoadError("The model is not loaded yet")
+        return self._llm, self._format, self._is_end
+
+    def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        llm, format_chat, _ = self._loaded()
         key = tuple(messages)
         if self._last_prompt is not None and self._last_prompt[0] == key:
             return self._last_prompt[1]
-        chat = [{"role": m.role, "content": m.content} for m in messages]
-        formatted = self._format(messages=chat)
-        tokens = self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=True, special=True)
+        # llama_cpp types a chat as one TypedDict per role; the template reads only "role"
+        # and "content", so plain dicts with those two keys are all it needs.
+        chat = cast(
+            "list[ChatCompletionRequestMessage]",
+            [{"role": m.role, "content": m.content} for m in messages],
+        )
+        prompt: str = format_chat(messages=chat).prompt
+        tokens: list[int] = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
         self._last_prompt = (key, tokens)
         return tokens
 
@@ -112,7 +141,7 @@ class LlamaBackend:
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         """Worker thread. Yields each token's bytes; returns "stop" or "length"."""
-        llm = self._llm
+        llm, _, is_end = self._loaded()
         prompt = self._prompt_tokens(request.messages)
         room = self.n_ctx - len(prompt)
         if room < 1:
@@ -133,13 +162,14 @@ class LlamaBackend:
             reset=True,  # reuses the KV cache for the shared prefix of a multi-turn chat
         )
         for produced, token in enumerate(tokens, start=1):
-            if self._is_end(llm._model.vocab, token):  # end-of-generation (<|im_end|>, eos)
+            if is_end(token):
                 return "stop"
-            yield llm.detokenize([token])
+            piece: bytes = llm.detokenize([token])
+            yield piece
             if produced >= budget:
                 return "length"
         return "stop"
 
 
-def _token_text(llm: Any, token: int) -> str:
+def _token_text(llm: Llama, token: int) -> str:
     return llm._model.token_get_text(token) if token != -1 else ""

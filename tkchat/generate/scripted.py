@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from tkchat.generate.backend import GenerationRequest, Message, TokenStream
 
@@ -119,6 +120,10 @@ class ScriptedBackend:
     text: str = SCRIPT
     n_ctx: int = 8192
     name: str = "scripted"
+    # It counts its own tokens exactly (the worker fits long chats into n_ctx); it has no
+    # model file or server model to name.
+    context_known: ClassVar[bool] = True
+    model: ClassVar[str | None] = None
 
     def load(self) -> None:
         """Nothing to load."""

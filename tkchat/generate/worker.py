@@ -89,7 +89,7 @@ class GenerationWorker:
         policy of :mod:`tkchat.generate.context` where the backend knows its context size (a
         remote server applies its own)."""
         request = self.request
-        if not request.fit_context or not getattr(self.backend, "context_known", True):
+        if not request.fit_context or not self.backend.context_known:
             # the backend's count (an estimate, for a remote server)
             self.prompt_tokens = self.backend.count_tokens(request.messages)
             return request
@@ -147,9 +147,7 @@ class GenerationWorker:
                                 text_at = last_at
                             self.sender.text(text)
                 finally:
-                    close = getattr(stream, "close", None)
-                    if close is not None:  # GeneratorExit inside the backend: the loop ends
-                        close()
+                    stream.close()  # GeneratorExit inside the backend: its loop ends here
                     self.exited_at = time.perf_counter()
             if self.cancel_event.is_set():
                 reason = "cancelled"

@@ -6,9 +6,10 @@ The same module serves both ends of an HTTP stream:
   :func:`encode_event` (``data: <json>\\n\\n``), sends :func:`encode_comment` as a keep-alive,
   and speaks the OpenAI ``chat.completion.chunk`` dialect with :func:`openai_chunk`,
   :func:`openai_error` and :data:`OPENAI_DONE`;
-- a **client** (the desktop app's remote backend) feeds whatever the socket delivered to an
-  :class:`SSEParser` and turns each :class:`SSEMessage` back into an event with
-  :func:`parse_event`.
+- a **client** (the desktop app's remote backend) checks with :func:`first_line` and
+  :func:`can_start_stream` that an answer is an event stream at all, feeds whatever the socket
+  delivered to an :class:`SSEParser`, and turns each :class:`SSEMessage` back into an event
+  with :func:`parse_event`.
 
 The parser is the part that is easy to get wrong. TCP delivers bytes in chunks that know nothing
 about events: one ``read()`` can end in the middle of an event, of a line, of a ``\\r\\n`` pair,
@@ -219,6 +220,37 @@ class SSEParser:
         if not data:
             return None
         return SSEMessage(event=event or "message", data="\n".join(data), id=self._last_id)
+
+
+# The first line of an event stream is a comment or one of the four SSE fields (a bare field
+# name on its own line is legal too). An HTML page, a JSON document or binary garbage is not.
+_STREAM_START = re.compile(rb"^(?::|(?:data|event|id|retry)(?::|$))")
+SNIFF_BYTES = 1024
+
+
+def first_line(head: bytes, *, at_end: bool, limit: int = SNIFF_BYTES) -> bytes | None:
+    """The first line of a byte stream, found in its first bytes (``head``).
+
+    A client looks at it before parsing: SSE ignores lines it does not understand, so an
+    answer that is not an event stream at all (an HTML error page, a JSON document) would
+    otherwise parse into no events and look like a stream that ended early. A BOM and blank
+    lines in front are skipped, as :class:`SSEParser` skips them. ``None`` means "not known
+    yet": no line terminator and fewer than ``limit`` bytes, so read more. At the end of the
+    stream (``at_end``), or with ``limit`` bytes and still no terminator, what there is
+    counts as the line (empty: the stream was empty).
+    """
+    text = head.removeprefix(_BOM).lstrip(b"\r\n")
+    end = _EOL.search(text)
+    if end is not None:
+        return text[: end.start()]
+    if at_end or len(text) >= limit:
+        return text
+    return None
+
+
+def can_start_stream(line: bytes) -> bool:
+    """Whether a (non-empty) ``line`` can be the first line of an event stream."""
+    return _STREAM_START.match(line) is not None
 
 
 def parse_event(message: SSEMessage) -> GenerationEvent:

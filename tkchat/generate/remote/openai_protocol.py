@@ -1,0 +1,110 @@
+"""The OpenAI-compatible wire protocol: ``POST /v1/chat/completions`` with ``stream: true``.
+
+Spoken by llama.cpp's server, llama-cpp-python's, Ollama, vLLM and LM Studio. ``GET
+/v1/models`` lists the models (the first is used when the user named none); each streamed
+``chat.completion.chunk`` carries a piece of text in ``choices[0].delta.content``, and the
+stream ends with ``data: [DONE]``. Such a server applies no context policy of ours, and
+tells nothing of its context size.
+
+The functions are pure or run on the worker (or loader) thread that reads the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tkchat.generate.backend import GenerationRequest, TokenStream
+from tkchat.generate.remote.errors import (
+    RemoteError,
+    bad_stream,
+    closed_mid_answer,
+    error_detail,
+    snippet,
+)
+from tkchat.transport.sse import SSEMessage
+
+MODELS_PATH = "/v1/models"
+CHAT_PATH = "/v1/chat/completions"
+
+
+def served_models(status: int, body: Any, base_url: str) -> list[str]:
+    """Loader thread. The model ids of a ``GET /v1/models`` answer (possibly none); raises
+    RemoteError when the server is not ready or is not OpenAI-compatible at all."""
+    if status not in (200, 404, 405):  # e.g. 503 while llama.cpp's server loads
+        raise RemoteError(
+            f"The server at {base_url} is not ready: GET {MODELS_PATH} "
+            f"answered {status}{error_detail(body)}",
+            kind="server_error",
+        )
+    if status != 200 or not isinstance(body, dict) or "data" not in body:
+        answer = f"answered {status}" if status != 200 else "did not answer a list of models"
+        raise RemoteError(
+            f"The server at {base_url} is neither tkchat nor OpenAI-compatible: "
+            f"GET {MODELS_PATH} {answer}",
+            kind="server_error",
+        )
+    data = body.get("data")
+    if not isinstance(data, list):
+        return []
+    return [str(item["id"]) for item in data if isinstance(item, dict) and item.get("id")]
+
+
+def request_body(request: GenerationRequest, model: str | None) -> dict[str, Any]:
+    """The JSON of a streaming chat completion, with only the standard OpenAI fields: strict
+    servers reject unknown ones (top_k and repeat_penalty have the same defaults in llama.cpp's
+    and llama-cpp-python's servers)."""
+    sampling = request.sampling
+    body: dict[str, Any] = {
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "stream": True,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+    }
+    if model is not None:
+        body["model"] = model
+    if sampling.max_tokens:  # 0 means "no limit" in tkchat; servers want it left out
+        body["max_tokens"] = sampling.max_tokens
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    return body
+
+
+def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
+    """Worker thread. ``choices[0].delta.content`` of each chunk as UTF-8, until ``[DONE]``;
+    returns "length" when the server cut the answer there, else "stop"."""
+    finish: str | None = None
+    for message in messages:
+        data = message.data
+        if data.strip() == "[DONE]":
+            return "length" if finish == "length" else "stop"
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise bad_stream(f"a data line is not JSON ({exc}): {snippet(data)}") from exc
+        if not isinstance(chunk, dict):
+            raise bad_stream(f"a data line is not a JSON object: {snippet(data)}")
+        if chunk.get("error"):  # llama.cpp and vLLM report a failure mid-stream like this
+            raise RemoteError(
+                "The server reported an error" + error_detail(chunk), kind="server_error"
+            )
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            raise bad_stream(f"a chunk has no choices: {snippet(data)}")
+        if not choices:
+            continue  # e.g. the usage summary some servers send last
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise bad_stream(f"a choice is not a JSON object: {snippet(data)}")
+        delta = choice.get("delta") or {}
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(content, str) and content:
+            yield content.encode("utf-8")
+        if choice.get("finish_reason"):
+            finish = str(choice["finish_reason"])
+    if finish is not None:
+        # The answer itself was complete (a finish_reason came); only the [DONE] is missing,
+        # which some servers omit. Losing a finished answer over that would help nobody.
+        return "length" if finish == "length" else "stop"
+    raise closed_mid_answer()
