@@ -17,7 +17,6 @@ from collections.abc import Callable
 from tkchat.generate.backend import Backend
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.store.settings import remember_model
@@ -66,7 +65,7 @@ class ModelSwitch:
         self.picker = ModelPicker(
             self.root,
             translate=self.t,
-            current=backend.model if isinstance(backend, LlamaBackend) else None,
+            current=backend.model if backend is not None else None,
             recent=settings.recent_models,
             folder=settings.model_folder,
             on_choose=self.load,
