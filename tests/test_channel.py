@@ -1,4 +1,4 @@
-"""EventChannel and GenerationSender: numbering, coalescing under backpressure, one final."""
+"""EventChannel and GenerationSender: numbering, merging into the waiting chunk, one final."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tkchat.events import (
     ModelFailed,
     ModelReady,
 )
-from tkchat.transport.channel import DEFAULT_HIGH_WATER, EventChannel, GenerationSender
+from tkchat.transport.channel import EventChannel, GenerationSender, OpenChunk
 
 STATS = GenerationStats(tokens=3)
 
@@ -71,19 +71,6 @@ def test_get_returns_the_next_event_and_times_out_when_empty() -> None:
         channel.get(timeout=0.01)
 
 
-def test_has_room_follows_high_water() -> None:
-    channel = EventChannel(high_water=2)
-    assert channel.high_water == 2
-    assert channel.has_room()
-    channel.put(Chunk(1, 1, "a"))
-    assert channel.has_room()
-    channel.put(Chunk(1, 2, "b"))
-    assert not channel.has_room()
-    channel.drain(limit=1)
-    assert channel.has_room()
-    assert EventChannel().high_water == DEFAULT_HIGH_WATER
-
-
 def test_put_from_many_threads_loses_nothing() -> None:
     channel = EventChannel()
     per_thread = 500
@@ -111,10 +98,12 @@ def test_put_from_many_threads_loses_nothing() -> None:
 def test_seq_is_contiguous_from_one_and_final_follows_last_chunk() -> None:
     channel = EventChannel()
     sender = GenerationSender(channel, gen=7)
+    events = []
     for word in ["Hello", ", ", "world", "!"]:
         sender.text(word)
+        events += channel.drain()  # a consumer that keeps up: every piece travels alone
     sender.done("stop", STATS)
-    events = channel.drain()
+    events += channel.drain()
     assert events == [
         Chunk(7, 1, "Hello"),
         Chunk(7, 2, ", "),
@@ -133,6 +122,7 @@ def test_empty_text_sends_nothing_and_uses_no_seq() -> None:
     sender.text("")
     sender.done("stop", STATS)
     assert channel.drain() == [Chunk(1, 1, "a"), Done(1, 2, "stop", STATS)]
+    assert (sender.pieces, sender.chunks) == (1, 1)
 
 
 def test_generation_without_text_is_just_a_final_with_seq_one() -> None:
@@ -179,70 +169,72 @@ def test_exactly_one_final_event(first: str, second: str) -> None:
     assert_one_generation(events, 1)
 
 
-# -- GenerationSender: coalescing under backpressure -----------------------------------------
+# -- GenerationSender: merging into the chunk still waiting ---------------------------------
 
 
-@pytest.mark.parametrize("high_water", [1, 2, 8, 64])
-def test_coalescing_keeps_the_queue_bounded_and_all_the_text(high_water: int) -> None:
-    channel = EventChannel(high_water=high_water)
+def test_text_joins_the_chunk_the_consumer_has_not_taken_yet() -> None:
+    channel = EventChannel()
     sender = GenerationSender(channel, gen=1)
     tokens = [f"tok{i} 中😀 " for i in range(2000)]
-    peak = 0
     for token in tokens:
         sender.text(token)
-        peak = max(peak, channel.qsize())
-        assert channel.qsize() <= high_water, "nobody drains: the queue must stop growing"
-    assert peak == high_water  # the channel did fill up, so coalescing was exercised
+        assert channel.qsize() == 1, "nobody drains: one chunk waits, and grows"
     sender.done("stop", STATS)
-    # The final flush adds one chunk of the pending text, then the final event itself.
-    assert channel.qsize() <= high_water + 2
-
     events = generation_events(channel.drain(), 1)
-    assert len(events) <= high_water + 2
-    assert assert_one_generation(events, 1) == "".join(tokens)
+    assert events == [Chunk(1, 1, "".join(tokens)), Done(1, 2, "stop", STATS)]
+    assert (sender.pieces, sender.chunks) == (2000, 1)
 
 
-def test_final_event_flushes_pending_text_first() -> None:
-    channel = EventChannel(high_water=1)
-    sender = GenerationSender(channel, gen=4)
-    sender.text("first")  # the queue now holds one event: full
-    sender.text("second ")
-    sender.text("third")  # both held, merged into one pending chunk
-    assert channel.qsize() == 1
-    sender.done("length", STATS)
-    assert channel.drain() == [
-        Chunk(4, 1, "first"),
-        Chunk(4, 2, "second third"),
-        Done(4, 3, "length", STATS),
-    ]
-
-
-def test_error_also_flushes_pending_text_first() -> None:
-    channel = EventChannel(high_water=1)
-    sender = GenerationSender(channel, gen=2)
-    sender.text("a")
-    sender.text("b")
-    sender.error("RuntimeError", "boom", STATS)
-    assert channel.drain() == [
-        Chunk(2, 1, "a"),
-        Chunk(2, 2, "b"),
-        Error(2, 3, "RuntimeError", "boom", STATS),
-    ]
-
-
-def test_pending_text_goes_out_as_soon_as_there_is_room() -> None:
-    channel = EventChannel(high_water=1)
+def test_a_taken_chunk_is_never_added_to() -> None:
+    channel = EventChannel()
     sender = GenerationSender(channel, gen=1)
     sender.text("a")
     sender.text("b")
+    assert channel.drain() == [Chunk(1, 1, "ab")]  # taken: closed for good
     sender.text("c")
-    assert channel.drain() == [Chunk(1, 1, "a")]  # "b" and "c" are still pending
-    sender.text("d")  # room again: everything pending goes out as one chunk
-    assert channel.drain() == [Chunk(1, 2, "bcd")]
+    sender.text("d")
+    sender.text("e")
+    assert channel.drain() == [Chunk(1, 2, "cde")]
+    sender.text("f")
+    sender.error("RuntimeError", "boom", STATS)
+    assert channel.drain() == [Chunk(1, 3, "f"), Error(1, 4, "RuntimeError", "boom", STATS)]
+
+
+def test_text_after_another_event_starts_a_new_chunk() -> None:
+    channel = EventChannel()
+    sender = GenerationSender(channel, gen=3)
+    sender.text("before")
+    sender.event(lambda seq: ModelFailed(f"marker {seq}"))  # any other event, in between
+    sender.text("after")
+    events = channel.drain()
+    assert events == [Chunk(3, 1, "before"), ModelFailed("marker 2"), Chunk(3, 3, "after")]
+
+
+def test_without_coalescing_every_piece_travels_alone() -> None:
+    channel = EventChannel(coalesce=False)  # the broken demos
+    sender = GenerationSender(channel, gen=1)
+    for piece in "abc":
+        sender.text(piece)
+    sender.done("stop", STATS)
+    assert channel.drain() == [
+        Chunk(1, 1, "a"),
+        Chunk(1, 2, "b"),
+        Chunk(1, 3, "c"),
+        Done(1, 4, "stop", STATS),
+    ]
+    assert (sender.pieces, sender.chunks) == (3, 3)
+
+
+def test_open_chunk_add_and_take_exclude_each_other() -> None:
+    chunk = OpenChunk(5, 2, "x")
+    assert chunk.add("y") and chunk.pieces == 2
+    assert chunk.take() == Chunk(5, 2, "xy")
+    assert not chunk.add("z")  # after take: the sender must send a new chunk
+    assert chunk.take() == Chunk(5, 2, "xy")
 
 
 def test_concurrent_drain_sees_all_text_in_order() -> None:
-    channel = EventChannel(high_water=4)
+    channel = EventChannel()
     tokens = [f"{i},流 " for i in range(5000)]
 
     def produce() -> None:
@@ -259,7 +251,7 @@ def test_concurrent_drain_sees_all_text_in_order() -> None:
             events.append(channel.get(timeout=5.0))
         except queue.Empty:
             pytest.fail(f"no final event after {len(events)} events")
-        assert channel.qsize() <= channel.high_water + 2
+        assert channel.qsize() <= 2  # at most the growing chunk and the final event
     producer.join(5.0)
     assert not producer.is_alive()
     events.extend(channel.drain())

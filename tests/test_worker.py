@@ -314,11 +314,11 @@ def test_full_script_at_a_rate_arrives_intact() -> None:
     assert isinstance(final, Done) and final.reason == "stop"
 
 
-@pytest.mark.parametrize("high_water", [256, 4, 1])
-def test_split_utf8_still_yields_exactly_the_script(high_water: int) -> None:
+@pytest.mark.parametrize("coalesce", [True, False])
+def test_split_utf8_still_yields_exactly_the_script(coalesce: bool) -> None:
     backend = ScriptedBackend(rate=0, split_utf8=True)
     pieces = list(backend.pieces(None))
-    _, events = run_worker(backend, channel=EventChannel(high_water=high_water))
+    _, events = run_worker(backend, channel=EventChannel(coalesce=coalesce))
     text, final = check_generation(events, 1)
     assert text == SCRIPT
     assert "😀" in text and "𝄞" in text and "中文" in text

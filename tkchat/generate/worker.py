@@ -20,7 +20,7 @@ from dataclasses import replace
 from tkchat.events import FinishReason, GenerationStats
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest
 from tkchat.generate.context import fit_to_context
-from tkchat.transport.channel import EventChannel, GenerationSender
+from tkchat.transport.channel import EventSink, GenerationSender
 
 
 class Utf8Assembler:
@@ -45,7 +45,7 @@ class GenerationWorker:
         backend: Backend,
         request: GenerationRequest,
         gen: int,
-        channel: EventChannel,
+        channel: EventSink,
         model_lock: threading.Lock,
         *,
         on_exit: Callable[[GenerationWorker], None] | None = None,

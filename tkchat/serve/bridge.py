@@ -7,8 +7,8 @@ never block on a ``queue.Queue``: that would stall the event loop, and with it e
 client. :class:`AsyncEventBridge` looks like a channel to the worker but delivers into an
 ``asyncio.Queue`` that only the loop touches.
 
-Two threads use one bridge, and each method says which: ``put`` and ``has_room`` run on the
-worker thread, ``next_batch`` on the event loop, ``call_soon`` on either.
+Two threads use one bridge, and each method says which: ``put`` runs on the worker thread,
+``next_batch`` on the event loop, ``call_soon`` on either.
 """
 
 from __future__ import annotations
@@ -18,40 +18,32 @@ from collections.abc import Callable
 from contextlib import suppress
 
 from tkchat.events import AppEvent
-from tkchat.transport.channel import DEFAULT_HIGH_WATER
+from tkchat.transport.channel import Queued, delivered
 
 
 class AsyncEventBridge:
-    """What a :class:`GenerationWorker` needs of an ``EventChannel`` (``put``, ``has_room``),
-    delivering into an ``asyncio.Queue`` on the server's event loop.
+    """What a :class:`GenerationWorker` needs of an ``EventChannel`` (``put``), delivering
+    into an ``asyncio.Queue`` on the server's event loop.
 
     ``put`` runs on the worker thread and never blocks: ``asyncio.Queue`` is not thread-safe,
     so the worker does not touch it; it asks the loop to (``call_soon_threadsafe``). The loop
     side awaits the queue, so no coroutine ever blocks on a thread.
 
-    ``has_room`` gives the worker's sender its backpressure signal, as the in-process channel
-    does: when the client reads slowly, sending awaits, events pile up, and the sender starts
-    merging text into fewer, larger chunks instead of queueing one event per token.
+    Coalescing works as in the window: while the client reads slowly, the chunk the worker
+    put last is still in the queue, and new text is added to it (see
+    :class:`~tkchat.transport.channel.OpenChunk`), so a slow reader gets fewer, larger
+    chunks instead of one event per token.
     """
 
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, high_water: int = DEFAULT_HIGH_WATER
-    ) -> None:
+    coalesce = True
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queue: asyncio.Queue[AppEvent] = asyncio.Queue()
-        self.high_water = high_water
-        # Two counters, each written by one thread only, so no lock is needed to compare them.
-        self._put = 0  # worker thread
-        self._taken = 0  # loop thread
+        self._queue: asyncio.Queue[Queued] = asyncio.Queue()
 
-    def put(self, event: AppEvent) -> None:
+    def put(self, event: Queued) -> None:
         """Worker thread. Never blocks."""
-        self._put += 1
         self.call_soon(self._queue.put_nowait, event)
-
-    def has_room(self) -> bool:
-        """Worker thread. Whether the loop has taken all but a few of the events sent."""
-        return self._put - self._taken < self.high_water
 
     def call_soon(self, callback: Callable[..., object], *args: object) -> None:
         """Any thread. Run ``callback`` on the loop. Dropped if the loop is already closed
@@ -65,10 +57,9 @@ class AsyncEventBridge:
         batch: list[AppEvent] = []
         if self._queue.empty():
             try:
-                batch.append(await asyncio.wait_for(self._queue.get(), timeout))
+                batch.append(delivered(await asyncio.wait_for(self._queue.get(), timeout)))
             except asyncio.TimeoutError:
                 return batch
         while not self._queue.empty():
-            batch.append(self._queue.get_nowait())
-        self._taken += len(batch)
+            batch.append(delivered(self._queue.get_nowait()))
         return batch

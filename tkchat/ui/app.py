@@ -26,7 +26,6 @@ from tkchat.modes import FIXED
 from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
-from tkchat.transport.channel import DEFAULT_HIGH_WATER, UNBOUNDED
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
@@ -289,7 +288,7 @@ class ChatApp(ChatLayout):
         if self.pipeline.name != mode:
             self.pipeline = make_pipeline(mode, self.pipeline_host)
         # Broken demos are naive all the way: their sender does not coalesce either.
-        self.channel.high_water = DEFAULT_HIGH_WATER if self.pipeline.coalesce else UNBOUNDED
+        self.channel.coalesce = self.pipeline.coalesce
         self.stop_button.configure(state="normal")
         if self.pipeline.broken:
             self.status.say("app.generating_broken", mode=mode)
