@@ -224,37 +224,20 @@ class ChatApp(ChatLayout):
             )
         self.menubar = MenuBar(self.root, self.t, commands)
         bind_shortcuts(self.root, commands)
-        self.input.bind("<Return>", self._on_return)
-        self.input.bind("<Shift-Return>", self._on_shift_return)
-        # Tk's Text reads Ctrl+A as "start of line" (Emacs); in a chat box it means "all".
-        self.input.bind("<Control-a>", self._select_all_input)
 
-    # -- input ---------------------------------------------------------------------------------
-
-    def _on_return(self, _event: tk.Event) -> str:
-        self.send()
-        return "break"  # Enter sends; the newline is not inserted
-
-    def _select_all_input(self, _event: tk.Event) -> str:
-        self.input.tag_add("sel", "1.0", "end-1c")
-        self.input.mark_set("insert", "end-1c")
-        return "break"
-
-    def _on_shift_return(self, _event: tk.Event) -> str:
-        self.input.insert("insert", "\n")
-        return "break"
+    # -- sending -------------------------------------------------------------------------------
 
     def send(self, text: str | None = None) -> bool:
         """Send the input box's text (or ``text``). Returns whether a generation started.
         While a past question is being edited, the box's text replaces it and everything
         after it."""
-        prompt = (self.input.get("1.0", "end-1c") if text is None else text).strip()
+        prompt = (self.input.draft if text is None else text).strip()
         if not prompt or not self._can_generate():
             return False
         if self.controller.is_generating():
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
         if text is None:
-            self.input.delete("1.0", "end")
+            self.input.clear()
             if self.editing is not None:
                 self._rewind_to(self.editing)
         self.editing = None
@@ -320,15 +303,14 @@ class ChatApp(ChatLayout):
         if self.showing_conversation:
             return
         self.editing = view
-        self.input.delete("1.0", "end")
-        self.input.insert("1.0", view.text)
+        self.input.set_draft(view.text)
         self.focus_input()
         self.status.say("app.editing", number=self.transcript.entries.index(view) + 1)
 
     def cancel_edit(self) -> None:
         if self.editing is not None:
             self.editing = None
-            self.input.delete("1.0", "end")
+            self.input.clear()
             self.status.say("app.edit_cancelled")
 
     def _rewind_to(self, view: UserView | AnswerView) -> None:
@@ -351,8 +333,7 @@ class ChatApp(ChatLayout):
 
     def focus_input(self) -> None:
         """Ctrl+L: type without reaching for the mouse."""
-        self.input.focus_set()
-        self.input.mark_set("insert", "end-1c")
+        self.input.focus_end()
 
     def _update_actions(self) -> None:
         """Regenerate needs an answer to replace."""
@@ -379,8 +360,7 @@ class ChatApp(ChatLayout):
         """A lesson's demo: its mode, its backend (and token rate), its prompt in the box."""
         self.teaching.set_mode(lesson.mode)
         self.models.use(lesson.backend, rate=lesson.rate)
-        self.input.delete("1.0", "end")
-        self.input.insert("1.0", lesson.prompt or "")
+        self.input.set_draft(lesson.prompt or "")
         self.input.focus_set()
         self.health.highlight(lesson.watch)
         self.probe.reset_peaks()

@@ -18,6 +18,7 @@ from typing import Literal
 from tkchat.ui.context_meter import ContextMeter
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.message_box import MessageBox
 from tkchat.ui.notice import NoticeBanner
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
@@ -84,17 +85,7 @@ class ChatLayout:
         self.storage_banner = NoticeBanner(chat, self.health, t)
 
         bottom = ttk.Frame(chat, padding=8)
-        self.input = tk.Text(
-            bottom,
-            height=3,
-            width=20,
-            wrap="word",
-            undo=True,
-            borderwidth=1,
-            relief="solid",
-            padx=6,
-            pady=4,
-        )
+        self.input = MessageBox(bottom, on_send=commands.send)
         self.input.pack(side="left", fill="both", expand=True)
         self.send_button = self._button(bottom, t, "button.send", commands.send, "left", 8)
         self.stop_button = self._button(bottom, t, "button.stop", commands.stop, "left")
