@@ -60,7 +60,7 @@ class CallbackErrors:
 # Every root a test created stays referenced until the interpreter exits. A Tk interpreter
 # freed by a garbage collection that happens to run on a worker thread aborts the process
 # (Tcl_AsyncDelete); the app itself never frees its root, so only tests need this.
-_KEEP_ALIVE: list[tk.Tk] = []
+KEEP_ALIVE: list[tk.Tk] = []
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def root(display: None, caplog: pytest.LogCaptureFixture) -> Iterator[tk.Tk]:
     """A real Tk root; the test fails if any Tk callback raised, or anything logged an ERROR,
     while it lived."""
     tk_root = tk.Tk()
-    _KEEP_ALIVE.append(tk_root)
+    KEEP_ALIVE.append(tk_root)
     errors = CallbackErrors()
     tk_root.report_callback_exception = errors  # type: ignore[method-assign]
     yield tk_root
@@ -117,6 +117,17 @@ def pump_until(
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         root.update()
         time.sleep(0.002)
+
+
+def run_script(root: tk.Misc, script: Iterator[Any], timeout: float = 600.0) -> None:
+    """Drive a measurement script (``tkchat/measure/script.py``) as the bench's runner does:
+    each yielded number is seconds to let the Tk loop run, each callable a condition to run
+    it until."""
+    for wait in script:
+        if callable(wait):
+            pump_until(root, wait, timeout=timeout, what="a step of the script")
+        else:
+            pump_for(root, float(wait))
 
 
 def pump_for(root: tk.Misc, seconds: float) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _KEEP_ALIVE, CallbackErrors, pump_until
+from tests.conftest import KEEP_ALIVE, CallbackErrors, pump_until
 from tkchat.events import Done, Error
 from tkchat.generate.backend import (
     DEFAULT_SYSTEM_PROMPT,
@@ -72,7 +72,7 @@ def fresh_app(display: None) -> Iterator[Callable[..., ChatApp]]:
 
     def build(backend: object, **kwargs: object) -> ChatApp:
         tk_root = tk.Tk()
-        _KEEP_ALIVE.append(tk_root)
+        KEEP_ALIVE.append(tk_root)
         errors = CallbackErrors()
         tk_root.report_callback_exception = errors  # type: ignore[method-assign]
         controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]

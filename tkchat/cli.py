@@ -153,6 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
+    bench.add_argument(
+        "--lessons",
+        action="store_true",
+        help="run every lesson's demo in the window, check what each lesson claims, and "
+        "write the figures the lessons quote (lessons/figures.json)",
+    )
+    bench.add_argument(
+        "--lang",
+        default="en,zh",
+        help="with --lessons: the lessons' languages (default en,zh)",
+    )
 
     compare = commands.add_parser(
         "compare",
@@ -192,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     scripted = args.backend == "scripted"
+    if args.command == "bench" and args.lessons:
+        from tkchat.measure.lesson_demos import run_lesson_bench
+
+        return run_lesson_bench([lang.strip() for lang in args.lang.split(",") if lang.strip()])
     if args.command == "bench":
         from tkchat.measure.bench import run_bench
         from tkchat.measure.figures import BenchOptions

@@ -69,18 +69,54 @@ def tick_{n}(self) -> None:
 """
 
 
-def long_answer(min_chars: int = 11_000) -> str:
+_SECTION_ZH = """\
+### 第{n}部分：主循环在做什么
+
+第{n}轮，主循环醒来，把队列里**所有**等着的文字一次取走，用**一次**插入写进窗口。点击、按键和\
+滚动都在两次这样的刷新之间处理，所以即使每秒涌进 {rate} 个 token，窗口也能在一帧之内回应。
+
+- 工作线程拥有模型，从不碰任何控件
+- 队列是两个线程唯一共享的东西
+- 主线程拥有所有控件，而且只做追加
+
+```python
+def tick_{n}(self) -> None:
+    events = self.channel.drain()  # 一次取走全部
+    text = "".join(e.text for e in events if e.type == "chunk")
+    if text:
+        self.transcript.insert("end", text)  # 一次插入
+    self.root.after(16, self.tick_{n})
+```
+
+> 表情和生僻字在字节被切开时也不会坏：😀 🚀 🧠 𝄞 —— 汉字「龘」也一样。
+
+"""
+
+
+def long_answer(min_chars: int = 11_000, language: str = "en") -> str:
     """A long markdown answer (headings, lists, code, Chinese, emoji) of at least
-    ``min_chars`` characters: the case where "render once at the end" freezes the window."""
-    parts = ["## A long answer\n\n"]
+    ``min_chars`` characters: the case where "render once at the end" freezes the window.
+    ``language="zh"``: the same, written in Chinese (the Chinese lessons' demos)."""
+    title, section = (
+        ("## 一段很长的回答\n\n", _SECTION_ZH)
+        if language == "zh"
+        else (
+            "## A long answer\n\n",
+            _SECTION,
+        )
+    )
+    parts = [title]
     n = 1
     while sum(map(len, parts)) < min_chars:
-        parts.append(_SECTION.format(n=n, rate=n * 100))
+        parts.append(section.format(n=n, rate=n * 100))
         n += 1
     return "".join(parts)
 
 
-_TOKEN = re.compile(r"\s*\S+|\s+")
+# A word with its leading whitespace, like a BPE vocabulary; Chinese has no spaces, so its
+# characters go two at a time (as real tokenizers split it), and punctuation on its own.
+_CJK = "\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"
+_TOKEN = re.compile(rf"\s*[{_CJK}]{{1,2}}|\s*[^\s{_CJK}]+|\s+")
 
 
 def scripted_tokens(text: str = SCRIPT) -> list[str]:

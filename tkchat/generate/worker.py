@@ -60,6 +60,7 @@ class GenerationWorker:
         self.sender = GenerationSender(channel, gen)
         self.cancelled_at: float | None = None  # perf_counter when cancel() was called
         self.exited_at: float | None = None  # perf_counter when the model loop was left
+        self.first_token_at: float | None = None  # perf_counter of the first token
         self.tokens = 0  # tokens so far; read by the UI for the live tokens/s (an int is atomic)
         self.prompt_tokens = 0  # context tokens of the prompt, once fitted (read by the UI too)
         self.context_dropped = 0  # earlier messages left out so the chat fits the context
@@ -140,7 +141,7 @@ class GenerationWorker:
                         tokens += 1
                         self.tokens = tokens
                         if first_at is None:
-                            first_at = last_at
+                            first_at = self.first_token_at = last_at
                         text = assembler.feed(piece)
                         if text:
                             if text_at is None:

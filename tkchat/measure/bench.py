@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import tkinter as tk
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from tkchat.events import Done, Error
@@ -46,6 +46,7 @@ from tkchat.measure.figures import (
     input_figures,
     lag_figures,
 )
+from tkchat.measure.script import Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
@@ -54,46 +55,7 @@ from tkchat.ui.app import AppOptions, ChatApp
 from tkchat.ui.health import HealthBar
 from tkchat.ui.markdown_view import stock_tkhtmlview
 
-Wait = float | Callable[[], bool]
-Script = Generator[Wait, None, None]
-
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
-
-
-class _Runner:
-    """Drives a bench script from inside the Tk main loop."""
-
-    def __init__(self, root: tk.Tk, script: Script) -> None:
-        self.root = root
-        self.script = script
-        self.error: BaseException | None = None
-
-    def start(self) -> None:
-        self.root.after(0, self._step)
-
-    def _step(self) -> None:
-        try:
-            wait = next(self.script)
-        except StopIteration:
-            self.root.quit()
-            return
-        except BaseException as exc:  # report after the loop ends, never lose it
-            self.error = exc
-            self.root.quit()
-            return
-        if callable(wait):
-            self._poll(wait, time.monotonic() + 600)
-        else:
-            self.root.after(max(1, int(wait * 1000)), self._step)
-
-    def _poll(self, ready: Callable[[], bool], deadline: float) -> None:
-        if ready():
-            self._step()
-        elif time.monotonic() > deadline:
-            self.error = TimeoutError("a benchmark step waited more than 10 minutes")
-            self.root.quit()
-        else:
-            self.root.after(10, self._poll, ready, deadline)
 
 
 class _RssSampler:
@@ -215,7 +177,7 @@ class Bench:
         self.prober = InputProber(self.app.health)
         self.timelines: list[Timeline] = []
         controller.load_async()
-        runner = _Runner(root, self._script())
+        runner = ScriptRunner(root, self._script())
         runner.start()
         try:
             root.mainloop()

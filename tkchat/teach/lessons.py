@@ -31,8 +31,19 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import tkchat
+from tkchat.teach.claims import (
+    Claim,
+    ClaimError,
+    figures_path,
+    fill_figures,
+    load_figures,
+    parse_claims,
+)
+
+N = TypeVar("N", int, float)
 
 LANGUAGES: tuple[str, ...] = ("en", "zh")
 WATCH_TARGETS: tuple[str, ...] = ("heartbeat", "lag", "rates", "transcript")
@@ -48,7 +59,20 @@ REQUIRED_KEYS: tuple[str, ...] = (
     "expect",
     "code",
 )
-OPTIONAL_KEYS: tuple[str, ...] = ("rate", "prompt")
+# The demo, fully described: the scripted answer's length, the answer limit and seed, whether
+# it starts a fresh chat (default yes), how long it should last, what it claims (checked on a
+# real run by tests/test_demos.py), and whether the watchdog window shows it from outside.
+OPTIONAL_KEYS: tuple[str, ...] = (
+    "rate",
+    "prompt",
+    "tokens",
+    "max_tokens",
+    "seed",
+    "fresh",
+    "seconds",
+    "claims",
+    "watchdog",
+)
 HEADER_KEYS: tuple[str, ...] = REQUIRED_KEYS + OPTIONAL_KEYS
 
 PLACEHOLDER_RE = re.compile(r"\{\{code\s+(?P<ref>[^{}\s]+)\s*\}\}")
@@ -73,10 +97,17 @@ class Lesson:
     watch: str  # what the panel points at: heartbeat, lag, rates or transcript
     expect_mode: str  # the mode whose live figure is compared ...
     expect_metric: str  # ... under this key of a ``tkchat bench`` run
-    expect: str  # the expected figure, in words
+    expect: str  # the expected figure, in words, with ``{{figure metric}}`` placeholders
     code: tuple[str, ...]  # ``path::Dotted.name`` references
-    body: str  # markdown, with ``{{code …}}`` placeholders
+    body: str  # markdown, with ``{{code …}}`` and ``{{figure …}}`` placeholders
     path: Path
+    tokens: int | None = None  # scripted: the answer's length in tokens
+    max_tokens: int | None = None  # the answer limit the demo's chat uses
+    seed: int | None = None  # the sampling seed (the real model answers the same every time)
+    fresh: bool = True  # start a new chat, so earlier demos do not lengthen the prompt
+    seconds: float | None = None  # about how long the demo runs (Send to the answer's end)
+    claims: tuple[Claim, ...] = ()  # what a run of the demo must show (tests/test_demos.py)
+    watchdog: bool = False  # open the watchdog window: the freeze, seen from outside
 
     @property
     def number(self) -> int:
@@ -138,10 +169,11 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         raise LessonFormatError(f"{path}: watch must be one of {', '.join(WATCH_TARGETS)}")
     if header["backend"] not in BACKENDS:
         raise LessonFormatError(f"{path}: backend must be one of {', '.join(BACKENDS)}")
+    rate = _number(header, "rate", float, path)
     try:
-        rate = float(header["rate"]) if header.get("rate") else None
-    except ValueError:
-        raise LessonFormatError(f"{path}: rate must be a number of tokens/s") from None
+        claims = parse_claims(header.get("claims", ""))
+    except ClaimError as exc:
+        raise LessonFormatError(f"{path}: {exc}") from None
     code = tuple(ref.strip() for ref in header["code"].split(",") if ref.strip())
     return Lesson(
         id=header["id"],
@@ -158,7 +190,35 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         code=code,
         body=body.strip("\n") + "\n",
         path=path,
+        tokens=_number(header, "tokens", int, path),
+        max_tokens=_number(header, "max_tokens", int, path),
+        seed=_number(header, "seed", int, path),
+        fresh=_yes(header, "fresh", True, path),
+        seconds=_number(header, "seconds", float, path),
+        claims=claims,
+        watchdog=_yes(header, "watchdog", False, path),
     )
+
+
+def _number(header: dict[str, str], key: str, kind: type[N], path: Path) -> N | None:
+    if not header.get(key):
+        return None
+    try:
+        value = kind(header[key].replace(",", "").replace("_", ""))
+    except ValueError:
+        raise LessonFormatError(f"{path}: {key} must be a {kind.__name__}") from None
+    if value <= 0:
+        raise LessonFormatError(f"{path}: {key} must be positive")
+    return value
+
+
+def _yes(header: dict[str, str], key: str, default: bool, path: Path) -> bool:
+    value = header.get(key, "").strip().lower()
+    if not value:
+        return default
+    if value not in ("yes", "no"):
+        raise LessonFormatError(f"{path}: {key} is yes or no")
+    return value == "yes"
 
 
 def _split_header(text: str, path: Path) -> tuple[dict[str, str], str]:
@@ -265,7 +325,19 @@ def render_body(lesson: Lesson, *, strict: bool = True) -> str:
         path, _, name = ref.partition("::")
         return f"```python\n# {path} — {name}\n{code}```"
 
-    return PLACEHOLDER_RE.sub(quote, lesson.body)
+    return fill_figures(PLACEHOLDER_RE.sub(quote, lesson.body), quoted(lesson), lesson.language)
+
+
+def quoted(lesson: Lesson) -> dict[str, float | None]:
+    """The figures measured for ``lesson``'s demo in its language by the last
+    ``tkchat bench --lessons`` run (``lessons/figures.json``)."""
+    figures = load_figures(figures_path(lessons_dir()))
+    return figures.get(lesson.id, {}).get(lesson.language, {})
+
+
+def expect_text(lesson: Lesson) -> str:
+    """The lesson's expected figure in words, with its measured numbers filled in."""
+    return fill_figures(lesson.expect, quoted(lesson), lesson.language)
 
 
 # -- language ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import sys
 import time
 import tkinter as tk
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
@@ -357,9 +357,22 @@ class ChatApp(ChatLayout):
             self.status.say("app.no_cjk_font")
 
     def setup_lesson_demo(self, lesson: Lesson) -> None:
-        """A lesson's demo: its mode, its backend (and token rate), its prompt in the box."""
+        """A lesson's demo, as its header describes it: a fresh chat (so earlier demos do not
+        lengthen the prompt), its mode, its backend (rate, answer length, language), its
+        answer limit and seed, its prompt in the box, what to watch highlighted."""
+        if lesson.fresh:
+            self.new_chat()
         self.teaching.set_mode(lesson.mode)
-        self.models.use(lesson.backend, rate=lesson.rate)
+        self.models.use(
+            lesson.backend, rate=lesson.rate, tokens=lesson.tokens, language=lesson.language
+        )
+        limit = lesson.max_tokens or lesson.tokens
+        sampling = self.session.sampling
+        self.session.sampling = replace(
+            sampling,
+            max_tokens=limit or sampling.max_tokens,
+            seed=lesson.seed if lesson.seed is not None else sampling.seed,
+        )
         self.input.set_draft(lesson.prompt or "")
         self.input.focus_set()
         self.health.highlight(lesson.watch)

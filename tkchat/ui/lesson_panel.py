@@ -19,7 +19,8 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from tkinter import ttk
 
-from tkchat.teach.lessons import Lesson, load_lessons, render_body
+from tkchat.teach.claims import format_figure
+from tkchat.teach.lessons import Lesson, expect_text, load_lessons, render_body
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -29,12 +30,6 @@ TABLE_TAG_PREFIX = "table-"
 TABLE_GAP_PX = 14
 
 
-_UNITS = (
-    ("tokens_per_s", "tokens/s"),
-    ("updates_per_s", "updates/s"),
-    ("_ms", "ms"),
-    ("_mb", "MB"),
-)
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")
 _LIST_RE = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$")
@@ -164,11 +159,11 @@ class LessonPanel(ttk.Frame):
         now = (
             self.translate("lesson.no_value")
             if value is None
-            else format_figure(lesson.expect_metric, value)
+            else format_figure(lesson.expect_metric, value, lesson.language)
         )
         now_label = self.translate("lesson.now").format(metric=lesson.expect_metric)
         self.figure_label.configure(
-            text=f"{self._line('lesson.expected', lesson.expect)}  ·  "
+            text=f"{self._line('lesson.expected', expect_text(lesson))}  ·  "
             f"{self._line(now_label, now, translated=True)}"
         )
 
@@ -451,20 +446,6 @@ def join_soft_lines(parts: list[str]) -> str:
         else:
             out += " " + part
     return out
-
-
-def format_figure(metric: str, value: float) -> str:
-    """A live figure for people: a sensible number of digits, and its unit."""
-    unit = next((name for suffix, name in _UNITS if metric.endswith(suffix)), "")
-    if isinstance(value, int):
-        number = f"{value:,}"
-    elif abs(value) >= 100:
-        number = f"{value:,.0f}"
-    elif abs(value) >= 10:
-        number = f"{value:.1f}"
-    else:
-        number = f"{value:.2f}"
-    return f"{number} {unit}".strip()
 
 
 def _choice(lesson: Lesson) -> str:

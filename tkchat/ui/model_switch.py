@@ -91,13 +91,23 @@ class ModelSwitch:
             old.close()  # idle (a lesson's scripted demo is the current backend): cheap
         self.controller.switch_backend(backend, unload_old=old is current)
 
-    def use(self, kind: str, *, rate: float | None = None) -> None:
-        """Switch to the "llama" or "scripted" backend (made once, then kept loaded)."""
+    def use(
+        self,
+        kind: str,
+        *,
+        rate: float | None = None,
+        tokens: int | None = None,
+        language: str = "en",
+    ) -> None:
+        """Switch to the "llama" or "scripted" backend (made once, then kept loaded). For the
+        scripted one: its token rate, its answer's length in tokens (None: the whole demo
+        answer once) and the answer's language."""
         backend = self.backends.get(kind)
         if backend is None:
             backend = self.backends[kind] = self.make(kind)
         if isinstance(backend, ScriptedBackend):
-            backend.text = long_answer(DEMO_ANSWER_CHARS)
+            backend.text = long_answer(DEMO_ANSWER_CHARS, language)
+            backend.tokens = tokens
             if rate is not None:
                 backend.rate = rate
         if backend is self.controller.backend:

@@ -64,6 +64,11 @@ class ChatSession:
         """What the model is asked to answer now."""
         return GenerationRequest(tuple(self.messages), self.sampling)
 
+    def request_for(self, question: str) -> GenerationRequest:
+        """What the model would be asked if ``question`` were sent now (nothing is kept)."""
+        messages = (*self.messages, Message("user", question))
+        return GenerationRequest(messages, self.sampling)
+
     def regenerate_request(self) -> GenerationRequest:
         """The same chat again. With a fixed seed the same chat gives the same answer, so
         each regenerate of this answer takes the next seed: it differs and is still

@@ -1,0 +1,97 @@
+"""Every lesson's demo, run in the real window as a student would run it, proves its claim.
+
+``pytest -k demo`` runs them all; each test id carries its lesson's id and language
+(``test_demo[11-backpressure-en]``). A demo is set up by the lesson's own button logic, sent,
+measured, and every claim in the lesson's header (``claims:``) must hold on this run, against
+the idle baseline and the model alone measured in the same session. The figures a lesson
+quotes (``{{figure …}}``, kept in ``lessons/figures.json`` by ``tkchat bench --lessons``)
+must satisfy the same claims and agree with this run: a lesson cannot drift from what the
+window really does.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.conftest import KEEP_ALIVE, pump_until, run_script
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.factory import make_backend
+from tkchat.measure.lesson_demos import Baselines, DemoResult, check, measure_idle, run_demo
+from tkchat.teach.claims import figures_path, load_figures, quoted_figures
+from tkchat.teach.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.app import AppOptions, ChatApp
+
+pytestmark = [pytest.mark.gui, pytest.mark.model]
+
+LESSONS = [lesson for lang in LANGUAGES for lesson in load_lessons(lang)]
+FIGURES = load_figures(figures_path(lessons_dir()))
+
+
+@dataclass
+class DemoWindow:
+    root: tk.Tk
+    app: ChatApp
+    errors: list[str]
+    baselines: Baselines
+
+
+@pytest.fixture(scope="module")
+def window(display: None) -> Iterator[DemoWindow]:
+    """One window for every demo, as a teacher would keep it open through a class (the model
+    is loaded once); each demo starts a fresh chat, as its button does."""
+    root = tk.Tk()
+    KEEP_ALIVE.append(root)
+    errors: list[str] = []
+    root.report_callback_exception = lambda *exc: errors.append(  # type: ignore[method-assign]
+        "".join(traceback.format_exception(*exc))
+    )
+    controller = GenerationController(make_backend("llama"), EventChannel())
+    app = ChatApp(
+        root,
+        controller,
+        AppOptions(language="en", backend_factory=lambda kind: make_backend(kind)),
+    )
+    controller.load_async()
+    pump_until(root, lambda: app.model_ready, timeout=120, what="the bundled model")
+    baselines: Baselines = {}
+    run_script(root, measure_idle(app, baselines))
+    yield DemoWindow(root, app, errors, baselines)
+    app.close()
+
+
+def _agrees(metric: str, quoted: float, live: float) -> bool:
+    """A quoted figure agrees with this run when both are of the same size: within a factor
+    of two for times and rates (machines differ, and so do runs), or both tiny."""
+    if metric.endswith("_ms") and max(quoted, live) < 20:
+        return True  # a few milliseconds either way is the same story: "no freeze"
+    if quoted == live:
+        return True
+    low, high = sorted((abs(quoted), abs(live)))
+    return low > 0 and high / low <= 2.0
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[f"{x.id}-{x.language}" for x in LESSONS])
+def test_demo(window: DemoWindow, lesson: Lesson) -> None:
+    assert lesson.claims, f"{lesson.id}: a demo must claim something a run can check"
+    results: list[DemoResult] = []
+    run_script(window.root, run_demo(window.app, lesson, window.baselines, results))
+    (result,) = results
+    assert not window.errors, "a Tk callback raised:\n" + "\n".join(window.errors)
+    assert result.ok, "the demo does not show what the lesson claims:\n" + result.report()
+    quoted = FIGURES.get(lesson.id, {}).get(lesson.language, {})
+    for metric in sorted(quoted_figures(lesson.expect + lesson.body)):
+        assert metric in quoted, f"{lesson.id}: quotes {metric}, never measured (run the bench)"
+        live = result.figures.get(metric)
+        assert live is not None, f"{lesson.id}: this run did not measure {metric}"
+        assert _agrees(metric, quoted[metric], live), (
+            f"{lesson.id}: the lesson says {metric} = {quoted[metric]}, this run measured "
+            f"{live}: re-measure with `tkchat bench --lessons` and reread the text"
+        )
+    stale = [v for _c, ok, v in check(lesson, quoted, result.baselines) if not ok]
+    assert not quoted or not stale, f"{lesson.id}: the quoted figures break a claim: {stale}"
