@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import hostile_answer, png_bytes, pump_for, pump_until
 from tkchat.events import Done, Error
-from tkchat.generate.backend import Sampling
+from tkchat.generate.backend import LoadWatch, Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.render.safe_markdown import split_blocks
@@ -40,7 +40,7 @@ def test_window_is_up_before_the_model_loads(root: tk.Tk, make_app) -> None:
     gate = threading.Event()
 
     class SlowLoading(ScriptedBackend):
-        def load(self) -> None:
+        def load(self, watch: LoadWatch | None = None) -> None:
             gate.wait(10)
 
     app = make_app(SlowLoading(rate=0), wait=False)

@@ -26,6 +26,7 @@ from tkchat.events import Done, Error
 from tkchat.generate.backend import (
     DEFAULT_SYSTEM_PROMPT,
     GenerationRequest,
+    LoadWatch,
     Message,
     Sampling,
     TokenStream,
@@ -967,9 +968,9 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     made: list[LlamaBackend] = []
 
     class GatedLlama(LlamaBackend):
-        def load(self) -> None:
+        def load(self, watch: LoadWatch | None = None) -> None:
             gate.wait(WAIT_S)
-            super().load()
+            super().load(watch)
 
     real_make_backend = model_switch.make_backend
 

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 
-from tkchat.events import Chunk, Done, Error, GenerationEvent  # noqa: E402
+from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress  # noqa: E402
 from tkchat.generate.backend import Backend  # noqa: E402
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend  # noqa: E402
 from tkchat.serve.app import ChatServer, create_app, run_server  # noqa: E402
@@ -169,11 +169,16 @@ def hang_up(conn: HTTPConnection) -> None:
 
 
 def check_contract(events: list[GenerationEvent]) -> tuple[str, Done | Error]:
-    """One generation, seq 1..n with no gap, chunks then exactly one final event; its text."""
+    """One generation, seq 1..n with no gap: progress (a prompt read slowly enough, never
+    going back), then chunks, then exactly one final event; its text."""
     assert events, "no events"
     assert {e.gen for e in events} == {events[0].gen}
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    *chunks, final = events
+    *body, final = events
+    progress = [e for e in body if isinstance(e, Progress)]
+    chunks = body[len(progress) :]
+    assert body[: len(progress)] == progress, "progress after the first chunk"
+    assert [p.done for p in progress] == sorted(p.done for p in progress)
     assert all(isinstance(e, Chunk) for e in chunks)
     assert isinstance(final, Done | Error)
     return "".join(e.text for e in chunks if isinstance(e, Chunk)), final

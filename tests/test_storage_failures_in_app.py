@@ -34,7 +34,7 @@ import pytest
 
 from tests.conftest import Faults, pump_until
 from tkchat.events import Done
-from tkchat.generate.backend import GenerationRequest, TokenStream
+from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, database_path, open_store
 from tkchat.ui.app import ChatApp
@@ -74,7 +74,7 @@ class GatedScript(ScriptedBackend):
         if not self.hold_load:
             self.loaded.set()
 
-    def load(self) -> None:
+    def load(self, watch: LoadWatch | None = None) -> None:
         self.loaded.wait(WAIT_S * 2)
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:

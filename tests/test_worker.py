@@ -30,6 +30,7 @@ from tkchat.generate.backend import (
     BackendError,
     ContextOverflowError,
     GenerationRequest,
+    LoadWatch,
     Message,
     ModelLoadError,
     Sampling,
@@ -170,7 +171,7 @@ class FakeBackend:
     model: str | None = None
     closed: int = 0
 
-    def load(self) -> None:
+    def load(self, watch: LoadWatch | None = None) -> None:
         pass
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
@@ -598,7 +599,7 @@ def test_controller_load_async_reports_ready() -> None:
 class FailingLoadBackend(FakeBackend):
     exc: Exception = field(default_factory=lambda: ModelLoadError("Model file not found: x"))
 
-    def load(self) -> None:
+    def load(self, watch: LoadWatch | None = None) -> None:
         raise self.exc
 
 

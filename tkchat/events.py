@@ -5,7 +5,8 @@ the Tk main thread consumes them; because they are frozen, no stage can change w
 stage sees. On the wire (SSE) the same events are JSON objects, built by :func:`to_wire`.
 
 Every generation ``gen`` emits ``chunk`` events with ``seq`` = 1, 2, 3, ... and ends with
-exactly one ``done`` or ``error`` whose ``seq`` follows the last chunk.
+exactly one ``done`` or ``error`` whose ``seq`` follows the last chunk. While a long prompt is
+read, before the first chunk, ``progress`` events (numbered the same way) say how far.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class GenerationStats:
     finished_at: float = 0.0  # perf_counter when the worker left the model loop
     prompt_tokens: int = 0  # context tokens the model read before answering
     context_dropped: int = 0  # earlier messages left out to fit the context (generate/context.py)
+    prompt_reused: int = 0  # of prompt_tokens, those found already evaluated in the model's cache
+    prompt_eval_ms: float | None = None  # reading the rest of the prompt (None: not reported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,19 @@ class Chunk:
     seq: int
     text: str
     type: Literal["chunk"] = field(default="chunk", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far the model has read the prompt: ``done`` of ``total`` tokens (``done`` counts
+    the tokens it could reuse from its cache too). Sent a few times a second at most, only
+    while a prompt takes long enough to be worth a progress bar."""
+
+    gen: int
+    seq: int
+    done: int
+    total: int
+    type: Literal["progress"] = field(default="progress", init=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +80,7 @@ class Error:
     type: Literal["error"] = field(default="error", init=False)
 
 
-GenerationEvent = Chunk | Done | Error
+GenerationEvent = Chunk | Progress | Done | Error
 FinalEvent = Done | Error
 
 
@@ -83,16 +99,37 @@ class ModelFailed:
     """The backend could not load; ``message`` is shown to the user as is."""
 
     message: str
+    # True: the load was cancelled on purpose (another model chosen, the window closed); the
+    # message says so in one sentence and is not an error.
+    cancelled: bool = False
     type: Literal["model_failed"] = field(default="model_failed", init=False)
 
 
-AppEvent = GenerationEvent | ModelReady | ModelFailed
+@dataclass(frozen=True, slots=True)
+class ModelLoading:
+    """How far the loader thread is: ``fraction`` from 0 to 1, as llama.cpp reports it."""
+
+    name: str
+    fraction: float
+    type: Literal["model_loading"] = field(default="model_loading", init=False)
+
+
+LoadEvent = ModelLoading | ModelReady | ModelFailed
+AppEvent = GenerationEvent | LoadEvent
 
 
 def to_wire(event: GenerationEvent) -> dict[str, Any]:
     """The JSON shape of an event, as in the contract (``error`` nests kind and message)."""
     if isinstance(event, Chunk):
         return {"type": "chunk", "gen": event.gen, "seq": event.seq, "text": event.text}
+    if isinstance(event, Progress):
+        return {
+            "type": "progress",
+            "gen": event.gen,
+            "seq": event.seq,
+            "done": event.done,
+            "total": event.total,
+        }
     if isinstance(event, Done):
         return {
             "type": "done",
@@ -124,6 +161,13 @@ def from_wire(data: dict[str, Any]) -> GenerationEvent:
             raise ValueError(f"gen and seq must be integers: {data!r}")
         if kind == "chunk":
             return Chunk(gen, seq, _string(data["text"]))
+        if kind == "progress":
+            done, total = data["done"], data["total"]
+            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (done, total)):
+                raise ValueError(f"done and total must be integers: {data!r}")
+            if not 0 <= done <= total:
+                raise ValueError(f"progress out of range: {data!r}")
+            return Progress(gen, seq, done, total)
         if kind == "done":
             if data["reason"] not in FINISH_REASONS:
                 raise ValueError(f"unknown finish reason: {data['reason']!r}")

@@ -12,7 +12,7 @@ import threading
 import time
 
 from tkchat.events import Done, Error, GenerationStats
-from tkchat.generate.backend import BackendError, GenerationRequest
+from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import EndsInTranscript
 from tkchat.ui.transcript import AnswerView
@@ -35,6 +35,8 @@ class GenerateInClickHandler(EndsInTranscript):
                 assembler = Utf8Assembler()
                 # THE MISTAKE: iterating the model's tokens right here, in the event handler.
                 for piece in controller.backend.stream(request, threading.Event()):
+                    if isinstance(piece, PromptProgress):
+                        continue  # prompt progress: not a token, and this demo has no bar
                     tokens += 1
                     text = assembler.feed(piece)
                     if text:

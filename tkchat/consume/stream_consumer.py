@@ -5,15 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tkchat.consume.reorder import ReorderBuffer
-from tkchat.events import AppEvent, Chunk, FinalEvent, ModelFailed, ModelReady
+from tkchat.events import (
+    AppEvent,
+    Chunk,
+    FinalEvent,
+    LoadEvent,
+    ModelFailed,
+    ModelLoading,
+    ModelReady,
+    Progress,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class TickResult:
     chunks: tuple[str, ...]  # new text of the current generation, chunk by chunk, in order
     final: FinalEvent | None  # the generation's done/error, if it arrived (after the text)
-    app_events: tuple[ModelReady | ModelFailed, ...]  # model loading news, in order
+    app_events: tuple[LoadEvent, ...]  # model loading news, in order
     stale: int  # events of other generations, dropped
+    # how far the prompt has been read: the latest progress of this tick, if any came
+    progress: Progress | None = None
 
     @property
     def text(self) -> str:
@@ -41,10 +52,11 @@ class StreamConsumer:
     def accept(self, events: list[AppEvent]) -> TickResult:
         parts: list[str] = []
         final: FinalEvent | None = None
-        app_events: list[ModelReady | ModelFailed] = []
+        app_events: list[LoadEvent] = []
+        progress: Progress | None = None
         stale = 0
         for event in events:
-            if isinstance(event, (ModelReady, ModelFailed)):
+            if isinstance(event, (ModelLoading, ModelReady, ModelFailed)):
                 app_events.append(event)
                 continue
             if event.gen != self.gen or self.finished:
@@ -53,11 +65,13 @@ class StreamConsumer:
             for ready in self._reorder.push(event):
                 if isinstance(ready, Chunk):
                     parts.append(ready.text)
+                elif isinstance(ready, Progress):
+                    progress = ready  # only the latest matters to a progress bar
                 else:
                     final = ready
                     self.finished = True
                     break
-        return TickResult(tuple(parts), final, tuple(app_events), stale)
+        return TickResult(tuple(parts), final, tuple(app_events), stale, progress)
 
     @property
     def waiting(self) -> int:

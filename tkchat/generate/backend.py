@@ -8,7 +8,7 @@ thread, decodes the bytes into whole characters and sends events.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,9 +68,52 @@ class ContextOverflowError(BackendError):
     kind = "context_overflow"
 
 
-# A token stream: yields raw bytes (possibly a fraction of a UTF-8 character) and returns the
-# finish reason ("stop" or "length") when it ends by itself.
-TokenStream = Generator[bytes, None, FinishReason]
+class LoadCancelled(BackendError):
+    """The load was given up on purpose (:meth:`LoadWatch.cancel`); what it had allocated
+    is freed."""
+
+    kind = "load_cancelled"
+
+
+class LoadWatch:
+    """What the loader thread hands :meth:`Backend.load`: where to report progress, and
+    whether the load is still wanted.
+
+    ``report(fraction)`` runs on the loader thread; :meth:`cancel` may be called from any
+    thread, as often as one likes (a second cancel changes nothing)."""
+
+    def __init__(self, report: Callable[[float], None] | None = None) -> None:
+        self._report = report
+        self._cancelled = threading.Event()
+
+    def progress(self, fraction: float) -> bool:
+        """Loader thread. Report ``fraction`` (0 to 1); False once the load is unwanted."""
+        if self._report is not None and not self._cancelled.is_set():
+            self._report(min(1.0, max(0.0, fraction)))
+        return not self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+
+@dataclass(frozen=True, slots=True)
+class PromptProgress:
+    """How far the backend has read the prompt: ``done`` of ``total`` tokens (``done``
+    includes tokens reused from the model's cache). Yielded before the first token, as
+    often as the backend likes; the worker decides what becomes a ``progress`` event."""
+
+    done: int
+    total: int
+
+
+# A token stream: yields raw bytes (possibly a fraction of a UTF-8 character), and while the
+# prompt is read, PromptProgress; returns the finish reason ("stop" or "length") when it ends
+# by itself.
+TokenStream = Generator[bytes | PromptProgress, None, FinishReason]
 
 
 class Backend(Protocol):
@@ -104,8 +147,10 @@ class Backend(Protocol):
         one ``$TKCHAT_MODEL`` or the bundled wheel gives), the model's name on a server
         (known after :meth:`load`), None where there is no model to name (scripted)."""
 
-    def load(self) -> None:
-        """Load weights; raise :class:`ModelLoadError` with a clear message on failure."""
+    def load(self, watch: LoadWatch | None = None) -> None:
+        """Load weights; raise :class:`ModelLoadError` with a clear message on failure, or
+        :class:`LoadCancelled` once ``watch`` is cancelled (a backend that loads in an
+        instant may ignore ``watch``; the loader thread checks it afterwards too)."""
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         """Yield token bytes until done. Check ``cancel`` wherever waiting could be long;

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
-from tkchat.events import ModelFailed, ModelReady
-from tkchat.generate.backend import Backend, BackendError, GenerationRequest
+from tkchat.events import ModelFailed, ModelLoading, ModelReady
+from tkchat.generate.backend import (
+    Backend,
+    BackendError,
+    GenerationRequest,
+    LoadCancelled,
+    LoadWatch,
+)
 from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.worker import GenerationWorker
 from tkchat.transport.channel import EventChannel
+
+LOAD_PROGRESS_INTERVAL_S = 0.1  # llama.cpp reports after every tensor: hundreds a second
 
 
 class GenerationController:
@@ -27,26 +36,67 @@ class GenerationController:
         self.current: GenerationWorker | None = None
         self.loaded = False
         self._loader: threading.Thread | None = None
+        self._watch: LoadWatch | None = None  # the load in progress, to cancel it
 
     # -- loading -------------------------------------------------------------------------------
 
     def load_async(self, unload: Backend | None = None) -> None:
-        """Load the model on a daemon thread; the result arrives as ModelReady/ModelFailed.
-        ``unload``: a backend to free first, on that thread."""
+        """Load the model on a daemon thread; news arrives as ModelLoading (progress), then
+        ModelReady or ModelFailed. ``unload``: a backend to free first, on that thread. A load
+        still in progress is cancelled first (:meth:`cancel_load`)."""
+        self.cancel_load()
+        backend = self.backend
+        watch = self._watch = LoadWatch(self._progress_reporter(backend))
         self._loader = threading.Thread(
-            target=self._load, args=(unload,), name="tkchat-load", daemon=True
+            target=self._load, args=(backend, watch, unload), name="tkchat-load", daemon=True
         )
         self._loader.start()
 
-    def _load(self, unload: Backend | None = None) -> None:
+    def cancel_load(self) -> bool:
+        """Any thread. Give up the load in progress, if any: llama.cpp stops at the next
+        tensor and frees what it had allocated; the loader then sends one ModelFailed with
+        ``cancelled=True``. Returns whether there was a load to cancel; calling it again
+        changes nothing."""
+        watch = self._watch
+        if watch is None or watch.cancelled or not self.loading:
+            return False
+        watch.cancel()
+        return True
+
+    def _progress_reporter(self, backend: Backend) -> Callable[[float], None]:
+        """The loader's progress report: a ModelLoading event at most every
+        :data:`LOAD_PROGRESS_INTERVAL_S`, and the last one (fully loaded)."""
+        last = [0.0]
+
+        def report(fraction: float) -> None:
+            now = time.perf_counter()
+            if fraction >= 1.0 or now - last[0] >= LOAD_PROGRESS_INTERVAL_S:
+                last[0] = now
+                self.channel.put(ModelLoading(backend.name, fraction))
+
+        return report
+
+    def _load(self, backend: Backend, watch: LoadWatch, unload: Backend | None = None) -> None:
         """Loader thread. ``unload``: a backend to free first (switching models), once the
-        last generation on it has left the model loop (the model lock says so)."""
+        last generation on it has left the model loop (the model lock says so). A load that
+        was cancelled — possibly while it waited for the lock — frees what it loaded."""
         started = time.perf_counter()
         try:
             with self._model_lock:
                 if unload is not None:
                     unload.close()  # two models in RAM at once could be one too many
-                self.backend.load()
+                if watch.cancelled:
+                    raise LoadCancelled(f"Loading {backend.name} was cancelled before it began.")
+                backend.load(watch)
+                if watch.cancelled or backend is not self.backend:
+                    backend.close()  # loaded, but no longer wanted: free it at once
+                    raise LoadCancelled(
+                        f"Loading {backend.name} was cancelled; the memory it had taken is "
+                        "free again."
+                    )
+        except LoadCancelled as exc:
+            self.channel.put(ModelFailed(str(exc), cancelled=True))
+            return
         except BackendError as exc:
             self.channel.put(ModelFailed(str(exc)))
             return
@@ -55,7 +105,7 @@ class GenerationController:
             return
         self.loaded = True
         elapsed = time.perf_counter() - started
-        self.channel.put(ModelReady(self.backend.name, elapsed, self.backend.n_ctx))
+        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx))
 
     @property
     def loading(self) -> bool:
@@ -68,6 +118,7 @@ class GenerationController:
         backend first, on the loader thread (the model picker); otherwise it stays loaded
         (a lesson switching between the model and the scripted backend)."""
         self.stop()
+        self.cancel_load()  # choosing another model while one loads gives that load up
         old, self.backend = self.backend, backend
         self.loaded = False
         self.load_async(old if unload_old and old is not backend else None)
@@ -128,6 +179,7 @@ class GenerationController:
         Returns False if a thread was still busy after ``timeout`` (it is a daemon thread and
         dies with the process; the model is then not closed under its feet)."""
         self.stop()
+        self.cancel_load()  # closing the window gives up a load in progress
         ok = True
         if self.current is not None:
             ok = self.current.join(timeout)

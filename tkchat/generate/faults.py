@@ -15,7 +15,9 @@ from tkchat.generate.backend import (
     Backend,
     BackendError,
     GenerationRequest,
+    LoadWatch,
     Message,
+    PromptProgress,
     TokenStream,
 )
 
@@ -52,8 +54,8 @@ class FaultInjector:
         self.died_at = None
         self._fail_after = after_tokens
 
-    def load(self) -> None:
-        self.inner.load()
+    def load(self, watch: LoadWatch | None = None) -> None:
+        self.inner.load(watch)
 
     def close(self) -> None:
         self.inner.close()
@@ -72,6 +74,9 @@ class FaultInjector:
                     piece = next(tokens)
                 except StopIteration as end:
                     return end.value or "stop"
+                if isinstance(piece, PromptProgress):
+                    yield piece  # not a token: the count is of answer tokens
+                    continue
                 count += 1
                 if fail_after is not None and count > fail_after:
                     self.died_at = time.perf_counter()

@@ -3,25 +3,32 @@
 We drive ``Llama.generate`` ourselves rather than ``create_chat_completion(stream=True)``:
 that gives one token per iteration (so Stop is checked between every two tokens), the raw
 bytes of each token (so the worker's UTF-8 assembler, not the library, decides where
-characters end), and the finish reason.
+characters end), and the finish reason. Before it, :class:`~tkchat.generate.prompt_eval.
+PromptReader` reads the prompt (reusing the cached prefix, in chunks, with progress and a
+Stop that reaches inside llama.cpp), so ``generate`` finds it all evaluated and samples at once.
+Loading reports llama.cpp's progress and can be cancelled (:func:`_load_progress`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from tkchat.generate.backend import (
     ContextOverflowError,
     GenerationRequest,
+    LoadCancelled,
+    LoadWatch,
     Message,
     ModelLoadError,
     TokenStream,
 )
 from tkchat.generate.model_file import check_gguf, choose_model_path
+from tkchat.generate.prompt_eval import PromptReader
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
     from llama_cpp import Llama
@@ -64,11 +71,14 @@ class LlamaBackend:
         self._llm: Llama | None = None
         self._format: Jinja2ChatFormatter | None = None
         self._is_end: Callable[[int], bool] | None = None  # end-of-generation token?
+        self.reader: PromptReader | None = None  # reads prompts into this model's cache
         # The last chat tokenized and its tokens: the worker counts a chat to fit it into the
         # context, then streams that same chat; this saves tokenizing it twice.
         self._last_prompt: tuple[tuple[Message, ...], list[int]] | None = None
 
-    def load(self) -> None:
+    def load(self, watch: LoadWatch | None = None) -> None:
+        """Loader thread. ``watch`` gets llama.cpp's progress; cancelling it stops the load
+        at the next tensor, and llama.cpp frees what it had allocated."""
         if self._llm is not None:
             return  # already loaded (switching back to this backend)
         given = choose_model_path(self.model)
@@ -79,16 +89,23 @@ class LlamaBackend:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:  # pragma: no cover - the package depends on it
             raise ModelLoadError(f"llama-cpp-python is not installed: {exc}") from exc
+        watch = watch or LoadWatch()
         try:
-            llm = Llama(
-                model_path=str(path),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
-                verbose=False,
-            )
+            with _load_progress(watch):
+                llm = Llama(
+                    model_path=str(path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
+            if watch.cancelled:
+                raise LoadCancelled(_cancelled_sentence(self.name)) from exc
             raise ModelLoadError(f"llama.cpp could not load {path.name}: {exc}") from exc
+        if watch.cancelled:  # after the last tensor: the context was being made
+            llm.close()
+            raise LoadCancelled(_cancelled_sentence(self.name))
         template = llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ModelLoadError(f"{path.name} has no chat template in its GGUF metadata")
@@ -105,6 +122,7 @@ class LlamaBackend:
 
         self._is_end = is_end
         self.n_ctx = llm.n_ctx()
+        self.reader = PromptReader(llm)
         self._llm = llm
 
     def close(self) -> None:
@@ -113,12 +131,18 @@ class LlamaBackend:
             self._llm = None
             self._format = self._is_end = None
             self._last_prompt = None
+            self.reader = None
 
     def _loaded(self) -> tuple[Llama, Jinja2ChatFormatter, Callable[[int], bool]]:
         """The model, its chat formatter and its end test; ModelLoadError before load()."""
         if self._llm is None or self._format is None or self._is_end is None:
             raise ModelLoadError("The model is not loaded yet")
         return self._llm, self._format, self._is_end
+
+    def _reader(self) -> PromptReader:
+        if self.reader is None:
+            raise ModelLoadError("The model is not loaded yet")
+        return self.reader
 
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
         llm, format_chat, _ = self._loaded()
@@ -140,8 +164,10 @@ class LlamaBackend:
         return len(self._prompt_tokens(messages))
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
-        """Worker thread. Yields each token's bytes; returns "stop" or "length"."""
+        """Worker thread. Yields the prompt's reading progress, then each token's bytes;
+        returns "stop", "length", or "cancelled" when Stop came while reading the prompt."""
         llm, _, is_end = self._loaded()
+        reader = self._reader()
         prompt = self._prompt_tokens(request.messages)
         room = self.n_ctx - len(prompt)
         if room < 1:
@@ -151,6 +177,8 @@ class LlamaBackend:
             )
         sampling = request.sampling
         budget = min(sampling.max_tokens, room) if sampling.max_tokens else room
+        if not (yield from reader.read(prompt, cancel)):
+            return "cancelled"  # what was read stays cached: sending it again continues
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
         tokens = llm.generate(
@@ -159,7 +187,9 @@ class LlamaBackend:
             top_p=sampling.top_p,
             top_k=sampling.top_k,
             repeat_penalty=sampling.repeat_penalty,
-            reset=True,  # reuses the KV cache for the shared prefix of a multi-turn chat
+            # The reader left exactly this prompt in the cache, with its last logits:
+            # generate's own prefix check finds it whole and samples at once.
+            reset=True,
         )
         for produced, token in enumerate(tokens, start=1):
             if is_end(token):
@@ -173,3 +203,44 @@ class LlamaBackend:
 
 def _token_text(llm: Llama, token: int) -> str:
     return llm._model.token_get_text(token) if token != -1 else ""
+
+
+def _cancelled_sentence(name: str) -> str:
+    return f"Loading {name} was cancelled; the memory it had taken is free again."
+
+
+_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _load_progress(watch: LoadWatch) -> Iterator[None]:
+    """Loader thread. Give llama.cpp a progress callback for the ``Llama`` made inside.
+
+    llama.cpp calls ``progress_callback`` of the model parameters after each tensor it
+    loads, and stops the load (freeing what it had allocated) when the callback returns
+    false. ``Llama()`` builds those parameters itself from ``llama_model_default_params()``
+    and offers no way to set the callback, so for the length of this block that function
+    hands out defaults with ours filled in — to this thread only; any other thread still
+    gets the plain defaults. The lock keeps two loads from patching at once.
+    """
+    import llama_cpp.llama_cpp as low
+
+    def on_progress(fraction: float, _data: object) -> bool:
+        return watch.progress(float(fraction))  # the GIL is taken for the call: keep it short
+
+    callback = low.llama_progress_callback(on_progress)  # kept alive by this frame
+    loader = threading.get_ident()
+    plain = low.llama_model_default_params
+
+    def with_callback() -> low.llama_model_params:
+        params: low.llama_model_params = plain()
+        if threading.get_ident() == loader:
+            params.progress_callback = callback
+        return params
+
+    with _PATCH_LOCK:
+        low.llama_model_default_params = with_callback
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = plain

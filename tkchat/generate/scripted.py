@@ -16,7 +16,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tkchat.generate.backend import GenerationRequest, Message, TokenStream
+from tkchat.generate.backend import (
+    GenerationRequest,
+    LoadWatch,
+    Message,
+    PromptProgress,
+    TokenStream,
+)
+
+PROMPT_STEP_S = 0.05  # how often a scripted prompt reading reports progress
 
 SCRIPT = """\
 ## Why the window stays smooth
@@ -145,7 +153,9 @@ class ScriptedBackend:
 
     ``rate`` 0 means as fast as possible. ``token_cost_ms`` burns CPU per token while holding
     the GIL, like a backend that does its sampling in Python. ``fail_at`` raises at that token.
-    ``split_utf8`` cuts multi-byte characters across tokens.
+    ``split_utf8`` cuts multi-byte characters across tokens. ``prompt_rate`` (tokens/s, 0: at
+    once) makes it read the prompt first, reporting progress as the real model does, so a
+    window test or a class can watch a long prompt being read without the model.
     """
 
     rate: float = 50.0
@@ -153,6 +163,7 @@ class ScriptedBackend:
     token_cost_ms: float = 0.0
     fail_at: int | None = None
     split_utf8: bool = False
+    prompt_rate: float = 0.0
     text: str = SCRIPT
     n_ctx: int = 8192
     name: str = "scripted"
@@ -161,7 +172,7 @@ class ScriptedBackend:
     context_known: ClassVar[bool] = True
     model: ClassVar[str | None] = None
 
-    def load(self) -> None:
+    def load(self, watch: LoadWatch | None = None) -> None:
         """Nothing to load."""
 
     def close(self) -> None:
@@ -187,6 +198,16 @@ class ScriptedBackend:
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         """Worker thread."""
+        if self.prompt_rate > 0:
+            total = self.count_tokens(request.messages)
+            began = time.perf_counter()
+            done = 0
+            while done < total:
+                yield PromptProgress(done, total)
+                if cancel.wait(PROMPT_STEP_S):  # wake at once on Stop
+                    return "cancelled"
+                done = min(total, int((time.perf_counter() - began) * self.prompt_rate))
+            yield PromptProgress(total, total)
         wanted = self.tokens if self.tokens is not None else sum(1 for _ in self.pieces(None))
         cap = request.sampling.max_tokens or wanted
         limit = min(wanted, cap)

@@ -7,6 +7,9 @@ The worker owns three guarantees of the event contract:
 - Stop really stops: ``cancel`` is checked after every token and the token generator is
   closed, so the model loop is left within one token;
 - exactly one final event: ``done`` or ``error``, whatever the backend does (raise, hang up).
+
+While a long prompt is read, the backend reports how far; :class:`ProgressPacer` turns that
+into a few ``progress`` events a second (none at all for a prompt read in a blink).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from tkchat.events import FinishReason, GenerationStats
-from tkchat.generate.backend import Backend, BackendError, GenerationRequest
+from tkchat.events import FinishReason, GenerationStats, Progress
+from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.context import fit_to_context
 from tkchat.transport.channel import EventSink, GenerationSender
 
@@ -35,6 +38,52 @@ class Utf8Assembler:
     def finish(self) -> str:
         """Flush: an incomplete character left at the very end becomes U+FFFD."""
         return self._decoder.decode(b"", final=True)
+
+
+PROGRESS_INTERVAL_S = 0.2  # at most five progress events a second: plenty for a bar
+
+
+class ProgressPacer:
+    """Which of a backend's :class:`PromptProgress` reports become ``progress`` events, and
+    how long reading the prompt took. Worker thread.
+
+    No event in the first :data:`PROGRESS_INTERVAL_S` (a short prompt shows no bar that
+    flashes by), then at most one per interval, and the last report (all read) once a bar
+    is showing, so it fills up before the answer starts. Reports that go backwards or out of
+    range (a confused server) are ignored: what the window sees only ever grows.
+    """
+
+    def __init__(self) -> None:
+        self.started: float | None = None  # the first report: reading began
+        self.finished: float | None = None  # the report with everything read
+        self.reused = 0  # done in the first report: the prefix found in the cache
+        self.done = -1
+        self.sent = 0
+        self._last: float = 0.0
+
+    def note(self, report: PromptProgress, now: float) -> bool:
+        """Take one report; True: send it as an event."""
+        if not 0 <= report.done <= report.total or report.done < self.done:
+            return False
+        if self.started is None:
+            self.started, self._last, self.reused = now, now, report.done
+        self.done = report.done
+        if report.done == report.total:
+            if self.finished is None:
+                self.finished = now
+            due = self.sent > 0
+        else:
+            due = now - self._last >= PROGRESS_INTERVAL_S
+        if due:
+            self._last = now
+            self.sent += 1
+        return due
+
+    @property
+    def eval_ms(self) -> float | None:
+        if self.started is None or self.finished is None:
+            return None
+        return (self.finished - self.started) * 1000
 
 
 class GenerationWorker:
@@ -110,6 +159,7 @@ class GenerationWorker:
         first_at: float | None = None
         last_at = started
         text_at: float | None = None
+        pacer = ProgressPacer()
 
         def stats() -> GenerationStats:
             tps = None
@@ -123,6 +173,8 @@ class GenerationWorker:
                 finished_at=self.exited_at or time.perf_counter(),
                 prompt_tokens=self.prompt_tokens,
                 context_dropped=self.context_dropped,
+                prompt_reused=pacer.reused,
+                prompt_eval_ms=pacer.eval_ms,
             )
 
         try:
@@ -137,6 +189,10 @@ class GenerationWorker:
                         except StopIteration as end:  # the backend's return value
                             reason = end.value or "stop"
                             break
+                        if isinstance(piece, PromptProgress):
+                            if pacer.note(piece, time.perf_counter()):
+                                self._send_progress(piece)
+                            continue
                         last_at = time.perf_counter()
                         tokens += 1
                         self.tokens = tokens
@@ -166,3 +222,7 @@ class GenerationWorker:
         finally:
             if self._on_exit is not None:
                 self._on_exit(self)
+
+    def _send_progress(self, report: PromptProgress) -> None:
+        gen = self.gen
+        self.sender.event(lambda seq: Progress(gen, seq, report.done, report.total))

@@ -63,7 +63,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.import_failed": "Could not import {path}: {reason}",
         "button.regenerate": "Regenerate",
         "banner.dismiss": "Dismiss",
-        "app.wait_loading": "A model is still loading: choose again once it is ready.",
+        "progress.reading": "Reading your message … {done} / {total} tokens",
+        "progress.eta_s": " · about {seconds} s left",
+        "progress.eta_min": " · about {minutes} min left",
+        "progress.loading": "Loading {name} … {percent} %",
         "context.meter": "context {used} / {n_ctx} tokens",
         "context.meter.dropped": " · {dropped} earlier messages left out",
         "context.dropped_note": "This conversation no longer fits the model's context "
@@ -148,7 +151,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.import_failed": "无法导入 {path}：{reason}",
         "button.regenerate": "重新生成",
         "banner.dismiss": "知道了",
-        "app.wait_loading": "还有一个模型正在加载：等它就绪后再选。",
+        "progress.reading": "正在读取你的消息…… {done} / {total} 个 token",
+        "progress.eta_s": " · 大约还需 {seconds} 秒",
+        "progress.eta_min": " · 大约还需 {minutes} 分钟",
+        "progress.loading": "正在加载 {name}…… {percent}%",
         "context.meter": "上下文 {used} / {n_ctx} 个 token",
         "context.meter.dropped": " · 已略去前 {dropped} 条消息",
         "context.dropped_note": "这段对话已经超出模型的上下文（{n_ctx} 个 token）。模型现在只读"

@@ -2,7 +2,9 @@
 OpenAI clients can talk to ``tkchat serve``.
 
 Streamed (``stream: true``): ``chat.completion.chunk`` frames, first the role, then the
-text, then an empty delta carrying ``finish_reason``, then ``data: [DONE]``. An error in
+text, then an empty delta carrying ``finish_reason``, then ``data: [DONE]``. (tkchat's
+``progress`` events have no place in that shape: they are left out, and the stream stays
+standard.) An error in
 mid-stream is a ``data: {"error": ...}`` frame followed by ``[DONE]``, which is what vLLM
 does. Not streamed: one ``chat.completion`` object, or an error object with status 400 for
 a prompt too long for the context and 500 for anything else.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tkchat.events import Chunk, Done, Error, GenerationEvent
+from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress
 from tkchat.transport.sse import OPENAI_DONE, openai_chunk, openai_error
 
 
@@ -33,9 +35,12 @@ class OpenAIIds:
 
 
 def stream_frame(ids: OpenAIIds, event: GenerationEvent) -> bytes:
-    """The SSE bytes for one event of a streamed completion; a final event ends the stream."""
+    """The SSE bytes for one event of a streamed completion (none for a progress event); a
+    final event ends the stream."""
     if isinstance(event, Chunk):
         return ids.chunk(content=event.text)
+    if isinstance(event, Progress):
+        return b""
     if isinstance(event, Error):
         return openai_error(event.kind, event.message) + OPENAI_DONE
     return ids.chunk(finish_reason=_finish_reason(event)) + OPENAI_DONE

@@ -25,7 +25,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 from starlette.types import Send
 
-from tkchat.events import Chunk, Done, Error
+from tkchat.events import Chunk, Done, Error, Progress
 from tkchat.generate.backend import Backend
 from tkchat.serve.generations import GenerationSlot, Job
 from tkchat.serve.openai_format import (
@@ -104,13 +104,20 @@ class ChatServer(GenerationSlot):
     async def _send_openai_stream(self, job: Job, send: Send, *, ids: OpenAIIds) -> None:
         await start_response(send, 200, SSE_HEADERS)
         await send_body(send, ids.chunk(role="assistant", content=""))
+        written = time.monotonic()
         async for batch in self.events(job):
             data = (
                 encode_comment()
                 if batch is None
                 else b"".join(stream_frame(ids, event) for event in batch)
             )
-            await send_body(send, data)
+            # Progress events have no OpenAI shape and write nothing; while a long prompt
+            # is read, a keep-alive still goes out after the usual silence.
+            if not data and time.monotonic() - written >= self.keepalive_s:
+                data = encode_comment()
+            if data:
+                await send_body(send, data)
+                written = time.monotonic()
         await send_body(send, b"", more=False)
 
     async def _send_openai_json(self, job: Job, send: Send, *, ids: OpenAIIds) -> None:
@@ -120,7 +127,7 @@ class ChatServer(GenerationSlot):
             for event in batch or ():
                 if isinstance(event, Chunk):
                     parts.append(event.text)
-                else:
+                elif not isinstance(event, Progress):
                     final = event
         if isinstance(final, Error):
             status, body = completion_error(final)

@@ -446,11 +446,12 @@ class ChatApp(ChatLayout):
     # -- events from the pump ------------------------------------------------------------------
 
     def _on_tick(self, tick: TickResult) -> None:
+        self.progress.follow(tick)
         for event in tick.app_events:
             if isinstance(event, ModelReady):
                 self._model_ready(event)
             elif isinstance(event, ModelFailed):
-                self._model_failed(event.message)
+                self._model_failed(event.message, cancelled=event.cancelled)
         if self.answer is not None and tick.chunks:
             self.pipeline.show(self.answer, tick.chunks)
             if self.archive is not None:
@@ -513,6 +514,7 @@ class ChatApp(ChatLayout):
     def _end_answer(self, *, stopped: bool = False, error: str | None = None) -> None:
         answer, self.answer = self.answer, None
         self.stop_button.configure(state="disabled")
+        self.progress.hide("reading")
         if answer is None:
             return
         self._update_actions()
@@ -524,7 +526,10 @@ class ChatApp(ChatLayout):
             self.archive.answer_ended("error" if error else "stopped" if stopped else "complete")
         self.pipeline.finish(answer, stopped=stopped, error=error)
 
-    def _model_failed(self, message: str) -> None:
+    def _model_failed(self, message: str, *, cancelled: bool = False) -> None:
+        if cancelled:  # on purpose (another model was chosen): one sentence, not an error
+            self.status.show(lambda: message)
+            return
         print(f"tkchat: {message}", file=sys.stderr)
         self.status.say("app.model_failed")
         self.transcript.add_note(message, "error")
@@ -597,11 +602,15 @@ class ChatApp(ChatLayout):
         if self.closed:
             return
         self.closed = True
+        cancelled_load = self.controller.cancel_load()
         self.stop()
         self.probe.stop()
         self.scheduler.close()
         self.teaching.close()
-        self.controller.shutdown(timeout=2.0)
+        freed = self.controller.shutdown(timeout=2.0)
+        if cancelled_load:  # nobody will read it in the window: say it where it can be read
+            name, state = self.controller.backend.name, "freed" if freed else "being freed"
+            print(f"tkchat: loading {name} was cancelled; its memory is {state}.", file=sys.stderr)
         if self.conversations is not None:
             self.conversations.close()
         if self.remembered.persist:

@@ -20,6 +20,7 @@ from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.message_box import MessageBox
 from tkchat.ui.notice import NoticeBanner
+from tkchat.ui.progress import ProgressLine
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
 from tkchat.ui.transcript import Transcript
@@ -40,7 +41,9 @@ class ChatLayout:
     """The widgets of one chat window, from top to bottom:
 
     ``top_bar`` (the language button; the teaching controls join it, see
-    ``tkchat/ui/teaching.py``) · ``status`` line with the context meter · ``health`` bar ·
+    ``tkchat/ui/teaching.py``) · ``status`` line with the context meter (and, while the
+    window waits for a prompt to be read or a model to load, the ``progress`` line) ·
+    ``health`` bar ·
     ``storage_banner`` (hidden) · ``transcript`` · the ``input`` row with Send, Stop and
     Regenerate.
 
@@ -76,6 +79,7 @@ class ChatLayout:
         self.context_meter = ContextMeter(status_row, t)
         self.context_meter.pack(side="right")
         self.status.pack(side="left", fill="x", expand=True)
+        self.progress = ProgressLine(status_row, t, before=self.status)  # packs itself
         status_row.pack(side="top", fill="x", padx=8, pady=(4, 0))
 
         self.health = HealthBar(

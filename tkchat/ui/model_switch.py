@@ -75,10 +75,8 @@ class ModelSwitch:
     def load(self, path: str | None) -> None:
         """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed
         and the new one loaded on the loader thread; the window stays responsive and says
-        so when the new model is ready (or why it failed)."""
-        if self.controller.loading:
-            self.status.say("app.wait_loading")  # one switch at a time: the first must finish
-            return
+        so when the new model is ready (or why it failed). A model still loading is given up
+        (the controller cancels its load): the latest choice wins."""
         chosen = path if path is not None else bundled_model_path()
         if chosen is not None:  # the bundled one too: next start opens what was chosen last
             recent = remember_model(self.remembered.current, chosen).recent_models

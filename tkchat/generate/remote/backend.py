@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Sequence
 
-from tkchat.generate.backend import GenerationRequest, Message, TokenStream
+from tkchat.generate.backend import GenerationRequest, LoadWatch, Message, TokenStream
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
 from tkchat.generate.remote.http import HttpClient, split_server_url
@@ -54,6 +54,9 @@ class RemoteBackend:
         self.model = model
         self.n_ctx = DEFAULT_N_CTX
         self.protocol: str | None = None  # "tkchat" or "openai", known after load()
+        # Ask for llama.cpp's prompt progress (``return_progress``)? Only a llama.cpp server
+        # gets the extra field: strict OpenAI-compatible servers refuse unknown ones.
+        self.ask_progress = False
         self._url_error: str | None = None
         try:
             scheme, host, port, base = split_server_url(url)
@@ -105,9 +108,10 @@ class RemoteBackend:
 
     # -- the Backend protocol -------------------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, watch: LoadWatch | None = None) -> None:
         """Loader thread. Ask the server what it is: tkchat's ``/health`` names itself; any
-        other server is taken as OpenAI-compatible, and ``/v1/models`` must answer."""
+        other server is taken as OpenAI-compatible, and ``/v1/models`` must answer. (Two
+        short requests: there is no progress to report in ``watch``.)"""
         if self._url_error is not None:
             raise RemoteError(self._url_error, kind="server_unreachable")
         status, health = self._http.get_json(tkchat_protocol.HEALTH_PATH)
@@ -121,6 +125,7 @@ class RemoteBackend:
             self.n_ctx = DEFAULT_N_CTX
             status, models = self._http.get_json(openai_protocol.MODELS_PATH)
             names = openai_protocol.served_models(status, models, self.base_url)
+            self.ask_progress = openai_protocol.is_llama_cpp(models)
             if self.model is None:
                 if not names:
                     raise RemoteError(
@@ -154,7 +159,7 @@ class RemoteBackend:
             answer_text = tkchat_protocol.answer_text
         else:
             path = openai_protocol.CHAT_PATH
-            body = openai_protocol.request_body(request, self.model)
+            body = openai_protocol.request_body(request, self.model, progress=self.ask_progress)
             answer_text = openai_protocol.answer_text
         watch = self._http.watch(cancel)
         try:

@@ -6,6 +6,11 @@ Spoken by llama.cpp's server, llama-cpp-python's, Ollama, vLLM and LM Studio. ``
 stream ends with ``data: [DONE]``. Such a server applies no context policy of ours, and
 tells nothing of its context size.
 
+llama.cpp's server (it lists its models as ``"owned_by": "llamacpp"``) also reports how far
+it has read a long prompt when the request asks (``"return_progress": true``): chunks with
+``"prompt_progress": {"total", "cache", "processed", "time_ms"}``. Other servers are never
+asked, and a server that sends none is fine: progress is a bonus, never required.
+
 The functions are pure or run on the worker (or loader) thread that reads the answer.
 """
 
@@ -15,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from tkchat.generate.backend import GenerationRequest, TokenStream
+from tkchat.generate.backend import GenerationRequest, PromptProgress, TokenStream
 from tkchat.generate.remote.errors import (
     RemoteError,
     bad_stream,
@@ -51,10 +56,21 @@ def served_models(status: int, body: Any, base_url: str) -> list[str]:
     return [str(item["id"]) for item in data if isinstance(item, dict) and item.get("id")]
 
 
-def request_body(request: GenerationRequest, model: str | None) -> dict[str, Any]:
+def is_llama_cpp(models: Any) -> bool:
+    """Whether a ``GET /v1/models`` answer comes from llama.cpp's server."""
+    data = models.get("data") if isinstance(models, dict) else None
+    return isinstance(data, list) and any(
+        isinstance(item, dict) and item.get("owned_by") == "llamacpp" for item in data
+    )
+
+
+def request_body(
+    request: GenerationRequest, model: str | None, *, progress: bool = False
+) -> dict[str, Any]:
     """The JSON of a streaming chat completion, with only the standard OpenAI fields: strict
     servers reject unknown ones (top_k and repeat_penalty have the same defaults in llama.cpp's
-    and llama-cpp-python's servers)."""
+    and llama-cpp-python's servers). ``progress``: also ask llama.cpp's server for
+    ``return_progress``."""
     sampling = request.sampling
     body: dict[str, Any] = {
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -68,7 +84,22 @@ def request_body(request: GenerationRequest, model: str | None) -> dict[str, Any
         body["max_tokens"] = sampling.max_tokens
     if sampling.seed is not None:
         body["seed"] = sampling.seed
+    if progress:
+        body["return_progress"] = True
     return body
+
+
+def prompt_progress(chunk: dict[str, Any]) -> PromptProgress | None:
+    """llama.cpp's ``prompt_progress`` of a chunk (``processed`` counts the cached tokens
+    too, as tkchat's ``done`` does); None when absent or not two sane integers."""
+    report = chunk.get("prompt_progress")
+    if not isinstance(report, dict):
+        return None
+    done, total = report.get("processed"), report.get("total")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (done, total)):
+        return None
+    assert isinstance(done, int) and isinstance(total, int)  # (for mypy)
+    return PromptProgress(done, total) if 0 <= done <= total else None
 
 
 def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
@@ -89,6 +120,9 @@ def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
             raise RemoteError(
                 "The server reported an error" + error_detail(chunk), kind="server_error"
             )
+        progress = prompt_progress(chunk)
+        if progress is not None:
+            yield progress  # its choices, if any, carry an empty delta: read on as usual
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             raise bad_stream(f"a chunk has no choices: {snippet(data)}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tkchat.events import Chunk, Done, Error
-from tkchat.generate.backend import GenerationRequest, TokenStream
+from tkchat.events import Chunk, Done, Error, Progress
+from tkchat.generate.backend import GenerationRequest, PromptProgress, TokenStream
 from tkchat.generate.remote.errors import RemoteError, bad_stream, closed_mid_answer
 from tkchat.transport.sse import SSEMessage, parse_event
 
@@ -64,9 +64,9 @@ def request_body(request: GenerationRequest) -> dict[str, Any]:
 
 
 def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
-    """Worker thread. The text of ``chunk`` events as UTF-8; ``done`` ends the stream with
-    its reason, ``error`` raises with the server's kind, and an end without either is a
-    connection lost mid-answer."""
+    """Worker thread. The text of ``chunk`` events as UTF-8 (and ``progress`` as it is);
+    ``done`` ends the stream with its reason, ``error`` raises with the server's kind, and an
+    end without either is a connection lost mid-answer."""
     for message in messages:
         if message.event not in (None, "", "message"):
             continue  # an event type this client does not know (e.g. a queue position)
@@ -77,6 +77,8 @@ def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
         if isinstance(event, Chunk):
             if event.text:
                 yield event.text.encode("utf-8")
+        elif isinstance(event, Progress):
+            yield PromptProgress(event.done, event.total)
         elif isinstance(event, Done):
             return event.reason
         elif isinstance(event, Error):

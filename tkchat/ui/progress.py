@@ -1,0 +1,112 @@
+"""The progress line: what the window is waiting for, before there is anything to show.
+
+Two waits have no text to stream: the model reading a long prompt ("Reading your message …
+1,234 / 4,426 tokens · about 12 s left") and a model loading ("Loading the model … 45 %").
+Both get a bar in the status row, beside the status line, and disappear when the wait ends.
+It sits in a row that is there anyway, so showing it moves nothing else in the window.
+
+The figures come from events (``progress``, ``model_loading``) that the 16 ms tick already
+drains: :meth:`ProgressLine.follow` reads each tick's result, and the bar is touched at
+most a few times a second, as often as such events come.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import time
+import tkinter as tk
+from collections.abc import Callable
+from tkinter import ttk
+
+from tkchat.consume.stream_consumer import TickResult
+from tkchat.events import ModelFailed, ModelLoading, ModelReady, Progress
+from tkchat.ui.translator import Translator
+
+ETA_AFTER_S = 0.5  # an estimate needs some speed measured first
+
+
+class ProgressLine(ttk.Frame):
+    """A label and a bar; hidden while there is nothing to wait for. Packed into the status
+    row just before ``before`` (the status line), so the bar keeps its room."""
+
+    def __init__(self, master: tk.Misc, translate: Translator, *, before: tk.Misc) -> None:
+        super().__init__(master)
+        self.t = translate
+        self._before = before
+        self.label = ttk.Label(self, anchor="e")
+        self.bar = ttk.Progressbar(self, length=140, maximum=1.0, mode="determinate")
+        self.label.pack(side="left", padx=(0, 6))
+        self.bar.pack(side="left")
+        self.kind: str | None = None  # "reading", "loading" or None (hidden)
+        self._make: Callable[[], str] = lambda: ""
+        self._gen: int | None = None
+        self._first: tuple[float, int] | None = None  # (when, done) of this prompt's first report
+        translate.on_change(lambda _lang: self._relabel())
+
+    @property
+    def showing(self) -> bool:
+        return self.kind is not None
+
+    def follow(self, tick: TickResult) -> None:
+        """One tick's news: load progress, prompt progress, or the wait being over (the first
+        text or the end of the answer; a loaded or failed model)."""
+        for event in tick.app_events:
+            if isinstance(event, ModelLoading):
+                self.loading(event.name, event.fraction)
+            elif isinstance(event, (ModelReady, ModelFailed)):
+                self.hide("loading")
+        if tick.progress is not None:
+            self.reading(tick.progress)
+        if tick.chunks or tick.final is not None:
+            self.hide("reading")
+
+    def reading(self, progress: Progress, now: float | None = None) -> None:
+        """The prompt is ``progress.done`` / ``progress.total`` read."""
+        now = time.perf_counter() if now is None else now
+        if progress.gen != self._gen or self._first is None:
+            self._gen, self._first = progress.gen, (now, progress.done)
+        done, total = progress.done, progress.total
+        eta = self._eta(done, total, now)
+
+        def make() -> str:
+            text = self.t("progress.reading", done=f"{done:,}", total=f"{total:,}")
+            if eta is not None:
+                key = "progress.eta_min" if eta >= 90 else "progress.eta_s"
+                text += self.t(key, seconds=max(1, round(eta)), minutes=round(eta / 60))
+            return text
+
+        self._show("reading", make, done / total if total else 1.0)
+
+    def loading(self, name: str, fraction: float) -> None:
+        percent = round(fraction * 100)
+        self._show(
+            "loading", lambda: self.t("progress.loading", name=name, percent=percent), fraction
+        )
+
+    def hide(self, kind: str | None = None) -> None:
+        """The wait is over (or was stopped); ``kind``: only if it is that wait."""
+        if self.kind is not None and kind in (None, self.kind):
+            self.kind = None
+            self._first = None
+            self.pack_forget()
+
+    def _relabel(self) -> None:
+        self.label.configure(text=self._make())
+
+    def _eta(self, done: int, total: int, now: float) -> float | None:
+        """Seconds left at the speed measured since this prompt's first report."""
+        assert self._first is not None
+        began, first_done = self._first
+        if now - began < ETA_AFTER_S or done <= first_done:
+            return None
+        speed = (done - first_done) / (now - began)
+        return (total - done) / speed
+
+    def _show(self, kind: str, make: Callable[[], str], fraction: float) -> None:
+        self._make = make
+        self.label.configure(text=make())
+        self.bar.configure(value=min(1.0, max(0.0, fraction)))
+        if self.kind is None:
+            self.pack(side="right", padx=(8, 8), before=self._before)
+        self.kind = kind
