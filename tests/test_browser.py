@@ -243,6 +243,25 @@ def assert_whole(st: dict[str, Any], text: str) -> None:
 # -- streaming and rendering --------------------------------------------------------------
 
 
+def test_a_long_prompt_shows_reading_progress_until_the_first_text(
+    serve: Callable[..., LiveServer], open_page: Callable[..., Page]
+) -> None:
+    server = serve(ScriptedBackend(rate=400, tokens=40, prompt_rate=300.0))
+    page = open_page(server)
+    assert page.locator("#prompt-progress").is_hidden()
+    ask(page, "tea " * 300)  # a second of reading on the server
+    page.wait_for_function("() => window.tkchat.state.progressShown")
+    assert page.locator("#prompt-progress").is_visible()
+    assert page.locator("#status").inner_text().startswith("reading your message… ")
+    st = wait_answer(page)
+    assert st["progressEvents"] > 0 and not st["progressShown"]
+    assert st["progress"]["done"] == st["progress"]["total"] > 250
+    assert page.locator("#prompt-progress").is_hidden()
+    assert st["lastEvent"]["type"] == "done" and st["text"]
+    # progress events are numbered with the rest: seq 1..n without a gap
+    assert st["seqs"] == list(range(1, st["lastEvent"]["seq"] + 1))
+
+
 def test_streams_whole_answer_then_renders_markdown(
     serve: Callable[..., LiveServer], open_page: Callable[..., Page]
 ) -> None:

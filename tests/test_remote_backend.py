@@ -25,8 +25,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import free_port, get_json, pump_until, run_to_end
-from tkchat.events import Chunk, Done, Error, GenerationEvent
-from tkchat.generate.backend import BackendError, GenerationRequest, Message, Sampling
+from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress
+from tkchat.generate.backend import (
+    BackendError,
+    GenerationRequest,
+    Message,
+    PromptProgress,
+    Sampling,
+)
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.remote_backend import RemoteBackend, split_server_url
@@ -272,6 +278,7 @@ class FakeServer:
     def __init__(self, behaviour: str = "ok", port: int = 0) -> None:
         self.behaviour = behaviour
         self.models_status = 200  # 503: a server still loading its model
+        self.owned_by: str | None = None  # "llamacpp": llama.cpp's server
         self.disconnected = threading.Event()
         self.release = threading.Event()
         self.bodies: list[dict[str, Any]] = []
@@ -284,7 +291,10 @@ class FakeServer:
                 if self.path == "/v1/models" and fake.models_status != 200:
                     self.send_json(fake.models_status, {"error": {"message": "Loading model"}})
                 elif self.path == "/v1/models":
-                    self.send_json(200, {"object": "list", "data": [{"id": "fake-model"}]})
+                    model: dict[str, str] = {"id": "fake-model"}
+                    if fake.owned_by:
+                        model["owned_by"] = fake.owned_by
+                    self.send_json(200, {"object": "list", "data": [model]})
                 else:
                     self.send_json(404, {"detail": "Not Found"})
 
@@ -368,6 +378,17 @@ class FakeServer:
 
     def answer_ok(self, h: BaseHTTPRequestHandler) -> None:
         self.stream(h, good_stream())
+
+    def answer_progress(self, h: BaseHTTPRequestHandler) -> None:
+        """llama.cpp's server asked for ``return_progress``: progress chunks (an empty delta
+        and ``prompt_progress``) before the answer, one of them malformed."""
+        frames = []
+        for processed in (0, 40, 40, 90, 120):
+            chunk = json.loads(sse_chunk(None)[len(b"data: ") :])
+            chunk["prompt_progress"] = {"total": 120, "cache": 0, "processed": processed}
+            frames.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        frames.insert(2, b'data: {"choices": [], "prompt_progress": {"total": "x"}}\n\n')
+        self.stream(h, b"".join(frames) + good_stream())
 
     def answer_ok_http10(self, h: BaseHTTPRequestHandler) -> None:
         # No chunked framing and no length: the body ends when the server closes (HTTP/1.0).
@@ -471,6 +492,29 @@ def test_a_well_behaved_stream_arrives_whole(fake: FakeServer, behaviour: str) -
     assert body["stream"] is True and body["model"] == "fake-model"
     assert body["max_tokens"] == 64 and body["seed"] == 7 and body["temperature"] == 0.2
     assert body["messages"][-1] == {"role": "user", "content": QUESTION[-1].content}
+
+
+@pytest.mark.parametrize("server", ["llamacpp", "other"])
+def test_llama_cpp_is_asked_for_prompt_progress_and_others_are_not(
+    fake: FakeServer, server: str
+) -> None:
+    fake.owned_by = server
+    fake.behaviour = "progress" if server == "llamacpp" else "ok"
+    backend = loaded(fake.url)
+    request = GenerationRequest(QUESTION, Sampling(max_tokens=32))
+    items = list(backend.stream(request, threading.Event()))
+    reports = [(p.done, p.total) for p in items if isinstance(p, PromptProgress)]
+    text = b"".join(p for p in items if isinstance(p, bytes)).decode()
+    assert text == "".join(CONTENT)
+    if server == "llamacpp":
+        assert fake.bodies[-1]["return_progress"] is True
+        assert reports == [(0, 120), (40, 120), (40, 120), (90, 120), (120, 120)]  # not "x"
+    else:
+        assert "return_progress" not in fake.bodies[-1] and not reports
+    events = generate(backend)  # and through the worker: one answer, whole
+    assert isinstance(events[-1], Done) and text_of(events) == "".join(CONTENT)
+    progress = [e.done for e in events if isinstance(e, Progress)]
+    assert progress == sorted(progress)  # (read in a blink here: the pacer may send none)
 
 
 def test_finish_reason_length_and_a_missing_done(fake: FakeServer) -> None:
@@ -752,6 +796,19 @@ def test_tkchat_server_streams_the_script_exactly(tkchat_server: str) -> None:
     events = generate(backend, sampling=Sampling(max_tokens=4096))
     assert isinstance(events[-1], Done) and events[-1].reason == "stop"
     assert text_of(events) == SCRIPT
+
+
+def test_tkchat_server_progress_reaches_the_client(
+    serve_tkchat: Callable[[ScriptedBackend], str],
+) -> None:
+    """A prompt the server reads slowly: its progress events arrive as the server sent them."""
+    url = serve_tkchat(ScriptedBackend(rate=0, tokens=5, prompt_rate=300.0))
+    question = (Message("user", "tea " * 150),)
+    events = generate(loaded(url), question)
+    progress = [e for e in events if isinstance(e, Progress)]
+    assert progress and events[: len(progress)] == progress
+    assert progress[-1].done == progress[-1].total > 100
+    assert isinstance(events[-1], Done)
 
 
 def test_tkchat_server_length_limit(tkchat_server: str) -> None:

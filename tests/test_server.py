@@ -187,6 +187,23 @@ def check_contract(events: list[GenerationEvent]) -> tuple[str, Done | Error]:
 # -- the event stream ----------------------------------------------------------------------
 
 
+def test_chat_carries_progress_and_the_openai_stream_leaves_it_out() -> None:
+    reading = {"messages": [{"role": "user", "content": "tea " * 150}], "max_tokens": 5}
+    with serve(ScriptedBackend(rate=0, tokens=5, prompt_rate=300.0)) as live:
+        events = live.events(reading)
+        messages, raw = live.stream("/v1/chat/completions", {**reading, "stream": True})
+        status, _, whole = live.fetch_json(
+            "POST", "/v1/chat/completions", {**reading, "stream": False}
+        )
+    text, final = check_contract(events)
+    assert any(isinstance(e, Progress) for e in events) and isinstance(final, Done)
+    assert b"progress" not in raw and messages[-1].data == "[DONE]"
+    chunks = [json.loads(m.data) for m in messages[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == text
+    assert status == 200 and whole["choices"][0]["message"]["content"] == text
+
+
 def test_chat_streams_the_whole_answer_in_order_ending_with_one_done(fast: Live) -> None:
     text, final = check_contract(fast.events())
     assert isinstance(final, Done) and final.reason == "stop"

@@ -13,6 +13,7 @@ from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
 
 DEFAULT_SEED = 7
+DEFAULT_PROMPT_TOKENS = 3000  # a pasted page or two; fits the bundled model's 4,096 context
 
 
 def _model_options() -> argparse.ArgumentParser:
@@ -154,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
     bench.add_argument(
+        "--prompt-tokens",
+        type=int,
+        nargs="?",
+        const=DEFAULT_PROMPT_TOKENS,
+        metavar="N",
+        help=f"also a long prompt of N tokens (default {DEFAULT_PROMPT_TOKENS:,}): prompt "
+        "tokens/s, Stop while it is read, progress, lag, the next turn's TTFT, a model load",
+    )
+    bench.add_argument(
         "--lessons",
         action="store_true",
         help="run every lesson's demo in the window, check what each lesson claims, and "
@@ -229,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                 json_path=args.json,
                 report_dir=args.report,
                 transport=args.transport,
+                prompt_tokens=args.prompt_tokens,
             )
         )
     if args.command == "compare":

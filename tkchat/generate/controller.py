@@ -37,6 +37,7 @@ class GenerationController:
         self.loaded = False
         self._loader: threading.Thread | None = None
         self._watch: LoadWatch | None = None  # the load in progress, to cancel it
+        self.load_reports = 0  # ModelLoading events sent (all loads): for the benchmark
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -72,6 +73,7 @@ class GenerationController:
             now = time.perf_counter()
             if fraction >= 1.0 or now - last[0] >= LOAD_PROGRESS_INTERVAL_S:
                 last[0] = now
+                self.load_reports += 1
                 self.channel.put(ModelLoading(backend.name, fraction))
 
         return report

@@ -144,6 +144,24 @@ class LlamaBackend:
             raise ModelLoadError("The model is not loaded yet")
         return self.reader
 
+    @property
+    def llm(self) -> Llama:
+        """The loaded ``Llama`` (ModelLoadError before :meth:`load`): for the benchmark's
+        baselines, which time llama-cpp-python alone. Model lock held."""
+        return self._loaded()[0]
+
+    def forget_prompt(self) -> None:
+        """Empty the model's cache, so the next prompt is read from its first token (the
+        benchmark's cold runs; tests comparing answers with and without reuse). Model lock
+        held."""
+        llm = self.llm
+        llm.n_tokens = 0
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+
+    def chat_tokens(self, messages: Sequence[Message]) -> list[int]:
+        """The tokens the model reads for ``messages`` (template applied). Model lock held."""
+        return list(self._prompt_tokens(messages))
+
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
         llm, format_chat, _ = self._loaded()
         key = tuple(messages)

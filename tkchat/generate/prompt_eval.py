@@ -1,5 +1,5 @@
-"""Reading the prompt: reuse what the model already read, evaluate the rest in timed chunks,
-and let Stop reach inside llama.cpp.
+"""Reading the prompt: reuse what the model already read, evaluate the rest in chunks, and
+let Stop reach inside llama.cpp.
 
 ``Llama.generate`` evaluates a whole prompt in one call that nothing interrupts: a pasted
 document on a laptop model holds the worker (and the model lock) for minutes, with no sign of
@@ -11,26 +11,35 @@ progress. :class:`PromptReader` does that part itself, before ``generate`` runs:
   difference on is removed from the cache first. The comparison is by token, so a switched
   conversation, an edited message or a trimmed context simply share a shorter prefix: the
   cache can never serve tokens the new prompt does not have.
-- **Chunks.** The rest is evaluated in chunks sized from the speed just measured, aiming at
-  ``chunk_s`` seconds each (the cost of a token grows with its position, so the size keeps
-  adapting). After each chunk a :class:`~tkchat.generate.backend.PromptProgress` is yielded.
+- **Chunks.** The rest is evaluated :data:`CHUNK_TOKENS` at a time, on boundaries at fixed
+  positions (0, 32, 64, ...), and a :class:`~tkchat.generate.backend.PromptProgress` is
+  yielded after each. Fixed, not sized from the speed just measured: how a batch is cut
+  changes the last bits of the logits, and timing-dependent cuts would make a fixed seed give
+  different answers from run to run. With fixed cuts, a prompt read again (regenerate, resend
+  after Stop, an edited or switched or trimmed chat) is read exactly as a cold read would
+  read it — the cache is cut back to a chunk boundary first — so it gives the same answer.
+  (A follow-up question is the exception: its history holds the answer the model generated
+  token by token, which is reused as it is rather than read again; reading it again would cost
+  as much as the answer is long, at every turn.)
 - **Stop inside a chunk.** While a chunk is evaluated, llama.cpp's abort callback
   (``llama_set_abort_callback``) asks the cancel event after every node of the compute graph,
   so Stop lands within one graph node, not one chunk. llama.cpp then drops the half-done
   chunk from the cache and ``n_tokens`` stays at the last whole chunk: the prefix evaluated so
   far stays, and sending the same prompt again continues from it.
 
-Why both chunks and the callback, measured on the bundled model (README, "Long prompts"):
-chunks small enough for Stop alone (≤ 50 ms) cost throughput on bigger models and machines
-where a batch is cheaper per token than a single token, while the callback alone gives no
-progress and no chance to check between pieces. The callback is installed only while the prompt
-is read: during generation it would run about 600 times per token, each time taking the GIL.
+Why the callback rather than chunks small enough for Stop alone (≤ 50 ms, checked between
+them), measured each ``tkchat bench --prompt-tokens`` run (row ``prompt-chunks-only``, kept
+here as ``chunk_s``): on the bundled model the callback stops in about 1 ms instead of 15-45,
+and reads faster, since its chunks need not shrink as the prompt grows. It is installed only
+while the prompt is read: during generation it would run about 600 times per token, each time
+taking the GIL.
 
 Everything here runs on the worker thread that holds the model lock.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -42,12 +51,13 @@ if TYPE_CHECKING:  # both come with llama-cpp-python; load() is what imports the
     import numpy as np
     from llama_cpp import Llama
 
-CHUNK_S = 0.25  # a chunk's target duration: progress about 4 times a second
-FIRST_CHUNK = 16  # tokens, before any speed is known
+CHUNK_TOKENS = 32  # a chunk: 0.2-0.6 s on the bundled model, so a bar moves a few times a second
+# Only for the measured alternative (chunk_s): its first chunk, before any speed is known.
+FIRST_CHUNK = 16
 MIN_CHUNK = 4
-ABORTED = 2  # llama_decode's return code when the abort callback said stop
 
 PromptReading = Generator[PromptProgress, None, bool]
+LLAMA_LOG = logging.getLogger("llama-cpp-python")  # decides what llama.cpp's log prints
 
 
 def common_prefix(cached: np.ndarray, prompt: list[int]) -> int:
@@ -65,12 +75,14 @@ def common_prefix(cached: np.ndarray, prompt: list[int]) -> int:
 class PromptReader:
     """Brings one ``Llama``'s KV cache to hold a prompt. Worker thread, model lock held.
 
-    ``chunk_s``: target seconds per chunk. ``abort_callback``: let Stop interrupt a chunk
-    (False: Stop is only checked between chunks — the alternative the benchmark measures).
+    ``chunk_s``: instead of fixed chunks, size each from the speed just measured, aiming at
+    that many seconds; ``abort_callback``: let Stop interrupt a chunk. The defaults are the
+    app's; ``chunk_s=0.05, abort_callback=False`` is the alternative the benchmark measures
+    (Stop checked only between chunks).
     """
 
     def __init__(
-        self, llm: Llama, *, chunk_s: float = CHUNK_S, abort_callback: bool = True
+        self, llm: Llama, *, chunk_s: float | None = None, abort_callback: bool = True
     ) -> None:
         self.llm = llm
         self.chunk_s = chunk_s
@@ -78,7 +90,11 @@ class PromptReader:
         self.reused = 0  # tokens of the last prompt found in the cache
         self.evaluated = 0  # tokens of the last prompt evaluated this time
         self.chunks = 0
+        # Where the last reading stopped: the cache up to here was read in fixed chunks,
+        # beyond it are tokens the model generated one by one.
+        self.read_to = 0
         self._cancel: threading.Event | None = None
+        self._quiet_from: int | None = None  # the log level to restore after an abort
         from llama_cpp import ggml_abort_callback
 
         # Kept on the object: ctypes must not free the C thunk while llama.cpp holds it.
@@ -89,7 +105,14 @@ class PromptReader:
         """Called by llama.cpp on the worker thread (thread 0 of its pool) after each node of
         the compute graph, with the GIL taken for the call: one attribute read, no more."""
         cancel = self._cancel
-        return cancel is not None and cancel.is_set()
+        if cancel is None or not cancel.is_set():
+            return False
+        if self._quiet_from is None:
+            # llama.cpp logs the abort it was asked for as an error ("removing memory module
+            # entries ..."): a Stop is not an error, so that one decode's log stays quiet.
+            self._quiet_from = LLAMA_LOG.level
+            LLAMA_LOG.setLevel(logging.CRITICAL)
+        return True
 
     def read(self, prompt: list[int], cancel: threading.Event) -> PromptReading:
         """Yield progress while evaluating; return True once the cache holds exactly
@@ -110,7 +133,8 @@ class PromptReader:
             while done < total:
                 if cancel.is_set():
                     return False
-                piece = prompt[done : done + size]
+                end = self._chunk_end(done, size)
+                piece = prompt[done : min(end, total)]
                 began = time.perf_counter()
                 try:
                     llm.eval(piece)
@@ -121,12 +145,16 @@ class PromptReader:
                     if cancel.is_set():
                         return False
                     raise
-                took = time.perf_counter() - began
+                finally:
+                    self.read_to = llm.n_tokens
+                    if self._quiet_from is not None:
+                        LLAMA_LOG.setLevel(self._quiet_from)
+                        self._quiet_from = None
+                size = self._next_size(len(piece), time.perf_counter() - began)
                 done = llm.n_tokens
                 self.evaluated += len(piece)
                 self.chunks += 1
                 yield PromptProgress(done, total)
-                size = self._next_size(len(piece), took)
             return True
         finally:
             self._cancel = None
@@ -136,10 +164,13 @@ class PromptReader:
     def _keep_prefix(self, prompt: list[int]) -> int:
         """Drop from the cache everything after the prefix it shares with ``prompt``; return
         the number of tokens kept. At least the last token is always evaluated again: its
-        logits are what the first answer token is sampled from."""
+        logits are what the first answer token is sampled from. Within what was read in
+        chunks, the cut goes back to a chunk boundary, so the rest is read exactly as a cold
+        read would read it."""
         llm = self.llm
-        keep = common_prefix(llm.input_ids[: llm.n_tokens], prompt)
-        keep = min(keep, len(prompt) - 1)
+        keep = min(common_prefix(llm.input_ids[: llm.n_tokens], prompt), len(prompt) - 1)
+        if self.chunk_s is None and keep <= min(self.read_to, llm.n_tokens):
+            keep -= keep % CHUNK_TOKENS
         if keep > 0 and not llm._ctx.kv_cache_seq_rm(-1, keep, -1):
             keep = 0  # a model whose cache cannot be cut (recurrent): start over
         if keep == 0:
@@ -147,11 +178,21 @@ class PromptReader:
             reset()
             llm._ctx.kv_cache_seq_rm(-1, 0, -1)
         llm.n_tokens = keep
+        self.read_to = min(self.read_to, keep)
         return keep
 
+    def _chunk_end(self, done: int, size: int) -> int:
+        """Where the chunk starting at ``done`` ends: the next fixed boundary, or (for the
+        measured alternative) ``size`` tokens on."""
+        if self.chunk_s is not None:
+            return done + size
+        return (done // CHUNK_TOKENS + 1) * CHUNK_TOKENS
+
     def _next_size(self, size: int, took: float) -> int:
-        """The next chunk's size from this one's speed: at most twice as big, never more
-        than a batch."""
+        """The alternative's next chunk, from this one's speed: at most twice as big, never
+        more than a batch."""
+        if self.chunk_s is None:
+            return size
         if took <= 0:
             return min(size * 2, self.llm.n_batch)
         wanted = int(size * self.chunk_s / took)

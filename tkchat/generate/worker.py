@@ -113,6 +113,7 @@ class GenerationWorker:
         self.tokens = 0  # tokens so far; read by the UI for the live tokens/s (an int is atomic)
         self.prompt_tokens = 0  # context tokens of the prompt, once fitted (read by the UI too)
         self.context_dropped = 0  # earlier messages left out so the chat fits the context
+        self.progress_sent = 0  # progress events sent while the prompt was read
         self._on_exit = on_exit
         self._thread = threading.Thread(target=self._run, name=f"tkchat-gen-{gen}", daemon=True)
 
@@ -226,3 +227,4 @@ class GenerationWorker:
     def _send_progress(self, report: PromptProgress) -> None:
         gen = self.gen
         self.sender.event(lambda seq: Progress(gen, seq, report.done, report.total))
+        self.progress_sent += 1

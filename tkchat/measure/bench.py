@@ -241,6 +241,10 @@ class Bench:
         app.teaching.set_mode(FIXED)
         yield from self._render_long()
         yield from self._history_open()
+        if self.options.prompt_tokens and self.options.backend == "llama":
+            from tkchat.measure.prompt_bench import PromptBench
+
+            yield from PromptBench(app, self.prober, self.options).run(self.runs)
         app.close()
 
     # -- idle ----------------------------------------------------------------------------------
@@ -537,6 +541,11 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
                 f"{render.extra['whole_document_set_html_ms']} ms)",
             )
         )
+    if by.get("prompt") is not None:
+        from tkchat.measure.prompt_bench import prompt_verdicts
+
+        idle_p99 = idle.lag_p99_ms if idle is not None else None
+        out += prompt_verdicts(runs, max(2.0, 2 * idle_p99) if idle_p99 is not None else 2.0)
     if fixed is None or fixed.lag_p99_ms is None or fixed.lag_max_ms is None:
         return out
     flood = options.backend == "scripted"

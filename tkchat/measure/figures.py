@@ -40,6 +40,7 @@ class BenchOptions:
     modes: tuple[str, ...] = MODES
     broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
     prompt: str = BENCH_PROMPT
+    prompt_tokens: int | None = None  # a long prompt of this many tokens too (prompt_bench.py)
 
 
 @dataclass

@@ -22,7 +22,11 @@
  *   state.renders      markdown renders into the DOM (per-chunk mode: one per chunk + the final)
  *   state.reads        network reads of the answer, counted by whichever side read the stream
  *   state.seqs         seq of every event of the answer, in delivery order
- *   state.lastEvent    the last event delivered (a contract object: chunk, done or error)
+ *   state.lastEvent    the last event delivered (a contract object: chunk, progress, done
+ *                      or error)
+ *   state.progress     the last progress event of the answer ({done, total}) or null;
+ *                      state.progressEvents: how many came; state.progressShown: whether the
+ *                      "reading your message" bar is on screen
  *   state.status       "idle" | "streaming" | "done" | "stopped" | "error"
  *   state.reader       "worker" | "main-thread": who read the answer's stream
  *   state.text         the answer's full text; state.shownText: the streamed plain text the
@@ -58,12 +62,13 @@
     brokenBar: $('broken-bar'),
     maxTokens: $('max-tokens'),
     newChat: $('new-chat'),
+    progress: $('prompt-progress'),
   };
 
   const state = {
     chunks: 0, frames: 0, textUpdates: 0, renders: 0, reads: 0, seqs: [], lastEvent: null,
     status: 'idle', reader: 'worker', text: '', shownText: '', lagSamples: [], longTasks: 0,
-    heartbeats: 0,
+    heartbeats: 0, progress: null, progressEvents: 0, progressShown: false,
   };
 
   const history = []; // the conversation, sent whole with every question
@@ -145,6 +150,7 @@
     Object.assign(state, {
       chunks: 0, frames: 0, textUpdates: 0, renders: 0, reads: 0, seqs: [], lastEvent: null,
       status: 'streaming', reader: req.reader, text: '', shownText: '',
+      progress: null, progressEvents: 0,
     });
     active = req;
     setStreaming(true);
@@ -209,12 +215,15 @@
         return;
       }
       state.chunks += 1;
+      if (state.progressShown) hideProgress(req);
       tokenTimes.push(performance.now());
       req.text += event.text;
       state.text = req.text;
       if (req.broken.perChunk) renderWholeAnswer(req);
       else if (req.broken.mainThread) appendNow(req, event.text);
       else queueText(req, event.text);
+    } else if (event.type === 'progress') {
+      showProgress(req, event);
     } else if (event.type === 'done') {
       finish(req, { reason: event.reason, stats: event.stats });
     } else if (event.type === 'error') {
@@ -223,6 +232,37 @@
     } else if (typeof event.position === 'number') {
       showStatus(`waiting: position ${event.position} in the queue`);
     }
+  }
+
+  // ---- a long prompt: how far the server has read it ----------------------------------------
+
+  /**
+   * Before the first token the server may be reading a long prompt for a while; it says how
+   * far a few times a second. The bar and the status line show it, with an estimate from the
+   * speed seen so far. (Malformed figures are ignored: progress is a courtesy, not a promise.)
+   */
+  function showProgress(req, event) {
+    const { done, total } = event;
+    if (!Number.isInteger(done) || !Number.isInteger(total) || done < 0 || done > total) return;
+    const now = performance.now();
+    if (!req.progressStart) req.progressStart = { at: now, done };
+    state.progress = { done, total };
+    state.progressEvents += 1;
+    state.progressShown = true;
+    ui.progress.hidden = false;
+    ui.progress.max = total || 1;
+    ui.progress.value = done;
+    let text = `reading your message… ${done.toLocaleString('en')} / ${total.toLocaleString('en')} tokens`;
+    const elapsed = (now - req.progressStart.at) / 1000;
+    const rate = (done - req.progressStart.done) / elapsed;
+    if (elapsed >= 0.5 && rate > 0) text += ` · about ${Math.max(1, Math.round((total - done) / rate))} s left`;
+    showStatus(text);
+  }
+
+  function hideProgress(req) {
+    state.progressShown = false;
+    ui.progress.hidden = true;
+    if (active === req) showStatus(req.broken.mainThread || req.broken.perChunk ? 'streaming (BROKEN mode)…' : 'streaming…');
   }
 
   // ---- the fixed path: one DOM update per animation frame ---------------------------------
@@ -334,6 +374,7 @@
     }
     writePending(req); // the last text must not wait for a frame that may never come
     state.shownText = req.textNode.isConnected ? req.textNode.data : '';
+    if (state.progressShown) hideProgress(req);
     setStreaming(false);
     if (outcome.stopped) {
       state.status = 'stopped';
