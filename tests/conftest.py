@@ -130,6 +130,42 @@ def run_script(root: tk.Misc, script: Iterator[Any], timeout: float = 600.0) -> 
             pump_for(root, float(wait))
 
 
+def layout_problems(root: tk.Misc) -> list[str]:
+    """Every mapped widget that sticks out of its parent, and every label or button too
+    narrow for its own text: what a user sees as "cut". Geometry, not pixels."""
+    found: list[str] = []
+
+    def box(widget: tk.Misc) -> tuple[int, int, int, int]:
+        return (
+            widget.winfo_rootx(),
+            widget.winfo_rooty(),
+            widget.winfo_width(),
+            widget.winfo_height(),
+        )
+
+    def walk(parent: tk.Misc) -> None:
+        px, py, pw, ph = box(parent)
+        for child in parent.winfo_children():
+            if isinstance(child, tk.Menu) or not child.winfo_ismapped():
+                continue
+            x, y, width, height = box(child)
+            if x < px or y < py or x + width > px + pw + 1 or y + height > py + ph + 1:
+                found.append(
+                    f"outside its parent: {child} at {x - px},{y - py} {width}x{height}"
+                    f" in {pw}x{ph}"
+                )
+            labelled = child.winfo_class() in ("TLabel", "Label", "TButton", "Button")
+            if labelled and child.winfo_reqwidth() > width + 1:
+                found.append(
+                    f"text cut: {child} needs {child.winfo_reqwidth()} px, has "
+                    f"{width}: {child.cget('text')!r}"
+                )
+            walk(child)
+
+    walk(root)
+    return found
+
+
 def pump_for(root: tk.Misc, seconds: float) -> None:
     """Run the Tk event loop for ``seconds``."""
     end = time.monotonic() + seconds

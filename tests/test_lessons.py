@@ -22,6 +22,7 @@ from tkchat.teach.lessons import (
     render_body,
     resolve_reference,
 )
+from tkchat.ui.fit import unbreakable
 
 EN = load_lessons("en")
 ZH = load_lessons("zh")
@@ -261,7 +262,7 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.picker.event_generate("<<ComboboxSelected>>")
     root.update()
     assert panel.current is not None and panel.current.id == "04-blocking"
-    body = panel.text.get("1.0", "end")
+    body = unbreakable(panel.text.get("1.0", "end"))
     assert "What you see" in body and "def start(self" in body  # the live code is quoted
     assert "{{code" not in body
     assert {"h2", "code", "code_inline"} <= _tags_in(panel.text)
@@ -272,10 +273,10 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
 
     pump_until(root, lambda: len(asked) >= 2, timeout=5, what="the live figure to refresh")
     assert set(asked) == {"lag_max_ms"}
-    figure = str(panel.figure_label.cget("text"))
+    figure = unbreakable(str(panel.figure_label.cget("text")))
     assert figure.startswith("expected: about the whole generation")
     assert figure.endswith("now (lag_max_ms): 1,234\u00a0ms")  # a number keeps its unit
-    assert "heartbeat" in str(panel.watch_label.cget("text"))
+    assert "heartbeat" in unbreakable(str(panel.watch_label.cget("text")))
 
     language["now"] = "zh"
     panel.set_language("zh")
@@ -285,7 +286,7 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     titles = panel.picker.cget("values")
     assert all(any(map(is_cjk, title)) for title in titles)
     assert str(panel.setup_button.cget("text")) == PANEL_STRINGS["zh"]["lesson.setup"]
-    assert "预期" in str(panel.figure_label.cget("text"))
+    assert "预期" in unbreakable(str(panel.figure_label.cget("text")))
     panel.setup_button.invoke()
     assert received[-1].language == "zh" and received[-1].id == "04-blocking"
 
@@ -320,10 +321,12 @@ def test_lesson_panel_renders_every_lesson(root: tk.Tk) -> None:
         for lesson in panel.lessons:
             panel.select(lesson.id)
             root.update()
-            shown = panel.text.get("1.0", "end")
+            shown = unbreakable(panel.text.get("1.0", "end"))
             assert "##" not in shown and "```" not in shown, lesson.id
             assert _tags_in(panel.text) >= {"h2", "code"}, lesson.id
-            assert PANEL_STRINGS[lang]["lesson.no_value"] in str(panel.figure_label.cget("text"))
+            assert PANEL_STRINGS[lang]["lesson.no_value"] in unbreakable(
+                str(panel.figure_label.cget("text"))
+            )
         panel.destroy()
 
 

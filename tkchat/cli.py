@@ -92,6 +92,11 @@ def _window_options() -> argparse.ArgumentParser:
     )
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument(
+        "--projector",
+        action="store_true",
+        help="projector mode: large text and figures, for a classroom (View menu, F11)",
+    )
+    group.add_argument(
         "--no-history",
         action="store_true",
         help="keep nothing on disk and start from the default settings "
@@ -347,6 +352,7 @@ def run_app(args: argparse.Namespace) -> int:
             history=not args.no_history,
             app_settings=settings,
             persist_settings=not args.no_history,
+            projector=args.projector,
         ),
     )
     if settings_warning:

@@ -47,6 +47,8 @@ from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
 
 log = logging.getLogger(__name__)
+PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
+BIG_FIGURE_STEP = 6  # the heartbeat and the lag, this much larger still, in projector mode
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class AppOptions:
     ``backend_factory(kind)`` makes the "llama" or "scripted" backend a lesson's demo asks for.
     ``history``: keep conversations in the user's data folder and reopen the latest.
     ``app_settings``: what was remembered (``settings.json``); with ``persist_settings``
-    every change is written back."""
+    every change is written back. ``projector``: start in projector mode (large text)."""
 
     sampling: Sampling | None = None
     system_prompt: str | None = None
@@ -72,6 +74,7 @@ class AppOptions:
     history: bool = False
     app_settings: AppSettings | None = None
     persist_settings: bool = False
+    projector: bool = False
 
 
 class ChatApp(ChatLayout):
@@ -106,6 +109,8 @@ class ChatApp(ChatLayout):
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.autosend = options.autosend
         self.settings_dialog: ChatSettingsDialog | None = None
+        self.projector = False
+        self._size_before_projector = BODY_FONT_SIZE
 
         commands = ButtonCommands(self.send, self.stop, self.regenerate, self.toggle_language)
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
@@ -159,6 +164,8 @@ class ChatApp(ChatLayout):
         )
         self.fonts = FontSizer(root)
         self.fonts.on_change(self.transcript.set_font_size)
+        self.fonts.on_change(self.teaching.set_font_size)
+        self.fonts.on_change(self._resize_big_figures)
         self.conversations: SavedConversations | None = None
         if options.history:
             self.conversations = SavedConversations(
@@ -192,6 +199,8 @@ class ChatApp(ChatLayout):
             self.teaching.toggle_lessons()
         if settings.font_size is not None:
             self.set_font_size(settings.font_size, save=False)
+        if options.projector:
+            self.set_projector(True)
         if options.persist_settings and settings.geometry:
             self.root.geometry(settings.geometry.split("+")[0])  # the size; not the place
         self.input.focus_set()
@@ -211,6 +220,7 @@ class ChatApp(ChatLayout):
             "smaller": lambda: self.change_font_size(-1),
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
             "lessons": self.teaching.toggle_lessons,
+            "projector": lambda: self.set_projector(not self.projector),
             "language": self.toggle_language,
         }
         if self.conversations is not None:
@@ -572,6 +582,34 @@ class ChatApp(ChatLayout):
         if save:
             self.remembered.change(font_size=None if size == BODY_FONT_SIZE else size)
         return size
+
+    def set_projector(self, on: bool) -> None:
+        """Projector mode (View menu, F11, ``--projector``): text large enough for the back of
+        a classroom everywhere (the lesson panel included), and the heartbeat and the lag
+        larger still. Turning it off gives back the size used before."""
+        if on == self.projector:
+            return
+        self.projector = on
+        sidebar = self.conversations.sidebar if self.conversations is not None else None
+        if on:
+            self._size_before_projector = self.fonts.size
+            if sidebar is not None:  # a class needs the room more than the list of chats
+                self.panes.forget(sidebar)
+            self.set_font_size(max(self.fonts.size, PROJECTOR_SIZE), save=False)
+            self.status.say("app.projector_on")
+        else:
+            if sidebar is not None:
+                self.panes.insert(0, sidebar, weight=1)
+            self.health.set_big(None)
+            self.set_font_size(self._size_before_projector, save=False)
+            self.status.say("app.projector_off")
+
+    def _resize_big_figures(self, size: int) -> None:
+        """After a text size change: the projector's figures, and the rows that wrap."""
+        if self.projector:
+            self.health.set_big(size + BIG_FIGURE_STEP)
+        self.health.relayout()
+        self.top_bar.relayout()
 
     def _measure_context(self) -> None:
         if self.model_ready:

@@ -46,6 +46,7 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.bigger", "bigger", "Ctrl++"),
             ("menu.smaller", "smaller", "Ctrl+-"),
             ("menu.reset_size", "reset_size", "Ctrl+0"),
+            ("menu.projector", "projector", "F11"),
             None,
             ("menu.lessons", "lessons", ""),
             ("menu.language", "language", ""),
@@ -67,6 +68,7 @@ SHORTCUTS: dict[str, tuple[str, ...]] = {
     "bigger": ("<Control-plus>", "<Control-equal>", "<Control-KP_Add>"),
     "smaller": ("<Control-minus>", "<Control-KP_Subtract>"),
     "reset_size": ("<Control-0>",),
+    "projector": ("<F11>",),
 }
 
 
