@@ -110,6 +110,14 @@ def _window_options() -> argparse.ArgumentParser:
         action="store_true",
         help="scripted backend: cut multi-byte characters across tokens",
     )
+    group.add_argument(
+        "--chaos",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="lesson 13: shuffle, duplicate and delay the events between the model and the "
+        "window, reproducibly from SEED (the window puts them back in order)",
+    )
     return window
 
 
@@ -279,6 +287,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
+    from tkchat.transport.chaos import Chaos
     from tkchat.ui.app import AppOptions, ChatApp
 
     try:
@@ -332,6 +341,7 @@ def run_app(args: argparse.Namespace) -> int:
             history=not args.no_history,
             app_settings=settings,
             persist_settings=not args.no_history,
+            chaos=None if args.chaos is None else Chaos(args.chaos),
         ),
     )
     if settings_warning:
