@@ -115,6 +115,14 @@ def _window_options() -> argparse.ArgumentParser:
         action="store_true",
         help="scripted backend: cut multi-byte characters across tokens",
     )
+    group.add_argument(
+        "--chaos",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="lesson 13: shuffle, duplicate and delay the events between the model and the "
+        "window, reproducibly from SEED (the window puts them back in order)",
+    )
     return window
 
 
@@ -299,6 +307,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
+    from tkchat.transport.chaos import Chaos
     from tkchat.ui.app import AppOptions, ChatApp
 
     try:
@@ -353,6 +362,7 @@ def run_app(args: argparse.Namespace) -> int:
             app_settings=settings,
             persist_settings=not args.no_history,
             projector=args.projector,
+            chaos=None if args.chaos is None else Chaos(args.chaos),
         ),
     )
     if settings_warning:

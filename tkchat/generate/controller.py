@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from tkchat.events import ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest
 from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.worker import GenerationWorker
-from tkchat.transport.channel import EventChannel
+from tkchat.transport.channel import EventChannel, EventSink
+
+# Wraps the channel for one generation (the chaos transport of lesson 13 is one).
+SinkWrapper = Callable[[EventSink], EventSink]
 
 
 class GenerationController:
@@ -27,6 +31,10 @@ class GenerationController:
         self.current: GenerationWorker | None = None
         self.loaded = False
         self._loader: threading.Thread | None = None
+        # Called once per generation that ``start`` begins, with the channel: the sink its
+        # worker sends to instead (None: the channel itself). Set it from the consumer thread;
+        # it applies from the next generation.
+        self.sink_wrapper: SinkWrapper | None = None
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -84,7 +92,9 @@ class GenerationController:
     def start(self, request: GenerationRequest) -> int:
         """Cancel whatever runs, start a new generation, return its id (``gen``)."""
         self.stop()
-        worker = self.new_worker(request, self.channel, self.new_gen())
+        wrap = self.sink_wrapper
+        sink = self.channel if wrap is None else wrap(self.channel)
+        worker = self.new_worker(request, sink, self.new_gen())
         self.current = worker
         worker.start()
         return self._gen
@@ -100,7 +110,7 @@ class GenerationController:
         return self._model_lock
 
     def new_worker(
-        self, request: GenerationRequest, channel: EventChannel, gen: int
+        self, request: GenerationRequest, channel: EventSink, gen: int
     ) -> GenerationWorker:
         """A worker on this model (sharing its lock) that sends to ``channel``; not started.
         The benchmark's ``raw`` mode uses it to run the same loop with no UI."""

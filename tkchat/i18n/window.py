@@ -19,6 +19,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.model_failed": "The model failed to load — see the message below.",
         "app.tick_failed": "Showing the answer failed ({error}); the answer was ended. The "
         "window keeps working.",
+        "app.transport_gap": "Event {seq} never arrived (lost in transport); the answer was ended.",
         "app.compare_open": "The comparison is already open.",
         "app.compare_opened": "Opened {broken} next to fixed, in two new windows.",
         "app.demo_ready": "Demo ready: mode {mode}. Press Enter to send the prompt.",
@@ -109,6 +110,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.error": "出错：{message}",
         "app.model_failed": "模型加载失败 —— 见下方说明。",
         "app.tick_failed": "显示回答时出错（{error}），这段回答已结束。窗口仍可正常使用。",
+        "app.transport_gap": "第 {seq} 个事件始终没有到达（在传输中丢失），这段回答已结束。",
         "app.compare_open": "对比窗口已经开着了。",
         "app.compare_opened": "已打开两个新窗口：{broken} 与 fixed 并排。",
         "app.demo_ready": "演示已就绪：{mode} 模式。按回车发送提示词。",

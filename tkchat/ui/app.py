@@ -16,7 +16,7 @@ import tkinter as tk
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tkchat.consume.stream_consumer import StreamConsumer, TickResult
+from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
@@ -26,6 +26,7 @@ from tkchat.modes import FIXED
 from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
+from tkchat.transport.chaos import Chaos
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
@@ -36,6 +37,7 @@ from tkchat.ui.layout import ButtonCommands, ChatLayout
 from tkchat.ui.live_figures import LiveFigures
 from tkchat.ui.menubar import MenuBar, bind_shortcuts
 from tkchat.ui.model_switch import ModelSwitch
+from tkchat.ui.ordering import OrderingCounters, read_ordering
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.remembered import Remembered
@@ -61,7 +63,8 @@ class AppOptions:
     ``backend_factory(kind)`` makes the "llama" or "scripted" backend a lesson's demo asks for.
     ``history``: keep conversations in the user's data folder and reopen the latest.
     ``app_settings``: what was remembered (``settings.json``); with ``persist_settings``
-    every change is written back. ``projector``: start in projector mode (large text)."""
+    every change is written back. ``projector``: start in projector mode (large text).
+    ``chaos``: answers travel through the chaos transport (lesson 13, ``--chaos SEED``)."""
 
     sampling: Sampling | None = None
     system_prompt: str | None = None
@@ -75,6 +78,7 @@ class AppOptions:
     app_settings: AppSettings | None = None
     persist_settings: bool = False
     projector: bool = False
+    chaos: Chaos | None = None
 
 
 class ChatApp(ChatLayout):
@@ -111,6 +115,9 @@ class ChatApp(ChatLayout):
         self.settings_dialog: ChatSettingsDialog | None = None
         self.projector = False
         self._size_before_projector = BODY_FONT_SIZE
+        self.chaos: Chaos | None = None
+        if options.chaos is not None:
+            self.set_chaos(options.chaos)
 
         commands = ButtonCommands(self.send, self.stop, self.regenerate, self.toggle_language)
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
@@ -504,13 +511,34 @@ class ChatApp(ChatLayout):
         self.final_handled_at = time.perf_counter()
         self.context.after(final)
         if isinstance(final, Error):
-            self.last_error = final.message
-            self._end_answer(error=final.message)
-            self.status.say("app.error", message=final.message)
+            message = final.message
+            if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
+                message = self._transport_gap(final)
+            self.last_error = message
+            self._end_answer(error=message)
+            self.status.say("app.error", message=message)
         else:
             self._end_answer(stopped=final.reason == "cancelled")
             if final.reason != "cancelled":
                 self.status.show(lambda: self._done_text(final))
+
+    # -- the chaos transport (lesson 13) -------------------------------------------------------
+
+    def set_chaos(self, chaos: Chaos | None) -> None:
+        """From the next answer on, events travel through ``chaos`` (None: straight)."""
+        self.chaos = chaos
+        self.controller.sink_wrapper = chaos
+
+    def ordering_counters(self) -> OrderingCounters:
+        """Lesson 13's live figures in one read: chaos done, order kept."""
+        return read_ordering(self.chaos, self.consumer)
+
+    def _transport_gap(self, final: Error) -> str:
+        """The consumer gave up on event ``final.seq``: it never arrived. The answer has
+        ended, so its worker must not go on generating unseen (Stop means the model stops).
+        Returns the window's own sentence for it, translated."""
+        self.controller.stop()
+        return self.t("app.transport_gap", seq=final.seq)
 
     def _done_text(self, final: Done) -> str:
         speed = final.stats.tokens_per_s
