@@ -45,6 +45,7 @@ from tkchat.ui.settings_dialog import ChatSettingsDialog
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
+from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ class ChatApp(ChatLayout):
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.autosend = options.autosend
         self.settings_dialog: ChatSettingsDialog | None = None
+        self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
 
         commands = ButtonCommands(self.send, self.stop, self.regenerate, self.toggle_language)
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
@@ -575,6 +577,15 @@ class ChatApp(ChatLayout):
         worker = self.controller.current
         return worker.tokens if worker is not None else 0
 
+    def open_watchdog(self) -> WatchdogHandle:
+        """Show this window's heartbeat in a second process, which can draw a freeze while
+        it happens (``tkchat watchdog``). Opens it once; again only if it was closed."""
+        if self.watchdog is None or not self.watchdog.alive:
+            if self.watchdog is not None:
+                self.watchdog.close()
+            self.watchdog = open_watchdog(self.scheduler)
+        return self.watchdog
+
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -588,6 +599,8 @@ class ChatApp(ChatLayout):
         self.probe.stop()
         self.scheduler.close()
         self.teaching.close()
+        if self.watchdog is not None:
+            self.watchdog.close()
         self.controller.shutdown(timeout=2.0)
         if self.conversations is not None:
             self.conversations.close()
