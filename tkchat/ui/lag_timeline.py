@@ -5,8 +5,8 @@ The health bar gives one number; this draws the story. A thick line is the lag p
 seconds). Every firing more than 50 ms late is a *long task*: the interval it covers — from
 when the probe was due to when it finally ran, the time the loop was stuck — is shaded red
 and labelled with its length. Ticks along the bottom mark each moment text reached the
-screen, so a class sees whether text kept flowing while the loop was stuck (it cannot: the
-ticks stop inside every red band) or came in one burst after it.
+screen: under a red band, text that still streamed while no click could get through (the
+``blocking`` mode paints each token itself), or no ticks at all and a burst after it.
 
 The window draws this with its own loop, so a freeze shows only once it is over; the
 watchdog (``tkchat watchdog``) is the picture *during* a freeze. A redraw, a few times a
