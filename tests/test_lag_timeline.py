@@ -195,3 +195,14 @@ def test_a_redraw_costs_far_less_than_the_probe_interval(root: tk.Tk) -> None:
     )
     print(report)
     assert statistics.median(python_ms) < 5.0, report
+
+
+def test_a_destroyed_timeline_stops_redrawing(root: tk.Tk) -> None:
+    scheduler = AfterScheduler(root)
+    timeline = LagTimeline(root, scheduler, list, list, refresh_ms=20)
+    timeline.pack()
+    timeline.start()
+    pump_until(root, lambda: len(timeline.redraw_ms) >= 2, what="redraws")
+    timeline.destroy()
+    assert scheduler.pending_ids() == set()
+    pump_for(root, 0.1)  # the root fixture fails the test if a callback hit the dead widget

@@ -177,6 +177,11 @@ class LagTimeline(tk.Canvas):
     def stop(self) -> None:
         self.scheduler.cancel(self.timer)
 
+    def destroy(self) -> None:
+        """A panel that goes away takes its redraw loop with it."""
+        self.stop()
+        super().destroy()
+
     def _tick(self) -> None:
         if self.winfo_viewable():  # hidden (another lesson, a closed panel): skip the work
             self.redraw()
