@@ -210,6 +210,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+
+    watchdog = commands.add_parser(
+        "watchdog",
+        help="the heartbeat window a chat window opens: its freezes, drawn from outside",
+        description="Plot the heartbeat a chat window sends on stdin; started by the app.",
+    )
+    watchdog.add_argument("--geometry", help="window size and place, Tk style")
+    watchdog.add_argument(
+        "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
+    )
     return parser
 
 
@@ -271,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_selftest(
             args.mode, args.backend, args.model, rate=2000.0 if args.rate is None else args.rate
         )
+    if args.command == "watchdog":
+        from tkchat.measure.watchdog import run_watchdog
+
+        return run_watchdog(state=args.state, geometry=args.geometry)
     return run_app(args)
 
 

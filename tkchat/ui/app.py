@@ -47,6 +47,7 @@ from tkchat.ui.settings_dialog import ChatSettingsDialog
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
+from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 
 log = logging.getLogger(__name__)
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
@@ -118,6 +119,7 @@ class ChatApp(ChatLayout):
         self.chaos: Chaos | None = None
         if options.chaos is not None:
             self.set_chaos(options.chaos)
+        self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
 
         commands = ButtonCommands(self.send, self.stop, self.regenerate, self.toggle_language)
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
@@ -654,6 +656,15 @@ class ChatApp(ChatLayout):
         worker = self.controller.current
         return worker.tokens if worker is not None else 0
 
+    def open_watchdog(self) -> WatchdogHandle:
+        """Show this window's heartbeat in a second process, which can draw a freeze while
+        it happens (``tkchat watchdog``). Opens it once; again only if it was closed."""
+        if self.watchdog is None or not self.watchdog.alive:
+            if self.watchdog is not None:
+                self.watchdog.close()
+            self.watchdog = open_watchdog(self.scheduler)
+        return self.watchdog
+
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -667,6 +678,8 @@ class ChatApp(ChatLayout):
         self.probe.stop()
         self.scheduler.close()
         self.teaching.close()
+        if self.watchdog is not None:
+            self.watchdog.close()
         self.controller.shutdown(timeout=2.0)
         if self.conversations is not None:
             self.conversations.close()
