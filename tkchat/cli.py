@@ -11,6 +11,7 @@ from pathlib import Path
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.transport.chaos import Chaos
 
 DEFAULT_SEED = 7
 
@@ -122,6 +123,14 @@ def _window_options() -> argparse.ArgumentParser:
         metavar="SEED",
         help="lesson 13: shuffle, duplicate and delay the events between the model and the "
         "window, reproducibly from SEED (the window puts them back in order)",
+    )
+    group.add_argument(
+        "--lose-event",
+        type=int,
+        default=None,
+        metavar="SEQ",
+        help="with --chaos: the first answer loses its event SEQ on the way (the window ends "
+        "it with a clear message instead of waiting for ever)",
     )
     return window
 
@@ -302,6 +311,15 @@ def _child_model_args(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def _chaos(seed: int | None, lose: int | None) -> Chaos | None:
+    if seed is None:
+        return None
+    chaos = Chaos(seed)
+    if lose is not None:
+        chaos.drop_next(lose)
+    return chaos
+
+
 def window_model(given: str | None, recent: list[str], environ: Mapping[str, str]) -> str | None:
     """The model the chat window loads: ``--model``, else ``$TKCHAT_MODEL`` (None here: the
     backend reads it), else the one chosen last time if it is still there, else None (the
@@ -321,7 +339,6 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
-    from tkchat.transport.chaos import Chaos
     from tkchat.ui.app import AppOptions, ChatApp
 
     try:
@@ -376,7 +393,7 @@ def run_app(args: argparse.Namespace) -> int:
             app_settings=settings,
             persist_settings=not args.no_history,
             projector=args.projector,
-            chaos=None if args.chaos is None else Chaos(args.chaos),
+            chaos=_chaos(args.chaos, args.lose_event),
         ),
     )
     if settings_warning:

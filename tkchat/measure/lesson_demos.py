@@ -18,7 +18,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from tkchat.teach.claims import Claim, Figures, figures_path, quoted_figures
 from tkchat.teach.lessons import Lesson, lessons_dir
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.app import ChatApp
+from tkchat.ui.live_figures import ORDERING_METRICS
 
 IDLE_S = 1.0  # the idle baseline: the window open, nothing streaming
 SETTLE_S = 0.3  # after an answer: late timers of a frozen window fire, the render finishes
@@ -123,6 +124,7 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
 def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     inserts_before = app.transcript.inserts
     events_before = app.pump.events
+    ordering_before = asdict(app.ordering_counters())
     finished_before = len(app.finished)
     slices_before = len(app.transcript.painter.slice_ms)
     app.probe.start_recording()
@@ -150,6 +152,9 @@ def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     slices = app.transcript.painter.slice_ms[slices_before:]
     figures["render_slice_max_ms"] = rounded(max(slices), 2) if slices else None
     figures["events"] = app.pump.events - events_before
+    ordering = asdict(app.ordering_counters())
+    for name in ORDERING_METRICS:  # what the chaos transport did to this answer's events
+        figures[name] = ordering[name] - ordering_before[name]
     if worker is not None and worker.gen == final.gen:  # the fixed pipeline's own worker
         sender = worker.sender
         figures["chunks"] = sender.chunks

@@ -33,6 +33,7 @@ from tkchat.ui.conversations import SavedConversations
 from tkchat.ui.fonts import FontSizer
 from tkchat.ui.history import History
 from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.lag_timeline import LagTimeline, answer_arrivals
 from tkchat.ui.layout import ButtonCommands, ChatLayout
 from tkchat.ui.live_figures import LiveFigures
 from tkchat.ui.menubar import MenuBar, bind_shortcuts
@@ -147,7 +148,11 @@ class ChatApp(ChatLayout):
             self.context_meter, controller, self.transcript, self.scheduler, self.t
         )
         self.live_figure = LiveFigures(
-            self.probe, self.transcript, self.finished, lambda: self.last_cancel_ms
+            self.probe,
+            self.transcript,
+            self.finished,
+            lambda: self.last_cancel_ms,
+            self.ordering_counters,
         )
         self.teaching = TeachingControls(
             root,
@@ -161,6 +166,12 @@ class ChatApp(ChatLayout):
             read_figure=self.live_figure,
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
+            timeline=lambda master: LagTimeline(
+                master,
+                self.scheduler,
+                lambda: self.probe.history,
+                answer_arrivals(self.transcript.answers),
+            ),
         )
         self.models = ModelSwitch(
             root,
@@ -392,6 +403,9 @@ class ChatApp(ChatLayout):
             max_tokens=limit or sampling.max_tokens,
             seed=lesson.seed if lesson.seed is not None else sampling.seed,
         )
+        self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
+        if lesson.watchdog:
+            self.open_watchdog()
         self.input.set_draft(lesson.prompt or "")
         self.input.focus_set()
         self.health.highlight(lesson.watch)

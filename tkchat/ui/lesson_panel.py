@@ -22,6 +22,7 @@ from tkinter import ttk
 from tkchat.teach.claims import format_figure
 from tkchat.teach.lessons import Lesson, expect_text, load_lessons, render_body
 from tkchat.ui.fit import breakable
+from tkchat.ui.lag_timeline import LagTimeline
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -61,6 +62,7 @@ class LessonPanel(ttk.Frame):
         read_figure: Callable[[str], float | None],
         translate: Callable[[str], str],
         body_size: int = BODY_SIZE,
+        timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         super().__init__(master, padding=(8, 6))
         self.language = language
@@ -71,6 +73,7 @@ class LessonPanel(ttk.Frame):
         self.current: Lesson | None = None
         self.timers = AfterScheduler(self)
         self._load_error: str | None = None
+        self.timeline: LagTimeline | None = None
 
         # Named fonts vanish when their Python object is collected: keep them on the panel.
         # Their sizes follow the window's text size (set_font_size), read from the class.
@@ -107,6 +110,14 @@ class LessonPanel(ttk.Frame):
             self, justify="left", wraplength=420, font=self._fonts["bold"]
         )
         self.figure_label.pack(side="top", fill="x", pady=(2, 6))
+
+        # The last seconds of lag, as a picture: a freeze that the frozen window could not
+        # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
+        if timeline is not None:
+            self.timeline = timeline(self)
+            self.timeline.pack(side="bottom", fill="x", pady=(6, 0))
+            self._size_timeline()
+            self.timeline.start()
 
         body = ttk.Frame(self)
         self.text = tk.Text(
@@ -146,6 +157,16 @@ class LessonPanel(ttk.Frame):
         follows at once, without being laid out again."""
         for name, step in FONT_STEPS.items():
             self._fonts[name].configure(size=size + step)
+        if self.timeline is not None:
+            self._size_timeline()
+
+    def _size_timeline(self) -> None:
+        """The timeline's fonts follow the text size; its height stays a strip under the
+        lesson (about nine lines), so the lesson keeps most of the panel."""
+        assert self.timeline is not None
+        size = int(self._fonts["body"].cget("size"))
+        self.timeline.set_font_size(size)
+        self.timeline.configure(height=9 * int(self._fonts["body"].metrics("linespace")))
 
     def select(self, lesson_id: str) -> None:
         """Show the lesson with this id (e.g. ``"04-blocking"``)."""

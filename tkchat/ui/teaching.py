@@ -19,6 +19,7 @@ from tkchat.modes import FIXED, MODES, check_mode
 from tkchat.teach.lessons import Lesson
 from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
+from tkchat.ui.lag_timeline import LagTimeline
 from tkchat.ui.lesson_panel import BODY_SIZE, LessonPanel
 from tkchat.ui.status import StatusLine
 from tkchat.ui.translator import Translator
@@ -47,6 +48,7 @@ class TeachingControls:
         read_figure: Callable[[str], float | None],
         compare_command: Callable[[str], list[str]] | None,
         on_mode_changed: Callable[[], None],
+        timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
         self.root, self.panes, self.health = root, panes, health
@@ -57,6 +59,7 @@ class TeachingControls:
         self.compare_command = compare_command
         self.compare_process: subprocess.Popen[bytes] | None = None
         self.on_mode_changed = on_mode_changed
+        self.timeline = timeline
         self.lesson_panel: LessonPanel | None = None
         self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
 
@@ -126,6 +129,7 @@ class TeachingControls:
                 read_figure=self.read_figure,
                 translate=self.t,
                 body_size=self.font_size,
+                timeline=self.timeline,
             )
             self.panes.add(self.lesson_panel, weight=2)
             width = max(self.root.winfo_width(), LESSONS_MIN_WIDTH)
