@@ -377,3 +377,135 @@ def test_no_figure_is_typed_by_hand(lesson: Lesson) -> None:
 def test_the_typed_figure_check_can_fail() -> None:
     lesson = dataclasses.replace(EN[0], body="It takes about 1,700 ms, 2.2 ms p99.", expect="x")
     assert typed_figures(lesson) == ["1,700 ms", "2.2 ms"]
+
+
+# -- every UI string a lesson quotes is one its own window shows -------------------------------
+
+# A lesson quotes the window in **bold**, *italics*, “quotes”, "quotes" or `code`, and uses the
+# same marks for emphasis. A quote counts as the window's words when it is a template with holes
+# (“Done — N tokens at M tokens/s”, `model … tokens/s`), a transcript mark ([stopped]), or a name
+# right after press/click/点/按 or before button/按钮: the lesson's own window must show it (or
+# it is a mode or a tkchat command). Besides, no piece of the other language's window (three
+# characters or more, and not shown by the lesson's own window too) may appear in its prose.
+_QUOTE_RE = re.compile(
+    r"\*\*(?P<bold>[^*\n]+)\*\*|\*(?P<em>[^*\n]+)\*|“(?P<curly>[^”\n]+)”"
+    r"|\"(?P<ascii>[^\"\n]+)\"|`(?P<code>[^`\n]+)`"
+)
+# a hole in a quoted template such as “Done — N tokens at M tokens/s” or `model … tokens/s`;
+# a number stands for a hole when the quote is compared with the window's strings
+_HOLE_RE = re.compile(r"\{[a-z_0-9]+\}|…|\.\.\.|(?<!\w)[NM](?!\w)")
+_NUMBER_RE = re.compile(r"\d[\d,.:]*")
+# the verb before a button's name, or the word after it
+_CUE_BEFORE_RE = re.compile(
+    r"(?i)\b(?:press|pressing|click|clicking|clicks|choose|select|pick)\s+(?:the\s+|on\s+)?$"
+    r"|(?:(?<![一重要特优缺终起观焦])点|按(?!钮|照|顺序)|选)[^，。；：！？、“”*`\n]{0,8}$"
+)
+_CUE_AFTER_RE = re.compile(r"^\s*(?:button|按钮)")
+
+
+def _with_holes(text: str) -> str:
+    text = _NUMBER_RE.sub("…", _HOLE_RE.sub("…", text.replace("\u00a0", " ")))
+    return re.sub(r"\s+", " ", re.sub(r"…(?:\s*…)*", "…", text)).strip()
+
+
+def window_lines(lang: str) -> list[str]:
+    """Everything the window in ``lang`` shows, a variable part written "…": each string, cut
+    at the health bar's "│", and each string followed by its continuations (``app.done`` and
+    ``app.done.speed``), which the window shows as one line."""
+    from tkchat.i18n import STRINGS
+
+    strings = STRINGS[lang]
+    joined = [
+        strings[key] + strings[more]
+        for key in strings
+        for more in strings
+        if more.startswith(key + ".")
+    ]
+    return [
+        _with_holes(part)
+        for text in [*strings.values(), *joined]
+        for part in text.split("│")
+        if part.strip()
+    ]
+
+
+# Words of a window's sentence that are also the name of a technology a lesson may use in
+# either language ("Event {seq} never arrived" and Server-Sent Events).
+TECHNICAL_TERMS = {"Event"}
+
+
+def ui_quote_problems(lesson: Lesson) -> list[str]:
+    """UI strings ``lesson`` quotes that its window does not show, and strings of the other
+    language's window it names."""
+    from tkchat.modes import MODES
+    from tkchat.teach.claims import FIGURE_RE
+
+    lang = lesson.language
+    own = window_lines(lang)
+    text = FIGURE_RE.sub("…", PLACEHOLDER_RE.sub("", lesson.expect + "\n" + lesson.body))
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"(?<!\n)\n(?!\n)", " ", text)  # a quote may wrap onto the next line
+    problems = []
+    for match in _QUOTE_RE.finditer(text):
+        quoted = next(value for value in match.groups() if value is not None)
+        is_ui = (
+            _HOLE_RE.search(quoted)  # a template, with holes
+            or quoted.startswith("[")  # a mark in the transcript, such as [stopped]
+            or (
+                match.lastgroup != "code"
+                and (
+                    _CUE_BEFORE_RE.search(text[max(0, match.start() - 20) : match.start()])
+                    or _CUE_AFTER_RE.match(text[match.end() : match.end() + 10])
+                )
+            )
+        )
+        shown = quoted in MODES or quoted.startswith("tkchat ")
+        shown = shown or any(_with_holes(quoted) in line for line in own)
+        if is_ui and not shown:
+            problems.append(f"not in the {lang} window: {quoted!r}")
+    other = next(x for x in LANGUAGES if x != lang)
+    words = re.sub(r"`[^`\n]*`", "", text)  # code is the same in both languages
+    for line in window_lines(other):
+        pieces = line.split("…")
+        for piece in pieces:
+            piece = piece.strip(" —–-:：,，.。;；()（）[]")
+            if len(piece) < 3 or any(piece in mine for mine in own):
+                continue
+            if piece in TECHNICAL_TERMS:
+                continue
+
+            if re.search(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])", words):
+                problems.append(f"the {other} window's words: {piece!r}")
+    return sorted(set(problems))
+
+
+@pytest.mark.parametrize("lesson", EN + ZH, ids=[f"{x.language}-{x.id}" for x in EN + ZH])
+def test_a_lesson_quotes_only_what_its_own_window_shows(lesson: Lesson) -> None:
+    assert ui_quote_problems(lesson) == []
+
+
+def test_the_ui_quote_check_can_fail() -> None:
+    # the mistakes the lessons made: the English window's words in a Chinese lesson, and a
+    # status line that no window shows ("tok/s")
+    zh = dataclasses.replace(
+        ZH[0],
+        expect="x",
+        body="点一下 **Ping**：pong 计数在变。结束时显示“Done — N tokens at\nM tok/s”，"
+        "回答标上 *[stopped]*；状态条上是 `model … tokens/s`。\n",
+    )
+    assert ui_quote_problems(zh) == [
+        "not in the zh window: 'Done — N tokens at M tok/s'",
+        "not in the zh window: 'Ping'",
+        "not in the zh window: '[stopped]'",
+        "not in the zh window: 'model … tokens/s'",
+        "the en window's words: 'Done'",
+        "the en window's words: 'Ping'",
+        "the en window's words: 'pong'",
+        "the en window's words: 'stopped'",
+        "the en window's words: 'tokens at'",
+    ]
+    en = dataclasses.replace(EN[0], expect="x", body='It ends with "Done — N tokens at M tok/s".\n')
+    assert ui_quote_problems(en) == ["not in the en window: 'Done — N tokens at M tok/s'"]
+    # emphasis and made-up messages are not UI names; the window's own words pass
+    fine = "**心跳**让人觉得“即时”，没有“模型忙”；按“停止”，标上 *[已停止]*，看“第 3 次响应”。\n"
+    assert ui_quote_problems(dataclasses.replace(ZH[0], expect="x", body=fine)) == []

@@ -116,6 +116,7 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
     figures["idle_lag_p99_ms"] = baselines.get("idle", {}).get("lag_p99_ms")
     if "raw" in baselines and _needs_raw(lesson):
         figures["raw_tokens_per_s"] = rounded(baselines["raw"].get("tokens_per_s"), 1)
+        figures["raw_ttft_ms"] = rounded(baselines["raw"].get("ttft_ms"), 1)
     result = DemoResult(lesson, figures, baselines)
     result.verdicts = check(lesson, figures, baselines)
     out.append(result)
