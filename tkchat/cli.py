@@ -186,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="en,zh",
         help="with --lessons: the lessons' languages (default en,zh)",
     )
+    bench.add_argument(
+        "--only",
+        default="",
+        metavar="IDS",
+        help="with --lessons: only these lessons (comma-separated ids or numbers, e.g. 04,11)",
+    )
 
     compare = commands.add_parser(
         "compare",
@@ -238,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench" and args.lessons:
         from tkchat.measure.lesson_demos import run_lesson_bench
 
-        return run_lesson_bench([lang.strip() for lang in args.lang.split(",") if lang.strip()])
+        return run_lesson_bench(
+            [lang.strip() for lang in args.lang.split(",") if lang.strip()],
+            only=[part.strip() for part in args.only.split(",") if part.strip()],
+        )
     if args.command == "bench":
         from tkchat.measure.bench import run_bench
         from tkchat.measure.figures import BenchOptions

@@ -159,6 +159,7 @@ def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     if worker is not None and worker.gen == final.gen:  # the fixed pipeline's own worker
         sender = worker.sender
         figures["chunks"] = sender.chunks
+        figures["merged"] = sender.pieces - sender.chunks
         figures["events_per_token"] = rounded(sender.chunks / max(1, stats.tokens), 4)
 
 
@@ -257,7 +258,9 @@ def write_figures(results: Iterable[DemoResult], path: Path | None = None) -> Pa
     return target
 
 
-def run_lesson_bench(languages: Iterable[str], *, write: bool = True) -> int:
+def run_lesson_bench(
+    languages: Iterable[str], *, only: Iterable[str] = (), write: bool = True
+) -> int:
     """``tkchat bench --lessons``: every lesson's demo in one real window (on a virtual
     screen if there is none), its claims checked, the figures written for the lessons to
     quote. Returns 0 when every claim held, 1 otherwise."""
@@ -275,7 +278,13 @@ def run_lesson_bench(languages: Iterable[str], *, write: bool = True) -> int:
     controller = GenerationController(make_backend("llama"), EventChannel())
     app = ChatApp(root, controller, AppOptions(language="en", backend_factory=make_backend))
     controller.load_async()
-    lessons = [lesson for lang in languages for lesson in load_lessons(lang)]
+    wanted = tuple(only)
+    lessons = [
+        lesson
+        for lang in languages
+        for lesson in load_lessons(lang)
+        if not wanted or lesson.id.startswith(wanted)
+    ]
     results: list[DemoResult] = []
     runner = ScriptRunner(root, run_demos(app, lessons, results))
     runner.start()

@@ -153,6 +153,7 @@ class ChatApp(ChatLayout):
             self.finished,
             lambda: self.last_cancel_ms,
             self.ordering_counters,
+            lambda: self.controller.current.sender if self.controller.current else None,
         )
         self.teaching = TeachingControls(
             root,

@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from tkchat.events import Done, Error
 from tkchat.stats import rss_mb
+from tkchat.transport.channel import GenerationSender
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.ordering import OrderingCounters
 from tkchat.ui.transcript import Transcript
@@ -19,7 +20,8 @@ from tkchat.ui.transcript import Transcript
 class LiveFigures:
     """``finished``: the window's final events, in order; ``cancel_ms()``: how long the last
     Stop took to leave the model loop (None before any); ``ordering()``: what the chaos
-    transport did and what keeping order cost (lesson 13)."""
+    transport did and what keeping order cost (lesson 13); ``sender()``: the sender of the
+    latest answer, which counts the pieces of text it merged (lesson 11)."""
 
     def __init__(
         self,
@@ -28,9 +30,11 @@ class LiveFigures:
         finished: Sequence[Done | Error],
         cancel_ms: Callable[[], float | None],
         ordering: Callable[[], OrderingCounters],
+        sender: Callable[[], GenerationSender | None],
     ) -> None:
         self.probe = probe
         self.ordering = ordering
+        self.sender = sender
         self.transcript = transcript
         self.finished = finished
         self.cancel_ms = cancel_ms
@@ -65,6 +69,11 @@ class LiveFigures:
             return rss_mb()
         if metric in ORDERING_METRICS:
             return float(asdict(self.ordering())[metric])
+        sender = self.sender()
+        if metric == "merged" and sender is not None:
+            return float(sender.pieces - sender.chunks)
+        if metric == "chunks" and sender is not None:
+            return float(sender.chunks)
         return None
 
 
@@ -82,5 +91,7 @@ LIVE_METRICS = (
     "cancel_p99_ms",
     "render_slice_max_ms",
     "rss_peak_mb",
+    "merged",
+    "chunks",
     *ORDERING_METRICS,
 )
