@@ -243,13 +243,16 @@ def run_demos(app: ChatApp, lessons: Iterable[Lesson], out: list[DemoResult]) ->
 
 def write_figures(results: Iterable[DemoResult], path: Path | None = None) -> Path:
     """Keep the measured figures of each lesson's demo (merged into what is there): the
-    numbers the lessons quote."""
+    numbers the lessons quote. A run whose claims did not hold is not kept: a lesson must not
+    quote figures that contradict what it says."""
     target = path or figures_path(lessons_dir())
     data: dict[str, Any] = {}
     if target.is_file():
         data = json.loads(target.read_text(encoding="utf-8"))
     lessons = data.setdefault("lessons", {})
     for result in results:
+        if not result.ok:
+            continue
         entry: dict[str, float | None] = {k: v for k, v in result.figures.items() if v is not None}
         lessons.setdefault(result.lesson.id, {})[result.lesson.language] = entry
     data["measured"] = time.strftime("%Y-%m-%d")
