@@ -76,3 +76,16 @@ def test_chinese_breaks_between_characters_but_never_inside_a_figure() -> None:
     assert f"125{NO_BREAK}token/s" in text and f"16{NO_BREAK}毫秒" in text
     assert f"模{BREAK_OPPORTUNITY}型" in text
     assert "token/s" in text and BREAK_OPPORTUNITY not in "".join(c for c in text if c.isascii())
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app, lang) -> None:
+    """As a class sees it: projector on, a lesson's demo set up from the panel, sent."""
+    app = make_app(ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True)
+    root.geometry(SCREEN_720P)
+    app.set_projector(True)
+    panel = app.teaching.lesson_panel
+    for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
+        panel.select(lesson)
+        pump_for(root, 0.2)
+        assert layout_problems(root) == [], lesson

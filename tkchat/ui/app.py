@@ -52,7 +52,7 @@ from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 
 log = logging.getLogger(__name__)
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
-BIG_FIGURE_STEP = 6  # the heartbeat and the lag, this much larger still, in projector mode
+BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
 
 
 @dataclass(frozen=True)

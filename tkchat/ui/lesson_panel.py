@@ -28,6 +28,7 @@ from tkchat.ui.scheduler import AfterScheduler
 
 REFRESH_MS = 500  # the live figure is read twice a second
 BODY_SIZE = 11  # points, as the transcript's body; the window passes its text size
+TIMELINE_LINES = 7  # the lag timeline's height, in lines of the lesson's text
 # each font's size against the body's (headings larger, code as large as the text)
 FONT_STEPS = {"body": 0, "bold": 0, "italic": 0, "h1": 4, "h2": 2, "mono": 0}
 CODE_BACKGROUND = "#f2f2f2"
@@ -166,7 +167,9 @@ class LessonPanel(ttk.Frame):
         assert self.timeline is not None
         size = int(self._fonts["body"].cget("size"))
         self.timeline.set_font_size(size)
-        self.timeline.configure(height=9 * int(self._fonts["body"].metrics("linespace")))
+        # width=1: the strip asks for no width of its own; it takes the panel's
+        line = int(self._fonts["body"].metrics("linespace"))
+        self.timeline.configure(width=1, height=TIMELINE_LINES * line)
 
     def select(self, lesson_id: str) -> None:
         """Show the lesson with this id (e.g. ``"04-blocking"``)."""
@@ -279,7 +282,8 @@ class LessonPanel(ttk.Frame):
         wrap = max(200, int(event.width) - 20)
         self.watch_label.configure(wraplength=wrap)
         self.figure_label.configure(wraplength=wrap)
-        self.demo_label.configure(wraplength=max(120, wrap - 160))
+        button = self.setup_button.winfo_reqwidth()
+        self.demo_label.configure(wraplength=max(120, wrap - button - 12))
 
     def _set_table_tabs(self) -> None:
         """Tab stops for each table: every column as wide as its widest cell, in pixels."""
