@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import pump_until, wait_until
 from tkchat.events import Done
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
@@ -90,6 +90,19 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     store.close()
 
 
+def saved_answer() -> str:
+    """The first answer in the history another process is writing ("" when there is none)."""
+    if not database_path().exists():
+        return ""
+    try:
+        store = ConversationStore(database_path(), check_integrity=False)
+    except StoreError:
+        return ""  # the app holds the write lock this very moment: look again
+    messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
+    store.close()
+    return next((m.content for m in messages if m.role == "assistant"), "")
+
+
 def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display: None) -> None:
     env = {**os.environ, "TKCHAT_DATA_DIR": str(data_dir)}
     proc = subprocess.Popen(
@@ -114,21 +127,15 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    answer = ""
+
+    def answer_saved() -> bool:
+        nonlocal answer
+        answer = saved_answer()
+        return len(answer) >= 40
+
     try:
-        deadline = time.monotonic() + 60
-        answer = ""
-        while time.monotonic() < deadline and len(answer) < 40:
-            time.sleep(0.3)
-            if not database_path().exists():
-                continue
-            try:
-                store = ConversationStore(database_path(), check_integrity=False)
-            except StoreError:
-                continue  # the app holds the write lock this very moment: look again
-            messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
-            store.close()
-            answer = next((m.content for m in messages if m.role == "assistant"), "")
-        assert len(answer) >= 40, "the streaming answer was never saved"
+        wait_until(answer_saved, timeout=60, what="the streaming answer to be saved", interval=0.3)
         time.sleep(1.0)  # streaming goes on: these last tokens may be lost, nothing before
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
