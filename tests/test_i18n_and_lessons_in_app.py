@@ -83,6 +83,7 @@ def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_ap
     assert visible_texts(root) == english or app.t.lang == "en"
 
 
+@pytest.mark.model
 def test_every_lesson_demo_sets_its_mode_backend_and_prompt(root: tk.Tk, make_app) -> None:
     made: list[str] = []
 
