@@ -107,6 +107,22 @@ def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[Ge
             return events
 
 
+def wait_until(
+    ready: Callable[[], object],
+    timeout: float = 10.0,
+    what: str = "condition",
+    interval: float = 0.01,
+) -> None:
+    """Test thread, no Tk loop: call ``ready()`` every ``interval`` s until it is true; fail
+    after ``timeout`` s naming ``what``. (To let a window work meanwhile, use ``pump_until``.)
+    ``ready`` may raise to give up early, e.g. when the process it waits for has died."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
 def pump_until(
     root: tk.Misc, ready: Callable[[], bool], timeout: float = 20.0, what: str = "condition"
 ) -> None:
@@ -234,7 +250,10 @@ def counting_server() -> Iterator[tuple[int, list[str]]]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll: 0.5 s by default, at every test's end.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server.server_address[1], hits

@@ -363,6 +363,7 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
 # -- 4. regenerate ------------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_answers_anew(
     root: tk.Tk, make_app
 ) -> None:
