@@ -288,3 +288,37 @@ def test_hostile_answer_in_the_app_touches_no_network_and_no_file(
     assert "<script>alert(1)</script>" in shown  # shown as text, never run or interpreted
     assert f'<img src="http://127.0.0.1:{port}/a.png">' in shown
     assert not app.transcript.text.image_names()  # Tk answers "" when there are none
+
+
+def test_new_chat_between_the_workers_end_and_its_final_event(root: tk.Tk, make_app) -> None:
+    """The worker has left the model loop but its `done` is still in the queue when the chat
+    is cleared: the answer must end there, and its late `done` must not paint into a
+    transcript whose marks are gone (it raised "bad text index" in a tick)."""
+    app = make_app(ScriptedBackend(rate=0))
+    app.send("one")
+    worker = app.controller.current
+    assert worker is not None and worker.join(10)  # done, but nobody has drained its events
+    app.new_chat()
+    assert app.answer is None and app.transcript.entries == []
+    pump_for(root, 0.3)  # the late events arrive: nothing raises, nothing shows
+    assert app.transcript.entries == [] and not app.transcript.painter.busy
+    app.send("two")
+    pump_until(root, lambda: app.answer is None, what="the next answer")
+    assert app.transcript.answers[-1].text == ScriptedBackend().text
+
+
+def test_new_chat_while_a_saved_conversation_is_being_shown(root: tk.Tk, make_app) -> None:
+    """Ctrl+N while a long saved chat is still being put on screen: the rest of it must not
+    keep arriving in the new chat."""
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    store = app.archive.store
+    saved = store.create("long")
+    for index in range(200):
+        store.add_message(saved.id, "user", f"question {index}")
+        store.add_message(saved.id, "assistant", "answer " * 50)
+    app.conversations.show(saved.id)
+    assert app.showing_conversation  # its slices are scheduled, none has run yet
+    app.new_chat()
+    pump_for(root, 0.5)
+    assert app.transcript.entries == [] and not app.showing_conversation

@@ -416,12 +416,16 @@ class ChatApp(ChatLayout):
     # -- stop, new chat, saved conversations -----------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the worker to stop; the ``done(cancelled)`` event then ends the answer."""
+        """Ask the worker to stop; the answer ends here, marked stopped. Also when the worker
+        has just finished by itself and its last events are still in the queue: the answer
+        ends now, complete, and those events are dropped (they would otherwise end an answer
+        that another chat may already have cleared from the screen)."""
         worker = self.controller.stop()
         if worker is not None:
             self._watch_cancel(worker)
-            self._end_answer(stopped=True)
-            self.consumer.follow(-1)  # nothing of the stopped generation may show up later
+        if self.answer is not None:
+            self._end_answer(stopped=worker is not None)
+        self.consumer.follow(-1)  # nothing of that generation may show up later
 
     def new_chat(self) -> None:
         """Start over (Ctrl+N): stop any answer, clear the transcript and the model's context.
@@ -433,8 +437,11 @@ class ChatApp(ChatLayout):
             self.conversations.forget_current()
 
     def _clear_chat(self) -> None:
-        """Before another conversation: nothing running, nothing on screen."""
+        """Before another conversation: nothing running, nothing on screen, nothing of a saved
+        conversation still on its way to the screen."""
         self.stop()
+        if self.conversations is not None:
+            self.conversations.stop_showing()
         self.editing = None
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)

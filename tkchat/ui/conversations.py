@@ -138,6 +138,12 @@ class SavedConversations:
         self.scheduler.once("show-conversation", 0, self._show_some)
         self.refresh()
 
+    def stop_showing(self) -> None:
+        """Another chat replaces the screen: the rest of a conversation being put on screen
+        must not follow it there."""
+        self._to_show.clear()
+        self.scheduler.cancel("show-conversation")
+
     def _show_some(self) -> None:
         """Put saved messages on screen until this callback's budget is spent; their
         markdown is then painted by the painter's own slices."""
