@@ -9,6 +9,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.loading": "Loading {name} …",
         "app.ready": "Ready — {name}, loaded in {seconds} s, context {n_ctx} tokens",
         "app.not_ready": "The model is not ready yet — your message is kept in the box.",
+        "app.no_model": "No model is loaded — choose one in the Model menu (Ctrl+M). Your "
+        "message is kept in the box.",
+        "app.ready_again": "Ready — {name}",
         "app.generating": "Generating … (Esc stops)",
         "app.generating_broken": "Generating in the BROKEN mode {mode} — the window may freeze",
         "app.done": "Done — {tokens} tokens",
@@ -16,7 +19,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done.length": " (length limit reached)",
         "app.stopped": "Stopped.",
         "app.error": "Error: {message}",
-        "app.model_failed": "The model failed to load — see the message below.",
+        "app.model_failed": "The model failed to load — see the message above.",
         "app.tick_failed": "Showing the answer failed ({error}); the answer was ended. The "
         "window keeps working.",
         "app.transport_gap": "Event {seq} never arrived (lost in transport); the answer was ended.",
@@ -101,6 +104,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.loading": "正在加载 {name} ……",
         "app.ready": "就绪 —— {name}，加载用时 {seconds} 秒，上下文 {n_ctx} 个 token",
         "app.not_ready": "模型还没准备好 —— 你的消息还留在输入框里。",
+        "app.no_model": "没有加载模型 —— 请在“模型”菜单里选一个（Ctrl+M）。"
+        "你的消息还留在输入框里。",
+        "app.ready_again": "就绪 —— {name}",
         "app.generating": "正在生成……（按 Esc 停止）",
         "app.generating_broken": "正在以故障模式 {mode} 生成 —— 窗口可能会卡住",
         "app.done": "完成 —— {tokens} 个 token",
@@ -108,7 +114,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done.length": "（已到长度上限）",
         "app.stopped": "已停止。",
         "app.error": "出错：{message}",
-        "app.model_failed": "模型加载失败 —— 见下方说明。",
+        "app.model_failed": "模型加载失败 —— 见上方说明。",
         "app.tick_failed": "显示回答时出错（{error}），这段回答已结束。窗口仍可正常使用。",
         "app.transport_gap": "第 {seq} 个事件始终没有到达（在传输中丢失），这段回答已结束。",
         "app.compare_open": "对比窗口已经开着了。",

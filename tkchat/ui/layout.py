@@ -20,7 +20,7 @@ from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.message_box import MessageBox
-from tkchat.ui.notice import NoticeBanner
+from tkchat.ui.notice import ERROR_COLOURS, NoticeBanner
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
 from tkchat.ui.transcript import Transcript
@@ -88,6 +88,7 @@ class ChatLayout:
         )
         self.health.pack(side="top", fill="x")
         self.storage_banner = NoticeBanner(chat, self.health, t)
+        self.model_banner = NoticeBanner(chat, self.health, t, colours=ERROR_COLOURS)
 
         bottom = ttk.Frame(chat, padding=8)
         self.input = MessageBox(bottom, on_send=commands.send)

@@ -48,6 +48,7 @@ class TeachingControls:
         read_figure: Callable[[str], float | None],
         compare_command: Callable[[str], list[str]] | None,
         on_mode_changed: Callable[[], None],
+        refocus: Callable[[], None] = lambda: None,
         timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
@@ -63,16 +64,20 @@ class TeachingControls:
         self.lesson_panel: LessonPanel | None = None
         self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
 
-        self.lessons_button = ttk.Button(bar, command=self.toggle_lessons)
+        self.refocus = refocus  # after a button or the mode box: the keys go back to the chat
+        self.lessons_button = ttk.Button(bar, command=self._then_refocus(self.toggle_lessons))
         translate.bind(self.lessons_button, "button.lessons")
         bar.add(self.lessons_button)
         if compare_command is not None:
-            compare = ttk.Button(bar, command=self.open_compare)
+            compare = ttk.Button(bar, command=self._then_refocus(self.open_compare))
             translate.bind(compare, "button.compare")
             bar.add(compare)
         self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
         self.mode_box.set(mode)
-        self.mode_box.bind("<<ComboboxSelected>>", lambda _e: self.set_mode(self.mode_box.get()))
+        self.mode_box.bind(
+            "<<ComboboxSelected>>",
+            lambda _e: self._then_refocus(lambda: self.set_mode(self.mode_box.get()))(),
+        )
         mode_label = ttk.Label(bar)
         translate.bind(mode_label, "label.mode")
         bar.add(self.mode_box, mode_label, gap=4)  # the label and its box stay together
@@ -91,6 +96,13 @@ class TeachingControls:
             "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
         )
         translate.on_change(self._relabel)
+
+    def _then_refocus(self, command: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            command()
+            self.refocus()
+
+        return run
 
     @property
     def broken(self) -> bool:
