@@ -715,6 +715,9 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert app.projector and app.transcript.body_font.cget("size") >= PROJECTOR_SIZE
     run("projector")
     assert not app.projector and app.transcript.body_font.cget("size") == BODY_FONT_SIZE
+    run("shortcuts")
+    assert app.shortcut_sheet is not None and app.shortcut_sheet.winfo_exists()
+    app.shortcut_sheet.destroy()
     run("export_md")
     run("export_json")
     run("import")

@@ -28,6 +28,7 @@ from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.chaos import Chaos
+from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
@@ -46,6 +47,7 @@ from tkchat.ui.remembered import Remembered
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.settings_dialog import ChatSettingsDialog
+from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
@@ -117,6 +119,7 @@ class ChatApp(ChatLayout):
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.autosend = options.autosend
         self.settings_dialog: ChatSettingsDialog | None = None
+        self.shortcut_sheet: ShortcutSheet | None = None
         self.projector = False
         self._size_before_projector = BODY_FONT_SIZE
         self.chaos: Chaos | None = None
@@ -148,6 +151,8 @@ class ChatApp(ChatLayout):
         )
         self.pipeline: Pipeline = make_pipeline(options.mode, self.pipeline_host)
         self.transcript.on_edit = self.edit
+        self.transcript_menu = attach_text_menu(self.transcript.text, self.t, editable=False)
+        self.input_menu = attach_text_menu(self.input, self.t, editable=True)
         self.transcript.on_copied = lambda what: self.status.say(f"app.copied.{what}")
         self.context = ContextWatch(
             self.context_meter, controller, self.transcript, self.scheduler, self.t
@@ -207,6 +212,7 @@ class ChatApp(ChatLayout):
                 on_shown=self._conversation_shown,
                 on_ready=self._history_ready,
                 on_warning=self._storage_warning,
+                on_export=lambda cid: self.files.export("markdown", cid),
             )
             sidebar = self.conversations.sidebar
             self.panes.insert(0, sidebar, weight=1)
@@ -253,6 +259,7 @@ class ChatApp(ChatLayout):
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
             "lessons": self.teaching.toggle_lessons,
             "projector": lambda: self.set_projector(not self.projector),
+            "shortcuts": self.show_shortcuts,
             "language": self.toggle_language,
         }
         if self.conversations is not None:
@@ -378,6 +385,14 @@ class ChatApp(ChatLayout):
             self.stop()
         else:
             self.cancel_edit()
+
+    def show_shortcuts(self) -> None:
+        """F1: every shortcut on one sheet."""
+        if self.shortcut_sheet is not None and self.shortcut_sheet.winfo_exists():
+            self.shortcut_sheet.lift()
+            return
+        self.shortcut_sheet = ShortcutSheet(self.root, self.t)
+        self.shortcut_sheet.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
 
     def _then_typing_home(self, command: Callable[[], object]) -> Callable[[], object]:
         """``command``, then :meth:`_typing_home` (for buttons, menu items and shortcuts)."""

@@ -52,6 +52,7 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.language", "language", ""),
         ),
     ),
+    ("menu.help", (("menu.shortcuts", "shortcuts", "F1"),)),
 )
 
 
@@ -69,6 +70,7 @@ SHORTCUTS: dict[str, tuple[str, ...]] = {
     "smaller": ("<Control-minus>", "<Control-KP_Subtract>"),
     "reset_size": ("<Control-0>",),
     "projector": ("<F11>",),
+    "shortcuts": ("<F1>",),
 }
 
 
