@@ -210,3 +210,27 @@ class FakeHub:
         request.end_headers()
         if body:
             request.wfile.write(text)
+
+
+def main() -> None:
+    """``python -m tests.fake_hub FILE REPO [--throttle BYTES_PER_S]``: serve one file in a
+    process of its own (for measuring the window without the hub sharing its interpreter);
+    prints the endpoint, then serves until killed."""
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file", type=Path)
+    parser.add_argument("repo")
+    parser.add_argument("--throttle", type=float)
+    args = parser.parse_args()
+    hub = FakeHub()
+    hub.add(args.repo, args.file.name, args.file.read_bytes())
+    hub.throttle = args.throttle
+    hub.start()
+    print(hub.endpoint, flush=True)
+    hub.thread.join()
+
+
+if __name__ == "__main__":
+    main()

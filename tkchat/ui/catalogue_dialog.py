@@ -77,9 +77,7 @@ class CatalogueDialog(tk.Toplevel):
         self.refresh()
         self._relabel()
         if self.entries:
-            first = self._first_fitting()
-            self.tree.selection_set(first)
-            self.tree.focus(first)
+            self.select(self._first_fitting())
         self.tree.focus_set()
 
     # -- public --------------------------------------------------------------------------------
@@ -89,8 +87,12 @@ class CatalogueDialog(tk.Toplevel):
         return self._entry(selection[0]) if selection else None
 
     def select(self, name: str) -> None:
+        """Highlight ``name``'s row; the buttons and details follow at once (the Treeview's
+        own select event only comes with the next turn of the event loop)."""
         self.tree.selection_set(name)
+        self.tree.focus(name)
         self.tree.see(name)
+        self._selection_changed()
 
     def endpoint_text(self) -> str:
         return str(self.endpoint.get())

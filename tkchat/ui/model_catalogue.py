@@ -131,9 +131,12 @@ class ModelCatalogue:
 
     def cancel(self) -> None:
         """Cancel download: the child is ended at once; what it fetched is kept."""
-        if self.job is not None and self.job.running:
-            self.job.cancel()
-            self._poll()
+        job = self.job
+        if job is not None and job.running:
+            job.cancel()
+            self.scheduler.cancel("catalogue-poll")
+            if job.result is not None:
+                self._ended(job, job.result)
 
     def close(self) -> None:
         """The window is closing: end the download (the next one continues it)."""
@@ -149,6 +152,10 @@ class ModelCatalogue:
             self._show_progress()
             self.scheduler.once("catalogue-poll", POLL_MS, self._poll)
             return
+        self._ended(job, result)
+
+    def _ended(self, job: DownloadJob, result: Finished | Failed) -> None:
+        """Say how the download ended; a finished one is handed to ``load_model``."""
         self.results.append(result)
         dialog = self.dialog if self.dialog is not None and not self.dialog.closed else None
         if dialog is not None:

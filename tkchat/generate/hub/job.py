@@ -144,7 +144,7 @@ class DownloadJob:
         assert self._process.stdout is not None
         threading.Thread(
             target=_read_lines,
-            args=(self._process.stdout, self._lines),
+            args=(self._process, self._process.stdout, self._lines),
             name="tkchat-download-reader",
             daemon=True,
         ).start()
@@ -164,7 +164,8 @@ class DownloadJob:
                 return self._ended()
             final = self._take(line, now)
             if final is not None:
-                self._process.wait()
+                # Not waiting for the child here: its interpreter may take a tenth of a second
+                # to shut down, a freeze on the main thread. The reader thread reaps it.
                 return final
         if self.progress.phase != "verify" and now - self._last_activity > self.stall_s:
             self._stop()
@@ -229,9 +230,10 @@ class DownloadJob:
             progress.seconds_left = None
 
     def _ended(self) -> Result:
-        """The child ended without a final event: killed from outside, or crashed."""
+        """The child ended without a final event: killed from outside, or crashed. (The
+        reader thread has reaped it: its exit code is known.)"""
         assert self._process is not None
-        code = self._process.wait()
+        code = self._process.poll()
         return self._finish(Failed("crashed", {"code": code, "done": self.progress.done}))
 
     def _stop(self) -> None:
@@ -255,8 +257,11 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _read_lines(stream: IO[str], lines: queue.Queue[dict[str, Any] | None]) -> None:
-    """The reader thread: one parsed event per line; None when the child's output ends."""
+def _read_lines(
+    process: subprocess.Popen[str], stream: IO[str], lines: queue.Queue[dict[str, Any] | None]
+) -> None:
+    """The reader thread: one parsed event per line; once the child's output ends, it waits
+    for the child to exit (so no zombie is left) and puts None."""
     try:
         for raw in stream:
             try:
@@ -268,4 +273,5 @@ def _read_lines(stream: IO[str], lines: queue.Queue[dict[str, Any] | None]) -> N
     except (OSError, ValueError):
         pass
     finally:
+        process.wait()
         lines.put(None)
