@@ -142,7 +142,7 @@ def test_the_dialog_lists_what_fits_and_what_is_downloaded(
         needed = memory_needed(entry)
         assert needed is not None
         if needed > 2_000_000_000:  # this "machine" has 2 GB free
-            assert dialog.state_text(name) == "Too big: 2.0 GB of memory free", name
+            assert dialog.state_text(name) == "Too big for 2.0 GB free", name
             assert "too_big" in dialog.tree.item(name, "tags")
         else:
             assert dialog.state_text(name) == "Fits", name

@@ -68,7 +68,7 @@ class CatalogueDialog(tk.Toplevel):
 
         top = master.winfo_toplevel()
         self.transient(top)
-        self.geometry("900x470")
+        self.geometry("1020x470")
         if top.winfo_viewable():
             self.geometry(f"+{top.winfo_rootx() + 40}+{top.winfo_rooty() + 40}")
         self.protocol("WM_DELETE_WINDOW", self.destroy)
@@ -160,8 +160,8 @@ class CatalogueDialog(tk.Toplevel):
 
         columns = ("size", "memory", "languages", "licence", "state")
         self.tree = ttk.Treeview(body, columns=columns, show="tree headings", selectmode="browse")
-        self.tree.column("#0", width=230, minwidth=140, stretch=False)
-        for column, width in zip(columns, (80, 80, 110, 170, 190), strict=True):
+        self.tree.column("#0", width=270, minwidth=140, stretch=False)
+        for column, width in zip(columns, (75, 75, 130, 230, 200), strict=True):
             self.tree.column(column, width=width, minwidth=60, stretch=column == "state")
         self.tree.tag_configure(TOO_BIG_TAG, foreground=TOO_BIG_FOREGROUND)
         self.tree.grid(row=0, column=0, sticky="nsew")

@@ -163,6 +163,8 @@ def normalize_endpoint(text: str) -> str | None:
         return DEFAULT_ENDPOINT
     if "://" not in value:
         value = "https://" + value
+    if value.count("://") != 1:
+        return None
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
@@ -171,6 +173,7 @@ def normalize_endpoint(text: str) -> str | None:
     if (
         parts.scheme not in ("http", "https")
         or not parts.hostname
+        or parts.netloc.endswith(":")
         or parts.query
         or parts.fragment
         or any(c.isspace() for c in value)
