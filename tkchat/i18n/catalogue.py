@@ -142,7 +142,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "catalogue.close": "关闭",
         "catalogue.memory_free": "本机可用内存 {free}。",
         "catalogue.starting": "正在向 {endpoint} 查询 {file}……",
-        "catalogue.progress": "{done} / {total}",
+        "catalogue.progress": "已下载 {done}，共 {total}",
         "catalogue.progress.resumed": "（从 {resumed} 处继续）",
         "catalogue.progress.speed": " · {speed}/秒",
         "catalogue.progress.left": " · 还剩 {left}",
