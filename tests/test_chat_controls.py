@@ -701,6 +701,11 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()
     picker.cancel()
     root.update()
+    run("get_model")
+    catalogue = app.catalogue.dialog
+    assert catalogue is not None and catalogue.winfo_exists() and catalogue.entries
+    catalogue.close_button.invoke()
+    root.update()
     run("bigger")
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE + 1
     run("smaller")

@@ -39,6 +39,7 @@ from tkchat.ui.lag_timeline import LagTimeline, answer_arrivals
 from tkchat.ui.layout import ButtonCommands, ChatLayout
 from tkchat.ui.live_figures import LiveFigures
 from tkchat.ui.menubar import MenuBar, bind_shortcuts
+from tkchat.ui.model_catalogue import ModelCatalogue
 from tkchat.ui.model_switch import ModelSwitch
 from tkchat.ui.ordering import OrderingCounters, read_ordering
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
@@ -195,6 +196,9 @@ class ChatApp(ChatLayout):
             on_unloading=self._model_unloading,
             on_dialog_closed=self._typing_home_soon,
         )
+        self.catalogue = ModelCatalogue(
+            root, self.t, self.status, self.scheduler, self.remembered, self.models.load
+        )
         self.fonts = FontSizer(root)
         self.fonts.on_change(self.transcript.set_font_size)
         self.fonts.on_change(self.teaching.set_font_size)
@@ -254,6 +258,7 @@ class ChatApp(ChatLayout):
             "focus_input": self.focus_input,
             "settings": self.open_settings,
             "choose_model": self.models.choose,
+            "get_model": self.catalogue.open,
             "bigger": lambda: self.change_font_size(+1),
             "smaller": lambda: self.change_font_size(-1),
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
@@ -590,6 +595,7 @@ class ChatApp(ChatLayout):
             "app.ready", name=event.name, seconds=f"{event.load_s:.1f}", n_ctx=event.n_ctx
         )
         self._set_title()
+        self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
         self._measure_context()
         self._maybe_autosend()
@@ -776,6 +782,7 @@ class ChatApp(ChatLayout):
             return
         self.closed = True
         self.stop()
+        self.catalogue.close()
         self.probe.stop()
         self.scheduler.close()
         self.teaching.close()

@@ -39,7 +39,13 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.settings", "settings", "Ctrl+,"),
         ),
     ),
-    ("menu.model", (("menu.choose_model", "choose_model", "Ctrl+M"),)),
+    (
+        "menu.model",
+        (
+            ("menu.choose_model", "choose_model", "Ctrl+M"),
+            ("menu.get_model", "get_model", ""),
+        ),
+    ),
     (
         "menu.view",
         (
