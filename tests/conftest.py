@@ -107,6 +107,22 @@ def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[Ge
             return events
 
 
+def wait_until(
+    ready: Callable[[], object],
+    timeout: float = 10.0,
+    what: str = "condition",
+    interval: float = 0.01,
+) -> None:
+    """Test thread, no Tk loop: call ``ready()`` every ``interval`` s until it is true; fail
+    after ``timeout`` s naming ``what``. (To let a window work meanwhile, use ``pump_until``.)
+    ``ready`` may raise to give up early, e.g. when the process it waits for has died."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
 def pump_until(
     root: tk.Misc, ready: Callable[[], bool], timeout: float = 20.0, what: str = "condition"
 ) -> None:
@@ -128,6 +144,42 @@ def run_script(root: tk.Misc, script: Iterator[Any], timeout: float = 600.0) -> 
             pump_until(root, wait, timeout=timeout, what="a step of the script")
         else:
             pump_for(root, float(wait))
+
+
+def layout_problems(root: tk.Misc) -> list[str]:
+    """Every mapped widget that sticks out of its parent, and every label or button too
+    narrow for its own text: what a user sees as "cut". Geometry, not pixels."""
+    found: list[str] = []
+
+    def box(widget: tk.Misc) -> tuple[int, int, int, int]:
+        return (
+            widget.winfo_rootx(),
+            widget.winfo_rooty(),
+            widget.winfo_width(),
+            widget.winfo_height(),
+        )
+
+    def walk(parent: tk.Misc) -> None:
+        px, py, pw, ph = box(parent)
+        for child in parent.winfo_children():
+            if isinstance(child, tk.Menu) or not child.winfo_ismapped():
+                continue
+            x, y, width, height = box(child)
+            if x < px or y < py or x + width > px + pw + 1 or y + height > py + ph + 1:
+                found.append(
+                    f"outside its parent: {child} at {x - px},{y - py} {width}x{height}"
+                    f" in {pw}x{ph}"
+                )
+            labelled = child.winfo_class() in ("TLabel", "Label", "TButton", "Button")
+            if labelled and child.winfo_reqwidth() > width + 1:
+                found.append(
+                    f"text cut: {child} needs {child.winfo_reqwidth()} px, has "
+                    f"{width}: {child.cget('text')!r}"
+                )
+            walk(child)
+
+    walk(root)
+    return found
 
 
 def pump_for(root: tk.Misc, seconds: float) -> None:
@@ -198,7 +250,10 @@ def counting_server() -> Iterator[tuple[int, list[str]]]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll: 0.5 s by default, at every test's end.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server.server_address[1], hits

@@ -15,7 +15,7 @@ import tkinter as tk
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import pump_until, wait_until
 from tkchat.events import Done
 from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import ScriptedBackend, long_answer
@@ -120,17 +120,19 @@ def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 30
         windows: list[str] = []
-        while len(windows) < 2 and time.monotonic() < deadline:
+
+        def two_windows() -> bool:
             found = subprocess.run(
                 ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
                 capture_output=True,
                 text=True,
             )
-            windows = found.stdout.split()
-            time.sleep(0.2)
-        assert len(windows) == 2, "compare did not open two windows"
+            windows[:] = found.stdout.split()
+            return len(windows) >= 2
+
+        wait_until(two_windows, timeout=30, what="compare to open two windows", interval=0.2)
+        assert len(windows) == 2, f"compare opened {len(windows)} windows, not two"
         names = [
             subprocess.run(["xdotool", "getwindowname", w], capture_output=True, text=True).stdout
             for w in windows

@@ -20,7 +20,6 @@ import json
 import re
 import socket
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import wait_until
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 
 pytestmark = pytest.mark.gui
@@ -119,12 +119,15 @@ class LiveServer:
             name=f"uvicorn-{self.port}",
         )
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
+        wait_until(self._started, timeout=10, what="uvicorn to start")
         return self
+
+    def _started(self) -> bool:
+        if self._server.started:
+            return True
+        if self._thread is None or not self._thread.is_alive():
+            raise AssertionError("uvicorn exited before it started")
+        return False
 
     @property
     def url(self) -> str:
@@ -456,14 +459,19 @@ def test_parser_survives_every_split(
 
 def wait_cancels(server: LiveServer, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
     """Poll ``/health`` until the server has recorded ``count`` client disconnects."""
-    deadline = time.monotonic() + timeout
-    while True:
-        cancels = server.health()["cancels"]
-        if len(cancels) >= count:
-            return cancels
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the server recorded {len(cancels)} disconnects, not {count}")
-        time.sleep(0.05)
+    cancels: list[dict[str, Any]] = []
+
+    def recorded() -> bool:
+        cancels[:] = server.health()["cancels"]
+        return len(cancels) >= count
+
+    try:
+        wait_until(
+            recorded, timeout, what=f"the server to record {count} disconnects", interval=0.05
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; it recorded {len(cancels)}") from None
+    return cancels
 
 
 def test_stop_aborts_the_fetch_and_the_server_stops_generating(

@@ -41,7 +41,7 @@ from tkchat.store import settings_from_sampling
 from tkchat.store.settings import load_settings
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import model_switch
-from tkchat.ui.app import AppOptions, ChatApp
+from tkchat.ui.app import PROJECTOR_SIZE, AppOptions, ChatApp
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.menubar import MENUS
 from tkchat.ui.model_picker import ModelPicker
@@ -364,6 +364,7 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
 # -- 4. regenerate ------------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_answers_anew(
     root: tk.Tk, make_app
 ) -> None:
@@ -701,6 +702,11 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()
     picker.cancel()
     root.update()
+    run("get_model")
+    catalogue = app.catalogue.dialog
+    assert catalogue is not None and catalogue.winfo_exists() and catalogue.entries
+    catalogue.close_button.invoke()
+    root.update()
     run("bigger")
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE + 1
     run("smaller")
@@ -711,6 +717,13 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert app.teaching.lesson_panel is not None
     run("lessons")
     assert app.teaching.lesson_panel is None
+    run("projector")
+    assert app.projector and app.transcript.body_font.cget("size") >= PROJECTOR_SIZE
+    run("projector")
+    assert not app.projector and app.transcript.body_font.cget("size") == BODY_FONT_SIZE
+    run("shortcuts")
+    assert app.shortcut_sheet is not None and app.shortcut_sheet.winfo_exists()
+    app.shortcut_sheet.destroy()
     run("export_md")
     run("export_json")
     run("import")

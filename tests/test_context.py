@@ -125,6 +125,7 @@ def small_model() -> LlamaBackend:
     backend.close()
 
 
+@pytest.mark.model
 def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
     small_model: LlamaBackend,
 ) -> None:
@@ -139,6 +140,7 @@ def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
     assert final.stats.prompt_tokens + 16 <= 512
 
 
+@pytest.mark.model
 def test_a_single_huge_message_on_the_real_model_says_how_long_it_is(
     small_model: LlamaBackend,
 ) -> None:

@@ -67,9 +67,9 @@ def window(display: None) -> Iterator[DemoWindow]:
 
 def _agrees(metric: str, quoted: float, live: float) -> bool:
     """A quoted figure agrees with this run when both are of the same size: within a factor
-    of two for times and rates (machines differ, and so do runs), or both tiny."""
-    if metric.endswith("_ms") and max(quoted, live) < 20:
-        return True  # a few milliseconds either way is the same story: "no freeze"
+    of two for times and rates (machines differ, and so do runs), or both too short to see."""
+    if metric.endswith("_ms") and max(quoted, live) < 50:
+        return True  # under a long task either way: the same story, "nothing you can see"
     if quoted == live:
         return True
     low, high = sorted((abs(quoted), abs(live)))
@@ -80,9 +80,11 @@ def _agrees(metric: str, quoted: float, live: float) -> bool:
 def test_demo(window: DemoWindow, lesson: Lesson) -> None:
     assert lesson.claims, f"{lesson.id}: a demo must claim something a run can check"
     results: list[DemoResult] = []
+    errors_before = len(window.errors)
     run_script(window.root, run_demo(window.app, lesson, window.baselines, results))
     (result,) = results
-    assert not window.errors, "a Tk callback raised:\n" + "\n".join(window.errors)
+    raised = window.errors[errors_before:]  # this demo's own: one failure must not fail them all
+    assert not raised, "a Tk callback raised:\n" + "\n".join(raised)
     assert result.ok, "the demo does not show what the lesson claims:\n" + result.report()
     quoted = FIGURES.get(lesson.id, {}).get(lesson.language, {})
     for metric in sorted(quoted_figures(lesson.expect + lesson.body)):

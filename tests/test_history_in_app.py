@@ -7,18 +7,21 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import tkinter as tk
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import pump_until, wait_until
 from tkchat.events import Done
+from tkchat.generate.backend import LoadWatch
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, StoreError, database_path, open_store
 from tkchat.transport.channel import EventChannel
+from tkchat.ui import history as history_module
 from tkchat.ui.app import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
@@ -90,6 +93,19 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     store.close()
 
 
+def saved_answer() -> str:
+    """The first answer in the history another process is writing ("" when there is none)."""
+    if not database_path().exists():
+        return ""
+    try:
+        store = ConversationStore(database_path(), check_integrity=False)
+    except StoreError:
+        return ""  # the app holds the write lock this very moment: look again
+    messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
+    store.close()
+    return next((m.content for m in messages if m.role == "assistant"), "")
+
+
 def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display: None) -> None:
     env = {**os.environ, "TKCHAT_DATA_DIR": str(data_dir)}
     proc = subprocess.Popen(
@@ -114,21 +130,15 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    answer = ""
+
+    def answer_saved() -> bool:
+        nonlocal answer
+        answer = saved_answer()
+        return len(answer) >= 40
+
     try:
-        deadline = time.monotonic() + 60
-        answer = ""
-        while time.monotonic() < deadline and len(answer) < 40:
-            time.sleep(0.3)
-            if not database_path().exists():
-                continue
-            try:
-                store = ConversationStore(database_path(), check_integrity=False)
-            except StoreError:
-                continue  # the app holds the write lock this very moment: look again
-            messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
-            store.close()
-            answer = next((m.content for m in messages if m.role == "assistant"), "")
-        assert len(answer) >= 40, "the streaming answer was never saved"
+        wait_until(answer_saved, timeout=60, what="the streaming answer to be saved", interval=0.3)
         time.sleep(1.0)  # streaming goes on: these last tokens may be lost, nothing before
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -151,19 +161,51 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
     store.close()
 
 
+@pytest.mark.parametrize("first", ["model", "history"])
 def test_a_damaged_database_is_kept_and_the_app_works(
-    data_dir: Path, root: tk.Tk, make_app
+    first: str, data_dir: Path, root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The model and the history open on their own threads, in either order. The warning goes
+    to the status line, which the next status replaces ("Ready — ..." when the model comes
+    second: this test once failed so), and to the banner, which stays until dismissed: the
+    banner is what is promised. Both orders are forced (each side waits at a gate)."""
     data_dir.mkdir(exist_ok=True)
     garbage = b"this is not a database, but it is someone's history" * 100
     database_path().write_bytes(garbage)
-    app = make_app(ScriptedBackend(rate=0), history=True)
-    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
-    assert "damaged" in app.status.get().lower()
+    gates = {"model": threading.Event(), "history": threading.Event()}
+    real_open_store = history_module.open_store
+
+    def open_store_at_the_gate() -> tuple[ConversationStore, str | None]:
+        gates["history"].wait(60)  # (bounded: a failed test leaves no thread waiting forever)
+        return real_open_store()
+
+    class LoadsAtTheGate(ScriptedBackend):
+        def load(self, watch: LoadWatch | None = None) -> None:
+            gates["model"].wait(60)
+            super().load(watch)
+
+    monkeypatch.setattr(history_module, "open_store", open_store_at_the_gate)
+    app = make_app(LoadsAtTheGate(rate=0), wait=False, history=True)
+    opened = {
+        "model": lambda: app.model_ready,
+        "history": lambda: app.archive is not None and app.archive.ready,
+    }
+    second = "history" if first == "model" else "model"
+    for side in (first, second):
+        gates[side].set()
+        pump_until(root, opened[side], what=f"the {side} to open")
+
     kept = [p for p in data_dir.iterdir() if ".damaged-" in p.name]
     assert len(kept) == 1 and kept[0].read_bytes() == garbage  # never emptied, never lost
+    assert app.storage_banner.shown
+    assert "damaged" in app.storage_banner.text and str(kept[0]) in app.storage_banner.text
     ask(root, app, "still works?")
     assert isinstance(app.finished[-1], Done)
+    assert app.storage_banner.shown and str(kept[0]) in app.storage_banner.text  # it stays
+    assert app.archive is not None and app.archive.store is not None  # the new, empty history
+    [conversation] = app.archive.store.list_conversations()
+    question = app.archive.store.messages(conversation.id)[0]
+    assert (question.role, question.content) == ("user", "still works?")  # and it saves
 
 
 def test_sidebar_switches_renames_deletes_with_undo_and_searches(

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, get_json, pump_until, run_to_end
+from tests.conftest import free_port, get_json, pump_until, run_to_end, wait_until
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress
 from tkchat.generate.backend import (
     BackendError,
@@ -69,14 +69,6 @@ def only_error(events: list[GenerationEvent]) -> Error:
     finals = [e for e in events if isinstance(e, (Done, Error))]
     assert len(finals) == 1 and isinstance(finals[0], Error), events
     return finals[0]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 # -- the URL, as users type it ------------------------------------------------------------
@@ -147,23 +139,21 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"llama_cpp.server exited with {proc.returncode}:\n"
+                + log_path.read_text(errors="replace")[-2000:]
+            )
+        try:
+            get_json(f"{base}/v1/models")
+        except OSError:
+            return False
+        return True
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(
-                    f"llama_cpp.server exited with {proc.returncode}:\n"
-                    + log_path.read_text(errors="replace")[-2000:]
-                )
-            try:
-                get_json(f"{base}/v1/models")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(
-                        "llama_cpp.server did not answer /v1/models in 60 s"
-                    ) from None
-                time.sleep(0.2)
+        wait_until(answers, timeout=60, what="llama_cpp.server to answer /v1/models", interval=0.2)
         yield base, log_path
     finally:
         proc.terminate()
@@ -223,7 +213,11 @@ def test_llama_server_stop_closes_the_stream(llama_server: tuple[str, Path]) -> 
     assert isinstance(final, Done) and final.reason == "cancelled", final
     assert final.stats.tokens < 400
     # The server itself saw the client go (it prints so when it stops generating) ...
-    wait_for(lambda: disconnects_seen(log_path) > before, 10, "the server to see the disconnect")
+    wait_until(
+        lambda: disconnects_seen(log_path) > before,
+        timeout=10,
+        what="the server to see the disconnect",
+    )
     # ... and is free for the next question at once.
     again = generate(backend, sampling=Sampling(max_tokens=8, seed=3))
     assert isinstance(again[-1], Done) and text_of(again)
@@ -622,7 +616,7 @@ def test_window_with_a_dead_server_says_so(root: tk.Tk, make_app) -> None:
     app = make_app(RemoteBackend(f"http://127.0.0.1:{port}"))
     assert not app.model_ready
     assert app.status.get() == app.t("app.model_failed")
-    assert f"Cannot reach the server at http://127.0.0.1:{port}" in app.transcript.plain_text()
+    assert f"Cannot reach the server at http://127.0.0.1:{port}" in app.model_banner.text
     assert not app.send("hello?")  # refused politely, nothing hangs
     root.update()
 
@@ -712,7 +706,7 @@ def test_stalled_stream_is_a_clear_error(fake: FakeServer, behaviour: str) -> No
     assert error.message == "The server stopped sending (no data for 0.5 s)"
     assert error.kind == "server_timeout"
     assert text_of(events) == ("Once upon" if behaviour == "stall-after-one" else "")
-    wait_for(fake.disconnected.is_set, 5, "the server to see the client go")
+    wait_until(fake.disconnected.is_set, timeout=5, what="the server to see the client go")
 
 
 @pytest.mark.parametrize("behaviour", ["stall-before-headers", "stall-after-one"])
@@ -726,13 +720,13 @@ def test_stop_during_a_stall_ends_at_once(fake: FakeServer, behaviour: str) -> N
     if behaviour == "stall-after-one":
         assert isinstance(controller.channel.get(timeout=10), Chunk)
     else:
-        wait_for(lambda: bool(fake.bodies), 10, "the request to arrive")
+        wait_until(lambda: bool(fake.bodies), timeout=10, what="the request to arrive")
     controller.stop()
     assert worker.join(5), "Stop was not honoured while the server was silent"
     final = run_to_end(controller.channel, gen)[-1]
     assert isinstance(final, Done) and final.reason == "cancelled"
     # Stop closed the HTTP connection itself: the server sees the client leave.
-    wait_for(fake.disconnected.is_set, 5, "the server to see the disconnect")
+    wait_until(fake.disconnected.is_set, timeout=5, what="the server to see the disconnect")
 
 
 def test_close_aborts_an_open_stream(fake: FakeServer) -> None:
@@ -746,7 +740,7 @@ def test_close_aborts_an_open_stream(fake: FakeServer) -> None:
     worker = controller.current
     assert worker is not None and worker.join(5)
     assert isinstance(run_to_end(controller.channel, gen)[-1], Error)
-    wait_for(fake.disconnected.is_set, 5, "the server to see the disconnect")
+    wait_until(fake.disconnected.is_set, timeout=5, what="the server to see the disconnect")
 
 
 # -- tkchat's own server ---------------------------------------------------------------------
@@ -773,7 +767,7 @@ def serve_tkchat() -> Iterator[Callable[[ScriptedBackend], str]]:
         thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
         thread.start()
         running.append((server, thread))
-        wait_for(lambda: server.started, 20, "uvicorn to start")
+        wait_until(lambda: server.started, timeout=20, what="uvicorn to start")
         return f"http://127.0.0.1:{port}"
 
     yield start
@@ -833,7 +827,7 @@ def test_tkchat_server_stop_cancels_on_the_server(tkchat_server: str) -> None:
     def cancels() -> list[dict[str, Any]]:
         return get_json(f"{tkchat_server}/health").get("cancels") or []
 
-    wait_for(lambda: bool(cancels()), 5, "the server to record the cancel")
+    wait_until(lambda: bool(cancels()), timeout=5, what="the server to record the cancel")
     assert cancels()[-1]["tokens_after_disconnect"] <= 1
 
 

@@ -155,3 +155,110 @@ def test_random_shuffles_with_a_missing_event_hold_the_rest(seed: int) -> None:
     assert buffer.push(events[missing - 1]) == events[missing - 1 :]
     assert buffer.waiting == 0
     assert buffer.dropped == 0
+
+
+# -- the bounds: a missing event is given up, never waited for forever ------------------------
+
+
+class FakeClock:
+    """A clock the test moves by hand (the buffer reads it on the consumer's thread)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_gap_is_given_up_at_its_deadline_not_before() -> None:
+    clock = FakeClock()
+    buffer = ReorderBuffer(gap_timeout_s=3.0, clock=clock)
+    events = make_events(6)
+    assert seqs(push_all(buffer, [e for e in events if e.seq != 3])) == [1, 2]
+    assert buffer.waiting == 3  # 4, 5, 6
+    clock.now += 2.9
+    assert buffer.expire() is None
+    assert buffer.waiting == 3, "nothing is let go before the deadline"
+    clock.now += 0.1
+    lost = buffer.expire()
+    assert lost is not None
+    assert (lost.seq, lost.held, lost.why) == (3, 3, "deadline")
+    assert lost.waited_s == pytest.approx(3.0)
+    assert lost.message == "event 3 never arrived (lost in transport); the answer was ended"
+    assert buffer.waiting == 0, "what was held is freed"
+    # Once given up, the late event and everything after it are ignored.
+    assert buffer.push(events[2]) == []
+    assert buffer.expire() is lost
+
+
+def test_the_deadline_counts_from_the_last_progress() -> None:
+    clock = FakeClock()
+    buffer = ReorderBuffer(gap_timeout_s=3.0, clock=clock)
+    c = make_events(6)
+    buffer.push(c[1])  # 2 early: stuck from now
+    buffer.push(c[3])  # 4 early
+    clock.now += 2.5
+    assert seqs(buffer.push(c[0])) == [1, 2]  # progress; 4 still waits for 3
+    clock.now += 2.5  # 5 s since the first hold, 2.5 s since progress
+    assert buffer.expire() is None
+    clock.now += 0.5
+    lost = buffer.expire()
+    assert lost is not None and lost.seq == 3
+
+
+def test_a_filled_gap_stops_the_clock() -> None:
+    clock = FakeClock()
+    buffer = ReorderBuffer(gap_timeout_s=1.0, clock=clock)
+    events = make_events(3)
+    buffer.push(events[1])
+    clock.now += 0.9
+    assert seqs(buffer.push(events[0])) == [1, 2]
+    clock.now += 60
+    assert buffer.expire() is None  # nothing held: nothing is late
+    assert buffer.push(events[2]) == [events[2]]
+
+
+def test_nothing_held_never_expires() -> None:
+    clock = FakeClock()
+    buffer = ReorderBuffer(gap_timeout_s=0.5, clock=clock)
+    assert buffer.push(make_events(2)[0]) != []
+    clock.now += 1000
+    assert buffer.expire() is None
+
+
+def test_the_held_bound_holds_under_a_flood_of_early_arrivals() -> None:
+    clock = FakeClock()
+    buffer = ReorderBuffer(max_held=64, gap_timeout_s=3600, clock=clock)
+    most = 0
+    for seq in range(2, 10_000):  # seq 1 never comes; the producer keeps going
+        assert buffer.push(Chunk(1, seq, "x")) == []
+        most = max(most, buffer.waiting)
+        assert buffer.waiting <= 64
+    assert most == 64
+    lost = buffer.lost
+    assert lost is not None
+    assert (lost.seq, lost.held, lost.why) == (1, 64, "overflow")
+    assert buffer.waiting == 0
+    assert buffer.expire() is lost
+
+
+def test_the_bound_is_on_held_events_not_on_released_ones() -> None:
+    buffer = ReorderBuffer(max_held=2)
+    events = make_events(50)
+    released = push_all(buffer, events)  # in order: nothing is ever held
+    assert released == events
+    assert buffer.lost is None
+    assert buffer.held_total == 0
+
+
+def test_held_total_counts_every_early_arrival() -> None:
+    buffer = ReorderBuffer()
+    c1, c2, c3, done = make_events(4)
+    push_all(buffer, [c3, done, c2, c2, c1])
+    assert buffer.held_total == 3
+    assert buffer.dropped == 1
+
+
+def test_bounds_are_checked() -> None:
+    with pytest.raises(ValueError):
+        ReorderBuffer(max_held=0)

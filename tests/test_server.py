@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.client import HTTPConnection, HTTPMessage, HTTPResponse
@@ -23,6 +23,7 @@ import pytest
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 
+from tests.conftest import wait_until  # noqa: E402
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress  # noqa: E402
 from tkchat.generate.backend import Backend  # noqa: E402
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend  # noqa: E402
@@ -118,14 +119,6 @@ def serve(backend: Backend, **options: Any) -> Iterator[Live]:
         server.should_exit = True
         thread.join(10)
         sock.close()
-
-
-def wait_until(ready: Callable[[], object], timeout: float = 10.0, what: str = "it") -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 @pytest.fixture(scope="module")

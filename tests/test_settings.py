@@ -60,6 +60,8 @@ def everything_changed(folder: Path) -> AppSettings:
         recent_models=[str(folder / "b.gguf"), str(folder / "a model.gguf")],
         model_folder=str(folder),
         geometry="1140x680+10+20",
+        hf_endpoint="https://hf-mirror.com",
+        model_hint_shown=True,
     )
 
 
@@ -80,6 +82,8 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "recent_models": [str(folder / "b.gguf"), str(folder / "a model.gguf")],
         "model_folder": str(folder),
         "geometry": "1140x680+10+20",
+        "hf_endpoint": "https://hf-mirror.com",
+        "model_hint_shown": True,
     }
 
 

@@ -20,12 +20,12 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Faults
+from tests.conftest import Faults, wait_until
 from tkchat.generate.backend import Sampling
 from tkchat.store import damaged, db
 from tkchat.store.db import (
@@ -79,14 +79,6 @@ def raw_rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tupl
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
-
-
-def wait_until(ready: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
 
 
 class Errors(list[str]):
@@ -973,12 +965,10 @@ def test_writer_keeps_an_answers_end_the_full_disk_refused_and_writes_it_later(
         assert writer.flush(timeout=10) is False  # not written yet: flush says so
         assert raw_rows(db_path, "SELECT status FROM messages") == [("streaming",)]
         faults.write_error = None
-        deadline = time.monotonic() + 10  # the next batch deadline writes it, unasked
-        while (
-            raw_rows(db_path, "SELECT status FROM messages") != [("complete",)]
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.02)
+        wait_until(  # the next batch deadline writes it, unasked (no flush before this)
+            lambda: raw_rows(db_path, "SELECT status FROM messages") == [("complete",)],
+            what="the refused end of the answer to be written by the writer's own retry",
+        )
         assert writer.flush(timeout=10)
     finally:
         writer.close(timeout=10)

@@ -6,7 +6,12 @@ import random
 
 import pytest
 
-from tkchat.consume.stream_consumer import StreamConsumer, TickResult
+from tkchat.consume.stream_consumer import (
+    TRANSPORT_GAP,
+    ConsumerCounts,
+    StreamConsumer,
+    TickResult,
+)
 from tkchat.events import (
     AppEvent,
     Chunk,
@@ -213,3 +218,90 @@ def test_random_interleaving_of_two_generations(seed: int) -> None:
             finals.append(result.final)
     assert "".join(texts) == "".join(new_words)
     assert finals == [new[-1]]
+
+
+# -- an event that never comes, and the counts of lesson 13 -----------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_lost_event_ends_the_answer_with_a_transport_gap_error() -> None:
+    clock = FakeClock()
+    consumer = StreamConsumer(gap_timeout_s=3.0, clock=clock)
+    consumer.follow(4)
+    c1, c2, c3, c4, done = generation(4, ["a", "b", "c", "d"])
+    first = consumer.accept([c1, c3, c4, done])  # 2 was lost on the way
+    assert first.text == "a"
+    assert first.final is None
+    assert consumer.waiting == 3
+    clock.now = 2.0
+    assert consumer.accept([]) == TickResult((), None, (), 0)  # a tick with nothing new
+    clock.now = 3.0
+    end = consumer.accept([])
+    assert end.text == ""
+    assert end.final == Error(
+        4, 2, TRANSPORT_GAP, "event 2 never arrived (lost in transport); the answer was ended"
+    )
+    assert consumer.finished
+    assert consumer.waiting == 0
+    late = consumer.accept([c2, Chunk(4, 6, "more")])
+    assert late == TickResult((), None, (), 2), "the late event cannot reopen the answer"
+    assert consumer.counts() == ConsumerCounts(
+        held_back=3, duplicates_dropped=0, stale_dropped=2, gaps=1
+    )
+
+
+def test_the_event_arriving_in_the_deadline_tick_still_counts() -> None:
+    clock = FakeClock()
+    consumer = StreamConsumer(gap_timeout_s=1.0, clock=clock)
+    consumer.follow(1)
+    c1, c2, done = generation(1, ["a", "b"])
+    consumer.accept([c2, done])
+    clock.now = 5.0  # long overdue, but the tick brings it: it is not lost
+    result = consumer.accept([c1])
+    assert result.text == "ab"
+    assert result.final == done
+
+
+def test_a_flood_behind_a_gap_ends_the_answer_at_the_bound() -> None:
+    consumer = StreamConsumer(max_held=32, gap_timeout_s=3600)
+    consumer.follow(1)
+    result = consumer.accept([Chunk(1, seq, "x") for seq in range(2, 200)])
+    assert isinstance(result.final, Error)
+    assert (result.final.kind, result.final.seq) == (TRANSPORT_GAP, 1)
+    assert result.stale == 0
+    assert consumer.waiting == 0
+    assert consumer.counts().held_back == 32
+
+
+def test_a_tick_following_nothing_never_ends_anything() -> None:
+    clock = FakeClock()
+    consumer = StreamConsumer(gap_timeout_s=0.1, clock=clock)
+    clock.now = 99.0
+    assert consumer.accept([]) == TickResult((), None, (), 0)
+    consumer.follow(-1)  # what Stop does
+    assert consumer.accept([]).final is None
+
+
+def test_counts_add_up_across_generations() -> None:
+    consumer = following(1)
+    c1, c2, done = generation(1, ["a", "b"])
+    consumer.accept([c2, c1, c1, done])  # 2 held back, one duplicate
+    consumer.follow(2)
+    d1, d2, d3, done2 = generation(2, ["x", "y", "z"])
+    consumer.accept([Chunk(1, 9, "stale"), d3, d2, d2, d1, done2, done2])
+    assert consumer.counts() == ConsumerCounts(
+        held_back=3, duplicates_dropped=2, stale_dropped=2, gaps=0
+    )
+
+
+def test_in_order_events_cost_nothing() -> None:
+    consumer = following(1)
+    consumer.accept(list(generation(1, [f"w{i}" for i in range(30)])))
+    assert consumer.counts() == ConsumerCounts()

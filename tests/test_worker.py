@@ -8,6 +8,7 @@ measures speed (that is the benchmark's job).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import queue
 import random
 import threading
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tests.conftest import wait_until
 from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.events import (
     AppEvent,
@@ -69,22 +71,19 @@ class Collector:
         return [e for e in self.events if isinstance(e, (Chunk, Done, Error)) and e.gen == gen]
 
     def until(self, condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
-        deadline = threading.Event()
-        timer = threading.Timer(timeout, deadline.set)
-        timer.start()
+        def holds_or_take_one() -> bool:
+            if condition():
+                return True
+            with contextlib.suppress(queue.Empty):  # this get is the wait between two looks
+                self.events.append(self.channel.get(timeout=0.05))
+            return False
+
         try:
-            while not condition():
-                if deadline.is_set():
-                    raise AssertionError(
-                        f"timed out after {timeout} s waiting for {what}; "
-                        f"got {len(self.events)} events, last: {self.events[-3:]!r}"
-                    )
-                try:
-                    self.events.append(self.channel.get(timeout=0.05))
-                except queue.Empty:
-                    continue
-        finally:
-            timer.cancel()
+            wait_until(holds_or_take_one, timeout=timeout, what=what, interval=0)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}; got {len(self.events)} events, last: {self.events[-3:]!r}"
+            ) from None
 
     def until_final(self, *gens: int, timeout: float = DEADLINE_S) -> None:
         self.until(

@@ -7,10 +7,12 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.transport.chaos import Chaos
 
 DEFAULT_SEED = 7
 DEFAULT_PROMPT_TOKENS = 3000  # a pasted page or two; fits the bundled model's 4,096 context
@@ -93,6 +95,11 @@ def _window_options() -> argparse.ArgumentParser:
     )
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument(
+        "--projector",
+        action="store_true",
+        help="projector mode: large text and figures, for a classroom (View menu, F11)",
+    )
+    group.add_argument(
         "--no-history",
         action="store_true",
         help="keep nothing on disk and start from the default settings "
@@ -110,6 +117,22 @@ def _window_options() -> argparse.ArgumentParser:
         "--split-utf8",
         action="store_true",
         help="scripted backend: cut multi-byte characters across tokens",
+    )
+    group.add_argument(
+        "--chaos",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="lesson 13: shuffle, duplicate and delay the events between the model and the "
+        "window, reproducibly from SEED (the window puts them back in order)",
+    )
+    group.add_argument(
+        "--lose-event",
+        type=int,
+        default=None,
+        metavar="SEQ",
+        help="with --chaos: the first answer loses its event SEQ on the way (the window ends "
+        "it with a clear message instead of waiting for ever)",
     )
     return window
 
@@ -174,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="en,zh",
         help="with --lessons: the lessons' languages (default en,zh)",
     )
+    bench.add_argument(
+        "--only",
+        default="",
+        metavar="IDS",
+        help="with --lessons: only these lessons (comma-separated ids or numbers, e.g. 04,11)",
+    )
 
     compare = commands.add_parser(
         "compare",
@@ -207,7 +236,52 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+
+    watchdog = commands.add_parser(
+        "watchdog",
+        help="the heartbeat window a chat window opens: its freezes, drawn from outside",
+        description="Plot the heartbeat a chat window sends on stdin; started by the app.",
+    )
+    watchdog.add_argument("--geometry", help="window size and place, Tk style")
+    watchdog.add_argument(
+        "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
+    )
+    _add_models_command(commands)
     return parser
+
+
+def _add_models_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``tkchat models list`` and ``tkchat models get NAME``: the catalogue of Model > Get a
+    model…, from the command line."""
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument(
+        "--catalogue",
+        type=Path,
+        metavar="FILE",
+        help="another catalogue file of the same shape (default: $TKCHAT_CATALOGUE, else "
+        "the one shipped with tkchat)",
+    )
+    shared.add_argument("--lang", choices=["en", "zh"], default="en", help="language of messages")
+    models = commands.add_parser(
+        "models",
+        help="list the catalogue of better models, or download one",
+        description="The curated models of Model > Get a model…: list them, or download one "
+        "into the Hugging Face cache (resumable, checked against its SHA-256).",
+    )
+    actions = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    actions.add_parser("list", parents=[shared], help="the models, their size and memory needs")
+    get = actions.add_parser(
+        "get",
+        parents=[shared],
+        help="download a model (an interrupted download continues where it stopped)",
+    )
+    get.add_argument("name", help="a name from `tkchat models list`")
+    get.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="hub or mirror to download from, e.g. https://hf-mirror.com in mainland China "
+        "(default: $HF_ENDPOINT, else the one chosen in the window, else huggingface.co)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,7 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench" and args.lessons:
         from tkchat.measure.lesson_demos import run_lesson_bench
 
-        return run_lesson_bench([lang.strip() for lang in args.lang.split(",") if lang.strip()])
+        return run_lesson_bench(
+            [lang.strip() for lang in args.lang.split(",") if lang.strip()],
+            only=[part.strip() for part in args.only.split(",") if part.strip()],
+        )
     if args.command == "bench":
         from tkchat.measure.bench import run_bench
         from tkchat.measure.figures import BenchOptions
@@ -263,13 +340,125 @@ def main(argv: list[str] | None = None) -> int:
             tokens=args.tokens,
         )
         return run_server(backend, host=args.host, port=args.port)
+    if args.command == "models":
+        return run_models(args)
     if args.command == "selftest":
         from tkchat.measure.selftest import run_selftest
 
         return run_selftest(
             args.mode, args.backend, args.model, rate=2000.0 if args.rate is None else args.rate
         )
+    if args.command == "watchdog":
+        from tkchat.measure.watchdog import run_watchdog
+
+        return run_watchdog(state=args.state, geometry=args.geometry)
     return run_app(args)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    """``tkchat models list`` / ``tkchat models get NAME``. The download is the window's: the
+    same child process, progress, checks and sentences."""
+    from tkchat.generate.hub.catalogue import CatalogueError, cache_dir, load_catalogue
+
+    try:
+        entries = load_catalogue(args.catalogue)
+    except CatalogueError as exc:
+        print(f"tkchat: {exc}", file=sys.stderr)
+        return 2
+    if args.models_command == "list":
+        print(_catalogue_table(entries, cache_dir(), args.lang))
+        return 0
+    return _get_model(args, entries)
+
+
+def _catalogue_table(entries: list[Any], cache: Path, lang: str) -> str:
+    from tkchat.generate.hub.catalogue import (
+        downloaded_path,
+        fits,
+        memory_available,
+        memory_needed,
+    )
+    from tkchat.generate.hub.text import say
+    from tkchat.generate.model_finder import describe_size
+
+    free = memory_available()
+    rows = [("name", "size", "memory", "languages", "licence", "")]
+    for entry in entries:
+        needed = memory_needed(entry)
+        if downloaded_path(entry, cache) is not None:
+            state = say(lang, "catalogue.state.downloaded")
+        elif not fits(entry, free) and free is not None:
+            state = say(lang, "catalogue.state.too_big", free=describe_size(free))
+        else:
+            state = ""
+        rows.append(
+            (
+                entry.name,
+                describe_size(entry.size) if entry.size else "?",
+                describe_size(needed) if needed else "?",
+                ",".join(entry.languages),
+                entry.licence,
+                state,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _get_model(args: argparse.Namespace, entries: list[Any]) -> int:
+    import time
+
+    from tkchat.generate.hub.catalogue import (
+        cache_dir,
+        chosen_endpoint,
+        find_entry,
+        normalize_endpoint,
+    )
+    from tkchat.generate.hub.job import DownloadJob, Failed
+    from tkchat.generate.hub.text import describe_failure, describe_progress, say
+    from tkchat.store.settings import load_settings
+
+    lang = args.lang
+    entry = find_entry(entries, args.name)
+    if entry is None:
+        print(f"tkchat: {say(lang, 'catalogue.cli.none', name=args.name)}", file=sys.stderr)
+        return 2
+    if args.endpoint is not None:
+        endpoint = normalize_endpoint(args.endpoint)
+        if endpoint is None:
+            failed = Failed("bad_endpoint", {"endpoint": args.endpoint})
+            print(f"tkchat: {describe_failure(lang, failed)}", file=sys.stderr)
+            return 2
+    else:
+        remembered = load_settings()[0].hf_endpoint if "HF_ENDPOINT" not in os.environ else None
+        endpoint = chosen_endpoint(remembered)
+    job = DownloadJob(entry, endpoint=endpoint, cache=cache_dir())
+    job.start()
+    shown = ""
+    try:
+        while (result := job.poll()) is None:
+            line = describe_progress(lang, job.progress, endpoint=endpoint, file=entry.file)
+            if line != shown and sys.stderr.isatty():
+                print("\r" + line.ljust(len(shown)), end="", file=sys.stderr, flush=True)
+            shown = line
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        job.cancel()
+        result = job.result
+    if shown and sys.stderr.isatty():
+        print(file=sys.stderr)
+    if isinstance(result, Failed) or result is None:
+        failed = result or Failed("failed", {"detail": "no result"})
+        sentence = describe_failure(
+            lang, failed, endpoint=endpoint, repo=entry.repo, file=entry.file
+        )
+        print(f"tkchat: {sentence}", file=sys.stderr)
+        return 1
+    print(say(lang, "catalogue.cli.saved", path=result.path))
+    return 0
 
 
 def _child_model_args(args: argparse.Namespace) -> list[str]:
@@ -284,6 +473,15 @@ def _child_model_args(args: argparse.Namespace) -> list[str]:
     if args.tokens is not None:
         out += ["--tokens", str(args.tokens)]
     return out
+
+
+def _chaos(seed: int | None, lose: int | None) -> Chaos | None:
+    if seed is None:
+        return None
+    chaos = Chaos(seed)
+    if lose is not None:
+        chaos.drop_next(lose)
+    return chaos
 
 
 def window_model(given: str | None, recent: list[str], environ: Mapping[str, str]) -> str | None:
@@ -358,6 +556,8 @@ def run_app(args: argparse.Namespace) -> int:
             history=not args.no_history,
             app_settings=settings,
             persist_settings=not args.no_history,
+            projector=args.projector,
+            chaos=_chaos(args.chaos, args.lose_event),
         ),
     )
     if settings_warning:

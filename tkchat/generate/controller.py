@@ -20,7 +20,10 @@ from tkchat.generate.backend import (
 )
 from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.worker import GenerationWorker
-from tkchat.transport.channel import EventChannel
+from tkchat.transport.channel import EventChannel, EventSink
+
+# Wraps the channel for one generation (the chaos transport of lesson 13 is one).
+SinkWrapper = Callable[[EventSink], EventSink]
 
 LOAD_PROGRESS_INTERVAL_S = 0.1  # llama.cpp reports after every tensor: hundreds a second
 
@@ -38,6 +41,10 @@ class GenerationController:
         self._loader: threading.Thread | None = None
         self._watch: LoadWatch | None = None  # the load in progress, to cancel it
         self.load_reports = 0  # ModelLoading events sent (all loads): for the benchmark
+        # Called once per generation that ``start`` begins, with the channel: the sink its
+        # worker sends to instead (None: the channel itself). Set it from the consumer thread;
+        # it applies from the next generation.
+        self.sink_wrapper: SinkWrapper | None = None
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -137,7 +144,9 @@ class GenerationController:
     def start(self, request: GenerationRequest) -> int:
         """Cancel whatever runs, start a new generation, return its id (``gen``)."""
         self.stop()
-        worker = self.new_worker(request, self.channel, self.new_gen())
+        wrap = self.sink_wrapper
+        sink = self.channel if wrap is None else wrap(self.channel)
+        worker = self.new_worker(request, sink, self.new_gen())
         self.current = worker
         worker.start()
         return self._gen
@@ -153,7 +162,7 @@ class GenerationController:
         return self._model_lock
 
     def new_worker(
-        self, request: GenerationRequest, channel: EventChannel, gen: int
+        self, request: GenerationRequest, channel: EventSink, gen: int
     ) -> GenerationWorker:
         """A worker on this model (sharing its lock) that sends to ``channel``; not started.
         The benchmark's ``raw`` mode uses it to run the same loop with no UI."""

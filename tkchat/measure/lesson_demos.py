@@ -18,7 +18,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from tkchat.teach.claims import Claim, Figures, figures_path, quoted_figures
 from tkchat.teach.lessons import Lesson, lessons_dir
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.app import ChatApp
+from tkchat.ui.live_figures import ORDERING_METRICS
 
 IDLE_S = 1.0  # the idle baseline: the window open, nothing streaming
 SETTLE_S = 0.3  # after an answer: late timers of a frozen window fire, the render finishes
@@ -115,6 +116,7 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
     figures["idle_lag_p99_ms"] = baselines.get("idle", {}).get("lag_p99_ms")
     if "raw" in baselines and _needs_raw(lesson):
         figures["raw_tokens_per_s"] = rounded(baselines["raw"].get("tokens_per_s"), 1)
+        figures["raw_ttft_ms"] = rounded(baselines["raw"].get("ttft_ms"), 1)
     result = DemoResult(lesson, figures, baselines)
     result.verdicts = check(lesson, figures, baselines)
     out.append(result)
@@ -123,6 +125,7 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
 def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     inserts_before = app.transcript.inserts
     events_before = app.pump.events
+    ordering_before = asdict(app.ordering_counters())
     finished_before = len(app.finished)
     slices_before = len(app.transcript.painter.slice_ms)
     app.probe.start_recording()
@@ -150,9 +153,13 @@ def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     slices = app.transcript.painter.slice_ms[slices_before:]
     figures["render_slice_max_ms"] = rounded(max(slices), 2) if slices else None
     figures["events"] = app.pump.events - events_before
+    ordering = asdict(app.ordering_counters())
+    for name in ORDERING_METRICS:  # what the chaos transport did to this answer's events
+        figures[name] = ordering[name] - ordering_before[name]
     if worker is not None and worker.gen == final.gen:  # the fixed pipeline's own worker
         sender = worker.sender
         figures["chunks"] = sender.chunks
+        figures["merged"] = sender.pieces - sender.chunks
         figures["events_per_token"] = rounded(sender.chunks / max(1, stats.tokens), 4)
 
 
@@ -236,13 +243,16 @@ def run_demos(app: ChatApp, lessons: Iterable[Lesson], out: list[DemoResult]) ->
 
 def write_figures(results: Iterable[DemoResult], path: Path | None = None) -> Path:
     """Keep the measured figures of each lesson's demo (merged into what is there): the
-    numbers the lessons quote."""
+    numbers the lessons quote. A run whose claims did not hold is not kept: a lesson must not
+    quote figures that contradict what it says."""
     target = path or figures_path(lessons_dir())
     data: dict[str, Any] = {}
     if target.is_file():
         data = json.loads(target.read_text(encoding="utf-8"))
     lessons = data.setdefault("lessons", {})
     for result in results:
+        if not result.ok:
+            continue
         entry: dict[str, float | None] = {k: v for k, v in result.figures.items() if v is not None}
         lessons.setdefault(result.lesson.id, {})[result.lesson.language] = entry
     data["measured"] = time.strftime("%Y-%m-%d")
@@ -251,7 +261,9 @@ def write_figures(results: Iterable[DemoResult], path: Path | None = None) -> Pa
     return target
 
 
-def run_lesson_bench(languages: Iterable[str], *, write: bool = True) -> int:
+def run_lesson_bench(
+    languages: Iterable[str], *, only: Iterable[str] = (), write: bool = True
+) -> int:
     """``tkchat bench --lessons``: every lesson's demo in one real window (on a virtual
     screen if there is none), its claims checked, the figures written for the lessons to
     quote. Returns 0 when every claim held, 1 otherwise."""
@@ -269,7 +281,13 @@ def run_lesson_bench(languages: Iterable[str], *, write: bool = True) -> int:
     controller = GenerationController(make_backend("llama"), EventChannel())
     app = ChatApp(root, controller, AppOptions(language="en", backend_factory=make_backend))
     controller.load_async()
-    lessons = [lesson for lang in languages for lesson in load_lessons(lang)]
+    wanted = tuple(only)
+    lessons = [
+        lesson
+        for lang in languages
+        for lesson in load_lessons(lang)
+        if not wanted or lesson.id.startswith(wanted)
+    ]
     results: list[DemoResult] = []
     runner = ScriptRunner(root, run_demos(app, lessons, results))
     runner.start()

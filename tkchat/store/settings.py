@@ -3,7 +3,8 @@
 What is stored (:class:`AppSettings`): the interface language, the font size, the system
 prompt and sampling values that NEW conversations start with (a conversation keeps its own
 copy in the history), the most recently used model files, the folder the user browses for
-GGUF files, and the window's size and place.
+GGUF files, the window's size and place, the address models are downloaded from (a mirror
+such as hf-mirror.com) and whether the first-run model suggestion was shown.
 
 Where: ``settings.json`` in :func:`tkchat.store.paths.data_dir` (next to the conversation
 history; ``$TKCHAT_DATA_DIR`` overrides it), see :func:`settings_path`.
@@ -67,6 +68,8 @@ class AppSettings:
     recent_models: list[str] = field(default_factory=list)  # absolute paths, newest first
     model_folder: str | None = None  # where the user looks for GGUF files
     geometry: str | None = None  # Tk geometry, e.g. "1140x680+10+20"
+    hf_endpoint: str | None = None  # where models are downloaded from; None: huggingface.co
+    model_hint_shown: bool = False  # the first-run "get a better model" line was shown
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(AppSettings))
@@ -196,6 +199,15 @@ def _model_folder(value: object) -> object:
     return value if value is None or _is_path_text(value) else _INVALID
 
 
+def _hf_endpoint(value: object) -> object:
+    ok = isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) < 300
+    return value if value is None or ok else _INVALID
+
+
+def _flag(value: object) -> object:
+    return value if isinstance(value, bool) else _INVALID
+
+
 def _geometry(value: object) -> object:
     # fullmatch, not match with "$": "$" would also accept a trailing newline.
     if value is None or (isinstance(value, str) and _GEOMETRY.fullmatch(value)):
@@ -211,6 +223,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "system_prompt": _system_prompt,
     "model_folder": _model_folder,
     "geometry": _geometry,
+    "hf_endpoint": _hf_endpoint,
+    "model_hint_shown": _flag,
 }
 
 

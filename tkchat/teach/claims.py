@@ -118,6 +118,7 @@ def load_figures(path: Path) -> dict[str, dict[str, dict[str, float | None]]]:
 
 
 _UNITS = (
+    ("seconds", "s"),
     ("_ms", "ms"),
     ("tokens_per_s", "tokens/s"),
     ("updates_per_s", "updates/s"),

@@ -72,6 +72,7 @@ OPTIONAL_KEYS: tuple[str, ...] = (
     "seconds",
     "claims",
     "watchdog",
+    "chaos",
 )
 HEADER_KEYS: tuple[str, ...] = REQUIRED_KEYS + OPTIONAL_KEYS
 
@@ -108,6 +109,7 @@ class Lesson:
     seconds: float | None = None  # about how long the demo runs (Send to the answer's end)
     claims: tuple[Claim, ...] = ()  # what a run of the demo must show (tests/test_demos.py)
     watchdog: bool = False  # open the watchdog window: the freeze, seen from outside
+    chaos: int | None = None  # the chaos transport's seed (lesson 13): shuffled, duplicated
 
     @property
     def number(self) -> int:
@@ -197,6 +199,7 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         seconds=_number(header, "seconds", float, path),
         claims=claims,
         watchdog=_yes(header, "watchdog", False, path),
+        chaos=_number(header, "chaos", int, path),
     )
 
 

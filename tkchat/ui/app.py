@@ -15,8 +15,9 @@ import time
 import tkinter as tk
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from tkinter import ttk
 
-from tkchat.consume.stream_consumer import StreamConsumer, TickResult
+from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
@@ -26,27 +27,36 @@ from tkchat.modes import FIXED
 from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
+from tkchat.transport.chaos import Chaos
+from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
 from tkchat.ui.fonts import FontSizer
 from tkchat.ui.history import History
 from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.lag_timeline import LagTimeline, answer_arrivals
 from tkchat.ui.layout import ButtonCommands, ChatLayout
 from tkchat.ui.live_figures import LiveFigures
 from tkchat.ui.menubar import MenuBar, bind_shortcuts
+from tkchat.ui.model_catalogue import ModelCatalogue
 from tkchat.ui.model_switch import ModelSwitch
+from tkchat.ui.ordering import OrderingCounters, read_ordering
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.remembered import Remembered
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.settings_dialog import ChatSettingsDialog
+from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
+from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 
 log = logging.getLogger(__name__)
+PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
+BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,8 @@ class AppOptions:
     ``backend_factory(kind)`` makes the "llama" or "scripted" backend a lesson's demo asks for.
     ``history``: keep conversations in the user's data folder and reopen the latest.
     ``app_settings``: what was remembered (``settings.json``); with ``persist_settings``
-    every change is written back."""
+    every change is written back. ``projector``: start in projector mode (large text).
+    ``chaos``: answers travel through the chaos transport (lesson 13, ``--chaos SEED``)."""
 
     sampling: Sampling | None = None
     system_prompt: str | None = None
@@ -72,6 +83,8 @@ class AppOptions:
     history: bool = False
     app_settings: AppSettings | None = None
     persist_settings: bool = False
+    projector: bool = False
+    chaos: Chaos | None = None
 
 
 class ChatApp(ChatLayout):
@@ -99,6 +112,7 @@ class ChatApp(ChatLayout):
         self.answer: AnswerView | None = None  # the answer streaming now
         self.editing: UserView | None = None  # the past question being edited, if any
         self.model_ready = False
+        self.model_failed = False  # the last load failed: nothing can be sent until another
         self.closed = False
         self.finished: list[Done | Error] = []  # final events, in order (for tests and bench)
         self.last_error: str | None = None
@@ -106,8 +120,18 @@ class ChatApp(ChatLayout):
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.autosend = options.autosend
         self.settings_dialog: ChatSettingsDialog | None = None
+        self.shortcut_sheet: ShortcutSheet | None = None
+        self.projector = False
+        self._size_before_projector = BODY_FONT_SIZE
+        self.chaos: Chaos | None = None
+        if options.chaos is not None:
+            self.set_chaos(options.chaos)
+        self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
 
-        commands = ButtonCommands(self.send, self.stop, self.regenerate, self.toggle_language)
+        home = self._then_typing_home
+        commands = ButtonCommands(
+            home(self.send), home(self.stop), home(self.regenerate), home(self.toggle_language)
+        )
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
         self._build_parts(options)
         self._bind_commands()
@@ -128,12 +152,19 @@ class ChatApp(ChatLayout):
         )
         self.pipeline: Pipeline = make_pipeline(options.mode, self.pipeline_host)
         self.transcript.on_edit = self.edit
+        self.transcript_menu = attach_text_menu(self.transcript.text, self.t, editable=False)
+        self.input_menu = attach_text_menu(self.input, self.t, editable=True)
         self.transcript.on_copied = lambda what: self.status.say(f"app.copied.{what}")
         self.context = ContextWatch(
             self.context_meter, controller, self.transcript, self.scheduler, self.t
         )
         self.live_figure = LiveFigures(
-            self.probe, self.transcript, self.finished, lambda: self.last_cancel_ms
+            self.probe,
+            self.transcript,
+            self.finished,
+            lambda: self.last_cancel_ms,
+            self.ordering_counters,
+            lambda: self.controller.current.sender if self.controller.current else None,
         )
         self.teaching = TeachingControls(
             root,
@@ -147,6 +178,13 @@ class ChatApp(ChatLayout):
             read_figure=self.live_figure,
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
+            refocus=self._typing_home,
+            timeline=lambda master: LagTimeline(
+                master,
+                self.scheduler,
+                lambda: self.probe.history,
+                answer_arrivals(self.transcript.answers),
+            ),
         )
         self.models = ModelSwitch(
             root,
@@ -156,9 +194,15 @@ class ChatApp(ChatLayout):
             self.remembered,
             make=options.backend_factory or (lambda kind: make_backend(kind)),
             on_unloading=self._model_unloading,
+            on_dialog_closed=self._typing_home_soon,
+        )
+        self.catalogue = ModelCatalogue(
+            root, self.t, self.status, self.scheduler, self.remembered, self.models.load
         )
         self.fonts = FontSizer(root)
         self.fonts.on_change(self.transcript.set_font_size)
+        self.fonts.on_change(self.teaching.set_font_size)
+        self.fonts.on_change(self._resize_big_figures)
         self.conversations: SavedConversations | None = None
         if options.history:
             self.conversations = SavedConversations(
@@ -172,9 +216,14 @@ class ChatApp(ChatLayout):
                 on_shown=self._conversation_shown,
                 on_ready=self._history_ready,
                 on_warning=self._storage_warning,
+                on_export=lambda cid: self.files.export("markdown", cid),
             )
             sidebar = self.conversations.sidebar
             self.panes.insert(0, sidebar, weight=1)
+            # A chat picked with the mouse: type into it at once. (Picked with the arrow keys,
+            # the list keeps the focus, so the arrows go on working.)
+            sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self._typing_home_soon(), add="+")
+            sidebar.new_button.configure(command=self._then_typing_home(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             root.geometry("1140x680")
         self.archive: History | None = self.conversations.archive if self.conversations else None
@@ -192,6 +241,8 @@ class ChatApp(ChatLayout):
             self.teaching.toggle_lessons()
         if settings.font_size is not None:
             self.set_font_size(settings.font_size, save=False)
+        if options.projector:
+            self.set_projector(True)
         if options.persist_settings and settings.geometry:
             self.root.geometry(settings.geometry.split("+")[0])  # the size; not the place
         self.input.focus_set()
@@ -207,10 +258,13 @@ class ChatApp(ChatLayout):
             "focus_input": self.focus_input,
             "settings": self.open_settings,
             "choose_model": self.models.choose,
+            "get_model": self.catalogue.open,
             "bigger": lambda: self.change_font_size(+1),
             "smaller": lambda: self.change_font_size(-1),
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
             "lessons": self.teaching.toggle_lessons,
+            "projector": lambda: self.set_projector(not self.projector),
+            "shortcuts": self.show_shortcuts,
             "language": self.toggle_language,
         }
         if self.conversations is not None:
@@ -222,6 +276,9 @@ class ChatApp(ChatLayout):
                     "export_json": lambda: self.files.export("json"),
                 }
             )
+        # After a menu item or a shortcut, the next key typed goes to the message box (unless
+        # the command opened somewhere else to type: a dialog, the search box).
+        commands = {name: self._then_typing_home(command) for name, command in commands.items()}
         self.menubar = MenuBar(self.root, self.t, commands)
         bind_shortcuts(self.root, commands)
 
@@ -252,6 +309,9 @@ class ChatApp(ChatLayout):
         return self._generate(self.session.request())
 
     def _can_generate(self) -> bool:
+        if self.model_failed and not self.controller.loading:
+            self.status.say("app.no_model")  # the box keeps the text: nothing is lost
+            return False
         if not self.model_ready or self.showing_conversation or not self._history_open():
             # (a question sent before the history is open could not be saved)
             self.status.say("app.not_ready")
@@ -331,14 +391,56 @@ class ChatApp(ChatLayout):
         else:
             self.cancel_edit()
 
+    def show_shortcuts(self) -> None:
+        """F1: every shortcut on one sheet."""
+        if self.shortcut_sheet is not None and self.shortcut_sheet.winfo_exists():
+            self.shortcut_sheet.lift()
+            return
+        self.shortcut_sheet = ShortcutSheet(self.root, self.t)
+        self.shortcut_sheet.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
+
+    def _then_typing_home(self, command: Callable[[], object]) -> Callable[[], object]:
+        """``command``, then :meth:`_typing_home` (for buttons, menu items and shortcuts)."""
+
+        def run() -> object:
+            result = command()
+            self._typing_home()
+            return result
+
+        return run
+
+    def _typing_home(self) -> None:
+        """The next key typed goes to the message box — unless the focus is where the user
+        types on purpose: the box itself, an entry (search, rename), or another window (a
+        dialog). A button or a list that kept the focus after a click would otherwise take
+        the keys: a space pressed it again."""
+        if self.closed:
+            return
+        try:
+            focused = self.root.focus_get()
+        except (KeyError, tk.TclError):  # a focused widget Tkinter does not know (a popdown)
+            focused = None
+        typing_elsewhere = focused is not None and (
+            focused.winfo_toplevel() is not self.root
+            or (
+                isinstance(focused, (tk.Entry, ttk.Entry)) and not isinstance(focused, ttk.Combobox)
+            )
+        )
+        if focused is not self.input and not typing_elsewhere:
+            self.input.focus_set()
+
+    def _typing_home_soon(self) -> None:
+        """:meth:`_typing_home` once Tk has moved the focus (after a click, a closed dialog)."""
+        self.scheduler.when_idle("typing-home", self._typing_home)
+
     def focus_input(self) -> None:
         """Ctrl+L: type without reaching for the mouse."""
         self.input.focus_end()
 
     def _update_actions(self) -> None:
-        """Regenerate needs an answer to replace."""
+        """Regenerate needs an answer to replace, and a model to answer."""
         entries = self.transcript.entries
-        possible = bool(entries) and isinstance(entries[-1], AnswerView)
+        possible = self.model_ready and bool(entries) and isinstance(entries[-1], AnswerView)
         self.regenerate_button.configure(state="normal" if possible else "disabled")
         self.menubar.enable("regenerate", possible)
 
@@ -373,6 +475,9 @@ class ChatApp(ChatLayout):
             max_tokens=limit or sampling.max_tokens,
             seed=lesson.seed if lesson.seed is not None else sampling.seed,
         )
+        self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
+        if lesson.watchdog:
+            self.open_watchdog()
         self.input.set_draft(lesson.prompt or "")
         self.input.focus_set()
         self.health.highlight(lesson.watch)
@@ -382,12 +487,16 @@ class ChatApp(ChatLayout):
     # -- stop, new chat, saved conversations -----------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the worker to stop; the ``done(cancelled)`` event then ends the answer."""
+        """Ask the worker to stop; the answer ends here, marked stopped. Also when the worker
+        has just finished by itself and its last events are still in the queue: the answer
+        ends now, complete, and those events are dropped (they would otherwise end an answer
+        that another chat may already have cleared from the screen)."""
         worker = self.controller.stop()
         if worker is not None:
             self._watch_cancel(worker)
-            self._end_answer(stopped=True)
-            self.consumer.follow(-1)  # nothing of the stopped generation may show up later
+        if self.answer is not None:
+            self._end_answer(stopped=worker is not None)
+        self.consumer.follow(-1)  # nothing of that generation may show up later
 
     def new_chat(self) -> None:
         """Start over (Ctrl+N): stop any answer, clear the transcript and the model's context.
@@ -399,8 +508,13 @@ class ChatApp(ChatLayout):
             self.conversations.forget_current()
 
     def _clear_chat(self) -> None:
-        """Before another conversation: nothing running, nothing on screen."""
+        """Before another conversation: nothing running, nothing on screen, nothing of a saved
+        conversation still on its way to the screen, nothing said about the previous one."""
         self.stop()
+        if self.model_ready:  # "Done — 512 tokens" was about the chat that is going away
+            self.status.say("app.ready_again", name=self.controller.backend.name)
+        if self.conversations is not None:
+            self.conversations.stop_showing()
         self.editing = None
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
@@ -474,11 +588,15 @@ class ChatApp(ChatLayout):
 
     def _model_ready(self, event: ModelReady) -> None:
         self.model_ready = True
+        self.model_failed = False
+        self.model_banner.hide()
         self.send_button.configure(state="normal")
+        self._update_actions()
         self.status.say(
             "app.ready", name=event.name, seconds=f"{event.load_s:.1f}", n_ctx=event.n_ctx
         )
         self._set_title()
+        self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
         self._measure_context()
         self._maybe_autosend()
@@ -487,7 +605,10 @@ class ChatApp(ChatLayout):
         """Another backend is about to replace the current one."""
         self.stop()
         self.model_ready = False
+        self.model_failed = False
+        self.model_banner.hide()
         self.send_button.configure(state="disabled")
+        self._update_actions()
 
     def handle_final(self, final: Done | Error) -> None:
         """Main thread. The answer's ``done`` or ``error``: end it, say how it went."""
@@ -495,13 +616,34 @@ class ChatApp(ChatLayout):
         self.final_handled_at = time.perf_counter()
         self.context.after(final)
         if isinstance(final, Error):
-            self.last_error = final.message
-            self._end_answer(error=final.message)
-            self.status.say("app.error", message=final.message)
+            message = final.message
+            if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
+                message = self._transport_gap(final)
+            self.last_error = message
+            self._end_answer(error=message)
+            self.status.say("app.error", message=message)
         else:
             self._end_answer(stopped=final.reason == "cancelled")
             if final.reason != "cancelled":
                 self.status.show(lambda: self._done_text(final))
+
+    # -- the chaos transport (lesson 13) -------------------------------------------------------
+
+    def set_chaos(self, chaos: Chaos | None) -> None:
+        """From the next answer on, events travel through ``chaos`` (None: straight)."""
+        self.chaos = chaos
+        self.controller.sink_wrapper = chaos
+
+    def ordering_counters(self) -> OrderingCounters:
+        """Lesson 13's live figures in one read: chaos done, order kept."""
+        return read_ordering(self.chaos, self.consumer)
+
+    def _transport_gap(self, final: Error) -> str:
+        """The consumer gave up on event ``final.seq``: it never arrived. The answer has
+        ended, so its worker must not go on generating unseen (Stop means the model stops).
+        Returns the window's own sentence for it, translated."""
+        self.controller.stop()
+        return self.t("app.transport_gap", seq=final.seq)
 
     def _done_text(self, final: Done) -> str:
         speed = final.stats.tokens_per_s
@@ -527,13 +669,18 @@ class ChatApp(ChatLayout):
         self.pipeline.finish(answer, stopped=stopped, error=error)
 
     def _model_failed(self, message: str, *, cancelled: bool = False) -> None:
-        if cancelled:  # on purpose (another model was chosen): one sentence, not an error
+        """A banner that stays until dismissed (a restored chat must not push the reason out
+        of sight), and the controls that need a model disabled. A load cancelled on purpose
+        (another model was chosen) is one sentence in the status line, not an error."""
+        if cancelled:
             self.status.show(lambda: message)
             return
         print(f"tkchat: {message}", file=sys.stderr)
+        self.model_failed = True
+        self.model_banner.show(message)
         self.status.say("app.model_failed")
-        self.transcript.add_note(message, "error")
         self.send_button.configure(state="disabled")
+        self._update_actions()
 
     # -- settings, text size -------------------------------------------------------------------
 
@@ -551,6 +698,7 @@ class ChatApp(ChatLayout):
             default_font_size=BODY_FONT_SIZE,
             on_apply=self.apply_settings,
         )
+        self.settings_dialog.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
 
     def apply_settings(self, system_prompt: str, sampling: Sampling, font_size: int | None) -> None:
         """From the next answer on: this conversation's prompt and sampling (saved with it),
@@ -578,6 +726,34 @@ class ChatApp(ChatLayout):
             self.remembered.change(font_size=None if size == BODY_FONT_SIZE else size)
         return size
 
+    def set_projector(self, on: bool) -> None:
+        """Projector mode (View menu, F11, ``--projector``): text large enough for the back of
+        a classroom everywhere (the lesson panel included), and the heartbeat and the lag
+        larger still. Turning it off gives back the size used before."""
+        if on == self.projector:
+            return
+        self.projector = on
+        sidebar = self.conversations.sidebar if self.conversations is not None else None
+        if on:
+            self._size_before_projector = self.fonts.size
+            if sidebar is not None:  # a class needs the room more than the list of chats
+                self.panes.forget(sidebar)
+            self.set_font_size(max(self.fonts.size, PROJECTOR_SIZE), save=False)
+            self.status.say("app.projector_on")
+        else:
+            if sidebar is not None:
+                self.panes.insert(0, sidebar, weight=1)
+            self.health.set_big(None)
+            self.set_font_size(self._size_before_projector, save=False)
+            self.status.say("app.projector_off")
+
+    def _resize_big_figures(self, size: int) -> None:
+        """After a text size change: the projector's figures, and the rows that wrap."""
+        if self.projector:
+            self.health.set_big(size + BIG_FIGURE_STEP)
+        self.health.relayout()
+        self.top_bar.relayout()
+
     def _measure_context(self) -> None:
         if self.model_ready:
             self.context.measure(self.session.request())
@@ -593,6 +769,15 @@ class ChatApp(ChatLayout):
         worker = self.controller.current
         return worker.tokens if worker is not None else 0
 
+    def open_watchdog(self) -> WatchdogHandle:
+        """Show this window's heartbeat in a second process, which can draw a freeze while
+        it happens (``tkchat watchdog``). Opens it once; again only if it was closed."""
+        if self.watchdog is None or not self.watchdog.alive:
+            if self.watchdog is not None:
+                self.watchdog.close()
+            self.watchdog = open_watchdog(self.scheduler)
+        return self.watchdog
+
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -604,9 +789,12 @@ class ChatApp(ChatLayout):
         self.closed = True
         cancelled_load = self.controller.cancel_load()
         self.stop()
+        self.catalogue.close()
         self.probe.stop()
         self.scheduler.close()
         self.teaching.close()
+        if self.watchdog is not None:
+            self.watchdog.close()
         freed = self.controller.shutdown(timeout=2.0)
         if cancelled_load:  # nobody will read it in the window: say it where it can be read
             name, state = self.controller.backend.name, "freed" if freed else "being freed"

@@ -47,6 +47,7 @@ class SavedConversations:
         on_shown: Callable[[], None],
         on_ready: Callable[[list[Conversation]], None],
         on_warning: Callable[[str], None],
+        on_export: Callable[[int], object] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.transcript = transcript
@@ -65,6 +66,7 @@ class SavedConversations:
             on_delete=self.delete,
             on_undo_delete=self.undelete,
             on_search=self.search,
+            on_export=on_export,
         )
         self.on_deleted_current: Callable[[], None] = on_new
 
@@ -137,6 +139,12 @@ class SavedConversations:
         self._to_show = deque(stored)
         self.scheduler.once("show-conversation", 0, self._show_some)
         self.refresh()
+
+    def stop_showing(self) -> None:
+        """Another chat replaces the screen: the rest of a conversation being put on screen
+        must not follow it there."""
+        self._to_show.clear()
+        self.scheduler.cancel("show-conversation")
 
     def _show_some(self) -> None:
         """Put saved messages on screen until this callback's budget is spent; their

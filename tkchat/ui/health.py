@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import tkinter as tk
+import tkinter.font as tkfont
 from collections import deque
 from collections.abc import Callable
 from tkinter import ttk
@@ -61,6 +62,9 @@ class HealthBar(ttk.Frame):
         self.t = translate
         self._tokens = RateMeter()
         self._updates = RateMeter()
+        # The heartbeat and the lag are the figures a class watches: in projector mode they
+        # get a font of their own, larger than the rest (set_big).
+        self._big = tkfont.Font(root=self, family=_family("TkFixedFont", self), weight="bold")
         self.heartbeat = ttk.Label(self, width=11, font="TkFixedFont")
         self.lag = ttk.Label(self, font="TkFixedFont")
         self.rates = ttk.Label(self, font="TkFixedFont")
@@ -71,14 +75,65 @@ class HealthBar(ttk.Frame):
         # fixed width: a label that changes size makes Tk lay out the whole window again
         self.ping_label = ttk.Label(self, text="", font="TkFixedFont", width=24, anchor="e")
         self.ping_times: list[float] = []  # perf_counter of every handled click
-        # Two rows, so the figures fit beside the lesson panel too.
-        self.heartbeat.grid(row=0, column=0, sticky="w")
-        self.lag.grid(row=0, column=1, sticky="w", padx=(4, 0))
-        self.rates.grid(row=1, column=1, sticky="w", padx=(4, 0))
-        self.ping_label.grid(row=0, column=2, sticky="e", padx=(0, 6))
-        self.ping_button.grid(row=0, column=3, rowspan=2, sticky="e")
-        self.columnconfigure(2, weight=1)
+        # Two rows, so the figures fit beside the lesson panel too; three when even that is
+        # too narrow (big text, a projector), with Ping on a row of its own.
+        self._rows = 0
+        self._reflow(2)
+        self.bind("<Configure>", lambda e: self._reflow(self._rows_needed(e.width)), add="+")
         self.beats = 0
+
+    def _rows_needed(self, width: int) -> int:
+        """2 rows when the figures fit beside the Ping button, 3 when Ping needs a row of its
+        own, 4 when even the heartbeat and the lag do not fit side by side (projector)."""
+        beat, lag = self.heartbeat.winfo_reqwidth(), self.lag.winfo_reqwidth()
+        ping = self.ping_label.winfo_reqwidth() + self.ping_button.winfo_reqwidth()
+        if beat + max(lag, self.rates.winfo_reqwidth()) + ping + 40 <= width:
+            return 2
+        if beat + lag + 20 <= width and self.rates.winfo_reqwidth() + 20 <= width:
+            return 3
+        return 4
+
+    def _reflow(self, rows: int) -> None:
+        if rows == self._rows:
+            return
+        self._rows = rows
+        for widget in (self.heartbeat, self.lag, self.rates, self.ping_label, self.ping_button):
+            widget.grid_forget()
+        self.heartbeat.grid(row=0, column=0, sticky="w")
+        if rows == 2:
+            self.lag.grid(row=0, column=1, sticky="w", padx=(4, 0))
+            self.rates.grid(row=1, column=1, sticky="w", padx=(4, 0))
+            self.ping_label.grid(row=0, column=2, sticky="e", padx=(0, 6))
+            self.ping_button.grid(row=0, column=3, rowspan=2, sticky="e")
+        else:
+            stacked = rows == 4  # the lag under the heartbeat: each figure on its own line
+            self.lag.grid(
+                row=1 if stacked else 0,
+                column=0 if stacked else 1,
+                columnspan=4 if stacked else 3,
+                sticky="w",
+                padx=(0 if stacked else 4, 0),
+            )
+            self.rates.grid(row=rows - 2, column=0, columnspan=4, sticky="w")
+            self.ping_button.grid(row=rows - 1, column=0, sticky="w", pady=(2, 0))
+            self.ping_label.grid(row=rows - 1, column=1, columnspan=3, sticky="w", padx=(4, 0))
+        for column in range(4):
+            self.columnconfigure(column, weight=1 if (rows == 2 and column == 2) else 0)
+
+    def relayout(self) -> None:
+        """The text size changed: the figures may need more rows, or fewer."""
+        self.update_idletasks()
+        self._reflow(self._rows_needed(self.winfo_width()))
+
+    def set_big(self, size: int | None) -> None:
+        """Projector mode: the heartbeat and the lag in a bold font of ``size`` points (None:
+        back to the others' size)."""
+        if size is not None:
+            self._big.configure(size=size)
+        font: tkfont.Font | str = self._big if size is not None else "TkFixedFont"
+        self.heartbeat.configure(font=font)
+        self.lag.configure(font=font)
+        self.relayout()  # the rows may no longer fit
 
     def start(self) -> None:
         self._beat()
@@ -117,3 +172,7 @@ class HealthBar(ttk.Frame):
             text=self.t("health.rates", tokens=f"{tokens:4.0f}", updates=f"{updates:3.0f}")
         )
         self.scheduler.once("health", REFRESH_MS, self._refresh)
+
+
+def _family(named: str, widget: tk.Misc) -> str:
+    return str(tkfont.nametofont(named, root=widget).actual()["family"])

@@ -25,14 +25,24 @@ class LagSample:
 
 
 class LagProbe:
-    """Main thread only. Keeps a window of recent samples for the live display and, while
-    ``recording``, every sample for the benchmark."""
+    """Main thread only. Keeps a window of recent samples for the live display, a longer
+    bounded ``history`` for the lag timeline and, while ``recording``, every sample for the
+    benchmark."""
 
-    def __init__(self, scheduler: AfterScheduler, interval_ms: int = 5, window_s: float = 5.0):
+    def __init__(
+        self,
+        scheduler: AfterScheduler,
+        interval_ms: int = 5,
+        window_s: float = 5.0,
+        history_s: float = 30.0,
+    ):
         self.scheduler = scheduler
         self.interval_ms = interval_ms
         self.window_s = window_s
         self.recent: deque[LagSample] = deque()
+        # A ring: at most one sample per interval, so ``history_s`` seconds always fit, and
+        # appending to a deque with a maxlen costs the 5 ms probe no trimming loop.
+        self.history: deque[LagSample] = deque(maxlen=int(history_s * 1000 / interval_ms) + 1)
         self.recorded: list[LagSample] | None = None
         self._expected = 0.0
         self._running = False
@@ -54,6 +64,7 @@ class LagProbe:
         now = time.perf_counter()
         sample = LagSample(now, max(0.0, (now - self._expected) * 1000))
         self.recent.append(sample)
+        self.history.append(sample)
         while self.recent and now - self.recent[0].at > self.window_s:
             self.recent.popleft()
         if self.recorded is not None:

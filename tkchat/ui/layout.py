@@ -16,15 +16,19 @@ from tkinter import ttk
 from typing import Literal
 
 from tkchat.ui.context_meter import ContextMeter
+from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.message_box import MessageBox
-from tkchat.ui.notice import NoticeBanner
+from tkchat.ui.notice import ERROR_COLOURS, NoticeBanner
 from tkchat.ui.progress import ProgressLine
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
+
+MESSAGE_BOX_MIN_WIDTH = 220  # px: below this, the buttons go under the box
+BUTTON_GAP = 6
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,12 @@ class ChatLayout:
         self.chat = chat = ttk.Frame(self.panes)
         self.panes.add(chat, weight=3)
 
-        self.top_bar = ttk.Frame(chat, padding=(8, 6, 8, 0))
+        self.top_bar = FlowRow(chat, padding=(8, 6, 8, 0))
         self.language_button = self._button(
             self.top_bar, t, "button.language", commands.toggle_language
         )
         self.language_button.configure(width=8)
+        self.top_bar.add(self.language_button)
         self.top_bar.pack(side="top", fill="x")
 
         status_row = ttk.Frame(chat)
@@ -87,17 +92,18 @@ class ChatLayout:
         )
         self.health.pack(side="top", fill="x")
         self.storage_banner = NoticeBanner(chat, self.health, t)
+        self.model_banner = NoticeBanner(chat, self.health, t, colours=ERROR_COLOURS)
 
         bottom = ttk.Frame(chat, padding=8)
         self.input = MessageBox(bottom, on_send=commands.send)
-        self.input.pack(side="left", fill="both", expand=True)
-        self.send_button = self._button(bottom, t, "button.send", commands.send, "left", 8)
-        self.stop_button = self._button(bottom, t, "button.stop", commands.stop, "left")
-        self.regenerate_button = self._button(
-            bottom, t, "button.regenerate", commands.regenerate, "left"
-        )
+        self.send_button = self._button(bottom, t, "button.send", commands.send)
+        self.stop_button = self._button(bottom, t, "button.stop", commands.stop)
+        self.regenerate_button = self._button(bottom, t, "button.regenerate", commands.regenerate)
         for button in (self.stop_button, self.regenerate_button):
             button.configure(state="disabled")
+        self._input_row: bool | None = None
+        self._place_input_row(one_row=True)
+        bottom.bind("<Configure>", lambda e: self._place_input_row(self._fits_one_row(e.width)))
         bottom.pack(side="bottom", fill="x")
 
         # Packed last, so it takes the room the others leave.
@@ -105,16 +111,38 @@ class ChatLayout:
         self.transcript.pack(side="top", fill="both", expand=True)
         self.input.configure(font=self.transcript.body_font)
 
+    def _buttons(self) -> tuple[ttk.Button, ...]:
+        return (self.send_button, self.stop_button, self.regenerate_button)
+
+    def _fits_one_row(self, width: int) -> bool:
+        buttons = sum(button.winfo_reqwidth() + BUTTON_GAP for button in self._buttons())
+        return buttons + MESSAGE_BOX_MIN_WIDTH <= width
+
+    def _place_input_row(self, one_row: bool) -> None:
+        """The message box and its buttons on one row, or, when the window is too narrow for
+        that (big text, a projector), the buttons on a row of their own under the box."""
+        if one_row == self._input_row:
+            return
+        self._input_row = one_row
+        self.input.grid(row=0, column=0, columnspan=1 if one_row else 4, sticky="nsew")
+        for index, button in enumerate(self._buttons(), start=1):
+            if one_row:
+                button.grid(row=0, column=index, sticky="n", padx=(BUTTON_GAP, 0), pady=0)
+            else:
+                button.grid(row=1, column=index, sticky="e", padx=(BUTTON_GAP, 0), pady=(6, 0))
+        self.input.master.columnconfigure(0, weight=1)
+
     @staticmethod
     def _button(
         parent: tk.Misc,
         translate: Translator,
         key: str,
         command: Callable[[], object],
-        side: Literal["left", "right"] = "right",
+        side: Literal["left", "right"] | None = None,
         gap: int = 6,
     ) -> ttk.Button:
         button = ttk.Button(parent, command=command)
         translate.bind(button, key)
-        button.pack(side=side, padx=(gap, 0))
+        if side is not None:
+            button.pack(side=side, padx=(gap, 0))
         return button

@@ -21,10 +21,16 @@ from tkinter import ttk
 
 from tkchat.teach.claims import format_figure
 from tkchat.teach.lessons import Lesson, expect_text, load_lessons, render_body
+from tkchat.ui.fit import breakable
+from tkchat.ui.lag_timeline import LagTimeline
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
 REFRESH_MS = 500  # the live figure is read twice a second
+BODY_SIZE = 11  # points, as the transcript's body; the window passes its text size
+TIMELINE_LINES = 7  # the lag timeline's height, in lines of the lesson's text
+# each font's size against the body's (headings larger, code as large as the text)
+FONT_STEPS = {"body": 0, "bold": 0, "italic": 0, "h1": 4, "h2": 2, "mono": 0}
 CODE_BACKGROUND = "#f2f2f2"
 TABLE_TAG_PREFIX = "table-"
 TABLE_GAP_PX = 14
@@ -56,6 +62,8 @@ class LessonPanel(ttk.Frame):
         on_setup_demo: Callable[[Lesson], None],
         read_figure: Callable[[str], float | None],
         translate: Callable[[str], str],
+        body_size: int = BODY_SIZE,
+        timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         super().__init__(master, padding=(8, 6))
         self.language = language
@@ -66,19 +74,21 @@ class LessonPanel(ttk.Frame):
         self.current: Lesson | None = None
         self.timers = AfterScheduler(self)
         self._load_error: str | None = None
+        self.timeline: LagTimeline | None = None
 
         # Named fonts vanish when their Python object is collected: keep them on the panel.
+        # Their sizes follow the window's text size (set_font_size), read from the class.
         base = tkfont.nametofont("TkDefaultFont", root=self).actual()
         mono = tkfont.nametofont("TkFixedFont", root=self).actual()
-        size = abs(int(base["size"])) or 10
         self._fonts = {
-            "body": tkfont.Font(root=self, family=base["family"], size=size),
-            "bold": tkfont.Font(root=self, family=base["family"], size=size, weight="bold"),
-            "italic": tkfont.Font(root=self, family=base["family"], size=size, slant="italic"),
-            "h1": tkfont.Font(root=self, family=base["family"], size=size + 4, weight="bold"),
-            "h2": tkfont.Font(root=self, family=base["family"], size=size + 2, weight="bold"),
-            "mono": tkfont.Font(root=self, family=mono["family"], size=size),
+            "body": tkfont.Font(root=self, family=base["family"]),
+            "bold": tkfont.Font(root=self, family=base["family"], weight="bold"),
+            "italic": tkfont.Font(root=self, family=base["family"], slant="italic"),
+            "h1": tkfont.Font(root=self, family=base["family"], weight="bold"),
+            "h2": tkfont.Font(root=self, family=base["family"], weight="bold"),
+            "mono": tkfont.Font(root=self, family=mono["family"]),
         }
+        self.set_font_size(body_size)
 
         top = ttk.Frame(self)
         self.pick_label = ttk.Label(top)
@@ -89,18 +99,26 @@ class LessonPanel(ttk.Frame):
         top.pack(side="top", fill="x")
 
         demo = ttk.Frame(self)
-        self.demo_label = ttk.Label(demo, justify="left")
+        self.demo_label = ttk.Label(demo, justify="left", font=self._fonts["body"])
         self.setup_button = ttk.Button(demo, command=self._on_setup)
         self.setup_button.pack(side="right")
         self.demo_label.pack(side="left", fill="x", expand=True)
         demo.pack(side="top", fill="x", pady=(6, 0))
 
-        self.watch_label = ttk.Label(self, justify="left", wraplength=420)
+        self.watch_label = ttk.Label(self, justify="left", wraplength=420, font=self._fonts["body"])
         self.watch_label.pack(side="top", fill="x", pady=(4, 0))
         self.figure_label = ttk.Label(
             self, justify="left", wraplength=420, font=self._fonts["bold"]
         )
         self.figure_label.pack(side="top", fill="x", pady=(2, 6))
+
+        # The last seconds of lag, as a picture: a freeze that the frozen window could not
+        # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
+        if timeline is not None:
+            self.timeline = timeline(self)
+            self.timeline.pack(side="bottom", fill="x", pady=(6, 0))
+            self._size_timeline()
+            self.timeline.start()
 
         body = ttk.Frame(self)
         self.text = tk.Text(
@@ -135,6 +153,24 @@ class LessonPanel(ttk.Frame):
 
     # -- public --------------------------------------------------------------------------------
 
+    def set_font_size(self, size: int) -> None:
+        """The window's text size (View menu, Ctrl+plus/minus, projector mode): the lesson
+        follows at once, without being laid out again."""
+        for name, step in FONT_STEPS.items():
+            self._fonts[name].configure(size=size + step)
+        if self.timeline is not None:
+            self._size_timeline()
+
+    def _size_timeline(self) -> None:
+        """The timeline's fonts follow the text size; its height stays a strip under the
+        lesson (about nine lines), so the lesson keeps most of the panel."""
+        assert self.timeline is not None
+        size = int(self._fonts["body"].cget("size"))
+        self.timeline.set_font_size(size)
+        # width=1: the strip asks for no width of its own; it takes the panel's
+        line = int(self._fonts["body"].metrics("linespace"))
+        self.timeline.configure(width=1, height=TIMELINE_LINES * line)
+
     def select(self, lesson_id: str) -> None:
         """Show the lesson with this id (e.g. ``"04-blocking"``)."""
         for index, lesson in enumerate(self.lessons):
@@ -163,8 +199,10 @@ class LessonPanel(ttk.Frame):
         )
         now_label = self.translate("lesson.now").format(metric=lesson.expect_metric)
         self.figure_label.configure(
-            text=f"{self._line('lesson.expected', expect_text(lesson))}  ·  "
-            f"{self._line(now_label, now, translated=True)}"
+            text=breakable(
+                f"{self._line('lesson.expected', expect_text(lesson))}  ·  "
+                f"{self._line(now_label, now, translated=True)}"
+            )
         )
 
     def destroy(self) -> None:
@@ -174,8 +212,9 @@ class LessonPanel(ttk.Frame):
     # -- loading and showing -------------------------------------------------------------------
 
     def _load(self, lang: str, keep: str | None) -> None:
-        # Tk breaks lines only at spaces: Chinese has none, so it may break anywhere.
-        self.text.configure(wrap="char" if lang == "zh" else "word")
+        # Word wrap everywhere: Chinese gets zero-width break marks between its characters
+        # (tkchat/ui/fit.py), so it breaks as in print, and never inside "125 token/s".
+        self.text.configure(wrap="word")
         try:
             self.lessons = load_lessons(lang)
             self._load_error = None
@@ -211,9 +250,11 @@ class LessonPanel(ttk.Frame):
             )
         else:
             demo = self.translate("lesson.demo").format(mode=lesson.mode, backend=lesson.backend)
-        self.demo_label.configure(text=demo)
+        self.demo_label.configure(text=breakable(demo))
         self.watch_label.configure(
-            text=self._line("lesson.watch", self.translate("lesson.watch." + lesson.watch))
+            text=breakable(
+                self._line("lesson.watch", self.translate("lesson.watch." + lesson.watch))
+            )
         )
         self._write_body(render_body(lesson, strict=False))
         self.refresh_figure()
@@ -241,7 +282,8 @@ class LessonPanel(ttk.Frame):
         wrap = max(200, int(event.width) - 20)
         self.watch_label.configure(wraplength=wrap)
         self.figure_label.configure(wraplength=wrap)
-        self.demo_label.configure(wraplength=max(120, wrap - 160))
+        button = self.setup_button.winfo_reqwidth()
+        self.demo_label.configure(wraplength=max(120, wrap - button - 12))
 
     def _set_table_tabs(self) -> None:
         """Tab stops for each table: every column as wide as its widest cell, in pixels."""
@@ -302,7 +344,8 @@ class LessonPanel(ttk.Frame):
         with writable(self.text):
             self.text.delete("1.0", "end")
             for chunk, tags in markdown_runs(markdown_text):
-                self.text.insert("end", chunk, tags)
+                code = "code" in tags or "code_inline" in tags
+                self.text.insert("end", chunk if code else breakable(chunk), tags)
         self._set_table_tabs()
         self.text.yview_moveto(0.0)
         self.text.xview_moveto(0.0)

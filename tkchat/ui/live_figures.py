@@ -7,16 +7,21 @@ the probe, the transcript and the finished answers of the window.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 
 from tkchat.events import Done, Error
 from tkchat.stats import rss_mb
+from tkchat.transport.channel import GenerationSender
 from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.ordering import OrderingCounters
 from tkchat.ui.transcript import Transcript
 
 
 class LiveFigures:
     """``finished``: the window's final events, in order; ``cancel_ms()``: how long the last
-    Stop took to leave the model loop (None before any)."""
+    Stop took to leave the model loop (None before any); ``ordering()``: what the chaos
+    transport did and what keeping order cost (lesson 13); ``sender()``: the sender of the
+    latest answer, which counts the pieces of text it merged (lesson 11)."""
 
     def __init__(
         self,
@@ -24,8 +29,12 @@ class LiveFigures:
         transcript: Transcript,
         finished: Sequence[Done | Error],
         cancel_ms: Callable[[], float | None],
+        ordering: Callable[[], OrderingCounters],
+        sender: Callable[[], GenerationSender | None],
     ) -> None:
         self.probe = probe
+        self.ordering = ordering
+        self.sender = sender
         self.transcript = transcript
         self.finished = finished
         self.cancel_ms = cancel_ms
@@ -58,4 +67,31 @@ class LiveFigures:
             return max(slices) if slices else None
         if metric == "rss_peak_mb":
             return rss_mb()
+        if metric in ORDERING_METRICS:
+            return float(asdict(self.ordering())[metric])
+        sender = self.sender()
+        if metric == "merged" and sender is not None:
+            return float(sender.pieces - sender.chunks)
+        if metric == "chunks" and sender is not None:
+            return float(sender.chunks)
         return None
+
+
+# What lesson 13 watches: the chaos transport's work and the consumer's.
+ORDERING_METRICS = tuple(
+    name for name in OrderingCounters.__dataclass_fields__ if name != "chaos_on"
+)
+LIVE_METRICS = (
+    "lag_max_ms",
+    "lag_p99_ms",
+    "long_tasks",
+    "tokens_per_s",
+    "ui_updates_per_s",
+    "ttft_ms",
+    "cancel_p99_ms",
+    "render_slice_max_ms",
+    "rss_peak_mb",
+    "merged",
+    "chunks",
+    *ORDERING_METRICS,
+)

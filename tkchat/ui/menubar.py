@@ -39,18 +39,26 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.settings", "settings", "Ctrl+,"),
         ),
     ),
-    ("menu.model", (("menu.choose_model", "choose_model", "Ctrl+M"),)),
+    (
+        "menu.model",
+        (
+            ("menu.choose_model", "choose_model", "Ctrl+M"),
+            ("menu.get_model", "get_model", ""),
+        ),
+    ),
     (
         "menu.view",
         (
             ("menu.bigger", "bigger", "Ctrl++"),
             ("menu.smaller", "smaller", "Ctrl+-"),
             ("menu.reset_size", "reset_size", "Ctrl+0"),
+            ("menu.projector", "projector", "F11"),
             None,
             ("menu.lessons", "lessons", ""),
             ("menu.language", "language", ""),
         ),
     ),
+    ("menu.help", (("menu.shortcuts", "shortcuts", "F1"),)),
 )
 
 
@@ -67,6 +75,8 @@ SHORTCUTS: dict[str, tuple[str, ...]] = {
     "bigger": ("<Control-plus>", "<Control-equal>", "<Control-KP_Add>"),
     "smaller": ("<Control-minus>", "<Control-KP_Subtract>"),
     "reset_size": ("<Control-0>",),
+    "projector": ("<F11>",),
+    "shortcuts": ("<F1>",),
 }
 
 

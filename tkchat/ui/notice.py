@@ -15,20 +15,29 @@ from tkchat.ui.translator import Translator
 
 BACKGROUND = "#fff3cd"
 FOREGROUND = "#5c4400"
+# A model that failed to load: the window cannot answer until the user picks another.
+ERROR_COLOURS = ("#fde7e9", "#8c0015")
 
 
 class NoticeBanner(tk.Frame):
     """Hidden until :meth:`show`; packs itself right after ``anchor``."""
 
-    def __init__(self, master: tk.Misc, anchor: tk.Misc, translate: Translator) -> None:
-        super().__init__(master, background=BACKGROUND)
+    def __init__(
+        self,
+        master: tk.Misc,
+        anchor: tk.Misc,
+        translate: Translator,
+        colours: tuple[str, str] = (BACKGROUND, FOREGROUND),
+    ) -> None:
+        background, foreground = colours
+        super().__init__(master, background=background)
         self.after_widget = anchor  # (not "anchor": that is a Tk method of every widget)
         self.label = tk.Label(
             self,
             anchor="w",
             justify="left",
-            background=BACKGROUND,
-            foreground=FOREGROUND,
+            background=background,
+            foreground=foreground,
             padx=8,
             pady=3,
             font="TkDefaultFont",

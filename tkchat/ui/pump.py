@@ -54,7 +54,9 @@ class EventPump:
         started = time.perf_counter()
         try:
             events = self.channel.drain(MAX_EVENTS_PER_TICK)
-            if events:
+            # With nothing new, the consumer still gets the tick while it holds events back:
+            # that is how an event that never comes ends the answer (its deadline is checked).
+            if events or self.consumer.waiting:
                 self.events += len(events)
                 self.on_tick(self.consumer.accept(events))
                 self.tick_ms.append((time.perf_counter() - started) * 1000)

@@ -17,8 +17,10 @@ from tkinter import ttk
 
 from tkchat.modes import FIXED, MODES, check_mode
 from tkchat.teach.lessons import Lesson
+from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
-from tkchat.ui.lesson_panel import LessonPanel
+from tkchat.ui.lag_timeline import LagTimeline
+from tkchat.ui.lesson_panel import BODY_SIZE, LessonPanel
 from tkchat.ui.status import StatusLine
 from tkchat.ui.translator import Translator
 
@@ -36,7 +38,7 @@ class TeachingControls:
         self,
         root: tk.Tk,
         panes: ttk.Panedwindow,
-        bar: ttk.Frame,
+        bar: FlowRow,
         health: HealthBar,
         translate: Translator,
         status: StatusLine,
@@ -46,6 +48,8 @@ class TeachingControls:
         read_figure: Callable[[str], float | None],
         compare_command: Callable[[str], list[str]] | None,
         on_mode_changed: Callable[[], None],
+        refocus: Callable[[], None] = lambda: None,
+        timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
         self.root, self.panes, self.health = root, panes, health
@@ -56,22 +60,27 @@ class TeachingControls:
         self.compare_command = compare_command
         self.compare_process: subprocess.Popen[bytes] | None = None
         self.on_mode_changed = on_mode_changed
+        self.timeline = timeline
         self.lesson_panel: LessonPanel | None = None
+        self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
 
-        self.lessons_button = ttk.Button(bar, command=self.toggle_lessons)
+        self.refocus = refocus  # after a button or the mode box: the keys go back to the chat
+        self.lessons_button = ttk.Button(bar, command=self._then_refocus(self.toggle_lessons))
         translate.bind(self.lessons_button, "button.lessons")
-        self.lessons_button.pack(side="right", padx=(6, 0))
+        bar.add(self.lessons_button)
         if compare_command is not None:
-            compare = ttk.Button(bar, command=self.open_compare)
+            compare = ttk.Button(bar, command=self._then_refocus(self.open_compare))
             translate.bind(compare, "button.compare")
-            compare.pack(side="right", padx=(6, 0))
+            bar.add(compare)
         self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
         self.mode_box.set(mode)
-        self.mode_box.bind("<<ComboboxSelected>>", lambda _e: self.set_mode(self.mode_box.get()))
-        self.mode_box.pack(side="right")
+        self.mode_box.bind(
+            "<<ComboboxSelected>>",
+            lambda _e: self._then_refocus(lambda: self.set_mode(self.mode_box.get()))(),
+        )
         mode_label = ttk.Label(bar)
         translate.bind(mode_label, "label.mode")
-        mode_label.pack(side="right", padx=(12, 4))
+        bar.add(self.mode_box, mode_label, gap=4)  # the label and its box stay together
 
         self.warning = tk.Label(
             health.master,
@@ -87,6 +96,13 @@ class TeachingControls:
             "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
         )
         translate.on_change(self._relabel)
+
+    def _then_refocus(self, command: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            command()
+            self.refocus()
+
+        return run
 
     @property
     def broken(self) -> bool:
@@ -124,6 +140,8 @@ class TeachingControls:
                 on_setup_demo=self.setup_demo,
                 read_figure=self.read_figure,
                 translate=self.t,
+                body_size=self.font_size,
+                timeline=self.timeline,
             )
             self.panes.add(self.lesson_panel, weight=2)
             width = max(self.root.winfo_width(), LESSONS_MIN_WIDTH)
@@ -133,6 +151,12 @@ class TeachingControls:
             self.lesson_panel.destroy()
             self.lesson_panel = None
             self.health.highlight(None)
+
+    def set_font_size(self, size: int) -> None:
+        """The window's text size changed: the open lesson follows it live."""
+        self.font_size = size
+        if self.lesson_panel is not None:
+            self.lesson_panel.set_font_size(size)
 
     def open_compare(self) -> None:
         """Start ``tkchat compare`` (two windows, broken and fixed) as its own process."""

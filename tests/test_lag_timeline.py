@@ -1,0 +1,208 @@
+"""The lag timeline draws what the probe measured: frozen intervals shaded and labelled, text
+arrivals ticked, at the text size chosen — and a redraw costs far less than the probe's 5 ms.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import tkinter as tk
+
+import pytest
+
+from tests.conftest import pump_for, pump_until
+from tkchat.ui.fonts import FontSizer
+from tkchat.ui.lag_probe import LagProbe, LagSample
+from tkchat.ui.lag_timeline import (
+    LagTimeline,
+    answer_arrivals,
+    freeze_label,
+)
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import AnswerView
+
+pytestmark = pytest.mark.gui
+
+NOW = 1000.0
+
+
+def scripted_samples() -> list[LagSample]:
+    """20 s of a probe every 5 ms, 0.3 ms late, with one 1.7 s freeze ending at NOW - 8 (no
+    firing inside it, as in life) and one firing 30 ms late (slow, not a long task)."""
+    samples = []
+    at = NOW - 20.0
+    while at < NOW:
+        if NOW - 9.7 < at < NOW - 8.0:
+            at = NOW - 8.0
+            samples.append(LagSample(at, 1700.0))
+        else:
+            samples.append(LagSample(at, 30.0 if abs(at - (NOW - 4.0)) < 0.0025 else 0.3))
+        at += 0.005
+    return samples
+
+
+ARRIVALS = [(NOW - 15.0, 10), (NOW - 14.0, 40), (NOW - 6.0, 90), (NOW - 1.0, 120)]
+
+
+def make_timeline(root: tk.Tk, samples: list[LagSample]) -> LagTimeline:
+    timeline = LagTimeline(
+        root, AfterScheduler(root), lambda: samples, lambda: ARRIVALS, clock=lambda: NOW
+    )
+    timeline.pack(fill="both", expand=True)
+    root.geometry("900x320")
+    pump_for(root, 0.1)
+    return timeline
+
+
+def _x_of(timeline: LagTimeline, at: float) -> float:
+    layout = timeline._measure()
+    return layout.left + (at - (NOW - 20.0)) * (layout.right - layout.left) / 20.0
+
+
+def test_a_freeze_is_shaded_over_the_time_it_took_and_labelled_with_its_length(
+    root: tk.Tk,
+) -> None:
+    timeline = make_timeline(root, scripted_samples())
+    timeline.redraw(NOW)
+    (shade,) = timeline.find_withtag("frozen")  # the 30 ms firing is not a long task
+    x0, _top, x1, _bottom = timeline.coords(shade)
+    assert x0 == pytest.approx(_x_of(timeline, NOW - 9.7), abs=1.0)
+    assert x1 == pytest.approx(_x_of(timeline, NOW - 8.0), abs=1.0)
+    (label,) = timeline.find_withtag("frozen-label")
+    assert timeline.itemcget(label, "text") == "frozen 1.70 s"
+    assert timeline.bbox(label)[0] < x1 and timeline.bbox(label)[2] > x0  # over its interval
+    # The lag line reaches the freeze's height: 1.7 s on a scale from 1 ms to 10 s.
+    layout = timeline._measure()
+    peak_y = min(timeline.coords(timeline.find_withtag("lag")[0])[1::2])
+    decades = 4  # 1 ms .. 10 s
+    want = layout.bottom - math.log10(1700.0) / decades * (layout.bottom - layout.top)
+    assert peak_y == pytest.approx(want, abs=1.0)
+
+
+def test_text_arrivals_are_ticks_along_the_bottom(root: tk.Tk) -> None:
+    timeline = make_timeline(root, scripted_samples())
+    timeline.redraw(NOW)
+    comb = timeline.coords(timeline.find_withtag("arrivals")[0])
+    band = timeline._measure().band
+    tips = [comb[i] for i in range(0, len(comb), 2) if comb[i + 1] < band]
+    expected = [_x_of(timeline, at) for at, _chars in ARRIVALS]
+    assert len(tips) == len(expected)
+    for tip, want in zip(tips, expected, strict=True):
+        assert tip == pytest.approx(want, abs=2.0)
+
+
+def test_freeze_lengths_read_well() -> None:
+    assert freeze_label(0.34) == "frozen 340 ms" and freeze_label(1.702) == "frozen 1.70 s"
+
+
+def test_labels_that_would_overlap_stack_and_the_longest_wins(root: tk.Tk) -> None:
+    samples = [LagSample(NOW - 20.0 + i * 0.005, 0.3) for i in range(100)]
+    # Five freezes of 300 to 700 ms, close together: too many labels for the room.
+    samples += [LagSample(NOW - 5.0 + n * 0.9, 300.0 + n * 100) for n in range(5)]
+    timeline = make_timeline(root, samples)
+    timeline.redraw(NOW)
+    assert len(timeline.find_withtag("frozen")) == 5
+    labels = [timeline.itemcget(i, "text") for i in timeline.find_withtag("frozen-label")]
+    assert labels[0] == "frozen 700 ms" and 2 <= len(labels) <= 5
+    boxes = [timeline.bbox(i) for i in timeline.find_withtag("frozen-label")]
+    for n, a in enumerate(boxes):
+        for b in boxes[n + 1 :]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], "overlap"
+
+
+def test_it_follows_the_text_size(root: tk.Tk) -> None:
+    timeline = make_timeline(root, scripted_samples())
+    sizer = FontSizer(root)
+    sizer.on_change(timeline.set_font_size)
+    small_font = timeline.label_font.cget("size")
+    small_width = int(timeline.cget("width"))
+    sizer.apply(22)
+    assert timeline.label_font.cget("size") > small_font * 1.5
+    assert int(timeline.cget("width")) > small_width
+    assert float(timeline.itemcget(timeline.find_withtag("lag")[0], "width")) >= 6
+    (label,) = timeline.find_withtag("frozen-label")
+    assert timeline.itemcget(label, "font") == str(timeline.label_font)
+
+
+def test_a_real_freeze_appears_after_it_with_its_length(root: tk.Tk) -> None:
+    scheduler = AfterScheduler(root)
+    probe = LagProbe(scheduler)
+    timeline = LagTimeline(root, scheduler, lambda: probe.history, lambda: [])
+    timeline.pack(fill="both", expand=True)
+    probe.start()
+    timeline.start()
+    pump_for(root, 0.3)
+    assert timeline.find_withtag("frozen") == ()
+    scheduler.once("freeze", 0, lambda: time.sleep(0.6))
+    pump_until(root, lambda: timeline.find_withtag("frozen-label"), what="the freeze drawn")
+    (label,) = timeline.find_withtag("frozen-label")
+    text = timeline.itemcget(label, "text")
+    assert text.startswith("frozen ") and text.endswith(" ms")
+    assert 580 <= int(text.split()[1]) <= 900, text
+    scheduler.close()
+
+
+def test_the_probe_history_is_longer_than_its_window_and_bounded(root: tk.Tk) -> None:
+    scheduler = AfterScheduler(root)
+    probe = LagProbe(scheduler, interval_ms=5, window_s=0.2, history_s=0.5)
+    assert probe.history.maxlen == 101
+    probe.start()
+    pump_until(root, lambda: len(probe.history) == 101, what="a full history")
+    pump_for(root, 0.3)
+    scheduler.close()
+    assert len(probe.history) == 101  # full, and no longer
+    assert probe.history[-1].at - probe.history[0].at > 0.4
+    assert probe.recent[-1].at - probe.recent[0].at <= 0.2
+
+
+def test_answer_arrivals_reads_only_the_last_span_of_the_newest_answers() -> None:
+    clock = [100.0]
+    old = AnswerView(1, "s1", "e1", started_at=10.0, arrivals=[(11.0, 5), (12.0, 9)])
+    mid = AnswerView(2, "s2", "e2", started_at=70.0, arrivals=[(75.0, 3), (85.0, 8)])
+    new = AnswerView(3, "s3", "e3", started_at=90.0, arrivals=[(91.0, 2), (99.0, 7)])
+    answers = [old, mid, new]
+    read = answer_arrivals(answers, span_s=20.0, clock=lambda: clock[0])
+    assert read() == [(85.0, 8), (91.0, 2), (99.0, 7)]
+    answers.clear()  # a new chat: the transcript clears its list in place
+    assert read() == []
+
+
+def test_a_redraw_costs_far_less_than_the_probe_interval(root: tk.Tk) -> None:
+    """The cost of the full picture: a 30 s history (6,000 firings), a 60-per-second flood of
+    arrivals, ten freezes. Measured here, reported, bounded with a wide margin."""
+    samples = [LagSample(NOW - 30.0 + i * 0.005, 0.2 + (i % 7) * 0.3) for i in range(6000)]
+    samples += [LagSample(NOW - 19.0 + n * 1.9, 120.0 + n * 40) for n in range(10)]
+    samples.sort(key=lambda s: s.at)
+    arrivals = [(NOW - 20.0 + i / 60, i * 4) for i in range(1200)]
+    timeline = LagTimeline(root, AfterScheduler(root), lambda: samples, lambda: arrivals)
+    timeline.pack(fill="both", expand=True)
+    root.geometry("1000x340")
+    pump_for(root, 0.1)
+    timeline.redraw(NOW)  # the first one takes in the whole history
+    assert len(timeline.find_withtag("frozen")) == 10
+    python_ms, with_paint_ms = [], []
+    for n in range(60):
+        now = NOW + n * 0.25  # as it runs: the picture scrolls by a quarter second
+        started = time.perf_counter()
+        python_ms.append(timeline.redraw(now))
+        root.update_idletasks()  # Tk repaints the canvas
+        with_paint_ms.append((time.perf_counter() - started) * 1000)
+    report = (
+        f"lag timeline redraw: median {statistics.median(python_ms):.2f} ms, "
+        f"max {max(python_ms):.2f} ms; with Tk's repaint: median "
+        f"{statistics.median(with_paint_ms):.2f} ms, max {max(with_paint_ms):.2f} ms"
+    )
+    print(report)
+    assert statistics.median(python_ms) < 5.0, report
+
+
+def test_a_destroyed_timeline_stops_redrawing(root: tk.Tk) -> None:
+    scheduler = AfterScheduler(root)
+    timeline = LagTimeline(root, scheduler, list, list, refresh_ms=20)
+    timeline.pack()
+    timeline.start()
+    pump_until(root, lambda: len(timeline.redraw_ms) >= 2, what="redraws")
+    timeline.destroy()
+    assert scheduler.pending_ids() == set()
+    pump_for(root, 0.1)  # the root fixture fails the test if a callback hit the dead widget

@@ -1,0 +1,289 @@
+"""The watchdog: a second process that draws the chat window's heartbeat, and so its freezes,
+while they happen.
+
+The watchdog runs as the app starts it (``python -m tkchat watchdog``) and, with ``--state``,
+prints what its window shows as a JSON line per redraw. A reader thread in the test records
+when each line arrived, so the test sees the watchdog's screen *during* a freeze of the test's
+own main thread (the thread that sends the beats): a watchdog that only caught up afterwards
+would have nothing to say while the freeze lasted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import tkinter as tk
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import pump_for, pump_until
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.measure.watchdog import (
+    FROZEN_AFTER_S,
+    TITLE,
+    HeartbeatTrace,
+    WatchdogWindow,
+)
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog, watchdog_command
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# -- the trace: what the chart shows, from beat times (no window) ----------------------------
+
+
+def test_steady_beats_leave_no_gap_and_a_silence_opens_one_that_the_next_beat_closes() -> None:
+    trace = HeartbeatTrace(span_s=15.0, frozen_after_s=0.25)
+    assert trace.update(0.0) is None  # nothing to say before the first beat
+    for n in range(20):
+        trace.beat(n * 0.05)
+        trace.update(n * 0.05 + 0.04)
+    assert list(trace.gaps) == [] and trace.beats == 20
+    assert trace.update(1.0) == pytest.approx(0.05)
+    assert trace.open_gap is None
+    assert trace.update(1.3) == pytest.approx(0.35)
+    gap = trace.open_gap
+    assert gap is not None and gap.start == pytest.approx(0.95)
+    assert gap.length(2.0) == pytest.approx(1.05)  # it grows while the silence lasts
+    trace.beat(2.2)
+    assert trace.open_gap is None and gap.end == 2.2 and gap.length(99.0) == pytest.approx(1.25)
+    trace.update(2.25)
+    trace.update(30.0)  # silent since 2.2: a new gap, and the first one scrolled out
+    assert [(g.start, g.end) for g in trace.gaps] == [(2.2, None)]
+    assert all(when >= 15.0 for when, _silence in trace.samples)
+
+
+def test_a_silence_that_fell_between_two_looks_is_still_a_gap() -> None:
+    trace = HeartbeatTrace(frozen_after_s=0.25)
+    trace.beat(1.0)
+    trace.beat(1.6)  # the watchdog itself did not look in between
+    assert [(g.start, g.end) for g in trace.gaps] == [(1.0, 1.6)]
+
+
+# -- the process ---------------------------------------------------------------------------
+
+
+class StateLines:
+    """Test thread: every state line the watchdog prints, with when it arrived here."""
+
+    def __init__(self, stream: Any) -> None:
+        self.lines: list[tuple[float, dict[str, Any]]] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for raw in stream:
+            self.lines.append((time.monotonic(), json.loads(raw)))
+
+    @property
+    def latest(self) -> dict[str, Any]:
+        return self.lines[-1][1] if self.lines else {}
+
+    def between(self, start: float, end: float) -> list[dict[str, Any]]:
+        return [state for at, state in self.lines if start < at < end]
+
+
+@pytest.fixture
+def watched(root: tk.Tk) -> Iterator[tuple[AfterScheduler, WatchdogHandle, StateLines]]:
+    """A real watchdog process fed by beats from this test's Tk main thread."""
+    scheduler = AfterScheduler(root)
+    handle = open_watchdog(
+        scheduler, command=[*watchdog_command(), "--state"], stdout=subprocess.PIPE
+    )
+    lines = StateLines(handle.process.stdout)
+    yield scheduler, handle, lines
+    handle.close()
+    scheduler.close()
+    if handle.process.poll() is None:
+        handle.process.kill()
+    handle.process.wait(5)
+
+
+def test_the_watchdog_receives_beats_and_shows_the_window_alive(watched, root: tk.Tk) -> None:
+    _scheduler, handle, lines = watched
+    pump_until(root, lambda: lines.latest.get("beats", 0) >= 10, what="ten beats")
+    assert handle.sender.sent >= 10 and handle.sender.dropped == 0
+    state = lines.latest
+    assert state["counter"].startswith("alive") and not state["frozen"]
+    assert state["silence_ms"] < FROZEN_AFTER_S * 1000
+    window = subprocess.run(
+        ["xdotool", "search", "--name", "^tkchat watchdog"], capture_output=True, text=True
+    )
+    assert window.stdout.split(), "no window titled like the watchdog"
+    name = subprocess.run(
+        ["xdotool", "getwindowname", window.stdout.split()[0]], capture_output=True, text=True
+    )
+    assert name.stdout.strip() == TITLE
+
+
+def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -> None:
+    scheduler, handle, lines = watched
+    pump_until(root, lambda: lines.latest.get("beats", 0) >= 10, what="the first beats")
+    freeze: dict[str, float] = {}
+
+    def stuck() -> None:  # the app's main thread, stuck in a callback: no beat goes out
+        freeze["start"] = time.monotonic()
+        time.sleep(2.0)
+        freeze["end"] = time.monotonic()
+
+    scheduler.once("freeze", 0, stuck)
+    pump_until(root, lambda: "end" in freeze, what="the freeze")
+    during = lines.between(freeze["start"] + 0.5, freeze["end"])
+    # Printed while this thread slept: the watchdog's loop went on drawing the freeze.
+    assert len(during) >= 10, f"only {len(during)} watchdog updates during a 2 s freeze"
+    assert all(state["frozen"] for state in during)
+    counters = [float(state["counter"].split()[1]) for state in during]
+    assert all(state["counter"].startswith("FROZEN ") for state in during)
+    assert counters == sorted(counters) and counters[-1] - counters[0] >= 1.0  # counting up
+    assert max(state["silence_ms"] for state in during) >= 1400
+    # Afterwards the window is alive again and the gap stays on the chart, labelled.
+    pump_until(root, lambda: lines.latest.get("gaps_ms"), what="the gap to be recorded")
+    pump_until(root, lambda: not lines.latest["frozen"], what="the window to show alive")
+    (gap_ms,) = lines.latest["gaps_ms"]
+    assert 1900 <= gap_ms <= 3000, gap_ms
+    assert lines.latest["gap_labels"] == [f"frozen {gap_ms / 1000:.1f} s"]
+    assert lines.latest["counter"].startswith("alive")
+
+
+def test_the_watchdog_exits_when_the_app_side_closes_it(watched, root: tk.Tk) -> None:
+    _scheduler, handle, lines = watched
+    pump_until(root, lambda: lines.latest.get("beats", 0) >= 3, what="beats")
+    closing = time.monotonic()
+    handle.close()
+    assert handle.process.poll() == 0, "the watchdog had to be terminated"  # left by itself
+    assert time.monotonic() - closing < 1.0
+    assert not handle.alive
+
+
+def test_the_app_carries_on_when_the_watchdog_is_gone(watched, root: tk.Tk) -> None:
+    _scheduler, handle, lines = watched
+    pump_until(root, lambda: lines.latest.get("beats", 0) >= 3, what="beats")
+    handle.process.kill()
+    handle.process.wait(5)
+    pump_until(root, lambda: handle.sender.gone, what="the sender to notice")
+    sent = handle.sender.sent
+    pump_for(root, 0.3)
+    assert handle.sender.sent == sent and not handle.sender.running and not handle.alive
+    assert handle.sender.beat() is False  # asking again is harmless
+
+
+def test_sending_never_blocks_on_a_watchdog_that_does_not_read(root: tk.Tk) -> None:
+    scheduler = AfterScheduler(root)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    handle = open_watchdog(scheduler, command=sleeper)
+    handle.sender.stop()  # beats by hand, far faster than the loop would
+
+    def hung(_signum: int, _frame: object) -> None:
+        raise AssertionError("a beat blocked on a full pipe")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        written = [handle.sender.beat() for _ in range(20_000)]  # ~600 kB into a 64 kB pipe
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        handle.close()
+        scheduler.close()
+    assert handle.sender.dropped > 0 and not all(written)
+    assert handle.sender.sent > 100  # it did write until the pipe was full
+    # It never reads its end-of-file, so close() terminated it.
+    assert handle.process.wait(5) == -signal.SIGTERM
+
+
+PARENT = textwrap.dedent(
+    """
+    import sys, tkinter as tk
+    from tkchat.ui.scheduler import AfterScheduler
+    from tkchat.ui.watchdog_link import open_watchdog
+    root = tk.Tk()
+    handle = open_watchdog(AfterScheduler(root))
+    print(handle.process.pid, flush=True)
+    root.mainloop()
+    """
+)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for whoever adopts it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
+    watchdog_pid: int | None = None
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert parent.stdout is not None
+        watchdog_pid = int(parent.stdout.readline())
+        time.sleep(1.5)  # the watchdog is up and beating
+        assert _running(watchdog_pid)
+        parent.kill()  # SIGKILL: the app gets no chance to close anything
+        parent.wait(5)
+        deadline = time.monotonic() + 10
+        while _running(watchdog_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(watchdog_pid), "the watchdog outlived the killed app"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if watchdog_pid is not None and _running(watchdog_pid):
+            os.kill(watchdog_pid, signal.SIGKILL)
+
+
+# -- the window, in this process -----------------------------------------------------------
+
+
+def test_closing_the_watchdog_window_ends_it(root: tk.Tk) -> None:
+    beats: list[float] = []
+    window = WatchdogWindow(root, lambda: [beats.pop() for _ in range(len(beats))], lambda: False)
+    window.start()
+    beats.append(time.monotonic())
+    pump_until(root, lambda: window.shown_text(window.counter).startswith("alive"))
+    root.tk.eval(root.protocol("WM_DELETE_WINDOW"))  # what the window manager's close does
+    assert window.closed and window.scheduler.pending_ids() == set()
+    with pytest.raises(tk.TclError):
+        root.winfo_exists()
+
+
+def test_the_window_closes_itself_when_the_beats_end(root: tk.Tk) -> None:
+    ended = {"now": False}
+    window = WatchdogWindow(root, list, lambda: ended["now"])
+    window.start()
+    pump_for(root, 0.2)
+    assert not window.closed
+    assert window.shown_text(window.counter) == "waiting for the chat window…"
+    ended["now"] = True
+    pump_until(root, lambda: window.closed, what="the window to close")
+
+
+# -- from the chat window ------------------------------------------------------------------
+
+
+def test_the_app_opens_one_watchdog_and_closes_it_with_itself(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=50))
+    handle = app.open_watchdog()
+    assert app.open_watchdog() is handle  # once
+    pump_until(root, lambda: handle.sender.sent >= 5, what="beats to the watchdog")
+    assert handle.alive
+    app.close()
+    assert handle.process.poll() == 0

@@ -1,0 +1,321 @@
+"""``tkchat watchdog``: a second window that draws the chat window's heartbeat going silent.
+
+A frozen Tk window cannot draw its own freeze: every figure in its health bar is painted by
+the loop that is stuck. This is a separate process with a free main loop of its own. The
+chat window sends it a beat every 50 ms (see :mod:`tkchat.ui.watchdog_link`); this window
+plots, for the last 15 seconds, how long ago the last beat came. Healthy, that stays near
+zero (a green line). When the chat window freezes, the beats stop, and here a red area rises
+with the silence while a big counter says "FROZEN 3.2 s" and counts up — during the freeze,
+not after it. Once beats come back, the gap stays on the chart with its length written on it.
+
+It never imports the app: the beats arrive as lines on stdin, read by a thread that only
+records when each came; the Tk main thread turns them into the picture. End-of-file on stdin
+(the app closed the pipe, exited, or was killed) closes the window, and so does a parent that
+is gone after a long silence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import threading
+import time
+import tkinter as tk
+import tkinter.font as tkfont
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Literal
+
+from tkchat.ui.scheduler import AfterScheduler
+
+Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
+TITLE = "tkchat watchdog — heartbeat of the chat window"
+SPAN_S = 15.0  # the chart's width in seconds
+TICK_MS = 40  # how often this window looks at the beats and redraws
+FROZEN_AFTER_S = 0.25  # silence this long (five beats missed) is a freeze
+PARENT_GONE_AFTER_S = 5.0  # silence this long, with the parent gone, ends the watchdog
+GREEN, RED, GREY, INK = "#1a7f37", "#c62828", "#8a8a8a", "#1b1b1b"
+FROZEN_BACKGROUND = "#fde4e4"  # the whole chart blushes while the chat window is frozen
+CAPTION = "seconds since the chat window's last heartbeat (it beats every 50 ms)"
+
+
+@dataclass
+class Gap:
+    """One silence of the chat window: from its last beat before, to its first beat after."""
+
+    start: float
+    end: float | None = None  # None while it lasts
+
+    def length(self, now: float) -> float:
+        return (now if self.end is None else self.end) - self.start
+
+
+class HeartbeatTrace:
+    """What the chart shows, from the times beats arrived (``time.monotonic`` seconds).
+    Tk-free; main thread of the watchdog."""
+
+    def __init__(self, span_s: float = SPAN_S, frozen_after_s: float = FROZEN_AFTER_S) -> None:
+        self.span_s = span_s
+        self.frozen_after_s = frozen_after_s
+        self.last_beat: float | None = None
+        self.beats = 0
+        self.samples: deque[tuple[float, float]] = deque()  # (when, seconds since last beat)
+        self.gaps: deque[Gap] = deque()
+        self._recent_beats: deque[float] = deque()  # the last second's, for the rate
+
+    @property
+    def open_gap(self) -> Gap | None:
+        return self.gaps[-1] if self.gaps and self.gaps[-1].end is None else None
+
+    def beat(self, at: float) -> None:
+        gap = self.open_gap
+        if gap is not None:
+            gap.end = at
+        elif self.last_beat is not None and at - self.last_beat >= self.frozen_after_s:
+            self.gaps.append(Gap(self.last_beat, at))  # a silence that fell between two looks
+        self.last_beat = at
+        self.beats += 1
+        self._recent_beats.append(at)
+
+    def update(self, now: float) -> float | None:
+        """Take one sample at ``now``; return the silence (None before the first beat)."""
+        if self.last_beat is None:
+            return None
+        silence = max(0.0, now - self.last_beat)
+        self.samples.append((now, silence))
+        if silence >= self.frozen_after_s and self.open_gap is None:
+            self.gaps.append(Gap(self.last_beat))
+        oldest = now - self.span_s
+        while self.samples and self.samples[0][0] < oldest:
+            self.samples.popleft()
+        while self.gaps and self.gaps[0].end is not None and self.gaps[0].end < oldest:
+            self.gaps.popleft()
+        while self._recent_beats and self._recent_beats[0] < now - 1.0:
+            self._recent_beats.popleft()
+        return silence
+
+    def beats_per_s(self) -> int:
+        return len(self._recent_beats)
+
+
+class BeatReader:
+    """Reads beat lines from ``fd`` on its own thread and records when each arrived. The Tk
+    main thread takes them with :meth:`take`; the thread never touches Tk."""
+
+    def __init__(self, fd: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.fd = fd
+        self.clock = clock
+        self.arrived: deque[float] = deque(maxlen=4096)  # deque appends are thread-safe
+        self.eof = False
+        self._thread = threading.Thread(target=self._run, name="beat-reader", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        pending = b""  # a line cut by the read, if the pipe held more than one read
+        while True:
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                self.eof = True
+                return
+            now = self.clock()
+            *lines, pending = (pending + data).split(b"\n")
+            pending = pending[-256:]  # a beat is far shorter: anything longer is not one
+            for line in lines:
+                if line.startswith(b"beat "):
+                    self.arrived.append(now)
+
+    def take(self) -> list[float]:
+        """Main thread: every arrival since the last call, oldest first."""
+        taken = []
+        while self.arrived:
+            taken.append(self.arrived.popleft())
+        return taken
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f} s"
+
+
+class WatchdogWindow:
+    """The strip chart in ``root``. Main thread only. ``take_beats()`` returns the arrival
+    times of new beats, ``source_gone()`` says the chat window's side has ended; ``state_out``
+    (optional) gets one JSON line per redraw with what is on screen (for tests)."""
+
+    def __init__(
+        self,
+        root: tk.Tk,
+        take_beats: Callable[[], list[float]],
+        source_gone: Callable[[], bool],
+        *,
+        state_out: IO[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.root = root
+        self.take_beats = take_beats
+        self.source_gone = source_gone
+        self.state_out = state_out
+        self.clock = clock
+        self.trace = HeartbeatTrace()
+        self.scheduler = AfterScheduler(root)
+        self.parent_pid = os.getppid()
+        self.closed = False
+        root.title(TITLE)
+        with contextlib.suppress(tk.TclError):  # stays in view over the frozen chat window
+            root.attributes("-topmost", True)
+        root.protocol("WM_DELETE_WINDOW", self.close)
+        family = tkfont.nametofont("TkDefaultFont", root=root).cget("family")
+        self.big_font = tkfont.Font(root=root, family=family, size=30, weight="bold")
+        self.label_font = tkfont.Font(root=root, family=family, size=14, weight="bold")
+        self.axis_font = tkfont.Font(root=root, family=family, size=12)
+        self.canvas = tk.Canvas(root, background="white", highlightthickness=0)
+        self.canvas.configure(width=720, height=400)
+        self.canvas.pack(fill="both", expand=True)
+        self.counter = self.canvas.create_text(
+            16, 12, anchor="nw", font=self.big_font, fill=GREY, text="waiting for the chat window…"
+        )
+
+    def start(self) -> None:
+        self._tick()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.scheduler.close()
+        self.root.destroy()
+
+    def _tick(self) -> None:
+        now = self.clock()
+        for at in self.take_beats():
+            self.trace.beat(at)
+        silence = self.trace.update(now)
+        if self.source_gone() or self._parent_gone(silence):
+            self.close()
+            return
+        self.draw(now, silence)
+        self._report(now, silence)
+        self.scheduler.once("watchdog-tick", TICK_MS, self._tick)
+
+    def _parent_gone(self, silence: float | None) -> bool:
+        """A second guard besides end-of-file: the parent is no longer ours (POSIX re-parents
+        an orphan) and nothing has come for a long time."""
+        quiet = silence is None or silence > PARENT_GONE_AFTER_S
+        return quiet and os.getppid() != self.parent_pid
+
+    # -- drawing -------------------------------------------------------------------------------
+
+    def draw(self, now: float, silence: float | None) -> None:
+        """Redraw the chart for ``now``: a few dozen items, rebuilt each tick (cheap)."""
+        canvas, trace = self.canvas, self.trace
+        canvas.delete("chart")
+        frozen = trace.open_gap is not None
+        canvas.configure(background=FROZEN_BACKGROUND if frozen else "white")
+        width = max(200, canvas.winfo_width())
+        height = max(150, canvas.winfo_height())
+        axis_line = self.axis_font.metrics("linespace")
+        top = 12 + self.big_font.metrics("linespace") + axis_line + 16
+        left = 16 + self.axis_font.measure("10 s") + 8
+        right, bottom = width - 20, height - 12 - axis_line
+        span = trace.span_s
+        tallest = max([g.length(now) for g in trace.gaps] + [silence or 0.0, 0.0])
+        ymax = max(1.0, math.ceil(tallest * 1.15))
+        step = 1 if ymax <= 6 else 2 if ymax <= 12 else 5
+
+        def x(at: float) -> float:
+            return left + (at - (now - span)) / span * (right - left)
+
+        def y(seconds: float) -> float:
+            return bottom - min(seconds, ymax) / ymax * (bottom - top)
+
+        def text(
+            at_x: float, at_y: float, what: str, anchor: Anchor, font: tkfont.Font, fill: str = INK
+        ) -> int:
+            return canvas.create_text(
+                at_x, at_y, text=what, anchor=anchor, font=font, fill=fill, tags="chart"
+            )
+
+        text(16, top - 8, CAPTION, "sw", self.axis_font)
+        for value in range(0, int(ymax) + 1, step):
+            canvas.create_line(left, y(value), right, y(value), fill="#d9d9d9", tags="chart")
+            text(left - 8, y(value), f"{value} s", "e", self.axis_font)
+        for ago in range(0, int(span) + 1, 5):
+            if ago == 0:
+                text(right, bottom + 4, "now", "ne", self.axis_font)
+            else:
+                text(x(now - ago), bottom + 4, f"-{ago} s", "n", self.axis_font)
+        canvas.create_line(left, bottom, right, bottom, fill=INK, width=2, tags="chart")
+        points = [coord for at, quiet in trace.samples for coord in (x(at), y(quiet))]
+        if len(points) >= 4:
+            canvas.create_line(*points, fill=GREEN, width=4, tags="chart")
+        for gap in trace.gaps:
+            end, length = (now if gap.end is None else gap.end), gap.length(now)
+            x0, x1 = max(left, x(gap.start)), x(end)
+            # The silence rises as a triangle: the red area is the time with no beat.
+            shape = (x0, bottom, x1, y(length), x1, bottom)
+            canvas.create_polygon(*shape, fill=RED, outline=RED, width=2, tags=("chart", "gap"))
+            label = f"frozen {_fmt_s(length)}"
+            fits_left = x1 - self.label_font.measure(label) > left
+            item = text(x1, y(length) - 4, label, "se" if fits_left else "sw", self.label_font, RED)
+            canvas.addtag_withtag("gap-label", item)
+        label, colour = self._counter_look(silence)
+        canvas.itemconfigure(self.counter, text=label, fill=colour)
+
+    def _counter_look(self, silence: float | None) -> tuple[str, str]:
+        if silence is None:
+            return "waiting for the chat window…", GREY
+        if self.trace.open_gap is not None:
+            return f"FROZEN {_fmt_s(silence)}", RED
+        return f"alive ♥ {self.trace.beats_per_s()} beats/s", GREEN
+
+    def shown_text(self, item: int | str) -> str:
+        """The text a canvas item shows (what a test or the state line reads)."""
+        return str(self.canvas.tk.call(str(self.canvas), "itemcget", item, "-text"))
+
+    def _report(self, now: float, silence: float | None) -> None:
+        if self.state_out is None:
+            return
+        state = {
+            "t": round(now, 4),
+            "beats": self.trace.beats,
+            "silence_ms": None if silence is None else round(silence * 1000, 1),
+            "frozen": self.trace.open_gap is not None,
+            "counter": self.shown_text(self.counter),
+            "gap_labels": [self.shown_text(item) for item in self.canvas.find_withtag("gap-label")],
+            "gaps_ms": [round(g.length(now) * 1000, 1) for g in self.trace.gaps if g.end],
+        }
+        try:
+            self.state_out.write(json.dumps(state, ensure_ascii=False) + "\n")
+            self.state_out.flush()
+        except (OSError, ValueError):  # nobody reads any more
+            self.state_out = None
+
+
+def run_watchdog(*, state: bool = False, geometry: str | None = None) -> int:
+    """The ``tkchat watchdog`` command: beats on stdin, the chart on screen, until stdin ends
+    or the window is closed."""
+    try:
+        root = tk.Tk(className="tkchat-watchdog")
+    except tk.TclError as exc:
+        print(f"tkchat watchdog: cannot open a window ({exc})", file=sys.stderr)
+        return 2
+    root.geometry(geometry or "720x400-16+16")
+    reader = BeatReader(sys.stdin.fileno())
+    window = WatchdogWindow(
+        root,
+        reader.take,
+        lambda: reader.eof and not reader.arrived,
+        state_out=sys.stdout if state else None,
+    )
+    reader.start()
+    window.start()
+    root.mainloop()
+    return 0

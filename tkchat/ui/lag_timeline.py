@@ -1,0 +1,357 @@
+"""The lag timeline: the last 20 seconds of the event loop's lag, as a picture for a classroom.
+
+The health bar gives one number; this draws the story. A thick line is the lag probe's lateness
+(log scale: a healthy loop sits at the bottom, around a millisecond; a freeze reaches up to
+seconds). Every firing more than 50 ms late is a *long task*: the interval it covers — from
+when the probe was due to when it finally ran, the time the loop was stuck — is shaded red
+and labelled with its length. Ticks along the bottom mark each moment text reached the
+screen: under a red band, text that still streamed while no click could get through (the
+``blocking`` mode paints each token itself), or no ticks at all and a burst after it.
+
+The window draws this with its own loop, so a freeze shows only once it is over; the
+watchdog (``tkchat watchdog``) is the picture *during* a freeze. A redraw, a few times a
+second, must cost far less than the probe's 5 ms interval: it reads only the samples that are
+new since the last one, keeps the worst lag per pixel column, moves two long-lived polylines
+(the lag, and the arrival ticks as one comb) and rebuilds only the few freeze items; the grid
+and the labels are drawn again only when the size or the scale changes.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+import tkinter as tk
+import tkinter.font as tkfont
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tkchat.ui.lag_probe import LONG_TASK_MS, LagSample
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView
+
+Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
+Arrival = tuple[float, int]  # (perf_counter when text reached the screen, characters so far)
+
+SPAN_S = 20.0
+REFRESH_MS = 250
+FLOOR_MS = 1.0  # the bottom of the log scale: anything under a millisecond is "healthy"
+LAG_BLUE, FROZEN_FILL, FROZEN_INK, TEXT_GREEN = "#0b3d91", "#f6c6c6", "#a31515", "#1a7f37"
+INK, GRID = "#1b1b1b", "#dcdcdc"
+
+
+@dataclass(frozen=True, slots=True)
+class Freeze:
+    """An interval the main loop was stuck: from when the probe was due to when it ran."""
+
+    start: float
+    end: float
+
+    @classmethod
+    def of(cls, sample: LagSample) -> Freeze:
+        """The probe was due ``lag_ms`` before it ran: the loop was busy all that time."""
+        return cls(sample.at - sample.lag_ms / 1000, sample.at)
+
+    @property
+    def length_s(self) -> float:
+        return self.end - self.start
+
+
+def freeze_label(seconds: float) -> str:
+    return f"frozen {seconds * 1000:.0f} ms" if seconds < 1 else f"frozen {seconds:.2f} s"
+
+
+def answer_arrivals(
+    answers: Sequence[AnswerView],
+    span_s: float = SPAN_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Callable[[], list[Arrival]]:
+    """The ``arrivals`` callable for a transcript's answers (the transcript's own list: it is
+    cleared in place): the text arrivals of the last ``span_s`` seconds, oldest first. Each
+    answer's list is searched, not copied, so a long answer costs nothing more."""
+
+    def read() -> list[Arrival]:
+        since = clock() - span_s
+        found: list[list[Arrival]] = []
+        for view in reversed(answers):
+            arrivals = view.arrivals
+            if arrivals and arrivals[-1][0] >= since:
+                found.append(arrivals[bisect.bisect_left(arrivals, (since, -1)) :])
+            if view.started_at < since:
+                break
+        return [arrival for part in reversed(found) for arrival in part]
+
+    return read
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things go on the canvas, for one size and one font size."""
+
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int  # the top of the plot (labels of frozen intervals stand on it)
+    bottom: int  # the plot's baseline: FLOOR_MS
+    band: int  # the line the arrival ticks stand on
+    tick_h: int
+
+
+class _Scale:
+    """Seconds and milliseconds to canvas coordinates, for one redraw."""
+
+    def __init__(self, layout: Layout, start: float, span_s: float, top_ms: float) -> None:
+        self.left, self.bottom = layout.left, layout.bottom
+        self.start = start
+        self.px_per_s = (layout.right - layout.left) / span_s
+        self.px_per_decade = (layout.bottom - layout.top) / math.log10(top_ms / FLOOR_MS)
+
+    def x(self, at: float) -> float:
+        return self.left + (at - self.start) * self.px_per_s
+
+    def y(self, lag_ms: float) -> float:
+        return self.bottom - math.log10(max(lag_ms, FLOOR_MS) / FLOOR_MS) * self.px_per_decade
+
+    def point(self, at: float, lag_ms: float) -> tuple[float, float]:
+        return self.x(at), self.y(lag_ms)
+
+
+class LagTimeline(tk.Canvas):
+    """A canvas that redraws itself every ``refresh_ms`` while shown.
+
+    ``samples()`` returns the probe's samples, oldest first (``LagProbe.history``; only the
+    ones newer than the last redraw are read again, from the end); ``arrivals()`` the recent
+    text arrivals, oldest first (see :func:`answer_arrivals`). Both in ``time.perf_counter``
+    seconds, as ``clock``. Sizes follow ``font_size``; wire it to the text size setting with
+    ``font_sizer.on_change(timeline.set_font_size)``."""
+
+    def __init__(
+        self,
+        master: tk.Misc,
+        scheduler: AfterScheduler,
+        samples: Callable[[], Sequence[LagSample]],
+        arrivals: Callable[[], Iterable[Arrival]],
+        *,
+        span_s: float = SPAN_S,
+        refresh_ms: int = REFRESH_MS,
+        font_size: int = BODY_FONT_SIZE,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        super().__init__(master, background="white", highlightthickness=0)
+        self.scheduler = scheduler
+        self.samples = samples
+        self.arrivals = arrivals
+        self.span_s = span_s
+        self.refresh_ms = refresh_ms
+        self.clock = clock
+        self.timer = f"lag-timeline{self}"
+        self.redraw_ms: deque[float] = deque(maxlen=240)  # what each redraw cost, for the bench
+        family = tkfont.nametofont("TkDefaultFont", root=self).cget("family")
+        # Kept here: a named font is deleted when its Python object is collected.
+        self.label_font = tkfont.Font(root=self, family=family, weight="bold")
+        self.axis_font = tkfont.Font(root=self, family=family)
+        self._line = self._label_line = 0  # the fonts' line heights, read once per size
+        self.line_width = 3
+        # What the last redraw left for the next: the layout and scale the fixed items were
+        # drawn for, and the worst lag per pixel column (by absolute time, so the columns
+        # stay put while the picture scrolls), which only the new samples update.
+        self._drawn: tuple[Layout, float] | None = None
+        self._layout: Layout | None = None
+        self._columns: deque[list[float]] = deque()  # [column number, worst lag ms]
+        self._freezes: deque[Freeze] = deque()
+        self._seen = -math.inf  # ``at`` of the newest sample taken
+        self._lag_item = self.create_line(0, 0, 0, 0, fill=LAG_BLUE, tags="lag")
+        self._comb_item = self.create_line(0, 0, 0, 0, fill=TEXT_GREEN, width=2, tags="arrivals")
+        self.set_font_size(font_size, redraw=False)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._tick()
+
+    def stop(self) -> None:
+        self.scheduler.cancel(self.timer)
+
+    def destroy(self) -> None:
+        """A panel that goes away takes its redraw loop with it."""
+        self.stop()
+        super().destroy()
+
+    def _tick(self) -> None:
+        if self.winfo_viewable():  # hidden (another lesson, a closed panel): skip the work
+            self.redraw()
+        self.scheduler.once(self.timer, self.refresh_ms, self._tick)
+
+    def set_font_size(self, size: int, *, redraw: bool = True) -> None:
+        """Labels a little larger than the body text, lines thick enough for a projector."""
+        self.label_font.configure(size=round(size * 1.3))
+        self.axis_font.configure(size=round(size * 1.1))
+        self._line = int(self.axis_font.metrics("linespace"))
+        self._label_line = int(self.label_font.metrics("linespace"))
+        self.line_width = max(3, round(size / 3.5))
+        self.itemconfigure(self._lag_item, width=self.line_width)
+        self.configure(width=round(size * 58), height=max(260, 13 * self._line))
+        self._drawn = None  # new sizes: the fixed items are drawn again
+        if redraw:
+            self.redraw()
+
+    # -- drawing -------------------------------------------------------------------------------
+
+    def redraw(self, now: float | None = None) -> float:
+        """Draw the last ``span_s`` seconds up to ``now``; return what it cost in ms."""
+        started = time.perf_counter()
+        now = self.clock() if now is None else now
+        layout = self._measure()
+        if layout != self._layout:  # another column width: count the columns again
+            self._layout, self._columns, self._freezes = layout, deque(), deque()
+            self._seen = -math.inf
+        start = now - self.span_s
+        column_s = self.span_s / max(1, layout.right - layout.left)  # one pixel column
+        self._take_samples(column_s, start)
+        peak = max((worst for _column, worst in self._columns), default=0.0)
+        top_ms = max(1000.0, 10 ** math.ceil(math.log10(max(peak, 1.0) * 1.2)))
+        if self._drawn != (layout, top_ms):
+            self._draw_fixed(layout, top_ms)
+            self._drawn = (layout, top_ms)
+        scale = _Scale(layout, start, self.span_s, top_ms)
+        self._draw_lag(scale, column_s)
+        self._draw_freezes(scale, layout)
+        self._draw_arrivals(scale, layout, start)
+        cost = (time.perf_counter() - started) * 1000
+        self.redraw_ms.append(cost)
+        return cost
+
+    def _measure(self) -> Layout:
+        width, height = self.winfo_width(), self.winfo_height()
+        if width <= 1:  # not laid out yet: the size it asked for
+            width, height = int(self.cget("width")), int(self.cget("height"))
+        tick_h = max(10, self._line * 2 // 3)
+        band = height - 8 - self._line - 6
+        return Layout(
+            width=width,
+            height=height,
+            left=12 + self.axis_font.measure("100 ms") + 8,
+            right=width - 12,
+            top=8 + 2 * self._label_line + 8,  # the caption, then a row for freeze labels
+            bottom=band - tick_h - 10,
+            band=band,
+            tick_h=tick_h,
+        )
+
+    def _take_samples(self, column_s: float, start: float) -> None:
+        """Fold the samples newer than the last redraw into their columns; forget the ones
+        that scrolled out."""
+        new: list[LagSample] = []
+        for sample in reversed(self.samples()):
+            if sample.at <= self._seen:
+                break
+            new.append(sample)
+        for sample in reversed(new):
+            column = int(sample.at / column_s)
+            if self._columns and self._columns[-1][0] == column:
+                self._columns[-1][1] = max(self._columns[-1][1], sample.lag_ms)
+            else:
+                self._columns.append([column, sample.lag_ms])
+            if sample.lag_ms > LONG_TASK_MS:
+                self._freezes.append(Freeze.of(sample))
+        if new:
+            self._seen = new[0].at
+        while self._columns and (self._columns[0][0] + 1) * column_s < start:
+            self._columns.popleft()
+        while self._freezes and self._freezes[0].end < start:
+            self._freezes.popleft()
+
+    def _text(
+        self,
+        at_x: float,
+        at_y: float,
+        text: str,
+        anchor: Anchor,
+        font: tkfont.Font,
+        fill: str = INK,
+        tags: str | tuple[str, ...] = "fixed",
+    ) -> int:
+        return self.create_text(
+            at_x, at_y, text=text, anchor=anchor, font=font, fill=fill, tags=tags
+        )
+
+    def _draw_fixed(self, layout: Layout, top_ms: float) -> None:
+        """The items that change only with the size or the scale: grid, axes, legend."""
+        self.delete("fixed")
+        scale = _Scale(layout, 0.0, self.span_s, top_ms)
+        left, right = layout.left, layout.right
+        value = FLOOR_MS
+        while value <= top_ms:
+            at_y = scale.y(value)
+            self.create_line(left, at_y, right, at_y, fill=GRID, width=1, tags="fixed")
+            text = f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.0f} s"
+            self._text(left - 6, at_y, text, "e", self.axis_font)
+            value *= 10
+        limit = scale.y(LONG_TASK_MS)
+        self.create_line(
+            left, limit, right, limit, fill=FROZEN_INK, width=2, dash=(8, 6), tags="fixed"
+        )
+        self._text(left + 6, limit - 2, "50 ms: long task", "sw", self.axis_font, FROZEN_INK)
+        self.create_line(left, layout.bottom, right, layout.bottom, fill=INK, width=2, tags="fixed")
+        caption = f"event-loop lag, last {self.span_s:.0f} s"
+        self._text(left, 8, caption, "nw", self.label_font)
+        self._text(left - 6, layout.band, "text", "e", self.axis_font, TEXT_GREEN)
+        for ago in range(0, int(self.span_s) + 1, 5):
+            if ago == 0:
+                self._text(right, layout.band + 6, "now", "ne", self.axis_font)
+            else:
+                at_x = right - ago * (right - left) / self.span_s
+                self._text(at_x, layout.band + 6, f"-{ago} s", "n", self.axis_font)
+        self.tag_raise("lag")
+        self.tag_raise("arrivals")
+
+    def _draw_lag(self, scale: _Scale, column_s: float) -> None:
+        """One polyline, one point per pixel column: the column's worst lag."""
+        points = [
+            c for column, worst in self._columns for c in scale.point(column * column_s, worst)
+        ]
+        if len(points) >= 4:
+            self.coords(self._lag_item, points)
+            self.itemconfigure(self._lag_item, state="normal")
+        else:
+            self.itemconfigure(self._lag_item, state="hidden")
+
+    def _draw_freezes(self, scale: _Scale, layout: Layout) -> None:
+        """Shade each frozen interval and write its length above it, the longest first; a
+        label that would overlap one already placed goes a row higher, or is left out (the
+        shading stays)."""
+        self.delete("frozen", "frozen-label")
+        left, right = layout.left, layout.right
+        placed: list[list[tuple[float, float]]] = [[], []]  # the x-ranges taken in each row
+        for freeze in sorted(self._freezes, key=lambda f: -f.length_s):
+            x0, x1 = max(left, scale.x(freeze.start)), min(right, scale.x(freeze.end))
+            if x1 <= left:
+                continue
+            shade = (x0, layout.top, max(x1, x0 + 2), layout.bottom)
+            self.create_rectangle(*shade, fill=FROZEN_FILL, width=0, tags="frozen")
+            text = freeze_label(freeze.length_s)
+            half = self.label_font.measure(text) / 2 + 6
+            centre = min(max((x0 + x1) / 2, left + half), right - half)
+            for row, taken in enumerate(placed):
+                if all(centre + half < a or centre - half > b for a, b in taken):
+                    taken.append((centre - half, centre + half))
+                    at_y = layout.top - row * self._label_line
+                    self._text(centre, at_y, text, "s", self.label_font, FROZEN_INK, "frozen-label")
+                    break
+        self.tag_lower("frozen")
+
+    def _draw_arrivals(self, scale: _Scale, layout: Layout, start: float) -> None:
+        """A comb: one polyline along the band with a tooth wherever text arrived (at most
+        one per two pixels), so a flood of arrivals is still one canvas item."""
+        teeth = sorted({int(scale.x(at)) // 2 for at, _chars in self.arrivals() if at >= start})
+        band, tip = layout.band, layout.band - layout.tick_h
+        points: list[float] = [layout.left, band]
+        for tooth in teeth:
+            points += [tooth * 2, band, tooth * 2, tip, tooth * 2, band]
+        points += [layout.right, band]
+        self.coords(self._comb_item, points)

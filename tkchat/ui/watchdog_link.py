@@ -1,0 +1,134 @@
+"""The chat window's side of ``tkchat watchdog``: start the watchdog process, send it a beat.
+
+A frozen window cannot show its own freeze (the figures that would show it are painted by the
+loop that is stuck), so a second process draws it: the watchdog (``tkchat/measure/watchdog.py``)
+plots how long ago the last beat came. The beats are sent by an ``after`` loop on this
+window's main thread, so when that thread is stuck, they stop — which is the whole point.
+
+Why a pipe to the child's stdin, not a UDP datagram: the pipe needs no port, and it tells the
+watchdog for free when this side is gone — closing the handle, a normal exit, a crash and a
+``kill -9`` all close the write end, and the watchdog reads end-of-file and exits. With UDP
+the watchdog would have to guess from silence and poll for its parent.
+
+Sending never blocks and never raises into the window: the write end is non-blocking, a full
+pipe (a watchdog too slow to read) drops that beat, and a closed one (the watchdog is gone)
+stops the loop quietly. One beat is a short line, far under ``PIPE_BUF``, so the kernel writes
+it whole or not at all. (``os.set_blocking`` works on pipes on Unix, and on Windows from
+Python 3.12; before that, a beat on Windows could wait if the watchdog stopped reading.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import time
+from typing import IO
+
+from tkchat.ui.scheduler import AfterScheduler
+
+BEAT_MS = 50
+CLOSE_WAIT_S = 0.5  # how long close() lets the watchdog leave by itself before terminating it
+
+log = logging.getLogger(__name__)
+
+
+def watchdog_command() -> list[str]:
+    """The watchdog's command line: the same Python, and this tkchat, in a new process."""
+    return [sys.executable, "-m", "tkchat", "watchdog"]
+
+
+class HeartbeatSender:
+    """Main thread only. Every ``interval_ms`` writes ``beat <n> <monotonic seconds>`` as one
+    line to ``fd``, through ``scheduler`` (a frozen main loop sends nothing)."""
+
+    TIMER = "watchdog-beat"
+
+    def __init__(self, scheduler: AfterScheduler, fd: int, interval_ms: int = BEAT_MS) -> None:
+        self.scheduler = scheduler
+        self.fd = fd
+        self.interval_ms = interval_ms
+        self.sent = 0
+        self.dropped = 0  # beats the pipe had no room for (the watchdog is not reading)
+        self.gone = False  # the pipe is closed at the other end: nothing more is sent
+        self.running = False
+        try:
+            os.set_blocking(fd, False)
+        except (AttributeError, OSError):  # Windows before 3.12: see the module's note
+            log.warning("the watchdog pipe cannot be made non-blocking here")
+
+    def start(self) -> None:
+        self.running = True
+        self._tick()
+
+    def stop(self) -> None:
+        self.running = False
+        self.scheduler.cancel(self.TIMER)
+
+    def beat(self) -> bool:
+        """Send one beat now; True if it was written. Never blocks, never raises."""
+        if self.gone:
+            return False
+        line = f"beat {self.sent + 1} {time.monotonic():.6f}\n".encode()
+        try:
+            os.write(self.fd, line)
+        except BlockingIOError:
+            self.dropped += 1
+            return False
+        except OSError:  # BrokenPipeError, or the fd was closed: the watchdog is gone
+            self.gone = True
+            self.running = False
+            return False
+        self.sent += 1
+        return True
+
+    def _tick(self) -> None:
+        self.beat()
+        if self.running:
+            self.scheduler.once(self.TIMER, self.interval_ms, self._tick)
+
+
+class WatchdogHandle:
+    """The running watchdog process and the beat loop feeding it. Main thread only."""
+
+    def __init__(self, process: subprocess.Popen[bytes], sender: HeartbeatSender) -> None:
+        self.process = process
+        self.sender = sender
+
+    @property
+    def alive(self) -> bool:
+        """The watchdog process runs and still takes beats (False once its window is closed)."""
+        return self.process.poll() is None and not self.sender.gone
+
+    def close(self) -> None:
+        """Stop the beats and close the pipe: the watchdog reads end-of-file and exits. If it
+        has not within ``CLOSE_WAIT_S``, it is terminated."""
+        self.sender.stop()
+        self.sender.gone = True
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):  # already broken: the watchdog was gone
+                self.process.stdin.close()
+        try:
+            self.process.wait(CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.process.terminate()
+
+
+def open_watchdog(
+    scheduler: AfterScheduler,
+    *,
+    command: list[str] | None = None,
+    stdout: int | IO[bytes] | None = None,
+    interval_ms: int = BEAT_MS,
+) -> WatchdogHandle:
+    """Start the watchdog window (``command``: :func:`watchdog_command` unless given) and begin
+    beating. Main thread. Raises OSError if the process cannot be started."""
+    process = subprocess.Popen(
+        command or watchdog_command(), stdin=subprocess.PIPE, stdout=stdout, close_fds=True
+    )
+    assert process.stdin is not None  # stdin=PIPE
+    sender = HeartbeatSender(scheduler, process.stdin.fileno(), interval_ms)
+    sender.start()
+    return WatchdogHandle(process, sender)
