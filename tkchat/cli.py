@@ -48,6 +48,14 @@ def _model_options() -> argparse.ArgumentParser:
         default=None,
         help="scripted: answer length in tokens; bench: tokens per generation",
     )
+    group.add_argument(
+        "--prompt-rate",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="scripted backend: read the prompt first at RATE tokens per second, with the "
+        "progress a long prompt shows (default 0: at once)",
+    )
     return common
 
 
@@ -338,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             model=args.model,
             rate=50.0 if args.rate is None else args.rate,
             tokens=args.tokens,
+            prompt_rate=args.prompt_rate,
         )
         return run_server(backend, host=args.host, port=args.port)
     if args.command == "models":
@@ -523,6 +532,7 @@ def run_app(args: argparse.Namespace) -> int:
         tokens=args.tokens,
         fail_at=args.fail_at,
         split_utf8=args.split_utf8,
+        prompt_rate=args.prompt_rate,
         server=args.server,
     )
     controller = GenerationController(backend, EventChannel())

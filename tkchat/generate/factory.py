@@ -16,6 +16,7 @@ def make_backend(
     token_cost_ms: float = 0.0,
     fail_at: int | None = None,
     split_utf8: bool = False,
+    prompt_rate: float = 0.0,
     n_ctx: int | None = None,
     n_threads: int | None = None,
     server: str | None = None,
@@ -33,5 +34,6 @@ def make_backend(
             token_cost_ms=token_cost_ms,
             fail_at=fail_at,
             split_utf8=split_utf8,
+            prompt_rate=prompt_rate,
         )
     return LlamaBackend(model, n_ctx=n_ctx or DEFAULT_N_CTX, n_threads=n_threads)
