@@ -352,7 +352,8 @@ def test_the_window_shows_load_progress_and_a_cancelled_load_in_one_sentence(
     slow = SlowLoading(steps=1000, step_s=0.01, name="slow.gguf")
     app = make_app(slow, wait=False)
     pump_until(root, lambda: app.progress.kind == "loading", what="the load progress")
-    assert str(app.progress.label.cget("text")).startswith("Loading slow.gguf … ")
+    assert str(app.progress.label.cget("text")).endswith(" % loaded")
+    assert app.status.get() == "Loading slow.gguf …"
     app.controller.switch_backend(SlowLoading(steps=3, step_s=0.01, name="quick"), unload_old=True)
     pump_until(root, lambda: app.model_ready, what="the other model")
     assert not app.progress.showing

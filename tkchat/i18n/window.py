@@ -70,7 +70,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "progress.reading": "Reading your message … {done} / {total} tokens",
         "progress.eta_s": " · about {seconds} s left",
         "progress.eta_min": " · about {minutes} min left",
-        "progress.loading": "Loading {name} … {percent} %",
+        "progress.loading": "{percent} % loaded",
         "context.meter": "context {used} / {n_ctx} tokens",
         "context.meter.dropped": " · {dropped} earlier messages left out",
         "context.dropped_note": "This conversation no longer fits the model's context "
@@ -177,7 +177,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "progress.reading": "正在读取你的消息…… {done} / {total} 个 token",
         "progress.eta_s": " · 大约还需 {seconds} 秒",
         "progress.eta_min": " · 大约还需 {minutes} 分钟",
-        "progress.loading": "正在加载 {name}…… {percent}%",
+        "progress.loading": "已加载 {percent}%",
         "context.meter": "上下文 {used} / {n_ctx} 个 token",
         "context.meter.dropped": " · 已略去前 {dropped} 条消息",
         "context.dropped_note": "这段对话已经超出模型的上下文（{n_ctx} 个 token）。模型现在只读"

@@ -292,7 +292,7 @@ class PromptBench:
         app.probe.start_recording()
         started = time.perf_counter()
         app.models.load(self.backend.model)
-        yield lambda: app.model_ready or not controller.loading
+        yield lambda: app.model_ready or app.model_failed  # (news the window has handled)
         seconds = time.perf_counter() - started
         samples = app.probe.stop_recording()
         if not app.model_ready:

@@ -1,7 +1,8 @@
 """The progress line: what the window is waiting for, before there is anything to show.
 
 Two waits have no text to stream: the model reading a long prompt ("Reading your message …
-1,234 / 4,426 tokens · about 12 s left") and a model loading ("Loading the model … 45 %").
+1,234 / 4,426 tokens · about 12 s left") and a model loading ("45 % loaded", beside the
+status line's "Loading … …").
 Both get a bar in the status row, beside the status line, and disappear when the wait ends.
 It sits in a row that is there anyway, so showing it moves nothing else in the window.
 
@@ -53,7 +54,7 @@ class ProgressLine(ttk.Frame):
         text or the end of the answer; a loaded or failed model)."""
         for event in tick.app_events:
             if isinstance(event, ModelLoading):
-                self.loading(event.name, event.fraction)
+                self.loading(event.fraction)
             elif isinstance(event, (ModelReady, ModelFailed)):
                 self.hide("loading")
         if tick.progress is not None:
@@ -78,11 +79,10 @@ class ProgressLine(ttk.Frame):
 
         self._show("reading", make, done / total if total else 1.0)
 
-    def loading(self, name: str, fraction: float) -> None:
+    def loading(self, fraction: float) -> None:
+        """A model is loading, ``fraction`` done (the status line names it already)."""
         percent = round(fraction * 100)
-        self._show(
-            "loading", lambda: self.t("progress.loading", name=name, percent=percent), fraction
-        )
+        self._show("loading", lambda: self.t("progress.loading", percent=percent), fraction)
 
     def hide(self, kind: str | None = None) -> None:
         """The wait is over (or was stopped); ``kind``: only if it is that wait."""
