@@ -310,21 +310,23 @@ def test_shutdown_during_a_load_cancels_it_and_returns() -> None:
 
 @pytest.mark.gui
 def test_the_window_shows_reading_progress_then_the_answer(root: tk.Tk, make_app) -> None:
-    app = make_app(reading_backend(prompt_rate=400.0), sampling=Sampling(max_tokens=20))
+    backend = ScriptedBackend(rate=40, tokens=20, prompt_rate=400.0)  # text for half a second
+    app = make_app(backend, sampling=Sampling(max_tokens=20))
     assert not app.progress.showing
     assert app.send(LONG[1].content)
     pump_until(root, lambda: app.progress.showing, what="the progress line")
     assert app.progress.kind == "reading"
-    label = str(app.progress.label.cget("text"))
-    assert label.startswith("Reading your message … ") and label.count(" / ") == 1
-    pump_until(root, lambda: "left" in str(app.progress.label.cget("text")), what="an estimate")
+    said = app.status.get()
+    assert said.startswith("Reading your message … ") and said.endswith(" tokens (Esc stops)")
+    pump_until(root, lambda: " left (Esc" in app.status.get(), what="an estimate")
     assert 0 < float(app.progress.bar.cget("value")) < 1
     app.toggle_language()
-    assert str(app.progress.label.cget("text")).startswith("正在读取你的消息")
+    assert app.status.get().startswith("正在读取你的消息")
     app.toggle_language()
-    pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer")
+    pump_until(root, lambda: bool(app.transcript.answers[-1].text), timeout=30, what="text")
     assert not app.progress.showing and not app.progress.winfo_ismapped()
-    assert app.transcript.answers[-1].text
+    assert app.status.get() == "Generating … (Esc stops)"  # what it said before the reading
+    pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer")
 
 
 @pytest.mark.gui

@@ -84,7 +84,7 @@ class ChatLayout:
         self.context_meter = ContextMeter(status_row, t)
         self.context_meter.pack(side="right")
         self.status.pack(side="left", fill="x", expand=True)
-        self.progress = ProgressLine(status_row, t, before=self.status)  # packs itself
+        self.progress = ProgressLine(status_row, t, status=self.status)  # packs itself
         status_row.pack(side="top", fill="x", padx=8, pady=(4, 0))
 
         self.health = HealthBar(

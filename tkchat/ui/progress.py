@@ -1,13 +1,16 @@
-"""The progress line: what the window is waiting for, before there is anything to show.
+"""The progress bar: what the window is waiting for, before there is anything to show.
 
-Two waits have no text to stream: the model reading a long prompt ("Reading your message …
-1,234 / 4,426 tokens · about 12 s left") and a model loading ("45 % loaded", beside the
-status line's "Loading … …").
-Both get a bar in the status row, beside the status line, and disappear when the wait ends.
-It sits in a row that is there anyway, so showing it moves nothing else in the window.
+Two waits have no text to stream: the model reading a long prompt and a model loading. Both
+get a bar in the status row, beside the status line, which disappears when the wait ends; it
+sits in a row that is there anyway, so showing it moves nothing else in the window.
+
+- Reading: the status line itself says it, while it lasts — "Reading your message … 1,234 /
+  4,426 tokens · about 12 s left (Esc stops)" — and says again what it said before once the
+  first text arrives (unless something else has been said meanwhile).
+- Loading: the status line already says "Loading … …"; the bar adds "45 % loaded".
 
 The figures come from events (``progress``, ``model_loading``) that the 16 ms tick already
-drains: :meth:`ProgressLine.follow` reads each tick's result, and the bar is touched at
+drains: :meth:`ProgressLine.follow` reads each tick's result, and the widgets are touched at
 most a few times a second, as often as such events come.
 
 Main thread only.
@@ -22,25 +25,28 @@ from tkinter import ttk
 
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import ModelFailed, ModelLoading, ModelReady, Progress
+from tkchat.ui.status import StatusLine
 from tkchat.ui.translator import Translator
 
 ETA_AFTER_S = 0.5  # an estimate needs some speed measured first
 
 
 class ProgressLine(ttk.Frame):
-    """A label and a bar; hidden while there is nothing to wait for. Packed into the status
-    row just before ``before`` (the status line), so the bar keeps its room."""
+    """A short label and a bar, hidden while there is nothing to wait for. Packed into the
+    status row just before ``status``, so the bar keeps its room."""
 
-    def __init__(self, master: tk.Misc, translate: Translator, *, before: tk.Misc) -> None:
+    def __init__(self, master: tk.Misc, translate: Translator, *, status: StatusLine) -> None:
         super().__init__(master)
         self.t = translate
-        self._before = before
+        self.status = status
         self.label = ttk.Label(self, anchor="e")
-        self.bar = ttk.Progressbar(self, length=140, maximum=1.0, mode="determinate")
+        self.bar = ttk.Progressbar(self, length=120, maximum=1.0, mode="determinate")
         self.label.pack(side="left", padx=(0, 6))
         self.bar.pack(side="left")
         self.kind: str | None = None  # "reading", "loading" or None (hidden)
-        self._make: Callable[[], str] = lambda: ""
+        self._label: Callable[[], str] = lambda: ""
+        self._said_before: Callable[[], str] | None = None  # the status line before reading
+        self._saying: Callable[[], str] | None = None  # what reading put in the status line
         self._gen: int | None = None
         self._first: tuple[float, int] | None = None  # (when, done) of this prompt's first report
         translate.on_change(lambda _lang: self._relabel())
@@ -70,14 +76,18 @@ class ProgressLine(ttk.Frame):
         done, total = progress.done, progress.total
         eta = self._eta(done, total, now)
 
-        def make() -> str:
+        def say() -> str:
             text = self.t("progress.reading", done=f"{done:,}", total=f"{total:,}")
             if eta is not None:
                 key = "progress.eta_min" if eta >= 90 else "progress.eta_s"
                 text += self.t(key, seconds=max(1, round(eta)), minutes=round(eta / 60))
-            return text
+            return text + self.t("progress.reading.stop")
 
-        self._show("reading", make, done / total if total else 1.0)
+        if self._saying is None or self.status.current is not self._saying:
+            self._said_before = self.status.current
+        self._saying = say
+        self.status.show(say)
+        self._show("reading", lambda: "", done / total if total else 1.0)
 
     def loading(self, fraction: float) -> None:
         """A model is loading, ``fraction`` done (the status line names it already)."""
@@ -86,13 +96,18 @@ class ProgressLine(ttk.Frame):
 
     def hide(self, kind: str | None = None) -> None:
         """The wait is over (or was stopped); ``kind``: only if it is that wait."""
-        if self.kind is not None and kind in (None, self.kind):
-            self.kind = None
-            self._first = None
-            self.pack_forget()
+        if self.kind is None or kind not in (None, self.kind):
+            return
+        if self.kind == "reading" and self._saying is not None:
+            if self.status.current is self._saying and self._said_before is not None:
+                self.status.show(self._said_before)  # nobody has said anything since
+            self._saying = self._said_before = None
+        self.kind = None
+        self._first = None
+        self.pack_forget()
 
     def _relabel(self) -> None:
-        self.label.configure(text=self._make())
+        self.label.configure(text=self._label())
 
     def _eta(self, done: int, total: int, now: float) -> float | None:
         """Seconds left at the speed measured since this prompt's first report."""
@@ -103,10 +118,10 @@ class ProgressLine(ttk.Frame):
         speed = (done - first_done) / (now - began)
         return (total - done) / speed
 
-    def _show(self, kind: str, make: Callable[[], str], fraction: float) -> None:
-        self._make = make
-        self.label.configure(text=make())
+    def _show(self, kind: str, label: Callable[[], str], fraction: float) -> None:
+        self._label = label
+        self.label.configure(text=label())
         self.bar.configure(value=min(1.0, max(0.0, fraction)))
         if self.kind is None:
-            self.pack(side="right", padx=(8, 8), before=self._before)
+            self.pack(side="right", padx=(8, 8), before=self.status)
         self.kind = kind

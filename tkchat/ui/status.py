@@ -47,6 +47,12 @@ class StatusLine(ttk.Label):
         """The whole message (what is shown may be cut to the window's width)."""
         return self._full
 
+    @property
+    def current(self) -> Callable[[], str]:
+        """How the message shown now is made: a part that takes the line for a while (the
+        progress of a long prompt) gives it back with this, unless someone spoke since."""
+        return self._make
+
     def _fit(self) -> None:
         font = tkfont.nametofont(str(self.cget("font") or "TkDefaultFont"), root=self)
         self.configure(text=ellipsize(font, self._full, self.winfo_width() - 4))
