@@ -70,6 +70,7 @@ def test_progress_at_most_once_per_interval_and_the_last_once_a_bar_shows() -> N
     step = PROGRESS_INTERVAL_S / 4 * 1.01  # (a hair over, so float rounding cannot matter)
     sent = [pacer.note(PromptProgress(i * 10, 400), 100.0 + i * step) for i in range(40)]
     assert pacer.note(PromptProgress(400, 400), 100.0 + 40 * step)  # the bar fills up
+    assert not pacer.note(PromptProgress(400, 400), 101.0 + 40 * step)  # once
     assert sum(sent) == 9  # one per interval after the first: reports at 4, 8, ... 36
     assert [i for i, due in enumerate(sent) if due] == list(range(4, 40, 4))
 

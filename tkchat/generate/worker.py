@@ -69,9 +69,9 @@ class ProgressPacer:
             self.started, self._last, self.reused = now, now, report.done
         self.done = report.done
         if report.done == report.total:
+            due = self.sent > 0 and self.finished is None  # once, even if repeated
             if self.finished is None:
                 self.finished = now
-            due = self.sent > 0
         else:
             due = now - self._last >= PROGRESS_INTERVAL_S
         if due:
