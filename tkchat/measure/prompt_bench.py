@@ -12,8 +12,9 @@ alive meanwhile. In the same run as ``tkchat bench``'s own baselines (``idle``, 
 - ``prompt-chunks-only``: the same, with the alternative design — chunks aimed at 50 ms and
   Stop checked only between them, no abort callback — so the choice is measured each run.
 - ``turn-2``: a follow-up question in the same chat (the long prompt is now history, read
-  from the cache) against the same question alone in a fresh chat with a cold cache, and
-  against llama-cpp-python evaluating just the new tokens where they sit.
+  from the cache) against the same question alone in a fresh chat with a cold cache (the
+  median of three each), and against llama-cpp-python evaluating just the new tokens where
+  they sit.
 - ``load``: the model loaded again through the Model menu's path, with the lag probe on.
 
 Only for the llama backend (the others have no prompt to read). Main thread; the script
@@ -35,11 +36,12 @@ from tkchat.generate.scripted import long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.figures import SYSTEM, BenchOptions, RunFigures, input_figures, lag_figures
 from tkchat.measure.script import Script
-from tkchat.stats import percentile, rounded
+from tkchat.stats import median, percentile, rounded
 from tkchat.ui.app import ChatApp
 
 ANSWER_TOKENS = 16  # the answers here only need to start: the prompt is what is measured
 FOLLOW_UP = "Now name one tool the text mentions, in a few words."
+TURNS = 3  # follow-ups measured (and as many cold runs of the question alone): the median
 ASK = "\n\nSummarize the text above in one sentence."
 CHUNKS_ONLY_S = 0.05  # the alternative's chunk target: small enough for Stop on its own
 
@@ -73,9 +75,10 @@ class PromptBench:
         self._make_prompt(self.options.prompt_tokens or 0)
         runs.append(self._raw())
         yield 0.3  # the raw run held the main loop on purpose: let late timers fire first
+        turn2: dict[str, Any] = {}
+        yield from self._alone(turn2)
         figures: dict[str, Any] = {}
         yield from self._read_in_window(figures)
-        turn2: dict[str, Any] = {}
         yield from self._turn_two(turn2)
         yield from self._cancels(figures)
         runs.append(self._figures("prompt", figures))
@@ -229,25 +232,49 @@ class PromptBench:
 
     # -- the next turn -----------------------------------------------------------------------
 
-    def _turn_two(self, out: dict[str, Any]) -> Script:
-        """Right after the window's full reading (turn 1, its answer in the chat): a follow-up
-        in the same chat, then the follow-up alone in a fresh chat with a cold cache, then
-        llama-cpp-python evaluating just turn 2's new tokens where they sit."""
+    def _alone(self, out: dict[str, Any]) -> Script:
+        """The baseline of the next turn: the follow-up question alone in a fresh chat, read
+        from a cold cache, :data:`TURNS` times."""
         app = self.app
-        finished = len(app.finished)
-        _, _ = self._send(FOLLOW_UP, fresh=False)
-        answer = app.transcript.answers[-1]
-        yield lambda: len(app.finished) > finished
-        final = app.finished[-1]
-        if not isinstance(final, Done) or answer.first_text_at is None:
-            raise RuntimeError(f"turn 2 did not answer: {_describe(final)}")
-        out["ttft"] = (answer.first_text_at - answer.started_at) * 1000
-        out["new_tokens"] = final.stats.prompt_tokens - final.stats.prompt_reused
-        out["history_tokens"] = final.stats.prompt_reused
-        turn_two = app.session.request().messages[:-1]  # the chat turn 2 read (no answer)
+        ttfts: list[float] = []
+        for _ in range(TURNS):
+            with app.controller.model_lock:
+                self.backend.forget_prompt()
+            finished = len(app.finished)
+            self._send(FOLLOW_UP)
+            alone = app.transcript.answers[-1]
+            yield _answered(app, finished)
+            last = app.finished[-1]
+            if not isinstance(last, Done) or alone.first_text_at is None:
+                raise RuntimeError(f"the follow-up alone did not answer: {_describe(last)}")
+            ttfts.append((alone.first_text_at - alone.started_at) * 1000)
+            out["alone_tokens"] = last.stats.prompt_tokens
+            yield 0.2
+        out["alone_ttft"] = median(ttfts)
+
+    def _turn_two(self, out: dict[str, Any]) -> Script:
+        """Right after the window's full reading (turn 1, its answer in the chat): the
+        follow-up, :data:`TURNS` times in the same chat (each time after the last answer);
+        then llama-cpp-python evaluating just the last turn's new tokens where they sit."""
+        app = self.app
+        ttfts: list[float] = []
+        for _ in range(TURNS):
+            finished = len(app.finished)
+            self._send(FOLLOW_UP, fresh=False)
+            answer = app.transcript.answers[-1]
+            yield _answered(app, finished)
+            final = app.finished[-1]
+            if not isinstance(final, Done) or answer.first_text_at is None:
+                raise RuntimeError(f"turn 2 did not answer: {_describe(final)}")
+            ttfts.append((answer.first_text_at - answer.started_at) * 1000)
+            out["new_tokens"] = final.stats.prompt_tokens - final.stats.prompt_reused
+            out["history_tokens"] = final.stats.prompt_reused
+            yield 0.2
+        out["ttft"] = median(ttfts)
+        last_turn = app.session.request().messages[:-1]  # the chat the last turn read
         with app.controller.model_lock:
-            tokens = self.backend.chat_tokens(turn_two)
-            reused = final.stats.prompt_reused
+            tokens = self.backend.chat_tokens(last_turn)
+            reused = out["history_tokens"]
             llm = self.backend.llm
             llm.n_tokens = reused
             llm._ctx.kv_cache_seq_rm(-1, reused, -1)
@@ -255,16 +282,6 @@ class PromptBench:
             llm.eval(tokens[reused:])
             out["raw_new_tokens_ms"] = (time.perf_counter() - began) * 1000
             self.backend.forget_prompt()
-        yield 0.2
-        finished = len(app.finished)
-        self._send(FOLLOW_UP)
-        alone = app.transcript.answers[-1]
-        yield lambda: len(app.finished) > finished
-        last = app.finished[-1]
-        if not isinstance(last, Done) or alone.first_text_at is None:
-            raise RuntimeError(f"the follow-up alone did not answer: {_describe(last)}")
-        out["alone_ttft"] = (alone.first_text_at - alone.started_at) * 1000
-        out["alone_tokens"] = last.stats.prompt_tokens
 
     def _turn_two_figures(self, out: dict[str, Any], turn_one: dict[str, Any]) -> RunFigures:
         return RunFigures(
@@ -378,6 +395,11 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
             )
         )
     return out
+
+
+def _answered(app: ChatApp, finished: int) -> Callable[[], bool]:
+    """Whether the window has handled a final event beyond the first ``finished``."""
+    return lambda: len(app.finished) > finished
 
 
 def _gone(worker: GenerationWorker) -> Callable[[], bool]:
