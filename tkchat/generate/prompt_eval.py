@@ -133,7 +133,7 @@ class PromptReader:
             while done < total:
                 if cancel.is_set():
                     return False
-                end = self._chunk_end(done, size)
+                end = self._chunk_end(done, size, total)
                 piece = prompt[done : min(end, total)]
                 began = time.perf_counter()
                 try:
@@ -181,11 +181,14 @@ class PromptReader:
         self.read_to = min(self.read_to, keep)
         return keep
 
-    def _chunk_end(self, done: int, size: int) -> int:
+    def _chunk_end(self, done: int, size: int, total: int) -> int:
         """Where the chunk starting at ``done`` ends: the next fixed boundary, or (for the
-        measured alternative) ``size`` tokens on."""
+        measured alternative) ``size`` tokens on. A follow-up's few new tokens, which start
+        off a boundary (after the answer the model generated), are read in one piece."""
         if self.chunk_s is not None:
             return done + size
+        if done % CHUNK_TOKENS and total - done <= CHUNK_TOKENS:
+            return total
         return (done // CHUNK_TOKENS + 1) * CHUNK_TOKENS
 
     def _next_size(self, size: int, took: float) -> int:

@@ -7,6 +7,7 @@ Modes (each one object in the JSON ``runs`` list):
   queue): the tokens/s ceiling.
 - ``fixed`` — the real app pipeline: send, stream, render markdown, then repeated Stops at
   random points for the cancel latency.
+- with ``--prompt-tokens N``, a long prompt too: the rows of :mod:`tkchat.measure.prompt_bench`.
 
 Everything is timed with ``perf_counter`` on the main thread; targets are ratios against the
 baselines of the same run, because these machines are noisy.
