@@ -351,6 +351,22 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
                 f"{prompt.long_tasks} long tasks",
             )
         )
+    fixed = by.get("fixed")  # generation, in the same window, the same run
+    if (
+        fixed is not None
+        and fixed.lag_p99_ms is not None
+        and fixed.lag_max_ms is not None
+        and prompt.lag_p99_ms is not None
+        and prompt.lag_max_ms is not None
+    ):
+        out.append(
+            (
+                "lag while reading the prompt no worse than while generating (this run)",
+                prompt.lag_p99_ms <= fixed.lag_p99_ms and prompt.lag_max_ms <= fixed.lag_max_ms,
+                f"p99 {prompt.lag_p99_ms:.2f} vs {fixed.lag_p99_ms:.2f} ms, max "
+                f"{prompt.lag_max_ms:.2f} vs {fixed.lag_max_ms:.2f} ms",
+            )
+        )
     if raw is not None and raw.tokens_per_s and prompt.tokens_per_s:
         ratio = prompt.tokens_per_s / raw.tokens_per_s
         out.append(
@@ -382,6 +398,17 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
                 f"{turn2.ttft_ms} ms vs {alone} ms ({turn2.ttft_ms / alone:.2f} x); turn 1 "
                 f"{turn2.extra['turn_1_ttft_ms']} ms; the new tokens in place, "
                 f"llama-cpp-python alone: {turn2.extra['raw_new_tokens_in_place_ms']} ms",
+            )
+        )
+    if turn2 is not None and turn2.ttft_ms is not None:
+        in_place = turn2.extra["raw_new_tokens_in_place_ms"]
+        out.append(
+            (
+                "turn-2 TTFT <= 1.5 x llama-cpp-python reading the same new tokens in place",
+                turn2.ttft_ms <= 1.5 * in_place,
+                f"{turn2.ttft_ms} ms vs {in_place} ms ({turn2.ttft_ms / in_place:.2f} x): what "
+                "the window adds; a token read after a long history costs more than one read "
+                "first, whoever reads it",
             )
         )
     load = by.get("load")
