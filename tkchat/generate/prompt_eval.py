@@ -168,7 +168,7 @@ class PromptReader:
         chunks, the cut goes back to a chunk boundary, so the rest is read exactly as a cold
         read would read it."""
         llm = self.llm
-        keep = min(common_prefix(llm.input_ids[: llm.n_tokens], prompt), len(prompt) - 1)
+        keep = max(0, min(common_prefix(llm.input_ids[: llm.n_tokens], prompt), len(prompt) - 1))
         if self.chunk_s is None and keep <= min(self.read_to, llm.n_tokens):
             keep -= keep % CHUNK_TOKENS
         if keep > 0 and not llm._ctx.kv_cache_seq_rm(-1, keep, -1):
