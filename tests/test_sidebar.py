@@ -67,7 +67,11 @@ def parts(root: tk.Tk) -> Iterator[tuple[ConversationSidebar, Calls, Translator]
 
 
 def texts(bar: ConversationSidebar) -> list[str]:
-    return [bar.tree.item(iid, "text") for iid in bar.tree.get_children()]
+    """Each row's whole text (a row shows what fits the list's width, cut with "…")."""
+    return [
+        bar.row_text(int(iid)) if iid.isdigit() else bar.tree.item(iid, "text")
+        for iid in bar.tree.get_children()
+    ]
 
 
 def click(root: tk.Tk, bar: ConversationSidebar, cid: int, button: int = 1) -> None:

@@ -93,6 +93,19 @@ def _window_options() -> argparse.ArgumentParser:
     )
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument(
+        "--teach",
+        action="store_true",
+        help="show the teaching controls (mode, Compare, Lessons, Ping, the health bar) even "
+        "if the chat-only view was chosen last time (View menu)",
+    )
+    group.add_argument(
+        "--theme",
+        choices=["system", "light", "dark"],
+        default=None,
+        help="the window's look for this run (default: the one chosen in the View menu, "
+        "else the system's light or dark)",
+    )
+    group.add_argument(
         "--projector",
         action="store_true",
         help="projector mode: large text and figures, for a classroom (View menu, F11)",
@@ -403,6 +416,8 @@ def run_app(args: argparse.Namespace) -> int:
             persist_settings=not args.no_history,
             projector=args.projector,
             chaos=_chaos(args.chaos, args.lose_event),
+            theme=args.theme,
+            teach=args.teach,
         ),
     )
     if settings_warning:

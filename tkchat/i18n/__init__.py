@@ -7,7 +7,7 @@ here. :class:`tkchat.ui.translator.Translator` puts them on widgets.
 
 from __future__ import annotations
 
-from tkchat.i18n import lesson_panel, model_picker, settings_dialog, sidebar, window
+from tkchat.i18n import appearance, lesson_panel, model_picker, settings_dialog, sidebar, window
 
 LANGUAGES = ("en", "zh")
 
@@ -18,6 +18,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **sidebar.STRINGS[lang],
         **settings_dialog.STRINGS[lang],
         **model_picker.STRINGS[lang],
+        **appearance.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

@@ -19,12 +19,12 @@ from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import follow_theme, palette_of
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
 
 WARN_AT = 0.75
 FOLLOW_EVERY_S = 0.25  # the meter follows a streaming answer at most this often
-NORMAL, WARN, FULL = "#555555", "#a15c00", "#b00020"
 
 
 class ContextMeter(ttk.Label):
@@ -37,6 +37,7 @@ class ContextMeter(ttk.Label):
         self.n_ctx: int | None = None
         self.dropped = 0
         translate.on_change(lambda _lang: self._draw())
+        follow_theme(self, lambda _palette: self._draw())
 
     def show(self, used: int, n_ctx: int, dropped: int = 0) -> None:
         if (used, n_ctx, dropped) != (self.used, self.n_ctx, self.dropped):
@@ -62,7 +63,14 @@ class ContextMeter(ttk.Label):
         if self.dropped:
             text += self.t("context.meter.dropped", dropped=self.dropped)
         fraction = self.fraction or 0.0
-        colour = FULL if self.dropped else WARN if fraction >= WARN_AT else NORMAL
+        palette = palette_of(self)
+        colour = (
+            palette.error
+            if self.dropped
+            else palette.warn
+            if fraction >= WARN_AT
+            else palette.muted
+        )
         self.configure(text=text, foreground=colour)
 
 

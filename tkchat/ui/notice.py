@@ -11,31 +11,32 @@ from __future__ import annotations
 import tkinter as tk
 from tkinter import ttk
 
+from tkchat.ui.scaling import dp
+from tkchat.ui.theme import palette_of, recolour, set_role
 from tkchat.ui.translator import Translator
-
-BACKGROUND = "#fff3cd"
-FOREGROUND = "#5c4400"
 
 
 class NoticeBanner(tk.Frame):
     """Hidden until :meth:`show`; packs itself right after ``anchor``."""
 
     def __init__(self, master: tk.Misc, anchor: tk.Misc, translate: Translator) -> None:
-        super().__init__(master, background=BACKGROUND)
+        super().__init__(master)
         self.after_widget = anchor  # (not "anchor": that is a Tk method of every widget)
         self.label = tk.Label(
             self,
             anchor="w",
             justify="left",
-            background=BACKGROUND,
-            foreground=FOREGROUND,
-            padx=8,
-            pady=3,
+            padx=dp(self, 8),
+            pady=dp(self, 3),
             font="TkDefaultFont",
         )
         self.dismiss_button = ttk.Button(self, command=self.hide, width=10)
         translate.bind(self.dismiss_button, "banner.dismiss")
-        self.dismiss_button.pack(side="right", padx=6, pady=2)
+        self.dismiss_button.pack(side="right", padx=dp(self, 6), pady=dp(self, 2))
+        # amber in the light theme, dark amber in the dark one (tkchat/ui/palette.py)
+        set_role(self, "notice")
+        set_role(self.label, "notice")
+        recolour(self, palette_of(self))
         self.label.pack(side="left", fill="x", expand=True)
         self.label.bind(
             "<Configure>", lambda e: self.label.configure(wraplength=max(200, e.width - 20))
