@@ -727,4 +727,7 @@ class ChatApp(ChatLayout):
         if self.remembered.persist:
             self.remembered.change(geometry=self.root.geometry(), language=self.t.lang)
         self.models.close_idle()
+        # A style change leaves Tk's <<ThemeChanged>> waiting for an idle moment; sent after
+        # the destroy it would only print an error (the idle queue outlives the window).
+        self.root.update_idletasks()
         self.root.destroy()

@@ -282,11 +282,12 @@ class LessonPanel(ttk.Frame):
         self.refresh_figure()
 
     def _on_resize(self, event: tk.Event) -> None:
-        wrap = max(200, int(event.width) - 20)
+        # the panel's width less its padding (8 design pixels each side) and a little more
+        wrap = max(200, int(event.width) - dp(self, 20))
         self.watch_label.configure(wraplength=wrap)
         self.figure_label.configure(wraplength=wrap)
         button = self.setup_button.winfo_reqwidth()
-        self.demo_label.configure(wraplength=max(120, wrap - button - 12))
+        self.demo_label.configure(wraplength=max(120, wrap - button - dp(self, 12)))
 
     def _set_table_tabs(self) -> None:
         """Tab stops for each table: every column as wide as its widest cell, in pixels."""
