@@ -401,3 +401,27 @@ def test_the_teach_and_theme_flags_reach_the_window(
     assert build_parser().parse_args([]).teach is False
     stored = json.loads((tmp_path / "settings.json").read_text(encoding="utf-8"))
     assert stored["chat_only"] is True and stored["theme"] == "light"
+
+
+@pytest.mark.gui
+def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
+    import time
+
+    from tkchat.measure.watchdog import WatchdogWindow
+    from tkchat.ui.watchdog_link import watchdog_command
+
+    assert watchdog_command("dark")[-2:] == ["--theme", "dark"]
+    assert "--theme" not in watchdog_command()
+    assert build_parser().parse_args(["watchdog", "--theme", "dark"]).theme == "dark"
+    beats = [time.monotonic()]
+    window = WatchdogWindow(
+        root, lambda: [beats.pop() for _ in range(len(beats))], lambda: False, palette=DARK
+    )
+    window.start()
+    pump_until(root, lambda: window.shown_text(window.counter).startswith("alive"))
+    assert str(window.canvas.cget("background")) == DARK.surface
+    assert str(window.canvas.itemcget(window.counter, "fill")) == DARK.chart_good
+    pump_until(root, lambda: window.trace.open_gap is not None, what="a silence")
+    assert str(window.canvas.cget("background")) == DARK.chart_frozen_background
+    assert str(window.canvas.itemcget(window.counter, "fill")) == DARK.chart_frozen_ink
+    window.close()

@@ -248,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     watchdog.add_argument(
         "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
     )
+    watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
     return parser
 
 
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "watchdog":
         from tkchat.measure.watchdog import run_watchdog
 
-        return run_watchdog(state=args.state, geometry=args.geometry)
+        return run_watchdog(state=args.state, geometry=args.geometry, theme=args.theme)
     return run_app(args)
 
 

@@ -703,7 +703,7 @@ class ChatApp(ChatLayout):
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
                 self.watchdog.close()
-            self.watchdog = open_watchdog(self.scheduler)
+            self.watchdog = open_watchdog(self.scheduler, theme=self.appearance.palette.name)
         return self.watchdog
 
     # -- closing -------------------------------------------------------------------------------
