@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.conftest import layout_problems, pump_for, pump_until
+from tests.conftest import KEEP_ALIVE, layout_problems, pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.ui.app import PROJECTOR_SIZE
 from tkchat.ui.fit import BREAK_OPPORTUNITY, NO_BREAK, breakable
@@ -102,6 +103,18 @@ SCREENS = {
 }
 
 
+@pytest.fixture
+def scaled(root: tk.Tk) -> Iterator[Callable[[float], None]]:
+    """Set ``tk scaling`` (pixels per point) for this test. Tk keeps it per display, not
+    per window, so later tests' windows would inherit it: it is put back afterwards."""
+    before = float(root.tk.call("tk", "scaling"))
+    yield lambda scaling: root.tk.call("tk", "scaling", scaling)
+    probe = tk.Tk()
+    KEEP_ALIVE.append(probe)
+    probe.tk.call("tk", "scaling", before)
+    probe.destroy()
+
+
 def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
     """Rows of a Treeview whose shown title is wider than its column (it should have been
     cut with "…")."""
@@ -116,10 +129,12 @@ def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
 @pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str, theme) -> None:
+def test_every_screen_cuts_nothing(
+    root: tk.Tk, make_app, screen: str, lang: str, theme, scaled
+) -> None:
     scaling, geometry, steps = SCREENS[screen]
     if scaling is not None:  # as an X server started with -dpi 192 reports it
-        root.tk.call("tk", "scaling", scaling)
+        scaled(scaling)
     app = make_app(
         ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True, theme=theme
     )
@@ -147,6 +162,8 @@ def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str
     # The sidebar's title is cut with "…" to its column, never cut silently by the list.
     font = tkfont.nametofont("TkDefaultFont", root=root)
     assert fits_its_column(sidebar.tree, font) == []
+    columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
+    assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
     row = str(sidebar.row_ids()[0])
     title = sidebar.row_text(int(row))  # the conversation's title: its first question
     assert title[:20] == long_title[:20]

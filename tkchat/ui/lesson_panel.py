@@ -31,7 +31,9 @@ from tkchat.ui.theme import follow_theme, set_role
 
 REFRESH_MS = 500  # the live figure is read twice a second
 BODY_SIZE = 11  # points, as the transcript's body; the window passes its text size
-TIMELINE_LINES = 7  # the lag timeline's height, in lines of the lesson's text
+# The lag timeline's height, in lines of the lesson's text: its labels (larger than the text)
+# and three decades of lag, without one label on another (7 left the plot a few pixels tall).
+TIMELINE_LINES = 11
 # each font's size against the body's (headings larger, code as large as the text)
 FONT_STEPS = {"body": 0, "bold": 0, "italic": 0, "h1": 4, "h2": 2, "mono": 0}
 TABLE_TAG_PREFIX = "table-"
@@ -166,7 +168,7 @@ class LessonPanel(ttk.Frame):
 
     def _size_timeline(self) -> None:
         """The timeline's fonts follow the text size; its height stays a strip under the
-        lesson (about nine lines), so the lesson keeps most of the panel."""
+        lesson (TIMELINE_LINES), so the lesson keeps most of the panel."""
         assert self.timeline is not None
         size = int(self._fonts["body"].cget("size"))
         self.timeline.set_font_size(size)

@@ -338,6 +338,12 @@ class ConversationSidebar(ttk.Frame):
         return int(float(indent or 20)) + dp(self, 8)
 
     def _fit_rows(self) -> None:
+        # The title column takes the width the date leaves (a Treeview does not shrink its
+        # columns with itself, and would cut the date off at its right edge instead).
+        width = self.tree.winfo_width()
+        if width > 1:
+            title = width - self.tree.column("when", "width") - dp(self, 2)
+            self.tree.column("#0", width=max(title, int(self.tree.column("#0", "minwidth"))))
         for iid, text in self._texts.items():
             if self.tree.exists(iid):
                 self.tree.item(iid, text=self._fitted(text))
