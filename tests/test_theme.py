@@ -425,3 +425,21 @@ def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
     assert str(window.canvas.cget("background")) == DARK.chart_frozen_background
     assert str(window.canvas.itemcget(window.counter, "fill")) == DARK.chart_frozen_ink
     window.close()
+
+
+@pytest.mark.gui
+def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) -> None:
+    from tkchat.ui.context_meter import ContextMeter
+    from tkchat.ui.translator import Translator
+
+    row = ttk.Frame(root, width=200, height=30)
+    row.pack_propagate(False)
+    row.pack(anchor="w")
+    meter = ContextMeter(row, Translator("en"))
+    meter.pack(side="right")
+    meter.show(7808, 8192, dropped=160)
+    pump_for(root, 0.1)
+    assert meter.full.endswith("160 earlier messages left out")
+    shown = str(meter.cget("text"))
+    assert shown.endswith("…") and meter.full.startswith(shown[:-1])
+    assert meter.winfo_reqwidth() <= row.winfo_width()
