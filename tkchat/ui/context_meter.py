@@ -27,6 +27,7 @@ from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
 
 WARN_AT = 0.75
+STATUS_ROOM = 160  # design pixels the meter leaves the status line beside it, when cut
 FOLLOW_EVERY_S = 0.25  # the meter follows a streaming answer at most this often
 
 
@@ -85,7 +86,7 @@ class ContextMeter(ttk.Label):
 
     def _fit(self) -> None:
         """The whole text if the row has room for it, else as much as fits, with "…"."""
-        room = self.master.winfo_width() - dp(self, 4)
+        room = self.master.winfo_width() - dp(self, STATUS_ROOM)
         font = tkfont.nametofont(str(self.cget("font") or "TkDefaultFont"), root=self)
         self.configure(text=ellipsize(font, self.full, room) if room > 1 else self.full)
 

@@ -35,6 +35,8 @@ def ellipsize(font: tkfont.Font, text: str, width: int) -> str:
     """``text`` if it fits in ``width`` pixels, else its longest start that does, with "…"."""
     if width <= 0 or font.measure(text) <= width:
         return text
+    if font.measure(ELLIPSIS) > width:
+        return ""  # not even "…" fits: nothing, rather than a cut "…"
     low, high = 0, len(text)
     while low < high:  # the longest prefix whose "prefix…" fits
         middle = (low + high + 1) // 2
