@@ -142,10 +142,19 @@ def test_every_screen_cuts_nothing(
     for mode in ("blocking", "no-coalesce"):  # the BROKEN banner, as in a class
         app.teaching.set_mode(mode)
     long_title = "A question with a long answer, to fill the transcript and the sidebar's row."
-    app.send(long_title)
+    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    app.new_chat()  # not the latest saved chat, which earlier tests may have left
+    assert app.send(long_title)
     pump_until(root, lambda: app.answer is None, what="the answer")
     sidebar = app.conversations.sidebar
-    pump_until(root, lambda: bool(sidebar.row_ids()), what="the chat in the sidebar")
+    pump_until(
+        root,
+        lambda: (
+            bool(sidebar.row_ids())
+            and sidebar.row_text(sidebar.row_ids()[0])[:20] == long_title[:20]
+        ),
+        what="the chat in the sidebar",
+    )
     for _ in range(steps):
         app.change_font_size(+1)
     pump_for(root, 0.4)
