@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 import tkinter as tk
 import tkinter.font as tkfont
-from tkinter import ttk
 from collections.abc import Callable
+from tkinter import ttk
 from typing import Any
 
 from tkchat.ui.scaling import dp
