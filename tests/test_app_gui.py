@@ -156,7 +156,7 @@ def test_bad_model_path_gives_one_clear_message(
     }[kind]
     app = make_app(LlamaBackend(path))
     assert not app.model_ready
-    assert expected in app.transcript.plain_text()
+    assert app.model_banner.shown and expected in app.model_banner.text
     assert app.send_button.instate(["disabled"])
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
@@ -322,3 +322,51 @@ def test_new_chat_while_a_saved_conversation_is_being_shown(root: tk.Tk, make_ap
     app.new_chat()
     pump_for(root, 0.5)
     assert app.transcript.entries == [] and not app.showing_conversation
+
+
+def test_a_model_that_fails_to_load_stays_said_and_disables_what_needs_it(
+    root: tk.Tk, make_app, tmp_path: Path
+) -> None:
+    """Reported: with a saved chat, `--model notamodel.gguf` said "see the message below" but
+    the restored chat replaced the message; Regenerate stayed enabled and said "your message
+    is kept in the box" with an empty box."""
+    from tkchat.store.db import ConversationStore
+    from tkchat.store.paths import database_path
+
+    store = ConversationStore(database_path())
+    chat = store.create("yesterday")
+    store.add_message(chat.id, "user", "a question from yesterday")
+    store.add_message(chat.id, "assistant", "an answer from yesterday")
+    store.close()
+    missing = str(tmp_path / "notamodel.gguf")
+    app = make_app(LlamaBackend(missing), history=True)
+    pump_until(
+        root,
+        lambda: app.conversations.ready and not app.showing_conversation,
+        what="the restored chat",
+    )
+    pump_for(root, 0.2)
+    assert "yesterday" in app.transcript.plain_text()  # the chat was restored …
+    assert app.model_banner.shown and missing in app.model_banner.text  # … and the reason stays
+    assert app.send_button.instate(["disabled"])
+    assert app.regenerate_button.instate(["disabled"])
+    assert not app.menubar.enabled("regenerate")
+    app.input.insert("1.0", "my next question")
+    assert not app.send() and not app.regenerate()
+    assert "Model menu" in app.status.get()
+    assert app.input.get("1.0", "end-1c") == "my next question"  # kept, as the status says
+
+
+def test_the_status_line_forgets_the_previous_chat(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    app.send("first")
+    finish(root, app)
+    assert app.status.get().startswith("Done")
+    app.new_chat()
+    assert not app.status.get().startswith("Done") and "Ready" in app.status.get()
+    app.send("second")
+    finish(root, app, 2)
+    first = app.conversations.sidebar.row_ids()[-1]
+    app.conversations.show(first)
+    assert not app.status.get().startswith("Done")

@@ -701,6 +701,11 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()
     picker.cancel()
     root.update()
+    run("get_model")
+    catalogue = app.catalogue.dialog
+    assert catalogue is not None and catalogue.winfo_exists() and catalogue.entries
+    catalogue.close_button.invoke()
+    root.update()
     run("bigger")
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE + 1
     run("smaller")
@@ -725,6 +730,9 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert app.appearance.chat_only and not app.health.winfo_ismapped()
     run("chat_only")
     assert not app.appearance.chat_only and app.health.winfo_ismapped()
+    run("shortcuts")
+    assert app.shortcut_sheet is not None and app.shortcut_sheet.winfo_exists()
+    app.shortcut_sheet.destroy()
     run("export_md")
     run("export_json")
     run("import")

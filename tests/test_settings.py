@@ -62,6 +62,8 @@ def everything_changed(folder: Path) -> AppSettings:
         geometry="1140x680+10+20",
         theme="dark",
         chat_only=True,
+        hf_endpoint="https://hf-mirror.com",
+        model_hint_shown=True,
     )
 
 
@@ -84,6 +86,8 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "geometry": "1140x680+10+20",
         "theme": "dark",
         "chat_only": True,
+        "hf_endpoint": "https://hf-mirror.com",
+        "model_hint_shown": True,
     }
 
 

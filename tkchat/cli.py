@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
@@ -249,7 +250,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
     )
     watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
+    _add_models_command(commands)
     return parser
+
+
+def _add_models_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``tkchat models list`` and ``tkchat models get NAME``: the catalogue of Model > Get a
+    model…, from the command line."""
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument(
+        "--catalogue",
+        type=Path,
+        metavar="FILE",
+        help="another catalogue file of the same shape (default: $TKCHAT_CATALOGUE, else "
+        "the one shipped with tkchat)",
+    )
+    shared.add_argument("--lang", choices=["en", "zh"], default="en", help="language of messages")
+    models = commands.add_parser(
+        "models",
+        help="list the catalogue of better models, or download one",
+        description="The curated models of Model > Get a model…: list them, or download one "
+        "into the Hugging Face cache (resumable, checked against its SHA-256).",
+    )
+    actions = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    actions.add_parser("list", parents=[shared], help="the models, their size and memory needs")
+    get = actions.add_parser(
+        "get",
+        parents=[shared],
+        help="download a model (an interrupted download continues where it stopped)",
+    )
+    get.add_argument("name", help="a name from `tkchat models list`")
+    get.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="hub or mirror to download from, e.g. https://hf-mirror.com in mainland China "
+        "(default: $HF_ENDPOINT, else the one chosen in the window, else huggingface.co)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
             tokens=args.tokens,
         )
         return run_server(backend, host=args.host, port=args.port)
+    if args.command == "models":
+        return run_models(args)
     if args.command == "selftest":
         from tkchat.measure.selftest import run_selftest
 
@@ -318,6 +356,112 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_watchdog(state=args.state, geometry=args.geometry, theme=args.theme)
     return run_app(args)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    """``tkchat models list`` / ``tkchat models get NAME``. The download is the window's: the
+    same child process, progress, checks and sentences."""
+    from tkchat.generate.hub.catalogue import CatalogueError, cache_dir, load_catalogue
+
+    try:
+        entries = load_catalogue(args.catalogue)
+    except CatalogueError as exc:
+        print(f"tkchat: {exc}", file=sys.stderr)
+        return 2
+    if args.models_command == "list":
+        print(_catalogue_table(entries, cache_dir(), args.lang))
+        return 0
+    return _get_model(args, entries)
+
+
+def _catalogue_table(entries: list[Any], cache: Path, lang: str) -> str:
+    from tkchat.generate.hub.catalogue import (
+        downloaded_path,
+        fits,
+        memory_available,
+        memory_needed,
+    )
+    from tkchat.generate.hub.text import say
+    from tkchat.generate.model_finder import describe_size
+
+    free = memory_available()
+    rows = [("name", "size", "memory", "languages", "licence", "")]
+    for entry in entries:
+        needed = memory_needed(entry)
+        if downloaded_path(entry, cache) is not None:
+            state = say(lang, "catalogue.state.downloaded")
+        elif not fits(entry, free) and free is not None:
+            state = say(lang, "catalogue.state.too_big", free=describe_size(free))
+        else:
+            state = ""
+        rows.append(
+            (
+                entry.name,
+                describe_size(entry.size) if entry.size else "?",
+                describe_size(needed) if needed else "?",
+                ",".join(entry.languages),
+                entry.licence,
+                state,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _get_model(args: argparse.Namespace, entries: list[Any]) -> int:
+    import time
+
+    from tkchat.generate.hub.catalogue import (
+        cache_dir,
+        chosen_endpoint,
+        find_entry,
+        normalize_endpoint,
+    )
+    from tkchat.generate.hub.job import DownloadJob, Failed
+    from tkchat.generate.hub.text import describe_failure, describe_progress, say
+    from tkchat.store.settings import load_settings
+
+    lang = args.lang
+    entry = find_entry(entries, args.name)
+    if entry is None:
+        print(f"tkchat: {say(lang, 'catalogue.cli.none', name=args.name)}", file=sys.stderr)
+        return 2
+    if args.endpoint is not None:
+        endpoint = normalize_endpoint(args.endpoint)
+        if endpoint is None:
+            failed = Failed("bad_endpoint", {"endpoint": args.endpoint})
+            print(f"tkchat: {describe_failure(lang, failed)}", file=sys.stderr)
+            return 2
+    else:
+        remembered = load_settings()[0].hf_endpoint if "HF_ENDPOINT" not in os.environ else None
+        endpoint = chosen_endpoint(remembered)
+    job = DownloadJob(entry, endpoint=endpoint, cache=cache_dir())
+    job.start()
+    shown = ""
+    try:
+        while (result := job.poll()) is None:
+            line = describe_progress(lang, job.progress, endpoint=endpoint, file=entry.file)
+            if line != shown and sys.stderr.isatty():
+                print("\r" + line.ljust(len(shown)), end="", file=sys.stderr, flush=True)
+            shown = line
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        job.cancel()
+        result = job.result
+    if shown and sys.stderr.isatty():
+        print(file=sys.stderr)
+    if isinstance(result, Failed) or result is None:
+        failed = result or Failed("failed", {"detail": "no result"})
+        sentence = describe_failure(
+            lang, failed, endpoint=endpoint, repo=entry.repo, file=entry.file
+        )
+        print(f"tkchat: {sentence}", file=sys.stderr)
+        return 1
+    print(say(lang, "catalogue.cli.saved", path=result.path))
+    return 0
 
 
 def _child_model_args(args: argparse.Namespace) -> list[str]:

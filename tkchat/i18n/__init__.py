@@ -1,13 +1,21 @@
 """Every string the window shows, in English and Chinese: ``STRINGS[lang][key]``.
 
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
-itself, then the lesson panel, the sidebar, the settings dialog and the model picker), merged
-here. :class:`tkchat.ui.translator.Translator` puts them on widgets.
+itself, then the lesson panel, the sidebar, the settings dialog, the model picker and the
+model catalogue), merged here. :class:`tkchat.ui.translator.Translator` puts them on widgets.
 """
 
 from __future__ import annotations
 
-from tkchat.i18n import appearance, lesson_panel, model_picker, settings_dialog, sidebar, window
+from tkchat.i18n import (
+    appearance,
+    catalogue,
+    lesson_panel,
+    model_picker,
+    settings_dialog,
+    sidebar,
+    window,
+)
 
 LANGUAGES = ("en", "zh")
 
@@ -19,6 +27,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **settings_dialog.STRINGS[lang],
         **model_picker.STRINGS[lang],
         **appearance.STRINGS[lang],
+        **catalogue.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

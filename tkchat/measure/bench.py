@@ -31,7 +31,7 @@ import tkinter as tk
 from collections.abc import Callable
 from typing import Any
 
-from tkchat.events import Done, Error
+from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest, Message, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
@@ -45,6 +45,7 @@ from tkchat.measure.figures import (
     Timeline,
     input_figures,
     lag_figures,
+    run_alone,
 )
 from tkchat.measure.script import Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED
@@ -268,18 +269,9 @@ class Bench:
 
     def _raw_once(self) -> tuple[float, float]:
         """Main thread, deliberately not returning to the Tk loop: no UI work competes."""
-        controller = self.app.controller
-        channel = EventChannel()
-        worker = controller.new_worker(self.request(), channel, gen=0)
-        worker.start()
-        while True:
-            event = channel.get(timeout=600)
-            if isinstance(event, (Done, Error)):
-                break
-        if isinstance(event, Error):
-            raise RuntimeError(f"raw generation failed: {event.message}")
-        self._raw_tokens = event.stats.tokens
-        return event.stats.tokens_per_s or 0.0, event.stats.ttft_ms or 0.0
+        stats = run_alone(self.app.controller, self.request())
+        self._raw_tokens = stats.tokens
+        return stats.tokens_per_s or 0.0, stats.ttft_ms or 0.0
 
     # -- fixed: the real pipeline ---------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""What a benchmark run is and what it reports: options, figures, timelines. No Tk, no app.
+"""What a benchmark run is and what it reports: options, figures, timelines, and the raw
+baseline (the model alone). No Tk, no app.
 
 ``tkchat bench`` (in-process, ``bench.py``), its SSE variant (``sse_bench.py``) and the
 report (``report.py``) all speak these types, so none of them needs another.
@@ -11,8 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tkchat.events import Done, Error, GenerationStats
+from tkchat.generate.backend import GenerationRequest
+from tkchat.generate.controller import GenerationController
 from tkchat.modes import MODES
 from tkchat.stats import percentile, rounded
+from tkchat.transport.channel import EventChannel
 from tkchat.ui.lag_probe import LONG_TASK_MS, LagSample
 
 BENCH_PROMPT = (
@@ -102,3 +107,19 @@ def lag_figures(samples: Iterable[LagSample]) -> dict[str, Any]:
         "lag_max_ms": rounded(max(lags) if lags else None, 3),
         "long_tasks": sum(1 for lag in lags if lag > LONG_TASK_MS),
     }
+
+
+def run_alone(controller: GenerationController, request: GenerationRequest) -> GenerationStats:
+    """The ``raw`` baseline: the same worker and model loop with no window reading its events.
+    Blocks the calling thread until the generation ends (on the main thread of a benchmark,
+    on purpose: nothing of the UI competes with the model meanwhile)."""
+    channel = EventChannel()
+    worker = controller.new_worker(request, channel, gen=0)
+    worker.start()
+    while True:
+        event = channel.get(timeout=600)
+        if isinstance(event, (Done, Error)):
+            break
+    if isinstance(event, Error):
+        raise RuntimeError(f"the generation without a window failed: {event.message}")
+    return event.stats

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tkchat.events import Done, Error
+from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.worker import GenerationWorker
-from tkchat.measure.figures import lag_figures
+from tkchat.measure.figures import lag_figures, run_alone
 from tkchat.measure.script import Script
 from tkchat.stats import median, percentile, rounded
 from tkchat.teach.claims import Claim, Figures, figures_path, quoted_figures
@@ -77,16 +77,8 @@ def measure_idle(app: ChatApp, baselines: Baselines) -> Script:
 def measure_raw(app: ChatApp, request: GenerationRequest, baselines: Baselines) -> None:
     """The model alone, no window: its tokens/s for this request. Main thread, deliberately
     not returning to the Tk loop while it waits (nothing of the UI competes)."""
-    channel = EventChannel()
-    worker = app.controller.new_worker(request, channel, gen=0)
-    worker.start()
-    while True:
-        event = channel.get(timeout=600)
-        if isinstance(event, (Done, Error)):
-            break
-    if isinstance(event, Error):
-        raise RuntimeError(f"the raw baseline failed: {event.message}")
-    baselines["raw"] = {"tokens_per_s": event.stats.tokens_per_s, "ttft_ms": event.stats.ttft_ms}
+    stats = run_alone(app.controller, request)
+    baselines["raw"] = {"tokens_per_s": stats.tokens_per_s, "ttft_ms": stats.ttft_ms}
 
 
 def _needs_raw(lesson: Lesson) -> bool:

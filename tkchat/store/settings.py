@@ -3,8 +3,9 @@
 What is stored (:class:`AppSettings`): the interface language, the font size, the system
 prompt and sampling values that NEW conversations start with (a conversation keeps its own
 copy in the history), the most recently used model files, the folder the user browses for
-GGUF files, the window's size and place, its theme (light, dark, or the system's) and
-whether it shows the chat only.
+GGUF files, the window's size and place, its theme (light, dark, or the system's),
+whether it shows the chat only, the address models are downloaded from (a mirror
+such as hf-mirror.com) and whether the first-run model suggestion was shown.
 
 Where: ``settings.json`` in :func:`tkchat.store.paths.data_dir` (next to the conversation
 history; ``$TKCHAT_DATA_DIR`` overrides it), see :func:`settings_path`.
@@ -72,6 +73,8 @@ class AppSettings:
     geometry: str | None = None  # Tk geometry, e.g. "1140x680+10+20"
     theme: str | None = None  # one of THEMES, or None to follow the system's light or dark
     chat_only: bool = False  # the teaching controls folded into one line (View menu)
+    hf_endpoint: str | None = None  # where models are downloaded from; None: huggingface.co
+    model_hint_shown: bool = False  # the first-run "get a better model" line was shown
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(AppSettings))
@@ -209,6 +212,11 @@ def _model_folder(value: object) -> object:
     return value if value is None or _is_path_text(value) else _INVALID
 
 
+def _hf_endpoint(value: object) -> object:
+    ok = isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) < 300
+    return value if value is None or ok else _INVALID
+
+
 def _geometry(value: object) -> object:
     # fullmatch, not match with "$": "$" would also accept a trailing newline.
     if value is None or (isinstance(value, str) and _GEOMETRY.fullmatch(value)):
@@ -226,6 +234,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "geometry": _geometry,
     "theme": _theme,
     "chat_only": _flag,
+    "hf_endpoint": _hf_endpoint,
+    "model_hint_shown": _flag,
 }
 
 

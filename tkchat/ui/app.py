@@ -15,6 +15,7 @@ import time
 import tkinter as tk
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from tkinter import ttk
 
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
@@ -28,6 +29,7 @@ from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.chaos import Chaos
 from tkchat.ui.appearance import Appearance
+from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
@@ -38,6 +40,7 @@ from tkchat.ui.lag_timeline import LagTimeline, answer_arrivals
 from tkchat.ui.layout import ButtonCommands, ChatLayout
 from tkchat.ui.live_figures import LiveFigures
 from tkchat.ui.menubar import MenuBar, bind_shortcuts
+from tkchat.ui.model_catalogue import ModelCatalogue
 from tkchat.ui.model_switch import ModelSwitch
 from tkchat.ui.ordering import OrderingCounters, read_ordering
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
@@ -47,6 +50,7 @@ from tkchat.ui.scaling import window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.settings_dialog import ChatSettingsDialog
+from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
@@ -118,6 +122,7 @@ class ChatApp(ChatLayout):
         self.answer: AnswerView | None = None  # the answer streaming now
         self.editing: UserView | None = None  # the past question being edited, if any
         self.model_ready = False
+        self.model_failed = False  # the last load failed: nothing can be sent until another
         self.closed = False
         self.finished: list[Done | Error] = []  # final events, in order (for tests and bench)
         self.last_error: str | None = None
@@ -125,6 +130,7 @@ class ChatApp(ChatLayout):
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.autosend = options.autosend
         self.settings_dialog: ChatSettingsDialog | None = None
+        self.shortcut_sheet: ShortcutSheet | None = None
         self.projector = False
         self._size_before_projector = BODY_FONT_SIZE
         self.chaos: Chaos | None = None
@@ -132,7 +138,10 @@ class ChatApp(ChatLayout):
             self.set_chaos(options.chaos)
         self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
 
-        commands = ButtonCommands(self.send, self.stop, self.regenerate, self.toggle_language)
+        home = self._then_typing_home
+        commands = ButtonCommands(
+            home(self.send), home(self.stop), home(self.regenerate), home(self.toggle_language)
+        )
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
         self._build_parts(options)
         self._bind_commands()
@@ -153,6 +162,8 @@ class ChatApp(ChatLayout):
         )
         self.pipeline: Pipeline = make_pipeline(options.mode, self.pipeline_host)
         self.transcript.on_edit = self.edit
+        self.transcript_menu = attach_text_menu(self.transcript.text, self.t, editable=False)
+        self.input_menu = attach_text_menu(self.input, self.t, editable=True)
         self.transcript.on_copied = lambda what: self.status.say(f"app.copied.{what}")
         self.context = ContextWatch(
             self.context_meter, controller, self.transcript, self.scheduler, self.t
@@ -178,6 +189,7 @@ class ChatApp(ChatLayout):
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
             anchor=self.banner_anchor,
+            refocus=self._typing_home,
             timeline=lambda master: LagTimeline(
                 master,
                 self.scheduler,
@@ -196,6 +208,10 @@ class ChatApp(ChatLayout):
             self.remembered,
             make=options.backend_factory or (lambda kind: make_backend(kind)),
             on_unloading=self._model_unloading,
+            on_dialog_closed=self._typing_home_soon,
+        )
+        self.catalogue = ModelCatalogue(
+            root, self.t, self.status, self.scheduler, self.remembered, self.models.load
         )
         self.fonts = FontSizer(root)
         self.fonts.on_change(self.transcript.set_font_size)
@@ -214,9 +230,14 @@ class ChatApp(ChatLayout):
                 on_shown=self._conversation_shown,
                 on_ready=self._history_ready,
                 on_warning=self._storage_warning,
+                on_export=lambda cid: self.files.export("markdown", cid),
             )
             sidebar = self.conversations.sidebar
             self.panes.insert(0, sidebar, weight=1)
+            # A chat picked with the mouse: type into it at once. (Picked with the arrow keys,
+            # the list keeps the focus, so the arrows go on working.)
+            sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self._typing_home_soon(), add="+")
+            sidebar.new_button.configure(command=self._then_typing_home(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             root.geometry(window_size(root, *WINDOW_SIZE_WITH_SIDEBAR))
         self.archive: History | None = self.conversations.archive if self.conversations else None
@@ -254,11 +275,13 @@ class ChatApp(ChatLayout):
             "focus_input": self.focus_input,
             "settings": self.open_settings,
             "choose_model": self.models.choose,
+            "get_model": self.catalogue.open,
             "bigger": lambda: self.change_font_size(+1),
             "smaller": lambda: self.change_font_size(-1),
             "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
             "lessons": self.teaching.toggle_lessons,
             "projector": lambda: self.set_projector(not self.projector),
+            "shortcuts": self.show_shortcuts,
             "language": self.toggle_language,
         }
         if self.conversations is not None:
@@ -271,6 +294,9 @@ class ChatApp(ChatLayout):
                 }
             )
         commands.update(self.appearance.commands())
+        # After a menu item or a shortcut, the next key typed goes to the message box (unless
+        # the command opened somewhere else to type: a dialog, the search box).
+        commands = {name: self._then_typing_home(command) for name, command in commands.items()}
         self.menubar = MenuBar(self.root, self.t, commands)
         self.appearance.show_in(self.menubar)
         bind_shortcuts(self.root, commands)
@@ -302,6 +328,9 @@ class ChatApp(ChatLayout):
         return self._generate(self.session.request())
 
     def _can_generate(self) -> bool:
+        if self.model_failed and not self.controller.loading:
+            self.status.say("app.no_model")  # the box keeps the text: nothing is lost
+            return False
         if not self.model_ready or self.showing_conversation or not self._history_open():
             # (a question sent before the history is open could not be saved)
             self.status.say("app.not_ready")
@@ -381,14 +410,56 @@ class ChatApp(ChatLayout):
         else:
             self.cancel_edit()
 
+    def show_shortcuts(self) -> None:
+        """F1: every shortcut on one sheet."""
+        if self.shortcut_sheet is not None and self.shortcut_sheet.winfo_exists():
+            self.shortcut_sheet.lift()
+            return
+        self.shortcut_sheet = ShortcutSheet(self.root, self.t)
+        self.shortcut_sheet.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
+
+    def _then_typing_home(self, command: Callable[[], object]) -> Callable[[], object]:
+        """``command``, then :meth:`_typing_home` (for buttons, menu items and shortcuts)."""
+
+        def run() -> object:
+            result = command()
+            self._typing_home()
+            return result
+
+        return run
+
+    def _typing_home(self) -> None:
+        """The next key typed goes to the message box — unless the focus is where the user
+        types on purpose: the box itself, an entry (search, rename), or another window (a
+        dialog). A button or a list that kept the focus after a click would otherwise take
+        the keys: a space pressed it again."""
+        if self.closed:
+            return
+        try:
+            focused = self.root.focus_get()
+        except (KeyError, tk.TclError):  # a focused widget Tkinter does not know (a popdown)
+            focused = None
+        typing_elsewhere = focused is not None and (
+            focused.winfo_toplevel() is not self.root
+            or (
+                isinstance(focused, (tk.Entry, ttk.Entry)) and not isinstance(focused, ttk.Combobox)
+            )
+        )
+        if focused is not self.input and not typing_elsewhere:
+            self.input.focus_set()
+
+    def _typing_home_soon(self) -> None:
+        """:meth:`_typing_home` once Tk has moved the focus (after a click, a closed dialog)."""
+        self.scheduler.when_idle("typing-home", self._typing_home)
+
     def focus_input(self) -> None:
         """Ctrl+L: type without reaching for the mouse."""
         self.input.focus_end()
 
     def _update_actions(self) -> None:
-        """Regenerate needs an answer to replace."""
+        """Regenerate needs an answer to replace, and a model to answer."""
         entries = self.transcript.entries
-        possible = bool(entries) and isinstance(entries[-1], AnswerView)
+        possible = self.model_ready and bool(entries) and isinstance(entries[-1], AnswerView)
         self.regenerate_button.configure(state="normal" if possible else "disabled")
         self.menubar.enable("regenerate", possible)
 
@@ -457,8 +528,10 @@ class ChatApp(ChatLayout):
 
     def _clear_chat(self) -> None:
         """Before another conversation: nothing running, nothing on screen, nothing of a saved
-        conversation still on its way to the screen."""
+        conversation still on its way to the screen, nothing said about the previous one."""
         self.stop()
+        if self.model_ready:  # "Done — 512 tokens" was about the chat that is going away
+            self.status.say("app.ready_again", name=self.controller.backend.name)
         if self.conversations is not None:
             self.conversations.stop_showing()
         self.editing = None
@@ -533,11 +606,15 @@ class ChatApp(ChatLayout):
 
     def _model_ready(self, event: ModelReady) -> None:
         self.model_ready = True
+        self.model_failed = False
+        self.model_banner.hide()
         self.send_button.configure(state="normal")
+        self._update_actions()
         self.status.say(
             "app.ready", name=event.name, seconds=f"{event.load_s:.1f}", n_ctx=event.n_ctx
         )
         self._set_title()
+        self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
         self._measure_context()
         self._maybe_autosend()
@@ -546,7 +623,10 @@ class ChatApp(ChatLayout):
         """Another backend is about to replace the current one."""
         self.stop()
         self.model_ready = False
+        self.model_failed = False
+        self.model_banner.hide()
         self.send_button.configure(state="disabled")
+        self._update_actions()
 
     def handle_final(self, final: Done | Error) -> None:
         """Main thread. The answer's ``done`` or ``error``: end it, say how it went."""
@@ -606,10 +686,14 @@ class ChatApp(ChatLayout):
         self.pipeline.finish(answer, stopped=stopped, error=error)
 
     def _model_failed(self, message: str) -> None:
+        """A banner that stays until dismissed (a restored chat must not push the reason out
+        of sight), and the controls that need a model disabled."""
         print(f"tkchat: {message}", file=sys.stderr)
+        self.model_failed = True
+        self.model_banner.show(message)
         self.status.say("app.model_failed")
-        self.transcript.add_note(message, "error")
         self.send_button.configure(state="disabled")
+        self._update_actions()
 
     # -- settings, text size -------------------------------------------------------------------
 
@@ -627,6 +711,7 @@ class ChatApp(ChatLayout):
             default_font_size=BODY_FONT_SIZE,
             on_apply=self.apply_settings,
         )
+        self.settings_dialog.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
 
     def apply_settings(self, system_prompt: str, sampling: Sampling, font_size: int | None) -> None:
         """From the next answer on: this conversation's prompt and sampling (saved with it),
@@ -716,6 +801,7 @@ class ChatApp(ChatLayout):
             return
         self.closed = True
         self.stop()
+        self.catalogue.close()
         self.probe.stop()
         self.scheduler.close()
         self.teaching.close()

@@ -37,14 +37,15 @@ class ConversationFiles:
         self.ask_save_path: Callable[..., str] = filedialog.asksaveasfilename
         self.ask_open_path: Callable[..., str] = filedialog.askopenfilename
 
-    def export(self, kind: str) -> str | None:
-        """Save the current conversation as ``kind`` "markdown" or "json"; return the path
-        written (None: cancelled or failed, and the status line says why)."""
+    def export(self, kind: str, conversation_id: int | None = None) -> str | None:
+        """Save a conversation (default: the current one) as ``kind`` "markdown" or "json";
+        return the path written (None: cancelled or failed, and the status line says why)."""
         archive = self.archive
-        if archive is None or archive.conversation_id is None:
+        if conversation_id is None and archive is not None:
+            conversation_id = archive.conversation_id
+        if archive is None or conversation_id is None:
             self.status.say("app.nothing_to_export")
             return None
-        conversation_id = archive.conversation_id
         title = next(
             (c.title for c in archive.conversations() if c.id == conversation_id), "conversation"
         )

@@ -47,6 +47,7 @@ class SavedConversations:
         on_shown: Callable[[], None],
         on_ready: Callable[[list[Conversation]], None],
         on_warning: Callable[[str], None],
+        on_export: Callable[[int], object] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.transcript = transcript
@@ -65,6 +66,7 @@ class SavedConversations:
             on_delete=self.delete,
             on_undo_delete=self.undelete,
             on_search=self.search,
+            on_export=on_export,
         )
         self.on_deleted_current: Callable[[], None] = on_new
 

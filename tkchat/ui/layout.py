@@ -20,7 +20,7 @@ from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.message_box import MessageBox
-from tkchat.ui.notice import NoticeBanner
+from tkchat.ui.notice import ERROR, NoticeBanner
 from tkchat.ui.scaling import dp, dp_pad, window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
@@ -96,6 +96,7 @@ class ChatLayout:
         self.banner_anchor = ttk.Frame(chat, height=1)
         self.banner_anchor.pack(side="top", fill="x")
         self.storage_banner = NoticeBanner(chat, self.banner_anchor, t)
+        self.model_banner = NoticeBanner(chat, self.banner_anchor, t, kind=ERROR)
 
         bottom = ttk.Frame(chat, padding=dp(root, 8))
         self.input = MessageBox(bottom, on_send=commands.send)

@@ -39,7 +39,13 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.settings", "settings", "Ctrl+,"),
         ),
     ),
-    ("menu.model", (("menu.choose_model", "choose_model", "Ctrl+M"),)),
+    (
+        "menu.model",
+        (
+            ("menu.choose_model", "choose_model", "Ctrl+M"),
+            ("menu.get_model", "get_model", ""),
+        ),
+    ),
     (
         "menu.view",
         (
@@ -57,6 +63,7 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.language", "language", ""),
         ),
     ),
+    ("menu.help", (("menu.shortcuts", "shortcuts", "F1"),)),
 )
 
 
@@ -77,6 +84,7 @@ SHORTCUTS: dict[str, tuple[str, ...]] = {
     "smaller": ("<Control-minus>", "<Control-KP_Subtract>"),
     "reset_size": ("<Control-0>",),
     "projector": ("<F11>",),
+    "shortcuts": ("<F1>",),
 }
 
 

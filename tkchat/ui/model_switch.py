@@ -44,6 +44,7 @@ class ModelSwitch:
         *,
         make: Callable[[str], Backend],
         on_unloading: Callable[[], None],
+        on_dialog_closed: Callable[[], None] = lambda: None,
     ) -> None:
         self.root = root
         self.t = translate
@@ -52,6 +53,7 @@ class ModelSwitch:
         self.remembered = remembered
         self.make = make
         self.on_unloading = on_unloading
+        self.on_dialog_closed = on_dialog_closed
         self.backends: dict[str, Backend] = {kind_of(controller.backend): controller.backend}
         self.picker: ModelPicker | None = None
 
@@ -71,6 +73,7 @@ class ModelSwitch:
             on_choose=self.load,
             on_folder=lambda folder: self.remembered.change(model_folder=folder),
         )
+        self.picker.bind("<Destroy>", lambda _e: self.on_dialog_closed(), add="+")
 
     def load(self, path: str | None) -> None:
         """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed

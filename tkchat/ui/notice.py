@@ -15,11 +15,18 @@ from tkchat.ui.scaling import dp
 from tkchat.ui.theme import palette_of, recolour, set_role
 from tkchat.ui.translator import Translator
 
+# What a banner says with its colour (tkchat/ui/palette.py has each for light and dark):
+WARNING = "notice"  # amber: saving failed, settings were damaged
+ERROR = "alert"  # red: a model that failed to load; the window cannot answer until another
+
 
 class NoticeBanner(tk.Frame):
-    """Hidden until :meth:`show`; packs itself right after ``anchor``."""
+    """Hidden until :meth:`show`; packs itself right after ``anchor``. ``kind`` is
+    :data:`WARNING` or :data:`ERROR`."""
 
-    def __init__(self, master: tk.Misc, anchor: tk.Misc, translate: Translator) -> None:
+    def __init__(
+        self, master: tk.Misc, anchor: tk.Misc, translate: Translator, kind: str = WARNING
+    ) -> None:
         super().__init__(master)
         self.after_widget = anchor  # (not "anchor": that is a Tk method of every widget)
         self.label = tk.Label(
@@ -33,9 +40,9 @@ class NoticeBanner(tk.Frame):
         self.dismiss_button = ttk.Button(self, command=self.hide, width=10)
         translate.bind(self.dismiss_button, "banner.dismiss")
         self.dismiss_button.pack(side="right", padx=dp(self, 6), pady=dp(self, 2))
-        # amber in the light theme, dark amber in the dark one (tkchat/ui/palette.py)
-        set_role(self, "notice")
-        set_role(self.label, "notice")
+        # its colours come from the theme, light or dark
+        set_role(self, kind)
+        set_role(self.label, kind)
         recolour(self, palette_of(self))
         self.label.pack(side="left", fill="x", expand=True)
         self.label.bind(

@@ -61,6 +61,8 @@ class Palette:
     # banners and highlights
     notice_background: str  # the warning banner that stays (storage problems)
     notice_text: str
+    alert_background: str  # the error banner that stays (a model that failed to load)
+    alert_text: str
     watch_background: str  # the figure a lesson asks to watch
     watch_text: str
     # charts (the lag timeline, the watchdog window)
@@ -106,6 +108,8 @@ LIGHT = Palette(
     heading="#0b3d91",
     notice_background="#fff3cd",
     notice_text="#5c4400",
+    alert_background="#fde7e9",
+    alert_text="#8c0015",
     watch_background="#ffe27a",
     watch_text="#1f2328",
     chart_ink="#1b1b1b",
@@ -148,6 +152,8 @@ DARK = Palette(
     heading="#9cc3ff",
     notice_background="#4a3b00",
     notice_text="#ffe8a3",
+    alert_background="#4d1a1f",
+    alert_text="#ffb4ab",
     watch_background="#6b5500",
     watch_text="#fff4c2",
     chart_ink="#e3e5e8",

@@ -21,18 +21,18 @@ class AfterScheduler:
 
     def once(self, name: str, delay_ms: int, callback: Callable[[], object]) -> None:
         """Run ``callback`` after ``delay_ms`` (0: as soon as the loop is free)."""
-        if self.closed:
-            return
-        self.cancel(name)
-
-        def fire() -> None:
-            self._pending.pop(name, None)
-            callback()
-
-        self._pending[name] = self.widget.after(delay_ms, fire)
+        self._arm(name, callback, lambda fire: self.widget.after(delay_ms, fire))
 
     def when_idle(self, name: str, callback: Callable[[], object]) -> None:
         """Run ``callback`` once the loop has nothing else to do (after redraws and events)."""
+        self._arm(name, callback, self.widget.after_idle)
+
+    def _arm(
+        self,
+        name: str,
+        callback: Callable[[], object],
+        schedule: Callable[[Callable[[], None]], str],
+    ) -> None:
         if self.closed:
             return
         self.cancel(name)
@@ -41,7 +41,7 @@ class AfterScheduler:
             self._pending.pop(name, None)
             callback()
 
-        self._pending[name] = self.widget.after_idle(fire)
+        self._pending[name] = schedule(fire)
 
     def cancel(self, name: str) -> None:
         after_id = self._pending.pop(name, None)

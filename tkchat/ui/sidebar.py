@@ -33,7 +33,9 @@ from tkchat.ui.theme import FIELD_HINT_STYLE, follow_theme
 from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
-UNDO_TIMEOUT_MS = 8000  # how long the "Undo" bar stays after a delete
+# How long the "Undo" bar stays after a delete; it stays while the pointer is on it, and
+# for this long again after the pointer leaves (time enough to reach it).
+UNDO_TIMEOUT_MS = 12000
 SNIPPET_CHARS = 80  # a snippet is one line under the title: longer ones are cut
 LIST_STYLE = "Sidebar.Treeview"
 RESULTS_STYLE = "SidebarResults.Treeview"  # two lines per row: title, then the snippet
@@ -88,6 +90,7 @@ class ConversationSidebar(ttk.Frame):
         on_delete: Callable[[int], None],
         on_undo_delete: Callable[[int], None],
         on_search: Callable[[str], None],
+        on_export: Callable[[int], object] | None = None,
     ) -> None:
         super().__init__(master, padding=dp_pad(master, 6, 6))
         self.translate = translate
@@ -170,6 +173,8 @@ class ConversationSidebar(ttk.Frame):
         self.menu = tk.Menu(self, tearoff=False)
         self.menu.add_command(command=lambda: self._start_rename(self._menu_target))
         self.menu.add_command(command=lambda: self._delete(self._menu_target))
+        if on_export is not None:
+            self.menu.add_command(command=lambda: self._export(on_export))
 
         self.editor = ttk.Entry(self.tree)
         self.editor.bind("<Return>", self._commit_rename)
@@ -186,6 +191,9 @@ class ConversationSidebar(ttk.Frame):
         self.undo_label.grid(row=0, column=0, sticky="ew", padx=(0, dp(self, 6)))
         self.undo_button.grid(row=0, column=1)
         self.undo_bar.grid(row=3, column=0, columnspan=2, sticky="ew")
+        # While the pointer is on the bar, it does not go away under it.
+        self.undo_bar.bind("<Enter>", lambda _e: self.timers.cancel("undo"), add="+")
+        self.undo_bar.bind("<Leave>", lambda _e: self._keep_undo(), add="+")
         self.undo_bar.grid_remove()  # shown only after a delete
 
         translate.on_change(self._on_language_changed)
@@ -524,6 +532,14 @@ class ConversationSidebar(ttk.Frame):
         self.undo_bar.grid()
         self.timers.once("undo", UNDO_TIMEOUT_MS, self._hide_undo)
 
+    def _keep_undo(self) -> None:
+        if self._undo_id is not None:
+            self.timers.once("undo", UNDO_TIMEOUT_MS, self._hide_undo)
+
+    def _export(self, on_export: Callable[[int], object]) -> None:
+        if self._menu_target is not None:
+            on_export(self._menu_target)
+
     def _label_undo(self) -> None:
         # The whole title: the label cuts it to its width, with "…".
         self.undo_label.set_full(
@@ -587,6 +603,8 @@ class ConversationSidebar(ttk.Frame):
         self._fit_date_column()
         self.menu.entryconfigure(0, label=self.translate("sidebar.rename"))
         self.menu.entryconfigure(1, label=self.translate("sidebar.delete"))
+        if self.menu.index("end") == 2:
+            self.menu.entryconfigure(2, label=self.translate("sidebar.export"))
         if self._undo_id is not None:
             self._label_undo()
         self._refresh_texts()

@@ -57,6 +57,7 @@ class TeachingControls:
         read_figure: Callable[[str], float | None],
         compare_command: Callable[[str], list[str]] | None,
         on_mode_changed: Callable[[], None],
+        refocus: Callable[[], None] = lambda: None,
         timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
@@ -76,23 +77,29 @@ class TeachingControls:
         self.lesson_panel: LessonPanel | None = None
         self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
 
-        self.lessons_button = ttk.Button(bar, command=self.toggle_lessons)
+        self.refocus = refocus  # after a button or the mode box: the keys go back to the chat
+        self.lessons_button = ttk.Button(bar, command=self._then_refocus(self.toggle_lessons))
         translate.bind(self.lessons_button, "button.lessons")
         bar.add(self.lessons_button)
         self.compare_button: ttk.Button | None = None
         if compare_command is not None:
-            self.compare_button = ttk.Button(bar, command=self.open_compare)
+            self.compare_button = ttk.Button(bar, command=self._then_refocus(self.open_compare))
             translate.bind(self.compare_button, "button.compare")
             bar.add(self.compare_button)
         self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
         self.mode_box.set(mode)
-        self.mode_box.bind("<<ComboboxSelected>>", lambda _e: self.set_mode(self.mode_box.get()))
+        self.mode_box.bind(
+            "<<ComboboxSelected>>",
+            lambda _e: self._then_refocus(lambda: self.set_mode(self.mode_box.get()))(),
+        )
         mode_label = ttk.Label(bar)
         translate.bind(mode_label, "label.mode")
         bar.add(self.mode_box, mode_label, gap=4)  # the label and its box stay together
         # The chat-only view's line, left of the language button: the figures, then the
         # button that brings the rest back. Left out until that view is chosen.
-        self.teach_button = ttk.Button(bar, command=lambda: self.on_show_teaching())
+        self.teach_button = ttk.Button(
+            bar, command=self._then_refocus(lambda: self.on_show_teaching())
+        )
         translate.bind(self.teach_button, "button.teaching")
         bar.add(self.teach_button)
         bar.add(health.compact)
@@ -114,6 +121,13 @@ class TeachingControls:
             "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
         )
         translate.on_change(self._relabel)
+
+    def _then_refocus(self, command: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            command()
+            self.refocus()
+
+        return run
 
     @property
     def broken(self) -> bool:

@@ -17,8 +17,8 @@ What :class:`Theme` paints:
 - classic Tk widgets (``tk.Text``, ``tk.Canvas``, ``tk.Menu``, the Combobox's drop-down
   list, frames and labels), by walking the widget tree once per switch and through the option
   database for those created later. A widget that draws a meaning with its colour says so
-  with :func:`set_role` ("broken": the red BROKEN banner; "notice": the warning banner;
-  "surface": a reading area; "keep": leave it alone);
+  with :func:`set_role` ("broken": the red BROKEN banner; "notice": the amber warning
+  banner; "alert": the error banner; "surface": a reading area; "keep": leave it alone);
 - colours a part draws itself (tags in the transcript, the lag timeline's lines): the part
   calls :func:`follow_theme` once, and repaints from the new :class:`Palette` on every
   switch;
@@ -47,7 +47,7 @@ ERROR_STYLE = "Error.TLabel"
 WATCH_STYLE = "Watch.TLabel"
 FIELD_HINT_STYLE = "FieldHint.TLabel"
 ROLE_ATTRIBUTE = "tkchat_theme_role"
-ROLES = ("broken", "notice", "surface", "field", "keep")
+ROLES = ("broken", "notice", "alert", "surface", "field", "keep")
 _PALETTE_ATTRIBUTE = "tkchat_palette"
 
 
@@ -359,10 +359,15 @@ def _classic_options(widget: tk.Misc, role: str | None, p: Palette) -> dict[str,
     kind = widget.winfo_class()
     if role == "broken":
         return {"background": p.broken_background, "foreground": p.broken_text}
-    if role == "notice":
+    if role in ("notice", "alert"):
+        background, text = (
+            (p.notice_background, p.notice_text)
+            if role == "notice"
+            else (p.alert_background, p.alert_text)
+        )
         if kind == "Label":
-            return {"background": p.notice_background, "foreground": p.notice_text}
-        return {"background": p.notice_background} if kind == "Frame" else {}
+            return {"background": background, "foreground": text}
+        return {"background": background} if kind == "Frame" else {}
     if kind == "Text":
         ground = p.surface if role == "surface" else p.field
         return {

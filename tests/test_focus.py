@@ -1,0 +1,140 @@
+"""Typing goes to the message box: after any button, menu, dialog, chat switch, Ctrl+N or
+language switch — with real X clicks and keys (xdotool), as a user types.
+
+Reported: click 中文, press Ctrl+N, type "abc def" — nothing reached the box, and the space
+pressed the language button again; click Send, type the next question — all of it lost.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tkinter as tk
+
+import pytest
+
+from tests.conftest import pump_for, pump_until
+from tkchat.generate.scripted import ScriptedBackend
+
+pytestmark = pytest.mark.gui
+
+if shutil.which("xdotool") is None:
+    pytest.skip("xdotool is not installed", allow_module_level=True)
+
+
+def xdotool(*args: str) -> None:
+    subprocess.run(["xdotool", *args], check=True, timeout=20)
+
+
+def click(root: tk.Misc, widget: tk.Misc) -> None:
+    """A real click in the middle of ``widget``."""
+    root.update()
+    x = widget.winfo_rootx() + widget.winfo_width() // 2
+    y = widget.winfo_rooty() + widget.winfo_height() // 2
+    xdotool("mousemove", "--sync", str(x), str(y))
+    xdotool("click", "1")
+    pump_for(root, 0.15)
+
+
+def type_text(root: tk.Misc, text: str) -> None:
+    xdotool("type", "--delay", "8", text)
+    pump_for(root, 0.2)
+
+
+def typed(app) -> str:
+    return str(app.input.get("1.0", "end-1c"))
+
+
+@pytest.fixture
+def window(root: tk.Tk, make_app):
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    root.geometry("1140x680+0+0")
+    root.focus_force()
+    pump_for(root, 0.3)
+    return app
+
+
+def test_language_button_then_ctrl_n_then_typing(root: tk.Tk, window) -> None:
+    app = window
+    click(root, app.language_button)
+    assert app.t.lang == "zh"
+    xdotool("key", "ctrl+n")
+    pump_for(root, 0.2)
+    type_text(root, "abc def")
+    assert typed(app) == "abc def"
+    assert app.t.lang == "zh"  # the space did not press the language button again
+
+
+def test_send_button_then_the_next_question(root: tk.Tk, window) -> None:
+    app = window
+    app.input.focus_set()
+    type_text(root, "first question")
+    click(root, app.send_button)
+    pump_until(root, lambda: app.answer is None and bool(app.finished), what="the answer")
+    type_text(root, "and the second question, forty letters")
+    assert typed(app) == "and the second question, forty letters"
+
+
+def test_every_button_gives_the_typing_back_to_the_box(root: tk.Tk, window) -> None:
+    app = window
+    app.send("a question")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    buttons = [
+        app.regenerate_button,
+        app.teaching.lessons_button,  # opens the lesson panel
+        app.teaching.lessons_button,  # and closes it
+        app.language_button,
+        app.language_button,
+        app.conversations.sidebar.new_button,
+    ]
+    for button in buttons:
+        click(root, button)
+        pump_until(root, lambda: app.answer is None, what="an answer to end")
+        app.input.delete("1.0", "end")
+        type_text(root, "x y")
+        assert typed(app) == "x y", f"after {button}"
+
+
+def test_a_chat_picked_with_the_mouse_then_typing(root: tk.Tk, window) -> None:
+    app = window
+    app.send("the first chat")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.new_chat()
+    app.send("the second chat")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    sidebar = app.conversations.sidebar
+    first = sidebar.row_ids()[-1]
+    root.update()
+    x, y, width, height = sidebar.tree.bbox(str(first))
+    xdotool(
+        "mousemove",
+        "--sync",
+        str(sidebar.tree.winfo_rootx() + x + width // 2),
+        str(sidebar.tree.winfo_rooty() + y + height // 2),
+    )
+    xdotool("click", "1")
+    pump_until(root, lambda: not app.showing_conversation and app.transcript.entries, what="it")
+    pump_for(root, 0.2)
+    type_text(root, "more")
+    assert typed(app) == "more"
+
+
+def test_the_mode_menu_then_typing(root: tk.Tk, window) -> None:
+    app = window
+    box = app.teaching.mode_box
+    box.set("blocking")
+    box.event_generate("<<ComboboxSelected>>")  # as picking an item does
+    pump_for(root, 0.2)
+    type_text(root, "q r")
+    assert typed(app) == "q r" and app.teaching.mode == "blocking"
+
+
+def test_a_dialog_closed_then_typing(root: tk.Tk, window) -> None:
+    app = window
+    app.open_settings()
+    pump_for(root, 0.3)
+    app.settings_dialog.cancel()
+    pump_for(root, 0.3)
+    type_text(root, "after the dialog")
+    assert typed(app) == "after the dialog"
