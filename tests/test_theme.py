@@ -159,6 +159,7 @@ def test_every_palette_is_readable(palette: Palette) -> None:
     assert contrast(palette.accent_text, palette.accent) >= 3  # large-ish button text
     assert contrast(palette.selection_text, palette.selection) >= 4.5
     assert contrast(palette.notice_text, palette.notice_background) >= 4.5
+    assert contrast(palette.alert_text, palette.alert_background) >= 4.5
     assert palette.broken_background == LIGHT.broken_background == "#b00020"
     assert contrast(palette.broken_text, palette.broken_background) >= 4.5
 
@@ -233,6 +234,10 @@ def assert_painted(root: tk.Tk, app, palette: Palette) -> None:
     assert app.teaching.warning.winfo_ismapped()
     assert str(app.teaching.warning.cget("background")) == "#b00020"
     assert str(app.teaching.warning.cget("foreground")) == "#ffffff"
+    # the banners that stay: amber for a warning, red for a model that failed to load
+    assert str(app.storage_banner.label.cget("background")) == palette.notice_background
+    assert str(app.model_banner.label.cget("background")) == palette.alert_background
+    assert str(app.model_banner.label.cget("foreground")) == palette.alert_text
     # and no reading area is left in the other theme's colour
     for name, background in classic_colours(root):
         assert background in (palette.surface, palette.field), (name, background)
