@@ -9,7 +9,7 @@ Undoing both would leave little of it. So this module builds a theme "tkchat" on
 ``clam`` engine, which draws every element with vectors at any size: flat buttons with a
 one-pixel border, an accent colour for the default action and for focus, borderless fields
 with a focus ring, thin scrollbars without arrows whose width follows the screen's density,
-and the named fonts untouched. About 200 lines, no image, no dependency.
+and the named fonts untouched: one module, no image, no dependency.
 
 What :class:`Theme` paints:
 
