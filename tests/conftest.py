@@ -147,8 +147,9 @@ def run_script(root: tk.Misc, script: Iterator[Any], timeout: float = 600.0) -> 
 
 
 def layout_problems(root: tk.Misc) -> list[str]:
-    """Every mapped widget that sticks out of its parent, and every label or button too
-    narrow for its own text: what a user sees as "cut". Geometry, not pixels."""
+    """Every mapped widget that sticks out of its parent, every label or button too narrow
+    for its own text, and every two widgets laid out side by side (pack or grid, in the
+    same container) that overlap: what a user sees as "cut". Geometry, not pixels."""
     found: list[str] = []
 
     def box(widget: tk.Misc) -> tuple[int, int, int, int]:
@@ -177,6 +178,25 @@ def layout_problems(root: tk.Misc) -> list[str]:
                     f"{width}: {child.cget('text')!r}"
                 )
             walk(child)
+        found.extend(_overlaps(parent))
+
+    def _overlaps(parent: tk.Misc) -> list[str]:
+        laid: dict[str, list[tuple[tk.Misc, tuple[int, int, int, int]]]] = {}
+        for child in parent.winfo_children():
+            manager = child.winfo_manager() if child.winfo_ismapped() else ""
+            if manager not in ("pack", "grid") or isinstance(child, tk.Menu):
+                continue
+            info = child.pack_info() if manager == "pack" else child.grid_info()
+            laid.setdefault(str(info.get("in", parent)), []).append((child, box(child)))
+        problems = []
+        for siblings in laid.values():
+            for index, (first, (x1, y1, w1, h1)) in enumerate(siblings):
+                for second, (x2, y2, w2, h2) in siblings[index + 1 :]:
+                    if min(w1, h1, w2, h2) <= 1:
+                        continue  # an empty strip (the banners' anchor) overlaps nothing
+                    if x1 < x2 + w2 and x2 < x1 + w1 and y1 < y2 + h2 and y2 < y1 + h1:
+                        problems.append(f"overlap: {first} and {second}")
+        return problems
 
     walk(root)
     return found

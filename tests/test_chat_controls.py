@@ -721,6 +721,16 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert app.projector and app.transcript.body_font.cget("size") >= PROJECTOR_SIZE
     run("projector")
     assert not app.projector and app.transcript.body_font.cget("size") == BODY_FONT_SIZE
+    run("theme_dark")
+    assert app.appearance.palette.dark and app.menubar.checked("theme_dark")
+    run("theme_light")
+    assert not app.appearance.palette.dark and not app.menubar.checked("theme_dark")
+    run("theme_system")
+    assert app.appearance.choice == "system" and app.menubar.checked("theme_system")
+    run("chat_only")
+    assert app.appearance.chat_only and not app.health.winfo_ismapped()
+    run("chat_only")
+    assert not app.appearance.chat_only and app.health.winfo_ismapped()
     run("shortcuts")
     assert app.shortcut_sheet is not None and app.shortcut_sheet.winfo_exists()
     app.shortcut_sheet.destroy()

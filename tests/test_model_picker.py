@@ -376,7 +376,7 @@ def press(root: tk.Tk, widget: tk.Misc, keysym: str) -> None:
 
 def row_of(picker: ModelPicker, name: str) -> str:
     for iid in picker.tree.get_children():
-        if picker.tree.item(iid, "text").endswith(name):
+        if picker.cell(iid, "#0").endswith(name):
             return iid
     raise AssertionError(f"no row for {name}")
 
@@ -405,7 +405,12 @@ def test_the_list_fills_with_the_current_model_marked(
     assert picker.tree.item(row_of(picker, "alpha.gguf"), "text") == "alpha.gguf"
     assert picker.selected() == picker.current_model()
     alpha = row_of(picker, "alpha.gguf")
-    assert picker.tree.set(alpha, "path") == str(models / "alpha.gguf")
+    assert picker.cell(alpha, "path") == str(models / "alpha.gguf")
+    # A path longer than its column is cut with "…" (its start kept), never silently.
+    shown = picker.tree.set(alpha, "path")
+    assert shown == str(models / "alpha.gguf") or (
+        shown.endswith("…") and str(models / "alpha.gguf").startswith(shown[:-1])
+    )
     assert picker.tree.set(alpha, "size") == "68 B"
     assert picker.tree.set(alpha, "where") == "Your folder"
     assert picker.use_button.instate(["!disabled"])

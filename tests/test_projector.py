@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.conftest import layout_problems, pump_for, pump_until
+from tests.conftest import KEEP_ALIVE, layout_problems, pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.ui.app import PROJECTOR_SIZE
 from tkchat.ui.fit import BREAK_OPPORTUNITY, NO_BREAK, breakable
@@ -89,3 +90,105 @@ def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app
         panel.select(lesson)
         pump_for(root, 0.2)
         assert layout_problems(root) == [], lesson
+
+
+# -- every screen: 192 dpi, +4 text steps, 1280×720; light and dark; English and Chinese ------
+
+SCREENS = {
+    # (tk scaling in pixels per point, window geometry, text steps above the default)
+    "1280x720": (None, SCREEN_720P, 0),
+    "+4 steps": (None, SCREEN_720P, 4),
+    "192 dpi": (192 / 72, "2560x1380+0+0", 0),  # a 2560×1440 screen at 200 %
+    "192 dpi, +4 steps": (192 / 72, "2560x1380+0+0", 4),
+}
+
+
+@pytest.fixture
+def scaled(root: tk.Tk) -> Iterator[Callable[[float], None]]:
+    """Set ``tk scaling`` (pixels per point) for this test. Tk keeps it per display, not
+    per window, so later tests' windows would inherit it: it is put back afterwards."""
+    before = float(root.tk.call("tk", "scaling"))
+    yield lambda scaling: root.tk.call("tk", "scaling", scaling)
+    probe = tk.Tk()
+    KEEP_ALIVE.append(probe)
+    probe.tk.call("tk", "scaling", before)
+    probe.destroy()
+
+
+def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
+    """Rows of a Treeview whose shown title is wider than its column (it should have been
+    cut with "…")."""
+    width = tree.column("#0", "width")
+    return [
+        tree.item(iid, "text")
+        for iid in tree.get_children()
+        if any(font.measure(line) > width for line in tree.item(iid, "text").split("\n"))
+    ]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_every_screen_cuts_nothing(
+    root: tk.Tk, make_app, screen: str, lang: str, theme, scaled
+) -> None:
+    scaling, geometry, steps = SCREENS[screen]
+    if scaling is not None:  # as an X server started with -dpi 192 reports it
+        scaled(scaling)
+    app = make_app(
+        ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True, theme=theme
+    )
+    root.geometry(geometry)
+    for mode in ("blocking", "no-coalesce"):  # the BROKEN banner, as in a class
+        app.teaching.set_mode(mode)
+    long_title = "A question with a long answer, to fill the transcript and the sidebar's row."
+    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    app.new_chat()  # not the latest saved chat, which earlier tests may have left
+    assert app.send(long_title)
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    sidebar = app.conversations.sidebar
+    pump_until(
+        root,
+        lambda: (
+            bool(sidebar.row_ids())
+            and sidebar.row_text(sidebar.row_ids()[0])[:20] == long_title[:20]
+        ),
+        what="the chat in the sidebar",
+    )
+    for _ in range(steps):
+        app.change_font_size(+1)
+    pump_for(root, 0.4)
+    assert layout_problems(root) == []
+    if scaling is not None:
+        # The window's own sizes followed the density: the sidebar and the paddings are
+        # twice as wide as at 96 dpi, the scrollbars too.
+        assert sidebar.tree.column("when", "width") >= 2 * 60
+        assert app.transcript.text.cget("padx") >= 2 * 12
+        scrollbar = next(
+            w for w in app.transcript.winfo_children() if w.winfo_class() == "TScrollbar"
+        )
+        assert scrollbar.winfo_width() >= 2 * 12
+    # The sidebar's title is cut with "…" to its column, never cut silently by the list.
+    font = tkfont.nametofont("TkDefaultFont", root=root)
+    assert fits_its_column(sidebar.tree, font) == []
+    columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
+    assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
+    row = str(sidebar.row_ids()[0])
+    title = sidebar.row_text(int(row))  # the conversation's title: its first question
+    assert title[:20] == long_title[:20]
+    shown = sidebar.tree.item(row, "text")
+    assert shown == title or (shown.endswith("…") and title.startswith(shown[:-1]))
+    # The same with the teaching controls folded into one line.
+    app.appearance.set_chat_only(True, save=False)
+    pump_for(root, 0.3)
+    assert app.health.compact.winfo_ismapped() and app.teaching.warning.winfo_ismapped()
+    assert layout_problems(root) == []
+
+
+def test_the_overlap_check_can_fail(root: tk.Tk) -> None:
+    frame = tk.Frame(root, width=200, height=60)
+    frame.pack()
+    tk.Label(frame, text="one").grid(row=0, column=0)
+    tk.Label(frame, text="two").grid(row=0, column=0)  # the same cell: on top of each other
+    pump_for(root, 0.1)
+    assert any("overlap" in problem for problem in layout_problems(root))

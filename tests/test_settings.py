@@ -60,6 +60,8 @@ def everything_changed(folder: Path) -> AppSettings:
         recent_models=[str(folder / "b.gguf"), str(folder / "a model.gguf")],
         model_folder=str(folder),
         geometry="1140x680+10+20",
+        theme="dark",
+        chat_only=True,
         hf_endpoint="https://hf-mirror.com",
         model_hint_shown=True,
     )
@@ -82,6 +84,8 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "recent_models": [str(folder / "b.gguf"), str(folder / "a model.gguf")],
         "model_folder": str(folder),
         "geometry": "1140x680+10+20",
+        "theme": "dark",
+        "chat_only": True,
         "hf_endpoint": "https://hf-mirror.com",
         "model_hint_shown": True,
     }
@@ -269,6 +273,12 @@ def test_an_unexpected_error_while_loading_still_starts_with_defaults(
         ("geometry", "1140x680+10"),
         ("geometry", "1140*680"),
         ("geometry", 1140),
+        ("theme", "solarized"),
+        ("theme", "system"),  # "follow the system" is stored as null
+        ("theme", 1),
+        ("chat_only", "yes"),
+        ("chat_only", 1),
+        ("chat_only", None),
     ],
 )
 def test_one_invalid_value_falls_back_alone(
@@ -301,6 +311,9 @@ def test_one_invalid_value_falls_back_alone(
         ("geometry", "800x600+-8+-8"),
         ("geometry", "800x600-0-0"),
         ("geometry", "800x600+-1920+0"),
+        ("theme", None),
+        ("theme", "light"),
+        ("chat_only", False),
     ],
 )
 def test_edge_values_are_valid(path: Path, tmp_path: Path, key: str, value: object) -> None:
@@ -382,13 +395,13 @@ def test_recent_models_are_tidied_silently(path: Path, tmp_path: Path) -> None:
 
 
 def test_unknown_keys_are_ignored_and_kept_for_the_newer_version(path: Path) -> None:
-    newer = {"font_size": 14, "theme": "dark", "plugins": {"spell": [1, 2]}}
+    newer = {"font_size": 14, "accent": "teal", "plugins": {"spell": [1, 2]}}
     write_json(path, newer)
     settings, warning = load_settings(path)
     assert (settings, warning) == (AppSettings(font_size=14), None)
     assert save_settings(replace(settings, font_size=15), path) is None
     on_disk = json.loads(path.read_text(encoding="utf-8"))
-    assert on_disk["theme"] == "dark" and on_disk["plugins"] == {"spell": [1, 2]}
+    assert on_disk["accent"] == "teal" and on_disk["plugins"] == {"spell": [1, 2]}
     assert on_disk["font_size"] == 15
 
 

@@ -15,7 +15,9 @@ from tests.conftest import pump_until
 from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
 from tkchat.i18n import STRINGS
 from tkchat.i18n.settings_dialog import STRINGS as SETTINGS_STRINGS
-from tkchat.ui.settings_dialog import ERROR_FOREGROUND, FIELDS, ChatSettingsDialog
+from tkchat.ui.palette import LIGHT
+from tkchat.ui.settings_dialog import FIELDS, ChatSettingsDialog
+from tkchat.ui.theme import Theme
 from tkchat.ui.translator import Translator
 
 pytestmark = pytest.mark.gui
@@ -31,6 +33,7 @@ Applied = list[tuple[str, Sampling, "int | None"]]
 
 @pytest.fixture
 def open_dialog(root: tk.Tk) -> Iterator[Callable[..., tuple[ChatSettingsDialog, Applied]]]:
+    Theme(root).apply(LIGHT)  # the window's theme gives the notes their grey and red
     dialogs: list[ChatSettingsDialog] = []
 
     def build(
@@ -219,12 +222,12 @@ def test_invalid_input_shows_a_message_and_applies_nothing(
     assert note.cget("text") == errors[field] != ""
     assert note.winfo_ismapped()
     style = str(note.cget("style"))
-    assert str(ttk.Style(root).lookup(style, "foreground")) == ERROR_FOREGROUND
+    assert str(ttk.Style(root).lookup(style, "foreground")) == LIGHT.error
     # The valid fields keep their grey hint, not a red message.
     for other in FIELDS:
         if other != field:
             other_style = str(dialog.notes[other].cget("style"))
-            assert ttk.Style(root).lookup(other_style, "foreground") != ERROR_FOREGROUND
+            assert ttk.Style(root).lookup(other_style, "foreground") != LIGHT.error
     assert dialog.focus_lastfor() == entry  # the cursor goes where the problem is
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tkinter as tk
+import tkinter.font as tkfont
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
@@ -67,7 +68,11 @@ def parts(root: tk.Tk) -> Iterator[tuple[ConversationSidebar, Calls, Translator]
 
 
 def texts(bar: ConversationSidebar) -> list[str]:
-    return [bar.tree.item(iid, "text") for iid in bar.tree.get_children()]
+    """Each row's whole text (a row shows what fits the list's width, cut with "…")."""
+    return [
+        bar.row_text(int(iid)) if iid.isdigit() else bar.tree.item(iid, "text")
+        for iid in bar.tree.get_children()
+    ]
 
 
 def click(root: tk.Tk, bar: ConversationSidebar, cid: int, button: int = 1) -> None:
@@ -327,3 +332,32 @@ def test_the_apps_string_table_holds_the_sidebar_strings(root: tk.Tk) -> None:
     translator.set_language("zh")
     assert bar.new_button.cget("text") == "新对话"
     bar.destroy()
+
+
+def test_long_titles_are_cut_with_an_ellipsis_in_the_list_and_the_undo_bar(
+    root: tk.Tk, parts: Any
+) -> None:
+    bar, _, _ = parts
+    long_title = "A conversation whose title is much longer than the sidebar is wide, by far"
+    bar.set_conversations([conv(9, long_title), *CONVERSATIONS], current_id=None)
+    root.update()
+    font = tkfont.nametofont("TkDefaultFont", root=root)
+    shown = bar.tree.item("9", "text")
+    assert bar.row_text(9) == long_title
+    assert shown.endswith("…") and long_title.startswith(shown[:-1].rstrip())
+    assert font.measure(shown) <= bar.tree.column("#0", "width")
+    assert bar.tree.item("3", "text") == "Tk event loop"  # a title that fits stays whole
+    bar.tree.focus("9")
+    press(root, bar.tree, "Delete")
+    root.update()
+    label = bar.undo_label
+    assert label.full == f"Deleted “{long_title}”."
+    assert str(label.cget("text")).endswith("…")
+    assert label.winfo_reqwidth() <= label.winfo_width() + 1
+    # a wider window shows all of it once there is room
+    root.geometry("1400x600")
+    root.update()
+    assert label.cget("text") == label.full
+    bar.set_conversations([conv(9, long_title), *CONVERSATIONS], current_id=None)
+    root.update()
+    assert bar.tree.item("9", "text") == long_title

@@ -103,6 +103,19 @@ def _window_options() -> argparse.ArgumentParser:
     )
     group.add_argument("--lessons", action="store_true", help="open the lesson panel")
     group.add_argument(
+        "--teach",
+        action="store_true",
+        help="show the teaching controls (mode, Compare, Lessons, Ping, the health bar) even "
+        "if the chat-only view was chosen last time (View menu)",
+    )
+    group.add_argument(
+        "--theme",
+        choices=["system", "light", "dark"],
+        default=None,
+        help="the window's look for this run (default: the one chosen in the View menu, "
+        "else the system's light or dark)",
+    )
+    group.add_argument(
         "--projector",
         action="store_true",
         help="projector mode: large text and figures, for a classroom (View menu, F11)",
@@ -254,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     watchdog.add_argument(
         "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
     )
+    watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
     _add_models_command(commands)
     return parser
 
@@ -360,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "watchdog":
         from tkchat.measure.watchdog import run_watchdog
 
-        return run_watchdog(state=args.state, geometry=args.geometry)
+        return run_watchdog(state=args.state, geometry=args.geometry, theme=args.theme)
     return run_app(args)
 
 
@@ -568,6 +582,8 @@ def run_app(args: argparse.Namespace) -> int:
             persist_settings=not args.no_history,
             projector=args.projector,
             chaos=_chaos(args.chaos, args.lose_event),
+            theme=args.theme,
+            teach=args.teach,
         ),
     )
     if settings_warning:

@@ -16,6 +16,7 @@ from tkchat.generate.backend import GenerationRequest
 from tkchat.render.safe_markdown import convert_whole_document
 from tkchat.ui.markdown_view import stock_tkhtmlview
 from tkchat.ui.pipeline import PipelineHost
+from tkchat.ui.theme import set_role
 from tkchat.ui.transcript import AnswerView
 
 ANSWER_HEIGHT_LINES = 16
@@ -42,6 +43,7 @@ class RenderEveryChunk:
             background="white",
             borderwidth=0,
         )
+        set_role(widget, "keep")  # tkhtmlview's black text needs its white page, in any theme
         self.host.transcript.embed(view, widget)
         self._widgets[view.number] = widget
         self.host.consumer.follow(self.host.controller.start(request))

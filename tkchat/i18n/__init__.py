@@ -7,7 +7,15 @@ model catalogue), merged here. :class:`tkchat.ui.translator.Translator` puts the
 
 from __future__ import annotations
 
-from tkchat.i18n import catalogue, lesson_panel, model_picker, settings_dialog, sidebar, window
+from tkchat.i18n import (
+    appearance,
+    catalogue,
+    lesson_panel,
+    model_picker,
+    settings_dialog,
+    sidebar,
+    window,
+)
 
 LANGUAGES = ("en", "zh")
 
@@ -18,6 +26,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **sidebar.STRINGS[lang],
         **settings_dialog.STRINGS[lang],
         **model_picker.STRINGS[lang],
+        **appearance.STRINGS[lang],
         **catalogue.STRINGS[lang],
     }
     for lang in LANGUAGES

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Literal
 
+from tkchat.ui.palette import LIGHT, Palette, palette_named
 from tkchat.ui.scheduler import AfterScheduler
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
@@ -38,8 +39,6 @@ SPAN_S = 15.0  # the chart's width in seconds
 TICK_MS = 40  # how often this window looks at the beats and redraws
 FROZEN_AFTER_S = 0.25  # silence this long (five beats missed) is a freeze
 PARENT_GONE_AFTER_S = 5.0  # silence this long, with the parent gone, ends the watchdog
-GREEN, RED, GREY, INK = "#1a7f37", "#c62828", "#8a8a8a", "#1b1b1b"
-FROZEN_BACKGROUND = "#fde4e4"  # the whole chart blushes while the chat window is frozen
 CAPTION = "seconds since the chat window's last heartbeat (it beats every 50 ms)"
 
 
@@ -158,6 +157,7 @@ class WatchdogWindow:
         *,
         state_out: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        palette: Palette = LIGHT,
     ) -> None:
         self.root = root
         self.take_beats = take_beats
@@ -176,11 +176,20 @@ class WatchdogWindow:
         self.big_font = tkfont.Font(root=root, family=family, size=30, weight="bold")
         self.label_font = tkfont.Font(root=root, family=family, size=14, weight="bold")
         self.axis_font = tkfont.Font(root=root, family=family, size=12)
-        self.canvas = tk.Canvas(root, background="white", highlightthickness=0)
+        # The chat window's theme (``--theme``): healthy green, frozen red, the chart's whole
+        # background blushing while the chat window is frozen.
+        self.palette = palette
+        root.configure(background=palette.surface)
+        self.canvas = tk.Canvas(root, background=palette.surface, highlightthickness=0)
         self.canvas.configure(width=720, height=400)
         self.canvas.pack(fill="both", expand=True)
         self.counter = self.canvas.create_text(
-            16, 12, anchor="nw", font=self.big_font, fill=GREY, text="waiting for the chat window…"
+            16,
+            12,
+            anchor="nw",
+            font=self.big_font,
+            fill=palette.muted,
+            text="waiting for the chat window…",
         )
 
     def start(self) -> None:
@@ -218,7 +227,8 @@ class WatchdogWindow:
         canvas, trace = self.canvas, self.trace
         canvas.delete("chart")
         frozen = trace.open_gap is not None
-        canvas.configure(background=FROZEN_BACKGROUND if frozen else "white")
+        p = self.palette
+        canvas.configure(background=p.chart_frozen_background if frozen else p.surface)
         width = max(200, canvas.winfo_width())
         height = max(150, canvas.winfo_height())
         axis_line = self.axis_font.metrics("linespace")
@@ -237,7 +247,12 @@ class WatchdogWindow:
             return bottom - min(seconds, ymax) / ymax * (bottom - top)
 
         def text(
-            at_x: float, at_y: float, what: str, anchor: Anchor, font: tkfont.Font, fill: str = INK
+            at_x: float,
+            at_y: float,
+            what: str,
+            anchor: Anchor,
+            font: tkfont.Font,
+            fill: str = p.chart_ink,
         ) -> int:
             return canvas.create_text(
                 at_x, at_y, text=what, anchor=anchor, font=font, fill=fill, tags="chart"
@@ -245,36 +260,49 @@ class WatchdogWindow:
 
         text(16, top - 8, CAPTION, "sw", self.axis_font)
         for value in range(0, int(ymax) + 1, step):
-            canvas.create_line(left, y(value), right, y(value), fill="#d9d9d9", tags="chart")
+            canvas.create_line(left, y(value), right, y(value), fill=p.chart_grid, tags="chart")
             text(left - 8, y(value), f"{value} s", "e", self.axis_font)
         for ago in range(0, int(span) + 1, 5):
             if ago == 0:
                 text(right, bottom + 4, "now", "ne", self.axis_font)
             else:
                 text(x(now - ago), bottom + 4, f"-{ago} s", "n", self.axis_font)
-        canvas.create_line(left, bottom, right, bottom, fill=INK, width=2, tags="chart")
+        canvas.create_line(left, bottom, right, bottom, fill=p.chart_ink, width=2, tags="chart")
         points = [coord for at, quiet in trace.samples for coord in (x(at), y(quiet))]
         if len(points) >= 4:
-            canvas.create_line(*points, fill=GREEN, width=4, tags="chart")
+            canvas.create_line(*points, fill=p.chart_good, width=4, tags="chart")
         for gap in trace.gaps:
             end, length = (now if gap.end is None else gap.end), gap.length(now)
             x0, x1 = max(left, x(gap.start)), x(end)
             # The silence rises as a triangle: the red area is the time with no beat.
             shape = (x0, bottom, x1, y(length), x1, bottom)
-            canvas.create_polygon(*shape, fill=RED, outline=RED, width=2, tags=("chart", "gap"))
+            canvas.create_polygon(
+                *shape,
+                fill=p.chart_frozen_ink,
+                outline=p.chart_frozen_ink,
+                width=2,
+                tags=("chart", "gap"),
+            )
             label = f"frozen {_fmt_s(length)}"
             fits_left = x1 - self.label_font.measure(label) > left
-            item = text(x1, y(length) - 4, label, "se" if fits_left else "sw", self.label_font, RED)
+            item = text(
+                x1,
+                y(length) - 4,
+                label,
+                "se" if fits_left else "sw",
+                self.label_font,
+                p.chart_frozen_ink,
+            )
             canvas.addtag_withtag("gap-label", item)
         label, colour = self._counter_look(silence)
         canvas.itemconfigure(self.counter, text=label, fill=colour)
 
     def _counter_look(self, silence: float | None) -> tuple[str, str]:
         if silence is None:
-            return "waiting for the chat window…", GREY
+            return "waiting for the chat window…", self.palette.muted
         if self.trace.open_gap is not None:
-            return f"FROZEN {_fmt_s(silence)}", RED
-        return f"alive ♥ {self.trace.beats_per_s()} beats/s", GREEN
+            return f"FROZEN {_fmt_s(silence)}", self.palette.chart_frozen_ink
+        return f"alive ♥ {self.trace.beats_per_s()} beats/s", self.palette.chart_good
 
     def shown_text(self, item: int | str) -> str:
         """The text a canvas item shows (what a test or the state line reads)."""
@@ -299,9 +327,12 @@ class WatchdogWindow:
             self.state_out = None
 
 
-def run_watchdog(*, state: bool = False, geometry: str | None = None) -> int:
+def run_watchdog(
+    *, state: bool = False, geometry: str | None = None, theme: str | None = None
+) -> int:
     """The ``tkchat watchdog`` command: beats on stdin, the chart on screen, until stdin ends
-    or the window is closed."""
+    or the window is closed. ``theme``: "light" or "dark", as the chat window that opened
+    it."""
     try:
         root = tk.Tk(className="tkchat-watchdog")
     except tk.TclError as exc:
@@ -314,6 +345,7 @@ def run_watchdog(*, state: bool = False, geometry: str | None = None) -> int:
         reader.take,
         lambda: reader.eof and not reader.arrived,
         state_out=sys.stdout if state else None,
+        palette=palette_named(theme),
     )
     reader.start()
     window.start()

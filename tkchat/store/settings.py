@@ -3,7 +3,8 @@
 What is stored (:class:`AppSettings`): the interface language, the font size, the system
 prompt and sampling values that NEW conversations start with (a conversation keeps its own
 copy in the history), the most recently used model files, the folder the user browses for
-GGUF files, the window's size and place, the address models are downloaded from (a mirror
+GGUF files, the window's size and place, its theme (light, dark, or the system's),
+whether it shows the chat only, the address models are downloaded from (a mirror
 such as hf-mirror.com) and whether the first-run model suggestion was shown.
 
 Where: ``settings.json`` in :func:`tkchat.store.paths.data_dir` (next to the conversation
@@ -48,6 +49,8 @@ SETTINGS_NAME = "settings.json"
 # The interface languages (the same as tkchat.i18n.LANGUAGES, which is not imported because it
 # pulls in Tk and the widgets; the store layer must stay importable without a display).
 LANGUAGES: tuple[str, ...] = ("en", "zh")
+# The window's themes (tkchat.ui.palette, likewise not imported: it is part of the window).
+THEMES: tuple[str, ...] = ("light", "dark")
 FONT_SIZE_MIN = 8
 FONT_SIZE_MAX = 40
 MAX_RECENT_MODELS = 8
@@ -68,6 +71,8 @@ class AppSettings:
     recent_models: list[str] = field(default_factory=list)  # absolute paths, newest first
     model_folder: str | None = None  # where the user looks for GGUF files
     geometry: str | None = None  # Tk geometry, e.g. "1140x680+10+20"
+    theme: str | None = None  # one of THEMES, or None to follow the system's light or dark
+    chat_only: bool = False  # the teaching controls folded into one line (View menu)
     hf_endpoint: str | None = None  # where models are downloaded from; None: huggingface.co
     model_hint_shown: bool = False  # the first-run "get a better model" line was shown
 
@@ -190,6 +195,14 @@ def _font_size(value: object) -> object:
     return _INVALID
 
 
+def _theme(value: object) -> object:
+    return value if value is None or value in THEMES else _INVALID
+
+
+def _flag(value: object) -> object:
+    return value if isinstance(value, bool) else _INVALID
+
+
 def _system_prompt(value: object) -> object:
     # An empty prompt is a real choice ("no system prompt"), so only the type is checked.
     return value if isinstance(value, str) else _INVALID
@@ -202,10 +215,6 @@ def _model_folder(value: object) -> object:
 def _hf_endpoint(value: object) -> object:
     ok = isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) < 300
     return value if value is None or ok else _INVALID
-
-
-def _flag(value: object) -> object:
-    return value if isinstance(value, bool) else _INVALID
 
 
 def _geometry(value: object) -> object:
@@ -223,6 +232,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "system_prompt": _system_prompt,
     "model_folder": _model_folder,
     "geometry": _geometry,
+    "theme": _theme,
+    "chat_only": _flag,
     "hf_endpoint": _hf_endpoint,
     "model_hint_shown": _flag,
 }
@@ -425,6 +436,7 @@ __all__ = [
     "LANGUAGES",
     "MAX_RECENT_MODELS",
     "SETTINGS_NAME",
+    "THEMES",
     "AppSettings",
     "load_settings",
     "remember_model",

@@ -28,6 +28,7 @@ from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.chaos import Chaos
+from tkchat.ui.appearance import Appearance
 from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
@@ -45,10 +46,12 @@ from tkchat.ui.ordering import OrderingCounters, read_ordering
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.remembered import Remembered
+from tkchat.ui.scaling import window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.settings_dialog import ChatSettingsDialog
 from tkchat.ui.shortcut_sheet import ShortcutSheet
+from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
@@ -57,6 +60,7 @@ from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 log = logging.getLogger(__name__)
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
 BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
+WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/scaling.py)
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,10 @@ class AppOptions:
     ``history``: keep conversations in the user's data folder and reopen the latest.
     ``app_settings``: what was remembered (``settings.json``); with ``persist_settings``
     every change is written back. ``projector``: start in projector mode (large text).
-    ``chaos``: answers travel through the chaos transport (lesson 13, ``--chaos SEED``)."""
+    ``chaos``: answers travel through the chaos transport (lesson 13, ``--chaos SEED``).
+    ``theme``: "system", "light" or "dark" for this run (default: remembered, else the
+    system's); ``teach``: the teaching controls shown even if the chat-only view was
+    remembered (``--teach``); ``detect_theme()`` asks the desktop (tests give their own)."""
 
     sampling: Sampling | None = None
     system_prompt: str | None = None
@@ -85,6 +92,9 @@ class AppOptions:
     persist_settings: bool = False
     projector: bool = False
     chaos: Chaos | None = None
+    theme: str | None = None
+    teach: bool = False
+    detect_theme: Callable[[], Detected] | None = None
 
 
 class ChatApp(ChatLayout):
@@ -178,6 +188,7 @@ class ChatApp(ChatLayout):
             read_figure=self.live_figure,
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
+            anchor=self.banner_anchor,
             refocus=self._typing_home,
             timeline=lambda master: LagTimeline(
                 master,
@@ -185,6 +196,9 @@ class ChatApp(ChatLayout):
                 lambda: self.probe.history,
                 answer_arrivals(self.transcript.answers),
             ),
+        )
+        self.appearance = Appearance(
+            root, self.remembered, self.teaching, self.status, detect=options.detect_theme
         )
         self.models = ModelSwitch(
             root,
@@ -225,7 +239,7 @@ class ChatApp(ChatLayout):
             sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self._typing_home_soon(), add="+")
             sidebar.new_button.configure(command=self._then_typing_home(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
-            root.geometry("1140x680")
+            root.geometry(window_size(root, *WINDOW_SIZE_WITH_SIDEBAR))
         self.archive: History | None = self.conversations.archive if self.conversations else None
         self.files = ConversationFiles(
             root, self.t, self.status, self.archive, self._open_conversation
@@ -239,8 +253,11 @@ class ChatApp(ChatLayout):
         self._set_title()
         if options.show_lessons:
             self.teaching.toggle_lessons()
-        if settings.font_size is not None:
-            self.set_font_size(settings.font_size, save=False)
+        # Always once: Tk's named fonts are then in points, which follow the screen's DPI.
+        self.set_font_size(settings.font_size or BODY_FONT_SIZE, save=False)
+        self.appearance.start(
+            options.theme or settings.theme, settings.chat_only and not options.teach
+        )
         if options.projector:
             self.set_projector(True)
         if options.persist_settings and settings.geometry:
@@ -276,10 +293,12 @@ class ChatApp(ChatLayout):
                     "export_json": lambda: self.files.export("json"),
                 }
             )
+        commands.update(self.appearance.commands())
         # After a menu item or a shortcut, the next key typed goes to the message box (unless
         # the command opened somewhere else to type: a dialog, the search box).
         commands = {name: self._then_typing_home(command) for name, command in commands.items()}
         self.menubar = MenuBar(self.root, self.t, commands)
+        self.appearance.show_in(self.menubar)
         bind_shortcuts(self.root, commands)
 
     # -- sending -------------------------------------------------------------------------------
@@ -775,7 +794,7 @@ class ChatApp(ChatLayout):
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
                 self.watchdog.close()
-            self.watchdog = open_watchdog(self.scheduler)
+            self.watchdog = open_watchdog(self.scheduler, theme=self.appearance.palette.name)
         return self.watchdog
 
     # -- closing -------------------------------------------------------------------------------
@@ -804,4 +823,7 @@ class ChatApp(ChatLayout):
         if self.remembered.persist:
             self.remembered.change(geometry=self.root.geometry(), language=self.t.lang)
         self.models.close_idle()
+        # A style change leaves Tk's <<ThemeChanged>> waiting for an idle moment; sent after
+        # the destroy it would only print an error (the idle queue outlives the window).
+        self.root.update_idletasks()
         self.root.destroy()

@@ -21,14 +21,12 @@ from tkchat.generate.hub.catalogue import (
     memory_needed,
 )
 from tkchat.generate.model_finder import describe_size
+from tkchat.ui.scaling import dp, window_size
+from tkchat.ui.theme import ERROR_STYLE, HINT_STYLE, follow_theme
 from tkchat.ui.translator import Translator
 
-ERROR_STYLE = "CatalogueError.TLabel"
-HINT_STYLE = "CatalogueHint.TLabel"
-ERROR_FOREGROUND = "#b3261e"
-HINT_FOREGROUND = "#5f6368"
-TOO_BIG_TAG = "too_big"
-TOO_BIG_FOREGROUND = "#8a8a8a"
+TOO_BIG_TAG = "too_big"  # greyed: a model this computer has not the memory for
+DIALOG_SIZE = (1020, 470)  # pixels at 96 dpi (tkchat/ui/scaling.py)
 
 # What the dialog knows of an entry on this computer: its finished file, if any, and the
 # bytes of an unfinished download.
@@ -68,7 +66,7 @@ class CatalogueDialog(tk.Toplevel):
 
         top = master.winfo_toplevel()
         self.transient(top)
-        self.geometry("1020x470")
+        self.geometry(window_size(self, *DIALOG_SIZE))
         if top.winfo_viewable():
             self.geometry(f"+{top.winfo_rootx() + 40}+{top.winfo_rooty() + 40}")
         self.protocol("WM_DELETE_WINDOW", self.destroy)
@@ -150,20 +148,19 @@ class CatalogueDialog(tk.Toplevel):
     # -- building ------------------------------------------------------------------------------
 
     def _build(self, endpoint: str) -> None:
-        style = ttk.Style(self)
-        style.configure(ERROR_STYLE, foreground=ERROR_FOREGROUND)
-        style.configure(HINT_STYLE, foreground=HINT_FOREGROUND)
-        body = ttk.Frame(self, padding=10)
+        body = ttk.Frame(self, padding=dp(self, 10))
         body.pack(fill="both", expand=True)
         body.columnconfigure(0, weight=1)
         body.rowconfigure(0, weight=1)
 
         columns = ("size", "memory", "languages", "licence", "state")
         self.tree = ttk.Treeview(body, columns=columns, show="tree headings", selectmode="browse")
-        self.tree.column("#0", width=270, minwidth=140, stretch=False)
+        self.tree.column("#0", width=dp(self, 270), minwidth=dp(self, 140), stretch=False)
         for column, width in zip(columns, (75, 75, 130, 230, 200), strict=True):
-            self.tree.column(column, width=width, minwidth=60, stretch=column == "state")
-        self.tree.tag_configure(TOO_BIG_TAG, foreground=TOO_BIG_FOREGROUND)
+            self.tree.column(
+                column, width=dp(self, width), minwidth=dp(self, 60), stretch=column == "state"
+            )
+        follow_theme(self.tree, lambda p: self.tree.tag_configure(TOO_BIG_TAG, foreground=p.muted))
         self.tree.grid(row=0, column=0, sticky="nsew")
         scroll = ttk.Scrollbar(body, orient="vertical", command=self.tree.yview)
         self.tree.configure(yscrollcommand=scroll.set)

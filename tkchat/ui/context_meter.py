@@ -13,30 +13,39 @@ from __future__ import annotations
 
 import time
 import tkinter as tk
+import tkinter.font as tkfont
 from tkinter import ttk
 
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import ContextMeasure, GenerationController
+from tkchat.ui.fit import ellipsize
+from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import follow_theme, palette_of
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
 
 WARN_AT = 0.75
+STATUS_ROOM = 160  # design pixels the meter leaves the status line beside it, when cut
 FOLLOW_EVERY_S = 0.25  # the meter follows a streaming answer at most this often
-NORMAL, WARN, FULL = "#555555", "#a15c00", "#b00020"
 
 
 class ContextMeter(ttk.Label):
-    """One label. ``show(used, n_ctx, dropped)``; ``clear()`` when nothing is known."""
+    """One label. ``show(used, n_ctx, dropped)``; ``clear()`` when nothing is known. A row
+    too narrow for the whole text (big text beside the lesson panel) shows it cut with "…";
+    :attr:`full` is the whole text."""
 
     def __init__(self, master: tk.Misc, translate: Translator) -> None:
         super().__init__(master, anchor="e")
         self.t = translate
+        self.full = ""
+        master.bind("<Configure>", lambda _e: self._fit(), add="+")
         self.used: int | None = None
         self.n_ctx: int | None = None
         self.dropped = 0
         translate.on_change(lambda _lang: self._draw())
+        follow_theme(self, lambda _palette: self._draw())
 
     def show(self, used: int, n_ctx: int, dropped: int = 0) -> None:
         if (used, n_ctx, dropped) != (self.used, self.n_ctx, self.dropped):
@@ -55,6 +64,7 @@ class ContextMeter(ttk.Label):
 
     def _draw(self) -> None:
         if self.n_ctx is None:
+            self.full = ""
             self.configure(text="")
             return
         used = "—" if self.used is None else f"{self.used:,}"
@@ -62,8 +72,23 @@ class ContextMeter(ttk.Label):
         if self.dropped:
             text += self.t("context.meter.dropped", dropped=self.dropped)
         fraction = self.fraction or 0.0
-        colour = FULL if self.dropped else WARN if fraction >= WARN_AT else NORMAL
-        self.configure(text=text, foreground=colour)
+        palette = palette_of(self)
+        colour = (
+            palette.error
+            if self.dropped
+            else palette.warn
+            if fraction >= WARN_AT
+            else palette.muted
+        )
+        self.full = text
+        self.configure(foreground=colour)
+        self._fit()
+
+    def _fit(self) -> None:
+        """The whole text if the row has room for it, else as much as fits, with "…"."""
+        room = self.master.winfo_width() - dp(self, STATUS_ROOM)
+        font = tkfont.nametofont(str(self.cget("font") or "TkDefaultFont"), root=self)
+        self.configure(text=ellipsize(font, self.full, room) if room > 1 else self.full)
 
 
 class ContextWatch:

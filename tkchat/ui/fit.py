@@ -14,8 +14,11 @@ from __future__ import annotations
 import re
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
+
+from tkchat.ui.scaling import dp
 
 ELLIPSIS = "…"
 NO_BREAK = "\u00a0"  # Tk does not break a line here (tested), so a number keeps its unit
@@ -30,17 +33,90 @@ _NUMBER_UNIT = re.compile(
 
 
 def ellipsize(font: tkfont.Font, text: str, width: int) -> str:
-    """``text`` if it fits in ``width`` pixels, else its longest start that does, with "…"."""
-    if width <= 0 or font.measure(text) <= width:
+    """``text`` if it fits in ``width`` pixels, else its longest start that does, with "…"
+    (nothing at all if not even "…" fits)."""
+    if width <= 0:
         return text
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix whose "prefix…" fits
+    whole = font.measure(text)
+    if whole <= width:
+        return text
+    if font.measure(ELLIPSIS) > width:
+        return ""  # not even "…" fits: nothing, rather than a cut "…"
+
+    def fits(count: int) -> bool:
+        return font.measure(text[:count].rstrip() + ELLIPSIS) <= width
+
+    # Start where the average character width says the cut is (a list of a thousand titles
+    # is fitted after every resize: a few measures per title, not a dozen).
+    count = _longest(fits, int(len(text) * width / whole), len(text))
+    return text[:count].rstrip() + ELLIPSIS
+
+
+def _longest(fits: Callable[[int], bool], guess: int, most: int) -> int:
+    """The largest ``n`` in 0..most with ``fits(n)`` (``fits`` is true up to some point,
+    then false; ``fits(0)`` is taken as true), searched outwards from ``guess``."""
+    guess = max(0, min(most, guess))
+    step = 1
+    if fits(guess):  # gallop up until it stops fitting, then search the last stride
+        low = guess
+        while low + step <= most and fits(low + step):
+            low += step
+            step *= 2
+        high = min(most, low + step - 1)
+    else:  # gallop down until it fits
+        high = guess - 1
+        low = max(0, guess - step)
+        while low > 0 and not fits(low):
+            high = low - 1
+            step *= 2
+            low = max(0, guess - step)
+    while low < high:
         middle = (low + high + 1) // 2
-        if font.measure(text[:middle].rstrip() + ELLIPSIS) <= width:
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return text[:low].rstrip() + ELLIPSIS
+    return low
+
+
+def ellipsize_around(font: tkfont.Font, text: str, start: int, end: int, width: int) -> str:
+    """``text`` cut to ``width`` pixels around ``text[start:end]`` (a search hit), which
+    stays visible: as much context on each side as fits, with "…" wherever text was cut.
+    A hit too long to fit keeps its start."""
+    if width <= 0 or font.measure(text) <= width:
+        return text
+    start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
+    if font.measure(_piece(text, start, end)) > width:
+        return ellipsize(font, _piece(text, start, len(text)), width)
+
+    def fits(left: int, right: int) -> bool:
+        return font.measure(_piece(text, left, right)) <= width
+
+    low, high = 0, len(text)  # the most context on both sides that fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(max(0, start - middle), min(len(text), end + middle)):
+            low = middle
+        else:
+            high = middle - 1
+    left, right = max(0, start - low), min(len(text), end + low)
+    # One side may have reached the text's edge: give the room left to the other side.
+    grow_low, grow_high = 0, len(text)
+    while grow_low < grow_high:
+        middle = (grow_low + grow_high + 1) // 2
+        if fits(max(0, left - middle), min(len(text), right + middle)):
+            grow_low = middle
+        else:
+            grow_high = middle - 1
+    if grow_low:
+        left, right = max(0, left - grow_low), min(len(text), right + grow_low)
+    return _piece(text, left, right)
+
+
+def _piece(text: str, left: int, right: int) -> str:
+    """``text[left:right]`` with "…" on each side where text was left out."""
+    middle = text[left:right].strip()
+    return (ELLIPSIS if left > 0 else "") + middle + (ELLIPSIS if right < len(text) else "")
 
 
 def breakable(text: str) -> str:
@@ -58,6 +134,26 @@ def unbreakable(text: str) -> str:
     return text.replace(BREAK_OPPORTUNITY, "")
 
 
+class FittedLabel(ttk.Label):
+    """A one-line label that shows as much of its text as its width allows, ending with
+    "…" where cut, and asks for no width of its own (it takes what its row leaves it, and
+    never pushes its neighbours away). :attr:`full` is the whole text."""
+
+    def __init__(self, master: tk.Misc, **options: Any) -> None:
+        options.setdefault("width", 1)
+        super().__init__(master, **options)
+        self.full = ""
+        self.bind("<Configure>", lambda _e: self._fit(), add="+")
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self._fit()
+
+    def _fit(self) -> None:
+        font = tkfont.nametofont(str(self.cget("font") or "TkDefaultFont"), root=self)
+        self.configure(text=ellipsize(font, self.full, self.winfo_width() - 4))
+
+
 class FlowRow(ttk.Frame):
     """Groups of widgets side by side, from the right edge leftwards, on as many rows as the
     width needs: one row when there is room, more when the text is big or the window narrow.
@@ -66,6 +162,7 @@ class FlowRow(ttk.Frame):
     def __init__(self, master: tk.Misc, **options: Any) -> None:
         super().__init__(master, **options)
         self._groups: list[tuple[tuple[tk.Widget, ...], int]] = []
+        self._hidden: set[tuple[tk.Widget, ...]] = set()  # groups left out (chat-only view)
         self._rows: list[ttk.Frame] = []
         self._shape: tuple[int, ...] = ()
         self.bind("<Configure>", lambda e: self._reflow(e.width), add="+")
@@ -76,6 +173,19 @@ class FlowRow(ttk.Frame):
         self._shape = ()
         self._reflow(self.winfo_width())
 
+    def set_visible(self, widget: tk.Widget, visible: bool) -> None:
+        """Show or leave out the group ``widget`` belongs to (the others close up)."""
+        for widgets, _gap in self._groups:
+            if widget in widgets:
+                if visible:
+                    self._hidden.discard(widgets)
+                else:
+                    self._hidden.add(widgets)
+                    for member in widgets:
+                        member.pack_forget()
+        self._shape = ()
+        self._reflow(self.winfo_width())
+
     def relayout(self) -> None:
         """The widgets' sizes changed (the text size did): wrap again."""
         self.update_idletasks()
@@ -83,12 +193,22 @@ class FlowRow(ttk.Frame):
 
     def _width(self, group: tuple[tuple[tk.Widget, ...], int]) -> int:
         widgets, gap = group
-        return sum(widget.winfo_reqwidth() + gap for widget in widgets)
+        return sum(widget.winfo_reqwidth() + dp(self, gap) for widget in widgets)
+
+    def _inner(self, width: int) -> int:
+        """The width the groups have: the frame's less its padding on the left and right."""
+        pads = [int(float(str(value))) for value in (self.cget("padding") or ())]
+        left = pads[0] if pads else 0
+        right = pads[2] if len(pads) > 2 else left
+        return width - left - right
 
     def _reflow(self, width: int) -> None:
+        width = self._inner(width) if width > 1 else width
         rows: list[list[tuple[tuple[tk.Widget, ...], int]]] = [[]]
         used = 0
         for group in self._groups:
+            if group[0] in self._hidden:
+                continue
             needed = self._width(group)
             if rows[-1] and width > 1 and used + needed > width:
                 rows.append([])
@@ -103,11 +223,11 @@ class FlowRow(ttk.Frame):
             self._rows.append(ttk.Frame(self))
         for index, frame in enumerate(self._rows):
             if index < len(rows):
-                frame.pack(side="top", fill="x", pady=(0 if index == 0 else 4, 0))
+                frame.pack(side="top", fill="x", pady=(0 if index == 0 else dp(self, 4), 0))
             else:
                 frame.pack_forget()
         for frame, row in zip(self._rows, rows, strict=False):
             for widgets, gap in row:
                 for widget in widgets:
-                    widget.pack(in_=frame, side="right", padx=(gap, 0))
+                    widget.pack(in_=frame, side="right", padx=(dp(self, gap), 0))
                     widget.lift(frame)  # stacked above the row frame it is packed into

@@ -5,6 +5,11 @@ headers, links, rendered markdown) gets it directly, and Tk's named fonts (butto
 the input box, menus, lists) are scaled by the same factor from the sizes they had at start.
 Reconfiguring a named font updates every widget that uses it, so no widget is rebuilt.
 
+Sizes are kept in points, which Tk scales with the screen's density (``tk scaling``): a Tk
+whose named fonts are in pixels (negative sizes, as some builds have on X11) would keep them
+small on a 192-dpi screen, so such a size is converted to points as at 96 dpi (12 px is
+9 pt) and set in points from then on.
+
 Main thread only.
 """
 
@@ -42,12 +47,13 @@ class FontSizer:
         self.root = root
         self.size = BODY_FONT_SIZE
         self._listeners: list[Callable[[int], object]] = []
-        self._start: dict[str, int] = {}
+        self._start: dict[str, float] = {}  # points
         for name in NAMED_FONTS:
             try:
-                self._start[name] = int(tkfont.nametofont(name, root=root).cget("size"))
+                size = int(tkfont.nametofont(name, root=root).cget("size"))
             except tk.TclError:  # a platform without that named font
                 continue
+            self._start[name] = size if size > 0 else abs(size) * 72 / 96
 
     def on_change(self, listener: Callable[[int], object]) -> None:
         """Call ``listener(size)`` after every change of the size."""
@@ -59,9 +65,7 @@ class FontSizer:
         self.size = clamp_size(size)
         factor = self.size / BODY_FONT_SIZE
         for name, start in self._start.items():
-            # Negative sizes are pixels, positive are points: scale either, keep the sign.
-            scaled = round(abs(start) * factor) or 1
-            tkfont.nametofont(name, root=self.root).configure(size=-scaled if start < 0 else scaled)
+            tkfont.nametofont(name, root=self.root).configure(size=round(start * factor) or 1)
         for listener in self._listeners:
             listener(self.size)
         return self.size

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from tkinter import ttk
 
 from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import WATCH_STYLE
 from tkchat.ui.translator import Translator
 
 REFRESH_MS = 250
@@ -53,8 +55,7 @@ class HealthBar(ttk.Frame):
         read_updates: Callable[[], int],
         translate: Translator,
     ) -> None:
-        super().__init__(master, padding=(8, 2))
-        ttk.Style(self).configure("Watch.TLabel", background="#ffe27a")
+        super().__init__(master, padding=dp_pad(master, 8, 2))
         self.scheduler = scheduler
         self.probe = probe
         self.read_tokens = read_tokens
@@ -75,6 +76,10 @@ class HealthBar(ttk.Frame):
         # fixed width: a label that changes size makes Tk lay out the whole window again
         self.ping_label = ttk.Label(self, text="", font="TkFixedFont", width=24, anchor="e")
         self.ping_times: list[float] = []  # perf_counter of every handled click
+        # The chat-only view's one line: the heartbeat and the lag now, in the window's top
+        # bar (a child of the chat, so the bar can hold it; see TeachingControls).
+        self.compact = ttk.Label(master, font="TkFixedFont")
+        self.is_compact = False
         # Two rows, so the figures fit beside the lesson panel too; three when even that is
         # too narrow (big text, a projector), with Ping on a row of its own.
         self._rows = 0
@@ -87,9 +92,10 @@ class HealthBar(ttk.Frame):
         own, 4 when even the heartbeat and the lag do not fit side by side (projector)."""
         beat, lag = self.heartbeat.winfo_reqwidth(), self.lag.winfo_reqwidth()
         ping = self.ping_label.winfo_reqwidth() + self.ping_button.winfo_reqwidth()
-        if beat + max(lag, self.rates.winfo_reqwidth()) + ping + 40 <= width:
+        if beat + max(lag, self.rates.winfo_reqwidth()) + ping + dp(self, 40) <= width:
             return 2
-        if beat + lag + 20 <= width and self.rates.winfo_reqwidth() + 20 <= width:
+        margin = dp(self, 20)
+        if beat + lag + margin <= width and self.rates.winfo_reqwidth() + margin <= width:
             return 3
         return 4
 
@@ -100,10 +106,11 @@ class HealthBar(ttk.Frame):
         for widget in (self.heartbeat, self.lag, self.rates, self.ping_label, self.ping_button):
             widget.grid_forget()
         self.heartbeat.grid(row=0, column=0, sticky="w")
+        gap = dp(self, 4)
         if rows == 2:
-            self.lag.grid(row=0, column=1, sticky="w", padx=(4, 0))
-            self.rates.grid(row=1, column=1, sticky="w", padx=(4, 0))
-            self.ping_label.grid(row=0, column=2, sticky="e", padx=(0, 6))
+            self.lag.grid(row=0, column=1, sticky="w", padx=(gap, 0))
+            self.rates.grid(row=1, column=1, sticky="w", padx=(gap, 0))
+            self.ping_label.grid(row=0, column=2, sticky="e", padx=(0, dp(self, 6)))
             self.ping_button.grid(row=0, column=3, rowspan=2, sticky="e")
         else:
             stacked = rows == 4  # the lag under the heartbeat: each figure on its own line
@@ -112,11 +119,11 @@ class HealthBar(ttk.Frame):
                 column=0 if stacked else 1,
                 columnspan=4 if stacked else 3,
                 sticky="w",
-                padx=(0 if stacked else 4, 0),
+                padx=(0 if stacked else gap, 0),
             )
             self.rates.grid(row=rows - 2, column=0, columnspan=4, sticky="w")
-            self.ping_button.grid(row=rows - 1, column=0, sticky="w", pady=(2, 0))
-            self.ping_label.grid(row=rows - 1, column=1, columnspan=3, sticky="w", padx=(4, 0))
+            self.ping_button.grid(row=rows - 1, column=0, sticky="w", pady=(dp(self, 2), 0))
+            self.ping_label.grid(row=rows - 1, column=1, columnspan=3, sticky="w", padx=(gap, 0))
         for column in range(4):
             self.columnconfigure(column, weight=1 if (rows == 2 and column == 2) else 0)
 
@@ -146,7 +153,7 @@ class HealthBar(ttk.Frame):
             ("lag", self.lag),
             ("rates", self.rates),
         ):
-            label.configure(style="Watch.TLabel" if name == what else "TLabel")
+            label.configure(style=WATCH_STYLE if name == what else "TLabel")
 
     def _ping(self) -> None:
         self.ping_times.append(time.perf_counter())
@@ -157,6 +164,8 @@ class HealthBar(ttk.Frame):
     def _beat(self) -> None:
         self.beats += 1
         self.heartbeat.configure(text="♥ " + time.strftime("%H:%M:%S"))
+        if self.is_compact:
+            self._draw_compact()
         # Re-armed at the next whole second, so the clock ticks on the second when healthy.
         self.scheduler.once("heartbeat", 1000 - int(time.time() * 1000) % 1000, self._beat)
 
@@ -171,7 +180,20 @@ class HealthBar(ttk.Frame):
         self.rates.configure(
             text=self.t("health.rates", tokens=f"{tokens:4.0f}", updates=f"{updates:3.0f}")
         )
+        if self.is_compact:
+            self._draw_compact()
         self.scheduler.once("health", REFRESH_MS, self._refresh)
+
+    def set_compact(self, on: bool) -> None:
+        """The chat-only view: :attr:`compact` shows the heartbeat and the lag on one line
+        (whoever hides this bar shows that label)."""
+        self.is_compact = on
+        if on:
+            self._draw_compact()
+
+    def _draw_compact(self) -> None:
+        lag = self.t("health.compact_lag", now=f"{self.probe.now_ms():5.1f}")
+        self.compact.configure(text=f"{self.heartbeat.cget('text')}  {lag}")
 
 
 def _family(named: str, widget: tk.Misc) -> str:

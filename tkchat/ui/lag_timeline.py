@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tkchat.ui.lag_probe import LONG_TASK_MS, LagSample
+from tkchat.ui.palette import Palette
+from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import follow_theme, palette_of
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
@@ -40,8 +43,6 @@ Arrival = tuple[float, int]  # (perf_counter when text reached the screen, chara
 SPAN_S = 20.0
 REFRESH_MS = 250
 FLOOR_MS = 1.0  # the bottom of the log scale: anything under a millisecond is "healthy"
-LAG_BLUE, FROZEN_FILL, FROZEN_INK, TEXT_GREEN = "#0b3d91", "#f6c6c6", "#a31515", "#1a7f37"
-INK, GRID = "#1b1b1b", "#dcdcdc"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,8 @@ class LagTimeline(tk.Canvas):
         font_size: int = BODY_FONT_SIZE,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        super().__init__(master, background="white", highlightthickness=0)
+        super().__init__(master, highlightthickness=0)
+        self.palette = palette_of(self)  # its colours: light or dark, as the window
         self.scheduler = scheduler
         self.samples = samples
         self.arrivals = arrivals
@@ -165,9 +167,10 @@ class LagTimeline(tk.Canvas):
         self._columns: deque[list[float]] = deque()  # [column number, worst lag ms]
         self._freezes: deque[Freeze] = deque()
         self._seen = -math.inf  # ``at`` of the newest sample taken
-        self._lag_item = self.create_line(0, 0, 0, 0, fill=LAG_BLUE, tags="lag")
-        self._comb_item = self.create_line(0, 0, 0, 0, fill=TEXT_GREEN, width=2, tags="arrivals")
+        self._lag_item = self.create_line(0, 0, 0, 0, tags="lag")
+        self._comb_item = self.create_line(0, 0, 0, 0, width=2, tags="arrivals")
         self.set_font_size(font_size, redraw=False)
+        follow_theme(self, self.set_palette)
 
     # -- running -------------------------------------------------------------------------------
 
@@ -187,6 +190,14 @@ class LagTimeline(tk.Canvas):
             self.redraw()
         self.scheduler.once(self.timer, self.refresh_ms, self._tick)
 
+    def set_palette(self, palette: Palette) -> None:
+        """The theme's colours (the fixed items are drawn again at the next redraw)."""
+        self.palette = palette
+        self.configure(background=palette.surface)
+        self.itemconfigure(self._lag_item, fill=palette.chart_line)
+        self.itemconfigure(self._comb_item, fill=palette.chart_good)
+        self._drawn = None
+
     def set_font_size(self, size: int, *, redraw: bool = True) -> None:
         """Labels a little larger than the body text, lines thick enough for a projector."""
         self.label_font.configure(size=round(size * 1.3))
@@ -195,7 +206,7 @@ class LagTimeline(tk.Canvas):
         self._label_line = int(self.label_font.metrics("linespace"))
         self.line_width = max(3, round(size / 3.5))
         self.itemconfigure(self._lag_item, width=self.line_width)
-        self.configure(width=round(size * 58), height=max(260, 13 * self._line))
+        self.configure(width=round(size * 58), height=max(dp(self, 260), 13 * self._line))
         self._drawn = None  # new sizes: the fixed items are drawn again
         if redraw:
             self.redraw()
@@ -273,34 +284,41 @@ class LagTimeline(tk.Canvas):
         text: str,
         anchor: Anchor,
         font: tkfont.Font,
-        fill: str = INK,
+        fill: str | None = None,
         tags: str | tuple[str, ...] = "fixed",
     ) -> int:
+        ink = fill or self.palette.chart_ink
         return self.create_text(
-            at_x, at_y, text=text, anchor=anchor, font=font, fill=fill, tags=tags
+            at_x, at_y, text=text, anchor=anchor, font=font, fill=ink, tags=tags
         )
 
     def _draw_fixed(self, layout: Layout, top_ms: float) -> None:
-        """The items that change only with the size or the scale: grid, axes, legend."""
+        """The items that change only with the size, the scale or the theme: grid, axes,
+        legend."""
         self.delete("fixed")
+        p = self.palette
         scale = _Scale(layout, 0.0, self.span_s, top_ms)
         left, right = layout.left, layout.right
         value = FLOOR_MS
         while value <= top_ms:
             at_y = scale.y(value)
-            self.create_line(left, at_y, right, at_y, fill=GRID, width=1, tags="fixed")
+            self.create_line(left, at_y, right, at_y, fill=p.chart_grid, width=1, tags="fixed")
             text = f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.0f} s"
             self._text(left - 6, at_y, text, "e", self.axis_font)
             value *= 10
         limit = scale.y(LONG_TASK_MS)
         self.create_line(
-            left, limit, right, limit, fill=FROZEN_INK, width=2, dash=(8, 6), tags="fixed"
+            left, limit, right, limit, fill=p.chart_frozen_ink, width=2, dash=(8, 6), tags="fixed"
         )
-        self._text(left + 6, limit - 2, "50 ms: long task", "sw", self.axis_font, FROZEN_INK)
-        self.create_line(left, layout.bottom, right, layout.bottom, fill=INK, width=2, tags="fixed")
+        self._text(
+            left + 6, limit - 2, "50 ms: long task", "sw", self.axis_font, p.chart_frozen_ink
+        )
+        self.create_line(
+            left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
+        )
         caption = f"event-loop lag, last {self.span_s:.0f} s"
         self._text(left, 8, caption, "nw", self.label_font)
-        self._text(left - 6, layout.band, "text", "e", self.axis_font, TEXT_GREEN)
+        self._text(left - 6, layout.band, "text", "e", self.axis_font, p.chart_good)
         for ago in range(0, int(self.span_s) + 1, 5):
             if ago == 0:
                 self._text(right, layout.band + 6, "now", "ne", self.axis_font)
@@ -333,7 +351,9 @@ class LagTimeline(tk.Canvas):
             if x1 <= left:
                 continue
             shade = (x0, layout.top, max(x1, x0 + 2), layout.bottom)
-            self.create_rectangle(*shade, fill=FROZEN_FILL, width=0, tags="frozen")
+            self.create_rectangle(
+                *shade, fill=self.palette.chart_frozen_fill, width=0, tags="frozen"
+            )
             text = freeze_label(freeze.length_s)
             half = self.label_font.measure(text) / 2 + 6
             centre = min(max((x0 + x1) / 2, left + half), right - half)
@@ -341,7 +361,15 @@ class LagTimeline(tk.Canvas):
                 if all(centre + half < a or centre - half > b for a, b in taken):
                     taken.append((centre - half, centre + half))
                     at_y = layout.top - row * self._label_line
-                    self._text(centre, at_y, text, "s", self.label_font, FROZEN_INK, "frozen-label")
+                    self._text(
+                        centre,
+                        at_y,
+                        text,
+                        "s",
+                        self.label_font,
+                        self.palette.chart_frozen_ink,
+                        "frozen-label",
+                    )
                     break
         self.tag_lower("frozen")
 

@@ -20,15 +20,20 @@ from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.message_box import MessageBox
-from tkchat.ui.notice import ERROR_COLOURS, NoticeBanner
+from tkchat.ui.notice import ERROR, NoticeBanner
 from tkchat.ui.progress import ProgressLine
+from tkchat.ui.scaling import dp, dp_pad, window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
+from tkchat.ui.theme import ACCENT_BUTTON
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
 
-MESSAGE_BOX_MIN_WIDTH = 220  # px: below this, the buttons go under the box
+# Sizes in pixels of the 96-dpi design; tkchat/ui/scaling.py turns them into screen pixels.
+MESSAGE_BOX_MIN_WIDTH = 220  # below this, the buttons go under the box
 BUTTON_GAP = 6
+WINDOW_SIZE = (900, 680)
+WINDOW_MIN_SIZE = (520, 360)
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,9 @@ class ChatLayout:
     ``tkchat/ui/teaching.py``) · ``status`` line with the context meter (and, while the
     window waits for a prompt to be read or a model to load, the ``progress`` line) ·
     ``health`` bar ·
-    ``storage_banner`` (hidden) · ``transcript`` · the ``input`` row with Send, Stop and
-    Regenerate.
+    ``banner_anchor`` (an empty strip the banners go after, so they keep their place when
+    the chat-only view hides the health bar) · ``storage_banner`` (hidden) · ``transcript``
+    · the ``input`` row with Send, Stop and Regenerate.
 
     The chat sits in ``panes``, so the sidebar (left) and the lesson panel (right) can join it.
     """
@@ -64,14 +70,14 @@ class ChatLayout:
         commands: ButtonCommands,
     ) -> None:
         t = translate
-        root.geometry("900x680")
-        root.minsize(520, 360)
+        root.geometry(window_size(root, *WINDOW_SIZE))
+        root.minsize(dp(root, WINDOW_MIN_SIZE[0]), dp(root, WINDOW_MIN_SIZE[1]))
         self.panes = ttk.Panedwindow(root, orient="horizontal")
         self.panes.pack(fill="both", expand=True)
         self.chat = chat = ttk.Frame(self.panes)
         self.panes.add(chat, weight=3)
 
-        self.top_bar = FlowRow(chat, padding=(8, 6, 8, 0))
+        self.top_bar = FlowRow(chat, padding=dp_pad(root, 8, 6, 8, 0))
         self.language_button = self._button(
             self.top_bar, t, "button.language", commands.toggle_language
         )
@@ -85,20 +91,23 @@ class ChatLayout:
         self.context_meter.pack(side="right")
         self.status.pack(side="left", fill="x", expand=True)
         self.progress = ProgressLine(status_row, t, status=self.status)  # packs itself
-        status_row.pack(side="top", fill="x", padx=8, pady=(4, 0))
+        status_row.pack(side="top", fill="x", padx=dp(root, 8), pady=(dp(root, 4), 0))
 
         self.health = HealthBar(
             chat, scheduler, probe, read_tokens, lambda: self.transcript.inserts, t
         )
         self.health.pack(side="top", fill="x")
-        self.storage_banner = NoticeBanner(chat, self.health, t)
-        self.model_banner = NoticeBanner(chat, self.health, t, colours=ERROR_COLOURS)
+        self.banner_anchor = ttk.Frame(chat, height=1)
+        self.banner_anchor.pack(side="top", fill="x")
+        self.storage_banner = NoticeBanner(chat, self.banner_anchor, t)
+        self.model_banner = NoticeBanner(chat, self.banner_anchor, t, kind=ERROR)
 
-        bottom = ttk.Frame(chat, padding=8)
+        bottom = ttk.Frame(chat, padding=dp(root, 8))
         self.input = MessageBox(bottom, on_send=commands.send)
         self.send_button = self._button(bottom, t, "button.send", commands.send)
         self.stop_button = self._button(bottom, t, "button.stop", commands.stop)
         self.regenerate_button = self._button(bottom, t, "button.regenerate", commands.regenerate)
+        self.send_button.configure(style=ACCENT_BUTTON)  # the default action stands out
         for button in (self.stop_button, self.regenerate_button):
             button.configure(state="disabled")
         self._input_row: bool | None = None
@@ -115,8 +124,9 @@ class ChatLayout:
         return (self.send_button, self.stop_button, self.regenerate_button)
 
     def _fits_one_row(self, width: int) -> bool:
-        buttons = sum(button.winfo_reqwidth() + BUTTON_GAP for button in self._buttons())
-        return buttons + MESSAGE_BOX_MIN_WIDTH <= width
+        gap = dp(self.input, BUTTON_GAP)
+        buttons = sum(button.winfo_reqwidth() + gap for button in self._buttons())
+        return buttons + dp(self.input, MESSAGE_BOX_MIN_WIDTH) <= width
 
     def _place_input_row(self, one_row: bool) -> None:
         """The message box and its buttons on one row, or, when the window is too narrow for
@@ -125,11 +135,12 @@ class ChatLayout:
             return
         self._input_row = one_row
         self.input.grid(row=0, column=0, columnspan=1 if one_row else 4, sticky="nsew")
+        gap = dp(self.input, BUTTON_GAP)
         for index, button in enumerate(self._buttons(), start=1):
             if one_row:
-                button.grid(row=0, column=index, sticky="n", padx=(BUTTON_GAP, 0), pady=0)
+                button.grid(row=0, column=index, sticky="n", padx=(gap, 0), pady=0)
             else:
-                button.grid(row=1, column=index, sticky="e", padx=(BUTTON_GAP, 0), pady=(6, 0))
+                button.grid(row=1, column=index, sticky="e", padx=(gap, 0), pady=(gap, 0))
         self.input.master.columnconfigure(0, weight=1)
 
     @staticmethod
@@ -144,5 +155,5 @@ class ChatLayout:
         button = ttk.Button(parent, command=command)
         translate.bind(button, key)
         if side is not None:
-            button.pack(side=side, padx=(gap, 0))
+            button.pack(side=side, padx=(dp(parent, gap), 0))
         return button

@@ -23,15 +23,19 @@ from tkchat.teach.claims import format_figure
 from tkchat.teach.lessons import Lesson, expect_text, load_lessons, render_body
 from tkchat.ui.fit import breakable
 from tkchat.ui.lag_timeline import LagTimeline
+from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
+from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import follow_theme, set_role
 
 REFRESH_MS = 500  # the live figure is read twice a second
 BODY_SIZE = 11  # points, as the transcript's body; the window passes its text size
-TIMELINE_LINES = 7  # the lag timeline's height, in lines of the lesson's text
+# The lag timeline's height, in lines of the lesson's text: its labels (larger than the text)
+# and three decades of lag, without one label on another (7 left the plot a few pixels tall).
+TIMELINE_LINES = 11
 # each font's size against the body's (headings larger, code as large as the text)
 FONT_STEPS = {"body": 0, "bold": 0, "italic": 0, "h1": 4, "h2": 2, "mono": 0}
-CODE_BACKGROUND = "#f2f2f2"
 TABLE_TAG_PREFIX = "table-"
 TABLE_GAP_PX = 14
 
@@ -65,7 +69,7 @@ class LessonPanel(ttk.Frame):
         body_size: int = BODY_SIZE,
         timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
-        super().__init__(master, padding=(8, 6))
+        super().__init__(master, padding=dp_pad(master, 8, 6))
         self.language = language
         self.on_setup_demo = on_setup_demo
         self.read_figure = read_figure
@@ -94,7 +98,7 @@ class LessonPanel(ttk.Frame):
         self.pick_label = ttk.Label(top)
         self.picker = ttk.Combobox(top, state="readonly", width=40)
         self.picker.bind("<<ComboboxSelected>>", self._on_pick)
-        self.pick_label.pack(side="left", padx=(0, 6))
+        self.pick_label.pack(side="left", padx=(0, dp(self, 6)))
         self.picker.pack(side="left", fill="x", expand=True)
         top.pack(side="top", fill="x")
 
@@ -103,20 +107,20 @@ class LessonPanel(ttk.Frame):
         self.setup_button = ttk.Button(demo, command=self._on_setup)
         self.setup_button.pack(side="right")
         self.demo_label.pack(side="left", fill="x", expand=True)
-        demo.pack(side="top", fill="x", pady=(6, 0))
+        demo.pack(side="top", fill="x", pady=(dp(self, 6), 0))
 
         self.watch_label = ttk.Label(self, justify="left", wraplength=420, font=self._fonts["body"])
-        self.watch_label.pack(side="top", fill="x", pady=(4, 0))
+        self.watch_label.pack(side="top", fill="x", pady=(dp(self, 4), 0))
         self.figure_label = ttk.Label(
             self, justify="left", wraplength=420, font=self._fonts["bold"]
         )
-        self.figure_label.pack(side="top", fill="x", pady=(2, 6))
+        self.figure_label.pack(side="top", fill="x", pady=dp_pad(self, 2, 6))
 
         # The last seconds of lag, as a picture: a freeze that the frozen window could not
         # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
         if timeline is not None:
             self.timeline = timeline(self)
-            self.timeline.pack(side="bottom", fill="x", pady=(6, 0))
+            self.timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0))
             self._size_timeline()
             self.timeline.start()
 
@@ -128,10 +132,9 @@ class LessonPanel(ttk.Frame):
             width=58,
             height=30,
             borderwidth=0,
-            padx=10,
-            pady=8,
-            background="white",
-            foreground="#1b1b1b",
+            padx=dp(self, 10),
+            pady=dp(self, 8),
+            highlightthickness=0,
             font=self._fonts["body"],
             spacing1=1,
             spacing3=3,
@@ -146,6 +149,8 @@ class LessonPanel(ttk.Frame):
         self.text.pack(side="left", fill="both", expand=True)
         body.pack(side="top", fill="both", expand=True)
         self._configure_tags()
+        set_role(self.text, "surface")
+        follow_theme(self, self._apply_palette)
         self.bind("<Configure>", self._on_resize, add="+")
 
         self._load(language, keep=None)
@@ -163,7 +168,7 @@ class LessonPanel(ttk.Frame):
 
     def _size_timeline(self) -> None:
         """The timeline's fonts follow the text size; its height stays a strip under the
-        lesson (about nine lines), so the lesson keeps most of the panel."""
+        lesson (TIMELINE_LINES), so the lesson keeps most of the panel."""
         assert self.timeline is not None
         size = int(self._fonts["body"].cget("size"))
         self.timeline.set_font_size(size)
@@ -279,11 +284,12 @@ class LessonPanel(ttk.Frame):
         self.refresh_figure()
 
     def _on_resize(self, event: tk.Event) -> None:
-        wrap = max(200, int(event.width) - 20)
+        # the panel's width less its padding (8 design pixels each side) and a little more
+        wrap = max(200, int(event.width) - dp(self, 20))
         self.watch_label.configure(wraplength=wrap)
         self.figure_label.configure(wraplength=wrap)
         button = self.setup_button.winfo_reqwidth()
-        self.demo_label.configure(wraplength=max(120, wrap - button - 12))
+        self.demo_label.configure(wraplength=max(120, wrap - button - dp(self, 12)))
 
     def _set_table_tabs(self) -> None:
         """Tab stops for each table: every column as wide as its widest cell, in pixels."""
@@ -302,7 +308,7 @@ class LessonPanel(ttk.Frame):
             ]
             stops, x = [], 0
             for width in widths[:-1]:
-                x += width + TABLE_GAP_PX
+                x += width + dp(self, TABLE_GAP_PX)
                 stops.append(x)
             self.text.tag_configure(tag, tabs=tuple(stops) or "")
             self.text.tag_raise(tag)
@@ -312,33 +318,45 @@ class LessonPanel(ttk.Frame):
     def _configure_tags(self) -> None:
         f = self._fonts
         text = self.text
-        text.tag_configure("h1", font=f["h1"], spacing1=10, spacing3=6)
-        text.tag_configure("h2", font=f["h2"], spacing1=12, spacing3=4, foreground="#0b3d91")
+
+        def d(pixels: int) -> int:  # spacing and margins follow the screen's density
+            return dp(self, pixels)
+
+        text.tag_configure("h1", font=f["h1"], spacing1=d(10), spacing3=d(6))
+        text.tag_configure("h2", font=f["h2"], spacing1=d(12), spacing3=d(4))
         text.tag_configure("bold", font=f["bold"])
         text.tag_configure("italic", font=f["italic"])
         text.tag_configure(
             "code",
             font=f["mono"],
-            background=CODE_BACKGROUND,
             wrap="none",
-            lmargin1=6,
-            lmargin2=6,
+            lmargin1=d(6),
+            lmargin2=d(6),
             spacing1=0,
             spacing3=0,
         )
-        text.tag_configure("code_inline", font=f["mono"], background=CODE_BACKGROUND)
-        text.tag_configure("table", font=f["body"], wrap="none", spacing1=1, spacing3=1, lmargin1=6)
+        text.tag_configure("code_inline", font=f["mono"])
+        text.tag_configure(
+            "table", font=f["body"], wrap="none", spacing1=d(1), spacing3=d(1), lmargin1=d(6)
+        )
         text.tag_configure(
             "table_head",
             font=f["bold"],
             wrap="none",
-            spacing1=1,
-            spacing3=3,
-            lmargin1=6,
-            background=CODE_BACKGROUND,
+            spacing1=d(1),
+            spacing3=d(3),
+            lmargin1=d(6),
         )
-        text.tag_configure("item", lmargin1=6, lmargin2=22)
-        text.tag_configure("quote", lmargin1=12, lmargin2=12, foreground="#8a6d00")
+        text.tag_configure("item", lmargin1=d(6), lmargin2=d(22))
+        text.tag_configure("quote", lmargin1=d(12), lmargin2=d(12))
+
+    def _apply_palette(self, palette: Palette) -> None:
+        """The theme's colours: the page, headings, code and quotes."""
+        self.text.configure(background=palette.surface, foreground=palette.foreground)
+        self.text.tag_configure("h2", foreground=palette.heading)
+        for tag in ("code", "code_inline", "table_head"):
+            self.text.tag_configure(tag, background=palette.code_background)
+        self.text.tag_configure("quote", foreground=palette.note)
 
     def _write_body(self, markdown_text: str) -> None:
         with writable(self.text):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tkchat.render.safe_markdown import block_to_html, iter_blocks_with_code
+from tkchat.ui.palette import LIGHT, Palette
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -44,7 +45,6 @@ SLICE_BUDGET_MS = 4.0
 # Initial guess of the cost per character (a dense list), refined from what is measured.
 INITIAL_MS_PER_CHAR = 0.03
 HIDDEN_TAG = "md-rendering"
-CODE_BACKGROUND = "#f2f2f2"
 COPY_CODE_TAG = "copy-code"  # the "Copy code" link under each fenced code block
 
 Run = tuple[str, str]  # (text, transcript tag)
@@ -91,6 +91,7 @@ class MarkdownPainter:
         # 14-point body), so a new body size can rescale them all.
         self._fonts: list[tuple[tkfont.Font, int]] = []
         self.copy_code_label = copy_code_label
+        self.palette = LIGHT  # code colours; the transcript hands in the theme's (set_palette)
         self.codes: dict[str, str] = {}  # "copy-code-N" tag -> the code that link copies
         self._links = 0  # links made so far: N of the next one (never reused)
         self._cache: OrderedDict[str, list[Run]] = OrderedDict()
@@ -217,6 +218,13 @@ class MarkdownPainter:
         for font, html_size in self._fonts:
             font.configure(size=_scaled(html_size, size))
 
+    def set_palette(self, palette: Palette) -> None:
+        """The theme changed: code blocks (and spans) take its code colours, already
+        rendered ones included."""
+        self.palette = palette
+        for key, tag in self._styles.items():
+            self.text.tag_configure(tag, **self._colour_options(key))
+
     def _reveal(self, job: _Job) -> None:
         """Swap plain for rendered in two calls: delete the plain range, show the rest."""
         hidden = self.text.tag_nextrange(HIDDEN_TAG, job.start_mark, job.end_mark)
@@ -288,7 +296,7 @@ class MarkdownPainter:
         return tag
 
     def _tag_options(self, key: StyleKey) -> dict[str, Any]:
-        font_spec, foreground, _background, justify, tabs = key
+        font_spec, _foreground, _background, justify, tabs = key
         options: dict[str, Any] = {}
         if font_spec:
             spec: dict[str, Any] = dict(font_spec)
@@ -306,15 +314,26 @@ class MarkdownPainter:
             )
             self._fonts.append((font, size))
             options["font"] = font
-            if monospace:
-                options["background"] = CODE_BACKGROUND
-        if foreground and foreground != "black":
-            options["foreground"] = foreground
+        options.update(self._colour_options(key))
         if justify:
             options["justify"] = justify
         if tabs:
             options["tabs"] = tabs
         return options
+
+    def _colour_options(self, key: StyleKey) -> dict[str, Any]:
+        """A style's colours in the current palette: code on the code background; any
+        other colour tkhtmlview chose (never black, which would vanish in the dark)."""
+        font_spec, foreground, *_rest = key
+        family = dict(font_spec).get("family")
+        if family is not None and family == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
+            return {
+                "background": self.palette.code_background,
+                "foreground": foreground
+                if foreground not in ("", "black")
+                else self.palette.code_text,
+            }
+        return {"foreground": foreground} if foreground and foreground != "black" else {}
 
     def _mono_family(self) -> str:
         families = {name.lower(): name for name in tkfont.families(self.text)}

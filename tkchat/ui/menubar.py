@@ -54,6 +54,11 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.reset_size", "reset_size", "Ctrl+0"),
             ("menu.projector", "projector", "F11"),
             None,
+            ("menu.theme_system", "theme_system", ""),
+            ("menu.theme_light", "theme_light", ""),
+            ("menu.theme_dark", "theme_dark", ""),
+            ("menu.chat_only", "chat_only", ""),
+            None,
             ("menu.lessons", "lessons", ""),
             ("menu.language", "language", ""),
         ),
@@ -61,6 +66,9 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
     ("menu.help", (("menu.shortcuts", "shortcuts", "F1"),)),
 )
 
+
+# Items shown with a check mark when on (MenuBar.set_checked): the theme chosen, the view.
+CHECK_ITEMS = frozenset({"theme_system", "theme_light", "theme_dark", "chat_only"})
 
 # Command name -> the key sequences that run it, anywhere in the window.
 SHORTCUTS: dict[str, tuple[str, ...]] = {
@@ -109,6 +117,8 @@ class MenuBar:
         self.bar = tk.Menu(root, tearoff=False)
         self.menus: dict[str, tk.Menu] = {}
         self._where: dict[str, tuple[tk.Menu, int]] = {}  # command -> (menu, index)
+        # Kept for the window's life (a Tk variable must not be collected on a worker thread).
+        self._checks: dict[str, tk.BooleanVar] = {}
         for menu_key, items in MENUS:
             menu = tk.Menu(self.bar, tearoff=False)
             for item in items:
@@ -118,9 +128,17 @@ class MenuBar:
                 label_key, name, accelerator = item
                 if name not in commands:
                     continue  # e.g. no "search" without saved conversations
-                menu.add_command(
-                    label=translate(label_key), command=commands[name], accelerator=accelerator
-                )
+                if name in CHECK_ITEMS:
+                    self._checks[name] = tk.BooleanVar(root, value=False)
+                    menu.add_checkbutton(
+                        label=translate(label_key),
+                        command=commands[name],
+                        variable=self._checks[name],
+                    )
+                else:
+                    menu.add_command(
+                        label=translate(label_key), command=commands[name], accelerator=accelerator
+                    )
                 self._where[name] = (menu, int(menu.index("end") or 0))
             self.bar.add_cascade(label=translate(menu_key), menu=menu)
             self.menus[menu_key] = menu
@@ -148,6 +166,14 @@ class MenuBar:
         if name in self._where:
             menu, index = self._where[name]
             menu.entryconfigure(index, state="normal" if enabled else "disabled")
+
+    def set_checked(self, name: str, on: bool) -> None:
+        """Show a check mark on item ``name`` (one of CHECK_ITEMS), or none."""
+        if name in self._checks:
+            self._checks[name].set(on)
+
+    def checked(self, name: str) -> bool:
+        return name in self._checks and bool(self._checks[name].get())
 
     def enabled(self, name: str) -> bool:
         menu, index = self._where[name]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import tkinter as tk
 from collections.abc import Callable
 
+from tkchat.ui.scaling import dp
+
 
 class MessageBox(tk.Text):
     def __init__(self, master: tk.Misc, on_send: Callable[[], object]) -> None:
@@ -21,10 +23,13 @@ class MessageBox(tk.Text):
             width=20,
             wrap="word",
             undo=True,
-            borderwidth=1,
-            relief="solid",
-            padx=6,
-            pady=4,
+            # flat, with a one-pixel ring: the border colour, the accent while focused (the
+            # colours come from the theme, tkchat/ui/theme.py)
+            borderwidth=0,
+            relief="flat",
+            highlightthickness=dp(master, 1),
+            padx=dp(master, 8),
+            pady=dp(master, 6),
         )
         self.on_send = on_send
         self.bind("<Return>", self._on_return)

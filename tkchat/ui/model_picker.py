@@ -26,12 +26,18 @@ from typing import Any
 from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.generate.model_finder import FoundModel, describe_size, find_models, model_places
+from tkchat.ui.fit import ellipsize
+from tkchat.ui.scaling import dp, dp_pad, window_size
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import ERROR_STYLE
 from tkchat.ui.translator import Translator
 
 POLL_MS = 50  # how often the dialog looks for the search's result
-ERROR_STYLE = "PickerError.TLabel"
-ERROR_FOREGROUND = "#b3261e"
+COLUMNS = ("size", "where", "path")
+# Sizes in pixels of the 96-dpi design (tkchat/ui/scaling.py scales them).
+DIALOG_SIZE = (900, 440)
+COLUMN_WIDTHS = {"#0": (330, 120), "size": (80, 60), "where": (140, 90), "path": (300, 120)}
+CELL_MARGIN = 12  # a cell's padding on both sides, which its text must leave free
 CURRENT_MARK = "✓ "
 CURRENT_TAG = "current"
 
@@ -110,6 +116,7 @@ class ModelPicker(tk.Toplevel):
 
         self._models: dict[str, FoundModel] = {}  # Treeview item id -> model
         self._order: list[str] = []  # item ids, top to bottom
+        self._cells: dict[str, dict[str, str]] = {}  # item id -> column -> its whole text
         self._results: queue.Queue[ScanResult] = queue.Queue()
         self._scan_number = 0
         self._scan_cancel: threading.Event | None = None
@@ -122,7 +129,7 @@ class ModelPicker(tk.Toplevel):
 
         top = master.winfo_toplevel()
         self.transient(top)
-        self.geometry("820x420")
+        self.geometry(window_size(self, *DIALOG_SIZE))
         if top.winfo_viewable():
             self.geometry(f"+{top.winfo_rootx() + 40}+{top.winfo_rooty() + 40}")
         self.protocol("WM_DELETE_WINDOW", self.cancel)
@@ -246,20 +253,28 @@ class ModelPicker(tk.Toplevel):
     # -- building ------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        style = ttk.Style(self)
-        style.configure(ERROR_STYLE, foreground=ERROR_FOREGROUND)
-        body = ttk.Frame(self, padding=10)
+        body = ttk.Frame(self, padding=dp(self, 10))
         body.pack(fill="both", expand=True)
         body.columnconfigure(0, weight=1)
         body.rowconfigure(0, weight=1)
 
-        self.tree = ttk.Treeview(
-            body, columns=("size", "where", "path"), show="tree headings", selectmode="browse"
-        )
-        self.tree.column("#0", width=250, minwidth=120, stretch=False)
-        self.tree.column("size", width=80, minwidth=60, stretch=False, anchor="e")
-        self.tree.column("where", width=150, minwidth=90, stretch=False)
-        self.tree.column("path", width=300, minwidth=120, stretch=True)
+        self.tree = ttk.Treeview(body, columns=COLUMNS, show="tree headings", selectmode="browse")
+        for column, (width, least) in COLUMN_WIDTHS.items():
+            self.tree.column(
+                column,
+                width=dp(self, width),
+                minwidth=dp(self, least),
+                stretch=column == "path",
+                anchor="e" if column == "size" else "w",
+            )
+        # A cell too narrow for its text shows it cut with "…": after a resize of the
+        # dialog, and after a column's edge was dragged.
+        for sequence in ("<Configure>", "<ButtonRelease-1>"):
+            self.tree.bind(
+                sequence,
+                lambda _e: self.timers.when_idle("fit-cells", self._fit_cells),
+                add="+",
+            )
         bold = tkfont.nametofont("TkDefaultFont", root=self).copy()
         bold.configure(weight="bold")
         self._bold = bold  # a Font object must stay referenced while the tag uses it
@@ -272,8 +287,11 @@ class ModelPicker(tk.Toplevel):
         xscroll.grid(row=1, column=0, sticky="ew")
 
         self.status = ttk.Label(body, anchor="w", justify="left")
-        self.status.grid(row=2, column=0, columnspan=2, sticky="ew", pady=(8, 8))
-        body.bind("<Configure>", lambda e: self.status.configure(wraplength=max(e.width - 24, 200)))
+        self.status.grid(row=2, column=0, columnspan=2, sticky="ew", pady=dp_pad(self, 8, 8))
+        body.bind(
+            "<Configure>",
+            lambda e: self.status.configure(wraplength=max(e.width - dp(self, 24), 200)),
+        )
 
         buttons = ttk.Frame(body)
         buttons.grid(row=3, column=0, columnspan=2, sticky="ew")
@@ -289,9 +307,10 @@ class ModelPicker(tk.Toplevel):
             (self.cancel_button, "picker.cancel"),
         ):
             self.translate.bind(button, key)
-        self.open_button.grid(row=0, column=0, padx=(0, 6))
+        gap = dp(self, 6)
+        self.open_button.grid(row=0, column=0, padx=(0, gap))
         self.folder_button.grid(row=0, column=1)
-        self.use_button.grid(row=0, column=3, padx=(0, 6))
+        self.use_button.grid(row=0, column=3, padx=(0, gap))
         self.cancel_button.grid(row=0, column=4)
         self.use_button.state(["disabled"])
 
@@ -330,6 +349,7 @@ class ModelPicker(tk.Toplevel):
         self.tree.delete(*self.tree.get_children())
         self._models = {}
         self._order = []
+        self._cells = {}
         current_iid: str | None = None
         for index, model in enumerate(models):
             iid = f"m{index}"
@@ -342,14 +362,14 @@ class ModelPicker(tk.Toplevel):
                 current_iid = iid
             self._models[iid] = model
             self._order.append(iid)
-            self.tree.insert(
-                "",
-                "end",
-                iid=iid,
-                text=self._name_text(model, is_current),
-                values=(describe_size(model.size), self._where_text(model), str(model.path)),
-                tags=(CURRENT_TAG,) if is_current else (),
-            )
+            self._cells[iid] = {
+                "#0": self._name_text(model, is_current),
+                "size": describe_size(model.size),
+                "where": self._where_text(model),
+                "path": str(model.path),
+            }
+            self.tree.insert("", "end", iid=iid, tags=(CURRENT_TAG,) if is_current else ())
+        self._fit_cells()
         chosen = current_iid or (self._order[0] if self._order else None)
         if chosen is not None:
             self.tree.selection_set(chosen)
@@ -362,6 +382,29 @@ class ModelPicker(tk.Toplevel):
             self._set_status("picker.found", count=len(models))
         else:
             self._set_status("picker.none")
+
+    def cell(self, iid: str, column: str) -> str:
+        """A cell's whole text ("#0": the name); the cell shows what fits its width."""
+        return self._cells[iid][column]
+
+    def _fit_cells(self) -> None:
+        """Every cell's text as it fits its column, cut with "…" where it does not."""
+        if self._destroyed:
+            return
+        plain = tkfont.nametofont("TkDefaultFont", root=self)
+        indent = int(float(ttk.Style(self).lookup("Treeview", "indent") or 20))
+        margin = dp(self, CELL_MARGIN)
+        # "Where" holds a few short words: as wide as the widest, within reason.
+        where = max((plain.measure(cells["where"]) for cells in self._cells.values()), default=0)
+        least, most = dp(self, COLUMN_WIDTHS["where"][0]), dp(self, 2 * COLUMN_WIDTHS["where"][0])
+        self.tree.column("where", width=min(most, max(least, where + margin)))
+        for iid, cells in self._cells.items():
+            font = self._bold if CURRENT_TAG in self.tree.item(iid, "tags") else plain
+            width = self.tree.column("#0", "width") - indent - margin
+            self.tree.item(iid, text=ellipsize(font, cells["#0"], width))
+            for column in COLUMNS:
+                width = self.tree.column(column, "width") - margin
+                self.tree.set(iid, column, ellipsize(plain, cells[column], width))
 
     # -- choosing ------------------------------------------------------------------------------
 
@@ -443,7 +486,8 @@ class ModelPicker(tk.Toplevel):
                 anchor="w",
             )
         for iid in self._order:
-            self.tree.set(iid, "where", self._where_text(self._models[iid]))
+            self._cells[iid]["where"] = self._where_text(self._models[iid])
+        self._fit_cells()
         self._render_status()
 
     def _on_language_changed(self, _lang: str) -> None:

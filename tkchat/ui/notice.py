@@ -11,40 +11,39 @@ from __future__ import annotations
 import tkinter as tk
 from tkinter import ttk
 
+from tkchat.ui.scaling import dp
+from tkchat.ui.theme import palette_of, recolour, set_role
 from tkchat.ui.translator import Translator
 
-BACKGROUND = "#fff3cd"
-FOREGROUND = "#5c4400"
-# A model that failed to load: the window cannot answer until the user picks another.
-ERROR_COLOURS = ("#fde7e9", "#8c0015")
+# What a banner says with its colour (tkchat/ui/palette.py has each for light and dark):
+WARNING = "notice"  # amber: saving failed, settings were damaged
+ERROR = "alert"  # red: a model that failed to load; the window cannot answer until another
 
 
 class NoticeBanner(tk.Frame):
-    """Hidden until :meth:`show`; packs itself right after ``anchor``."""
+    """Hidden until :meth:`show`; packs itself right after ``anchor``. ``kind`` is
+    :data:`WARNING` or :data:`ERROR`."""
 
     def __init__(
-        self,
-        master: tk.Misc,
-        anchor: tk.Misc,
-        translate: Translator,
-        colours: tuple[str, str] = (BACKGROUND, FOREGROUND),
+        self, master: tk.Misc, anchor: tk.Misc, translate: Translator, kind: str = WARNING
     ) -> None:
-        background, foreground = colours
-        super().__init__(master, background=background)
+        super().__init__(master)
         self.after_widget = anchor  # (not "anchor": that is a Tk method of every widget)
         self.label = tk.Label(
             self,
             anchor="w",
             justify="left",
-            background=background,
-            foreground=foreground,
-            padx=8,
-            pady=3,
+            padx=dp(self, 8),
+            pady=dp(self, 3),
             font="TkDefaultFont",
         )
         self.dismiss_button = ttk.Button(self, command=self.hide, width=10)
         translate.bind(self.dismiss_button, "banner.dismiss")
-        self.dismiss_button.pack(side="right", padx=6, pady=2)
+        self.dismiss_button.pack(side="right", padx=dp(self, 6), pady=dp(self, 2))
+        # its colours come from the theme, light or dark
+        set_role(self, kind)
+        set_role(self.label, kind)
+        recolour(self, palette_of(self))
         self.label.pack(side="left", fill="x", expand=True)
         self.label.bind(
             "<Configure>", lambda e: self.label.configure(wraplength=max(200, e.width - 20))

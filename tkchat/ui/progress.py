@@ -25,6 +25,7 @@ from tkinter import ttk
 
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import ModelFailed, ModelLoading, ModelReady, Progress
+from tkchat.ui.scaling import dp
 from tkchat.ui.status import StatusLine
 from tkchat.ui.translator import Translator
 
@@ -40,7 +41,7 @@ class ProgressLine(ttk.Frame):
         self.t = translate
         self.status = status
         self.label = ttk.Label(self, anchor="e")
-        self.bar = ttk.Progressbar(self, length=120, maximum=1.0, mode="determinate")
+        self.bar = ttk.Progressbar(self, length=dp(master, 120), maximum=1.0, mode="determinate")
         self.label.pack(side="left", padx=(0, 6))
         self.bar.pack(side="left")
         self.kind: str | None = None  # "reading", "loading" or None (hidden)

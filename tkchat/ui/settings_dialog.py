@@ -27,15 +27,14 @@ from tkchat.generate.backend import (
     Sampling,
 )
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
+from tkchat.ui.scaling import dp, dp_pad
+from tkchat.ui.theme import ERROR_STYLE, HINT_STYLE
 from tkchat.ui.translator import Translator
 
 FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the same range
 
 FIELDS = ("temperature", "top_p", "max_tokens", "seed", "font_size")
-ERROR_FOREGROUND = "#c62828"
-HINT_FOREGROUND = "#8a8a8a"
-NOTE_STYLE = "SettingsNote.TLabel"
-ERROR_STYLE = "SettingsError.TLabel"
+NOTE_STYLE = HINT_STYLE  # grey, and red for a problem: the theme's (tkchat/ui/theme.py)
 
 
 # A field's problem, to be translated when shown: (string key, format values).
@@ -120,15 +119,14 @@ class ChatSettingsDialog(tk.Toplevel):
         self.transient(master.winfo_toplevel())
         self.title(translate("settings.title"))
         self.protocol("WM_DELETE_WINDOW", self.cancel)
-        self._configure_styles()
 
-        body = ttk.Frame(self, padding=(12, 12, 12, 12))
+        body = ttk.Frame(self, padding=dp(self, 12))
         body.pack(fill="both", expand=True)
         body.columnconfigure(0, weight=1)
         body.rowconfigure(0, weight=1)
 
         # -- this conversation -------------------------------------------------------------
-        chat = ttk.LabelFrame(body, padding=(10, 6, 10, 10))
+        chat = ttk.LabelFrame(body, padding=dp_pad(self, 10, 6, 10, 10))
         translate.bind(chat, "settings.conversation")
         chat.grid(row=0, column=0, sticky="nsew")
         chat.columnconfigure(0, weight=1)
@@ -138,12 +136,19 @@ class ChatSettingsDialog(tk.Toplevel):
         translate.bind(prompt_label, "settings.system_prompt")
         prompt_label.grid(row=0, column=0, columnspan=2, sticky="w")
         self.prompt = tk.Text(
-            chat, wrap="word", width=60, height=6, undo=True, font="TkTextFont", padx=4, pady=4
+            chat,
+            wrap="word",
+            width=60,
+            height=6,
+            undo=True,
+            font="TkTextFont",
+            padx=dp(self, 4),
+            pady=dp(self, 4),
         )
         prompt_scroll = ttk.Scrollbar(chat, orient="vertical", command=self.prompt.yview)
         self.prompt.configure(yscrollcommand=prompt_scroll.set)
-        self.prompt.grid(row=1, column=0, sticky="nsew", pady=(2, 8))
-        prompt_scroll.grid(row=1, column=1, sticky="ns", pady=(2, 8))
+        self.prompt.grid(row=1, column=0, sticky="nsew", pady=dp_pad(self, 2, 8))
+        prompt_scroll.grid(row=1, column=1, sticky="ns", pady=dp_pad(self, 2, 8))
         # In a dialog Tab moves on (a prompt rarely needs a tab character), and Ctrl+Enter
         # must save without first inserting a newline.
         self.prompt.bind("<Tab>", self._focus_next)
@@ -163,7 +168,7 @@ class ChatSettingsDialog(tk.Toplevel):
             chat, style=NOTE_STYLE, anchor="w", justify="left", wraplength=440
         )
         translate.bind(self.sampling_hint, "settings.sampling_hint")
-        self.sampling_hint.grid(row=3, column=0, columnspan=2, sticky="ew", pady=(6, 0))
+        self.sampling_hint.grid(row=3, column=0, columnspan=2, sticky="ew", pady=(dp(self, 6), 0))
         # The hint wraps to the dialog's width rather than widening it.
         chat.bind(
             "<Configure>",
@@ -172,9 +177,9 @@ class ChatSettingsDialog(tk.Toplevel):
         )
 
         # -- window -----------------------------------------------------------------------
-        window = ttk.LabelFrame(body, padding=(10, 6, 10, 10))
+        window = ttk.LabelFrame(body, padding=dp_pad(self, 10, 6, 10, 10))
         translate.bind(window, "settings.window")
-        window.grid(row=1, column=0, sticky="ew", pady=(10, 0))
+        window.grid(row=1, column=0, sticky="ew", pady=(dp(self, 10), 0))
         window.columnconfigure(2, weight=1)
         low, high = FONT_SIZE_RANGE
         self.font_size = ttk.Spinbox(
@@ -184,7 +189,7 @@ class ChatSettingsDialog(tk.Toplevel):
 
         # -- buttons ----------------------------------------------------------------------
         buttons = ttk.Frame(body)
-        buttons.grid(row=2, column=0, sticky="ew", pady=(12, 0))
+        buttons.grid(row=2, column=0, sticky="ew", pady=(dp(self, 12), 0))
         buttons.columnconfigure(1, weight=1)
         self.reset_button = ttk.Button(buttons, command=self.reset)
         self.cancel_button = ttk.Button(buttons, command=self.cancel)
@@ -193,7 +198,7 @@ class ChatSettingsDialog(tk.Toplevel):
         translate.bind(self.cancel_button, "settings.cancel")
         translate.bind(self.save_button, "settings.save")
         self.reset_button.grid(row=0, column=0, sticky="w")
-        self.cancel_button.grid(row=0, column=2, padx=(0, 6))
+        self.cancel_button.grid(row=0, column=2, padx=(0, dp(self, 6)))
         self.save_button.grid(row=0, column=3)
 
         for sequence in ("<Control-Return>", "<Control-KP_Enter>"):
@@ -269,11 +274,6 @@ class ChatSettingsDialog(tk.Toplevel):
 
     # -- building ------------------------------------------------------------------------------
 
-    def _configure_styles(self) -> None:
-        style = ttk.Style(self)
-        style.configure(NOTE_STYLE, foreground=HINT_FOREGROUND)
-        style.configure(ERROR_STYLE, foreground=ERROR_FOREGROUND)
-
     def _field_row(
         self, parent: tk.Misc, row: int, name: str, key: str, entry: ttk.Entry | None = None
     ) -> ttk.Entry:
@@ -282,9 +282,10 @@ class ChatSettingsDialog(tk.Toplevel):
         if entry is None:
             entry = ttk.Entry(parent, width=10)
         note = ttk.Label(parent, style=NOTE_STYLE, anchor="w")
-        label.grid(row=row, column=0, sticky="w", pady=2)
-        entry.grid(row=row, column=1, sticky="w", padx=(8, 8), pady=2)
-        note.grid(row=row, column=2, sticky="w", pady=2)
+        gap = dp(self, 2)
+        label.grid(row=row, column=0, sticky="w", pady=gap)
+        entry.grid(row=row, column=1, sticky="w", padx=dp_pad(self, 8, 8), pady=gap)
+        note.grid(row=row, column=2, sticky="w", pady=gap)
         self.labels[name] = label
         self.notes[name] = note
         return entry

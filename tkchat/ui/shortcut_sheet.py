@@ -10,6 +10,7 @@ import tkinter as tk
 from tkinter import ttk
 
 from tkchat.ui.menubar import MENUS
+from tkchat.ui.scaling import dp
 from tkchat.ui.translator import Translator
 
 # Keys of the message box and the lists, which have no menu item.
@@ -42,18 +43,18 @@ class ShortcutSheet(tk.Toplevel):
         super().__init__(master)
         self.title(translate("keys.title"))
         self.transient(master.winfo_toplevel())
-        frame = ttk.Frame(self, padding=14)
+        frame = ttk.Frame(self, padding=dp(self, 14))
         frame.pack(fill="both", expand=True)
         self.rows: list[tuple[str, str]] = []
         for row, (keys, label_key) in enumerate(shortcut_rows()):
             label = translate(label_key)
             ttk.Label(frame, text=keys, font="TkFixedFont").grid(
-                row=row, column=0, sticky="w", padx=(0, 16), pady=1
+                row=row, column=0, sticky="w", padx=(0, dp(self, 16)), pady=dp(self, 1)
             )
-            ttk.Label(frame, text=label).grid(row=row, column=1, sticky="w", pady=1)
+            ttk.Label(frame, text=label).grid(row=row, column=1, sticky="w", pady=dp(self, 1))
             self.rows.append((keys, label))
         close = ttk.Button(frame, text=translate("banner.dismiss"), command=self.destroy)
-        close.grid(row=len(self.rows), column=0, columnspan=2, pady=(12, 0))
+        close.grid(row=len(self.rows), column=0, columnspan=2, pady=(dp(self, 12), 0))
         for sequence in ("<Escape>", "<F1>"):
             self.bind(sequence, lambda _e: self.destroy())
         close.focus_set()

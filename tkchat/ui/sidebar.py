@@ -16,6 +16,7 @@ app refreshes the list.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import tkinter as tk
 import tkinter.font as tkfont
@@ -25,7 +26,10 @@ from datetime import datetime
 from tkinter import ttk
 
 from tkchat.store.db import Conversation
+from tkchat.ui.fit import FittedLabel, ellipsize, ellipsize_around
+from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import FIELD_HINT_STYLE, follow_theme
 from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
@@ -35,8 +39,8 @@ UNDO_TIMEOUT_MS = 12000
 SNIPPET_CHARS = 80  # a snippet is one line under the title: longer ones are cut
 LIST_STYLE = "Sidebar.Treeview"
 RESULTS_STYLE = "SidebarResults.Treeview"  # two lines per row: title, then the snippet
-HINT_STYLE = "SidebarHint.TLabel"
-HINT_FOREGROUND = "#8a8a8a"
+# Sizes in pixels of the 96-dpi design (tkchat/ui/scaling.py scales them).
+TITLE_WIDTH, WHEN_WIDTH = 170, 84
 
 
 def format_when(timestamp: float, now: float, translate: Callable[..., str]) -> str:
@@ -88,7 +92,7 @@ class ConversationSidebar(ttk.Frame):
         on_search: Callable[[str], None],
         on_export: Callable[[int], object] | None = None,
     ) -> None:
-        super().__init__(master, padding=(6, 6))
+        super().__init__(master, padding=dp_pad(master, 6, 6))
         self.translate = translate
         self.on_new = on_new
         self.on_select = on_select
@@ -101,6 +105,7 @@ class ConversationSidebar(ttk.Frame):
         self._order: list[int] = []  # ids of the rows on screen, top to bottom
         self._results: list[tuple[Conversation, str]] | None = None  # None: the list is shown
         self._current_id: int | None = None
+        self._texts: dict[str, str] = {}  # row id -> its whole text; the row shows what fits
         # "search" (debounce), "undo" (the bar's timeout), "place-editor" (the inline rename
         # entry follows its row after a refresh)
         self.timers = AfterScheduler(self)
@@ -120,10 +125,10 @@ class ConversationSidebar(ttk.Frame):
 
         self.search_var = tk.StringVar(self)
         self.search_entry = ttk.Entry(self, textvariable=self.search_var)
-        self.search_entry.grid(row=1, column=0, columnspan=2, sticky="ew", pady=(6, 6))
+        self.search_entry.grid(row=1, column=0, columnspan=2, sticky="ew", pady=dp_pad(self, 6, 6))
         # ttk.Entry has no placeholder: a grey label sits inside the empty entry instead, so
         # the entry's text is always exactly what the user typed.
-        self.search_hint = ttk.Label(self.search_entry, style=HINT_STYLE, cursor="xterm")
+        self.search_hint = ttk.Label(self.search_entry, style=FIELD_HINT_STYLE, cursor="xterm")
         translate.bind(self.search_hint, "sidebar.search_hint")
         self.search_hint.bind("<Button-1>", lambda _e: self.search_entry.focus_set())
         # A variable trace sees typing, pasting, cutting and clearing alike (key events don't).
@@ -137,9 +142,11 @@ class ConversationSidebar(ttk.Frame):
         self.tree = ttk.Treeview(
             self, columns=("when",), show="tree", selectmode="browse", style=LIST_STYLE
         )
-        self.tree.column("#0", stretch=True, width=170, minwidth=80)
-        self.tree.column("when", stretch=False, width=84, minwidth=60, anchor="e")
-        self.tree.tag_configure("empty", foreground=HINT_FOREGROUND)
+        self.tree.column("#0", stretch=True, width=dp(self, TITLE_WIDTH), minwidth=dp(self, 80))
+        self.tree.column(
+            "when", stretch=False, width=dp(self, WHEN_WIDTH), minwidth=dp(self, 60), anchor="e"
+        )
+        follow_theme(self.tree, lambda p: self.tree.tag_configure("empty", foreground=p.muted))
         self.scrollbar = ttk.Scrollbar(self, orient="vertical", command=self.tree.yview)
         self.tree.configure(yscrollcommand=self._on_scrolled)
         self.tree.grid(row=2, column=0, sticky="nsew")
@@ -158,6 +165,10 @@ class ConversationSidebar(ttk.Frame):
             with contextlib.suppress(tk.TclError):
                 self.tree.bind(sequence, self._on_context_key)
         self.tree.bind("<Configure>", lambda _e: self._place_editor(), add="+")
+        # A narrower list cuts titles again (with "…"), once the resizing has settled.
+        self.tree.bind(
+            "<Configure>", lambda _e: self.timers.when_idle("fit-rows", self._fit_rows), add="+"
+        )
 
         self.menu = tk.Menu(self, tearoff=False)
         self.menu.add_command(command=lambda: self._start_rename(self._menu_target))
@@ -172,12 +183,12 @@ class ConversationSidebar(ttk.Frame):
         # Clicking elsewhere abandons the edit: a rename happens only when the user confirms.
         self.editor.bind("<FocusOut>", self._cancel_rename)
 
-        self.undo_bar = ttk.Frame(self, padding=(0, 6, 0, 0))
+        self.undo_bar = ttk.Frame(self, padding=dp_pad(self, 0, 6, 0, 0))
         self.undo_bar.columnconfigure(0, weight=1)
-        self.undo_label = ttk.Label(self.undo_bar, anchor="w")
+        self.undo_label = FittedLabel(self.undo_bar, anchor="w")
         self.undo_button = ttk.Button(self.undo_bar, command=self._undo)
         translate.bind(self.undo_button, "sidebar.undo")
-        self.undo_label.grid(row=0, column=0, sticky="ew", padx=(0, 6))
+        self.undo_label.grid(row=0, column=0, sticky="ew", padx=(0, dp(self, 6)))
         self.undo_button.grid(row=0, column=1)
         self.undo_bar.grid(row=3, column=0, columnspan=2, sticky="ew")
         # While the pointer is on the bar, it does not go away under it.
@@ -258,12 +269,10 @@ class ConversationSidebar(ttk.Frame):
         style = ttk.Style(self)
         font = tkfont.nametofont("TkDefaultFont", root=self)
         line = font.metrics("linespace")
-        style.configure(LIST_STYLE, rowheight=line + 8)
+        style.configure(LIST_STYLE, rowheight=line + dp(self, 8))
         # Results show two lines per row; the style (not the rows) sets the height.
-        style.configure(RESULTS_STYLE, rowheight=2 * line + 10)
-        # The hint label sits inside the entry: give it the entry's own background.
-        field = style.lookup("TEntry", "fieldbackground") or "white"
-        style.configure(HINT_STYLE, foreground=HINT_FOREGROUND, background=field)
+        style.configure(RESULTS_STYLE, rowheight=2 * line + dp(self, 10))
+        self.timers.when_idle("fit-rows", self._fit_rows)  # the same width holds less text
 
     def _show_rows(self, rows: Sequence[tuple[Conversation, str | None]]) -> None:
         """Replace the rows; keep the selection, the focus and the scroll offset by id."""
@@ -272,17 +281,19 @@ class ConversationSidebar(ttk.Frame):
         searching = self._results is not None
         self.tree.configure(style=RESULTS_STYLE if searching else LIST_STYLE)
         self.tree.delete(*self.tree.get_children())
+        self._texts = {}
         now = time.time()
         self._order = []
         for conversation, snippet in rows:
             iid = str(conversation.id)
             if self.tree.exists(iid):  # a conversation listed twice is shown once
                 continue
+            self._texts[iid] = self._row_text(conversation, snippet)
             self.tree.insert(
                 "",
                 "end",
                 iid=iid,
-                text=self._row_text(conversation, snippet),
+                text=self._fitted(self._texts[iid]),
                 values=(format_when(conversation.updated_at, now, self.translate),),
             )
             self._order.append(conversation.id)
@@ -311,9 +322,43 @@ class ConversationSidebar(ttk.Frame):
         elif self._editing is not None and not self.timers.pending("place-editor"):
             self.timers.when_idle("place-editor", self._replace_editor)  # the row may have moved
 
+    def row_text(self, cid: int) -> str:
+        """A row's whole text (what it shows may be cut to the list's width, with "…")."""
+        return self._texts.get(str(cid), "")
+
+    def _fitted(self, text: str) -> str:
+        """A row's text as it fits the title column: the title cut with "…", the snippet
+        (search results) cut around the word searched for, which stays in view."""
+        width = self.tree.column("#0", "width") - self._title_margin()
+        font = tkfont.nametofont("TkDefaultFont", root=self)
+        title, _newline, snippet = text.partition("\n")
+        fitted = ellipsize(font, title, width)
+        if not _newline:
+            return fitted
+        query = self.search_var.get().strip()
+        found = re.search(re.escape(query), snippet, re.IGNORECASE) if query else None
+        start, end = (found.start(), found.end()) if found else (0, 0)
+        return fitted + "\n" + ellipsize_around(font, snippet, start, end, width)
+
+    def _title_margin(self) -> int:
+        """The room left of a row's text (the tree's indent) and a little after it."""
+        indent = ttk.Style(self).lookup("Treeview", "indent")
+        return int(float(indent or 20)) + dp(self, 8)
+
+    def _fit_rows(self) -> None:
+        # The title column takes the width the date leaves (a Treeview does not shrink its
+        # columns with itself, and would cut the date off at its right edge instead).
+        width = self.tree.winfo_width()
+        if width > 1:
+            title = width - self.tree.column("when", "width") - dp(self, 2)
+            self.tree.column("#0", width=max(title, int(self.tree.column("#0", "minwidth"))))
+        for iid, text in self._texts.items():
+            if self.tree.exists(iid):
+                self.tree.item(iid, text=self._fitted(text))
+
     def _row_text(self, conversation: Conversation, snippet: str | None) -> str:
         title = _one_line(conversation.title, 200) or self.translate("sidebar.untitled")
-        return title if snippet is None else f"{title}\n{_one_line(snippet)}"
+        return title if snippet is None else f"{title}\n{_one_line(snippet, 400)}"
 
     def _refresh_texts(self) -> None:
         """Re-render every row's text and date in place (after a language change)."""
@@ -324,9 +369,10 @@ class ConversationSidebar(ttk.Frame):
             conversation = by_id.get(cid) or self._conversations.get(cid)
             if conversation is None:
                 continue
+            self._texts[str(cid)] = self._row_text(conversation, snippets.get(cid))
             self.tree.item(
                 str(cid),
-                text=self._row_text(conversation, snippets.get(cid)),
+                text=self._fitted(self._texts[str(cid)]),
                 values=(format_when(conversation.updated_at, now, self.translate),),
             )
         if self.tree.exists("empty"):
@@ -432,7 +478,7 @@ class ConversationSidebar(ttk.Frame):
             return
         x, y, width, _height = box
         line = tkfont.nametofont("TkDefaultFont", root=self).metrics("linespace")
-        self.editor.place(x=x, y=y, width=max(width, 80), height=line + 8)
+        self.editor.place(x=x, y=y, width=max(width, dp(self, 80)), height=line + dp(self, 8))
 
     def _commit_rename(self, _event: tk.Event | None = None) -> str:
         cid = self._editing
@@ -495,8 +541,9 @@ class ConversationSidebar(ttk.Frame):
             on_export(self._menu_target)
 
     def _label_undo(self) -> None:
-        self.undo_label.configure(
-            text=self.translate("sidebar.deleted", title=_one_line(self._undo_title, 40))
+        # The whole title: the label cuts it to its width, with "…".
+        self.undo_label.set_full(
+            self.translate("sidebar.deleted", title=_one_line(self._undo_title, 200))
         )
 
     def _hide_undo(self) -> None:
@@ -549,7 +596,7 @@ class ConversationSidebar(ttk.Frame):
             self.translate("sidebar.yesterday"),
             self.translate("sidebar.days_ago", days=6),
         )
-        width = max(font.measure(text) for text in samples) + 12
+        width = max(font.measure(text) for text in samples) + dp(self, 12)
         self.tree.column("when", width=width, minwidth=width)
 
     def _relabel(self) -> None:

@@ -11,27 +11,22 @@ Main thread only.
 from __future__ import annotations
 
 import tkinter as tk
-import tkinter.font as tkfont
 from collections.abc import Callable
-from tkinter import ttk
 
-from tkchat.ui.fit import ellipsize
+from tkchat.ui.fit import FittedLabel
 from tkchat.ui.translator import Translator
 
 
-class StatusLine(ttk.Label):
+class StatusLine(FittedLabel):
     """One line of status text, cut with "…" when the window is too narrow for it (it never
     pushes its neighbours away). (Not a ``StringVar``: a Tk variable collected by the garbage
     collector on a worker thread raises "main thread is not in main loop".)"""
 
     def __init__(self, master: tk.Misc, translate: Translator) -> None:
-        # width=1: the label asks for no room of its own; it takes what the row leaves it
-        super().__init__(master, text="", anchor="w", width=1)
+        super().__init__(master, text="", anchor="w")
         self.t = translate
         self._make: Callable[[], str] = lambda: ""
-        self._full = ""
         translate.on_change(lambda _lang: self.show(self._make))
-        self.bind("<Configure>", lambda _e: self._fit(), add="+")
 
     def say(self, key: str, **values: object) -> None:
         """Show one translated message (``tkchat/i18n/window.py``)."""
@@ -40,19 +35,14 @@ class StatusLine(ttk.Label):
     def show(self, make: Callable[[], str]) -> None:
         """Show what ``make()`` returns; it is called again after a language switch."""
         self._make = make
-        self._full = make()
-        self._fit()
+        self.set_full(make())
 
     def get(self) -> str:
         """The whole message (what is shown may be cut to the window's width)."""
-        return self._full
+        return self.full
 
     @property
     def current(self) -> Callable[[], str]:
         """How the message shown now is made: a part that takes the line for a while (the
         progress of a long prompt) gives it back with this, unless someone spoke since."""
         return self._make
-
-    def _fit(self) -> None:
-        font = tkfont.nametofont(str(self.cget("font") or "TkDefaultFont"), root=self)
-        self.configure(text=ellipsize(font, self._full, self.winfo_width() - 4))

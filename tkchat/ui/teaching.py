@@ -1,5 +1,10 @@
 """The classroom's controls: the mode menu, the red BROKEN banner, the lesson panel, Compare.
 
+In the chat-only view (View menu, remembered) they fold into one line in the top bar: the
+heartbeat and the lag stay (a window that keeps ticking is the product's promise), and a
+*Teaching controls* button brings everything back with one click. The BROKEN banner shows
+whenever a broken mode is on, in either view.
+
 Switching the mode decides how the *next* answer travels to the screen (see
 :mod:`tkchat.modes`); a broken mode is labelled as such in a banner and the title. The lesson
 panel sits beside the chat; its *Set up the demo* button calls back into the window
@@ -21,16 +26,19 @@ from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_timeline import LagTimeline
 from tkchat.ui.lesson_panel import BODY_SIZE, LessonPanel
+from tkchat.ui.scaling import dp, window_size
 from tkchat.ui.status import StatusLine
+from tkchat.ui.theme import palette_of, recolour, set_role
 from tkchat.ui.translator import Translator
 
-BROKEN_RED = "#b00020"
-LESSONS_MIN_WIDTH = 1320  # the chat and a readable lesson side by side
+LESSONS_MIN_WIDTH = 1320  # design pixels: the chat and a readable lesson side by side
+LESSONS_MIN_HEIGHT = 680
 
 
 class TeachingControls:
     """Builds the mode box and the Compare and Lessons buttons at the right of ``bar``, and
-    the BROKEN banner under ``health``. ``on_mode_changed()`` lets the window retitle itself;
+    the BROKEN banner after ``anchor`` (right under the health bar, whether or not it is
+    shown). ``on_mode_changed()`` lets the window retitle itself;
     ``read_figure(metric)`` is the live figure the lesson panel shows; ``compare_command``
     gives ``tkchat compare``'s command line for a broken mode (None: no Compare button)."""
 
@@ -43,6 +51,7 @@ class TeachingControls:
         translate: Translator,
         status: StatusLine,
         *,
+        anchor: tk.Misc,
         mode: str,
         setup_demo: Callable[[Lesson], None],
         read_figure: Callable[[str], float | None],
@@ -52,7 +61,11 @@ class TeachingControls:
         timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
-        self.root, self.panes, self.health = root, panes, health
+        self.root, self.panes, self.health, self.bar = root, panes, health, bar
+        self.anchor = anchor
+        self.chat_only = False
+        # The chat-only view's button calls this (the window's part that remembers it).
+        self.on_show_teaching: Callable[[], object] = lambda: self.set_chat_only(False)
         self.t, self.status = translate, status
         self.mode = mode
         self.setup_demo = setup_demo
@@ -68,10 +81,11 @@ class TeachingControls:
         self.lessons_button = ttk.Button(bar, command=self._then_refocus(self.toggle_lessons))
         translate.bind(self.lessons_button, "button.lessons")
         bar.add(self.lessons_button)
+        self.compare_button: ttk.Button | None = None
         if compare_command is not None:
-            compare = ttk.Button(bar, command=self._then_refocus(self.open_compare))
-            translate.bind(compare, "button.compare")
-            bar.add(compare)
+            self.compare_button = ttk.Button(bar, command=self._then_refocus(self.open_compare))
+            translate.bind(self.compare_button, "button.compare")
+            bar.add(self.compare_button)
         self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
         self.mode_box.set(mode)
         self.mode_box.bind(
@@ -81,17 +95,28 @@ class TeachingControls:
         mode_label = ttk.Label(bar)
         translate.bind(mode_label, "label.mode")
         bar.add(self.mode_box, mode_label, gap=4)  # the label and its box stay together
+        # The chat-only view's line, left of the language button: the figures, then the
+        # button that brings the rest back. Left out until that view is chosen.
+        self.teach_button = ttk.Button(
+            bar, command=self._then_refocus(lambda: self.on_show_teaching())
+        )
+        translate.bind(self.teach_button, "button.teaching")
+        bar.add(self.teach_button)
+        bar.add(health.compact)
+        bar.set_visible(self.teach_button, False)
+        bar.set_visible(health.compact, False)
 
         self.warning = tk.Label(
             health.master,
             anchor="w",
             justify="left",
-            padx=8,
-            foreground="white",
-            background=BROKEN_RED,
+            padx=dp(root, 8),
+            pady=dp(root, 3),
             font="TkDefaultFont",
             wraplength=860,
         )
+        set_role(self.warning, "broken")  # red with white text, in every theme
+        recolour(self.warning, palette_of(root))
         self.warning.bind(
             "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
         )
@@ -124,15 +149,36 @@ class TeachingControls:
         self.warning.configure(
             text=self.t("warning.broken", mode=self.mode, summary=self.t(f"mode.{self.mode}"))
         )
-        self.warning.pack(side="top", fill="x", after=self.health)
+        self.warning.pack(side="top", fill="x", after=self.anchor)
 
     def _relabel(self, lang: str) -> None:
         self._show_warning()
         if self.lesson_panel is not None:
             self.lesson_panel.set_language(lang)
 
+    def set_chat_only(self, on: bool) -> None:
+        """Fold the teaching controls into one line, or unfold them. Folding closes the
+        lesson panel: it is a teaching control too."""
+        self.chat_only = on
+        for widget in (self.lessons_button, self.compare_button, self.mode_box):
+            if widget is not None:
+                self.bar.set_visible(widget, not on)
+        self.bar.set_visible(self.teach_button, on)
+        self.bar.set_visible(self.health.compact, on)
+        self.health.set_compact(on)
+        if on:
+            self.health.pack_forget()
+            if self.lesson_panel is not None:
+                self.toggle_lessons()
+        elif not self.health.winfo_manager():
+            self.health.pack(side="top", fill="x", before=self.anchor)
+            self.health.relayout()
+
     def toggle_lessons(self) -> None:
-        """Show or hide the lesson panel beside the chat."""
+        """Show or hide the lesson panel beside the chat (in the chat-only view, the
+        teaching controls come back with it)."""
+        if self.lesson_panel is None and self.chat_only:
+            self.on_show_teaching()
         if self.lesson_panel is None:
             self.lesson_panel = LessonPanel(
                 self.panes,
@@ -144,8 +190,10 @@ class TeachingControls:
                 timeline=self.timeline,
             )
             self.panes.add(self.lesson_panel, weight=2)
-            width = max(self.root.winfo_width(), LESSONS_MIN_WIDTH)
-            self.root.geometry(f"{width}x{max(self.root.winfo_height(), 680)}")
+            wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)
+            least_w, least_h = (int(part) for part in wide.split("x"))
+            width = max(self.root.winfo_width(), least_w)
+            self.root.geometry(f"{width}x{max(self.root.winfo_height(), least_h)}")
         else:
             self.panes.forget(self.lesson_panel)
             self.lesson_panel.destroy()

@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from tkinter import ttk
 
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter
+from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
+from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.theme import follow_theme, set_role
 from tkchat.ui.translator import Translator
 
 BODY_FONT_SIZE = 11
-LINK_COLOUR = "#0b57d0"
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
 
 
@@ -66,11 +68,10 @@ class Transcript(ttk.Frame):
             self,
             wrap="word",
             state="disabled",
-            padx=12,
-            pady=8,
+            padx=dp(master, 12),
+            pady=dp(master, 8),
             borderwidth=0,
-            background="white",
-            foreground="#1b1b1b",
+            highlightthickness=0,
             undo=False,
             spacing3=2,
             font=self.body_font,
@@ -81,14 +82,13 @@ class Transcript(ttk.Frame):
         self.text.pack(side="left", fill="both", expand=True)
         bold = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE, weight="bold")
         self._fonts = [bold]
-        self.text.tag_configure("who", font=bold, spacing1=10, foreground="#555555")
-        self.text.tag_configure("user", lmargin1=12, lmargin2=12, foreground="#0b3d91")
-        self.text.tag_configure("answer", lmargin1=12, lmargin2=12)
-        self.text.tag_configure("note", foreground="#8a6d00")
-        self.text.tag_configure("error", foreground="#b00020")
+        margin = dp(master, 12)
+        self.text.tag_configure("who", font=bold, spacing1=dp(master, 10))
+        self.text.tag_configure("user", lmargin1=margin, lmargin2=margin)
+        self.text.tag_configure("answer", lmargin1=margin, lmargin2=margin)
         self._fonts.append(tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE - 2))
-        self.text.tag_configure("action", foreground=LINK_COLOUR, font=self._fonts[-1])
-        self.text.tag_configure(COPY_CODE_TAG, foreground=LINK_COLOUR, font=self._fonts[-1])
+        self.text.tag_configure("action", font=self._fonts[-1])
+        self.text.tag_configure(COPY_CODE_TAG, font=self._fonts[-1])
         # A widget binding, not a tag binding: only a widget binding's "break" stops the Text
         # class binding, which would otherwise take the focus and start a selection.
         self.text.bind("<Button-1>", self._on_click)
@@ -99,6 +99,8 @@ class Transcript(ttk.Frame):
         self.painter = MarkdownPainter(
             self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
         )
+        set_role(self.text, "surface")
+        follow_theme(self, self.apply_palette)
         self.answers: list[AnswerView] = []
         self.entries: list[UserView | AnswerView] = []  # every message on screen, in order
         self._marks = 0  # a counter for unique mark names
@@ -263,6 +265,20 @@ class Transcript(ttk.Frame):
         bold.configure(size=size)
         links.configure(size=max(6, size - 2))
         self.painter.set_body_size(size)
+
+    def apply_palette(self, palette: Palette) -> None:
+        """The theme's colours (light or dark): the page, the message tags, rendered text."""
+        self.text.configure(background=palette.surface, foreground=palette.foreground)
+        for tag, colour in (
+            ("who", palette.muted),
+            ("user", palette.user_text),
+            ("note", palette.note),
+            ("error", palette.error),
+            ("action", palette.link),
+            (COPY_CODE_TAG, palette.link),
+        ):
+            self.text.tag_configure(tag, foreground=colour)
+        self.painter.set_palette(palette)
 
     def relabel(self) -> None:
         """After a language change: the headers and links already on screen, in the new

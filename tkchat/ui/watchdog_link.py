@@ -35,9 +35,10 @@ CLOSE_WAIT_S = 0.5  # how long close() lets the watchdog leave by itself before 
 log = logging.getLogger(__name__)
 
 
-def watchdog_command() -> list[str]:
-    """The watchdog's command line: the same Python, and this tkchat, in a new process."""
-    return [sys.executable, "-m", "tkchat", "watchdog"]
+def watchdog_command(theme: str | None = None) -> list[str]:
+    """The watchdog's command line: the same Python, and this tkchat, in a new process (in
+    the chat window's ``theme``, "light" or "dark", if given)."""
+    return [sys.executable, "-m", "tkchat", "watchdog", *(["--theme", theme] if theme else [])]
 
 
 class HeartbeatSender:
@@ -122,11 +123,12 @@ def open_watchdog(
     command: list[str] | None = None,
     stdout: int | IO[bytes] | None = None,
     interval_ms: int = BEAT_MS,
+    theme: str | None = None,
 ) -> WatchdogHandle:
     """Start the watchdog window (``command``: :func:`watchdog_command` unless given) and begin
     beating. Main thread. Raises OSError if the process cannot be started."""
     process = subprocess.Popen(
-        command or watchdog_command(), stdin=subprocess.PIPE, stdout=stdout, close_fds=True
+        command or watchdog_command(theme), stdin=subprocess.PIPE, stdout=stdout, close_fds=True
     )
     assert process.stdin is not None  # stdin=PIPE
     sender = HeartbeatSender(scheduler, process.stdin.fileno(), interval_ms)

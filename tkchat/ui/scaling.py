@@ -1,0 +1,56 @@
+"""Sizes that follow the screen's density: a padding of 8 is 8 pixels on a 96-dpi screen and
+16 on a 192-dpi one.
+
+Tk already scales every size given in points (the fonts, "8p"), through ``tk scaling``
+(pixels per point, read from the X server's DPI at start, or set by the user). Sizes given as
+plain numbers are pixels, and stay small on a HiDPI laptop: a 900-pixel window is half as
+wide as intended, a 14-pixel scrollbar hard to hit. :func:`dp` turns the numbers this window
+was designed with (at 96 dpi) into pixels for the screen it is on.
+
+Main thread only (it asks Tk).
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from typing import overload
+
+REFERENCE_SCALING = 96 / 72  # pixels per point at 96 dpi, where the window's sizes were chosen
+
+
+def density(widget: tk.Misc) -> float:
+    """How many pixels this screen uses for one pixel of a 96-dpi design (1.0, or 2.0 at 192
+    dpi). Never below 1: a low-DPI screen gets the design's own sizes, not smaller ones."""
+    return max(1.0, float(widget.tk.call("tk", "scaling")) / REFERENCE_SCALING)
+
+
+def dp(widget: tk.Misc, pixels: float) -> int:
+    """``pixels`` of the 96-dpi design, in this screen's pixels (0 stays 0, else at least 1)."""
+    if pixels == 0:
+        return 0
+    return max(1, round(pixels * density(widget)))
+
+
+@overload
+def dp_pad(widget: tk.Misc, first: float, second: float, /) -> tuple[int, int]: ...
+
+
+@overload
+def dp_pad(
+    widget: tk.Misc, first: float, second: float, third: float, fourth: float, /
+) -> tuple[int, int, int, int]: ...
+
+
+def dp_pad(widget: tk.Misc, *pixels: float) -> tuple[int, ...]:
+    """Two or four sizes at once, for ``padx=(left, right)`` and ``padding=``."""
+    return tuple(dp(widget, value) for value in pixels)
+
+
+def window_size(widget: tk.Misc, width: float, height: float, fill: float = 0.92) -> str:
+    """A ``WIDTHxHEIGHT`` geometry for a window designed at ``width`` × ``height``: scaled to
+    the screen's density, and never more than ``fill`` of the screen (a 192-dpi laptop with a
+    small screen still sees the whole window)."""
+    screen_w, screen_h = widget.winfo_screenwidth(), widget.winfo_screenheight()
+    scaled_w = min(dp(widget, width), int(screen_w * fill))
+    scaled_h = min(dp(widget, height), int(screen_h * fill))
+    return f"{scaled_w}x{scaled_h}"
