@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
-from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter
+from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.translator import Translator
+from tkchat.ui.view_keeper import at_bottom
 
 BODY_FONT_SIZE = 11
 LINK_COLOUR = "#0b57d0"
@@ -52,6 +53,7 @@ class AnswerView:
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
+    job: PaintJob | None = None  # its markdown painting, block by block as it streams
 
 
 class Transcript(ttk.Frame):
@@ -115,7 +117,7 @@ class Transcript(ttk.Frame):
             self.text.insert(index, *args)  # type: ignore[arg-type]
 
     def _at_bottom(self) -> bool:
-        return self.text.yview()[1] >= 0.999
+        return at_bottom(self.text)
 
     def _follow(self, was_at_bottom: bool) -> None:
         # Scroll with the answer only if the reader was already at the bottom: someone who
@@ -174,17 +176,27 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(view.start_mark, "left")
         self.text.mark_set(view.end_mark, "end-2c")
         self.text.mark_gravity(view.end_mark, "right")
+        # Its blocks are rendered one by one as they complete, while it streams.
+        view.job = self.painter.begin(
+            view.start_mark,
+            view.end_mark,
+            extra_tags=("answer",),
+            on_done=lambda: _rendered(view),
+        )
         self.answers.append(view)
         self.entries.append(view)
         self._follow(bottom)
         return view
 
     def append(self, view: AnswerView, text: str) -> None:
-        """One insert for everything that arrived this tick."""
+        """One insert for everything that arrived this tick; the painter then renders any
+        markdown block that this text completed (in its own slices)."""
         bottom = self._at_bottom()
         self._write(view.end_mark, text, ("answer",))
         self.record(view, text)
         self._follow(bottom)
+        if view.job is not None:
+            self.painter.feed(view.job, text)
 
     def record(self, view: AnswerView, text: str) -> None:
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
@@ -210,8 +222,9 @@ class Transcript(ttk.Frame):
         render: bool = True,
         interrupted: bool = False,
     ) -> None:
-        """Mark the end of an answer; then paint its markdown in slices. ``interrupted``: a
-        saved answer the app was closed (or killed) in the middle of."""
+        """Mark the end of an answer; its last markdown block is then painted (and any
+        before it not painted yet), in slices. ``render=False``: it stays as it is shown.
+        ``interrupted``: a saved answer the app was closed (or killed) in the middle of."""
         bottom = self._at_bottom()
         if stopped or interrupted:
             key = "transcript.interrupted" if interrupted else "transcript.stopped"
@@ -219,14 +232,11 @@ class Transcript(ttk.Frame):
         if error:
             self._write("end-1c", f"⚠ {error}\n", ("error",))
         self._follow(bottom)
-        if render and view.text.strip():
-            self.painter.paint(
-                view.start_mark,
-                view.end_mark,
-                view.text,
-                extra_tags=("answer",),
-                on_done=lambda: _rendered(view),
-            )
+        if view.job is not None:
+            if render and view.text.strip():
+                self.painter.end(view.job)
+            else:
+                self.painter.drop(view.job)
 
     def clear(self) -> None:
         self.painter.cancel()
@@ -241,7 +251,9 @@ class Transcript(ttk.Frame):
         """Delete ``view`` and everything after it (edit and resend, regenerate)."""
         index = self.entries.index(view)
         gone = self.entries[index:]
-        self.painter.cancel()  # only a removed answer can still be painting: the last one
+        for removed in gone:  # their painting stops; earlier answers' goes on
+            if isinstance(removed, AnswerView) and removed.job is not None:
+                self.painter.drop(removed.job)
         with writable(self.text):
             self.text.delete(view.head_mark, "end-1c")
         self._unset_marks(gone)
