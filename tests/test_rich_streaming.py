@@ -6,6 +6,7 @@ and with the text of the line at the top of the window, before and after each ch
 
 from __future__ import annotations
 
+import _tkinter
 import tkinter as tk
 from collections.abc import Callable
 
@@ -152,9 +153,12 @@ def test_reopening_a_saved_chat_keeps_a_reader_who_scrolled_up_in_place(
     pump_until(root, lambda: app.conversations.ready, what="the history")
     chat = saved_chat(app, 3)
     app.conversations.show(chat)
-    pump_until(root, lambda: not app.showing_conversation, what="the chat on screen")
-    heading = "Answer 2, part 3: what the main loop does"
-    assert app.transcript.painter.busy  # the premise: the last answer is not painted yet
+    heading = "Answer 1, part 3: what the main loop does"
+    # One event at a time (update() would run every slice at once): the reader scrolls as
+    # soon as the second answer is on screen, before its markdown is painted.
+    while not app.transcript.text.search(heading, "1.0"):
+        root.tk.dooneevent(_tkinter.DONT_WAIT)
+    assert app.transcript.painter.busy and "### " + heading in app.transcript.plain_text()
     scroll_to(app, heading)
     y = top_y(app)
     lines: list[str] = []

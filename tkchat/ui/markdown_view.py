@@ -67,6 +67,10 @@ SLICE_BUDGET_MS = 4.0
 # Initial guess of the cost per character (a dense list), refined from what is measured.
 INITIAL_MS_PER_CHAR = 0.03
 LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lexer to load
+# While an answer streams, its blocks are painted at most this often: in a flood a block
+# completes at every tick, and one slice for several costs less than one slice each (the
+# view is captured and restored once per slice).
+STREAMING_SLICE_MS = 16
 HIDDEN_TAG = "md-rendering"
 COPY_CODE_TAG = "copy-code"  # the "Copy code" link in each fenced code block's header
 CODE_BACKGROUND = "#f6f8fa"
@@ -141,7 +145,11 @@ class MarkdownPainter:
         # 14-point body), so a new body size can rescale them all.
         self._fonts: list[tuple[tkfont.Font, int]] = []
         self.copy_code_label = copy_code_label
-        self.codes: dict[str, str] = {}  # "copy-code-N" tag -> the code that link copies
+        # Each "Copy code" link has a mark at its start, named "code_N", and this maps the
+        # mark to the code the link copies. Marks, not a tag per link: every tag a Text
+        # widget has makes each delete slower (a thousand tags: 0.3 ms a delete, here),
+        # and a flood's answer has hundreds of code blocks.
+        self.codes: dict[str, str] = {}
         self._links = 0  # links made so far: N of the next one (never reused)
         self._cache: OrderedDict[Piece, list[Run]] = OrderedDict()
         self._cache_size = 2048
@@ -196,14 +204,14 @@ class MarkdownPainter:
         """``text`` was appended to the answer; paint whatever block it completed."""
         if job.ended or job not in self._queue:
             return
-        if job.stream.feed(text):
-            self._wake()
+        if job.stream.feed(text) and not self.scheduler.pending("markdown"):
+            self.scheduler.once("markdown", STREAMING_SLICE_MS, self._slice)
 
     def end(self, job: PaintJob) -> None:
         """The answer is complete: paint the rest, then call its ``on_done``."""
         if job in self._queue:
             job.stream.end()
-            self._wake()
+            self.scheduler.once("markdown", 0, self._slice)  # now, not at the streaming pace
 
     def drop(self, job: PaintJob) -> None:
         """Forget ``job`` (its answer was removed): whatever is on screen stays as it is."""
@@ -216,10 +224,6 @@ class MarkdownPainter:
         for job in list(self._queue):
             self.drop(job)
         self.scheduler.cancel("markdown")
-
-    def _wake(self) -> None:
-        if not self.scheduler.pending("markdown"):
-            self.scheduler.once("markdown", 0, self._slice)
 
     # -- one slice per callback ----------------------------------------------------------------
 
@@ -269,13 +273,15 @@ class MarkdownPainter:
                         break  # this one waits for text (or is done): on to the next
                     job.pieces = block_pieces(job.block.raw, MAX_BLOCK_CHARS)
                     job.next_piece = 0
-                if job.next_piece < len(job.pieces):
-                    piece = job.pieces[job.next_piece]
-                    if did:
-                        # a cached piece costs only its insert; a new one is predicted
-                        predicted = 0.0 if piece in self._cache else self._cost(piece)
-                        if (time.perf_counter() - started) * 1000 + predicted > SLICE_BUDGET_MS:
-                            return "more"
+                piece = job.pieces[job.next_piece] if job.next_piece < len(job.pieces) else None
+                if did:
+                    # a cached piece costs only its insert, a swap its delete; a new piece
+                    # is predicted from the cost per character seen so far
+                    new = piece is not None and piece not in self._cache
+                    predicted = self._ms_per_char * len(piece.markdown) if piece and new else 0.0
+                    if (time.perf_counter() - started) * 1000 + predicted > SLICE_BUDGET_MS:
+                        return "more"
+                if piece is not None:
                     if piece.lang and not lexer_ready(piece.lang):
                         return "more" if did else "wait"
                     keeper.capture()
@@ -289,9 +295,6 @@ class MarkdownPainter:
                 did = True
                 self._painted_streaming |= not job.ended
         return "idle"
-
-    def _cost(self, piece: Piece) -> float:
-        return self._ms_per_char * len(piece.markdown)
 
     def _alive(self, job: PaintJob) -> bool:
         try:
@@ -343,17 +346,20 @@ class MarkdownPainter:
         if job.inserted_any:
             args += ["\n", tags]  # blocks are separated by one blank line
             newlines += 1
+        link = False
         for chunk, run_tags in runs:
-            if COPY_CODE_TAG in run_tags:
-                # One tag per link names the code it copies; the shared tag gives the look.
-                link = f"{COPY_CODE_TAG}-{self._links}"
-                self._links += 1
-                self.codes[link] = piece.code or ""
-                args += [self.copy_code_label(), (*run_tags, link, *tags)]
-            else:
-                args += [chunk, (*run_tags, *tags)]
-                newlines += chunk.count("\n")
+            link |= COPY_CODE_TAG in run_tags
+            text = self.copy_code_label() if COPY_CODE_TAG in run_tags else chunk
+            args += [text, (*run_tags, *tags)]
+            newlines += text.count("\n")
         self.text.insert(job.plain_mark, *args)  # type: ignore[arg-type]
+        found = self.text.tag_nextrange(COPY_CODE_TAG, job.plain_mark) if link else ()
+        if found:  # the link is in this piece's first line, which starts at plain_mark
+            mark = f"code_{self._links}"
+            self._links += 1
+            self.text.mark_set(mark, found[0])
+            self.text.mark_gravity(mark, "left")
+            self.codes[mark] = piece.code or ""
         self.text.mark_set(job.plain_mark, f"{job.plain_mark} + {newlines} lines")
         job.inserted_any = True
 
@@ -371,17 +377,24 @@ class MarkdownPainter:
 
     def code_at(self, index: str) -> str | None:
         """The code a "Copy code" link at ``index`` copies (None if there is no link)."""
-        for tag in self.text.tag_names(index):
-            if tag in self.codes:
-                return self.codes[tag]
+        if COPY_CODE_TAG not in self.text.tag_names(index):
+            return None
+        found = self.text.tag_prevrange(COPY_CODE_TAG, f"{index} + 1c")
+        if not found:
+            return None
+        for _kind, mark, _where in self.text.dump(found[0], mark=True):
+            if mark in self.codes:
+                return self.codes[mark]
         return None
 
     def forget_codes(self) -> None:
         """Drop the links no longer in the text (the transcript was cleared, or its end
-        removed), with their tags and their code."""
-        for tag in [tag for tag in self.codes if not self.text.tag_ranges(tag)]:
-            self.text.tag_delete(tag)
-            del self.codes[tag]
+        removed), with their marks and their code. (A deleted link's mark stays, moved to
+        where the deletion was: it no longer starts a link.)"""
+        for mark in list(self.codes):
+            if COPY_CODE_TAG not in self.text.tag_names(mark):
+                self.text.mark_unset(mark)
+                del self.codes[mark]
 
     def set_body_size(self, size: int) -> None:
         """Rescale every rendered style to a new body font size (the font size setting)."""
