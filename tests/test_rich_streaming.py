@@ -16,7 +16,6 @@ from tests.conftest import pump_until
 from tkchat.events import Done
 from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
-from tkchat.ui.view_keeper import AT_BOTTOM
 
 pytestmark = pytest.mark.gui
 
@@ -25,8 +24,11 @@ RATE = 1_500  # tokens/s: the long answer streams for about 1.5 s
 HEADING = "Part 2: what the main loop does"
 
 
-def yview_end(app) -> float:
-    return float(app.transcript.text.yview()[1])
+def at_end(app) -> bool:
+    """What the reader sees: the transcript's last line is on screen, and the scrollbar is
+    at its end."""
+    text = app.transcript.text
+    return text.dlineinfo("end-1c") is not None and text.yview()[1] >= 0.999
 
 
 def top_line(app) -> str:
@@ -69,17 +71,17 @@ def test_a_reader_at_the_bottom_stays_there_while_it_streams_and_after_the_rende
 ) -> None:
     app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
     app.send("a long one")
-    ends: list[float] = []
+    ends: list[bool] = []
 
     def watch() -> None:
         if app.transcript.text.yview()[0] > 0 or ends:  # once the answer fills the window
-            ends.append(yview_end(app))
+            ends.append(at_end(app))
 
     pump_watching(root, lambda: rendered(app), watch)
     root.update()
     assert len(ends) > 20  # the premise: it streamed across many turns of the loop
-    assert min(ends) >= AT_BOTTOM, f"left the bottom while streaming: {min(ends):.3f}"
-    assert yview_end(app) >= AT_BOTTOM  # and the final render did not jump back
+    assert all(ends), f"left the bottom while streaming: {ends.count(False)} times"
+    assert at_end(app), app.transcript.text.yview()  # and the final render did not jump back
     assert app.transcript.answers[-1].rendered
 
 
@@ -107,13 +109,31 @@ def test_regenerate_follows_the_bottom_to_the_end(root: tk.Tk, make_app) -> None
     app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
     app.send("a long one")
     pump_until(root, lambda: rendered(app), timeout=60, what="the first answer")
-    assert yview_end(app) >= AT_BOTTOM
+    assert at_end(app)
     assert app.regenerate()
-    ends: list[float] = []
-    pump_watching(root, lambda: rendered(app), lambda: ends.append(yview_end(app)))
+    ends: list[bool] = []
+    pump_watching(root, lambda: rendered(app), lambda: ends.append(at_end(app)))
     root.update()
     assert isinstance(app.finished[-1], Done) and len(app.transcript.answers) == 1
-    assert min(ends) >= AT_BOTTOM and yview_end(app) >= AT_BOTTOM
+    assert all(ends) and at_end(app), app.transcript.text.yview()
+
+
+def test_a_reader_a_few_lines_up_a_long_transcript_is_not_pulled_down(
+    root: tk.Tk, make_app
+) -> None:
+    """In 20,000 lines, three lines up is 0.9998 of the scroll range: "at the bottom" must
+    mean the last line is on screen, not a fraction."""
+    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    app.transcript.add_note("".join(f"earlier line {i}\n" for i in range(20_000)))
+    app.send("a long one")
+    pump_until(root, lambda: "Part 3" in app.answer.text, what="some of the answer")
+    app.transcript.text.yview_scroll(-3, "units")
+    root.update()
+    assert app.transcript.text.yview()[1] > 0.999  # the premise: a tiny fraction away
+    pulled: list[bool] = []
+    pump_watching(root, lambda: rendered(app), lambda: pulled.append(at_end(app)))
+    root.update()
+    assert len(pulled) > 10 and not any(pulled), "pulled down to the end of the answer"
 
 
 def saved_chat(app, answers: int) -> int:
@@ -132,18 +152,18 @@ def test_reopening_a_saved_chat_shows_its_end_and_stays_there(root: tk.Tk, make_
     pump_until(root, lambda: app.conversations.ready, what="the history")
     chat = saved_chat(app, 3)
     app.conversations.show(chat)
-    ends: list[float] = []
+    ends: list[bool] = []
 
     def watch() -> None:
         if not app.showing_conversation:
-            ends.append(yview_end(app))
+            ends.append(at_end(app))
 
     pump_watching(
         root, lambda: not app.showing_conversation and not app.transcript.painter.busy, watch
     )
     root.update()
     assert all(view.rendered for view in app.transcript.answers)
-    assert min(ends) >= AT_BOTTOM and yview_end(app) >= AT_BOTTOM
+    assert all(ends) and at_end(app), app.transcript.text.yview()
 
 
 def test_reopening_a_saved_chat_keeps_a_reader_who_scrolled_up_in_place(

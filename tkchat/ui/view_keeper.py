@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import tkinter as tk
 
-AT_BOTTOM = 0.999  # the fraction of yview's end that counts as "at the bottom"
 ANCHOR_MARK = "view_anchor"  # no "-" in a mark used in index arithmetic: Tk would split there
 
 
 def at_bottom(text: tk.Text) -> bool:
-    """Is the reader at the end of the text (and so should follow it)?"""
-    return text.yview()[1] >= AT_BOTTOM
+    """Is the reader at the end of the text (and so should follow it)? Yes if its last line
+    is on screen. Not a fraction of the scroll range: in a 20,000-line transcript, 0.999 of
+    it left a reader ten lines up "at the bottom", and pulled them down."""
+    return text.dlineinfo("end-1c") is not None
 
 
 def lines_between(text: tk.Text, start: str, end: str) -> int:
