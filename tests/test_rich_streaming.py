@@ -16,6 +16,7 @@ from tests.conftest import pump_until
 from tkchat.events import Done
 from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
+from tkchat.ui.markdown_view import HIDDEN_TAG
 
 pytestmark = pytest.mark.gui
 
@@ -296,6 +297,7 @@ def test_a_job_whose_marks_were_removed_never_raises(root: tk.Tk, make_app) -> N
     transcript.text.mark_unset(view.start_mark, view.end_mark)  # behind the painter's back
     pump_until(root, lambda: not painter.busy, what="the painter to let go")
     assert not view.rendered
+    assert not transcript.text.tag_ranges(HIDDEN_TAG)  # nothing half-painted left behind
     # Giving up on a job after an error, when even the painter's own marks are gone:
     view, job = ended_answer()
     transcript.text.mark_unset(job.start_mark, job.end_mark, job.shown_mark, job.plain_mark)

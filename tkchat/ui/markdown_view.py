@@ -235,10 +235,13 @@ class MarkdownPainter:
         try:
             with writable(self.text):
                 outcome = self._paint_some(started, keeper)
-        except Exception:  # a rendering bug must not lose the answer: keep the plain text
-            log.exception("markdown rendering failed; that block stays plain text")
+        except Exception as exc:  # a rendering bug must not lose the answer: keep the plain text
+            job = self._job
+            if not (isinstance(exc, tk.TclError) and job is not None and not self._alive(job)):
+                log.exception("markdown rendering failed; that block stays plain text")
+            # (else its answer's marks are gone: no bug, and _give_up drops it)
             with writable(self.text):
-                self._give_up(self._job)
+                self._give_up(job)
             outcome = "more"
         finally:
             self._job = None
@@ -260,10 +263,10 @@ class MarkdownPainter:
         until more text arrives."""
         did = False
         for job in list(self._queue):
+            # (A job whose answer's marks are gone fails at its first Tk call: _slice then
+            # drops it. Not checked here, at two calls a slice: each Tk call gives up the GIL
+            # and may wait up to 5 ms to get it back while the model's thread runs.)
             self._job = job
-            if not self._alive(job):  # its answer's marks are gone: nothing left to paint
-                self.drop(job)
-                continue
             while True:
                 if job.block is None:
                     job.block = job.stream.next_block()

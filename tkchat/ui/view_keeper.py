@@ -27,8 +27,9 @@ ANCHOR_MARK = "view_anchor"  # no "-" in a mark used in index arithmetic: Tk wou
 def at_bottom(text: tk.Text) -> bool:
     """Is the reader at the end of the text (and so should follow it)? Yes if its last line
     is on screen. Not a fraction of the scroll range: in a 20,000-line transcript, 0.999 of
-    it left a reader ten lines up "at the bottom", and pulled them down."""
-    return text.dlineinfo("end-1c") is not None
+    it left a reader ten lines up "at the bottom", and pulled them down. A widget not on
+    screen yet has no reader: it follows, so it shows the end when it appears."""
+    return text.dlineinfo("end-1c") is not None or not text.winfo_viewable()
 
 
 def lines_between(text: tk.Text, start: str, end: str) -> int:
