@@ -71,6 +71,7 @@ LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lex
 # completes at every tick, and one slice for several costs less than one slice each (the
 # view is captured and restored once per slice).
 STREAMING_SLICE_MS = 16
+MAX_SLICES_KEPT = 20_000  # slice durations kept for the bench and the live figures
 HIDDEN_TAG = "md-rendering"
 COPY_CODE_TAG = "copy-code"  # the "Copy code" link in each fenced code block's header
 CODE_BACKGROUND = "#f6f8fa"
@@ -251,6 +252,9 @@ class MarkdownPainter:
             self.slice_ms.append(elapsed)
             if self._painted_streaming:
                 self.streaming_slice_ms.append(elapsed)
+            for kept in (self.slice_ms, self.streaming_slice_ms):
+                if len(kept) > MAX_SLICES_KEPT:  # a long session: the recent ones will do
+                    del kept[: MAX_SLICES_KEPT // 2]
         if outcome == "more":
             self.scheduler.once("markdown", 1, self._slice)
         elif outcome == "wait":
