@@ -704,7 +704,10 @@ def test_indented_code_shows_its_code_without_the_indent() -> None:
 
 
 def test_a_single_line_break_stays_a_line_break() -> None:
-    poem = "Roses are red,\nviolets are blue,\n\nsugar is sweet."
+    poem = "Roses are **red,\nviolets** are blue,\n\nsugar is sweet."
     html = markdown_to_safe_html(poem)
-    assert html.count("<br>") == 1 and html.count("<p>") == 2
-    assert "<li>a<br>" in block_to_html("- a\n  b")
+    assert html.count("<br>") == 1 and html.count("<p>") == 2  # inside the bold, too
+    assert block_to_html("> one\n> two").count("<br>") == 1  # a quote's paragraph too
+    assert block_to_html("hard  \nbreak").count("<br>") == 1  # not doubled
+    assert "<br>" not in block_to_html("- a long item\n  wrapped by the model")  # joined
+    assert "<br>" not in block_to_html("`code\nspan` and text")
