@@ -7,10 +7,12 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
 1. while an answer streams, :class:`~tkchat.render.stream.BlockStream` hands out each
    markdown block as soon as it is complete (when the block after it has started); only the
    open last block stays plain text, and the end of an answer renders that one block;
-2. each block is cut into pieces of at most ``MAX_BLOCK_CHARS``; each callback renders
-   pieces until its time budget is spent: prose, lists and headings in an off-screen
-   tkhtmlview widget, copied out as (text, tags) runs; code, quotes and rules directly as
-   runs (tkhtmlview draws neither a quote nor a rule, and code gets Pygments' colours);
+2. each block is cut into pieces of at most ``MAX_BLOCK_CHARS``, rendered within a time
+   budget per callback: first by the tick that appended the text (``TICK_BUDGET_MS``),
+   then by slices of their own (``SLICE_BUDGET_MS``). Prose, lists and headings go through
+   an off-screen tkhtmlview widget and are copied out as (text, tags) runs; code, quotes and
+   rules are made into runs here (tkhtmlview draws neither a quote nor a rule, and code gets
+   Pygments' colours);
 3. rendered runs are cached per piece, so a piece seen before costs one insert;
 4. a block's pieces go in hidden (an ``elide`` tag) just before its plain text; when the
    last one is in, one call deletes the block's plain lines and one shows its rendered
@@ -67,9 +69,9 @@ SLICE_BUDGET_MS = 4.0
 # Initial guess of the cost per character (a dense list), refined from what is measured.
 INITIAL_MS_PER_CHAR = 0.03
 LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lexer to load
-# While an answer streams, its blocks are painted at most this often: in a flood a block
-# completes at every tick, and one slice for several costs less than one slice each (the
-# view is captured and restored once per slice).
+# The painting a tick may do for the text it appended; more is left to slices, the next one
+# a tick later (a flood completes a block or two a tick, a few tenths of a millisecond each).
+TICK_BUDGET_MS = 3.0
 STREAMING_SLICE_MS = 16
 MAX_SLICES_KEPT = 20_000  # slice durations kept for the bench and the live figures
 HIDDEN_TAG = "md-rendering"
@@ -156,7 +158,8 @@ class MarkdownPainter:
         self._cache_size = 2048
         self._queue: list[PaintJob] = []
         self._job: PaintJob | None = None  # the job the running slice works on
-        self._painted_streaming = False  # did the running slice paint a streaming answer?
+        self._painted = False  # did the running slice change the text?
+        self._painted_streaming = False  # did it paint an answer still streaming?
         self.text.tag_configure(HIDDEN_TAG, elide=True)
         self._configure_tags()
         self.slice_ms: list[float] = []  # every slice's duration, for tests and the bench
@@ -201,12 +204,16 @@ class MarkdownPainter:
         self._queue.append(job)
         return job
 
-    def feed(self, job: PaintJob, text: str) -> None:
-        """``text`` was appended to the answer; paint whatever block it completed."""
+    def feed(self, job: PaintJob, text: str, keeper: ViewKeeper) -> None:
+        """Main thread, in the tick that appended ``text`` to the answer: paint the blocks
+        it completed now, within ``TICK_BUDGET_MS`` (the rest in slices). Painting in the
+        tick, not in a callback of its own, lays the bottom of the window out once a frame
+        instead of twice: in a flood that halved what following the bottom cost. ``keeper``
+        is the tick's: it restores the view once, after both the append and the painting."""
         if job.ended or job not in self._queue:
             return
-        if job.stream.feed(text) and not self.scheduler.pending("markdown"):
-            self.scheduler.once("markdown", STREAMING_SLICE_MS, self._slice)
+        if job.stream.feed(text):
+            self._paint(keeper, TICK_BUDGET_MS, in_tick=True)
 
     def end(self, job: PaintJob) -> None:
         """The answer is complete: paint the rest, then call its ``on_done``."""
@@ -229,13 +236,19 @@ class MarkdownPainter:
     # -- one slice per callback ----------------------------------------------------------------
 
     def _slice(self) -> None:
+        self._paint(ViewKeeper(self.text), SLICE_BUDGET_MS, in_tick=False)
+
+    def _paint(self, keeper: ViewKeeper, budget_ms: float, *, in_tick: bool) -> None:
+        """Paint within ``budget_ms``, then arrange for the rest: another slice soon, or
+        when a lexer has loaded, or (in a tick) by the next tick's pace. Its duration is
+        kept in ``slice_ms`` (and ``streaming_slice_ms`` if it painted a streaming answer);
+        a slice's includes putting the view back."""
         started = time.perf_counter()
-        keeper = ViewKeeper(self.text)
         outcome = "idle"
-        self._painted_streaming = False
+        self._painted = self._painted_streaming = False
         try:
             with writable(self.text):
-                outcome = self._paint_some(started, keeper)
+                outcome = self._paint_some(started, keeper, budget_ms)
         except Exception as exc:  # a rendering bug must not lose the answer: keep the plain text
             job = self._job
             if not (isinstance(exc, tk.TclError) and job is not None and not self._alive(job)):
@@ -246,8 +259,9 @@ class MarkdownPainter:
             outcome = "more"
         finally:
             self._job = None
-        keeper.restore()
-        if keeper.changed:
+        if not in_tick:
+            keeper.restore()
+        if self._painted:
             elapsed = (time.perf_counter() - started) * 1000
             self.slice_ms.append(elapsed)
             if self._painted_streaming:
@@ -256,11 +270,11 @@ class MarkdownPainter:
                 if len(kept) > MAX_SLICES_KEPT:  # a long session: the recent ones will do
                     del kept[: MAX_SLICES_KEPT // 2]
         if outcome == "more":
-            self.scheduler.once("markdown", 1, self._slice)
+            self.scheduler.once("markdown", STREAMING_SLICE_MS if in_tick else 1, self._slice)
         elif outcome == "wait":
             self.scheduler.once("markdown", LEXER_WAIT_MS, self._slice)
 
-    def _paint_some(self, started: float, keeper: ViewKeeper) -> str:
+    def _paint_some(self, started: float, keeper: ViewKeeper, budget_ms: float) -> str:
         """Render pieces while the predicted cost of the next one still fits the budget
         (always at least one, so every slice makes progress). Returns "more" if work is
         left, "wait" if a code block waits for its lexer, "idle" if nothing can be done
@@ -286,20 +300,20 @@ class MarkdownPainter:
                     # is predicted from the cost per character seen so far
                     new = piece is not None and piece not in self._cache
                     predicted = self._ms_per_char * len(piece.markdown) if piece and new else 0.0
-                    if (time.perf_counter() - started) * 1000 + predicted > SLICE_BUDGET_MS:
+                    if (time.perf_counter() - started) * 1000 + predicted > budget_ms:
                         return "more"
                 if piece is not None:
                     if piece.lang and not lexer_ready(piece.lang):
                         return "more" if did else "wait"
-                    keeper.capture()
+                    keeper.changing()
                     self._insert_hidden(job, piece, self._runs_for(piece))
                     job.next_piece += 1
-                    did = True
+                    did = self._painted = True
                     self._painted_streaming |= not job.ended
                     continue
-                keeper.capture()
+                keeper.changing()
                 self._swap(job, keeper)
-                did = True
+                did = self._painted = True
                 self._painted_streaming |= not job.ended
         return "idle"
 

@@ -22,7 +22,7 @@ from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.translator import Translator
-from tkchat.ui.view_keeper import at_bottom
+from tkchat.ui.view_keeper import ViewKeeper
 
 BODY_FONT_SIZE = 11
 LINK_COLOUR = "#0b57d0"
@@ -116,14 +116,12 @@ class Transcript(ttk.Frame):
         with writable(self.text):
             self.text.insert(index, *args)  # type: ignore[arg-type]
 
-    def _at_bottom(self) -> bool:
-        return at_bottom(self.text)
-
-    def _follow(self, was_at_bottom: bool) -> None:
-        # Scroll with the answer only if the reader was already at the bottom: someone who
-        # scrolled up to read keeps their place.
-        if was_at_bottom:
-            self.text.see("end")
+    def _adding_at_end(self) -> ViewKeeper:
+        """Before writing at the end: a reader at the bottom will follow (``restore()``
+        after writing); someone who scrolled up to read keeps their place."""
+        keeper = ViewKeeper(self.text)
+        keeper.changing(at_end=True)
+        return keeper
 
     def _head_mark(self) -> str:
         """A mark at the start of the message about to be written at the end."""
@@ -146,20 +144,20 @@ class Transcript(ttk.Frame):
         return [*args, "\n", ("who",)]
 
     def add_user(self, message: str) -> UserView:
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         view = UserView(len(self.entries) + 1, self._head_mark(), message)
         self._write("end", *self._header("transcript.you", ACTIONS), message + "\n", ("user",))
         self.entries.append(view)
-        self._follow(bottom)
+        keeper.restore()
         return view
 
     def add_note(self, message: str, kind: str = "note") -> None:
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         self._write("end", message + "\n", (kind,))
-        self._follow(bottom)
+        keeper.restore()
 
     def begin_answer(self) -> AnswerView:
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         head = self._head_mark()
         number = self._marks
         view = AnswerView(
@@ -185,18 +183,19 @@ class Transcript(ttk.Frame):
         )
         self.answers.append(view)
         self.entries.append(view)
-        self._follow(bottom)
+        keeper.restore()
         return view
 
     def append(self, view: AnswerView, text: str) -> None:
-        """One insert for everything that arrived this tick; the painter then renders any
-        markdown block that this text completed (in its own slices)."""
-        bottom = self._at_bottom()
+        """One insert for everything that arrived this tick; then the painter renders the
+        markdown blocks this text completed, within a few milliseconds (the rest in its
+        own slices)."""
+        keeper = self._adding_at_end()
         self._write(view.end_mark, text, ("answer",))
         self.record(view, text)
-        self._follow(bottom)
         if view.job is not None:
-            self.painter.feed(view.job, text)
+            self.painter.feed(view.job, text, keeper)
+        keeper.restore()  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
@@ -225,13 +224,13 @@ class Transcript(ttk.Frame):
         """Mark the end of an answer; its last markdown block is then painted (and any
         before it not painted yet), in slices. ``render=False``: it stays as it is shown.
         ``interrupted``: a saved answer the app was closed (or killed) in the middle of."""
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         if stopped or interrupted:
             key = "transcript.interrupted" if interrupted else "transcript.stopped"
             self._write("end-1c", self.t(key) + "\n", ("note",))
         if error:
             self._write("end-1c", f"⚠ {error}\n", ("error",))
-        self._follow(bottom)
+        keeper.restore()
         if view.job is not None:
             if render and view.text.strip():
                 self.painter.end(view.job)

@@ -5,7 +5,7 @@ but not when that line itself is deleted: the view then moves to where the delet
 Replacing an answer's plain text with its rendered form deletes lines, so without help the
 view jumped from the end of a long answer back to its first screen.
 
-The rule, for every change the painter makes (one callback at a time):
+The rule, for every callback that changes the transcript:
 
 - a reader at the bottom stays at the bottom (the view follows the answer);
 - anywhere else, the first character on screen is remembered by a mark, with the height at
@@ -38,35 +38,37 @@ def lines_between(text: tk.Text, start: str, end: str) -> int:
 
 
 class ViewKeeper:
-    """One per painter callback: :meth:`capture` before the first change, :meth:`restore`
-    after the last one."""
+    """One per callback that changes the transcript (the tick that appends text and paints
+    the blocks it completed, or a painter slice): :meth:`changing` before each change,
+    :meth:`restore` once at the end. What the reader sees is looked at before the first
+    change; the anchor is only set when text that is not at the end changes."""
 
     def __init__(self, text: tk.Text) -> None:
         self.text = text
-        self.mode: str | None = None  # None (nothing captured), "bottom" or "anchor"
+        self.mode: str | None = None  # None (not looked yet), "bottom" or "anchor"
+        self.changed = False  # was anything changed?
+        self._anchored = False  # is the anchor mark set?
         self._y = 0  # where the anchor's display line was drawn, in pixels
         self._line: int | None = None  # the anchor's line within a block being replaced
-        self.changed = False  # did the callback change anything (capture was called)?
 
-    def capture(self) -> None:
-        """Remember what the reader sees (once per callback: later calls do nothing)."""
-        if self.mode is not None:
-            return
+    def changing(self, *, at_end: bool = False) -> None:
+        """The text is about to change; ``at_end``: only by text added at its end (which
+        moves nothing a reader who scrolled up is looking at)."""
+        if self.mode is None:
+            self.mode = "bottom" if at_bottom(self.text) else "anchor"
         self.changed = True
-        if at_bottom(self.text):
-            self.mode = "bottom"
-            return
-        top = self.text.index("@0,0")
-        info = self.text.dlineinfo(top)
-        self.text.mark_set(ANCHOR_MARK, top)
-        self.text.mark_gravity(ANCHOR_MARK, "right")  # stays with that character
-        self._y = info[1] if info else 0
-        self.mode = "anchor"
+        if self.mode == "anchor" and not at_end and not self._anchored:
+            top = self.text.index("@0,0")
+            info = self.text.dlineinfo(top)
+            self.text.mark_set(ANCHOR_MARK, top)
+            self.text.mark_gravity(ANCHOR_MARK, "right")  # stays with that character
+            self._y = info[1] if info else 0
+            self._anchored = True
 
     def replacing(self, start: str, end: str) -> None:
         """The text from ``start`` to ``end`` is about to be deleted: if the anchor is in it,
         remember on which of its lines."""
-        if self.mode != "anchor":
+        if not self._anchored:
             return
         if self.text.compare(start, "<=", ANCHOR_MARK) and self.text.compare(ANCHOR_MARK, "<", end):
             self._line = lines_between(self.text, start, ANCHOR_MARK)
@@ -82,12 +84,12 @@ class ViewKeeper:
 
     def restore(self) -> None:
         """Put the view back: at the bottom, or with the anchor's line at its height."""
-        if self.mode == "bottom":
+        if self.mode == "bottom" and self.changed:
             self.text.see("end")
-        elif self.mode == "anchor":
+        elif self._anchored:
             self.text.yview(ANCHOR_MARK)
             info = self.text.dlineinfo(ANCHOR_MARK)
             if info is not None and info[1] != self._y:
                 self.text.yview_scroll(info[1] - self._y, "pixels")
             self.text.mark_unset(ANCHOR_MARK)
-        self.mode = None
+        self.mode, self.changed, self._anchored = None, False, False
