@@ -239,13 +239,15 @@ def test_the_open_block_stays_plain_until_the_next_one_starts(root: tk.Tk, make_
 
 
 def test_a_new_answer_while_the_previous_one_still_renders(root: tk.Tk, make_app) -> None:
-    # It ends with a long code block: complete only at the end, then painted in many slices.
+    # It ends with a long code block never closed: complete only when the answer ends, then
+    # painted in many pieces.
     listing = "\n".join(f"step_{i:03d} = run({i})  # a line of a long listing" for i in range(150))
-    backend = ScriptedBackend(rate=0, text=f"{LONG}\n```python\n{listing}\n```\n")
+    backend = ScriptedBackend(rate=0, text=f"{LONG}\n```python\n{listing}")
     app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.send("one")
-    pump_until(root, lambda: app.answer is None, what="the first answer's end")
-    assert app.transcript.painter.busy  # the premise: its last blocks are still painting
+    while app.answer is not None:  # one event at a time: update() could paint it all at once
+        root.tk.dooneevent(_tkinter.DONT_WAIT)
+    assert app.transcript.painter.busy  # the premise: its last block is still to be painted
     backend.text = SCRIPT
     app.send("two")
     pump_until(root, lambda: rendered(app), timeout=60, what="both answers, rendered")
