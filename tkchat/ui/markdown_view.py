@@ -208,8 +208,8 @@ class MarkdownPainter:
         """Main thread, in the tick that appended ``text`` to the answer: paint the blocks
         it completed now, within ``TICK_BUDGET_MS`` (the rest in slices). Painting in the
         tick, not in a callback of its own, lays the bottom of the window out once a frame
-        instead of twice: in a flood that halved what following the bottom cost. ``keeper``
-        is the tick's: it restores the view once, after both the append and the painting."""
+        instead of twice (following the bottom costs a layout of it). ``keeper`` is the
+        tick's: it restores the view once, after both the append and the painting."""
         if job.ended or job not in self._queue:
             return
         if job.stream.feed(text):
@@ -248,7 +248,7 @@ class MarkdownPainter:
         self._painted = self._painted_streaming = False
         try:
             with writable(self.text):
-                outcome = self._paint_some(started, keeper, budget_ms)
+                outcome = self._paint_some(started, keeper, budget_ms, progress=not in_tick)
         except Exception as exc:  # a rendering bug must not lose the answer: keep the plain text
             job = self._job
             if not (isinstance(exc, tk.TclError) and job is not None and not self._alive(job)):
@@ -274,14 +274,16 @@ class MarkdownPainter:
         elif outcome == "wait":
             self.scheduler.once("markdown", LEXER_WAIT_MS, self._slice)
 
-    def _paint_some(self, started: float, keeper: ViewKeeper, budget_ms: float) -> str:
+    def _paint_some(
+        self, started: float, keeper: ViewKeeper, budget_ms: float, *, progress: bool
+    ) -> str:
         """Render pieces while the predicted cost of the next one still fits the budget
-        (always at least one, so every slice makes progress). Returns "more" if work is
-        left, "wait" if a code block waits for its lexer, "idle" if nothing can be done
-        until more text arrives."""
-        did = False
+        (``progress``: at least one, so every slice moves on; a tick only does what fits).
+        Returns "more" if work is left, "wait" if a code block waits for its lexer, "idle"
+        if nothing can be done until more text arrives."""
+        did = not progress
         for job in list(self._queue):
-            # (A job whose answer's marks are gone fails at its first Tk call: _slice then
+            # (A job whose answer's marks are gone fails at its first Tk call: _paint then
             # drops it. Not checked here, at two calls a slice: each Tk call gives up the GIL
             # and may wait up to 5 ms to get it back while the model's thread runs.)
             self._job = job
@@ -308,11 +310,9 @@ class MarkdownPainter:
                     keeper.changing()
                     self._insert_hidden(job, piece, self._runs_for(piece))
                     job.next_piece += 1
-                    did = self._painted = True
-                    self._painted_streaming |= not job.ended
-                    continue
-                keeper.changing()
-                self._swap(job, keeper)
+                else:
+                    keeper.changing()
+                    self._swap(job, keeper)
                 did = self._painted = True
                 self._painted_streaming |= not job.ended
         return "idle"
