@@ -14,9 +14,10 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
    rules are made into runs here (tkhtmlview draws neither a quote nor a rule, and code gets
    Pygments' colours);
 3. rendered runs are cached per piece, so a piece seen before costs one insert;
-4. a block's pieces go in hidden (an ``elide`` tag) just before its plain text; when the
-   last one is in, one call deletes the block's plain lines and one shows its rendered
-   text. Plain text stays until its rendered form replaces it, so nothing is ever missing;
+4. a block's pieces go in just before its plain text, hidden (an ``elide`` tag) if they
+   take more than one callback; when the last one is in, one call deletes the block's
+   plain lines and one shows its rendered text. Plain text stays until its rendered form
+   replaces it, so nothing is ever missing and nothing is shown twice;
 5. around every change, :class:`~tkchat.ui.view_keeper.ViewKeeper` keeps the reader's view:
    at the bottom, or on the very text they were reading.
 
@@ -308,9 +309,9 @@ class MarkdownPainter:
                     if piece.lang and not lexer_ready(piece.lang):
                         return "more" if did else "wait"
                     keeper.changing()
-                    self._insert_hidden(job, piece, self._runs_for(piece))
+                    self._insert_piece(job, piece, self._runs_for(piece))
                     job.next_piece += 1
-                else:
+                if job.next_piece == len(job.pieces):  # its last piece is in: swap it in now
                     keeper.changing()
                     self._swap(job, keeper)
                 did = self._painted = True
@@ -358,10 +359,14 @@ class MarkdownPainter:
         end = f"{job.plain_mark} + {block.lines} lines"
         return job.end_mark if self.text.compare(end, ">", job.end_mark) else end
 
-    def _insert_hidden(self, job: PaintJob, piece: Piece, runs: list[Run]) -> None:
-        """Insert one piece's runs, hidden, just before the plain text (ending in a newline,
-        so the plain text still starts a line)."""
-        tags = (HIDDEN_TAG, *job.extra_tags)
+    def _insert_piece(self, job: PaintJob, piece: Piece, runs: list[Run]) -> None:
+        """Insert one piece's runs just before the plain text (ending in a newline, so the
+        plain text still starts a line): hidden if its block has more pieces to come, which
+        may be inserted by later callbacks. A block of one piece is swapped in by the same
+        callback (so never shown twice) and needs no hiding: eliding text and showing it
+        again costs Tk two more layouts of those lines."""
+        hidden = len(job.pieces) > 1
+        tags = (HIDDEN_TAG, *job.extra_tags) if hidden else job.extra_tags
         args: list[object] = []
         newlines = 0
         if job.inserted_any:
@@ -391,7 +396,8 @@ class MarkdownPainter:
         end = self._block_end(job, job.block)
         keeper.replacing(job.plain_mark, end)
         self.text.delete(job.plain_mark, end)
-        self.text.tag_remove(HIDDEN_TAG, job.shown_mark, job.plain_mark)
+        if len(job.pieces) > 1:
+            self.text.tag_remove(HIDDEN_TAG, job.shown_mark, job.plain_mark)
         keeper.replaced(job.shown_mark, job.plain_mark)
         self.text.mark_set(job.shown_mark, job.plain_mark)
         job.block = None
