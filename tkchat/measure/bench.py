@@ -369,7 +369,7 @@ class Bench:
             scratch.destroy()
         yield 0.3
         view = app.transcript.begin_answer()
-        app.transcript.append(view, text)  # as if it had streamed in
+        app.transcript.append(view, text, live=False)  # as if it had streamed in
         slices_before = len(app.transcript.painter.slice_ms)
         app.probe.start_recording()
         started = time.perf_counter()

@@ -205,16 +205,19 @@ class MarkdownPainter:
         self._queue.append(job)
         return job
 
-    def feed(self, job: PaintJob, text: str, keeper: ViewKeeper) -> None:
+    def feed(self, job: PaintJob, text: str, keeper: ViewKeeper | None) -> None:
         """Main thread, in the tick that appended ``text`` to the answer: paint the blocks
         it completed now, within ``TICK_BUDGET_MS`` (the rest in slices). Painting in the
         tick, not in a callback of its own, lays the bottom of the window out once a frame
         instead of twice (following the bottom costs a layout of it). ``keeper`` is the
-        tick's: it restores the view once, after both the append and the painting."""
-        if job.ended or job not in self._queue:
+        tick's: it restores the view once, after both the append and the painting. Without
+        one (text put on screen in bulk), all of it is left to slices."""
+        if job.ended or job not in self._queue or not job.stream.feed(text):
             return
-        if job.stream.feed(text):
+        if keeper is not None:
             self._paint(keeper, TICK_BUDGET_MS, in_tick=True)
+        elif not self.scheduler.pending("markdown"):
+            self.scheduler.once("markdown", 0, self._slice)
 
     def end(self, job: PaintJob) -> None:
         """The answer is complete: paint the rest, then call its ``on_done``."""

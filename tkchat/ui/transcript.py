@@ -186,15 +186,16 @@ class Transcript(ttk.Frame):
         keeper.restore()
         return view
 
-    def append(self, view: AnswerView, text: str) -> None:
+    def append(self, view: AnswerView, text: str, *, live: bool = True) -> None:
         """One insert for everything that arrived this tick; then the painter renders the
         markdown blocks this text completed, within a few milliseconds (the rest in its
-        own slices)."""
+        own slices). ``live=False``: text put on screen in bulk (a saved answer), whose
+        blocks are all left to the painter's slices."""
         keeper = self._adding_at_end()
         self._write(view.end_mark, text, ("answer",))
         self.record(view, text)
         if view.job is not None:
-            self.painter.feed(view.job, text, keeper)
+            self.painter.feed(view.job, text, keeper if live else None)
         keeper.restore()  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
