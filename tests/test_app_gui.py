@@ -255,6 +255,7 @@ def test_long_answer_renders_in_many_slices_and_loses_nothing(root: tk.Tk, make_
             assert words in shown, f"missing after render: {words!r}"
     assert "```" not in shown
     # styles are shared: a long answer adds a handful of tags, not one per formatting run
+    # (nor one per Copy code link: every tag slows every delete down)
     assert len(app.transcript.text.tag_names()) < 40
 
 

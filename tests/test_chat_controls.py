@@ -265,7 +265,11 @@ def test_copy_code_links_copy_exactly_their_block(root: tk.Tk, make_app) -> None
     backend.text = LONG_BLOCK
     assert isinstance(ask(root, app, "a long listing"), Done)
     [link] = code_links(app)
-    assert "value_059" in text.get("1.0", link)  # under the last piece
+    # The link is in the block's header, after its language, above the first piece ...
+    assert text.get(f"{link} linestart", link).strip() == "python"
+    assert "value_000" not in text.get("1.0", link)
+    shown = app.transcript.plain_text()
+    assert all(shown.count(f"value_{i:03d} =") == 1 for i in range(60))  # ... all shown once
     root.clipboard_clear()
     click(root, text, link)
     assert root.clipboard_get() == LONG_CODE

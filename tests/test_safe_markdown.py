@@ -17,13 +17,15 @@ from tests.conftest import hostile_answer, png_bytes
 from tkchat.render.safe_markdown import (
     ALLOWED_TAGS,
     DEFAULT_MAX_CHARS,
+    block_pieces,
     block_to_html,
     fenced_code,
-    iter_blocks_with_code,
     markdown_to_safe_html,
     sanitize_html,
     split_blocks,
 )
+from tkchat.render.scan import scan
+from tkchat.render.syntax import split_lines
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
@@ -679,12 +681,33 @@ def test_fenced_code_is_none_for_anything_else(block: str) -> None:
     assert fenced_code(block) is None
 
 
-def test_iter_blocks_with_code_marks_the_last_piece_of_each_fence() -> None:
+def test_block_pieces_give_a_fence_its_language_and_whole_code_on_its_first_piece() -> None:
     code = "\n".join(f"line_{i} = {i}  # a long enough line of code" for i in range(80))
-    text = f"Intro.\n\n```python\n{code}\n```\n\nMiddle.\n\n~~~\nshort\n~~~\n\nEnd."
-    marked = list(iter_blocks_with_code(text, 1000))
-    assert [block for block, _ in marked] == split_blocks(text, 1000)
-    fence_pieces = [i for i, (block, _) in enumerate(marked) if block.startswith("```")]
-    assert len(fence_pieces) > 1  # the long fence was split for rendering ...
-    codes = [(i, c) for i, (_, c) in enumerate(marked) if c is not None]
-    assert codes == [(fence_pieces[-1], code), (len(marked) - 2, "short")]  # ... one link
+    text = f"Intro.\n\n```python title=x\n{code}\n```\n\nMiddle.\n\n~~~\nshort\n~~~\n\nEnd."
+    pieces = [piece for raw in scan(split_lines(text)) for piece in block_pieces(raw, 1000)]
+    assert [piece.markdown for piece in pieces] == split_blocks(text, 1000)
+    python = [piece for piece in pieces if piece.lang == "python"]
+    assert len(python) > 1  # the long fence was split for rendering ...
+    assert python[0].first and python[0].code == code  # ... and one link copies all of it
+    assert all(not piece.first and piece.code is None for piece in python[1:])
+    assert "\n".join(piece.code_text() for piece in python) == code  # shown whole, once
+    (short,) = [piece for piece in pieces if piece.kind == "fence" and not piece.lang]
+    assert short.code == "short" and short.code_text() == "short"
+    assert [piece.kind for piece in pieces if piece.kind != "fence"] == ["para"] * 3
+
+
+def test_indented_code_shows_its_code_without_the_indent() -> None:
+    (raw,) = scan(split_lines("    x = 1\n\n      y = 2"))
+    (piece,) = block_pieces(raw)
+    assert piece.kind == "code" and piece.code is None and piece.lang == ""
+    assert piece.code_text() == "x = 1\n\n  y = 2"
+
+
+def test_a_single_line_break_stays_a_line_break() -> None:
+    poem = "Roses are **red,\nviolets** are blue,\n\nsugar is sweet."
+    html = markdown_to_safe_html(poem)
+    assert html.count("<br>") == 1 and html.count("<p>") == 2  # inside the bold, too
+    assert block_to_html("> one\n> two").count("<br>") == 1  # a quote's paragraph too
+    assert block_to_html("hard  \nbreak").count("<br>") == 1  # not doubled
+    assert "<br>" not in block_to_html("- a long item\n  wrapped by the model")  # joined
+    assert "<br>" not in block_to_html("`code\nspan` and text")

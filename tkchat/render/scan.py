@@ -74,8 +74,15 @@ def _list_end(lines: list[str], start: int) -> int:
 def scan(lines: list[str]) -> Iterator[RawBlock]:
     """Group lines into top-level blocks, in order, without splitting any of them (lazily:
     the painter takes blocks as its time budget allows)."""
+    for _start, _end, raw in scan_spans(lines):
+        yield raw
+
+
+def scan_spans(lines: list[str], start: int = 0) -> Iterator[tuple[int, int, RawBlock]]:
+    """:func:`scan` from line ``start`` on, each block with the indices of its first line and
+    of the line after it (blank lines between blocks belong to neither)."""
     n = len(lines)
-    i = 0
+    i = start
     while i < n:
         line = lines[i]
         if is_blank(line):
@@ -88,15 +95,15 @@ def scan(lines: list[str]) -> Iterator[RawBlock]:
             if not closed:
                 block = block[:1] + trim_blank_edges(block[1:])
                 block.append(fm.group("indent") + fm.group("fence"))  # close it: valid markdown
-            yield RawBlock("fence", block)
+            yield i, j, RawBlock("fence", block)
             i = j
             continue
         if ATX_RE.match(line):
-            yield RawBlock("heading", [line])
+            yield i, i + 1, RawBlock("heading", [line])
             i += 1
             continue
         if HR_RE.match(line):
-            yield RawBlock("hr", [line])
+            yield i, i + 1, RawBlock("hr", [line])
             i += 1
             continue
         if QUOTE_RE.match(line):
@@ -105,12 +112,12 @@ def scan(lines: list[str]) -> Iterator[RawBlock]:
                 if not QUOTE_RE.match(lines[j]) and interrupts(lines[j]):
                     break
                 j += 1
-            yield RawBlock("quote", lines[i:j])
+            yield i, j, RawBlock("quote", lines[i:j])
             i = j
             continue
         if is_list_start(line):
             j = _list_end(lines, i)
-            yield RawBlock("list", lines[i:j])
+            yield i, j, RawBlock("list", lines[i:j])
             i = j
             continue
         if INDENTED_CODE_RE.match(line):
@@ -125,7 +132,7 @@ def scan(lines: list[str]) -> Iterator[RawBlock]:
                 if not INDENTED_CODE_RE.match(lines[j]):
                     break
                 j += 1
-            yield RawBlock("code", lines[i:j])
+            yield i, j, RawBlock("code", lines[i:j])
             i = j
             continue
         j = i + 1
@@ -136,5 +143,5 @@ def scan(lines: list[str]) -> Iterator[RawBlock]:
             if interrupts(lines[j]):
                 break
             j += 1
-        yield RawBlock("para", lines[i:j])
+        yield i, j, RawBlock("para", lines[i:j])
         i = j

@@ -21,6 +21,8 @@ SETEXT_RE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 LIST_RE = re.compile(r"^(?P<indent>[ \t]*)(?P<marker>[*+-]|\d{1,9}[.)])(?:[ \t]+|$)")
 QUOTE_RE = re.compile(r"^ {0,3}> ?")
 INDENTED_CODE_RE = re.compile(r"^(?: {4}|\t)")
+_LANG_CHARS_RE = re.compile(r"[^\w#.+-]")
+MAX_LANGUAGE_CHARS = 32  # a language name longer than this is not one
 
 
 def split_lines(text: str) -> list[str]:
@@ -76,6 +78,14 @@ def fence_open(line: str) -> re.Match[str] | None:
     if m and m.group("fence")[0] == "`" and "`" in m.group("info"):
         return None
     return m
+
+
+def fence_language(line: str) -> str:
+    """The language an opening fence names (```` ```python title=x ```` gives ``python``),
+    reduced to the characters a language name uses; "" when it names none."""
+    m = fence_open(line)
+    words = m.group("info").split() if m else []
+    return _LANG_CHARS_RE.sub("", words[0])[:MAX_LANGUAGE_CHARS] if words else ""
 
 
 def fence_closes(line: str, fence: str) -> bool:

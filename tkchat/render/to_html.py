@@ -2,10 +2,10 @@
 
 The converter runs without its raw-HTML preprocessor and inline pattern, so any HTML the
 model writes comes out escaped, as visible text. Markdown images become their alt text, so
-tkhtmlview never fetches or opens anything, and loose list items lose their inner ``<p>``
-so a bullet and its text stay on one line. The result always goes through
-:func:`~tkchat.render.sanitize.sanitize_html` as well: the converter's configuration is
-one defence, the allow-list is the other.
+tkhtmlview never fetches or opens anything; loose list items lose their inner ``<p>`` so a
+bullet and its text stay on one line; a single line break stays a line break. The result
+always goes through :func:`~tkchat.render.sanitize.sanitize_html` as well: the converter's
+configuration is one defence, the allow-list is the other.
 
 Thread: any. Every conversion builds its own ``Markdown`` instance (they carry state
 between calls), and the memo cache of :func:`block_to_html` is thread-safe. The window
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import html
-import re
 import sys
 from xml.etree.ElementTree import Element
 
@@ -25,9 +24,7 @@ from markdown.treeprocessors import Treeprocessor
 
 from tkchat.render.blocks import split_blocks
 from tkchat.render.sanitize import sanitize_html
-from tkchat.render.syntax import dedent, fence_closes, fence_open
-
-_LANG_CHARS_RE = re.compile(r"[^\w#.+-]")
+from tkchat.render.syntax import dedent, fence_closes, fence_language, fence_open
 
 
 class _ImagesAsAltText(Treeprocessor):
@@ -85,6 +82,47 @@ class _TightListItems(Treeprocessor):
         li.extend(out)
 
 
+class _LineBreaksKept(Treeprocessor):
+    """A single line break in a paragraph stays a line break: a poem stays a poem, an
+    address an address, as chat users expect (markdown proper joins the lines). Inside list
+    items lines are still joined: there a break is almost always the model wrapping a long
+    item, and tkhtmlview would not indent the continuation under the bullet anyway. Runs
+    after the inline patterns (priority 20), so it sees the final elements; code is left
+    alone, and a hard break ("two spaces, newline") does not become two."""
+
+    def run(self, root: Element) -> None:
+        self._paragraphs(root)
+
+    def _paragraphs(self, parent: Element) -> None:
+        for child in parent:
+            if child.tag == "p":
+                self._break_lines(child)
+            elif child.tag not in ("ul", "ol", "pre"):
+                self._paragraphs(child)  # a blockquote's paragraphs
+
+    def _break_lines(self, element: Element) -> None:
+        children: list[Element] = []
+        first, *rest = (element.text or "").split("\n")
+        element.text = first
+        children += [_br(part) for part in rest]
+        for child in list(element):
+            if child.tag != "code":
+                self._break_lines(child)
+            tail = child.tail or ""
+            if child.tag == "br" and tail.startswith("\n"):
+                tail = tail[1:]  # a hard break's own newline
+            first, *rest = tail.split("\n")
+            child.tail = first
+            children += [child, *(_br(part) for part in rest)]
+        element[:] = children
+
+
+def _br(tail: str) -> Element:
+    br = Element("br")
+    br.tail = tail
+    return br
+
+
 def _make_markdown() -> markdown.Markdown:
     """A fresh converter (about 0.1 ms): Markdown instances are stateful, so one per call
     keeps rendering thread-safe without a lock."""
@@ -94,6 +132,7 @@ def _make_markdown() -> markdown.Markdown:
     md.preprocessors.deregister("html_block")
     md.inlinePatterns.deregister("html")
     md.treeprocessors.register(_ImagesAsAltText(md), "tkchat_images_as_alt", 15)
+    md.treeprocessors.register(_LineBreaksKept(md), "tkchat_line_breaks_kept", 16)
     md.treeprocessors.register(_TightListItems(md), "tkchat_tight_list_items", 14)
     return md
 
@@ -115,9 +154,7 @@ def _normalize_fences(text: str) -> str:
             i += 1
             continue
         fence, indent = fm.group("fence"), len(fm.group("indent"))
-        words = fm.group("info").split()
-        lang = _LANG_CHARS_RE.sub("", words[0]) if words else ""
-        out.append(fence + lang)
+        out.append(fence + fence_language(lines[i]))
         j = i + 1
         while j < len(lines) and not fence_closes(lines[j], fence):
             out.append(dedent(lines[j], indent))

@@ -156,7 +156,7 @@ class SavedConversations:
                 self.transcript.add_user(message.content)
             elif message.role == "assistant":
                 view = self.transcript.begin_answer()
-                self.transcript.append(view, message.content)
+                self.transcript.append(view, message.content, live=False)
                 self.transcript.finish(
                     view,
                     stopped=message.status == "stopped",

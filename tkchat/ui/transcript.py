@@ -18,13 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
-from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter
+from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
 from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.theme import follow_theme, set_role
 from tkchat.ui.translator import Translator
+from tkchat.ui.view_keeper import ViewKeeper
 
 BODY_FONT_SIZE = 11
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
@@ -54,6 +55,7 @@ class AnswerView:
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
+    job: PaintJob | None = None  # its markdown painting, block by block as it streams
 
 
 class Transcript(ttk.Frame):
@@ -116,14 +118,12 @@ class Transcript(ttk.Frame):
         with writable(self.text):
             self.text.insert(index, *args)  # type: ignore[arg-type]
 
-    def _at_bottom(self) -> bool:
-        return self.text.yview()[1] >= 0.999
-
-    def _follow(self, was_at_bottom: bool) -> None:
-        # Scroll with the answer only if the reader was already at the bottom: someone who
-        # scrolled up to read keeps their place.
-        if was_at_bottom:
-            self.text.see("end")
+    def _adding_at_end(self) -> ViewKeeper:
+        """Before writing at the end: a reader at the bottom will follow (``restore()``
+        after writing); someone who scrolled up to read keeps their place."""
+        keeper = ViewKeeper(self.text)
+        keeper.changing(at_end=True)
+        return keeper
 
     def _head_mark(self) -> str:
         """A mark at the start of the message about to be written at the end."""
@@ -146,20 +146,20 @@ class Transcript(ttk.Frame):
         return [*args, "\n", ("who",)]
 
     def add_user(self, message: str) -> UserView:
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         view = UserView(len(self.entries) + 1, self._head_mark(), message)
         self._write("end", *self._header("transcript.you", ACTIONS), message + "\n", ("user",))
         self.entries.append(view)
-        self._follow(bottom)
+        keeper.restore()
         return view
 
     def add_note(self, message: str, kind: str = "note") -> None:
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         self._write("end", message + "\n", (kind,))
-        self._follow(bottom)
+        keeper.restore()
 
     def begin_answer(self) -> AnswerView:
-        bottom = self._at_bottom()
+        keeper = self._adding_at_end()
         head = self._head_mark()
         number = self._marks
         view = AnswerView(
@@ -176,17 +176,29 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(view.start_mark, "left")
         self.text.mark_set(view.end_mark, "end-2c")
         self.text.mark_gravity(view.end_mark, "right")
+        # Its blocks are rendered one by one as they complete, while it streams.
+        view.job = self.painter.begin(
+            view.start_mark,
+            view.end_mark,
+            extra_tags=("answer",),
+            on_done=lambda: _rendered(view),
+        )
         self.answers.append(view)
         self.entries.append(view)
-        self._follow(bottom)
+        keeper.restore()
         return view
 
-    def append(self, view: AnswerView, text: str) -> None:
-        """One insert for everything that arrived this tick."""
-        bottom = self._at_bottom()
+    def append(self, view: AnswerView, text: str, *, live: bool = True) -> None:
+        """One insert for everything that arrived this tick; then the painter renders the
+        markdown blocks this text completed, within a few milliseconds (the rest in its
+        own slices). ``live=False``: text put on screen in bulk (a saved answer), whose
+        blocks are all left to the painter's slices."""
+        keeper = self._adding_at_end()
         self._write(view.end_mark, text, ("answer",))
         self.record(view, text)
-        self._follow(bottom)
+        if view.job is not None:
+            self.painter.feed(view.job, text, keeper if live else None)
+        keeper.restore()  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
@@ -212,23 +224,21 @@ class Transcript(ttk.Frame):
         render: bool = True,
         interrupted: bool = False,
     ) -> None:
-        """Mark the end of an answer; then paint its markdown in slices. ``interrupted``: a
-        saved answer the app was closed (or killed) in the middle of."""
-        bottom = self._at_bottom()
+        """Mark the end of an answer; its last markdown block is then painted (and any
+        before it not painted yet), in slices. ``render=False``: it stays as it is shown.
+        ``interrupted``: a saved answer the app was closed (or killed) in the middle of."""
+        keeper = self._adding_at_end()
         if stopped or interrupted:
             key = "transcript.interrupted" if interrupted else "transcript.stopped"
             self._write("end-1c", self.t(key) + "\n", ("note",))
         if error:
             self._write("end-1c", f"⚠ {error}\n", ("error",))
-        self._follow(bottom)
-        if render and view.text.strip():
-            self.painter.paint(
-                view.start_mark,
-                view.end_mark,
-                view.text,
-                extra_tags=("answer",),
-                on_done=lambda: _rendered(view),
-            )
+        keeper.restore()
+        if view.job is not None:
+            if render and view.text.strip():
+                self.painter.end(view.job)
+            else:
+                self.painter.drop(view.job)
 
     def clear(self) -> None:
         self.painter.cancel()
@@ -243,7 +253,9 @@ class Transcript(ttk.Frame):
         """Delete ``view`` and everything after it (edit and resend, regenerate)."""
         index = self.entries.index(view)
         gone = self.entries[index:]
-        self.painter.cancel()  # only a removed answer can still be painting: the last one
+        for removed in gone:  # their painting stops; earlier answers' goes on
+            if isinstance(removed, AnswerView) and removed.job is not None:
+                self.painter.drop(removed.job)
         with writable(self.text):
             self.text.delete(view.head_mark, "end-1c")
         self._unset_marks(gone)

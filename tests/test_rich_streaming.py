@@ -1,0 +1,307 @@
+"""Markdown rendered while an answer streams, and a view that never jumps (issue 12, bug 2).
+
+Real window, scripted answers long enough to scroll. The view is read back with ``yview()``
+and with the text of the line at the top of the window, before and after each change.
+"""
+
+from __future__ import annotations
+
+import _tkinter
+import tkinter as tk
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import pump_until
+from tkchat.events import Done
+from tkchat.generate.backend import Sampling
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
+from tkchat.ui.markdown_view import HIDDEN_TAG
+
+pytestmark = pytest.mark.gui
+
+LONG = long_answer(8_000)  # headings, lists, code; several screens
+RATE = 1_500  # tokens/s: the long answer streams for about 1.5 s
+HEADING = "Part 2: what the main loop does"
+
+
+def at_end(app) -> bool:
+    """What the reader sees: the transcript's last line is on screen, and the scrollbar is
+    at its end."""
+    text = app.transcript.text
+    return text.dlineinfo("end-1c") is not None and text.yview()[1] >= 0.999
+
+
+def top_line(app) -> str:
+    """The text of the line drawn at the top of the transcript."""
+    text = app.transcript.text
+    return str(text.get("@0,0", "@0,0 lineend"))
+
+
+def top_y(app) -> int:
+    info = app.transcript.text.dlineinfo("@0,0")
+    assert info is not None
+    return int(info[1])
+
+
+def rendered(app) -> bool:
+    return app.answer is None and not app.transcript.painter.busy
+
+
+def pump_watching(root: tk.Tk, done: Callable[[], bool], watch: Callable[[], None]) -> None:
+    """Run the loop until ``done()``, calling ``watch()`` after every turn of it."""
+
+    def check() -> bool:
+        watch()
+        return done()
+
+    pump_until(root, check, timeout=60, what="the answer, rendered")
+
+
+def scroll_to(app, words: str) -> None:
+    """What a reader does with the wheel: put the line holding ``words`` at the top."""
+    text = app.transcript.text
+    index = text.search(words, "1.0")
+    assert index, f"{words!r} is not on screen"
+    text.yview(f"{index} linestart")
+    text.update_idletasks()
+
+
+def test_a_reader_at_the_bottom_stays_there_while_it_streams_and_after_the_render(
+    root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    app.send("a long one")
+    ends: list[bool] = []
+
+    def watch() -> None:
+        if app.transcript.text.yview()[0] > 0 or ends:  # once the answer fills the window
+            ends.append(at_end(app))
+
+    pump_watching(root, lambda: rendered(app), watch)
+    root.update()
+    assert len(ends) > 20  # the premise: it streamed across many turns of the loop
+    assert all(ends), f"left the bottom while streaming: {ends.count(False)} times"
+    assert at_end(app), app.transcript.text.yview()  # and the final render did not jump back
+    assert app.transcript.answers[-1].rendered
+
+
+def test_a_reader_who_scrolled_up_stays_on_the_same_line_through_stream_and_render(
+    root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    app.send("a long one")
+    pump_until(root, lambda: "Part 4" in app.answer.text, what="several parts")
+    scroll_to(app, HEADING)
+    assert app.answer is not None  # still streaming: the reader scrolled up mid-answer
+    y = top_y(app)
+    fraction = app.transcript.text.yview()
+    lines: list[str] = []
+    pump_watching(root, lambda: rendered(app), lambda: lines.append(top_line(app)))
+    root.update()
+    moved = [line for line in lines if HEADING not in line]
+    assert not moved, f"the view moved to {moved[0]!r}"
+    assert HEADING in top_line(app) and "#" not in top_line(app)  # rendered, in place
+    assert abs(top_y(app) - y) <= 1
+    assert app.transcript.text.yview() != fraction  # (the text below grew: not a fraction)
+
+
+def test_regenerate_follows_the_bottom_to_the_end(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    app.send("a long one")
+    pump_until(root, lambda: rendered(app), timeout=60, what="the first answer")
+    assert at_end(app)
+    assert app.regenerate()
+    ends: list[bool] = []
+    pump_watching(root, lambda: rendered(app), lambda: ends.append(at_end(app)))
+    root.update()
+    assert isinstance(app.finished[-1], Done) and len(app.transcript.answers) == 1
+    assert all(ends) and at_end(app), app.transcript.text.yview()
+
+
+def test_a_reader_a_few_lines_up_a_long_transcript_is_not_pulled_down(
+    root: tk.Tk, make_app
+) -> None:
+    """In 20,000 lines, three lines up is 0.9998 of the scroll range: "at the bottom" must
+    mean the last line is on screen, not a fraction."""
+    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    app.transcript.add_note("".join(f"earlier line {i}\n" for i in range(20_000)))
+    app.send("a long one")
+    pump_until(root, lambda: "Part 3" in app.answer.text, what="some of the answer")
+    app.transcript.text.yview_scroll(-3, "units")
+    root.update()
+    assert app.transcript.text.yview()[1] > 0.999  # the premise: a tiny fraction away
+    pulled: list[bool] = []
+    pump_watching(root, lambda: rendered(app), lambda: pulled.append(at_end(app)))
+    root.update()
+    assert len(pulled) > 10 and not any(pulled), "pulled down to the end of the answer"
+
+
+def saved_chat(app, answers: int) -> int:
+    """A saved conversation whose answers are long and all different (nothing cached)."""
+    store = app.archive.store
+    chat = store.create("long answers")
+    for number in range(answers):
+        store.add_message(chat.id, "user", f"Question {number}?")
+        answer = long_answer(5_000).replace("Part ", f"Answer {number}, part ")
+        store.add_message(chat.id, "assistant", answer.replace("round", f"round {number}:"))
+    return int(chat.id)
+
+
+def test_reopening_a_saved_chat_shows_its_end_and_stays_there(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    chat = saved_chat(app, 3)
+    app.conversations.show(chat)
+    ends: list[bool] = []
+
+    def watch() -> None:
+        if not app.showing_conversation:
+            ends.append(at_end(app))
+
+    pump_watching(
+        root, lambda: not app.showing_conversation and not app.transcript.painter.busy, watch
+    )
+    root.update()
+    assert all(view.rendered for view in app.transcript.answers)
+    assert all(ends) and at_end(app), app.transcript.text.yview()
+
+
+def test_reopening_a_saved_chat_keeps_a_reader_who_scrolled_up_in_place(
+    root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    chat = saved_chat(app, 3)
+    app.conversations.show(chat)
+    heading = "Answer 1, part 3: what the main loop does"
+    # One event at a time (update() would run every slice at once): the reader scrolls as
+    # soon as the second answer is on screen, before its markdown is painted.
+    while not app.transcript.text.search(heading, "1.0"):
+        root.tk.dooneevent(_tkinter.DONT_WAIT)
+    assert app.transcript.painter.busy and "### " + heading in app.transcript.plain_text()
+    scroll_to(app, heading)
+    y = top_y(app)
+    lines: list[str] = []
+    pump_watching(
+        root, lambda: not app.transcript.painter.busy, lambda: lines.append(top_line(app))
+    )
+    root.update()
+    assert all(heading in line for line in lines), "the view moved"
+    assert heading in top_line(app) and "#" not in top_line(app)
+    assert abs(top_y(app) - y) <= 1
+
+
+def test_blocks_are_rendered_while_the_answer_streams(root: tk.Tk, make_app) -> None:
+    """Each block is rendered once the next has begun; only the open last one is plain.
+    Nothing is ever missing meanwhile, and non-BMP characters split across tokens survive."""
+    app = make_app(ScriptedBackend(rate=150, split_utf8=True), sampling=Sampling(max_tokens=0))
+    app.send("show me")
+    view = app.answer
+    seen: dict[str, bool] = {}
+
+    def watch() -> None:
+        if app.answer is None or "```python" not in view.text or "流式" not in view.text:
+            return
+        shown = app.transcript.plain_text()
+        # the heading, the list and the code block above are rendered: no markers left ...
+        seen["rendered above"] = "## Why" not in shown and "```" not in shown
+        # ... and every word of them is there, once
+        seen["nothing lost"] = shown.count("Why the window stays smooth") == 1 and (
+            shown.count("def drain(self) -> None:") == 1
+        )
+
+    pump_watching(root, lambda: rendered(app), watch)
+    assert seen == {"rendered above": True, "nothing lost": True}
+    assert app.transcript.painter.streaming_slice_ms  # it painted while streaming
+    assert view.text == SCRIPT and view.rendered
+    shown = app.transcript.plain_text()
+    for piece in ("😀 🚀 🧠 𝄞", "中文", "never block the thread that draws", "queue.Queue"):
+        assert shown.count(piece) == 1, piece
+    assert "**" not in shown and "\ufffd" not in shown
+
+
+def test_the_open_block_stays_plain_until_the_next_one_starts(root: tk.Tk, make_app) -> None:
+    text = (
+        "First paragraph with **bold**.\n\nSecond paragraph, **still open** while the rest"
+        " of its sentence keeps arriving, one word after another, for a while."
+    )
+    app = make_app(ScriptedBackend(rate=30, text=text), sampling=Sampling(max_tokens=0))
+    app.send("go")
+    pump_until(root, lambda: "open**" in app.answer.text, what="the second paragraph")
+    shown = app.transcript.plain_text
+    pump_until(root, lambda: "First paragraph with bold." in shown(), what="the first, rendered")
+    assert app.answer is not None  # while the answer still streams ...
+    assert "Second paragraph, **still open**" in shown()  # ... the open block is plain
+    pump_until(root, lambda: rendered(app), what="the end")
+    assert shown().count("Second paragraph, still open while the rest") == 1
+    assert "**" not in shown()
+
+
+def test_a_new_answer_while_the_previous_one_still_renders(root: tk.Tk, make_app) -> None:
+    # It ends with a long code block never closed: complete only when the answer ends, then
+    # painted in many pieces.
+    listing = "\n".join(f"step_{i:03d} = run({i})  # a line of a long listing" for i in range(150))
+    backend = ScriptedBackend(rate=0, text=f"{LONG}\n```python\n{listing}")
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
+    app.send("one")
+    while app.answer is not None:  # one event at a time: update() could paint it all at once
+        root.tk.dooneevent(_tkinter.DONT_WAIT)
+    assert app.transcript.painter.busy  # the premise: its last block is still to be painted
+    backend.text = SCRIPT
+    app.send("two")
+    pump_until(root, lambda: rendered(app), timeout=60, what="both answers, rendered")
+    first, second = app.transcript.answers
+    assert first.rendered and second.rendered
+    shown = app.transcript.plain_text()
+    assert shown.count("Why the window stays smooth") == 1
+    assert shown.count("Part 9: what the main loop does") == 1
+    assert shown.index("Part 9: what") < shown.index("Why the window stays smooth")
+
+
+def test_a_block_that_fails_to_render_stays_plain_and_the_rest_renders(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app(ScriptedBackend(rate=0), sampling=Sampling(max_tokens=0))
+    painter = app.transcript.painter
+    real = painter._runs_for
+
+    def broken(piece):
+        if piece.kind == "list":
+            raise RuntimeError("a rendering bug")
+        return real(piece)
+
+    monkeypatch.setattr(painter, "_runs_for", broken)
+    app.send("go")
+    pump_until(root, lambda: rendered(app), what="the answer, rendered")
+    shown = app.transcript.plain_text()
+    assert "1. Generation: the model loop" in shown  # the list: plain, and whole
+    assert "## Why" not in shown and "```" not in shown  # the blocks around it: rendered
+    assert app.transcript.answers[-1].rendered
+    assert "markdown rendering failed" in caplog.text
+    caplog.clear()  # logged as it should be; the fixture would fail the test on it
+
+
+def test_a_job_whose_marks_were_removed_never_raises(root: tk.Tk, make_app) -> None:
+    """The painter must not trust that the transcript told it: slices after the answer's
+    marks vanished (and giving up on such a job) raise nothing."""
+    app = make_app(ScriptedBackend(rate=0))
+    transcript, painter = app.transcript, app.transcript.painter
+
+    def ended_answer():
+        view = transcript.begin_answer()
+        transcript.append(view, LONG)
+        transcript.finish(view)  # its slices are scheduled; none has run yet
+        assert view.job is not None and painter.busy
+        return view, view.job
+
+    view, _job = ended_answer()
+    transcript.text.mark_unset(view.start_mark, view.end_mark)  # behind the painter's back
+    pump_until(root, lambda: not painter.busy, what="the painter to let go")
+    assert not view.rendered
+    assert not transcript.text.tag_ranges(HIDDEN_TAG)  # nothing half-painted left behind
+    # Giving up on a job after an error, when even the painter's own marks are gone:
+    view, job = ended_answer()
+    transcript.text.mark_unset(job.start_mark, job.end_mark, job.shown_mark, job.plain_mark)
+    painter._give_up(job)
+    assert not painter.busy and not view.rendered

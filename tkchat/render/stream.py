@@ -1,0 +1,177 @@
+"""The blocks of a markdown answer that is still arriving, each one as soon as it is complete.
+
+A block is complete when nothing that can still arrive would change it:
+
+- a heading, a rule, a closed code fence: as soon as their last line is;
+- a paragraph or a quote: at the first blank line after it;
+- a list or indented code: when the line after the blank lines has begun and cannot go on
+  with it (a list goes on with an indented line or another item, indented code with an
+  indented line), or when the next block has started;
+- the last block: when the answer ends.
+
+Line by line, a line is judged only once it is complete, since its start can still change
+its meaning ("  " may become the indentation of a list's next paragraph); the one exception
+is the open line after a list or indented code, judged by its indentation and its first
+character as soon as it has one that is not a space.
+
+Each block comes with the number of lines it covers, counting the blank lines after it, so
+the window can replace exactly those lines of plain text with the rendered block by counting
+*lines* from a mark: line counts are the same in Python and in Tk, where character counts are
+not (Tk 8.6 counts a character above U+FFFF as two).
+
+The open last block is scanned again when lines arrive, which would be quadratic for one
+enormous block (a 5,000-line poem); so once it is long it is scanned again only when a line
+arrives that could end it (a blank line, the line after one, a line that starts another
+kind of block, the end of indented code or of a setext heading), or when it has grown by an
+eighth. The total work stays linear in the answer's length.
+
+Pure Python, no Tk. One stream belongs to one answer and is used by one thread at a time (the
+window's main thread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tkchat.render.scan import RawBlock, scan_spans
+from tkchat.render.syntax import (
+    SETEXT_RE,
+    fence_closes,
+    fence_open,
+    indent_width,
+    interrupts,
+    is_blank,
+)
+
+_LIST_MARKER_STARTS = frozenset("*+-0123456789")  # what a list item's line can begin with
+
+RESCAN_ALWAYS_BELOW = 256  # lines: an open block shorter than this is scanned at every line
+
+
+@dataclass(frozen=True)
+class StreamBlock:
+    """A complete top-level block of a streaming answer."""
+
+    raw: RawBlock
+    # Lines of the text it covers, with the blank lines before it; None for the answer's
+    # last block, which runs to the end. (The blank lines after a block go with the next
+    # one, so while that one streams they still separate it from the rendered block.)
+    lines: int | None
+
+
+class BlockStream:
+    """Feed it the answer's text as it arrives; take complete blocks with :meth:`next_block`."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []  # the complete lines so far
+        self._partial: list[str] = []  # the pieces of the line still open
+        self._start = 0  # the first line of the first block not handed out yet
+        self._rescan_at = 0  # scan the open block again once it has this many lines
+        self._begun = False  # does the open line have a character that is not a space?
+        self.ended = False
+
+    def feed(self, text: str) -> bool:
+        """Add text; True if a block may have been completed by it: it completed a line, or
+        gave the open line its first character that is not a space."""
+        if self.ended:
+            raise ValueError("the stream has ended")
+        # Tk ends lines at "\n" only; so does this class, whatever else a model writes.
+        text = text.replace("\r", "")
+        if "\n" not in text:
+            if not text:
+                return False
+            self._partial.append(text)
+            if self._begun or not text.strip():
+                return False
+            self._begun = True
+            self._rescan_at = 0  # the open line can now end a list or indented code
+            return True
+        first, *rest = text.split("\n")
+        self._partial.append(first)
+        tail = rest.pop()
+        new = ["".join(self._partial), *rest]
+        if len(self._lines) + len(new) - self._start < self._rescan_at:  # a long open block
+            previous = self._lines[-1] if self._lines else ""
+            for line in new:
+                if _may_end_block(previous, line):
+                    self._rescan_at = 0
+                    break
+                previous = line
+        self._lines.extend(new)
+        self._partial = [tail] if tail else []
+        self._begun = bool(tail.strip())
+        return True
+
+    def end(self) -> None:
+        """The answer is complete: its last block is complete too."""
+        if not self.ended:
+            self.ended = True
+            if self._partial:
+                self._lines.append("".join(self._partial))
+                self._partial = []
+
+    @property
+    def exhausted(self) -> bool:
+        """Ended, and every block handed out."""
+        return self.ended and self._start >= len(self._lines)
+
+    def next_block(self) -> StreamBlock | None:
+        """The next complete block, or None if there is none yet (or none left)."""
+        open_lines = len(self._lines) - self._start
+        if open_lines <= 0 or (not self.ended and open_lines < self._rescan_at):
+            return None
+        spans = scan_spans(self._lines, self._start)
+        first = next(spans, None)
+        if first is None:  # only blank lines so far
+            if not self.ended:
+                return None
+            # Blank lines after the last block: an empty block takes them away.
+            self._start = len(self._lines)
+            return StreamBlock(RawBlock("para", []), None)
+        second = next(spans, None)
+        if second is None and self.ended:
+            self._start = len(self._lines)
+            return StreamBlock(first[2], None)
+        if second is None and not self._complete_already(*first):
+            self._rescan_at = (
+                open_lines + 1 if open_lines < RESCAN_ALWAYS_BELOW else open_lines * 9 // 8
+            )
+            return None
+        block = StreamBlock(first[2], first[1] - self._start)
+        self._start = first[1]
+        self._rescan_at = 0
+        return block
+
+    def _complete_already(self, start: int, end: int, raw: RawBlock) -> bool:
+        """Is the last block found complete although no block after it has started? (Only
+        blank lines, if any, follow it: the scan found no other block.)"""
+        if raw.kind in ("heading", "hr"):
+            return True
+        if raw.kind == "fence":
+            opening = fence_open(self._lines[start])
+            closer = self._lines[end - 1]
+            return (
+                end - start >= 2 and opening is not None and fence_closes(closer, opening["fence"])
+            )
+        if end >= len(self._lines):  # no blank line after it yet
+            return False
+        if raw.kind in ("para", "quote"):
+            return True
+        begun = "".join(self._partial)
+        if not begun.strip():
+            return False
+        if raw.kind == "code":
+            return indent_width(begun) < 4
+        return indent_width(begun) < 2 and begun.lstrip()[0] not in _LIST_MARKER_STARTS
+
+
+def _may_end_block(previous: str, line: str) -> bool:
+    """Could ``line``, after ``previous``, end the block they are in? (Cheap; True whenever
+    the scan might end a block there, so a block is never handed out late.)"""
+    return (
+        is_blank(line)
+        or is_blank(previous)
+        or interrupts(line)
+        or (indent_width(line) < 4 <= indent_width(previous))
+        or SETEXT_RE.match(previous) is not None
+    )

@@ -1,0 +1,95 @@
+"""Keep the transcript's view where the reader has it while the program changes its text.
+
+Tk keeps the line at the top of a Text widget in place when text above or below it changes,
+but not when that line itself is deleted: the view then moves to where the deletion began.
+Replacing an answer's plain text with its rendered form deletes lines, so without help the
+view jumped from the end of a long answer back to its first screen.
+
+The rule, for every callback that changes the transcript:
+
+- a reader at the bottom stays at the bottom (the view follows the answer);
+- anywhere else, the first character on screen is remembered by a mark, with the height at
+  which its line is drawn; if the lines it is in are replaced by their rendered form, the
+  mark moves to the same line of the rendered block (or its last one); afterwards that line
+  is put back at the same height. The anchor is text, never a fraction of the scroll range,
+  since everything above the reader may change height.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+
+ANCHOR_MARK = "view_anchor"  # no "-" in a mark used in index arithmetic: Tk would split there
+
+
+def at_bottom(text: tk.Text) -> bool:
+    """Is the reader at the end of the text (and so should follow it)? Yes if its last line
+    is on screen. Not a fraction of the scroll range: in a 20,000-line transcript, 0.999 of
+    it left a reader ten lines up "at the bottom", and pulled them down. A widget not on
+    screen yet has no reader: it follows, so it shows the end when it appears."""
+    return text.dlineinfo("end-1c") is not None or not text.winfo_viewable()
+
+
+def lines_between(text: tk.Text, start: str, end: str) -> int:
+    """Logical lines from ``start`` to ``end`` (elided ones count too)."""
+    return int(text.tk.call(str(text), "count", "-lines", start, end))
+
+
+class ViewKeeper:
+    """One per callback that changes the transcript (the tick that appends text and paints
+    the blocks it completed, or a painter slice): :meth:`changing` before each change,
+    :meth:`restore` once at the end. What the reader sees is looked at before the first
+    change; the anchor is only set when text that is not at the end changes."""
+
+    def __init__(self, text: tk.Text) -> None:
+        self.text = text
+        self.mode: str | None = None  # None (not looked yet), "bottom" or "anchor"
+        self.changed = False  # was anything changed?
+        self._anchored = False  # is the anchor mark set?
+        self._y = 0  # where the anchor's display line was drawn, in pixels
+        self._line: int | None = None  # the anchor's line within a block being replaced
+
+    def changing(self, *, at_end: bool = False) -> None:
+        """The text is about to change; ``at_end``: only by text added at its end (which
+        moves nothing a reader who scrolled up is looking at)."""
+        if self.mode is None:
+            self.mode = "bottom" if at_bottom(self.text) else "anchor"
+        self.changed = True
+        if self.mode == "anchor" and not at_end and not self._anchored:
+            top = self.text.index("@0,0")
+            info = self.text.dlineinfo(top)
+            self.text.mark_set(ANCHOR_MARK, top)
+            self.text.mark_gravity(ANCHOR_MARK, "right")  # stays with that character
+            self._y = info[1] if info else 0
+            self._anchored = True
+
+    def replacing(self, start: str, end: str) -> None:
+        """The text from ``start`` to ``end`` is about to be deleted: if the anchor is in it,
+        remember on which of its lines."""
+        if not self._anchored:
+            return
+        if self.text.compare(start, "<=", ANCHOR_MARK) and self.text.compare(ANCHOR_MARK, "<", end):
+            self._line = lines_between(self.text, start, ANCHOR_MARK)
+
+    def replaced(self, start: str, end: str) -> None:
+        """The deleted text's replacement lies from ``start`` to ``end``: the anchor, if it
+        was in the deleted text, goes to its line there (or the replacement's last line)."""
+        if self._line is None:
+            return
+        last = max(0, lines_between(self.text, start, end) - 1)
+        self.text.mark_set(ANCHOR_MARK, f"{start} + {min(self._line, last)} lines")
+        self._line = None
+
+    def restore(self) -> None:
+        """Put the view back: at the bottom, or with the anchor's line at its height."""
+        if self.mode == "bottom" and self.changed:
+            self.text.see("end")
+        elif self._anchored:
+            self.text.yview(ANCHOR_MARK)
+            info = self.text.dlineinfo(ANCHOR_MARK)
+            if info is not None and info[1] != self._y:
+                self.text.yview_scroll(info[1] - self._y, "pixels")
+            self.text.mark_unset(ANCHOR_MARK)
+        self.mode, self.changed, self._anchored = None, False, False
