@@ -109,3 +109,11 @@ def test_compare_both_opens_a_qt_and_a_tk_window_and_closes_them(display: None) 
             proc.kill()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_the_qt_clients_own_strings_exist_in_both_languages() -> None:
+    from tkchat.i18n import qt_window
+
+    assert set(qt_window.STRINGS["en"]) == set(qt_window.STRINGS["zh"])
+    for key, text in qt_window.STRINGS["zh"].items():
+        assert text != qt_window.STRINGS["en"][key], key

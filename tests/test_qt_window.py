@@ -131,6 +131,14 @@ def test_broken_variant_appends_once_per_token_and_says_so(
     assert window.transcript.updates == final.stats.tokens  # the mistake: one per token
 
 
+def test_the_window_speaks_chinese_too(make_window: Callable[..., ChatWindow]) -> None:
+    window = make_window(ScriptedBackend(rate=0, fail_at=5), mode="no-coalesce", language="zh")
+    assert window.windowTitle().startswith("tkchat（Qt）—— scripted —— 故障模式")
+    assert window.send_button.text() == "发送" and window.health.ping_button.text() == "点我"
+    ask(window)
+    assert window.status.text().startswith("出错：")
+
+
 def test_stop_stops_the_worker_and_nothing_of_it_shows_later(
     make_window: Callable[..., ChatWindow],
 ) -> None:
