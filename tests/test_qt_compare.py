@@ -3,6 +3,7 @@ command line's answers when the Qt client cannot do what is asked."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -60,6 +61,13 @@ def test_qt_puts_qts_broken_variant_beside_qt_fixed() -> None:
         (["compare", "--toolkit", "qt", "--broken", "blocking"], "not blocking"),
         (["compare", "--toolkit", "both", "--broken", "no-coalesce"], "leave out --broken"),
         (["--toolkit", "qt", "--lessons"], "the Qt client has no --lessons"),
+        pytest.param(
+            ["--toolkit", "qt", "--geometry", "big"],
+            "--geometry must look like 900x700+0+0",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("PySide6") is None, reason="checked by the Qt client"
+            ),
+        ),
     ],
 )
 def test_what_the_qt_client_cannot_do_is_said_in_one_line(

@@ -73,7 +73,10 @@ def open_window(backend: Backend, options: QtOptions) -> ChatWindow:
 def run_qt_app(backend: Backend, options: QtOptions) -> int:
     """Main thread: the Qt event loop, until the window closes. 2 for a malformed geometry."""
     if options.geometry and not _GEOMETRY_RE.match(options.geometry.strip()):
-        print(f"tkchat: --geometry must look like 900x700+0+0, not {options.geometry!r}")
+        print(
+            f"tkchat: --geometry must look like 900x700+0+0, not {options.geometry!r}",
+            file=sys.stderr,
+        )
         return 2
     app = application()
     window = open_window(backend, options)
