@@ -6,6 +6,9 @@ The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antip
 ``teach``, ``i18n``, ``modes``} → ``events`` and ``stats``. The anti-patterns sit above the
 window they break; the window reaches them only through :func:`tkchat.ui.pipeline.make_pipeline`,
 by import path, so nothing imports them by name.
+
+``qt``, the Qt client, stands beside ``ui``: it uses the same Tk-free layers below, imports no
+Tk, and only ``measure`` and ``cli`` (above both windows) may import it.
 """
 
 from __future__ import annotations
@@ -157,3 +160,48 @@ def test_every_tk_free_package_imports_without_tk() -> None:
 def test_hiding_tk_is_noticed() -> None:
     result = _run_without_tk("import tkchat.ui.app")
     assert result.returncode != 0 and "tkinter" in result.stderr
+
+
+# -- the Qt client: beside the Tk window, never mixed with it -----------------------------------
+
+
+def test_qt_stands_beside_the_tk_window() -> None:
+    graph = package_graph()
+    assert graph["qt"], "tkchat/qt/ imports the shared pipeline"
+    assert not graph["qt"] & {"ui", "antipatterns", "measure", "cli"}, graph["qt"]
+    importers = {unit for unit, imported in graph.items() if "qt" in imported}
+    assert importers <= {"measure", "cli"}, f"{importers} import the Qt client"
+
+
+HIDE_QT = "sys.modules['PySide6'] = None; "
+
+
+def test_help_works_without_qt_and_the_qt_client_says_how_to_get_it() -> None:
+    result = _run_without_tk(HIDE_QT + "from tkchat.cli import main; main(['--help'])")
+    assert result.returncode == 0, result.stderr
+    assert "--toolkit" in result.stdout
+    # importlib.util.find_spec() cannot see the hidden module: hide it from it as well
+    code = (
+        HIDE_QT
+        + "import importlib.util; importlib.util.find_spec = lambda name, *a: None; "
+        + "from tkchat.cli import main; raise SystemExit(main(['--toolkit', 'qt']))"
+    )
+    result = _run_without_tk(code)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "tkchat: the Qt client needs PySide6, which is not installed: pip install -e '.[qt]'"
+    )
+
+
+def test_the_qt_client_imports_without_tk() -> None:
+    pytest.importorskip("PySide6.QtWidgets", reason="the Qt client needs PySide6 (the qt extra)")
+    modules = sorted(
+        ".".join(("tkchat", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        )
+        for path in (PACKAGE / "qt").rglob("*.py")
+    )
+    assert "tkchat.qt.window" in modules
+    code = f"import importlib\nfor name in {modules!r}:\n    importlib.import_module(name)"
+    result = _run_without_tk(code)
+    assert result.returncode == 0, result.stderr

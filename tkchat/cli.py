@@ -12,10 +12,12 @@ from typing import Any
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.teach.compare import COMPARE_TOOLKITS
 from tkchat.transport.chaos import Chaos
 
 DEFAULT_SEED = 7
 DEFAULT_PROMPT_TOKENS = 3000  # a pasted page or two; fits the bundled model's 4,096 context
+TOOLKITS = ("tk", "qt")  # qt: the Qt client (tkchat/qt/, the optional `qt` extra)
 
 
 def _model_options() -> argparse.ArgumentParser:
@@ -167,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tkchat {__version__}")
     _add_server_option(parser)
+    parser.add_argument(
+        "--toolkit",
+        choices=TOOLKITS,
+        default="tk",
+        help="tk: the chat window (default); qt: the small Qt client on the same pipeline "
+        "(modes fixed and no-coalesce; needs the qt extra: pip install -e '.[qt]')",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     bench = commands.add_parser(
@@ -232,7 +241,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Open two tkchat processes next to each other — one broken mode, one "
         "fixed — and send both the same prompt with the same seed.",
     )
-    compare.add_argument("--broken", choices=BROKEN_MODES, default="blocking")
+    compare.add_argument(
+        "--broken",
+        choices=BROKEN_MODES,
+        default=None,
+        help="the broken mode on the left (default: blocking; no-coalesce with --toolkit qt)",
+    )
+    compare.add_argument(
+        "--toolkit",
+        choices=COMPARE_TOOLKITS,
+        default="tk",
+        help="tk: two Tk windows (default); qt: two Qt windows, the broken one left; "
+        "both: the Qt window beside the Tk window, both fixed",
+    )
     _add_server_option(compare)
     compare.add_argument("--prompt", default=None, help="the prompt both windows send")
     compare.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -246,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
         "injected X events; exit 0 if all pass, 1 if not.",
     )
     selftest.add_argument("--mode", choices=MODES, default=FIXED)
+    selftest.add_argument(
+        "--toolkit", choices=TOOLKITS, default="tk", help="which window to test (qt: the Qt client)"
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -341,6 +365,13 @@ def main(argv: list[str] | None = None) -> int:
                 prompt_tokens=args.prompt_tokens,
             )
         )
+    if args.command == "compare" and args.toolkit != "tk":
+        problem = _qt_problem(args.broken or "no-coalesce")
+        if args.toolkit == "both" and args.broken:
+            problem = "--toolkit both compares the two fixed windows: leave out --broken"
+        if problem:
+            print(f"tkchat compare: {problem}", file=sys.stderr)
+            return 2
     if args.command == "compare":
         from tkchat.teach.compare import run_compare
 
@@ -350,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             prompt=args.prompt,
             seed=args.seed,
             max_tokens=args.max_tokens,
+            toolkit=args.toolkit,
         )
     if args.command == "serve":
         from tkchat.generate.factory import make_backend
@@ -363,18 +395,38 @@ def main(argv: list[str] | None = None) -> int:
             prompt_rate=args.prompt_rate,
         )
         return run_server(backend, host=args.host, port=args.port)
+    if args.command == "selftest" and args.toolkit == "qt":
+        problem = _qt_problem(args.mode)
+        if problem:
+            print(f"tkchat selftest: {problem}", file=sys.stderr)
+            return 2
+        from tkchat.measure.qt_selftest import run_qt_selftest
+
+        return run_qt_selftest(
+            args.mode,
+            args.backend,
+            args.model,
+            rate=2000.0 if args.rate is None else args.rate,
+            tokens=args.tokens,
+        )
     if args.command == "models":
         return run_models(args)
     if args.command == "selftest":
         from tkchat.measure.selftest import run_selftest
 
         return run_selftest(
-            args.mode, args.backend, args.model, rate=2000.0 if args.rate is None else args.rate
+            args.mode,
+            args.backend,
+            args.model,
+            rate=2000.0 if args.rate is None else args.rate,
+            tokens=args.tokens,
         )
     if args.command == "watchdog":
         from tkchat.measure.watchdog import run_watchdog
 
         return run_watchdog(state=args.state, geometry=args.geometry, theme=args.theme)
+    if args.toolkit == "qt":
+        return run_qt(args)
     return run_app(args)
 
 
@@ -514,6 +566,67 @@ def window_model(given: str | None, recent: list[str], environ: Mapping[str, str
     if given is not None or environ.get(ENV_VAR):
         return given
     return recent[0] if recent and Path(recent[0]).is_file() else None
+
+
+def _qt_problem(mode: str) -> str | None:
+    """Why the Qt client cannot run as asked (None: it can)."""
+    from tkchat.qt import QT_MODES, qt_missing
+
+    if mode not in QT_MODES:
+        return f"the Qt client has the modes {' and '.join(QT_MODES)}, not {mode}"
+    return qt_missing()
+
+
+def run_qt(args: argparse.Namespace) -> int:
+    """``tkchat --toolkit qt``: the Qt window on the same backends (no history, lessons or
+    projector: it is the article's client, kept small)."""
+    problem = _qt_problem(args.mode)
+    unsupported = [
+        flag
+        for flag, given in (("--lessons", args.lessons), ("--projector", args.projector))
+        if given
+    ]
+    if unsupported:
+        problem = f"the Qt client has no {' or '.join(unsupported)}"
+    if problem:
+        print(f"tkchat: {problem}", file=sys.stderr)
+        return 2
+    from dataclasses import replace
+
+    from tkchat.generate.backend import Sampling
+    from tkchat.generate.factory import make_backend
+    from tkchat.qt.app import QtOptions, run_qt_app
+    from tkchat.teach.lessons import default_language
+
+    backend = make_backend(
+        args.backend,
+        model=args.model,
+        rate=50.0 if args.rate is None else args.rate,
+        tokens=args.tokens,
+        fail_at=args.fail_at,
+        split_utf8=args.split_utf8,
+        server=args.server,
+    )
+    overrides = {
+        name: value
+        for name, value in (
+            ("temperature", args.temperature),
+            ("max_tokens", args.max_tokens),
+            ("seed", args.seed),
+        )
+        if value is not None
+    }
+    return run_qt_app(
+        backend,
+        QtOptions(
+            mode=args.mode,
+            sampling=replace(Sampling(), **overrides),
+            language=args.lang or default_language(),
+            prompt=args.prompt,
+            geometry=args.geometry,
+            chaos=_chaos(args.chaos, args.lose_event),
+        ),
+    )
 
 
 def run_app(args: argparse.Namespace) -> int:

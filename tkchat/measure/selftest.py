@@ -19,10 +19,11 @@ import sys
 import threading
 import time
 import tkinter as tk
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from tkchat.events import Error
+from tkchat.events import Done, Error
 from tkchat.generate.backend import Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
@@ -108,12 +109,45 @@ def _figures(latencies: list[float]) -> dict[str, float | int | None]:
     }
 
 
+class _Answer(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+class _Transcript(Protocol):
+    @property
+    def answers(self) -> Sequence[_Answer]: ...
+
+
+class _Health(Protocol):
+    @property
+    def ping_times(self) -> list[float]: ...
+
+
+class SelftestWindow(Protocol):
+    """What the driver reads of a window, whichever toolkit draws it (the Tk ``ChatApp`` or
+    the Qt ``ChatWindow``): plain attributes its main thread writes, never a widget."""
+
+    @property
+    def model_ready(self) -> bool: ...
+    @property
+    def transcript(self) -> _Transcript: ...
+    @property
+    def health(self) -> _Health: ...
+    @property
+    def finished(self) -> Sequence[Done | Error]: ...
+    @property
+    def last_error(self) -> str | None: ...
+    @property
+    def final_handled_at(self) -> float | None: ...
+
+
 class Driver:
     """Plays the user from its own thread."""
 
     def __init__(
         self,
-        app: ChatApp,
+        app: SelftestWindow,
         faults: FaultInjector,
         points: Points,
         clock: HandlerClock,
@@ -250,19 +284,29 @@ class Driver:
         )
 
 
-def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -> int:
-    """Main thread. Returns 0 when all three answers pass, 1 otherwise, 2 on a setup error."""
-    if shutil.which("xdotool") is None:
-        print("tkchat selftest needs xdotool (apt-get install xdotool)", file=sys.stderr)
-        return 2
-    ensure_display()
-    inner = make_backend(backend_kind, model=model, rate=rate)
+def selftest_backend(
+    mode: str, backend_kind: str, model: str | None, rate: float, tokens: int | None = None
+) -> tuple[FaultInjector, Sampling]:
+    """The backend every window's self-test asks (wrapped so question 2 can kill it), and
+    the sampling of its answers. ``tokens``: the scripted answer's length (a flood)."""
+    inner = make_backend(backend_kind, model=model, rate=rate, tokens=tokens)
     sampling = Sampling(max_tokens=400, seed=7)  # about 3 s with the bundled model
     if isinstance(inner, ScriptedBackend):
         # about 3,000 tokens: long enough to click, scroll and type into at any rate
         inner.text = long_answer(15_000)
         sampling = Sampling(max_tokens=SCRIPTED_TOKENS.get(mode, 0), seed=7)
-    faults = FaultInjector(inner)
+    return FaultInjector(inner), sampling
+
+
+def run_selftest(
+    mode: str, backend_kind: str, model: str | None, rate: float, tokens: int | None = None
+) -> int:
+    """Main thread. Returns 0 when all three answers pass, 1 otherwise, 2 on a setup error."""
+    if shutil.which("xdotool") is None:
+        print("tkchat selftest needs xdotool (apt-get install xdotool)", file=sys.stderr)
+        return 2
+    ensure_display()
+    faults, sampling = selftest_backend(mode, backend_kind, model, rate, tokens)
     root = tk.Tk()
     controller = GenerationController(faults, EventChannel())
     app = ChatApp(root, controller, AppOptions(mode=mode, sampling=sampling))
@@ -300,11 +344,16 @@ def run_selftest(mode: str, backend_kind: str, model: str | None, rate: float) -
     app.scheduler.once("selftest", 100, watch)
     threading.Thread(target=driver.run, name="tkchat-selftest-driver", daemon=True).start()
     root.mainloop()
+    return report(driver, f"mode {mode}", backend_kind, rate)
+
+
+def report(driver: Driver, what: str, backend_kind: str, rate: float) -> int:
+    """Print the verdicts of a finished driver; the self-test's exit code."""
     if driver.error is not None:
         print(f"tkchat selftest could not finish: {driver.error}", file=sys.stderr)
         return 2
     print(
-        f"tkchat selftest — mode {mode}, backend {backend_kind}"
+        f"tkchat selftest — {what}, backend {backend_kind}"
         + (f" at {rate:g} tokens/s" if backend_kind == "scripted" else "")
     )
     for verdict in sorted(driver.verdicts, key=lambda v: v.question):

@@ -3,6 +3,10 @@
 Two *processes*, not two windows of one process: one Tk main thread cannot be frozen and
 smooth at the same time. Both get the same prompt and the same seed, so with the same model
 they produce the same answer — the only difference is how it reaches the screen.
+
+``--toolkit`` picks the windows: two Tk ones (a broken mode beside fixed), two Qt ones (Qt's
+broken ``no-coalesce`` beside Qt fixed), or ``both``: the Qt client beside the Tk window, both
+fixed — the same pipeline in two toolkits.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from types import FrameType
 
 from tkchat.modes import FIXED
 
+COMPARE_TOOLKITS: tuple[str, ...] = ("tk", "qt", "both")
+# The broken window when none is named: Tk's most visible freeze; Qt's own mistake.
+DEFAULT_BROKEN = {"tk": "blocking", "qt": "no-coalesce"}
+
 DEFAULT_PROMPT = (
     "Explain, with a short Python example, why a chat window can freeze while a "
     "language model streams its answer."
@@ -26,27 +34,36 @@ def compare_command(broken: str, model_args: list[str]) -> list[str]:
     return [sys.executable, "-m", "tkchat", "compare", "--broken", broken, *model_args]
 
 
+def windows(broken: str | None, toolkit: str) -> list[tuple[str, str]]:
+    """The two windows, left then right, as (toolkit, mode)."""
+    if toolkit == "both":
+        return [("qt", FIXED), ("tk", FIXED)]
+    return [(toolkit, broken or DEFAULT_BROKEN[toolkit]), (toolkit, FIXED)]
+
+
 def window_commands(
-    broken: str,
+    broken: str | None,
     model_args: list[str],
     *,
     prompt: str,
     seed: int,
     max_tokens: int,
     screen: tuple[int, int],
+    toolkit: str = "tk",
 ) -> list[list[str]]:
-    """The two child command lines: broken on the left, fixed on the right."""
+    """The two child command lines: broken (or Qt) on the left, fixed on the right."""
     width, height = screen
     half = max(480, width // 2 - 12)
     tall = max(420, min(height - 80, 800))
     commands = []
-    for index, mode in enumerate((broken, FIXED)):
+    for index, (kit, mode) in enumerate(windows(broken, toolkit)):
         commands.append(
             [
                 sys.executable,
                 "-m",
                 "tkchat",
                 *model_args,
+                *(["--toolkit", "qt"] if kit == "qt" else []),
                 "--mode",
                 mode,
                 "--prompt",
@@ -74,7 +91,13 @@ def _screen_size() -> tuple[int, int]:
 
 
 def run_compare(
-    broken: str, model_args: list[str], *, prompt: str | None, seed: int, max_tokens: int
+    broken: str | None,
+    model_args: list[str],
+    *,
+    prompt: str | None,
+    seed: int,
+    max_tokens: int,
+    toolkit: str = "tk",
 ) -> int:
     """Start both windows and wait; closing either leaves the other, Ctrl+C or SIGTERM
     closes both. Returns 0 when both windows exited cleanly."""
@@ -92,6 +115,7 @@ def run_compare(
         seed=seed,
         max_tokens=max_tokens,
         screen=screen,
+        toolkit=toolkit,
     )
     children = [subprocess.Popen(command) for command in commands]
 
