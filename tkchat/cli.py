@@ -10,10 +10,34 @@ from pathlib import Path
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
-from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.modes import BROKEN_MODES, FIXED, MODES, OUTSIDE_FORM, check_mode, is_outside_mode
 from tkchat.transport.chaos import Chaos
 
 DEFAULT_SEED = 7
+
+
+def _mode(text: str) -> str:
+    """A mode's name, or a pipeline of one's own as ``FILE.py:CLASS`` (loaded later, where
+    a file that cannot be used gets its sentence)."""
+    try:
+        check_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _other_mode(text: str) -> str:
+    """What ``compare`` puts beside the fixed pipeline: a broken mode, or one's own."""
+    if text == FIXED:
+        raise argparse.ArgumentTypeError("compare puts a mode beside fixed: choose another")
+    return _mode(text)
+
+
+MODE_HELP = (
+    "how answers reach the screen: fixed (default), one of the deliberately BROKEN teaching "
+    f"modes ({', '.join(BROKEN_MODES)}), or a pipeline of your own as {OUTSIDE_FORM} "
+    "(lessons/exercises/)"
+)
 
 
 def _model_options() -> argparse.ArgumentParser:
@@ -63,13 +87,7 @@ def _window_options() -> argparse.ArgumentParser:
     """Options of a chat window (the app itself, and each window of ``compare``)."""
     window = argparse.ArgumentParser(add_help=False)
     group = window.add_argument_group("window")
-    group.add_argument(
-        "--mode",
-        choices=MODES,
-        default=FIXED,
-        help="how answers reach the screen: fixed (default) or one of the "
-        "deliberately BROKEN teaching modes: " + ", ".join(BROKEN_MODES),
-    )
+    group.add_argument("--mode", type=_mode, default=FIXED, metavar="MODE", help=MODE_HELP)
     group.add_argument("--prompt", help="send this as soon as the model is ready")
     group.add_argument(
         "--max-tokens",
@@ -163,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--modes",
         default="all",
         help="comma-separated modes to measure besides idle and raw "
-        f"(default all: {', '.join(MODES)})",
+        f"(default all: {', '.join(MODES)}; a pipeline of your own as {OUTSIDE_FORM})",
     )
     bench.add_argument(
         "--transport",
@@ -200,7 +218,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Open two tkchat processes next to each other — one broken mode, one "
         "fixed — and send both the same prompt with the same seed.",
     )
-    compare.add_argument("--broken", choices=BROKEN_MODES, default="blocking")
+    compare.add_argument(
+        "--broken",
+        type=_other_mode,
+        default="blocking",
+        metavar="MODE",
+        help=f"the window beside fixed: {', '.join(BROKEN_MODES)} (default blocking), or "
+        f"a pipeline of your own as {OUTSIDE_FORM}",
+    )
     _add_server_option(compare)
     compare.add_argument("--prompt", default=None, help="the prompt both windows send")
     compare.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -213,7 +238,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask a real window (on a virtual screen if needed) three questions with "
         "injected X events; exit 0 if all pass, 1 if not.",
     )
-    selftest.add_argument("--mode", choices=MODES, default=FIXED)
+    selftest.add_argument("--mode", type=_mode, default=FIXED, metavar="MODE", help=MODE_HELP)
+    selftest.add_argument(
+        "--lang",
+        choices=["en", "zh"],
+        default=None,
+        help="the report's language (default: the system's)",
+    )
+    selftest.add_argument(
+        "--limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock limit of each answer: a window still busy then is interrupted and "
+        "the question fails with its figures (default 20)",
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -253,9 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         from tkchat.measure.figures import BenchOptions
 
         modes = MODES if args.modes == "all" else tuple(m.strip() for m in args.modes.split(","))
-        unknown = [m for m in modes if m not in MODES]
+        unknown = [m for m in modes if m not in MODES and not is_outside_mode(m)]
         if unknown:
             print(f"tkchat bench: unknown mode(s) {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        if not all(_usable(m, "bench") for m in modes):
             return 2
         return run_bench(
             BenchOptions(
@@ -275,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "compare":
         from tkchat.teach.compare import run_compare
 
+        if not _usable(args.broken, "compare"):
+            return 2
         return run_compare(
             args.broken,
             _child_model_args(args),
@@ -294,16 +337,40 @@ def main(argv: list[str] | None = None) -> int:
         )
         return run_server(backend, host=args.host, port=args.port)
     if args.command == "selftest":
-        from tkchat.measure.selftest import run_selftest
+        from tkchat.measure.selftest import ANSWER_LIMIT_S, run_selftest
+        from tkchat.teach.lessons import default_language
 
         return run_selftest(
-            args.mode, args.backend, args.model, rate=2000.0 if args.rate is None else args.rate
+            args.mode,
+            args.backend,
+            args.model,
+            rate=2000.0 if args.rate is None else args.rate,
+            language=args.lang or default_language(),
+            limit_s=ANSWER_LIMIT_S if args.limit is None else args.limit,
+            tokens=args.tokens,
         )
     if args.command == "watchdog":
         from tkchat.measure.watchdog import run_watchdog
 
         return run_watchdog(state=args.state, geometry=args.geometry)
     return run_app(args)
+
+
+def _usable(mode: str, command: str) -> bool:
+    """A pipeline of one's own is loaded before a command measures or shows it: a file that
+    cannot be used gets its one sentence here, not a window or a run that goes wrong."""
+    if not is_outside_mode(mode):
+        return True
+    from tkchat.teach.lessons import default_language
+    from tkchat.ui.outside import OutsidePipelineError, load_outside_class
+    from tkchat.ui.translator import Translator
+
+    try:
+        load_outside_class(mode)
+    except OutsidePipelineError as exc:
+        print(f"tkchat {command}: {exc.sentence(Translator(default_language()))}", file=sys.stderr)
+        return False
+    return True
 
 
 def _child_model_args(args: argparse.Namespace) -> list[str]:

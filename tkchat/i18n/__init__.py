@@ -1,13 +1,14 @@
 """Every string the window shows, in English and Chinese: ``STRINGS[lang][key]``.
 
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
-itself, then the lesson panel, the sidebar, the settings dialog and the model picker), merged
-here. :class:`tkchat.ui.translator.Translator` puts them on widgets.
+itself, then the lesson panel, the sidebar, the settings dialog, the model picker, and the
+exercises: a pipeline of one's own, the self-test's report), merged here.
+:class:`tkchat.ui.translator.Translator` puts them on widgets.
 """
 
 from __future__ import annotations
 
-from tkchat.i18n import lesson_panel, model_picker, settings_dialog, sidebar, window
+from tkchat.i18n import exercise, lesson_panel, model_picker, settings_dialog, sidebar, window
 
 LANGUAGES = ("en", "zh")
 
@@ -18,6 +19,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **sidebar.STRINGS[lang],
         **settings_dialog.STRINGS[lang],
         **model_picker.STRINGS[lang],
+        **exercise.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

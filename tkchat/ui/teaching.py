@@ -15,7 +15,7 @@ import tkinter as tk
 from collections.abc import Callable
 from tkinter import ttk
 
-from tkchat.modes import FIXED, MODES, check_mode
+from tkchat.modes import FIXED, MODES, check_mode, is_outside_mode
 from tkchat.teach.lessons import Lesson
 from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
@@ -25,6 +25,7 @@ from tkchat.ui.status import StatusLine
 from tkchat.ui.translator import Translator
 
 BROKEN_RED = "#b00020"
+OUTSIDE_BLUE = "#0b3d91"  # a pipeline of one's own: neither tkchat's fixed one nor a demo
 LESSONS_MIN_WIDTH = 1320  # the chat and a readable lesson side by side
 
 
@@ -72,7 +73,10 @@ class TeachingControls:
             compare = ttk.Button(bar, command=self._then_refocus(self.open_compare))
             translate.bind(compare, "button.compare")
             bar.add(compare)
-        self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
+        # A pipeline of one's own (``--mode mine.py:Pipeline``) can be chosen again after
+        # trying the others.
+        modes = MODES + ((mode,) if is_outside_mode(mode) else ())
+        self.mode_box = ttk.Combobox(bar, values=modes, state="readonly", width=19)
         self.mode_box.set(mode)
         self.mode_box.bind(
             "<<ComboboxSelected>>",
@@ -96,6 +100,7 @@ class TeachingControls:
             "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
         )
         translate.on_change(self._relabel)
+        self._show_warning()  # a window started in a broken mode (or one's own) says so at once
 
     def _then_refocus(self, command: Callable[[], object]) -> Callable[[], None]:
         def run() -> None:
@@ -106,6 +111,8 @@ class TeachingControls:
 
     @property
     def broken(self) -> bool:
+        """Not tkchat's own pipeline: a broken demo, or one's own (whose banner is blue, and
+        which Compare puts beside the fixed pipeline as it does a demo)."""
         return self.mode != FIXED
 
     def set_mode(self, mode: str) -> None:
@@ -121,9 +128,13 @@ class TeachingControls:
         if not self.broken:
             self.warning.pack_forget()
             return
-        self.warning.configure(
-            text=self.t("warning.broken", mode=self.mode, summary=self.t(f"mode.{self.mode}"))
-        )
+        if is_outside_mode(self.mode):
+            text = self.t("outside.banner", mode=self.mode)
+            self.warning.configure(text=text, background=OUTSIDE_BLUE)
+        else:
+            summary = self.t(f"mode.{self.mode}")
+            text = self.t("warning.broken", mode=self.mode, summary=summary)
+            self.warning.configure(text=text, background=BROKEN_RED)
         self.warning.pack(side="top", fill="x", after=self.health)
 
     def _relabel(self, lang: str) -> None:
