@@ -37,7 +37,7 @@ import threading
 import time
 import tkinter as tk
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType, TracebackType
 
 from tkchat.events import Error
@@ -73,7 +73,6 @@ from tkchat.ui.transcript import AnswerView
 from tkchat.ui.translator import Translator
 
 LIMIT_MS = 100.0  # RAIL's "respond within 100 ms"; Nielsen's "feels instant"
-ANSWER_LIMIT_S = 20.0  # the default wall-clock limit of one answer (``--limit``)
 STUCK_S = 1.0  # a main loop silent this long is not coming back by itself
 RECOVER_S = 10.0  # how long an interrupt or a Stop may take to bring the window back
 IDLE_S = 1.0  # the idle baseline
@@ -270,7 +269,7 @@ class Asked:
     finished_before: int
     runs_before: int
     tk_before: int  # calls into Tk from other threads, stopped so far
-    at: float = field(default_factory=time.perf_counter)
+    at: float = 0.0  # perf_counter when Enter was pressed: the answer's time limit runs from here
 
 
 def _xdotool(*args: object) -> None:
@@ -400,10 +399,10 @@ class Driver:
         done = [run.tokens_per_s for run in self.meter.runs[runs:]]
         self.raw_tokens_per_s = done[0] if done else None
 
-    def _lags_since(self, began: float, until: float | None = None) -> list[LagSample]:
+    def _lags_since(self, began: float) -> list[LagSample]:
+        """The lag probe's samples since ``began`` (it records the whole run)."""
         recorded = (self.app.probe.recorded or [])[:]  # a copy: the main thread appends
-        end = time.perf_counter() if until is None else until
-        return [sample for sample in recorded if began <= sample.at <= end]
+        return [sample for sample in recorded if sample.at >= began]
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -456,10 +455,13 @@ class Driver:
         _within(all_handled, 5.0)
         self._note_speed(asked)
 
-    def _recover(self, notes: list[str], asked: Asked | None = None) -> None:
+    def _recover(self, notes: list[str], asked: Asked | None = None, tries: int = 2) -> None:
         """Past the limit: bring the window back (interrupt a stuck main thread), then end
         the answer (Stop), as a user would after waiting that long. The same, at once, for an
-        answer whose thread was stopped at a call into Tk."""
+        answer whose thread was stopped at a call into Tk. :class:`GaveUp` when the window
+        cannot be brought back."""
+        if tries <= 0:
+            raise GaveUp
         seconds = f"{self.limit_s:g}"
         if asked is not None and self._blocked(asked) and self.app.answer is not None:
             notes.append(self.t("selftest.note.tk_blocked"))
@@ -477,7 +479,7 @@ class Driver:
             if not _within(lambda: self.app.answer is None, RECOVER_S):
                 if not self.life.stuck():
                     raise GaveUp
-                self._recover(notes)  # Stop itself got stuck: interrupt that too
+                self._recover(notes, tries=tries - 1)  # Stop itself got stuck: once more
 
     def _press_stop(self) -> None:
         """Click Stop (Esc stops only the controller's own worker; Stop ends any answer)."""
@@ -622,8 +624,8 @@ def run_selftest(
     model: str | None,
     rate: float,
     *,
-    language: str = "en",
-    limit_s: float = ANSWER_LIMIT_S,
+    language: str,
+    limit_s: float,
     tokens: int | None = None,
 ) -> int:
     """Main thread. Returns 0 when every check passes, 1 otherwise, 2 when the self-test

@@ -6,7 +6,8 @@ live in ``tkchat/antipatterns/``, one module each, and implement the same three 
 
 A pipeline sees only :class:`PipelineHost`: the few parts of the window it may use. It cannot
 reach the rest of the app, so a pipeline (or a student's) can be read, tested and swapped
-without the whole window in mind.
+without the whole window in mind. A student's comes from a file of its own
+(``--mode mine.py:Pipeline``): :mod:`tkchat.ui.outside` loads it and guards the window from it.
 """
 
 from __future__ import annotations
