@@ -53,7 +53,14 @@ from tkchat.generate.factory import make_backend
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.measure.display import ensure_display
-from tkchat.measure.grade import Check, Measured, all_passed, report, target_checks
+from tkchat.measure.grade import (
+    Check,
+    Measured,
+    PipelineCall,
+    all_passed,
+    report,
+    target_checks,
+)
 from tkchat.modes import is_outside_mode
 from tkchat.stats import median, percentile
 from tkchat.transport.channel import EventChannel
@@ -183,24 +190,28 @@ class TokenMeter:
 
 
 class TimedPipeline:
-    """The window's pipeline, with every call into it timed: a long task the pipeline caused
-    shows here, apart from a machine that was busy elsewhere (which the lag probe sees too).
-    Calls come on the main thread — and on a worker, for a pipeline that wrongly ends its
-    answer from one."""
+    """The window's pipeline, with every call into it timed twice: from call to return, and
+    the CPU time the calling thread spent in it (``time.thread_time``). The second is the
+    work the pipeline itself did; it does not grow when this machine is busy with other
+    programs and the thread waits for a core (on the shared 2-core machine here, a correct
+    ``start`` once took 88 ms from call to return, nearly all of it waiting for the new
+    worker thread to be scheduled). Calls come on the main thread — and on a worker, for a
+    pipeline that wrongly ends its answer from one."""
 
     def __init__(self, inner: Pipeline) -> None:
         self.inner = inner
         self.name = inner.name
         self.broken = inner.broken
         self.coalesce = inner.coalesce
-        self.calls: list[tuple[str, float]] = []  # (method, milliseconds)
+        self.calls: list[PipelineCall] = []
 
     def _timed(self, method: str, call: Callable[[], None]) -> None:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             call()
         finally:
-            self.calls.append((method, (time.perf_counter() - started) * 1000))
+            wall_ms = (time.perf_counter() - started) * 1000
+            self.calls.append(PipelineCall(method, wall_ms, (time.thread_time() - cpu) * 1000))
 
     def start(self, view: AnswerView, request: GenerationRequest) -> None:
         self._timed("start", lambda: self.inner.start(view, request))

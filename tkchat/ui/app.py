@@ -465,10 +465,13 @@ class ChatApp(ChatLayout):
 
     def _set_title(self) -> None:
         mode = self.teaching.mode
-        broken = "" if mode == FIXED else self.t("app.title.broken", mode=mode)
-        if is_outside_mode(mode):
-            broken = self.t("app.title.outside", mode=mode)
-        self.root.title(self.t("app.title", name=self.controller.backend.name, broken=broken))
+        if mode == FIXED:
+            label = ""
+        elif is_outside_mode(mode):  # one's own: not known to be broken
+            label = self.t("app.title.outside", mode=mode)
+        else:
+            label = self.t("app.title.broken", mode=mode)
+        self.root.title(self.t("app.title", name=self.controller.backend.name, broken=label))
 
     def toggle_language(self) -> None:
         """中文 ⇄ English: the whole window and the lessons (remembered)."""

@@ -3,7 +3,8 @@
 The worker, the queue and the 16 ms tick are right. But each chunk makes ``show`` convert the
 *whole* answer so far to HTML and hand it to an HTML widget, the way
 ``element.innerHTML = marked(fullText)`` is done in a browser. Each render costs more than
-the last, because the answer keeps growing: smooth at first, then longer and longer freezes.
+the last, because the answer keeps growing, and a tick may bring dozens of chunks: smooth at
+first, then longer and longer freezes.
 
 Predict which checks of the self-test fail, then run:
 ``tkchat selftest --mode lessons/exercises/wrong/per_chunk_render.py:Pipeline --tokens 400``
@@ -23,7 +24,10 @@ from tkchat.ui.transcript import AnswerView
 class Pipeline:
     name = "per-chunk-render"
     broken = False
-    coalesce = True
+    # Every token stays a chunk of its own, as in tkchat's own per-chunk-render demo. (With
+    # True, the worker merges the chunks still queued while the window is busy rendering:
+    # fewer renders, each of the whole answer all the same.)
+    coalesce = False
 
     def __init__(self, host: PipelineHost) -> None:
         self.host = host
