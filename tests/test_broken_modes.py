@@ -7,6 +7,7 @@ the precise figures belong to ``tkchat bench``).
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -162,7 +163,9 @@ def test_selftest_tells_fixed_from_broken(display: None, mode: str, expected: in
     )
     assert result.returncode == expected, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    verdicts = [line for line in lines if line.strip().startswith(("PASS", "FAIL"))]
+    # the three questions' lines (the benchmark's targets and the grade follow them)
+    verdicts = [line for line in lines if re.match(r"\s+(PASS|FAIL)\s+\d\. ", line)]
     assert len(verdicts) == 3 and all(" ms" in line for line in verdicts)
+    assert lines[-1].startswith("Grade: " + ("FAIL" if expected else "PASS"))
     if expected:
         assert any(line.strip().startswith("FAIL") for line in verdicts)

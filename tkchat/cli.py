@@ -11,13 +11,40 @@ from typing import Any
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
-from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.modes import BROKEN_MODES, FIXED, MODES, OUTSIDE_FORM, check_mode, is_outside_mode
 from tkchat.teach.compare import COMPARE_TOOLKITS
 from tkchat.transport.chaos import Chaos
 
 DEFAULT_SEED = 7
 DEFAULT_PROMPT_TOKENS = 3000  # a pasted page or two; fits the bundled model's 4,096 context
 TOOLKITS = ("tk", "qt")  # qt: the Qt client (tkchat/qt/, the optional `qt` extra)
+# selftest: each answer's wall-clock limit. An answer of the default scripted run takes about
+# 1.5 s; 20 s is a freeze no one would wait out, and short enough to grade one that never ends.
+SELFTEST_LIMIT_S = 20.0
+
+
+def _mode(text: str) -> str:
+    """A mode's name, or a pipeline of one's own as ``FILE.py:CLASS`` (loaded later, where
+    a file that cannot be used gets its sentence)."""
+    try:
+        check_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _other_mode(text: str) -> str:
+    """What ``compare`` puts beside the fixed pipeline: a broken mode, or one's own."""
+    if text == FIXED:
+        raise argparse.ArgumentTypeError("compare puts a mode beside fixed: choose another")
+    return _mode(text)
+
+
+MODE_HELP = (
+    "how answers reach the screen: fixed (default), one of the deliberately BROKEN teaching "
+    f"modes ({', '.join(BROKEN_MODES)}), or a pipeline of your own as {OUTSIDE_FORM} "
+    "(lessons/exercises/)"
+)
 
 
 def _model_options() -> argparse.ArgumentParser:
@@ -48,7 +75,8 @@ def _model_options() -> argparse.ArgumentParser:
         "--tokens",
         type=int,
         default=None,
-        help="scripted: answer length in tokens; bench: tokens per generation",
+        help="scripted: answer length in tokens; bench: tokens per generation; selftest: "
+        "the answers' length limit",
     )
     group.add_argument(
         "--prompt-rate",
@@ -75,13 +103,7 @@ def _window_options() -> argparse.ArgumentParser:
     """Options of a chat window (the app itself, and each window of ``compare``)."""
     window = argparse.ArgumentParser(add_help=False)
     group = window.add_argument_group("window")
-    group.add_argument(
-        "--mode",
-        choices=MODES,
-        default=FIXED,
-        help="how answers reach the screen: fixed (default) or one of the "
-        "deliberately BROKEN teaching modes: " + ", ".join(BROKEN_MODES),
-    )
+    group.add_argument("--mode", type=_mode, default=FIXED, metavar="MODE", help=MODE_HELP)
     group.add_argument("--prompt", help="send this as soon as the model is ready")
     group.add_argument(
         "--max-tokens",
@@ -195,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--modes",
         default="all",
         help="comma-separated modes to measure besides idle and raw "
-        f"(default all: {', '.join(MODES)})",
+        f"(default all: {', '.join(MODES)}; a pipeline of your own as {OUTSIDE_FORM})",
     )
     bench.add_argument(
         "--transport",
@@ -243,9 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--broken",
-        choices=BROKEN_MODES,
+        type=_other_mode,
         default=None,
-        help="the broken mode on the left (default: blocking; no-coalesce with --toolkit qt)",
+        metavar="MODE",
+        help=f"the window beside fixed: {', '.join(BROKEN_MODES)} (default blocking; "
+        f"no-coalesce with --toolkit qt), or a pipeline of your own as {OUTSIDE_FORM}",
     )
     compare.add_argument(
         "--toolkit",
@@ -266,9 +290,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask a real window (on a virtual screen if needed) three questions with "
         "injected X events; exit 0 if all pass, 1 if not.",
     )
-    selftest.add_argument("--mode", choices=MODES, default=FIXED)
+    selftest.add_argument("--mode", type=_mode, default=FIXED, metavar="MODE", help=MODE_HELP)
     selftest.add_argument(
         "--toolkit", choices=TOOLKITS, default="tk", help="which window to test (qt: the Qt client)"
+    )
+    selftest.add_argument(
+        "--lang",
+        choices=["en", "zh"],
+        default=None,
+        help="the report's language (default: the system's)",
+    )
+    selftest.add_argument(
+        "--limit",
+        type=float,
+        default=SELFTEST_LIMIT_S,
+        metavar="SECONDS",
+        help="wall-clock limit of each answer: a window still busy then is interrupted and "
+        f"the question fails with its figures (default {SELFTEST_LIMIT_S:g})",
     )
 
     serve = commands.add_parser(
@@ -345,9 +383,11 @@ def main(argv: list[str] | None = None) -> int:
         from tkchat.measure.figures import BenchOptions
 
         modes = MODES if args.modes == "all" else tuple(m.strip() for m in args.modes.split(","))
-        unknown = [m for m in modes if m not in MODES]
+        unknown = [m for m in modes if m not in MODES and not is_outside_mode(m)]
         if unknown:
             print(f"tkchat bench: unknown mode(s) {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        if not all(_usable(m, "bench") for m in modes):
             return 2
         return run_bench(
             BenchOptions(
@@ -375,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "compare":
         from tkchat.teach.compare import run_compare
 
+        if args.broken is not None and not _usable(args.broken, "compare"):
+            return 2
         return run_compare(
             args.broken,
             _child_model_args(args),
@@ -401,24 +443,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tkchat selftest: {problem}", file=sys.stderr)
             return 2
         from tkchat.measure.qt_selftest import run_qt_selftest
+        from tkchat.teach.lessons import default_language
 
         return run_qt_selftest(
             args.mode,
             args.backend,
             args.model,
             rate=2000.0 if args.rate is None else args.rate,
+            language=args.lang or default_language(),
+            limit_s=args.limit,
             tokens=args.tokens,
         )
     if args.command == "models":
         return run_models(args)
     if args.command == "selftest":
         from tkchat.measure.selftest import run_selftest
+        from tkchat.teach.lessons import default_language
 
         return run_selftest(
             args.mode,
             args.backend,
             args.model,
             rate=2000.0 if args.rate is None else args.rate,
+            language=args.lang or default_language(),
+            limit_s=args.limit,
             tokens=args.tokens,
         )
     if args.command == "watchdog":
@@ -534,6 +582,23 @@ def _get_model(args: argparse.Namespace, entries: list[Any]) -> int:
         return 1
     print(say(lang, "catalogue.cli.saved", path=result.path))
     return 0
+
+
+def _usable(mode: str, command: str) -> bool:
+    """A pipeline of one's own is loaded before a command measures or shows it: a file that
+    cannot be used gets its one sentence here, not a window or a run that goes wrong."""
+    if not is_outside_mode(mode):
+        return True
+    from tkchat.teach.lessons import default_language
+    from tkchat.ui.outside import OutsidePipelineError, load_outside_class
+    from tkchat.ui.translator import Translator
+
+    try:
+        load_outside_class(mode)
+    except OutsidePipelineError as exc:
+        print(f"tkchat {command}: {exc.sentence(Translator(default_language()))}", file=sys.stderr)
+        return False
+    return True
 
 
 def _child_model_args(args: argparse.Namespace) -> list[str]:

@@ -4,6 +4,10 @@
 ``tkchat/antipatterns/``. Only names live here, with no import at all: ``tkchat --help`` and
 ``tkchat serve`` need them on machines without Tk, while every pipeline draws with Tk. The
 classes behind the names are in :func:`tkchat.ui.pipeline.make_pipeline`.
+
+A mode may also name a pipeline written outside tkchat — a student's, for the exercises in
+``lessons/exercises/`` — as ``path/to/file.py:ClassName``. Here it is only recognised by its
+shape; :mod:`tkchat.ui.outside` loads it (and says clearly what is wrong with it, if anything).
 """
 
 from __future__ import annotations
@@ -17,9 +21,26 @@ MODES: tuple[str, ...] = (
     "no-coalesce",
 )
 BROKEN_MODES: tuple[str, ...] = tuple(name for name in MODES if name != FIXED)
+OUTSIDE_FORM = "FILE.py:CLASS"  # how --help names the shape of an outside pipeline
+
+
+def split_outside_mode(name: str) -> tuple[str, str] | None:
+    """``("path/to/file.py", "ClassName")`` for an outside pipeline's mode, else None. The
+    last colon splits, so a Windows path (``C:\\work\\mine.py:Pipeline``) works too."""
+    path, colon, class_name = name.rpartition(":")
+    if not colon or not path.endswith(".py") or not class_name.isidentifier():
+        return None
+    return path, class_name
+
+
+def is_outside_mode(name: str) -> bool:
+    return split_outside_mode(name) is not None
 
 
 def check_mode(name: str) -> None:
-    """Raise ValueError for a name that is not a mode."""
-    if name not in MODES:
-        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}")
+    """Raise ValueError for a name that is neither a mode nor ``FILE.py:CLASS``."""
+    if name not in MODES and not is_outside_mode(name):
+        raise ValueError(
+            f"unknown mode {name!r}; choose one of {', '.join(MODES)}, "
+            f"or a pipeline of your own as {OUTSIDE_FORM}"
+        )

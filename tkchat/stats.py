@@ -10,6 +10,15 @@ import math
 import resource
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LagSample:
+    """One firing of an event-loop lag probe (Tk's or Qt's): when, and how late."""
+
+    at: float  # perf_counter when the probe fired
+    lag_ms: float
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -1,8 +1,9 @@
 """Every string the window shows, in English and Chinese: ``STRINGS[lang][key]``.
 
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
-itself, then the lesson panel, the sidebar, the settings dialog, the model picker and the
-model catalogue), merged here. :class:`tkchat.ui.translator.Translator` puts them on widgets.
+itself, then the lesson panel, the sidebar, the settings dialog, the model picker, the
+model catalogue and the exercises: a pipeline of one's own, the self-test's report), merged here.
+:class:`tkchat.ui.translator.Translator` puts them on widgets.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from tkchat.i18n import (
     appearance,
     catalogue,
+    exercise,
     lesson_panel,
     model_picker,
     settings_dialog,
@@ -28,6 +30,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **model_picker.STRINGS[lang],
         **appearance.STRINGS[lang],
         **catalogue.STRINGS[lang],
+        **exercise.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

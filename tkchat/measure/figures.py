@@ -16,9 +16,9 @@ from tkchat.events import Done, Error, GenerationStats
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.modes import MODES
-from tkchat.stats import percentile, rounded
+from tkchat.stats import LagSample, percentile, rounded
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.lag_probe import LONG_TASK_MS, LagSample
+from tkchat.ui.lag_probe import LONG_TASK_MS
 
 BENCH_PROMPT = (
     "Write a long, detailed guide to brewing tea, with a heading, a numbered list of steps, "
@@ -27,6 +27,18 @@ BENCH_PROMPT = (
 
 
 SYSTEM = "You are a helpful assistant."
+
+# The targets a streaming pipeline is held to — by ``tkchat bench``'s verdicts and by the
+# grade of ``tkchat selftest`` — always against baselines measured in the same run.
+LAG_P99_FLOOR_MS = 2.0  # lag p99 within twice idle's, or this on a very quiet machine
+LAG_MAX_MS = 16.0  # one frame at 60 Hz
+FLOOD_LAG_P99_MS = 16.0  # a scripted flood: one frame, at the 99th percentile
+TOKENS_RATIO_MIN = 0.95  # the window may cost the model at most 5 % of its speed
+
+
+def lag_p99_bound(idle_p99_ms: float) -> float:
+    """The lag p99 a pipeline may reach, given this run's idle p99."""
+    return max(LAG_P99_FLOOR_MS, 2 * idle_p99_ms)
 
 
 @dataclass

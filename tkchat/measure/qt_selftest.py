@@ -21,8 +21,18 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QWidget
 
 from tkchat.measure.display import ensure_display
-from tkchat.measure.selftest import Driver, HandlerClock, Points, report, selftest_backend
+from tkchat.measure.grade import all_passed, report
+from tkchat.measure.selftest import (
+    Driver,
+    HandlerClock,
+    Interrupter,
+    Liveness,
+    Points,
+    TokenMeter,
+    selftest_backend,
+)
 from tkchat.qt.app import QtOptions, application, open_window
+from tkchat.ui.translator import Translator
 
 
 class InputRecorder(QObject):
@@ -51,7 +61,14 @@ def _centre(widget: QWidget) -> tuple[int, int]:
 
 
 def run_qt_selftest(
-    mode: str, backend_kind: str, model: str | None, rate: float, tokens: int | None = None
+    mode: str,
+    backend_kind: str,
+    model: str | None,
+    rate: float,
+    *,
+    language: str = "en",
+    limit_s: float,
+    tokens: int | None = None,
 ) -> int:
     """Main thread (Qt's GUI thread). 0 when all three pass, 1 if not, 2 on a setup error."""
     if shutil.which("xdotool") is None:
@@ -60,8 +77,12 @@ def run_qt_selftest(
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     ensure_display()
     faults, sampling = selftest_backend(mode, backend_kind, model, rate, tokens)
+    meter = TokenMeter(faults)
     app = application()
-    window = open_window(faults, QtOptions(mode=mode, sampling=sampling, geometry="900x700+0+0"))
+    window = open_window(
+        meter, QtOptions(mode=mode, sampling=sampling, geometry="900x700+0+0", language=language)
+    )
+    window.probe.recorded = []  # the whole run; the driver takes the spans it needs
     clock = HandlerClock()
     recorder = InputRecorder(clock)
     window.transcript.view.viewport().installEventFilter(recorder)
@@ -74,13 +95,47 @@ def run_qt_selftest(
         points.ping = _centre(window.health.ping_button)
         points.transcript = _centre(window.transcript.view.viewport())
         points.input = _centre(window.input)
+        points.stop = _centre(window.stop_button)
         published.set()
 
-    driver = Driver(window, faults, points, clock, published)
+    t = Translator(language)
+    life = Liveness()
+    driver = Driver(
+        window,
+        faults,
+        meter,
+        points,
+        clock,
+        published,
+        sampling=sampling,
+        life=life,
+        # never installed: the Qt window's two modes do not hold its thread (the Tk window's
+        # self-test interrupts pipelines of one's own, which the Qt client does not load)
+        interrupter=Interrupter(limit_s),
+        limit_s=limit_s,
+        t=t,
+    )
+
+    def watch_tick() -> None:
+        life.beat()
+        if driver.finished.is_set():
+            window.close()
+
     watch = QTimer(window)
-    watch.timeout.connect(lambda: window.close() if driver.finished.is_set() else None)
+    watch.timeout.connect(watch_tick)
     watch.start(100)
     QTimer.singleShot(500, window, publish)
     threading.Thread(target=driver.run, name="tkchat-selftest-driver", daemon=True).start()
     app.exec()
-    return report(driver, f"Qt window, mode {mode}", backend_kind, rate)
+    if driver.error is not None:
+        print(t("selftest.could_not_finish", error=driver.error), file=sys.stderr)
+        return 2
+    rate_text = t("selftest.rate", rate=f"{rate:g}") if backend_kind == "scripted" else ""
+    header = [
+        t("selftest.title", mode=f"Qt {mode}", backend=backend_kind, rate=rate_text),
+        t("selftest.limit", seconds=f"{limit_s:g}"),
+    ]
+    checks = sorted(driver.checks, key=lambda check: check.key)
+    complete = len(checks) == 3
+    print("\n".join(report(t, header, checks, None, complete=complete)))
+    return 0 if complete and all_passed(checks) else 1

@@ -15,24 +15,17 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
 
-from tkchat.stats import percentile
+from tkchat.stats import LagSample, percentile
 
 PROBE_MS = 5
 WINDOW_S = 5.0  # the live figures cover the last five seconds, as in the Tk window
 LONG_TASK_MS = 50.0  # a firing this late is a long task (the browsers' threshold)
 REFRESH_MS = 250
-
-
-@dataclass(frozen=True, slots=True)
-class LagSample:
-    at: float  # perf_counter when the probe fired
-    lag_ms: float
 
 
 class QtLagProbe:

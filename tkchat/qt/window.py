@@ -45,7 +45,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.i18n import STRINGS
 from tkchat.i18n import qt_window as qt_strings
 from tkchat.qt.consume import make_consumption
-from tkchat.qt.health import HealthBar
+from tkchat.qt.health import HealthBar, QtLagProbe
 from tkchat.qt.reader import start_reader, stop_reader
 
 
@@ -147,6 +147,11 @@ class ChatWindow(QMainWindow):
         self._say("app.loading", name=controller.backend.name)
 
     # -- building ------------------------------------------------------------------------------
+
+    @property
+    def probe(self) -> QtLagProbe:
+        """The lag probe (the self-test records it for the whole run)."""
+        return self.health.probe
 
     def _build(self) -> None:
         t = self.t

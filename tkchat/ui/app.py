@@ -23,7 +23,7 @@ from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.worker import GenerationWorker
-from tkchat.modes import FIXED
+from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
@@ -42,7 +42,9 @@ from tkchat.ui.live_figures import LiveFigures
 from tkchat.ui.menubar import MenuBar, bind_shortcuts
 from tkchat.ui.model_catalogue import ModelCatalogue
 from tkchat.ui.model_switch import ModelSwitch
+from tkchat.ui.notice import ERROR, NoticeBanner
 from tkchat.ui.ordering import OrderingCounters, read_ordering
+from tkchat.ui.outside import OutsidePipelineError
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.remembered import Remembered
@@ -160,7 +162,9 @@ class ChatApp(ChatLayout):
         self.pipeline_host = PipelineHost(
             controller, self.consumer, self.transcript, root.update_idletasks, self.handle_final
         )
-        self.pipeline: Pipeline = make_pipeline(options.mode, self.pipeline_host)
+        self.pipeline_problem: str | None = None  # why a pipeline file of one's own is unused
+        self.pipeline_banner: NoticeBanner | None = None  # ... said where it stays in view
+        self.pipeline: Pipeline = self._make_pipeline(options.mode)
         self.transcript.on_edit = self.edit
         self.transcript_menu = attach_text_menu(self.transcript.text, self.t, editable=False)
         self.input_menu = attach_text_menu(self.input, self.t, editable=True)
@@ -183,7 +187,7 @@ class ChatApp(ChatLayout):
             self.health,
             self.t,
             self.status,
-            mode=options.mode,
+            mode=self.pipeline.name,  # (fixed, if a pipeline file of one's own was unusable)
             setup_demo=self.setup_lesson_demo,
             read_figure=self.live_figure,
             compare_command=options.compare_command,
@@ -348,7 +352,9 @@ class ChatApp(ChatLayout):
             self.conversations.refresh()  # a new conversation shows up at once
         mode = self.teaching.mode
         if self.pipeline.name != mode:
-            self.pipeline = make_pipeline(mode, self.pipeline_host)
+            self.pipeline = self._make_pipeline(mode)
+            if self.pipeline.name != mode:
+                self.teaching.set_mode(self.pipeline.name)
         # Broken demos are naive all the way: their sender does not coalesce either.
         self.channel.coalesce = self.pipeline.coalesce
         self.stop_button.configure(state="normal")
@@ -360,6 +366,22 @@ class ChatApp(ChatLayout):
         self.pipeline.start(self.answer, request)
         self._update_actions()
         return True
+
+    def _make_pipeline(self, mode: str) -> Pipeline:
+        """The pipeline ``mode`` names. A pipeline file of one's own that cannot be used (it
+        does not parse, raises, hangs, lacks the class ...) is said in a banner that stays,
+        and the fixed pipeline answers instead: the window never goes down with the file."""
+        try:
+            return make_pipeline(mode, self.pipeline_host, self.t)
+        except OutsidePipelineError as exc:
+            self.pipeline_problem = exc.sentence(self.t)
+            print(f"tkchat: {self.pipeline_problem}", file=sys.stderr)
+            if self.pipeline_banner is None:
+                self.pipeline_banner = NoticeBanner(
+                    self.chat, self.banner_anchor, self.t, kind=ERROR
+                )
+            self.pipeline_banner.show(self.t("outside.fallback", problem=self.pipeline_problem))
+            return make_pipeline(FIXED, self.pipeline_host)
 
     # -- regenerate, edit and resend -------------------------------------------------------------
 
@@ -467,8 +489,13 @@ class ChatApp(ChatLayout):
 
     def _set_title(self) -> None:
         mode = self.teaching.mode
-        broken = "" if mode == FIXED else self.t("app.title.broken", mode=mode)
-        self.root.title(self.t("app.title", name=self.controller.backend.name, broken=broken))
+        if mode == FIXED:
+            label = ""
+        elif is_outside_mode(mode):  # one's own: not known to be broken
+            label = self.t("app.title.outside", mode=mode)
+        else:
+            label = self.t("app.title.broken", mode=mode)
+        self.root.title(self.t("app.title", name=self.controller.backend.name, broken=label))
 
     def toggle_language(self) -> None:
         """中文 ⇄ English: the whole window and the lessons (remembered)."""

@@ -10,18 +10,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
 
-from tkchat.stats import percentile
+from tkchat.stats import LagSample, percentile
 from tkchat.ui.scheduler import AfterScheduler
 
 LONG_TASK_MS = 50.0
-
-
-@dataclass(frozen=True, slots=True)
-class LagSample:
-    at: float  # perf_counter when the probe fired
-    lag_ms: float
 
 
 class LagProbe:

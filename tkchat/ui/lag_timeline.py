@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tkchat.ui.lag_probe import LONG_TASK_MS, LagSample
+from tkchat.stats import LagSample
+from tkchat.ui.lag_probe import LONG_TASK_MS
 from tkchat.ui.palette import Palette
 from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler

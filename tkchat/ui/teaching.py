@@ -20,7 +20,7 @@ import tkinter as tk
 from collections.abc import Callable
 from tkinter import ttk
 
-from tkchat.modes import FIXED, MODES, check_mode
+from tkchat.modes import FIXED, MODES, check_mode, is_outside_mode
 from tkchat.teach.lessons import Lesson
 from tkchat.ui.fit import FlowRow
 from tkchat.ui.health import HealthBar
@@ -86,7 +86,10 @@ class TeachingControls:
             self.compare_button = ttk.Button(bar, command=self._then_refocus(self.open_compare))
             translate.bind(self.compare_button, "button.compare")
             bar.add(self.compare_button)
-        self.mode_box = ttk.Combobox(bar, values=MODES, state="readonly", width=19)
+        # A pipeline of one's own (``--mode mine.py:Pipeline``) can be chosen again after
+        # trying the others.
+        modes = MODES + ((mode,) if is_outside_mode(mode) else ())
+        self.mode_box = ttk.Combobox(bar, values=modes, state="readonly", width=19)
         self.mode_box.set(mode)
         self.mode_box.bind(
             "<<ComboboxSelected>>",
@@ -121,6 +124,7 @@ class TeachingControls:
             "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
         )
         translate.on_change(self._relabel)
+        self._show_warning()  # a window started in a broken mode (or one's own) says so at once
 
     def _then_refocus(self, command: Callable[[], object]) -> Callable[[], None]:
         def run() -> None:
@@ -131,6 +135,8 @@ class TeachingControls:
 
     @property
     def broken(self) -> bool:
+        """Not tkchat's own pipeline: a broken demo, or one's own (whose banner is blue, and
+        which Compare puts beside the fixed pipeline as it does a demo)."""
         return self.mode != FIXED
 
     def set_mode(self, mode: str) -> None:
@@ -146,9 +152,15 @@ class TeachingControls:
         if not self.broken:
             self.warning.pack_forget()
             return
-        self.warning.configure(
-            text=self.t("warning.broken", mode=self.mode, summary=self.t(f"mode.{self.mode}"))
-        )
+        if is_outside_mode(self.mode):
+            text = self.t("outside.banner", mode=self.mode)
+            set_role(self.warning, "outside")
+        else:
+            summary = self.t(f"mode.{self.mode}")
+            text = self.t("warning.broken", mode=self.mode, summary=summary)
+            set_role(self.warning, "broken")  # red with white text, in every theme
+        recolour(self.warning, palette_of(self.warning))
+        self.warning.configure(text=text)
         self.warning.pack(side="top", fill="x", after=self.anchor)
 
     def _relabel(self, lang: str) -> None:

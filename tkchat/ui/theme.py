@@ -47,7 +47,7 @@ ERROR_STYLE = "Error.TLabel"
 WATCH_STYLE = "Watch.TLabel"
 FIELD_HINT_STYLE = "FieldHint.TLabel"
 ROLE_ATTRIBUTE = "tkchat_theme_role"
-ROLES = ("broken", "notice", "alert", "surface", "field", "keep")
+ROLES = ("broken", "outside", "notice", "alert", "surface", "field", "keep")
 _PALETTE_ATTRIBUTE = "tkchat_palette"
 
 
@@ -359,6 +359,8 @@ def _classic_options(widget: tk.Misc, role: str | None, p: Palette) -> dict[str,
     kind = widget.winfo_class()
     if role == "broken":
         return {"background": p.broken_background, "foreground": p.broken_text}
+    if role == "outside":  # a pipeline of one's own: neither tkchat's fixed one nor a demo
+        return {"background": p.accent, "foreground": p.accent_text}
     if role in ("notice", "alert"):
         background, text = (
             (p.notice_background, p.notice_text)
