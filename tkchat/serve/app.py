@@ -125,6 +125,8 @@ def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> i
     work there."""
     import uvicorn  # the optional extra: only needed to run, not to build the app
 
+    from tkchat.serve.connections import server_config
+
     try:
         backend.load()
     except BackendError as exc:
@@ -145,9 +147,7 @@ def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> i
         allowed.append(host)
     app = create_app(backend, allowed_hosts=allowed, port=port)
     print(f"tkchat serve: http://{bracketed(host)}:{port}/ (model {backend.name})", flush=True)
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=2
-    )
+    config = server_config(app)  # header deadline and connection cap: serve/connections.py
     status = 0
     try:
         uvicorn.Server(config).run(sockets=[sock])

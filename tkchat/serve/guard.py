@@ -47,11 +47,12 @@ class HostOriginGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        safe_send = partial(_send_with_safety_headers, send)  # every answer, the 403 too
         problem = self.problem(Headers(scope=scope))
         if problem is not None:
-            await error_response(403, "forbidden", problem)(scope, receive, send)
+            await error_response(403, "forbidden", problem)(scope, receive, safe_send)
             return
-        await self.app(scope, receive, partial(_send_nosniff, send))
+        await self.app(scope, receive, safe_send)
 
     def problem(self, headers: Headers) -> str | None:
         """Why a request is refused, or None."""
@@ -64,9 +65,22 @@ class HostOriginGuard:
         return None
 
 
-async def _send_nosniff(send: Send, message: ASGIMessage) -> None:
-    """Every response says its content type is final: no browser guesses script from text."""
+SAFETY_HEADERS = {
+    # The content type is final: no browser guesses script from text.
+    "x-content-type-options": "nosniff",
+    # No other site may show our pages in a frame: a page that framed the client could
+    # trick a click into it (clickjacking). Only a header can say this; the page's <meta>
+    # CSP cannot (browsers ignore frame-ancestors there). X-Frame-Options is for old browsers.
+    "content-security-policy": "frame-ancestors 'none'",
+    "x-frame-options": "DENY",
+}
+
+
+async def _send_with_safety_headers(send: Send, message: ASGIMessage) -> None:
+    """Add :data:`SAFETY_HEADERS` to a response's start (a route's own value wins)."""
     if message["type"] == "http.response.start":
         message.setdefault("headers", [])
-        MutableHeaders(scope=message).setdefault("x-content-type-options", "nosniff")
+        headers = MutableHeaders(scope=message)
+        for name, value in SAFETY_HEADERS.items():
+            headers.setdefault(name, value)
     await send(message)

@@ -41,6 +41,12 @@ async def read_json(request: Request, limit: int) -> Any:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise bad_request(f"The body is not valid JSON: {exc}") from exc
+    except ValueError as exc:
+        # Python refuses to convert an integer of more than 4,300 digits (a guard against
+        # its quadratic int parsing); no field of ours needs one, so it is the client's error.
+        raise bad_request(
+            "The body is not valid JSON for this server: a number in it is too long."
+        ) from exc
 
 
 def _too_large(limit: int) -> RequestRejected:
@@ -90,14 +96,30 @@ def _parse_messages(value: Any) -> tuple[Message, ...]:
 
 def _parse_content(value: Any, index: int) -> str:
     if isinstance(value, str):
-        return value
+        return _unicode_text(value, index)
     # OpenAI clients may send content as a list of parts; text parts are all a text model reads.
     if isinstance(value, list) and all(
         isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
         for p in value
     ):
-        return "".join(p["text"] for p in value)
+        return _unicode_text("".join(p["text"] for p in value), index)
     raise bad_request(f"messages[{index}].content must be a string.")
+
+
+def _unicode_text(text: str, index: int) -> str:
+    """``text`` if it is real Unicode. JSON lets a client write a lone surrogate
+    (``"\\ud800"``) that is no character at all: the tokenizer would fail on it mid-request,
+    so it is refused here, before the model is touched."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(exc.object[exc.start])
+            raise bad_request(
+                f"messages[{index}].content holds a lone surrogate (\\u{code:04x} at character"
+                f" {exc.start}), which is not a Unicode character."
+            ) from exc
+    return text
 
 
 def _parse_sampling(payload: dict[str, Any]) -> Sampling:

@@ -1,0 +1,244 @@
+"""``tkchat serve`` against a hostile client (issue 15): malformed input that used to reach the
+model or crash a handler, framing by another site, and sockets that never finish their headers.
+
+Real uvicorn on the loopback, configured by :func:`tkchat.serve.connections.server_config` (the
+settings ``run_server`` uses), and raw sockets or ``http.client`` as the client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+import uvicorn  # noqa: E402
+
+from tests.conftest import wait_until  # noqa: E402
+from tests.test_server import HELLO, Live  # noqa: E402
+from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
+from tkchat.serve.app import create_app  # noqa: E402
+from tkchat.serve.connections import server_config  # noqa: E402
+
+
+class ErrorLog(logging.Handler):
+    """Every ERROR (or worse) that uvicorn or Starlette logs while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def serve(**config: Any) -> Iterator[tuple[Live, ErrorLog]]:
+    """The app under uvicorn with ``run_server``'s settings (``config`` overrides some), and a
+    log of the errors it writes."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = create_app(ScriptedBackend(rate=0), port=port)
+    server = uvicorn.Server(server_config(app, timeout_graceful_shutdown=1, **config))
+    errors = ErrorLog()
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "uvicorn", "asyncio", "")]
+    for logger in loggers:
+        logger.addHandler(errors)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, what="uvicorn to start")
+        yield Live(port, app.state.chat_server), errors
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+        for logger in loggers:
+            logger.removeHandler(errors)
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[tuple[Live, ErrorLog]]:
+    with serve() as pair:
+        yield pair
+
+
+# -- finding 8: malformed input is a 400, never a 500 or a failed generation ---------------
+
+
+def _with_content(content: str) -> bytes:
+    return json.dumps({"messages": [{"role": "user", "content": content}]}).encode()
+
+
+HOSTILE_BODIES = {
+    # Python refuses to parse integers of more than 4,300 digits (ValueError, not JSON's).
+    "huge max_tokens": b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": '
+    + b"9" * 5000
+    + b"}",
+    "huge integer anywhere": b'{"messages": [{"role": "user", "content": "hi"}], "x": '
+    + b"1" * 4301
+    + b"}",
+    # JSON may escape a lone surrogate; it is not a character, and UTF-8 cannot encode it.
+    "lone surrogate": _with_content("\ud800"),
+    "lone low surrogate mid-text": _with_content("abc \udfff 中文"),
+    "lone surrogate in a text part": json.dumps(
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "x\ud800"}]}]}
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_BODIES))
+@pytest.mark.parametrize("path", ["/chat", "/v1/chat/completions"])
+def test_hostile_json_is_a_400_with_nothing_logged(
+    live: tuple[Live, ErrorLog], name: str, path: str
+) -> None:
+    server, errors = live
+    before = len(errors.records)
+    status, _, payload = server.fetch_json("POST", path, HOSTILE_BODIES[name])
+    assert status == 400, payload
+    assert payload["error"]["kind"] == "bad_request"
+    message = payload["error"]["message"]
+    assert ("too long" in message) if name.startswith("huge") else ("surrogate" in message)
+    assert "Traceback" not in message and "Error" not in message  # a sentence, not an exception
+    assert errors.records[before:] == []
+    assert server.health()["busy"] is False
+
+
+def test_real_unicode_is_still_accepted(live: tuple[Live, ErrorLog]) -> None:
+    server, errors = live
+    status, _, payload = server.fetch_json(
+        "POST", "/v1/chat/completions", _with_content("中文 😀 \u00e9")
+    )
+    assert status == 200 and payload["choices"][0]["message"]["content"]
+    assert errors.records == []
+
+
+# -- finding 7: no other site may frame the page ------------------------------------------
+
+FRAMING_HEADERS = {
+    "content-security-policy": "frame-ancestors 'none'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+}
+
+
+@pytest.mark.parametrize(
+    "method,path,headers,status",
+    [
+        ("GET", "/", {}, 200),
+        ("GET", "/static/app.js", {}, 200),
+        ("GET", "/health", {}, 200),
+        ("GET", "/nope", {}, 404),
+        ("POST", "/chat", {}, 400),
+        ("GET", "/", {"Host": "evil.example"}, 403),  # the guard's own refusal too
+        ("GET", "/", {"Origin": "http://evil.example"}, 403),
+    ],
+)
+def test_every_response_forbids_framing(
+    live: tuple[Live, ErrorLog], method: str, path: str, headers: dict[str, str], status: int
+) -> None:
+    server, _ = live
+    got, response_headers, _ = server.fetch(
+        method, path, b"" if method == "POST" else None, headers
+    )
+    assert got == status
+    for name, value in FRAMING_HEADERS.items():
+        assert response_headers.get_all(name) == [value], name
+
+
+def test_a_streamed_answer_forbids_framing_too(live: tuple[Live, ErrorLog]) -> None:
+    server, _ = live
+    conn, response = server.send("POST", "/chat", HELLO)
+    try:
+        assert response.status == 200
+        for name, value in FRAMING_HEADERS.items():
+            assert response.headers[name] == value
+        response.read()
+    finally:
+        conn.close()
+
+
+# -- finding 5: sockets that never finish their headers ------------------------------------
+
+
+def _half_open(port: int, stack: ExitStack) -> socket.socket:
+    """A client that starts a request and never finishes its headers."""
+    sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    return sock
+
+
+def _closed_by_server(sock: socket.socket, within_s: float) -> bool:
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True  # reset: closed as well
+
+
+def _health_seconds(server: Live) -> float:
+    start = time.perf_counter()
+    assert server.health()["status"] == "ok"
+    return time.perf_counter() - start
+
+
+def test_half_open_sockets_do_not_stop_health_and_are_closed_at_the_deadline() -> None:
+    with serve(header_timeout_s=1.5, max_connections=100) as (server, errors), ExitStack() as st:
+        socks = [_half_open(server.port, st) for _ in range(50)]
+        # Wide margin: the claim is "answers at once", not a speed (the benchmark measures).
+        assert max(_health_seconds(server) for _ in range(5)) < 2.0
+        # Every half-open socket is closed by the server once its deadline passes.
+        start = time.monotonic()
+        assert all(_closed_by_server(s, within_s=10) for s in socks)
+        assert time.monotonic() - start < 9
+        assert errors.records == []
+
+
+def test_trickling_bytes_does_not_extend_the_deadline() -> None:
+    with serve(header_timeout_s=1.0) as (server, _), ExitStack() as stack:
+        sock = _half_open(server.port, stack)
+        start = time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - start < 6:
+            try:
+                sock.sendall(b"x")
+            except OSError:
+                closed = True
+                break
+            closed = _closed_by_server(sock, within_s=0.3)
+        assert closed and time.monotonic() - start < 5
+
+
+def test_a_kept_alive_connection_gets_the_deadline_for_its_next_request() -> None:
+    with serve(header_timeout_s=1.0) as (server, _), ExitStack() as stack:
+        sock = stack.enter_context(socket.create_connection(("127.0.0.1", server.port)))
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        sock.settimeout(5)
+        reply = sock.recv(65536)
+        while b'"cancels"' not in reply:  # the body's last field: the whole response is in
+            reply += sock.recv(65536)
+        assert reply.startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.")  # then nothing
+        assert _closed_by_server(sock, within_s=4)
+
+
+def test_over_the_cap_the_oldest_half_open_sockets_make_room() -> None:
+    with serve(header_timeout_s=60, max_connections=20) as (server, errors), ExitStack() as st:
+        socks = [_half_open(server.port, st) for _ in range(50)]
+        # The deadline is a minute away: only the cap can have closed the first thirty.
+        assert all(_closed_by_server(s, within_s=5) for s in socks[:25])
+        assert not any(_closed_by_server(s, within_s=0.05) for s in socks[-10:])
+        assert max(_health_seconds(server) for _ in range(5)) < 2.0
+        assert errors.records == []

@@ -1,0 +1,124 @@
+"""How uvicorn treats connections: a deadline for the headers and a cap on open sockets.
+
+uvicorn's h11 protocol only times out a connection that sits idle *after* a response (its
+keep-alive timeout). A client that connects and never finishes its request headers (a
+"slowloris", or a port scanner's half-open socket) is kept forever, and every such socket
+holds a file descriptor: with the open-file limit at 256, 400 of them made ``/health`` time out
+and the accept loop log a traceback per refused accept.
+
+:class:`GuardedH11Protocol` adds the two things uvicorn leaves out:
+
+- **A header deadline.** From the moment a connection opens (or, on a kept-alive connection,
+  from the first byte of the next request) the client has ``HEADER_TIMEOUT_S`` to send complete
+  headers; then the socket is closed. The deadline is not reset by each byte, so trickling one
+  byte at a time does not keep a socket either.
+- **A connection cap.** At most ``MAX_CONNECTIONS`` sockets are kept. When one more arrives,
+  the oldest socket still waiting for its headers is closed to make room (a real client sends
+  its headers within milliseconds, so that one is almost surely the attacker's); if every
+  socket is busy with a request, the newcomer is closed instead. File descriptors therefore
+  stay bounded and a new client is served even while the cap is full of half-open sockets.
+
+uvicorn's own ``limit_concurrency`` (503 once that many connections or requests are in
+flight) is set to twice the cap, as a second wall that the eviction above never reaches.
+:func:`server_config` is the one place these settings are made; ``run_server`` and the tests
+use it.
+
+Everything here runs on uvicorn's event loop thread (asyncio protocol callbacks and timers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEADER_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 100
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a header deadline and a connection cap (see the module).
+    Subclass it with other class attributes to change the limits (:func:`server_config`)."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.opened = self.loop.time()
+        self.header_deadline: asyncio.TimerHandle | None = None
+        self._arm_header_deadline()
+        if len(self.connections) > self.max_connections:
+            self._make_room()
+
+    def data_received(self, data: bytes) -> None:
+        if self.header_deadline is None and self.waiting_for_headers:
+            self._arm_header_deadline()  # the next request on a kept-alive connection
+        super().data_received(data)
+        if not self.waiting_for_headers:
+            self._cancel_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_deadline()
+        super().connection_lost(exc)
+
+    @property
+    def waiting_for_headers(self) -> bool:
+        """True until h11 has seen a whole request line and headers (again after a response)."""
+        return self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+
+    def _arm_header_deadline(self) -> None:
+        self.opened = self.loop.time()
+        self.header_deadline = self.loop.call_later(self.header_timeout_s, self._on_deadline)
+
+    def _cancel_header_deadline(self) -> None:
+        if self.header_deadline is not None:
+            self.header_deadline.cancel()
+            self.header_deadline = None
+
+    def _on_deadline(self) -> None:
+        self.header_deadline = None
+        if self.waiting_for_headers:
+            self.transport.close()  # no response: the client never asked anything
+
+    def _make_room(self) -> None:
+        """One socket too many: close the oldest one still waiting for headers, else this one."""
+        waiting = [
+            c
+            for c in self.connections
+            if isinstance(c, GuardedH11Protocol) and c is not self and c.waiting_for_headers
+        ]
+        victim = min(waiting, key=lambda c: c.opened) if waiting else self
+        victim.transport.close()
+
+
+def server_config(
+    app: Any,
+    *,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    max_connections: int = MAX_CONNECTIONS,
+    **options: Any,
+) -> uvicorn.Config:
+    """The uvicorn settings ``tkchat serve`` runs with; ``options`` go to ``uvicorn.Config``."""
+    protocol = type(
+        "GuardedH11Protocol",
+        (GuardedH11Protocol,),
+        {"header_timeout_s": header_timeout_s, "max_connections": max_connections},
+    )
+    options = {
+        "log_level": "warning",
+        "access_log": False,
+        "server_header": False,
+        "timeout_graceful_shutdown": 2,
+        **options,
+    }
+    return uvicorn.Config(
+        app,
+        http=protocol,
+        limit_concurrency=2 * max_connections,
+        timeout_keep_alive=5,  # idle after a response: uvicorn's own default, said out loud
+        **options,
+    )
