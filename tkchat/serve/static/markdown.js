@@ -8,7 +8,8 @@
  *
  *   1. ESCAPE FIRST. The whole answer goes through escapeHtml() before anything else, so every
  *      "<", ">", "&", '"' and "'" the model wrote is plain text from here on. Raw HTML from the
- *      model therefore shows as the characters it is made of.
+ *      model therefore shows as the characters it is made of. Only a character reference it
+ *      wrote ("&lt;") is kept, and can only ever decode to text (see escapeSource).
  *   2. BUILD FROM ESCAPED TEXT. Block and inline rules only wrap the escaped text in a fixed
  *      set of attribute-less tags: p, h1-h6, strong, em, code, pre, ul, ol, li, blockquote,
  *      hr, br. There is no rule that creates a link, an image or an attribute, so a
@@ -22,7 +23,10 @@
  * switch it off and check that this file alone holds.
  *
  * Answers are rendered block by block (renderBlocks) so the page can spread a long answer over
- * several frames, and so the cost of one call stays proportional to one block.
+ * several frames, and so the cost of one call stays proportional to one block. That cost is
+ * linear whatever the model writes (no regex here can backtrack super-linearly; code spans are
+ * a scanner), nesting stops at MAX_DEPTH, and a block over BLOCK_BUDGET_MS is shown as plain
+ * text: a degenerate answer never freezes the page.
  */
 'use strict';
 
@@ -34,20 +38,84 @@
 
   const ENTITIES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
-  /** Step 1. NUL becomes U+FFFD (as the HTML parser would) so it can serve as a placeholder. */
+  // Cost: every regex below is linear in its input (no nested or overlapping quantifiers
+  // that can be retried from many positions), and the inline rules are a scanner or regexes
+  // whose span cannot cross the next delimiter. A block nests at most MAX_DEPTH levels deep,
+  // and each top-level block gets BLOCK_BUDGET_MS: past it, that block is shown as plain text.
+  const MAX_DEPTH = 8;
+  const BLOCK_BUDGET_MS = 50;
+
+  /** Plain HTML escaping (NUL becomes U+FFFD, as the HTML parser would). */
   function escapeHtml(text) {
     return String(text).replace(/\0/g, '\uFFFD').replace(/[&<>"']/g, (c) => ENTITIES[c]);
   }
 
+  // A character reference the model wrote ("&lt;", "&#60;", "&copy;") is kept, marked by
+  // REF in place of its "&": in text it becomes "&" again and shows as its character (as in
+  // the Tk window and CommonMark; escaping it again showed "&lt;" for "<"), in code it becomes
+  // "&amp;" and shows as written. Markdown rules never see it as syntax ("&gt; x" is no quote).
+  // Safe: a reference can only ever decode to text, since it ends up in a text node.
+  const REF = '\u0001';
+  const REFERENCE = /&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|([A-Za-z][A-Za-z0-9]{1,31}));|[&<>"']/g;
+  const knownNames = new Map(); // name -> whether the HTML parser reads "&name;" whole
+  let decoder = null;
+
+  function isNamedReference(name) {
+    let known = knownNames.get(name);
+    if (known === undefined) {
+      // A detached <textarea> parses its content as text (RCDATA): entities are decoded and no
+      // element can be made. "&notit;" decodes as "¬it;" (a legacy prefix): not a whole name.
+      decoder = decoder || document.createElement('textarea');
+      decoder.innerHTML = '&' + name + ';';
+      const decoded = decoder.value;
+      known = decoded !== '&' + name + ';' && (!decoded.includes(';') || decoded === ';');
+      if (knownNames.size < 512) knownNames.set(name, known);
+    }
+    return known;
+  }
+
+  /** Step 1, for markdown: escape everything, keeping the model's own character references. */
+  function escapeSource(text) {
+    return String(text).replace(/[\0\u0001]/g, '\uFFFD').replace(REFERENCE, (m, name) => {
+      if (m.length === 1) return ENTITIES[m];
+      return name === undefined || isNamedReference(name) ? REF + m.slice(1) : '&amp;' + m.slice(1);
+    });
+  }
+
+  const asCode = (escaped) => escaped.replaceAll(REF, '&amp;');
+
   // Block rules. They run on escaped lines, so a blockquote's ">" is "&gt;" here.
   const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
-  const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+  const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+  const ATX_OPEN = /^ {0,3}(#{1,6})(?:[ \t]|$)/;
   const HR = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
   const QUOTE = /^ {0,3}&gt; ?/;
   const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)(.*)$/;
 
   const isBlank = (line) => /^[ \t]*$/.test(line);
   const indentOf = (line) => line.match(/^ */)[0].length;
+
+  /** The end of `text` without its trailing spaces and tabs (a loop: / +$/ is quadratic). */
+  function trimmedEnd(text) {
+    let end = text.length;
+    while (end > 0 && (text[end - 1] === ' ' || text[end - 1] === '\t')) end -= 1;
+    return end;
+  }
+
+  /** An ATX heading: {level, text} or null; the closing #s go (a scan, not a lazy regex). */
+  function heading(line) {
+    const m = ATX_OPEN.exec(line);
+    if (!m) return null;
+    let text = line.slice(m[0].length);
+    text = text.slice(0, trimmedEnd(text));
+    let hashes = text.length;
+    while (hashes > 0 && text[hashes - 1] === '#') hashes -= 1;
+    if (hashes === 0) text = '';
+    else if (hashes < text.length && (text[hashes - 1] === ' ' || text[hashes - 1] === '\t')) {
+      text = text.slice(0, trimmedEnd(text.slice(0, hashes)));
+    }
+    return { level: m[1].length, text: text.replace(/^[ \t]+/, '') };
+  }
 
   function openFence(line) {
     const m = FENCE.exec(line);
@@ -57,84 +125,91 @@
   }
 
   function startsBlock(line) {
-    return openFence(line) !== null || ATX.test(line) || HR.test(line) || QUOTE.test(line) ||
-      ITEM.test(line);
+    return openFence(line) !== null || heading(line) !== null || HR.test(line) ||
+      QUOTE.test(line) || ITEM.test(line);
+  }
+
+  /** Thrown when a top-level block runs over its budget; renderBlocks shows it as text. */
+  const OVER_BUDGET = new Error('markdown block over its time budget');
+  let deadline = Infinity;
+
+  function checkBudget() {
+    if (deadline !== Infinity && performance.now() > deadline) throw OVER_BUDGET;
   }
 
   /**
    * Escaped lines -> a list of blocks, each {html} or, for a paragraph, {para: innerHtml}
    * (kept apart so a tight list item can drop its <p>).
    */
-  function parseBlocks(lines) {
+  function parseBlocks(lines, depth) {
     const blocks = [];
     let i = 0;
     while (i < lines.length) {
-      const line = lines[i];
-      if (isBlank(line)) {
+      if (isBlank(lines[i])) {
         i += 1;
         continue;
       }
-      const fence = openFence(line);
-      if (fence) {
-        // An unclosed fence runs to the end: mid-stream, the answer is usually in one.
-        const body = [];
-        i += 1;
-        while (i < lines.length) {
-          const close = /^ {0,3}(`{3,}|~{3,})[ \t]*$/.exec(lines[i]);
-          if (close && close[1][0] === fence.char && close[1].length >= fence.length) {
-            i += 1;
-            break;
-          }
-          body.push(lines[i].slice(Math.min(fence.indent, indentOf(lines[i]))));
-          i += 1;
-        }
-        blocks.push({ html: '<pre><code>' + body.join('\n') + '</code></pre>' });
-        continue;
-      }
-      let m = ATX.exec(line);
-      if (m) {
-        const level = m[1].length;
-        blocks.push({ html: `<h${level}>${inline(m[2] || '')}</h${level}>` });
-        i += 1;
-        continue;
-      }
-      if (HR.test(line)) {
-        blocks.push({ html: '<hr>' });
-        i += 1;
-        continue;
-      }
-      if (QUOTE.test(line)) {
-        const inner = [];
-        while (i < lines.length && !isBlank(lines[i])) {
-          if (QUOTE.test(lines[i])) inner.push(lines[i].replace(QUOTE, ''));
-          else if (startsBlock(lines[i])) break;
-          else inner.push(lines[i]); // a lazy continuation of the quoted paragraph
-          i += 1;
-        }
-        blocks.push({ html: '<blockquote>' + toHtml(parseBlocks(inner), false) + '</blockquote>' });
-        continue;
-      }
-      m = ITEM.exec(line);
-      if (m) {
-        const list = parseList(lines, i);
-        blocks.push({ html: list.html });
-        i = list.next;
-        continue;
-      }
-      // Leading spaces go; trailing ones stay until inline() has seen them (two = a <br>).
-      const para = [line.trimStart()];
-      i += 1;
-      while (i < lines.length && !isBlank(lines[i]) && !startsBlock(lines[i])) {
-        para.push(lines[i].trimStart());
-        i += 1;
-      }
-      blocks.push({ para: inline(para.join('\n')).trimEnd() });
+      const one = parseBlock(lines, i, depth);
+      blocks.push(one.block);
+      i = one.next;
     }
     return blocks;
   }
 
+  /** The block starting at the non-blank lines[i]: {block, next}. */
+  function parseBlock(lines, i, depth) {
+    checkBudget();
+    const line = lines[i];
+    const nested = depth < MAX_DEPTH; // deeper, quotes and lists are read as paragraph text
+    const fence = openFence(line);
+    if (fence) {
+      // An unclosed fence runs to the end: mid-stream, the answer is usually in one.
+      const body = [];
+      i += 1;
+      while (i < lines.length) {
+        const close = FENCE_CLOSE.exec(lines[i]);
+        if (close && close[1][0] === fence.char && close[1].length >= fence.length) {
+          i += 1;
+          break;
+        }
+        body.push(lines[i].slice(Math.min(fence.indent, indentOf(lines[i]))));
+        i += 1;
+      }
+      return { block: { html: '<pre><code>' + asCode(body.join('\n')) + '</code></pre>' }, next: i };
+    }
+    const h = heading(line);
+    if (h) {
+      return { block: { html: `<h${h.level}>${inline(h.text)}</h${h.level}>` }, next: i + 1 };
+    }
+    if (HR.test(line)) return { block: { html: '<hr>' }, next: i + 1 };
+    if (nested && QUOTE.test(line)) {
+      const inner = [];
+      while (i < lines.length && !isBlank(lines[i])) {
+        if (QUOTE.test(lines[i])) inner.push(lines[i].replace(QUOTE, ''));
+        else if (startsBlock(lines[i])) break;
+        else inner.push(lines[i]); // a lazy continuation of the quoted paragraph
+        i += 1;
+      }
+      const html = '<blockquote>' + toHtml(parseBlocks(inner, depth + 1), false) + '</blockquote>';
+      return { block: { html }, next: i };
+    }
+    if (nested && ITEM.test(line)) {
+      const list = parseList(lines, i, depth);
+      return { block: { html: list.html }, next: list.next };
+    }
+    // Leading spaces go; trailing ones stay until inline() has seen them (two = a <br>).
+    const para = [line.trimStart()];
+    i += 1;
+    while (i < lines.length && !isBlank(lines[i]) && !(nested && startsBlock(lines[i]))) {
+      para.push(lines[i].trimStart());
+      i += 1;
+    }
+    const text = inline(para.join('\n'));
+    return { block: { para: text.slice(0, trimmedEnd(text)) }, next: i };
+  }
+
   /** A list starting at lines[start]; items hold blocks of their own (nested lists, code). */
-  function parseList(lines, start) {
+  function parseList(lines, start, depth) {
     const kind = (m) => (/\d/.test(m[2][0]) ? 'ol' + m[2].slice(-1) : 'ul' + m[2]);
     const first = ITEM.exec(lines[start]);
     const listKind = kind(first);
@@ -142,6 +217,7 @@
     let loose = false;
     let i = start;
     for (;;) {
+      checkBudget();
       const m = ITEM.exec(lines[i]);
       const gap = m[3].length;
       const contentIndent = m[1].length + m[2].length + (gap === 0 || gap > 4 ? 1 : gap);
@@ -173,7 +249,9 @@
       i = j;
     }
     const tag = listKind.slice(0, 2);
-    const html = items.map((body) => '<li>' + toHtml(parseBlocks(body), !loose) + '</li>').join('');
+    const html = items
+      .map((body) => '<li>' + toHtml(parseBlocks(body, depth + 1), !loose) + '</li>')
+      .join('');
     return { html: `<${tag}>${html}</${tag}>`, next: i };
   }
 
@@ -183,32 +261,112 @@
   }
 
   /**
+   * Code spans, by a scanner: a run of n backticks opens a span that the next run of exactly n
+   * closes; a run with no such partner is literal text. The runs of each length are listed
+   * once and a cursor per length only moves forward, so the whole scan is linear (the regex
+   * it replaces retried every opening run to the end: "x" + 3,000 backticks took seconds).
+   */
+  function codeSpans(text, keep) {
+    const runs = []; // [start, length] of every maximal backtick run
+    for (let i = text.indexOf('`'); i !== -1; i = text.indexOf('`', i)) {
+      let j = i;
+      while (j < text.length && text[j] === '`') j += 1;
+      runs.push([i, j - i]);
+      i = j;
+    }
+    if (runs.length < 2) return text;
+    const byLength = new Map(); // length -> indices into runs, ascending
+    runs.forEach(([, length], k) => {
+      if (!byLength.has(length)) byLength.set(length, { runs: [], cursor: 0 });
+      byLength.get(length).runs.push(k);
+    });
+    let out = '';
+    let last = 0;
+    for (let k = 0; k < runs.length;) {
+      const [start, length] = runs[k];
+      const same = byLength.get(length);
+      while (same.cursor < same.runs.length && same.runs[same.cursor] <= k) same.cursor += 1;
+      if (same.cursor === same.runs.length) {
+        k += 1; // no closing run of this length: literal backticks
+        continue;
+      }
+      const close = same.runs[same.cursor];
+      let code = text.slice(start + length, runs[close][0]).replaceAll('\n', ' ');
+      if (code.length > 1 && code[0] === ' ' && code[code.length - 1] === ' ' && /[^ ]/.test(code)) {
+        code = code.slice(1, -1);
+      }
+      out += text.slice(last, start) + keep('<code>' + asCode(code) + '</code>');
+      last = runs[close][0] + length;
+      k = close + 1;
+    }
+    return out + text.slice(last);
+  }
+
+  /** "  \n" or "\\\n" is a hard line break; per line, without a regex over runs of spaces. */
+  function hardBreaks(text) {
+    const lines = text.split('\n');
+    for (let i = 0; i < lines.length - 1; i += 1) {
+      const line = lines[i];
+      const end = trimmedEnd(line.replaceAll('\t', 'x')); // spaces only, as before
+      if (line.length - end >= 2) lines[i] = line.slice(0, end) + '<br>';
+      else if (line.endsWith('\\')) lines[i] = line.slice(0, -1) + '<br>';
+    }
+    return lines.join('\n');
+  }
+
+  /**
    * Inline rules on one escaped paragraph. Code spans and backslash escapes are set aside as
-   * numbered placeholders first, so emphasis rules never reach inside them.
+   * numbered placeholders first, so emphasis rules never reach inside them. An emphasis span
+   * cannot cross the next delimiter of its kind, so each opener looks no further than that.
    */
   function inline(text) {
+    checkBudget();
     const stash = [];
     const keep = (html) => '\0' + (stash.push(html) - 1) + '\0';
-    let s = text.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_, ticks, body) => {
-      let code = body.replace(/\n/g, ' ');
-      if (/^ [\s\S]*[^ ][\s\S]* $/.test(code)) code = code.slice(1, -1);
-      return keep('<code>' + code + '</code>');
-    });
+    let s = codeSpans(text, keep);
     s = s.replace(/\\([\\`*_{}[\]()#+\-.!|~])/g, (_, c) => keep(c));
     s = s
-      .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, '<strong>$1</strong>')
-      .replace(/(^|[^\w])__(?=\S)([\s\S]*?\S)__(?!\w)/g, '$1<strong>$2</strong>')
-      .replace(/\*(?=[^\s*])([\s\S]*?[^\s*])\*/g, '<em>$1</em>')
-      .replace(/(^|[^\w])_(?=\S)([\s\S]*?\S)_(?!\w)/g, '$1<em>$2</em>')
-      .replace(/(?: {2,}|\\)\n/g, '<br>\n');
+      .replace(/\*\*(?=\S)((?:[^*]|\*(?!\*))*?\S)\*\*/g, '<strong>$1</strong>')
+      .replace(/(^|[^\w])__(?=\S)((?:[^_]|_(?!_))*?\S)__(?!\w)/g, '$1<strong>$2</strong>')
+      .replace(/\*(?=[^\s*])([^*]*?[^\s*])\*/g, '<em>$1</em>')
+      .replace(/(^|[^\w])_(?=\S)([^_]*?\S)_(?!\w)/g, '$1<em>$2</em>');
+    s = hardBreaks(s);
+    checkBudget();
     return s.replace(/\0(\d+)\0/g, (_, n) => stash[Number(n)]);
   }
 
-  /** Markdown -> one HTML string per top-level block (all text escaped, only allowed tags). */
-  function renderBlocks(markdown) {
-    const lines = escapeHtml(markdown).split(/\r\n|\r|\n/);
-    return parseBlocks(lines).map((b) => toHtml([b], false));
+  /**
+   * Markdown -> one HTML string per top-level block (all text escaped, only allowed tags).
+   * A block that takes more than `budgetMs` to build is shown as its plain text instead.
+   */
+  function renderBlocks(markdown, budgetMs = BLOCK_BUDGET_MS) {
+    const lines = escapeSource(markdown).split(/\r\n|\r|\n/);
+    const html = [];
+    let i = 0;
+    while (i < lines.length) {
+      if (isBlank(lines[i])) {
+        i += 1;
+        continue;
+      }
+      deadline = performance.now() + budgetMs;
+      try {
+        const one = parseBlock(lines, i, 0);
+        html.push(toHtml([one.block], false));
+        i = one.next;
+      } catch (err) {
+        if (err !== OVER_BUDGET) throw err;
+        let j = i + 1;
+        while (j < lines.length && !isBlank(lines[j])) j += 1;
+        html.push('<p>' + asCode(lines.slice(i, j).join('<br>')) + '</p>');
+        renderBlocks.fallbacks += 1;
+        i = j;
+      } finally {
+        deadline = Infinity;
+      }
+    }
+    return html.map((h) => h.replaceAll(REF, '&'));
   }
+  renderBlocks.fallbacks = 0; // blocks shown as plain text for their budget (a test hook)
 
   /** Step 3: parse in an inert <template>, check every element, or fall back to plain text. */
   function toFragment(html, sourceText) {

@@ -1,0 +1,135 @@
+"""The browser client against degenerate answers (issue 15), in headless Chromium.
+
+The page and server are those of ``tests/test_browser.py`` (its fixtures are reused). What is
+proved here: a character reference the model wrote shows as its character, once (not escaped
+a second time), and as written inside code; every input that used to make ``markdown.js``
+super-linear (or overflow the stack) now renders within a small multiple of a normal answer of
+the same length; a block over its time budget falls back to its plain text.
+
+One timing claim is asserted, because it is the whole point of the fix: adversarial inputs
+cost about what normal ones do. It is a ratio to a normal input measured in the same page,
+with a wide margin (the quadratic cases were thousands of times slower, or never finished).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests import test_browser
+from tests.test_browser import LiveServer, Page, ask, wait_answer
+from tkchat.generate.scripted import ScriptedBackend
+
+# The page, the browser and the server come from test_browser's fixtures.
+browser = test_browser.browser
+open_page = test_browser.open_page
+serve = test_browser.serve
+
+pytestmark = pytest.mark.gui
+
+
+# -- finding 10: a reference the model wrote is shown once, not escaped again -------------
+
+REFERENCES = "1 &lt; 2 &amp;&amp; 3 &#62; 2 &copy; &#x4E2D; &notit; &bogus; &lt\n\n`&lt;b&gt;`"
+
+
+def test_a_character_reference_shows_as_its_character_and_as_written_in_code(
+    serve: Callable[..., LiveServer], open_page: Callable[..., Page]
+) -> None:
+    page = open_page(serve(ScriptedBackend(rate=0, text=REFERENCES)))
+    ask(page)
+    wait_answer(page)
+    answer = page.locator("#transcript .msg.assistant").last.locator(".md")
+    paragraphs = answer.locator("p").all_inner_texts()
+    # As the Tk window and CommonMark show it; before, the page showed "1 &lt; 2 &amp;&amp; …".
+    assert paragraphs[0] == "1 < 2 && 3 > 2 © 中 &notit; &bogus; &lt"
+    assert answer.locator("code").inner_text() == "&lt;b&gt;"  # code shows what was written
+    # A quote written as a reference is no quote, and nothing but text came of any of it.
+    tree = page.evaluate(
+        """(src) => { const d = document.createElement('div');
+                      d.append(TkMarkdown.renderMarkdown(src)); return d.innerHTML; }""",
+        "&gt; not a quote\n\n&#60;img src=x onerror=alert(1)&#62;",
+    )
+    assert tree == "<p>&gt; not a quote</p><p>&lt;img src=x onerror=alert(1)&gt;</p>"
+
+
+# -- finding 4: every markdown path is linear, and a block has a time budget -----------------
+
+N = 20_000
+NORMAL_BLOCK = (
+    "## A heading\n\nSome **bold** and *em* text with `code` and __more__ and _this_.\n"
+    "- a list item\n- another with `x < y`\n\n> a quote\n\n```\nfenced code\n```\n\n"
+)
+NORMAL = (NORMAL_BLOCK * (N // len(NORMAL_BLOCK) + 1))[:N]
+ADVERSARIAL = {
+    "x + backticks": "x" + "`" * N,  # 3,000 of them froze the page 3.4 s
+    "backtick runs of growing length": "".join("`" * k + "a" for k in range(1, 200)),
+    "code span with a leading space": "` " + "a" * N + "`",
+    "unclosed strong": "**a " * (N // 4),
+    "unclosed em": "*a " * (N // 3),
+    "unclosed __": " __a" * (N // 4),
+    "unclosed _": " _a" * (N // 3),
+    "spaces before no break": "a" + " " * N + "b",
+    "heading then spaces": "# a" + " " * N + "b",
+    "nested lists on one line": "- " * (N // 2) + "x",  # overflowed the stack
+    "nested quotes": "> " * (N // 2) + "x",
+    "brackets": "[" * N,
+    "link openers": "[a](" * (N // 4),
+    "references": "&lt;" * (N // 4),
+    "hr-like": "- " * (N // 2),
+}
+
+TIME_JS = """([source, repeats]) => {
+  let best = Infinity;
+  for (let r = 0; r < repeats; r += 1) {
+    const t0 = performance.now();
+    const html = TkMarkdown.renderBlocks(source).join('');
+    TkMarkdown.toFragment(html);
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+}"""
+
+
+@pytest.fixture
+def md_page(serve: Callable[..., LiveServer], open_page: Callable[..., Page]) -> Page:
+    return open_page(serve(ScriptedBackend(rate=0)))
+
+
+def test_adversarial_markdown_costs_about_what_normal_markdown_costs(md_page: Page) -> None:
+    normal_ms = md_page.evaluate(TIME_JS, [NORMAL, 5])
+    slow = {}
+    for name, source in ADVERSARIAL.items():
+        ms = md_page.evaluate(TIME_JS, [source, 3])
+        if ms > 5 * normal_ms + 20:  # wide: the quadratic cases were 100-100,000 times slower
+            slow[name] = ms
+    assert not slow, f"normal {N} chars: {normal_ms:.1f} ms; too slow: {slow}"
+    assert md_page.evaluate("() => TkMarkdown.renderBlocks.fallbacks") == 0  # no budget needed
+
+
+def test_deep_nesting_is_capped_and_keeps_the_text(md_page: Page) -> None:
+    html = md_page.evaluate(
+        "(s) => TkMarkdown.renderBlocks(s).join('')", "> " * 50 + "deep\n\n" + "- " * 50 + "x"
+    )
+    assert html.count("<blockquote>") == 8 and html.count("<ul>") == 8
+    assert "deep" in html and html.endswith("x" + "</li></ul>" * 8)
+
+
+def test_a_block_over_its_budget_is_shown_as_plain_text(md_page: Page) -> None:
+    source = "# Title\n\nsome **bold** & <b>\nsecond line &lt;\n\n```\ncode\n```"
+    result: Any = md_page.evaluate(
+        """(s) => { const before = TkMarkdown.renderBlocks.fallbacks;
+                    const blocks = TkMarkdown.renderBlocks(s, -1);
+                    const d = document.createElement('div');
+                    d.append(TkMarkdown.toFragment(blocks.join('')));
+                    return [blocks, d.innerText, TkMarkdown.renderBlocks.fallbacks - before]; }""",
+        source,
+    )
+    blocks, text, fallbacks = result
+    assert fallbacks == 3 and all(b.startswith("<p>") for b in blocks)
+    assert "<strong>" not in "".join(blocks)
+    # The text is all there, as written (markup shown, not applied).
+    for piece in ("# Title", "some **bold** & <b>", "second line &lt;", "```", "code"):
+        assert piece in text
