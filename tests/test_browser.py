@@ -94,6 +94,7 @@ class LiveServer:
 
     backend: ScriptedBackend
     wrap: Callable[[ASGIApp], ASGIApp] | None = None
+    token: str | None = None  # as when it listens beyond the loopback (run_server's token)
     port: int = 0
     _server: Any = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -106,7 +107,7 @@ class LiveServer:
         sock.bind(("127.0.0.1", 0))  # the port is ours before the app needs to know it
         self.port = sock.getsockname()[1]
         self.backend.load()
-        self._app = create_app(self.backend, port=self.port)
+        self._app = create_app(self.backend, port=self.port, token=self.token)
         app = self.wrap(self._app) if self.wrap else self._app
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, timeout_graceful_shutdown=1

@@ -133,3 +133,35 @@ def test_a_block_over_its_budget_is_shown_as_plain_text(md_page: Page) -> None:
     # The text is all there, as written (markup shown, not applied).
     for piece in ("# Title", "some **bold** & <b>", "second line &lt;", "```", "code"):
         assert piece in text
+
+
+# -- finding 6: the page gets the server's token from its URL, and keeps it to itself ------
+
+
+def test_the_page_takes_the_token_from_its_url_and_keeps_it_in_memory_only(browser: Any) -> None:
+    token = "T0ken-from_the-URL"
+    server = LiveServer(ScriptedBackend(rate=0, tokens=30), token=token).start()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        seen: list[str | None] = []
+        page.on("request", lambda r: seen.append(r.headers.get("authorization")))
+        page.goto(server.url + "#token=" + token)
+        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
+        assert page.evaluate("() => location.hash") == ""  # out of the address bar
+        html = page.evaluate("() => document.documentElement.outerHTML")
+        storage = page.evaluate("() => [localStorage.length, sessionStorage.length]")
+        assert token not in html and token not in page.url and storage == [0, 0]
+        ask(page)
+        st = wait_answer(page)
+        assert st["lastEvent"]["type"] == "done" and st["text"]
+        assert f"Bearer {token}" in seen  # the worker's POST /chat carried it
+        # Without the token in the URL the page loads, and the server refuses the question.
+        page.goto(server.url)
+        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
+        ask(page)
+        wait_answer(page, "error")
+        assert "token" in page.locator("#transcript .note.error").last.inner_text()
+    finally:
+        context.close()
+        server.stop()

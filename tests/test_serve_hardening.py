@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from http.client import HTTPConnection
 from typing import Any
 
 import pytest
@@ -28,6 +33,7 @@ from tests.test_server import HELLO, Live  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve.app import create_app  # noqa: E402
 from tkchat.serve.connections import server_config  # noqa: E402
+from tkchat.serve.listen import reachable_address  # noqa: E402
 
 
 class ErrorLog(logging.Handler):
@@ -42,13 +48,13 @@ class ErrorLog(logging.Handler):
 
 
 @contextmanager
-def serve(**config: Any) -> Iterator[tuple[Live, ErrorLog]]:
+def serve(token: str | None = None, **config: Any) -> Iterator[tuple[Live, ErrorLog]]:
     """The app under uvicorn with ``run_server``'s settings (``config`` overrides some), and a
     log of the errors it writes."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = create_app(ScriptedBackend(rate=0), port=port)
+    app = create_app(ScriptedBackend(rate=0), port=port, token=token)
     server = uvicorn.Server(server_config(app, timeout_graceful_shutdown=1, **config))
     errors = ErrorLog()
     loggers = [logging.getLogger(name) for name in ("uvicorn.error", "uvicorn", "asyncio", "")]
@@ -242,3 +248,123 @@ def test_over_the_cap_the_oldest_half_open_sockets_make_room() -> None:
         assert not any(_closed_by_server(s, within_s=0.05) for s in socks[-10:])
         assert max(_health_seconds(server) for _ in range(5)) < 2.0
         assert errors.records == []
+
+
+# -- finding 6: beyond the loopback, an opt-in and a token -----------------------------------
+
+TOKEN = "s3cret-T0ken_for-tests"
+
+
+def test_with_a_token_every_api_request_needs_it_whatever_the_host() -> None:
+    with serve(token=TOKEN) as (server, errors):
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        # The page and its files hold no secret and must load for the page to read its token.
+        status, _, page = server.fetch("GET", "/")
+        assert status == 200 and TOKEN.encode() not in page
+        assert server.fetch("GET", "/static/app.js")[0] == 200
+        # The API: 401 without the token, even with the forged Host that used to pass.
+        for headers in ({}, {"Host": "127.0.0.1"}, {"Authorization": "Bearer wrong"}):
+            for method, path, body in (
+                ("POST", "/chat", HELLO),
+                ("POST", "/v1/chat/completions", HELLO),
+                ("GET", "/health", None),
+                ("GET", "/v1/models", None),
+            ):
+                status, response_headers, payload = server.fetch_json(method, path, body, headers)
+                assert status == 401 and payload["error"]["kind"] == "unauthorized", (path, headers)
+                assert response_headers["www-authenticate"] == "Bearer"
+        assert server.chat.controller.gen == 0  # not one generation started
+        # With the token, any name for this machine works (the LAN's, here a made-up one)...
+        lan = {**bearer, "Host": f"192.0.2.2:{server.port}"}
+        status, _, payload = server.fetch_json("POST", "/v1/chat/completions", HELLO, lan)
+        assert status == 200 and payload["choices"][0]["message"]["content"]
+        # ... the page's own origin too, but no other site's origin, token or not.
+        same = {**lan, "Origin": f"http://192.0.2.2:{server.port}"}
+        assert server.fetch_json("GET", "/health", None, same)[0] == 200
+        other = {**lan, "Origin": "http://evil.example"}
+        assert server.fetch_json("GET", "/health", None, other)[0] == 403
+        assert errors.records == []
+
+
+def _start_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tkchat", "serve", "--backend", "scripted", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@contextmanager
+def cli_server(*args: str) -> Iterator[tuple[str, str, str]]:
+    """``tkchat serve`` as a user runs it: (printed URL, the token or "", stderr so far)."""
+    process = _start_cli(*args)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        match = re.fullmatch(r"tkchat serve: (http://\S+?/)(?:#token=(\S+))? \(model .*\)\n", line)
+        assert match, (line, process.stderr.read() if process.poll() is not None else "")
+        warning = process.stderr.readline() if match.group(2) else ""
+        yield match.group(1), match.group(2) or "", warning
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _get(host: str, port: int, path: str, headers: dict[str, str]) -> tuple[int, Any]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    conn = HTTPConnection(host, port, timeout=10)
+    conn.sock = socket.socket(family, socket.SOCK_STREAM)
+    conn.sock.settimeout(10)
+    conn.sock.connect((host, port))
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def test_a_non_loopback_host_needs_the_opt_in() -> None:
+    process = _start_cli("--host", "0.0.0.0")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and out == ""
+    assert "--allow-remote" in err and "Traceback" not in err
+
+
+def test_remote_mode_prints_a_token_url_and_a_forged_host_from_the_lan_gets_nothing() -> None:
+    lan = reachable_address("0.0.0.0")
+    if lan.startswith("127.") or not lan[0].isdigit():
+        pytest.skip("this machine has no non-loopback IPv4 address to test from")
+    with cli_server("--host", "0.0.0.0", "--allow-remote") as (url, token, warning):
+        assert token and "WARNING" in warning and "reachable from other machines" in warning
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        assert url == f"http://{lan}:{port}/"
+        # From the LAN address, with the Host that used to get a full completion: 401.
+        status, payload = _get(lan, port, "/health", {"Host": "127.0.0.1"})
+        assert status == 401 and payload["error"]["kind"] == "unauthorized"
+        # The printed URL's own host and the token: served.
+        status, payload = _get(lan, port, "/health", {"Authorization": f"Bearer {token}"})
+        assert status == 200 and payload["status"] == "ok"
+
+
+def test_localhost_listens_on_ipv4_and_ipv6_and_wildcard_ipv6_takes_ipv4_too() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with cli_server("--host", "localhost") as (url, token, _):
+        assert url.startswith("http://localhost:") and not token
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        for address, host_header in (("127.0.0.1", "localhost"), ("::1", "[::1]")):
+            status, payload = _get(address, port, "/health", {"Host": f"{host_header}:{port}"})
+            assert status == 200 and payload["status"] == "ok", address
+    if not socket.has_dualstack_ipv6():
+        return
+    with cli_server("--host", "::", "--allow-remote") as (url, token, _):
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        bearer = {"Authorization": f"Bearer {token}"}
+        assert _get("127.0.0.1", port, "/health", bearer)[0] == 200  # IPv4 on "::"
+        assert _get("::1", port, "/health", bearer)[0] == 200

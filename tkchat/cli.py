@@ -317,8 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
         "Server-Sent Events, POST /v1/chat/completions speaks OpenAI's shape, and "
         "/ is a browser client. Binds to loopback unless told otherwise.",
     )
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; localhost is 127.0.0.1 and ::1; "
+        ":: is IPv6 and IPv4). Any non-loopback address needs --allow-remote",
+    )
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let other machines in (with a non-loopback --host): the server then prints a "
+        "token that every client must send (Authorization: Bearer), in the URL to open",
+    )
 
     watchdog = commands.add_parser(
         "watchdog",
@@ -436,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
             tokens=args.tokens,
             prompt_rate=args.prompt_rate,
         )
-        return run_server(backend, host=args.host, port=args.port)
+        return run_server(backend, host=args.host, port=args.port, allow_remote=args.allow_remote)
     if args.command == "selftest" and args.toolkit == "qt":
         problem = _qt_problem(args.mode)
         if problem:

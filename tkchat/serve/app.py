@@ -47,12 +47,13 @@ never waits for the model: the worker hands events over with ``loop.call_soon_th
 server starts (:func:`run_server`, on the main thread), never inside a request.
 
 Safe by default: it binds 127.0.0.1, checks Host and Origin, limits sizes, answers every
-error as JSON and sends no CORS headers at all.
+error as JSON and sends no CORS headers at all. Beyond the loopback it needs an opt-in and a
+token (:mod:`~tkchat.serve.listen`); :mod:`~tkchat.serve.connections` bounds what a socket
+that never finishes its request can hold.
 """
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -81,10 +82,13 @@ def create_app(
     max_prompt_chars: int = 32_000,
     keepalive_s: float = KEEPALIVE_S,
     static_dir: Path | None = None,
+    token: str | None = None,
 ) -> Starlette:
     """The Starlette app around a **loaded** ``backend``. ``port`` is the one the server
     listens on: Host and Origin are checked against it. ``app.state.chat_server`` is the
-    :class:`ChatServer` (its ``controller`` frees the model at the end)."""
+    :class:`ChatServer` (its ``controller`` frees the model at the end). With a ``token``,
+    every API request must carry it (a server reachable beyond the loopback: see
+    :mod:`~tkchat.serve.listen`)."""
     server = ChatServer(
         backend,
         max_body_bytes=max_body_bytes,
@@ -100,7 +104,9 @@ def create_app(
 
     app = Starlette(
         routes=server.routes(),
-        middleware=[Middleware(HostOriginGuard, allowed_hosts=allowed_hosts, port=port)],
+        middleware=[
+            Middleware(HostOriginGuard, allowed_hosts=allowed_hosts, port=port, token=token)
+        ],
         exception_handlers={
             RequestRejected: on_rejected,
             HTTPException: on_http_error,
@@ -112,50 +118,73 @@ def create_app(
     return app
 
 
-_WILDCARDS = ("0.0.0.0", "::", "")
-
-
-def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> int:
+def run_server(
+    backend: Backend, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False
+) -> int:
     """Main thread. Load the model, listen, print one line, serve until Ctrl+C; exit status.
 
     Loading comes first so the first request never waits for it and a bad model is one clear
-    line on stderr; so does a port already in use (the socket is bound before the line that
-    announces the address is printed). A specific ``host`` is also accepted in Host/Origin; a
-    wildcard address is not (the machine's names are unknown), so only 127.0.0.1 and localhost
-    work there."""
+    line on stderr; so does a port already in use (the sockets are bound before the line that
+    announces the address is printed). A loopback ``host`` is served as before (``localhost``
+    on both 127.0.0.1 and ::1); any other address is refused unless ``allow_remote``, and then
+    needs a token (:mod:`~tkchat.serve.listen`), printed once in the URL, with a warning."""
     import uvicorn  # the optional extra: only needed to run, not to build the app
 
     from tkchat.serve.connections import server_config
+    from tkchat.serve.listen import is_loopback, new_token, open_sockets, reachable_address
 
+    remote = not is_loopback(host)
+    if remote and not allow_remote:
+        print(
+            f"tkchat serve: {host} is reachable from other machines. To serve them, add"
+            " --allow-remote (every client will then need the token it prints); to stay on"
+            " this machine, leave --host out.",
+            file=sys.stderr,
+        )
+        return 2
     try:
         backend.load()
     except BackendError as exc:
         print(f"tkchat serve: {exc}", file=sys.stderr)
         return 1
     try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family)
+        sockets = open_sockets(host, port)
     except OSError as exc:
         print(
             f"tkchat serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr
         )
         backend.close()
         return 1
-    port = sock.getsockname()[1]  # the real one, if 0 asked for any free port
+    port = sockets[0].getsockname()[1]  # the real one, if 0 asked for any free port
+    token = new_token() if remote else None
     allowed = list(DEFAULT_ALLOWED_HOSTS)
-    if host not in _WILDCARDS and host not in allowed:
+    if host == "localhost":
+        allowed.append("::1")
+    elif host not in allowed:
         allowed.append(host)
-    app = create_app(backend, allowed_hosts=allowed, port=port)
-    print(f"tkchat serve: http://{bracketed(host)}:{port}/ (model {backend.name})", flush=True)
+    app = create_app(backend, allowed_hosts=allowed, port=port, token=token)
+    shown = bracketed(reachable_address(host))
+    fragment = f"#token={token}" if token else ""
+    print(f"tkchat serve: http://{shown}:{port}/{fragment} (model {backend.name})", flush=True)
+    if token:
+        print(
+            f"tkchat serve: WARNING: listening on {host}, reachable from other machines. Every"
+            f" request needs the token (header 'Authorization: Bearer {token}'; a browser takes"
+            " it from the URL above). This is plain HTTP: anyone on the network path can read"
+            " the conversation and the token.",
+            file=sys.stderr,
+            flush=True,
+        )
     config = server_config(app)  # header deadline and connection cap: serve/connections.py
     status = 0
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=sockets)
     except KeyboardInterrupt:
         pass  # uvicorn shut down gracefully, then re-raised the signal: a normal exit
     except SystemExit as exc:  # uvicorn gave up (it logged why)
         status = exc.code if isinstance(exc.code, int) else 1
     finally:
-        sock.close()
+        for sock in sockets:
+            sock.close()
         app.state.chat_server.controller.shutdown()  # stop a generation, free the model
     return status

@@ -8,11 +8,18 @@ name one of the allowed hosts in ``Host`` (with or without this server's port) a
 carries an ``Origin``, that origin must be ``http://<allowed host>:<port>``; anything else
 gets 403. The server sends no CORS headers at all, so no other origin is ever invited in.
 
+With a ``token`` (the server listens beyond the loopback, :mod:`~tkchat.serve.listen`) the
+Host header proves nothing, since any machine on the network can send any Host. Then every
+request except the page's own files (``GET /`` and ``/static/…``, which hold no secret) must
+carry ``Authorization: Bearer <token>`` (401 without it), and an ``Origin``, when sent, must be
+the origin its own Host names (a cross-site form still gets 403).
+
 The middleware runs on the server's event loop, in front of every route.
 """
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Sequence
 from functools import partial
 
@@ -35,8 +42,11 @@ class HostOriginGuard:
     server. This is the DNS-rebinding defence: a hostile page whose name now resolves to
     127.0.0.1 still sends its own name in ``Host`` and its own origin in ``Origin``."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str], port: int) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed_hosts: Sequence[str], port: int, token: str | None = None
+    ) -> None:
         self.app = app
+        self.token = token
         names = [bracketed(h.lower()) for h in allowed_hosts]
         self.hosts = {form for name in names for form in (name, f"{name}:{port}")}
         self.origins = {f"http://{name}:{port}" for name in names}
@@ -48,9 +58,19 @@ class HostOriginGuard:
             await self.app(scope, receive, send)
             return
         safe_send = partial(_send_with_safety_headers, send)  # every answer, the 403 too
-        problem = self.problem(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        problem = self.problem(headers) if self.token is None else self.remote_problem(headers)
         if problem is not None:
             await error_response(403, "forbidden", problem)(scope, receive, safe_send)
+            return
+        if self.token is not None and not _public(scope) and not self.authorized(headers):
+            await error_response(
+                401,
+                "unauthorized",
+                "This server needs its token: send 'Authorization: Bearer <token>' (the token is"
+                " in the URL tkchat serve printed, after #token=).",
+                {"www-authenticate": "Bearer"},
+            )(scope, receive, safe_send)
             return
         await self.app(scope, receive, safe_send)
 
@@ -63,6 +83,27 @@ class HostOriginGuard:
         if origin is not None and origin.lower() not in self.origins:
             return f"Origin {origin} may not use this server"
         return None
+
+    def remote_problem(self, headers: Headers) -> str | None:
+        """With a token: one Host (any name), and an Origin only if it is that Host's own."""
+        hosts = headers.getlist("host")
+        if len(hosts) != 1:
+            return "A request must name exactly one Host"
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() != f"http://{hosts[0].lower()}":
+            return f"Origin {origin} may not use this server"
+        return None
+
+    def authorized(self, headers: Headers) -> bool:
+        """Whether the request carries the token (compared in constant time)."""
+        sent = headers.get("authorization", "").encode("utf-8", "replace")
+        return hmac.compare_digest(sent, f"Bearer {self.token}".encode())
+
+
+def _public(scope: Scope) -> bool:
+    """The page and its files: no secret in them, and the page must load to read its token."""
+    path: str = scope["path"]
+    return scope["method"] in ("GET", "HEAD") and (path == "/" or path.startswith("/static/"))
 
 
 SAFETY_HEADERS = {

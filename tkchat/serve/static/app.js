@@ -71,6 +71,7 @@
     heartbeats: 0, progress: null, progressEvents: 0, progressShown: false,
   };
 
+  const token = takeToken();
   const history = []; // the conversation, sent whole with every question
   let active = null; // the answer being streamed, or null
   let lastId = 0; // id of the newest request; anything older is stale
@@ -82,6 +83,19 @@
   worker.onerror = (event) => {
     if (active && active.reader === 'worker') finish(active, { error: 'the stream worker failed: ' + event.message });
   };
+
+  /**
+   * A server that listens beyond this machine needs its token with every request; it prints
+   * the page's URL with the token after "#token=". The fragment is never sent to the server
+   * and is not in the page's HTML; the page takes it, keeps it in memory only (not in storage)
+   * and removes it from the address bar, so it is not left in view or in bookmarks.
+   */
+  function takeToken() {
+    const m = /^#token=([A-Za-z0-9_-]{1,256})$/.exec(location.hash);
+    if (!m) return null;
+    window.history.replaceState(null, '', location.pathname + location.search);
+    return m[1];
+  }
 
   // ---- asking ---------------------------------------------------------------------------
 
@@ -99,7 +113,7 @@
     if (broken.mainThread) {
       readOnMainThread(req, body);
     } else {
-      worker.postMessage({ cmd: 'start', id: req.id, url: '/chat', body });
+      worker.postMessage({ cmd: 'start', id: req.id, url: '/chat', body, token });
     }
     return true;
   }
@@ -314,7 +328,7 @@
     const controller = new AbortController();
     req.abort = () => controller.abort();
     try {
-      const response = await self.TkSSE.fetchChat('/chat', body, controller.signal);
+      const response = await self.TkSSE.fetchChat('/chat', body, controller.signal, token);
       if (!response.ok || !response.body) {
         finish(req, { error: await self.TkSSE.describeRefusal(response) });
         return;

@@ -147,12 +147,15 @@
    * at a time and refuses another with 429 "busy" for as long as a stopped generation takes
    * to leave its model loop (at most one token), so a Send right after Stop retries briefly
    * instead of showing an error. Used by the worker and by the BROKEN main-thread reader.
+   * `token`: the server's, when it listens beyond this machine (null otherwise).
    */
-  async function fetchChat(url, body, signal) {
+  async function fetchChat(url, body, signal, token = null) {
+    const headers = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
+    if (token) headers.Authorization = 'Bearer ' + token;
     for (let attempt = 0; ; attempt += 1) {
       const response = await fetch(url, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+        headers,
         body: JSON.stringify(body),
         cache: 'no-store',
         signal,
@@ -195,7 +198,7 @@
     const msg = message.data;
     if (msg.cmd === 'start') {
       if (current) current.controller.abort(); // the page moved on; free the old connection
-      run(msg.id, msg.url, msg.body);
+      run(msg.id, msg.url, msg.body, msg.token);
     } else if (msg.cmd === 'abort' && current && current.id === msg.id) {
       // Aborting the fetch closes the connection; that disconnect is what tells the server
       // to stop the model. Nothing else (no second request, no flag) is needed.
@@ -203,13 +206,13 @@
     }
   };
 
-  async function run(id, url, body) {
+  async function run(id, url, body, token) {
     const controller = new AbortController();
     current = { id, controller };
     let reads = 0;
     let bytes = 0;
     try {
-      const response = await fetchChat(url, body, controller.signal);
+      const response = await fetchChat(url, body, controller.signal, token);
       if (!response.ok || !response.body) {
         const message = await describeRefusal(response);
         scope.postMessage({ id, kind: 'failed', status: response.status, message });
