@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests import test_browser
-from tests.test_browser import LiveServer, Page, ask, wait_answer
+from tests.test_browser import LiveServer, Page, ask, state, wait_answer
 from tkchat.generate.scripted import ScriptedBackend
 
 # The page, the browser and the server come from test_browser's fixtures.
@@ -165,3 +165,51 @@ def test_the_page_takes_the_token_from_its_url_and_keeps_it_in_memory_only(brows
     finally:
         context.close()
         server.stop()
+
+
+# -- issue 12, the browser's part: the system's dark mode, and a stopped answer rendered ----
+
+LUMINANCE_JS = """(selector) => {
+  const channels = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => channels(c).reduce((a, v) => a + v, 0) / (3 * 255);
+  const style = getComputedStyle(document.querySelector(selector));
+  return [lum(style.backgroundColor), lum(style.color)];
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_page_follows_the_systems_colour_scheme(browser: Any, scheme: str) -> None:
+    server = LiveServer(ScriptedBackend(rate=0)).start()
+    context = browser.new_context(color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(server.url)
+        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
+        ask(page)
+        wait_answer(page)
+        for selector in ("html", "#transcript", "#prompt", ".msg.user .body", ".md pre"):
+            background, text = page.evaluate(LUMINANCE_JS, selector)
+            if scheme == "dark":
+                assert background < 0.3 and text > 0.6, (selector, background, text)
+            else:
+                assert background > 0.8 and text < 0.4, (selector, background, text)
+    finally:
+        context.close()
+        server.stop()
+
+
+def test_a_stopped_answer_is_rendered_like_a_finished_one(
+    serve: Callable[..., LiveServer], open_page: Callable[..., Page]
+) -> None:
+    page = open_page(serve(ScriptedBackend(rate=60, tokens=100_000)))
+    ask(page)
+    page.wait_for_function("() => window.tkchat.state.text.includes('**worker thread**')")
+    page.click("#stop")
+    st = wait_answer(page, "stopped")
+    answer = page.locator("#transcript .msg.assistant").last
+    answer.locator(".md").wait_for(state="attached")
+    assert answer.locator(".md h2").inner_text() == "Why the window stays smooth"
+    assert answer.locator(".md strong").first.inner_text() == "worker thread"
+    assert answer.locator(".plain").count() == 0 and "**" not in answer.locator(".md").inner_text()
+    assert answer.locator(".note.stopped").inner_text() == "[stopped]"
+    assert st["status"] == "stopped" and state(page)["renders"] == 1

@@ -5,6 +5,7 @@
  *   transport    SSE over fetch(), read and parsed in a Web Worker (sse-worker.js)
  *   consumption  this file: text that arrived since the last frame is appended in ONE DOM
  *                update per animation frame; markdown is rendered once, when the answer is done
+ *                (or stopped)
  *
  * The page's own event loop is the "UI thread" of the browser: everything below that runs on
  * it competes with clicks, typing and painting. The health bar shows whether it keeps up: a
@@ -393,7 +394,10 @@
     if (outcome.stopped) {
       state.status = 'stopped';
       addNote(req, '[stopped]', 'stopped');
-      if (req.text) history.push({ role: 'assistant', content: req.text });
+      if (req.text) {
+        history.push({ role: 'assistant', content: req.text });
+        renderFinal(req); // what arrived is an answer too: rendered, not left as raw text
+      }
       showStatus('stopped');
     } else if (outcome.error) {
       state.status = 'error';
