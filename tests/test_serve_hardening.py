@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from http.client import HTTPConnection
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -286,12 +287,18 @@ def test_with_a_token_every_api_request_needs_it_whatever_the_host() -> None:
         assert errors.records == []
 
 
-def _start_cli(*args: str) -> subprocess.Popen[str]:
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _start_cli(*args: str, **popen: Any) -> subprocess.Popen[str]:
+    """``tkchat serve`` with the scripted backend, from this checkout, on any free port."""
     return subprocess.Popen(
         [sys.executable, "-m", "tkchat", "serve", "--backend", "scripted", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=REPO,
+        **popen,
     )
 
 
@@ -368,3 +375,31 @@ def test_localhost_listens_on_ipv4_and_ipv6_and_wildcard_ipv6_takes_ipv4_too() -
         bearer = {"Authorization": f"Bearer {token}"}
         assert _get("127.0.0.1", port, "/health", bearer)[0] == 200  # IPv4 on "::"
         assert _get("::1", port, "/health", bearer)[0] == 200
+
+
+def test_400_half_open_sockets_under_a_256_file_limit_leave_health_answering() -> None:
+    """The finding as reported: ``tkchat serve`` with the open-file limit at 256 and 400
+    sockets that never finish their headers (before: /health timed out, and the accept loop
+    logged a traceback per refused accept)."""
+    import resource
+
+    def limit_files() -> None:  # in the child, before exec
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    process = _start_cli(preexec_fn=limit_files)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, line
+        port = int(match.group(1))
+        with ExitStack() as stack:
+            for _ in range(400):
+                _half_open(port, stack)
+            time.sleep(0.5)  # let the server accept them all
+            live = Live(port, None)  # type: ignore[arg-type]  # only its HTTP client is used
+            assert max(_health_seconds(live) for _ in range(5)) < 2.0
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert "Traceback" not in err and "ERROR" not in err, err[-2000:]

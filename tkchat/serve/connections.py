@@ -18,6 +18,13 @@ and the accept loop log a traceback per refused accept.
   socket is busy with a request, the newcomer is closed instead. File descriptors therefore
   stay bounded and a new client is served even while the cap is full of half-open sockets.
 
+The cap only acts once a socket is accepted, and asyncio accepts as many sockets per wake-up as
+the listening backlog (uvicorn's ``backlog``, 2,048 by default) before any of them is seen:
+with the open-file limit at 256, that burst alone ran out of descriptors, and asyncio then
+logs a traceback per failed accept. So the backlog is ``ACCEPT_BATCH`` (32), and the cap is
+at most half the open-file limit: 400 (and 2,000) half-open sockets under a limit of 256 stay
+at about 107 descriptors, with no failed accept.
+
 uvicorn's own ``limit_concurrency`` (503 once that many connections or requests are in
 flight) is set to twice the cap, as a second wall that the eviction above never reaches.
 :func:`server_config` is the one place these settings are made; ``run_server`` and the tests
@@ -29,6 +36,7 @@ Everything here runs on uvicorn's event loop thread (asyncio protocol callbacks 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import h11
@@ -37,6 +45,19 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 100
+ACCEPT_BATCH = 32
+
+
+def connection_cap() -> int:
+    """``MAX_CONNECTIONS``, or half the process's open-file limit if that is lower."""
+    if sys.platform == "win32":
+        return MAX_CONNECTIONS
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, soft // 2))
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -99,10 +120,13 @@ def server_config(
     app: Any,
     *,
     header_timeout_s: float = HEADER_TIMEOUT_S,
-    max_connections: int = MAX_CONNECTIONS,
+    max_connections: int | None = None,
     **options: Any,
 ) -> uvicorn.Config:
-    """The uvicorn settings ``tkchat serve`` runs with; ``options`` go to ``uvicorn.Config``."""
+    """The uvicorn settings ``tkchat serve`` runs with; ``options`` go to ``uvicorn.Config``.
+    ``max_connections``: :func:`connection_cap` unless given."""
+    if max_connections is None:
+        max_connections = connection_cap()
     protocol = type(
         "GuardedH11Protocol",
         (GuardedH11Protocol,),
@@ -113,6 +137,7 @@ def server_config(
         "access_log": False,
         "server_header": False,
         "timeout_graceful_shutdown": 2,
+        "backlog": ACCEPT_BATCH,
         **options,
     }
     return uvicorn.Config(
