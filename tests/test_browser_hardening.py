@@ -213,3 +213,37 @@ def test_a_stopped_answer_is_rendered_like_a_finished_one(
     assert answer.locator(".plain").count() == 0 and "**" not in answer.locator(".md").inner_text()
     assert answer.locator(".note.stopped").inner_text() == "[stopped]"
     assert st["status"] == "stopped" and state(page)["renders"] == 1
+
+
+# -- finding 7: another site cannot frame the page ------------------------------------------
+
+
+def test_a_page_from_another_origin_cannot_frame_the_client(
+    browser: Any, serve: Callable[..., LiveServer]
+) -> None:
+    server = serve(ScriptedBackend(rate=0))
+    attacker = serve(ScriptedBackend(rate=0))  # another origin: another port
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        refused: list[str] = []
+        page.on("console", lambda msg: refused.append(msg.text))
+        page.goto(attacker.url + "static/style.css")  # any page of the other origin
+        page.evaluate(
+            """(url) => new Promise((resolve) => {
+                 const frame = document.createElement('iframe');
+                 frame.src = url;
+                 frame.onload = resolve;
+                 document.body.append(frame);
+               })""",
+            server.url,
+        )
+        framed = [f for f in page.frames if f != page.main_frame]
+        assert framed, "the frame element was not created"
+        # Blocked: the frame holds Chromium's error page, not the client (no #send to click).
+        assert not framed[0].url.startswith(server.url), framed[0].url
+        assert framed[0].locator("#send").count() == 0
+        assert any("frame-ancestors" in text or "X-Frame-Options" in text for text in refused)
+        assert server.health()["generations"] == 0
+    finally:
+        context.close()
