@@ -105,8 +105,11 @@ def test_every_code_reference_resolves_and_every_placeholder_is_listed(lesson: L
     for ref in lesson.code:
         source = resolve_reference(ref)
         name = ref.rpartition(".")[2].rpartition("::")[2]
-        assert re.search(
-            rf"\b(def|class)\s+{re.escape(name)}\b|\b{re.escape(name)}\s*[:=]", source
+        word = re.escape(name)
+        assert re.search(  # Python; or JavaScript: a function, a class or a method
+            rf"\b(def|class|function)\s+{word}\b|\b{word}\s*[:=]|^(async\s+)?{word}\s*\(",
+            source,
+            re.M,
         ), ref
     assert lesson.placeholders, "the code section quotes something"
     assert set(lesson.placeholders) <= set(lesson.code)
@@ -130,6 +133,67 @@ def test_resolve_reference_finds_methods_classes_and_attributes() -> None:
     assert decorated.startswith("@property\ndef waiting")
 
 
+TRICKY_JS = """\
+(function (scope) {
+  /** Braces in strings, templates, comments and regexes do not count. */
+  function tricky({ a = 1 } = {}) {
+    const s = '}'; const t = "{"; const u = `${a} }`;
+    const r = /[}/]{2}/g; // a } in a comment
+    /* and { here */
+    return { s, t, u, r };
+  }
+
+  class Parser {
+    constructor() { this.n = 0; }
+
+    /** One read. */
+    async feed(bytes) {
+      if (bytes) { this.n += 1; }
+      return this.n;
+    }
+  }
+
+  function after() { return 2; }
+  function twice() {}
+  function twice() {}
+})(self);
+"""
+
+
+def test_resolve_reference_quotes_javascript_functions_classes_and_methods(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "client.js").write_text(TRICKY_JS, encoding="utf-8")
+    monkeypatch.setattr(teach, "repo_root", lambda: tmp_path)
+    tricky = resolve_reference("client.js::tricky")
+    assert tricky.startswith("/** Braces in strings")  # the comment above comes along
+    assert tricky.rstrip().endswith("return { s, t, u, r };\n}")  # the right closing brace
+    method = resolve_reference("client.js::Parser.feed")
+    assert method.startswith("/** One read. */\nasync feed(bytes) {")  # dedented
+    assert method.rstrip().endswith("return this.n;\n}")
+    whole = resolve_reference("client.js::Parser")
+    assert whole.startswith("class Parser {") and "after" not in whole
+    for ref, message in [
+        ("client.js::twice", "declared 2 times"),
+        ("client.js::nope", "no function or class"),
+        ("client.js::Parser.nope", "no function or class"),
+        ("client.js::Parser.feed.x", "Class.method"),
+    ]:
+        with pytest.raises(LookupError, match=message):
+            resolve_reference(ref)
+
+
+def test_the_browser_client_can_be_quoted() -> None:
+    run = resolve_reference("tkchat/serve/static/sse-worker.js::run")
+    assert run.startswith("async function run(") and "AbortController" in run
+    lesson = dataclasses.replace(
+        EN[0],
+        body="{{code tkchat/serve/static/sse-worker.js::run}}\n",
+        code=("tkchat/serve/static/sse-worker.js::run",),
+    )
+    assert render_body(lesson).startswith("```javascript\n// tkchat/serve/static/sse-worker.js")
+
+
 @pytest.mark.parametrize(
     "ref",
     [
@@ -139,6 +203,7 @@ def test_resolve_reference_finds_methods_classes_and_attributes() -> None:
         "tkchat/consume/reorder.py::ReorderBuffer.push.inner",
         "tkchat/consume/reorder.py",
         "../outside.py::Thing",
+        "README.md::Thing",
     ],
 )
 def test_resolve_reference_raises_a_clear_lookup_error(ref: str) -> None:
