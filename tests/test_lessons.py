@@ -57,11 +57,11 @@ def is_cjk(ch: str) -> bool:
 # -- the two languages are in step ----------------------------------------------------------
 
 
-def test_fifteen_lessons_with_the_same_ids_in_both_languages() -> None:
+def test_the_lessons_have_the_same_ids_in_both_languages() -> None:
     assert LANGUAGES == ("en", "zh")
     assert [lesson.id for lesson in EN] == [lesson.id for lesson in ZH]
-    assert [lesson.number for lesson in EN] == list(range(1, 16))
-    assert EN[-1].id == "15-qt-to-tk"
+    assert [lesson.number for lesson in EN] == list(range(1, 18))
+    assert EN[14].id == "15-qt-to-tk"
     for lesson in EN + ZH:
         assert lesson.id == lesson.path.stem
         assert re.fullmatch(r"\d\d-[a-z0-9]+(-[a-z0-9]+)*", lesson.id)
@@ -256,7 +256,9 @@ def test_no_sentence_is_copied_from_the_seed_article() -> None:
     seed = letters(seed_path.read_text(encoding="utf-8"))
     copied: list[str] = []
     for lesson in ZH:
-        text = letters(lesson.path.read_text(encoding="utf-8").split("---", 2)[2])
+        body = lesson.path.read_text(encoding="utf-8").split("---", 2)[2]
+        # an API's name in `code` (requestAnimationFrame) is not a sentence of the article's
+        text = letters(re.sub(r"`[^`\n]*`", "", body))
         copied += [
             f"{lesson.id}: {text[i : i + COPY_RUN]}"
             for i in range(len(text) - COPY_RUN + 1)
