@@ -145,6 +145,14 @@ def lessons_dir() -> Path:
     return folder
 
 
+def plan_path(lang: str) -> Path:
+    """The class plan in ``lang`` (``lessons/plan.en.md``): which lessons in which order, and
+    the questions to ask before each demo."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown lesson language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    return lessons_dir() / f"plan.{lang}.md"
+
+
 def load_lessons(lang: str) -> list[Lesson]:
     """Every lesson in ``lang`` ("en" or "zh"), in course order."""
     if lang not in LANGUAGES:
