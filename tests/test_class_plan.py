@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import shlex
+import tkinter as tk
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import pump_for
 from tkchat.cli import build_parser, main
 from tkchat.teach.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
 
@@ -95,3 +97,34 @@ def test_lesson_16s_measurement_runs(capsys: pytest.CaptureFixture[str]) -> None
         line.split()[0]: line for line in out.splitlines() if line.startswith(("fixed", "broken"))
     }
     assert set(rows) == {"fixed", "broken"}
+
+
+@pytest.mark.gui
+def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
+    from tkchat.i18n.lesson_panel import STRINGS
+    from tkchat.ui.lesson_panel import LessonPanel
+
+    language = {"now": "en"}
+    panel = LessonPanel(
+        root,
+        language="en",
+        on_setup_demo=lambda _lesson: None,
+        read_figure=lambda _metric: None,
+        translate=lambda key: STRINGS[language["now"]][key],
+    )
+    panel.pack(fill="both", expand=True)
+    pump_for(root, 0.1)
+    assert panel.plan_button.cget("text") == "Class plan"
+    panel.plan_button.invoke()
+    shown = panel.text.get("1.0", "end")
+    assert "The 90-minute class" in shown and "Predict:" in shown
+    panel.picker.current(3)  # picking a lesson brings the lesson back
+    panel.picker.event_generate("<<ComboboxSelected>>")
+    pump_for(root, 0.1)
+    assert "The 90-minute class" not in panel.text.get("1.0", "end")
+    language["now"] = "zh"
+    panel.set_language("zh")
+    assert panel.plan_button.cget("text") == "课堂计划"
+    panel.plan_button.invoke()
+    assert "先猜" in panel.text.get("1.0", "end").replace("\u200b", "")  # break marks
+    panel.destroy()
