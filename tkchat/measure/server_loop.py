@@ -34,6 +34,7 @@ from tkchat.stats import median, percentile, rounded
 PROBE_S = 0.005  # how often the loop probe asks for a turn
 HEALTH_GAP_S = 0.02  # the second client's pause between two /health requests
 PROMPT = "Tell a short story about a lighthouse keeper."
+SEED = 7
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,11 @@ def _second_client(port: int, times: list[float], stop: threading.Event) -> None
 
 def _stream_one(port: int, max_tokens: int) -> tuple[float, int]:
     """This thread: POST /chat and read the stream to its end; (seconds, data frames)."""
-    body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens}
+    body = {  # a fixed seed: the real model gives both servers the same answer to stream
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": max_tokens,
+        "seed": SEED,
+    }
     conn = HTTPConnection("127.0.0.1", port, timeout=300)
     began = time.perf_counter()
     try:
@@ -170,12 +175,12 @@ def run_server_loop_bench(backend: Backend, *, max_tokens: int, json_out: Any = 
     print(f"backend {backend.name}, one answer of up to {max_tokens} tokens per server")
     print(f"(broken = {BANNER})")
     header = f"{'server':<8}{'answer':>9}{'loop lag max':>14}{'p99':>10}{'/health max':>13}"
-    print(header + f"{'p50':>10}{'n':>5}")
+    print(header + f"{'p50':>10}{'n':>5}{'frames':>8}")
     for run in runs:
         print(
             f"{run.server:<8}{run.answer_s:>8.2f}s{run.loop_lag_max_ms:>12.1f}ms"
             f"{run.loop_lag_p99_ms:>8.1f}ms{run.health_max_ms:>11.1f}ms"
-            f"{run.health_p50_ms:>8.1f}ms{run.health_requests:>5}"
+            f"{run.health_p50_ms:>8.1f}ms{run.health_requests:>5}{run.chunks:>8}"
         )
     fixed, broken = runs
     ratio = broken.loop_lag_max_ms / max(fixed.loop_lag_max_ms, 0.001)
