@@ -58,6 +58,12 @@ def test_both_servers_keep_the_event_contract(server_type: type[ChatServer]) -> 
     backend = ScriptedBackend(rate=0, tokens=30)
     with _serving(backend, server_type) as running:
         events = _events(running.port)
+        conn = HTTPConnection("127.0.0.1", running.port, timeout=30)
+        conn.request("GET", "/health")
+        health = json.loads(conn.getresponse().read())
+        conn.close()
+    # the broken server says so wherever it answers; the real one never does
+    assert ("BROKEN ON PURPOSE" in health.get("broken", "")) == (server_type is not ChatServer)
     assert isinstance(events[-1], Done)
     assert sum(isinstance(e, Done) for e in events) == 1
     chunks = [e for e in events if isinstance(e, Chunk)]
