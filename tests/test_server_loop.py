@@ -27,8 +27,8 @@ from tkchat.transport.sse import SSEParser, parse_event  # noqa: E402
 
 
 def test_the_broken_server_stalls_its_loop_for_the_answer_and_the_fixed_one_does_not() -> None:
-    backend = ScriptedBackend(rate=100, tokens=50)  # half a second of "model" per answer
-    fixed, broken = compare_servers(backend, max_tokens=50)
+    backend = ScriptedBackend(rate=100, tokens=80)  # 0.8 s of "model" per answer
+    fixed, broken = compare_servers(backend, max_tokens=80)
     assert (fixed.server, broken.server) == ("fixed", "broken")
     assert fixed.chunks >= 10 and broken.chunks >= 10  # both really streamed
     # broken: one stall about as long as the answer; fixed: many times shorter
