@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="sse: the bundled model in-process, through `tkchat serve`, and "
         "through llama-cpp-python's server, with the same client",
     )
+    bench.add_argument(
+        "--serve-loop",
+        action="store_true",
+        help="the server's event loop: one answer through `tkchat serve` and through "
+        "`tkchat serve --broken`, measuring asyncio loop lag and a second client's /health",
+    )
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
@@ -319,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--broken",
+        action="store_true",
+        help="BROKEN ON PURPOSE, for teaching: POST /chat iterates the model on the event loop "
+        "(the generator is made on a thread, then read on the loop), so the server stalls",
+    )
 
     watchdog = commands.add_parser(
         "watchdog",
@@ -378,6 +390,17 @@ def main(argv: list[str] | None = None) -> int:
             [lang.strip() for lang in args.lang.split(",") if lang.strip()],
             only=[part.strip() for part in args.only.split(",") if part.strip()],
         )
+    if args.command == "bench" and args.serve_loop:
+        from tkchat.generate.factory import make_backend
+        from tkchat.measure.server_loop import run_server_loop_bench
+
+        backend = make_backend(
+            args.backend,
+            model=args.model,
+            rate=50.0 if args.rate is None else args.rate,
+            tokens=args.tokens,
+        )
+        return run_server_loop_bench(backend, max_tokens=args.tokens or 64, json_out=args.json)
     if args.command == "bench":
         from tkchat.measure.bench import run_bench
         from tkchat.measure.figures import BenchOptions
@@ -427,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "serve":
         from tkchat.generate.factory import make_backend
-        from tkchat.serve.app import run_server
+        from tkchat.serve.app import ChatServer, run_server
 
         backend = make_backend(
             args.backend,
@@ -436,7 +459,13 @@ def main(argv: list[str] | None = None) -> int:
             tokens=args.tokens,
             prompt_rate=args.prompt_rate,
         )
-        return run_server(backend, host=args.host, port=args.port)
+        server_type = ChatServer
+        if args.broken:
+            from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
+
+            print(f"tkchat serve: {BANNER}", file=sys.stderr)
+            server_type = BlockingChatServer
+        return run_server(backend, host=args.host, port=args.port, server_type=server_type)
     if args.command == "selftest" and args.toolkit == "qt":
         problem = _qt_problem(args.mode)
         if problem:

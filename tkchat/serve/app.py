@@ -81,11 +81,13 @@ def create_app(
     max_prompt_chars: int = 32_000,
     keepalive_s: float = KEEPALIVE_S,
     static_dir: Path | None = None,
+    server_type: type[ChatServer] = ChatServer,
 ) -> Starlette:
     """The Starlette app around a **loaded** ``backend``. ``port`` is the one the server
     listens on: Host and Origin are checked against it. ``app.state.chat_server`` is the
-    :class:`ChatServer` (its ``controller`` frees the model at the end)."""
-    server = ChatServer(
+    :class:`ChatServer` (its ``controller`` frees the model at the end); ``server_type`` lets
+    ``tkchat serve --broken`` swap in the anti-pattern (tkchat/antipatterns/blocking_server.py)."""
+    server = server_type(
         backend,
         max_body_bytes=max_body_bytes,
         max_prompt_chars=max_prompt_chars,
@@ -115,7 +117,12 @@ def create_app(
 _WILDCARDS = ("0.0.0.0", "::", "")
 
 
-def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> int:
+def run_server(
+    backend: Backend,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    server_type: type[ChatServer] = ChatServer,
+) -> int:
     """Main thread. Load the model, listen, print one line, serve until Ctrl+C; exit status.
 
     Loading comes first so the first request never waits for it and a bad model is one clear
@@ -143,7 +150,7 @@ def run_server(backend: Backend, host: str = "127.0.0.1", port: int = 8765) -> i
     allowed = list(DEFAULT_ALLOWED_HOSTS)
     if host not in _WILDCARDS and host not in allowed:
         allowed.append(host)
-    app = create_app(backend, allowed_hosts=allowed, port=port)
+    app = create_app(backend, allowed_hosts=allowed, port=port, server_type=server_type)
     print(f"tkchat serve: http://{bracketed(host)}:{port}/ (model {backend.name})", flush=True)
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=2
