@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import KEEP_ALIVE, CallbackErrors, pump_for, pump_until
 from tkchat.cli import main
 from tkchat.events import Done
+from tkchat.generate.backend import Backend
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend
@@ -55,10 +56,10 @@ def second_root(root: tk.Tk) -> Iterator[Callable[[], tk.Tk]]:
         assert not errors.errors, "a Tk callback raised:\n" + "\n".join(errors.errors)
 
 
-def record(root: tk.Tk, backend: object, path: Path, mode: str = "fixed") -> ChatApp:
+def record(root: tk.Tk, backend: Backend, path: Path, mode: str = "fixed") -> ChatApp:
     recording = Recording(mode=mode, backend="scripted", prompt="")
     options = AppOptions(mode=mode, autosend=PROMPT, language="en")
-    app, recorder = open_record_window(root, backend, options, recording, path)  # type: ignore[arg-type]
+    app, recorder = open_record_window(root, backend, options, recording, path)
     pump_until(root, lambda: recorder.done, timeout=120, what="the recorded answer to end")
     assert recorder.error is None
     return app

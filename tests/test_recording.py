@@ -194,3 +194,13 @@ def test_stop_ends_a_replay_at_once() -> None:
     with pytest.raises(StopIteration) as end:
         next(stream)
     assert end.value.value == "cancelled"
+
+
+def test_replay_keeps_the_recorded_mode_unless_told_and_the_window_keeps_its_default() -> None:
+    from tkchat.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["replay", "run.jsonl"]).mode is None  # the recording's
+    assert parser.parse_args(["replay", "run.jsonl", "--mode", "fixed"]).mode == "fixed"
+    assert parser.parse_args([]).mode == "fixed"
+    assert parser.parse_args(["record", "run.jsonl"]).mode == "fixed"

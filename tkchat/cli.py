@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
     _add_models_command(commands)
-    _add_recording_commands(commands, common, window)
+    _add_recording_commands(commands, common, window)  # record and replay
     return parser
 
 
@@ -796,7 +796,9 @@ def _add_recording_commands(
     record.add_argument("file", type=Path, metavar="FILE")
     replay = commands.add_parser(
         "replay",
-        parents=[window],
+        # options of its own: the default --mode changes below, and a parent's actions are
+        # shared with every parser made from it
+        parents=[_window_options()],
         help="play a recorded run back in the window, at its recorded pace",
         description="Open the window on a recording: the recorded question is sent, and the "
         "recorded tokens arrive at their recorded pace through this window's pipeline "
