@@ -244,3 +244,26 @@ def test_a_run_of_the_bundled_model_is_recorded_and_replayed(
     span = recorded.tokens[-1].t - recorded.tokens[0].t
     replayed_span = replayed.arrivals[-1][0] - replayed.arrivals[0][0]
     assert 0.5 < replayed_span / span < 2.0, (replayed_span, span)
+
+
+def test_a_recorded_freeze_is_in_the_file_and_a_fixed_replay_of_it_does_not_freeze(
+    root: tk.Tk, second_root: Callable[[], tk.Tk], tmp_path: Path
+) -> None:
+    """Recorded in ``blocking`` mode, the file holds the freeze (the probe's firing after it,
+    which comes only once the freeze is over); replayed through the fixed pipeline, the same
+    tokens at the same pace leave this window's loop free."""
+    path = tmp_path / "blocking.jsonl"
+    app = record(root, ScriptedBackend(rate=200, tokens=120), path, mode="blocking")
+    app.close()
+    recorded = load_recording(path)
+    span_ms = (recorded.tokens[-1].t - recorded.tokens[0].t) * 1000
+    worst = max(lag.ms for lag in recorded.lags)
+    assert recorded.mode == "blocking" and worst > 0.5 * span_ms, (worst, span_ms)
+    replay_root = second_root()
+    replay, backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
+    assert replay.pipeline.name == "fixed"  # the options choose (the CLI: the recorded mode)
+    pump_until(replay_root, lambda: backend.started is not None, what="the replay to start")
+    replay.probe.reset_peaks()
+    pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    assert replay.transcript.answers[-1].text == recorded.text
+    assert replay.probe.peak_ms < worst / 3, (replay.probe.peak_ms, worst)

@@ -22,6 +22,10 @@ moment the model was asked), in time order:
     {"kind": "input", "t": 0.31, "what": "click", "handled_ms": 2.1}   a click, key or scroll
     {"kind": "done", "t": 1.9, "reason": "stop"}           the end: "done" or "error", once, last
 
+The end line's ``t`` is when the recording stopped: a few hundred milliseconds after the
+answer ended, so that the probe's firing just after a freeze (which comes only once the freeze
+is over) is in the file. A window closed mid-answer ends its recording with ``"cancelled"``.
+
 A token's ``text`` is the characters its bytes completed (empty when a token carried only part
 of a character: the next one completes it). An input's ``handled_ms`` is how long after the X
 server stamped it the window ran its handler, measured against the quickest input of the run

@@ -47,7 +47,6 @@ def open_record_window(
         wrapped,
         app.transcript.answers,
         app.finished,
-        lambda: app.final_handled_at,
         recording,
         path,
     )

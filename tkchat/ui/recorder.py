@@ -25,6 +25,10 @@ from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript import AnswerView
 
 WATCH_MS = 100  # how often the recorder looks whether the answer has ended
+# After the answer's end, the recording goes on this long before it is written: a frozen
+# loop's one late probe firing comes only once the freeze is over (the ``blocking`` mode's
+# end is handled inside its freeze), and it is the sample that matters most.
+SETTLE_MS = 300
 # The X events counted as input, by what they are (a wheel on X11 is buttons 4 and 5).
 INPUT_EVENTS = {
     "<ButtonPress-1>": "click",
@@ -50,7 +54,6 @@ class RunRecorder:
         backend: RecordingBackend,
         answers: Sequence[AnswerView],
         finished: Sequence[Done | Error],
-        ended_at: Callable[[], float | None],
         recording: Recording,
         path: Path,
     ) -> None:
@@ -59,7 +62,6 @@ class RunRecorder:
         self.backend = backend
         self.answers = answers
         self.finished = finished
-        self.ended_at = ended_at  # perf_counter when the window ended the answer
         self.recording = recording
         self.path = path
         self.opened = time.perf_counter()
@@ -83,7 +85,7 @@ class RunRecorder:
 
     def _watch(self) -> None:
         if self.finished:
-            self.save()
+            self.scheduler.once("recorder", SETTLE_MS, self.save)
         elif not self.done:
             self.scheduler.once("recorder", WATCH_MS, self._watch)
 
@@ -96,7 +98,7 @@ class RunRecorder:
         now = time.perf_counter()
         origin = self.backend.started or self.opened
         final = self.finished[0] if self.finished else None
-        ended = (self.ended_at() or now) if final is not None else now
+        ended = now
         rec = self.recording
         asked = self.backend.request
         if asked is not None and asked.messages:
