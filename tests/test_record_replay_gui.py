@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import time
 import tkinter as tk
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,3 +269,28 @@ def test_a_recorded_freeze_is_in_the_file_and_a_fixed_replay_of_it_does_not_free
     pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
     assert replay.transcript.answers[-1].text == recorded.text
     assert replay.probe.peak_ms < worst / 3, (replay.probe.peak_ms, worst)
+
+
+def test_tkchat_record_and_replay_run_from_the_command_line(display: None, tmp_path: Path) -> None:
+    """The commands themselves, as a user types them: ``record`` writes the file when the
+    answer ends (the window stays open: it is closed here), ``replay`` opens on it."""
+    path = tmp_path / "cli.jsonl"
+    command = [sys.executable, "-m", "tkchat"]
+    record_args = ["record", str(path), "--backend", "scripted", "--rate", "400"]
+    record_args += ["--tokens", "60", "--prompt", "hi", "--lang", "en"]
+    for args in (record_args, ["replay", str(path), "--speed", "4", "--lang", "en"]):
+        proc = subprocess.Popen(
+            [*command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            time.sleep(1.5)  # the replay: its window up, its answer streaming
+            assert proc.poll() is None, proc.communicate()
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=20)
+        assert "Traceback" not in err, err
+        recorded = load_recording(path)
+        assert recorded.prompt == "hi" and len(recorded.tokens) == 60

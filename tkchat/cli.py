@@ -853,7 +853,10 @@ def run_recording_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2
-    if not _usable(mode, "replay") or args.speed <= 0:
+    if args.speed <= 0:
+        print(f"{name}: --speed must be above 0 (1 plays at the recorded pace)", file=sys.stderr)
+        return 2
+    if not _usable(mode, "replay"):
         return 2
     return _replay(args, recording, mode)
 

@@ -191,9 +191,6 @@ class Recording:
             line = {"kind": "input", "t": put.t, "what": put.what, "handled_ms": put.handled_ms}
             items.append((put.t, 3, line))
         end_t = max((t for t, _order, _line in items), default=0.0)
-        if self.end is not None:
-            end_t = max(end_t, self.end.t)
-        items = [item for item in items if item[0] <= end_t]
         items.sort(key=lambda item: (item[0], item[1]))  # stable: each kind keeps its order
         for _t, _order, line in items:
             yield line
