@@ -152,6 +152,8 @@ class LagTimeline(tk.Canvas):
     ) -> None:
         super().__init__(master, highlightthickness=0)
         self.recorded = recorded
+        self._recorded_key: tuple[int, int, float] | None = None  # what was folded last
+        self._recorded_columns: list[list[float]] = []
         self.palette = palette_of(self)  # its colours: light or dark, as the window
         self.scheduler = scheduler
         self.samples = samples
@@ -357,20 +359,24 @@ class LagTimeline(tk.Canvas):
             self.itemconfigure(self._lag_item, state="hidden")
 
     def _fold_recorded(self, column_s: float, start: float, now: float) -> list[list[float]]:
-        """The recording's lag over the span, the worst per pixel column ([column, worst]): a
-        recording is a fixed list, so the span is found by bisection and folded afresh at
-        each redraw (a few thousand samples at most)."""
+        """The recording's lag over the span, the worst per pixel column ([column, worst]).
+        A recording does not change: it is folded into columns once (again only for another
+        recording or another column width), and each redraw takes its span by bisection."""
         samples = self.recorded() if self.recorded is not None else ()
-        first = bisect.bisect_left(samples, start, key=lambda s: s.at)
-        last = bisect.bisect_right(samples, now, key=lambda s: s.at)
-        columns: list[list[float]] = []
-        for sample in samples[first:last]:
-            column = int(sample.at / column_s)
-            if columns and columns[-1][0] == column:
-                columns[-1][1] = max(columns[-1][1], sample.lag_ms)
-            else:
-                columns.append([column, sample.lag_ms])
-        return columns
+        key = (id(samples), len(samples), column_s)
+        if self._recorded_key != key:
+            columns: list[list[float]] = []
+            for sample in samples:
+                column = int(sample.at / column_s)
+                if columns and columns[-1][0] == column:
+                    columns[-1][1] = max(columns[-1][1], sample.lag_ms)
+                else:
+                    columns.append([column, sample.lag_ms])
+            self._recorded_key, self._recorded_columns = key, columns
+        columns = self._recorded_columns
+        first = bisect.bisect_left(columns, start / column_s - 1, key=lambda c: c[0])
+        last = bisect.bisect_right(columns, now / column_s, key=lambda c: c[0])
+        return columns[first:last]
 
     def _draw_recorded(self, scale: _Scale, column_s: float, columns: list[list[float]]) -> None:
         points = [c for column, worst in columns for c in scale.point(column * column_s, worst)]
