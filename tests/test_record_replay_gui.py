@@ -25,6 +25,7 @@ from tkchat.stats import LagSample
 from tkchat.teach.recording import Recording, load_recording
 from tkchat.ui.app import AppOptions, ChatApp
 from tkchat.ui.lag_timeline import LagTimeline
+from tkchat.ui.notice import NoticeBanner
 from tkchat.ui.recorded_window import open_record_window, open_replay_window
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -122,6 +123,8 @@ def test_a_blocking_replay_freezes_the_window_as_the_recorded_mode_did(
     pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
     pump_for(replay_root, 0.1)
     assert replay.pipeline.name == "blocking"
+    banners = [w for w in replay.chat.winfo_children() if isinstance(w, NoticeBanner) and w.shown]
+    assert [b.text for b in banners if "REPLAY" in b.text and "(blocking)" in b.text]
     assert replay.transcript.answers[-1].text == recorded.text
     assert replay.probe.peak_ms > 0.5 * recorded.tokens[-1].t * 1000  # frozen throughout
 

@@ -25,9 +25,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "recording.no_end": "{path} has no done or error line: the recording was cut short.",
         "recording.saved": "Recorded {tokens} tokens over {seconds} s into {path}.",
         "recording.not_saved": "The recording could not be written to {path}: {reason}.",
-        "recording.replaying": "REPLAY of a run recorded on {started_at} ({machine}), "
-        "mode {mode}: the model's tokens at their recorded pace, through this window's "
-        "consumer.",
+        "recording.replaying": "REPLAY of a run recorded in mode {mode} on {started_at} "
+        "({machine}): the model's tokens at their recorded pace, through this window's "
+        "pipeline ({now}).",
         "recording.recording": "RECORDING this run into {path}: it is written when the "
         "answer ends or the window closes.",
     },
@@ -52,8 +52,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "recording.no_end": "{path} 没有 done 或 error 行：录制被中途截断了。",
         "recording.saved": "已把 {tokens} 个 token、{seconds} 秒的过程录制到 {path}。",
         "recording.not_saved": "录制无法写入 {path}：{reason}。",
-        "recording.replaying": "回放：{started_at} 在另一台机器（{machine}）上录制的一次运行，"
-        "模式 {mode}：模型的 token 按录制时的节奏到达，经过本窗口的消费者。",
+        "recording.replaying": "回放：{started_at} 在 {machine} 上以 {mode} 模式录制的一次运行："
+        "模型的 token 按录制时的节奏到达，经过本窗口的流水线（{now}）。",
         "recording.recording": "正在把这次运行录制到 {path}：回答结束或窗口关闭时写入。",
     },
 }

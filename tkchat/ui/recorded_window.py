@@ -128,6 +128,7 @@ def open_replay_window(
             started_at=recording.started_at,
             machine=where,
             mode=recording.mode,
+            now=app.pipeline.name,
         )
     )
     controller.load_async()
