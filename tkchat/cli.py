@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
@@ -778,6 +778,12 @@ def run_app(args: argparse.Namespace) -> int:
 
 # -- record and replay: `tkchat record FILE`, `tkchat replay FILE`, `bench --recording` ---------
 
+if TYPE_CHECKING:  # for the annotations only: the window's modules load when a command runs
+    import tkinter as tk
+
+    from tkchat.teach.recording import Recording
+    from tkchat.ui.app import AppOptions
+
 
 def _add_recording_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -861,7 +867,7 @@ def run_recording_command(args: argparse.Namespace) -> int:
     return _replay(args, recording, mode)
 
 
-def _recording_window_options(args: argparse.Namespace, mode: str) -> Any:
+def _recording_window_options(args: argparse.Namespace, mode: str) -> AppOptions:
     """The window's options for record and replay: the command line's, nothing remembered
     and nothing kept (a recorded run is a demonstration, not a conversation)."""
     from dataclasses import replace
@@ -890,7 +896,7 @@ def _recording_window_options(args: argparse.Namespace, mode: str) -> Any:
     )
 
 
-def _open_root(name: str) -> Any:
+def _open_root(name: str) -> tk.Tk | None:
     import tkinter as tk
 
     try:
@@ -900,7 +906,7 @@ def _open_root(name: str) -> Any:
         return None
 
 
-def _record(args: argparse.Namespace, recording: Any) -> int:
+def _record(args: argparse.Namespace, recording: Recording) -> int:
     from tkchat.generate.factory import make_backend
     from tkchat.ui.recorded_window import open_record_window
 
@@ -939,7 +945,7 @@ def _record(args: argparse.Namespace, recording: Any) -> int:
     return 0
 
 
-def _replay(args: argparse.Namespace, recording: Any, mode: str) -> int:
+def _replay(args: argparse.Namespace, recording: Recording, mode: str) -> int:
     from tkchat.ui.recorded_window import open_replay_window
 
     root = _open_root("tkchat replay")
