@@ -42,9 +42,10 @@ INPUT_EVENTS = {
 
 
 class RunRecorder:
-    """Records the window's next answer into ``path``. ``saved(text)`` is told the outcome,
-    one sentence (``describe`` makes it: a key of :mod:`tkchat.i18n.recording` and its
-    fields)."""
+    """Records the window's next answer into ``recording``, then writes it to ``path``
+    (once). ``on_saved()``, if set, is called after the write; :attr:`error` then says
+    whether it failed. ``answers`` and ``finished`` are the window's own lists, read as they
+    grow."""
 
     def __init__(
         self,
@@ -78,7 +79,7 @@ class RunRecorder:
     def _input_handler(self, what: str) -> Callable[[tk.Event], None]:
         def note(event: tk.Event) -> None:
             stamp = event.time
-            if isinstance(stamp, int) and stamp > 0:
+            if not self.done and isinstance(stamp, int) and stamp > 0:
                 self.inputs.append((time.perf_counter(), stamp, what))
 
         return note
