@@ -165,13 +165,14 @@ def test_the_timeline_draws_a_recording_beside_the_live_lag(root: tk.Tk) -> None
     live = [LagSample(now - 10 + i * 0.005, 0.3) for i in range(2000)]
     recorded = [LagSample(now - 10 + i * 0.005, 0.3) for i in range(2000)]
     recorded.append(LagSample(now - 2.0, 2500.0))  # the recording machine froze here
+    shown = [recorded]
     timeline = LagTimeline(
         root,
         AfterScheduler(root),
         lambda: live,
         lambda: [],
         clock=lambda: now,
-        recorded=lambda: recorded,
+        recorded=lambda: shown[0],
     )
     timeline.pack(fill="both", expand=True)
     root.geometry("900x320")
@@ -190,6 +191,18 @@ def test_the_timeline_draws_a_recording_beside_the_live_lag(root: tk.Tk) -> None
     assert any("recorded" in text for text in legends)
     # 2.5 s fits the scale: the top is 10 s, not the 1 s the live lag alone would give
     assert any(text == "10 s" for text in legends)
+
+    # The next replayed answer: the same recording, placed 4 s earlier; the line follows.
+    def spike_x() -> float:
+        coords = timeline.coords(item)
+        return coords[coords[1::2].index(min(coords[1::2])) * 2]
+
+    before = spike_x()
+    shown[0] = [LagSample(s.at - 4.0, s.lag_ms) for s in recorded]
+    timeline.redraw(now)
+    layout = timeline._measure()
+    moved = (before - spike_x()) / (layout.right - layout.left) * 20.0
+    assert moved == pytest.approx(4.0, abs=0.1)
 
 
 def test_the_lesson_panel_of_a_replay_draws_the_recording(

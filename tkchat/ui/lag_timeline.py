@@ -152,7 +152,7 @@ class LagTimeline(tk.Canvas):
     ) -> None:
         super().__init__(master, highlightthickness=0)
         self.recorded = recorded
-        self._recorded_key: tuple[int, int, float] | None = None  # what was folded last
+        self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
         self._recorded_columns: list[list[float]] = []
         self.palette = palette_of(self)  # its colours: light or dark, as the window
         self.scheduler = scheduler
@@ -363,7 +363,8 @@ class LagTimeline(tk.Canvas):
         A recording does not change: it is folded into columns once (again only for another
         recording or another column width), and each redraw takes its span by bisection."""
         samples = self.recorded() if self.recorded is not None else ()
-        key = (id(samples), len(samples), column_s)
+        # (a list's id alone could be reused by the next answer's list, the same length)
+        key = (id(samples), len(samples), samples[0].at if samples else 0.0, column_s)
         if self._recorded_key != key:
             columns: list[list[float]] = []
             for sample in samples:

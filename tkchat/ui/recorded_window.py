@@ -116,9 +116,10 @@ def open_replay_window(
     controller = GenerationController(backend, EventChannel())
     app = ChatApp(root, controller, options)
     machine = recording.machine
+    cpus = machine.get("cpus")
     where = ", ".join(
         str(value)
-        for value in (machine.get("platform"), f"{machine.get('cpus')} CPUs", recording.backend)
+        for value in (machine.get("platform"), f"{cpus} CPUs" if cpus else None, recording.backend)
         if value
     )
     banner = NoticeBanner(app.chat, app.banner_anchor, app.t)
