@@ -204,3 +204,16 @@ def test_replay_keeps_the_recorded_mode_unless_told_and_the_window_keeps_its_def
     assert parser.parse_args(["replay", "run.jsonl", "--mode", "fixed"]).mode == "fixed"
     assert parser.parse_args([]).mode == "fixed"
     assert parser.parse_args(["record", "run.jsonl"]).mode == "fixed"
+
+
+def test_a_file_over_the_size_budget_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tkchat.teach.recording as recording
+
+    path = tmp_path / "big.jsonl"
+    sample().save(path)
+    monkeypatch.setattr(recording, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    with pytest.raises(RecordingError) as caught:
+        load_recording(path)
+    assert caught.value.key == "too_big"
