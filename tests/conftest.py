@@ -11,6 +11,7 @@ import http.server
 import io
 import json
 import logging
+import os
 import socket
 import sqlite3
 import threading
@@ -211,8 +212,16 @@ def pump_for(root: tk.Misc, seconds: float) -> None:
 
 
 @pytest.fixture
-def make_app(root: tk.Tk) -> Iterator[Callable[..., object]]:
-    """Build a ChatApp around a backend and wait until its model is ready (or failed)."""
+def make_app(
+    root: tk.Tk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_data_dir: Path
+) -> Iterator[Callable[..., object]]:
+    """Build a ChatApp around a backend and wait until its model is ready (or failed).
+
+    Each test's windows keep their history in a folder of the test's own, so a chat one
+    test saved never shows up (in the sidebar, or as the chat restored at start) in the
+    next; a test that wants another folder sets ``TKCHAT_DATA_DIR`` itself (before or after)."""
+    if os.environ.get("TKCHAT_DATA_DIR") == str(private_data_dir):
+        monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path / "tkchat-data"))
     from tkchat.generate.controller import GenerationController
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.app import AppOptions, ChatApp

@@ -311,7 +311,7 @@ def test_selftest_passes_the_qt_window(display: None) -> None:
     code, verdicts, output = selftest()
     assert code == 0, output
     assert len(verdicts) == 3 and all(line.startswith("PASS") for line in verdicts), output
-    assert "Qt window, mode fixed" in output
+    assert "mode Qt fixed" in output
 
 
 def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:

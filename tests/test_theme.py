@@ -448,3 +448,52 @@ def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) 
     shown = str(meter.cget("text"))
     assert shown.endswith("…") and meter.full.startswith(shown[:-1])
     assert meter.winfo_reqwidth() <= row.winfo_width()
+
+
+def code_colours(app) -> dict[str, tuple[str, str]]:
+    """The colours of each highlighted piece of the code block: its text -> (fore, back)."""
+    text = app.transcript.text
+    out: dict[str, tuple[str, str]] = {}
+    for tag in text.tag_names():
+        if not tag.removeprefix("md-code-").isdigit():  # (not the header's tags)
+            continue
+        ranges = text.tag_ranges(tag)
+        for start, end in zip(ranges[::2], ranges[1::2], strict=True):
+            piece = text.get(start, end).strip()
+            if piece:
+                colours = (
+                    str(text.tag_cget(tag, "foreground")),
+                    str(text.tag_cget(tag, "background")),
+                )
+                out[piece] = colours
+    return out
+
+
+@pytest.mark.gui
+def test_highlighted_code_takes_the_themes_pygments_style_and_switches_live(
+    root: tk.Tk, make_app
+) -> None:
+    from tkchat.render.safe_markdown import lexer_ready
+
+    pump_until(root, lambda: lexer_ready("python", DARK.pygments_style), what="the dark style")
+    app = make_app(
+        ScriptedBackend(rate=4000, text="Code:\n\n```python\ndef steep(x):\n    return x\n```\n"),
+        theme="light",
+    )
+    app.send("code please")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    pump_until(root, lambda: not app.transcript.painter.busy, what="the markdown")
+    light = code_colours(app)
+    assert light["def"][1] == LIGHT.code_background and light["def"][0] != LIGHT.code_text
+    app.appearance.set_theme("dark")
+    pump_until(
+        root,
+        lambda: code_colours(app)["def"][1] == DARK.code_background,
+        what="the code block in the dark theme",
+    )
+    dark = code_colours(app)
+    # the keyword's colour is the dark style's, not the light one's, on the dark background
+    assert dark["def"][0] not in (light["def"][0], "") and dark["def"][0] != DARK.code_background
+    assert all(back == DARK.code_background for _fore, back in dark.values())
+    app.appearance.set_theme("light")
+    assert code_colours(app)["def"] == light["def"]

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkchat import __version__
 from tkchat.generate.model_file import ENV_VAR
@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="sse: the bundled model in-process, through `tkchat serve`, and "
         "through llama-cpp-python's server, with the same client",
     )
+    bench.add_argument(
+        "--serve-loop",
+        action="store_true",
+        help="the server's event loop: one answer through `tkchat serve` and through "
+        "`tkchat serve --broken`, measuring asyncio loop lag and a second client's /health",
+    )
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
@@ -330,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="let other machines in (with a non-loopback --host): the server then prints a "
         "token that every client must send (Authorization: Bearer), in the URL to open",
     )
+    serve.add_argument(
+        "--broken",
+        action="store_true",
+        help="BROKEN ON PURPOSE, for teaching: POST /chat iterates the model on the event loop "
+        "(the generator is made on a thread, then read on the loop), so the server stalls",
+    )
 
     watchdog = commands.add_parser(
         "watchdog",
@@ -342,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
     _add_models_command(commands)
+    _add_recording_commands(commands, common, window)  # record and replay
     return parser
 
 
@@ -382,6 +395,8 @@ def _add_models_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     scripted = args.backend == "scripted"
+    if args.command in ("record", "replay") or getattr(args, "recording", None):
+        return run_recording_command(args)
     if args.command == "bench" and args.lessons:
         from tkchat.measure.lesson_demos import run_lesson_bench
 
@@ -389,6 +404,17 @@ def main(argv: list[str] | None = None) -> int:
             [lang.strip() for lang in args.lang.split(",") if lang.strip()],
             only=[part.strip() for part in args.only.split(",") if part.strip()],
         )
+    if args.command == "bench" and args.serve_loop:
+        from tkchat.generate.factory import make_backend
+        from tkchat.measure.server_loop import run_server_loop_bench
+
+        backend = make_backend(
+            args.backend,
+            model=args.model,
+            rate=50.0 if args.rate is None else args.rate,
+            tokens=args.tokens,
+        )
+        return run_server_loop_bench(backend, max_tokens=args.tokens or 64, json_out=args.json)
     if args.command == "bench":
         from tkchat.measure.bench import run_bench
         from tkchat.measure.figures import BenchOptions
@@ -438,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "serve":
         from tkchat.generate.factory import make_backend
-        from tkchat.serve.app import run_server
+        from tkchat.serve.app import ChatServer, run_server
 
         backend = make_backend(
             args.backend,
@@ -447,7 +473,19 @@ def main(argv: list[str] | None = None) -> int:
             tokens=args.tokens,
             prompt_rate=args.prompt_rate,
         )
-        return run_server(backend, host=args.host, port=args.port, allow_remote=args.allow_remote)
+        server_type = ChatServer
+        if args.broken:
+            from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
+
+            print(f"tkchat serve: {BANNER}", file=sys.stderr)
+            server_type = BlockingChatServer
+        return run_server(
+            backend,
+            host=args.host,
+            port=args.port,
+            server_type=server_type,
+            allow_remote=args.allow_remote,
+        )
     if args.command == "selftest" and args.toolkit == "qt":
         problem = _qt_problem(args.mode)
         if problem:
@@ -780,5 +818,188 @@ def run_app(args: argparse.Namespace) -> int:
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker
+    root.mainloop()
+    return 0
+
+
+# -- record and replay: `tkchat record FILE`, `tkchat replay FILE`, `bench --recording` ---------
+
+if TYPE_CHECKING:  # for the annotations only: the window's modules load when a command runs
+    import tkinter as tk
+
+    from tkchat.teach.recording import Recording
+    from tkchat.ui.app import AppOptions
+
+
+def _add_recording_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+    window: argparse.ArgumentParser,
+) -> None:
+    """A run saved to a file and played back elsewhere (tkchat/teach/recording.py)."""
+    record = commands.add_parser(
+        "record",
+        parents=[common, window],
+        help="save a run (tokens and their times, lag, clicks and keys) to FILE",
+        description="Open the window and record its next answer — the model's tokens with "
+        "their times, the lag probe's samples, clicks, keys and scrolls, the mode and this "
+        "machine's facts — into FILE (JSON Lines), when the answer ends or the window closes.",
+    )
+    record.add_argument("file", type=Path, metavar="FILE")
+    replay = commands.add_parser(
+        "replay",
+        # options of its own: the default --mode changes below, and a parent's actions are
+        # shared with every parser made from it
+        parents=[_window_options()],
+        help="play a recorded run back in the window, at its recorded pace",
+        description="Open the window on a recording: the recorded question is sent, and the "
+        "recorded tokens arrive at their recorded pace through this window's pipeline "
+        "(the recorded mode, or --mode). The lesson panel's timeline draws the recorded lag "
+        "beside this window's.",
+    )
+    replay.add_argument("file", type=Path, metavar="FILE")
+    replay.add_argument(
+        "--speed", type=float, default=1.0, help="play this many times as fast (default 1)"
+    )
+    replay.set_defaults(mode=None)  # None: the mode the run was recorded in
+    commands.choices["bench"].add_argument(
+        "--recording",
+        type=Path,
+        metavar="FILE",
+        help="with --report DIR: the report of a recorded run (tkchat record) instead of a "
+        "new measurement",
+    )
+
+
+def run_recording_command(args: argparse.Namespace) -> int:
+    from tkchat.teach.lessons import default_language
+    from tkchat.teach.recording import Recording, RecordingError, load_recording
+
+    lang = (args.lang if args.lang in ("en", "zh") else None) or default_language()
+    name = f"tkchat {args.command}"
+    if args.command == "record":
+        recording = Recording(
+            mode=args.mode,
+            backend=args.backend,
+            prompt=args.prompt or "",
+            model=args.model,
+            rate=(50.0 if args.rate is None else args.rate) if args.backend == "scripted" else None,
+        )
+        return _record(args, recording) if _usable(args.mode, "record") else 2
+    try:
+        recording = load_recording(args.file if args.command == "replay" else args.recording)
+    except RecordingError as exc:
+        print(f"{name}: {exc.sentence(lang)}", file=sys.stderr)
+        return 2
+    if args.command == "bench":
+        if args.report is None:
+            print(f"{name}: --recording FILE needs --report DIR", file=sys.stderr)
+            return 2
+        from tkchat.measure.recording_report import write_recording_report
+
+        print(write_recording_report(recording, args.report, args.recording))
+        return 0
+    mode = args.mode or recording.mode
+    try:
+        check_mode(mode)
+    except ValueError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    if args.speed <= 0:
+        print(f"{name}: --speed must be above 0 (1 plays at the recorded pace)", file=sys.stderr)
+        return 2
+    if not _usable(mode, "replay"):
+        return 2
+    return _replay(args, recording, mode)
+
+
+def _recording_window_options(args: argparse.Namespace, mode: str) -> AppOptions:
+    """The window's options for record and replay: the command line's, nothing remembered
+    and nothing kept (a recorded run is a demonstration, not a conversation)."""
+    from dataclasses import replace
+
+    from tkchat.generate.backend import Sampling
+    from tkchat.ui.app import AppOptions
+
+    overrides = {
+        name: value
+        for name, value in (
+            ("temperature", args.temperature),
+            ("max_tokens", args.max_tokens),
+            ("seed", args.seed),
+        )
+        if value is not None
+    }
+    return AppOptions(
+        sampling=replace(Sampling(), **overrides),
+        mode=mode,
+        autosend=args.prompt,
+        language=args.lang,
+        show_lessons=args.lessons,
+        projector=args.projector,
+        theme=args.theme,
+        teach=True,
+    )
+
+
+def _open_root(name: str) -> tk.Tk | None:
+    import tkinter as tk
+
+    try:
+        return tk.Tk(className="tkchat")
+    except tk.TclError as exc:
+        print(f"{name}: cannot open a window ({exc}). Is there a display?", file=sys.stderr)
+        return None
+
+
+def _record(args: argparse.Namespace, recording: Recording) -> int:
+    from tkchat.generate.factory import make_backend
+    from tkchat.ui.recorded_window import open_record_window
+
+    root = _open_root("tkchat record")
+    if root is None:
+        return 2
+    backend = make_backend(
+        args.backend,
+        model=args.model,
+        rate=50.0 if args.rate is None else args.rate,
+        tokens=args.tokens,
+        fail_at=args.fail_at,
+        split_utf8=args.split_utf8,
+        prompt_rate=args.prompt_rate,
+    )
+    options = _recording_window_options(args, args.mode)
+    app, recorder = open_record_window(root, backend, options, recording, args.file)
+    if args.geometry:
+        root.geometry(args.geometry)
+    root.mainloop()
+    recorder.save()  # the window closed before the answer ended: keep what there is
+    if recorder.error is not None:
+        print(
+            f"tkchat record: {app.t('recording.not_saved', path=args.file, reason=recorder.error)}",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        app.t(
+            "recording.saved",
+            tokens=len(recording.tokens),
+            seconds=f"{recording.duration_s:.2f}",
+            path=args.file,
+        )
+    )
+    return 0
+
+
+def _replay(args: argparse.Namespace, recording: Recording, mode: str) -> int:
+    from tkchat.ui.recorded_window import open_replay_window
+
+    root = _open_root("tkchat replay")
+    if root is None:
+        return 2
+    options = _recording_window_options(args, mode)
+    open_replay_window(root, recording, options, speed=args.speed)
+    if args.geometry:
+        root.geometry(args.geometry)
     root.mainloop()
     return 0

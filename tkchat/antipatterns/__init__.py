@@ -3,12 +3,15 @@
 Every module here is real code doing the real wrong thing, so a class can watch the same
 prompt freeze the window and then watch the fixed pipeline (``tkchat/ui/pipeline.py``) stay
 smooth. Nothing else in tkchat imports these modules except the mode registry
-(``tkchat/modes.py``). They break, deliberately, the rules the rest of the code keeps:
+(``tkchat/modes.py``) — and, for the server's one, ``tkchat serve --broken`` and
+``tkchat bench --serve-loop``. They break, deliberately, the rules the rest of the code keeps:
 
 - ``blocking``            — the model loop runs in the click handler, on the Tk main thread.
 - ``main_thread_reader``  — a worker generates, but the main thread loops reading the stream.
 - ``per_chunk_render``    — every chunk re-renders the whole answer's markdown (quadratic).
 - ``no_coalesce``         — one insert plus a forced redraw per token, no batching.
+- ``blocking_server``     — ``tkchat serve --broken``: the server iterates the model's
+                            generator on its asyncio event loop (the article's version).
 
 Each still ends its answer by itself (the length limit stops it), so the window comes back
 without anyone having to press anything.

@@ -14,6 +14,7 @@ from tkchat.i18n import (
     exercise,
     lesson_panel,
     model_picker,
+    recording,
     settings_dialog,
     sidebar,
     window,
@@ -31,6 +32,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **appearance.STRINGS[lang],
         **catalogue.STRINGS[lang],
         **exercise.STRINGS[lang],
+        **recording.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

@@ -6,6 +6,7 @@ STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "lesson.pick": "Lesson",
         "lesson.setup": "Set up the demo",
+        "lesson.plan": "Class plan",
         "lesson.demo": "Demo: mode {mode}, {backend} backend",
         "lesson.demo_rate": "Demo: mode {mode}, {backend} backend at {rate} tokens/s",
         "lesson.watch": "Watch",
@@ -22,6 +23,7 @@ STRINGS: dict[str, dict[str, str]] = {
     "zh": {
         "lesson.pick": "课程",
         "lesson.setup": "准备演示",
+        "lesson.plan": "课堂计划",
         "lesson.demo": "演示：{mode} 模式，{backend} 后端",
         "lesson.demo_rate": "演示：{mode} 模式，{backend} 后端，每秒 {rate} 个 token",
         "lesson.watch": "留意",

@@ -667,7 +667,8 @@ def selftest_backend(
 ) -> tuple[FaultInjector, Sampling]:
     """The backend every window's self-test asks (wrapped so question 2 can kill it), and
     the sampling of its answers. ``tokens``: the answers' length limit (a flood)."""
-    inner = make_backend(backend_kind, model=model, rate=rate)
+    # scripted: the answer is ``tokens`` long (the text repeated: a flood), and no longer
+    inner = make_backend(backend_kind, model=model, rate=rate, tokens=tokens)
     sampling = Sampling(max_tokens=tokens or 400, seed=7)  # about 3 s with the bundled model
     if isinstance(inner, ScriptedBackend):
         # about 3,000 tokens: long enough to click, scroll and type into at any rate

@@ -82,14 +82,16 @@ def create_app(
     max_prompt_chars: int = 32_000,
     keepalive_s: float = KEEPALIVE_S,
     static_dir: Path | None = None,
+    server_type: type[ChatServer] = ChatServer,
     token: str | None = None,
 ) -> Starlette:
     """The Starlette app around a **loaded** ``backend``. ``port`` is the one the server
     listens on: Host and Origin are checked against it. ``app.state.chat_server`` is the
-    :class:`ChatServer` (its ``controller`` frees the model at the end). With a ``token``,
-    every API request must carry it (a server reachable beyond the loopback: see
-    :mod:`~tkchat.serve.listen`)."""
-    server = ChatServer(
+    :class:`ChatServer` (its ``controller`` frees the model at the end); ``server_type`` lets
+    ``tkchat serve --broken`` swap in the anti-pattern (tkchat/antipatterns/blocking_server.py).
+    With a ``token``, every API request must carry it (a server reachable beyond the loopback:
+    see :mod:`~tkchat.serve.listen`)."""
+    server = server_type(
         backend,
         max_body_bytes=max_body_bytes,
         max_prompt_chars=max_prompt_chars,
@@ -119,7 +121,12 @@ def create_app(
 
 
 def run_server(
-    backend: Backend, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False
+    backend: Backend,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    server_type: type[ChatServer] = ChatServer,
+    *,
+    allow_remote: bool = False,
 ) -> int:
     """Main thread. Load the model, listen, print one line, serve until Ctrl+C; exit status.
 
@@ -162,7 +169,9 @@ def run_server(
         allowed.append("::1")
     elif host not in allowed:
         allowed.append(host)
-    app = create_app(backend, allowed_hosts=allowed, port=port, token=token)
+    app = create_app(
+        backend, allowed_hosts=allowed, port=port, server_type=server_type, token=token
+    )
     shown = bracketed(reachable_address(host))
     fragment = f"#token={token}" if token else ""
     print(f"tkchat serve: http://{shown}:{port}/{fragment} (model {backend.name})", flush=True)

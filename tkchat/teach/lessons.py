@@ -145,6 +145,14 @@ def lessons_dir() -> Path:
     return folder
 
 
+def plan_path(lang: str) -> Path:
+    """The class plan in ``lang`` (``lessons/plan.en.md``): which lessons in which order, and
+    the questions to ask before each demo."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown lesson language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    return lessons_dir() / f"plan.{lang}.md"
+
+
 def load_lessons(lang: str) -> list[Lesson]:
     """Every lesson in ``lang`` ("en" or "zh"), in course order."""
     if lang not in LANGUAGES:
@@ -251,17 +259,25 @@ def _split_header(text: str, path: Path) -> tuple[dict[str, str], str]:
 
 def resolve_reference(ref: str) -> str:
     """The current source text of ``path::Dotted.name`` (a top-level function or class, a
-    method, or a class attribute), dedented. ``LookupError`` if it cannot be found."""
+    method, or a class attribute), dedented. ``LookupError`` if it cannot be found.
+
+    In a ``.js`` file the name is a ``function`` (at any depth: the browser client wraps its
+    code in one function), a ``class``, or ``Class.method``; the quote includes the comment
+    right above it."""
     path_text, sep, dotted = ref.partition("::")
     if not sep or not path_text or not dotted:
         raise LookupError(f"{ref!r}: a code reference looks like 'tkchat/file.py::Class.method'")
     root = repo_root()
     path = (root / path_text).resolve()
-    if not path.is_relative_to(root) or path.suffix != ".py":
-        raise LookupError(f"{ref!r}: only Python files inside the repository can be quoted")
+    if not path.is_relative_to(root) or path.suffix not in (".py", ".js"):
+        raise LookupError(
+            f"{ref!r}: only Python and JavaScript files inside the repository can be quoted"
+        )
     if not path.is_file():
         raise LookupError(f"{ref!r}: there is no file {path_text}")
     source = path.read_text(encoding="utf-8")
+    if path.suffix == ".js":
+        return _resolve_js(source, dotted, ref)
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
@@ -312,6 +328,117 @@ def _source_of(source: str, node: ast.stmt) -> str:
     return textwrap.dedent(segment).rstrip() + "\n"
 
 
+# -- JavaScript: no parser in the standard library, so a careful scan for the braces ---------
+
+_JS_REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^")
+
+
+def _resolve_js(source: str, dotted: str, ref: str) -> str:
+    """``function name``, ``class Name`` or ``Class.method`` in a JavaScript file: the
+    declaration up to its matching brace, with the comment just above it, dedented."""
+    parts = dotted.split(".")
+    if len(parts) > 2:
+        raise LookupError(f"{ref!r}: a JavaScript quote is a function, a class or Class.method")
+    if len(parts) == 1:
+        pattern = (
+            rf"^[ \t]*(?:export\s+)?(?:async\s+)?(?:function\s*\*?\s*|class\s+)"
+            rf"{re.escape(parts[0])}\b"
+        )
+        start, end = _js_unique(source, pattern, 0, len(source), ref, parts[0])
+        return _js_quote(source, start, end)
+    outer_start, outer_end = _js_unique(
+        source,
+        rf"^[ \t]*(?:export\s+)?class\s+{re.escape(parts[0])}\b",
+        0,
+        len(source),
+        ref,
+        parts[0],
+    )
+    body = source.index("{", outer_start) + 1
+    pattern = rf"^[ \t]*(?:static\s+)?(?:async\s+)?\*?{re.escape(parts[1])}(?=\s*\()"
+    start, end = _js_unique(source, pattern, body, outer_end, ref, dotted)
+    return _js_quote(source, start, end)
+
+
+def _js_unique(source: str, pattern: str, lo: int, hi: int, ref: str, name: str) -> tuple[int, int]:
+    """(start of the declaring line, end of its block) for the one match of ``pattern``."""
+    matches = list(re.compile(pattern, re.M).finditer(source, lo, hi))
+    if not matches:
+        raise LookupError(f"{ref!r}: no function or class named {name!r}")
+    if len(matches) > 1:
+        raise LookupError(f"{ref!r}: {name!r} is declared {len(matches)} times; name one")
+    match = matches[0]
+    return match.start(), _js_block_end(source, match.end(), ref)
+
+
+def _js_block_end(source: str, at: int, ref: str) -> int:
+    """The index just past the ``}`` that closes the first ``{`` at paren depth 0 after
+    ``at``. Strings, template literals, comments and regex literals are skipped, so a brace
+    inside them does not count."""
+    depth, parens, i, n = 0, 0, at, len(source)
+    previous = "("  # the last significant character: decides whether "/" starts a regex
+    while i < n:
+        ch = source[i]
+        if source.startswith("//", i):
+            i = source.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if source.startswith("/*", i):
+            close = source.find("*/", i + 2)
+            i = n if close < 0 else close + 2
+            continue
+        if ch in "'\"`" or (ch == "/" and previous in _JS_REGEX_BEFORE):
+            i = _js_skip_literal(source, i)
+            previous = "a"
+            continue
+        if ch == "(":
+            parens += 1
+        elif ch == ")":
+            parens -= 1
+        elif ch == "{" and (parens == 0 or depth > 0):
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        if not ch.isspace():
+            previous = ch
+        i += 1
+    raise LookupError(f"{ref!r}: the block never closes")
+
+
+def _js_skip_literal(source: str, i: int) -> int:
+    """Past the string, template or regex literal that starts at ``i`` (escapes honoured;
+    a regex's character class may hold a "/")."""
+    quote, i, in_class = source[i], i + 1, False
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if quote == "/" and ch == "[":
+            in_class = True
+        elif quote == "/" and ch == "]":
+            in_class = False
+        elif ch == quote and not in_class:
+            return i + 1
+        elif ch == "\n" and quote in "'\"/":
+            return i  # an unterminated literal: stop at the line's end
+        i += 1
+    return i
+
+
+def _js_quote(source: str, start: int, end: int) -> str:
+    lines = source[:start].splitlines()
+    above: list[str] = []
+    while lines and lines[-1].strip().startswith(("*", "/*", "//")):
+        above.insert(0, lines.pop())
+        if above[0].strip().startswith("/*"):
+            break
+    text = "\n".join([*above, source[start:end]])
+    return textwrap.dedent(text).rstrip() + "\n"
+
+
 def render_body(lesson: Lesson, *, strict: bool = True) -> str:
     """The lesson's markdown with every ``{{code …}}`` replaced by a fenced block of the live
     source. ``strict=False`` puts a visible note where a reference does not resolve, instead
@@ -326,6 +453,8 @@ def render_body(lesson: Lesson, *, strict: bool = True) -> str:
                 raise
             return f"> ⚠ {exc}"
         path, _, name = ref.partition("::")
+        if path.endswith(".js"):
+            return f"```javascript\n// {path} — {name}\n{code}```"
         return f"```python\n# {path} — {name}\n{code}```"
 
     return fill_figures(PLACEHOLDER_RE.sub(quote, lesson.body), quoted(lesson), lesson.language)

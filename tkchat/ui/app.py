@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 import tkinter as tk
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from tkinter import ttk
 
@@ -24,6 +24,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.modes import FIXED, is_outside_mode
+from tkchat.stats import LagSample
 from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
@@ -79,7 +80,9 @@ class AppOptions:
     ``chaos``: answers travel through the chaos transport (lesson 13, ``--chaos SEED``).
     ``theme``: "system", "light" or "dark" for this run (default: remembered, else the
     system's); ``teach``: the teaching controls shown even if the chat-only view was
-    remembered (``--teach``); ``detect_theme()`` asks the desktop (tests give their own)."""
+    remembered (``--teach``); ``detect_theme()`` asks the desktop (tests give their own).
+    ``recorded_lag()``: a recording's lag samples, drawn beside the live lag in the lesson
+    panel's timeline (``tkchat replay``)."""
 
     sampling: Sampling | None = None
     system_prompt: str | None = None
@@ -97,6 +100,7 @@ class AppOptions:
     theme: str | None = None
     teach: bool = False
     detect_theme: Callable[[], Detected] | None = None
+    recorded_lag: Callable[[], Sequence[LagSample]] | None = None
 
 
 class ChatApp(ChatLayout):
@@ -199,6 +203,7 @@ class ChatApp(ChatLayout):
                 self.scheduler,
                 lambda: self.probe.history,
                 answer_arrivals(self.transcript.answers),
+                recorded=options.recorded_lag,
             ),
         )
         self.appearance = Appearance(

@@ -15,6 +15,10 @@ new since the last one, keeps the worst lag per pixel column, moves two long-liv
 (the lag, and the arrival ticks as one comb) and rebuilds only the few freeze items; the grid
 and the labels are drawn again only when the size or the scale changes.
 
+A recorded run (``tkchat replay FILE``) adds a second, dashed line: the lag the recording
+machine measured for the same answer, placed where the replayed answer began, so a class sees
+the lag measured there beside the lag of this window replaying it.
+
 Main thread only.
 """
 
@@ -130,7 +134,8 @@ class LagTimeline(tk.Canvas):
     ones newer than the last redraw are read again, from the end); ``arrivals()`` the recent
     text arrivals, oldest first (see :func:`answer_arrivals`). Both in ``time.perf_counter``
     seconds, as ``clock``. Sizes follow ``font_size``; wire it to the text size setting with
-    ``font_sizer.on_change(timeline.set_font_size)``."""
+    ``font_sizer.on_change(timeline.set_font_size)``. ``recorded()``, if given, returns a
+    recording's lag samples on the same clock, oldest first: drawn as a dashed line."""
 
     def __init__(
         self,
@@ -143,8 +148,12 @@ class LagTimeline(tk.Canvas):
         refresh_ms: int = REFRESH_MS,
         font_size: int = BODY_FONT_SIZE,
         clock: Callable[[], float] = time.perf_counter,
+        recorded: Callable[[], Sequence[LagSample]] | None = None,
     ) -> None:
         super().__init__(master, highlightthickness=0)
+        self.recorded = recorded
+        self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
+        self._recorded_columns: list[list[float]] = []
         self.palette = palette_of(self)  # its colours: light or dark, as the window
         self.scheduler = scheduler
         self.samples = samples
@@ -170,6 +179,9 @@ class LagTimeline(tk.Canvas):
         self._seen = -math.inf  # ``at`` of the newest sample taken
         self._lag_item = self.create_line(0, 0, 0, 0, tags="lag")
         self._comb_item = self.create_line(0, 0, 0, 0, width=2, tags="arrivals")
+        self._recorded_item = self.create_line(
+            0, 0, 0, 0, width=2, dash=(6, 4), state="hidden", tags="recorded"
+        )
         self.set_font_size(font_size, redraw=False)
         follow_theme(self, self.set_palette)
 
@@ -197,6 +209,7 @@ class LagTimeline(tk.Canvas):
         self.configure(background=palette.surface)
         self.itemconfigure(self._lag_item, fill=palette.chart_line)
         self.itemconfigure(self._comb_item, fill=palette.chart_good)
+        self.itemconfigure(self._recorded_item, fill=palette.chart_ink)
         self._drawn = None
 
     def set_font_size(self, size: int, *, redraw: bool = True) -> None:
@@ -225,13 +238,15 @@ class LagTimeline(tk.Canvas):
         start = now - self.span_s
         column_s = self.span_s / max(1, layout.right - layout.left)  # one pixel column
         self._take_samples(column_s, start)
-        peak = max((worst for _column, worst in self._columns), default=0.0)
+        recorded = self._fold_recorded(column_s, start, now)
+        peak = max((worst for _column, worst in (*self._columns, *recorded)), default=0.0)
         top_ms = max(1000.0, 10 ** math.ceil(math.log10(max(peak, 1.0) * 1.2)))
         if self._drawn != (layout, top_ms):
             self._draw_fixed(layout, top_ms)
             self._drawn = (layout, top_ms)
         scale = _Scale(layout, start, self.span_s, top_ms)
         self._draw_lag(scale, column_s)
+        self._draw_recorded(scale, column_s, recorded)
         self._draw_freezes(scale, layout)
         self._draw_arrivals(scale, layout, start)
         cost = (time.perf_counter() - started) * 1000
@@ -319,6 +334,8 @@ class LagTimeline(tk.Canvas):
         )
         caption = f"event-loop lag, last {self.span_s:.0f} s"
         self._text(left, 8, caption, "nw", self.label_font)
+        if self.recorded is not None:
+            self._text(right, 8, "- - - recorded run", "ne", self.label_font)
         self._text(left - 6, layout.band, "text", "e", self.axis_font, p.chart_good)
         for ago in range(0, int(self.span_s) + 1, 5):
             if ago == 0:
@@ -326,6 +343,7 @@ class LagTimeline(tk.Canvas):
             else:
                 at_x = right - ago * (right - left) / self.span_s
                 self._text(at_x, layout.band + 6, f"-{ago} s", "n", self.axis_font)
+        self.tag_raise("recorded")
         self.tag_raise("lag")
         self.tag_raise("arrivals")
 
@@ -339,6 +357,35 @@ class LagTimeline(tk.Canvas):
             self.itemconfigure(self._lag_item, state="normal")
         else:
             self.itemconfigure(self._lag_item, state="hidden")
+
+    def _fold_recorded(self, column_s: float, start: float, now: float) -> list[list[float]]:
+        """The recording's lag over the span, the worst per pixel column ([column, worst]).
+        A recording does not change: it is folded into columns once (again only for another
+        recording or another column width), and each redraw takes its span by bisection."""
+        samples = self.recorded() if self.recorded is not None else ()
+        # (a list's id alone could be reused by the next answer's list, the same length)
+        key = (id(samples), len(samples), samples[0].at if samples else 0.0, column_s)
+        if self._recorded_key != key:
+            columns: list[list[float]] = []
+            for sample in samples:
+                column = int(sample.at / column_s)
+                if columns and columns[-1][0] == column:
+                    columns[-1][1] = max(columns[-1][1], sample.lag_ms)
+                else:
+                    columns.append([column, sample.lag_ms])
+            self._recorded_key, self._recorded_columns = key, columns
+        columns = self._recorded_columns
+        first = bisect.bisect_left(columns, start / column_s - 1, key=lambda c: c[0])
+        last = bisect.bisect_right(columns, now / column_s, key=lambda c: c[0])
+        return columns[first:last]
+
+    def _draw_recorded(self, scale: _Scale, column_s: float, columns: list[list[float]]) -> None:
+        points = [c for column, worst in columns for c in scale.point(column * column_s, worst)]
+        if len(points) >= 4:
+            self.coords(self._recorded_item, points)
+            self.itemconfigure(self._recorded_item, state="normal")
+        else:
+            self.itemconfigure(self._recorded_item, state="hidden")
 
     def _draw_freezes(self, scale: _Scale, layout: Layout) -> None:
         """Shade each frozen interval and write its length above it, the longest first; a

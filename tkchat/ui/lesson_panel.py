@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from tkinter import ttk
 
 from tkchat.teach.claims import format_figure
-from tkchat.teach.lessons import Lesson, expect_text, load_lessons, render_body
+from tkchat.teach.lessons import Lesson, expect_text, load_lessons, plan_path, render_body
 from tkchat.ui.fit import breakable
 from tkchat.ui.lag_timeline import LagTimeline
 from tkchat.ui.palette import Palette
@@ -98,7 +98,10 @@ class LessonPanel(ttk.Frame):
         self.pick_label = ttk.Label(top)
         self.picker = ttk.Combobox(top, state="readonly", width=40)
         self.picker.bind("<<ComboboxSelected>>", self._on_pick)
+        # The class plan replaces the lesson text; picking a lesson brings the lesson back.
+        self.plan_button = ttk.Button(top, command=self.show_plan)
         self.pick_label.pack(side="left", padx=(0, dp(self, 6)))
+        self.plan_button.pack(side="right", padx=(dp(self, 6), 0))
         self.picker.pack(side="left", fill="x", expand=True)
         top.pack(side="top", fill="x")
 
@@ -184,6 +187,14 @@ class LessonPanel(ttk.Frame):
                 return
         raise KeyError(f"no lesson {lesson_id!r} in {self.language!r}")
 
+    def show_plan(self) -> None:
+        """Show the class plan in the panel's language (lessons/plan.<lang>.md)."""
+        try:
+            text = plan_path(self.language).read_text(encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            text = self.translate("lesson.unavailable").format(error=exc)
+        self._write_body(text)
+
     def set_language(self, lang: str) -> None:
         """Reload the lessons in ``lang``, keeping the same lesson on screen. The app changes
         what ``translate`` returns first; the panel's fixed strings are relabelled here."""
@@ -244,6 +255,7 @@ class LessonPanel(ttk.Frame):
     def _relabel(self) -> None:
         self.pick_label.configure(text=self.translate("lesson.pick"))
         self.setup_button.configure(text=self.translate("lesson.setup"))
+        self.plan_button.configure(text=self.translate("lesson.plan"))
 
     def _show(self, index: int) -> None:
         lesson = self.lessons[index]
