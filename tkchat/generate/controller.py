@@ -19,6 +19,7 @@ from tkchat.generate.backend import (
     LoadWatch,
 )
 from tkchat.generate.context import ContextFit, fit_to_context
+from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.transport.channel import EventChannel, EventSink
 
@@ -114,7 +115,10 @@ class GenerationController:
             return
         self.loaded = True
         elapsed = time.perf_counter() - started
-        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx))
+        # Only a local GGUF says what it was trained with (a server or the scripted backend
+        # has no such figure), so this one attribute is asked of that class alone.
+        trained = backend.n_ctx_train if isinstance(backend, LlamaBackend) else None
+        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx, trained))
 
     @property
     def loading(self) -> bool:

@@ -22,6 +22,7 @@ from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
+from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
 from tkchat.generate.worker import GenerationWorker
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store import Conversation
@@ -51,7 +52,7 @@ from tkchat.ui.remembered import Remembered
 from tkchat.ui.scaling import window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
-from tkchat.ui.settings_dialog import ChatSettingsDialog
+from tkchat.ui.settings_dialog import ChatSettingsDialog, ModelContext
 from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
@@ -638,12 +639,18 @@ class ChatApp(ChatLayout):
         self.model_banner.hide()
         self.send_button.configure(state="normal")
         self._update_actions()
-        self.status.say(
-            "app.ready", name=event.name, seconds=f"{event.load_s:.1f}", n_ctx=event.n_ctx
-        )
+        seconds, n_ctx = f"{event.load_s:.1f}", f"{event.n_ctx:,}"
+        if event.n_ctx_train:  # "context 4,096 of 8,192 trained": what was given, of what could be
+            trained = f"{event.n_ctx_train:,}"
+            self.status.say(
+                "app.ready.trained", name=event.name, seconds=seconds, n_ctx=n_ctx, trained=trained
+            )
+        else:
+            self.status.say("app.ready", name=event.name, seconds=seconds, n_ctx=n_ctx)
         self._set_title()
         self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
+        self.context_meter.set_trained(event.n_ctx_train)
         self._measure_context()
         self._maybe_autosend()
 
@@ -743,6 +750,8 @@ class ChatApp(ChatLayout):
             font_size=self.remembered.current.font_size,
             default_font_size=BODY_FONT_SIZE,
             on_apply=self.apply_settings,
+            model_context=self._model_context(),
+            on_context=self.choose_context,
         )
         self.settings_dialog.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
 
@@ -760,6 +769,30 @@ class ChatApp(ChatLayout):
         )
         self.status.say("app.settings_saved")
         self._measure_context()
+
+    def _model_context(self) -> ModelContext | None:
+        """The settings dialog's context row: for a local model that has loaded, else none
+        (a server fits its own context; the scripted backend has none to choose)."""
+        backend = self.controller.backend
+        if not self.model_ready or not isinstance(backend, LlamaBackend):
+            return None
+        chosen = self.remembered.current.model_contexts.get(backend.name)
+        return ModelContext(
+            backend.name, chosen, auto_n_ctx(backend.n_ctx_train), backend.n_ctx_train
+        )
+
+    def choose_context(self, n_ctx: int | None) -> None:
+        """The context for the model in use (None: automatic), remembered by its file name;
+        llama.cpp sizes its cache at load, so it applies the next time the model loads."""
+        name = self.controller.backend.name
+        contexts = dict(self.remembered.current.model_contexts)
+        if n_ctx is None:
+            contexts.pop(name, None)
+        else:
+            contexts[name] = n_ctx
+        self.remembered.change(model_contexts=contexts)
+        shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
+        self.status.say("app.context_chosen", model=name, n_ctx=shown)
 
     def change_font_size(self, step: int) -> None:
         self.set_font_size(self.fonts.size + step)
