@@ -20,7 +20,8 @@ from tkinter import ttk
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
-from tkchat.generate.controller import GenerationController
+from tkchat.generate.context import MIN_ANSWER_ROOM
+from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
 from tkchat.generate.worker import GenerationWorker
@@ -34,6 +35,7 @@ from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
+from tkchat.ui.draft_count import DraftCounter
 from tkchat.ui.fonts import FontSizer
 from tkchat.ui.history import History
 from tkchat.ui.lag_probe import LagProbe
@@ -63,6 +65,9 @@ from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 log = logging.getLogger(__name__)
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
 BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
+# Bytes a chat template may add around a system prompt and a question (role markers, BOS):
+# a draft whose bytes fit with this to spare fits without counting (see _draft_fits).
+TEMPLATE_MARGIN = 256
 WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/scaling.py)
 
 
@@ -173,6 +178,15 @@ class ChatApp(ChatLayout):
         self.context = ContextWatch(
             self.context_meter, controller, self.transcript, self.scheduler, self.t
         )
+        self.draft = DraftCounter(
+            self.draft_label,
+            self.input,
+            self._count_draft,
+            self.scheduler,
+            self.t,
+            on_counted=self._draft_counted,
+        )
+        self.waiting_send: str | None = None  # a draft sent before its count was known
         self.live_figure = LiveFigures(
             self.probe,
             self.transcript,
@@ -313,8 +327,11 @@ class ChatApp(ChatLayout):
         While a past question is being edited, the box's text replaces it and everything
         after it."""
         prompt = (self.input.draft if text is None else text).strip()
+        self.waiting_send = None
         if not prompt or not self._can_generate():
             return False
+        if text is None and not self._draft_fits(prompt):
+            return False  # said why in the status line; the box keeps the text
         if self.controller.is_generating():
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
         if text is None:
@@ -331,6 +348,46 @@ class ChatApp(ChatLayout):
                 settings_from=self.session.sampling,
             )
         return self._generate(self.session.request())
+
+    def _draft_fits(self, prompt: str) -> bool:
+        """Whether the box's text can be sent: refused here, before it reaches the transcript,
+        when even with the earlier turns left out it leaves no room for an answer (the
+        worker's own test, :mod:`tkchat.generate.context`). A text that may not fit and whose
+        count is not in yet waits for it, and is sent then if it fits."""
+        backend = self.controller.backend
+        if not backend.context_known:
+            return True  # a server fits its own context, and says so if it cannot
+        # A token is at least one byte of the prompt: a text this short cannot overflow,
+        # whatever the count says (the margin covers the chat template's own tokens).
+        room = backend.n_ctx - MIN_ANSWER_ROOM - TEMPLATE_MARGIN
+        if len(prompt.encode()) + len(self.session.system_prompt.encode()) <= room:
+            return True
+        figure = self.draft.figure_for(prompt)
+        if figure is None:
+            self.waiting_send = prompt
+            self.status.say("app.draft_counting")
+            self.draft.refresh()
+            return False
+        if figure.too_long:
+            self.status.say(
+                "app.draft_too_long", tokens=f"{figure.tokens:,}", n_ctx=f"{figure.n_ctx:,}"
+            )
+            return False
+        return True
+
+    def _count_draft(self, text: str) -> ContextMeasure | None:
+        """Start counting ``text`` as the next question (None: nothing to count with)."""
+        if not self.model_ready or not self.controller.backend.context_known:
+            return None
+        return self.controller.measure_context(self.session.request_for(text), draft=True)
+
+    def _draft_counted(self) -> None:
+        """A draft sent while it was being counted: send it now, or say why not."""
+        waiting = self.waiting_send
+        if waiting is not None and waiting == self.input.draft.strip():
+            self.send()
+        else:
+            self.waiting_send = None
 
     def _can_generate(self) -> bool:
         if self.model_failed and not self.controller.loading:
@@ -565,6 +622,7 @@ class ChatApp(ChatLayout):
         self.editing = None
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
+        self.draft.refresh()
 
     def _open_conversation(self, conversation_id: int) -> None:
         if self.conversations is not None:
@@ -668,6 +726,7 @@ class ChatApp(ChatLayout):
         self.finished.append(final)
         self.final_handled_at = time.perf_counter()
         self.context.after(final)
+        self.draft.refresh()  # the conversation grew: the same draft may fit differently
         if isinstance(final, Error):
             message = final.message
             if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
@@ -834,8 +893,10 @@ class ChatApp(ChatLayout):
         self.top_bar.relayout()
 
     def _measure_context(self) -> None:
+        """The meter's figure and the draft's, for the conversation as it stands now."""
         if self.model_ready:
             self.context.measure(self.session.request())
+            self.draft.refresh()
 
     def _watch_cancel(self, worker: GenerationWorker) -> None:
         """Note how long the stopped worker took to leave the model loop (live figure)."""
