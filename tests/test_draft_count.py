@@ -141,3 +141,25 @@ def test_a_draft_too_long_for_the_context_is_refused_and_stays_in_the_box(
     app.input.set_draft("Hi")
     assert app.send() is True
     pump_until(root, lambda: len(app.finished) == 2, what="the second answer")
+
+
+def test_sending_a_long_draft_while_an_answer_streams_stops_it_and_sends_after_the_count(
+    root: tk.Tk, make_app: Callable[..., ChatApp]
+) -> None:
+    """Send stops a streaming answer, as always; a draft long enough to need its count is
+    counted once the model is free, then sent."""
+    from tkchat.generate.scripted import ScriptedBackend
+
+    app = make_app(ScriptedBackend(rate=20, tokens=2000))
+    app.send("Tell me a long story.")
+    pump_until(
+        root, lambda: app.answer is not None and app.answer.text != "", what="the answer to stream"
+    )
+    draft = " ".join(["word"] * 2000)  # 10,000 bytes: more than the context could hold unseen
+    app.input.set_draft(draft)
+    assert app.send() is False and "Counting" in app.status.get()
+    assert app.answer is None  # the streaming answer ended there, marked stopped
+    pump_until(root, lambda: len(app.transcript.entries) == 4, what="the long draft to be sent")
+    assert app.transcript.entries[1].text  # what had streamed stays
+    assert app.session.chat[2] == Message("user", draft) and app.input.draft == ""
+    app.stop()

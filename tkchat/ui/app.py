@@ -364,6 +364,9 @@ class ChatApp(ChatLayout):
             return True
         figure = self.draft.figure_for(prompt)
         if figure is None:
+            # Send stops a streaming answer, as it always does: the count needs the model
+            # too, and the user asked for the new question, not for the rest of this answer.
+            self.stop()
             self.waiting_send = prompt
             self.status.say("app.draft_counting")
             self.draft.refresh()
