@@ -163,3 +163,23 @@ def test_sending_a_long_draft_while_an_answer_streams_stops_it_and_sends_after_t
     assert app.transcript.entries[1].text  # what had streamed stays
     assert app.session.chat[2] == Message("user", draft) and app.input.draft == ""
     app.stop()
+
+
+def test_a_count_that_fails_does_not_hold_the_message_back(
+    root: tk.Tk, make_app: Callable[..., ChatApp]
+) -> None:
+    from tkchat.generate.scripted import ScriptedBackend
+
+    class CannotCountAside(ScriptedBackend):
+        def count_tokens(self, messages: Sequence[Message]) -> int:
+            if threading.current_thread().name == "tkchat-count":
+                raise RuntimeError("no tokenizer here")
+            return super().count_tokens(messages)
+
+    app = make_app(CannotCountAside(rate=0, tokens=5))
+    draft = " ".join(["word"] * 2000)
+    app.input.set_draft(draft)
+    assert app.send() is False and "Counting" in app.status.get()
+    pump_until(root, lambda: len(app.finished) == 1, what="the answer")
+    assert app.session.chat[0] == Message("user", draft) and app.input.draft == ""
+    assert shown(app) == ""

@@ -372,11 +372,10 @@ class ChatApp(ChatLayout):
             self.draft.refresh()
             return False
         if figure.too_long:
-            self.status.say(
-                "app.draft_too_long", tokens=f"{figure.tokens:,}", n_ctx=f"{figure.n_ctx:,}"
-            )
+            tokens = "?" if figure.tokens is None else f"{figure.tokens:,}"
+            self.status.say("app.draft_too_long", tokens=tokens, n_ctx=f"{figure.n_ctx:,}")
             return False
-        return True
+        return True  # (a count that failed does not hold the message back)
 
     def _count_draft(self, text: str) -> ContextMeasure | None:
         """Start counting ``text`` as the next question (None: nothing to count with)."""
@@ -625,6 +624,7 @@ class ChatApp(ChatLayout):
         self.editing = None
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
+        self.waiting_send = None  # it was for the chat that is going away
         self.draft.refresh()
 
     def _open_conversation(self, conversation_id: int) -> None:

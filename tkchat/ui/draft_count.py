@@ -36,7 +36,7 @@ class DraftFigure:
     """What one count found for ``text`` (the box's text, stripped as Send strips it)."""
 
     text: str
-    tokens: int
+    tokens: int | None  # None: the count failed (the generation will report why, if it must)
     too_long: bool
     n_ctx: int
 
@@ -122,15 +122,14 @@ class DraftCounter:
         if text != self.text:  # typed on meanwhile: this answer is stale
             self._start()
             return
-        if measure.draft_tokens is not None:
-            self.figure = DraftFigure(text, measure.draft_tokens, measure.too_long, measure.n_ctx)
+        self.figure = DraftFigure(text, measure.draft_tokens, measure.too_long, measure.n_ctx)
         self._draw()
         self.on_counted()
 
     def _draw(self) -> None:
         figure = self.figure_for(self.text)
-        if figure is None:
-            if not self.text:
+        if figure is None or figure.tokens is None:
+            if not self.text or figure is not None:
                 self.label.configure(text="")
             return  # keep the last figure while the next one is counted: no flicker
         tokens = f"{figure.tokens:,}"
