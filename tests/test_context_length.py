@@ -178,7 +178,8 @@ def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it
     dialog = app.settings_dialog
     assert dialog is not None and dialog.context is not None
     assert dialog.context.get() == "1024"
-    dialog.context.delete(0, "end")
+    dialog.reset()  # "Reset to defaults": automatic
+    assert dialog.context.get() == ""
     dialog.save()
     assert app.remembered.current.model_contexts == {}
     assert "自动" in app.status.get()

@@ -839,9 +839,7 @@ class ChatApp(ChatLayout):
         if not self.model_ready or not isinstance(backend, LlamaBackend):
             return None
         chosen = self.remembered.current.model_contexts.get(backend.name)
-        return ModelContext(
-            backend.name, chosen, auto_n_ctx(backend.n_ctx_train), backend.n_ctx_train
-        )
+        return ModelContext(backend.name, chosen, auto_n_ctx(backend.n_ctx_train))
 
     def choose_context(self, n_ctx: int | None) -> None:
         """The context for the model in use (None: automatic), remembered by its file name;

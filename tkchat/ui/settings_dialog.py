@@ -88,22 +88,19 @@ def parse_context(text: str) -> int | None | Problem:
     if not text.strip():
         return None
     value = parse_integer(text, MIN_N_CTX, MAX_N_CTX)
-    return (
-        ("settings.error.context", {"low": MIN_N_CTX, "high": f"{MAX_N_CTX:,}"})
-        if (isinstance(value, tuple))
-        else value
-    )
+    if isinstance(value, tuple):
+        return ("settings.error.context", {"low": MIN_N_CTX, "high": f"{MAX_N_CTX:,}"})
+    return value
 
 
 @dataclass(frozen=True)
 class ModelContext:
-    """The context row: which model, what was chosen for it (None: automatic), what
-    automatic gives it, and what it was trained with (None: the file does not say)."""
+    """The context row: which model file, what was chosen for it (None: automatic), and the
+    context automatic gives it (its trained context, capped)."""
 
     model: str
     chosen: int | None
     automatic: int
-    trained: int | None
 
 
 class ChatSettingsDialog(tk.Toplevel):
@@ -114,7 +111,9 @@ class ChatSettingsDialog(tk.Toplevel):
     the user saves valid values; the dialog closes right after. ``sampling`` is the given
     one with the edited fields replaced (``top_k`` and ``repeat_penalty``, which the dialog
     does not show, are kept); ``font_size`` is None when it equals ``default_font_size`` (the
-    window follows the default). Cancel, Esc and the close button call nothing.
+    window follows the default). With a ``model_context`` the window part has a row for the
+    loaded model's context, and ``on_context(n_ctx)`` is called after ``on_apply`` when it
+    was changed (None: automatic). Cancel, Esc and the close button call nothing.
 
     The dialog is transient to ``master``'s window but does not grab the pointer or keyboard.
     ``translate`` gives the fixed strings (``tkchat/i18n/settings_dialog.py``) and tells the
@@ -311,6 +310,8 @@ class ChatSettingsDialog(tk.Toplevel):
         """Fill the fields with the defaults (the default prompt, :class:`Sampling`'s values
         and the default font size). Nothing is applied until Save."""
         self._fill(DEFAULT_SYSTEM_PROMPT, Sampling(), self.default_font_size)
+        if self.context is not None:
+            self.context.delete(0, "end")  # automatic
         self._problems = {}
         self._show_notes()
 
