@@ -64,6 +64,7 @@ def everything_changed(folder: Path) -> AppSettings:
         chat_only=True,
         hf_endpoint="https://hf-mirror.com",
         model_hint_shown=True,
+        model_contexts={"a model.gguf": 2048, "模型.gguf": 32768},
     )
 
 
@@ -88,6 +89,7 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "chat_only": True,
         "hf_endpoint": "https://hf-mirror.com",
         "model_hint_shown": True,
+        "model_contexts": {"a model.gguf": 2048, "模型.gguf": 32768},
     }
 
 

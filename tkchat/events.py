@@ -91,6 +91,7 @@ class ModelReady:
     name: str
     load_s: float
     n_ctx: int
+    n_ctx_train: int | None = None  # what the model was trained with, where it is known
     type: Literal["model_ready"] = field(default="model_ready", init=False)
 
 

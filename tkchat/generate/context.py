@@ -1,6 +1,6 @@
 """What the model sees when a conversation outgrows its context: tkchat's one policy.
 
-A long chat ends up longer than the model's context window (4,096 tokens for the bundled
+A long chat ends up longer than the model's context window (8,192 tokens for the bundled
 model). Sending it anyway gives llama.cpp's error, or a server's 400, in the middle of a
 chat. Instead, before every generation the worker fits the conversation:
 
@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from tkchat.generate.backend import ContextOverflowError, Message
 
 MIN_ANSWER_ROOM = 16  # below this the answer would be cut off at once: say so instead
+# The contexts a user may ask for (--n-ctx, Settings): below 256 not even a system prompt and
+# a question fit; above 2**20 no GGUF model has been trained for, and the cache would not fit.
+MIN_N_CTX = 256
+MAX_N_CTX = 1_048_576
 
 
 @dataclass(frozen=True, slots=True)

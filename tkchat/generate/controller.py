@@ -14,11 +14,13 @@ from tkchat.events import ModelFailed, ModelLoading, ModelReady
 from tkchat.generate.backend import (
     Backend,
     BackendError,
+    ContextOverflowError,
     GenerationRequest,
     LoadCancelled,
     LoadWatch,
 )
 from tkchat.generate.context import ContextFit, fit_to_context
+from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.transport.channel import EventChannel, EventSink
 
@@ -114,7 +116,10 @@ class GenerationController:
             return
         self.loaded = True
         elapsed = time.perf_counter() - started
-        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx))
+        # Only a local GGUF says what it was trained with (a server or the scripted backend
+        # has no such figure), so this one attribute is asked of that class alone.
+        trained = backend.n_ctx_train if isinstance(backend, LlamaBackend) else None
+        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx, trained))
 
     @property
     def loading(self) -> bool:
@@ -132,10 +137,11 @@ class GenerationController:
         self.loaded = False
         self.load_async(old if unload_old and old is not backend else None)
 
-    def measure_context(self, request: GenerationRequest) -> ContextMeasure:
+    def measure_context(self, request: GenerationRequest, *, draft: bool = False) -> ContextMeasure:
         """Count, on a thread, what ``request`` would take of the context (the context meter
-        of a conversation just opened). The count waits for the model lock."""
-        measure = ContextMeasure(self.backend, request, self._model_lock)
+        of a conversation just opened). The count waits for the model lock. ``draft``: the
+        last message is one not sent yet; count it alone too, and note whether it fits."""
+        measure = ContextMeasure(self.backend, request, self._model_lock, draft=draft)
         measure.start()
         return measure
 
@@ -204,15 +210,27 @@ class GenerationController:
 
 class ContextMeasure:
     """One context count on a daemon thread; read ``result`` once ``done`` (None: the count
-    failed, and the meter keeps what it showed)."""
+    failed, and the meter keeps what it showed). For a ``draft`` (a message not sent yet, the
+    request's last): ``draft_tokens``, what it takes alone, and ``too_long``, whether the
+    policy of :mod:`tkchat.generate.context` would refuse it — the same test the worker makes,
+    so the window refuses exactly what the model could not read."""
 
     def __init__(
-        self, backend: Backend, request: GenerationRequest, model_lock: threading.Lock
+        self,
+        backend: Backend,
+        request: GenerationRequest,
+        model_lock: threading.Lock,
+        *,
+        draft: bool = False,
     ) -> None:
         self.backend = backend
         self.request = request
         self.model_lock = model_lock
+        self.draft = draft
         self.result: ContextFit | None = None
+        self.draft_tokens: int | None = None
+        self.too_long = False
+        self.n_ctx = backend.n_ctx
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tkchat-count", daemon=True)
 
@@ -223,12 +241,17 @@ class ContextMeasure:
         """Counting thread."""
         try:
             with self.model_lock:
+                self.n_ctx = self.backend.n_ctx
+                if self.draft:
+                    self.draft_tokens = self.backend.count_tokens(self.request.messages[-1:])
                 self.result = fit_to_context(
                     self.request.messages,
                     self.backend.count_tokens,
                     self.backend.n_ctx,
                     self.request.sampling.max_tokens,
                 )
+        except ContextOverflowError:
+            self.too_long = True
         except Exception:
             pass  # a count only feeds the meter; a generation reports its own errors
         finally:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tkchat.generate.backend import Backend
-from tkchat.generate.llama_backend import DEFAULT_N_CTX, LlamaBackend
+from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import ScriptedBackend
 
 
@@ -20,9 +22,11 @@ def make_backend(
     n_ctx: int | None = None,
     n_threads: int | None = None,
     server: str | None = None,
+    context_for: Callable[[str], int | None] | None = None,
 ) -> Backend:
     """``kind`` is "llama" or "scripted"; a ``server`` URL means a remote server instead.
-    Never raises for a bad model or a dead server: loading reports it, in the window."""
+    Never raises for a bad model or a dead server: loading reports it, in the window.
+    ``n_ctx`` and ``context_for``: see :class:`LlamaBackend` (None: the model's own figure)."""
     if server:
         from tkchat.generate.remote import RemoteBackend
 
@@ -36,4 +40,4 @@ def make_backend(
             split_utf8=split_utf8,
             prompt_rate=prompt_rate,
         )
-    return LlamaBackend(model, n_ctx=n_ctx or DEFAULT_N_CTX, n_threads=n_threads)
+    return LlamaBackend(model, n_ctx=n_ctx, n_threads=n_threads, context_for=context_for)

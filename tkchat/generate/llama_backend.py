@@ -27,7 +27,7 @@ from tkchat.generate.backend import (
     ModelLoadError,
     TokenStream,
 )
-from tkchat.generate.model_file import check_gguf, choose_model_path
+from tkchat.generate.model_file import check_gguf, choose_model_path, trained_context
 from tkchat.generate.prompt_eval import PromptReader
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
@@ -35,7 +35,17 @@ if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() d
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     from llama_cpp.llama_types import ChatCompletionRequestMessage
 
-DEFAULT_N_CTX = 4096
+DEFAULT_N_CTX = 4096  # a model whose file does not say what it was trained with
+# The context a model gets unless the user chose one: its trained context, at most this. The
+# KV cache grows with the context, and llama.cpp allocates all of it at load: a 7B model's
+# f16 cache is 0.5 GiB per 4,096 tokens, so a model trained for 131,072 tokens would take
+# 16 GiB before its first word. 8,192 holds a long chat, and all of the bundled model's.
+MAX_AUTO_N_CTX = 8192
+
+
+def auto_n_ctx(trained: int | None) -> int:
+    """The context a model gets when nobody chose one (see :data:`MAX_AUTO_N_CTX`)."""
+    return min(trained or DEFAULT_N_CTX, MAX_AUTO_N_CTX)
 
 
 def default_n_threads() -> int:
@@ -58,14 +68,22 @@ class LlamaBackend:
         self,
         model: str | None = None,
         *,
-        n_ctx: int = DEFAULT_N_CTX,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
+        context_for: Callable[[str], int | None] | None = None,
     ) -> None:
         """``model``: a path as the user typed it (``~`` allowed); None: $TKCHAT_MODEL, then
         the bundled model. Nothing is checked here — :meth:`load` reports problems, on the
-        loader thread, so the window is already up to show them."""
+        loader thread, so the window is already up to show them.
+
+        The context: ``n_ctx`` if given (``--n-ctx``), else what ``context_for(file name)``
+        says (the user's choice for that model, called on the loader thread), else
+        :func:`auto_n_ctx` of the model's trained context."""
         self.model = model
-        self.n_ctx = n_ctx
+        self.wanted_n_ctx = n_ctx
+        self.context_for = context_for
+        self.n_ctx = n_ctx or DEFAULT_N_CTX  # the real figure once loaded
+        self.n_ctx_train: int | None = None  # what the model was trained with, once loaded
         self.n_threads = n_threads or default_n_threads()
         self.name = Path(model).name if model else "the bundled model"
         self._llm: Llama | None = None
@@ -84,6 +102,8 @@ class LlamaBackend:
         given = choose_model_path(self.model)
         path = check_gguf(given)
         self.name = given.name  # as the user knows it (a linked file's target may be a hash)
+        chosen = self.context_for(given.name) if self.context_for is not None else None
+        n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(trained_context(path))
         try:
             from llama_cpp import Llama, llama_vocab_is_eog
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -94,7 +114,7 @@ class LlamaBackend:
             with _load_progress(watch):
                 llm = Llama(
                     model_path=str(path),
-                    n_ctx=self.n_ctx,
+                    n_ctx=n_ctx,
                     n_threads=self.n_threads,
                     n_threads_batch=self.n_threads,
                     verbose=False,
@@ -122,6 +142,8 @@ class LlamaBackend:
 
         self._is_end = is_end
         self.n_ctx = llm.n_ctx()
+        trained = llm.metadata.get(f"{llm.metadata.get('general.architecture')}.context_length")
+        self.n_ctx_train = int(trained) if trained and trained.isdigit() else None
         self.reader = PromptReader(llm)
         self._llm = llm
 

@@ -24,6 +24,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.error.number": "Enter a number from {low} to {high}.",
         "settings.error.integer": "Enter a whole number from {low} to {high}.",
         "settings.error.seed": "Leave blank, or enter a whole number from 0 to {high}.",
+        "settings.context": "Context (tokens):",
+        "settings.context_hint": "blank = automatic ({automatic}) for {model}; "
+        "applies the next time it loads",
+        "settings.error.context": "Leave blank, or enter a whole number from {low} to {high}.",
     },
     "zh": {
         "settings.title": "对话设置",
@@ -45,5 +49,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.error.number": "请输入 {low} 到 {high} 之间的数。",
         "settings.error.integer": "请输入 {low} 到 {high} 之间的整数。",
         "settings.error.seed": "请留空，或输入 0 到 {high} 之间的整数。",
+        "settings.context": "上下文（token）：",
+        "settings.context_hint": "留空则自动（{automatic}），仅对 {model}；下次加载时生效",
+        "settings.error.context": "请留空，或输入 {low} 到 {high} 之间的整数。",
     },
 }

@@ -8,6 +8,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.title.broken": " — BROKEN mode: {mode}",
         "app.loading": "Loading {name} …",
         "app.ready": "Ready — {name}, loaded in {seconds} s, context {n_ctx} tokens",
+        "app.ready.trained": "Ready — {name}, loaded in {seconds} s, context {n_ctx} of "
+        "{trained} trained",
+        "app.context_chosen": "Context for {model}: {n_ctx} — from the next time it loads.",
+        "app.context_auto": "automatic",
         "app.not_ready": "The model is not ready yet — your message is kept in the box.",
         "app.no_model": "No model is loaded — choose one in the Model menu (Ctrl+M). Your "
         "message is kept in the box.",
@@ -74,6 +78,14 @@ STRINGS: dict[str, dict[str, str]] = {
         "progress.loading": "{percent} % loaded",
         "context.meter": "context {used} / {n_ctx} tokens",
         "context.meter.dropped": " · {dropped} earlier messages left out",
+        "context.meter.trained": " (of {trained} trained)",
+        "draft.tokens": "{tokens} tokens",
+        "draft.too_long": "{tokens} tokens — more than the context of {n_ctx} holds",
+        "app.draft_counting": "Counting the message's tokens — it is sent as soon as it is "
+        "known to fit.",
+        "app.draft_too_long": "Not sent: this message is {tokens} tokens, and the model's "
+        "context of {n_ctx} must also hold the system prompt and the answer. Shorten it or "
+        "choose a larger context in Settings — your message is kept in the box.",
         "context.dropped_note": "This conversation no longer fits the model's context "
         "({n_ctx} tokens). The model now reads only the latest "
         "messages: the first {dropped} are left out (they stay here "
@@ -119,6 +131,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.title.broken": " —— 故障模式：{mode}",
         "app.loading": "正在加载 {name} ……",
         "app.ready": "就绪 —— {name}，加载用时 {seconds} 秒，上下文 {n_ctx} 个 token",
+        "app.ready.trained": "就绪 —— {name}，加载用时 {seconds} 秒，上下文 {n_ctx}"
+        "（训练时为 {trained}）",
+        "app.context_chosen": "{model} 的上下文：{n_ctx}，下次加载时生效。",
+        "app.context_auto": "自动",
         "app.not_ready": "模型还没准备好 —— 你的消息还留在输入框里。",
         "app.no_model": "没有加载模型 —— 请在“模型”菜单里选一个（Ctrl+M）。"
         "你的消息还留在输入框里。",
@@ -182,6 +198,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "progress.loading": "已加载 {percent}%",
         "context.meter": "上下文 {used} / {n_ctx} 个 token",
         "context.meter.dropped": " · 已略去前 {dropped} 条消息",
+        "context.meter.trained": "（训练时为 {trained}）",
+        "draft.tokens": "{tokens} 个 token",
+        "draft.too_long": "{tokens} 个 token —— 超出上下文的 {n_ctx}",
+        "app.draft_counting": "正在计算这条消息的 token 数 —— 确认放得下后立即发送。",
+        "app.draft_too_long": "未发送：这条消息有 {tokens} 个 token，而模型的上下文 {n_ctx} "
+        "还要放下系统提示词和回答。请缩短它，或在设置里选择更大的上下文 —— 消息仍在输入框里。",
         "context.dropped_note": "这段对话已经超出模型的上下文（{n_ctx} 个 token）。模型现在只读"
         "最近的消息：前 {dropped} 条被略去（它们仍显示在这里，也已保存）。"
         "想要完整的上下文，请新建对话。",

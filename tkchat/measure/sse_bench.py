@@ -41,6 +41,8 @@ from tkchat.measure.figures import BENCH_PROMPT, SYSTEM, RunFigures
 from tkchat.stats import median, percentile, rounded
 from tkchat.transport.channel import EventChannel
 
+BENCH_N_CTX = 4096  # both servers get this context (the app's own default may differ)
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -147,7 +149,8 @@ def run_sse_bench(
     runs: list[RunFigures] = []
     threads = default_n_threads()
 
-    local = Client(LlamaBackend(str(path), n_threads=threads), tokens, seed)
+    # The same context as the llama-cpp-python server below: a like-for-like comparison.
+    local = Client(LlamaBackend(str(path), n_ctx=BENCH_N_CTX, n_threads=threads), tokens, seed)
     try:
         runs.append(RunFigures(mode="in-process", backend="llama", **_throughput(local, repeats)))
     finally:
@@ -208,7 +211,7 @@ def run_sse_bench(
             "--n_threads",
             str(threads),
             "--n_ctx",
-            "4096",
+            str(BENCH_N_CTX),
         ],
         f"{base}/v1/models",
     ):

@@ -5,7 +5,8 @@ prompt and sampling values that NEW conversations start with (a conversation kee
 copy in the history), the most recently used model files, the folder the user browses for
 GGUF files, the window's size and place, its theme (light, dark, or the system's),
 whether it shows the chat only, the address models are downloaded from (a mirror
-such as hf-mirror.com) and whether the first-run model suggestion was shown.
+such as hf-mirror.com), whether the first-run model suggestion was shown, and the context
+length chosen for each model file (by its file name).
 
 Where: ``settings.json`` in :func:`tkchat.store.paths.data_dir` (next to the conversation
 history; ``$TKCHAT_DATA_DIR`` overrides it), see :func:`settings_path`.
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
+from tkchat.generate.context import MAX_N_CTX, MIN_N_CTX
 from tkchat.store.damaged import move_aside
 from tkchat.store.errors import classify, error_detail
 from tkchat.store.json_values import is_int
@@ -75,6 +77,10 @@ class AppSettings:
     chat_only: bool = False  # the teaching controls folded into one line (View menu)
     hf_endpoint: str | None = None  # where models are downloaded from; None: huggingface.co
     model_hint_shown: bool = False  # the first-run "get a better model" line was shown
+    # The context chosen in Settings for a model, by its file name (what the window shows;
+    # the same file in another folder is the same model). A model not here gets its trained
+    # context, capped (tkchat.generate.llama_backend.auto_n_ctx).
+    model_contexts: dict[str, int] = field(default_factory=dict)
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(AppSettings))
@@ -161,6 +167,11 @@ def settings_from_json(data: Mapping[str, Any]) -> tuple[AppSettings, list[str]]
         chosen["recent_models"] = models
         if bad:
             ignored.append("recent_models")
+    if "model_contexts" in data:
+        contexts, bad = _model_contexts(data["model_contexts"])
+        chosen["model_contexts"] = contexts
+        if bad:
+            ignored.append("model_contexts")
     if "sampling" in data:
         sampling, bad_keys = _sampling(data["sampling"])
         chosen["sampling"] = sampling
@@ -249,6 +260,19 @@ def _recent_models(value: object) -> tuple[list[str], bool]:
     return list(dict.fromkeys(good))[:MAX_RECENT_MODELS], len(good) != len(value)
 
 
+def _model_contexts(value: object) -> tuple[dict[str, int], bool]:
+    """The usable entries (a file name and a context in MIN_N_CTX..MAX_N_CTX) and whether
+    anything was dropped."""
+    if not isinstance(value, dict):
+        return {}, True
+    good = {
+        name: size
+        for name, size in value.items()
+        if name and is_int(size) and MIN_N_CTX <= size <= MAX_N_CTX
+    }
+    return good, len(good) != len(value)
+
+
 def _sampling(value: object) -> tuple[Sampling, list[str]]:
     """The stored sampling dict through the conversations' converter, and the keys it had
     to ignore."""
@@ -333,6 +357,7 @@ def settings_to_json(settings: AppSettings) -> dict[str, Any]:
     data = {name: getattr(settings, name) for name in _FIELD_NAMES}
     data["sampling"] = settings_from_sampling(settings.sampling)
     data["recent_models"] = list(settings.recent_models)
+    data["model_contexts"] = dict(settings.model_contexts)
     return data
 
 

@@ -20,8 +20,10 @@ from tkinter import ttk
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
-from tkchat.generate.controller import GenerationController
+from tkchat.generate.context import MIN_ANSWER_ROOM
+from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.generate.factory import make_backend
+from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
 from tkchat.generate.worker import GenerationWorker
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.stats import LagSample
@@ -34,6 +36,7 @@ from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
 from tkchat.ui.conversations import SavedConversations
+from tkchat.ui.draft_count import DraftCounter
 from tkchat.ui.fonts import FontSizer
 from tkchat.ui.history import History
 from tkchat.ui.lag_probe import LagProbe
@@ -52,7 +55,7 @@ from tkchat.ui.remembered import Remembered
 from tkchat.ui.scaling import window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
-from tkchat.ui.settings_dialog import ChatSettingsDialog
+from tkchat.ui.settings_dialog import ChatSettingsDialog, ModelContext
 from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
@@ -63,6 +66,9 @@ from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 log = logging.getLogger(__name__)
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
 BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
+# Bytes a chat template may add around a system prompt and a question (role markers, BOS):
+# a draft whose bytes fit with this to spare fits without counting (see _draft_fits).
+TEMPLATE_MARGIN = 256
 WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/scaling.py)
 
 
@@ -176,6 +182,15 @@ class ChatApp(ChatLayout):
         self.context = ContextWatch(
             self.context_meter, controller, self.transcript, self.scheduler, self.t
         )
+        self.draft = DraftCounter(
+            self.draft_label,
+            self.input,
+            self._count_draft,
+            self.scheduler,
+            self.t,
+            on_counted=self._draft_counted,
+        )
+        self.waiting_send: str | None = None  # a draft sent before its count was known
         self.live_figure = LiveFigures(
             self.probe,
             self.transcript,
@@ -317,8 +332,11 @@ class ChatApp(ChatLayout):
         While a past question is being edited, the box's text replaces it and everything
         after it."""
         prompt = (self.input.draft if text is None else text).strip()
+        self.waiting_send = None
         if not prompt or not self._can_generate():
             return False
+        if text is None and not self._draft_fits(prompt):
+            return False  # said why in the status line; the box keeps the text
         if self.controller.is_generating():
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
         if text is None:
@@ -335,6 +353,48 @@ class ChatApp(ChatLayout):
                 settings_from=self.session.sampling,
             )
         return self._generate(self.session.request())
+
+    def _draft_fits(self, prompt: str) -> bool:
+        """Whether the box's text can be sent: refused here, before it reaches the transcript,
+        when even with the earlier turns left out it leaves no room for an answer (the
+        worker's own test, :mod:`tkchat.generate.context`). A text that may not fit and whose
+        count is not in yet waits for it, and is sent then if it fits."""
+        backend = self.controller.backend
+        if not backend.context_known:
+            return True  # a server fits its own context, and says so if it cannot
+        # A token is at least one byte of the prompt: a text this short cannot overflow,
+        # whatever the count says (the margin covers the chat template's own tokens).
+        room = backend.n_ctx - MIN_ANSWER_ROOM - TEMPLATE_MARGIN
+        if len(prompt.encode()) + len(self.session.system_prompt.encode()) <= room:
+            return True
+        figure = self.draft.figure_for(prompt)
+        if figure is None:
+            # Send stops a streaming answer, as it always does: the count needs the model
+            # too, and the user asked for the new question, not for the rest of this answer.
+            self.stop()
+            self.waiting_send = prompt
+            self.status.say("app.draft_counting")
+            self.draft.refresh()
+            return False
+        if figure.too_long:
+            tokens = "?" if figure.tokens is None else f"{figure.tokens:,}"
+            self.status.say("app.draft_too_long", tokens=tokens, n_ctx=f"{figure.n_ctx:,}")
+            return False
+        return True  # (a count that failed does not hold the message back)
+
+    def _count_draft(self, text: str) -> ContextMeasure | None:
+        """Start counting ``text`` as the next question (None: nothing to count with)."""
+        if not self.model_ready or not self.controller.backend.context_known:
+            return None
+        return self.controller.measure_context(self.session.request_for(text), draft=True)
+
+    def _draft_counted(self) -> None:
+        """A draft sent while it was being counted: send it now, or say why not."""
+        waiting = self.waiting_send
+        if waiting is not None and waiting == self.input.draft.strip():
+            self.send()
+        else:
+            self.waiting_send = None
 
     def _can_generate(self) -> bool:
         if self.model_failed and not self.controller.loading:
@@ -569,6 +629,8 @@ class ChatApp(ChatLayout):
         self.editing = None
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
+        self.waiting_send = None  # it was for the chat that is going away
+        self.draft.refresh()
 
     def _open_conversation(self, conversation_id: int) -> None:
         if self.conversations is not None:
@@ -643,12 +705,18 @@ class ChatApp(ChatLayout):
         self.model_banner.hide()
         self.send_button.configure(state="normal")
         self._update_actions()
-        self.status.say(
-            "app.ready", name=event.name, seconds=f"{event.load_s:.1f}", n_ctx=event.n_ctx
-        )
+        seconds, n_ctx = f"{event.load_s:.1f}", f"{event.n_ctx:,}"
+        if event.n_ctx_train:  # "context 4,096 of 8,192 trained": what was given, of what could be
+            trained = f"{event.n_ctx_train:,}"
+            self.status.say(
+                "app.ready.trained", name=event.name, seconds=seconds, n_ctx=n_ctx, trained=trained
+            )
+        else:
+            self.status.say("app.ready", name=event.name, seconds=seconds, n_ctx=n_ctx)
         self._set_title()
         self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
+        self.context_meter.set_trained(event.n_ctx_train)
         self._measure_context()
         self._maybe_autosend()
 
@@ -666,6 +734,7 @@ class ChatApp(ChatLayout):
         self.finished.append(final)
         self.final_handled_at = time.perf_counter()
         self.context.after(final)
+        self.draft.refresh()  # the conversation grew: the same draft may fit differently
         if isinstance(final, Error):
             message = final.message
             if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
@@ -748,6 +817,8 @@ class ChatApp(ChatLayout):
             font_size=self.remembered.current.font_size,
             default_font_size=BODY_FONT_SIZE,
             on_apply=self.apply_settings,
+            model_context=self._model_context(),
+            on_context=self.choose_context,
         )
         self.settings_dialog.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
 
@@ -765,6 +836,28 @@ class ChatApp(ChatLayout):
         )
         self.status.say("app.settings_saved")
         self._measure_context()
+
+    def _model_context(self) -> ModelContext | None:
+        """The settings dialog's context row: for a local model that has loaded, else none
+        (a server fits its own context; the scripted backend has none to choose)."""
+        backend = self.controller.backend
+        if not self.model_ready or not isinstance(backend, LlamaBackend):
+            return None
+        chosen = self.remembered.current.model_contexts.get(backend.name)
+        return ModelContext(backend.name, chosen, auto_n_ctx(backend.n_ctx_train))
+
+    def choose_context(self, n_ctx: int | None) -> None:
+        """The context for the model in use (None: automatic), remembered by its file name;
+        llama.cpp sizes its cache at load, so it applies the next time the model loads."""
+        name = self.controller.backend.name
+        contexts = dict(self.remembered.current.model_contexts)
+        if n_ctx is None:
+            contexts.pop(name, None)
+        else:
+            contexts[name] = n_ctx
+        self.remembered.change(model_contexts=contexts)
+        shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
+        self.status.say("app.context_chosen", model=name, n_ctx=shown)
 
     def change_font_size(self, step: int) -> None:
         self.set_font_size(self.fonts.size + step)
@@ -806,8 +899,10 @@ class ChatApp(ChatLayout):
         self.top_bar.relayout()
 
     def _measure_context(self) -> None:
+        """The meter's figure and the draft's, for the conversation as it stands now."""
         if self.model_ready:
             self.context.measure(self.session.request())
+            self.draft.refresh()
 
     def _watch_cancel(self, worker: GenerationWorker) -> None:
         """Note how long the stopped worker took to leave the model loop (live figure)."""

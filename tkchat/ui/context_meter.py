@@ -44,6 +44,7 @@ class ContextMeter(ttk.Label):
         self.used: int | None = None
         self.n_ctx: int | None = None
         self.dropped = 0
+        self.trained: int | None = None  # the model's trained context, when it says
         translate.on_change(lambda _lang: self._draw())
         follow_theme(self, lambda _palette: self._draw())
 
@@ -51,6 +52,12 @@ class ContextMeter(ttk.Label):
         if (used, n_ctx, dropped) != (self.used, self.n_ctx, self.dropped):
             self.used, self.n_ctx, self.dropped = used, n_ctx, dropped
             self._draw()
+
+    def set_trained(self, trained: int | None) -> None:
+        """The loaded model's trained context: shown beside the context it was given when
+        that is less (a user who wonders why long chats lose their start sees the room)."""
+        self.trained = trained
+        self._draw()
 
     def clear(self, n_ctx: int | None = None) -> None:
         self.used, self.n_ctx, self.dropped = None, n_ctx, 0
@@ -69,6 +76,8 @@ class ContextMeter(ttk.Label):
             return
         used = "—" if self.used is None else f"{self.used:,}"
         text = self.t("context.meter", used=used, n_ctx=f"{self.n_ctx:,}")
+        if self.trained and self.trained > self.n_ctx:
+            text += self.t("context.meter.trained", trained=f"{self.trained:,}")
         if self.dropped:
             text += self.t("context.meter.dropped", dropped=self.dropped)
         fraction = self.fraction or 0.0

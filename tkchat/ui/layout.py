@@ -25,7 +25,7 @@ from tkchat.ui.progress import ProgressLine
 from tkchat.ui.scaling import dp, dp_pad, window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.status import StatusLine
-from tkchat.ui.theme import ACCENT_BUTTON
+from tkchat.ui.theme import ACCENT_BUTTON, HINT_STYLE
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
 
@@ -55,7 +55,8 @@ class ChatLayout:
     ``health`` bar ·
     ``banner_anchor`` (an empty strip the banners go after, so they keep their place when
     the chat-only view hides the health bar) · ``storage_banner`` (hidden) · ``transcript``
-    · the ``input`` row with Send, Stop and Regenerate.
+    · the ``input`` row with Send, Stop and Regenerate, and the draft's token count under it
+    (``draft_label``).
 
     The chat sits in ``panes``, so the sidebar (left) and the lesson panel (right) can join it.
     """
@@ -110,6 +111,9 @@ class ChatLayout:
         self.send_button.configure(style=ACCENT_BUTTON)  # the default action stands out
         for button in (self.stop_button, self.regenerate_button):
             button.configure(state="disabled")
+        # The draft's token count, under the box (tkchat/ui/draft_count.py fills it in).
+        self.draft_label = ttk.Label(bottom, style=HINT_STYLE, anchor="w")
+        self.draft_label.grid(row=2, column=0, columnspan=4, sticky="w")
         self._input_row: bool | None = None
         self._place_input_row(one_row=True)
         bottom.bind("<Configure>", lambda e: self._place_input_row(self._fits_one_row(e.width)))

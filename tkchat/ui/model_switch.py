@@ -85,12 +85,19 @@ class ModelSwitch:
             recent = remember_model(self.remembered.current, chosen).recent_models
             self.remembered.change(recent_models=recent)
         old = self.backends.get("llama")
-        backend = self.backends["llama"] = make_backend("llama", model=path)
+        backend = self.backends["llama"] = make_backend(
+            "llama", model=path, context_for=self._chosen_context
+        )
         current = self.controller.backend
         self._unloading(backend)
         if old is not None and old is not current:
             old.close()  # idle (a lesson's scripted demo is the current backend): cheap
         self.controller.switch_backend(backend, unload_old=old is current)
+
+    def _chosen_context(self, name: str) -> int | None:
+        """Loader thread: the context chosen in Settings for the model file ``name`` (a read
+        of the settings object the main thread replaces whole, never changes in place)."""
+        return self.remembered.current.model_contexts.get(name)
 
     def use(
         self,

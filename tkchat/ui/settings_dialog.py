@@ -1,5 +1,5 @@
-"""The settings dialog: one conversation's system prompt and sampling values, and the
-window's font size.
+"""The settings dialog: one conversation's system prompt and sampling values, the
+window's font size, and the context length of the model in use (by its file name).
 
 Main thread only, like every widget. The dialog reads nothing and stores nothing itself: the
 app hands in the current values and gets the edited ones back through ``on_apply`` when the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tkinter as tk
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from tkinter import ttk
 
 from tkchat.generate.backend import (
@@ -26,6 +26,7 @@ from tkchat.generate.backend import (
     TOP_P_RANGE,
     Sampling,
 )
+from tkchat.generate.context import MAX_N_CTX, MIN_N_CTX
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
 from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.theme import ERROR_STYLE, HINT_STYLE
@@ -34,6 +35,7 @@ from tkchat.ui.translator import Translator
 FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the same range
 
 FIELDS = ("temperature", "top_p", "max_tokens", "seed", "font_size")
+CONTEXT = "context"  # the model's row: only there when a local model is loaded
 NOTE_STYLE = HINT_STYLE  # grey, and red for a problem: the theme's (tkchat/ui/theme.py)
 
 
@@ -80,6 +82,27 @@ def parse_seed(text: str) -> int | None | Problem:
     return ("settings.error.seed", {"high": SEED_MAX}) if isinstance(value, tuple) else value
 
 
+def parse_context(text: str) -> int | None | Problem:
+    """Blank means "automatic" (None: the model's trained context, capped), else a whole
+    number of tokens from MIN_N_CTX to MAX_N_CTX. Pure."""
+    if not text.strip():
+        return None
+    value = parse_integer(text, MIN_N_CTX, MAX_N_CTX)
+    if isinstance(value, tuple):
+        return ("settings.error.context", {"low": MIN_N_CTX, "high": f"{MAX_N_CTX:,}"})
+    return value
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """The context row: which model file, what was chosen for it (None: automatic), and the
+    context automatic gives it (its trained context, capped)."""
+
+    model: str
+    chosen: int | None
+    automatic: int
+
+
 class ChatSettingsDialog(tk.Toplevel):
     """The settings of one conversation, plus the window's font size.
 
@@ -88,7 +111,9 @@ class ChatSettingsDialog(tk.Toplevel):
     the user saves valid values; the dialog closes right after. ``sampling`` is the given
     one with the edited fields replaced (``top_k`` and ``repeat_penalty``, which the dialog
     does not show, are kept); ``font_size`` is None when it equals ``default_font_size`` (the
-    window follows the default). Cancel, Esc and the close button call nothing.
+    window follows the default). With a ``model_context`` the window part has a row for the
+    loaded model's context, and ``on_context(n_ctx)`` is called after ``on_apply`` when it
+    was changed (None: automatic). Cancel, Esc and the close button call nothing.
 
     The dialog is transient to ``master``'s window but does not grab the pointer or keyboard.
     ``translate`` gives the fixed strings (``tkchat/i18n/settings_dialog.py``) and tells the
@@ -106,14 +131,19 @@ class ChatSettingsDialog(tk.Toplevel):
         font_size: int | None,
         default_font_size: int,
         on_apply: Callable[[str, Sampling, int | None], None],
+        model_context: ModelContext | None = None,
+        on_context: Callable[[int | None], None] = lambda _n_ctx: None,
     ) -> None:
         super().__init__(master)
         self.translate = translate
         self.on_apply = on_apply
+        self.model_context = model_context
+        self.on_context = on_context
         self.sampling = sampling
         self.default_font_size = default_font_size
         self.closed = False
         self._problems: dict[str, Problem] = {}
+        self.chosen_context: int | None = model_context.chosen if model_context else None
 
         self.withdraw()  # shown once laid out and placed, so it does not jump
         self.transient(master.winfo_toplevel())
@@ -186,6 +216,14 @@ class ChatSettingsDialog(tk.Toplevel):
             window, from_=low, to=high, increment=1, width=8, format="%.0f"
         )
         self._field_row(window, 0, "font_size", "settings.font_size", entry=self.font_size)
+        self.context: ttk.Entry | None = None
+        if model_context is not None:
+            # Applies when the model is next loaded: llama.cpp allocates the context's
+            # cache at load, so changing it means loading again.
+            self.context = self._field_row(window, 1, CONTEXT, "settings.context")
+            self.context.insert(
+                0, "" if model_context.chosen is None else str(model_context.chosen)
+            )
 
         # -- buttons ----------------------------------------------------------------------
         buttons = ttk.Frame(body)
@@ -223,8 +261,13 @@ class ChatSettingsDialog(tk.Toplevel):
         seed = parse_seed(self.seed.get())
         font_size = parse_integer(self.font_size.get(), *FONT_SIZE_RANGE)
         parsed = dict(zip(FIELDS, (temperature, top_p, max_tokens, seed, font_size), strict=True))
+        context = parse_context(self.context.get()) if self.context is not None else None
+        parsed[CONTEXT] = context
         self._problems = {name: value for name, value in parsed.items() if isinstance(value, tuple)}
         self._show_notes()
+        if isinstance(context, tuple):
+            return None
+        self.chosen_context = context
         if (
             isinstance(temperature, tuple)
             or isinstance(top_p, tuple)
@@ -255,6 +298,8 @@ class ChatSettingsDialog(tk.Toplevel):
             self._focus_first_problem()
             return
         self.on_apply(*result)
+        if self.model_context is not None and self.chosen_context != self.model_context.chosen:
+            self.on_context(self.chosen_context)
         self._close()
 
     def cancel(self) -> None:
@@ -265,6 +310,8 @@ class ChatSettingsDialog(tk.Toplevel):
         """Fill the fields with the defaults (the default prompt, :class:`Sampling`'s values
         and the default font size). Nothing is applied until Save."""
         self._fill(DEFAULT_SYSTEM_PROMPT, Sampling(), self.default_font_size)
+        if self.context is not None:
+            self.context.delete(0, "end")  # automatic
         self._problems = {}
         self._show_notes()
 
@@ -321,6 +368,12 @@ class ChatSettingsDialog(tk.Toplevel):
             return self.translate("settings.seed_hint")
         if name == "font_size":
             return self.translate("settings.font_hint", size=self.default_font_size)
+        if name == CONTEXT and self.model_context is not None:
+            return self.translate(
+                "settings.context_hint",
+                automatic=f"{self.model_context.automatic:,}",
+                model=self.model_context.model,
+            )
         low, high = {
             "temperature": TEMPERATURE_RANGE,
             "top_p": TOP_P_RANGE,
@@ -344,10 +397,11 @@ class ChatSettingsDialog(tk.Toplevel):
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "font_size": self.font_size,
+            CONTEXT: self.context or self.font_size,
         }[name]
 
     def _focus_first_problem(self) -> None:
-        for name in FIELDS:
+        for name in (*FIELDS, CONTEXT):
             if name in self._problems:
                 entry = self._entry(name)
                 entry.focus_set()

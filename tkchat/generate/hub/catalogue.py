@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tkchat.generate.llama_backend import DEFAULT_N_CTX
+from tkchat.generate.llama_backend import MAX_AUTO_N_CTX
 from tkchat.generate.model_finder import huggingface_cache
 
 CATALOGUE_ENV = "TKCHAT_CATALOGUE"
@@ -194,7 +194,7 @@ def find_entry(entries: list[CatalogueEntry], name: str) -> CatalogueEntry | Non
 # -- memory ---------------------------------------------------------------------------------------
 
 
-def memory_needed(entry: CatalogueEntry, n_ctx: int = DEFAULT_N_CTX) -> int | None:
+def memory_needed(entry: CatalogueEntry, n_ctx: int = MAX_AUTO_N_CTX) -> int | None:
     """An estimate of the memory (bytes) llama.cpp needs to run ``entry`` with tkchat's
     context: the weights (the file, memory-mapped), the KV cache (keys and values, f16, for
     every layer and every position of the context) and the working buffers (the logits of a

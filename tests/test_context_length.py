@@ -1,0 +1,196 @@
+"""The context a local model gets: its trained context (read from the GGUF header), capped at
+8,192 tokens; the figure in the status line; a per-model choice in Settings, remembered and
+applied on the next load; ``--n-ctx`` above both."""
+
+from __future__ import annotations
+
+import json
+import struct
+import tkinter as tk
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pump_until
+from tkchat.cli import build_parser
+from tkchat.generate.llama_backend import (
+    DEFAULT_N_CTX,
+    MAX_AUTO_N_CTX,
+    LlamaBackend,
+    auto_n_ctx,
+)
+from tkchat.generate.model_file import bundled_model_path, trained_context
+from tkchat.store.settings import (
+    AppSettings,
+    load_settings,
+    save_settings,
+    settings_from_json,
+)
+from tkchat.ui.app import ChatApp
+
+BUNDLED_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def bundled() -> Path:
+    path = bundled_model_path()
+    assert path is not None, "the bundled model is part of the test install"
+    return path
+
+
+# -- reading the trained context --------------------------------------------------------------
+
+
+def test_the_bundled_model_was_trained_for_8192_tokens() -> None:
+    assert bundled().name == BUNDLED_NAME
+    assert trained_context(bundled()) == 8192
+
+
+def gguf(path: Path, pairs: list[tuple[str, int, bytes]]) -> Path:
+    """A GGUF header with the given (key, type, packed value) pairs and no tensors."""
+
+    def text(value: str) -> bytes:
+        raw = value.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    body = b"GGUF" + struct.pack("<IQQ", 3, 0, len(pairs))
+    for key, kind, value in pairs:
+        body += text(key) + struct.pack("<I", kind) + value
+    path.write_bytes(body)
+    return path
+
+
+def test_the_architecture_s_own_length_is_read_past_arrays(tmp_path: Path) -> None:
+    tokens = struct.pack("<IQ", 8, 3) + b"".join(
+        struct.pack("<Q", len(t)) + t for t in (b"a", b"bc", b"def")
+    )
+    path = gguf(
+        tmp_path / "m.gguf",
+        [
+            ("general.architecture", 8, struct.pack("<Q", 5) + b"qwen2"),
+            ("tokenizer.ggml.tokens", 9, tokens),
+            ("llama.context_length", 4, struct.pack("<I", 2048)),  # not this model's
+            ("qwen2.context_length", 10, struct.pack("<Q", 131072)),
+        ],
+    )
+    assert trained_context(path) == 131072
+    assert auto_n_ctx(131072) == MAX_AUTO_N_CTX == 8192
+
+
+def test_a_file_that_does_not_say_gets_the_old_default(tmp_path: Path) -> None:
+    silent = gguf(tmp_path / "s.gguf", [("general.architecture", 8, struct.pack("<Q", 1) + b"x")])
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(bundled().read_bytes()[:100])
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a model at all")
+    for path in (silent, cut, junk, tmp_path / "missing.gguf"):
+        assert trained_context(path) is None, path
+    assert auto_n_ctx(None) == DEFAULT_N_CTX
+    assert auto_n_ctx(2048) == 2048  # a model trained for less gets what it was trained for
+
+
+# -- the per-model setting and --n-ctx ----------------------------------------------------------
+
+
+def test_the_per_model_context_is_saved_and_a_bad_entry_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    assert save_settings(AppSettings(model_contexts={BUNDLED_NAME: 2048}), path) is None
+    assert json.loads(path.read_text())["model_contexts"] == {BUNDLED_NAME: 2048}
+    assert load_settings(path)[0].model_contexts == {BUNDLED_NAME: 2048}
+    settings, ignored = settings_from_json(
+        {"model_contexts": {"a.gguf": 4096, "b.gguf": 12, "c.gguf": "big", "d.gguf": True}}
+    )
+    assert settings.model_contexts == {"a.gguf": 4096}
+    assert ignored == ["model_contexts"]
+
+
+@pytest.mark.parametrize("value", ["0", "100", "lots", "2000000"])
+def test_n_ctx_on_the_command_line_must_be_a_usable_size(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--n-ctx", value])
+    assert "whole number of tokens" in capsys.readouterr().err
+    assert build_parser().parse_args(["--n-ctx", "2048"]).n_ctx == 2048
+
+
+@pytest.mark.model
+def test_n_ctx_wins_over_the_setting_which_wins_over_the_trained_context() -> None:
+    asked: list[str] = []
+
+    def chosen(name: str) -> int | None:
+        asked.append(name)
+        return 1024
+
+    for wanted, expected in ((512, 512), (None, 1024)):
+        backend = LlamaBackend(None, n_ctx=wanted, context_for=chosen)
+        backend.load()
+        try:
+            assert (backend.n_ctx, backend.n_ctx_train) == (expected, 8192)
+        finally:
+            backend.close()
+    assert asked == [BUNDLED_NAME, BUNDLED_NAME]
+
+
+# -- in the window --------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it(
+    root: tk.Tk, make_app: Callable[..., ChatApp]
+) -> None:
+    """The bundled model loads with all of its trained 8,192 tokens and says so; choosing
+    1,024 in Settings is remembered for that file and used when it is next loaded."""
+    # (the first-run model suggestion would take the status line)
+    app = make_app(LlamaBackend(None), app_settings=AppSettings(model_hint_shown=True))
+    assert app.model_ready
+    assert app.controller.backend.n_ctx == 8192
+    assert "context 8,192 of 8,192 trained" in app.status.get()
+    assert app.context_meter.n_ctx == 8192
+    assert "trained" not in app.context_meter.full  # all of it: nothing more to say
+
+    app.open_settings()
+    dialog = app.settings_dialog
+    assert dialog is not None and dialog.context is not None
+    assert dialog.context.get() == ""  # automatic
+    assert "8,192" in dialog.notes["context"].cget("text")
+    dialog.context.insert(0, "99")
+    dialog.save()
+    assert not dialog.closed and "256" in dialog.errors()["context"]  # nothing applied
+    dialog.context.delete(0, "end")
+    dialog.context.insert(0, "1024")
+    dialog.save()
+    assert dialog.closed
+    assert app.remembered.current.model_contexts == {BUNDLED_NAME: 1024}
+    assert "next time it loads" in app.status.get()
+    assert app.controller.backend.n_ctx == 8192  # not until it loads again
+
+    app.models.load(None)
+    pump_until(root, lambda: app.model_ready, what="the model to load again")
+    assert app.controller.backend.n_ctx == 1024
+    assert "context 1,024 of 8,192 trained" in app.status.get()
+    assert app.context_meter.full == "context — / 1,024 tokens (of 8,192 trained)"
+    app.toggle_language()
+    assert "1,024" in app.status.get() and "训练" in app.status.get()
+
+    app.open_settings()  # back to automatic: the entry goes
+    dialog = app.settings_dialog
+    assert dialog is not None and dialog.context is not None
+    assert dialog.context.get() == "1024"
+    dialog.reset()  # "Reset to defaults": automatic
+    assert dialog.context.get() == ""
+    dialog.save()
+    assert app.remembered.current.model_contexts == {}
+    assert "自动" in app.status.get()
+
+
+@pytest.mark.gui
+def test_a_scripted_backend_has_no_context_row(make_app: Callable[..., ChatApp]) -> None:
+    from tkchat.generate.scripted import ScriptedBackend
+
+    app = make_app(ScriptedBackend(rate=0, tokens=3))
+    assert "trained" not in app.status.get()
+    app.open_settings()
+    assert app.settings_dialog is not None and app.settings_dialog.context is None
+    app.settings_dialog.cancel()
