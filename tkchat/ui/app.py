@@ -23,6 +23,7 @@ from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.worker import GenerationWorker
+from tkchat.limits import cut
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
@@ -623,7 +624,7 @@ class ChatApp(ChatLayout):
     def _pump_failed(self, exc: Exception) -> None:
         """A tick raised (a bug, or a widget gone): end the answer with the error shown, so
         the window never waits for text that will not come. The pump keeps running."""
-        message = self.t("app.tick_failed", error=f"{type(exc).__name__}: {exc}")
+        message = self.t("app.tick_failed", error=cut(f"{type(exc).__name__}: {exc}"))
         if self.answer is not None:
             worker = self.controller.stop()
             if worker is not None:
@@ -662,7 +663,7 @@ class ChatApp(ChatLayout):
         self.final_handled_at = time.perf_counter()
         self.context.after(final)
         if isinstance(final, Error):
-            message = final.message
+            message = cut(final.message)  # the worker cuts it; an event from elsewhere too
             if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
                 message = self._transport_gap(final)
             self.last_error = message
@@ -718,6 +719,7 @@ class ChatApp(ChatLayout):
         """A banner that stays until dismissed (a restored chat must not push the reason out
         of sight), and the controls that need a model disabled. A load cancelled on purpose
         (another model was chosen) is one sentence in the status line, not an error."""
+        message = cut(message)
         if cancelled:
             self.status.show(lambda: message)
             return
