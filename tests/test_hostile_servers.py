@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import resource
 import threading
 import time
@@ -28,7 +29,8 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote import http as remote_http
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
 from tkchat.generate.remote.errors import RemoteError, error_detail
-from tkchat.limits import MAX_ERROR_CHARS, MAX_N_CTX, cut
+from tkchat.limits import DISPLAY_LINE_CHARS, MAX_ERROR_CHARS, MAX_N_CTX, cut
+from tkchat.render.soft_breaks import soft_break
 from tkchat.transport.channel import EventChannel
 from tkchat.transport.sse import SSEParser
 
@@ -333,3 +335,60 @@ def test_the_window_does_not_freeze_under_attack(root: tk.Tk, make_app, answer: 
     else:
         assert final.reason == "length"
     assert peak < WINDOW_LAG_MS, f"the window froze for {peak:.0f} ms"
+
+
+# -- finding 3: one line of hundreds of kilobytes in the transcript ---------------------------
+
+LONG_LINE = "abcdefghij" * 60_000  # 600 KB without a break (330 KB stalled 0.6-1.3 s)
+
+
+def one_long_line(conn: Conn) -> None:
+    conn.head()
+    piece = 3000
+    for seq, start in enumerate(range(0, len(LONG_LINE), piece), start=1):
+        conn.send(
+            event({"type": "chunk", "gen": 1, "seq": seq, "text": LONG_LINE[start : start + piece]})
+        )
+    conn.send(event({"type": "done", "gen": 1, "seq": 999, "reason": "stop", "stats": {}}))
+
+
+@pytest.mark.gui
+def test_a_long_line_is_displayed_in_bounded_time_and_copied_exactly(root: tk.Tk, make_app) -> None:
+    with tkchat_server(one_long_line) as server:
+        app = make_app(RemoteBackend(server.url))
+        app.probe.reset_peaks()
+        assert app.send("one long line, please")
+        pump_until(root, lambda: bool(app.finished), timeout=60, what="the answer's end")
+        streamed_peak = app.probe.peak_ms
+        pump_until(root, lambda: not app.transcript.painter.busy, timeout=120, what="render")
+        peak = app.probe.peak_ms
+    assert isinstance(app.finished[-1], Done)
+    assert streamed_peak < WINDOW_LAG_MS and peak < WINDOW_LAG_MS, (streamed_peak, peak)
+    view = app.transcript.answers[-1]
+    assert view.text == LONG_LINE  # what Copy, history and export use: the original
+    app.transcript.act("copy", view)
+    assert root.clipboard_get() == LONG_LINE
+    shown = app.transcript.plain_text()
+    assert max(map(len, shown.split("\n"))) <= DISPLAY_LINE_CHARS
+    assert shown.replace("\n", "").replace(" ", "").count(LONG_LINE[:1000]) > 500
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_soft_breaks_only_add_line_ends_and_do_not_depend_on_chunking(seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = rng.choice(["a", "ab ", "a\n", "abc def\nxy", " ", "中文😀 "])
+    text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5000)))
+    limit = rng.choice([1, 7, 300, 2000])
+    whole, _ = soft_break(text, 0, limit)
+    column, parts, start = 0, [], 0
+    while start < len(text):
+        size = rng.randint(1, 50)
+        shown, column = soft_break(text[start : start + size], column, limit)
+        parts.append(shown)
+        start += size
+    assert "".join(parts) == whole  # a stream breaks where the whole text would
+    assert whole.replace("\n", "") == text.replace("\n", "")
+    assert max(map(len, whole.split("\n"))) <= limit
+    if limit == 2000 and " " in alphabet and len(text) > 4000:
+        # with spaces to choose from, a break falls after one, never inside a word
+        assert all(line.endswith(" ") for line in whole.split("\n")[:-1] if len(line) > 1800)
