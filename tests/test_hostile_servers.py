@@ -96,6 +96,16 @@ def chunks_forever(conn: Conn) -> None:
     conn.forever(event({"type": "chunk", "gen": 1, "seq": 1, "text": "la "}) * 64)
 
 
+def markdown_bombs(conn: Conn) -> None:
+    """Finding 4 (the Tk side): blocks Python-Markdown is super-linear on, as an answer."""
+    conn.head()
+    text = "[" * 6000 + "\n\n" + "[a](" * 4000 + "\n\n" + "*a" * 3000 + "\n\nThe end."
+    for seq, start in enumerate(range(0, len(text), 500), start=1):
+        chunk = {"type": "chunk", "gen": 1, "seq": seq, "text": text[start : start + 500]}
+        conn.send(event(chunk))
+    conn.send(event({"type": "done", "gen": 1, "seq": 9999, "reason": "stop", "stats": {}}))
+
+
 def deep_json(conn: Conn) -> None:
     """Finding 9: an event nested thousands deep (json.loads would raise RecursionError)."""
     conn.head()
@@ -317,7 +327,9 @@ def test_a_retry_field_of_thousands_of_digits_is_ignored() -> None:
 
 
 @pytest.mark.gui
-@pytest.mark.parametrize("answer", [huge_error, blank_lines_forever, chunks_forever])
+@pytest.mark.parametrize(
+    "answer", [huge_error, blank_lines_forever, chunks_forever, markdown_bombs]
+)
 def test_the_window_does_not_freeze_under_attack(root: tk.Tk, make_app, answer: object) -> None:
     with tkchat_server(answer) as server:
         app = make_app(RemoteBackend(server.url))
@@ -333,7 +345,7 @@ def test_the_window_does_not_freeze_under_attack(root: tk.Tk, make_app, answer: 
     if isinstance(final, Error):
         assert len(final.message) <= MAX_ERROR_CHARS
     else:
-        assert final.reason == "length"
+        assert final.reason == ("stop" if answer is markdown_bombs else "length")
     assert peak < WINDOW_LAG_MS, f"the window froze for {peak:.0f} ms"
 
 

@@ -15,8 +15,10 @@ What happens at each bound:
   no event (blank lines, comments) end the generation with one clear ``error``;
 - an answer reaching ``max_tokens`` pieces, or :data:`MAX_ANSWER_CHARS` characters, is
   stopped by the worker (the stream is closed) and ends with ``done(reason="length")``;
-- a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a hidden break (the
-  transcript's copy and every export keep the original text).
+- a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a line end on screen only (the
+  transcript's copy and every export keep the original text);
+- a markdown block over :data:`MAX_MARKDOWN_LINKS`, :data:`MAX_MARKDOWN_EMPHASIS` or
+  :data:`MAX_MARKDOWN_NESTING` is shown as plain text, not rendered.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, tra
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
 DISPLAY_LINE_CHARS = 2_000  # longest run of displayed text without a break Tk has to lay out
+
+# -- markdown rendered in the window (tkchat/render/to_html.py): over these, plain text --------
+
+MAX_MARKDOWN_LINKS = 32  # "[" in one block: Python-Markdown backtracks over each one
+MAX_MARKDOWN_EMPHASIS = 256  # "*" and "_" in one block
+MAX_MARKDOWN_NESTING = 16  # block quotes or lists opened on one line
 
 # -- bytes from a server ---------------------------------------------------------------------
 
