@@ -28,7 +28,7 @@ from __future__ import annotations
 MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, transcript note)
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
-DISPLAY_LINE_CHARS = 2_000  # longest run of displayed text without a break Tk has to lay out
+DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out
 
 # -- markdown rendered in the window (tkchat/render/to_html.py): over these, plain text --------
 
