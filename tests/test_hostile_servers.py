@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import pump_until, run_to_end
+from tests.conftest import pump_until, run_to_end, wait_until
 from tests.hostile_server import Conn, HostileServer, event, tkchat_health
 from tkchat.events import Chunk, Done, Error, GenerationEvent
 from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch, Message, Sampling
@@ -404,3 +404,32 @@ def test_soft_breaks_only_add_line_ends_and_do_not_depend_on_chunking(seed: int)
     if limit == 2000 and " " in alphabet and len(text) > 4000:
         # with spaces to choose from, a break falls after one, never inside a word
         assert all(line.endswith(" ") for line in whole.split("\n")[:-1] if len(line) > 1800)
+
+
+@pytest.mark.gui
+def test_stop_gives_up_connecting_to_a_trickling_server(
+    root: tk.Tk, make_app, trickling: HostileServer
+) -> None:
+    app = make_app(RemoteBackend(trickling.url), wait=False)
+    pump_until(root, lambda: bool(trickling.requests), what="the /health request")
+    assert "Loading server" in app.status.get()
+    assert app.stop_button.instate(["!disabled"])  # Stop is the way out
+    stopped_at = time.monotonic()
+    app.stop()
+    cancelled = f"Connecting to {trickling.url} was cancelled."
+    pump_until(root, lambda: app.status.get() == cancelled, timeout=5, what="the load to end")
+    assert time.monotonic() - stopped_at < 2 and not app.controller.loading
+    assert app.stop_button.instate(["disabled"]) and not app.model_ready
+
+
+@pytest.mark.gui
+def test_closing_the_window_gives_up_connecting(
+    root: tk.Tk, make_app, trickling: HostileServer
+) -> None:
+    app = make_app(RemoteBackend(trickling.url), wait=False)
+    pump_until(root, lambda: bool(trickling.requests), what="the /health request")
+    loader = app.controller
+    closing = time.monotonic()
+    app.close()
+    assert time.monotonic() - closing < 3
+    wait_until(lambda: not loader.loading, timeout=2, what="the loader thread to end")

@@ -22,6 +22,7 @@ from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
+from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
 from tkchat.modes import FIXED, is_outside_mode
@@ -254,6 +255,9 @@ class ChatApp(ChatLayout):
         """What the user had last time (and asked for on the command line)."""
         self.root.protocol("WM_DELETE_WINDOW", self.close)
         self.status.say("app.loading", name=self.controller.backend.name)
+        if isinstance(self.controller.backend, RemoteBackend):
+            # Connecting to a server can take up to its handshake deadline: Stop gives up.
+            self.stop_button.configure(state="normal")
         self.t.on_change(lambda _lang: self._set_title())
         self._set_title()
         if options.show_lessons:
@@ -543,6 +547,8 @@ class ChatApp(ChatLayout):
             self._watch_cancel(worker)
         if self.answer is not None:
             self._end_answer(stopped=worker is not None)
+        elif isinstance(self.controller.backend, RemoteBackend) and self.controller.cancel_load():
+            self.stop_button.configure(state="disabled")  # connecting to a server, given up
         self.consumer.follow(-1)  # nothing of that generation may show up later
 
     def new_chat(self) -> None:
@@ -634,6 +640,8 @@ class ChatApp(ChatLayout):
         self.status.show(lambda: message)
 
     def _model_ready(self, event: ModelReady) -> None:
+        if self.answer is None:
+            self.stop_button.configure(state="disabled")  # (enabled while connecting)
         self.model_ready = True
         self.model_failed = False
         self.model_banner.hide()
@@ -720,6 +728,8 @@ class ChatApp(ChatLayout):
         of sight), and the controls that need a model disabled. A load cancelled on purpose
         (another model was chosen) is one sentence in the status line, not an error."""
         message = cut(message)
+        if self.answer is None:
+            self.stop_button.configure(state="disabled")  # (enabled while connecting)
         if cancelled:
             self.status.show(lambda: message)
             return
