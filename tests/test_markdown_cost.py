@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from tkchat.render.to_html import convert_whole_document, too_costly
+from tkchat.render.scan import BlockKind, RawBlock
+from tkchat.render.to_html import convert_whole_document, stays_plain, too_costly
 
 PROSE = "The sky is blue because air scatters short wavelengths more. "
 MAX_RATIO = 200.0  # a block's cost per character over prose's, at most
@@ -106,3 +107,14 @@ def test_a_costly_block_is_shown_as_plain_escaped_text(block: str) -> None:
 def test_ordinary_markdown_is_still_rendered(block: str) -> None:
     assert not too_costly(block)
     assert "<p>" + block.replace(">", "&gt;") not in convert_whole_document(block)
+
+
+def test_the_window_leaves_huge_or_costly_prose_plain_but_colours_code() -> None:
+    def raw(kind: BlockKind, text: str) -> RawBlock:
+        return RawBlock(kind, text.split("\n"))
+
+    assert stays_plain(raw("para", "word " * 20_000))  # 100 KB: cutting it alone is slow
+    assert stays_plain(raw("para", "[a](" * 4000))
+    assert not stays_plain(raw("para", "A [link](https://example.org), *twice*."))
+    code = "```python\n" + "x = [[1], [2]]\n" * 100 + "```"
+    assert too_costly(code) and not stays_plain(raw("fence", code))  # Pygments colours it

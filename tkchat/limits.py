@@ -18,7 +18,8 @@ What happens at each bound:
 - a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a line end on screen only (the
   transcript's copy and every export keep the original text);
 - a markdown block over :data:`MAX_MARKDOWN_LINKS`, :data:`MAX_MARKDOWN_EMPHASIS` or
-  :data:`MAX_MARKDOWN_NESTING` is shown as plain text, not rendered.
+  :data:`MAX_MARKDOWN_NESTING`, or longer than :data:`MAX_RENDERED_BLOCK_CHARS`, is shown as
+  plain text, not rendered.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk h
 MAX_MARKDOWN_LINKS = 32  # "[" in one block: Python-Markdown backtracks over each one
 MAX_MARKDOWN_EMPHASIS = 256  # "*" and "_" in one block
 MAX_MARKDOWN_NESTING = 16  # block quotes or lists opened on one line
+MAX_RENDERED_BLOCK_CHARS = 64_000  # a longer block (one paragraph...) stays plain text
 
 # -- bytes from a server ---------------------------------------------------------------------
 

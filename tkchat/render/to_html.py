@@ -23,9 +23,15 @@ from xml.etree.ElementTree import Element
 import markdown
 from markdown.treeprocessors import Treeprocessor
 
-from tkchat.limits import MAX_MARKDOWN_EMPHASIS, MAX_MARKDOWN_LINKS, MAX_MARKDOWN_NESTING
+from tkchat.limits import (
+    MAX_MARKDOWN_EMPHASIS,
+    MAX_MARKDOWN_LINKS,
+    MAX_MARKDOWN_NESTING,
+    MAX_RENDERED_BLOCK_CHARS,
+)
 from tkchat.render.blocks import split_blocks
 from tkchat.render.sanitize import sanitize_html
+from tkchat.render.scan import RawBlock
 from tkchat.render.syntax import dedent, fence_closes, fence_language, fence_open
 
 
@@ -186,6 +192,17 @@ def too_costly(text: str) -> bool:
         or text.count("*") + text.count("_") > MAX_MARKDOWN_EMPHASIS
         or _DEEP_NESTING.search(text) is not None
     )
+
+
+def stays_plain(raw: RawBlock) -> bool:
+    """Whether the window should leave a whole block as plain text instead of cutting it into
+    pieces and rendering them: a block longer than ``MAX_RENDERED_BLOCK_CHARS`` (cutting one
+    megabyte alone took 71 ms), or prose :func:`too_costly` for Python-Markdown (cutting
+    ``"[a](" * 4000`` at protected spans took 68 ms). Code is coloured by Pygments, not
+    Python-Markdown: its brackets cost nothing."""
+    if sum(len(line) + 1 for line in raw.lines) > MAX_RENDERED_BLOCK_CHARS:
+        return True
+    return raw.kind not in ("fence", "code") and too_costly("\n".join(raw.lines))
 
 
 def plain_html(text: str) -> str:
