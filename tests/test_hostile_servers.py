@@ -30,7 +30,7 @@ from tkchat.generate.remote import http as remote_http
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
 from tkchat.generate.remote.errors import RemoteError, error_detail
 from tkchat.limits import DISPLAY_LINE_CHARS, MAX_ERROR_CHARS, MAX_N_CTX, cut
-from tkchat.render.soft_breaks import soft_break
+from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.transport.channel import EventChannel
 from tkchat.transport.sse import SSEParser
 
@@ -433,3 +433,45 @@ def test_closing_the_window_gives_up_connecting(
     app.close()
     assert time.monotonic() - closing < 3
     wait_until(lambda: not loader.loading, timeout=2, what="the loader thread to end")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_unbreak_finds_the_code_as_it_arrived(seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["x", "=", "[1,", "2]", "foo(bar)", "\n", "é", "中"]
+    code = "".join(rng.choice(words) + rng.choice(["", " "]) for _ in range(3000)) + "END"
+    original = "Before.\n\n```python\n" + code + "\n```\n\nAfter."
+    shown, _ = soft_break(original, 0, 300)
+    start = shown.index("```python\n") + len("```python\n")
+    shown_code = shown[start : shown.index("\n```", start)]
+    assert unbreak(shown_code, original, 300) == code
+    assert unbreak("short\ncode", original, 300) == "short\ncode"
+
+
+LONG_CODE = "data = [" + ", ".join(str(n) for n in range(2000)) + "]"  # one 10 KB line
+
+
+def long_code_line(conn: Conn) -> None:
+    conn.head()
+    text = "Here:\n\n```python\n" + LONG_CODE + "\n```\n\nDone."
+    for seq, start in enumerate(range(0, len(text), 700), start=1):
+        conn.send(event({"type": "chunk", "gen": 1, "seq": seq, "text": text[start : start + 700]}))
+    conn.send(event({"type": "done", "gen": 1, "seq": 9999, "reason": "stop", "stats": {}}))
+
+
+@pytest.mark.gui
+def test_copy_code_of_a_long_line_copies_it_as_it_arrived(root: tk.Tk, make_app) -> None:
+    from tkchat.ui.markdown_view import COPY_CODE_TAG
+
+    with tkchat_server(long_code_line) as server:
+        app = make_app(RemoteBackend(server.url))
+        assert app.send("a long line of code")
+        pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer's end")
+        pump_until(root, lambda: not app.transcript.painter.busy, what="render")
+    text = app.transcript.text
+    link = text.tag_nextrange(COPY_CODE_TAG, "1.0")
+    assert link, "no Copy code link"
+    shown = app.transcript.painter.code_at(str(link[0]))
+    assert shown is not None and shown != LONG_CODE  # the screen broke the line...
+    app.transcript.copy_code_at(str(link[0]))
+    assert root.clipboard_get() == LONG_CODE  # ...the copy did not

@@ -18,6 +18,8 @@ Pure functions, any thread (the transcript calls them on the main thread). Linea
 
 from __future__ import annotations
 
+import re
+
 from tkchat.limits import DISPLAY_LINE_CHARS
 
 SOFT_ZONE = 200  # how far back from the limit a space is looked for
@@ -50,3 +52,16 @@ def soft_break(text: str, column: int, limit: int = DISPLAY_LINE_CHARS) -> tuple
         out.append(line[start:])
         column += len(line) - start
     return "".join(out), column
+
+
+def unbreak(shown: str, original: str, limit: int = DISPLAY_LINE_CHARS) -> str:
+    """The part of ``original`` (a message as it arrived) that ``shown`` (a piece of it as
+    displayed, such as a code block's text) displays, soft breaks removed; ``shown`` itself
+    when it holds no line long enough to have been broken, or when it is not found. For the
+    "Copy code" link: what is copied is what arrived, whatever the screen shows."""
+    lines = shown.split("\n")
+    if all(len(line) <= limit - SOFT_ZONE for line in lines[:-1]):
+        return shown  # no line reached the soft zone: nothing was added
+    # Between two displayed lines, the original had its own line end, or none (a soft one).
+    found = re.search("\n?".join(map(re.escape, lines)), original)
+    return found.group() if found else shown

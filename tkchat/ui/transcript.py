@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
-from tkchat.render.soft_breaks import soft_break
+from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
@@ -344,9 +344,7 @@ class Transcript(ttk.Frame):
         index = self.text.index(f"@{event.x},{event.y}")
         tags = self.text.tag_names(index)
         if COPY_CODE_TAG in tags:
-            code = self.painter.code_at(index)
-            if code is not None:
-                self.copy(code, "code")
+            self.copy_code_at(index)
             return "break"
         for action in ACTIONS:
             if f"act-{action}" in tags:
@@ -355,6 +353,15 @@ class Transcript(ttk.Frame):
                     self.act(action, view)
                 return "break"  # no focus change, no selection starts from a link
         return None
+
+    def copy_code_at(self, index: str) -> None:
+        """The "Copy code" link at ``index``: its code as it arrived (the display may have
+        added line ends to a long line; the message's own text has none)."""
+        code = self.painter.code_at(index)
+        if code is None:
+            return
+        view = self.entry_at(index)
+        self.copy(code if view is None else unbreak(code, view.text), "code")
 
     def act(self, action: str, view: UserView | AnswerView) -> None:
         """What a header link does: copy the message (its markdown source) or edit it."""
