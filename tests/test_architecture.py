@@ -3,9 +3,9 @@ server machine (which has none) needs the code.
 
 The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antipatterns`` →
 ``ui`` → {``consume``, ``generate``, ``transport``, ``store``, ``render``, ``serve``,
-``teach``, ``i18n``, ``modes``} → ``events`` and ``stats``. The anti-patterns sit above the
-window they break; the window reaches them only through :func:`tkchat.ui.pipeline.make_pipeline`,
-by import path, so nothing imports them by name.
+``teach``, ``i18n``, ``modes``} → ``events``, ``stats`` and ``limits`` (the size budgets).
+The anti-patterns sit above the window they break; the window reaches them only through
+:func:`tkchat.ui.pipeline.make_pipeline`, by import path, so nothing imports them by name.
 
 ``qt``, the Qt client, stands beside ``ui``: it uses the same Tk-free layers below, imports no
 Tk, and only ``measure`` and ``cli`` (above both windows) may import it.
@@ -29,6 +29,7 @@ PACKAGE = Path(tkchat.__file__).parent
 TK_FREE = (
     "events",
     "stats",
+    "limits",
     "modes",
     "i18n",
     "consume",

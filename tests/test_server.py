@@ -298,8 +298,11 @@ def test_a_second_request_while_generating_is_refused_as_busy(slow: Live) -> Non
     conn.close()
 
 
-def test_the_event_loop_answers_while_a_flood_streams() -> None:
+def test_the_event_loop_answers_while_a_flood_streams(monkeypatch: pytest.MonkeyPatch) -> None:
     """A flood (no delay between tokens) on one connection; /health still answers at once."""
+    from tkchat.generate import worker
+
+    monkeypatch.setattr(worker, "MAX_ANSWER_CHARS", 10**9)  # a flood that lasts the test
     with (
         serve(ScriptedBackend(rate=0, tokens=10**6)) as live,
         streaming(live, body={**HELLO, "max_tokens": 10**6}) as (conn, response),

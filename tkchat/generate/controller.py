@@ -22,6 +22,7 @@ from tkchat.generate.backend import (
 from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.worker import GenerationWorker
+from tkchat.limits import cut
 from tkchat.transport.channel import EventChannel, EventSink
 
 # Wraps the channel for one generation (the chaos transport of lesson 13 is one).
@@ -109,10 +110,11 @@ class GenerationController:
             self.channel.put(ModelFailed(str(exc), cancelled=True))
             return
         except BackendError as exc:
-            self.channel.put(ModelFailed(str(exc)))
+            self.channel.put(ModelFailed(cut(str(exc))))
             return
         except Exception as exc:  # never a silent dead thread: the user reads what happened
-            self.channel.put(ModelFailed(f"Could not load the model: {type(exc).__name__}: {exc}"))
+            message = f"Could not load the model: {type(exc).__name__}: {exc}"
+            self.channel.put(ModelFailed(cut(message)))
             return
         self.loaded = True
         elapsed = time.perf_counter() - started

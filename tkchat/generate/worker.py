@@ -6,7 +6,10 @@ The worker owns three guarantees of the event contract:
   character whose bytes are split across tokens is sent once, complete;
 - Stop really stops: ``cancel`` is checked after every token and the token generator is
   closed, so the model loop is left within one token;
-- exactly one final event: ``done`` or ``error``, whatever the backend does (raise, hang up).
+- exactly one final event: ``done`` or ``error``, whatever the backend does (raise, hang up);
+- bounded answers: ``max_tokens`` and :data:`~tkchat.limits.MAX_ANSWER_CHARS` are enforced
+  here, for every backend (a server that ignores ``max_tokens`` is cut off all the same), and
+  an error's message is cut to :data:`~tkchat.limits.MAX_ERROR_CHARS` (the full one logged).
 
 While a long prompt is read, the backend reports how far; :class:`ProgressPacer` turns that
 into a few ``progress`` events a second (none at all for a prompt read in a blink).
@@ -15,6 +18,7 @@ into a few ``progress`` events a second (none at all for a prompt read in a blin
 from __future__ import annotations
 
 import codecs
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +27,10 @@ from dataclasses import replace
 from tkchat.events import FinishReason, GenerationStats, Progress
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.context import fit_to_context
+from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
 from tkchat.transport.channel import EventSink, GenerationSender
+
+log = logging.getLogger(__name__)
 
 
 class Utf8Assembler:
@@ -181,6 +188,10 @@ class GenerationWorker:
         try:
             assembler = Utf8Assembler()
             reason: FinishReason = "stop"
+            # Enforced here whatever the backend does: a piece is a token (a server's chunk
+            # counts as one), and no answer grows past MAX_ANSWER_CHARS.
+            max_tokens = self.request.sampling.max_tokens
+            chars = 0
             with self.model_lock:
                 stream = self.backend.stream(self._fit(), self.cancel_event)
                 try:
@@ -194,16 +205,27 @@ class GenerationWorker:
                             if pacer.note(piece, time.perf_counter()):
                                 self._send_progress(piece)
                             continue
+                        if 0 < max_tokens <= tokens:
+                            # One piece more than asked for: a backend (a server) that ignores
+                            # max_tokens. It is not shown; the finally closes the stream.
+                            reason = "length"
+                            break
                         last_at = time.perf_counter()
                         tokens += 1
                         self.tokens = tokens
                         if first_at is None:
                             first_at = self.first_token_at = last_at
                         text = assembler.feed(piece)
+                        if chars + len(text) > MAX_ANSWER_CHARS:
+                            text = text[: MAX_ANSWER_CHARS - chars]
+                            reason = "length"
+                        chars += len(text)
                         if text:
                             if text_at is None:
                                 text_at = last_at
                             self.sender.text(text)
+                        if reason == "length":
+                            break  # MAX_ANSWER_CHARS: the finally closes the stream
                 finally:
                     stream.close()  # GeneratorExit inside the backend: its loop ends here
                     self.exited_at = time.perf_counter()
@@ -216,13 +238,24 @@ class GenerationWorker:
             self.sender.done(reason, stats())
         except BackendError as exc:
             self.exited_at = self.exited_at or time.perf_counter()
-            self.sender.error(exc.kind, str(exc), stats())
+            full = getattr(exc, "full_message", None) or str(exc)
+            self._send_error(exc.kind, full, stats())
         except Exception as exc:  # the contract holds even for bugs in a backend
             self.exited_at = self.exited_at or time.perf_counter()
-            self.sender.error(type(exc).__name__, f"{type(exc).__name__}: {exc}", stats())
+            self._send_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", stats())
         finally:
             if self._on_exit is not None:
                 self._on_exit(self)
+
+    def _send_error(self, kind: str, message: str, stats: GenerationStats) -> None:
+        """Worker thread. The final ``error``, its message cut for the screen; a cut message
+        is logged whole (bounded too), so the full text stays available to whoever needs it."""
+        shown = cut(message, MAX_ERROR_CHARS)
+        if shown != message:
+            log.warning(
+                "generation %d failed (%s): %s", self.gen, kind, message[:MAX_LOGGED_ERROR_CHARS]
+            )
+        self.sender.error(cut(kind, 40), shown, stats)
 
     def _send_progress(self, report: PromptProgress) -> None:
         gen = self.gen

@@ -29,7 +29,12 @@ from tkchat.render.highlight import Look, highlight, lexer_ready, restyle
 from tkchat.render.sanitize import ALLOWED_TAGS, sanitize_html
 from tkchat.render.stream import BlockStream, StreamBlock
 from tkchat.render.syntax import fenced_code
-from tkchat.render.to_html import block_to_html, convert_whole_document, markdown_to_safe_html
+from tkchat.render.to_html import (
+    block_to_html,
+    convert_whole_document,
+    markdown_to_safe_html,
+    stays_plain,
+)
 
 __all__ = [
     "ALLOWED_TAGS",
@@ -48,4 +53,5 @@ __all__ = [
     "restyle",
     "sanitize_html",
     "split_blocks",
+    "stays_plain",
 ]

@@ -16,14 +16,22 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 import sys
 from xml.etree.ElementTree import Element
 
 import markdown
 from markdown.treeprocessors import Treeprocessor
 
+from tkchat.limits import (
+    MAX_MARKDOWN_EMPHASIS,
+    MAX_MARKDOWN_LINKS,
+    MAX_MARKDOWN_NESTING,
+    MAX_RENDERED_BLOCK_CHARS,
+)
 from tkchat.render.blocks import split_blocks
 from tkchat.render.sanitize import sanitize_html
+from tkchat.render.scan import RawBlock
 from tkchat.render.syntax import dedent, fence_closes, fence_language, fence_open
 
 
@@ -164,12 +172,53 @@ def _normalize_fences(text: str) -> str:
     return "\n".join(out)
 
 
+# A line opening more than MAX_MARKDOWN_NESTING quotes or lists (``> > > ...``, ``1. 1. ...``).
+_DEEP_NESTING = re.compile(
+    rf"^[ \t]*(?:(?:>|(?:[-+*]|\d{{1,9}}[.)])[ \t])[ \t]*){{{MAX_MARKDOWN_NESTING + 1}}}",
+    re.MULTILINE,
+)
+
+
+def too_costly(text: str) -> bool:
+    """Whether Python-Markdown would take super-linear time on ``text``: its link and
+    emphasis patterns backtrack over every ``[`` (``"[" * 1000`` took 356 ms, 2,000 1.4 s,
+    6,000 froze the window 3.3 s) and every ``*``/``_``, and each ``>`` or list marker at
+    the start of a line opens a quote or a list nested in the last. Counting costs a few
+    passes over the text; a block over a budget of :mod:`tkchat.limits` is shown as plain
+    text, which no one writing real markdown reaches (32 links in a block of at most a
+    couple of thousand characters)."""
+    return (
+        text.count("[") > MAX_MARKDOWN_LINKS
+        or text.count("*") + text.count("_") > MAX_MARKDOWN_EMPHASIS
+        or _DEEP_NESTING.search(text) is not None
+    )
+
+
+def stays_plain(raw: RawBlock) -> bool:
+    """Whether the window should leave a whole block as plain text instead of cutting it into
+    pieces and rendering them: a block longer than ``MAX_RENDERED_BLOCK_CHARS`` (cutting one
+    megabyte alone took 71 ms), or prose :func:`too_costly` for Python-Markdown (cutting
+    ``"[a](" * 4000`` at protected spans took 68 ms). Code is coloured by Pygments, not
+    Python-Markdown: its brackets cost nothing."""
+    if sum(len(line) + 1 for line in raw.lines) > MAX_RENDERED_BLOCK_CHARS:
+        return True
+    return raw.kind not in ("fence", "code") and too_costly("\n".join(raw.lines))
+
+
+def plain_html(text: str) -> str:
+    """``text`` as one paragraph of escaped text: what a block shows when it cannot be
+    rendered as markdown in bounded time (or at all)."""
+    return f"<p>{html.escape(text, quote=False)}</p>"
+
+
 def _render(text: str) -> str:
+    if too_costly(text):
+        return plain_html(text)
     try:
         html_text = _make_markdown().convert(_normalize_fences(text))
     except Exception:  # e.g. RecursionError on a list nested 300 deep
         # Model output must never take the window down: show the block as plain text.
-        return f"<p>{html.escape(text, quote=False)}</p>"
+        return plain_html(text)
     return sanitize_html(html_text)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tkchat.events import GenerationEvent, from_wire, to_json
+from tkchat.limits import MAX_EVENT_BYTES, MAX_RETRY_DIGITS
 
 # -- encoding (server side) ------------------------------------------------------------------
 
@@ -126,7 +127,7 @@ class SSEError(ValueError):
 
 _EOL = re.compile(rb"\r\n?|\n")
 _BOM = b"\xef\xbb\xbf"
-DEFAULT_MAX_EVENT_BYTES = 8 << 20
+DEFAULT_MAX_EVENT_BYTES = MAX_EVENT_BYTES
 
 
 class SSEParser:
@@ -210,6 +211,8 @@ class SSEParser:
         elif field == "id" and "\0" not in value:
             self._last_id = value
         elif field == "retry" and value.isascii() and value.isdigit():
+            if len(value) > MAX_RETRY_DIGITS:
+                return None  # int() of thousands of digits raises; no sane delay is that long
             self.retry_ms = int(value)
         return None  # any other field is ignored, as the standard says
 
@@ -260,6 +263,8 @@ def parse_event(message: SSEMessage) -> GenerationEvent:
         payload = json.loads(message.data)
     except json.JSONDecodeError as exc:
         raise ValueError(f"an SSE message is not JSON: {message.data[:200]!r}") from exc
+    except RecursionError as exc:  # thousands of nested brackets: no event nests like that
+        raise ValueError("an SSE message is JSON nested too deeply to read") from exc
     if not isinstance(payload, dict):
         raise ValueError(f"an SSE message is not a JSON object: {message.data[:200]!r}")
     return from_wire(payload)

@@ -24,7 +24,9 @@ from tkchat.generate.context import MIN_ANSWER_ROOM
 from tkchat.generate.controller import ContextMeasure, GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
+from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.worker import GenerationWorker
+from tkchat.limits import cut
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.stats import LagSample
 from tkchat.store import Conversation
@@ -273,6 +275,9 @@ class ChatApp(ChatLayout):
         """What the user had last time (and asked for on the command line)."""
         self.root.protocol("WM_DELETE_WINDOW", self.close)
         self.status.say("app.loading", name=self.controller.backend.name)
+        if isinstance(self.controller.backend, RemoteBackend):
+            # Connecting to a server can take up to its handshake deadline: Stop gives up.
+            self.stop_button.configure(state="normal")
         self.t.on_change(lambda _lang: self._set_title())
         self._set_title()
         if options.show_lessons:
@@ -607,6 +612,8 @@ class ChatApp(ChatLayout):
             self._watch_cancel(worker)
         if self.answer is not None:
             self._end_answer(stopped=worker is not None)
+        elif isinstance(self.controller.backend, RemoteBackend) and self.controller.cancel_load():
+            self.stop_button.configure(state="disabled")  # connecting to a server, given up
         self.consumer.follow(-1)  # nothing of that generation may show up later
 
     def new_chat(self) -> None:
@@ -690,7 +697,7 @@ class ChatApp(ChatLayout):
     def _pump_failed(self, exc: Exception) -> None:
         """A tick raised (a bug, or a widget gone): end the answer with the error shown, so
         the window never waits for text that will not come. The pump keeps running."""
-        message = self.t("app.tick_failed", error=f"{type(exc).__name__}: {exc}")
+        message = self.t("app.tick_failed", error=cut(f"{type(exc).__name__}: {exc}"))
         if self.answer is not None:
             worker = self.controller.stop()
             if worker is not None:
@@ -700,6 +707,8 @@ class ChatApp(ChatLayout):
         self.status.show(lambda: message)
 
     def _model_ready(self, event: ModelReady) -> None:
+        if self.answer is None:
+            self.stop_button.configure(state="disabled")  # (enabled while connecting)
         self.model_ready = True
         self.model_failed = False
         self.model_banner.hide()
@@ -736,7 +745,7 @@ class ChatApp(ChatLayout):
         self.context.after(final)
         self.draft.refresh()  # the conversation grew: the same draft may fit differently
         if isinstance(final, Error):
-            message = final.message
+            message = cut(final.message)  # the worker cuts it; an event from elsewhere too
             if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
                 message = self._transport_gap(final)
             self.last_error = message
@@ -792,6 +801,9 @@ class ChatApp(ChatLayout):
         """A banner that stays until dismissed (a restored chat must not push the reason out
         of sight), and the controls that need a model disabled. A load cancelled on purpose
         (another model was chosen) is one sentence in the status line, not an error."""
+        message = cut(message)
+        if self.answer is None:
+            self.stop_button.configure(state="disabled")  # (enabled while connecting)
         if cancelled:
             self.status.show(lambda: message)
             return

@@ -54,6 +54,7 @@ from tkchat.render.safe_markdown import (
     highlight,
     lexer_ready,
     restyle,
+    stays_plain,
 )
 from tkchat.ui.palette import LIGHT, Palette
 from tkchat.ui.readonly import writable
@@ -296,6 +297,12 @@ class MarkdownPainter:
                         if job.stream.exhausted:
                             self._complete(job)
                         break  # this one waits for text (or is done): on to the next
+                    if stays_plain(job.block.raw):
+                        # Cutting a block of megabytes into pieces alone is a long task
+                        # (1 MB: 71 ms), and so is Python-Markdown on some text: no one's
+                        # markdown looks like that, and it stays plain.
+                        self._leave_plain(job)
+                        continue
                     job.pieces = block_pieces(job.block.raw, MAX_BLOCK_CHARS)
                     job.next_piece = 0
                 piece = job.pieces[job.next_piece] if job.next_piece < len(job.pieces) else None
@@ -344,14 +351,20 @@ class MarkdownPainter:
         if job is None:
             return
         try:
-            self.text.delete(job.shown_mark, job.plain_mark)  # the hidden pieces
             if job.block is None:
                 raise tk.TclError("no block to skip")  # the failure was in finding blocks
-            self.text.mark_set(job.plain_mark, self._block_end(job, job.block))
-            self.text.mark_set(job.shown_mark, job.plain_mark)
-            job.block = None
+            self._leave_plain(job)
         except tk.TclError:
             self.drop(job)
+
+    def _leave_plain(self, job: PaintJob) -> None:
+        """The block in progress stays plain text (its hidden pieces, if any, are removed);
+        painting goes on after it."""
+        assert job.block is not None
+        self.text.delete(job.shown_mark, job.plain_mark)  # the hidden pieces
+        self.text.mark_set(job.plain_mark, self._block_end(job, job.block))
+        self.text.mark_set(job.shown_mark, job.plain_mark)
+        job.block = None
 
     def _block_end(self, job: PaintJob, block: StreamBlock) -> str:
         """Where ``block``'s plain text ends (its lines start at ``job.plain_mark``)."""

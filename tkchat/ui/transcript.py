@@ -4,6 +4,11 @@ Each answer lives between two marks, so appending never computes a character off
 matters because Tk 8.6 counts a character above U+FFFF (😀, 𝄞) as two index positions, and
 any Python-side offset arithmetic would cut such characters in half.
 
+A line longer than :data:`~tkchat.limits.DISPLAY_LINE_CHARS` is shown with line ends added
+(:func:`~tkchat.render.soft_breaks.soft_break`): Tk lays a logical line out as a whole, so one
+line of megabytes froze the window. Only the widget sees them; a message's ``text`` (what Copy,
+export and history use) is always exactly what arrived.
+
 Every message starts with a header line ("You · Copy · Edit", "Assistant · Copy"): the links
 are text with a tag, not widgets, so 200 messages cost no widgets at all. A click finds its
 message by comparing the click's index with each message's ``head_mark`` (a binary search).
@@ -18,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
+from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
@@ -55,6 +61,7 @@ class AnswerView:
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
+    column: int = 0  # characters of the last line on display (where the next soft break is)
     job: PaintJob | None = None  # its markdown painting, block by block as it streams
 
 
@@ -148,7 +155,8 @@ class Transcript(ttk.Frame):
     def add_user(self, message: str) -> UserView:
         keeper = self._adding_at_end()
         view = UserView(len(self.entries) + 1, self._head_mark(), message)
-        self._write("end", *self._header("transcript.you", ACTIONS), message + "\n", ("user",))
+        shown, _column = soft_break(message, 0)
+        self._write("end", *self._header("transcript.you", ACTIONS), shown + "\n", ("user",))
         self.entries.append(view)
         keeper.restore()
         return view
@@ -194,10 +202,13 @@ class Transcript(ttk.Frame):
         own slices). ``live=False``: text put on screen in bulk (a saved answer), whose
         blocks are all left to the painter's slices."""
         keeper = self._adding_at_end()
-        self._write(view.end_mark, text, ("answer",))
+        # The painter counts the widget's lines, so it is fed what is shown; the view keeps
+        # the text as it arrived.
+        shown, view.column = soft_break(text, view.column)
+        self._write(view.end_mark, shown, ("answer",))
         self.record(view, text)
         if view.job is not None:
-            self.painter.feed(view.job, text, keeper if live else None)
+            self.painter.feed(view.job, shown, keeper if live else None)
         keeper.restore()  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
@@ -333,9 +344,7 @@ class Transcript(ttk.Frame):
         index = self.text.index(f"@{event.x},{event.y}")
         tags = self.text.tag_names(index)
         if COPY_CODE_TAG in tags:
-            code = self.painter.code_at(index)
-            if code is not None:
-                self.copy(code, "code")
+            self.copy_code_at(index)
             return "break"
         for action in ACTIONS:
             if f"act-{action}" in tags:
@@ -344,6 +353,15 @@ class Transcript(ttk.Frame):
                     self.act(action, view)
                 return "break"  # no focus change, no selection starts from a link
         return None
+
+    def copy_code_at(self, index: str) -> None:
+        """The "Copy code" link at ``index``: its code as it arrived (the display may have
+        added line ends to a long line; the message's own text has none)."""
+        code = self.painter.code_at(index)
+        if code is None:
+            return
+        view = self.entry_at(index)
+        self.copy(code if view is None else unbreak(code, view.text), "code")
 
     def act(self, action: str, view: UserView | AnswerView) -> None:
         """What a header link does: copy the message (its markdown source) or edit it."""

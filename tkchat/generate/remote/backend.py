@@ -14,9 +14,15 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from tkchat.generate.backend import GenerationRequest, LoadWatch, Message, TokenStream
+from tkchat.generate.backend import (
+    GenerationRequest,
+    LoadCancelled,
+    LoadWatch,
+    Message,
+    TokenStream,
+)
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
 from tkchat.generate.remote.http import HttpClient, split_server_url
@@ -111,10 +117,19 @@ class RemoteBackend:
     def load(self, watch: LoadWatch | None = None) -> None:
         """Loader thread. Ask the server what it is: tkchat's ``/health`` names itself; any
         other server is taken as OpenAI-compatible, and ``/v1/models`` must answer. (Two
-        short requests: there is no progress to report in ``watch``.)"""
+        short requests: there is no progress to report in ``watch``.)
+
+        Each request must be over within ``HANDSHAKE_TIMEOUT_S``, and a cancelled ``watch``
+        (the user gave the load up) or :meth:`close` ends it at the next poll."""
+        try:
+            self._load(None if watch is None else lambda: watch.cancelled)
+        except Cancelled:
+            raise LoadCancelled(f"Connecting to {self.base_url} was cancelled.") from None
+
+    def _load(self, cancelled: Callable[[], bool] | None) -> None:
         if self._url_error is not None:
             raise RemoteError(self._url_error, kind="server_unreachable")
-        status, health = self._http.get_json(tkchat_protocol.HEALTH_PATH)
+        status, health = self._http.get_json(tkchat_protocol.HEALTH_PATH, cancelled)
         if tkchat_protocol.is_tkchat(status, health):
             self.protocol = "tkchat"
             self.n_ctx = tkchat_protocol.context_size(health) or DEFAULT_N_CTX
@@ -123,7 +138,7 @@ class RemoteBackend:
         else:
             self.protocol = "openai"
             self.n_ctx = DEFAULT_N_CTX
-            status, models = self._http.get_json(openai_protocol.MODELS_PATH)
+            status, models = self._http.get_json(openai_protocol.MODELS_PATH, cancelled)
             names = openai_protocol.served_models(status, models, self.base_url)
             self.ask_progress = openai_protocol.is_llama_cpp(models)
             if self.model is None:

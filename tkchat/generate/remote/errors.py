@@ -13,15 +13,21 @@ from __future__ import annotations
 from typing import Any
 
 from tkchat.generate.backend import BackendError
+from tkchat.limits import MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
 
 
 class RemoteError(BackendError):
     """A failure of the server or of the network, with a ``kind`` chosen per instance
-    (a tkchat server's own error kinds, such as ``context_overflow``, pass through)."""
+    (a tkchat server's own error kinds, such as ``context_overflow``, pass through).
+
+    The message is cut to :data:`~tkchat.limits.MAX_ERROR_CHARS` here, where it is made, so
+    that a server's megabyte of "error" never travels further than this object; the text as
+    the server sent it (bounded too) stays in ``full_message``, which the worker logs."""
 
     def __init__(self, message: str, kind: str = "server_error") -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(cut(message, MAX_ERROR_CHARS))
+        self.full_message = message[:MAX_LOGGED_ERROR_CHARS]
+        self.kind = cut(kind, 40)  # a server's kind is a word; a hostile one is cut too
 
 
 class Cancelled(Exception):
@@ -60,15 +66,9 @@ def error_detail(body: Any) -> str:
         message = body
     if not message:
         return ""
-    return f": {shorten(str(message), 300)}"
-
-
-def shorten(text: str, limit: int = 80) -> str:
-    """One line of at most ``limit`` characters (a server's message can be a whole page)."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
+    return f": {cut(str(message), MAX_ERROR_CHARS)}"
 
 
 def snippet(text: str, limit: int = 80) -> str:
     """Quoted, with escapes: what a broken answer looked like, garbage bytes included."""
-    return repr(shorten(text, limit))
+    return repr(cut(text, limit))

@@ -36,7 +36,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tkchat.generate.remote.errors import (
@@ -47,22 +47,36 @@ from tkchat.generate.remote.errors import (
     error_detail,
     snippet,
 )
+from tkchat.limits import (
+    HANDSHAKE_TIMEOUT_S,
+    MAX_BYTES_WITHOUT_EVENT,
+    MAX_JSON_BYTES,
+    MAX_RESPONSE_BYTES,
+)
 from tkchat.transport.sse import SSEError, SSEMessage, SSEParser, can_start_stream, first_line
 
 POLL_S = 0.1  # longest a read blocks before Stop and the idle deadline are checked again
 READ_BYTES = 64 * 1024  # one read from the socket, and the response's buffer
-MAX_JSON_BYTES = 1 << 20  # bodies of /health, /v1/models and error answers: at most 1 MB
+UTF8_BOM = b"\xef\xbb\xbf"  # may start an event stream (the parser skips it)
 
 
 class Watch:
-    """The two reasons to stop waiting during one exchange: Stop (``cancel``), and the
-    server staying silent for ``idle_timeout`` seconds.
+    """The reasons to stop waiting during one exchange: Stop (``cancelled()`` says so), the
+    server staying silent for ``idle_timeout`` seconds, and — for the short requests of a
+    load — a ``deadline`` for the whole exchange, which a server trickling one byte a second
+    cannot push back.
 
     Used by the one thread that reads the exchange (the worker, or the loader)."""
 
-    def __init__(self, cancel: threading.Event | None, idle_timeout: float) -> None:
-        self.cancel = cancel
+    def __init__(
+        self,
+        cancelled: Callable[[], bool] | None,
+        idle_timeout: float,
+        deadline: float | None = None,
+    ) -> None:
+        self._cancelled = cancelled
         self.idle_timeout = idle_timeout
+        self.deadline = deadline  # time.monotonic() by which the exchange must be over
         self.last_data = time.monotonic()
 
     def touch(self) -> None:
@@ -70,15 +84,21 @@ class Watch:
         self.last_data = time.monotonic()
 
     def cancelled(self) -> bool:
-        return self.cancel is not None and self.cancel.is_set()
+        return self._cancelled is not None and self._cancelled()
 
     def check(self) -> None:
-        """Raise :class:`Cancelled` after Stop, or the idle :class:`RemoteError`."""
+        """Raise :class:`Cancelled` after Stop, or the idle or deadline :class:`RemoteError`."""
         if self.cancelled():
             raise Cancelled
-        if time.monotonic() - self.last_data > self.idle_timeout:
+        now = time.monotonic()
+        if now - self.last_data > self.idle_timeout:
             raise RemoteError(
                 f"The server stopped sending (no data for {self.idle_timeout:g} s)",
+                kind="server_timeout",
+            )
+        if self.deadline is not None and now > self.deadline:
+            raise RemoteError(
+                f"The server did not finish answering within {HANDSHAKE_TIMEOUT_S:g} s",
                 kind="server_timeout",
             )
 
@@ -234,14 +254,17 @@ class HttpClient:
         return f"{self.scheme}://{self.address}{self.base}"
 
     def watch(self, cancel: threading.Event | None) -> Watch:
-        return Watch(cancel, self.idle_timeout)
+        return Watch(None if cancel is None else cancel.is_set, self.idle_timeout)
 
     # -- exchanges --------------------------------------------------------------------------
 
-    def get_json(self, path: str) -> tuple[int, Any]:
-        """Loader thread. ``(status, parsed JSON or None)`` of ``GET path``. Not stoppable:
-        a load is bounded by the two timeouts instead."""
-        exchange = self.open("GET", path, None, self.watch(None), accept="application/json")
+    def get_json(self, path: str, cancelled: Callable[[], bool] | None = None) -> tuple[int, Any]:
+        """Loader thread. ``(status, parsed JSON or None)`` of ``GET path``, all of it within
+        ``HANDSHAKE_TIMEOUT_S``. ``cancelled``: polled as the exchange waits (a load given
+        up); then :class:`Cancelled` is raised. :meth:`abort_all` (closing) ends it too."""
+        deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+        watch = Watch(cancelled, self.idle_timeout, deadline)
+        exchange = self.open("GET", path, None, watch, accept="application/json")
         try:
             assert exchange.response is not None
             return exchange.response.status, read_json(exchange.response)
@@ -417,10 +440,17 @@ class HttpClient:
 def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:
     """The SSE messages of a streaming answer, as they arrive; ends at the end of the body.
     The first line is checked before anything is parsed, so that an HTML page or a JSON
-    document says what it is instead of "closed mid-answer"."""
+    document says what it is instead of "closed mid-answer".
+
+    Memory stays bounded whatever the server sends (:mod:`tkchat.limits`): at most
+    ``MAX_RESPONSE_BYTES`` in all, and at most ``MAX_BYTES_WITHOUT_EVENT`` in a row that
+    complete no event — a server sending blank lines or comments forever keeps the idle
+    timer happy, but is not answering."""
     parser = SSEParser()
-    head = b""
+    head = bytearray()
     checked = False
+    total = 0
+    idle_bytes = 0  # bytes since the last event (or the start)
     while True:
         try:
             data = response.read1(READ_BYTES)
@@ -430,19 +460,37 @@ def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:
             raise bad_stream(f"broken HTTP framing ({_describe(exc)})") from exc
         except OSError as exc:  # reset by the peer, or aborted by close()
             raise closed_mid_answer() from exc
+        total += len(data)
+        idle_bytes += len(data)
+        if total > MAX_RESPONSE_BYTES:
+            raise bad_stream(f"it is longer than {MAX_RESPONSE_BYTES >> 20} MB")
+        if idle_bytes > MAX_BYTES_WITHOUT_EVENT:
+            raise bad_stream(f"{idle_bytes >> 10} kB in a row without one event")
         if not checked:
+            if not data and not head:
+                return  # an empty body: the protocol reports "closed mid-answer"
+            # Blank lines in front are legal: drop them as they come, so that the head
+            # never holds more than one read and the sniffed first line.
             head += data
-            line = first_line(head, at_end=not data)
+            bom = len(UTF8_BOM) if head.startswith(UTF8_BOM) else 0
+            blank = len(head) - bom - len(bytes(head[bom:]).lstrip(b"\r\n"))
+            del head[bom : bom + blank]
+            if len(head) == bom and data:
+                continue
+            line = first_line(bytes(head), at_end=not data)
             if line is None:
                 continue  # not a whole line yet
             _check_stream_start(line)
-            checked, data = True, head
+            checked, data = True, bytes(head)
+            head.clear()
         if not data:
             return
         try:
             messages = parser.feed(data)
         except SSEError as exc:  # a line or an event of megabytes: not a chat answer
             raise bad_stream(str(exc)) from exc
+        if messages:
+            idle_bytes = 0
         yield from messages
 
 
@@ -454,7 +502,7 @@ def _check_stream_start(line: bytes) -> None:
         # llama.cpp's server writes a failure before the first token as an ``error:`` line.
         try:
             detail = json.loads(line[len(b"error:") :])
-        except ValueError:
+        except (ValueError, RecursionError):
             detail = None
         if detail is not None:
             raise RemoteError(
@@ -478,7 +526,7 @@ def read_json(response: http.client.HTTPResponse) -> Any:
     text = body.decode("utf-8", "replace").strip()
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested thousands deep
         content_type = (response.getheader("Content-Type") or "").lower()
         return text if text and content_type.startswith("text/plain") else None
 

@@ -114,6 +114,8 @@ def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
             chunk = json.loads(data)
         except ValueError as exc:
             raise bad_stream(f"a data line is not JSON ({exc}): {snippet(data)}") from exc
+        except RecursionError as exc:  # thousands of nested brackets
+            raise bad_stream(f"a data line is JSON nested too deeply: {snippet(data)}") from exc
         if not isinstance(chunk, dict):
             raise bad_stream(f"a data line is not a JSON object: {snippet(data)}")
         if chunk.get("error"):  # llama.cpp and vLLM report a failure mid-stream like this

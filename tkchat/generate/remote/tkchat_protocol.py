@@ -16,6 +16,7 @@ from typing import Any
 from tkchat.events import Chunk, Done, Error, Progress
 from tkchat.generate.backend import GenerationRequest, PromptProgress, TokenStream
 from tkchat.generate.remote.errors import RemoteError, bad_stream, closed_mid_answer
+from tkchat.limits import MAX_N_CTX
 from tkchat.transport.sse import SSEMessage, parse_event
 
 HEALTH_PATH = "/health"
@@ -28,11 +29,13 @@ def is_tkchat(status: int, health: Any) -> bool:
 
 
 def context_size(health: dict[str, Any]) -> int | None:
-    """The model's context size from a tkchat ``/health`` (older servers nest it)."""
+    """The model's context size from a tkchat ``/health`` (older servers nest it); None when
+    absent or not believable (over :data:`~tkchat.limits.MAX_N_CTX`: the context meter and
+    the token estimates would divide by a lie)."""
     for holder in (health, health.get("model"), health.get("backend")):
         if isinstance(holder, dict):
             value = holder.get("n_ctx")
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_N_CTX:
                 return value
     return None
 

@@ -1,0 +1,477 @@
+"""The remote backend and the window against servers that attack them (issue 15).
+
+Each test reproduces one finding with a hostile server on the loopback
+(:mod:`tests.hostile_server`) and checks that what reaches memory and the screen is now
+bounded by :mod:`tkchat.limits`: an error of megabytes, blank lines forever, a server that
+ignores ``max_tokens``, JSON nested thousands deep, a ``/health`` that trickles one byte a
+second, a context size of a billion tokens. Where the claim is "the window does not freeze",
+the real window runs with its lag probe, and the bound is wide (a freeze was seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import resource
+import threading
+import time
+import tkinter as tk
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import pump_until, run_to_end, wait_until
+from tests.hostile_server import Conn, HostileServer, event, tkchat_health
+from tkchat.events import Chunk, Done, Error, GenerationEvent
+from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch, Message, Sampling
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.remote import http as remote_http
+from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
+from tkchat.generate.remote.errors import RemoteError, error_detail
+from tkchat.limits import DISPLAY_LINE_CHARS, MAX_ERROR_CHARS, MAX_N_CTX, cut
+from tkchat.render.soft_breaks import soft_break, unbreak
+from tkchat.transport.channel import EventChannel
+from tkchat.transport.sse import SSEParser
+
+QUESTION = (Message("user", "Hello?"),)
+HUGE = 1_000_000  # bytes of a hostile error event: 1 MB froze the window 15.5 s
+WINDOW_LAG_MS = 250  # the window's worst lag while under attack: a freeze was seconds
+
+
+def generate(backend: RemoteBackend, max_tokens: int = 32) -> list[GenerationEvent]:
+    controller = GenerationController(backend, EventChannel())
+    gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=max_tokens)))
+    worker = controller.current
+    events = run_to_end(controller.channel, gen, timeout=60)
+    assert worker is not None and worker.join(5), "the worker thread did not exit"
+    return events
+
+
+def the_final(events: list[GenerationEvent]) -> Done | Error:
+    """Exactly one final event, and it is the last."""
+    finals = [e for e in events if isinstance(e, (Done, Error))]
+    assert len(finals) == 1 and finals[0] is events[-1], events[-3:]
+    return finals[0]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def tkchat_server(chat: object, n_ctx: object = 8192) -> HostileServer:
+    return HostileServer({"/health": tkchat_health(n_ctx), "/chat": chat})  # type: ignore[dict-item]
+
+
+def huge_error(conn: Conn) -> None:
+    """Finding 1: a tkchat server's error event whose message is megabytes long."""
+    conn.head()
+    message = "disk on fire " * (HUGE // 13 - 10)  # just under the event budget
+    error = {"kind": "x", "message": message}
+    conn.send(event({"type": "error", "gen": 1, "seq": 1, "error": error}))
+
+
+def huge_malformed_event(conn: Conn) -> None:
+    """Finding 1, the wire-format path: a malformed event whose repr is the error text."""
+    conn.head()
+    conn.send(event({"type": "chunk", "gen": "not a number", "seq": 1, "text": "y" * 500_000}))
+
+
+def blank_lines_forever(conn: Conn) -> None:
+    """Finding 2: 200 text/event-stream, then nothing but line ends, as fast as TCP goes."""
+    conn.head()
+    conn.forever(b"\n" * 65536)
+
+
+def comments_forever(conn: Conn) -> None:
+    conn.head()
+    conn.send(b": hello\n\n")
+    conn.forever(b": still here\n\n" * 4096)
+
+
+def chunks_forever(conn: Conn) -> None:
+    """Finding 3: a server that ignores max_tokens and streams until it is hung up on."""
+    conn.head()
+    conn.forever(event({"type": "chunk", "gen": 1, "seq": 1, "text": "la "}) * 64)
+
+
+def markdown_bombs(conn: Conn) -> None:
+    """Finding 4 (the Tk side): blocks Python-Markdown is super-linear on, as an answer."""
+    conn.head()
+    text = "[" * 6000 + "\n\n" + "[a](" * 4000 + "\n\n" + "*a" * 3000 + "\n\nThe end."
+    for seq, start in enumerate(range(0, len(text), 500), start=1):
+        chunk = {"type": "chunk", "gen": 1, "seq": seq, "text": text[start : start + 500]}
+        conn.send(event(chunk))
+    conn.send(event({"type": "done", "gen": 1, "seq": 9999, "reason": "stop", "stats": {}}))
+
+
+def deep_json(conn: Conn) -> None:
+    """Finding 9: an event nested thousands deep (json.loads would raise RecursionError)."""
+    conn.head()
+    conn.send(b"data: " + b"[" * 100_000 + b"\n\n")
+
+
+# -- finding 1: huge error messages ------------------------------------------------------------
+
+
+def test_a_megabyte_error_is_cut_for_the_screen_and_logged_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with tkchat_server(huge_error) as server, caplog.at_level(logging.WARNING):
+        backend = RemoteBackend(server.url)
+        backend.load()
+        final = the_final(generate(backend))
+    assert isinstance(final, Error) and final.kind == "x"
+    assert len(final.message) <= MAX_ERROR_CHARS and final.message.endswith("…")
+    assert final.message.startswith("disk on fire disk on fire")
+    logged = [r.getMessage() for r in caplog.records if "disk on fire" in r.getMessage()]
+    assert logged and max(map(len, logged)) > 10 * MAX_ERROR_CHARS  # the full text, on demand
+
+
+def test_a_malformed_event_does_not_quote_itself_at_length() -> None:
+    with tkchat_server(huge_malformed_event) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        final = the_final(generate(backend))
+    assert isinstance(final, Error) and final.kind == "bad_stream"
+    assert len(final.message) <= MAX_ERROR_CHARS
+    assert final.message.startswith("The server's answer is not a valid event stream")
+
+
+def test_both_protocols_cut_errors_at_the_same_length() -> None:
+    detail = error_detail({"error": {"message": "m" * 10_000}})
+    assert len(detail) == len(": ") + MAX_ERROR_CHARS
+    assert len(str(RemoteError("e" * 10_000))) == MAX_ERROR_CHARS
+    assert cut("short  and\n\nspaced") == "short and spaced"  # one line, as the status wants
+
+
+# -- finding 2: bytes that are never an event ---------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [blank_lines_forever, comments_forever])
+def test_a_stream_of_nothing_ends_with_one_error_and_bounded_memory(answer: object) -> None:
+    with tkchat_server(answer) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        before = rss_mb()
+        events = generate(backend)
+        grown = rss_mb() - before
+        assert server.gone.wait(5), "the connection was not closed"
+    final = the_final(events)
+    assert isinstance(final, Error) and final.kind == "bad_stream", final
+    assert "without one event" in final.message
+    # It read about MAX_BYTES_WITHOUT_EVENT, not hundreds of megabytes (1 GB before).
+    assert server.requests and grown < 50, f"RSS grew {grown:.0f} MB"
+
+
+def test_blank_lines_before_the_first_event_are_still_fine() -> None:
+    def answer(conn: Conn) -> None:
+        conn.head()
+        conn.send(b"\xef\xbb\xbf" + b"\r\n" * 1000)
+        conn.send(event({"type": "chunk", "gen": 1, "seq": 1, "text": "hi"}))
+        conn.send(event({"type": "done", "gen": 1, "seq": 2, "reason": "stop", "stats": {}}))
+
+    with tkchat_server(answer) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        events = generate(backend)
+    assert isinstance(the_final(events), Done)
+    assert "".join(e.text for e in events if isinstance(e, Chunk)) == "hi"
+
+
+def test_the_response_budget_ends_a_stream_of_useless_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(remote_http, "MAX_RESPONSE_BYTES", 2 << 20)
+
+    def answer(conn: Conn) -> None:  # events, but of a kind this client skips
+        conn.head()
+        conn.forever(b"event: queue\ndata: {}\n\n" * 1000)
+
+    with tkchat_server(answer) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        final = the_final(generate(backend))
+    assert isinstance(final, Error) and "longer than 2 MB" in final.message
+
+
+# -- finding 3: answers that ignore max_tokens ----------------------------------------------------
+
+
+@pytest.mark.parametrize("max_tokens", [1, 50])
+def test_max_tokens_is_enforced_whatever_the_server_does(max_tokens: int) -> None:
+    with tkchat_server(chunks_forever) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        events = generate(backend, max_tokens=max_tokens)
+        assert server.gone.wait(5), "the stream was not closed at max_tokens"
+    final = the_final(events)
+    assert isinstance(final, Done) and final.reason == "length"
+    assert final.stats.tokens == max_tokens
+    assert "".join(e.text for e in events if isinstance(e, Chunk)) == "la " * max_tokens
+
+
+def test_the_answer_length_is_bounded_even_without_max_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tkchat.generate import worker
+
+    monkeypatch.setattr(worker, "MAX_ANSWER_CHARS", 1000)
+    with tkchat_server(chunks_forever) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        events = generate(backend, max_tokens=0)
+    final = the_final(events)
+    assert isinstance(final, Done) and final.reason == "length"
+    assert len("".join(e.text for e in events if isinstance(e, Chunk))) == 1000
+
+
+# -- finding 9: the rough edges ----------------------------------------------------------
+
+
+def test_deeply_nested_json_is_one_readable_sentence() -> None:
+    with tkchat_server(deep_json) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+        final = the_final(generate(backend))
+    assert isinstance(final, Error) and final.kind == "bad_stream"
+    assert "nested too deeply" in final.message and "Recursion" not in final.message
+
+
+def test_deeply_nested_json_from_an_openai_server_is_one_sentence() -> None:
+    def models(conn: Conn) -> None:
+        conn.json({"object": "list", "data": [{"id": "m"}]})
+
+    routes = {"/v1/models": models, "/v1/chat/completions": deep_json}
+    with HostileServer(routes) as server:  # type: ignore[arg-type]
+        backend = RemoteBackend(server.url)
+        backend.load()
+        final = the_final(generate(backend))
+    assert isinstance(final, Error) and "nested too deeply" in final.message
+    assert "Recursion" not in final.message
+
+
+def trickle_health(conn: Conn) -> None:
+    """Finding 9: /health one byte every 0.2 s, so the idle timer never fires."""
+    body = json.dumps({"server": "tkchat", "n_ctx": 4096}).encode() * 100
+    conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+    for byte in body:
+        conn.send(bytes([byte]))
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def trickling() -> Iterator[HostileServer]:
+    with HostileServer({"/health": trickle_health}) as server:
+        yield server
+
+
+def test_a_trickling_health_meets_the_handshake_deadline(
+    trickling: HostileServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_http, "HANDSHAKE_TIMEOUT_S", 1.0)
+    backend = RemoteBackend(trickling.url)
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match="did not finish answering within 1 s"):
+        backend.load()
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("how", ["cancel the load", "close the backend"])
+def test_a_trickling_health_can_be_given_up(trickling: HostileServer, how: str) -> None:
+    backend = RemoteBackend(trickling.url)
+    watch = LoadWatch()
+    failed: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            backend.load(watch)
+        except Exception as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    pump_free = time.monotonic() + 10
+    while len(trickling.requests) == 0 and time.monotonic() < pump_free:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    given_up = time.monotonic()
+    if how == "cancel the load":
+        watch.cancel()
+    else:
+        backend.close()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - given_up < 2
+    assert len(failed) == 1
+    if how == "cancel the load":
+        assert isinstance(failed[0], LoadCancelled)
+
+
+@pytest.mark.parametrize("n_ctx", [10**30, MAX_N_CTX + 1, -5, "8192", True])
+def test_an_unbelievable_context_size_is_not_taken(n_ctx: object) -> None:
+    with tkchat_server(chunks_forever, n_ctx=n_ctx) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+    assert backend.n_ctx == DEFAULT_N_CTX
+
+
+def test_a_retry_field_of_thousands_of_digits_is_ignored() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"retry: " + b"9" * 5000 + b"\nretry: 1500\n\n") == []
+    assert parser.feed(b"retry: " + b"7" * 5000 + b"\ndata: x\n\n")[0].data == "x"
+    assert parser.retry_ms == 1500
+
+
+# -- the window under attack ----------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize(
+    "answer", [huge_error, blank_lines_forever, chunks_forever, markdown_bombs]
+)
+def test_the_window_does_not_freeze_under_attack(root: tk.Tk, make_app, answer: object) -> None:
+    with tkchat_server(answer) as server:
+        app = make_app(RemoteBackend(server.url))
+        assert app.model_ready
+        app.probe.reset_peaks()
+        assert app.send("attack me")
+        pump_until(root, lambda: bool(app.finished), timeout=60, what="the answer's end")
+        pump_until(root, lambda: not app.transcript.painter.busy, what="render")
+        peak = app.probe.peak_ms
+    final = app.finished[-1]
+    assert len(app.finished) == 1
+    assert len(app.status.get()) <= MAX_ERROR_CHARS + 100
+    if isinstance(final, Error):
+        assert len(final.message) <= MAX_ERROR_CHARS
+    else:
+        assert final.reason == ("stop" if answer is markdown_bombs else "length")
+    assert peak < WINDOW_LAG_MS, f"the window froze for {peak:.0f} ms"
+
+
+# -- finding 3: one line of hundreds of kilobytes in the transcript ---------------------------
+
+LONG_LINE = "abcdefghij" * 60_000  # 600 KB without a break (330 KB stalled 0.6-1.3 s)
+
+
+def one_long_line(conn: Conn) -> None:
+    conn.head()
+    piece = 3000
+    for seq, start in enumerate(range(0, len(LONG_LINE), piece), start=1):
+        conn.send(
+            event({"type": "chunk", "gen": 1, "seq": seq, "text": LONG_LINE[start : start + piece]})
+        )
+    conn.send(event({"type": "done", "gen": 1, "seq": 999, "reason": "stop", "stats": {}}))
+
+
+@pytest.mark.gui
+def test_a_long_line_is_displayed_in_bounded_time_and_copied_exactly(root: tk.Tk, make_app) -> None:
+    with tkchat_server(one_long_line) as server:
+        app = make_app(RemoteBackend(server.url))
+        app.probe.reset_peaks()
+        assert app.send("one long line, please")
+        pump_until(root, lambda: bool(app.finished), timeout=60, what="the answer's end")
+        streamed_peak = app.probe.peak_ms
+        pump_until(root, lambda: not app.transcript.painter.busy, timeout=120, what="render")
+        peak = app.probe.peak_ms
+    assert isinstance(app.finished[-1], Done)
+    assert streamed_peak < WINDOW_LAG_MS and peak < WINDOW_LAG_MS, (streamed_peak, peak)
+    view = app.transcript.answers[-1]
+    assert view.text == LONG_LINE  # what Copy, history and export use: the original
+    app.transcript.act("copy", view)
+    assert root.clipboard_get() == LONG_LINE
+    shown = app.transcript.plain_text()
+    assert max(map(len, shown.split("\n"))) <= DISPLAY_LINE_CHARS
+    assert shown.replace("\n", "").replace(" ", "").count(LONG_LINE[:1000]) > 500
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_soft_breaks_only_add_line_ends_and_do_not_depend_on_chunking(seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = rng.choice(["a", "ab ", "a\n", "abc def\nxy", " ", "中文😀 "])
+    text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5000)))
+    limit = rng.choice([1, 7, 300, 2000])
+    whole, _ = soft_break(text, 0, limit)
+    column, parts, start = 0, [], 0
+    while start < len(text):
+        size = rng.randint(1, 50)
+        shown, column = soft_break(text[start : start + size], column, limit)
+        parts.append(shown)
+        start += size
+    assert "".join(parts) == whole  # a stream breaks where the whole text would
+    assert whole.replace("\n", "") == text.replace("\n", "")
+    assert max(map(len, whole.split("\n"))) <= limit
+    if limit == 2000 and " " in alphabet and len(text) > 4000:
+        # with spaces to choose from, a break falls after one, never inside a word
+        assert all(line.endswith(" ") for line in whole.split("\n")[:-1] if len(line) > 1800)
+
+
+@pytest.mark.gui
+def test_stop_gives_up_connecting_to_a_trickling_server(
+    root: tk.Tk, make_app, trickling: HostileServer
+) -> None:
+    app = make_app(RemoteBackend(trickling.url), wait=False)
+    pump_until(root, lambda: bool(trickling.requests), what="the /health request")
+    assert "Loading server" in app.status.get()
+    assert app.stop_button.instate(["!disabled"])  # Stop is the way out
+    stopped_at = time.monotonic()
+    app.stop()
+    cancelled = f"Connecting to {trickling.url} was cancelled."
+    pump_until(root, lambda: app.status.get() == cancelled, timeout=5, what="the load to end")
+    assert time.monotonic() - stopped_at < 2 and not app.controller.loading
+    assert app.stop_button.instate(["disabled"]) and not app.model_ready
+
+
+@pytest.mark.gui
+def test_closing_the_window_gives_up_connecting(
+    root: tk.Tk, make_app, trickling: HostileServer
+) -> None:
+    app = make_app(RemoteBackend(trickling.url), wait=False)
+    pump_until(root, lambda: bool(trickling.requests), what="the /health request")
+    loader = app.controller
+    closing = time.monotonic()
+    app.close()
+    assert time.monotonic() - closing < 3
+    wait_until(lambda: not loader.loading, timeout=2, what="the loader thread to end")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_unbreak_finds_the_code_as_it_arrived(seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["x", "=", "[1,", "2]", "foo(bar)", "\n", "é", "中"]
+    code = "".join(rng.choice(words) + rng.choice(["", " "]) for _ in range(3000)) + "END"
+    original = "Before.\n\n```python\n" + code + "\n```\n\nAfter."
+    shown, _ = soft_break(original, 0, 300)
+    start = shown.index("```python\n") + len("```python\n")
+    shown_code = shown[start : shown.index("\n```", start)]
+    assert unbreak(shown_code, original, 300) == code
+    assert unbreak("short\ncode", original, 300) == "short\ncode"
+
+
+LONG_CODE = "data = [" + ", ".join(str(n) for n in range(2000)) + "]"  # one 10 KB line
+
+
+def long_code_line(conn: Conn) -> None:
+    conn.head()
+    text = "Here:\n\n```python\n" + LONG_CODE + "\n```\n\nDone."
+    for seq, start in enumerate(range(0, len(text), 700), start=1):
+        conn.send(event({"type": "chunk", "gen": 1, "seq": seq, "text": text[start : start + 700]}))
+    conn.send(event({"type": "done", "gen": 1, "seq": 9999, "reason": "stop", "stats": {}}))
+
+
+@pytest.mark.gui
+def test_copy_code_of_a_long_line_copies_it_as_it_arrived(root: tk.Tk, make_app) -> None:
+    from tkchat.ui.markdown_view import COPY_CODE_TAG
+
+    with tkchat_server(long_code_line) as server:
+        app = make_app(RemoteBackend(server.url))
+        assert app.send("a long line of code")
+        pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer's end")
+        pump_until(root, lambda: not app.transcript.painter.busy, what="render")
+    text = app.transcript.text
+    link = text.tag_nextrange(COPY_CODE_TAG, "1.0")
+    assert link, "no Copy code link"
+    shown = app.transcript.painter.code_at(str(link[0]))
+    assert shown is not None and shown != LONG_CODE  # the screen broke the line...
+    app.transcript.copy_code_at(str(link[0]))
+    assert root.clipboard_get() == LONG_CODE  # ...the copy did not
