@@ -111,7 +111,13 @@ def _now() -> float:
 # --- the store ------------------------------------------------------------------------------
 
 _CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, settings, deleted_at"
-_MESSAGE_COLUMNS = "id, conversation_id, position, role, content, status, created_at"
+# The last two: the version shown, and how many versions there are (the highest slot kept, or
+# the one shown, whichever is higher, plus one).
+_MESSAGE_COLUMNS = (
+    "id, conversation_id, position, role, content, status, created_at, variant, "
+    "MAX(variant, COALESCE((SELECT MAX(slot) FROM message_variants v "
+    "WHERE v.message_id = messages.id), 0)) + 1"
+)
 
 
 class ConversationStore:
@@ -419,6 +425,77 @@ class ConversationStore:
                 (conversation_id, position),
             )
             return cursor.rowcount
+
+    # -- versions of a regenerated answer ----------------------------------------------------
+
+    def new_variant(self, conversation_id: int) -> int:
+        """Regenerate: the conversation's last message (an answer) gets a new, empty version,
+        ``streaming``, which is shown from now on; the one shown so far is kept as a version.
+        Returns the message's id (the new text streams into it like into a new message)."""
+        with self._writing("keep the earlier answer") as conn:
+            self._touch(conn, conversation_id, _now())
+            row = conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? "
+                "ORDER BY position DESC LIMIT 1",
+                (conversation_id,),
+            ).fetchone()
+            if row is None or row[3] != "assistant":
+                raise StoreError("There is no answer to regenerate.", kind="not_found")
+            last = StoredMessage(*row)
+            self._keep_shown(conn, last)
+            conn.execute(
+                "UPDATE messages SET content = '', status = 'streaming', variant = ? WHERE id = ?",
+                (last.variants, last.id),
+            )
+            return last.id
+
+    def variant_texts(self, message_id: int) -> list[tuple[str, Status]]:
+        """Every version of a message, by slot, as (content, status); the one shown is read
+        from the message itself. A slot never written (cannot happen through this class)
+        reads as an empty complete message."""
+        shown = self.message(message_id)
+        with self._reading("read the answer's versions") as conn:
+            rows = conn.execute(
+                "SELECT slot, content, status FROM message_variants WHERE message_id = ?",
+                (message_id,),
+            ).fetchall()
+        kept: dict[int, tuple[str, Status]] = {slot: (text, st) for slot, text, st in rows}
+        kept[shown.variant] = (shown.content, shown.status)
+        return [kept.get(slot, ("", "complete")) for slot in range(shown.variants)]
+
+    def choose_variant(self, message_id: int, slot: int) -> None:
+        """Show version ``slot`` of a message: the conversation continues from it, export
+        writes it. The version shown so far is kept."""
+        with self._writing("choose the answer shown") as conn:
+            row = conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"There is no message {message_id}.", kind="not_found")
+            current = StoredMessage(*row)
+            if not 0 <= slot < current.variants:
+                raise StoreError(f"Message {message_id} has no version {slot}.", kind="invalid")
+            if slot == current.variant:
+                return
+            self._keep_shown(conn, current)
+            chosen = conn.execute(
+                "SELECT content, status FROM message_variants WHERE message_id = ? AND slot = ?",
+                (message_id, slot),
+            ).fetchone()
+            content, status = chosen if chosen is not None else ("", "complete")
+            conn.execute(
+                "UPDATE messages SET content = ?, status = ?, variant = ? WHERE id = ?",
+                (content, status, slot, message_id),
+            )
+            self._touch(conn, current.conversation_id, _now())
+
+    @staticmethod
+    def _keep_shown(conn: sqlite3.Connection, message: StoredMessage) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO message_variants (message_id, slot, content, status) "
+            "VALUES (?, ?, ?, ?)",
+            (message.id, message.variant, message.content, message.status),
+        )
 
     def mark_interrupted(self) -> int:
         """At start-up: every message still ``streaming`` (its writer was killed) becomes

@@ -52,6 +52,8 @@ class StoredMessage:
     content: str
     status: Status
     created_at: float
+    variant: int = 0  # which version of a regenerated answer is shown (from 0)
+    variants: int = 1  # how many versions it has
 
     def as_message(self) -> Message:
         """The backend's view of this message (for building a ``GenerationRequest``)."""

@@ -1,15 +1,21 @@
 """The database's tables and how an older file is brought up to date.
 
-Schema (version 1)
+Schema (version 2)
 ------------------
 ``schema_version(version)``
     one row; :func:`migrate` brings older files up to :data:`SCHEMA_VERSION`.
 ``conversations(id, title, created_at, updated_at, system_prompt, settings, deleted_at)``
     ``settings`` is a JSON object (temperature, top_p, max_tokens, seed, ...); ``deleted_at``
     is set by a soft delete (undo: ``ConversationStore.restore``); times are Unix seconds.
-``messages(id, conversation_id, position, role, content, status, created_at)``
+``messages(id, conversation_id, position, role, content, status, created_at, variant)``
     ``position`` counts from 0 within a conversation; ``status`` is one of
-    :data:`~tkchat.store.records.STATUSES`.
+    :data:`~tkchat.store.records.STATUSES`. ``content`` and ``status`` are those of the
+    version shown (``variant``, from 0), which is what the conversation continues from and
+    what export writes. (Version 2 added ``variant``.)
+``message_variants(message_id, slot, content, status)``
+    the other versions of a regenerated answer, by slot. The row whose slot is the message's
+    ``variant`` may be stale: the ``messages`` row is the truth for the version shown, and it
+    is copied here when another version is chosen. (Added in version 2.)
 ``messages_fts``
     an optional full-text index over ``messages.content``. It is derived data, so it is not
     part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
@@ -25,7 +31,7 @@ import sqlite3
 
 from tkchat.store.errors import StoreError, rollback
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_1 = (
     """CREATE TABLE conversations (
@@ -55,7 +61,21 @@ _SCHEMA_1 = (
 
 # version -> the statements that bring version-1 up to it. Add a new entry (never edit an old
 # one) when the schema changes; migrate() runs them in order, inside one transaction.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1}
+# Version 2: regenerate keeps every answer ("◀ 2/3 ▶"). An old file's messages get variant 0
+# and no other versions, so it reads exactly as before.
+_SCHEMA_2 = (
+    "ALTER TABLE messages ADD COLUMN variant INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE message_variants (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        slot INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        status TEXT NOT NULL
+            CHECK (status IN ('complete', 'streaming', 'interrupted', 'stopped', 'error')),
+        PRIMARY KEY (message_id, slot)
+    )""",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1, 2: _SCHEMA_2}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

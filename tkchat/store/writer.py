@@ -58,6 +58,7 @@ class _Add:
     content: str
     status: Status
     on_saved: Callable[[int], None] | None
+    variant: bool = False  # a new version of the conversation's last answer, not a new message
 
 
 @dataclass(slots=True)
@@ -162,6 +163,14 @@ class StoreWriter:
         _check(status, STATUSES, "status")
         ticket = MessageTicket(next(self._tickets))
         self._put(_Add(ticket, conversation_id, role, content, status, on_saved))
+        return ticket
+
+    def new_variant(self, conversation_id: int) -> MessageTicket:
+        """Queue a regenerate: the conversation's last answer gets a new, empty version,
+        shown from then on (:meth:`ConversationStore.new_variant`); the ticket streams into
+        it as into a new message. Non-blocking; any thread."""
+        ticket = MessageTicket(next(self._tickets))
+        self._put(_Add(ticket, conversation_id, "assistant", "", "streaming", None, True))
         return ticket
 
     def append(self, message: MessageRef, text: str) -> None:
@@ -305,7 +314,10 @@ class StoreWriter:
 
     def _add(self, store: ConversationStore, op: _Add) -> None:
         self._ids[op.ticket] = None  # if the insert fails, later appends know it never will
-        message_id = store.add_message(op.conversation_id, op.role, op.content, op.status)
+        if op.variant:
+            message_id = store.new_variant(op.conversation_id)
+        else:
+            message_id = store.add_message(op.conversation_id, op.role, op.content, op.status)
         self._ids[op.ticket] = message_id
         self._call(op.on_saved, message_id)
 

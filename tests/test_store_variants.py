@@ -1,0 +1,114 @@
+"""Versions of a regenerated answer in the store (schema 2), and opening a schema-1 file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tkchat.store import ConversationStore, StoreError, StoreWriter
+from tkchat.store.schema import _SCHEMA_1, SCHEMA_VERSION
+
+
+def _old_file(path: Path) -> None:
+    """A history as tkchat wrote it before schema 2: one question, one answer."""
+    conn = sqlite3.connect(path)
+    for statement in _SCHEMA_1:
+        conn.execute(statement)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    conn.execute(
+        "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (1, 'Old', 1, 1)"
+    )
+    for position, (role, content) in enumerate((("user", "Hi?"), ("assistant", "Hello."))):
+        conn.execute(
+            "INSERT INTO messages (conversation_id, position, role, content, status, created_at)"
+            " VALUES (1, ?, ?, ?, 'complete', 1)",
+            (position, role, content),
+        )
+    conn.commit()
+    conn.close()
+
+
+def test_an_old_file_opens_reads_as_before_and_takes_versions(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    _old_file(path)
+    with ConversationStore(path) as store:
+        messages = store.messages(1)
+        assert [(m.role, m.content, m.variant, m.variants) for m in messages] == [
+            ("user", "Hi?", 0, 1),
+            ("assistant", "Hello.", 0, 1),
+        ]
+        answer = messages[1].id
+        assert store.new_variant(1) == answer
+        store.update_message(answer, content="Hey there.", status="complete")
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    conn.close()
+    with ConversationStore(path) as store:  # reopened: the new version shown, both kept
+        last = store.messages(1)[-1]
+        assert (last.content, last.variant, last.variants) == ("Hey there.", 1, 2)
+        assert store.variant_texts(answer) == [("Hello.", "complete"), ("Hey there.", "complete")]
+
+
+def test_choosing_a_version_is_what_the_chat_and_export_hold() -> None:
+    with ConversationStore(None) as store:
+        chat = store.create("C").id
+        store.add_message(chat, "user", "Q")
+        answer = store.add_message(chat, "assistant", "first", "stopped")
+        for text in ("second", "third"):
+            assert store.new_variant(chat) == answer
+            store.append_text({answer: text})
+            store.update_message(answer, status="complete")
+        assert store.messages(chat)[-1].variants == 3
+        store.choose_variant(answer, 0)
+        shown = store.messages(chat)[-1]
+        assert (shown.content, shown.status, shown.variant) == ("first", "stopped", 0)
+        assert "first" in store.export_markdown(chat)
+        assert "third" not in store.export_markdown(chat)
+        exported = store.export_json(chat)["conversation"]["messages"]
+        assert [m["content"] for m in exported] == ["Q", "first"]
+        assert store.variant_texts(answer) == [
+            ("first", "stopped"),
+            ("second", "complete"),
+            ("third", "complete"),
+        ]
+        store.choose_variant(answer, 2)
+        assert store.messages(chat)[-1].content == "third"
+        with pytest.raises(StoreError):
+            store.choose_variant(answer, 3)
+        # Deleting the answer (edit and resend) takes its versions with it.
+        store.truncate_after(chat, 0)
+        add_again = store.add_message(chat, "assistant", "new")
+        assert store.variant_texts(add_again) == [("new", "complete")]
+
+
+def test_a_question_last_has_no_answer_to_regenerate() -> None:
+    with ConversationStore(None) as store:
+        chat = store.create("C").id
+        store.add_message(chat, "user", "Q")
+        with pytest.raises(StoreError):
+            store.new_variant(chat)
+
+
+def test_the_writer_streams_a_new_version_into_the_same_message(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    store = ConversationStore(path)
+    chat = store.create("C").id
+    store.add_message(chat, "user", "Q")
+    first = store.add_message(chat, "assistant", "one")
+    writer = StoreWriter(store)
+    try:
+        ticket = writer.new_variant(chat)
+        writer.append(ticket, "tw")
+        writer.append(ticket, "o")
+        writer.finish(ticket, "complete")
+        assert writer.flush()
+    finally:
+        writer.close()
+    messages = store.messages(chat)
+    assert len(messages) == 2
+    assert (messages[1].id, messages[1].content, messages[1].variant) == (first, "two", 1)
+    assert store.variant_texts(first) == [("one", "complete"), ("two", "complete")]
+    store.close()
