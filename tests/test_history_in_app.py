@@ -242,6 +242,32 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     assert [c.id for c, _snippet in results] == [second]
 
 
+def test_the_title_follows_an_edited_first_question_unless_renamed(
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
+    archive = app.archive
+    assert archive is not None and archive.store is not None
+    ask(root, app, "about tea")
+    chat = archive.conversation_id
+    assert chat is not None
+
+    def resend_first(text: str) -> None:
+        app.transcript.act("edit", app.transcript.entries[0])  # the header's Edit link
+        app.input.set_draft(text)
+        count = len(app.finished)
+        assert app.send()
+        pump_until(root, lambda: len(app.finished) > count, what="the answer")
+
+    resend_first("about green tea")
+    assert archive.store.get(chat).title == "about green tea"
+    assert archive.conversation_id == chat
+    app.conversations.rename(chat, "Tea notes")
+    resend_first("about black tea")
+    assert archive.store.get(chat).title == "Tea notes"
+
+
 def test_a_prompt_from_the_command_line_starts_its_own_chat(
     data_dir: Path, root: tk.Tk, make_app
 ) -> None:

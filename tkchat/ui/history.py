@@ -66,6 +66,9 @@ class History:
         self.writer: StoreWriter | None = None
         self.conversation_id: int | None = None
         self._answer: tuple[AnswerView, MessageTicket, int] | None = None  # view, ticket, saved
+        # The first question was edited and the title was still made from it: the next
+        # question (the edited one) names the chat again. A title the user chose stays.
+        self._retitle = False
         self._errors: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._opened = _Opened()
         self._thread = threading.Thread(target=self._open, name="tkchat-history", daemon=True)
@@ -112,13 +115,15 @@ class History:
             return
         try:
             if self.conversation_id is None:
-                title = " ".join(text.split())[:TITLE_CHARS] or "New chat"
                 conversation = self.store.create(
-                    title,
+                    auto_title(text),
                     system_prompt=system_prompt,
                     settings=settings_from_sampling(settings_from),
                 )
                 self.conversation_id = conversation.id
+            elif self._retitle:
+                self.store.rename(self.conversation_id, auto_title(text))
+            self._retitle = False
             self.store.add_message(self.conversation_id, "user", text)
         except StoreError as exc:
             self.on_warning(str(exc))
@@ -181,6 +186,8 @@ class History:
 
         def shorten(store: ConversationStore) -> None:
             chat = [m for m in store.messages(conversation_id) if m.role != "system"]
+            if keep == 0 and chat:
+                self._retitle = store.get(conversation_id).title == auto_title(chat[0].content)
             store.truncate_after(conversation_id, chat[keep - 1].position if keep else -1)
 
         self.run(shorten)
@@ -230,6 +237,11 @@ class History:
             self.writer.close(timeout=2.0)
         if self.store is not None:
             self.store.close()
+
+
+def auto_title(question: str) -> str:
+    """The title a chat gets from its first question (until the user renames it)."""
+    return " ".join(question.split())[:TITLE_CHARS] or "New chat"
 
 
 def as_messages(stored: list[StoredMessage], system_prompt: str) -> list[Message]:
