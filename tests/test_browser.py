@@ -348,7 +348,9 @@ def test_events_cut_into_7_byte_network_pieces_all_arrive(
 ) -> None:
     """The real server's stream, re-chunked into 7-byte pieces on the way out: every event,
     line and multi-byte character is cut, and the page still gets every event, in order."""
-    server = serve(ScriptedBackend(rate=0), wrap=lambda app: Rechunk(app, size=7))
+    # 10 ms between pieces: with 1 ms, a clean CI run once saw the browser hand the whole
+    # body to the worker in one read (the pieces piled up before the worker read them).
+    server = serve(ScriptedBackend(rate=0), wrap=lambda app: Rechunk(app, size=7, pause_s=0.01))
     page = open_page(server)
     ask(page)
     st = wait_answer(page)

@@ -164,3 +164,40 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Free the model. Called once, after the last generation has finished."""
+
+
+class WrappedBackend:
+    """A backend in front of another: everything is the inner one's, except what a subclass
+    overrides (usually :meth:`stream`). The fault injector, the self-test's token meter and
+    the recorder are each one of these."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def n_ctx(self) -> int:
+        return self.inner.n_ctx
+
+    @property
+    def context_known(self) -> bool:
+        return self.inner.context_known
+
+    @property
+    def model(self) -> str | None:
+        return self.inner.model
+
+    def load(self, watch: LoadWatch | None = None) -> None:
+        self.inner.load(watch)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return self.inner.count_tokens(messages)
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        return self.inner.stream(request, cancel)

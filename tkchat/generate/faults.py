@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 
 from tkchat.generate.backend import (
     Backend,
     BackendError,
     GenerationRequest,
-    LoadWatch,
-    Message,
     PromptProgress,
     TokenStream,
+    WrappedBackend,
 )
 
 
@@ -26,42 +24,17 @@ class ModelDied(BackendError):
     kind = "model_died"
 
 
-class FaultInjector:
+class FaultInjector(WrappedBackend):
     """Wraps any backend. ``arm`` from any thread; the fault fires on the worker thread."""
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._fail_after: int | None = None
         self.died_at: float | None = None  # perf_counter when the fault fired
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def n_ctx(self) -> int:
-        return self.inner.n_ctx
-
-    @property
-    def context_known(self) -> bool:
-        return self.inner.context_known
-
-    @property
-    def model(self) -> str | None:
-        return self.inner.model
 
     def arm(self, after_tokens: int) -> None:
         self.died_at = None
         self._fail_after = after_tokens
-
-    def load(self, watch: LoadWatch | None = None) -> None:
-        self.inner.load(watch)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def count_tokens(self, messages: Sequence[Message]) -> int:
-        return self.inner.count_tokens(messages)
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         """Worker thread."""

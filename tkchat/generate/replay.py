@@ -27,47 +27,23 @@ from tkchat.generate.backend import (
     Message,
     PromptProgress,
     TokenStream,
+    WrappedBackend,
 )
 from tkchat.generate.worker import Utf8Assembler
 
 TimedText = tuple[float, str]  # (seconds since the answer began, the characters completed)
 
 
-class RecordingBackend:
+class RecordingBackend(WrappedBackend):
     """Wraps a backend; each generation's tokens are kept in :attr:`tokens` (the latest
     generation only). Written on the worker thread by appending, read on the main thread
     once the answer has ended (or as it grows: a list append is atomic)."""
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.tokens: list[TimedText] = []
         self.started: float | None = None  # perf_counter when the latest generation began
         self.request: GenerationRequest | None = None  # what it was asked
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def n_ctx(self) -> int:
-        return self.inner.n_ctx
-
-    @property
-    def context_known(self) -> bool:
-        return self.inner.context_known
-
-    @property
-    def model(self) -> str | None:
-        return self.inner.model
-
-    def load(self, watch: LoadWatch | None = None) -> None:
-        self.inner.load(watch)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def count_tokens(self, messages: Sequence[Message]) -> int:
-        return self.inner.count_tokens(messages)
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         """Worker thread. The inner stream, unchanged; each token noted as it passes."""

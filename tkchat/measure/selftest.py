@@ -45,10 +45,10 @@ from tkchat.events import Done, Error
 from tkchat.generate.backend import (
     Backend,
     GenerationRequest,
-    LoadWatch,
     Message,
     Sampling,
     TokenStream,
+    WrappedBackend,
 )
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
@@ -136,39 +136,14 @@ class MeteredRun:
         return (self.tokens - 1) / span if span > 0 else None
 
 
-class TokenMeter:
+class TokenMeter(WrappedBackend):
     """A backend wrapper that times every token, whoever iterates the stream — tkchat's
     worker, a student's thread or a blocking loop on the main thread — so tokens/s is
     measured the same way for every pipeline and for the ``raw`` baseline."""
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.runs: list[MeteredRun] = []  # appended by whichever thread streams
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def n_ctx(self) -> int:
-        return self.inner.n_ctx
-
-    @property
-    def context_known(self) -> bool:
-        return self.inner.context_known
-
-    @property
-    def model(self) -> str | None:
-        return self.inner.model
-
-    def load(self, watch: LoadWatch | None = None) -> None:
-        self.inner.load(watch)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def count_tokens(self, messages: Sequence[Message]) -> int:
-        return self.inner.count_tokens(messages)
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         run = MeteredRun(time.perf_counter())
