@@ -173,6 +173,17 @@ class StoreWriter:
         self._put(_Add(ticket, conversation_id, "assistant", "", "streaming", None, True))
         return ticket
 
+    def choose_variant(self, message: MessageRef, slot: int) -> None:
+        """Queue showing version ``slot`` of a message (:meth:`ConversationStore.choose_variant`);
+        ``message`` may be a ticket not saved yet. Non-blocking; any thread."""
+
+        def choose(store: ConversationStore) -> None:  # the writer thread
+            message_id = self._resolve(message)
+            if message_id is not None:
+                store.choose_variant(message_id, slot)
+
+        self._put(_Submit(choose, None))
+
     def append(self, message: MessageRef, text: str) -> None:
         """Queue text to add to the end of a (streaming) message. Coalesced: written at most
         every ``flush_interval`` seconds. Non-blocking; any thread."""

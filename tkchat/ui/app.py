@@ -33,6 +33,7 @@ from tkchat.store import Conversation
 from tkchat.store.settings import AppSettings
 from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.chaos import Chaos
+from tkchat.ui.answer_versions import AnswerVersions, versions_after_regenerate
 from tkchat.ui.appearance import Appearance
 from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
@@ -178,6 +179,7 @@ class ChatApp(ChatLayout):
         self.pipeline_banner: NoticeBanner | None = None  # ... said where it stays in view
         self.pipeline: Pipeline = self._make_pipeline(options.mode)
         self.transcript.on_edit = self.edit
+        self.transcript.on_version = self.show_version
         self.transcript_menu = attach_text_menu(self.transcript.text, self.t, editable=False)
         self.input_menu = attach_text_menu(self.input, self.t, editable=True)
         self.transcript.on_copied = lambda what: self.status.say(f"app.copied.{what}")
@@ -267,6 +269,7 @@ class ChatApp(ChatLayout):
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             root.geometry(window_size(root, *WINDOW_SIZE_WITH_SIDEBAR))
         self.archive: History | None = self.conversations.archive if self.conversations else None
+        self.versions = AnswerVersions(self.transcript, self.session, self.archive)
         self.files = ConversationFiles(
             root, self.t, self.status, self.archive, self._open_conversation
         )
@@ -414,9 +417,12 @@ class ChatApp(ChatLayout):
     def _history_open(self) -> bool:
         return self.conversations is None or self.conversations.ready
 
-    def _generate(self, request: GenerationRequest) -> bool:
-        """Answer the chat as it stands (the last message is the user's)."""
-        self.answer = self.transcript.begin_answer()
+    def _generate(
+        self, request: GenerationRequest, versions: list[tuple[str, str]] | None = None
+    ) -> bool:
+        """Answer the chat as it stands (the last message is the user's). ``versions``: a
+        regenerate's, the answer's earlier versions and this one."""
+        self.answer = self.transcript.begin_answer(versions)
         if self.conversations is not None:
             self.conversations.archive.answer_started(self.answer)
             self.conversations.refresh()  # a new conversation shows up at once
@@ -456,7 +462,8 @@ class ChatApp(ChatLayout):
     # -- regenerate, edit and resend -------------------------------------------------------------
 
     def regenerate(self) -> bool:
-        """Ask again for the last answer (Ctrl+R): it is replaced, on screen and on disk."""
+        """Ask again for the last answer (Ctrl+R): the new one becomes its next version, on
+        screen and on disk; the earlier ones stay a click away (◀ ▶)."""
         if not self._can_generate():
             return False
         if self.controller.is_generating():
@@ -466,8 +473,19 @@ class ChatApp(ChatLayout):
             self.status.say("app.regenerate_none")
             return False
         self.editing = None
-        self._rewind_to(entries[-1])
-        return self._generate(self.session.regenerate_request())
+        self.stop()  # an answer still ending ends now: its version is kept as it is
+        versions = versions_after_regenerate(entries[-1])
+        self._rewind_to(entries[-1], saved=False)  # the saved answer takes the new version
+        request = self.session.regenerate_request(len(versions) - 1)
+        return self._generate(request, versions)
+
+    def show_version(self, view: AnswerView, step: int) -> bool:
+        """An answer's ◀ / ▶: the chat goes on from that version of it."""
+        if not self.versions.show(view, step):
+            return False
+        self._measure_context()
+        self.draft.refresh()  # the conversation changed: the same draft may fit differently
+        return True
 
     def edit(self, view: UserView) -> None:
         """Put a past question in the box; sending it replaces it and all that follows."""
@@ -484,14 +502,15 @@ class ChatApp(ChatLayout):
             self.input.clear()
             self.status.say("app.edit_cancelled")
 
-    def _rewind_to(self, view: UserView | AnswerView) -> None:
-        """Forget ``view`` and everything after it: screen, model context and saved copy."""
+    def _rewind_to(self, view: UserView | AnswerView, *, saved: bool = True) -> None:
+        """Forget ``view`` and everything after it: screen, model context and (``saved``)
+        saved copy."""
         self.stop()
         keep = self.transcript.entries.index(view)
         self.transcript.remove_from(view)
         self.context.rewound(keep)
         self.session.rewind(keep)
-        if self.archive is not None:
+        if self.archive is not None and saved:
             self.archive.truncate(keep)
         self._update_actions()
 

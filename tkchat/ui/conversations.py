@@ -155,7 +155,9 @@ class SavedConversations:
             if message.role == "user":
                 self.transcript.add_user(message.content)
             elif message.role == "assistant":
-                view = self.transcript.begin_answer()
+                versions = self.archive.versions(message)
+                view = self.transcript.begin_answer(versions, message.variant)
+                view.saved_as = message.id
                 self.transcript.append(view, message.content, live=False)
                 self.transcript.finish(
                     view,

@@ -129,10 +129,36 @@ class History:
             self.on_warning(str(exc))
 
     def answer_started(self, view: AnswerView) -> None:
+        """A new answer streams into ``view``; a regenerate's (it has earlier versions) is
+        saved as a new version of the last answer, which keeps the others."""
         if self.writer is None or self.conversation_id is None:
             return
-        ticket = self.writer.add_message(self.conversation_id, "assistant", "", status="streaming")
+        if len(view.versions) > 1:
+            ticket = self.writer.new_variant(self.conversation_id)
+        else:
+            ticket = self.writer.add_message(
+                self.conversation_id, "assistant", "", status="streaming"
+            )
+        view.saved_as = ticket
         self._answer = (view, ticket, 0)
+
+    def version_chosen(self, view: AnswerView) -> None:
+        """The answer in ``view`` shows another of its versions: the saved conversation
+        continues from it and exports it (written by the writer thread, in order after the
+        answer's own text)."""
+        if self.writer is not None and view.saved_as is not None:
+            self.writer.choose_variant(view.saved_as, view.shown)
+
+    def versions(self, message: StoredMessage) -> list[tuple[str, str]]:
+        """Every version of a saved answer, (text, status) by number; [] for an answer with
+        one. Main thread (a read; the writer is flushed when a conversation is opened)."""
+        if self.store is None or message.variants < 2:
+            return []
+        try:
+            return [(text, str(status)) for text, status in self.store.variant_texts(message.id)]
+        except StoreError as exc:
+            self.on_warning(str(exc))
+            return []
 
     def answer_grew(self) -> None:
         """Queue the text shown since the last call (the writer batches it)."""

@@ -48,6 +48,13 @@ class ChatSession:
     def answered(self, answer: str) -> None:
         self.messages.append(Message("assistant", answer))
 
+    def replace(self, index: int, content: str) -> None:
+        """Chat message ``index`` (the system prompt is not counted) now says ``content``:
+        another version of an answer was chosen, and the chat goes on from it."""
+        system = 1 if self.messages and self.messages[0].role == "system" else 0
+        old = self.messages[system + index]
+        self.messages[system + index] = Message(old.role, content)
+
     def rewind(self, keep: int) -> None:
         """Keep the first ``keep`` chat messages (the system prompt is not counted)."""
         system = 1 if self.messages and self.messages[0].role == "system" else 0
@@ -69,11 +76,12 @@ class ChatSession:
         messages = (*self.messages, Message("user", question))
         return GenerationRequest(messages, self.sampling)
 
-    def regenerate_request(self) -> GenerationRequest:
+    def regenerate_request(self, versions: int = 0) -> GenerationRequest:
         """The same chat again. With a fixed seed the same chat gives the same answer, so
         each regenerate of this answer takes the next seed: it differs and is still
-        reproducible."""
-        self.regenerations += 1
+        reproducible. ``versions``: how many the answer has already (a reopened chat's
+        were counted before this window): the new one takes the seed after all of theirs."""
+        self.regenerations = max(self.regenerations + 1, versions)
         seed = self.sampling.seed
         if seed is None:
             return self.request()

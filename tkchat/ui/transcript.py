@@ -12,6 +12,11 @@ export and history use) is always exactly what arrived.
 Every message starts with a header line ("You · Copy · Edit", "Assistant · Copy"): the links
 are text with a tag, not widgets, so 200 messages cost no widgets at all. A click finds its
 message by comparing the click's index with each message's ``head_mark`` (a binary search).
+
+An answer regenerated keeps its earlier versions: its header then also shows "◀ 2/3 ▶", links
+drawn the same way (disabled, in the muted colour, while that answer streams). Showing another
+version replaces the answer's text and its end note ([stopped], the error) in place, and paints
+it in slices like a saved answer; what follows it on screen does not move.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break, unbreak
+from tkchat.store import MessageRef
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
@@ -35,6 +41,8 @@ from tkchat.ui.view_keeper import ViewKeeper
 
 BODY_FONT_SIZE = 11
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
+VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
+NAV_TAG = "versions"  # the whole "◀ n/m ▶" of a header, to find it again and redraw it
 
 
 @dataclass
@@ -63,6 +71,16 @@ class AnswerView:
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
     column: int = 0  # characters of the last line on display (where the next soft break is)
     job: PaintJob | None = None  # its markdown painting, block by block as it streams
+    status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted
+    # Every version of a regenerated answer, (text, status) by number from 0, and which one
+    # is shown. Empty: only the one shown. The shown one's entry is brought up to date when
+    # it ends and when another is shown (``text`` and ``status`` are the truth for it).
+    versions: list[tuple[str, str]] = field(default_factory=list)
+    shown: int = 0
+    saved_as: MessageRef | None = None  # its message in the store (History sets it)
+    # Around the note its end wrote ([stopped], the error): from notes_mark to tail_mark.
+    notes_mark: str = ""
+    tail_mark: str = ""
 
 
 class Transcript(ttk.Frame):
@@ -115,8 +133,10 @@ class Transcript(ttk.Frame):
         self._marks = 0  # a counter for unique mark names
         self.inserts = 0  # widget inserts of streamed text: the "UI updates" of the window
         # What a click on a header link asks for: on_edit(view) for "Edit"; on_copied(what)
-        # after a copy ("message" or "code"), so the app can say so.
+        # after a copy ("message" or "code"), so the app can say so; on_version(view, step)
+        # for "◀" (-1) and "▶" (+1).
         self.on_edit: Callable[[UserView], None] | None = None
+        self.on_version: Callable[[AnswerView, int], object] | None = None
         self.on_copied: Callable[[str], None] | None = None
 
     # -- writing -------------------------------------------------------------------------------
@@ -140,8 +160,11 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(mark, "left")  # text written after it leaves it in place
         return mark
 
-    def _header(self, who: str, actions: tuple[str, ...]) -> list[object]:
-        """Insert arguments for a header line: who, then the links."""
+    def _header(
+        self, who: str, actions: tuple[str, ...], view: AnswerView | None = None
+    ) -> list[object]:
+        """Insert arguments for a header line: who, then the links (then an answer's
+        versions, if it has several)."""
         args: list[object] = [self.t(who), ("who", _label_tag(who))]
         for action in actions:
             args += [
@@ -150,6 +173,8 @@ class Transcript(ttk.Frame):
                 self.t(f"transcript.{action}"),
                 ("who", "action", f"act-{action}"),
             ]
+        if view is not None:
+            args += _version_links(view)
         return [*args, "\n", ("who",)]
 
     def add_user(self, message: str) -> UserView:
@@ -166,7 +191,12 @@ class Transcript(ttk.Frame):
         self._write("end", message + "\n", (kind,))
         keeper.restore()
 
-    def begin_answer(self) -> AnswerView:
+    def begin_answer(
+        self, versions: list[tuple[str, str]] | None = None, shown: int | None = None
+    ) -> AnswerView:
+        """A new answer at the end, empty. ``versions``: the versions it has (a regenerate:
+        the earlier ones and this new one, a saved answer: all of them); ``shown``: the
+        one this is (by default the last)."""
         keeper = self._adding_at_end()
         head = self._head_mark()
         number = self._marks
@@ -176,8 +206,13 @@ class Transcript(ttk.Frame):
             f"answer-{number}-end",
             started_at=time.perf_counter(),
             head_mark=head,
+            versions=list(versions or []),
+            shown=len(versions or [1]) - 1 if shown is None else shown,
+            notes_mark=f"answer_{number}_notes",  # no "-": see ANCHOR_MARK
+            tail_mark=f"answer_{number}_tail",
         )
-        self._write("end", *self._header("transcript.assistant", ("copy",)), "\n")
+        header = self._header("transcript.assistant", ("copy",), view)
+        self._write("end", *header, "\n")
         # Both marks sit just before that last newline; text inserted at the end mark pushes
         # it along (right gravity) while the start mark stays put (left gravity).
         self.text.mark_set(view.start_mark, "end-2c")
@@ -239,11 +274,20 @@ class Transcript(ttk.Frame):
         before it not painted yet), in slices. ``render=False``: it stays as it is shown.
         ``interrupted``: a saved answer the app was closed (or killed) in the middle of."""
         keeper = self._adding_at_end()
+        ended = "interrupted" if interrupted else "stopped" if stopped else "complete"
+        view.status = "error" if error else ended
+        self.text.mark_set(view.notes_mark, "end-1c")
+        self.text.mark_gravity(view.notes_mark, "left")
         if stopped or interrupted:
             key = "transcript.interrupted" if interrupted else "transcript.stopped"
             self._write("end-1c", self.t(key) + "\n", ("note",))
         if error:
             self._write("end-1c", f"⚠ {error}\n", ("error",))
+        self.text.mark_set(view.tail_mark, "end-1c")
+        self.text.mark_gravity(view.tail_mark, "left")  # what is written next goes after it
+        if view.versions:  # its version is final: the links work now
+            view.versions[view.shown] = (view.text, view.status)
+            self._redraw_version_links(view)
         keeper.restore()
         if view.job is not None:
             if render and view.text.strip():
@@ -280,6 +324,71 @@ class Transcript(ttk.Frame):
             self.text.mark_unset(view.head_mark)
             if isinstance(view, AnswerView):
                 self.text.mark_unset(view.start_mark, view.end_mark)
+                self.text.mark_unset(view.notes_mark, view.tail_mark)
+
+    # -- versions of an answer -----------------------------------------------------------------
+
+    def show_version(self, view: AnswerView, number: int) -> None:
+        """Show version ``number`` of an answer that has ended, in its place: its text and
+        end note are replaced, and its markdown is painted in slices (as a saved answer's
+        is). The reader's view stays on the text they were reading."""
+        if view.job is not None:
+            self.painter.drop(view.job)
+        view.versions[view.shown] = (view.text, view.status)
+        text, status = view.versions[number]
+        keeper = ViewKeeper(self.text)
+        keeper.changing()
+        with writable(self.text):
+            # The newline after the text stays: it ends the new note's last line, so nothing
+            # is ever inserted where the next message's header mark is.
+            self.text.delete(view.notes_mark, view.tail_mark)
+            self.text.delete(view.start_mark, view.end_mark)
+            note = self._end_note(status)
+            if note:
+                self.text.insert(view.start_mark, "\n" + note[0], note[1])
+            self.text.mark_set(view.notes_mark, f"{self.text.index(view.start_mark)} + 1c")
+            self.text.mark_set(view.end_mark, view.start_mark)
+        self.painter.forget_codes()
+        view.shown, view.status, view.rendered = number, status, False
+        view.text, view.column = text, 0
+        view.job = self.painter.begin(
+            view.start_mark,
+            view.end_mark,
+            extra_tags=("answer",),
+            on_done=lambda: _rendered(view),
+        )
+        shown, view.column = soft_break(text, 0)
+        self._write(view.end_mark, shown, ("answer",))
+        self.painter.feed(view.job, shown, None)
+        if text.strip():
+            self.painter.end(view.job)
+        else:
+            self.painter.drop(view.job)
+        self._redraw_version_links(view)
+        keeper.restore()
+
+    def _end_note(self, status: str) -> tuple[str, tuple[str, ...]] | None:
+        """The note under an answer that ended this way, as :meth:`finish` writes it (an
+        error's own message is not kept with a version: it says that it failed)."""
+        if status in ("stopped", "interrupted"):
+            return self.t(f"transcript.{status}"), ("note",)
+        if status == "error":
+            return "⚠ " + self.t("transcript.failed"), ("error",)
+        return None
+
+    def _redraw_version_links(self, view: AnswerView) -> None:
+        """Write an answer's "◀ n/m ▶" again (after a regenerate ended, or another version
+        was shown); in its header line, where it was or at the line's end."""
+        # (The index first: in "head-3 lineend" Tk would read the mark's name up to its "-".)
+        line_end = self.text.index(f"{self.text.index(view.head_mark)} lineend")
+        with writable(self.text):
+            found = self.text.tag_nextrange(NAV_TAG, view.head_mark, line_end)
+            where = str(found[0]) if found else self.text.index(line_end)
+            if found:
+                self.text.delete(*found)
+            links = _version_links(view)
+            if links:
+                self.text.insert(where, *links)  # type: ignore[arg-type]
 
     def set_font_size(self, size: int) -> None:
         """The font size setting: body, headers, links and rendered markdown."""
@@ -346,12 +455,14 @@ class Transcript(ttk.Frame):
         if COPY_CODE_TAG in tags:
             self.copy_code_at(index)
             return "break"
-        for action in ACTIONS:
+        for action in (*ACTIONS, *VERSION_STEPS):
             if f"act-{action}" in tags:
                 view = self.entry_at(index)
                 if view is not None:
                     self.act(action, view)
                 return "break"  # no focus change, no selection starts from a link
+        if NAV_TAG in tags:
+            return "break"  # the disabled links of an answer streaming, or "n/m"
         return None
 
     def copy_code_at(self, index: str) -> None:
@@ -369,6 +480,8 @@ class Transcript(ttk.Frame):
             self.copy(view.text, "message")
         elif action == "edit" and isinstance(view, UserView) and self.on_edit is not None:
             self.on_edit(view)
+        elif action in VERSION_STEPS and isinstance(view, AnswerView) and self.on_version:
+            self.on_version(view, VERSION_STEPS[action])
 
     def copy(self, text: str, what: str) -> None:
         """Put ``text`` on the clipboard (Tk's, which the desktop's paste reads)."""
@@ -385,6 +498,28 @@ class Transcript(ttk.Frame):
 def _label_tag(key: str) -> str:
     """The tag that finds a header's role word again ("transcript.you" -> "label-you")."""
     return "label-" + key.rsplit(".", 1)[-1]
+
+
+def _version_links(view: AnswerView) -> list[object]:
+    """Insert arguments for "◀ n/m ▶" (nothing for an answer with one version). A link that
+    leads nowhere, or any while the answer streams, is drawn without its ``act-`` tag."""
+    count = len(view.versions)
+    if count < 2:
+        return []
+    ended = view.status != "streaming"
+
+    def link(symbol: str, step: str, possible: bool) -> list[object]:
+        tags = ("who", NAV_TAG, "action", f"act-{step}") if ended and possible else ("who", NAV_TAG)
+        return [symbol, tags]
+
+    return [
+        "   ",
+        ("who", NAV_TAG),
+        *link("◀", "prev", view.shown > 0),
+        f" {view.shown + 1}/{count} ",
+        ("who", NAV_TAG),
+        *link("▶", "next", view.shown < count - 1),
+    ]
 
 
 def _rendered(view: AnswerView) -> None:

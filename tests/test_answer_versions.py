@@ -1,0 +1,210 @@
+"""Regenerate keeps every answer ("◀ 2/3 ▶"), on a real window (Xvfb): the links are clicked
+with real mouse events, the version chosen is what the next question is asked after, what is
+saved, reopened and exported."""
+
+from __future__ import annotations
+
+import tkinter as tk
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pump_until
+from tests.test_chat_controls import (
+    WAIT_S,
+    RecordingBackend,
+    ask,
+    click_link,
+    finish,
+    history_open,
+    saved,
+)
+from tkchat.generate.backend import Message, Sampling
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.model_file import bundled_model_path
+from tkchat.ui.app import ChatApp
+from tkchat.ui.transcript import AnswerView
+
+pytestmark = pytest.mark.gui
+
+QUESTION = "tell me a version"
+VERSIONS = ("Version **one**.", "Version **two**.", "Version **three**.")
+SHOWN = ("Version one.", "Version two.", "Version three.")  # as rendered
+
+
+def header(app: ChatApp, view: AnswerView) -> str:
+    text = app.transcript.text
+    start = text.index(view.head_mark)
+    return text.get(start, f"{start} lineend")
+
+
+def last_answer(app: ChatApp) -> AnswerView:
+    view = app.transcript.entries[-1]
+    assert isinstance(view, AnswerView)
+    return view
+
+
+def rendered(root: tk.Misc, app: ChatApp) -> None:
+    pump_until(root, lambda: not app.transcript.painter.busy, timeout=WAIT_S, what="render")
+
+
+def three_versions(root: tk.Misc, app: ChatApp, backend: RecordingBackend) -> AnswerView:
+    """Ask once and regenerate twice: the answer then has three versions, the last shown."""
+    backend.text = VERSIONS[0]
+    ask(root, app, QUESTION)
+    assert "◀" not in header(app, last_answer(app))  # one version: no links
+    for count, version in ((2, VERSIONS[1]), (3, VERSIONS[2])):
+        backend.text = version
+        assert app.regenerate()
+        finish(root, app, count)
+    return last_answer(app)
+
+
+def only(text: str, wanted: str) -> bool:
+    """``wanted`` is in ``text`` and no other version is."""
+    return wanted in text and all(other not in text for other in SHOWN if other != wanted)
+
+
+def test_regenerate_keeps_every_answer_and_the_one_chosen_is_the_chat(
+    root: tk.Tk, make_app, tmp_path: Path
+) -> None:
+    backend = RecordingBackend(rate=0)
+    app = make_app(backend, history=True)
+    history_open(root, app)
+    answer = three_versions(root, app, backend)
+    assert header(app, answer).endswith("◀ 3/3 ▶")
+    assert app.transcript.link_index(answer, "next") is None  # nothing after the newest
+    assert only(app.transcript.plain_text(), SHOWN[2])
+
+    click_link(root, app, answer, "prev")
+    rendered(root, app)
+    assert header(app, answer).endswith("◀ 2/3 ▶")
+    assert only(app.transcript.plain_text(), SHOWN[1])  # in its place, rendered
+    assert answer.rendered and answer.text == VERSIONS[1]
+    assert app.session.messages[-1] == Message("assistant", VERSIONS[1])
+    assert saved(app)[-1] == ("assistant", VERSIONS[1], "complete")
+    chat = app.archive.conversation_id
+    assert chat is not None and app.archive.store is not None
+    assert app.archive.store.variant_texts(app.archive.store.messages(chat)[-1].id) == [
+        (version, "complete") for version in VERSIONS
+    ]
+
+    path = tmp_path / "chat.md"
+    app.archive.export(chat, "markdown", path)
+    exported = path.read_text(encoding="utf-8")
+    assert VERSIONS[1] in exported and VERSIONS[0] not in exported
+    assert VERSIONS[2] not in exported
+
+    # Another chat, then this one again from the store: the version chosen, still 2/3.
+    app.new_chat()
+    ask(root, app, "something else")
+    app.conversations.show(chat)
+    pump_until(root, lambda: not app.showing_conversation, timeout=WAIT_S, what="the chat")
+    rendered(root, app)
+    reopened = last_answer(app)
+    assert header(app, reopened).endswith("◀ 2/3 ▶")
+    assert only(app.transcript.plain_text(), SHOWN[1])
+    click_link(root, app, reopened, "next")  # its other versions came back too
+    rendered(root, app)
+    assert header(app, reopened).endswith("◀ 3/3 ▶")
+    assert only(app.transcript.plain_text(), SHOWN[2])
+    click_link(root, app, reopened, "prev")
+    rendered(root, app)
+
+    # The next question is asked after version 2, and the chat goes on from it.
+    backend.text = "And then."
+    ask(root, app, "and then?")
+    assert backend.requests[-1].messages[-3:] == (
+        Message("user", QUESTION),
+        Message("assistant", VERSIONS[1]),
+        Message("user", "and then?"),
+    )
+    assert [content for _role, content, _status in saved(app)] == [
+        QUESTION,
+        VERSIONS[1],
+        "and then?",
+        "And then.",
+    ]
+    assert "◀ 2/3 ▶" in header(app, reopened)  # an earlier answer keeps its links
+
+    # Chosen in the middle of the chat: replaced in its place, what follows stays after it.
+    click_link(root, app, reopened, "prev")
+    rendered(root, app)
+    text = app.transcript.plain_text()
+    assert only(text, SHOWN[0])
+    assert text.index(SHOWN[0]) < text.index("and then?") < text.index("And then.")
+    assert header(app, reopened).endswith("◀ 1/3 ▶")
+    assert app.session.messages[-3] == Message("assistant", VERSIONS[0])
+    assert saved(app)[1] == ("assistant", VERSIONS[0], "complete")
+
+
+def test_a_stopped_version_shows_its_note_and_links_wait_while_one_streams(
+    root: tk.Tk, make_app
+) -> None:
+    backend = RecordingBackend(rate=0, text="Complete answer.")
+    app = make_app(backend, history=True)
+    history_open(root, app)
+    ask(root, app, "q")
+    backend.rate, backend.text = 40, "slow " * 400
+    assert app.regenerate()
+    streaming = app.answer
+    assert streaming is not None
+    pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
+    assert header(app, streaming).endswith("◀ 2/2 ▶")
+    # While it streams its links do nothing (drawn, but not links).
+    assert app.transcript.link_index(streaming, "prev") is None
+    assert not app.show_version(streaming, -1)
+    app.stop()
+    rendered(root, app)
+    stopped = last_answer(app)
+    note = app.t("transcript.stopped")
+    assert app.transcript.plain_text().rstrip().endswith(note)
+
+    click_link(root, app, stopped, "prev")
+    rendered(root, app)
+    text = app.transcript.plain_text().rstrip()
+    assert text.endswith("Complete answer.") and note not in text  # its note went with it
+    assert header(app, stopped).endswith("◀ 1/2 ▶")
+    click_link(root, app, stopped, "next")
+    rendered(root, app)
+    assert app.transcript.plain_text().rstrip().endswith(note)  # and comes back with its version
+    assert saved(app)[-1][2] == "stopped"
+
+
+def test_a_regenerate_after_reopening_takes_a_seed_no_version_had(root: tk.Tk, make_app) -> None:
+    backend = RecordingBackend(rate=0)
+    app = make_app(backend, history=True, sampling=Sampling(seed=5))
+    history_open(root, app)
+    three_versions(root, app, backend)
+    chat = app.archive.conversation_id
+    app.new_chat()
+    app.conversations.show(chat)
+    pump_until(root, lambda: not app.showing_conversation, timeout=WAIT_S, what="the chat")
+    assert app.session.regenerations == 0
+    backend.text = "Version four."
+    assert app.regenerate()
+    finish(root, app, 4)
+    assert [request.sampling.seed for request in backend.requests] == [5, 6, 7, 8]
+    assert header(app, last_answer(app)).endswith("◀ 4/4 ▶")
+
+
+@pytest.mark.model
+def test_the_real_model_regenerates_and_the_first_answer_is_one_click_back(
+    root: tk.Tk, make_app
+) -> None:
+    bundled = bundled_model_path()
+    assert bundled is not None
+    app = make_app(
+        LlamaBackend(str(bundled)), sampling=Sampling(seed=11, max_tokens=16, temperature=1.0)
+    )
+    app.send("Name a colour.")
+    finish(root, app, 1)
+    first = last_answer(app).text
+    assert app.regenerate()
+    finish(root, app, 2)
+    answer = last_answer(app)
+    assert header(app, answer).endswith("◀ 2/2 ▶")
+    click_link(root, app, answer, "prev")
+    rendered(root, app)
+    assert answer.text == first and app.session.messages[-1] == Message("assistant", first)
+    assert header(app, answer).endswith("◀ 1/2 ▶")
