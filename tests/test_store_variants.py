@@ -112,3 +112,67 @@ def test_the_writer_streams_a_new_version_into_the_same_message(tmp_path: Path) 
     assert (messages[1].id, messages[1].content, messages[1].variant) == (first, "two", 1)
     assert store.variant_texts(first) == [("one", "complete"), ("two", "complete")]
     store.close()
+
+
+def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "h.sqlite3"
+    with ConversationStore(path) as store:
+        chat = store.create("C").id
+        first = store.add_message(chat, "user", "Q1")
+        store.add_message(chat, "assistant", "A1")
+        question = store.add_message(chat, "user", "Q2")
+        store.add_message(chat, "assistant", "A2", "stopped")
+        store.new_variant(chat)  # A2 regenerated: a branch keeps only the version shown
+        store.update_message(store.messages(chat)[-1].id, content="A2b", status="complete")
+        store.add_message(chat, "user", "Q3")
+        assert store.new_question_variant(chat, 2, "Q2 edited") == question
+        store.add_message(chat, "assistant", "A2 edited")
+
+        def chat_now() -> list[tuple[str, str]]:
+            return [(m.role, m.content) for m in store.messages(chat)]
+
+        assert chat_now() == [
+            ("user", "Q1"),
+            ("assistant", "A1"),
+            ("user", "Q2 edited"),
+            ("assistant", "A2 edited"),
+        ]
+        shown = store.messages(chat)[2]
+        assert (shown.variant, shown.variants) == (1, 2)
+        assert store.variant_tails(question) == [
+            [("assistant", "A2b", "complete"), ("user", "Q3", "complete")],
+            [],
+        ]
+        assert "A2b" not in store.export_markdown(chat)
+
+        store.choose_variant(question, 0)  # the old branch comes back, the new one is kept
+        assert chat_now() == [
+            ("user", "Q1"),
+            ("assistant", "A1"),
+            ("user", "Q2"),
+            ("assistant", "A2b"),
+            ("user", "Q3"),
+        ]
+        assert store.variant_tails(question) == [[], [("assistant", "A2 edited", "complete")]]
+        assert [m["content"] for m in store.export_json(chat)["conversation"]["messages"]] == [
+            "Q1",
+            "A1",
+            "Q2",
+            "A2b",
+            "Q3",
+        ]
+        assert store.search("A2 edited") == []  # what is put aside is not the chat
+        # The first question edited, with everything after it.
+        assert store.new_question_variant(chat, 0, "Q1 again") == first
+        assert chat_now() == [("user", "Q1 again")]
+        with pytest.raises(StoreError):
+            store.new_question_variant(chat, 1, "no question there")
+    with ConversationStore(path) as store:  # reopened: all of it is still there
+        store.choose_variant(first, 0)
+        messages = store.messages(chat)
+        assert [m.content for m in messages] == ["Q1", "A1", "Q2", "A2b", "Q3"]
+        # Inside a branch put aside only the version shown was kept: Q2's own is gone.
+        assert (messages[2].variant, messages[2].variants) == (0, 1)
+        assert store.variant_tails(first) == [[], []]

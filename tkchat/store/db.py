@@ -426,7 +426,7 @@ class ConversationStore:
             )
             return cursor.rowcount
 
-    # -- versions of a regenerated answer ----------------------------------------------------
+    # -- versions of a regenerated answer, branches of an edited question -------------------
 
     def new_variant(self, conversation_id: int) -> int:
         """Regenerate: the conversation's last message (an answer) gets a new, empty version,
@@ -463,10 +463,47 @@ class ConversationStore:
         kept[shown.variant] = (shown.content, shown.status)
         return [kept.get(slot, ("", "complete")) for slot in range(shown.variants)]
 
+    def new_question_variant(self, conversation_id: int, position: int, text: str) -> int:
+        """Edit and resend: the question at ``position`` gets a new version, ``text``, shown
+        from now on, with nothing after it yet; the one shown so far is kept as a version
+        with the messages that followed it (its branch, see :func:`_tail_json`). Returns the
+        question's id (its answer is then added after it as usual)."""
+        content = text_value(text, "message")
+        with self._writing("keep the earlier question") as conn:
+            self._touch(conn, conversation_id, _now())
+            row = conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages "
+                "WHERE conversation_id = ? AND position = ?",
+                (conversation_id, position),
+            ).fetchone()
+            if row is None or row[3] != "user":
+                raise StoreError(f"There is no question at {position}.", kind="not_found")
+            question = StoredMessage(*row)
+            self._keep_shown(conn, question, self._cut_tail(conn, question))
+            conn.execute(
+                "UPDATE messages SET content = ?, status = 'complete', variant = ? WHERE id = ?",
+                (content, question.variants, question.id),
+            )
+            return question.id
+
+    def variant_tails(self, message_id: int) -> list[list[tuple[Role, str, Status]]]:
+        """For each version of a question, by slot, the messages of its branch as (role,
+        content, status); the version shown has [] here (its branch is the conversation
+        itself), and so has every version of an answer."""
+        shown = self.message(message_id)
+        with self._reading("read the question's branches") as conn:
+            rows = conn.execute(
+                "SELECT slot, tail FROM message_variants WHERE message_id = ?", (message_id,)
+            ).fetchall()
+        tails = {slot: _tail_from_json(tail) for slot, tail in rows if slot != shown.variant}
+        return [tails.get(slot, []) for slot in range(shown.variants)]
+
     def choose_variant(self, message_id: int, slot: int) -> None:
         """Show version ``slot`` of a message: the conversation continues from it, export
-        writes it. The version shown so far is kept."""
-        with self._writing("choose the answer shown") as conn:
+        writes it. The version shown so far is kept. For a question, the branches are
+        swapped too: the messages after it are put aside with the version shown so far,
+        and those of the chosen version's branch take their place (one transaction)."""
+        with self._writing("choose the version shown") as conn:
             row = conn.execute(
                 f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
             ).fetchone()
@@ -477,25 +514,52 @@ class ConversationStore:
                 raise StoreError(f"Message {message_id} has no version {slot}.", kind="invalid")
             if slot == current.variant:
                 return
-            self._keep_shown(conn, current)
+            question = current.role == "user"
+            self._keep_shown(conn, current, self._cut_tail(conn, current) if question else None)
             chosen = conn.execute(
-                "SELECT content, status FROM message_variants WHERE message_id = ? AND slot = ?",
+                "SELECT content, status, tail FROM message_variants "
+                "WHERE message_id = ? AND slot = ?",
                 (message_id, slot),
             ).fetchone()
-            content, status = chosen if chosen is not None else ("", "complete")
+            content, status, tail = chosen if chosen is not None else ("", "complete", None)
             conn.execute(
                 "UPDATE messages SET content = ?, status = ?, variant = ? WHERE id = ?",
                 (content, status, slot, message_id),
             )
-            self._touch(conn, current.conversation_id, _now())
+            now = _now()
+            for offset, (role, text, state) in enumerate(_tail_from_json(tail), start=1):
+                conn.execute(
+                    "INSERT INTO messages (conversation_id, position, role, content, status, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (current.conversation_id, current.position + offset, role, text, state, now),
+                )
+            self._touch(conn, current.conversation_id, now)
 
     @staticmethod
-    def _keep_shown(conn: sqlite3.Connection, message: StoredMessage) -> None:
+    def _keep_shown(
+        conn: sqlite3.Connection, message: StoredMessage, tail: str | None = None
+    ) -> None:
         conn.execute(
-            "INSERT OR REPLACE INTO message_variants (message_id, slot, content, status) "
-            "VALUES (?, ?, ?, ?)",
-            (message.id, message.variant, message.content, message.status),
+            "INSERT OR REPLACE INTO message_variants (message_id, slot, content, status, tail) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (message.id, message.variant, message.content, message.status, tail),
         )
+
+    @staticmethod
+    def _cut_tail(conn: sqlite3.Connection, question: StoredMessage) -> str:
+        """Delete the messages after ``question`` and return them as a branch's JSON (their
+        own other versions go with them: a branch keeps the version each one showed)."""
+        rows = conn.execute(
+            "SELECT role, content, status FROM messages WHERE conversation_id = ? "
+            "AND position > ? ORDER BY position",
+            (question.conversation_id, question.position),
+        ).fetchall()
+        conn.execute(
+            "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
+            (question.conversation_id, question.position),
+        )
+        tail = [{"role": role, "content": text, "status": status} for role, text, status in rows]
+        return json.dumps(tail, ensure_ascii=False)
 
     def mark_interrupted(self) -> int:
         """At start-up: every message still ``streaming`` (its writer was killed) becomes
@@ -683,3 +747,19 @@ __all__ = [
     "to_export",
     "to_markdown",
 ]
+
+
+def _tail_from_json(tail: str | None) -> list[tuple[Role, str, Status]]:
+    """A branch put aside (see :meth:`ConversationStore._cut_tail`); one that does not read
+    as such (edited by hand) is an error, not a guess."""
+    if tail is None:
+        return []
+    try:
+        items = json.loads(tail)
+        branch = [(item["role"], item["content"], item["status"]) for item in items]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreError("A kept branch of this chat is damaged.", kind="invalid") from exc
+    for role, content, status in branch:
+        if role not in ROLES or status not in STATUSES or not isinstance(content, str):
+            raise StoreError("A kept branch of this chat is damaged.", kind="invalid")
+    return branch

@@ -12,10 +12,13 @@ Schema (version 2)
     :data:`~tkchat.store.records.STATUSES`. ``content`` and ``status`` are those of the
     version shown (``variant``, from 0), which is what the conversation continues from and
     what export writes. (Version 2 added ``variant``.)
-``message_variants(message_id, slot, content, status)``
-    the other versions of a regenerated answer, by slot. The row whose slot is the message's
-    ``variant`` may be stale: the ``messages`` row is the truth for the version shown, and it
-    is copied here when another version is chosen. (Added in version 2.)
+``message_variants(message_id, slot, content, status, tail)``
+    the other versions of a regenerated answer or an edited question, by slot. The row whose
+    slot is the message's ``variant`` may be stale: the ``messages`` row is the truth for the
+    version shown, and it is copied here when another version is chosen. ``tail``, for a
+    question's version: the messages that followed it in its branch, a JSON list of
+    ``{"role", "content", "status"}`` (only the version shown of each: versions inside a
+    branch put aside are not kept); NULL for an answer's. (Added in version 2.)
 ``messages_fts``
     an optional full-text index over ``messages.content``. It is derived data, so it is not
     part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
@@ -61,8 +64,8 @@ _SCHEMA_1 = (
 
 # version -> the statements that bring version-1 up to it. Add a new entry (never edit an old
 # one) when the schema changes; migrate() runs them in order, inside one transaction.
-# Version 2: regenerate keeps every answer ("◀ 2/3 ▶"). An old file's messages get variant 0
-# and no other versions, so it reads exactly as before.
+# Version 2: regenerate keeps every answer ("◀ 2/3 ▶"), an edited question keeps its old branch.
+# An old file's messages get variant 0 and no other versions, so it reads exactly as before.
 _SCHEMA_2 = (
     "ALTER TABLE messages ADD COLUMN variant INTEGER NOT NULL DEFAULT 0",
     """CREATE TABLE message_variants (
@@ -71,6 +74,7 @@ _SCHEMA_2 = (
         content TEXT NOT NULL,
         status TEXT NOT NULL
             CHECK (status IN ('complete', 'streaming', 'interrupted', 'stopped', 'error')),
+        tail TEXT,
         PRIMARY KEY (message_id, slot)
     )""",
 )
