@@ -23,7 +23,7 @@ from tkchat.generate.backend import Message, Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.ui.app import ChatApp
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript import AnswerView, UserView
 
 pytestmark = pytest.mark.gui
 
@@ -208,3 +208,153 @@ def test_the_real_model_regenerates_and_the_first_answer_is_one_click_back(
     rendered(root, app)
     assert answer.text == first and app.session.messages[-1] == Message("assistant", first)
     assert header(app, answer).endswith("◀ 1/2 ▶")
+
+
+# -- an edited question keeps its branch ---------------------------------------------------------
+
+TURNS = (("alpha?", "Alpha."), ("bravo?", "Bravo."), ("charlie?", "Charlie."))
+
+
+def question_header(app: ChatApp, index: int) -> str:
+    view = app.transcript.entries[index]
+    assert isinstance(view, UserView)
+    start = app.transcript.text.index(view.head_mark)
+    return app.transcript.text.get(start, f"{start} lineend")
+
+
+def chat_on_screen(app: ChatApp) -> list[tuple[str, str]]:
+    return [(entry.role, entry.text) for entry in app.transcript.entries]
+
+
+def branch_shown(root: tk.Misc, app: ChatApp) -> None:
+    pump_until(root, lambda: not app.showing_conversation, timeout=WAIT_S, what="the branch")
+    rendered(root, app)
+
+
+def test_an_edited_question_keeps_the_old_branch_one_click_away(
+    root: tk.Tk, make_app, tmp_path: Path
+) -> None:
+    backend = RecordingBackend(rate=0)
+    app = make_app(backend, history=True)
+    history_open(root, app)
+    for question, reply in TURNS:
+        backend.text = reply
+        ask(root, app, question)
+    old = [
+        (role, text)
+        for question, reply in TURNS
+        for role, text in (("user", question), ("assistant", reply))
+    ]
+    assert "◀" not in question_header(app, 2)
+
+    click_link(root, app, app.transcript.entries[2], "edit")
+    app.input.set_draft("bravo, revised?")
+    backend.text = "Revised."
+    count = len(app.finished)
+    assert app.send()
+    finish(root, app, count + 1)
+    new = [*old[:2], ("user", "bravo, revised?"), ("assistant", "Revised.")]
+    assert chat_on_screen(app) == new
+    assert question_header(app, 2).endswith("◀ 2/2 ▶")
+    assert saved(app) == [(role, text, "complete") for role, text in new]
+
+    # ◀ on the question: the old question and everything that followed it, in order.
+    click_link(root, app, app.transcript.entries[2], "prev")
+    branch_shown(root, app)
+    assert chat_on_screen(app) == old
+    assert question_header(app, 2).endswith("◀ 1/2 ▶")
+    text = app.transcript.plain_text()
+    positions = [text.index(content) for _role, content in old]
+    assert positions == sorted(positions) and "Revised." not in text
+    assert [(m.role, m.content) for m in app.session.messages[1:]] == old
+    assert saved(app) == [(role, text, "complete") for role, text in old]
+    chat = app.archive.conversation_id
+    path = tmp_path / "chat.md"
+    app.archive.export(chat, "markdown", path)
+    exported = path.read_text(encoding="utf-8")
+    assert "Charlie." in exported and "Revised." not in exported
+
+    # The next question goes on from the branch shown.
+    backend.text = "Delta."
+    ask(root, app, "delta?")
+    assert backend.requests[-1].messages[1:] == tuple(
+        Message(role, text) for role, text in [*old, ("user", "delta?")]
+    )
+
+    # Reopened from the store: the branch chosen, and the other one still a click away.
+    app.new_chat()
+    ask(root, app, "elsewhere")
+    app.conversations.show(chat)
+    branch_shown(root, app)
+    assert chat_on_screen(app) == [*old, ("user", "delta?"), ("assistant", "Delta.")]
+    assert question_header(app, 2).endswith("◀ 1/2 ▶")
+    click_link(root, app, app.transcript.entries[2], "next")
+    branch_shown(root, app)
+    assert chat_on_screen(app) == new
+    assert [(m.role, m.content) for m in app.session.messages[1:]] == new
+    assert saved(app) == [(role, text, "complete") for role, text in new]
+    click_link(root, app, app.transcript.entries[2], "prev")  # and back, with "delta?" in it
+    branch_shown(root, app)
+    assert chat_on_screen(app)[-2:] == [("user", "delta?"), ("assistant", "Delta.")]
+
+
+def test_showing_another_branch_stops_the_answer_streaming_in_this_one(
+    root: tk.Tk, make_app
+) -> None:
+    backend = RecordingBackend(rate=0, text="First.")
+    app = make_app(backend, history=True)
+    history_open(root, app)
+    ask(root, app, "one?")
+    click_link(root, app, app.transcript.entries[0], "edit")
+    app.input.set_draft("one, again?")
+    backend.rate, backend.text = 40, "slow " * 400
+    assert app.send()
+    streaming = app.answer
+    assert streaming is not None
+    pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
+    click_link(root, app, app.transcript.entries[0], "prev")
+    branch_shown(root, app)
+    assert app.answer is None and not app.controller.is_generating()
+    assert chat_on_screen(app) == [("user", "one?"), ("assistant", "First.")]
+    click_link(root, app, app.transcript.entries[0], "next")  # kept as it was stopped
+    branch_shown(root, app)
+    assert app.transcript.plain_text().rstrip().endswith(app.t("transcript.stopped"))
+    assert saved(app)[-1][2] == "stopped"
+
+
+def test_a_long_branch_is_put_on_screen_in_slices(root: tk.Tk, make_app) -> None:
+    """300 messages in one callback would be a long task (200 took 85 ms): the click
+    draws the question, the branch follows in slices, and nothing is sent meanwhile."""
+    app = make_app(RecordingBackend(rate=0), history=True)
+    history_open(root, app)
+    store = app.archive.store
+    assert store is not None
+    chat = store.create("Long").id
+    store.add_message(chat, "user", "first?")
+    for number in range(150):
+        store.add_message(chat, "assistant", f"Answer **{number}**.")
+        store.add_message(chat, "user", f"question {number}?")
+    store.new_question_variant(chat, 0, "first, shorter?")
+    store.add_message(chat, "assistant", "Short.")
+    app.conversations.show(chat)
+    branch_shown(root, app)
+    assert len(app.transcript.entries) == 2
+
+    text = app.transcript.text
+    index = app.transcript.link_index(app.transcript.entries[0], "prev")
+    assert index is not None
+    text.see(index)
+    root.update()
+    x, y, width, height = text.bbox(index)
+    text.event_generate("<Button-1>", x=x + width // 2, y=y + height // 2)  # handled now
+    assert len(app.transcript.entries) == 1  # the question; its branch comes in slices
+    assert app.showing_conversation and not app.send("not now")
+    sizes = []
+    while app.showing_conversation:  # one event at a time: how far each slice got
+        root.tk.dooneevent(0)
+        sizes.append(len(app.transcript.entries))
+    assert len(set(sizes)) > 2, sizes
+    branch_shown(root, app)
+    assert len(app.transcript.entries) == 301
+    assert app.transcript.entries[-1].text == "question 149?"
+    assert len(app.session.chat) == 301 and len(saved(app)) == 301

@@ -269,7 +269,7 @@ class ChatApp(ChatLayout):
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             root.geometry(window_size(root, *WINDOW_SIZE_WITH_SIDEBAR))
         self.archive: History | None = self.conversations.archive if self.conversations else None
-        self.versions = AnswerVersions(self.transcript, self.session, self.archive)
+        self.versions = AnswerVersions(self.transcript, self.session, self.archive, self.scheduler)
         self.files = ConversationFiles(
             root, self.t, self.status, self.archive, self._open_conversation
         )
@@ -349,17 +349,19 @@ class ChatApp(ChatLayout):
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
         if text is None:
             self.input.clear()
-            if self.editing is not None:
-                self._rewind_to(self.editing)
+        edited = self.editing if text is None else None
         self.editing = None
-        self.transcript.add_user(prompt)
-        self.session.ask(prompt)
-        if self.archive is not None:
-            self.archive.question(
-                prompt,
-                system_prompt=self.session.system_prompt,
-                settings_from=self.session.sampling,
-            )
+        if edited is not None:
+            self._resend(edited, prompt)
+        else:
+            question = self.transcript.add_user(prompt)
+            self.session.ask(prompt)
+            if self.archive is not None:
+                question.saved_as = self.archive.question(
+                    prompt,
+                    system_prompt=self.session.system_prompt,
+                    settings_from=self.session.sampling,
+                )
         return self._generate(self.session.request())
 
     def _draft_fits(self, prompt: str) -> bool:
@@ -475,14 +477,21 @@ class ChatApp(ChatLayout):
         self.editing = None
         self.stop()  # an answer still ending ends now: its version is kept as it is
         versions = versions_after_regenerate(entries[-1])
-        self._rewind_to(entries[-1], saved=False)  # the saved answer takes the new version
+        self._rewind_to(entries[-1])  # the saved answer takes the new version
         request = self.session.regenerate_request(len(versions) - 1)
         return self._generate(request, versions)
 
-    def show_version(self, view: AnswerView, step: int) -> bool:
-        """An answer's ◀ / ▶: the chat goes on from that version of it."""
+    def show_version(self, view: UserView | AnswerView, step: int) -> bool:
+        """A message's ◀ / ▶: the chat goes on from that version of it (a question's: with
+        its branch, so an answer streaming after it stops first)."""
+        if isinstance(view, UserView):
+            if self.showing_conversation or not self.versions.can_show(view, step):
+                return False
+            self.stop()
+            self.context.rewound(self.transcript.entries.index(view))
         if not self.versions.show(view, step):
             return False
+        self._update_actions()
         self._measure_context()
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
         return True
@@ -496,22 +505,37 @@ class ChatApp(ChatLayout):
         self.focus_input()
         self.status.say("app.editing", number=self.transcript.entries.index(view) + 1)
 
+    def _resend(self, view: UserView, prompt: str) -> None:
+        """Send an edited question: it becomes the question's next version, in place of it
+        and all that followed, which stay a click away (◀ on the question)."""
+        self.stop()  # an answer still ending ends now: the branch keeps it as it ended
+        versions, branches = self.versions.resent(view, prompt)
+        index = self.transcript.entries.index(view)
+        self._rewind_to(view)
+        question = self.transcript.add_user(prompt, versions, branches)
+        self.session.ask(prompt)
+        if self.archive is not None:
+            question.saved_as = self.archive.question(
+                prompt,
+                system_prompt=self.session.system_prompt,
+                settings_from=self.session.sampling,
+                edited=index,
+            )
+
     def cancel_edit(self) -> None:
         if self.editing is not None:
             self.editing = None
             self.input.clear()
             self.status.say("app.edit_cancelled")
 
-    def _rewind_to(self, view: UserView | AnswerView, *, saved: bool = True) -> None:
-        """Forget ``view`` and everything after it: screen, model context and (``saved``)
-        saved copy."""
+    def _rewind_to(self, view: UserView | AnswerView) -> None:
+        """Take ``view`` and everything after it off the screen and out of the model's
+        context (the saved conversation keeps them as versions: see the callers)."""
         self.stop()
         keep = self.transcript.entries.index(view)
         self.transcript.remove_from(view)
         self.context.rewound(keep)
         self.session.rewind(keep)
-        if self.archive is not None and saved:
-            self.archive.truncate(keep)
         self._update_actions()
 
     def _escape(self) -> None:
@@ -664,8 +688,10 @@ class ChatApp(ChatLayout):
 
     @property
     def showing_conversation(self) -> bool:
-        """Whether a saved conversation is still being put on screen."""
-        return self.conversations is not None and self.conversations.showing
+        """Whether a saved conversation (or a question's other branch) is still being put
+        on screen."""
+        showing = self.conversations is not None and self.conversations.showing
+        return showing or self.versions.showing
 
     def _history_ready(self, conversations: list[Conversation]) -> None:
         """The store is open: reopen the latest conversation, unless one has begun or a

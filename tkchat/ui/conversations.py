@@ -20,7 +20,7 @@ from tkchat.ui.history import History
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.sidebar import ConversationSidebar
-from tkchat.ui.transcript import Transcript
+from tkchat.ui.transcript import Transcript, UserView
 from tkchat.ui.translator import Translator
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
@@ -152,21 +152,18 @@ class SavedConversations:
         started = time.perf_counter()
         while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
             message = self._to_show.popleft()
-            if message.role == "user":
-                self.transcript.add_user(message.content)
-            elif message.role == "assistant":
-                versions = self.archive.versions(message)
-                view = self.transcript.begin_answer(versions, message.variant)
-                view.saved_as = message.id
-                self.transcript.append(view, message.content, live=False)
-                self.transcript.finish(
-                    view,
-                    stopped=message.status == "stopped",
-                    interrupted=message.status == "interrupted",
-                    error=self.transcript.t("transcript.failed")
-                    if message.status == "error"
-                    else None,
-                )
+            if message.role not in ("user", "assistant"):
+                continue
+            versions = self.archive.versions(message)
+            view = self.transcript.add_saved(
+                message.role, message.content, message.status, versions, message.variant
+            )
+            view.saved_as = message.id
+            if isinstance(view, UserView) and versions:  # an edited question: its branches
+                view.versions = [text for text, _status in versions]
+                view.branches = self.archive.branches(message)
+                view.shown = message.variant
+                self.transcript.redraw_version_links(view)
         if self._to_show:
             self.scheduler.once("show-conversation", 1, self._show_some)
         else:

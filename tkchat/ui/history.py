@@ -32,7 +32,7 @@ from tkchat.store import (
     settings_from_sampling,
 )
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript import AnswerView, Branch, UserView
 
 TITLE_CHARS = 48
 POLL_MS = 100
@@ -66,9 +66,6 @@ class History:
         self.writer: StoreWriter | None = None
         self.conversation_id: int | None = None
         self._answer: tuple[AnswerView, MessageTicket, int] | None = None  # view, ticket, saved
-        # The first question was edited and the title was still made from it: the next
-        # question (the edited one) names the chat again. A title the user chose stays.
-        self._retitle = False
         self._errors: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._opened = _Opened()
         self._thread = threading.Thread(target=self._open, name="tkchat-history", daemon=True)
@@ -109,10 +106,21 @@ class History:
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def question(self, text: str, *, system_prompt: str, settings_from: Sampling) -> None:
-        """The user's question, committed before its answer starts (see the module docstring)."""
+    def question(
+        self,
+        text: str,
+        *,
+        system_prompt: str,
+        settings_from: Sampling,
+        edited: int | None = None,
+    ) -> int | None:
+        """The user's question, committed before its answer starts (see the module
+        docstring); returns its id. ``edited``: it is a new version of chat message
+        ``edited`` (a question), whose branch is kept (:meth:`ConversationStore.
+        new_question_variant`). Editing the first question names the chat after it again,
+        unless the user renamed it."""
         if self.store is None:
-            return
+            return None
         try:
             if self.conversation_id is None:
                 conversation = self.store.create(
@@ -121,12 +129,24 @@ class History:
                     settings=settings_from_sampling(settings_from),
                 )
                 self.conversation_id = conversation.id
-            elif self._retitle:
-                self.store.rename(self.conversation_id, auto_title(text))
-            self._retitle = False
-            self.store.add_message(self.conversation_id, "user", text)
+            elif edited is not None:
+                return self._new_version(self.store, self.conversation_id, edited, text)
+            return self.store.add_message(self.conversation_id, "user", text)
         except StoreError as exc:
             self.on_warning(str(exc))
+            return None
+
+    def _new_version(
+        self, store: ConversationStore, conversation_id: int, index: int, text: str
+    ) -> int:
+        if self.writer is not None:
+            self.writer.flush(timeout=2.0)  # the answer it is still saving is in the branch
+        chat = [m for m in store.messages(conversation_id) if m.role != "system"]
+        if index >= len(chat):
+            raise StoreError("The question edited is not in the saved chat.", kind="not_found")
+        if index == 0 and store.get(conversation_id).title == auto_title(chat[0].content):
+            store.rename(conversation_id, auto_title(text))  # (a title of one's own stays)
+        return store.new_question_variant(conversation_id, chat[index].position, text)
 
     def answer_started(self, view: AnswerView) -> None:
         """A new answer streams into ``view``; a regenerate's (it has earlier versions) is
@@ -142,12 +162,26 @@ class History:
         view.saved_as = ticket
         self._answer = (view, ticket, 0)
 
-    def version_chosen(self, view: AnswerView) -> None:
-        """The answer in ``view`` shows another of its versions: the saved conversation
-        continues from it and exports it (written by the writer thread, in order after the
-        answer's own text)."""
+    def version_chosen(self, view: UserView | AnswerView) -> None:
+        """The message in ``view`` shows another of its versions (a question: with its
+        branch): the saved conversation continues from it and exports it (written by the
+        writer thread, in order after what is queued before, such as an answer's text)."""
         if self.writer is not None and view.saved_as is not None:
             self.writer.choose_variant(view.saved_as, view.shown)
+
+    def branches(self, message: StoredMessage) -> list[Branch]:
+        """For each version of a saved question, the branch that followed it (the shown
+        one's: []). Main thread (a read)."""
+        if self.store is None or message.variants < 2:
+            return []
+        try:
+            return [
+                [(role, text, str(status)) for role, text, status in tail]
+                for tail in self.store.variant_tails(message.id)
+            ]
+        except StoreError as exc:
+            self.on_warning(str(exc))
+            return [[] for _slot in range(message.variants)]
 
     def versions(self, message: StoredMessage) -> list[tuple[str, str]]:
         """Every version of a saved answer, (text, status) by number; [] for an answer with
@@ -199,24 +233,6 @@ class History:
             operation(self.store)
         except StoreError as exc:
             self.on_warning(str(exc))
-
-    def truncate(self, keep: int) -> None:
-        """Keep the current conversation's first ``keep`` chat messages, delete the rest
-        (edit and resend, regenerate). The writer is flushed first: the answer it is still
-        saving may be among those deleted."""
-        if self.store is None or self.conversation_id is None:
-            return
-        if self.writer is not None:
-            self.writer.flush(timeout=2.0)
-        conversation_id = self.conversation_id
-
-        def shorten(store: ConversationStore) -> None:
-            chat = [m for m in store.messages(conversation_id) if m.role != "system"]
-            if keep == 0 and chat:
-                self._retitle = store.get(conversation_id).title == auto_title(chat[0].content)
-            store.truncate_after(conversation_id, chat[keep - 1].position if keep else -1)
-
-        self.run(shorten)
 
     def save_settings(self, system_prompt: str, sampling: Sampling) -> None:
         """The current conversation's system prompt and sampling (the settings dialog)."""

@@ -14,9 +14,10 @@ are text with a tag, not widgets, so 200 messages cost no widgets at all. A clic
 message by comparing the click's index with each message's ``head_mark`` (a binary search).
 
 An answer regenerated keeps its earlier versions: its header then also shows "◀ 2/3 ▶", links
-drawn the same way (disabled, in the muted colour, while that answer streams). Showing another
-version replaces the answer's text and its end note ([stopped], the error) in place, and paints
-it in slices like a saved answer; what follows it on screen does not move.
+drawn the same way (not links while that answer streams). Showing another version replaces
+the answer's text and its end note ([stopped], the error) in place, and paints it in slices
+like a saved answer; what follows it on screen does not move. A question edited and sent
+again has versions too, each with the branch that followed it (ui/answer_versions.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer 
 NAV_TAG = "versions"  # the whole "◀ n/m ▶" of a header, to find it again and redraw it
 
 
+Branch = list[tuple[str, str, str]]  # messages after a question's version: (role, text, status)
+
+
 @dataclass
 class UserView:
     """One question on screen."""
@@ -53,6 +57,12 @@ class UserView:
     head_mark: str  # the start of its header line
     text: str
     role: str = "user"
+    # Every version of an edited question (from 0), with the branch that followed each; the
+    # one shown's entries are brought up to date when another is shown. Empty: only one.
+    versions: list[str] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)
+    shown: int = 0
+    saved_as: int | None = None  # its message's id in the store (History sets it)
 
 
 @dataclass
@@ -136,7 +146,7 @@ class Transcript(ttk.Frame):
         # after a copy ("message" or "code"), so the app can say so; on_version(view, step)
         # for "◀" (-1) and "▶" (+1).
         self.on_edit: Callable[[UserView], None] | None = None
-        self.on_version: Callable[[AnswerView, int], object] | None = None
+        self.on_version: Callable[[UserView | AnswerView, int], object] | None = None
         self.on_copied: Callable[[str], None] | None = None
 
     # -- writing -------------------------------------------------------------------------------
@@ -161,7 +171,7 @@ class Transcript(ttk.Frame):
         return mark
 
     def _header(
-        self, who: str, actions: tuple[str, ...], view: AnswerView | None = None
+        self, who: str, actions: tuple[str, ...], view: UserView | AnswerView | None = None
     ) -> list[object]:
         """Insert arguments for a header line: who, then the links (then an answer's
         versions, if it has several)."""
@@ -177,11 +187,27 @@ class Transcript(ttk.Frame):
             args += _version_links(view)
         return [*args, "\n", ("who",)]
 
-    def add_user(self, message: str) -> UserView:
+    def add_user(
+        self,
+        message: str,
+        versions: list[str] | None = None,
+        branches: list[Branch] | None = None,
+        shown: int | None = None,
+    ) -> UserView:
+        """A question at the end; ``versions`` (with their ``branches``), if it was edited:
+        ``shown`` is the one this is (by default the last)."""
         keeper = self._adding_at_end()
-        view = UserView(len(self.entries) + 1, self._head_mark(), message)
-        shown, _column = soft_break(message, 0)
-        self._write("end", *self._header("transcript.you", ACTIONS), shown + "\n", ("user",))
+        view = UserView(
+            len(self.entries) + 1,
+            self._head_mark(),
+            message,
+            versions=list(versions or []),
+            branches=list(branches or []),
+            shown=len(versions or [1]) - 1 if shown is None else shown,
+        )
+        shown_text, _column = soft_break(message, 0)
+        header = self._header("transcript.you", ACTIONS, view)
+        self._write("end", *header, shown_text + "\n", ("user",))
         self.entries.append(view)
         keeper.restore()
         return view
@@ -376,7 +402,33 @@ class Transcript(ttk.Frame):
             return "⚠ " + self.t("transcript.failed"), ("error",)
         return None
 
-    def _redraw_version_links(self, view: AnswerView) -> None:
+    def add_saved(
+        self,
+        role: str,
+        text: str,
+        status: str,
+        versions: list[tuple[str, str]] | None = None,
+        shown: int | None = None,
+    ) -> UserView | AnswerView:
+        """Put a saved message (or one of a branch shown again) on screen at the end, its
+        markdown left to the painter's slices. ``versions``/``shown``: an answer's."""
+        if role == "user":
+            return self.add_user(text)
+        view = self.begin_answer(versions, shown)
+        self.append(view, text, live=False)
+        self.finish(
+            view,
+            stopped=status == "stopped",
+            interrupted=status == "interrupted",
+            error=self.t("transcript.failed") if status == "error" else None,
+        )
+        return view
+
+    def redraw_version_links(self, view: UserView | AnswerView) -> None:
+        """After a question's versions changed: its "◀ n/m ▶" again."""
+        self._redraw_version_links(view)
+
+    def _redraw_version_links(self, view: UserView | AnswerView) -> None:
         """Write an answer's "◀ n/m ▶" again (after a regenerate ended, or another version
         was shown); in its header line, where it was or at the line's end."""
         # (The index first: in "head-3 lineend" Tk would read the mark's name up to its "-".)
@@ -480,7 +532,7 @@ class Transcript(ttk.Frame):
             self.copy(view.text, "message")
         elif action == "edit" and isinstance(view, UserView) and self.on_edit is not None:
             self.on_edit(view)
-        elif action in VERSION_STEPS and isinstance(view, AnswerView) and self.on_version:
+        elif action in VERSION_STEPS and self.on_version is not None:
             self.on_version(view, VERSION_STEPS[action])
 
     def copy(self, text: str, what: str) -> None:
@@ -500,13 +552,13 @@ def _label_tag(key: str) -> str:
     return "label-" + key.rsplit(".", 1)[-1]
 
 
-def _version_links(view: AnswerView) -> list[object]:
-    """Insert arguments for "◀ n/m ▶" (nothing for an answer with one version). A link that
+def _version_links(view: UserView | AnswerView) -> list[object]:
+    """Insert arguments for "◀ n/m ▶" (nothing for a message with one version). A link that
     leads nowhere, or any while the answer streams, is drawn without its ``act-`` tag."""
     count = len(view.versions)
     if count < 2:
         return []
-    ended = view.status != "streaming"
+    ended = not isinstance(view, AnswerView) or view.status != "streaming"
 
     def link(symbol: str, step: str, possible: bool) -> list[object]:
         tags = ("who", NAV_TAG, "action", f"act-{step}") if ended and possible else ("who", NAV_TAG)
