@@ -358,3 +358,34 @@ def test_a_long_branch_is_put_on_screen_in_slices(root: tk.Tk, make_app) -> None
     assert len(app.transcript.entries) == 301
     assert app.transcript.entries[-1].text == "question 149?"
     assert len(app.session.chat) == 301 and len(saved(app)) == 301
+
+
+def test_without_history_the_branches_live_in_the_window(root: tk.Tk, make_app) -> None:
+    backend = RecordingBackend(rate=0)
+    app = make_app(backend)
+    for question, reply in TURNS[:2]:
+        backend.text = reply
+        ask(root, app, question)
+    click_link(root, app, app.transcript.entries[0], "edit")
+    app.input.set_draft("alpha, again?")
+    backend.text = "Again."
+    count = len(app.finished)
+    assert app.send()
+    finish(root, app, count + 1)
+    assert chat_on_screen(app) == [("user", "alpha, again?"), ("assistant", "Again.")]
+    ask(root, app, "more?")
+    click_link(root, app, app.transcript.entries[2], "edit")  # an edit under way ...
+    assert app.editing is not None
+    click_link(root, app, app.transcript.entries[0], "prev")
+    branch_shown(root, app)
+    assert app.editing is None and app.input.draft == ""  # ... went with its branch
+    assert app.status.get() == "Edit cancelled."
+    expected = [
+        ("user", "alpha?"),
+        ("assistant", "Alpha."),
+        ("user", "bravo?"),
+        ("assistant", "Bravo."),
+    ]
+    assert chat_on_screen(app) == expected
+    assert [(m.role, m.content) for m in app.session.chat] == expected
+    assert question_header(app, 0).endswith("◀ 1/2 ▶")

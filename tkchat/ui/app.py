@@ -491,6 +491,8 @@ class ChatApp(ChatLayout):
             self.context.rewound(self.transcript.entries.index(view))
         if not self.versions.show(view, step):
             return False
+        if self.editing is not None and self.editing not in self.transcript.entries:
+            self.cancel_edit()  # the question being edited went with the branch
         self._update_actions()
         self._measure_context()
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
