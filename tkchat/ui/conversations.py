@@ -20,7 +20,7 @@ from tkchat.ui.history import History
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.sidebar import ConversationSidebar
-from tkchat.ui.transcript import Transcript, UserView
+from tkchat.ui.transcript import Transcript
 from tkchat.ui.translator import Translator
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
@@ -154,16 +154,15 @@ class SavedConversations:
             message = self._to_show.popleft()
             if message.role not in ("user", "assistant"):
                 continue
-            versions = self.archive.versions(message)
             view = self.transcript.add_saved(
-                message.role, message.content, message.status, versions, message.variant
+                message.role,
+                message.content,
+                message.status,
+                self.archive.versions(message),
+                message.variant,
+                self.archive.branches(message) if message.role == "user" else None,
             )
             view.saved_as = message.id
-            if isinstance(view, UserView) and versions:  # an edited question: its branches
-                view.versions = [text for text, _status in versions]
-                view.branches = self.archive.branches(message)
-                view.shown = message.variant
-                self.transcript.redraw_version_links(view)
         if self._to_show:
             self.scheduler.once("show-conversation", 1, self._show_some)
         else:

@@ -409,11 +409,14 @@ class Transcript(ttk.Frame):
         status: str,
         versions: list[tuple[str, str]] | None = None,
         shown: int | None = None,
+        branches: list[Branch] | None = None,
     ) -> UserView | AnswerView:
         """Put a saved message (or one of a branch shown again) on screen at the end, its
-        markdown left to the painter's slices. ``versions``/``shown``: an answer's."""
+        markdown left to the painter's slices. ``versions``/``shown``: its versions, if it
+        has several, as (text, status); ``branches``: a question's."""
         if role == "user":
-            return self.add_user(text)
+            texts = [version for version, _status in versions or []]
+            return self.add_user(text, texts, branches, shown)
         view = self.begin_answer(versions, shown)
         self.append(view, text, live=False)
         self.finish(
@@ -423,10 +426,6 @@ class Transcript(ttk.Frame):
             error=self.t("transcript.failed") if status == "error" else None,
         )
         return view
-
-    def redraw_version_links(self, view: UserView | AnswerView) -> None:
-        """After a question's versions changed: its "◀ n/m ▶" again."""
-        self._redraw_version_links(view)
 
     def _redraw_version_links(self, view: UserView | AnswerView) -> None:
         """Write an answer's "◀ n/m ▶" again (after a regenerate ended, or another version
