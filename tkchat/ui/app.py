@@ -349,19 +349,19 @@ class ChatApp(ChatLayout):
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
         if text is None:
             self.input.clear()
-        edited = self.editing if text is None else None
+            if self.editing is not None:
+                edited, self.editing = self.editing, None
+                self._resend(edited, prompt)
+                return self._generate(self.session.request())
         self.editing = None
-        if edited is not None:
-            self._resend(edited, prompt)
-        else:
-            question = self.transcript.add_user(prompt)
-            self.session.ask(prompt)
-            if self.archive is not None:
-                question.saved_as = self.archive.question(
-                    prompt,
-                    system_prompt=self.session.system_prompt,
-                    settings_from=self.session.sampling,
-                )
+        self.transcript.add_user(prompt)
+        self.session.ask(prompt)
+        if self.archive is not None:
+            self.archive.question(
+                prompt,
+                system_prompt=self.session.system_prompt,
+                settings_from=self.session.sampling,
+            )
         return self._generate(self.session.request())
 
     def _draft_fits(self, prompt: str) -> bool:
@@ -468,14 +468,12 @@ class ChatApp(ChatLayout):
         screen and on disk; the earlier ones stay a click away (◀ ▶)."""
         if not self._can_generate():
             return False
-        if self.controller.is_generating():
-            self.stop()
+        self.stop()  # an answer still streaming or ending ends now: its version is kept so
         entries = self.transcript.entries
         if not entries or not isinstance(entries[-1], AnswerView):
             self.status.say("app.regenerate_none")
             return False
         self.editing = None
-        self.stop()  # an answer still ending ends now: its version is kept as it is
         versions = versions_after_regenerate(entries[-1])
         self._rewind_to(entries[-1])  # the saved answer takes the new version
         request = self.session.regenerate_request(len(versions) - 1)
@@ -499,7 +497,8 @@ class ChatApp(ChatLayout):
         return True
 
     def edit(self, view: UserView) -> None:
-        """Put a past question in the box; sending it replaces it and all that follows."""
+        """Put a past question in the box; sending it replaces it and all that follows
+        (which stay as the question's earlier version: :meth:`_resend`)."""
         if self.showing_conversation:
             return
         self.editing = view

@@ -62,7 +62,7 @@ class UserView:
     versions: list[str] = field(default_factory=list)
     branches: list[Branch] = field(default_factory=list)
     shown: int = 0
-    saved_as: int | None = None  # its message's id in the store (History sets it)
+    saved_as: int | None = None  # its message's id in the store, once it has versions
 
 
 @dataclass
