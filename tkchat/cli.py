@@ -230,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     bench.add_argument(
+        "--readme",
+        metavar="NAME",
+        help="keep this run as tkchat/measure/runs/NAME.json and rewrite README.md's "
+        "<!-- bench:NAME --> block from it (the README's figures are never typed)",
+    )
+    bench.add_argument(
         "--report",
         type=Path,
         metavar="DIR",
@@ -448,6 +454,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not all(_usable(m, "bench") for m in modes):
             return 2
+        if args.readme is not None:
+            from tkchat.measure.readme_figures import ReadmeFiguresError, require_block
+
+            try:
+                require_block(args.readme)
+            except ReadmeFiguresError as exc:
+                print(f"tkchat bench: {exc}", file=sys.stderr)
+                return 2
         return run_bench(
             BenchOptions(
                 backend=args.backend,
@@ -459,6 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                 cancels=args.cancels,
                 idle_s=args.idle_seconds,
                 json_path=args.json,
+                readme_block=args.readme,
                 report_dir=args.report,
                 transport=args.transport,
                 prompt_tokens=args.prompt_tokens,
