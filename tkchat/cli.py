@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tkchat import __version__
+from tkchat.generate.backend import Sampling
 from tkchat.generate.context import MAX_N_CTX, MIN_N_CTX
+from tkchat.generate.llama_backend import MAX_AUTO_N_CTX
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES, OUTSIDE_FORM, check_mode, is_outside_mode
 from tkchat.teach.compare import COMPARE_TOOLKITS
@@ -85,7 +87,7 @@ def _model_options() -> argparse.ArgumentParser:
         default=None,
         metavar="TOKENS",
         help="local model: the context in tokens (default: the model's trained context, at "
-        "most 8,192, or what Settings chose for that model; this wins over both)",
+        f"most {MAX_AUTO_N_CTX:,}, or what Settings chose for that model; this wins over both)",
     )
     group.add_argument(
         "--rate",
@@ -131,13 +133,13 @@ def _window_options() -> argparse.ArgumentParser:
         "--max-tokens",
         type=int,
         default=None,
-        help="answer length limit (default: the saved setting, else 512)",
+        help=f"answer length limit (default: the saved setting, else {Sampling().max_tokens})",
     )
     group.add_argument(
         "--temperature",
         type=float,
         default=None,
-        help="sampling temperature (default: the saved setting, else 0.3)",
+        help=f"sampling temperature (default: the saved setting, else {Sampling().temperature})",
     )
     group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
     group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
