@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tkchat import __version__
+from tkchat.generate.backend import Sampling
 from tkchat.generate.context import MAX_N_CTX, MIN_N_CTX
+from tkchat.generate.llama_backend import MAX_AUTO_N_CTX
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES, OUTSIDE_FORM, check_mode, is_outside_mode
 from tkchat.teach.compare import COMPARE_TOOLKITS
@@ -85,7 +87,7 @@ def _model_options() -> argparse.ArgumentParser:
         default=None,
         metavar="TOKENS",
         help="local model: the context in tokens (default: the model's trained context, at "
-        "most 8,192, or what Settings chose for that model; this wins over both)",
+        f"most {MAX_AUTO_N_CTX:,}, or what Settings chose for that model; this wins over both)",
     )
     group.add_argument(
         "--rate",
@@ -131,13 +133,13 @@ def _window_options() -> argparse.ArgumentParser:
         "--max-tokens",
         type=int,
         default=None,
-        help="answer length limit (default: the saved setting, else 512)",
+        help=f"answer length limit (default: the saved setting, else {Sampling().max_tokens})",
     )
     group.add_argument(
         "--temperature",
         type=float,
         default=None,
-        help="sampling temperature (default: the saved setting, else 0.3)",
+        help=f"sampling temperature (default: the saved setting, else {Sampling().temperature})",
     )
     group.add_argument("--seed", type=int, default=None, help="fixed sampling seed")
     group.add_argument("--geometry", help="window size and place, Tk style: 900x700+0+0")
@@ -229,6 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the real window and measure every mode, with baselines, in one run.",
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
+    bench.add_argument(
+        "--readme",
+        metavar="NAME",
+        help="keep this run as tkchat/measure/runs/NAME.json and rewrite README.md's "
+        "<!-- bench:NAME --> block from it (the README's figures are never typed)",
+    )
     bench.add_argument(
         "--report",
         type=Path,
@@ -448,6 +456,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not all(_usable(m, "bench") for m in modes):
             return 2
+        if args.readme is not None:
+            from tkchat.measure.readme_figures import ReadmeFiguresError, require_block
+
+            try:
+                require_block(args.readme)
+            except ReadmeFiguresError as exc:
+                print(f"tkchat bench: {exc}", file=sys.stderr)
+                return 2
         return run_bench(
             BenchOptions(
                 backend=args.backend,
@@ -459,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
                 cancels=args.cancels,
                 idle_s=args.idle_seconds,
                 json_path=args.json,
+                readme_block=args.readme,
                 report_dir=args.report,
                 transport=args.transport,
                 prompt_tokens=args.prompt_tokens,
