@@ -259,9 +259,11 @@ def test_an_edited_question_keeps_the_old_branch_one_click_away(
     assert saved(app) == [(role, text, "complete") for role, text in new]
 
     # ◀ on the question: the old question and everything that followed it, in order.
+    assert app.status.get().startswith("Done")
     click_link(root, app, app.transcript.entries[2], "prev")
     branch_shown(root, app)
     assert chat_on_screen(app) == old
+    assert app.status.get().startswith("Ready")  # the "Done" was about the branch put away
     assert question_header(app, 2).endswith("◀ 1/2 ▶")
     text = app.transcript.plain_text()
     positions = [text.index(content) for _role, content in old]

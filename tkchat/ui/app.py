@@ -491,6 +491,9 @@ class ChatApp(ChatLayout):
             return False
         if self.editing is not None and self.editing not in self.transcript.entries:
             self.cancel_edit()  # the question being edited went with the branch
+        elif self.model_ready and not self.controller.is_generating():
+            # "Done — 52 tokens" was about the version just put away
+            self.status.say("app.ready_again", name=self.controller.backend.name)
         self._update_actions()
         self._measure_context()
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
