@@ -15,7 +15,6 @@ import time
 import tkinter as tk
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from tkinter import ttk
 
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
@@ -64,6 +63,7 @@ from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
+from tkchat.ui.typing_home import TypingHome
 from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,8 @@ class ChatApp(ChatLayout):
             self.set_chaos(options.chaos)
         self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
 
-        home = self._then_typing_home
+        self.typing = TypingHome(root, lambda: self.input, self.scheduler)
+        home = self.typing.then
         commands = ButtonCommands(
             home(self.send), home(self.stop), home(self.regenerate), home(self.toggle_language)
         )
@@ -216,7 +217,7 @@ class ChatApp(ChatLayout):
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
             anchor=self.banner_anchor,
-            refocus=self._typing_home,
+            refocus=self.typing.now,
             timeline=lambda master: LagTimeline(
                 master,
                 self.scheduler,
@@ -236,7 +237,7 @@ class ChatApp(ChatLayout):
             self.remembered,
             make=options.backend_factory or (lambda kind: make_backend(kind)),
             on_unloading=self._model_unloading,
-            on_dialog_closed=self._typing_home_soon,
+            on_dialog_closed=self.typing.soon,
         )
         self.catalogue = ModelCatalogue(
             root, self.t, self.status, self.scheduler, self.remembered, self.models.load
@@ -264,8 +265,8 @@ class ChatApp(ChatLayout):
             self.panes.insert(0, sidebar, weight=1)
             # A chat picked with the mouse: type into it at once. (Picked with the arrow keys,
             # the list keeps the focus, so the arrows go on working.)
-            sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self._typing_home_soon(), add="+")
-            sidebar.new_button.configure(command=self._then_typing_home(self.new_chat))
+            sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self.typing.soon(), add="+")
+            sidebar.new_button.configure(command=self.typing.then(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             root.geometry(window_size(root, *WINDOW_SIZE_WITH_SIDEBAR))
         self.archive: History | None = self.conversations.archive if self.conversations else None
@@ -328,7 +329,7 @@ class ChatApp(ChatLayout):
         commands.update(self.appearance.commands())
         # After a menu item or a shortcut, the next key typed goes to the message box (unless
         # the command opened somewhere else to type: a dialog, the search box).
-        commands = {name: self._then_typing_home(command) for name, command in commands.items()}
+        commands = {name: self.typing.then(command) for name, command in commands.items()}
         self.menubar = MenuBar(self.root, self.t, commands)
         self.appearance.show_in(self.menubar)
         bind_shortcuts(self.root, commands)
@@ -555,45 +556,11 @@ class ChatApp(ChatLayout):
             self.shortcut_sheet.lift()
             return
         self.shortcut_sheet = ShortcutSheet(self.root, self.t)
-        self.shortcut_sheet.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
-
-    def _then_typing_home(self, command: Callable[[], object]) -> Callable[[], object]:
-        """``command``, then :meth:`_typing_home` (for buttons, menu items and shortcuts)."""
-
-        def run() -> object:
-            result = command()
-            self._typing_home()
-            return result
-
-        return run
-
-    def _typing_home(self) -> None:
-        """The next key typed goes to the message box — unless the focus is where the user
-        types on purpose: the box itself, an entry (search, rename), or another window (a
-        dialog). A button or a list that kept the focus after a click would otherwise take
-        the keys: a space pressed it again."""
-        if self.closed:
-            return
-        try:
-            focused = self.root.focus_get()
-        except (KeyError, tk.TclError):  # a focused widget Tkinter does not know (a popdown)
-            focused = None
-        typing_elsewhere = focused is not None and (
-            focused.winfo_toplevel() is not self.root
-            or (
-                isinstance(focused, (tk.Entry, ttk.Entry)) and not isinstance(focused, ttk.Combobox)
-            )
-        )
-        if focused is not self.input and not typing_elsewhere:
-            self.input.focus_set()
-
-    def _typing_home_soon(self) -> None:
-        """:meth:`_typing_home` once Tk has moved the focus (after a click, a closed dialog)."""
-        self.scheduler.when_idle("typing-home", self._typing_home)
+        self.shortcut_sheet.bind("<Destroy>", lambda _e: self.typing.soon(), add="+")
 
     def focus_input(self) -> None:
         """Ctrl+L: type without reaching for the mouse."""
-        self.input.focus_end()
+        self.typing.into_box()
 
     def _update_actions(self) -> None:
         """Regenerate needs an answer to replace, and a model to answer."""
@@ -881,7 +848,7 @@ class ChatApp(ChatLayout):
             model_context=self._model_context(),
             on_context=self.choose_context,
         )
-        self.settings_dialog.bind("<Destroy>", lambda _e: self._typing_home_soon(), add="+")
+        self.settings_dialog.bind("<Destroy>", lambda _e: self.typing.soon(), add="+")
 
     def apply_settings(self, system_prompt: str, sampling: Sampling, font_size: int | None) -> None:
         """From the next answer on: this conversation's prompt and sampling (saved with it),
