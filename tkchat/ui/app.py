@@ -19,8 +19,7 @@ from dataclasses import dataclass, replace
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
 from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
-from tkchat.generate.context import MIN_ANSWER_ROOM
-from tkchat.generate.controller import ContextMeasure, GenerationController
+from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
 from tkchat.generate.remote import RemoteBackend
@@ -69,9 +68,6 @@ from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 log = logging.getLogger(__name__)
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
 BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
-# Bytes a chat template may add around a system prompt and a question (role markers, BOS):
-# a draft whose bytes fit with this to spare fits without counting (see _draft_fits).
-TEMPLATE_MARGIN = 256
 WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/scaling.py)
 
 
@@ -190,12 +186,15 @@ class ChatApp(ChatLayout):
         self.draft = DraftCounter(
             self.draft_label,
             self.input,
-            self._count_draft,
             self.scheduler,
             self.t,
-            on_counted=self._draft_counted,
+            self.status,
+            controller,
+            self.session,
+            model_ready=lambda: self.model_ready,
+            stop=self.stop,
+            send=self.send,
         )
-        self.waiting_send: str | None = None  # a draft sent before its count was known
         self.live_figure = LiveFigures(
             self.probe,
             self.transcript,
@@ -366,46 +365,18 @@ class ChatApp(ChatLayout):
         return self._generate(self.session.request())
 
     def _draft_fits(self, prompt: str) -> bool:
-        """Whether the box's text can be sent: refused here, before it reaches the transcript,
-        when even with the earlier turns left out it leaves no room for an answer (the
-        worker's own test, :mod:`tkchat.generate.context`). A text that may not fit and whose
-        count is not in yet waits for it, and is sent then if it fits."""
-        backend = self.controller.backend
-        if not backend.context_known:
-            return True  # a server fits its own context, and says so if it cannot
-        # A token is at least one byte of the prompt: a text this short cannot overflow,
-        # whatever the count says (the margin covers the chat template's own tokens).
-        room = backend.n_ctx - MIN_ANSWER_ROOM - TEMPLATE_MARGIN
-        if len(prompt.encode()) + len(self.session.system_prompt.encode()) <= room:
-            return True
-        figure = self.draft.figure_for(prompt)
-        if figure is None:
-            # Send stops a streaming answer, as it always does: the count needs the model
-            # too, and the user asked for the new question, not for the rest of this answer.
-            self.stop()
-            self.waiting_send = prompt
-            self.status.say("app.draft_counting")
-            self.draft.refresh()
-            return False
-        if figure.too_long:
-            tokens = "?" if figure.tokens is None else f"{figure.tokens:,}"
-            self.status.say("app.draft_too_long", tokens=tokens, n_ctx=f"{figure.n_ctx:,}")
-            return False
-        return True  # (a count that failed does not hold the message back)
+        """Whether the box's text can be sent now (the draft counter knows, or finds out)."""
+        return self.draft.fits(prompt)
 
-    def _count_draft(self, text: str) -> ContextMeasure | None:
-        """Start counting ``text`` as the next question (None: nothing to count with)."""
-        if not self.model_ready or not self.controller.backend.context_known:
-            return None
-        return self.controller.measure_context(self.session.request_for(text), draft=True)
+    @property
+    def waiting_send(self) -> str | None:
+        """A draft sent before its count was known, kept by the draft counter (here for
+        :meth:`send`, which lets go of it)."""
+        return self.draft.waiting
 
-    def _draft_counted(self) -> None:
-        """A draft sent while it was being counted: send it now, or say why not."""
-        waiting = self.waiting_send
-        if waiting is not None and waiting == self.input.draft.strip():
-            self.send()
-        else:
-            self.waiting_send = None
+    @waiting_send.setter
+    def waiting_send(self, text: str | None) -> None:
+        self.draft.waiting = text
 
     def _can_generate(self) -> bool:
         if self.model_failed and not self.controller.loading:
@@ -650,7 +621,7 @@ class ChatApp(ChatLayout):
         self.editing = None
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
-        self.waiting_send = None  # it was for the chat that is going away
+        self.draft.waiting = None  # it was for the chat that is going away
         self.draft.refresh()
 
     def _open_conversation(self, conversation_id: int) -> None:
