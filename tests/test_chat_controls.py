@@ -41,10 +41,11 @@ from tkchat.store import settings_from_sampling
 from tkchat.store.settings import load_settings
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import model_switch
-from tkchat.ui.app import PROJECTOR_SIZE, AppOptions, ChatApp
+from tkchat.ui.app import AppOptions, ChatApp
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.menubar import MENUS
 from tkchat.ui.model_picker import ModelPicker
+from tkchat.ui.text_size import PROJECTOR_SIZE
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 
 pytestmark = pytest.mark.gui
@@ -722,9 +723,9 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     run("lessons")
     assert app.teaching.lesson_panel is None
     run("projector")
-    assert app.projector and app.transcript.body_font.cget("size") >= PROJECTOR_SIZE
+    assert app.text_size.projector and app.transcript.body_font.cget("size") >= PROJECTOR_SIZE
     run("projector")
-    assert not app.projector and app.transcript.body_font.cget("size") == BODY_FONT_SIZE
+    assert not app.text_size.projector and app.transcript.body_font.cget("size") == BODY_FONT_SIZE
     run("theme_dark")
     assert app.appearance.palette.dark and app.menubar.checked("theme_dark")
     run("theme_light")

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import KEEP_ALIVE, layout_problems, pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.ui.app import PROJECTOR_SIZE
 from tkchat.ui.fit import BREAK_OPPORTUNITY, NO_BREAK, breakable
+from tkchat.ui.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
 
 pytestmark = pytest.mark.gui
 
@@ -38,7 +38,7 @@ def crowded_window(root: tk.Tk, make_app, lang: str):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -> None:
     app = crowded_window(root, make_app, lang)
-    app.set_projector(True)
+    app.text_size.set_projector(True)
     pump_for(root, 0.3)
     assert app.fonts.size >= PROJECTOR_SIZE
     panel = app.teaching.lesson_panel
@@ -48,17 +48,45 @@ def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -
     big = tkfont.Font(root=root, font=app.health.heartbeat.cget("font")).actual()["size"]
     assert big > app.fonts.size
     assert layout_problems(root) == []
-    app.set_projector(False)
+    app.text_size.set_projector(False)
     pump_for(root, 0.2)
     assert app.fonts.size < PROJECTOR_SIZE
     assert layout_problems(root) == []
+
+
+def test_projector_mode_off_gives_back_the_chats_list_and_the_size_and_remembers_neither(
+    root: tk.Tk, make_app
+) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    sidebar = str(app.conversations.sidebar)
+
+    def panes() -> list[str]:
+        return [str(pane) for pane in app.panes.panes()]
+
+    def heartbeat_size() -> int:
+        font = tkfont.Font(root=root, font=app.health.heartbeat.cget("font"))
+        return int(font.actual()["size"])
+
+    app.text_size.set(13)  # the user's own size, remembered
+    normal_heartbeat = heartbeat_size()
+    assert app.remembered.current.font_size == 13 and panes()[0] == sidebar
+    app.text_size.set_projector(True)
+    assert app.text_size.projector and sidebar not in panes()  # the class needs the room
+    assert app.fonts.size == PROJECTOR_SIZE
+    assert heartbeat_size() == PROJECTOR_SIZE + BIG_FIGURE_STEP
+    app.text_size.set_projector(True)  # again: nothing happens (the size before is kept)
+    app.text_size.set_projector(False)
+    assert not app.text_size.projector and panes()[0] == sidebar
+    assert app.fonts.size == 13 and heartbeat_size() == normal_heartbeat
+    assert app.remembered.current.font_size == 13  # the projector's sizes were not kept
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_four_steps_bigger_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -> None:
     app = crowded_window(root, make_app, lang)
     for _ in range(4):
-        app.change_font_size(+1)
+        app.text_size.change(+1)
     pump_for(root, 0.3)
     assert layout_problems(root) == []
 
@@ -84,7 +112,7 @@ def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app
     """As a class sees it: projector on, a lesson's demo set up from the panel, sent."""
     app = make_app(ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True)
     root.geometry(SCREEN_720P)
-    app.set_projector(True)
+    app.text_size.set_projector(True)
     panel = app.teaching.lesson_panel
     for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
         panel.select(lesson)
@@ -156,7 +184,7 @@ def test_every_screen_cuts_nothing(
         what="the chat in the sidebar",
     )
     for _ in range(steps):
-        app.change_font_size(+1)
+        app.text_size.change(+1)
     pump_for(root, 0.4)
     assert layout_problems(root) == []
     if scaling is not None:

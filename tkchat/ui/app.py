@@ -60,14 +60,13 @@ from tkchat.ui.settings_dialog import ChatSettingsDialog, ModelContext
 from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
+from tkchat.ui.text_size import TextSize
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.translator import Translator, has_cjk_font
 from tkchat.ui.typing_home import TypingHome
 from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog
 
 log = logging.getLogger(__name__)
-PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
-BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
 WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/scaling.py)
 
 
@@ -142,8 +141,6 @@ class ChatApp(ChatLayout):
         self.autosend = options.autosend
         self.settings_dialog: ChatSettingsDialog | None = None
         self.shortcut_sheet: ShortcutSheet | None = None
-        self.projector = False
-        self._size_before_projector = BODY_FONT_SIZE
         self.chaos: Chaos | None = None
         if options.chaos is not None:
             self.set_chaos(options.chaos)
@@ -244,7 +241,15 @@ class ChatApp(ChatLayout):
         self.fonts = FontSizer(root)
         self.fonts.on_change(self.transcript.set_font_size)
         self.fonts.on_change(self.teaching.set_font_size)
-        self.fonts.on_change(self._resize_big_figures)
+        self.text_size = TextSize(
+            self.fonts,
+            self.remembered,
+            self.status,
+            self.health,
+            self.top_bar,
+            self.panes,
+            sidebar=lambda: self.conversations.sidebar if self.conversations else None,
+        )
         self.conversations: SavedConversations | None = None
         if options.history:
             self.conversations = SavedConversations(
@@ -286,12 +291,12 @@ class ChatApp(ChatLayout):
         if options.show_lessons:
             self.teaching.toggle_lessons()
         # Always once: Tk's named fonts are then in points, which follow the screen's DPI.
-        self.set_font_size(settings.font_size or BODY_FONT_SIZE, save=False)
+        self.text_size.set(settings.font_size or BODY_FONT_SIZE, save=False)
         self.appearance.start(
             options.theme or settings.theme, settings.chat_only and not options.teach
         )
         if options.projector:
-            self.set_projector(True)
+            self.text_size.set_projector(True)
         if options.persist_settings and settings.geometry:
             self.root.geometry(settings.geometry.split("+")[0])  # the size; not the place
         self.input.focus_set()
@@ -308,11 +313,11 @@ class ChatApp(ChatLayout):
             "settings": self.open_settings,
             "choose_model": self.models.choose,
             "get_model": self.catalogue.open,
-            "bigger": lambda: self.change_font_size(+1),
-            "smaller": lambda: self.change_font_size(-1),
-            "reset_size": lambda: self.set_font_size(BODY_FONT_SIZE),
+            "bigger": lambda: self.text_size.change(+1),
+            "smaller": lambda: self.text_size.change(-1),
+            "reset_size": lambda: self.text_size.set(BODY_FONT_SIZE),
             "lessons": self.teaching.toggle_lessons,
-            "projector": lambda: self.set_projector(not self.projector),
+            "projector": lambda: self.text_size.set_projector(not self.text_size.projector),
             "shortcuts": self.show_shortcuts,
             "language": self.toggle_language,
         }
@@ -801,7 +806,7 @@ class ChatApp(ChatLayout):
         self.send_button.configure(state="disabled")
         self._update_actions()
 
-    # -- settings, text size -------------------------------------------------------------------
+    # -- settings ----------------------------------------------------------------------------------
 
     def open_settings(self) -> None:
         """The conversation's system prompt and sampling, and the text size (Ctrl+,)."""
@@ -827,7 +832,7 @@ class ChatApp(ChatLayout):
         self.session.configure(system_prompt, sampling)
         if self.archive is not None:
             self.archive.save_settings(system_prompt, sampling)
-        size = self.set_font_size(font_size or BODY_FONT_SIZE, save=False)
+        size = self.text_size.set(font_size or BODY_FONT_SIZE, save=False)
         self.remembered.change(  # one write for all three
             system_prompt=system_prompt,
             sampling=sampling,
@@ -857,45 +862,6 @@ class ChatApp(ChatLayout):
         self.remembered.change(model_contexts=contexts)
         shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
         self.status.say("app.context_chosen", model=name, n_ctx=shown)
-
-    def change_font_size(self, step: int) -> None:
-        self.set_font_size(self.fonts.size + step)
-
-    def set_font_size(self, size: int, *, save: bool = True) -> int:
-        """The text size setting (View menu, Ctrl+plus/minus/0): the whole window. Returns
-        the size used (clamped)."""
-        size = self.fonts.apply(size)
-        if save:
-            self.remembered.change(font_size=None if size == BODY_FONT_SIZE else size)
-        return size
-
-    def set_projector(self, on: bool) -> None:
-        """Projector mode (View menu, F11, ``--projector``): text large enough for the back of
-        a classroom everywhere (the lesson panel included), and the heartbeat and the lag
-        larger still. Turning it off gives back the size used before."""
-        if on == self.projector:
-            return
-        self.projector = on
-        sidebar = self.conversations.sidebar if self.conversations is not None else None
-        if on:
-            self._size_before_projector = self.fonts.size
-            if sidebar is not None:  # a class needs the room more than the list of chats
-                self.panes.forget(sidebar)
-            self.set_font_size(max(self.fonts.size, PROJECTOR_SIZE), save=False)
-            self.status.say("app.projector_on")
-        else:
-            if sidebar is not None:
-                self.panes.insert(0, sidebar, weight=1)
-            self.health.set_big(None)
-            self.set_font_size(self._size_before_projector, save=False)
-            self.status.say("app.projector_off")
-
-    def _resize_big_figures(self, size: int) -> None:
-        """After a text size change: the projector's figures, and the rows that wrap."""
-        if self.projector:
-            self.health.set_big(size + BIG_FIGURE_STEP)
-        self.health.relayout()
-        self.top_bar.relayout()
 
     def _measure_context(self) -> None:
         """The meter's figure and the draft's, for the conversation as it stands now."""
