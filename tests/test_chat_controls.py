@@ -180,7 +180,7 @@ def set_entry(entry: tk.Misc, text: str) -> None:
 
 
 def open_dialog(root: tk.Misc, app: ChatApp) -> object:
-    dialog = app.settings_dialog
+    dialog = app.chat_settings.dialog
     assert dialog is not None and dialog.winfo_exists()
     pump_until(root, dialog.save_button.winfo_viewable, timeout=WAIT_S, what="the dialog")
     return dialog
@@ -700,8 +700,8 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
         app.conversations.sidebar.search_entry
     )
     run("settings")
-    assert app.settings_dialog is not None and app.settings_dialog.winfo_exists()
-    app.settings_dialog.cancel()
+    assert app.chat_settings.dialog is not None and app.chat_settings.dialog.winfo_exists()
+    app.chat_settings.dialog.cancel()
     run("choose_model")
     picker = app.models.picker
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()

@@ -150,8 +150,8 @@ def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it
     assert app.context_meter.n_ctx == 8192
     assert "trained" not in app.context_meter.full  # all of it: nothing more to say
 
-    app.open_settings()
-    dialog = app.settings_dialog
+    app.chat_settings.open()
+    dialog = app.chat_settings.dialog
     assert dialog is not None and dialog.context is not None
     assert dialog.context.get() == ""  # automatic
     assert "8,192" in dialog.notes["context"].cget("text")
@@ -174,8 +174,8 @@ def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it
     app.toggle_language()
     assert "1,024" in app.status.get() and "训练" in app.status.get()
 
-    app.open_settings()  # back to automatic: the entry goes
-    dialog = app.settings_dialog
+    app.chat_settings.open()  # back to automatic: the entry goes
+    dialog = app.chat_settings.dialog
     assert dialog is not None and dialog.context is not None
     assert dialog.context.get() == "1024"
     dialog.reset()  # "Reset to defaults": automatic
@@ -191,6 +191,32 @@ def test_a_scripted_backend_has_no_context_row(make_app: Callable[..., ChatApp])
 
     app = make_app(ScriptedBackend(rate=0, tokens=3))
     assert "trained" not in app.status.get()
-    app.open_settings()
-    assert app.settings_dialog is not None and app.settings_dialog.context is None
-    app.settings_dialog.cancel()
+    app.chat_settings.open()
+    assert app.chat_settings.dialog is not None and app.chat_settings.dialog.context is None
+    app.chat_settings.dialog.cancel()
+
+
+@pytest.mark.gui
+def test_settings_saved_are_measured_at_once(root: tk.Tk, make_app: Callable[..., ChatApp]) -> None:
+    """A longer system prompt takes more of the context from the moment it is saved: the
+    meter says so before the next answer, and the draft is counted again against it."""
+    from tkchat.generate.scripted import ScriptedBackend
+
+    app = make_app(ScriptedBackend(rate=0, tokens=3))
+    app.send("A first question.")
+    pump_until(root, lambda: len(app.finished) == 1, what="the answer")
+    meter = app.context_meter
+    before = meter.used
+    assert before is not None
+    counts = app.draft.counts
+    app.input.insert("1.0", "a draft")
+    pump_until(root, lambda: app.draft.figure is not None, what="the draft's count")
+    assert app.draft.counts == counts + 1
+    app.chat_settings.apply(" ".join(["long"] * 200), app.session.sampling, None)
+    pump_until(
+        root,
+        lambda: meter.used is not None and meter.used > before + 150,  # (the default prompt went)
+        what="the meter to count the new system prompt",
+    )
+    pump_until(root, lambda: app.draft.counts == counts + 2, what="the draft counted again")
+    assert app.finished and len(app.finished) == 1  # measured, not answered

@@ -132,9 +132,9 @@ def test_the_mode_menu_then_typing(root: tk.Tk, window) -> None:
 
 def test_a_dialog_closed_then_typing(root: tk.Tk, window) -> None:
     app = window
-    app.open_settings()
+    app.chat_settings.open()
     pump_for(root, 0.3)
-    app.settings_dialog.cancel()
+    app.chat_settings.dialog.cancel()
     pump_for(root, 0.3)
     type_text(root, "after the dialog")
     assert typed(app) == "after the dialog"

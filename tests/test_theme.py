@@ -259,8 +259,8 @@ def test_light_and_dark_paint_every_widget_and_switch_live(root: tk.Tk, make_app
     app.appearance.set_theme("dark")  # View ▸ Dark theme
     assert_painted(root, app, DARK)
     # A dialog opened now is dark as well.
-    app.open_settings()
-    dialog = app.settings_dialog
+    app.chat_settings.open()
+    dialog = app.chat_settings.dialog
     assert dialog is not None
     pump_for(root, 0.1)
     assert str(dialog.prompt.cget("background")) == DARK.field

@@ -21,7 +21,6 @@ from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import Backend, GenerationRequest, Sampling
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
 from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
@@ -33,6 +32,7 @@ from tkchat.teach.lessons import Lesson, default_language
 from tkchat.transport.chaos import Chaos
 from tkchat.ui.answer_versions import AnswerVersions, versions_after_regenerate
 from tkchat.ui.appearance import Appearance
+from tkchat.ui.chat_settings import ChatSettings
 from tkchat.ui.context_menus import attach_text_menu
 from tkchat.ui.context_meter import ContextWatch
 from tkchat.ui.conversation_files import ConversationFiles
@@ -56,7 +56,6 @@ from tkchat.ui.remembered import Remembered
 from tkchat.ui.scaling import window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
-from tkchat.ui.settings_dialog import ChatSettingsDialog, ModelContext
 from tkchat.ui.shortcut_sheet import ShortcutSheet
 from tkchat.ui.system_theme import Detected
 from tkchat.ui.teaching import TeachingControls
@@ -139,7 +138,6 @@ class ChatApp(ChatLayout):
         self.last_cancel_ms: float | None = None
         self.final_handled_at: float | None = None  # perf_counter of the last handle_final
         self.autosend = options.autosend
-        self.settings_dialog: ChatSettingsDialog | None = None
         self.shortcut_sheet: ShortcutSheet | None = None
         self.chaos: Chaos | None = None
         if options.chaos is not None:
@@ -278,6 +276,20 @@ class ChatApp(ChatLayout):
         self.files = ConversationFiles(
             root, self.t, self.status, self.archive, self._open_conversation
         )
+        self.chat_settings = ChatSettings(
+            root,
+            self.t,
+            self.status,
+            controller,
+            self.session,
+            self.remembered,
+            self.archive,
+            self.text_size,
+            self.context,
+            self.draft,
+            model_ready=lambda: self.model_ready,
+            on_closed=self.typing.soon,
+        )
 
     def _restore(self, options: AppOptions, settings: AppSettings) -> None:
         """What the user had last time (and asked for on the command line)."""
@@ -310,7 +322,7 @@ class ChatApp(ChatLayout):
             "stop": self.stop,
             "stop_or_cancel_edit": self._escape,
             "focus_input": self.focus_input,
-            "settings": self.open_settings,
+            "settings": self.chat_settings.open,
             "choose_model": self.models.choose,
             "get_model": self.catalogue.open,
             "bigger": lambda: self.text_size.change(+1),
@@ -472,7 +484,7 @@ class ChatApp(ChatLayout):
             # "Done — 52 tokens" was about the version just put away
             self.status.say("app.ready_again", name=self.controller.backend.name)
         self._update_actions()
-        self._measure_context()
+        self.chat_settings.measure_context()
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
         return True
 
@@ -650,7 +662,7 @@ class ChatApp(ChatLayout):
 
     def _conversation_shown(self) -> None:
         self._update_actions()
-        self._measure_context()
+        self.chat_settings.measure_context()
         self._maybe_autosend()
 
     def _storage_warning(self, text: str) -> None:
@@ -718,7 +730,7 @@ class ChatApp(ChatLayout):
         self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
         self.context_meter.set_trained(event.n_ctx_train)
-        self._measure_context()
+        self.chat_settings.measure_context()
         self._maybe_autosend()
 
     def _model_unloading(self) -> None:
@@ -806,68 +818,7 @@ class ChatApp(ChatLayout):
         self.send_button.configure(state="disabled")
         self._update_actions()
 
-    # -- settings ----------------------------------------------------------------------------------
-
-    def open_settings(self) -> None:
-        """The conversation's system prompt and sampling, and the text size (Ctrl+,)."""
-        if self.settings_dialog is not None and self.settings_dialog.winfo_exists():
-            self.settings_dialog.lift()
-            return
-        self.settings_dialog = ChatSettingsDialog(
-            self.root,
-            translate=self.t,
-            system_prompt=self.session.system_prompt,
-            sampling=self.session.sampling,
-            font_size=self.remembered.current.font_size,
-            default_font_size=BODY_FONT_SIZE,
-            on_apply=self.apply_settings,
-            model_context=self._model_context(),
-            on_context=self.choose_context,
-        )
-        self.settings_dialog.bind("<Destroy>", lambda _e: self.typing.soon(), add="+")
-
-    def apply_settings(self, system_prompt: str, sampling: Sampling, font_size: int | None) -> None:
-        """From the next answer on: this conversation's prompt and sampling (saved with it),
-        also the defaults of new conversations; the text size for the whole window."""
-        self.session.configure(system_prompt, sampling)
-        if self.archive is not None:
-            self.archive.save_settings(system_prompt, sampling)
-        size = self.text_size.set(font_size or BODY_FONT_SIZE, save=False)
-        self.remembered.change(  # one write for all three
-            system_prompt=system_prompt,
-            sampling=sampling,
-            font_size=None if size == BODY_FONT_SIZE else size,
-        )
-        self.status.say("app.settings_saved")
-        self._measure_context()
-
-    def _model_context(self) -> ModelContext | None:
-        """The settings dialog's context row: for a local model that has loaded, else none
-        (a server fits its own context; the scripted backend has none to choose)."""
-        backend = self.controller.backend
-        if not self.model_ready or not isinstance(backend, LlamaBackend):
-            return None
-        chosen = self.remembered.current.model_contexts.get(backend.name)
-        return ModelContext(backend.name, chosen, auto_n_ctx(backend.n_ctx_train))
-
-    def choose_context(self, n_ctx: int | None) -> None:
-        """The context for the model in use (None: automatic), remembered by its file name;
-        llama.cpp sizes its cache at load, so it applies the next time the model loads."""
-        name = self.controller.backend.name
-        contexts = dict(self.remembered.current.model_contexts)
-        if n_ctx is None:
-            contexts.pop(name, None)
-        else:
-            contexts[name] = n_ctx
-        self.remembered.change(model_contexts=contexts)
-        shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
-        self.status.say("app.context_chosen", model=name, n_ctx=shown)
-
-    def _measure_context(self) -> None:
-        """The meter's figure and the draft's, for the conversation as it stands now."""
-        if self.model_ready:
-            self.context.measure(self.session.request())
-            self.draft.refresh()
+    # -- live figures, the watchdog ----------------------------------------------------------------
 
     def _watch_cancel(self, worker: GenerationWorker) -> None:
         """Note how long the stopped worker took to leave the model loop (live figure)."""
