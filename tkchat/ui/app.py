@@ -211,7 +211,7 @@ class ChatApp(ChatLayout):
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
             anchor=self.banner_anchor,
-            refocus=self.typing.now,
+            then_typing=self.typing.then,
             timeline=lambda master: LagTimeline(
                 master,
                 self.scheduler,

@@ -57,7 +57,7 @@ class TeachingControls:
         read_figure: Callable[[str], float | None],
         compare_command: Callable[[str], list[str]] | None,
         on_mode_changed: Callable[[], None],
-        refocus: Callable[[], None] = lambda: None,
+        then_typing: Callable[[Callable[[], object]], Callable[[], object]] = lambda c: c,
         timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
@@ -77,13 +77,14 @@ class TeachingControls:
         self.lesson_panel: LessonPanel | None = None
         self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
 
-        self.refocus = refocus  # after a button or the mode box: the keys go back to the chat
-        self.lessons_button = ttk.Button(bar, command=self._then_refocus(self.toggle_lessons))
+        # After a button or the mode box the keys go back to the chat (ui/typing_home.py).
+        self._then_typing = then_typing
+        self.lessons_button = ttk.Button(bar, command=self._then_typing(self.toggle_lessons))
         translate.bind(self.lessons_button, "button.lessons")
         bar.add(self.lessons_button)
         self.compare_button: ttk.Button | None = None
         if compare_command is not None:
-            self.compare_button = ttk.Button(bar, command=self._then_refocus(self.open_compare))
+            self.compare_button = ttk.Button(bar, command=self._then_typing(self.open_compare))
             translate.bind(self.compare_button, "button.compare")
             bar.add(self.compare_button)
         # A pipeline of one's own (``--mode mine.py:Pipeline``) can be chosen again after
@@ -93,7 +94,7 @@ class TeachingControls:
         self.mode_box.set(mode)
         self.mode_box.bind(
             "<<ComboboxSelected>>",
-            lambda _e: self._then_refocus(lambda: self.set_mode(self.mode_box.get()))(),
+            lambda _e: self._then_typing(lambda: self.set_mode(self.mode_box.get()))(),
         )
         mode_label = ttk.Label(bar)
         translate.bind(mode_label, "label.mode")
@@ -101,7 +102,7 @@ class TeachingControls:
         # The chat-only view's line, left of the language button: the figures, then the
         # button that brings the rest back. Left out until that view is chosen.
         self.teach_button = ttk.Button(
-            bar, command=self._then_refocus(lambda: self.on_show_teaching())
+            bar, command=self._then_typing(lambda: self.on_show_teaching())
         )
         translate.bind(self.teach_button, "button.teaching")
         bar.add(self.teach_button)
@@ -125,13 +126,6 @@ class TeachingControls:
         )
         translate.on_change(self._relabel)
         self._show_warning()  # a window started in a broken mode (or one's own) says so at once
-
-    def _then_refocus(self, command: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
-            command()
-            self.refocus()
-
-        return run
 
     @property
     def broken(self) -> bool:
