@@ -183,3 +183,23 @@ def test_a_count_that_fails_does_not_hold_the_message_back(
     pump_until(root, lambda: len(app.finished) == 1, what="the answer")
     assert app.session.chat[0] == Message("user", draft) and app.input.draft == ""
     assert shown(app) == ""
+
+
+def test_a_count_begun_before_the_conversation_changed_is_counted_again(
+    root: tk.Tk, make_app: Callable[..., ChatApp]
+) -> None:
+    """The figure must be about the conversation as it is: a count still running when the
+    conversation changes (settings saved, another branch shown) is not trusted."""
+    app = make_app(LlamaBackend(None))
+    pump_until(root, lambda: app.model_ready, what="the model")
+    type_text(root, app, QUESTION)
+    pump_until(root, lambda: app.draft.figure_for(QUESTION) is not None, what="the count")
+    before = app.draft.counts
+    with app.controller.model_lock:  # the count thread waits for the model here
+        type_text(root, app, " Please.")
+        pump_until(root, lambda: app.draft.counts == before + 1, what="a count to start")
+        app.draft.refresh()  # the conversation changed while it ran
+        pump_for(root, 0.1)
+    text = QUESTION + " Please."
+    pump_until(root, lambda: app.draft.figure_for(text) is not None, what="a fresh count")
+    assert app.draft.counts == before + 2

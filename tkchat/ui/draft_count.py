@@ -5,8 +5,9 @@ Counting needs the model's tokenizer, and tokenizing a 50,000-character paste ta
 a dropped frame per keystroke. So the count runs on a thread
 (:meth:`~tkchat.generate.controller.GenerationController.measure_context`), started
 :data:`DEBOUNCE_MS` after the last change, one at a time; this polls for it. An answer about
-a draft that has changed since is dropped, and the newest draft counted instead; while one
-count runs, further keystrokes only mark it stale.
+a draft that has changed since, or about a conversation that has (refresh), is dropped,
+and the newest draft counted instead; while one count runs, further keystrokes only mark
+it stale.
 
 The same count says whether the draft can be sent at all (the context policy's test, with
 the conversation as it stands): :meth:`DraftCounter.fits` answers Send. A text too short to
@@ -86,7 +87,8 @@ class DraftCounter:
         self.figure: DraftFigure | None = None  # the latest figure, maybe of an older text
         self.waiting: str | None = None  # a draft sent before its count was known
         self.counts = 0  # counts started (tests read it: typing must not start one per key)
-        self._running: tuple[str, ContextMeasure] | None = None
+        self._running: tuple[str, ContextMeasure, int] | None = None
+        self._conversation = 0  # bumped by refresh(): a count begun before it is stale
         box.bind("<<Modified>>", self._on_modified, add="+")
         translate.on_change(lambda _lang: self._draw())
 
@@ -138,6 +140,7 @@ class DraftCounter:
         """Count again soon: the conversation or the model changed, so the same draft may
         fit differently (also the first count after the model is ready)."""
         self.figure = None
+        self._conversation += 1
         self.scheduler.once("draft-count", delay_ms, self._start)
 
     def _on_modified(self, _event: object) -> None:
@@ -162,19 +165,19 @@ class DraftCounter:
             self._draw()
             return
         self.counts += 1
-        self._running = (text, measure)
+        self._running = (text, measure, self._conversation)
         self.scheduler.once("draft-poll", POLL_MS, self._poll)
 
     def _poll(self) -> None:
         if self._running is None:
             return
-        text, measure = self._running
+        text, measure, conversation = self._running
         if not measure.done.is_set():
             self.scheduler.once("draft-poll", POLL_MS, self._poll)
             return
         self._running = None
-        if text != self.text:  # typed on meanwhile: this answer is stale
-            self._start()
+        if text != self.text or conversation != self._conversation:
+            self._start()  # typed on, or the conversation changed, meanwhile: stale
             return
         self.figure = DraftFigure(text, measure.draft_tokens, measure.too_long, measure.n_ctx)
         self._draw()
