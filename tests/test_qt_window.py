@@ -323,3 +323,35 @@ def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:
     assert len(verdicts) == 3, output
     failed = [line for line in verdicts if line.startswith("FAIL")]
     assert any("1. a click" in line or "3. scrolling" in line for line in failed), output
+
+
+# -- a hostile server's one long line -----------------------------------------------------------
+
+
+def test_a_long_line_is_displayed_in_bounded_time_and_kept_exactly(
+    make_window: Callable[..., ChatWindow],
+) -> None:
+    """600 KB in one line, streamed from a server: Qt lays a paragraph out as a whole, so the
+    transcript shows it with line ends added (the Tk transcript's soft breaks), and the
+    answer keeps what arrived."""
+    from tests.test_hostile_servers import LONG_LINE, WINDOW_LAG_MS, one_long_line, tkchat_server
+    from tkchat.generate.remote import RemoteBackend
+    from tkchat.limits import DISPLAY_LINE_CHARS
+
+    with tkchat_server(one_long_line) as server:
+        window = make_window(RemoteBackend(server.url))
+        window.probe.recorded = []  # every firing from here on
+        ask(window, "one long line, please")
+        qt_for(0.3)  # the layout after the last insert shows up as the next firings' lag
+        peak = max(sample.lag_ms for sample in window.probe.recorded)
+    assert isinstance(window.finished[-1], Done)
+    assert window.transcript.answers[-1].text == LONG_LINE  # what the history keeps
+    shown = window.transcript.view.toPlainText()
+    assert max(map(len, shown.split("\n"))) <= DISPLAY_LINE_CHARS
+    assert shown.replace("\n", "").endswith(LONG_LINE)
+    assert peak < WINDOW_LAG_MS, peak
+    # a selection copies what arrived, not the line ends the view added
+    window.transcript.view.selectAll()
+    window.transcript.view.copy()
+    copied = application().clipboard().text()
+    assert copied.endswith(f"Assistant: {LONG_LINE}"), copied[-80:]
