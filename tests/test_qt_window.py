@@ -208,22 +208,20 @@ def test_the_lag_probe_records_and_sees_a_blocked_gui_thread(
     assert "max" in window.health.lag.text() and "p99" in window.health.lag.text()
 
 
-def test_rates_and_lag_are_defined_as_in_the_tk_window() -> None:
-    import inspect
-
+def test_rates_and_lag_are_the_tk_windows_own_definition() -> None:
+    """One definition for both windows (tkchat.stats), not two copies that could drift: each
+    probe adds only its toolkit's timer (and the Tk one its timeline's history)."""
+    from tkchat import stats
     from tkchat.qt import health as qt_health
     from tkchat.ui import health as tk_health
     from tkchat.ui import lag_probe as tk_lag
 
-    defaults = inspect.signature(tk_lag.LagProbe.__init__).parameters
-    assert defaults["interval_ms"].default == qt_health.PROBE_MS
-    assert defaults["window_s"].default == qt_health.WINDOW_S
-    assert qt_health.LONG_TASK_MS == tk_lag.LONG_TASK_MS
-    qt_meter, tk_meter = qt_health.RateMeter(), tk_health.RateMeter()
-    samples = [(0.0, 0), (0.25, 40), (0.5, 90), (1.4, 200), (1.6, 5), (1.9, 60)]
-    assert [qt_meter.sample(n, t) for t, n in samples] == [
-        tk_meter.sample(n, t) for t, n in samples
-    ]
+    assert qt_health.RateMeter is tk_health.RateMeter is stats.RateMeter
+    arithmetic = {"_fire", "now_ms", "p99_ms", "max_ms", "reset_peaks", "start", "stop"}
+    for probe in (qt_health.QtLagProbe, tk_lag.LagProbe):
+        assert issubclass(probe, stats.LagWindow)
+        assert not arithmetic & set(vars(probe)), probe
+    assert tk_lag.LONG_TASK_MS is stats.LONG_TASK_MS
 
 
 # -- from a real `tkchat serve` on loopback -----------------------------------------------------
