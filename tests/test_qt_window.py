@@ -208,22 +208,20 @@ def test_the_lag_probe_records_and_sees_a_blocked_gui_thread(
     assert "max" in window.health.lag.text() and "p99" in window.health.lag.text()
 
 
-def test_rates_and_lag_are_defined_as_in_the_tk_window() -> None:
-    import inspect
-
+def test_rates_and_lag_are_the_tk_windows_own_definition() -> None:
+    """One definition for both windows (tkchat.stats), not two copies that could drift: each
+    probe adds only its toolkit's timer (and the Tk one its timeline's history)."""
+    from tkchat import stats
     from tkchat.qt import health as qt_health
     from tkchat.ui import health as tk_health
     from tkchat.ui import lag_probe as tk_lag
 
-    defaults = inspect.signature(tk_lag.LagProbe.__init__).parameters
-    assert defaults["interval_ms"].default == qt_health.PROBE_MS
-    assert defaults["window_s"].default == qt_health.WINDOW_S
-    assert qt_health.LONG_TASK_MS == tk_lag.LONG_TASK_MS
-    qt_meter, tk_meter = qt_health.RateMeter(), tk_health.RateMeter()
-    samples = [(0.0, 0), (0.25, 40), (0.5, 90), (1.4, 200), (1.6, 5), (1.9, 60)]
-    assert [qt_meter.sample(n, t) for t, n in samples] == [
-        tk_meter.sample(n, t) for t, n in samples
-    ]
+    assert qt_health.RateMeter is tk_health.RateMeter is stats.RateMeter
+    arithmetic = {"_fire", "now_ms", "p99_ms", "max_ms", "reset_peaks", "start", "stop"}
+    for probe in (qt_health.QtLagProbe, tk_lag.LagProbe):
+        assert issubclass(probe, stats.LagWindow)
+        assert not arithmetic & set(vars(probe)), probe
+    assert tk_lag.LONG_TASK_MS is stats.LONG_TASK_MS
 
 
 # -- from a real `tkchat serve` on loopback -----------------------------------------------------
@@ -323,3 +321,35 @@ def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:
     assert len(verdicts) == 3, output
     failed = [line for line in verdicts if line.startswith("FAIL")]
     assert any("1. a click" in line or "3. scrolling" in line for line in failed), output
+
+
+# -- a hostile server's one long line -----------------------------------------------------------
+
+
+def test_a_long_line_is_displayed_in_bounded_time_and_kept_exactly(
+    make_window: Callable[..., ChatWindow],
+) -> None:
+    """600 KB in one line, streamed from a server: Qt lays a paragraph out as a whole, so the
+    transcript shows it with line ends added (the Tk transcript's soft breaks), and the
+    answer keeps what arrived."""
+    from tests.test_hostile_servers import LONG_LINE, WINDOW_LAG_MS, one_long_line, tkchat_server
+    from tkchat.generate.remote import RemoteBackend
+    from tkchat.limits import DISPLAY_LINE_CHARS
+
+    with tkchat_server(one_long_line) as server:
+        window = make_window(RemoteBackend(server.url))
+        window.probe.recorded = []  # every firing from here on
+        ask(window, "one long line, please")
+        qt_for(0.3)  # the layout after the last insert shows up as the next firings' lag
+        peak = max(sample.lag_ms for sample in window.probe.recorded)
+    assert isinstance(window.finished[-1], Done)
+    assert window.transcript.answers[-1].text == LONG_LINE  # what the history keeps
+    shown = window.transcript.view.toPlainText()
+    assert max(map(len, shown.split("\n"))) <= DISPLAY_LINE_CHARS
+    assert shown.replace("\n", "").endswith(LONG_LINE)
+    assert peak < WINDOW_LAG_MS, peak
+    # a selection copies what arrived, not the line ends the view added
+    window.transcript.view.selectAll()
+    window.transcript.view.copy()
+    copied = application().clipboard().text()
+    assert copied.endswith(f"Assistant: {LONG_LINE}"), copied[-80:]

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from http.client import HTTPConnection
+from http.client import HTTPConnection, HTTPResponse
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ import uvicorn  # noqa: E402
 
 from tests.conftest import wait_until  # noqa: E402
 from tests.test_server import HELLO, Live  # noqa: E402
+from tkchat.events import Done  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve.app import create_app  # noqa: E402
 from tkchat.serve.connections import server_config  # noqa: E402
@@ -248,6 +249,75 @@ def test_over_the_cap_the_oldest_half_open_sockets_make_room() -> None:
         assert all(_closed_by_server(s, within_s=5) for s in socks[:25])
         assert not any(_closed_by_server(s, within_s=0.05) for s in socks[-10:])
         assert max(_health_seconds(server) for _ in range(5)) < 2.0
+        assert errors.records == []
+
+
+def _dribble_body(sock: socket.socket, path: str, seconds: float) -> bytes:
+    """Send complete headers for a 2,000-byte body, then one byte of it every 0.2 s for up
+    to ``seconds`` (or until the server stops reading); everything the server answered."""
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 2000\r\n\r\n{".encode()
+    )
+    sock.settimeout(0.2)
+    reply = b""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            continue
+        except OSError:
+            break
+        if not data:
+            break
+        reply += data
+    return reply
+
+
+@pytest.mark.parametrize("path", ["/chat", "/v1/chat/completions"])
+def test_a_dribbled_body_gets_408_at_the_body_deadline(path: str) -> None:
+    with serve(body_timeout_s=1.0) as (server, errors), ExitStack() as stack:
+        sock = stack.enter_context(socket.create_connection(("127.0.0.1", server.port)))
+        start = time.monotonic()
+        reply = _dribble_body(sock, path, seconds=8)
+        elapsed = time.monotonic() - start
+        # Before: no answer and an open socket for as long as the bytes kept coming.
+        assert reply.startswith(b"HTTP/1.1 408 "), reply[:200]
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert b"connection: close" in head.lower()
+        assert b"x-frame-options: DENY" in head
+        assert json.loads(body)["error"]["kind"] == "body_timeout"
+        assert 0.9 < elapsed < 6  # the deadline is for the whole body, not reset by each byte
+        assert _closed_by_server(sock, within_s=2)
+        # the slot is free: the server answers a whole request at once afterwards
+        assert isinstance(server.events()[-1], Done)
+        assert errors.records == []
+
+
+def test_a_body_that_arrives_in_time_is_served_and_the_deadline_does_not_outlive_it() -> None:
+    with serve(body_timeout_s=1.0) as (server, errors), ExitStack() as stack:
+        sock = stack.enter_context(socket.create_connection(("127.0.0.1", server.port)))
+        body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3})
+        sock.sendall(
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        )
+        for piece in (body[: len(body) // 2], body[len(body) // 2 :]):
+            time.sleep(0.3)
+            sock.sendall(piece.encode())
+        sock.settimeout(5)
+        answer = HTTPResponse(sock)
+        answer.begin()
+        assert answer.status == 200 and json.loads(answer.read())["choices"]
+        # kept alive past the body deadline: nothing closes it, and it serves the next request
+        assert not _closed_by_server(sock, within_s=1.5)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
         assert errors.records == []
 
 

@@ -10,6 +10,7 @@ margins: the point is "blocked for the whole answer" against "never blocked".
 from __future__ import annotations
 
 import json
+import socket
 from http.client import HTTPConnection
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
+from tests.conftest import wait_until  # noqa: E402
 from tkchat.antipatterns.blocking_server import BlockingChatServer  # noqa: E402
 from tkchat.cli import build_parser  # noqa: E402
 from tkchat.events import Chunk, Done  # noqa: E402
@@ -76,3 +78,49 @@ def test_the_commands_parse() -> None:
     assert parser.parse_args(["serve", "--broken"]).broken
     assert not parser.parse_args(["serve"]).broken
     assert parser.parse_args(["bench", "--serve-loop", "--backend", "scripted"]).serve_loop
+
+
+TOKENS = 40_000
+
+
+@pytest.mark.parametrize(
+    ("server_type", "rate"),
+    # The real server's worker is not held back by a slow reader (events wait in its bridge),
+    # so its model must be slow to be still generating; the broken one's model is held back by
+    # its writes, and it goes on to the end after the client leaves: fast, to end soon.
+    [(ChatServer, 2000.0), (BlockingChatServer, 0.0)],
+)
+def test_health_says_busy_while_an_answer_streams(
+    server_type: type[ChatServer], rate: float
+) -> None:
+    """A client that stops reading its answer: the server's writes wait for room, which gives
+    even the broken server's loop a turn to answer ``/health``. Both must then say busy (the
+    broken one said false: it has no worker to ask), and not busy once the client has left."""
+    backend = ScriptedBackend(rate=rate, tokens=TOKENS)
+    with _serving(backend, server_type) as running:
+        reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window
+        reader.connect(("127.0.0.1", running.port))
+        with reader:
+            body = json.dumps(
+                {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": TOKENS}
+            )
+            reader.sendall(
+                f"POST /chat HTTP/1.1\r\nHost: 127.0.0.1:{running.port}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+            )
+            reader.settimeout(30)
+            assert reader.recv(4096).startswith(b"HTTP/1.1 200")  # then it stops reading
+            assert _health(running.port)["busy"] is True
+        # the client has left: the answer ends, and so does "busy"
+        wait_until(lambda: _health(running.port)["busy"] is False, what="not busy")
+
+
+def _health(port: int) -> dict[str, object]:
+    conn = HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/health")
+        report: dict[str, object] = json.loads(conn.getresponse().read())
+        return report
+    finally:
+        conn.close()

@@ -121,6 +121,13 @@ def _add_server_option(parser: argparse.ArgumentParser) -> None:
         help="stream from a server instead: `tkchat serve` or any "
         "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)",
     )
+    parser.add_argument(
+        "--server-token",
+        metavar="TOKEN",
+        help="the token of a `tkchat serve --allow-remote` server (or a server's API key), "
+        "sent as 'Authorization: Bearer'; better in $TKCHAT_SERVER_TOKEN, the default: "
+        "a command line shows in ps",
+    )
 
 
 def _window_options() -> argparse.ArgumentParser:
@@ -695,6 +702,8 @@ def _child_model_args(args: argparse.Namespace) -> list[str]:
     out = ["--backend", args.backend]
     if args.server:
         out += ["--server", args.server]
+    if args.server_token:
+        out += ["--server-token", args.server_token]
     if args.model:
         out += ["--model", args.model]
     if args.n_ctx is not None:
@@ -762,6 +771,7 @@ def run_qt(args: argparse.Namespace) -> int:
         fail_at=args.fail_at,
         split_utf8=args.split_utf8,
         server=args.server,
+        server_token=args.server_token,
         n_ctx=args.n_ctx,
     )
     overrides = {
@@ -818,6 +828,7 @@ def run_app(args: argparse.Namespace) -> int:
         split_utf8=args.split_utf8,
         prompt_rate=args.prompt_rate,
         server=args.server,
+        server_token=args.server_token,
         n_ctx=args.n_ctx,
         # the context chosen in Settings for this model file (--n-ctx wins over it)
         context_for=settings.model_contexts.get,

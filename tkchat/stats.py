@@ -1,7 +1,10 @@
-"""Small statistics and process figures that every layer may use (no numpy, no Tk).
+"""Small statistics and process figures that every layer may use (no numpy, no Tk, no Qt).
 
 The lag probe in the window, the benchmark and the server's health figures all count the same
-way: nearest-rank percentiles, the median of repeated runs, and resident memory.
+way: nearest-rank percentiles, the median of repeated runs, and resident memory. The health
+bars of the Tk and the Qt window share their arithmetic here too (:class:`LagWindow`,
+:class:`RateMeter`), so that the two windows' figures are one definition, not two copies that
+could drift: only the timer that drives them is each toolkit's own.
 """
 
 from __future__ import annotations
@@ -9,8 +12,14 @@ from __future__ import annotations
 import math
 import resource
 import sys
+import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+PROBE_MS = 5  # a lag probe's timer interval
+LAG_WINDOW_S = 5.0  # the live lag figures cover the last five seconds
+LONG_TASK_MS = 50.0  # a firing this late is a long task (the browsers' Long Tasks threshold)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +58,103 @@ def rss_mb() -> float:
     except OSError:  # not Linux: peak is the best we can read
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / 1e6 if sys.platform == "darwin" else peak / 1e3
+
+
+class LagWindow:
+    """An event-loop lag probe without its timer. A toolkit's probe subclasses it and gives
+    :meth:`_schedule` (ask the loop to call :meth:`_fire` in so many ms) and :meth:`_cancel`;
+    the rest is here: each firing records how much later than asked it ran. A free loop fires
+    within a fraction of a millisecond; a loop stuck in a long callback, late by that long.
+
+    Keeps the samples of the last ``window_s`` seconds (``recent``, for now / p99 / max), the
+    worst lag and the long tasks since :meth:`reset_peaks`, and, while recording, every
+    sample (``recorded``). Used on the one thread that runs the toolkit's loop."""
+
+    def __init__(self, interval_ms: int = PROBE_MS, window_s: float = LAG_WINDOW_S) -> None:
+        self.interval_ms = interval_ms
+        self.window_s = window_s
+        self.recent: deque[LagSample] = deque()
+        self.recorded: list[LagSample] | None = None
+        self.peak_ms = 0.0  # worst lag since reset_peaks() (the lesson panel's live figure)
+        self.long_tasks = 0  # firings later than LONG_TASK_MS since reset_peaks()
+        self.running = False
+        self._expected = 0.0
+
+    def start(self) -> None:
+        self.running = True
+        self._arm()
+
+    def stop(self) -> None:
+        self.running = False
+        self._cancel()
+
+    def _schedule(self, delay_ms: int) -> None:
+        """The toolkit's part: call :meth:`_fire` once, ``delay_ms`` from now."""
+        raise NotImplementedError
+
+    def _cancel(self) -> None:
+        """The toolkit's part: forget a pending firing (nothing to do if the next one is
+        simply not scheduled again)."""
+
+    def _arm(self) -> None:
+        self._expected = time.perf_counter() + self.interval_ms / 1000
+        self._schedule(self.interval_ms)
+
+    def _fire(self) -> LagSample:
+        """The timer ran: record how late, re-arm while running, and return the sample."""
+        now = time.perf_counter()
+        sample = LagSample(now, max(0.0, (now - self._expected) * 1000))
+        self.recent.append(sample)
+        while self.recent and now - self.recent[0].at > self.window_s:
+            self.recent.popleft()
+        if self.recorded is not None:
+            self.recorded.append(sample)
+        self.peak_ms = max(self.peak_ms, sample.lag_ms)
+        if sample.lag_ms > LONG_TASK_MS:
+            self.long_tasks += 1
+        if self.running:
+            self._arm()
+        return sample
+
+    def now_ms(self) -> float:
+        """Lag of the latest firing — or, if the probe is overdue, how overdue it is."""
+        overdue = (time.perf_counter() - self._expected) * 1000
+        last = self.recent[-1].lag_ms if self.recent else 0.0
+        return max(last, overdue if self.running else 0.0)
+
+    def p99_ms(self) -> float:
+        return percentile([s.lag_ms for s in self.recent], 99) or 0.0
+
+    def max_ms(self) -> float:
+        return max((s.lag_ms for s in self.recent), default=0.0)
+
+    def reset_peaks(self) -> None:
+        self.peak_ms = 0.0
+        self.long_tasks = 0
+
+    def start_recording(self) -> None:
+        self.recorded = []
+
+    def stop_recording(self) -> list[LagSample]:
+        samples, self.recorded = self.recorded or [], None
+        return samples
+
+
+class RateMeter:
+    """A growing counter (tokens, widget updates) as a per-second rate over the last
+    ``window_s`` seconds. Used on the thread that samples it."""
+
+    def __init__(self, window_s: float = 1.0) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def sample(self, count: int, now: float | None = None) -> float:
+        now = time.perf_counter() if now is None else now
+        if self._samples and count < self._samples[-1][1]:
+            self._samples.clear()  # the counter restarted (a new generation)
+        self._samples.append((now, count))
+        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
+            self._samples.popleft()
+        first_at, first = self._samples[0]
+        span = now - first_at
+        return (count - first) / span if span > 0 else 0.0

@@ -45,6 +45,14 @@ class BlockingChatServer(ChatServer):
     Event loop thread — where, unlike the real server, the model also runs."""
 
     broken = True
+    # Answers being iterated right now. The real server knows it is busy from its worker
+    # (GenerationSlot.job); this one has no worker, so /health would say "not busy" in the
+    # moments its blocked loop does answer (when a slow reader makes a write wait).
+    answering = 0
+
+    @property
+    def busy(self) -> bool:
+        return super().busy or self.answering > 0
 
     async def chat(self, request: Request) -> StreamingResponse:
         payload = await read_json(request, self.max_body_bytes)
@@ -59,6 +67,7 @@ class BlockingChatServer(ChatServer):
             assembler = Utf8Assembler()
             count, seq = 0, 0
             final: Done | Error
+            self.answering += 1
             try:
                 # ... and here, on the event loop, each next() runs the model for one token.
                 for piece in tokens:
@@ -77,6 +86,7 @@ class BlockingChatServer(ChatServer):
                 final = Error(gen, seq + 1, type(exc).__name__, f"{type(exc).__name__}: {exc}")
             finally:
                 cancel.set()
+                self.answering -= 1
             yield encode_event(final)
 
         return StreamingResponse(frames(), headers=SSE_HEADERS)

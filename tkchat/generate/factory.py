@@ -22,15 +22,17 @@ def make_backend(
     n_ctx: int | None = None,
     n_threads: int | None = None,
     server: str | None = None,
+    server_token: str | None = None,
     context_for: Callable[[str], int | None] | None = None,
 ) -> Backend:
     """``kind`` is "llama" or "scripted"; a ``server`` URL means a remote server instead.
     Never raises for a bad model or a dead server: loading reports it, in the window.
+    ``server_token``: the server's bearer token (None: ``$TKCHAT_SERVER_TOKEN``).
     ``n_ctx`` and ``context_for``: see :class:`LlamaBackend` (None: the model's own figure)."""
     if server:
         from tkchat.generate.remote import RemoteBackend
 
-        return RemoteBackend(server)
+        return RemoteBackend(server, token=server_token)
     if kind == "scripted":
         return ScriptedBackend(
             rate=rate,

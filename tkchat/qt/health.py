@@ -1,10 +1,13 @@
 """The Qt window's health bar: the same figures as the Tk window's, measured the same way.
 
 - a heartbeat clock, re-armed at the next whole second: when it stalls, the GUI thread is stuck;
-- the event-loop lag: a ``QTimer`` re-armed every 5 ms, recording how late each firing is —
-  the definition of ``tkchat/ui/lag_probe.py`` (shown: now, p99 and max of the last 5 s);
+- the event-loop lag: a ``QTimer`` re-armed every 5 ms, recording how late each firing is
+  (shown: now, p99 and max of the last 5 s);
 - the model's tokens/s next to the window's updates/s, each over the last second;
 - a Ping button to click while an answer streams (the self-test clicks it with real X events).
+
+The arithmetic of the lag and the rates is :mod:`tkchat.stats`' (``LagWindow``, ``RateMeter``),
+the one the Tk window's probe and bar use: only the timers here are Qt's.
 
 Everything here runs on the GUI thread. Every timer is owned by a widget, so Qt stops them all
 when the window goes: the Qt counterpart of the Tk window's ``AfterScheduler``.
@@ -13,90 +16,35 @@ when the window goes: the Qt counterpart of the Tk window's ``AfterScheduler``.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
 
-from tkchat.stats import LagSample, percentile
+from tkchat.stats import PROBE_MS, LagWindow, RateMeter
 
-PROBE_MS = 5
-WINDOW_S = 5.0  # the live figures cover the last five seconds, as in the Tk window
-LONG_TASK_MS = 50.0  # a firing this late is a long task (the browsers' threshold)
 REFRESH_MS = 250
 
 
-class QtLagProbe:
-    """How late the Qt event loop runs a timer it was asked to run every ``PROBE_MS``."""
+class QtLagProbe(LagWindow):
+    """The lag probe on Qt's loop: a precise single-shot ``QTimer`` re-armed every
+    ``PROBE_MS``; the figures are :class:`~tkchat.stats.LagWindow`'s, as the Tk probe's."""
 
     def __init__(self, parent: QObject, interval_ms: int = PROBE_MS) -> None:
-        self.interval_ms = interval_ms
-        self.recent: deque[LagSample] = deque()
-        self.recorded: list[LagSample] | None = None  # every sample, while recording
-        self.long_tasks = 0
-        self._expected = 0.0
+        super().__init__(interval_ms)
         self._timer = QTimer(parent)
         self._timer.setSingleShot(True)
         # A precise timer: Qt's default "coarse" one may fire a little late on purpose, and the
         # probe must measure the loop, not the timer's slack.
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self._timer.timeout.connect(self._fire)
+        self._timer.timeout.connect(self._fire)  # its sample is for the Tk probe's history
 
-    def start(self) -> None:
-        self._arm()
+    def _schedule(self, delay_ms: int) -> None:
+        self._timer.start(delay_ms)
 
-    def stop(self) -> None:
+    def _cancel(self) -> None:
         self._timer.stop()
-
-    def _arm(self) -> None:
-        self._expected = time.perf_counter() + self.interval_ms / 1000
-        self._timer.start(self.interval_ms)
-
-    def _fire(self) -> None:
-        now = time.perf_counter()
-        sample = LagSample(now, max(0.0, (now - self._expected) * 1000))
-        self.recent.append(sample)
-        while self.recent and now - self.recent[0].at > WINDOW_S:
-            self.recent.popleft()
-        if self.recorded is not None:
-            self.recorded.append(sample)
-        if sample.lag_ms > LONG_TASK_MS:
-            self.long_tasks += 1
-        self._arm()
-
-    def now_ms(self) -> float:
-        """The latest firing's lag — or, if the probe is overdue, how overdue it is."""
-        overdue = (time.perf_counter() - self._expected) * 1000
-        last = self.recent[-1].lag_ms if self.recent else 0.0
-        return max(last, overdue if self._timer.isActive() else 0.0)
-
-    def p99_ms(self) -> float:
-        return percentile([s.lag_ms for s in self.recent], 99) or 0.0
-
-    def max_ms(self) -> float:
-        return max((s.lag_ms for s in self.recent), default=0.0)
-
-
-class RateMeter:
-    """A growing counter as a per-second rate over the last ``window_s`` seconds (the Tk
-    health bar's definition: tests/test_qt_window.py checks that both agree)."""
-
-    def __init__(self, window_s: float = 1.0) -> None:
-        self.window_s = window_s
-        self._samples: deque[tuple[float, int]] = deque()
-
-    def sample(self, count: int, now: float | None = None) -> float:
-        now = time.perf_counter() if now is None else now
-        if self._samples and count < self._samples[-1][1]:
-            self._samples.clear()  # the counter restarted (a new generation)
-        self._samples.append((now, count))
-        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
-            self._samples.popleft()
-        first_at, first = self._samples[0]
-        span = now - first_at
-        return (count - first) / span if span > 0 else 0.0
 
 
 class HealthBar(QWidget):

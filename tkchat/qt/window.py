@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QMimeData, Qt, QTimer, Slot
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -47,6 +47,7 @@ from tkchat.i18n import qt_window as qt_strings
 from tkchat.qt.consume import make_consumption
 from tkchat.qt.health import HealthBar, QtLagProbe
 from tkchat.qt.reader import start_reader, stop_reader
+from tkchat.render.soft_breaks import soft_break, unbreak
 
 
 class Translate:
@@ -68,25 +69,49 @@ class Answer:
     text: str = ""
 
 
+class TranscriptView(QPlainTextEdit):
+    """The transcript's widget: copying a selection gives the text as it arrived, without the
+    soft line ends the view shows (GUI thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.original = ""  # everything written, as it was given (see Transcript._write)
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt's name
+        data = QMimeData()
+        data.setText(unbreak(self.textCursor().selection().toPlainText(), self.original))
+        return data
+
+
 class Transcript:
-    """A read-only ``QPlainTextEdit`` that only ever grows at its end."""
+    """A read-only ``QPlainTextEdit`` that only ever grows at its end.
+
+    Qt lays a paragraph out as a whole, as Tk does a logical line: one line of 600 KB from a
+    server froze the window 11-13 s. So, as in the Tk transcript, what is *shown* gets a line
+    end after at most :data:`~tkchat.limits.DISPLAY_LINE_CHARS` characters
+    (:func:`~tkchat.render.soft_breaks.soft_break`); an :class:`Answer`'s ``text`` (what the
+    conversation sent back to the model keeps) is exactly what arrived, and so is what a copied
+    selection holds (:class:`TranscriptView`)."""
 
     def __init__(self, t: Translate) -> None:
         self.t = t
-        self.view = QPlainTextEdit()
+        self.view = TranscriptView()
         self.view.setReadOnly(True)
         self.answers: list[Answer] = []
         self.updates = 0  # inserts of answer text: the window's "updates/s"
+        self.column = 0  # characters shown since the last line end: where soft breaks fall
 
     def _write(self, text: str) -> None:
         """Insert at the end through a cursor of our own: a click into the text moves the
         widget's cursor, never where answers grow. The view follows only if it was at the
         bottom (someone scrolling up to read stays where they are)."""
+        shown, self.column = soft_break(text, self.column)
+        self.view.original += text
         bar = self.view.verticalScrollBar()
         following = bar.value() >= bar.maximum() - 4
         cursor = QTextCursor(self.view.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.insertText(text)
+        cursor.insertText(shown)
         if following:
             bar.setValue(bar.maximum())
 

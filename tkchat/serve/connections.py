@@ -1,4 +1,4 @@
-"""How uvicorn treats connections: a deadline for the headers and a cap on open sockets.
+"""How uvicorn treats connections: deadlines for the headers and the body, a cap on sockets.
 
 uvicorn's h11 protocol only times out a connection that sits idle *after* a response (its
 keep-alive timeout). A client that connects and never finishes its request headers (a
@@ -6,12 +6,17 @@ keep-alive timeout). A client that connects and never finishes its request heade
 holds a file descriptor: with the open-file limit at 256, 400 of them made ``/health`` time out
 and the accept loop log a traceback per refused accept.
 
-:class:`GuardedH11Protocol` adds the two things uvicorn leaves out:
+:class:`GuardedH11Protocol` adds the three things uvicorn leaves out:
 
 - **A header deadline.** From the moment a connection opens (or, on a kept-alive connection,
   from the first byte of the next request) the client has ``HEADER_TIMEOUT_S`` to send complete
   headers; then the socket is closed. The deadline is not reset by each byte, so trickling one
   byte at a time does not keep a socket either.
+- **A body deadline.** Once the headers are in, the whole body must follow within
+  ``BODY_TIMEOUT_S`` (again not reset by each byte): a client that declares a body and then
+  sends a byte a second would otherwise hold its socket, and the handler reading it, for ever.
+  If no response has started it gets ``408 body_timeout`` (the JSON error shape of every other
+  refusal) and the socket is closed; the handler sees a disconnect, as if the client had left.
 - **A connection cap.** At most ``MAX_CONNECTIONS`` sockets are kept. When one more arrives,
   the oldest socket still waiting for its headers is closed to make room (a real client sends
   its headers within milliseconds, so that one is almost surely the attacker's); if every
@@ -43,7 +48,11 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from tkchat.serve.errors import error_response
+from tkchat.serve.guard import SAFETY_HEADERS
+
 HEADER_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 10.0  # for the whole body: a JSON chat is at most 64 kB
 MAX_CONNECTIONS = 100
 ACCEPT_BATCH = 32
 
@@ -61,16 +70,19 @@ def connection_cap() -> int:
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a header deadline and a connection cap (see the module).
-    Subclass it with other class attributes to change the limits (:func:`server_config`)."""
+    """uvicorn's h11 protocol with header and body deadlines and a connection cap (see the
+    module). Subclass it with other class attributes to change the limits
+    (:func:`server_config`)."""
 
     header_timeout_s: float = HEADER_TIMEOUT_S
+    body_timeout_s: float = BODY_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.opened = self.loop.time()
         self.header_deadline: asyncio.TimerHandle | None = None
+        self.body_deadline: asyncio.TimerHandle | None = None
         self._arm_header_deadline()
         if len(self.connections) > self.max_connections:
             self._make_room()
@@ -81,15 +93,28 @@ class GuardedH11Protocol(H11Protocol):
         super().data_received(data)
         if not self.waiting_for_headers:
             self._cancel_header_deadline()
+        if self.waiting_for_body:
+            if self.body_deadline is None:  # the headers just ended: the body's clock starts
+                self.body_deadline = self.loop.call_later(
+                    self.body_timeout_s, self._on_body_deadline
+                )
+        else:
+            self._cancel_body_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()
+        self._cancel_body_deadline()
         super().connection_lost(exc)
 
     @property
     def waiting_for_headers(self) -> bool:
         """True until h11 has seen a whole request line and headers (again after a response)."""
         return self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+
+    @property
+    def waiting_for_body(self) -> bool:
+        """True from the end of a request's headers until h11 has read all of its body."""
+        return self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing()
 
     def _arm_header_deadline(self) -> None:
         self.opened = self.loop.time()
@@ -104,6 +129,35 @@ class GuardedH11Protocol(H11Protocol):
         self.header_deadline = None
         if self.waiting_for_headers:
             self.transport.close()  # no response: the client never asked anything
+
+    def _cancel_body_deadline(self) -> None:
+        if self.body_deadline is not None:
+            self.body_deadline.cancel()
+            self.body_deadline = None
+
+    def _on_body_deadline(self) -> None:
+        """The body is late: say so with a 408 if the handler has not answered yet, then close.
+        Closing is what frees the handler: uvicorn tells it the client is gone, and whatever
+        it sends after that is dropped."""
+        self.body_deadline = None
+        if not self.waiting_for_body:
+            return
+        if self.cycle is not None and not self.cycle.response_started:
+            refusal = error_response(
+                408,
+                "body_timeout",
+                f"The request body did not arrive within {self.body_timeout_s:g} s.",
+                {**SAFETY_HEADERS, "connection": "close"},
+            )
+            for event in (
+                h11.Response(
+                    status_code=408, headers=refusal.raw_headers, reason=b"Request Timeout"
+                ),
+                h11.Data(data=bytes(refusal.body)),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
     def _make_room(self) -> None:
         """One socket too many: close the oldest one still waiting for headers, else this one."""
@@ -120,6 +174,7 @@ def server_config(
     app: Any,
     *,
     header_timeout_s: float = HEADER_TIMEOUT_S,
+    body_timeout_s: float = BODY_TIMEOUT_S,
     max_connections: int | None = None,
     **options: Any,
 ) -> uvicorn.Config:
@@ -130,7 +185,11 @@ def server_config(
     protocol = type(
         "GuardedH11Protocol",
         (GuardedH11Protocol,),
-        {"header_timeout_s": header_timeout_s, "max_connections": max_connections},
+        {
+            "header_timeout_s": header_timeout_s,
+            "body_timeout_s": body_timeout_s,
+            "max_connections": max_connections,
+        },
     )
     options = {
         "log_level": "warning",

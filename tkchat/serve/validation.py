@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeGuard
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from tkchat.generate.backend import GenerationRequest, Message, Sampling
 from tkchat.serve.errors import RequestRejected, bad_request
@@ -33,10 +33,17 @@ async def read_json(request: Request, limit: int) -> Any:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
     body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise _too_large(limit)
+    try:
+        async for piece in request.stream():
+            body += piece
+            if len(body) > limit:
+                raise _too_large(limit)
+    except ClientDisconnect:
+        # The client left mid-body, or the body deadline (serve/connections.py) closed the
+        # socket: an answer nobody will read, not a server error to log with a traceback.
+        raise RequestRejected(
+            400, "client_disconnected", "The client left before its body was read."
+        ) from None
     try:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:

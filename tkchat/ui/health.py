@@ -3,7 +3,8 @@
 The heartbeat is the simplest proof that the main loop is alive: a clock that must tick every
 second. When it stalls, the window is frozen, whatever the model is doing. The two rates side
 by side separate the two halves of the problem: the model's speed (the kitchen) and how
-often the window actually shows new text (the waiter).
+often the window actually shows new text (the waiter). The rates and the lag figures are
+counted by :mod:`tkchat.stats`, as in the Qt window's bar.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import time
 import tkinter as tk
 import tkinter.font as tkfont
-from collections import deque
 from collections.abc import Callable
 from tkinter import ttk
 
+from tkchat.stats import RateMeter
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.scheduler import AfterScheduler
@@ -22,25 +23,6 @@ from tkchat.ui.theme import WATCH_STYLE
 from tkchat.ui.translator import Translator
 
 REFRESH_MS = 250
-
-
-class RateMeter:
-    """Turns a growing counter into a per-second rate over the last ``window_s`` seconds."""
-
-    def __init__(self, window_s: float = 1.0) -> None:
-        self.window_s = window_s
-        self._samples: deque[tuple[float, int]] = deque()
-
-    def sample(self, count: int, now: float | None = None) -> float:
-        now = time.perf_counter() if now is None else now
-        if self._samples and count < self._samples[-1][1]:
-            self._samples.clear()  # the counter restarted (a new generation)
-        self._samples.append((now, count))
-        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
-            self._samples.popleft()
-        first_at, first = self._samples[0]
-        span = now - first_at
-        return (count - first) / span if span > 0 else 0.0
 
 
 class HealthBar(ttk.Frame):

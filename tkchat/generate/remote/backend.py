@@ -12,6 +12,7 @@ names itself there; any other server is taken as OpenAI-compatible.
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from tkchat.generate.backend import (
 )
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
-from tkchat.generate.remote.http import HttpClient, split_server_url
+from tkchat.generate.remote.http import TOKEN_ENV_VAR, HttpClient, split_server_url
 
 DEFAULT_N_CTX = 4096  # when the server does not say (OpenAI-compatible servers never do)
 
@@ -38,7 +39,10 @@ class RemoteBackend:
     name to ask an OpenAI-compatible server for (None: the first one ``/v1/models`` lists).
     ``connect_timeout``: seconds to wait for a TCP (and TLS) connection. ``idle_timeout``:
     seconds the server may stay silent — before the answer starts or in its middle — before
-    the generation fails with a clear message.
+    the generation fails with a clear message. ``token``: the bearer token of a
+    ``tkchat serve --allow-remote`` server, or an OpenAI-compatible server's API key, sent
+    with every request; None: ``$TKCHAT_SERVER_TOKEN`` (unset or empty: no token). The
+    environment is the advised way: a token on a command line shows in ``ps``.
     """
 
     # The server has the tokenizer and applies its own context policy (a tkchat server the
@@ -53,6 +57,7 @@ class RemoteBackend:
         model: str | None = None,
         connect_timeout: float = 5.0,
         idle_timeout: float = 60.0,
+        token: str | None = None,
     ) -> None:
         """Nothing is contacted (or raised) here: :meth:`load` reports problems, on the loader
         thread, when the window is already up to show them."""
@@ -76,6 +81,7 @@ class RemoteBackend:
             base,
             connect_timeout=connect_timeout,
             idle_timeout=idle_timeout,
+            token=os.environ.get(TOKEN_ENV_VAR) if token is None else token,
         )
         self.name = self._make_name()
 

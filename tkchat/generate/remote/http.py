@@ -55,6 +55,7 @@ from tkchat.limits import (
 )
 from tkchat.transport.sse import SSEError, SSEMessage, SSEParser, can_start_stream, first_line
 
+TOKEN_ENV_VAR = "TKCHAT_SERVER_TOKEN"  # the bearer token, when none is given in code
 POLL_S = 0.1  # longest a read blocks before Stop and the idle deadline are checked again
 READ_BYTES = 64 * 1024  # one read from the socket, and the response's buffer
 UTF8_BOM = b"\xef\xbb\xbf"  # may start an event stream (the parser skips it)
@@ -215,12 +216,13 @@ def split_server_url(url: str) -> tuple[str, str, int, str]:
 
 
 class HttpClient:
-    """One server: its address, the two timeouts, and the exchanges now open on it.
+    """One server: its address, the two timeouts, its token, and the exchanges now open on it.
 
     ``connect_timeout``: seconds for a TCP (and TLS) connection. ``idle_timeout``: seconds
     the server may stay silent — before its answer starts or in the middle — before the
-    exchange fails with a clear message. Each request gets a connection of its own, so a
-    stopped stream can be closed without draining it.
+    exchange fails with a clear message. ``token``: sent as ``Authorization: Bearer`` with
+    every request (``tkchat serve --allow-remote`` wants it on all but its page). Each request
+    gets a connection of its own, so a stopped stream can be closed without draining it.
     """
 
     def __init__(
@@ -232,6 +234,7 @@ class HttpClient:
         *,
         connect_timeout: float,
         idle_timeout: float,
+        token: str | None = None,
     ) -> None:
         self.scheme = scheme
         self.host = host
@@ -239,6 +242,7 @@ class HttpClient:
         self.base = base
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.token = token
         self._lock = threading.Lock()
         self._exchanges: set[Exchange] = set()  # the open ones, so abort_all() can reach them
 
@@ -302,6 +306,8 @@ class HttpClient:
             self._exchanges.add(exchange)
         try:
             headers = {"Accept": accept}
+            if self.token:
+                headers["Authorization"] = f"Bearer {self.token}"
             data = None
             if body is not None:
                 data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -335,6 +341,10 @@ class HttpClient:
                     f"The connection to {self.base_url} failed: {_describe(exc)}",
                     kind="server_disconnected",
                 ) from exc
+            if exchange.response.status == 401:
+                # Whatever the request (a load's /health or a chat), a refused token is
+                # the same one sentence, never "not tkchat nor OpenAI-compatible".
+                raise self.unauthorized(path)
         except BaseException:
             self.release(exchange)
             raise
@@ -376,6 +386,17 @@ class HttpClient:
             f"The server at {self.base_url} answered {response.status} {response.reason} "
             f"to {path}{error_detail(body)}",
             kind=kind,
+        )
+
+    def unauthorized(self, path: str) -> RemoteError:
+        """401: what to do about it, in one sentence (the token itself is never quoted)."""
+        if self.token:
+            advice = f"it refused the token given (check ${TOKEN_ENV_VAR})"
+        else:
+            advice = f"set {TOKEN_ENV_VAR} to the token it printed after #token="
+        return RemoteError(
+            f"The server at {self.base_url} wants a token for {path}: {advice}",
+            kind="unauthorized",
         )
 
     def unreachable(self, exc: BaseException) -> RemoteError:
