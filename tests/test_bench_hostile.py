@@ -1,0 +1,163 @@
+"""``tkchat bench --hostile``, run as a test: the README's security table stays true.
+
+One real window on the virtual screen is attacked by every case of
+:data:`tkchat.measure.hostile.CASES`, with the same script the bench runs. Each case must keep
+the bounds the case list gives it (the lag probe's worst lag, memory, one final event, a
+status line of bounded length, the unprotected baseline far above the window's worst lag),
+and the README's rows must say what this run shows (see
+:func:`tkchat.measure.hostile.disagreements` for what "agree" means, and its margins).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tkinter as tk
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.conftest import KEEP_ALIVE, pump_until, run_script
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.remote.backend import RemoteBackend
+from tkchat.measure.hostile import (
+    CASES,
+    README_HEADER,
+    TRICKLE_ID,
+    CaseFigures,
+    disagreements,
+    hostile_script,
+    quoted_rows,
+    readme_path,
+    readme_rows,
+    verdicts,
+)
+from tkchat.measure.hostile_server import HostileServer, tkchat_health
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.app import AppOptions, ChatApp
+
+pytestmark = pytest.mark.gui
+
+
+@dataclass
+class HostileRun:
+    runs: list[CaseFigures]
+    errors: list[str]  # Tk callbacks that raised while the window was under attack
+
+
+@pytest.fixture(scope="module")
+def hostile(display: None) -> Iterator[HostileRun]:
+    """Every case once, in one window on one hostile server (as ``tkchat bench --hostile``)."""
+    root = tk.Tk()
+    KEEP_ALIVE.append(root)
+    errors: list[str] = []
+    root.report_callback_exception = lambda *exc: errors.append(  # type: ignore[method-assign]
+        "".join(traceback.format_exception(*exc))
+    )
+    with HostileServer({"/health": tkchat_health()}) as server:
+        controller = GenerationController(RemoteBackend(server.url), EventChannel())
+        app = ChatApp(root, controller, AppOptions(language="en"))
+        controller.load_async()
+        pump_until(root, lambda: app.model_ready, what="the hostile server's /health")
+        runs: list[CaseFigures] = []
+        run_script(root, hostile_script(root, app, server, runs), timeout=60)
+        app.close()
+    yield HostileRun(runs, errors)
+
+
+def test_every_case_ran_and_no_callback_raised(hostile: HostileRun) -> None:
+    assert [f.id for f in hostile.runs] == [case.id for case in CASES] + [TRICKLE_ID]
+    assert not hostile.errors, "a Tk callback raised:\n" + "\n".join(hostile.errors)
+
+
+@pytest.mark.parametrize("case_id", [case.id for case in CASES] + [TRICKLE_ID])
+def test_the_case_keeps_its_bounds(hostile: HostileRun, case_id: str) -> None:
+    figures = [f for f in hostile.runs if f.id == case_id]
+    checks = verdicts(figures)
+    assert checks, f"no verdict for {case_id}"
+    broken = [f"{name}: {figure}" for name, ok, figure in checks if not ok]
+    assert not broken, broken
+
+
+def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
+    quoted = quoted_rows(readme_path().read_text(encoding="utf-8"))
+    problems = disagreements(quoted, hostile.runs)
+    assert not problems, (
+        "\n".join(problems)
+        + "\n\nRun `tkchat bench --hostile` and paste its rows:\n"
+        + readme_rows(hostile.runs)
+    )
+
+
+# -- the agreement check itself can fail (no window needed) ------------------------------------
+
+
+def _a_run() -> list[CaseFigures]:
+    """Figures as a run on this machine gave them (the README's own rows, read back)."""
+    return [
+        CaseFigures(
+            "line-330k",
+            final="done:stop",
+            pieces=110,
+            answer_chars=330_000,
+            line_max=1000,
+            lag_max_ms=4.8,
+            long_tasks=0,
+            rss_growth_mb=1.7,
+            baseline_ms=2660.0,
+        ),
+        CaseFigures(
+            TRICKLE_ID,
+            final="error:RemoteError",
+            message="The server did not finish answering within 20 s",
+            errors_shown=1,
+            seconds=20.0,
+        ),
+    ]
+
+
+def _table(runs: list[CaseFigures]) -> str:
+    from tkchat.measure.hostile import README_BEGIN, README_END
+
+    return f"{README_BEGIN}\n{readme_rows(runs)}\n{README_END}"
+
+
+def test_rows_written_from_a_run_agree_with_it() -> None:
+    runs = _a_run()
+    assert readme_rows(runs).startswith(README_HEADER)
+    assert disagreements(quoted_rows(_table(runs)), runs) == []
+
+
+@pytest.mark.parametrize(
+    "drift, complaint",
+    [
+        ({"pieces": 512}, "the README shows"),  # what the window shows changed
+        ({"answer_chars": 350_000}, "the README shows"),  # a number off by more than 5 %
+        ({"baseline_ms": 20_000.0}, "more than 4 × apart"),  # the unprotected path got slower
+        ({"baseline_ms": 10.0}, "more than 4 × apart"),  # ...or the baseline measures nothing
+        ({"lag_max_ms": 150.0}, "breaks its bound"),  # a README figure over its bound
+        ({"final": "done:length"}, "the README shows"),
+    ],
+)
+def test_a_drifted_figure_is_caught(drift: dict[str, object], complaint: str) -> None:
+    live = _a_run()
+    quoted_run = [dataclasses.replace(live[0], **drift), live[1]]  # type: ignore[arg-type]
+    problems = disagreements(quoted_rows(_table(quoted_run)), live)
+    assert any(complaint in p for p in problems), problems
+
+
+def test_a_missing_or_unknown_row_is_caught() -> None:
+    live = _a_run()
+    problems = disagreements(quoted_rows(_table(live[:1])), live)
+    assert any("no README row" in p for p in problems), problems
+    table = _table(live).replace("one line of 330 KB", "one line of 3 KB")
+    problems = disagreements(quoted_rows(table), live)
+    assert any("a row for no case" in p for p in problems), problems
+
+
+def test_a_bound_quoted_other_than_the_case_list_is_caught() -> None:
+    live = _a_run()
+    table = _table(live).replace("(< 100 ms)", "(< 500 ms)")
+    problems = disagreements(quoted_rows(table), live)
+    assert any("bound" in p and "is not 100" in p for p in problems), problems
