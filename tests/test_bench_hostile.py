@@ -24,6 +24,8 @@ from tkchat.generate.remote.backend import RemoteBackend
 from tkchat.measure.hostile import (
     CASES,
     README_HEADER,
+    SERVE_BEGIN,
+    SERVE_END,
     TRICKLE_ID,
     CaseFigures,
     disagreements,
@@ -31,8 +33,11 @@ from tkchat.measure.hostile import (
     quoted_rows,
     readme_path,
     readme_rows,
+    serve_disagreements,
     verdicts,
 )
+from tkchat.measure.hostile_serve import HalfOpenFigures, serve_verdicts
+from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import HostileServer, tkchat_health
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.app import AppOptions, ChatApp
@@ -43,6 +48,7 @@ pytestmark = pytest.mark.gui
 @dataclass
 class HostileRun:
     runs: list[CaseFigures]
+    served: list[HalfOpenFigures]  # tkchat serve under half-open sockets
     errors: list[str]  # Tk callbacks that raised while the window was under attack
 
 
@@ -61,9 +67,10 @@ def hostile(display: None) -> Iterator[HostileRun]:
         controller.load_async()
         pump_until(root, lambda: app.model_ready, what="the hostile server's /health")
         runs: list[CaseFigures] = []
-        run_script(root, hostile_script(root, app, server, runs), timeout=60)
+        served: list[HalfOpenFigures] = []
+        run_script(root, hostile_script(root, app, server, runs, served), timeout=60)
         app.close()
-    yield HostileRun(runs, errors)
+    yield HostileRun(runs, served, errors)
 
 
 def test_every_case_ran_and_no_callback_raised(hostile: HostileRun) -> None:
@@ -78,6 +85,18 @@ def test_the_case_keeps_its_bounds(hostile: HostileRun, case_id: str) -> None:
     assert checks, f"no verdict for {case_id}"
     broken = [f"{name}: {figure}" for name, ok, figure in checks if not ok]
     assert not broken, broken
+
+
+def test_the_server_keeps_its_bounds_under_half_open_sockets(hostile: HostileRun) -> None:
+    (figures,) = hostile.served
+    broken = [f"{name}: {figure}" for name, ok, figure in serve_verdicts(figures) if not ok]
+    assert not broken, broken
+
+
+def test_the_readme_says_what_the_server_did(hostile: HostileRun) -> None:
+    (figures,) = hostile.served
+    problems = serve_disagreements(readme_path().read_text(encoding="utf-8"), figures)
+    assert not problems, "\n".join(problems) + "\n\nThis run: " + serve_readme_row(figures)
 
 
 def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
@@ -154,6 +173,32 @@ def test_a_missing_or_unknown_row_is_caught() -> None:
     table = _table(live).replace("one line of 330 KB", "one line of 3 KB")
     problems = disagreements(quoted_rows(table), live)
     assert any("a row for no case" in p for p in problems), problems
+
+
+SERVED = HalfOpenFigures(400, 0.72, 0.9, 0.59, 1.53, 107, [])
+
+
+def _sentence(figures: HalfOpenFigures) -> str:
+    return f"Measured: {SERVE_BEGIN}\n{serve_readme_row(figures)}{SERVE_END}."
+
+
+def test_the_servers_sentence_from_a_run_agrees_with_it() -> None:
+    assert serve_disagreements(_sentence(SERVED), SERVED) == []
+
+
+@pytest.mark.parametrize(
+    "quoted",
+    [
+        dataclasses.replace(SERVED, half_open=50),  # a smaller attack than the run's
+        dataclasses.replace(SERVED, descriptors=140),  # over the cap
+        dataclasses.replace(SERVED, descriptors=90),  # more than 10 % off the run's
+        dataclasses.replace(SERVED, max_ms=80.0),  # over the bound
+        dataclasses.replace(SERVED, p50_ms=30.0),  # 40 times slower than without
+        dataclasses.replace(SERVED, logged=["ERROR: Exception in ASGI application"]),
+    ],
+)
+def test_a_drifted_server_figure_is_caught(quoted: HalfOpenFigures) -> None:
+    assert serve_disagreements(_sentence(quoted), SERVED)
 
 
 def test_a_bound_quoted_other_than_the_case_list_is_caught() -> None:

@@ -42,6 +42,15 @@ from typing import Any
 from tkchat.events import Done, Error
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
 from tkchat.measure.figures import lag_figures
+from tkchat.measure.hostile_serve import (
+    HEALTH_BOUND_MS,
+    MAX_DESCRIPTORS,
+    SLOWDOWN_BOUND,
+    HalfOpenFigures,
+    measure_half_open,
+    serve_verdicts,
+)
+from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
 from tkchat.measure.script import Script
 from tkchat.stats import rounded, rss_mb
@@ -55,6 +64,8 @@ MIN_BASELINE_RATIO = 3.0  # the unprotected path costs at least this many times 
 OUTCOME_MARGIN = 0.05  # numbers in "what the window shows" agree with a run within 5 %
 README_BEGIN = "<!-- bench --hostile: begin -->"
 README_END = "<!-- bench --hostile: end -->"
+SERVE_BEGIN = "<!-- bench --hostile serve: begin -->"
+SERVE_END = "<!-- bench --hostile serve: end -->"
 
 # -- the attacks: what a hostile server answers to POST /chat -------------------------------------
 
@@ -274,10 +285,16 @@ def case_by_id(case_id: str) -> HostileCase:
 
 
 def hostile_script(
-    root: tk.Tk, app: ChatApp, server: HostileServer, out: list[CaseFigures]
+    root: tk.Tk,
+    app: ChatApp,
+    server: HostileServer,
+    out: list[CaseFigures],
+    serve_out: list[HalfOpenFigures],
 ) -> Script:
     """Every case in turn on ``app`` (a window on ``server``'s ``/health``), then the
-    baselines, then the trickling ``/health`` (started first on its own thread and server)."""
+    baselines, then ``tkchat serve`` under half-open sockets (:mod:`.hostile_serve`), then
+    the trickling ``/health`` (started first, on its own thread and server: the others run
+    while it waits for the handshake deadline)."""
     yield lambda: app.model_ready
     trickle: list[CaseFigures] = []
     with HostileServer({"/health": trickle_health}) as trickling:
@@ -292,6 +309,7 @@ def hostile_script(
             if measure is not None:
                 figures.baseline_ms = rounded(measure(root), 1)
                 yield SETTLE_S  # the window catches up after the blocked baseline
+        serve_out.append(measure_half_open())
         yield lambda: not thread.is_alive()
     out.extend(trickle)
 
@@ -566,6 +584,33 @@ def disagreements(quoted: dict[str, QuotedRow], runs: Iterable[CaseFigures]) -> 
     return problems
 
 
+def serve_disagreements(readme: str, figures: HalfOpenFigures) -> list[str]:
+    """Where the README's sentence on half-open sockets and a fresh run part ways.
+
+    The sentence reads the same, its set-up figures (sockets, limits, requests, bound, lines
+    logged) exactly; the descriptors within 10 %; the quoted times keep their bounds (they
+    depend on load, as the window's lag does)."""
+    start = readme.index(SERVE_BEGIN) + len(SERVE_BEGIN)
+    quoted = " ".join(readme[start : readme.index(SERVE_END)].split())
+    live = serve_readme_row(figures)
+    if _NUMBER.sub("#", quoted) != _NUMBER.sub("#", live):
+        return [f"the README says {quoted!r}, this run {live!r}"]
+    q, v = numbers(quoted), numbers(live)
+    # half_open, limit, descriptors, most, p50, requests, idle p50, max, bound, logged
+    problems = [
+        f"the README's figure {q[i]:g} is not this run's {v[i]:g}"
+        for i in (0, 1, 3, 5, 8, 9)
+        if q[i] != v[i]
+    ]
+    if not 0 < q[2] <= MAX_DESCRIPTORS or not _close([q[2]], [v[2]], 0.1):
+        problems.append(f"the README's {q[2]:g} descriptors, this run's {v[2]:g}")
+    if not (q[4] < HEALTH_BOUND_MS and q[7] < HEALTH_BOUND_MS):
+        problems.append(f"the README's /health times {q[4]:g}, {q[7]:g} ms break the bound")
+    if q[4] / max(q[6], 0.01) > SLOWDOWN_BOUND:
+        problems.append(f"the README's /health slowdown {q[4]:g} / {q[6]:g} ms is over the bound")
+    return problems
+
+
 def _close(quoted: list[float], live: list[float], margin: float) -> bool:
     return len(quoted) == len(live) and all(
         abs(q - v) <= margin * max(abs(v), 1.0) for q, v in zip(quoted, live, strict=True)
@@ -616,8 +661,9 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     app = ChatApp(root, controller, AppOptions(language="en"))
     controller.load_async()
     runs: list[CaseFigures] = []
+    served: list[HalfOpenFigures] = []
     started = time.monotonic()
-    runner = ScriptRunner(root, hostile_script(root, app, server, runs))
+    runner = ScriptRunner(root, hostile_script(root, app, server, runs, served))
     runner.start()
     root.mainloop()
     if not app.closed:
@@ -627,12 +673,18 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
         raise runner.error
     print(format_table(runs))
     print()
-    checks = verdicts(runs)
+    checks = verdicts(runs) + [check for figures in served for check in serve_verdicts(figures)]
     for name, ok, figure in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
     print(f"\n{time.monotonic() - started:.1f} s. The README's rows, from this run:\n")
     print(readme_rows(runs))
+    for figures in served:
+        print(f"\n{serve_readme_row(figures)}")
     if json_out is not None:
-        json_out.write_text(json.dumps([asdict(r) for r in runs], indent=2) + "\n")
+        payload = {
+            "window": [asdict(r) for r in runs],
+            "serve_half_open": [asdict(f) for f in served],
+        }
+        json_out.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"\nwrote {json_out}")
     return 0 if all(ok for _name, ok, _figure in checks) else 1
