@@ -5,7 +5,9 @@ One real window on the virtual screen is attacked by every case of
 the bounds the case list gives it (the lag probe's worst lag, memory, one final event, a
 status line of bounded length, the unprotected baseline far above the window's worst lag),
 and the README's rows must say what this run shows (see
-:func:`tkchat.measure.hostile.disagreements` for what "agree" means, and its margins).
+:func:`tkchat.measure.hostile.disagreements` for what "agree" means, and its margins). The
+same run measures ``tkchat serve`` under half-open sockets and the page's markdown in
+Chromium; the README's sentences on them are held to it the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote.backend import RemoteBackend
 from tkchat.measure.hostile import (
     CASES,
+    PAGE_BEGIN,
+    PAGE_END,
     README_HEADER,
     SERVE_BEGIN,
     SERVE_END,
@@ -30,12 +34,14 @@ from tkchat.measure.hostile import (
     CaseFigures,
     disagreements,
     hostile_script,
+    page_disagreements,
     quoted_rows,
     readme_path,
     readme_rows,
     serve_disagreements,
     verdicts,
 )
+from tkchat.measure.hostile_page import INPUTS, PageFigures, page_verdicts, readme_sentence
 from tkchat.measure.hostile_serve import HalfOpenFigures, serve_verdicts
 from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import HostileServer, tkchat_health
@@ -49,6 +55,7 @@ pytestmark = pytest.mark.gui
 class HostileRun:
     runs: list[CaseFigures]
     served: list[HalfOpenFigures]  # tkchat serve under half-open sockets
+    pages: list[PageFigures]  # the page's markdown in Chromium (none without a browser)
     errors: list[str]  # Tk callbacks that raised while the window was under attack
 
 
@@ -68,9 +75,10 @@ def hostile(display: None) -> Iterator[HostileRun]:
         pump_until(root, lambda: app.model_ready, what="the hostile server's /health")
         runs: list[CaseFigures] = []
         served: list[HalfOpenFigures] = []
-        run_script(root, hostile_script(root, app, server, runs, served), timeout=60)
+        pages: list[PageFigures] = []
+        run_script(root, hostile_script(root, app, server, runs, served, pages), timeout=60)
         app.close()
-    yield HostileRun(runs, served, errors)
+    yield HostileRun(runs, served, pages, errors)
 
 
 def test_every_case_ran_and_no_callback_raised(hostile: HostileRun) -> None:
@@ -97,6 +105,25 @@ def test_the_readme_says_what_the_server_did(hostile: HostileRun) -> None:
     (figures,) = hostile.served
     problems = serve_disagreements(readme_path().read_text(encoding="utf-8"), figures)
     assert not problems, "\n".join(problems) + "\n\nThis run: " + serve_readme_row(figures)
+
+
+def _page(hostile: HostileRun) -> PageFigures:
+    if not hostile.pages:
+        pytest.skip("no Playwright or no Chromium: the page's markdown was not measured")
+    return hostile.pages[0]
+
+
+def test_adversarial_markdown_in_the_page_keeps_its_bound(hostile: HostileRun) -> None:
+    page = _page(hostile)
+    assert set(page.inputs_ms) == set(INPUTS)
+    broken = [f"{name}: {figure}" for name, ok, figure in page_verdicts(page) if not ok]
+    assert not broken, (broken, page.inputs_ms)
+
+
+def test_the_readme_says_what_the_page_did(hostile: HostileRun) -> None:
+    page = _page(hostile)
+    problems = page_disagreements(readme_path().read_text(encoding="utf-8"), page)
+    assert not problems, "\n".join(problems) + "\n\nThis run: " + readme_sentence(page)
 
 
 def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
@@ -199,6 +226,30 @@ def test_the_servers_sentence_from_a_run_agrees_with_it() -> None:
 )
 def test_a_drifted_server_figure_is_caught(quoted: HalfOpenFigures) -> None:
     assert serve_disagreements(_sentence(quoted), SERVED)
+
+
+PAGE = PageFigures(8.9, {name: 0.5 for name in INPUTS} | {'`"> "` repeated': 1.7}, 0)
+
+
+def _page_sentence(figures: PageFigures) -> str:
+    return f"Measured: {PAGE_BEGIN}\n{readme_sentence(figures)}{PAGE_END}."
+
+
+def test_the_pages_sentence_from_a_run_agrees_with_it() -> None:
+    assert page_disagreements(_page_sentence(PAGE), PAGE) == []
+
+
+@pytest.mark.parametrize(
+    "quoted",
+    [
+        dataclasses.replace(PAGE, ordinary_ms=50.0),  # more than 4 times this run's
+        dataclasses.replace(PAGE, inputs_ms={"a": 20.0}),  # fewer inputs, one over the bound
+        dataclasses.replace(PAGE, inputs_ms=PAGE.inputs_ms | {"`[` repeated": 14.0}),
+        dataclasses.replace(PAGE, fallbacks=2),
+    ],
+)
+def test_a_drifted_page_figure_is_caught(quoted: PageFigures) -> None:
+    assert page_disagreements(_page_sentence(quoted), PAGE)
 
 
 def test_a_bound_quoted_other_than_the_case_list_is_caught() -> None:

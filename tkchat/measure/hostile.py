@@ -42,6 +42,13 @@ from typing import Any
 from tkchat.events import Done, Error
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
 from tkchat.measure.figures import lag_figures
+from tkchat.measure.hostile_page import (
+    SLACK_MS,
+    PageFigures,
+    measure_page,
+    page_verdicts,
+    readme_sentence,
+)
 from tkchat.measure.hostile_serve import (
     HEALTH_BOUND_MS,
     MAX_DESCRIPTORS,
@@ -66,6 +73,8 @@ README_BEGIN = "<!-- bench --hostile: begin -->"
 README_END = "<!-- bench --hostile: end -->"
 SERVE_BEGIN = "<!-- bench --hostile serve: begin -->"
 SERVE_END = "<!-- bench --hostile serve: end -->"
+PAGE_BEGIN = "<!-- bench --hostile page: begin -->"
+PAGE_END = "<!-- bench --hostile page: end -->"
 
 # -- the attacks: what a hostile server answers to POST /chat -------------------------------------
 
@@ -290,10 +299,12 @@ def hostile_script(
     server: HostileServer,
     out: list[CaseFigures],
     serve_out: list[HalfOpenFigures],
+    page_out: list[PageFigures],
 ) -> Script:
     """Every case in turn on ``app`` (a window on ``server``'s ``/health``), then the
-    baselines, then ``tkchat serve`` under half-open sockets (:mod:`.hostile_serve`), then
-    the trickling ``/health`` (started first, on its own thread and server: the others run
+    baselines, then ``tkchat serve`` under half-open sockets (:mod:`.hostile_serve`) and
+    the page's markdown in Chromium (:mod:`.hostile_page`, if there is one), then the
+    trickling ``/health`` (started first, on its own thread and server: the others run
     while it waits for the handshake deadline)."""
     yield lambda: app.model_ready
     trickle: list[CaseFigures] = []
@@ -310,6 +321,9 @@ def hostile_script(
                 figures.baseline_ms = rounded(measure(root), 1)
                 yield SETTLE_S  # the window catches up after the blocked baseline
         serve_out.append(measure_half_open())
+        page = measure_page()
+        if page is not None:
+            page_out.append(page)
         yield lambda: not thread.is_alive()
     out.extend(trickle)
 
@@ -611,6 +625,29 @@ def serve_disagreements(readme: str, figures: HalfOpenFigures) -> list[str]:
     return problems
 
 
+def page_disagreements(readme: str, figures: PageFigures) -> list[str]:
+    """Where the README's sentence on the page's markdown and a fresh run part ways: the
+    same words, the set-up figures exact, ordinary markdown's time within
+    :data:`BASELINE_MARGIN` of this run's, and the quoted worst within its bound."""
+    start = readme.index(PAGE_BEGIN) + len(PAGE_BEGIN)
+    quoted = " ".join(readme[start : readme.index(PAGE_END)].split())
+    live = readme_sentence(figures)
+    if _NUMBER.sub("#", quoted) != _NUMBER.sub("#", live):
+        return [f"the README says {quoted!r}, this run {live!r}"]
+    q, v = numbers(quoted), numbers(live)
+    # chars, repeats, inputs, worst, ordinary, slack, fallbacks
+    problems = [
+        f"the README's figure {q[i]:g} is not this run's {v[i]:g}"
+        for i in (0, 1, 2, 5, 6)
+        if q[i] != v[i]
+    ]
+    if not 1 / BASELINE_MARGIN <= q[4] / max(v[4], 0.01) <= BASELINE_MARGIN:
+        problems.append(f"the README's ordinary markdown {q[4]:g} ms, this run's {v[4]:g} ms")
+    if q[3] > q[4] + SLACK_MS:
+        problems.append(f"the README's worst input {q[3]:g} ms breaks its bound")
+    return problems
+
+
 def _close(quoted: list[float], live: list[float], margin: float) -> bool:
     return len(quoted) == len(live) and all(
         abs(q - v) <= margin * max(abs(v), 1.0) for q, v in zip(quoted, live, strict=True)
@@ -662,8 +699,9 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     controller.load_async()
     runs: list[CaseFigures] = []
     served: list[HalfOpenFigures] = []
+    pages: list[PageFigures] = []
     started = time.monotonic()
-    runner = ScriptRunner(root, hostile_script(root, app, server, runs, served))
+    runner = ScriptRunner(root, hostile_script(root, app, server, runs, served, pages))
     runner.start()
     root.mainloop()
     if not app.closed:
@@ -674,16 +712,23 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     print(format_table(runs))
     print()
     checks = verdicts(runs) + [check for figures in served for check in serve_verdicts(figures)]
+    checks += [check for page in pages for check in page_verdicts(page)]
     for name, ok, figure in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
     print(f"\n{time.monotonic() - started:.1f} s. The README's rows, from this run:\n")
     print(readme_rows(runs))
     for figures in served:
         print(f"\n{serve_readme_row(figures)}")
+    for page in pages:
+        print(f"\n{readme_sentence(page)}")
+        print("\n".join(f"  {ms:8.2f} ms  {name}" for name, ms in page.inputs_ms.items()))
+    if not pages:
+        print("\nThe page's markdown was not measured: no Playwright or no Chromium here.")
     if json_out is not None:
         payload = {
             "window": [asdict(r) for r in runs],
             "serve_half_open": [asdict(f) for f in served],
+            "page_markdown": [asdict(p) for p in pages],
         }
         json_out.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"\nwrote {json_out}")
