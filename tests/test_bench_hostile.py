@@ -182,7 +182,7 @@ def test_rows_written_from_a_run_agree_with_it() -> None:
         ({"answer_chars": 350_000}, "the README shows"),  # a number off by more than 5 %
         ({"baseline_ms": 20_000.0}, "more than 4 × apart"),  # the unprotected path got slower
         ({"baseline_ms": 10.0}, "more than 4 × apart"),  # ...or the baseline measures nothing
-        ({"lag_max_ms": 150.0}, "breaks its bound"),  # a README figure over its bound
+        ({"lag_max_ms": 300.0}, "breaks its bound"),  # a README figure over its bound
         ({"final": "done:length"}, "the README shows"),
     ],
 )
@@ -219,7 +219,7 @@ def test_the_servers_sentence_from_a_run_agrees_with_it() -> None:
         dataclasses.replace(SERVED, half_open=50),  # a smaller attack than the run's
         dataclasses.replace(SERVED, descriptors=140),  # over the cap
         dataclasses.replace(SERVED, descriptors=90),  # more than 10 % off the run's
-        dataclasses.replace(SERVED, max_ms=80.0),  # over the bound
+        dataclasses.replace(SERVED, max_ms=300.0),  # over the bound
         dataclasses.replace(SERVED, p50_ms=30.0),  # 40 times slower than without
         dataclasses.replace(SERVED, logged=["ERROR: Exception in ASGI application"]),
     ],
@@ -254,6 +254,6 @@ def test_a_drifted_page_figure_is_caught(quoted: PageFigures) -> None:
 
 def test_a_bound_quoted_other_than_the_case_list_is_caught() -> None:
     live = _a_run()
-    table = _table(live).replace("(< 100 ms)", "(< 500 ms)")
+    table = _table(live).replace("(< 250 ms)", "(< 500 ms)")
     problems = disagreements(quoted_rows(table), live)
-    assert any("bound" in p and "is not 100" in p for p in problems), problems
+    assert any("bound" in p and "is not 250" in p for p in problems), problems

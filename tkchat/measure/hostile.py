@@ -11,6 +11,11 @@ what each must end in and the bounds it is held to. Three things read it:
   case breaks its bound, or when the README's rows say something this run does not;
 - the README, whose rows that test parses.
 
+The same run measures the two other sides the README's second security section quotes:
+``tkchat serve`` under half-open sockets (:mod:`tkchat.measure.hostile_serve`) and the
+browser page's markdown in Chromium (:mod:`tkchat.measure.hostile_page`); their sentences
+sit between markers in the README too, and are checked the same way.
+
 A case is one answer from a hostile server (:mod:`tkchat.measure.hostile_server`) to one
 Send in one real window (``tkchat serve``'s protocol, a ``RemoteBackend``). Its figures are
 the main loop's worst lag and long tasks while the answer streams and renders (the window's
@@ -23,7 +28,7 @@ so the README quotes one run's figures beside the bound a test holds them to.
 
 Main thread only (scripts are resumed by the Tk loop: see ``tkchat/measure/script.py``),
 except the trickling ``/health`` case, whose connect runs on a thread of its own while the
-window cases run, because it takes the whole handshake deadline.
+rest runs, because it takes the whole handshake deadline (20 s of the bench's 22).
 """
 
 from __future__ import annotations
@@ -35,9 +40,8 @@ import threading
 import time
 import tkinter as tk
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from tkchat.events import Done, Error
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
@@ -64,8 +68,10 @@ from tkchat.stats import rounded, rss_mb
 from tkchat.ui.app import ChatApp
 
 SETTLE_S = 0.3  # after an answer: a late timer of a frozen window fires, the render finishes
-LAG_BOUND_MS = 100.0  # the window's worst lag under any attack: a freeze was seconds
-RSS_BOUND_MB = 64.0  # memory an attack may add (blank lines forever added 26 MB and grew)
+# The window's worst lag under any attack: a freeze was seconds. Wide, because CI shares two
+# cores: under a load average of 3 a case reached 52 ms where it usually takes 2-20 ms.
+LAG_BOUND_MS = 250.0
+RSS_BOUND_MB = 64.0  # memory an attack may add (unbounded reading grew without end)
 BASELINE_MARGIN = 4.0  # a quoted baseline agrees with a run within this factor, either way
 MIN_BASELINE_RATIO = 3.0  # the unprotected path costs at least this many times the worst lag
 OUTCOME_MARGIN = 0.05  # numbers in "what the window shows" agree with a run within 5 %
@@ -276,11 +282,11 @@ class CaseFigures:
     rss_growth_mb: float | None = None
     seconds: float | None = None
     baseline_ms: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float | None:
-        """The unprotected path's cost over the window's worst lag under the same attack."""
+        """The unprotected path's cost over the window's worst lag under the same attack (a
+        lag under 1 ms counts as 1 ms: the probe's own jitter is about that)."""
         if self.baseline_ms is None or self.lag_max_ms is None:
             return None
         return self.baseline_ms / max(self.lag_max_ms, 1.0)
@@ -486,7 +492,8 @@ def _num(value: float | None, unit: str) -> str:
 
 README_HEADER = (
     "| attack | before the budget | what the window shows now | lag max, long tasks (bound) "
-    "| RSS growth (bound) | unprotected, same run |\n|---|---|---|---|---|---|"
+    "| RSS growth (bound) | unprotected, same run (÷ lag max, at least 1 ms) |\n"
+    "|---|---|---|---|---|---|"
 )
 
 

@@ -31,7 +31,9 @@ from tkchat.stats import median, rounded
 HALF_OPEN = 400  # sockets that never finish their headers (the report's figure)
 FILE_LIMIT = 256  # the server's open-file limit (RLIMIT_NOFILE), as in the report
 HEALTH_REQUESTS = 20
-HEALTH_BOUND_MS = 50.0  # /health's slowest round trip under attack (before: it timed out)
+# /health's slowest round trip under attack (before: it timed out). Wide: on a loaded shared
+# machine one of 20 round trips took 80 ms where the median stayed under 1 ms.
+HEALTH_BOUND_MS = 250.0
 MAX_DESCRIPTORS = FILE_LIMIT // 2  # the server keeps at most half its limit (the socket cap)
 SLOWDOWN_BOUND = 10.0  # /health's median under attack over its median without, at most
 
