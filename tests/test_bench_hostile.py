@@ -5,7 +5,7 @@ One real window on the virtual screen is attacked by every case of
 the bounds the case list gives it (the lag probe's worst lag, memory, one final event, a
 status line of bounded length, the unprotected baseline far above the window's worst lag),
 and the README's rows must say what this run shows (see
-:func:`tkchat.measure.hostile.disagreements` for what "agree" means, and its margins). The
+:func:`tkchat.measure.hostile_readme.disagreements` for what "agree" means, and its margins). The
 same run measures ``tkchat serve`` under half-open sockets and the page's markdown in
 Chromium; the README's sentences on them are held to it the same way.
 """
@@ -24,25 +24,23 @@ import pytest
 from tests.conftest import KEEP_ALIVE, pump_until, run_script
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote.backend import RemoteBackend
-from tkchat.measure.hostile import (
-    CASES,
+from tkchat.measure.hostile import CASES, TRICKLE_ID, CaseFigures, hostile_script, verdicts
+from tkchat.measure.hostile_page import INPUTS, PageFigures, page_verdicts, readme_sentence
+from tkchat.measure.hostile_readme import (
     PAGE_BEGIN,
     PAGE_END,
+    README_BEGIN,
+    README_END,
     README_HEADER,
     SERVE_BEGIN,
     SERVE_END,
-    TRICKLE_ID,
-    CaseFigures,
     disagreements,
-    hostile_script,
     page_disagreements,
     quoted_rows,
     readme_path,
     readme_rows,
     serve_disagreements,
-    verdicts,
 )
-from tkchat.measure.hostile_page import INPUTS, PageFigures, page_verdicts, readme_sentence
 from tkchat.measure.hostile_serve import HalfOpenFigures, serve_verdicts
 from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import HostileServer, tkchat_health
@@ -186,8 +184,6 @@ def _a_run() -> list[CaseFigures]:
 
 
 def _table(runs: list[CaseFigures]) -> str:
-    from tkchat.measure.hostile import README_BEGIN, README_END
-
     return f"{README_BEGIN}\n{readme_rows(runs)}\n{README_END}"
 
 
