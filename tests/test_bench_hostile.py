@@ -13,6 +13,7 @@ Chromium; the README's sentences on them are held to it the same way.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import tkinter as tk
 import traceback
@@ -97,6 +98,7 @@ def hostile(display: None) -> Iterator[HostileRun]:
         app.close()
     logging.getLogger().removeHandler(logged)
     worker_log.setLevel(level)
+    gc.collect()  # free the closed window's Tk objects here, on the main thread, not later
     yield HostileRun(runs, served, pages, errors)
 
 
