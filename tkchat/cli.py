@@ -269,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the server's event loop: one answer through `tkchat serve` and through "
         "`tkchat serve --broken`, measuring asyncio loop lag and a second client's /health",
     )
+    bench.add_argument(
+        "--hostile",
+        action="store_true",
+        help="the window against hostile servers: lag, errors shown and memory per attack, "
+        "with the unprotected path as a baseline (the README's security table)",
+    )
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
@@ -441,6 +447,10 @@ def main(argv: list[str] | None = None) -> int:
             [lang.strip() for lang in args.lang.split(",") if lang.strip()],
             only=[part.strip() for part in args.only.split(",") if part.strip()],
         )
+    if args.command == "bench" and args.hostile:
+        from tkchat.measure.hostile import run_hostile_bench
+
+        return run_hostile_bench(json_out=args.json)
     if args.command == "bench" and args.serve_loop:
         from tkchat.generate.factory import make_backend
         from tkchat.measure.server_loop import run_server_loop_bench

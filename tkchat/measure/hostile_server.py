@@ -1,4 +1,7 @@
-"""A server on the loopback that answers whatever a test tells it to, byte for byte.
+"""A server on the loopback that answers whatever it is told to, byte for byte.
+
+``tkchat bench --hostile`` (:mod:`tkchat.measure.hostile`) and the tests of the remote backend
+(tests/test_hostile_servers.py) attack the client with it.
 
 Plain sockets, no HTTP library: a hostile server does not follow the rules a library would
 enforce (headers that never end, a body of blank lines forever, a megabyte of "error"). Each
@@ -71,7 +74,9 @@ def event(payload: dict[str, Any]) -> bytes:
 
 class HostileServer:
     """Listens on 127.0.0.1; ``routes`` maps a request path to its handler. Unknown paths
-    get a 404. ``gone`` is set each time a handler saw its client disconnect."""
+    get a 404. ``gone`` is set each time a handler saw its client disconnect. ``routes`` is
+    read at each request, so a caller may swap a handler between two requests (the bench
+    attacks one window with one case after another)."""
 
     def __init__(self, routes: dict[str, Handler]) -> None:
         self.routes = routes

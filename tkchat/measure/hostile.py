@@ -1,0 +1,546 @@
+"""``tkchat bench --hostile``: the real window against servers that attack it, measured.
+
+Every figure of the README's table "Security: hostile servers and answers" comes from this
+module, and so does every bound it quotes: :data:`CASES` is the one list of attacks, with
+what each must end in and the bounds it is held to. Three things read it:
+
+- ``tkchat bench --hostile`` (:func:`run_hostile_bench`) runs the cases, prints the table
+  (:func:`format_table`) and the verdicts (:func:`verdicts`), and prints the README's rows
+  (:mod:`tkchat.measure.hostile_readme`) to paste in;
+- tests/test_bench_hostile.py runs the same script (:func:`hostile_script`) and fails when a
+  case breaks its bound, or when the README's rows say something this run does not;
+- the README, whose rows that test parses (:mod:`tkchat.measure.hostile_readme` says where
+  a row and a run may differ).
+
+The same run measures the two other sides the README's second security section quotes:
+``tkchat serve`` under half-open sockets (:mod:`tkchat.measure.hostile_serve`) and the
+browser page's markdown in Chromium (:mod:`tkchat.measure.hostile_page`); their sentences
+sit between markers in the README too, and are checked the same way.
+
+A case is one answer from a hostile server (:mod:`tkchat.measure.hostile_server`) to one
+Send in one real window (``tkchat serve``'s protocol, a ``RemoteBackend``). Its figures are
+the main loop's worst lag and long tasks while the answer streams and renders (the window's
+own lag probe), what the window shows (the final event, the status line's length), and how
+much resident memory grew. Where the harm the budget prevents costs only a second or two
+to show, the unprotected path runs in the same run as the case's baseline (Python-Markdown
+on its own; a Tk text widget given the long line without soft breaks), and the table gives
+the ratio: baseline / the window's worst lag under the same attack. Lag is load-dependent,
+so the README quotes one run's figures beside the bound a test holds them to.
+
+Main thread only (scripts are resumed by the Tk loop: see ``tkchat/measure/script.py``),
+except the trickling ``/health`` case, whose connect runs on a thread of its own while the
+rest runs, because it takes the whole handshake deadline (20 s of the bench's 22).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import tkinter as tk
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tkchat.events import Done, Error
+from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
+from tkchat.measure.figures import lag_figures
+from tkchat.measure.hostile_page import (
+    PageFigures,
+    measure_page,
+    page_verdicts,
+    readme_sentence,
+)
+from tkchat.measure.hostile_serve import (
+    HalfOpenFigures,
+    measure_half_open,
+    serve_verdicts,
+)
+from tkchat.measure.hostile_serve import readme_row as serve_readme_row
+from tkchat.measure.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
+from tkchat.measure.script import Script
+from tkchat.stats import rounded, rss_mb
+from tkchat.ui.app import ChatApp
+
+SETTLE_S = 0.3  # after an answer: a late timer of a frozen window fires, the render finishes
+# The window's worst lag under any attack: a freeze was seconds. Wide, because CI shares two
+# cores: under a load average of 3 a case reached 52 ms where it usually takes 2-20 ms.
+LAG_BOUND_MS = 250.0
+RSS_BOUND_MB = 64.0  # memory an attack may add (unbounded reading grew without end)
+MIN_BASELINE_RATIO = 3.0  # the unprotected path costs at least this many times the worst lag
+
+# -- the attacks: what a hostile server answers to POST /chat -------------------------------------
+
+
+def huge_error(conn: Conn) -> None:
+    """An ``error`` event of a megabyte, just under the event budget."""
+    conn.head()
+    error = {"kind": "x", "message": "disk on fire " * (1_000_000 // 13 - 10)}
+    conn.send(event({"type": "error", "gen": 1, "seq": 1, "error": error}))
+
+
+def blank_lines_forever(conn: Conn) -> None:
+    """200 text/event-stream, then nothing but line ends, as fast as TCP goes."""
+    conn.head()
+    conn.forever(b"\n" * 65536)
+
+
+def chunks_forever(conn: Conn) -> None:
+    """A server that ignores ``max_tokens`` and streams until it is hung up on."""
+    conn.head()
+    conn.forever(event({"type": "chunk", "gen": 1, "seq": 1, "text": "la "}) * 64)
+
+
+MARKDOWN_BOMB = "[" * 6000 + "\n\n" + "[a](" * 4000 + "\n\n" + "*a" * 3000 + "\n\nThe end."
+
+
+def markdown_bombs(conn: Conn) -> None:
+    """Blocks Python-Markdown is super-linear on, as an answer in 500-character chunks."""
+    stream_text(conn, MARKDOWN_BOMB, 500)
+
+
+def deep_json(conn: Conn) -> None:
+    """An event nested 100,000 deep (``json.loads`` would raise RecursionError)."""
+    conn.head()
+    conn.send(b"data: " + b"[" * 100_000 + b"\n\n")
+
+
+def stream_text(conn: Conn, text: str, piece: int) -> None:
+    """``text`` as chunk events of ``piece`` characters, then ``done``."""
+    conn.head()
+    for seq, start in enumerate(range(0, len(text), piece), start=1):
+        conn.send(
+            event({"type": "chunk", "gen": 1, "seq": seq, "text": text[start : start + piece]})
+        )
+    conn.send(event({"type": "done", "gen": 1, "seq": 1 << 30, "reason": "stop", "stats": {}}))
+
+
+def one_line(chars: int) -> str:
+    return "abcdefghij" * (chars // 10)
+
+
+def long_line(chars: int) -> Handler:
+    """One line of ``chars`` characters without a space, in 3,000-character chunks."""
+    text = one_line(chars)
+    return lambda conn: stream_text(conn, text, 3000)
+
+
+def trickle_health(conn: Conn) -> None:
+    """``GET /health`` at one byte a second, so no idle timeout ever fires."""
+    body = json.dumps({"server": "tkchat", "n_ctx": 4096}).encode() * 100
+    conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+    for byte in body:
+        conn.send(bytes([byte]))
+        time.sleep(1.0)
+
+
+# -- the unprotected baselines ------------------------------------------------------------------
+
+
+def plain_markdown_ms(_root: tk.Tk) -> float:
+    """Python-Markdown on its own (no budget) on a quarter of the bomb's ``[`` run: its cost
+    grows with the square of the run, so the whole bomb would freeze for many seconds."""
+    import markdown
+
+    started = time.perf_counter()
+    markdown.markdown("[" * 1500)
+    return (time.perf_counter() - started) * 1000
+
+
+def unbroken_line_ms(chars: int) -> Callable[[tk.Tk], float]:
+    """Tk laying out one line of ``chars`` characters, as the window did before soft
+    breaks: insert it into a text widget and draw (main thread, blocked on purpose)."""
+
+    def measure(root: tk.Tk) -> float:
+        top = tk.Toplevel(root)
+        text = tk.Text(top, wrap="char")
+        text.pack()
+        root.update()
+        started = time.perf_counter()
+        text.insert("end", one_line(chars))
+        text.see("end")
+        root.update()
+        elapsed = (time.perf_counter() - started) * 1000
+        top.destroy()
+        return elapsed
+
+    return measure
+
+
+# -- the cases ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostileCase:
+    """One attack: the README row's label, the answer, what the window must end with (a
+    ``done`` reason, or an ``error`` whose message contains ``expect``) and its bounds."""
+
+    id: str
+    attack: str  # the README row's first cell
+    before: str  # what the window did before the budget (issue 15), in words
+    answer: Handler
+    final: str  # "done:<reason>" or "error:<kind>"
+    expect: str = ""  # in the error message shown
+    lag_bound_ms: float = LAG_BOUND_MS
+    rss_bound_mb: float = RSS_BOUND_MB
+    baseline: Callable[[tk.Tk], float] | None = None
+    baseline_what: str = ""
+
+
+CASES: tuple[HostileCase, ...] = (
+    HostileCase(
+        "huge-error",
+        "1 MB error message (tkchat protocol)",
+        "froze for seconds; a status line of a megabyte",
+        huge_error,
+        "error:x",
+        expect="disk on fire",
+    ),
+    HostileCase(
+        "blank-lines",
+        "`200 text/event-stream`, then `\\n` forever",
+        '"Generating…" forever, memory growing',
+        blank_lines_forever,
+        "error:bad_stream",
+        expect="without one event",
+    ),
+    HostileCase(
+        "ignores-max-tokens",
+        "a server that ignores `max_tokens`",
+        "streamed without end until the window stopped answering",
+        chunks_forever,
+        "done:length",
+    ),
+    HostileCase(
+        "line-330k",
+        "one line of 330 KB",
+        "one stall of seconds (the baseline)",
+        long_line(330_000),
+        "done:stop",
+        baseline=unbroken_line_ms(330_000),
+        baseline_what="Tk lays the line out unbroken",
+    ),
+    HostileCase(
+        "line-2m",
+        "one line of 2.2 MB",
+        "a freeze of tens of seconds",
+        long_line(2_200_000),
+        "done:length",
+    ),
+    HostileCase(
+        "markdown-bombs",
+        '`"[" * 6000`, `"[a](" * 4000` and `"*a" * 3000`',
+        "froze for seconds (the baseline: Python-Markdown backtracks)",
+        markdown_bombs,
+        "done:stop",
+        baseline=plain_markdown_ms,
+        baseline_what='Python-Markdown alone on `"[" * 1500`',
+    ),
+    HostileCase(
+        "deep-json",
+        "JSON nested 100,000 deep",
+        '"RecursionError: maximum recursion depth exceeded…"',
+        deep_json,
+        "error:bad_stream",
+        expect="nested too deeply",
+    ),
+)
+
+TRICKLE_ID = "trickling-health"
+TRICKLE_ATTACK = "`/health` at one byte a second"
+TRICKLE_BEFORE = '"Loading server…" forever'
+
+
+@dataclass
+class CaseFigures:
+    """What one case measured (JSON-ready)."""
+
+    id: str
+    final: str  # "done:<reason>" or "error:<kind>"
+    message: str = ""  # the error shown, if any
+    pieces: int | None = None  # a done's token count
+    answer_chars: int | None = None
+    line_max: int | None = None  # the longest line on screen, in characters
+    errors_shown: int = 0
+    status_chars: int = 0
+    lag_max_ms: float | None = None
+    lag_p99_ms: float | None = None
+    long_tasks: int | None = None
+    rss_growth_mb: float | None = None
+    seconds: float | None = None
+    baseline_ms: float | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        """The unprotected path's cost over the window's worst lag under the same attack (a
+        lag under 1 ms counts as 1 ms: the probe's own jitter is about that)."""
+        if self.baseline_ms is None or self.lag_max_ms is None:
+            return None
+        return self.baseline_ms / max(self.lag_max_ms, 1.0)
+
+
+def case_by_id(case_id: str) -> HostileCase:
+    return next(case for case in CASES if case.id == case_id)
+
+
+# -- the script -----------------------------------------------------------------------------------
+
+
+def hostile_script(
+    root: tk.Tk,
+    app: ChatApp,
+    server: HostileServer,
+    out: list[CaseFigures],
+    serve_out: list[HalfOpenFigures],
+    page_out: list[PageFigures],
+) -> Script:
+    """Every case in turn on ``app`` (a window on ``server``'s ``/health``), then the
+    baselines, then ``tkchat serve`` under half-open sockets (:mod:`.hostile_serve`) and
+    the page's markdown in Chromium (:mod:`.hostile_page`, if there is one), then the
+    trickling ``/health`` (started first, on its own thread and server: the others run
+    while it waits for the handshake deadline)."""
+    yield lambda: app.model_ready
+    trickle: list[CaseFigures] = []
+    with HostileServer({"/health": trickle_health}) as trickling:
+        thread = threading.Thread(
+            target=_connect_trickling, args=(trickling.url, trickle), daemon=True
+        )
+        thread.start()
+        for case in CASES:
+            yield from _one_case(app, server, case, out)
+        for figures in out:
+            measure = case_by_id(figures.id).baseline
+            if measure is not None:
+                figures.baseline_ms = rounded(measure(root), 1)
+                yield SETTLE_S  # the window catches up after the blocked baseline
+        serve_out.append(measure_half_open())
+        page = measure_page()
+        if page is not None:
+            page_out.append(page)
+        yield lambda: not thread.is_alive()
+    out.extend(trickle)
+
+
+def _one_case(
+    app: ChatApp, server: HostileServer, case: HostileCase, out: list[CaseFigures]
+) -> Script:
+    server.routes["/chat"] = case.answer
+    app.new_chat()
+    yield SETTLE_S
+    before = len(app.finished)
+    start_rss = peak_rss = rss_mb()
+
+    def ended() -> bool:  # polled by the runner: the RSS peak is sampled with it
+        nonlocal peak_rss
+        peak_rss = max(peak_rss, rss_mb())
+        return len(app.finished) > before and not app.transcript.painter.busy
+
+    app.probe.start_recording()
+    started = time.perf_counter()
+    if not app.send(f"attack: {case.id}"):
+        raise RuntimeError(f"{case.id}: the window did not send")
+    yield ended
+    seconds = time.perf_counter() - started
+    yield SETTLE_S
+    peak_rss = max(peak_rss, rss_mb())
+    samples = app.probe.stop_recording()
+    finals = app.finished[before:]
+    final = finals[-1]
+    lags = lag_figures(samples)
+    figures = CaseFigures(
+        case.id,
+        final=_final_name(final),
+        errors_shown=sum(isinstance(f, Error) for f in finals),
+        status_chars=len(app.status.get()),
+        lag_max_ms=rounded(lags["lag_max_ms"], 1),
+        lag_p99_ms=rounded(lags["lag_p99_ms"], 1),
+        long_tasks=lags["long_tasks"],
+        rss_growth_mb=rounded(peak_rss - start_rss, 1),
+        seconds=rounded(seconds, 2),
+    )
+    if isinstance(final, Error):
+        figures.message = final.message
+    else:
+        figures.pieces = final.stats.tokens
+        figures.answer_chars = len(app.transcript.answers[-1].text)
+        figures.line_max = max(map(len, app.transcript.plain_text().split("\n")))
+    out.append(figures)
+
+
+def _final_name(final: Done | Error) -> str:
+    return f"done:{final.reason}" if isinstance(final, Done) else f"error:{final.kind}"
+
+
+def _connect_trickling(url: str, out: list[CaseFigures]) -> None:
+    """Its own thread: connect to a ``/health`` that trickles, until the client gives up."""
+    from tkchat.generate.remote.backend import RemoteBackend
+
+    started = time.monotonic()
+    try:
+        RemoteBackend(url).load()
+    except Exception as exc:  # the failure is the figure
+        out.append(
+            CaseFigures(
+                TRICKLE_ID,
+                final=f"error:{type(exc).__name__}",
+                message=str(exc),
+                errors_shown=1,
+                seconds=rounded(time.monotonic() - started, 1),
+            )
+        )
+    else:
+        out.append(CaseFigures(TRICKLE_ID, final="done:loaded"))
+
+
+# -- verdicts and the table ------------------------------------------------------------------
+
+
+def verdicts(runs: Iterable[CaseFigures]) -> list[tuple[str, bool, str]]:
+    """Each case against its bounds: (what, held, the figure)."""
+    checks: list[tuple[str, bool, str]] = []
+    for figures in runs:
+        if figures.id == TRICKLE_ID:
+            took = figures.seconds or 0.0
+            ok = figures.errors_shown == 1 and HANDSHAKE_TIMEOUT_S <= took < HANDSHAKE_TIMEOUT_S + 3
+            checks.append((f"{TRICKLE_ID}: one failure at the handshake deadline", ok, f"{took} s"))
+            continue
+        case = case_by_id(figures.id)
+        ended = figures.final == case.final and case.expect in figures.message
+        checks.append((f"{case.id}: ends as {case.final}", ended, outcome(figures)))
+        checks.append(
+            (
+                f"{case.id}: one final event, status line bounded",
+                figures.errors_shown <= 1 and figures.status_chars <= 400,
+                f"{figures.errors_shown} errors, {figures.status_chars} characters",
+            )
+        )
+        lag = figures.lag_max_ms or 0.0
+        checks.append(
+            (f"{case.id}: lag max < {case.lag_bound_ms:g} ms", lag < case.lag_bound_ms, f"{lag} ms")
+        )
+        grown = figures.rss_growth_mb or 0.0
+        checks.append(
+            (
+                f"{case.id}: RSS +< {case.rss_bound_mb:g} MB",
+                grown < case.rss_bound_mb,
+                f"{grown} MB",
+            )
+        )
+        if figures.ratio is not None:
+            checks.append(
+                (
+                    f"{case.id}: unprotected ≥ {MIN_BASELINE_RATIO:g} × the worst lag",
+                    figures.ratio >= MIN_BASELINE_RATIO,
+                    f"{figures.baseline_ms} ms / {lag} ms = {figures.ratio:.0f} ×",
+                )
+            )
+    return checks
+
+
+def outcome(figures: CaseFigures) -> str:
+    """What the window ended with: the README's "what the window shows" cell."""
+    if figures.id == TRICKLE_ID:
+        return f"one `error` at {figures.seconds} s: “{figures.message}”"
+    if figures.final.startswith("error:"):
+        kind = figures.final.split(":", 1)[1]
+        shown = figures.message if len(figures.message) <= 120 else figures.message[:40] + "…"
+        return f"one `error` ({kind}), {len(figures.message):,} characters: “{shown}”"
+    reason = figures.final.split(":", 1)[1]
+    return (
+        f"`done({reason})`, {figures.pieces:,} pieces, {figures.answer_chars:,} characters, "
+        f"lines of at most {figures.line_max:,} on screen"
+    )
+
+
+def format_table(runs: Iterable[CaseFigures]) -> str:
+    header = (
+        f"{'case':<20}{'final':<18}{'lag max':>9}{'p99':>7}{'long':>5}{'RSS +':>8}"
+        f"{'seconds':>8}{'baseline':>10}{'ratio':>7}"
+    )
+    lines = [header]
+    for f in runs:
+        lines.append(
+            f"{f.id:<20}{f.final:<18}{_num(f.lag_max_ms, 'ms'):>9}{_num(f.lag_p99_ms, 'ms'):>7}"
+            f"{_num(f.long_tasks, ''):>5}{_num(f.rss_growth_mb, 'MB'):>8}{_seconds(f.seconds):>8}"
+            f"{_num(f.baseline_ms, 'ms'):>10}{_num(f.ratio and round(f.ratio), '×'):>7}"
+        )
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}s"
+
+
+def _num(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value:g}{unit}" if isinstance(value, int) else f"{value:.1f}{unit}"
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+class _OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return cut(super().format(record), 160)
+
+
+def run_hostile_bench(json_out: Path | None = None) -> int:
+    """``tkchat bench --hostile``: every case in one real window (on a virtual screen if
+    there is none). Returns 0 when every case held its bounds, 1 otherwise."""
+    from tkchat.generate.controller import GenerationController
+    from tkchat.generate.remote.backend import RemoteBackend
+    from tkchat.measure.display import ensure_display
+    from tkchat.measure.hostile_readme import readme_rows  # it reads this module's cases
+    from tkchat.measure.script import ScriptRunner
+    from tkchat.transport.channel import EventChannel
+    from tkchat.ui.app import AppOptions
+
+    ensure_display()
+    # The attacks are logged in full (up to 64,000 characters each), on purpose; on the
+    # bench's terminal one line each is enough.
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine())
+    logging.getLogger("tkchat").addHandler(handler)
+    server = HostileServer({"/health": tkchat_health()})
+    root = tk.Tk()
+    controller = GenerationController(RemoteBackend(server.url), EventChannel())
+    app = ChatApp(root, controller, AppOptions(language="en"))
+    controller.load_async()
+    runs: list[CaseFigures] = []
+    served: list[HalfOpenFigures] = []
+    pages: list[PageFigures] = []
+    started = time.monotonic()
+    runner = ScriptRunner(root, hostile_script(root, app, server, runs, served, pages))
+    runner.start()
+    root.mainloop()
+    if not app.closed:
+        app.close()
+    server.close()
+    if runner.error is not None:
+        raise runner.error
+    print(format_table(runs))
+    print()
+    checks = verdicts(runs) + [check for figures in served for check in serve_verdicts(figures)]
+    checks += [check for page in pages for check in page_verdicts(page)]
+    for name, ok, figure in checks:
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
+    print(f"\n{time.monotonic() - started:.1f} s. The README's rows, from this run:\n")
+    print(readme_rows(runs))
+    for figures in served:
+        print(f"\n{serve_readme_row(figures)}")
+    for page in pages:
+        print(f"\n{readme_sentence(page)}")
+        print("\n".join(f"  {ms:8.2f} ms  {name}" for name, ms in page.inputs_ms.items()))
+    if not pages:
+        print("\nThe page's markdown was not measured: no Playwright or no Chromium here.")
+    if json_out is not None:
+        payload = {
+            "window": [asdict(r) for r in runs],
+            "serve_half_open": [asdict(f) for f in served],
+            "page_markdown": [asdict(p) for p in pages],
+        }
+        json_out.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"\nwrote {json_out}")
+    return 0 if all(ok for _name, ok, _figure in checks) else 1
