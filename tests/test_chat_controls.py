@@ -42,6 +42,7 @@ from tkchat.store.settings import load_settings
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import model_switch
 from tkchat.ui.app import AppOptions, ChatApp
+from tkchat.ui.fit import NO_BREAK
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.menubar import MENUS
 from tkchat.ui.model_picker import ModelPicker
@@ -920,7 +921,7 @@ def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> N
     assert isinstance(final, Error) and final.kind == "context_overflow", final
     assert "context holds 300" in final.message
     assert app.status.get() == f"Error: {final.message}"
-    assert f"⚠ {final.message}" in app.transcript.plain_text()
+    assert f"⚠{NO_BREAK}{final.message}" in app.transcript.plain_text()
     assert app.model_ready and not app.send_button.instate(["disabled"])
     assert isinstance(turn("still there?", "Yes."), Done)
 

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import pump_for
 from tkchat.cli import build_parser, main
 from tkchat.teach.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
+from tkchat.ui.fit import text_as_written
 
 PLANS = {lang: plan_path(lang).read_text(encoding="utf-8") for lang in LANGUAGES}
 COMMAND_RE = re.compile(r"`(tkchat(?: [^`]*)?)`")
@@ -116,15 +117,15 @@ def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
     pump_for(root, 0.1)
     assert panel.plan_button.cget("text") == "Class plan"
     panel.plan_button.invoke()
-    shown = panel.text.get("1.0", "end")
+    shown = text_as_written(panel.text)
     assert "The 90-minute class" in shown and "Predict:" in shown
     panel.picker.current(3)  # picking a lesson brings the lesson back
     panel.picker.event_generate("<<ComboboxSelected>>")
     pump_for(root, 0.1)
-    assert "The 90-minute class" not in panel.text.get("1.0", "end")
+    assert "The 90-minute class" not in text_as_written(panel.text)
     language["now"] = "zh"
     panel.set_language("zh")
     assert panel.plan_button.cget("text") == "课堂计划"
     panel.plan_button.invoke()
-    assert "先猜" in panel.text.get("1.0", "end").replace("\u200b", "")  # break marks
+    assert "先猜" in text_as_written(panel.text)  # without the break spaces
     panel.destroy()

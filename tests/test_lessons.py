@@ -22,7 +22,7 @@ from tkchat.teach.lessons import (
     render_body,
     resolve_reference,
 )
-from tkchat.ui.fit import unbreakable
+from tkchat.ui.fit import text_as_written, unbreakable
 
 EN = load_lessons("en")
 ZH = load_lessons("zh")
@@ -329,7 +329,7 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.picker.event_generate("<<ComboboxSelected>>")
     root.update()
     assert panel.current is not None and panel.current.id == "04-blocking"
-    body = unbreakable(panel.text.get("1.0", "end"))
+    body = text_as_written(panel.text)
     assert "What you see" in body and "def start(self" in body  # the live code is quoted
     assert "{{code" not in body
     assert {"h2", "code", "code_inline"} <= _tags_in(panel.text)
@@ -388,7 +388,7 @@ def test_lesson_panel_renders_every_lesson(root: tk.Tk) -> None:
         for lesson in panel.lessons:
             panel.select(lesson.id)
             root.update()
-            shown = unbreakable(panel.text.get("1.0", "end"))
+            shown = text_as_written(panel.text)
             assert "##" not in shown and "```" not in shown, lesson.id
             assert _tags_in(panel.text) >= {"h2", "code"}, lesson.id
             assert PANEL_STRINGS[lang]["lesson.no_value"] in unbreakable(

@@ -38,6 +38,7 @@ from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, database_path, open_store
 from tkchat.ui.app import ChatApp
+from tkchat.ui.fit import NO_BREAK
 
 pytestmark = pytest.mark.gui
 
@@ -154,7 +155,7 @@ class Screen:
         found: list[str] = []
         for text in self.seen:
             for line in text.split("\n"):
-                message = line.removeprefix("⚠ ")
+                message = line.removeprefix("⚠" + NO_BREAK)
                 if all(w.lower() in message.lower() for w in words) and message not in found:
                     found.append(message)
         return found

@@ -38,7 +38,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "button.lessons": "Lessons",
         "button.language": "中文",
         "label.mode": "Mode:",
-        "warning.broken": "⚠ BROKEN MODE “{mode}”, on purpose, for teaching: {summary}.",
+        "warning.broken": "⚠\u00a0BROKEN MODE “{mode}”, on purpose, for teaching: {summary}.",
         "mode.fixed": "worker thread → queue → one insert every 16 ms; markdown painted in slices",
         "mode.blocking": "the model loop runs in the Send handler, on the main thread",
         "mode.main-thread-reader": "a worker generates, but the main thread loops reading the "
@@ -160,7 +160,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "button.lessons": "课程",
         "button.language": "English",
         "label.mode": "模式：",
-        "warning.broken": "⚠ 故障模式“{mode}”，为教学故意为之：{summary}。",
+        "warning.broken": "⚠\u00a0故障模式“{mode}”，为教学故意为之：{summary}。",
         "mode.fixed": "工作线程 → 队列 → 每 16 毫秒插入一次；Markdown 分片渲染",
         "mode.blocking": "模型循环跑在“发送”的处理函数里，也就是主线程上",
         "mode.main-thread-reader": "工作线程负责生成，主线程却在循环里读流",

@@ -22,7 +22,11 @@ from tkchat.ui.scaling import dp
 
 ELLIPSIS = "…"
 NO_BREAK = "\u00a0"  # Tk does not break a line here (tested), so a number keeps its unit
-BREAK_OPPORTUNITY = "\u200b"  # zero width; Tk's word wrap may break here (tested)
+# Where Chinese may break. Tk 8.6 wraps only at a plain space (or a tag boundary): not at this
+# zero-width space, nor at a thin or hair space (measured by layout). So this is only a mark:
+# :func:`insert_breakable` makes each one a real space in a one-pixel font.
+BREAK_OPPORTUNITY = "\u200b"
+BREAK_TAG = "break-opportunity"
 
 _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _BETWEEN_CJK = re.compile(rf"(?<=[{_CJK}])(?=[{_CJK}])")
@@ -132,6 +136,46 @@ def breakable(text: str) -> str:
 def unbreakable(text: str) -> str:
     """The text as written (for copying): no zero-width break marks."""
     return text.replace(BREAK_OPPORTUNITY, "")
+
+
+def configure_breaks(widget: tk.Text) -> None:
+    """Make :data:`BREAK_TAG` a space one pixel wide, above every other tag (a bold or code
+    font must not widen it). Call it again after configuring or adding font tags."""
+    widget.tag_configure(BREAK_TAG, font=("TkDefaultFont", -1))
+    widget.tag_raise(BREAK_TAG)
+
+
+def insert_breakable(widget: tk.Text, text: str, tags: tuple[str, ...]) -> None:
+    """Insert :func:`breakable` ``text`` at the end of ``widget``, each break mark made a real
+    break opportunity: a space in :data:`BREAK_TAG`'s one-pixel font, which Tk's word wrap
+    breaks at and a reader does not see. Without it a line ended at the last plain space
+    before a Chinese run, however much room was left ("点" alone on its line). One insert call,
+    however many marks: a lesson of thousands of characters stays one Tk command."""
+    pieces = text.split(BREAK_OPPORTUNITY)
+    args: list[str | tuple[str, ...]] = []
+    for number, piece in enumerate(pieces):
+        if number:
+            args += [" ", (*tags, BREAK_TAG)]
+        if piece:
+            args += [piece, tags]
+    if args and isinstance(args[0], str):  # (always: pieces and spaces come first)
+        widget.insert("end", args[0], *args[1:])
+
+
+def text_as_written(widget: tk.Text, start: str = "1.0", end: str = "end-1c") -> str:
+    """The text of ``widget`` between ``start`` and ``end`` without the break spaces of
+    :func:`insert_breakable` (what the reader sees, as it was written)."""
+    out: list[str] = []
+    index = widget.index(start)
+    end = widget.index(end)
+    while widget.compare(index, "<", end):
+        found = widget.tag_nextrange(BREAK_TAG, index, end)
+        if not found:
+            out.append(widget.get(index, end))
+            break
+        out.append(widget.get(index, found[0]))
+        index = found[1]
+    return "".join(out)
 
 
 class FittedLabel(ttk.Label):

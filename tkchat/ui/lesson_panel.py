@@ -21,7 +21,7 @@ from tkinter import ttk
 
 from tkchat.teach.claims import format_figure
 from tkchat.teach.lessons import Lesson, expect_text, load_lessons, plan_path, render_body
-from tkchat.ui.fit import breakable
+from tkchat.ui.fit import breakable, configure_breaks, insert_breakable
 from tkchat.ui.lag_timeline import LagTimeline
 from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
@@ -361,6 +361,7 @@ class LessonPanel(ttk.Frame):
         )
         text.tag_configure("item", lmargin1=d(6), lmargin2=d(22))
         text.tag_configure("quote", lmargin1=d(12), lmargin2=d(12))
+        configure_breaks(text)
 
     def _apply_palette(self, palette: Palette) -> None:
         """The theme's colours: the page, headings, code and quotes."""
@@ -375,8 +376,12 @@ class LessonPanel(ttk.Frame):
             self.text.delete("1.0", "end")
             for chunk, tags in markdown_runs(markdown_text):
                 code = "code" in tags or "code_inline" in tags
-                self.text.insert("end", chunk if code else breakable(chunk), tags)
+                if code:
+                    self.text.insert("end", chunk, tags)
+                else:
+                    insert_breakable(self.text, breakable(chunk), tags)
         self._set_table_tabs()
+        configure_breaks(self.text)  # above the table tags just raised
         self.text.yview_moveto(0.0)
         self.text.xview_moveto(0.0)
 

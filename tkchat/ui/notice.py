@@ -11,6 +11,7 @@ from __future__ import annotations
 import tkinter as tk
 from tkinter import ttk
 
+from tkchat.ui.fit import NO_BREAK
 from tkchat.ui.scaling import dp
 from tkchat.ui.theme import palette_of, recolour, set_role
 from tkchat.ui.translator import Translator
@@ -50,7 +51,7 @@ class NoticeBanner(tk.Frame):
         )
 
     def show(self, text: str) -> None:
-        self.label.configure(text="⚠ " + text)
+        self.label.configure(text="⚠" + NO_BREAK + text)
         if not self.shown:
             self.pack(side="top", fill="x", after=self.after_widget)
 

@@ -48,6 +48,7 @@ from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.i18n import STRINGS
 from tkchat.modes import split_outside_mode
+from tkchat.ui.fit import NO_BREAK
 from tkchat.ui.transcript import AnswerView
 
 if TYPE_CHECKING:
@@ -356,7 +357,7 @@ class GuardedPipeline:
         first = TK_THREADS.first_since(self._tk_calls_before)
         if first is not None:
             self._tk_calls_before = TK_THREADS.count
-            note = "⚠ " + self.t("outside.tk_thread", **first.values())
+            note = "⚠" + NO_BREAK + self.t("outside.tk_thread", **first.values())
             self.host.transcript.add_note(note, "error")
 
 

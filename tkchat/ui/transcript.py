@@ -31,6 +31,7 @@ from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.store import MessageRef
+from tkchat.ui.fit import NO_BREAK
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
@@ -308,7 +309,7 @@ class Transcript(ttk.Frame):
             key = "transcript.interrupted" if interrupted else "transcript.stopped"
             self._write("end-1c", self.t(key) + "\n", ("note",))
         if error:
-            self._write("end-1c", f"⚠ {error}\n", ("error",))
+            self._write("end-1c", f"⚠{NO_BREAK}{error}\n", ("error",))
         self.text.mark_set(view.tail_mark, "end-1c")
         self.text.mark_gravity(view.tail_mark, "left")  # what is written next goes after it
         if view.versions:  # its version is final: the links work now
@@ -399,7 +400,7 @@ class Transcript(ttk.Frame):
         if status in ("stopped", "interrupted"):
             return self.t(f"transcript.{status}"), ("note",)
         if status == "error":
-            return "⚠ " + self.t("transcript.failed"), ("error",)
+            return "⚠" + NO_BREAK + self.t("transcript.failed"), ("error",)
         return None
 
     def add_saved(
