@@ -21,6 +21,7 @@ from tkchat.ui.lag_timeline import (
 )
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript import AnswerView
+from tkchat.ui.translator import Translator
 
 pytestmark = pytest.mark.gui
 
@@ -206,3 +207,35 @@ def test_a_destroyed_timeline_stops_redrawing(root: tk.Tk) -> None:
     timeline.destroy()
     assert scheduler.pending_ids() == set()
     pump_for(root, 0.1)  # the root fixture fails the test if a callback hit the dead widget
+
+
+def test_it_speaks_the_window_s_language_and_follows_a_switch(root: tk.Tk) -> None:
+    """A Chinese class sees a Chinese chart (it was English in a Chinese window)."""
+    translate = Translator("zh")
+    timeline = LagTimeline(
+        root,
+        AfterScheduler(root),
+        scripted_samples,
+        lambda: ARRIVALS,
+        clock=lambda: NOW,
+        translate=translate,
+    )
+    timeline.pack(fill="both", expand=True)
+    root.geometry("900x320")
+    pump_for(root, 0.1)
+    timeline.redraw(NOW)
+
+    def texts() -> set[str]:
+        return {
+            str(timeline.itemcget(i, "text"))
+            for i in timeline.find_all()
+            if timeline.type(i) == "text"
+        }
+
+    zh = texts()
+    assert {"事件循环延迟，最近 20 秒", "现在", "文字", "冻结 1.70 秒", "50 毫秒：长任务"} <= zh, zh
+    assert not any("ms" in text or "now" in text for text in zh), zh
+    translate.set_language("en")
+    pump_for(root, 0.05)
+    timeline.redraw(NOW)
+    assert {"event-loop lag, last 20 s", "now", "frozen 1.70 s"} <= texts()

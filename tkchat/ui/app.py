@@ -218,6 +218,7 @@ class ChatApp(ChatLayout):
                 lambda: self.probe.history,
                 answer_arrivals(self.transcript.answers),
                 recorded=options.recorded_lag,
+                translate=self.t,
             ),
         )
         self.appearance = Appearance(

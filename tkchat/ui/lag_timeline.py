@@ -41,6 +41,9 @@ from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.theme import follow_theme, palette_of
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView
+from tkchat.ui.translator import Translator
+
+Words = Callable[..., str]  # a Translator: key and values in, the window's language out
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
 Arrival = tuple[float, int]  # (perf_counter when text reached the screen, characters so far)
@@ -67,8 +70,12 @@ class Freeze:
         return self.end - self.start
 
 
-def freeze_label(seconds: float) -> str:
-    return f"frozen {seconds * 1000:.0f} ms" if seconds < 1 else f"frozen {seconds:.2f} s"
+def freeze_label(seconds: float, translate: Words | None = None) -> str:
+    """ "frozen 340 ms", "frozen 1.70 s" (in the window's language, given its translator)."""
+    t = translate or Translator("en")
+    if seconds < 1:
+        return t("timeline.frozen_ms", ms=f"{seconds * 1000:.0f}")
+    return t("timeline.frozen_s", seconds=f"{seconds:.2f}")
 
 
 def answer_arrivals(
@@ -149,8 +156,12 @@ class LagTimeline(tk.Canvas):
         font_size: int = BODY_FONT_SIZE,
         clock: Callable[[], float] = time.perf_counter,
         recorded: Callable[[], Sequence[LagSample]] | None = None,
+        translate: Translator | None = None,
     ) -> None:
         super().__init__(master, highlightthickness=0)
+        self.t: Words = translate or Translator("en")
+        if translate is not None:
+            translate.on_change(lambda _lang: self._relabel())
         self.recorded = recorded
         self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
         self._recorded_columns: list[list[float]] = []
@@ -202,6 +213,12 @@ class LagTimeline(tk.Canvas):
         if self.winfo_viewable():  # hidden (another lesson, a closed panel): skip the work
             self.redraw()
         self.scheduler.once(self.timer, self.refresh_ms, self._tick)
+
+    def _relabel(self) -> None:
+        """Another language: the labels are drawn again in it."""
+        self._drawn = None
+        if self.winfo_viewable():
+            self.redraw()
 
     def set_palette(self, palette: Palette) -> None:
         """The theme's colours (the fixed items are drawn again at the next redraw)."""
@@ -262,7 +279,7 @@ class LagTimeline(tk.Canvas):
         return Layout(
             width=width,
             height=height,
-            left=12 + self.axis_font.measure("100 ms") + 8,
+            left=12 + self.axis_font.measure(self.t("timeline.ms", value="100")) + 8,
             right=width - 12,
             top=8 + 2 * self._label_line + 8,  # the caption, then a row for freeze labels
             bottom=band - tick_h - 10,
@@ -319,7 +336,10 @@ class LagTimeline(tk.Canvas):
         while value <= top_ms:
             at_y = scale.y(value)
             self.create_line(left, at_y, right, at_y, fill=p.chart_grid, width=1, tags="fixed")
-            text = f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.0f} s"
+            if value < 1000:
+                text = self.t("timeline.ms", value=f"{value:.0f}")
+            else:
+                text = self.t("timeline.s", value=f"{value / 1000:.0f}")
             self._text(left - 6, at_y, text, "e", self.axis_font)
             value *= 10
         limit = scale.y(LONG_TASK_MS)
@@ -327,22 +347,30 @@ class LagTimeline(tk.Canvas):
             left, limit, right, limit, fill=p.chart_frozen_ink, width=2, dash=(8, 6), tags="fixed"
         )
         self._text(
-            left + 6, limit - 2, "50 ms: long task", "sw", self.axis_font, p.chart_frozen_ink
+            left + 6,
+            limit - 2,
+            self.t("timeline.long_task", ms=f"{LONG_TASK_MS:.0f}"),
+            "sw",
+            self.axis_font,
+            p.chart_frozen_ink,
         )
         self.create_line(
             left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
         )
-        caption = f"event-loop lag, last {self.span_s:.0f} s"
+        caption = self.t("timeline.caption", seconds=f"{self.span_s:.0f}")
         self._text(left, 8, caption, "nw", self.label_font)
         if self.recorded is not None:
-            self._text(right, 8, "- - - recorded run", "ne", self.label_font)
-        self._text(left - 6, layout.band, "text", "e", self.axis_font, p.chart_good)
+            self._text(right, 8, self.t("timeline.recorded"), "ne", self.label_font)
+        self._text(
+            left - 6, layout.band, self.t("timeline.text"), "e", self.axis_font, p.chart_good
+        )
         for ago in range(0, int(self.span_s) + 1, 5):
             if ago == 0:
-                self._text(right, layout.band + 6, "now", "ne", self.axis_font)
+                self._text(right, layout.band + 6, self.t("timeline.now"), "ne", self.axis_font)
             else:
                 at_x = right - ago * (right - left) / self.span_s
-                self._text(at_x, layout.band + 6, f"-{ago} s", "n", self.axis_font)
+                ago_text = self.t("timeline.ago", seconds=ago)
+                self._text(at_x, layout.band + 6, ago_text, "n", self.axis_font)
         self.tag_raise("recorded")
         self.tag_raise("lag")
         self.tag_raise("arrivals")
@@ -402,7 +430,7 @@ class LagTimeline(tk.Canvas):
             self.create_rectangle(
                 *shade, fill=self.palette.chart_frozen_fill, width=0, tags="frozen"
             )
-            text = freeze_label(freeze.length_s)
+            text = freeze_label(freeze.length_s, self.t)
             half = self.label_font.measure(text) / 2 + 6
             centre = min(max((x0 + x1) / 2, left + half), right - half)
             for row, taken in enumerate(placed):
