@@ -38,7 +38,7 @@ from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
 from tkchat.i18n import STRINGS
 from tkchat.render.safe_markdown import split_blocks
 from tkchat.store import settings_from_sampling
-from tkchat.store.settings import load_settings
+from tkchat.store.settings import AppSettings, load_settings
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import model_switch
 from tkchat.ui.app import AppOptions, ChatApp
@@ -365,6 +365,30 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
     root.update()
     assert isinstance(finish(root, app, count + 1), Done)
     assert shown(app) == [("user", "alpha question"), ("assistant", "Second reply.")]
+
+
+def test_what_was_typed_before_an_edit_comes_back_when_it_is_cancelled_or_sent(
+    root: tk.Tk, make_app
+) -> None:
+    """Found by hand: type a draft, click Edit on an earlier question, press Esc — the box
+    was empty, the draft gone."""
+    backend = ScriptedBackend(rate=0, text="First reply.")
+    app = make_app(backend)
+    assert isinstance(ask(root, app, "alpha question"), Done)
+    app.input.set_draft("my unsent draft")
+    click_link(root, app, app.transcript.entries[0], "edit")
+    assert app.input.draft == "alpha question"
+    app.input.event_generate("<Escape>")
+    root.update()
+    assert app.input.draft == "my unsent draft" and app.editing is None
+
+    click_link(root, app, app.transcript.entries[0], "edit")
+    app.input.set_draft("alpha, edited")
+    count = len(app.finished)
+    assert app.send()
+    assert isinstance(finish(root, app, count + 1), Done)
+    assert shown(app)[0] == ("user", "alpha, edited")
+    assert app.input.draft == "my unsent draft"  # back, for the user to send when ready
 
 
 # -- 4. regenerate ------------------------------------------------------------------------------
@@ -965,6 +989,19 @@ def test_language_and_text_size_survive_a_restart(root: tk.Tk, make_app, fresh_a
     assert again.t.lang == "zh"
     assert again.send_button.cget("text") == STRINGS["zh"]["button.send"]
     assert again.transcript.body_font.cget("size") == 13
+
+
+def test_a_size_remembered_on_a_larger_screen_is_fitted_to_this_one(fresh_app) -> None:
+    """Found by hand: quit on a 1600-wide screen with the lesson panel open, start on a
+    1280×720 one — the window's right side was off the screen."""
+    probe = tk.Tk()
+    screen_w, screen_h = probe.winfo_screenwidth(), probe.winfo_screenheight()
+    probe.destroy()
+    settings = AppSettings(geometry=f"{screen_w + 400}x{screen_h + 300}+0+0")
+    app = fresh_app(ScriptedBackend(rate=0), app_settings=settings, persist_settings=True)
+    app.root.update()
+    assert app.root.winfo_width() <= screen_w and app.root.winfo_height() <= screen_h
+    assert app.root.winfo_width() >= screen_w * 0.9  # fitted, not thrown away
 
 
 # -- 12. switching to another real model ---------------------------------------------------------

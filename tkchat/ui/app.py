@@ -53,7 +53,7 @@ from tkchat.ui.outside import OutsidePipelineError
 from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
 from tkchat.ui.pump import EventPump
 from tkchat.ui.remembered import Remembered
-from tkchat.ui.scaling import window_size
+from tkchat.ui.scaling import remembered_size, window_size
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.session import ChatSession
 from tkchat.ui.shortcut_sheet import ShortcutSheet
@@ -130,6 +130,7 @@ class ChatApp(ChatLayout):
         self.consumer = StreamConsumer()
         self.answer: AnswerView | None = None  # the answer streaming now
         self.editing: UserView | None = None  # the past question being edited, if any
+        self.set_aside = ""  # what the box held when that edit began
         self.model_ready = False
         self.model_failed = False  # the last load failed: nothing can be sent until another
         self.closed = False
@@ -310,8 +311,9 @@ class ChatApp(ChatLayout):
         )
         if options.projector:
             self.text_size.set_projector(True)
-        if options.persist_settings and settings.geometry:
-            self.root.geometry(settings.geometry.split("+")[0])  # the size; not the place
+        size = settings.geometry and remembered_size(self.root, settings.geometry)
+        if options.persist_settings and size:
+            self.root.geometry(size)  # the size, within this screen; not the place
         self.input.focus_set()
 
     def _bind_commands(self) -> None:
@@ -370,6 +372,7 @@ class ChatApp(ChatLayout):
             if self.editing is not None:
                 edited, self.editing = self.editing, None
                 self._resend(edited, prompt)
+                self._take_back_set_aside()
                 return self._generate(self.session.request())
         self.editing = None
         self.transcript.add_user(prompt)
@@ -463,7 +466,7 @@ class ChatApp(ChatLayout):
         if not entries or not isinstance(entries[-1], AnswerView):
             self.status.say("app.regenerate_none")
             return False
-        self.editing = None
+        self._end_edit()
         versions = versions_after_regenerate(entries[-1])
         self._rewind_to(entries[-1])  # the saved answer takes the new version
         request = self.session.regenerate_request(len(versions) - 1)
@@ -491,9 +494,12 @@ class ChatApp(ChatLayout):
 
     def edit(self, view: UserView) -> None:
         """Put a past question in the box; sending it replaces it and all that follows
-        (which stay as the question's earlier version: :meth:`_resend`)."""
+        (which stay as the question's earlier version: :meth:`_resend`). What was typed in
+        the box is set aside, and comes back when the edit is sent or cancelled."""
         if self.showing_conversation:
             return
+        if self.editing is None:
+            self.set_aside = self.input.draft
         self.editing = view
         self.input.set_draft(view.text)
         self.focus_input()
@@ -518,9 +524,19 @@ class ChatApp(ChatLayout):
 
     def cancel_edit(self) -> None:
         if self.editing is not None:
-            self.editing = None
-            self.input.clear()
+            self._end_edit()
             self.status.say("app.edit_cancelled")
+
+    def _end_edit(self) -> None:
+        """No question is being edited any more (Esc, Regenerate, another chat)."""
+        if self.editing is not None:
+            self.editing = None
+            self._take_back_set_aside()
+
+    def _take_back_set_aside(self) -> None:
+        """The box gets back what was typed in it before an edit began (nothing is lost)."""
+        self.input.set_draft(self.set_aside)
+        self.set_aside = ""
 
     def _rewind_to(self, view: UserView | AnswerView) -> None:
         """Take ``view`` and everything after it off the screen and out of the model's
@@ -636,7 +652,7 @@ class ChatApp(ChatLayout):
             self.status.say("app.ready_again", name=self.controller.backend.name)
         if self.conversations is not None:
             self.conversations.stop_showing()
-        self.editing = None
+        self._end_edit()
         self.transcript.clear()
         self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
         self.draft.waiting = None  # it was for the chat that is going away

@@ -54,3 +54,15 @@ def window_size(widget: tk.Misc, width: float, height: float, fill: float = 0.92
     scaled_w = min(dp(widget, width), int(screen_w * fill))
     scaled_h = min(dp(widget, height), int(screen_h * fill))
     return f"{scaled_w}x{scaled_h}"
+
+
+def remembered_size(widget: tk.Misc, geometry: str, fill: float = 0.97) -> str | None:
+    """The size part of a remembered ``WIDTHxHEIGHT+X+Y`` geometry, made to fit this screen:
+    a window saved on a larger screen (or beside an open lesson panel) must not start with
+    its right side off a 1280×720 one. None for a geometry that does not parse."""
+    try:
+        width, height = (int(v) for v in geometry.split("+")[0].split("x"))
+    except ValueError:
+        return None
+    screen_w, screen_h = widget.winfo_screenwidth(), widget.winfo_screenheight()
+    return f"{min(width, int(screen_w * fill))}x{min(height, int(screen_h * fill))}"
