@@ -161,7 +161,7 @@ class LagTimeline(tk.Canvas):
         super().__init__(master, highlightthickness=0)
         self.t: Words = translate or Translator("en")
         if translate is not None:
-            translate.on_change(lambda _lang: self._relabel())
+            translate.on_change(self._relabel)  # a bound method: dropped with the canvas
         self.recorded = recorded
         self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
         self._recorded_columns: list[list[float]] = []
@@ -214,7 +214,7 @@ class LagTimeline(tk.Canvas):
             self.redraw()
         self.scheduler.once(self.timer, self.refresh_ms, self._tick)
 
-    def _relabel(self) -> None:
+    def _relabel(self, _lang: str) -> None:
         """Another language: the labels are drawn again in it."""
         self._drawn = None
         if self.winfo_viewable():

@@ -76,7 +76,8 @@ class Translator:
             if widget.winfo_exists():
                 widget.configure({option: self(key)})
         for listener in self._listeners:
-            listener(lang)
+            if _alive(getattr(listener, "__self__", None)):  # not a widget destroyed since
+                listener(lang)
 
 
 def _alive(owner: object) -> bool:
