@@ -38,13 +38,13 @@ from tkchat.measure.hostile_readme import (
     disagreements,
     page_disagreements,
     quoted_rows,
-    readme_path,
     readme_rows,
     serve_disagreements,
 )
 from tkchat.measure.hostile_serve import HalfOpenFigures, serve_verdicts
 from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import HostileServer, tkchat_health
+from tkchat.measure.readme_figures import README
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.app import AppOptions, ChatApp
 
@@ -131,7 +131,7 @@ def test_the_server_keeps_its_bounds_under_half_open_sockets(hostile: HostileRun
 
 def test_the_readme_says_what_the_server_did(hostile: HostileRun) -> None:
     (figures,) = hostile.served
-    problems = serve_disagreements(readme_path().read_text(encoding="utf-8"), figures)
+    problems = serve_disagreements(README.read_text(encoding="utf-8"), figures)
     assert not problems, "\n".join(problems) + "\n\nThis run: " + serve_readme_row(figures)
 
 
@@ -150,12 +150,12 @@ def test_adversarial_markdown_in_the_page_keeps_its_bound(hostile: HostileRun) -
 
 def test_the_readme_says_what_the_page_did(hostile: HostileRun) -> None:
     page = _page(hostile)
-    problems = page_disagreements(readme_path().read_text(encoding="utf-8"), page)
+    problems = page_disagreements(README.read_text(encoding="utf-8"), page)
     assert not problems, "\n".join(problems) + "\n\nThis run: " + readme_sentence(page)
 
 
 def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
-    quoted = quoted_rows(readme_path().read_text(encoding="utf-8"))
+    quoted = quoted_rows(README.read_text(encoding="utf-8"))
     problems = disagreements(quoted, hostile.runs)
     assert not problems, (
         "\n".join(problems)

@@ -21,6 +21,7 @@ import pytest
 from tests import test_browser
 from tests.test_browser import LiveServer, Page, ask, state, wait_answer
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.measure.hostile_page import CHARS, INPUTS, ORDINARY, TIME_JS
 
 # The page, the browser and the server come from test_browser's fixtures.
 browser = test_browser.browser
@@ -57,40 +58,9 @@ def test_a_character_reference_shows_as_its_character_and_as_written_in_code(
 
 # -- finding 4: every markdown path is linear, and a block has a time budget -----------------
 
-N = 20_000
-NORMAL_BLOCK = (
-    "## A heading\n\nSome **bold** and *em* text with `code` and __more__ and _this_.\n"
-    "- a list item\n- another with `x < y`\n\n> a quote\n\n```\nfenced code\n```\n\n"
-)
-NORMAL = (NORMAL_BLOCK * (N // len(NORMAL_BLOCK) + 1))[:N]
-ADVERSARIAL = {
-    "x + backticks": "x" + "`" * N,  # 3,000 of them froze the page 3.4 s
-    "backtick runs of growing length": "".join("`" * k + "a" for k in range(1, 200)),
-    "code span with a leading space": "` " + "a" * N + "`",
-    "unclosed strong": "**a " * (N // 4),
-    "unclosed em": "*a " * (N // 3),
-    "unclosed __": " __a" * (N // 4),
-    "unclosed _": " _a" * (N // 3),
-    "spaces before no break": "a" + " " * N + "b",
-    "heading then spaces": "# a" + " " * N + "b",
-    "nested lists on one line": "- " * (N // 2) + "x",  # overflowed the stack
-    "nested quotes": "> " * (N // 2) + "x",
-    "brackets": "[" * N,
-    "link openers": "[a](" * (N // 4),
-    "references": "&lt;" * (N // 4),
-    "hr-like": "- " * (N // 2),
-}
-
-TIME_JS = """([source, repeats]) => {
-  let best = Infinity;
-  for (let r = 0; r < repeats; r += 1) {
-    const t0 = performance.now();
-    const html = TkMarkdown.renderBlocks(source).join('');
-    TkMarkdown.toFragment(html);
-    best = Math.min(best, performance.now() - t0);
-  }
-  return best;
-}"""
+# The hostile inputs, the ordinary markdown they are held to and the timing script are the
+# bench's (``tkchat bench --hostile``): one list, measured there and asserted here.
+ADVERSARIAL = {**INPUTS, "hr-like": "- " * (CHARS // 2)}
 
 
 @pytest.fixture
@@ -99,13 +69,13 @@ def md_page(serve: Callable[..., LiveServer], open_page: Callable[..., Page]) ->
 
 
 def test_adversarial_markdown_costs_about_what_normal_markdown_costs(md_page: Page) -> None:
-    normal_ms = md_page.evaluate(TIME_JS, [NORMAL, 5])
+    normal_ms = md_page.evaluate(TIME_JS, [ORDINARY, 5])
     slow = {}
     for name, source in ADVERSARIAL.items():
         ms = md_page.evaluate(TIME_JS, [source, 3])
         if ms > 5 * normal_ms + 20:  # wide: the quadratic cases were 100-100,000 times slower
             slow[name] = ms
-    assert not slow, f"normal {N} chars: {normal_ms:.1f} ms; too slow: {slow}"
+    assert not slow, f"ordinary {CHARS} chars: {normal_ms:.1f} ms; too slow: {slow}"
     assert md_page.evaluate("() => TkMarkdown.renderBlocks.fallbacks") == 0  # no budget needed
 
 

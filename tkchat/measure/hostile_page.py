@@ -47,7 +47,7 @@ INPUTS = {
     "`&lt;` repeated": "&lt;" * (CHARS // 4),
 }
 
-_TIME_JS = """([source, repeats]) => {
+TIME_JS = """([source, repeats]) => {
   let best = Infinity;
   for (let r = 0; r < repeats; r += 1) {
     const t0 = performance.now();
@@ -92,12 +92,12 @@ def measure_page() -> PageFigures | None:
             page = browser.new_page()
             page.goto("about:blank")
             page.add_script_tag(path=str(MARKDOWN_JS))
-            page.evaluate(_TIME_JS, [ORDINARY, 3])  # warm up the JIT on the same work
+            page.evaluate(TIME_JS, [ORDINARY, 3])  # warm up the JIT on the same work
             # A cold first render may overrun the page's block budget; count from here.
             before = int(page.evaluate(_FALLBACKS_JS))
-            ordinary = float(page.evaluate(_TIME_JS, [ORDINARY, REPEATS + 2]))
+            ordinary = float(page.evaluate(TIME_JS, [ORDINARY, REPEATS + 2]))
             inputs = {
-                name: round(float(page.evaluate(_TIME_JS, [source, REPEATS])), 2)
+                name: round(float(page.evaluate(TIME_JS, [source, REPEATS])), 2)
                 for name, source in INPUTS.items()
             }
             fallbacks = int(page.evaluate(_FALLBACKS_JS)) - before

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from tkchat.measure.hostile import (
     CASES,
@@ -238,7 +237,3 @@ def _within_bound(case_id: str, what: str, cell: str, bound: float) -> list[str]
     if found[0] >= bound:
         return [f"{case_id}: the README's {what} {found[0]:g} breaks its bound {bound:g}"]
     return []
-
-
-def readme_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "README.md"
