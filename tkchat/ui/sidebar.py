@@ -29,7 +29,7 @@ from tkchat.store.db import Conversation
 from tkchat.ui.fit import FittedLabel, ellipsize, ellipsize_around
 from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.theme import FIELD_HINT_STYLE, follow_theme
+from tkchat.ui.theme import FIELD_HINT_STYLE, follow_theme, list_row_height
 from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
@@ -147,6 +147,7 @@ class ConversationSidebar(ttk.Frame):
             "when", stretch=False, width=dp(self, WHEN_WIDTH), minwidth=dp(self, 60), anchor="e"
         )
         follow_theme(self.tree, lambda p: self.tree.tag_configure("empty", foreground=p.muted))
+        self.tree.bind("<<ThemeChanged>>", lambda _e: self._configure_styles(), add="+")
         self.scrollbar = ttk.Scrollbar(self, orient="vertical", command=self.tree.yview)
         self.tree.configure(yscrollcommand=self._on_scrolled)
         self.tree.grid(row=2, column=0, sticky="nsew")
@@ -266,12 +267,17 @@ class ConversationSidebar(ttk.Frame):
         self._configure_styles()
 
     def _configure_styles(self) -> None:
+        """Row heights for the font as it is now. Also run on every ``<<ThemeChanged>>``: a
+        style's settings belong to the theme in use when they were made, so the ones made
+        before the window's theme was put in use at start were gone, and at 192 dpi the
+        rows overlapped. Only a height that differs is set again, since setting a style
+        sends ``<<ThemeChanged>>`` once more."""
         style = ttk.Style(self)
-        font = tkfont.nametofont("TkDefaultFont", root=self)
-        line = font.metrics("linespace")
-        style.configure(LIST_STYLE, rowheight=line + dp(self, 8))
         # Results show two lines per row; the style (not the rows) sets the height.
-        style.configure(RESULTS_STYLE, rowheight=2 * line + dp(self, 10))
+        for name, lines in ((LIST_STYLE, 1), (RESULTS_STYLE, 2)):
+            height = list_row_height(self, lines)
+            if str(style.lookup(name, "rowheight")) != str(height):
+                style.configure(name, rowheight=height)
         self.timers.when_idle("fit-rows", self._fit_rows)  # the same width holds less text
 
     def _show_rows(self, rows: Sequence[tuple[Conversation, str | None]]) -> None:
