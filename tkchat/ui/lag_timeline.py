@@ -332,10 +332,10 @@ class LagTimeline(tk.Canvas):
         self.create_line(
             left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
         )
-        caption = f"event-loop lag, last {self.span_s:.0f} s"
+        caption, legend = self._captions()
         self._text(left, 8, caption, "nw", self.label_font)
-        if self.recorded is not None:
-            self._text(right, 8, "- - - recorded run", "ne", self.label_font)
+        if legend:
+            self._text(right, 8, legend, "ne", self.label_font)
         self._text(left - 6, layout.band, "text", "e", self.axis_font, p.chart_good)
         for ago in range(0, int(self.span_s) + 1, 5):
             if ago == 0:
@@ -346,6 +346,11 @@ class LagTimeline(tk.Canvas):
         self.tag_raise("recorded")
         self.tag_raise("lag")
         self.tag_raise("arrivals")
+
+    def _captions(self) -> tuple[str, str]:
+        """The caption (top left) and the recorded run's legend (top right; "" without one)."""
+        legend = "- - - recorded run" if self.recorded is not None else ""
+        return f"event-loop lag, last {self.span_s:.0f} s", legend
 
     def _draw_lag(self, scale: _Scale, column_s: float) -> None:
         """One polyline, one point per pixel column: the column's worst lag."""
@@ -393,7 +398,13 @@ class LagTimeline(tk.Canvas):
         shading stays)."""
         self.delete("frozen", "frozen-label")
         left, right = layout.left, layout.right
-        placed: list[list[tuple[float, float]]] = [[], []]  # the x-ranges taken in each row
+        # The x-ranges taken in each row. The upper row is the caption's line: a label there
+        # must leave the caption and the legend readable (one was seen written over them).
+        caption, legend = self._captions()
+        upper: list[tuple[float, float]] = [(left - 6, left + self.label_font.measure(caption) + 6)]
+        if legend:
+            upper.append((right - self.label_font.measure(legend) - 6, right + 6))
+        placed: list[list[tuple[float, float]]] = [[], upper]
         for freeze in sorted(self._freezes, key=lambda f: -f.length_s):
             x0, x1 = max(left, scale.x(freeze.start)), min(right, scale.x(freeze.end))
             if x1 <= left:
