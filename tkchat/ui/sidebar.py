@@ -113,6 +113,8 @@ class ConversationSidebar(ttk.Frame):
         self._undo_title = ""
         self._menu_target: int | None = None
         self._editing: int | None = None  # the id whose title the inline entry edits
+        # Where the keyboard focus was when a rename started: it goes back there after.
+        self._focus_before: tk.Misc | None = None
         self._destroyed = False
 
         self.columnconfigure(0, weight=1)
@@ -470,6 +472,7 @@ class ConversationSidebar(ttk.Frame):
         self.editor.icursor("end")
         self.update_idletasks()  # see() scrolls lazily: the row's bbox is right only after
         self._place_editor()
+        self._focus_before = self.focus_get()
         self.editor.focus_set()
 
     def _replace_editor(self) -> None:
@@ -509,10 +512,22 @@ class ConversationSidebar(ttk.Frame):
         return "break"
 
     def _close_editor(self, *, refocus: bool) -> None:
+        """Hide the inline entry; ``refocus``: give the keyboard back to where it was when
+        the rename started — the list after F2 or a double-click, the message box after the
+        right-click menu's Rename (left in the list, the next question typed was lost)."""
         self._editing = None
         self.editor.place_forget()
+        before, self._focus_before = self._focus_before, None
         if refocus:
-            self.tree.focus_set()
+            if (
+                before is not None
+                and before is not self.editor
+                and not isinstance(before, tk.Menu)
+                and before.winfo_exists()
+            ):
+                before.focus_set()
+            else:
+                self.tree.focus_set()
 
     # -- delete and undo -----------------------------------------------------------------------
 
