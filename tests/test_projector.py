@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable, Iterator
 from tkinter import ttk
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, layout_problems, pump_for, pump_until
+from tests.conftest import layout_problems, pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.ui.fit import BREAK_OPPORTUNITY, NO_BREAK, breakable
 from tkchat.ui.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
@@ -130,18 +129,6 @@ SCREENS = {
     "192 dpi": (192 / 72, "2560x1380+0+0", 0),  # a 2560×1440 screen at 200 %
     "192 dpi, +4 steps": (192 / 72, "2560x1380+0+0", 4),
 }
-
-
-@pytest.fixture
-def scaled(root: tk.Tk) -> Iterator[Callable[[float], None]]:
-    """Set ``tk scaling`` (pixels per point) for this test. Tk keeps it per display, not
-    per window, so later tests' windows would inherit it: it is put back afterwards."""
-    before = float(root.tk.call("tk", "scaling"))
-    yield lambda scaling: root.tk.call("tk", "scaling", scaling)
-    probe = tk.Tk()
-    KEEP_ALIVE.append(probe)
-    probe.tk.call("tk", "scaling", before)
-    probe.destroy()
 
 
 def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
