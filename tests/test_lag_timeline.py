@@ -120,18 +120,35 @@ def test_no_freeze_label_is_written_over_the_caption(root: tk.Tk) -> None:
     root.geometry("460x320")  # a lesson panel beside the chat on a 1280-pixel screen
     pump_for(root, 0.1)
     timeline.redraw(NOW)
+    c = caption_box(timeline)
+    labels = timeline.find_withtag("frozen-label")
+    assert labels, "the longest freeze keeps its label"
+    for label in labels:
+        b = timeline.bbox(label)
+        assert c[2] <= b[0] or b[2] <= c[0] or c[3] <= b[1] or b[3] <= c[1], "on the caption"
+
+
+def caption_box(timeline: LagTimeline) -> tuple[int, int, int, int]:
     (caption,) = (
         item
         for item in timeline.find_withtag("fixed")
         if timeline.type(item) == "text"
         and str(timeline.itemcget(item, "text")).startswith("event-loop lag")
     )
-    c = timeline.bbox(caption)
-    labels = timeline.find_withtag("frozen-label")
-    assert labels, "the longest freeze keeps its label"
-    for label in labels:
-        b = timeline.bbox(label)
-        assert c[2] <= b[0] or b[2] <= c[0] or c[3] <= b[1] or b[3] <= c[1], "on the caption"
+    return timeline.bbox(caption)
+
+
+def test_the_caption_fits_a_narrow_panel_in_large_text(root: tk.Tk) -> None:
+    """Seen by hand at 192 dpi and +4 text steps: the lesson panel's timeline read
+    "event-loop lag, last 20" — the caption began after the axis labels' width, and its end
+    fell off the canvas."""
+    timeline = make_timeline(root, scripted_samples())
+    timeline.set_font_size(22)
+    root.geometry("620x420")
+    pump_for(root, 0.1)
+    timeline.redraw(NOW)
+    left, _top, right, _bottom = caption_box(timeline)
+    assert left >= 0 and right <= timeline.winfo_width()
 
 
 def test_it_follows_the_text_size(root: tk.Tk) -> None:

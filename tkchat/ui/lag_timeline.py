@@ -48,6 +48,7 @@ Arrival = tuple[float, int]  # (perf_counter when text reached the screen, chara
 SPAN_S = 20.0
 REFRESH_MS = 250
 FLOOR_MS = 1.0  # the bottom of the log scale: anything under a millisecond is "healthy"
+CAPTION_X = 12  # the caption starts at the canvas's left margin, as the axis labels do
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +334,9 @@ class LagTimeline(tk.Canvas):
             left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
         )
         caption, legend = self._captions()
-        self._text(left, 8, caption, "nw", self.label_font)
+        # From the canvas's edge, not the plot's: after the axis labels' width, a large text
+        # size in a narrow lesson panel pushed its end off the canvas.
+        self._text(CAPTION_X, 8, caption, "nw", self.label_font)
         if legend:
             self._text(right, 8, legend, "ne", self.label_font)
         self._text(left - 6, layout.band, "text", "e", self.axis_font, p.chart_good)
@@ -401,7 +404,7 @@ class LagTimeline(tk.Canvas):
         # The x-ranges taken in each row. The upper row is the caption's line: a label there
         # must leave the caption and the legend readable (one was seen written over them).
         caption, legend = self._captions()
-        upper: list[tuple[float, float]] = [(left - 6, left + self.label_font.measure(caption) + 6)]
+        upper = [(CAPTION_X - 6.0, CAPTION_X + self.label_font.measure(caption) + 6.0)]
         if legend:
             upper.append((right - self.label_font.measure(legend) - 6, right + 6))
         placed: list[list[tuple[float, float]]] = [[], upper]
