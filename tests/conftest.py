@@ -84,6 +84,19 @@ def root(display: None, caplog: pytest.LogCaptureFixture) -> Iterator[tk.Tk]:
     assert not logged, f"errors were logged: {logged}"
 
 
+@pytest.fixture
+def scaled(root: tk.Tk) -> Iterator[Callable[[float], None]]:
+    """Set ``tk scaling`` (pixels per point) for this test, as an X server started with
+    ``-dpi 192`` reports it (``scaled(192 / 72)``). Tk keeps it per display, not per window,
+    so later tests' windows would inherit it: it is put back afterwards."""
+    before = float(root.tk.call("tk", "scaling"))
+    yield lambda scaling: root.tk.call("tk", "scaling", scaling)
+    probe = tk.Tk()
+    KEEP_ALIVE.append(probe)
+    probe.tk.call("tk", "scaling", before)
+    probe.destroy()
+
+
 def free_port() -> int:
     """A port on 127.0.0.1 that nobody listens on right now."""
     with socket.socket() as sock:

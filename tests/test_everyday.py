@@ -57,6 +57,10 @@ def test_f1_lists_every_shortcut_in_the_windows_language(root: tk.Tk, make_app) 
     assert {"Ctrl+N", "Ctrl+R", "Enter", "Shift+Enter", "Esc", "F1", "F11"} <= set(keys)
     assert len(sheet.rows) == len(shortcut_rows())
     assert ("Ctrl+N", "新对话") in sheet.rows
+    # Each key once (Esc was listed twice: as the Stop menu item's key and as an editing
+    # key), with the fuller of the two descriptions.
+    assert len(keys) == len(set(keys))
+    assert ("Esc", "停止回答（或取消编辑）") in sheet.rows
     app.show_shortcuts()  # a second F1 brings the same sheet forward
     assert app.shortcut_sheet is sheet
     sheet.destroy()

@@ -138,3 +138,36 @@ def test_a_dialog_closed_then_typing(root: tk.Tk, window) -> None:
     pump_for(root, 0.3)
     type_text(root, "after the dialog")
     assert typed(app) == "after the dialog"
+
+
+def test_a_rename_from_the_right_click_menu_then_typing(root: tk.Tk, window) -> None:
+    """Seen by hand: right-click a chat, Rename, type the title, Enter — then the next
+    question typed went nowhere: the keyboard focus had been left in the list."""
+    app = window
+    app.send("a chat to rename")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.input.focus_set()
+    pump_for(root, 0.1)
+    sidebar = app.conversations.sidebar
+    cid = sidebar.row_ids()[0]
+    root.update()
+    x, y, width, height = sidebar.tree.bbox(str(cid))
+    xdotool(
+        "mousemove",
+        "--sync",
+        str(sidebar.tree.winfo_rootx() + x + width // 2),
+        str(sidebar.tree.winfo_rooty() + y + height // 2),
+    )
+    xdotool("click", "3")
+    pump_until(root, lambda: sidebar.menu.winfo_ismapped(), what="the menu")
+    menu = sidebar.menu
+    entry_y = menu.winfo_rooty() + int(menu.yposition(0)) + 6
+    xdotool("mousemove", "--sync", str(menu.winfo_rootx() + 30), str(entry_y))
+    xdotool("click", "1")
+    pump_until(root, lambda: sidebar.editor.winfo_ismapped(), what="the inline editor")
+    type_text(root, "Renamed")
+    xdotool("key", "Return")
+    pump_for(root, 0.3)
+    assert sidebar.row_text(cid) == "Renamed"
+    type_text(root, "next question")
+    assert typed(app) == "next question"

@@ -292,3 +292,24 @@ def test_a_prompt_from_the_command_line_starts_its_own_chat(
     new_id = app.archive.conversation_id
     assert new_id is not None and new_id != old.id
     assert [m.content for m in app.archive.store.messages(old.id)] == ["old question", "old answer"]
+
+
+def test_undo_while_searching_brings_the_chat_back_into_the_results(
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
+    """Seen by hand: search "capital", delete the chat found, press Undo — the chat was back
+    in the store but the list still said "No chats match", until the search was cleared."""
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
+    sidebar = app.conversations.sidebar
+    ask(root, app, "about coffee")
+    found = app.archive.conversation_id
+    root.event_generate("<Control-n>")
+    ask(root, app, "about tea")
+    sidebar.search_var.set("coffee")  # as typing in the search box does (debounced)
+    pump_until(root, lambda: sidebar.row_ids() == [found], what="the search results")
+    app.conversations.delete(found)  # the Delete key or the menu's Delete
+    pump_until(root, lambda: sidebar.row_ids() == [], what="the chat to leave the results")
+    app.conversations.undelete(found)  # the Undo button
+    pump_until(root, lambda: sidebar.row_ids() == [found], what="the chat back in the results")
+    assert sidebar.search_var.get() == "coffee"

@@ -112,6 +112,46 @@ def test_labels_that_would_overlap_stack_and_the_longest_wins(root: tk.Tk) -> No
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], "overlap"
 
 
+def test_no_freeze_label_is_written_over_the_caption(root: tk.Tk) -> None:
+    """Seen in lesson 01 at 1280×720: two freezes close together at the start of the plot,
+    and the second label went up a row, onto "event-loop lag, last 20 s"."""
+    samples = [LagSample(NOW - 20.0 + i * 0.005, 0.3) for i in range(100)]
+    samples += [LagSample(NOW - 17.0, 600.0), LagSample(NOW - 16.2, 500.0)]
+    timeline = make_timeline(root, samples)
+    root.geometry("460x320")  # a lesson panel beside the chat on a 1280-pixel screen
+    pump_for(root, 0.1)
+    timeline.redraw(NOW)
+    c = caption_box(timeline)
+    labels = timeline.find_withtag("frozen-label")
+    assert labels, "the longest freeze keeps its label"
+    for label in labels:
+        b = timeline.bbox(label)
+        assert c[2] <= b[0] or b[2] <= c[0] or c[3] <= b[1] or b[3] <= c[1], "on the caption"
+
+
+def caption_box(timeline: LagTimeline) -> tuple[int, int, int, int]:
+    (caption,) = (
+        item
+        for item in timeline.find_withtag("fixed")
+        if timeline.type(item) == "text"
+        and str(timeline.itemcget(item, "text")).startswith("event-loop lag")
+    )
+    return timeline.bbox(caption)
+
+
+def test_the_caption_fits_a_narrow_panel_in_large_text(root: tk.Tk) -> None:
+    """Seen by hand at 192 dpi and +4 text steps: the lesson panel's timeline read
+    "event-loop lag, last 20" — the caption began after the axis labels' width, and its end
+    fell off the canvas."""
+    timeline = make_timeline(root, scripted_samples())
+    timeline.set_font_size(22)
+    root.geometry("620x420")
+    pump_for(root, 0.1)
+    timeline.redraw(NOW)
+    left, _top, right, _bottom = caption_box(timeline)
+    assert left >= 0 and right <= timeline.winfo_width()
+
+
 def test_it_follows_the_text_size(root: tk.Tk) -> None:
     timeline = make_timeline(root, scripted_samples())
     sizer = FontSizer(root)

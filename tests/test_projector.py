@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable, Iterator
+from tkinter import ttk
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, layout_problems, pump_for, pump_until
+from tests.conftest import layout_problems, pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.ui.fit import (
     BREAK_OPPORTUNITY,
@@ -138,18 +138,6 @@ SCREENS = {
 }
 
 
-@pytest.fixture
-def scaled(root: tk.Tk) -> Iterator[Callable[[float], None]]:
-    """Set ``tk scaling`` (pixels per point) for this test. Tk keeps it per display, not
-    per window, so later tests' windows would inherit it: it is put back afterwards."""
-    before = float(root.tk.call("tk", "scaling"))
-    yield lambda scaling: root.tk.call("tk", "scaling", scaling)
-    probe = tk.Tk()
-    KEEP_ALIVE.append(probe)
-    probe.tk.call("tk", "scaling", before)
-    probe.destroy()
-
-
 def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
     """Rows of a Treeview whose shown title is wider than its column (it should have been
     cut with "…")."""
@@ -257,3 +245,35 @@ def test_chinese_lines_are_filled_and_figures_stay_whole(root: tk.Tk) -> None:
     assert "".join(lines).replace(" ", "").replace(NO_BREAK, "") == source.replace(" ", "")
     assert any("125 token/s" in line.replace(NO_BREAK, " ") for line in lines), lines
     assert text_as_written(text) == breakable(source).replace(BREAK_OPPORTUNITY, "")
+
+
+@pytest.mark.parametrize("screen", ["192 dpi", "+4 steps"])
+def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str, scaled) -> None:
+    """Seen by hand at 192 dpi: the sidebar's rows were 20 pixels high for 32-pixel text, so
+    each title was cut in half by the next one (the row height set before the window's
+    theme was put in use was lost with it), and the model picker's rows too."""
+    scaling, geometry, steps = SCREENS[screen]
+    if scaling is not None:
+        scaled(scaling)
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    root.geometry(geometry)
+    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    assert app.send("a first chat")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    for _ in range(steps):
+        app.text_size.change(+1)
+    pump_for(root, 0.3)
+    line = tkfont.nametofont("TkDefaultFont", root=root).metrics("linespace")
+    tree = app.conversations.sidebar.tree
+    row = tree.get_children()[0]
+    assert tree.bbox(row)[3] >= line + 4
+    # A dialog's list (the model picker, the catalogue) uses the plain Treeview style.
+    dialog = tk.Toplevel(root)
+    other = ttk.Treeview(dialog, show="tree")
+    other.insert("", "end", iid="one", text="SmolLM2-135M-Instruct.Q4_1.gguf")
+    other.pack()
+    pump_for(root, 0.2)
+    assert other.bbox("one")[3] >= line + 4
+    # The search results hold two lines a row.
+    results = ttk.Style(root).lookup("SidebarResults.Treeview", "rowheight")
+    assert int(results) >= 2 * line + 4

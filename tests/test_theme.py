@@ -450,6 +450,20 @@ def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) 
     assert meter.winfo_reqwidth() <= row.winfo_width()
 
 
+@pytest.mark.gui
+def test_the_context_meter_says_one_message_in_the_singular(root: tk.Tk) -> None:
+    """Seen by hand: "context 8,055 / 8,192 tokens · 1 earlier messages left out"."""
+    from tkchat.ui.context_meter import ContextMeter
+    from tkchat.ui.translator import Translator
+
+    meter = ContextMeter(root, Translator("en"))
+    meter.pack()
+    meter.show(8055, 8192, dropped=1)
+    assert meter.full.endswith(" · 1 earlier message left out")
+    meter.show(8055, 8192, dropped=2)
+    assert meter.full.endswith(" · 2 earlier messages left out")
+
+
 def code_colours(app) -> dict[str, tuple[str, str]]:
     """The colours of each highlighted piece of the code block: its text -> (fore, back)."""
     text = app.transcript.text

@@ -32,6 +32,7 @@ from tkchat.measure.watchdog import (
     TITLE,
     HeartbeatTrace,
     WatchdogWindow,
+    default_geometry,
 )
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog, watchdog_command
@@ -274,6 +275,24 @@ def test_the_window_closes_itself_when_the_beats_end(root: tk.Tk) -> None:
     assert window.shown_text(window.counter) == "waiting for the chat window…"
     ended["now"] = True
     pump_until(root, lambda: window.closed, what="the window to close")
+
+
+def test_at_192_dpi_the_window_grows_with_its_text(root: tk.Tk, scaled) -> None:
+    """Seen by hand on an Xvfb at 192 dpi: the window stayed 720×400 pixels while its text,
+    sized in points, doubled — "waiting for the c" and the caption cut in half."""
+    scaled(192 / 72)
+    window = WatchdogWindow(root, list, lambda: False)
+    root.geometry(default_geometry(root))
+    window.start()
+    pump_for(root, 0.3)
+    canvas = window.canvas
+    assert canvas.winfo_width() >= 2 * 700 and canvas.winfo_height() >= 2 * 380
+    texts = [item for item in canvas.find_all() if canvas.type(item) == "text"]
+    assert texts and window.counter in texts
+    for item in texts:
+        left, _top, right, _bottom = canvas.bbox(item)
+        assert left >= 0 and right <= canvas.winfo_width(), canvas.itemcget(item, "text")
+    window.close()
 
 
 # -- from the chat window ------------------------------------------------------------------

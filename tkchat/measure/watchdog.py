@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from tkchat.ui.palette import LIGHT, Palette, palette_named
+from tkchat.ui.scaling import dp, window_size
 from tkchat.ui.scheduler import AfterScheduler
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
@@ -39,6 +40,7 @@ SPAN_S = 15.0  # the chart's width in seconds
 TICK_MS = 40  # how often this window looks at the beats and redraws
 FROZEN_AFTER_S = 0.25  # silence this long (five beats missed) is a freeze
 PARENT_GONE_AFTER_S = 5.0  # silence this long, with the parent gone, ends the watchdog
+SIZE = (720, 400)  # pixels of the 96-dpi design; twice as many at 192 dpi, as its text
 CAPTION = "seconds since the chat window's last heartbeat (it beats every 50 ms)"
 
 
@@ -181,7 +183,7 @@ class WatchdogWindow:
         self.palette = palette
         root.configure(background=palette.surface)
         self.canvas = tk.Canvas(root, background=palette.surface, highlightthickness=0)
-        self.canvas.configure(width=720, height=400)
+        self.canvas.configure(width=dp(root, SIZE[0]), height=dp(root, SIZE[1]))
         self.canvas.pack(fill="both", expand=True)
         self.counter = self.canvas.create_text(
             16,
@@ -327,6 +329,13 @@ class WatchdogWindow:
             self.state_out = None
 
 
+def default_geometry(root: tk.Misc) -> str:
+    """Top right of the screen, :data:`SIZE` scaled to its density: the text is sized in
+    points, so a window kept at 720×400 pixels cut its sentences in half at 192 dpi."""
+    margin = dp(root, 16)
+    return f"{window_size(root, *SIZE)}-{margin}+{margin}"
+
+
 def run_watchdog(
     *, state: bool = False, geometry: str | None = None, theme: str | None = None
 ) -> int:
@@ -338,7 +347,7 @@ def run_watchdog(
     except tk.TclError as exc:
         print(f"tkchat watchdog: cannot open a window ({exc})", file=sys.stderr)
         return 2
-    root.geometry(geometry or "720x400-16+16")
+    root.geometry(geometry or default_geometry(root))
     reader = BeatReader(sys.stdin.fileno())
     window = WatchdogWindow(
         root,

@@ -78,7 +78,9 @@ class ContextMeter(ttk.Label):
         text = self.t("context.meter", used=used, n_ctx=f"{self.n_ctx:,}")
         if self.trained and self.trained > self.n_ctx:
             text += self.t("context.meter.trained", trained=f"{self.trained:,}")
-        if self.dropped:
+        if self.dropped == 1:
+            text += self.t("context.meter.dropped_one")
+        elif self.dropped:
             text += self.t("context.meter.dropped", dropped=self.dropped)
         fraction = self.fraction or 0.0
         palette = palette_of(self)

@@ -111,6 +111,11 @@ class SavedConversations:
     def undelete(self, conversation_id: int) -> None:
         self.archive.run(lambda store: store.restore(conversation_id))
         self.refresh()
+        # Under a search the sidebar keeps its results (a refresh only drops deleted chats
+        # from them): run the search again, or the restored chat stays missing from them.
+        query = self.sidebar.search_var.get().strip()
+        if query:
+            self.search(query)
 
     def search(self, text: str) -> None:
         if text.strip():

@@ -20,6 +20,7 @@ import tkinter.font as tkfont
 from collections.abc import Callable
 
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
+from tkchat.ui.theme import fit_list_rows
 from tkchat.ui.transcript import BODY_FONT_SIZE
 
 NAMED_FONTS = (
@@ -66,6 +67,7 @@ class FontSizer:
         factor = self.size / BODY_FONT_SIZE
         for name, start in self._start.items():
             tkfont.nametofont(name, root=self.root).configure(size=round(start * factor) or 1)
+        fit_list_rows(self.root)  # a list's rows do not grow with their font by themselves
         for listener in self._listeners:
             listener(self.size)
         return self.size

@@ -51,6 +51,7 @@ Arrival = tuple[float, int]  # (perf_counter when text reached the screen, chara
 SPAN_S = 20.0
 REFRESH_MS = 250
 FLOOR_MS = 1.0  # the bottom of the log scale: anything under a millisecond is "healthy"
+CAPTION_X = 12  # the caption starts at the canvas's left margin, as the axis labels do
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,10 +358,12 @@ class LagTimeline(tk.Canvas):
         self.create_line(
             left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
         )
-        caption = self.t("timeline.caption", seconds=f"{self.span_s:.0f}")
-        self._text(left, 8, caption, "nw", self.label_font)
-        if self.recorded is not None:
-            self._text(right, 8, self.t("timeline.recorded"), "ne", self.label_font)
+        caption, legend = self._captions()
+        # From the canvas's edge, not the plot's: after the axis labels' width, a large text
+        # size in a narrow lesson panel pushed its end off the canvas.
+        self._text(CAPTION_X, 8, caption, "nw", self.label_font)
+        if legend:
+            self._text(right, 8, legend, "ne", self.label_font)
         self._text(
             left - 6, layout.band, self.t("timeline.text"), "e", self.axis_font, p.chart_good
         )
@@ -374,6 +377,11 @@ class LagTimeline(tk.Canvas):
         self.tag_raise("recorded")
         self.tag_raise("lag")
         self.tag_raise("arrivals")
+
+    def _captions(self) -> tuple[str, str]:
+        """The caption (top left) and the recorded run's legend (top right; "" without one)."""
+        legend = self.t("timeline.recorded") if self.recorded is not None else ""
+        return self.t("timeline.caption", seconds=f"{self.span_s:.0f}"), legend
 
     def _draw_lag(self, scale: _Scale, column_s: float) -> None:
         """One polyline, one point per pixel column: the column's worst lag."""
@@ -421,7 +429,13 @@ class LagTimeline(tk.Canvas):
         shading stays)."""
         self.delete("frozen", "frozen-label")
         left, right = layout.left, layout.right
-        placed: list[list[tuple[float, float]]] = [[], []]  # the x-ranges taken in each row
+        # The x-ranges taken in each row. The upper row is the caption's line: a label there
+        # must leave the caption and the legend readable (one was seen written over them).
+        caption, legend = self._captions()
+        upper = [(CAPTION_X - 6.0, CAPTION_X + self.label_font.measure(caption) + 6.0)]
+        if legend:
+            upper.append((right - self.label_font.measure(legend) - 6, right + 6))
+        placed: list[list[tuple[float, float]]] = [[], upper]
         for freeze in sorted(self._freezes, key=lambda f: -f.length_s):
             x0, x1 = max(left, scale.x(freeze.start)), min(right, scale.x(freeze.end))
             if x1 <= left:

@@ -24,16 +24,19 @@ EDITING_KEYS: tuple[tuple[str, str], ...] = (
 
 
 def shortcut_rows() -> list[tuple[str, str]]:
-    """(keys, label key) for every shortcut: the menus' own, then the editing keys."""
+    """(keys, label key) for every shortcut: the menus' own, then the editing keys — each key
+    once. A key that is both (Esc: the Stop item, and cancelling an edit) keeps the menu's
+    place with the editing key's fuller description."""
+    editing = dict(EDITING_KEYS)
     rows = [
-        (accelerator, label)
+        (accelerator, editing.pop(accelerator, label))
         for _menu, items in MENUS
         for item in items
         if item is not None
         for label, _name, accelerator in (item,)
         if accelerator
     ]
-    return rows + list(EDITING_KEYS)
+    return rows + list(editing.items())
 
 
 class ShortcutSheet(tk.Toplevel):

@@ -29,7 +29,7 @@ from tkchat.store.db import Conversation
 from tkchat.ui.fit import FittedLabel, ellipsize, ellipsize_around
 from tkchat.ui.scaling import dp, dp_pad
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.theme import FIELD_HINT_STYLE, follow_theme
+from tkchat.ui.theme import FIELD_HINT_STYLE, follow_theme, list_row_height
 from tkchat.ui.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
@@ -113,6 +113,8 @@ class ConversationSidebar(ttk.Frame):
         self._undo_title = ""
         self._menu_target: int | None = None
         self._editing: int | None = None  # the id whose title the inline entry edits
+        # Where the keyboard focus was when a rename started: it goes back there after.
+        self._focus_before: tk.Misc | None = None
         self._destroyed = False
 
         self.columnconfigure(0, weight=1)
@@ -147,6 +149,7 @@ class ConversationSidebar(ttk.Frame):
             "when", stretch=False, width=dp(self, WHEN_WIDTH), minwidth=dp(self, 60), anchor="e"
         )
         follow_theme(self.tree, lambda p: self.tree.tag_configure("empty", foreground=p.muted))
+        self.tree.bind("<<ThemeChanged>>", lambda _e: self._configure_styles(), add="+")
         self.scrollbar = ttk.Scrollbar(self, orient="vertical", command=self.tree.yview)
         self.tree.configure(yscrollcommand=self._on_scrolled)
         self.tree.grid(row=2, column=0, sticky="nsew")
@@ -266,12 +269,17 @@ class ConversationSidebar(ttk.Frame):
         self._configure_styles()
 
     def _configure_styles(self) -> None:
+        """Row heights for the font as it is now. Also run on every ``<<ThemeChanged>>``: a
+        style's settings belong to the theme in use when they were made, so the ones made
+        before the window's theme was put in use at start were gone, and at 192 dpi the
+        rows overlapped. Only a height that differs is set again, since setting a style
+        sends ``<<ThemeChanged>>`` once more."""
         style = ttk.Style(self)
-        font = tkfont.nametofont("TkDefaultFont", root=self)
-        line = font.metrics("linespace")
-        style.configure(LIST_STYLE, rowheight=line + dp(self, 8))
         # Results show two lines per row; the style (not the rows) sets the height.
-        style.configure(RESULTS_STYLE, rowheight=2 * line + dp(self, 10))
+        for name, lines in ((LIST_STYLE, 1), (RESULTS_STYLE, 2)):
+            height = list_row_height(self, lines)
+            if str(style.lookup(name, "rowheight")) != str(height):
+                style.configure(name, rowheight=height)
         self.timers.when_idle("fit-rows", self._fit_rows)  # the same width holds less text
 
     def _show_rows(self, rows: Sequence[tuple[Conversation, str | None]]) -> None:
@@ -464,6 +472,7 @@ class ConversationSidebar(ttk.Frame):
         self.editor.icursor("end")
         self.update_idletasks()  # see() scrolls lazily: the row's bbox is right only after
         self._place_editor()
+        self._focus_before = self.focus_get()
         self.editor.focus_set()
 
     def _replace_editor(self) -> None:
@@ -503,10 +512,22 @@ class ConversationSidebar(ttk.Frame):
         return "break"
 
     def _close_editor(self, *, refocus: bool) -> None:
+        """Hide the inline entry; ``refocus``: give the keyboard back to where it was when
+        the rename started — the list after F2 or a double-click, the message box after the
+        right-click menu's Rename (left in the list, the next question typed was lost)."""
         self._editing = None
         self.editor.place_forget()
+        before, self._focus_before = self._focus_before, None
         if refocus:
-            self.tree.focus_set()
+            if (
+                before is not None
+                and before is not self.editor
+                and not isinstance(before, tk.Menu)
+                and before.winfo_exists()
+            ):
+                before.focus_set()
+            else:
+                self.tree.focus_set()
 
     # -- delete and undo -----------------------------------------------------------------------
 

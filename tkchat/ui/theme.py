@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import tkinter as tk
+import tkinter.font as tkfont
 from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
@@ -94,9 +95,27 @@ class Theme:
         configure_styles(self.style, palette, lambda pixels: dp(self.root, pixels))
         _option_defaults(self.root, palette, dp(self.root, 1))
         recolour(self.root, palette)
+        fit_list_rows(self.root)
         # Tk sends <<ThemeChanged>> from an idle callback: run it now, so every part has
         # repainted when this returns.
         self.root.update_idletasks()
+
+
+def list_row_height(widget: tk.Misc, lines: int = 1) -> int:
+    """Pixels for a list row of ``lines`` lines of the default font, with a little air.
+
+    A ttk.Treeview row does not grow with its font: its height is a fixed number of pixels
+    (20 in ``clam``), which a 192-dpi screen or a larger text size overflows — the rows
+    then overlap their neighbours' text."""
+    line = int(tkfont.nametofont("TkDefaultFont", root=widget).metrics("linespace"))
+    return lines * line + dp(widget, 6 + 2 * lines)
+
+
+def fit_list_rows(widget: tk.Misc) -> None:
+    """Make every list's rows (the plain ``Treeview`` style: the model picker, the model
+    catalogue) as tall as the default font needs now: call it after the theme is put in
+    use (a style's settings belong to one theme) and after the text size changes."""
+    ttk.Style(widget).configure("Treeview", rowheight=list_row_height(widget))
 
 
 def configure_styles(style: ttk.Style, p: Palette, px: Callable[[float], int]) -> None:
