@@ -11,7 +11,6 @@ the real window runs with its lag probe, and the bound is wide (a freeze was sec
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -35,6 +34,7 @@ from tkchat.measure.hostile import (
     chunks_forever,
     deep_json,
     huge_error,
+    trickle_health,
 )
 from tkchat.measure.hostile_server import Conn, HostileServer, event, tkchat_health
 from tkchat.render.soft_breaks import soft_break, unbreak
@@ -217,18 +217,9 @@ def test_deeply_nested_json_from_an_openai_server_is_one_sentence() -> None:
     assert "Recursion" not in final.message
 
 
-def trickle_health(conn: Conn) -> None:
-    """Finding 9: /health one byte every 0.2 s, so the idle timer never fires."""
-    body = json.dumps({"server": "tkchat", "n_ctx": 4096}).encode() * 100
-    conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
-    for byte in body:
-        conn.send(bytes([byte]))
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def trickling() -> Iterator[HostileServer]:
-    with HostileServer({"/health": trickle_health}) as server:
+    with HostileServer({"/health": trickle_health(0.2)}) as server:  # finding 9
         yield server
 
 

@@ -126,13 +126,17 @@ def long_line(chars: int) -> Handler:
     return lambda conn: stream_text(conn, text, 3000)
 
 
-def trickle_health(conn: Conn) -> None:
-    """``GET /health`` at one byte a second, so no idle timeout ever fires."""
-    body = json.dumps({"server": "tkchat", "n_ctx": 4096}).encode() * 100
-    conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
-    for byte in body:
-        conn.send(bytes([byte]))
-        time.sleep(1.0)
+def trickle_health(every_s: float = 1.0) -> Handler:
+    """``GET /health`` one byte every ``every_s`` seconds, so no idle timeout ever fires."""
+
+    def handle(conn: Conn) -> None:
+        body = json.dumps({"server": "tkchat", "n_ctx": 4096}).encode() * 100
+        conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+        for byte in body:
+            conn.send(bytes([byte]))
+            time.sleep(every_s)
+
+    return handle
 
 
 # -- the unprotected baselines ------------------------------------------------------------------
@@ -302,7 +306,7 @@ def hostile_script(
     while it waits for the handshake deadline)."""
     yield lambda: app.model_ready
     trickle: list[CaseFigures] = []
-    with HostileServer({"/health": trickle_health}) as trickling:
+    with HostileServer({"/health": trickle_health()}) as trickling:
         thread = threading.Thread(
             target=_connect_trickling, args=(trickling.url, trickle), daemon=True
         )
