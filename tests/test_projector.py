@@ -277,3 +277,21 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     # The search results hold two lines a row.
     results = ttk.Style(root).lookup("SidebarResults.Treeview", "rowheight")
     assert int(results) >= 2 * line + 4
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_in_projector_mode_at_720p_the_lesson_keeps_most_of_the_panel(
+    root: tk.Tk, make_app, lang: str
+) -> None:
+    """Seen by hand: projector mode at 1280×720 left a line and a half of the lesson, under
+    a lag timeline eleven lines tall."""
+    app = make_app(ScriptedBackend(rate=0), language=lang, show_lessons=True)
+    root.geometry(SCREEN_720P)
+    app.text_size.set_projector(True)
+    panel = app.teaching.lesson_panel
+    panel.select("04-blocking")
+    pump_for(root, 0.3)
+    line = int(panel._fonts["body"].metrics("linespace"))
+    assert panel.text.winfo_height() >= 4 * line, (panel.text.winfo_height(), line)
+    assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()
+    assert layout_problems(root) == []

@@ -34,6 +34,9 @@ BODY_SIZE = 11  # points, as the transcript's body; the window passes its text s
 # The lag timeline's height, in lines of the lesson's text: its labels (larger than the text)
 # and three decades of lag, without one label on another (7 left the plot a few pixels tall).
 TIMELINE_LINES = 11
+# ... but never more than this share of the panel's height: in projector mode at 1280×720,
+# 11 lines of large text left the lesson itself a line and a half (seen by hand).
+TIMELINE_SHARE = 0.4
 # each font's size against the body's (headings larger, code as large as the text)
 FONT_STEPS = {"body": 0, "bold": 0, "italic": 0, "h1": 4, "h2": 2, "mono": 0}
 TABLE_TAG_PREFIX = "table-"
@@ -177,7 +180,11 @@ class LessonPanel(ttk.Frame):
         self.timeline.set_font_size(size)
         # width=1: the strip asks for no width of its own; it takes the panel's
         line = int(self._fonts["body"].metrics("linespace"))
-        self.timeline.configure(width=1, height=TIMELINE_LINES * line)
+        height = TIMELINE_LINES * line
+        if self.winfo_height() > 1:  # laid out: the lesson keeps the larger share
+            height = min(height, int(self.winfo_height() * TIMELINE_SHARE))
+        if int(self.timeline.cget("height")) != height:
+            self.timeline.configure(width=1, height=height)
 
     def select(self, lesson_id: str) -> None:
         """Show the lesson with this id (e.g. ``"04-blocking"``)."""
@@ -302,6 +309,8 @@ class LessonPanel(ttk.Frame):
         self.figure_label.configure(wraplength=wrap)
         button = self.setup_button.winfo_reqwidth()
         self.demo_label.configure(wraplength=max(120, wrap - button - dp(self, 12)))
+        if self.timeline is not None:
+            self._size_timeline()  # its share of the panel's new height
 
     def _set_table_tabs(self) -> None:
         """Tab stops for each table: every column as wide as its widest cell, in pixels."""
