@@ -162,24 +162,35 @@ def disagreements(quoted: dict[str, QuotedRow], runs: Iterable[CaseFigures]) -> 
     return problems
 
 
+def _same_sentence(
+    readme: str, begin: str, end: str, live: str, exact: tuple[int, ...]
+) -> tuple[list[str], list[float], list[float]]:
+    """The README's sentence between ``begin`` and ``end`` against this run's ``live``: the
+    same words (figures aside), and the figures numbered ``exact`` the same. Returns the
+    problems, then both sentences' figures for the caller's own bounds (none when the words
+    differ: that is the one problem)."""
+    start = readme.index(begin) + len(begin)
+    quoted = " ".join(readme[start : readme.index(end)].split())
+    if _NUMBER.sub("#", quoted) != _NUMBER.sub("#", live):
+        return [f"the README says {quoted!r}, this run {live!r}"], [], []
+    q, v = numbers(quoted), numbers(live)
+    problems = [
+        f"the README's figure {q[i]:g} is not this run's {v[i]:g}" for i in exact if q[i] != v[i]
+    ]
+    return problems, q, v
+
+
 def serve_disagreements(readme: str, figures: HalfOpenFigures) -> list[str]:
     """Where the README's sentence on half-open sockets and a fresh run part ways.
 
     The sentence reads the same, its set-up figures (sockets, limits, requests, bound, lines
     logged) exactly; the descriptors within 10 %; the quoted times keep their bounds (they
     depend on load, as the window's lag does)."""
-    start = readme.index(SERVE_BEGIN) + len(SERVE_BEGIN)
-    quoted = " ".join(readme[start : readme.index(SERVE_END)].split())
-    live = serve_readme_row(figures)
-    if _NUMBER.sub("#", quoted) != _NUMBER.sub("#", live):
-        return [f"the README says {quoted!r}, this run {live!r}"]
-    q, v = numbers(quoted), numbers(live)
     # half_open, limit, descriptors, most, p50, requests, idle p50, max, bound, logged
-    problems = [
-        f"the README's figure {q[i]:g} is not this run's {v[i]:g}"
-        for i in (0, 1, 3, 5, 8, 9)
-        if q[i] != v[i]
-    ]
+    live = serve_readme_row(figures)
+    problems, q, v = _same_sentence(readme, SERVE_BEGIN, SERVE_END, live, (0, 1, 3, 5, 8, 9))
+    if not q:
+        return problems
     if not 0 < q[2] <= MAX_DESCRIPTORS or not _close([q[2]], [v[2]], 0.1):
         problems.append(f"the README's {q[2]:g} descriptors, this run's {v[2]:g}")
     if not (q[4] < HEALTH_BOUND_MS and q[7] < HEALTH_BOUND_MS):
@@ -193,18 +204,11 @@ def page_disagreements(readme: str, figures: PageFigures) -> list[str]:
     """Where the README's sentence on the page's markdown and a fresh run part ways: the
     same words, the set-up figures exact, ordinary markdown's time within
     :data:`BASELINE_MARGIN` of this run's, and the quoted worst within its bound."""
-    start = readme.index(PAGE_BEGIN) + len(PAGE_BEGIN)
-    quoted = " ".join(readme[start : readme.index(PAGE_END)].split())
-    live = readme_sentence(figures)
-    if _NUMBER.sub("#", quoted) != _NUMBER.sub("#", live):
-        return [f"the README says {quoted!r}, this run {live!r}"]
-    q, v = numbers(quoted), numbers(live)
     # chars, repeats, inputs, worst, ordinary, slack, fallbacks
-    problems = [
-        f"the README's figure {q[i]:g} is not this run's {v[i]:g}"
-        for i in (0, 1, 2, 5, 6)
-        if q[i] != v[i]
-    ]
+    live = readme_sentence(figures)
+    problems, q, v = _same_sentence(readme, PAGE_BEGIN, PAGE_END, live, (0, 1, 2, 5, 6))
+    if not q:
+        return problems
     if not 1 / BASELINE_MARGIN <= q[4] / max(v[4], 0.01) <= BASELINE_MARGIN:
         problems.append(f"the README's ordinary markdown {q[4]:g} ms, this run's {v[4]:g} ms")
     if q[3] > q[4] + SLACK_MS:
