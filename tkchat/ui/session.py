@@ -51,14 +51,17 @@ class ChatSession:
     def replace(self, index: int, content: str) -> None:
         """Chat message ``index`` (the system prompt is not counted) now says ``content``:
         another version of an answer was chosen, and the chat goes on from it."""
-        system = 1 if self.messages and self.messages[0].role == "system" else 0
-        old = self.messages[system + index]
-        self.messages[system + index] = Message(old.role, content)
+        at = self._chat_start + index
+        self.messages[at] = Message(self.messages[at].role, content)
 
     def rewind(self, keep: int) -> None:
         """Keep the first ``keep`` chat messages (the system prompt is not counted)."""
-        system = 1 if self.messages and self.messages[0].role == "system" else 0
-        del self.messages[system + keep :]
+        del self.messages[self._chat_start + keep :]
+
+    @property
+    def _chat_start(self) -> int:
+        """Where the chat messages begin in ``messages``: after the system prompt, if any."""
+        return 1 if self.messages and self.messages[0].role == "system" else 0
 
     def configure(self, system_prompt: str, sampling: Sampling) -> None:
         """From the next answer on, for this conversation and as the defaults of new ones."""
