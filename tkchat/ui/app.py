@@ -360,10 +360,10 @@ class ChatApp(ChatLayout):
         While a past question is being edited, the box's text replaces it and everything
         after it."""
         prompt = (self.input.draft if text is None else text).strip()
-        self.waiting_send = None
+        self.draft.waiting = None  # this send lets go of a draft that waited for its count
         if not prompt or not self._can_generate():
             return False
-        if text is None and not self._draft_fits(prompt):
+        if text is None and not self.draft.fits(prompt):
             return False  # said why in the status line; the box keeps the text
         if self.controller.is_generating():
             self.stop()  # the partial answer stays, marked stopped; the new one starts at once
@@ -384,20 +384,6 @@ class ChatApp(ChatLayout):
                 settings_from=self.session.sampling,
             )
         return self._generate(self.session.request())
-
-    def _draft_fits(self, prompt: str) -> bool:
-        """Whether the box's text can be sent now (the draft counter knows, or finds out)."""
-        return self.draft.fits(prompt)
-
-    @property
-    def waiting_send(self) -> str | None:
-        """A draft sent before its count was known, kept by the draft counter (here for
-        :meth:`send`, which lets go of it)."""
-        return self.draft.waiting
-
-    @waiting_send.setter
-    def waiting_send(self, text: str | None) -> None:
-        self.draft.waiting = text
 
     def _can_generate(self) -> bool:
         if self.model_failed and not self.controller.loading:
