@@ -237,7 +237,7 @@ def make_app(
         monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path / "tkchat-data"))
     from tkchat.generate.controller import GenerationController
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.app import AppOptions, ChatApp
+    from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
     apps: list[ChatApp] = []
 

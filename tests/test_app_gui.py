@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import hostile_answer, png_bytes, pump_for, pump_until
+from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import LoadWatch, Sampling
+from tkchat.generate.backend import LoadWatch
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.render.safe_markdown import split_blocks

@@ -2,10 +2,12 @@
 server machine (which has none) needs the code.
 
 The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antipatterns`` →
-``ui`` → {``consume``, ``generate``, ``transport``, ``store``, ``render``, ``serve``,
-``teach``, ``i18n``, ``modes``} → ``events``, ``stats`` and ``limits`` (the size budgets).
-The anti-patterns sit above the window they break; the window reaches them only through
-:func:`tkchat.ui.pipeline.make_pipeline`, by import path, so nothing imports them by name.
+``ui`` → {``models``, ``serve``, ``course``} → {``consume``, ``generate``, ``transport``,
+``store``, ``render``, ``i18n``, ``modes``} → ``conversation`` (the values every layer
+shares), ``events``, ``stats`` and ``limits`` (the size budgets).
+The anti-patterns sit above the window they break; the window reaches them only through the
+one registry of modes (:data:`tkchat.modes.PIPELINES`, import paths that
+:func:`tkchat.ui.pipeline.make_pipeline` imports), which this test reads like an import.
 
 ``qt``, the Qt client, stands beside ``ui``: it uses the same Tk-free layers below, imports no
 Tk, and only ``measure`` and ``cli`` (above both windows) may import it.
@@ -38,12 +40,15 @@ TK_FREE = (
     "store",
     "render",
     "serve",
-    "teach",
+    "course",
+    "models",
+    "conversation",
 )
 
 
 def _unit(path: Path) -> str:
-    """The package (or top-level module) a file belongs to: tkchat/ui/app.py -> "ui"."""
+    """The package (or top-level module) a file belongs to: tkchat/ui/window/chat_window.py ->
+    "ui"."""
     parts = path.relative_to(PACKAGE).with_suffix("").parts
     return parts[0]
 
@@ -121,7 +126,31 @@ def test_lower_layers_never_import_the_window_or_the_tools_above_them() -> None:
     above = {"ui", "measure", "antipatterns", "cli"}
     for unit in TK_FREE:
         assert not graph[unit] & above, f"{unit} imports {graph[unit] & above}"
-    assert "antipatterns" not in graph["ui"]  # only by import path, through make_pipeline
+    assert "antipatterns" not in graph["ui"]  # only through the registry: the next test
+
+
+def _registry_edges() -> dict[str, str]:
+    """Each mode's module and class name, from the one registry of modes."""
+    from tkchat.modes import PIPELINES
+
+    return dict(path.split(":") for path in PIPELINES.values())
+
+
+def test_the_registry_of_modes_is_the_windows_only_way_to_the_anti_patterns() -> None:
+    """The window (``ui``) imports each mode's class by the path the registry gives: an
+    edge ui → antipatterns the static graph cannot see, so it is checked here: the registry
+    names only the window's own pipeline and the anti-patterns, each class exists, and the
+    anti-patterns are imported nowhere else below the tools."""
+    import importlib
+
+    edges = _registry_edges()
+    units = {module.split(".")[1] for module in edges}
+    assert units == {"ui", "antipatterns"}, units
+    for module, name in edges.items():
+        assert hasattr(importlib.import_module(module), name), f"{module}:{name}"
+    graph = package_graph()
+    importers = {unit for unit, imported in graph.items() if "antipatterns" in imported}
+    assert importers <= {"measure", "cli"}, f"{importers} import the anti-patterns by name"
 
 
 HIDE_TK = "import sys; sys.modules['tkinter'] = None; sys.modules['_tkinter'] = None; "
@@ -152,14 +181,14 @@ def test_every_tk_free_package_imports_without_tk() -> None:
             else (PACKAGE / unit).rglob("*.py")
         )
     )
-    assert "tkchat.serve.app" in modules and "tkchat.generate.worker" in modules
+    assert "tkchat.serve.server" in modules and "tkchat.generate.worker" in modules
     code = f"import importlib\nfor name in {modules!r}:\n    importlib.import_module(name)"
     result = _run_without_tk(code)
     assert result.returncode == 0, result.stderr
 
 
 def test_hiding_tk_is_noticed() -> None:
-    result = _run_without_tk("import tkchat.ui.app")
+    result = _run_without_tk("import tkchat.ui.window.chat_window")
     assert result.returncode != 0 and "tkinter" in result.stderr
 
 

@@ -46,7 +46,7 @@ from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import HostileServer, tkchat_health
 from tkchat.measure.readme_figures import README
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import AppOptions, ChatApp
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
 

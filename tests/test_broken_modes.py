@@ -17,12 +17,12 @@ import tkinter as tk
 import pytest
 
 from tests.conftest import pump_until, wait_until
+from tkchat.conversation import Sampling
+from tkchat.course.compare import window_commands
 from tkchat.events import Done
-from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
-from tkchat.teach.compare import window_commands
 from tkchat.ui.pipeline import make_pipeline
 
 pytestmark = pytest.mark.gui

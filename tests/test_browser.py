@@ -1,6 +1,6 @@
 """The browser client (``tkchat/serve/static/``), end to end in headless Chromium.
 
-The real server (``tkchat.serve.app.create_app``) runs under uvicorn on a free 127.0.0.1 port
+The real server (``tkchat.serve.server.create_app``) runs under uvicorn on a free 127.0.0.1 port
 with a :class:`ScriptedBackend`, and Playwright drives Debian's own ``/usr/bin/chromium``
 (Playwright's browser download does not work here). The page's test hooks are documented at
 the top of ``app.js`` (``window.tkchat``).
@@ -101,7 +101,7 @@ class LiveServer:
     _app: Any = field(default=None, repr=False)
 
     def start(self) -> LiveServer:
-        from tkchat.serve.app import create_app
+        from tkchat.serve.server import create_app
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))  # the port is ours before the app needs to know it

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.fake_hub import FakeHub
-from tkchat.generate.hub.catalogue import (
+from tkchat.generate.model_file import bundled_model_path
+from tkchat.models.catalogue import (
     CHINA_MIRROR,
     DEFAULT_CATALOGUE,
     DEFAULT_ENDPOINT,
@@ -27,7 +28,6 @@ from tkchat.generate.hub.catalogue import (
     memory_needed,
     normalize_endpoint,
 )
-from tkchat.generate.model_file import bundled_model_path
 from tkchat.store.settings import AppSettings, load_settings, save_settings
 
 

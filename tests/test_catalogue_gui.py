@@ -18,24 +18,24 @@ import pytest
 
 from tests.conftest import pump_for, pump_until
 from tests.fake_hub import FakeHub
-from tkchat.generate.hub.catalogue import (
+from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.model_file import bundled_model_path
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.models.catalogue import (
     CHINA_MIRROR,
     DEFAULT_ENDPOINT,
     CatalogueEntry,
     load_catalogue,
     memory_needed,
 )
-from tkchat.generate.llama_backend import LlamaBackend
-from tkchat.generate.model_file import bundled_model_path
-from tkchat.generate.scripted import ScriptedBackend
 from tkchat.store.settings import AppSettings
-from tkchat.ui.catalogue_dialog import ERROR_STYLE, CatalogueDialog
 from tkchat.ui.lag_probe import LagProbe
-from tkchat.ui.model_catalogue import ModelCatalogue
-from tkchat.ui.remembered import Remembered
+from tkchat.ui.models.catalogue_dialog import ERROR_STYLE, CatalogueDialog
+from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.status import StatusLine
-from tkchat.ui.translator import Translator
+from tkchat.ui.settings.remembered import Remembered
+from tkchat.ui.window.status import StatusLine
+from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 

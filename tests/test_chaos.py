@@ -10,8 +10,9 @@ import pytest
 
 from tests.conftest import run_to_end
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer
+from tkchat.conversation import Message, Sampling
 from tkchat.events import AppEvent, Chunk, Done, Error, GenerationEvent, GenerationStats
-from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.transport.channel import EventChannel, GenerationSender, OpenChunk

@@ -12,8 +12,8 @@ from tests.conftest import pump_until
 from tkchat.cli import build_parser
 from tkchat.consume.reorder import GAP_TIMEOUT_S
 from tkchat.consume.stream_consumer import TRANSPORT_GAP
+from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
 from tkchat.transport.chaos import Chaos
 

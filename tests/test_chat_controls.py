@@ -22,15 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KEEP_ALIVE, CallbackErrors, pump_until
+from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import (
-    DEFAULT_SYSTEM_PROMPT,
-    GenerationRequest,
-    LoadWatch,
-    Message,
-    Sampling,
-    TokenStream,
-)
+from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
@@ -41,13 +35,13 @@ from tkchat.store import settings_from_sampling
 from tkchat.store.settings import AppSettings, load_settings
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import model_switch
-from tkchat.ui.app import AppOptions, ChatApp
-from tkchat.ui.fit import NO_BREAK
+from tkchat.ui.look.fit import NO_BREAK
+from tkchat.ui.look.text_size import PROJECTOR_SIZE
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
-from tkchat.ui.menubar import MENUS
-from tkchat.ui.model_picker import ModelPicker
-from tkchat.ui.text_size import PROJECTOR_SIZE
+from tkchat.ui.models.picker import ModelPicker
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
+from tkchat.ui.window.menubar import MENUS
 
 pytestmark = pytest.mark.gui
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import pump_for
 from tkchat.cli import build_parser, main
-from tkchat.teach.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
-from tkchat.ui.fit import text_as_written
+from tkchat.course.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
+from tkchat.ui.look.fit import text_as_written
 
 PLANS = {lang: plan_path(lang).read_text(encoding="utf-8") for lang in LANGUAGES}
 COMMAND_RE = re.compile(r"`(tkchat(?: [^`]*)?)`")
@@ -103,7 +103,7 @@ def test_lesson_16s_measurement_runs(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.gui
 def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
     from tkchat.i18n.lesson_panel import STRINGS
-    from tkchat.ui.lesson_panel import LessonPanel
+    from tkchat.ui.teaching.lesson_panel import LessonPanel
 
     language = {"now": "en"}
     panel = LessonPanel(

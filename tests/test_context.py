@@ -8,13 +8,9 @@ from collections.abc import Sequence
 import pytest
 
 from tests.conftest import run_to_end
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import (
-    ContextOverflowError,
-    GenerationRequest,
-    Message,
-    Sampling,
-)
+from tkchat.generate.backend import ContextOverflowError, GenerationRequest
 from tkchat.generate.context import answer_room, fit_to_context
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend

@@ -27,7 +27,7 @@ from tkchat.store.settings import (
     save_settings,
     settings_from_json,
 )
-from tkchat.ui.app import ChatApp
+from tkchat.ui.window.chat_window import ChatApp
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import KEEP_ALIVE, pump_until, run_script
+from tkchat.course.claims import figures_path, load_figures, quoted_figures
+from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.measure.lesson_demos import Baselines, DemoResult, check, measure_idle, run_demo
-from tkchat.teach.claims import figures_path, load_figures, quoted_figures
-from tkchat.teach.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import AppOptions, ChatApp
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = [pytest.mark.gui, pytest.mark.model]
 

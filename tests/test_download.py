@@ -18,19 +18,19 @@ from pathlib import Path
 import pytest
 
 from tests.fake_hub import COMMIT, FakeHub
-from tkchat.generate.hub.catalogue import (
+from tkchat.generate.model_file import bundled_model_path, check_gguf
+from tkchat.i18n import STRINGS
+from tkchat.i18n.catalogue import ERROR_KINDS
+from tkchat.models.catalogue import (
     CatalogueEntry,
     downloaded_path,
     load_catalogue,
     partial_path,
     partial_size,
 )
-from tkchat.generate.hub.job import DownloadJob, Failed, Finished, Result
-from tkchat.generate.hub.text import describe_failure
-from tkchat.generate.model_file import bundled_model_path, check_gguf
-from tkchat.generate.model_finder import find_models
-from tkchat.i18n import STRINGS
-from tkchat.i18n.catalogue import ERROR_KINDS
+from tkchat.models.download_job import DownloadJob, Failed, Finished, Result
+from tkchat.models.download_text import describe_failure
+from tkchat.models.finder import find_models
 
 REPO = "tkchat-test/SmolLM2-135M-Instruct-GGUF"
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from tests.conftest import pump_for, pump_until
-from tkchat.generate.backend import Message
+from tkchat.conversation import Message
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.store.settings import AppSettings
-from tkchat.ui.app import ChatApp
+from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = [pytest.mark.gui, pytest.mark.model]
 

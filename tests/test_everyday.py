@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.ui.shortcut_sheet import shortcut_rows
+from tkchat.ui.window.shortcut_sheet import shortcut_rows
 
 pytestmark = pytest.mark.gui
 

@@ -25,6 +25,7 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.cli import build_parser, main
+from tkchat.course.lessons import load_lessons, repo_root
 from tkchat.events import Done, Error
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.i18n import STRINGS
@@ -38,17 +39,16 @@ from tkchat.measure.grade import (
     target_checks,
 )
 from tkchat.modes import FIXED, check_mode, is_outside_mode, split_outside_mode
-from tkchat.teach.lessons import load_lessons, repo_root
 from tkchat.ui import outside
 from tkchat.ui.lag_probe import LagSample
-from tkchat.ui.outside import (
+from tkchat.ui.teaching.outside import (
     TK_THREADS,
     GuardedPipeline,
     OutsidePipelineError,
     TkCalledFromThread,
     load_outside_class,
 )
-from tkchat.ui.translator import Translator
+from tkchat.ui.window.translator import Translator
 
 EXERCISES = repo_root() / "lessons" / "exercises"
 SOLUTION = f"{EXERCISES / 'pipeline_solution.py'}:Pipeline"

@@ -22,7 +22,7 @@ from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, StoreError, database_path, open_store
 from tkchat.transport.channel import EventChannel
 from tkchat.ui import history as history_module
-from tkchat.ui.app import AppOptions, ChatApp
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
 
@@ -273,7 +273,7 @@ def test_a_prompt_from_the_command_line_starts_its_own_chat(
 ) -> None:
     """``tkchat --prompt ... --seed 3``: a new chat with the command line's sampling, not a
     follow-up in yesterday's conversation with yesterday's sampling."""
-    from tkchat.generate.backend import Sampling
+    from tkchat.conversation import Sampling
 
     with ConversationStore(database_path()) as store:
         old = store.create("yesterday", settings={"seed": 99, "max_tokens": 5})

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import pump_until, run_to_end, wait_until
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error, GenerationEvent
-from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch, Message, Sampling
+from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote import http as remote_http
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend

@@ -9,14 +9,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import pump_for, pump_until
-from tkchat.generate.backend import Backend, Sampling
+from tkchat.conversation import Sampling
+from tkchat.course.lessons import load_lessons
+from tkchat.generate.backend import Backend
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import MODES
-from tkchat.teach.lessons import load_lessons
 from tkchat.ui.health import REFRESH_MS
-from tkchat.ui.translator import Translator
+from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 
@@ -151,8 +152,8 @@ def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> Non
     import gc
     import weakref
 
-    from tkchat.ui.settings_dialog import ChatSettingsDialog
-    from tkchat.ui.translator import Translator
+    from tkchat.ui.settings.dialog import ChatSettingsDialog
+    from tkchat.ui.window.translator import Translator
 
     translate = Translator("en")
     gone = []

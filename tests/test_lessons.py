@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pump_for, pump_until
-from tkchat.teach import lessons as teach
-from tkchat.teach.lessons import (
+from tkchat.course import lessons as teach
+from tkchat.course.lessons import (
     HEADER_KEYS,
     LANGUAGES,
     PLACEHOLDER_RE,
@@ -22,7 +22,7 @@ from tkchat.teach.lessons import (
     render_body,
     resolve_reference,
 )
-from tkchat.ui.fit import text_as_written, unbreakable
+from tkchat.ui.look.fit import text_as_written, unbreakable
 
 EN = load_lessons("en")
 ZH = load_lessons("zh")
@@ -86,7 +86,7 @@ def test_header_values_are_valid(lesson: Lesson) -> None:
     # imported here: the window and the bench are edited often, and a break there should fail
     # this test, not hide every other lesson test behind an import error
     from tkchat.modes import MODES
-    from tkchat.ui.live_figures import LIVE_METRICS
+    from tkchat.ui.teaching.live_figures import LIVE_METRICS
 
     assert lesson.mode in MODES
     assert lesson.expect_mode in MODES
@@ -302,7 +302,7 @@ def test_a_missing_lessons_folder_is_a_clear_error(
 @pytest.mark.gui
 def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk) -> None:
     from tkchat.i18n.lesson_panel import STRINGS as PANEL_STRINGS
-    from tkchat.ui.lesson_panel import LessonPanel
+    from tkchat.ui.teaching.lesson_panel import LessonPanel
 
     assert set(PANEL_STRINGS["en"]) == set(PANEL_STRINGS["zh"])
     language = {"now": "en"}
@@ -374,7 +374,7 @@ def _tags_in(text: tk.Text) -> set[str]:
 @pytest.mark.gui
 def test_lesson_panel_renders_every_lesson(root: tk.Tk) -> None:
     from tkchat.i18n.lesson_panel import STRINGS as PANEL_STRINGS
-    from tkchat.ui.lesson_panel import LessonPanel
+    from tkchat.ui.teaching.lesson_panel import LessonPanel
 
     for lang in LANGUAGES:
         panel = LessonPanel(
@@ -417,7 +417,7 @@ _UNIT_CANON = {"毫秒": "ms", "秒": "s", "seconds": "s", "second": "s"}
 
 
 def typed_figures(lesson: Lesson) -> list[str]:
-    from tkchat.teach.claims import FIGURE_RE
+    from tkchat.course.claims import FIGURE_RE
 
     text = FIGURE_RE.sub("", PLACEHOLDER_RE.sub("", lesson.expect + "\n" + lesson.body))
     rates = {lesson.rate} | {float(r) for r in re.findall(r"--rate (\d+)", text)}
@@ -505,8 +505,8 @@ TECHNICAL_TERMS = {"Event"}
 def ui_quote_problems(lesson: Lesson) -> list[str]:
     """UI strings ``lesson`` quotes that its window does not show, and strings of the other
     language's window it names."""
+    from tkchat.course.claims import FIGURE_RE
     from tkchat.modes import MODES
-    from tkchat.teach.claims import FIGURE_RE
 
     lang = lesson.language
     own = window_lines(lang)

@@ -21,16 +21,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import pump_until, run_to_end
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress
 from tkchat.generate import llama_backend as llama_module
-from tkchat.generate.backend import (
-    GenerationRequest,
-    LoadCancelled,
-    LoadWatch,
-    Message,
-    ModelLoadError,
-    Sampling,
-)
+from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch, ModelLoadError
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path

@@ -18,7 +18,9 @@ import pytest
 from tests.conftest import pump_for, pump_until
 from tkchat.generate import model_finder
 from tkchat.generate.model_file import GGUF_MAGIC
-from tkchat.generate.model_finder import (
+from tkchat.i18n import STRINGS
+from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
+from tkchat.models.finder import (
     FoundModel,
     describe_size,
     find_models,
@@ -27,10 +29,8 @@ from tkchat.generate.model_finder import (
     lmstudio_folders,
     model_places,
 )
-from tkchat.i18n import STRINGS
-from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
-from tkchat.ui.model_picker import ERROR_STYLE, ModelPicker
-from tkchat.ui.translator import Translator
+from tkchat.ui.models.picker import ERROR_STYLE, ModelPicker
+from tkchat.ui.window.translator import Translator
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 gui = pytest.mark.gui

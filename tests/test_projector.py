@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import layout_problems, pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.ui.fit import (
+from tkchat.ui.look.fit import (
     BREAK_OPPORTUNITY,
     NO_BREAK,
     breakable,
@@ -23,7 +23,7 @@ from tkchat.ui.fit import (
     insert_breakable,
     text_as_written,
 )
-from tkchat.ui.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
+from tkchat.ui.look.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
 
 pytestmark = pytest.mark.gui
 

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import pump_until, run_to_end
 from tkchat.consume.stream_consumer import StreamConsumer
+from tkchat.conversation import Message, Sampling
 from tkchat.events import (
     Chunk,
     Done,
@@ -34,9 +35,7 @@ from tkchat.generate.backend import (
     GenerationRequest,
     LoadCancelled,
     LoadWatch,
-    Message,
     PromptProgress,
-    Sampling,
     TokenStream,
 )
 from tkchat.generate.controller import GenerationController

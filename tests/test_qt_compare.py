@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import wait_until
 from tkchat.cli import main
+from tkchat.course.compare import window_commands
 from tkchat.modes import FIXED
-from tkchat.teach.compare import window_commands
 
 
 def commands(broken: str | None, toolkit: str) -> list[list[str]]:

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import free_port, get_json, wait_until
+from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import Backend, Sampling
+from tkchat.generate.backend import Backend
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
 
 QtWidgets = pytest.importorskip(
@@ -28,7 +29,7 @@ QtWidgets = pytest.importorskip(
 
 from PySide6.QtCore import QTimer  # noqa: E402 - after the skip above
 
-from tkchat.qt.app import QtOptions, application, open_window  # noqa: E402
+from tkchat.qt.launch import QtOptions, application, open_window  # noqa: E402
 from tkchat.qt.window import ChatWindow  # noqa: E402
 
 pytestmark = pytest.mark.gui

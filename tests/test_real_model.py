@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import pump_until, run_to_end
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error
-from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path

@@ -1,4 +1,4 @@
-"""The recording format (tkchat/teach/recording.py) and the two backends of record and replay
+"""The recording format (tkchat/course/recording.py) and the two backends of record and replay
 (tkchat/generate/replay.py), without a window: a recording survives the file whole, every
 kind of bad file gets its one sentence (and ``tkchat replay`` exit code 2, no traceback), a
 recorded stream replays to the same text and end."""
@@ -13,13 +13,8 @@ import pytest
 
 from tests.conftest import run_to_end
 from tkchat.cli import main
-from tkchat.events import Chunk, Done, Error
-from tkchat.generate.backend import GenerationRequest, Message
-from tkchat.generate.controller import GenerationController
-from tkchat.generate.replay import RecordingBackend, ReplayBackend
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend
-from tkchat.i18n import STRINGS
-from tkchat.teach.recording import (
+from tkchat.conversation import Message
+from tkchat.course.recording import (
     MAX_LINE_BYTES,
     End,
     Input,
@@ -30,6 +25,12 @@ from tkchat.teach.recording import (
     Token,
     load_recording,
 )
+from tkchat.events import Chunk, Done, Error
+from tkchat.generate.backend import GenerationRequest
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.replay import RecordingBackend, ReplayBackend
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend
+from tkchat.i18n import STRINGS
 from tkchat.transport.channel import EventChannel
 
 ASK = GenerationRequest((Message("user", "why?"),))
@@ -209,7 +210,7 @@ def test_replay_keeps_the_recorded_mode_unless_told_and_the_window_keeps_its_def
 def test_a_file_over_the_size_budget_is_refused_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tkchat.teach.recording as recording
+    import tkchat.course.recording as recording
 
     path = tmp_path / "big.jsonl"
     sample().save(path)

@@ -25,17 +25,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import free_port, get_json, pump_until, run_to_end, wait_until
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress
-from tkchat.generate.backend import (
-    BackendError,
-    GenerationRequest,
-    Message,
-    PromptProgress,
-    Sampling,
-)
+from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.model_file import bundled_model_path
-from tkchat.generate.remote_backend import RemoteBackend, split_server_url
+from tkchat.generate.remote import RemoteBackend, split_server_url
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.transport.channel import EventChannel
 
@@ -750,7 +745,9 @@ def test_close_aborts_an_open_stream(fake: FakeServer) -> None:
 def serve_tkchat() -> Iterator[Callable[[ScriptedBackend], str]]:
     """Start ``create_app(backend)`` under uvicorn in a thread; returns its URL. Every server
     started is stopped at the end of the test."""
-    serve = pytest.importorskip("tkchat.serve.app", reason="tkchat/serve/app.py not written yet")
+    serve = pytest.importorskip(
+        "tkchat.serve.server", reason="tkchat/serve/server.py not written yet"
+    )
     uvicorn = pytest.importorskip("uvicorn")
     running: list[tuple[Any, threading.Thread]] = []
 

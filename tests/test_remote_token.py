@@ -16,8 +16,9 @@ import pytest
 
 from tests.test_remote_backend import generate, text_of
 from tkchat.cli import _child_model_args, build_parser
+from tkchat.conversation import Sampling
 from tkchat.events import Done
-from tkchat.generate.backend import BackendError, Sampling
+from tkchat.generate.backend import BackendError
 from tkchat.generate.factory import make_backend
 from tkchat.generate.remote import RemoteBackend, RemoteError
 from tkchat.generate.remote.http import TOKEN_ENV_VAR

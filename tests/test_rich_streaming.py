@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import pump_until
+from tkchat.conversation import Sampling
 from tkchat.events import Done
-from tkchat.generate.backend import Sampling
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.ui.markdown_view import HIDDEN_TAG
 

@@ -33,9 +33,9 @@ from tests.conftest import wait_until  # noqa: E402
 from tests.test_server import HELLO, Live  # noqa: E402
 from tkchat.events import Done  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
-from tkchat.serve.app import create_app  # noqa: E402
 from tkchat.serve.connections import server_config  # noqa: E402
 from tkchat.serve.listen import reachable_address  # noqa: E402
+from tkchat.serve.server import create_app  # noqa: E402
 
 
 class ErrorLog(logging.Handler):

@@ -27,7 +27,7 @@ from tests.conftest import wait_until  # noqa: E402
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress  # noqa: E402
 from tkchat.generate.backend import Backend  # noqa: E402
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend  # noqa: E402
-from tkchat.serve.app import ChatServer, create_app, run_server  # noqa: E402
+from tkchat.serve.server import ChatServer, create_app, run_server  # noqa: E402
 from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E402
 
 HELLO = {"messages": [{"role": "user", "content": "Hello"}]}

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
+from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Sampling
 from tkchat.store import damaged
 from tkchat.store import settings as settings_module
 from tkchat.store.db import settings_from_sampling

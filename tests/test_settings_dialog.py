@@ -12,13 +12,13 @@ from tkinter import ttk
 import pytest
 
 from tests.conftest import pump_until
-from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
+from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Sampling
 from tkchat.i18n import STRINGS
 from tkchat.i18n.settings_dialog import STRINGS as SETTINGS_STRINGS
-from tkchat.ui.palette import LIGHT
-from tkchat.ui.settings_dialog import FIELDS, ChatSettingsDialog
-from tkchat.ui.theme import Theme
-from tkchat.ui.translator import Translator
+from tkchat.ui.look.palette import LIGHT
+from tkchat.ui.look.theme import Theme
+from tkchat.ui.settings.dialog import FIELDS, ChatSettingsDialog
+from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 

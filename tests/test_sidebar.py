@@ -18,8 +18,8 @@ from tkchat.i18n import STRINGS
 from tkchat.i18n.sidebar import STRINGS as SIDEBAR_STRINGS
 from tkchat.store.db import Conversation
 from tkchat.ui import sidebar as sidebar_module
-from tkchat.ui.sidebar import ConversationSidebar, format_when
-from tkchat.ui.translator import Translator
+from tkchat.ui.chats.sidebar import ConversationSidebar, format_when
+from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 

@@ -37,8 +37,8 @@ from tkchat.events import Done
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, database_path, open_store
-from tkchat.ui.app import ChatApp
-from tkchat.ui.fit import NO_BREAK
+from tkchat.ui.look.fit import NO_BREAK
+from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui
 

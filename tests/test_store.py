@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Faults, wait_until
-from tkchat.generate.backend import Sampling
+from tkchat.conversation import Sampling
 from tkchat.store import damaged, db
 from tkchat.store.db import (
     EXPORT_FORMAT,

@@ -14,9 +14,9 @@ from tests.conftest import KEEP_ALIVE, pump_for, pump_until
 from tkchat.cli import build_parser
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.store.settings import AppSettings, load_settings
-from tkchat.ui.fit import ellipsize, ellipsize_around
-from tkchat.ui.palette import DARK, LIGHT, PALETTES, Palette, contrast, resolve_choice
-from tkchat.ui.system_theme import (
+from tkchat.ui.look.fit import ellipsize, ellipsize_around
+from tkchat.ui.look.palette import DARK, LIGHT, PALETTES, Palette, contrast, resolve_choice
+from tkchat.ui.look.system_theme import (
     MACOS,
     PORTAL,
     WINDOWS_KEY,
@@ -413,7 +413,7 @@ def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
     import time
 
     from tkchat.measure.watchdog import WatchdogWindow
-    from tkchat.ui.watchdog_link import watchdog_command
+    from tkchat.ui.teaching.watchdog_link import watchdog_command
 
     assert watchdog_command("dark")[-2:] == ["--theme", "dark"]
     assert "--theme" not in watchdog_command()
@@ -434,8 +434,8 @@ def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
 
 @pytest.mark.gui
 def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) -> None:
-    from tkchat.ui.context_meter import ContextMeter
-    from tkchat.ui.translator import Translator
+    from tkchat.ui.chats.context_meter import ContextMeter
+    from tkchat.ui.window.translator import Translator
 
     row = ttk.Frame(root, width=200, height=30)
     row.pack_propagate(False)
@@ -453,8 +453,8 @@ def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) 
 @pytest.mark.gui
 def test_the_context_meter_says_one_message_in_the_singular(root: tk.Tk) -> None:
     """Seen by hand: "context 8,055 / 8,192 tokens · 1 earlier messages left out"."""
-    from tkchat.ui.context_meter import ContextMeter
-    from tkchat.ui.translator import Translator
+    from tkchat.ui.chats.context_meter import ContextMeter
+    from tkchat.ui.window.translator import Translator
 
     meter = ContextMeter(root, Translator("en"))
     meter.pack()

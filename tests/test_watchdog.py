@@ -35,7 +35,7 @@ from tkchat.measure.watchdog import (
     default_geometry,
 )
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.watchdog_link import WatchdogHandle, open_watchdog, watchdog_command
+from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog, watchdog_command
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -206,7 +206,7 @@ PARENT = textwrap.dedent(
     """
     import sys, tkinter as tk
     from tkchat.ui.scheduler import AfterScheduler
-    from tkchat.ui.watchdog_link import open_watchdog
+    from tkchat.ui.teaching.watchdog_link import open_watchdog
     root = tk.Tk()
     handle = open_watchdog(AfterScheduler(root))
     print(handle.process.pid, flush=True)

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tkchat.consume.stream_consumer import StreamConsumer
+from tkchat.conversation import Message, Sampling
 from tkchat.events import (
     AppEvent,
     Chunk,
@@ -33,9 +34,7 @@ from tkchat.generate.backend import (
     ContextOverflowError,
     GenerationRequest,
     LoadWatch,
-    Message,
     ModelLoadError,
-    Sampling,
     TokenStream,
 )
 from tkchat.generate.controller import GenerationController

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tkchat import __version__
-from tkchat.generate.backend import Sampling
-from tkchat.generate.context import MAX_N_CTX, MIN_N_CTX
+from tkchat.conversation import MAX_N_CTX, MIN_N_CTX, Sampling
+from tkchat.course.compare import COMPARE_TOOLKITS
 from tkchat.generate.llama_backend import MAX_AUTO_N_CTX
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.modes import BROKEN_MODES, FIXED, MODES, OUTSIDE_FORM, check_mode, is_outside_mode
-from tkchat.teach.compare import COMPARE_TOOLKITS
 from tkchat.transport.chaos import Chaos
 
 DEFAULT_SEED = 7
@@ -506,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tkchat compare: {problem}", file=sys.stderr)
             return 2
     if args.command == "compare":
-        from tkchat.teach.compare import run_compare
+        from tkchat.course.compare import run_compare
 
         if args.broken is not None and not _usable(args.broken, "compare"):
             return 2
@@ -520,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "serve":
         from tkchat.generate.factory import make_backend
-        from tkchat.serve.app import ChatServer, run_server
+        from tkchat.serve.server import ChatServer, run_server
 
         backend = make_backend(
             args.backend,
@@ -548,8 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"tkchat selftest: {problem}", file=sys.stderr)
             return 2
+        from tkchat.course.lessons import default_language
         from tkchat.measure.qt_selftest import run_qt_selftest
-        from tkchat.teach.lessons import default_language
 
         return run_qt_selftest(
             args.mode,
@@ -563,8 +562,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "models":
         return run_models(args)
     if args.command == "selftest":
+        from tkchat.course.lessons import default_language
         from tkchat.measure.selftest import run_selftest
-        from tkchat.teach.lessons import default_language
 
         return run_selftest(
             args.mode,
@@ -587,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_models(args: argparse.Namespace) -> int:
     """``tkchat models list`` / ``tkchat models get NAME``. The download is the window's: the
     same child process, progress, checks and sentences."""
-    from tkchat.generate.hub.catalogue import CatalogueError, cache_dir, load_catalogue
+    from tkchat.models.catalogue import CatalogueError, cache_dir, load_catalogue
 
     try:
         entries = load_catalogue(args.catalogue)
@@ -601,14 +600,14 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def _catalogue_table(entries: list[Any], cache: Path, lang: str) -> str:
-    from tkchat.generate.hub.catalogue import (
+    from tkchat.models.catalogue import (
         downloaded_path,
         fits,
         memory_available,
         memory_needed,
     )
-    from tkchat.generate.hub.text import say
-    from tkchat.generate.model_finder import describe_size
+    from tkchat.models.download_text import say
+    from tkchat.models.finder import describe_size
 
     free = memory_available()
     rows = [("name", "size", "memory", "languages", "licence", "")]
@@ -640,14 +639,14 @@ def _catalogue_table(entries: list[Any], cache: Path, lang: str) -> str:
 def _get_model(args: argparse.Namespace, entries: list[Any]) -> int:
     import time
 
-    from tkchat.generate.hub.catalogue import (
+    from tkchat.models.catalogue import (
         cache_dir,
         chosen_endpoint,
         find_entry,
         normalize_endpoint,
     )
-    from tkchat.generate.hub.job import DownloadJob, Failed
-    from tkchat.generate.hub.text import describe_failure, describe_progress, say
+    from tkchat.models.download_job import DownloadJob, Failed
+    from tkchat.models.download_text import describe_failure, describe_progress, say
     from tkchat.store.settings import load_settings
 
     lang = args.lang
@@ -695,9 +694,9 @@ def _usable(mode: str, command: str) -> bool:
     cannot be used gets its one sentence here, not a window or a run that goes wrong."""
     if not is_outside_mode(mode):
         return True
-    from tkchat.teach.lessons import default_language
-    from tkchat.ui.outside import OutsidePipelineError, load_outside_class
-    from tkchat.ui.translator import Translator
+    from tkchat.course.lessons import default_language
+    from tkchat.ui.teaching.outside import OutsidePipelineError, load_outside_class
+    from tkchat.ui.window.translator import Translator
 
     try:
         load_outside_class(mode)
@@ -768,10 +767,10 @@ def run_qt(args: argparse.Namespace) -> int:
         return 2
     from dataclasses import replace
 
-    from tkchat.generate.backend import Sampling
+    from tkchat.conversation import Sampling
+    from tkchat.course.lessons import default_language
     from tkchat.generate.factory import make_backend
-    from tkchat.qt.app import QtOptions, run_qt_app
-    from tkchat.teach.lessons import default_language
+    from tkchat.qt.launch import QtOptions, run_qt_app
 
     backend = make_backend(
         args.backend,
@@ -810,13 +809,13 @@ def run_app(args: argparse.Namespace) -> int:
     import tkinter as tk
     from dataclasses import replace
 
+    from tkchat.course.compare import compare_command
     from tkchat.generate.backend import Backend
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
     from tkchat.store.settings import AppSettings, load_settings
-    from tkchat.teach.compare import compare_command
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.app import AppOptions, ChatApp
+    from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
     try:
         root = tk.Tk(className="tkchat")
@@ -894,8 +893,8 @@ def run_app(args: argparse.Namespace) -> int:
 if TYPE_CHECKING:  # for the annotations only: the window's modules load when a command runs
     import tkinter as tk
 
-    from tkchat.teach.recording import Recording
-    from tkchat.ui.app import AppOptions
+    from tkchat.course.recording import Recording
+    from tkchat.ui.window.chat_window import AppOptions
 
 
 def _add_recording_commands(
@@ -903,7 +902,7 @@ def _add_recording_commands(
     common: argparse.ArgumentParser,
     window: argparse.ArgumentParser,
 ) -> None:
-    """A run saved to a file and played back elsewhere (tkchat/teach/recording.py)."""
+    """A run saved to a file and played back elsewhere (tkchat/course/recording.py)."""
     record = commands.add_parser(
         "record",
         parents=[common, window],
@@ -939,8 +938,8 @@ def _add_recording_commands(
 
 
 def run_recording_command(args: argparse.Namespace) -> int:
-    from tkchat.teach.lessons import default_language
-    from tkchat.teach.recording import Recording, RecordingError, load_recording
+    from tkchat.course.lessons import default_language
+    from tkchat.course.recording import Recording, RecordingError, load_recording
 
     lang = (args.lang if args.lang in ("en", "zh") else None) or default_language()
     name = f"tkchat {args.command}"
@@ -985,8 +984,8 @@ def _recording_window_options(args: argparse.Namespace, mode: str) -> AppOptions
     and nothing kept (a recorded run is a demonstration, not a conversation)."""
     from dataclasses import replace
 
-    from tkchat.generate.backend import Sampling
-    from tkchat.ui.app import AppOptions
+    from tkchat.conversation import Sampling
+    from tkchat.ui.window.chat_window import AppOptions
 
     overrides = {
         name: value
@@ -1021,7 +1020,7 @@ def _open_root(name: str) -> tk.Tk | None:
 
 def _record(args: argparse.Namespace, recording: Recording) -> int:
     from tkchat.generate.factory import make_backend
-    from tkchat.ui.recorded_window import open_record_window
+    from tkchat.ui.teaching.recorded_window import open_record_window
 
     root = _open_root("tkchat record")
     if root is None:
@@ -1059,7 +1058,7 @@ def _record(args: argparse.Namespace, recording: Recording) -> int:
 
 
 def _replay(args: argparse.Namespace, recording: Recording, mode: str) -> int:
-    from tkchat.ui.recorded_window import open_replay_window
+    from tkchat.ui.teaching.recorded_window import open_replay_window
 
     root = _open_root("tkchat replay")
     if root is None:

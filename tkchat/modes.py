@@ -3,23 +3,30 @@
 ``fixed`` is tkchat's pipeline; the others are the deliberately broken demos in
 ``tkchat/antipatterns/``. Only names live here, with no import at all: ``tkchat --help`` and
 ``tkchat serve`` need them on machines without Tk, while every pipeline draws with Tk. The
-classes behind the names are in :func:`tkchat.ui.pipeline.make_pipeline`.
+classes behind the names are named in :data:`PIPELINES` (by import path, so this module
+imports nothing) and made by :func:`tkchat.ui.pipeline.make_pipeline`.
 
 A mode may also name a pipeline written outside tkchat — a student's, for the exercises in
 ``lessons/exercises/`` — as ``path/to/file.py:ClassName``. Here it is only recognised by its
-shape; :mod:`tkchat.ui.outside` loads it (and says clearly what is wrong with it, if anything).
+shape; :mod:`tkchat.ui.teaching.outside` loads it (and says clearly what is wrong with
+it, if anything).
 """
 
 from __future__ import annotations
 
 FIXED = "fixed"
-MODES: tuple[str, ...] = (
-    FIXED,
-    "blocking",
-    "main-thread-reader",
-    "per-chunk-render",
-    "no-coalesce",
-)
+# The one registry of modes: each name and the class that moves an answer in that mode, by
+# import path. A broken demo is imported only when a window uses it, so nothing outside
+# ``tkchat/antipatterns/`` imports those modules by name; tests/test_architecture.py reads
+# this table and checks these imports like any other.
+PIPELINES: dict[str, str] = {
+    FIXED: "tkchat.ui.pipeline:FixedPipeline",
+    "blocking": "tkchat.antipatterns.blocking:GenerateInClickHandler",
+    "main-thread-reader": "tkchat.antipatterns.main_thread_reader:ReadStreamOnMainThread",
+    "per-chunk-render": "tkchat.antipatterns.per_chunk_render:RenderEveryChunk",
+    "no-coalesce": "tkchat.antipatterns.no_coalesce:InsertEveryToken",
+}
+MODES: tuple[str, ...] = tuple(PIPELINES)
 BROKEN_MODES: tuple[str, ...] = tuple(name for name in MODES if name != FIXED)
 OUTSIDE_FORM = "FILE.py:CLASS"  # how --help names the shape of an outside pipeline
 

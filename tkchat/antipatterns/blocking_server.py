@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from tkchat.events import Chunk, Done, Error, GenerationStats
 from tkchat.generate.backend import BackendError, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
-from tkchat.serve.app import ChatServer
+from tkchat.serve.server import ChatServer
 from tkchat.serve.streaming import SSE_HEADERS
 from tkchat.serve.validation import parse_chat_request, read_json
 from tkchat.transport.sse import encode_event

@@ -14,9 +14,9 @@ from typing import Any
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.render.safe_markdown import convert_whole_document
+from tkchat.ui.look.theme import set_role
 from tkchat.ui.markdown_view import stock_tkhtmlview
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.theme import set_role
 from tkchat.ui.transcript import AnswerView
 
 ANSWER_HEIGHT_LINES = 16

@@ -12,36 +12,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tkchat.conversation import Message, Sampling
 from tkchat.events import FinishReason
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    role: str  # "system" | "user" | "assistant"
-    content: str
-
-
-DEFAULT_SYSTEM_PROMPT = "You are a helpful, concise assistant."
-
-
-@dataclass(frozen=True, slots=True)
-class Sampling:
-    """Defaults that suit a small (135M) model: low temperature keeps it on topic."""
-
-    temperature: float = 0.3
-    top_p: float = 0.9
-    top_k: int = 40
-    repeat_penalty: float = 1.1
-    max_tokens: int = 512
-    seed: int | None = None
-
-
-# What the window lets a user choose (the settings dialog) and what a saved or imported
-# conversation may ask for; anything outside falls back to the default.
-TEMPERATURE_RANGE = (0.0, 2.0)
-TOP_P_RANGE = (0.05, 1.0)
-MAX_TOKENS_RANGE = (1, 32768)
-SEED_MAX = 2**32 - 1  # llama.cpp takes a 32-bit unsigned seed (the HTTP API caps it too)
 
 
 @dataclass(frozen=True, slots=True)

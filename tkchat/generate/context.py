@@ -21,13 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tkchat.generate.backend import ContextOverflowError, Message
+from tkchat.conversation import Message
+from tkchat.generate.backend import ContextOverflowError
 
 MIN_ANSWER_ROOM = 16  # below this the answer would be cut off at once: say so instead
-# The contexts a user may ask for (--n-ctx, Settings): below 256 not even a system prompt and
-# a question fit; above 2**20 no GGUF model has been trained for, and the cache would not fit.
-MIN_N_CTX = 256
-MAX_N_CTX = 1_048_576
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from tkchat.conversation import Message
 from tkchat.generate.backend import (
     ContextOverflowError,
     GenerationRequest,
     LoadCancelled,
     LoadWatch,
-    Message,
     ModelLoadError,
     TokenStream,
 )

@@ -6,7 +6,7 @@ such tokens again at their recorded pace (``tkchat replay``): the window above i
 pipeline or a broken one — cannot tell it from the model, so a class without the model, or
 on a slower machine, sees the consumer handle exactly the stream measured elsewhere.
 
-Neither knows the file format (:mod:`tkchat.teach.recording`): they take and give plain
+Neither knows the file format (:mod:`tkchat.course.recording`): they take and give plain
 ``(seconds since the answer began, text)`` pairs.
 """
 
@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from tkchat.conversation import Message
 from tkchat.events import FinishReason
 from tkchat.generate.backend import (
     Backend,
     BackendError,
     GenerationRequest,
     LoadWatch,
-    Message,
     PromptProgress,
     TokenStream,
     WrappedBackend,

@@ -16,13 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tkchat.generate.backend import (
-    GenerationRequest,
-    LoadWatch,
-    Message,
-    PromptProgress,
-    TokenStream,
-)
+from tkchat.conversation import Message
+from tkchat.generate.backend import GenerationRequest, LoadWatch, PromptProgress, TokenStream
 
 PROMPT_STEP_S = 0.05  # how often a scripted prompt reading reports progress
 

@@ -3,7 +3,7 @@
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
 itself, then the lesson panel, the sidebar, the settings dialog, the model picker, the
 model catalogue and the exercises: a pipeline of one's own, the self-test's report), merged here.
-:class:`tkchat.ui.translator.Translator` puts them on widgets.
+:class:`tkchat.ui.window.translator.Translator` puts them on widgets.
 """
 
 from __future__ import annotations

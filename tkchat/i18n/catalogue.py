@@ -1,7 +1,7 @@
 """The strings of the model catalogue (Model > Get a model…, ``tkchat models``), in English and
 Chinese, including one sentence for every way a download can fail
-(``catalogue.error.<kind>``, the kinds of :mod:`tkchat.generate.hub.fetch` and
-:mod:`tkchat.generate.hub.job`)."""
+(``catalogue.error.<kind>``, the kinds of :mod:`tkchat.models.download_child` and
+:mod:`tkchat.models.download_job`)."""
 
 from __future__ import annotations
 

@@ -35,8 +35,9 @@ import tkinter as tk
 from collections.abc import Callable
 from typing import Any
 
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Error
-from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import long_answer
@@ -60,9 +61,9 @@ from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import AppOptions, ChatApp
 from tkchat.ui.health import HealthBar
 from tkchat.ui.markdown_view import stock_tkhtmlview
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
 
@@ -429,7 +430,7 @@ class Bench:
             app.transcript.text.yview_moveto(step / 20)
             yield 0.05
         # The store calls a user triggers that run on the main thread (one small transaction
-        # or query each, see tkchat/ui/history.py), timed on this history.
+        # or query each, see tkchat/ui/chats/history.py), timed on this history.
         calls: dict[str, float | None] = {}
         for name, call in (
             ("list", archive.conversations),

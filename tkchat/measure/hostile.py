@@ -61,7 +61,7 @@ from tkchat.measure.hostile_serve import readme_row as serve_readme_row
 from tkchat.measure.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
 from tkchat.measure.script import Script
 from tkchat.stats import rounded, rss_mb
-from tkchat.ui.app import ChatApp
+from tkchat.ui.window.chat_window import ChatApp
 
 SETTLE_S = 0.3  # after an answer: a late timer of a frozen window fires, the render finishes
 # The window's worst lag under any attack: a freeze was seconds. Wide, because CI shares two
@@ -499,7 +499,7 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     from tkchat.measure.hostile_readme import readme_rows  # it reads this module's cases
     from tkchat.measure.script import ScriptRunner
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.app import AppOptions
+    from tkchat.ui.window.chat_window import AppOptions
 
     ensure_display()
     # The attacks are logged in full (up to 64,000 characters each), on purpose; on the

@@ -22,17 +22,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tkchat.course.claims import Claim, Figures, figures_path, quoted_figures
+from tkchat.course.lessons import Lesson, lessons_dir
 from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.figures import lag_figures, run_alone
 from tkchat.measure.script import Script
 from tkchat.stats import median, percentile, rounded
-from tkchat.teach.claims import Claim, Figures, figures_path, quoted_figures
-from tkchat.teach.lessons import Lesson, lessons_dir
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import ChatApp
-from tkchat.ui.live_figures import ORDERING_METRICS
+from tkchat.ui.teaching.live_figures import ORDERING_METRICS
+from tkchat.ui.window.chat_window import ChatApp
 
 IDLE_S = 1.0  # the idle baseline: the window open, nothing streaming
 SETTLE_S = 0.3  # after an answer: late timers of a frozen window fire, the render finishes
@@ -261,12 +261,12 @@ def run_lesson_bench(
     quote. Returns 0 when every claim held, 1 otherwise."""
     import tkinter as tk
 
+    from tkchat.course.lessons import load_lessons
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
     from tkchat.measure.display import ensure_display
     from tkchat.measure.script import ScriptRunner
-    from tkchat.teach.lessons import load_lessons
-    from tkchat.ui.app import AppOptions
+    from tkchat.ui.window.chat_window import AppOptions
 
     ensure_display()
     root = tk.Tk()

@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import Message, Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.prompt_eval import PromptReader
 from tkchat.generate.scripted import long_answer
@@ -37,7 +37,7 @@ from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.figures import SYSTEM, BenchOptions, RunFigures, input_figures, lag_figures
 from tkchat.measure.script import Script
 from tkchat.stats import median, percentile, rounded
-from tkchat.ui.app import ChatApp
+from tkchat.ui.window.chat_window import ChatApp
 
 ANSWER_TOKENS = 16  # the answers here only need to start: the prompt is what is measured
 FOLLOW_UP = "Now name one tool the text mentions, in a few words."

@@ -31,8 +31,8 @@ from tkchat.measure.selftest import (
     TokenMeter,
     selftest_backend,
 )
-from tkchat.qt.app import QtOptions, application, open_window
-from tkchat.ui.translator import Translator
+from tkchat.qt.launch import QtOptions, application, open_window
+from tkchat.ui.window.translator import Translator
 
 
 class InputRecorder(QObject):

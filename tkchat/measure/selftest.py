@@ -20,8 +20,8 @@ touches Tk). Latency = the handler's time minus the injection time, paired in or
 thread for ever, and a self-test waiting for it would hang just the same. So each answer gets
 ``limit_s`` seconds. If by then the main loop has not run for a second, the driver interrupts
 the main thread (a SIGINT to that thread; the handler raises
-:class:`~tkchat.ui.outside.PipelineInterrupted`, but only inside a Tk callback, never in the
-idle main loop); if the answer is still open, it clicks Stop. What was not handled
+:class:`~tkchat.ui.teaching.outside.PipelineInterrupted`, but only inside a Tk callback, never in
+the idle main loop); if the answer is still open, it clicks Stop. What was not handled
 counts with the time it took, so the question fails *with figures*. Should even the interrupt
 not bring the window back, the self-test prints what it has and exits.
 """
@@ -41,15 +41,9 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Protocol
 
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import (
-    Backend,
-    GenerationRequest,
-    Message,
-    Sampling,
-    TokenStream,
-    WrappedBackend,
-)
+from tkchat.generate.backend import Backend, GenerationRequest, TokenStream, WrappedBackend
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.faults import FaultInjector
@@ -66,8 +60,8 @@ from tkchat.measure.grade import (
 from tkchat.modes import is_outside_mode
 from tkchat.stats import LagSample, median, percentile
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.app import AppOptions, ChatApp
-from tkchat.ui.outside import (
+from tkchat.ui.pipeline import Pipeline
+from tkchat.ui.teaching.outside import (
     TK_THREADS,
     GuardedPipeline,
     OutsidePipelineError,
@@ -76,9 +70,9 @@ from tkchat.ui.outside import (
     in_tk_callback,
     load_outside_class,
 )
-from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.transcript import AnswerView
-from tkchat.ui.translator import Translator
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
+from tkchat.ui.window.translator import Translator
 
 LIMIT_MS = 100.0  # RAIL's "respond within 100 ms"; Nielsen's "feels instant"
 STUCK_S = 1.0  # a main loop silent this long is not coming back by itself

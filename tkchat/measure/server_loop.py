@@ -28,7 +28,7 @@ from typing import Any
 
 from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
 from tkchat.generate.backend import Backend
-from tkchat.serve.app import ChatServer, create_app
+from tkchat.serve.server import ChatServer, create_app
 from tkchat.stats import median, percentile, rounded
 
 PROBE_S = 0.005  # how often the loop probe asks for a turn

@@ -5,7 +5,7 @@ Three runs, each a row in the usual JSON ``runs`` list:
 - ``in-process`` — the worker drives the bundled model and puts events on a queue (the
   ``raw`` of the window benchmark): the baseline.
 - ``sse-tkchat`` — ``tkchat serve`` in its own process, the desktop client's
-  :class:`~tkchat.generate.remote_backend.RemoteBackend` reading its Server-Sent Events.
+  :class:`~tkchat.generate.remote.RemoteBackend` reading its Server-Sent Events.
 - ``sse-llama-cpp`` — llama-cpp-python's own OpenAI-compatible server on the same model, the
   same client.
 
@@ -31,12 +31,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.backend import Backend, GenerationRequest, Message, Sampling
+from tkchat.generate.backend import Backend, GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend, default_n_threads
 from tkchat.generate.model_file import bundled_model_path, choose_model_path
-from tkchat.generate.remote_backend import RemoteBackend
+from tkchat.generate.remote import RemoteBackend
 from tkchat.measure.figures import BENCH_PROMPT, SYSTEM, RunFigures
 from tkchat.stats import median, percentile, rounded
 from tkchat.transport.channel import EventChannel

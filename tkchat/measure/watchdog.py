@@ -2,7 +2,7 @@
 
 A frozen Tk window cannot draw its own freeze: every figure in its health bar is painted by
 the loop that is stuck. This is a separate process with a free main loop of its own. The
-chat window sends it a beat every 50 ms (see :mod:`tkchat.ui.watchdog_link`); this window
+chat window sends it a beat every 50 ms (see :mod:`tkchat.ui.teaching.watchdog_link`); this window
 plots, for the last 15 seconds, how long ago the last beat came. Healthy, that stays near
 zero (a green line). When the chat window freezes, the beats stop, and here a red area rises
 with the silence while a big counter says "FROZEN 3.2 s" and counts up — during the freeze,
@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Literal
 
-from tkchat.ui.palette import LIGHT, Palette, palette_named
-from tkchat.ui.scaling import dp, window_size
+from tkchat.ui.look.palette import LIGHT, Palette, palette_named
+from tkchat.ui.look.scaling import dp, window_size
 from tkchat.ui.scheduler import AfterScheduler
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]

@@ -34,13 +34,9 @@ from PySide6.QtWidgets import (
 )
 
 from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer, TickResult
+from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import AppEvent, Done, Error, ModelFailed, ModelReady
-from tkchat.generate.backend import (
-    DEFAULT_SYSTEM_PROMPT,
-    GenerationRequest,
-    Message,
-    Sampling,
-)
+from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.i18n import STRINGS
 from tkchat.i18n import qt_window as qt_strings

@@ -5,7 +5,7 @@ bug by ``kind`` alone, whichever layer refused: the Host/Origin guard, the reque
 the busy policy, Starlette's own routing, or an unexpected exception.
 
 :class:`RequestRejected` is raised anywhere in a handler; the ``on_*`` functions are the
-exception handlers :func:`tkchat.serve.app.create_app` registers to turn exceptions into
+exception handlers :func:`tkchat.serve.server.create_app` registers to turn exceptions into
 responses. All of it runs on the server's event loop.
 """
 

@@ -20,7 +20,8 @@ from typing import Any, TypeGuard
 
 from starlette.requests import ClientDisconnect, Request
 
-from tkchat.generate.backend import GenerationRequest, Message, Sampling
+from tkchat.conversation import Message, Sampling
+from tkchat.generate.backend import GenerationRequest
 from tkchat.serve.errors import RequestRejected, bad_request
 
 ROLES = frozenset({"system", "user", "assistant"})

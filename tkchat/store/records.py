@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from tkchat.generate.backend import Message
+from tkchat.conversation import Message
 from tkchat.store.errors import invalid
 
 # The schema's CHECK constraints repeat these lists (SQL cannot read them from here); a new

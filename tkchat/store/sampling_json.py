@@ -13,13 +13,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from tkchat.generate.backend import (
-    MAX_TOKENS_RANGE,
-    SEED_MAX,
-    TEMPERATURE_RANGE,
-    TOP_P_RANGE,
-    Sampling,
-)
+from tkchat.conversation import MAX_TOKENS_RANGE, SEED_MAX, TEMPERATURE_RANGE, TOP_P_RANGE, Sampling
 from tkchat.store.json_values import is_int, is_number
 
 _SAMPLING_KEYS = tuple(f.name for f in fields(Sampling))

@@ -39,8 +39,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from tkchat.generate.backend import DEFAULT_SYSTEM_PROMPT, Sampling
-from tkchat.generate.context import MAX_N_CTX, MIN_N_CTX
+from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, MAX_N_CTX, MIN_N_CTX, Sampling
 from tkchat.store.damaged import move_aside
 from tkchat.store.errors import classify, error_detail
 from tkchat.store.json_values import is_int
@@ -51,7 +50,7 @@ SETTINGS_NAME = "settings.json"
 # The interface languages (the same as tkchat.i18n.LANGUAGES, which is not imported because it
 # pulls in Tk and the widgets; the store layer must stay importable without a display).
 LANGUAGES: tuple[str, ...] = ("en", "zh")
-# The window's themes (tkchat.ui.palette, likewise not imported: it is part of the window).
+# The window's themes (tkchat.ui.look.palette, likewise not imported: it is part of the window).
 THEMES: tuple[str, ...] = ("light", "dark")
 FONT_SIZE_MIN = 8
 FONT_SIZE_MAX = 40

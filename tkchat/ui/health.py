@@ -17,10 +17,10 @@ from tkinter import ttk
 
 from tkchat.stats import RateMeter
 from tkchat.ui.lag_probe import LagProbe
-from tkchat.ui.scaling import dp, dp_pad
+from tkchat.ui.look.scaling import dp, dp_pad
+from tkchat.ui.look.theme import WATCH_STYLE
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.theme import WATCH_STYLE
-from tkchat.ui.translator import Translator
+from tkchat.ui.window.translator import Translator
 
 REFRESH_MS = 250
 

@@ -56,7 +56,7 @@ from tkchat.render.safe_markdown import (
     restyle,
     stays_plain,
 )
-from tkchat.ui.palette import LIGHT, Palette
+from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.view_keeper import ViewKeeper

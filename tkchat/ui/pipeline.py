@@ -7,7 +7,8 @@ live in ``tkchat/antipatterns/``, one module each, and implement the same three 
 A pipeline sees only :class:`PipelineHost`: the few parts of the window it may use. It cannot
 reach the rest of the app, so a pipeline (or a student's) can be read, tested and swapped
 without the whole window in mind. A student's comes from a file of its own
-(``--mode mine.py:Pipeline``): :mod:`tkchat.ui.outside` loads it and guards the window from it.
+(``--mode mine.py:Pipeline``): :mod:`tkchat.ui.teaching.outside` loads it and guards the window
+from it.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
-from tkchat.modes import MODES, check_mode, is_outside_mode
-from tkchat.ui.outside import make_outside_pipeline
+from tkchat.modes import PIPELINES, check_mode, is_outside_mode
+from tkchat.ui.teaching.outside import make_outside_pipeline
 from tkchat.ui.transcript import AnswerView, Transcript
 
 
@@ -81,28 +82,16 @@ class FixedPipeline(EndsInTranscript):
         self.host.transcript.append(view, "".join(chunks))  # everything of this tick, one insert
 
 
-# Each mode's class, by import path: a broken demo is imported only when a window uses it, and
-# nothing outside ``tkchat/antipatterns/`` imports those modules by name.
-_CLASSES: dict[str, str] = {
-    "fixed": "tkchat.ui.pipeline:FixedPipeline",
-    "blocking": "tkchat.antipatterns.blocking:GenerateInClickHandler",
-    "main-thread-reader": "tkchat.antipatterns.main_thread_reader:ReadStreamOnMainThread",
-    "per-chunk-render": "tkchat.antipatterns.per_chunk_render:RenderEveryChunk",
-    "no-coalesce": "tkchat.antipatterns.no_coalesce:InsertEveryToken",
-}
-assert tuple(_CLASSES) == MODES
-
-
 def make_pipeline(
     mode: str, host: PipelineHost, translate: Callable[..., str] | None = None
 ) -> Pipeline:
     """A new pipeline object for one window (some keep per-window state). ``mode`` may name
-    a pipeline of one's own, ``path.py:ClassName`` (:mod:`tkchat.ui.outside`: it raises
-    :class:`~tkchat.ui.outside.OutsidePipelineError` with a sentence in ``translate``'s
+    a pipeline of one's own, ``path.py:ClassName`` (:mod:`tkchat.ui.teaching.outside`: it raises
+    :class:`~tkchat.ui.teaching.outside.OutsidePipelineError` with a sentence in ``translate``'s
     language when the file cannot be used)."""
     check_mode(mode)
     if is_outside_mode(mode):
         return make_outside_pipeline(mode, host, translate)
-    module, _, name = _CLASSES[mode].partition(":")
+    module, _, name = PIPELINES[mode].partition(":")
     pipeline: Pipeline = getattr(importlib.import_module(module), name)(host)
     return pipeline

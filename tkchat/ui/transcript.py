@@ -31,15 +31,15 @@ from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.store import MessageRef
-from tkchat.ui.fit import NO_BREAK
+from tkchat.ui.look.fit import NO_BREAK
+from tkchat.ui.look.palette import Palette
+from tkchat.ui.look.scaling import dp
+from tkchat.ui.look.theme import follow_theme, set_role
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
-from tkchat.ui.palette import Palette
 from tkchat.ui.readonly import writable
-from tkchat.ui.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.theme import follow_theme, set_role
-from tkchat.ui.translator import Translator
 from tkchat.ui.view_keeper import ViewKeeper
+from tkchat.ui.window.translator import Translator
 
 BODY_FONT_SIZE = 11
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's

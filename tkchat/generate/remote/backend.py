@@ -17,13 +17,8 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 
-from tkchat.generate.backend import (
-    GenerationRequest,
-    LoadCancelled,
-    LoadWatch,
-    Message,
-    TokenStream,
-)
+from tkchat.conversation import Message
+from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch, TokenStream
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
 from tkchat.generate.remote.http import TOKEN_ENV_VAR, HttpClient, split_server_url

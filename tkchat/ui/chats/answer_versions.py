@@ -1,0 +1,141 @@
+"""Every version of a regenerated answer and of an edited question, and choosing which one
+the chat goes on from.
+
+A regenerate no longer throws the last answer away: the new one becomes its next version
+("◀ 3/3 ▶" in the answer's header). Choosing another with ◀ or ▶ puts it on screen in the
+answer's place (:meth:`~tkchat.ui.transcript.Transcript.show_version`, painted in slices), in
+the model's context (so the next question is asked after the version shown) and in the saved
+conversation (the writer thread writes it; export writes the version shown).
+
+A question edited and sent again keeps its earlier versions the same way, each with the branch
+that followed it: ◀ ▶ on the question show another version with its own branch. On screen the
+question and everything after it are drawn again, the branch in slices (a branch of 200
+messages in one callback would be a long task); in the saved conversation the branches are
+swapped in one transaction (:meth:`~tkchat.store.db.ConversationStore.choose_variant`). A
+branch put aside keeps the version each of its messages showed, not their other versions.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from tkchat.ui.chats.conversations import SHOW_BUDGET_S
+from tkchat.ui.chats.history import History
+from tkchat.ui.chats.session import ChatSession
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import AnswerView, Branch, Transcript, UserView
+
+_SLICE = "show-branch"
+
+
+class AnswerVersions:
+    """The versions of the messages on screen."""
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        session: ChatSession,
+        archive: History | None,
+        scheduler: AfterScheduler,
+    ) -> None:
+        self.transcript = transcript
+        self.session = session
+        self.archive = archive
+        self.scheduler = scheduler
+        self._to_show: deque[tuple[str, str, str]] = deque()  # a branch not yet on screen
+        self._question: UserView | None = None  # whose branch that is
+
+    @property
+    def showing(self) -> bool:
+        """Is a branch still being put on screen? (Nothing may be sent meanwhile.) Not
+        once the chat it belonged to was cleared: its next slice then stops."""
+        return bool(self._to_show) and self._question in self.transcript.entries
+
+    def show(self, view: UserView | AnswerView, step: int) -> bool:
+        """A message's ◀ (``step`` -1) or ▶ (+1): show that version. Refused (False) while
+        the answer streams, while a branch is put on screen, or where there is no version
+        that way. (The window stops an answer streaming before a question's version.)"""
+        if not self.can_show(view, step):
+            return False
+        number = view.shown + step
+        if isinstance(view, AnswerView):
+            self.transcript.show_version(view, number)
+            self.session.replace(self.transcript.entries.index(view), view.text)
+            chosen: UserView | AnswerView = view
+        else:
+            chosen = self._show_branch(view, number)
+        if self.archive is not None:
+            self.archive.version_chosen(chosen)
+        return True
+
+    def can_show(self, view: UserView | AnswerView, step: int) -> bool:
+        """Is there a version of ``view`` that way, which can be shown now?"""
+        if not 0 <= view.shown + step < len(view.versions) or self.showing:
+            return False
+        if isinstance(view, AnswerView) and view.status == "streaming":
+            return False
+        return view in self.transcript.entries  # (not a link of a message removed since)
+
+    def resent(self, view: UserView, text: str) -> tuple[list[str], list[Branch]]:
+        """An edited question is sent again: the versions its new view has (the earlier
+        ones, each with its branch, then ``text`` with none yet). Call it before the
+        question and what follows are removed."""
+        versions, branches = self._kept(view)
+        return [*versions, text], [*branches, []]
+
+    def _kept(self, view: UserView) -> tuple[list[str], list[Branch]]:
+        """``view``'s versions and branches, the one shown as it stands on screen now."""
+        index = self.transcript.entries.index(view)
+        versions = list(view.versions) or [view.text]
+        branches = list(view.branches) or [[]]
+        versions[view.shown] = view.text
+        branches[view.shown] = [
+            (entry.role, entry.text, entry.status if isinstance(entry, AnswerView) else "complete")
+            for entry in self.transcript.entries[index + 1 :]
+        ]
+        return versions, branches
+
+    def _show_branch(self, view: UserView, number: int) -> UserView:
+        """Draw the question again as version ``number``, then its branch (sliced)."""
+        versions, branches = self._kept(view)
+        index = self.transcript.entries.index(view)
+        self.transcript.remove_from(view)
+        question = self.transcript.add_user(versions[number], versions, branches, number)
+        question.saved_as = view.saved_as
+        self.session.rewind(index)
+        self.session.ask(question.text)
+        for role, text, _status in branches[number]:
+            if role == "user":
+                self.session.ask(text)
+            else:
+                self.session.answered(text)
+        self._to_show = deque(branches[number])
+        self._question = question
+        if self._to_show:
+            self.scheduler.once(_SLICE, 0, self._show_some)
+        return question
+
+    def _show_some(self) -> None:
+        """Put the branch on screen until this callback's budget is spent."""
+        if not self.showing:  # the chat was cleared meanwhile: the rest must not follow
+            self._to_show.clear()
+            self._question = None
+            return
+        started = time.perf_counter()
+        while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
+            self.transcript.add_saved(*self._to_show.popleft())
+        if self._to_show:
+            self.scheduler.once(_SLICE, 1, self._show_some)
+        else:
+            self._question = None
+
+
+def versions_after_regenerate(view: AnswerView) -> list[tuple[str, str]]:
+    """The versions of the answer a regenerate replaces ``view`` with: all of ``view``'s (it
+    has ended, so the one shown is as it ended), then the new one, empty and streaming."""
+    kept = list(view.versions) or [(view.text, view.status)]
+    kept[view.shown] = (view.text, view.status)
+    return [*kept, ("", "streaming")]

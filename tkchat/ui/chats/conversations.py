@@ -1,0 +1,178 @@
+"""Saved conversations in the window: the sidebar, and putting a saved chat back on screen.
+
+:class:`~tkchat.ui.chats.history.History` talks to the store; this part is what the user does with
+it: open one (sliced, so 200 messages never make a long task), rename, delete and undo,
+search. It changes the chat only through what it is given: the transcript, the session, and
+``clear_chat`` / ``on_shown`` from the window.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import time
+import tkinter as tk
+from collections import deque
+from collections.abc import Callable
+
+from tkchat.store import Conversation, StoredMessage, StoreError, sampling_from_settings
+from tkchat.ui.chats.history import History
+from tkchat.ui.chats.session import ChatSession
+from tkchat.ui.chats.sidebar import ConversationSidebar
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import Transcript
+from tkchat.ui.window.translator import Translator
+
+SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
+
+
+class SavedConversations:
+    """The store's conversations, listed in a sidebar (built here, under ``parent``).
+
+    ``on_new()``: the sidebar's New chat. ``clear_chat()``: empty the screen and stop what
+    runs, before another conversation is shown. ``on_shown()``: a conversation is fully on
+    screen. ``on_ready(conversations)``: the store is open (newest first).
+    ``on_warning(text)``: saving failed or will not happen."""
+
+    def __init__(
+        self,
+        parent: tk.Misc,
+        scheduler: AfterScheduler,
+        translate: Translator,
+        transcript: Transcript,
+        session: ChatSession,
+        *,
+        on_new: Callable[[], None],
+        clear_chat: Callable[[], None],
+        on_shown: Callable[[], None],
+        on_ready: Callable[[list[Conversation]], None],
+        on_warning: Callable[[str], None],
+        on_export: Callable[[int], object] | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.transcript = transcript
+        self.session = session
+        self.clear_chat = clear_chat
+        self.on_shown = on_shown
+        self._on_ready = on_ready
+        self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
+        self.archive = History(scheduler, on_ready=self._ready, on_warning=on_warning)
+        self.sidebar = ConversationSidebar(
+            parent,
+            translate=translate,
+            on_new=on_new,
+            on_select=self.show,
+            on_rename=self.rename,
+            on_delete=self.delete,
+            on_undo_delete=self.undelete,
+            on_search=self.search,
+            on_export=on_export,
+        )
+        self.on_deleted_current: Callable[[], None] = on_new
+
+    @property
+    def ready(self) -> bool:
+        return self.archive.ready
+
+    @property
+    def showing(self) -> bool:
+        """Whether a saved conversation is still being put on screen."""
+        return bool(self._to_show)
+
+    def _ready(self, conversations: list[Conversation]) -> None:
+        self._on_ready(conversations)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The sidebar lists what the store holds now."""
+        if self.archive.ready:
+            self.sidebar.set_conversations(
+                self.archive.conversations(), self.archive.conversation_id
+            )
+
+    def forget_current(self) -> None:
+        """A new chat: it is created in the store with its first question."""
+        self.archive.conversation_id = None
+        self.refresh()
+
+    # -- what the sidebar asks -------------------------------------------------------------------
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        self.archive.run(lambda store: store.rename(conversation_id, title))
+        self.refresh()
+
+    def delete(self, conversation_id: int) -> None:
+        """Soft delete: the sidebar offers Undo for a few seconds."""
+        self.archive.run(lambda store: store.delete(conversation_id))
+        if self.archive.conversation_id == conversation_id:
+            self.on_deleted_current()
+        self.refresh()
+
+    def undelete(self, conversation_id: int) -> None:
+        self.archive.run(lambda store: store.restore(conversation_id))
+        self.refresh()
+        # Under a search the sidebar keeps its results (a refresh only drops deleted chats
+        # from them): run the search again, or the restored chat stays missing from them.
+        query = self.sidebar.search_var.get().strip()
+        if query:
+            self.search(query)
+
+    def search(self, text: str) -> None:
+        if text.strip():
+            self.sidebar.show_search_results(self.archive.search(text))
+        else:
+            self.refresh()
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    def show(self, conversation_id: int) -> None:
+        """Put a saved conversation on screen and make it the model's context."""
+        self.clear_chat()
+        stored = self.archive.open(conversation_id)
+        try:
+            store = self.archive.store
+            conversation = store.get(conversation_id) if store is not None else None
+        except StoreError:
+            conversation = None
+        chat = [m.as_message() for m in stored if m.role in ("user", "assistant")]
+        if conversation is not None:  # it brings its own system prompt and sampling
+            sampling = sampling_from_settings(conversation.settings)
+            self.session.open(conversation.system_prompt, sampling, chat)
+        else:
+            self.session.open(self.session.system_prompt, self.session.sampling, chat)
+        # 200 messages inserted in one callback took 85 ms: a long task. Slice them instead.
+        self._to_show = deque(stored)
+        self.scheduler.once("show-conversation", 0, self._show_some)
+        self.refresh()
+
+    def stop_showing(self) -> None:
+        """Another chat replaces the screen: the rest of a conversation being put on screen
+        must not follow it there."""
+        self._to_show.clear()
+        self.scheduler.cancel("show-conversation")
+
+    def _show_some(self) -> None:
+        """Put saved messages on screen until this callback's budget is spent; their
+        markdown is then painted by the painter's own slices."""
+        started = time.perf_counter()
+        while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
+            message = self._to_show.popleft()
+            if message.role not in ("user", "assistant"):
+                continue
+            view = self.transcript.add_saved(
+                message.role,
+                message.content,
+                message.status,
+                self.archive.versions(message),
+                message.variant,
+                self.archive.branches(message) if message.role == "user" else None,
+            )
+            view.saved_as = message.id
+        if self._to_show:
+            self.scheduler.once("show-conversation", 1, self._show_some)
+        else:
+            self.on_shown()
+
+    def close(self) -> None:
+        self.sidebar.destroy()
+        self.archive.close()

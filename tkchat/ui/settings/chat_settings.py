@@ -1,0 +1,135 @@
+"""The settings dialog in the window (Ctrl+,): what it is opened with, and where its answers go.
+
+The dialog (:mod:`tkchat.ui.settings.dialog`) reads and stores nothing itself. This hands it
+the current values and puts the edited ones back: the conversation's system prompt and
+sampling (into the session, into its saved copy, and as the defaults of new chats), the
+window's text size, and the context length for the local model in use — remembered by the
+model's file name, and used from its next load, because llama.cpp sizes its cache when it
+loads. After a change the context meter and the draft's count are measured again: the same
+conversation may now take more room, or less.
+
+Main thread only (the counts themselves run on the controller's thread).
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Callable
+
+from tkchat.conversation import Sampling
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
+from tkchat.ui.chats.context_meter import ContextWatch
+from tkchat.ui.chats.draft_count import DraftCounter
+from tkchat.ui.chats.history import History
+from tkchat.ui.chats.session import ChatSession
+from tkchat.ui.look.text_size import TextSize
+from tkchat.ui.settings.dialog import ChatSettingsDialog, ModelContext
+from tkchat.ui.settings.remembered import Remembered
+from tkchat.ui.transcript import BODY_FONT_SIZE
+from tkchat.ui.window.status import StatusLine
+from tkchat.ui.window.translator import Translator
+
+
+class ChatSettings:
+    """Opens the settings dialog over ``root`` and applies what it returns.
+
+    ``session`` is the conversation being set, ``archive`` its saved copy (None: the window
+    keeps no history), ``remembered`` the defaults of new chats, the text size and the
+    contexts chosen per model; ``text_size`` sets the size. ``context`` (the meter) and
+    ``draft`` (the count under the box) are measured again after a change, while
+    ``model_ready()``. ``on_closed()`` runs when the dialog goes (the window gives the typing
+    back to the message box)."""
+
+    def __init__(
+        self,
+        root: tk.Misc,
+        translate: Translator,
+        status: StatusLine,
+        controller: GenerationController,
+        session: ChatSession,
+        remembered: Remembered,
+        archive: History | None,
+        text_size: TextSize,
+        context: ContextWatch,
+        draft: DraftCounter,
+        *,
+        model_ready: Callable[[], bool],
+        on_closed: Callable[[], object],
+    ) -> None:
+        self.root = root
+        self.t = translate
+        self.status = status
+        self.controller = controller
+        self.session = session
+        self.remembered = remembered
+        self.archive = archive
+        self.text_size = text_size
+        self.context = context
+        self.draft = draft
+        self.model_ready = model_ready
+        self.on_closed = on_closed
+        self.dialog: ChatSettingsDialog | None = None
+
+    def open(self) -> None:
+        """The conversation's system prompt and sampling, and the text size (Ctrl+,); the
+        open dialog is raised instead of a second one."""
+        if self.dialog is not None and self.dialog.winfo_exists():
+            self.dialog.lift()
+            return
+        self.dialog = ChatSettingsDialog(
+            self.root,
+            translate=self.t,
+            system_prompt=self.session.system_prompt,
+            sampling=self.session.sampling,
+            font_size=self.remembered.current.font_size,
+            default_font_size=BODY_FONT_SIZE,
+            on_apply=self.apply,
+            model_context=self.model_context(),
+            on_context=self.choose_context,
+        )
+        self.dialog.bind("<Destroy>", lambda _e: self.on_closed(), add="+")
+
+    def apply(self, system_prompt: str, sampling: Sampling, font_size: int | None) -> None:
+        """From the next answer on: this conversation's prompt and sampling (saved with it),
+        also the defaults of new conversations; the text size for the whole window."""
+        self.session.configure(system_prompt, sampling)
+        if self.archive is not None:
+            self.archive.save_settings(system_prompt, sampling)
+        size = self.text_size.set(font_size or BODY_FONT_SIZE, save=False)
+        self.remembered.change(  # one write for all three
+            system_prompt=system_prompt,
+            sampling=sampling,
+            font_size=None if size == BODY_FONT_SIZE else size,
+        )
+        self.status.say("app.settings_saved")
+        self.measure_context()
+
+    def model_context(self) -> ModelContext | None:
+        """The dialog's context row: for a local model that has loaded, else none (a server
+        fits its own context; the scripted backend has none to choose)."""
+        backend = self.controller.backend
+        if not self.model_ready() or not isinstance(backend, LlamaBackend):
+            return None
+        chosen = self.remembered.current.model_contexts.get(backend.name)
+        return ModelContext(backend.name, chosen, auto_n_ctx(backend.n_ctx_train))
+
+    def choose_context(self, n_ctx: int | None) -> None:
+        """The context for the model in use (None: automatic), remembered by its file name;
+        llama.cpp sizes its cache at load, so it applies the next time the model loads."""
+        name = self.controller.backend.name
+        contexts = dict(self.remembered.current.model_contexts)
+        if n_ctx is None:
+            contexts.pop(name, None)
+        else:
+            contexts[name] = n_ctx
+        self.remembered.change(model_contexts=contexts)
+        shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
+        self.status.say("app.context_chosen", model=name, n_ctx=shown)
+
+    def measure_context(self) -> None:
+        """The meter's figure and the draft's, for the conversation as it stands now (also
+        after a model has loaded, or a saved chat is back on screen)."""
+        if self.model_ready():
+            self.context.measure(self.session.request())
+            self.draft.refresh()

@@ -1,0 +1,230 @@
+"""The classroom's controls: the mode menu, the red BROKEN banner, the lesson panel, Compare.
+
+In the chat-only view (View menu, remembered) they fold into one line in the top bar: the
+heartbeat and the lag stay (a window that keeps ticking is the product's promise), and a
+*Teaching controls* button brings everything back with one click. The BROKEN banner shows
+whenever a broken mode is on, in either view.
+
+Switching the mode decides how the *next* answer travels to the screen (see
+:mod:`tkchat.modes`); a broken mode is labelled as such in a banner and the title. The lesson
+panel sits beside the chat; its *Set up the demo* button calls back into the window
+(``setup_demo``), since a demo touches the backend, the mode and the message box.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tkinter as tk
+from collections.abc import Callable
+from tkinter import ttk
+
+from tkchat.course.lessons import Lesson
+from tkchat.modes import FIXED, MODES, check_mode, is_outside_mode
+from tkchat.ui.health import HealthBar
+from tkchat.ui.look.fit import FlowRow
+from tkchat.ui.look.scaling import dp, window_size
+from tkchat.ui.look.theme import palette_of, recolour, set_role
+from tkchat.ui.teaching.lag_timeline import LagTimeline
+from tkchat.ui.teaching.lesson_panel import BODY_SIZE, LessonPanel
+from tkchat.ui.window.status import StatusLine
+from tkchat.ui.window.translator import Translator
+
+LESSONS_MIN_WIDTH = 1320  # design pixels: the chat and a readable lesson side by side
+LESSONS_MIN_HEIGHT = 680
+
+
+class TeachingControls:
+    """Builds the mode box and the Compare and Lessons buttons at the right of ``bar``, and
+    the BROKEN banner after ``anchor`` (right under the health bar, whether or not it is
+    shown). ``on_mode_changed()`` lets the window retitle itself;
+    ``read_figure(metric)`` is the live figure the lesson panel shows; ``compare_command``
+    gives ``tkchat compare``'s command line for a broken mode (None: no Compare button)."""
+
+    def __init__(
+        self,
+        root: tk.Tk,
+        panes: ttk.Panedwindow,
+        bar: FlowRow,
+        health: HealthBar,
+        translate: Translator,
+        status: StatusLine,
+        *,
+        anchor: tk.Misc,
+        mode: str,
+        setup_demo: Callable[[Lesson], None],
+        read_figure: Callable[[str], float | None],
+        compare_command: Callable[[str], list[str]] | None,
+        on_mode_changed: Callable[[], None],
+        then_typing: Callable[[Callable[[], object]], Callable[[], object]] = lambda c: c,
+        timeline: Callable[[tk.Misc], LagTimeline] | None = None,
+    ) -> None:
+        check_mode(mode)
+        self.root, self.panes, self.health, self.bar = root, panes, health, bar
+        self.anchor = anchor
+        self.chat_only = False
+        # The chat-only view's button calls this (the window's part that remembers it).
+        self.on_show_teaching: Callable[[], object] = lambda: self.set_chat_only(False)
+        self.t, self.status = translate, status
+        self.mode = mode
+        self.setup_demo = setup_demo
+        self.read_figure = read_figure
+        self.compare_command = compare_command
+        self.compare_process: subprocess.Popen[bytes] | None = None
+        self.on_mode_changed = on_mode_changed
+        self.timeline = timeline
+        self.lesson_panel: LessonPanel | None = None
+        self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
+
+        # After a button or the mode box the keys go back to the chat (ui/typing_home.py).
+        self._then_typing = then_typing
+        self.lessons_button = ttk.Button(bar, command=self._then_typing(self.toggle_lessons))
+        translate.bind(self.lessons_button, "button.lessons")
+        bar.add(self.lessons_button)
+        self.compare_button: ttk.Button | None = None
+        if compare_command is not None:
+            self.compare_button = ttk.Button(bar, command=self._then_typing(self.open_compare))
+            translate.bind(self.compare_button, "button.compare")
+            bar.add(self.compare_button)
+        # A pipeline of one's own (``--mode mine.py:Pipeline``) can be chosen again after
+        # trying the others.
+        modes = MODES + ((mode,) if is_outside_mode(mode) else ())
+        self.mode_box = ttk.Combobox(bar, values=modes, state="readonly", width=19)
+        self.mode_box.set(mode)
+        self.mode_box.bind(
+            "<<ComboboxSelected>>",
+            lambda _e: self._then_typing(lambda: self.set_mode(self.mode_box.get()))(),
+        )
+        mode_label = ttk.Label(bar)
+        translate.bind(mode_label, "label.mode")
+        bar.add(self.mode_box, mode_label, gap=4)  # the label and its box stay together
+        # The chat-only view's line, left of the language button: the figures, then the
+        # button that brings the rest back. Left out until that view is chosen.
+        self.teach_button = ttk.Button(
+            bar, command=self._then_typing(lambda: self.on_show_teaching())
+        )
+        translate.bind(self.teach_button, "button.teaching")
+        bar.add(self.teach_button)
+        bar.add(health.compact)
+        bar.set_visible(self.teach_button, False)
+        bar.set_visible(health.compact, False)
+
+        self.warning = tk.Label(
+            health.master,
+            anchor="w",
+            justify="left",
+            padx=dp(root, 8),
+            pady=dp(root, 3),
+            font="TkDefaultFont",
+            wraplength=860,
+        )
+        set_role(self.warning, "broken")  # red with white text, in every theme
+        recolour(self.warning, palette_of(root))
+        self.warning.bind(
+            "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
+        )
+        translate.on_change(self._relabel)
+        self._show_warning()  # a window started in a broken mode (or one's own) says so at once
+
+    @property
+    def broken(self) -> bool:
+        """Not tkchat's own pipeline: a broken demo, or one's own (whose banner is blue, and
+        which Compare puts beside the fixed pipeline as it does a demo)."""
+        return self.mode != FIXED
+
+    def set_mode(self, mode: str) -> None:
+        """Choose how the *next* answer travels to the screen."""
+        check_mode(mode)
+        self.mode = mode
+        if self.mode_box.get() != mode:
+            self.mode_box.set(mode)
+        self._show_warning()
+        self.on_mode_changed()
+
+    def _show_warning(self) -> None:
+        if not self.broken:
+            self.warning.pack_forget()
+            return
+        if is_outside_mode(self.mode):
+            text = self.t("outside.banner", mode=self.mode)
+            set_role(self.warning, "outside")
+        else:
+            summary = self.t(f"mode.{self.mode}")
+            text = self.t("warning.broken", mode=self.mode, summary=summary)
+            set_role(self.warning, "broken")  # red with white text, in every theme
+        recolour(self.warning, palette_of(self.warning))
+        self.warning.configure(text=text)
+        self.warning.pack(side="top", fill="x", after=self.anchor)
+
+    def _relabel(self, lang: str) -> None:
+        self._show_warning()
+        if self.lesson_panel is not None:
+            self.lesson_panel.set_language(lang)
+
+    def set_chat_only(self, on: bool) -> None:
+        """Fold the teaching controls into one line, or unfold them. Folding closes the
+        lesson panel: it is a teaching control too."""
+        self.chat_only = on
+        for widget in (self.lessons_button, self.compare_button, self.mode_box):
+            if widget is not None:
+                self.bar.set_visible(widget, not on)
+        self.bar.set_visible(self.teach_button, on)
+        self.bar.set_visible(self.health.compact, on)
+        self.health.set_compact(on)
+        if on:
+            self.health.pack_forget()
+            if self.lesson_panel is not None:
+                self.toggle_lessons()
+        elif not self.health.winfo_manager():
+            self.health.pack(side="top", fill="x", before=self.anchor)
+            self.health.relayout()
+
+    def toggle_lessons(self) -> None:
+        """Show or hide the lesson panel beside the chat (in the chat-only view, the
+        teaching controls come back with it)."""
+        if self.lesson_panel is None and self.chat_only:
+            self.on_show_teaching()
+        if self.lesson_panel is None:
+            self.lesson_panel = LessonPanel(
+                self.panes,
+                language=self.t.lang,
+                on_setup_demo=self.setup_demo,
+                read_figure=self.read_figure,
+                translate=self.t,
+                body_size=self.font_size,
+                timeline=self.timeline,
+            )
+            self.panes.add(self.lesson_panel, weight=2)
+            wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)
+            least_w, least_h = (int(part) for part in wide.split("x"))
+            width = max(self.root.winfo_width(), least_w)
+            self.root.geometry(f"{width}x{max(self.root.winfo_height(), least_h)}")
+        else:
+            self.panes.forget(self.lesson_panel)
+            self.lesson_panel.destroy()
+            self.lesson_panel = None
+            self.health.highlight(None)
+
+    def set_font_size(self, size: int) -> None:
+        """The window's text size changed: the open lesson follows it live."""
+        self.font_size = size
+        if self.lesson_panel is not None:
+            self.lesson_panel.set_font_size(size)
+
+    def open_compare(self) -> None:
+        """Start ``tkchat compare`` (two windows, broken and fixed) as its own process."""
+        if self.compare_command is None:
+            return
+        if self.compare_process is not None and self.compare_process.poll() is None:
+            self.status.say("app.compare_open")
+            return
+        broken = self.mode if self.broken else "blocking"
+        self.compare_process = subprocess.Popen(self.compare_command(broken))
+        self.status.say("app.compare_opened", broken=broken)
+
+    def close(self) -> None:
+        if self.compare_process is not None and self.compare_process.poll() is None:
+            self.compare_process.terminate()
+        if self.lesson_panel is not None:
+            self.lesson_panel.destroy()

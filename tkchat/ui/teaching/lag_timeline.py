@@ -1,0 +1,475 @@
+"""The lag timeline: the last 20 seconds of the event loop's lag, as a picture for a classroom.
+
+The health bar gives one number; this draws the story. A thick line is the lag probe's lateness
+(log scale: a healthy loop sits at the bottom, around a millisecond; a freeze reaches up to
+seconds). Every firing more than 50 ms late is a *long task*: the interval it covers — from
+when the probe was due to when it finally ran, the time the loop was stuck — is shaded red
+and labelled with its length. Ticks along the bottom mark each moment text reached the
+screen: under a red band, text that still streamed while no click could get through (the
+``blocking`` mode paints each token itself), or no ticks at all and a burst after it.
+
+The window draws this with its own loop, so a freeze shows only once it is over; the
+watchdog (``tkchat watchdog``) is the picture *during* a freeze. A redraw, a few times a
+second, must cost far less than the probe's 5 ms interval: it reads only the samples that are
+new since the last one, keeps the worst lag per pixel column, moves two long-lived polylines
+(the lag, and the arrival ticks as one comb) and rebuilds only the few freeze items; the grid
+and the labels are drawn again only when the size or the scale changes.
+
+A recorded run (``tkchat replay FILE``) adds a second, dashed line: the lag the recording
+machine measured for the same answer, placed where the replayed answer began, so a class sees
+the lag measured there beside the lag of this window replaying it.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+import tkinter as tk
+import tkinter.font as tkfont
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tkchat.stats import LagSample
+from tkchat.ui.lag_probe import LONG_TASK_MS
+from tkchat.ui.look.palette import Palette
+from tkchat.ui.look.scaling import dp
+from tkchat.ui.look.theme import follow_theme, palette_of
+from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView
+from tkchat.ui.window.translator import Translator
+
+Words = Callable[..., str]  # a Translator: key and values in, the window's language out
+
+Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
+Arrival = tuple[float, int]  # (perf_counter when text reached the screen, characters so far)
+
+SPAN_S = 20.0
+REFRESH_MS = 250
+FLOOR_MS = 1.0  # the bottom of the log scale: anything under a millisecond is "healthy"
+CAPTION_X = 12  # the caption starts at the canvas's left margin, as the axis labels do
+
+
+@dataclass(frozen=True, slots=True)
+class Freeze:
+    """An interval the main loop was stuck: from when the probe was due to when it ran."""
+
+    start: float
+    end: float
+
+    @classmethod
+    def of(cls, sample: LagSample) -> Freeze:
+        """The probe was due ``lag_ms`` before it ran: the loop was busy all that time."""
+        return cls(sample.at - sample.lag_ms / 1000, sample.at)
+
+    @property
+    def length_s(self) -> float:
+        return self.end - self.start
+
+
+def freeze_label(seconds: float, translate: Words | None = None) -> str:
+    """ "frozen 340 ms", "frozen 1.70 s" (in the window's language, given its translator)."""
+    t = translate or Translator("en")
+    if seconds < 1:
+        return t("timeline.frozen_ms", ms=f"{seconds * 1000:.0f}")
+    return t("timeline.frozen_s", seconds=f"{seconds:.2f}")
+
+
+def answer_arrivals(
+    answers: Sequence[AnswerView],
+    span_s: float = SPAN_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Callable[[], list[Arrival]]:
+    """The ``arrivals`` callable for a transcript's answers (the transcript's own list: it is
+    cleared in place): the text arrivals of the last ``span_s`` seconds, oldest first. Each
+    answer's list is searched, not copied, so a long answer costs nothing more."""
+
+    def read() -> list[Arrival]:
+        since = clock() - span_s
+        found: list[list[Arrival]] = []
+        for view in reversed(answers):
+            arrivals = view.arrivals
+            if arrivals and arrivals[-1][0] >= since:
+                found.append(arrivals[bisect.bisect_left(arrivals, (since, -1)) :])
+            if view.started_at < since:
+                break
+        return [arrival for part in reversed(found) for arrival in part]
+
+    return read
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things go on the canvas, for one size and one font size."""
+
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int  # the top of the plot (labels of frozen intervals stand on it)
+    bottom: int  # the plot's baseline: FLOOR_MS
+    band: int  # the line the arrival ticks stand on
+    tick_h: int
+
+
+class _Scale:
+    """Seconds and milliseconds to canvas coordinates, for one redraw."""
+
+    def __init__(self, layout: Layout, start: float, span_s: float, top_ms: float) -> None:
+        self.left, self.bottom = layout.left, layout.bottom
+        self.start = start
+        self.px_per_s = (layout.right - layout.left) / span_s
+        self.px_per_decade = (layout.bottom - layout.top) / math.log10(top_ms / FLOOR_MS)
+
+    def x(self, at: float) -> float:
+        return self.left + (at - self.start) * self.px_per_s
+
+    def y(self, lag_ms: float) -> float:
+        return self.bottom - math.log10(max(lag_ms, FLOOR_MS) / FLOOR_MS) * self.px_per_decade
+
+    def point(self, at: float, lag_ms: float) -> tuple[float, float]:
+        return self.x(at), self.y(lag_ms)
+
+
+class LagTimeline(tk.Canvas):
+    """A canvas that redraws itself every ``refresh_ms`` while shown.
+
+    ``samples()`` returns the probe's samples, oldest first (``LagProbe.history``; only the
+    ones newer than the last redraw are read again, from the end); ``arrivals()`` the recent
+    text arrivals, oldest first (see :func:`answer_arrivals`). Both in ``time.perf_counter``
+    seconds, as ``clock``. Sizes follow ``font_size``; wire it to the text size setting with
+    ``font_sizer.on_change(timeline.set_font_size)``. ``recorded()``, if given, returns a
+    recording's lag samples on the same clock, oldest first: drawn as a dashed line."""
+
+    def __init__(
+        self,
+        master: tk.Misc,
+        scheduler: AfterScheduler,
+        samples: Callable[[], Sequence[LagSample]],
+        arrivals: Callable[[], Iterable[Arrival]],
+        *,
+        span_s: float = SPAN_S,
+        refresh_ms: int = REFRESH_MS,
+        font_size: int = BODY_FONT_SIZE,
+        clock: Callable[[], float] = time.perf_counter,
+        recorded: Callable[[], Sequence[LagSample]] | None = None,
+        translate: Translator | None = None,
+    ) -> None:
+        super().__init__(master, highlightthickness=0)
+        self.t: Words = translate or Translator("en")
+        if translate is not None:
+            translate.on_change(self._relabel)  # a bound method: dropped with the canvas
+        self.recorded = recorded
+        self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
+        self._recorded_columns: list[list[float]] = []
+        self.palette = palette_of(self)  # its colours: light or dark, as the window
+        self.scheduler = scheduler
+        self.samples = samples
+        self.arrivals = arrivals
+        self.span_s = span_s
+        self.refresh_ms = refresh_ms
+        self.clock = clock
+        self.timer = f"lag-timeline{self}"
+        self.redraw_ms: deque[float] = deque(maxlen=240)  # what each redraw cost, for the bench
+        family = tkfont.nametofont("TkDefaultFont", root=self).cget("family")
+        # Kept here: a named font is deleted when its Python object is collected.
+        self.label_font = tkfont.Font(root=self, family=family, weight="bold")
+        self.axis_font = tkfont.Font(root=self, family=family)
+        self._line = self._label_line = 0  # the fonts' line heights, read once per size
+        self.line_width = 3
+        # What the last redraw left for the next: the layout and scale the fixed items were
+        # drawn for, and the worst lag per pixel column (by absolute time, so the columns
+        # stay put while the picture scrolls), which only the new samples update.
+        self._drawn: tuple[Layout, float] | None = None
+        self._layout: Layout | None = None
+        self._columns: deque[list[float]] = deque()  # [column number, worst lag ms]
+        self._freezes: deque[Freeze] = deque()
+        self._seen = -math.inf  # ``at`` of the newest sample taken
+        self._lag_item = self.create_line(0, 0, 0, 0, tags="lag")
+        self._comb_item = self.create_line(0, 0, 0, 0, width=2, tags="arrivals")
+        self._recorded_item = self.create_line(
+            0, 0, 0, 0, width=2, dash=(6, 4), state="hidden", tags="recorded"
+        )
+        self.set_font_size(font_size, redraw=False)
+        follow_theme(self, self.set_palette)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._tick()
+
+    def stop(self) -> None:
+        self.scheduler.cancel(self.timer)
+
+    def destroy(self) -> None:
+        """A panel that goes away takes its redraw loop with it."""
+        self.stop()
+        super().destroy()
+
+    def _tick(self) -> None:
+        if self.winfo_viewable():  # hidden (another lesson, a closed panel): skip the work
+            self.redraw()
+        self.scheduler.once(self.timer, self.refresh_ms, self._tick)
+
+    def _relabel(self, _lang: str) -> None:
+        """Another language: the labels are drawn again in it."""
+        self._drawn = None
+        if self.winfo_viewable():
+            self.redraw()
+
+    def set_palette(self, palette: Palette) -> None:
+        """The theme's colours (the fixed items are drawn again at the next redraw)."""
+        self.palette = palette
+        self.configure(background=palette.surface)
+        self.itemconfigure(self._lag_item, fill=palette.chart_line)
+        self.itemconfigure(self._comb_item, fill=palette.chart_good)
+        self.itemconfigure(self._recorded_item, fill=palette.chart_ink)
+        self._drawn = None
+
+    def set_font_size(self, size: int, *, redraw: bool = True) -> None:
+        """Labels a little larger than the body text, lines thick enough for a projector."""
+        self.label_font.configure(size=round(size * 1.3))
+        self.axis_font.configure(size=round(size * 1.1))
+        self._line = int(self.axis_font.metrics("linespace"))
+        self._label_line = int(self.label_font.metrics("linespace"))
+        self.line_width = max(3, round(size / 3.5))
+        self.itemconfigure(self._lag_item, width=self.line_width)
+        self.configure(width=round(size * 58), height=max(dp(self, 260), 13 * self._line))
+        self._drawn = None  # new sizes: the fixed items are drawn again
+        if redraw:
+            self.redraw()
+
+    # -- drawing -------------------------------------------------------------------------------
+
+    def redraw(self, now: float | None = None) -> float:
+        """Draw the last ``span_s`` seconds up to ``now``; return what it cost in ms."""
+        started = time.perf_counter()
+        now = self.clock() if now is None else now
+        layout = self._measure()
+        if layout != self._layout:  # another column width: count the columns again
+            self._layout, self._columns, self._freezes = layout, deque(), deque()
+            self._seen = -math.inf
+        start = now - self.span_s
+        column_s = self.span_s / max(1, layout.right - layout.left)  # one pixel column
+        self._take_samples(column_s, start)
+        recorded = self._fold_recorded(column_s, start, now)
+        peak = max((worst for _column, worst in (*self._columns, *recorded)), default=0.0)
+        top_ms = max(1000.0, 10 ** math.ceil(math.log10(max(peak, 1.0) * 1.2)))
+        if self._drawn != (layout, top_ms):
+            self._draw_fixed(layout, top_ms)
+            self._drawn = (layout, top_ms)
+        scale = _Scale(layout, start, self.span_s, top_ms)
+        self._draw_lag(scale, column_s)
+        self._draw_recorded(scale, column_s, recorded)
+        self._draw_freezes(scale, layout)
+        self._draw_arrivals(scale, layout, start)
+        cost = (time.perf_counter() - started) * 1000
+        self.redraw_ms.append(cost)
+        return cost
+
+    def _measure(self) -> Layout:
+        width, height = self.winfo_width(), self.winfo_height()
+        if width <= 1:  # not laid out yet: the size it asked for
+            width, height = int(self.cget("width")), int(self.cget("height"))
+        tick_h = max(10, self._line * 2 // 3)
+        band = height - 8 - self._line - 6
+        return Layout(
+            width=width,
+            height=height,
+            left=12 + self.axis_font.measure(self.t("timeline.ms", value="100")) + 8,
+            right=width - 12,
+            top=8 + 2 * self._label_line + 8,  # the caption, then a row for freeze labels
+            bottom=band - tick_h - 10,
+            band=band,
+            tick_h=tick_h,
+        )
+
+    def _take_samples(self, column_s: float, start: float) -> None:
+        """Fold the samples newer than the last redraw into their columns; forget the ones
+        that scrolled out."""
+        new: list[LagSample] = []
+        for sample in reversed(self.samples()):
+            if sample.at <= self._seen:
+                break
+            new.append(sample)
+        for sample in reversed(new):
+            column = int(sample.at / column_s)
+            if self._columns and self._columns[-1][0] == column:
+                self._columns[-1][1] = max(self._columns[-1][1], sample.lag_ms)
+            else:
+                self._columns.append([column, sample.lag_ms])
+            if sample.lag_ms > LONG_TASK_MS:
+                self._freezes.append(Freeze.of(sample))
+        if new:
+            self._seen = new[0].at
+        while self._columns and (self._columns[0][0] + 1) * column_s < start:
+            self._columns.popleft()
+        while self._freezes and self._freezes[0].end < start:
+            self._freezes.popleft()
+
+    def _text(
+        self,
+        at_x: float,
+        at_y: float,
+        text: str,
+        anchor: Anchor,
+        font: tkfont.Font,
+        fill: str | None = None,
+        tags: str | tuple[str, ...] = "fixed",
+    ) -> int:
+        ink = fill or self.palette.chart_ink
+        return self.create_text(
+            at_x, at_y, text=text, anchor=anchor, font=font, fill=ink, tags=tags
+        )
+
+    def _draw_fixed(self, layout: Layout, top_ms: float) -> None:
+        """The items that change only with the size, the scale or the theme: grid, axes,
+        legend."""
+        self.delete("fixed")
+        p = self.palette
+        scale = _Scale(layout, 0.0, self.span_s, top_ms)
+        left, right = layout.left, layout.right
+        value = FLOOR_MS
+        while value <= top_ms:
+            at_y = scale.y(value)
+            self.create_line(left, at_y, right, at_y, fill=p.chart_grid, width=1, tags="fixed")
+            if value < 1000:
+                text = self.t("timeline.ms", value=f"{value:.0f}")
+            else:
+                text = self.t("timeline.s", value=f"{value / 1000:.0f}")
+            self._text(left - 6, at_y, text, "e", self.axis_font)
+            value *= 10
+        limit = scale.y(LONG_TASK_MS)
+        self.create_line(
+            left, limit, right, limit, fill=p.chart_frozen_ink, width=2, dash=(8, 6), tags="fixed"
+        )
+        self._text(
+            left + 6,
+            limit - 2,
+            self.t("timeline.long_task", ms=f"{LONG_TASK_MS:.0f}"),
+            "sw",
+            self.axis_font,
+            p.chart_frozen_ink,
+        )
+        self.create_line(
+            left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
+        )
+        caption, legend = self._captions()
+        # From the canvas's edge, not the plot's: after the axis labels' width, a large text
+        # size in a narrow lesson panel pushed its end off the canvas.
+        self._text(CAPTION_X, 8, caption, "nw", self.label_font)
+        if legend:
+            self._text(right, 8, legend, "ne", self.label_font)
+        self._text(
+            left - 6, layout.band, self.t("timeline.text"), "e", self.axis_font, p.chart_good
+        )
+        for ago in range(0, int(self.span_s) + 1, 5):
+            if ago == 0:
+                self._text(right, layout.band + 6, self.t("timeline.now"), "ne", self.axis_font)
+            else:
+                at_x = right - ago * (right - left) / self.span_s
+                ago_text = self.t("timeline.ago", seconds=ago)
+                self._text(at_x, layout.band + 6, ago_text, "n", self.axis_font)
+        self.tag_raise("recorded")
+        self.tag_raise("lag")
+        self.tag_raise("arrivals")
+
+    def _captions(self) -> tuple[str, str]:
+        """The caption (top left) and the recorded run's legend (top right; "" without one)."""
+        legend = self.t("timeline.recorded") if self.recorded is not None else ""
+        return self.t("timeline.caption", seconds=f"{self.span_s:.0f}"), legend
+
+    def _draw_lag(self, scale: _Scale, column_s: float) -> None:
+        """One polyline, one point per pixel column: the column's worst lag."""
+        points = [
+            c for column, worst in self._columns for c in scale.point(column * column_s, worst)
+        ]
+        if len(points) >= 4:
+            self.coords(self._lag_item, points)
+            self.itemconfigure(self._lag_item, state="normal")
+        else:
+            self.itemconfigure(self._lag_item, state="hidden")
+
+    def _fold_recorded(self, column_s: float, start: float, now: float) -> list[list[float]]:
+        """The recording's lag over the span, the worst per pixel column ([column, worst]).
+        A recording does not change: it is folded into columns once (again only for another
+        recording or another column width), and each redraw takes its span by bisection."""
+        samples = self.recorded() if self.recorded is not None else ()
+        # (a list's id alone could be reused by the next answer's list, the same length)
+        key = (id(samples), len(samples), samples[0].at if samples else 0.0, column_s)
+        if self._recorded_key != key:
+            columns: list[list[float]] = []
+            for sample in samples:
+                column = int(sample.at / column_s)
+                if columns and columns[-1][0] == column:
+                    columns[-1][1] = max(columns[-1][1], sample.lag_ms)
+                else:
+                    columns.append([column, sample.lag_ms])
+            self._recorded_key, self._recorded_columns = key, columns
+        columns = self._recorded_columns
+        first = bisect.bisect_left(columns, start / column_s - 1, key=lambda c: c[0])
+        last = bisect.bisect_right(columns, now / column_s, key=lambda c: c[0])
+        return columns[first:last]
+
+    def _draw_recorded(self, scale: _Scale, column_s: float, columns: list[list[float]]) -> None:
+        points = [c for column, worst in columns for c in scale.point(column * column_s, worst)]
+        if len(points) >= 4:
+            self.coords(self._recorded_item, points)
+            self.itemconfigure(self._recorded_item, state="normal")
+        else:
+            self.itemconfigure(self._recorded_item, state="hidden")
+
+    def _draw_freezes(self, scale: _Scale, layout: Layout) -> None:
+        """Shade each frozen interval and write its length above it, the longest first; a
+        label that would overlap one already placed goes a row higher, or is left out (the
+        shading stays)."""
+        self.delete("frozen", "frozen-label")
+        left, right = layout.left, layout.right
+        # The x-ranges taken in each row. The upper row is the caption's line: a label there
+        # must leave the caption and the legend readable (one was seen written over them).
+        caption, legend = self._captions()
+        upper = [(CAPTION_X - 6.0, CAPTION_X + self.label_font.measure(caption) + 6.0)]
+        if legend:
+            upper.append((right - self.label_font.measure(legend) - 6, right + 6))
+        placed: list[list[tuple[float, float]]] = [[], upper]
+        for freeze in sorted(self._freezes, key=lambda f: -f.length_s):
+            x0, x1 = max(left, scale.x(freeze.start)), min(right, scale.x(freeze.end))
+            if x1 <= left:
+                continue
+            shade = (x0, layout.top, max(x1, x0 + 2), layout.bottom)
+            self.create_rectangle(
+                *shade, fill=self.palette.chart_frozen_fill, width=0, tags="frozen"
+            )
+            text = freeze_label(freeze.length_s, self.t)
+            half = self.label_font.measure(text) / 2 + 6
+            centre = min(max((x0 + x1) / 2, left + half), right - half)
+            for row, taken in enumerate(placed):
+                if all(centre + half < a or centre - half > b for a, b in taken):
+                    taken.append((centre - half, centre + half))
+                    at_y = layout.top - row * self._label_line
+                    self._text(
+                        centre,
+                        at_y,
+                        text,
+                        "s",
+                        self.label_font,
+                        self.palette.chart_frozen_ink,
+                        "frozen-label",
+                    )
+                    break
+        self.tag_lower("frozen")
+
+    def _draw_arrivals(self, scale: _Scale, layout: Layout, start: float) -> None:
+        """A comb: one polyline along the band with a tooth wherever text arrived (at most
+        one per two pixels), so a flood of arrivals is still one canvas item."""
+        teeth = sorted({int(scale.x(at)) // 2 for at, _chars in self.arrivals() if at >= start})
+        band, tip = layout.band, layout.band - layout.tick_h
+        points: list[float] = [layout.left, band]
+        for tooth in teeth:
+            points += [tooth * 2, band, tooth * 2, tip, tooth * 2, band]
+        points += [layout.right, band]
+        self.coords(self._comb_item, points)
