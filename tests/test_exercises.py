@@ -39,8 +39,8 @@ from tkchat.measure.grade import (
     target_checks,
 )
 from tkchat.modes import FIXED, check_mode, is_outside_mode, split_outside_mode
-from tkchat.ui import outside
 from tkchat.ui.lag_probe import LagSample
+from tkchat.ui.teaching import outside
 from tkchat.ui.teaching.outside import (
     TK_THREADS,
     GuardedPipeline,

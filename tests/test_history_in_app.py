@@ -21,7 +21,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, StoreError, database_path, open_store
 from tkchat.transport.channel import EventChannel
-from tkchat.ui import history as history_module
+from tkchat.ui.chats import history as history_module
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_for, pump_until
-from tkchat.generate import model_finder
 from tkchat.generate.model_file import GGUF_MAGIC
 from tkchat.i18n import STRINGS
 from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
+from tkchat.models import finder as model_finder
 from tkchat.models.finder import (
     FoundModel,
     describe_size,
