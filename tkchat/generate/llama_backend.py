@@ -27,6 +27,7 @@ from tkchat.generate.backend import (
     ModelLoadError,
     TokenStream,
 )
+from tkchat.generate.cpu_quirks import adjust
 from tkchat.generate.model_file import check_gguf, choose_model_path, trained_context
 from tkchat.generate.prompt_eval import PromptReader
 
@@ -260,8 +261,9 @@ def _load_progress(watch: LoadWatch) -> Iterator[None]:
     loads, and stops the load (freeing what it had allocated) when the callback returns
     false. ``Llama()`` builds those parameters itself from ``llama_model_default_params()``
     and offers no way to set the callback, so for the length of this block that function
-    hands out defaults with ours filled in — to this thread only; any other thread still
-    gets the plain defaults. The lock keeps two loads from patching at once.
+    hands out defaults with ours filled in (and :func:`~tkchat.generate.cpu_quirks.adjust`'s
+    changes) — to this thread only; any other thread still gets the plain defaults. The lock
+    keeps two loads from patching at once.
     """
     import llama_cpp.llama_cpp as low
 
@@ -276,6 +278,7 @@ def _load_progress(watch: LoadWatch) -> Iterator[None]:
         params: low.llama_model_params = plain()
         if threading.get_ident() == loader:
             params.progress_callback = callback
+            adjust(params)  # what this CPU must not use (cpu_quirks.py: AMX)
         return params
 
     with _PATCH_LOCK:

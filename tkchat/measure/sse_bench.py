@@ -35,6 +35,7 @@ from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import Backend, GenerationRequest
 from tkchat.generate.controller import GenerationController
+from tkchat.generate.cpu_quirks import LLAMA_CPP_SERVER
 from tkchat.generate.llama_backend import LlamaBackend, default_n_threads
 from tkchat.generate.model_file import bundled_model_path, choose_model_path
 from tkchat.generate.remote import RemoteBackend
@@ -201,8 +202,8 @@ def run_sse_bench(
     with server_process(
         [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            LLAMA_CPP_SERVER,
             "--model",
             model_path,
             "--host",
