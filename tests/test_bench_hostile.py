@@ -1,11 +1,11 @@
-"""``tkchat bench --hostile``, run as a test: the README's security table stays true.
+"""``python -m tests.tools.hostile``, run as a test: the README's security table stays true.
 
 One real window on the virtual screen is attacked by every case of
-:data:`tkchat.measure.hostile.CASES`, with the same script the bench runs. Each case must keep
+:data:`tests.tools.hostile.CASES`, with the same script the bench runs. Each case must keep
 the bounds the case list gives it (the lag probe's worst lag, memory, one final event, a
 status line of bounded length, the unprotected baseline far above the window's worst lag),
 and the README's rows must say what this run shows (see
-:func:`tkchat.measure.hostile_readme.disagreements` for what "agree" means, and its margins). The
+:func:`tests.tools.hostile_readme.disagreements` for what "agree" means, and its margins). The
 same run measures ``tkchat serve`` under half-open sockets and the page's markdown in
 Chromium; the README's sentences on them are held to it the same way.
 """
@@ -23,11 +23,9 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import KEEP_ALIVE, pump_until, run_script
-from tkchat.generate.controller import GenerationController
-from tkchat.generate.remote.backend import RemoteBackend
-from tkchat.measure.hostile import CASES, TRICKLE_ID, CaseFigures, hostile_script, verdicts
-from tkchat.measure.hostile_page import INPUTS, PageFigures, page_verdicts, readme_sentence
-from tkchat.measure.hostile_readme import (
+from tests.tools.hostile import CASES, TRICKLE_ID, CaseFigures, hostile_script, verdicts
+from tests.tools.hostile_page import INPUTS, PageFigures, page_verdicts, readme_sentence
+from tests.tools.hostile_readme import (
     PAGE_BEGIN,
     PAGE_END,
     README_BEGIN,
@@ -41,10 +39,12 @@ from tkchat.measure.hostile_readme import (
     readme_rows,
     serve_disagreements,
 )
-from tkchat.measure.hostile_serve import HalfOpenFigures, serve_verdicts
-from tkchat.measure.hostile_serve import readme_row as serve_readme_row
-from tkchat.measure.hostile_server import HostileServer, tkchat_health
-from tkchat.measure.readme_figures import README
+from tests.tools.hostile_serve import HalfOpenFigures, serve_verdicts
+from tests.tools.hostile_serve import readme_row as serve_readme_row
+from tests.tools.hostile_server import HostileServer, tkchat_health
+from tests.tools.readme_figures import README
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.remote.backend import RemoteBackend
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
@@ -72,7 +72,8 @@ class _Errors(logging.Handler):
 
 @pytest.fixture(scope="module")
 def hostile(display: None) -> Iterator[HostileRun]:
-    """Every case once, in one window on one hostile server (as ``tkchat bench --hostile``)."""
+    """Every case once, in one window on one hostile server (as
+    ``python -m tests.tools.hostile``)."""
     root = tk.Tk()
     KEEP_ALIVE.append(root)
     errors: list[str] = []
@@ -159,7 +160,7 @@ def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
     problems = disagreements(quoted, hostile.runs)
     assert not problems, (
         "\n".join(problems)
-        + "\n\nRun `tkchat bench --hostile` and paste its rows:\n"
+        + "\n\nRun `python -m tests.tools.hostile` and paste its rows:\n"
         + readme_rows(hostile.runs)
     )
 

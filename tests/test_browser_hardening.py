@@ -20,8 +20,8 @@ import pytest
 
 from tests import test_browser
 from tests.test_browser import LiveServer, Page, ask, state, wait_answer
+from tests.tools.hostile_page import CHARS, INPUTS, ORDINARY, TIME_JS
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.measure.hostile_page import CHARS, INPUTS, ORDINARY, TIME_JS
 
 # The page, the browser and the server come from test_browser's fixtures.
 browser = test_browser.browser
@@ -59,7 +59,7 @@ def test_a_character_reference_shows_as_its_character_and_as_written_in_code(
 # -- finding 4: every markdown path is linear, and a block has a time budget -----------------
 
 # The hostile inputs, the ordinary markdown they are held to and the timing script are the
-# bench's (``tkchat bench --hostile``): one list, measured there and asserted here.
+# bench's (``python -m tests.tools.hostile``): one list, measured there and asserted here.
 ADVERSARIAL = {**INPUTS, "hr-like": "- " * (CHARS // 2)}
 
 

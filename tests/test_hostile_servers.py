@@ -1,8 +1,8 @@
 """The remote backend and the window against servers that attack them (issue 15).
 
 Each test reproduces one finding with a hostile server on the loopback
-(:mod:`tkchat.measure.hostile_server`; the attacks the bench measures too come from
-:mod:`tkchat.measure.hostile`) and checks that what reaches memory and the screen is now
+(:mod:`tests.tools.hostile_server`; the attacks the bench measures too come from
+:mod:`tests.tools.hostile`) and checks that what reaches memory and the screen is now
 bounded by :mod:`tkchat.limits`: an error of megabytes, blank lines forever, a server that
 ignores ``max_tokens``, JSON nested thousands deep, a ``/health`` that trickles one byte a
 second, a context size of a billion tokens. Where the claim is "the window does not freeze",
@@ -21,6 +21,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import pump_until, run_to_end, wait_until
+from tests.tools.hostile import (
+    LAG_BOUND_MS,
+    blank_lines_forever,
+    chunks_forever,
+    deep_json,
+    huge_error,
+    trickle_health,
+)
+from tests.tools.hostile_server import Conn, HostileServer, event, tkchat_health
 from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error, GenerationEvent
 from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch
@@ -29,15 +38,6 @@ from tkchat.generate.remote import http as remote_http
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
 from tkchat.generate.remote.errors import RemoteError, error_detail
 from tkchat.limits import DISPLAY_LINE_CHARS, MAX_ERROR_CHARS, MAX_N_CTX, cut
-from tkchat.measure.hostile import (
-    LAG_BOUND_MS,
-    blank_lines_forever,
-    chunks_forever,
-    deep_json,
-    huge_error,
-    trickle_health,
-)
-from tkchat.measure.hostile_server import Conn, HostileServer, event, tkchat_health
 from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.stats import rss_mb
 from tkchat.transport.channel import EventChannel
@@ -281,7 +281,7 @@ def test_a_retry_field_of_thousands_of_digits_is_ignored() -> None:
 
 
 # -- the window under attack: tests/test_bench_hostile.py runs every attack above in the real
-# window (the cases of ``tkchat bench --hostile``) and holds each to its bounds.
+# window (the cases of ``python -m tests.tools.hostile``) and holds each to its bounds.
 
 
 # -- finding 3: one line of hundreds of kilobytes in the transcript ---------------------------

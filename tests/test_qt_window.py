@@ -334,9 +334,9 @@ def test_a_long_line_is_displayed_in_bounded_time_and_kept_exactly(
     transcript shows it with line ends added (the Tk transcript's soft breaks), and the
     answer keeps what arrived."""
     from tests.test_hostile_servers import LONG_LINE, one_long_line, tkchat_server
+    from tests.tools.hostile import LAG_BOUND_MS
     from tkchat.generate.remote import RemoteBackend
     from tkchat.limits import DISPLAY_LINE_CHARS
-    from tkchat.measure.hostile import LAG_BOUND_MS
 
     with tkchat_server(one_long_line) as server:
         window = make_window(RemoteBackend(server.url))

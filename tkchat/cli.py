@@ -238,12 +238,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     bench.add_argument(
-        "--readme",
-        metavar="NAME",
-        help="keep this run as tkchat/measure/runs/NAME.json and rewrite README.md's "
-        "<!-- bench:NAME --> block from it (the README's figures are never typed)",
-    )
-    bench.add_argument(
         "--report",
         type=Path,
         metavar="DIR",
@@ -267,12 +261,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the server's event loop: one answer through `tkchat serve` and through "
         "`tkchat serve --broken`, measuring asyncio loop lag and a second client's /health",
-    )
-    bench.add_argument(
-        "--hostile",
-        action="store_true",
-        help="the window against hostile servers: lag, errors shown and memory per attack, "
-        "with the unprotected path as a baseline (the README's security table)",
     )
     bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
@@ -446,10 +434,6 @@ def main(argv: list[str] | None = None) -> int:
             [lang.strip() for lang in args.lang.split(",") if lang.strip()],
             only=[part.strip() for part in args.only.split(",") if part.strip()],
         )
-    if args.command == "bench" and args.hostile:
-        from tkchat.measure.hostile import run_hostile_bench
-
-        return run_hostile_bench(json_out=args.json)
     if args.command == "bench" and args.serve_loop:
         from tkchat.generate.factory import make_backend
         from tkchat.measure.server_loop import run_server_loop_bench
@@ -472,14 +456,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not all(_usable(m, "bench") for m in modes):
             return 2
-        if args.readme is not None:
-            from tkchat.measure.readme_figures import ReadmeFiguresError, require_block
-
-            try:
-                require_block(args.readme)
-            except ReadmeFiguresError as exc:
-                print(f"tkchat bench: {exc}", file=sys.stderr)
-                return 2
         return run_bench(
             BenchOptions(
                 backend=args.backend,
@@ -491,7 +467,6 @@ def main(argv: list[str] | None = None) -> int:
                 cancels=args.cancels,
                 idle_s=args.idle_seconds,
                 json_path=args.json,
-                readme_block=args.readme,
                 report_dir=args.report,
                 transport=args.transport,
                 prompt_tokens=args.prompt_tokens,

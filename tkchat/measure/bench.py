@@ -705,7 +705,7 @@ def run_bench(options: BenchOptions) -> int:
     print()
     for name, ok, figure in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
-    if options.json_path is not None or options.readme_block is not None:
+    if options.json_path is not None:
         payload = {
             "command": "tkchat " + shlex.join(sys.argv[1:]),
             "backend": options.backend,
@@ -717,18 +717,9 @@ def run_bench(options: BenchOptions) -> int:
             "runs": [r.as_json() for r in runs],
             "targets": [{"target": n, "pass": ok, "figure": f} for n, ok, f in checks],
         }
-        if options.json_path is not None:
-            options.json_path.parent.mkdir(parents=True, exist_ok=True)
-            options.json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False))
-            print(f"\nwrote {options.json_path}")
-        if options.readme_block is not None:
-            from tkchat.measure.readme_figures import ReadmeFiguresError, update_readme
-
-            try:
-                print(f"rewrote {update_readme(options.readme_block, payload)}")
-            except ReadmeFiguresError as exc:
-                print(f"tkchat bench: {exc}", file=sys.stderr)
-                return 2
+        options.json_path.parent.mkdir(parents=True, exist_ok=True)
+        options.json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        print(f"\nwrote {options.json_path}")
     if options.report_dir is not None:
         from tkchat.measure.report import write_report
 

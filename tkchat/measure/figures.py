@@ -52,7 +52,6 @@ class BenchOptions:
     cancels: int = 20
     seed: int = 7
     json_path: Path | None = None
-    readme_block: str | None = None  # README block to rewrite from this run (readme_figures)
     report_dir: Path | None = None
     transport: str = "inprocess"  # or "sse": the same generation over HTTP (sse_bench.py)
     modes: tuple[str, ...] = MODES

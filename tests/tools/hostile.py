@@ -1,23 +1,23 @@
-"""``tkchat bench --hostile``: the real window against servers that attack it, measured.
+"""``python -m tests.tools.hostile``: the real window against servers that attack it, measured.
 
 Every figure of the README's table "Security: hostile servers and answers" comes from this
 module, and so does every bound it quotes: :data:`CASES` is the one list of attacks, with
 what each must end in and the bounds it is held to. Three things read it:
 
-- ``tkchat bench --hostile`` (:func:`run_hostile_bench`) runs the cases, prints the table
+- ``python -m tests.tools.hostile`` (:func:`run_hostile_bench`) runs the cases, prints the table
   (:func:`format_table`) and the verdicts (:func:`verdicts`), and prints the README's rows
-  (:mod:`tkchat.measure.hostile_readme`) to paste in;
+  (:mod:`tests.tools.hostile_readme`) to paste in;
 - tests/test_bench_hostile.py runs the same script (:func:`hostile_script`) and fails when a
   case breaks its bound, or when the README's rows say something this run does not;
-- the README, whose rows that test parses (:mod:`tkchat.measure.hostile_readme` says where
+- the README, whose rows that test parses (:mod:`tests.tools.hostile_readme` says where
   a row and a run may differ).
 
 The same run measures the two other sides the README's second security section quotes:
-``tkchat serve`` under half-open sockets (:mod:`tkchat.measure.hostile_serve`) and the
-browser page's markdown in Chromium (:mod:`tkchat.measure.hostile_page`); their sentences
+``tkchat serve`` under half-open sockets (:mod:`tests.tools.hostile_serve`) and the
+browser page's markdown in Chromium (:mod:`tests.tools.hostile_page`); their sentences
 sit between markers in the README too, and are checked the same way.
 
-A case is one answer from a hostile server (:mod:`tkchat.measure.hostile_server`) to one
+A case is one answer from a hostile server (:mod:`tests.tools.hostile_server`) to one
 Send in one real window (``tkchat serve``'s protocol, a ``RemoteBackend``). Its figures are
 the main loop's worst lag and long tasks while the answer streams and renders (the window's
 own lag probe), what the window shows (the final event, the status line's length), and how
@@ -43,22 +43,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tkchat.events import Done, Error
-from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
-from tkchat.measure.figures import lag_figures
-from tkchat.measure.hostile_page import (
+from tests.tools.hostile_page import (
     PageFigures,
     measure_page,
     page_verdicts,
     readme_sentence,
 )
-from tkchat.measure.hostile_serve import (
+from tests.tools.hostile_serve import (
     HalfOpenFigures,
     measure_half_open,
     serve_verdicts,
 )
-from tkchat.measure.hostile_serve import readme_row as serve_readme_row
-from tkchat.measure.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
+from tests.tools.hostile_serve import readme_row as serve_readme_row
+from tests.tools.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
+from tkchat.events import Done, Error
+from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
+from tkchat.measure.figures import lag_figures
 from tkchat.measure.script import Script
 from tkchat.stats import rounded, rss_mb
 from tkchat.ui.window.chat_window import ChatApp
@@ -491,12 +491,12 @@ class _OneLine(logging.Formatter):
 
 
 def run_hostile_bench(json_out: Path | None = None) -> int:
-    """``tkchat bench --hostile``: every case in one real window (on a virtual screen if
+    """``python -m tests.tools.hostile``: every case in one real window (on a virtual screen if
     there is none). Returns 0 when every case held its bounds, 1 otherwise."""
+    from tests.tools.hostile_readme import readme_rows  # it reads this module's cases
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.remote.backend import RemoteBackend
     from tkchat.measure.display import ensure_display
-    from tkchat.measure.hostile_readme import readme_rows  # it reads this module's cases
     from tkchat.measure.script import ScriptRunner
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import AppOptions
@@ -548,3 +548,14 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
         json_out.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"\nwrote {json_out}")
     return 0 if all(ok for _name, ok, _figure in checks) else 1
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.tools.hostile",
+        description="The real window against hostile servers (run from a clone).",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
+    raise SystemExit(run_hostile_bench(json_out=parser.parse_args().json))

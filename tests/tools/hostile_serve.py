@@ -1,4 +1,4 @@
-"""The server's side of ``tkchat bench --hostile``: ``tkchat serve`` under sockets that never
+"""The server's side of ``python -m tests.tools.hostile``: ``tkchat serve`` under sockets that never
 finish their headers, as the finding was reported (issue 15).
 
 ``tkchat serve`` (scripted backend) runs as a user runs it, in a process of its own whose

@@ -1,6 +1,6 @@
 """A server on the loopback that answers whatever it is told to, byte for byte.
 
-``tkchat bench --hostile`` (:mod:`tkchat.measure.hostile`) and the tests of the remote backend
+``python -m tests.tools.hostile`` (:mod:`tests.tools.hostile`) and the tests of the remote backend
 (tests/test_hostile_servers.py) attack the client with it.
 
 Plain sockets, no HTTP library: a hostile server does not follow the rules a library would

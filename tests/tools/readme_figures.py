@@ -1,9 +1,9 @@
 """The README's bench figures, written by the bench itself and checked by a test.
 
 A figure typed into the README by hand drifts: the code changes, the number stays. So the
-README's "latest run" tables are never typed. ``tkchat bench --readme NAME`` keeps the run's
-JSON as ``tkchat/measure/runs/NAME.json`` and rewrites the block between
-``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` in README.md from it;
+README's "latest run" tables are never typed. ``tkchat bench … --json docs/runs/NAME.json``
+keeps a run; ``python -m tests.tools.readme_figures`` (from a clone) rewrites each block
+between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` from its kept run;
 ``tests/test_readme_figures.py`` renders every block again from its JSON and fails when the
 README says anything else (a hand edit, a JSON without its block, a block without its run).
 
@@ -17,8 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-RUNS_DIR = Path(__file__).with_name("runs")
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+RUNS_DIR = ROOT / "docs" / "runs"
+README = ROOT / "README.md"
 
 # The columns a reader needs to see the story: how fast, how late the loop, whether a click
 # was answered, whether Stop stopped. The JSON keeps every other figure.
@@ -90,39 +91,31 @@ def load_run(name: str, runs_dir: Path = RUNS_DIR) -> dict[str, Any]:
     return payload
 
 
-def require_block(name: str, readme: Path = README) -> str:
-    """The README's text, if it has block ``name``; otherwise one sentence saying what to do
-    (checked before a bench run, so a long run is not wasted on a typo)."""
-    if not readme.is_file():
-        raise ReadmeFiguresError(
-            f"--readme needs the source tree's README.md ({readme} not found): run the bench "
-            "from a clone, installed with pip install -e ."
-        )
+def rewrite_blocks(readme: Path = README, runs_dir: Path = RUNS_DIR) -> list[str]:
+    """Render every block of ``readme`` again from its kept run; the names rewritten. A block
+    without a run is refused (so no block goes on quoting a run nobody kept)."""
     text = readme.read_text(encoding="utf-8")
-    if name not in blocks(text):
-        raise ReadmeFiguresError(
-            f"README.md has no block {name!r}: add the two lines <!-- bench:{name} --> and "
-            f"<!-- /bench:{name} --> where its figures belong."
-        )
-    return text
-
-
-def update_readme(
-    name: str, payload: dict[str, Any], *, readme: Path = README, runs_dir: Path = RUNS_DIR
-) -> Path:
-    """Keep ``payload`` as run ``name`` and rewrite its block in ``readme`` from it. A README
-    without the block is refused (with the markers to add), so no run is kept that no reader
-    sees."""
-    text = require_block(name, readme)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    (runs_dir / f"{name}.json").write_text(
-        json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    fresh = render_block(payload)
-    text = _BLOCK.sub(lambda m: m.group(0) if m["name"] != name else _wrap(name, fresh), text)
+    names = sorted(blocks(text))
+    fresh = {name: render_block(load_run(name, runs_dir)) for name in names}
+    text = _BLOCK.sub(lambda m: _wrap(m["name"], fresh[m["name"]]), text)
     readme.write_text(text, encoding="utf-8")
-    return readme
+    return names
 
 
 def _wrap(name: str, body: str) -> str:
     return f"<!-- bench:{name} -->\n{body}<!-- /bench:{name} -->"
+
+
+def main() -> int:
+    """``python -m tests.tools.readme_figures``: every block from its kept run."""
+    try:
+        names = rewrite_blocks()
+    except ReadmeFiguresError as exc:
+        print(exc)
+        return 2
+    print(f"rewrote {README}: {', '.join(names) or 'no blocks'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

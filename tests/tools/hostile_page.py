@@ -1,4 +1,4 @@
-"""The browser page's side of ``tkchat bench --hostile``: markdown an answer can use to make
+"""The browser page's side of ``python -m tests.tools.hostile``: markdown an answer can use to make
 the page's renderer (``tkchat/serve/static/markdown.js``) slow, timed in Chromium.
 
 The page's own ``markdown.js`` is loaded into a blank page of the system Chromium (driven by
@@ -124,7 +124,7 @@ def readme_sentence(figures: PageFigures) -> str:
     _name, worst = figures.slowest
     return (
         f"In Chromium ({CHARS:,} characters each, best of {REPEATS} renders), the "
-        f"{len(figures.inputs_ms)} inputs of `tkchat/measure/hostile_page.py` cost at most "
+        f"{len(figures.inputs_ms)} inputs of `tests/tools/hostile_page.py` cost at most "
         f"{worst} ms each, against {figures.ordinary_ms} ms for ordinary mixed markdown "
         f"of the same length (bound: that plus {SLACK_MS:g} ms); {figures.fallbacks} blocks "
         "needed the time budget"

@@ -1,7 +1,7 @@
-"""The README's side of ``tkchat bench --hostile``: the rows and sentences a run writes, and
+"""The README's side of ``python -m tests.tools.hostile``: the rows and sentences a run writes, and
 where the README's copy of them and a fresh run part ways.
 
-The README keeps the table of :data:`tkchat.measure.hostile.CASES` and two sentences (the
+The README keeps the table of :data:`tests.tools.hostile.CASES` and two sentences (the
 server under half-open sockets, the page's markdown) between markers. ``tkchat bench
 --hostile`` prints them from its run, to paste in; tests/test_bench_hostile.py reads them back
 and lists every disagreement with its own run. Figures that depend on load (lag, memory,
@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tkchat.measure.hostile import (
+from tests.tools.hostile import (
     CASES,
     MIN_BASELINE_RATIO,
     TRICKLE_ATTACK,
@@ -25,14 +25,14 @@ from tkchat.measure.hostile import (
     case_by_id,
     outcome,
 )
-from tkchat.measure.hostile_page import SLACK_MS, PageFigures, readme_sentence
-from tkchat.measure.hostile_serve import (
+from tests.tools.hostile_page import SLACK_MS, PageFigures, readme_sentence
+from tests.tools.hostile_serve import (
     HEALTH_BOUND_MS,
     MAX_DESCRIPTORS,
     SLOWDOWN_BOUND,
     HalfOpenFigures,
 )
-from tkchat.measure.hostile_serve import readme_row as serve_readme_row
+from tests.tools.hostile_serve import readme_row as serve_readme_row
 
 BASELINE_MARGIN = 4.0  # a quoted baseline agrees with a run within this factor, either way
 # Numbers in "what the window shows" must read the same, except amounts of time and of bytes
@@ -55,7 +55,7 @@ README_HEADER = (
 
 
 def readme_rows(runs: Iterable[CaseFigures]) -> str:
-    """The README's table, written from one run (``tkchat bench --hostile`` prints it)."""
+    """The README's table, written from one run (``python -m tests.tools.hostile`` prints it)."""
     rows = [README_HEADER]
     for f in runs:
         if f.id == TRICKLE_ID:
