@@ -313,3 +313,56 @@ def test_undo_while_searching_brings_the_chat_back_into_the_results(
     app.conversations.undelete(found)  # the Undo button
     pump_until(root, lambda: sidebar.row_ids() == [found], what="the chat back in the results")
     assert sidebar.search_var.get() == "coffee"
+
+
+def test_a_deleted_chat_leaves_the_file_when_the_window_closes(
+    data_dir: Path, display: None
+) -> None:
+    """Delete is undoable while the window lives; after it closes, the chat and its
+    messages are gone from the database (not just hidden), and one never deleted stays."""
+    root = tk.Tk()
+    controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+    app = ChatApp(root, controller, AppOptions(history=True, language="en"))
+    controller.load_async()
+    pump_until(root, lambda: app.model_ready and app.archive.ready, what="model and history")
+    ask(root, app, "keep this one")
+    kept = app.archive.conversation_id
+    root.event_generate("<Control-n>")
+    ask(root, app, "a secret to forget")
+    doomed = app.archive.conversation_id
+    app.conversations.delete(doomed)
+    app.conversations.undelete(doomed)  # undone: it would stay...
+    app.conversations.delete(doomed)  # ...but deleted again, it goes at close
+    app.close()
+
+    with ConversationStore(database_path()) as store:
+        assert [c.id for c in store.list_conversations()] == [kept]
+        rows = store._conn.execute(  # noqa: SLF001 - what is in the file, deleted or not
+            "SELECT COUNT(*) FROM messages WHERE content LIKE '%secret%'"
+        ).fetchone()
+        assert rows == (0,)
+        assert store.search("secret") == []
+
+
+def test_a_chat_deleted_long_ago_leaves_the_file_at_the_next_start(
+    data_dir: Path, display: None
+) -> None:
+    """A window that crashed never closed: its deletions are removed by the next window
+    to open, once older than the undo could still be offered."""
+    with ConversationStore(database_path()) as store:
+        old = store.create("deleted before the crash").id
+        store.add_message(old, "user", "gone soon")
+        recent = store.create("deleted a moment ago").id
+        store.delete(old)
+        store.delete(recent)
+        store._conn.execute(  # noqa: SLF001 - an hour ago, as a crash would have left it
+            "UPDATE conversations SET deleted_at = deleted_at - 3600 WHERE id = ?", (old,)
+        )
+    root = tk.Tk()
+    controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+    app = ChatApp(root, controller, AppOptions(history=True, language="en"))
+    pump_until(root, lambda: app.archive.ready, what="history")
+    app.close()
+    with ConversationStore(database_path()) as store:
+        ids = {row[0] for row in store._conn.execute("SELECT id FROM conversations")}  # noqa: SLF001
+        assert ids == {recent}

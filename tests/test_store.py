@@ -255,19 +255,6 @@ def test_system_prompt_and_settings_round_trip(store: ConversationStore, db_path
         assert info.value.kind == "invalid"
 
 
-def test_truncate_after_for_edit_and_resend(store: ConversationStore) -> None:
-    conversation = store.create()
-    for i in range(5):
-        store.add_message(conversation.id, "user" if i % 2 == 0 else "assistant", f"turn {i}")
-    assert store.truncate_after(conversation.id, 1) == 3
-    assert [m.content for m in store.messages(conversation.id)] == ["turn 0", "turn 1"]
-    new_id = store.add_message(conversation.id, "user", "edited turn 2")
-    assert store.message(new_id).position == 2
-    assert store.search("turn 4") == []  # the search index forgot the removed messages
-    assert store.truncate_after(conversation.id, -1) == 3
-    assert store.messages(conversation.id) == []
-
-
 # --- search ---------------------------------------------------------------------------------
 
 
@@ -1007,8 +994,10 @@ def test_streaming_answers_enter_the_search_index_only_when_they_end(tmp_path: P
     )
     assert store.mark_interrupted() == 1
     assert [c.id for c, _ in store.search("about mugs")] == [conv.id]
-    gone = store.add_message(conv.id, "assistant", "a stray streaming line", status="streaming")
-    store.truncate_after(conv.id, store.message(interrupted).position)  # deletes `gone`
+    other = store.create("Other")
+    gone = store.add_message(other.id, "assistant", "a stray streaming line", status="streaming")
+    store.delete(other.id)
+    assert store.purge_deleted(0) == 1  # deletes `gone` with its conversation
     integrity = store._conn.execute(  # noqa: SLF001 - the index's own consistency check
         "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')"
     )

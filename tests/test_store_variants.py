@@ -78,10 +78,16 @@ def test_choosing_a_version_is_what_the_chat_and_export_hold() -> None:
         assert store.messages(chat)[-1].content == "third"
         with pytest.raises(StoreError):
             store.choose_variant(answer, 3)
-        # Deleting the answer (edit and resend) takes its versions with it.
-        store.truncate_after(chat, 0)
+        # Editing the question puts the answer, with its versions, into the old branch; the
+        # new branch's answer starts with no versions of its own.
+        store.new_question_variant(chat, 0, "Q, edited")
         add_again = store.add_message(chat, "assistant", "new")
         assert store.variant_texts(add_again) == [("new", "complete")]
+        # Removing the conversation for good takes every version with it.
+        store.delete(chat)
+        assert store.purge_deleted(0) == 1
+        count = store._conn.execute("SELECT COUNT(*) FROM message_variants").fetchone()  # noqa: SLF001
+        assert count == (0,)
 
 
 def test_a_question_last_has_no_answer_to_regenerate() -> None:

@@ -45,7 +45,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -318,15 +318,23 @@ class ConversationStore:
             if cursor.rowcount == 0:
                 raise _not_found(conversation_id)
 
-    def purge_deleted(self, older_than_s: float) -> int:
-        """Remove for good the conversations deleted at least ``older_than_s`` seconds ago,
-        with their messages; return how many."""
+    def purge_deleted(self, older_than_s: float, only: Iterable[int] | None = None) -> int:
+        """Remove for good the conversations deleted at least ``older_than_s`` seconds ago
+        (of ``only``, when given), with their messages and versions; return how many."""
         cutoff = _now() - older_than_s
+        ids = None if only is None else sorted(set(only))
+        if ids == []:
+            return 0
+        among = "" if ids is None else f" AND id IN ({', '.join('?' * len(ids))})"
+        args = (cutoff, *(ids or ()))
         with self._writing("remove deleted conversations") as conn:
-            doomed = "SELECT id FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
+            doomed = (
+                "SELECT id FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
+                + among
+            )
             # Messages first, explicitly: their delete trigger keeps the search index in step.
-            conn.execute(f"DELETE FROM messages WHERE conversation_id IN ({doomed})", (cutoff,))
-            cursor = conn.execute(f"DELETE FROM conversations WHERE id IN ({doomed})", (cutoff,))
+            conn.execute(f"DELETE FROM messages WHERE conversation_id IN ({doomed})", args)
+            cursor = conn.execute(f"DELETE FROM conversations WHERE id IN ({doomed})", args)
             return cursor.rowcount
 
     # -- messages ------------------------------------------------------------------------------
@@ -414,17 +422,6 @@ class ConversationStore:
                 f"(SELECT conversation_id FROM messages WHERE id IN ({marks}))",
                 (_now(), *parts),
             )
-
-    def truncate_after(self, conversation_id: int, position: int) -> int:
-        """Delete the messages after ``position`` (for "edit a past message and resend from
-        there"); return how many were deleted. ``position=-1`` empties the conversation."""
-        with self._writing("shorten the conversation") as conn:
-            self._touch(conn, conversation_id, _now())
-            cursor = conn.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
-                (conversation_id, position),
-            )
-            return cursor.rowcount
 
     # -- versions of a regenerated answer, branches of an edited question -------------------
 

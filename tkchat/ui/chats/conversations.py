@@ -56,6 +56,7 @@ class SavedConversations:
         self.on_shown = on_shown
         self._on_ready = on_ready
         self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
+        self._deleted_here: set[int] = set()  # removed for good at close (see delete)
         self.archive = History(scheduler, on_ready=self._ready, on_warning=on_warning)
         self.sidebar = ConversationSidebar(
             parent,
@@ -102,14 +103,17 @@ class SavedConversations:
         self.refresh()
 
     def delete(self, conversation_id: int) -> None:
-        """Soft delete: the sidebar offers Undo for a few seconds."""
+        """Soft delete: the sidebar offers Undo for a few seconds; the chat leaves the file
+        when this window closes (or, after a crash, at a later start: History's opening)."""
         self.archive.run(lambda store: store.delete(conversation_id))
+        self._deleted_here.add(conversation_id)
         if self.archive.conversation_id == conversation_id:
             self.on_deleted_current()
         self.refresh()
 
     def undelete(self, conversation_id: int) -> None:
         self.archive.run(lambda store: store.restore(conversation_id))
+        self._deleted_here.discard(conversation_id)
         self.refresh()
         # Under a search the sidebar keeps its results (a refresh only drops deleted chats
         # from them): run the search again, or the restored chat stays missing from them.
@@ -174,5 +178,10 @@ class SavedConversations:
             self.on_shown()
 
     def close(self) -> None:
+        """At exit: the chats deleted in this window leave the file (their Undo bar is gone
+        with the window), then the store closes."""
+        deleted = set(self._deleted_here)
+        if deleted:
+            self.archive.run(lambda store: store.purge_deleted(0, only=deleted))
         self.sidebar.destroy()
         self.archive.close()

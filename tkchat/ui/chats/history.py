@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tkchat.conversation import Message, Sampling
+from tkchat.conversation import Sampling
 from tkchat.store import (
     Conversation,
     ConversationStore,
@@ -36,6 +36,11 @@ from tkchat.ui.transcript import AnswerView, Branch, UserView
 
 TITLE_CHARS = 48
 POLL_MS = 100
+# A chat deleted longer ago than this is removed for good when a window opens: its Undo bar
+# went with the window that deleted it (which removes its own deletions when it closes; this
+# catches a window that crashed). Long enough that a second window open on the same history
+# never removes a chat the first one still offers to undo.
+PURGE_AFTER_S = 600.0
 
 
 @dataclass
@@ -77,11 +82,13 @@ class History:
         return self.store is not None
 
     def _open(self) -> None:
-        """History thread: open (or fall back), mark answers cut off by a crash, list."""
+        """History thread: open (or fall back), mark answers cut off by a crash, remove chats
+        deleted long ago (:data:`PURGE_AFTER_S`), list."""
         store, warning = open_store()
         opened = _Opened(store=store, warning=warning)
         try:
             opened.interrupted = store.mark_interrupted()
+            store.purge_deleted(PURGE_AFTER_S)
             opened.conversations = store.list_conversations()
         except StoreError as exc:
             opened.warning = str(exc)
@@ -284,10 +291,3 @@ class History:
 def auto_title(question: str) -> str:
     """The title a chat gets from its first question (until the user renames it)."""
     return " ".join(question.split())[:TITLE_CHARS] or "New chat"
-
-
-def as_messages(stored: list[StoredMessage], system_prompt: str) -> list[Message]:
-    """The model's context for a stored conversation."""
-    history = [Message("system", system_prompt)] if system_prompt else []
-    history += [m.as_message() for m in stored if m.role in ("user", "assistant")]
-    return history
