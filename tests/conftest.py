@@ -51,11 +51,55 @@ def display() -> Iterator[None]:
 
 
 class CallbackErrors:
+    """What Tk callbacks raised: Tk's ``report_callback_exception`` for every root."""
+
     def __init__(self) -> None:
         self.errors: list[str] = []
 
     def __call__(self, exc: type[BaseException], value: BaseException, tb: object) -> None:
         self.errors.append("".join(traceback.format_exception(exc, value, tb)))  # type: ignore[arg-type]
+
+
+# Every Tk root of the test session reports here — the ``root`` fixture's, an app's second
+# window, a module's shared window, a root a helper makes — because the hook is set on the
+# class, not on one instance: a callback that raises fails the test it ran in, whoever made
+# the root (Porcupine's rule, for every root).
+TK_CALLBACK_ERRORS = CallbackErrors()
+
+
+def _report_callback_exception(
+    _root: tk.Tk, exc: type[BaseException], value: BaseException, tb: object
+) -> None:
+    TK_CALLBACK_ERRORS(exc, value, tb)
+
+
+tk.Tk.report_callback_exception = _report_callback_exception  # type: ignore[method-assign, assignment]
+
+
+def _take_tk_errors() -> list[str]:
+    raised = list(TK_CALLBACK_ERRORS.errors)
+    TK_CALLBACK_ERRORS.errors.clear()
+    return raised
+
+
+@pytest.fixture(autouse=True)
+def no_tk_callback_raised() -> Iterator[None]:
+    """Fail the test if any Tk callback of any root raised while it ran (Tk itself only
+    prints such an exception and goes on, so the test's own assertions may all pass). What
+    a module's shared window raised while its fixture was set up counts for the first test
+    that used it; after the last test, :func:`pytest_sessionfinish` tells."""
+    before = _take_tk_errors()
+    yield
+    raised = before + _take_tk_errors()
+    assert not raised, "a Tk callback raised:\n" + "\n".join(raised)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A callback that raised after the last test (a shared window's teardown) fails the run."""
+    raised = _take_tk_errors()
+    if raised:
+        print("\na Tk callback raised after the last test:\n" + "\n".join(raised))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # Every root a test created stays referenced until the interpreter exits. A Tk interpreter
@@ -66,12 +110,10 @@ KEEP_ALIVE: list[tk.Tk] = []
 
 @pytest.fixture
 def root(display: None, caplog: pytest.LogCaptureFixture) -> Iterator[tk.Tk]:
-    """A real Tk root; the test fails if any Tk callback raised, or anything logged an ERROR,
-    while it lived."""
+    """A real Tk root; the test fails if anything logged an ERROR while it lived (and, as in
+    every test, if a Tk callback raised: :func:`no_tk_callback_raised`)."""
     tk_root = tk.Tk()
     KEEP_ALIVE.append(tk_root)
-    errors = CallbackErrors()
-    tk_root.report_callback_exception = errors  # type: ignore[method-assign]
     yield tk_root
     try:
         if tk_root.winfo_exists():
@@ -79,7 +121,6 @@ def root(display: None, caplog: pytest.LogCaptureFixture) -> Iterator[tk.Tk]:
     except tk.TclError:
         pass  # the app under test already destroyed it
     gc.collect()  # free this test's Tk objects here, on the main thread
-    assert not errors.errors, "a Tk callback raised:\n" + "\n".join(errors.errors)
     logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert not logged, f"errors were logged: {logged}"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, CallbackErrors, pump_until
+from tests.conftest import KEEP_ALIVE, pump_until
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
@@ -62,28 +62,25 @@ def own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def fresh_app(display: None) -> Iterator[Callable[..., ChatApp]]:
-    """A ChatApp on a NEW Tk root (the app after a restart), as strict as the ``root``
-    fixture: the test fails if a Tk callback of that window raised. No language is forced:
-    the app takes it from ``app_settings``."""
-    made: list[tuple[ChatApp, CallbackErrors]] = []
+    """A ChatApp on a NEW Tk root (the app after a restart); like every root, the test fails
+    if a Tk callback of that window raised. No language is forced: the app takes it from
+    ``app_settings``."""
+    made: list[ChatApp] = []
 
     def build(backend: object, **kwargs: object) -> ChatApp:
         tk_root = tk.Tk()
         KEEP_ALIVE.append(tk_root)
-        errors = CallbackErrors()
-        tk_root.report_callback_exception = errors  # type: ignore[method-assign]
         controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]
         app = ChatApp(tk_root, controller, AppOptions(**kwargs))  # type: ignore[arg-type]
         controller.load_async()
-        made.append((app, errors))
+        made.append(app)
         pump_until(tk_root, lambda: app.model_ready, timeout=WAIT_S, what="the model to load")
         return app
 
     yield build
-    for app, errors in made:
+    for app in made:
         if not app.closed:
             app.close()
-        assert not errors.errors, "a Tk callback raised:\n" + "\n".join(errors.errors)
 
 
 @dataclass
