@@ -162,7 +162,7 @@ def fetch(request: FetchRequest, out: Reporter) -> tuple[Path, bool]:
     return pointer, False
 
 
-def _download(
+def _download(  # noqa: C901 - a debt (tests/test_architecture.py)
     request: FetchRequest, location: str, partial: Path, sha: str, size: int | None, out: Reporter
 ) -> None:
     """Bring ``partial`` to the whole file (continuing what is there), then check it."""

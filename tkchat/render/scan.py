@@ -78,7 +78,7 @@ def scan(lines: list[str]) -> Iterator[RawBlock]:
         yield raw
 
 
-def scan_spans(lines: list[str], start: int = 0) -> Iterator[tuple[int, int, RawBlock]]:
+def scan_spans(lines: list[str], start: int = 0) -> Iterator[tuple[int, int, RawBlock]]:  # noqa: C901 - a debt (tests/test_architecture.py)
     """:func:`scan` from line ``start`` on, each block with the indices of its first line and
     of the line after it (blank lines between blocks belong to neither)."""
     n = len(lines)

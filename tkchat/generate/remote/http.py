@@ -458,7 +458,7 @@ class HttpClient:
 # -- reading bodies (the owning thread) ------------------------------------------------------
 
 
-def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:
+def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:  # noqa: C901 - a debt (tests/test_architecture.py)
     """The SSE messages of a streaming answer, as they arrive; ends at the end of the body.
     The first line is checked before anything is parsed, so that an HTML page or a JSON
     document says what it is instead of "closed mid-answer".

@@ -102,7 +102,7 @@ def prompt_progress(chunk: dict[str, Any]) -> PromptProgress | None:
     return PromptProgress(done, total) if 0 <= done <= total else None
 
 
-def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
+def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:  # noqa: C901 - a debt (tests/test_architecture.py)
     """Worker thread. ``choices[0].delta.content`` of each chunk as UTF-8, until ``[DONE]``;
     returns "length" when the server cut the answer there, else "stop"."""
     finish: str | None = None

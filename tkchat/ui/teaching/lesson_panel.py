@@ -400,7 +400,7 @@ class LessonPanel(ttk.Frame):
 Run = tuple[str, tuple[str, ...]]
 
 
-def markdown_runs(markdown_text: str) -> Iterator[Run]:
+def markdown_runs(markdown_text: str) -> Iterator[Run]:  # noqa: C901 - a debt (tests/test_architecture.py)
     """The lesson markdown as (text, tags) runs for a ``tk.Text``. Pure function, any thread.
 
     Understands what lessons use: ``#`` headings, fenced code, pipe tables, ``-``/``1.`` lists,
