@@ -120,7 +120,7 @@ def page_verdicts(figures: PageFigures) -> list[tuple[str, bool, str]]:
 
 
 def readme_sentence(figures: PageFigures) -> str:
-    """The README's sentence, written from one run."""
+    """docs/security.md's sentence, written from one run."""
     _name, worst = figures.slowest
     return (
         f"In Chromium ({CHARS:,} characters each, best of {REPEATS} renders), the "
