@@ -15,10 +15,13 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import subprocess
+import sys
 import tkinter as tk
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -108,11 +111,20 @@ def test_every_case_ran_and_nothing_raised_or_logged_an_error(hostile: HostileRu
     assert not hostile.errors, "\n".join(hostile.errors)
 
 
-def test_the_command_line_runs_the_hostile_bench() -> None:
+def test_the_hostile_bench_runs_from_a_clone_not_from_tkchat_bench() -> None:
     from tkchat.cli import build_parser
 
-    assert build_parser().parse_args(["bench", "--hostile"]).hostile
-    assert not build_parser().parse_args(["bench"]).hostile
+    with pytest.raises(SystemExit):  # `tkchat bench --hostile` is gone
+        build_parser().parse_args(["bench", "--hostile"])
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.tools.hostile", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "python -m tests.tools.hostile" in done.stdout
 
 
 @pytest.mark.parametrize("case_id", [case.id for case in CASES] + [TRICKLE_ID])
