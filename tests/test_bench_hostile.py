@@ -1,13 +1,13 @@
-"""``python -m tests.tools.hostile``, run as a test: the README's security table stays true.
+"""``python -m tests.tools.hostile``, run as a test: docs/security.md's table stays true.
 
 One real window on the virtual screen is attacked by every case of
 :data:`tests.tools.hostile.CASES`, with the same script the bench runs. Each case must keep
 the bounds the case list gives it (the lag probe's worst lag, memory, one final event, a
 status line of bounded length, the unprotected baseline far above the window's worst lag),
-and the README's rows must say what this run shows (see
+and docs/security.md's rows must say what this run shows (see
 :func:`tests.tools.hostile_readme.disagreements` for what "agree" means, and its margins). The
 same run measures ``tkchat serve`` under half-open sockets and the page's markdown in
-Chromium; the README's sentences on them are held to it the same way.
+Chromium; the page's sentences on them are held to it the same way.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import subprocess
+import sys
 import tkinter as tk
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +33,7 @@ from tests.tools.hostile_readme import (
     README_BEGIN,
     README_END,
     README_HEADER,
+    SECURITY_PAGE,
     SERVE_BEGIN,
     SERVE_END,
     disagreements,
@@ -41,7 +45,6 @@ from tests.tools.hostile_readme import (
 from tests.tools.hostile_serve import HalfOpenFigures, serve_verdicts
 from tests.tools.hostile_serve import readme_row as serve_readme_row
 from tests.tools.hostile_server import HostileServer, tkchat_health
-from tests.tools.readme_figures import README
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote.backend import RemoteBackend
 from tkchat.transport.channel import EventChannel
@@ -104,11 +107,20 @@ def test_every_case_ran_and_nothing_raised_or_logged_an_error(hostile: HostileRu
     assert not hostile.errors, "\n".join(hostile.errors)
 
 
-def test_the_command_line_runs_the_hostile_bench() -> None:
+def test_the_hostile_bench_runs_from_a_clone_not_from_tkchat_bench() -> None:
     from tkchat.cli import build_parser
 
-    assert build_parser().parse_args(["bench", "--hostile"]).hostile
-    assert not build_parser().parse_args(["bench"]).hostile
+    with pytest.raises(SystemExit):  # `tkchat bench --hostile` is gone
+        build_parser().parse_args(["bench", "--hostile"])
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.tools.hostile", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "python -m tests.tools.hostile" in done.stdout
 
 
 @pytest.mark.parametrize("case_id", [case.id for case in CASES] + [TRICKLE_ID])
@@ -126,9 +138,9 @@ def test_the_server_keeps_its_bounds_under_half_open_sockets(hostile: HostileRun
     assert not broken, broken
 
 
-def test_the_readme_says_what_the_server_did(hostile: HostileRun) -> None:
+def test_the_security_page_says_what_the_server_did(hostile: HostileRun) -> None:
     (figures,) = hostile.served
-    problems = serve_disagreements(README.read_text(encoding="utf-8"), figures)
+    problems = serve_disagreements(SECURITY_PAGE.read_text(encoding="utf-8"), figures)
     assert not problems, "\n".join(problems) + "\n\nThis run: " + serve_readme_row(figures)
 
 
@@ -145,14 +157,14 @@ def test_adversarial_markdown_in_the_page_keeps_its_bound(hostile: HostileRun) -
     assert not broken, (broken, page.inputs_ms)
 
 
-def test_the_readme_says_what_the_page_did(hostile: HostileRun) -> None:
+def test_the_security_page_says_what_the_page_did(hostile: HostileRun) -> None:
     page = _page(hostile)
-    problems = page_disagreements(README.read_text(encoding="utf-8"), page)
+    problems = page_disagreements(SECURITY_PAGE.read_text(encoding="utf-8"), page)
     assert not problems, "\n".join(problems) + "\n\nThis run: " + readme_sentence(page)
 
 
-def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
-    quoted = quoted_rows(README.read_text(encoding="utf-8"))
+def test_the_security_page_says_what_this_run_shows(hostile: HostileRun) -> None:
+    quoted = quoted_rows(SECURITY_PAGE.read_text(encoding="utf-8"))
     problems = disagreements(quoted, hostile.runs)
     assert not problems, (
         "\n".join(problems)
@@ -165,7 +177,7 @@ def test_the_readme_says_what_this_run_shows(hostile: HostileRun) -> None:
 
 
 def _a_run() -> list[CaseFigures]:
-    """Figures as a run on this machine gave them (the README's own rows, read back)."""
+    """Figures as a run on this machine gave them (docs/security.md's own rows, read back)."""
     return [
         CaseFigures(
             "line-330k",
@@ -201,13 +213,13 @@ def test_rows_written_from_a_run_agree_with_it() -> None:
 @pytest.mark.parametrize(
     "drift, complaint",
     [
-        ({"pieces": 512}, "the README shows"),  # what the window shows changed
-        ({"answer_chars": 330_001}, "the README shows"),  # a count off by one
-        ({"pieces": 111}, "the README shows"),
+        ({"pieces": 512}, "security.md shows"),  # what the window shows changed
+        ({"answer_chars": 330_001}, "security.md shows"),  # a count off by one
+        ({"pieces": 111}, "security.md shows"),
         ({"baseline_ms": 20_000.0}, "more than 4 × apart"),  # the unprotected path got slower
         ({"baseline_ms": 10.0}, "more than 4 × apart"),  # ...or the baseline measures nothing
-        ({"lag_max_ms": 300.0}, "breaks its bound"),  # a README figure over its bound
-        ({"final": "done:length"}, "the README shows"),
+        ({"lag_max_ms": 300.0}, "breaks its bound"),  # a quoted figure over its bound
+        ({"final": "done:length"}, "security.md shows"),
     ],
 )
 def test_a_drifted_figure_is_caught(drift: dict[str, object], complaint: str) -> None:
@@ -230,7 +242,7 @@ def test_a_time_in_what_the_window_shows_agrees_within_five_percent(
 def test_a_missing_or_unknown_row_is_caught() -> None:
     live = _a_run()
     problems = disagreements(quoted_rows(_table(live[:1])), live)
-    assert any("no README row" in p for p in problems), problems
+    assert any("no security.md row" in p for p in problems), problems
     table = _table(live).replace("one line of 330 KB", "one line of 3 KB")
     problems = disagreements(quoted_rows(table), live)
     assert any("a row for no case" in p for p in problems), problems

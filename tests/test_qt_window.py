@@ -314,7 +314,7 @@ def test_selftest_passes_the_qt_window(display: None) -> None:
 
 
 def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:
-    # At 2,000 tokens/s Qt's own repaint batching hides the per-token append (README); at
+    # At 2,000 tokens/s Qt's own repaint batching hides the per-token append (docs/teaching.md); at
     # 20,000 tokens/s over 30,000 tokens the appends cannot keep up, and clicks wait seconds.
     flood = ("--rate", "20000", "--tokens", "30000")
     code, verdicts, output = selftest("--mode", "no-coalesce", *flood)

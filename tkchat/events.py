@@ -1,4 +1,4 @@
-"""The event contract shared by every stage (see README, "Event contract").
+"""The event contract shared by every stage (see docs/architecture.md, "Event contract").
 
 Events are small immutable values. A worker thread creates them, the transport carries them,
 the Tk main thread consumes them; because they are frozen, no stage can change what another

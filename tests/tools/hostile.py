@@ -1,21 +1,21 @@
 """``python -m tests.tools.hostile``: the real window against servers that attack it, measured.
 
-Every figure of the README's table "Security: hostile servers and answers" comes from this
+Every figure of the table "Hostile servers and answers" in docs/security.md comes from this
 module, and so does every bound it quotes: :data:`CASES` is the one list of attacks, with
 what each must end in and the bounds it is held to. Three things read it:
 
 - ``python -m tests.tools.hostile`` (:func:`run_hostile_bench`) runs the cases, prints the table
-  (:func:`format_table`) and the verdicts (:func:`verdicts`), and prints the README's rows
+  (:func:`format_table`) and the verdicts (:func:`verdicts`), and prints docs/security.md's rows
   (:mod:`tests.tools.hostile_readme`) to paste in;
 - tests/test_bench_hostile.py runs the same script (:func:`hostile_script`) and fails when a
-  case breaks its bound, or when the README's rows say something this run does not;
-- the README, whose rows that test parses (:mod:`tests.tools.hostile_readme` says where
+  case breaks its bound, or when docs/security.md's rows say something this run does not;
+- docs/security.md, whose rows that test parses (:mod:`tests.tools.hostile_readme` says where
   a row and a run may differ).
 
-The same run measures the two other sides the README's second security section quotes:
+The same run measures the two other sides the page's second section quotes:
 ``tkchat serve`` under half-open sockets (:mod:`tests.tools.hostile_serve`) and the
 browser page's markdown in Chromium (:mod:`tests.tools.hostile_page`); their sentences
-sit between markers in the README too, and are checked the same way.
+sit between markers on that page too, and are checked the same way.
 
 A case is one answer from a hostile server (:mod:`tests.tools.hostile_server`) to one
 Send in one real window (``tkchat serve``'s protocol, a ``RemoteBackend``). Its figures are
@@ -25,7 +25,7 @@ much resident memory grew. Where the harm the budget prevents costs only a secon
 to show, the unprotected path runs in the same run as the case's baseline (Python-Markdown
 on its own; a Tk text widget given the long line without soft breaks), and the table gives
 the ratio: baseline / the window's worst lag under the same attack. Lag is load-dependent,
-so the README quotes one run's figures beside the bound a test holds them to.
+so the page quotes one run's figures beside the bound a test holds them to.
 
 Main thread only (scripts are resumed by the Tk loop: see ``tkchat/measure/script.py``),
 except the trickling ``/health`` case, whose connect runs on a thread of its own while the
@@ -177,11 +177,11 @@ def unbroken_line_ms(chars: int) -> Callable[[tk.Tk], float]:
 
 @dataclass(frozen=True)
 class HostileCase:
-    """One attack: the README row's label, the answer, what the window must end with (a
+    """One attack: the table row's label, the answer, what the window must end with (a
     ``done`` reason, or an ``error`` whose message contains ``expect``) and its bounds."""
 
     id: str
-    attack: str  # the README row's first cell
+    attack: str  # the table row's first cell
     before: str  # what the window did before the budget (issue 15), in words
     answer: Handler
     final: str  # "done:<reason>" or "error:<kind>"
@@ -443,7 +443,7 @@ def verdicts(runs: Iterable[CaseFigures]) -> list[tuple[str, bool, str]]:
 
 
 def outcome(figures: CaseFigures) -> str:
-    """What the window ended with: the README's "what the window shows" cell."""
+    """What the window ended with: the table's "what the window shows" cell."""
     if figures.id == TRICKLE_ID:
         return f"one `error` at {figures.seconds} s: “{figures.message}”"
     if figures.final.startswith("error:"):
@@ -530,7 +530,7 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     checks += [check for page in pages for check in page_verdicts(page)]
     for name, ok, figure in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
-    print(f"\n{time.monotonic() - started:.1f} s. The README's rows, from this run:\n")
+    print(f"\n{time.monotonic() - started:.1f} s. docs/security.md's rows, from this run:\n")
     print(readme_rows(runs))
     for figures in served:
         print(f"\n{serve_readme_row(figures)}")

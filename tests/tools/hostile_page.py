@@ -21,7 +21,7 @@ CHARS = 20_000
 REPEATS = 3
 SLACK_MS = 5.0  # an adversarial input may cost ordinary markdown's time plus this
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-MARKDOWN_JS = Path(__file__).resolve().parents[1] / "serve" / "static" / "markdown.js"
+MARKDOWN_JS = Path(__file__).resolve().parents[2] / "tkchat" / "serve" / "static" / "markdown.js"
 
 _BLOCK = (
     "## A heading\n\nSome **bold** and *em* text with `code` and __more__ and _this_.\n"
@@ -120,7 +120,7 @@ def page_verdicts(figures: PageFigures) -> list[tuple[str, bool, str]]:
 
 
 def readme_sentence(figures: PageFigures) -> str:
-    """The README's sentence, written from one run."""
+    """docs/security.md's sentence, written from one run."""
     _name, worst = figures.slowest
     return (
         f"In Chromium ({CHARS:,} characters each, best of {REPEATS} renders), the "

@@ -1,10 +1,11 @@
-"""The README's side of ``python -m tests.tools.hostile``: the rows and sentences a run writes, and
-where the README's copy of them and a fresh run part ways.
+"""docs/security.md's side of ``python -m tests.tools.hostile``: the rows and sentences a run
+writes, and where the page's copy of them and a fresh run part ways.
 
-The README keeps the table of :data:`tests.tools.hostile.CASES` and two sentences (the
-server under half-open sockets, the page's markdown) between markers. ``tkchat bench
---hostile`` prints them from its run, to paste in; tests/test_bench_hostile.py reads them back
-and lists every disagreement with its own run. Figures that depend on load (lag, memory,
+docs/security.md keeps the table of :data:`tests.tools.hostile.CASES` and two sentences (the
+server under half-open sockets, the page's markdown) between markers. (The module and its
+``README_*`` names date from when they were in the README.) ``python -m tests.tools.hostile``
+prints them from its run, to paste in; tests/test_bench_hostile.py reads them back and lists
+every disagreement with its own run. Figures that depend on load (lag, memory,
 round trips) are held to their bounds; those that do not (pieces, characters, bounds, set-up
 figures) must read the same; baselines must agree within a factor. No Tk.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from tests.tools.hostile import (
     CASES,
@@ -34,6 +36,7 @@ from tests.tools.hostile_serve import (
 )
 from tests.tools.hostile_serve import readme_row as serve_readme_row
 
+SECURITY_PAGE = Path(__file__).resolve().parents[2] / "docs" / "security.md"  # the markers' page
 BASELINE_MARGIN = 4.0  # a quoted baseline agrees with a run within this factor, either way
 # Numbers in "what the window shows" must read the same, except amounts of time and of bytes
 # read (a read more or less, a handshake that fails 0.1 s later): those within 5 %.
@@ -55,7 +58,7 @@ README_HEADER = (
 
 
 def readme_rows(runs: Iterable[CaseFigures]) -> str:
-    """The README's table, written from one run (``python -m tests.tools.hostile`` prints it)."""
+    """security.md's table, written from one run (``python -m tests.tools.hostile`` prints it)."""
     rows = [README_HEADER]
     for f in runs:
         if f.id == TRICKLE_ID:
@@ -77,7 +80,7 @@ def readme_rows(runs: Iterable[CaseFigures]) -> str:
 
 @dataclass(frozen=True)
 class QuotedRow:
-    """One row of the README's table, as a reader sees it."""
+    """One row of security.md's table, as a reader sees it."""
 
     attack: str
     before: str
@@ -88,7 +91,7 @@ class QuotedRow:
 
 
 def quoted_rows(readme: str) -> dict[str, QuotedRow]:
-    """The rows between the README's markers, by attack."""
+    """The rows between security.md's markers, by attack."""
     start = readme.index(README_BEGIN) + len(README_BEGIN)
     body = readme[start : readme.index(README_END)]
     rows: dict[str, QuotedRow] = {}
@@ -108,7 +111,7 @@ def numbers(cell: str) -> list[float]:
 
 
 def disagreements(quoted: dict[str, QuotedRow], runs: Iterable[CaseFigures]) -> list[str]:
-    """Where the README's rows and a fresh run part ways; empty when they agree.
+    """Where security.md's rows and a fresh run part ways; empty when they agree.
 
     - every case has its row, and every row its case;
     - "what the window shows" reads the same: pieces, characters and lengths exactly (they
@@ -125,19 +128,19 @@ def disagreements(quoted: dict[str, QuotedRow], runs: Iterable[CaseFigures]) -> 
     runs = list(runs)
     labels = {TRICKLE_ID: TRICKLE_ATTACK} | {case.id: case.attack for case in CASES}
     missing = set(quoted) - set(labels.values())
-    problems += [f"the README has a row for no case: {attack!r}" for attack in sorted(missing)]
+    problems += [f"security.md has a row for no case: {attack!r}" for attack in sorted(missing)]
     for f in runs:
         row = quoted.get(labels[f.id])
         if row is None:
-            problems.append(f"{f.id}: no README row {labels[f.id]!r}")
+            problems.append(f"{f.id}: no security.md row {labels[f.id]!r}")
             continue
         if f.id != TRICKLE_ID and row.before != case_by_id(f.id).before:
-            problems.append(f"{f.id}: the README's 'before' is not the case list's")
+            problems.append(f"{f.id}: security.md's 'before' is not the case list's")
         live = outcome(f)
         if _NUMBER.sub("#", row.shown) != _NUMBER.sub("#", live) or not _same_outcome(
             row.shown, live
         ):
-            problems.append(f"{f.id}: the README shows {row.shown!r}, this run {live!r}")
+            problems.append(f"{f.id}: security.md shows {row.shown!r}, this run {live!r}")
         if f.id == TRICKLE_ID:
             continue
         case = case_by_id(f.id)
@@ -146,7 +149,7 @@ def disagreements(quoted: dict[str, QuotedRow], runs: Iterable[CaseFigures]) -> 
         quoted_base = numbers(row.baseline.rpartition(":")[2])
         if f.baseline_ms is None:
             if quoted_base:
-                problems.append(f"{f.id}: the README quotes a baseline this run has not")
+                problems.append(f"{f.id}: security.md quotes a baseline this run has not")
             continue
         if len(quoted_base) != 2:
             problems.append(f"{f.id}: no baseline and ratio quoted in {row.baseline!r}")
@@ -154,34 +157,36 @@ def disagreements(quoted: dict[str, QuotedRow], runs: Iterable[CaseFigures]) -> 
         base_ms, ratio = quoted_base
         if not 1 / BASELINE_MARGIN <= base_ms / max(f.baseline_ms, 0.001) <= BASELINE_MARGIN:
             problems.append(
-                f"{f.id}: the README's baseline {base_ms:g} ms, this run's {f.baseline_ms:g} ms "
+                f"{f.id}: security.md's baseline {base_ms:g} ms, this run's {f.baseline_ms:g} ms "
                 f"(more than {BASELINE_MARGIN:g} × apart)"
             )
         if ratio < MIN_BASELINE_RATIO:
-            problems.append(f"{f.id}: the README's ratio {ratio:g} is under {MIN_BASELINE_RATIO:g}")
+            problems.append(
+                f"{f.id}: security.md's ratio {ratio:g} is under {MIN_BASELINE_RATIO:g}"
+            )
     return problems
 
 
 def _same_sentence(
     readme: str, begin: str, end: str, live: str, exact: tuple[int, ...]
 ) -> tuple[list[str], list[float], list[float]]:
-    """The README's sentence between ``begin`` and ``end`` against this run's ``live``: the
+    """security.md's sentence between ``begin`` and ``end`` against this run's ``live``: the
     same words (figures aside), and the figures numbered ``exact`` the same. Returns the
     problems, then both sentences' figures for the caller's own bounds (none when the words
     differ: that is the one problem)."""
     start = readme.index(begin) + len(begin)
     quoted = " ".join(readme[start : readme.index(end)].split())
     if _NUMBER.sub("#", quoted) != _NUMBER.sub("#", live):
-        return [f"the README says {quoted!r}, this run {live!r}"], [], []
+        return [f"security.md says {quoted!r}, this run {live!r}"], [], []
     q, v = numbers(quoted), numbers(live)
     problems = [
-        f"the README's figure {q[i]:g} is not this run's {v[i]:g}" for i in exact if q[i] != v[i]
+        f"security.md's figure {q[i]:g} is not this run's {v[i]:g}" for i in exact if q[i] != v[i]
     ]
     return problems, q, v
 
 
 def serve_disagreements(readme: str, figures: HalfOpenFigures) -> list[str]:
-    """Where the README's sentence on half-open sockets and a fresh run part ways.
+    """Where security.md's sentence on half-open sockets and a fresh run part ways.
 
     The sentence reads the same, its set-up figures (sockets, limits, requests, bound, lines
     logged) exactly; the descriptors within 10 %; the quoted times keep their bounds (they
@@ -192,16 +197,16 @@ def serve_disagreements(readme: str, figures: HalfOpenFigures) -> list[str]:
     if not q:
         return problems
     if not 0 < q[2] <= MAX_DESCRIPTORS or not _close([q[2]], [v[2]], 0.1):
-        problems.append(f"the README's {q[2]:g} descriptors, this run's {v[2]:g}")
+        problems.append(f"security.md's {q[2]:g} descriptors, this run's {v[2]:g}")
     if not (q[4] < HEALTH_BOUND_MS and q[7] < HEALTH_BOUND_MS):
-        problems.append(f"the README's /health times {q[4]:g}, {q[7]:g} ms break the bound")
+        problems.append(f"security.md's /health times {q[4]:g}, {q[7]:g} ms break the bound")
     if q[4] / max(q[6], 0.01) > SLOWDOWN_BOUND:
-        problems.append(f"the README's /health slowdown {q[4]:g} / {q[6]:g} ms is over the bound")
+        problems.append(f"security.md's /health slowdown {q[4]:g} / {q[6]:g} ms is over the bound")
     return problems
 
 
 def page_disagreements(readme: str, figures: PageFigures) -> list[str]:
-    """Where the README's sentence on the page's markdown and a fresh run part ways: the
+    """Where security.md's sentence on the page's markdown and a fresh run part ways: the
     same words, the set-up figures exact, ordinary markdown's time within
     :data:`BASELINE_MARGIN` of this run's, and the quoted worst within its bound."""
     # chars, repeats, inputs, worst, ordinary, slack, fallbacks
@@ -210,9 +215,9 @@ def page_disagreements(readme: str, figures: PageFigures) -> list[str]:
     if not q:
         return problems
     if not 1 / BASELINE_MARGIN <= q[4] / max(v[4], 0.01) <= BASELINE_MARGIN:
-        problems.append(f"the README's ordinary markdown {q[4]:g} ms, this run's {v[4]:g} ms")
+        problems.append(f"security.md's ordinary markdown {q[4]:g} ms, this run's {v[4]:g} ms")
     if q[3] > q[4] + SLACK_MS:
-        problems.append(f"the README's worst input {q[3]:g} ms breaks its bound")
+        problems.append(f"security.md's worst input {q[3]:g} ms breaks its bound")
     return problems
 
 
@@ -237,7 +242,7 @@ def _within_bound(case_id: str, what: str, cell: str, bound: float) -> list[str]
     """A cell "figure …(< bound)": the bound is this case's, and the figure keeps it."""
     found = numbers(cell)
     if not found or found[-1] != bound:
-        return [f"{case_id}: the README's {what} bound in {cell!r} is not {bound:g}"]
+        return [f"{case_id}: security.md's {what} bound in {cell!r} is not {bound:g}"]
     if found[0] >= bound:
-        return [f"{case_id}: the README's {what} {found[0]:g} breaks its bound {bound:g}"]
+        return [f"{case_id}: security.md's {what} {found[0]:g} breaks its bound {bound:g}"]
     return []

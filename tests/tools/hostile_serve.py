@@ -8,8 +8,8 @@ requests with no half-open socket, just before, are the baseline of the same run
 the round trips, the server's open descriptors (``/proc``), and whether it logged an error.
 
 The bounds live here, beside the figures: :func:`serve_verdicts` holds a run to them, and the
-README's row (:func:`readme_row`) quotes them. No Tk; any thread (the bench calls it from its
-script on the main thread, while nothing of the window is being measured).
+sentence in docs/security.md (:func:`readme_row`) quotes them. No Tk; any thread (the bench
+calls it from its script on the main thread, while nothing of the window is being measured).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def serve_verdicts(figures: HalfOpenFigures) -> list[tuple[str, bool, str]]:
 
 
 def readme_row(figures: HalfOpenFigures) -> str:
-    """The README's sentence, written from one run."""
+    """docs/security.md's sentence, written from one run."""
     return (
         f"{figures.half_open} half-open sockets under an open-file limit of {FILE_LIMIT} leave "
         f"the server at {figures.descriptors} descriptors (at most {MAX_DESCRIPTORS}), "

@@ -1,11 +1,12 @@
-"""The README's bench figures, written by the bench itself and checked by a test.
+"""The bench figures of docs/bench.md, written by the bench itself and checked by a test.
 
-A figure typed into the README by hand drifts: the code changes, the number stays. So the
-README's "latest run" tables are never typed. ``tkchat bench … --json docs/runs/NAME.json``
-keeps a run; ``python -m tests.tools.readme_figures`` (from a clone) rewrites each block
-between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` from its kept run;
+(The module keeps its name from when these tables were in the README.) A figure typed into a
+page by hand drifts: the code changes, the number stays. So the "latest run" tables of
+docs/bench.md are never typed. ``tkchat bench … --json docs/runs/NAME.json`` keeps a run;
+``python -m tests.tools.readme_figures`` (from a clone) rewrites each block between
+``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` from its kept run;
 ``tests/test_readme_figures.py`` renders every block again from its JSON and fails when the
-README says anything else (a hand edit, a JSON without its block, a block without its run).
+page says anything else (a hand edit, a JSON without its block, a block without its run).
 
 Plain functions on plain data (no Tk, no model): any thread, usually the bench's main one.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = ROOT / "docs" / "runs"
-README = ROOT / "README.md"
+BENCH_PAGE = ROOT / "docs" / "bench.md"  # the page whose bench blocks these are
 
 # The columns a reader needs to see the story: how fast, how late the loop, whether a click
 # was answered, whether Stop stopped. The JSON keeps every other figure.
@@ -77,9 +78,9 @@ def render_block(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def blocks(readme_text: str) -> dict[str, str]:
-    """Every bench block of the README, by name: its text between the two markers."""
-    return {m["name"]: m["body"] for m in _BLOCK.finditer(readme_text)}
+def blocks(page_text: str) -> dict[str, str]:
+    """Every bench block of a page, by name: its text between the two markers."""
+    return {m["name"]: m["body"] for m in _BLOCK.finditer(page_text)}
 
 
 def load_run(name: str, runs_dir: Path = RUNS_DIR) -> dict[str, Any]:
@@ -91,14 +92,14 @@ def load_run(name: str, runs_dir: Path = RUNS_DIR) -> dict[str, Any]:
     return payload
 
 
-def rewrite_blocks(readme: Path = README, runs_dir: Path = RUNS_DIR) -> list[str]:
-    """Render every block of ``readme`` again from its kept run; the names rewritten. A block
+def rewrite_blocks(page: Path = BENCH_PAGE, runs_dir: Path = RUNS_DIR) -> list[str]:
+    """Render every block of ``page`` again from its kept run; the names rewritten. A block
     without a run is refused (so no block goes on quoting a run nobody kept)."""
-    text = readme.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     names = sorted(blocks(text))
     fresh = {name: render_block(load_run(name, runs_dir)) for name in names}
     text = _BLOCK.sub(lambda m: _wrap(m["name"], fresh[m["name"]]), text)
-    readme.write_text(text, encoding="utf-8")
+    page.write_text(text, encoding="utf-8")
     return names
 
 
@@ -113,7 +114,7 @@ def main() -> int:
     except ReadmeFiguresError as exc:
         print(exc)
         return 2
-    print(f"rewrote {README}: {', '.join(names) or 'no blocks'}")
+    print(f"rewrote {BENCH_PAGE}: {', '.join(names) or 'no blocks'}")
     return 0
 
 

@@ -62,7 +62,7 @@ WINDOWS_KEY = r"Software\Microsoft\Windows\CurrentVersion\Themes\Personalize"
 @dataclass(frozen=True)
 class Detected:
     """What the system said: ``scheme`` is "light", "dark" or None (nothing said), and
-    ``source`` says where it came from, for the status line and the README."""
+    ``source`` says where it came from, for the status line and docs/using.md."""
 
     scheme: str | None
     source: str
