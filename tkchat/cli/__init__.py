@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``tkchat``'s entry point: parse ``argv`` (default: the process's), run what it names;
+    the exit status."""
     args = build_parser().parse_args(argv)
     command = COMMANDS.get(args.command)
     return window.run(args) if command is None else command.run(args)
