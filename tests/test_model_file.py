@@ -200,7 +200,7 @@ def test_real_bundled_model_when_installed(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_the_window_loads_the_model_chosen_last_time_unless_told_otherwise(tmp_path: Path) -> None:
-    from tkchat.cli import window_model
+    from tkchat.cli.window import window_model
 
     chosen = tmp_path / "chosen.gguf"
     chosen.write_bytes(b"GGUF" + bytes(16))

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.test_remote_backend import generate, text_of
-from tkchat.cli import _child_model_args, build_parser
+from tkchat.cli import build_parser
+from tkchat.cli.from_args import child_model_args
 from tkchat.conversation import Sampling
 from tkchat.events import Done
 from tkchat.generate.backend import BackendError
@@ -91,7 +92,7 @@ def test_server_token_on_the_command_line_reaches_the_backend(
     backend.load()
     assert isinstance(backend, RemoteBackend) and backend.protocol == "tkchat"
     # a compare window opened from this one gets the same server and token
-    assert _child_model_args(args)[-4:] == ["--server", url, "--server-token", token]
+    assert child_model_args(args)[-4:] == ["--server", url, "--server-token", token]
 
 
 @pytest.mark.gui

@@ -385,8 +385,8 @@ def test_the_teach_and_theme_flags_reach_the_window(
 ) -> None:
     """``tkchat --teach --theme dark`` with chat-only remembered: the controls are shown, the
     window is dark, and neither is written back (a flag is for this run)."""
-    from tkchat import cli
-    from tkchat.ui import app as app_module
+    from tkchat.cli import window as cli_window
+    from tkchat.ui.window import chat_window as app_module
 
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
     (tmp_path / "settings.json").write_text(json.dumps({"chat_only": True, "theme": "light"}))
@@ -401,7 +401,7 @@ def test_the_teach_and_theme_flags_reach_the_window(
 
     monkeypatch.setattr(app_module, "ChatApp", Recorded)
     args = build_parser().parse_args(["--backend", "scripted", "--teach", "--theme", "dark"])
-    assert cli.run_app(args) == 0
+    assert cli_window.run_app(args) == 0
     assert seen == [(False, "dark")]
     assert build_parser().parse_args([]).teach is False
     stored = json.loads((tmp_path / "settings.json").read_text(encoding="utf-8"))

@@ -1,0 +1,73 @@
+"""``tkchat compare``: two windows side by side, a broken mode beside the fixed pipeline,
+sent the same prompt with the same seed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tkchat.cli.from_args import child_model_args, qt_problem, usable
+from tkchat.cli.options import Subcommands, add_server_option, mode_type, model_options
+from tkchat.course.compare import COMPARE_TOOLKITS
+from tkchat.modes import BROKEN_MODES, FIXED, OUTSIDE_FORM
+
+NAME = "compare"
+DEFAULT_SEED = 7
+
+
+def _other_mode(text: str) -> str:
+    """What ``compare`` puts beside the fixed pipeline: a broken mode, or one's own."""
+    if text == FIXED:
+        raise argparse.ArgumentTypeError("compare puts a mode beside fixed: choose another")
+    return mode_type(text)
+
+
+def add_parser(commands: Subcommands) -> None:
+    compare = commands.add_parser(
+        NAME,
+        parents=[model_options()],
+        help="two windows side by side: a broken mode and the fixed pipeline",
+        description="Open two tkchat processes next to each other — one broken mode, one "
+        "fixed — and send both the same prompt with the same seed.",
+    )
+    compare.add_argument(
+        "--broken",
+        type=_other_mode,
+        default=None,
+        metavar="MODE",
+        help=f"the window beside fixed: {', '.join(BROKEN_MODES)} (default blocking; "
+        f"no-coalesce with --toolkit qt), or a pipeline of your own as {OUTSIDE_FORM}",
+    )
+    compare.add_argument(
+        "--toolkit",
+        choices=COMPARE_TOOLKITS,
+        default="tk",
+        help="tk: two Tk windows (default); qt: two Qt windows, the broken one left; "
+        "both: the Qt window beside the Tk window, both fixed",
+    )
+    add_server_option(compare)
+    compare.add_argument("--prompt", default=None, help="the prompt both windows send")
+    compare.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    compare.add_argument("--max-tokens", type=int, default=256)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.toolkit != "tk":
+        problem = qt_problem(args.broken or "no-coalesce")
+        if args.toolkit == "both" and args.broken:
+            problem = "--toolkit both compares the two fixed windows: leave out --broken"
+        if problem:
+            print(f"tkchat compare: {problem}", file=sys.stderr)
+            return 2
+    from tkchat.course.compare import run_compare
+
+    if args.broken is not None and not usable(args.broken, NAME):
+        return 2
+    return run_compare(
+        args.broken,
+        child_model_args(args),
+        prompt=args.prompt,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        toolkit=args.toolkit,
+    )

@@ -1,0 +1,126 @@
+"""What several commands make of their parsed options: the backend, the sampling, a child
+window's command line, and the checks that turn a mode that cannot run into one sentence.
+
+The heavy modules (a model, a window) are imported inside the functions, when a command runs:
+``tkchat --help`` must work on a machine without Tk."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from tkchat.conversation import Sampling
+from tkchat.modes import is_outside_mode
+from tkchat.transport.chaos import Chaos
+
+if TYPE_CHECKING:  # for the annotations only
+    from tkchat.generate.backend import Backend
+
+SCRIPTED_RATE = 50.0  # tokens per second of the scripted backend when --rate is not given
+
+
+def rate_or(args: argparse.Namespace, default: float) -> float:
+    """``--rate``, else the command's own default (the bench and the self-test go faster)."""
+    return default if args.rate is None else float(args.rate)
+
+
+def backend_from_args(
+    args: argparse.Namespace,
+    *,
+    faults: bool = False,
+    remote: bool = False,
+    model: str | None = None,
+    context_for: Callable[[str], int | None] | None = None,
+) -> Backend:
+    """The backend the model options ask for. ``faults``: the command's window has the
+    scripted faults (``--fail-at``, ``--split-utf8``); ``remote``: it streams from
+    ``--server`` when one is given. Both are off elsewhere, where these options, given before
+    the command's name, are not the command's. ``model``: the window's choice instead of
+    ``--model`` (None: ``--model``); ``context_for``: the contexts chosen in Settings."""
+    from tkchat.generate.factory import make_backend
+
+    return make_backend(
+        args.backend,
+        model=model or args.model,
+        rate=rate_or(args, SCRIPTED_RATE),
+        tokens=args.tokens,
+        fail_at=args.fail_at if faults else None,
+        split_utf8=args.split_utf8 if faults else False,
+        prompt_rate=args.prompt_rate,
+        server=args.server if remote else None,
+        server_token=args.server_token if remote else None,
+        n_ctx=args.n_ctx,
+        context_for=context_for,
+    )
+
+
+def sampling_from_args(args: argparse.Namespace, base: Sampling | None = None) -> Sampling:
+    """``base`` (default: the defaults) with what ``--temperature``, ``--max-tokens`` and
+    ``--seed`` give; an option not given keeps the base's value."""
+    overrides = {
+        name: value
+        for name, value in (
+            ("temperature", args.temperature),
+            ("max_tokens", args.max_tokens),
+            ("seed", args.seed),
+        )
+        if value is not None
+    }
+    return replace(base or Sampling(), **overrides)
+
+
+def chaos_from_args(args: argparse.Namespace) -> Chaos | None:
+    """``--chaos SEED`` and ``--lose-event SEQ`` as the chaos between model and window."""
+    if args.chaos is None:
+        return None
+    chaos = Chaos(args.chaos)
+    if args.lose_event is not None:
+        chaos.drop_next(args.lose_event)
+    return chaos
+
+
+def child_model_args(args: argparse.Namespace) -> list[str]:
+    """The model options again, as a command line for a child window."""
+    out = ["--backend", args.backend]
+    if args.server:
+        out += ["--server", args.server]
+    if args.server_token:
+        out += ["--server-token", args.server_token]
+    if args.model:
+        out += ["--model", args.model]
+    if args.n_ctx is not None:
+        out += ["--n-ctx", str(args.n_ctx)]
+    if args.rate is not None:
+        out += ["--rate", str(args.rate)]
+    if args.tokens is not None:
+        out += ["--tokens", str(args.tokens)]
+    return out
+
+
+def usable(mode: str, command: str) -> bool:
+    """A pipeline of one's own is loaded before a command measures or shows it: a file that
+    cannot be used gets its one sentence here, not a window or a run that goes wrong."""
+    if not is_outside_mode(mode):
+        return True
+    from tkchat.course.lessons import default_language
+    from tkchat.ui.teaching.outside import OutsidePipelineError, load_outside_class
+    from tkchat.ui.window.translator import Translator
+
+    try:
+        load_outside_class(mode)
+    except OutsidePipelineError as exc:
+        print(f"tkchat {command}: {exc.sentence(Translator(default_language()))}", file=sys.stderr)
+        return False
+    return True
+
+
+def qt_problem(mode: str) -> str | None:
+    """Why the Qt client cannot run as asked (None: it can)."""
+    from tkchat.qt import QT_MODES, qt_missing
+
+    if mode not in QT_MODES:
+        return f"the Qt client has the modes {' and '.join(QT_MODES)}, not {mode}"
+    return qt_missing()
