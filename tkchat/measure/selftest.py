@@ -693,7 +693,7 @@ def run_selftest(
     controller = GenerationController(meter, EventChannel())
     app = ChatApp(root, controller, AppOptions(mode=mode, sampling=sampling, language=language))
     if app.pipeline.name != mode:  # the class would not even be made: said in the window
-        print(app.pipeline_problem or mode)
+        print(app.pipelines.problem or mode)
         print(t("selftest.grade.none"))
         app.close()
         return 2
