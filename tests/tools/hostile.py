@@ -59,8 +59,7 @@ from tests.tools.hostile_server import Conn, Handler, HostileServer, event, tkch
 from tkchat.events import Done, Error
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
 from tkchat.measure.figures import lag_figures
-from tkchat.measure.measured import BenchWindow
-from tkchat.measure.script import Script
+from tkchat.measure.script import BenchWindow, Script
 from tkchat.stats import rounded, rss_mb
 from tkchat.ui.window.chat_window import ChatApp
 

@@ -35,8 +35,7 @@ from tkchat.generate.prompt_eval import PromptReader
 from tkchat.generate.scripted import long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.figures import SYSTEM, BenchOptions, RunFigures, input_figures, lag_figures
-from tkchat.measure.measured import BenchWindow
-from tkchat.measure.script import Script
+from tkchat.measure.script import BenchWindow, Script
 from tkchat.stats import median, percentile, rounded
 
 ANSWER_TOKENS = 16  # the answers here only need to start: the prompt is what is measured

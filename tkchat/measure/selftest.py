@@ -56,7 +56,7 @@ from tkchat.measure.grade import (
     report,
     target_checks,
 )
-from tkchat.measure.measured import MeasuredWindow
+from tkchat.measure.script import MeasuredWindow
 from tkchat.modes import is_outside_mode
 from tkchat.stats import LagSample, median, percentile
 from tkchat.transport.channel import EventChannel

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.course.lessons import default_language
-from tkchat.events import Done, Error, ModelReady
+from tkchat.events import ModelReady
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.remote import RemoteBackend
@@ -32,6 +32,7 @@ from tkchat.ui.chats.conversation_files import ConversationFiles
 from tkchat.ui.chats.conversations import ChatHooks, SavedConversations
 from tkchat.ui.chats.draft_count import DraftCounter
 from tkchat.ui.chats.flow import ChatFlow
+from tkchat.ui.chats.flow_facade import FlowFacade
 from tkchat.ui.chats.history import History
 from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.lag_probe import LagProbe
@@ -41,7 +42,7 @@ from tkchat.ui.look.scaling import remembered_size, window_size
 from tkchat.ui.look.text_size import TextSize
 from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.models.switch import ModelSwitch
-from tkchat.ui.pipeline import Pipeline, PipelineHost
+from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.services import Services
@@ -49,7 +50,7 @@ from tkchat.ui.settings.chat_settings import ChatSettings
 from tkchat.ui.settings.remembered import Remembered
 from tkchat.ui.teaching.controls import TeachingControls
 from tkchat.ui.teaching.demo_setup import LessonDemos
-from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView
+from tkchat.ui.transcript import BODY_FONT_SIZE
 from tkchat.ui.window.context_menus import attach_text_menu
 from tkchat.ui.window.layout import ButtonCommands, ChatLayout
 from tkchat.ui.window.menubar import MenuBar, bind_shortcuts
@@ -64,9 +65,9 @@ __all__ = ["AppOptions", "ChatApp"]  # AppOptions lives in options.py; its calle
 WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/look/scaling.py)
 
 
-class ChatApp(ChatLayout):
-    """One chat window around one controller; the view its chat flow (``flow``) sees.
-    Main thread only."""
+class ChatApp(ChatLayout, FlowFacade):
+    """One chat window around one controller; the view its chat flow (``flow``) sees, and
+    the flow's commands and state on it (:class:`FlowFacade`). Main thread only."""
 
     def __init__(
         self, root: tk.Tk, controller: GenerationController, options: AppOptions | None = None
@@ -150,7 +151,7 @@ class ChatApp(ChatLayout):
             self.draft,
             self.conversations,
         )
-        self.flow: ChatFlow = ChatFlow(
+        self.flow = ChatFlow(
             self,
             parts,
             scheduler=self.scheduler,
@@ -296,63 +297,6 @@ class ChatApp(ChatLayout):
         self.menubar = MenuBar(self.root, self.t, commands)
         self.appearance.show_in(self.menubar)
         bind_shortcuts(self.root, commands)
-
-    # -- the window's commands (buttons, menu, shortcuts; the bench and the tests call them) ---
-
-    def send(self, text: str | None = None) -> bool:
-        """Send the box's text (or ``text``): :meth:`ChatFlow.send`."""
-        return self.flow.send(text)
-
-    def stop(self) -> None:
-        self.flow.stop()
-
-    def regenerate(self) -> bool:
-        return self.flow.regenerate()
-
-    def new_chat(self) -> None:
-        self.flow.new_chat()
-
-    # -- what the flow keeps, read by the tests, the bench and the selftest ------------------
-
-    @property
-    def answer(self) -> AnswerView | None:
-        return self.flow.answering.answer
-
-    @property
-    def finished(self) -> list[Done | Error]:
-        return self.flow.answering.finished
-
-    @property
-    def last_error(self) -> str | None:
-        return self.flow.answering.last_error
-
-    @property
-    def final_handled_at(self) -> float | None:
-        return self.flow.answering.final_handled_at
-
-    @property
-    def last_cancel_ms(self) -> float | None:
-        return self.flow.answering.last_cancel_ms
-
-    @property
-    def model_ready(self) -> bool:
-        return self.flow.model_ready
-
-    @property
-    def model_failed(self) -> bool:
-        return self.flow.model_failed
-
-    @property
-    def showing_conversation(self) -> bool:
-        return self.flow.showing_conversation
-
-    @property
-    def pipeline(self) -> Pipeline:
-        return self.flow.answering.pipeline
-
-    @pipeline.setter
-    def pipeline(self, pipeline: Pipeline) -> None:  # the selftest times the one in use
-        self.flow.answering.pipeline = pipeline
 
     # -- what the chat flow asks of the window (ChatView) -------------------------------------
 

@@ -125,7 +125,10 @@ class ChatLayout:
         self.transcript = Transcript(chat, scheduler, t)
         self.transcript.pack(side="top", fill="both", expand=True)
         self.input.configure(font=self.transcript.body_font)
-        self.places = Places(self.panes, self.top_bar, self.health, self.banner_anchor)
+
+    @property
+    def places(self) -> Places:
+        return Places(self.panes, self.top_bar, self.health, self.banner_anchor)
 
     def _buttons(self) -> tuple[ttk.Button, ...]:
         return (self.send_button, self.stop_button, self.regenerate_button)
