@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import ModelFailed, ModelReady
+from tkchat.generate.remote import RemoteBackend
 from tkchat.limits import cut
 from tkchat.store import Conversation
 from tkchat.ui.chats.answer_versions import versions_after_regenerate
@@ -320,6 +321,13 @@ class ChatFlow:
         self.view.model_loaded(event)
         self.measure_context()
         self._maybe_autosend()
+
+    def model_loading(self) -> None:
+        """The window's model is loading (at start)."""
+        self.view.status.say("app.loading", name=self.controller.backend.name)
+        if isinstance(self.controller.backend, RemoteBackend):
+            # Connecting to a server can take up to its handshake deadline: Stop gives up.
+            self.view.enable("stop", True)
 
     def model_unloading(self) -> None:
         """Another backend is about to replace the current one."""

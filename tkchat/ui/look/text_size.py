@@ -32,7 +32,8 @@ class TextSize:
     in projector mode the figures grow with the text). ``sidebar()`` is the list of saved
     chats, or None where the window keeps none (a getter: it is built after this, and this
     must listen to ``fonts`` before the list does). ``panes`` holds it; ``status`` says when
-    projector mode turns on or off."""
+    projector mode turns on or off. (``remembered`` and ``status`` come from the window's
+    services; ``health``, ``top_bar`` and ``panes`` from its places.)"""
 
     def __init__(
         self,

@@ -27,14 +27,15 @@ DEMO_ANSWER_CHARS = 4_000  # long enough for a freeze to be seen and felt, the s
 class ModelSwitch:
     """The window's backends by kind ("llama", "scripted"), and the Model menu's commands.
 
-    ``make(kind)`` builds a backend a lesson asks for; ``on_unloading()`` is called before the
+    ``make(kind)`` builds a backend a lesson asks for (None: the usual ones,
+    :func:`~tkchat.generate.factory.make_backend`); ``on_unloading()`` is called before the
     current backend is replaced (the window stops the answer and waits for ``ModelReady``)."""
 
     def __init__(
         self,
         services: Services,
         *,
-        make: Callable[[str], Backend],
+        make: Callable[[str], Backend] | None = None,
         on_unloading: Callable[[], None],
         on_dialog_closed: Callable[[], None] = lambda: None,
     ) -> None:
@@ -43,7 +44,7 @@ class ModelSwitch:
         self.status = services.status
         self.controller = controller = services.controller
         self.remembered = services.remembered
-        self.make = make
+        self.make = make or make_backend
         self.on_unloading = on_unloading
         self.on_dialog_closed = on_dialog_closed
         self.backends: dict[str, Backend] = {kind_of(controller.backend): controller.backend}

@@ -21,8 +21,6 @@ from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.course.lessons import default_language
 from tkchat.events import ModelReady
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.factory import make_backend
-from tkchat.generate.remote import RemoteBackend
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store.settings import AppSettings
 from tkchat.ui.chats.answer_versions import AnswerVersions
@@ -33,7 +31,6 @@ from tkchat.ui.chats.conversations import ChatHooks, SavedConversations
 from tkchat.ui.chats.draft_count import DraftCounter
 from tkchat.ui.chats.flow import ChatFlow
 from tkchat.ui.chats.flow_facade import FlowFacade
-from tkchat.ui.chats.history import History
 from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.look.appearance import Appearance
@@ -183,7 +180,7 @@ class ChatApp(ChatLayout, FlowFacade):
         )
         self.models = ModelSwitch(
             self.services,
-            make=options.backend_factory or (lambda kind: make_backend(kind)),
+            make=options.backend_factory,
             on_unloading=lambda: self.flow.model_unloading(),
             on_dialog_closed=self.typing.soon,
         )
@@ -224,7 +221,7 @@ class ChatApp(ChatLayout, FlowFacade):
             sidebar.new_button.configure(command=self.typing.then(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             self.root.geometry(window_size(self.root, *WINDOW_SIZE_WITH_SIDEBAR))
-        self.archive: History | None = self.conversations.archive if self.conversations else None
+        self.archive = self.conversations.archive if self.conversations else None
         self.versions: AnswerVersions = AnswerVersions(self.transcript, self.services, self.archive)
         self.files: ConversationFiles = ConversationFiles(
             self.services, self.archive, lambda cid: self.flow.open_conversation(cid)
@@ -241,10 +238,7 @@ class ChatApp(ChatLayout, FlowFacade):
     def _restore(self, options: AppOptions, settings: AppSettings) -> None:
         """What the user had last time (and asked for on the command line)."""
         self.root.protocol("WM_DELETE_WINDOW", self.close)
-        self.status.say("app.loading", name=self.controller.backend.name)
-        if isinstance(self.controller.backend, RemoteBackend):
-            # Connecting to a server can take up to its handshake deadline: Stop gives up.
-            self.enable("stop", True)
+        self.flow.model_loading()
         self.t.on_change(lambda _lang: self._set_title())
         self._set_title()
         if options.show_lessons:
