@@ -153,7 +153,7 @@ def test_a_stopped_version_shows_its_note_and_links_wait_while_one_streams(
     assert header(app, streaming).endswith("◀ 2/2 ▶")
     # While it streams its links do nothing (drawn, but not links).
     assert app.transcript.link_index(streaming, "prev") is None
-    assert not app.show_version(streaming, -1)
+    assert not app.flow.show_version(streaming, -1)
     app.stop()
     rendered(root, app)
     stopped = last_answer(app)
@@ -377,10 +377,10 @@ def test_without_history_the_branches_live_in_the_window(root: tk.Tk, make_app) 
     assert chat_on_screen(app) == [("user", "alpha, again?"), ("assistant", "Again.")]
     ask(root, app, "more?")
     click_link(root, app, app.transcript.entries[2], "edit")  # an edit under way ...
-    assert app.editing is not None
+    assert app.flow.editing is not None
     click_link(root, app, app.transcript.entries[0], "prev")
     branch_shown(root, app)
-    assert app.editing is None and app.input.draft == ""  # ... went with its branch
+    assert app.flow.editing is None and app.input.draft == ""  # ... went with its branch
     assert app.status.get() == "Edit cancelled."
     expected = [
         ("user", "alpha?"),

@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import pump_for, pump_until
 from tests.fake_hub import FakeHub
+from tkchat.conversation import Sampling
+from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend
@@ -29,10 +31,13 @@ from tkchat.models.catalogue import (
     memory_needed,
 )
 from tkchat.store.settings import AppSettings
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.models.catalogue_dialog import ERROR_STYLE, CatalogueDialog
 from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.services import Services
 from tkchat.ui.settings.remembered import Remembered
 from tkchat.ui.window.status import StatusLine
 from tkchat.ui.window.translator import Translator
@@ -93,12 +98,13 @@ class Parts:
         self.scheduler = AfterScheduler(root)
         self.remembered = Remembered(AppSettings(), persist=False, on_warning=print)
         self.loaded: list[str] = []
+        controller = GenerationController(ScriptedBackend(), EventChannel())
+        session = ChatSession("", Sampling())
+        services = Services(
+            root, self.scheduler, self.t, self.status, self.remembered, controller, session
+        )
         self.catalogue = ModelCatalogue(
-            root,
-            self.t,
-            self.status,
-            self.scheduler,
-            self.remembered,
+            services,
             self.loaded.append,
             catalogue_file=catalogue_file,
             cache=cache,

@@ -43,7 +43,7 @@ def test_under_chaos_the_window_shows_the_answer_once_in_order(root: tk.Tk, make
     assert answer.text == SCRIPT  # every word once, in order
     assert len(shown) > 5, "it streamed over many ticks"
     assert all(SCRIPT.startswith(text) for text in shown), "the screen never showed disorder"
-    counts = app.ordering_counters()
+    counts = app.demos.ordering_counters()
     assert counts.chaos_on
     assert counts.shuffled > 0 and counts.duplicated > 0 and counts.delayed > 0
     assert counts.dropped == 0 and counts.gaps == 0
@@ -71,14 +71,14 @@ def test_a_lost_event_ends_the_answer_and_the_next_one_streams(root: tk.Tk, make
     assert expected in app.status.get()
     pump_until(root, lambda: not worker.is_alive(), 5, "the unseen answer's model loop to stop")
     assert app.stop_button.instate(["disabled"]) and not app.send_button.instate(["disabled"])
-    assert app.ordering_counters().gaps == 1
+    assert app.demos.ordering_counters().gaps == 1
 
     backend.tokens = None  # the script once, still through the chaos transport
     app.send("again")
     second = app.answer
     assert isinstance(finish(root, app, 2), Done)
     assert second.text == SCRIPT
-    counts = app.ordering_counters()
+    counts = app.demos.ordering_counters()
     assert counts.dropped == 1 and counts.gaps == 1
     assert counts.stale_dropped > 0, "what the lost answer's worker still sent was ignored"
 
@@ -114,12 +114,12 @@ def test_chaos_can_be_switched_off_for_the_next_answer(root: tk.Tk, make_app) ->
     app = make_app(ScriptedBackend(rate=0), chaos=Chaos(1))
     app.send("with chaos")
     finish(root, app)
-    before = app.ordering_counters()
-    app.set_chaos(None)
+    before = app.demos.ordering_counters()
+    app.demos.set_chaos(None)
     app.send("without")
     assert isinstance(finish(root, app, 2), Done)
     assert app.transcript.answers[-1].text == SCRIPT
-    after = app.ordering_counters()
+    after = app.demos.ordering_counters()
     assert not after.chaos_on
     assert after.held_back == before.held_back, "straight through: nothing waited"
 

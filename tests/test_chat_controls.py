@@ -215,7 +215,7 @@ def test_copy_link_copies_exactly_that_message_and_says_so(root: tk.Tk, make_app
         click_link(root, app, view, "copy")
         assert root.clipboard_get() == expected, view
         assert app.status.get() == "Copied the message to the clipboard."
-    assert app.editing is None  # Copy never starts an edit
+    assert app.flow.editing is None  # Copy never starts an edit
     assert app.input.get("1.0", "end-1c") == ""
 
 
@@ -291,7 +291,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     assert isinstance(bravo, UserView) and bravo.text == "bravo question"
 
     click_link(root, app, bravo, "edit")
-    assert app.editing is bravo
+    assert app.flow.editing is bravo
     assert app.input.get("1.0", "end-1c") == "bravo question"
     assert app.status.get().startswith("Editing message")
     app.input.delete("1.0", "end")
@@ -308,7 +308,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
         ("assistant", "Replacement reply."),
     ]
     assert shown(app) == expected
-    assert app.editing is None and app.input.get("1.0", "end-1c") == ""
+    assert app.flow.editing is None and app.input.get("1.0", "end-1c") == ""
     text = app.transcript.plain_text()
     for gone in ("bravo question", "Second reply.", "charlie question", "Third reply."):
         assert gone not in text
@@ -325,7 +325,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     click_link(root, app, app.transcript.entries[0], "edit")
     assert app.input.get("1.0", "end-1c") == "alpha question"
     press(root, app.input, "<Escape>")
-    assert app.editing is None
+    assert app.flow.editing is None
     assert app.input.get("1.0", "end-1c") == ""
     assert app.status.get() == "Edit cancelled."
     app.input.insert("1.0", "delta question")
@@ -371,7 +371,7 @@ def test_what_was_typed_before_an_edit_comes_back_when_it_is_cancelled_or_sent(
     assert app.input.draft == "alpha question"
     app.input.event_generate("<Escape>")
     root.update()
-    assert app.input.draft == "my unsent draft" and app.editing is None
+    assert app.input.draft == "my unsent draft" and app.flow.editing is None
 
     click_link(root, app, app.transcript.entries[0], "edit")
     app.input.set_draft("alpha, edited")

@@ -307,9 +307,9 @@ def test_the_window_survives_a_bad_file(
     text = long_answer(800)
     app = make_app(ScriptedBackend(rate=0, text=text), mode=mode)
     assert app.pipeline.name == FIXED and app.teaching.mode == FIXED
-    assert app.pipeline_problem is not None and f"{name}.py" in app.pipeline_problem
-    banner = app.pipeline_banner
-    assert banner is not None and banner.shown and app.pipeline_problem in banner.text
+    assert app.pipelines.problem is not None and f"{name}.py" in app.pipelines.problem
+    banner = app.pipelines.banner
+    assert banner is not None and banner.shown and app.pipelines.problem in banner.text
     assert "fixed pipeline" in banner.text
     app.send("and yet it answers")
     pump_until(root, lambda: app.answer is None and bool(app.finished), what="the answer")
@@ -323,7 +323,7 @@ def test_a_students_pipeline_streams_in_the_window_and_says_whose_it_is(
     text = long_answer(2_000)
     app = make_app(ScriptedBackend(rate=2000, text=text), mode=SOLUTION)
     assert isinstance(app.pipeline, GuardedPipeline) and app.pipeline.name == SOLUTION
-    assert app.pipeline_banner is None
+    assert app.pipelines.banner is None
     root.update()
     assert SOLUTION in app.teaching.mode_box.cget("values")
     assert app.teaching.warning.winfo_ismapped()

@@ -138,11 +138,11 @@ def test_live_figures_follow_an_answer(root: tk.Tk, make_app) -> None:
         "ttft_ms",
         "rss_peak_mb",
     ):
-        value = app.live_figure(metric)
+        value = app.demos.live_figure(metric)
         assert value is not None and value >= 0, metric
         if metric in ("tokens_per_s", "ui_updates_per_s", "ttft_ms", "rss_peak_mb"):
             assert value > 0, metric  # an answer was generated, shown and took time
-    assert app.live_figure("no_such_metric") is None
+    assert app.demos.live_figure("no_such_metric") is None
     assert set(LANGUAGES) == {"en", "zh"}
 
 

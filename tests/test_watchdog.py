@@ -300,8 +300,8 @@ def test_at_192_dpi_the_window_grows_with_its_text(root: tk.Tk, scaled) -> None:
 
 def test_the_app_opens_one_watchdog_and_closes_it_with_itself(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=50))
-    handle = app.open_watchdog()
-    assert app.open_watchdog() is handle  # once
+    handle = app.demos.open_watchdog()
+    assert app.demos.open_watchdog() is handle  # once
     pump_until(root, lambda: handle.sender.sent >= 5, what="beats to the watchdog")
     assert handle.alive
     app.close()

@@ -59,7 +59,7 @@ from tests.tools.hostile_server import Conn, Handler, HostileServer, event, tkch
 from tkchat.events import Done, Error
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
 from tkchat.measure.figures import lag_figures
-from tkchat.measure.script import Script
+from tkchat.measure.script import BenchWindow, Script
 from tkchat.stats import rounded, rss_mb
 from tkchat.ui.window.chat_window import ChatApp
 
@@ -293,7 +293,7 @@ def case_by_id(case_id: str) -> HostileCase:
 
 def hostile_script(
     root: tk.Tk,
-    app: ChatApp,
+    app: BenchWindow,
     server: HostileServer,
     out: list[CaseFigures],
     serve_out: list[HalfOpenFigures],
@@ -327,7 +327,7 @@ def hostile_script(
 
 
 def _one_case(
-    app: ChatApp, server: HostileServer, case: HostileCase, out: list[CaseFigures]
+    app: BenchWindow, server: HostileServer, case: HostileCase, out: list[CaseFigures]
 ) -> Script:
     server.routes["/chat"] = case.answer
     app.new_chat()

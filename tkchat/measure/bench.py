@@ -56,7 +56,7 @@ from tkchat.measure.figures import (
     lag_p99_bound,
     run_alone,
 )
-from tkchat.measure.script import Script, ScriptRunner
+from tkchat.measure.script import BenchWindow, Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
@@ -178,7 +178,7 @@ class Bench:
         # saving; they go to a folder of the run's own, never into the user's history.
         self._data_dir = tempfile.TemporaryDirectory(prefix="tkchat-bench-")
         os.environ["TKCHAT_DATA_DIR"] = self._data_dir.name
-        self.app = ChatApp(
+        self.app: BenchWindow = ChatApp(
             root,
             controller,
             AppOptions(sampling=self.sampling, system_prompt=SYSTEM, history=True, language="en"),

@@ -91,7 +91,7 @@ def _needs_raw(lesson: Lesson) -> bool:
 def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoResult]) -> Script:
     """Set up ``lesson``'s demo in ``app`` as its button does, run it, measure it, check its
     claims; append the result to ``out``."""
-    app.setup_lesson_demo(lesson)
+    app.demos.setup(lesson)
     yield lambda: app.model_ready
     yield 0.2  # the switch of backend settles; the probe's peaks start from here
     if _needs_raw(lesson):
@@ -117,7 +117,7 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
 def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     inserts_before = app.transcript.inserts
     events_before = app.pump.events
-    ordering_before = asdict(app.ordering_counters())
+    ordering_before = asdict(app.demos.ordering_counters())
     finished_before = len(app.finished)
     slices_before = len(app.transcript.painter.slice_ms)
     app.probe.start_recording()
@@ -145,7 +145,7 @@ def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     slices = app.transcript.painter.slice_ms[slices_before:]
     figures["render_slice_max_ms"] = rounded(max(slices), 2) if slices else None
     figures["events"] = app.pump.events - events_before
-    ordering = asdict(app.ordering_counters())
+    ordering = asdict(app.demos.ordering_counters())
     for name in ORDERING_METRICS:  # what the chaos transport did to this answer's events
         figures[name] = ordering[name] - ordering_before[name]
     if worker is not None and worker.gen == final.gen:  # the fixed pipeline's own worker

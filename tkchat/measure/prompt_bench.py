@@ -35,9 +35,8 @@ from tkchat.generate.prompt_eval import PromptReader
 from tkchat.generate.scripted import long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.figures import SYSTEM, BenchOptions, RunFigures, input_figures, lag_figures
-from tkchat.measure.script import Script
+from tkchat.measure.script import BenchWindow, Script
 from tkchat.stats import median, percentile, rounded
-from tkchat.ui.window.chat_window import ChatApp
 
 ANSWER_TOKENS = 16  # the answers here only need to start: the prompt is what is measured
 FOLLOW_UP = "Now name one tool the text mentions, in a few words."
@@ -55,7 +54,7 @@ class Prober(Protocol):
 
 
 class PromptBench:
-    def __init__(self, app: ChatApp, prober: Prober, options: BenchOptions) -> None:
+    def __init__(self, app: BenchWindow, prober: Prober, options: BenchOptions) -> None:
         self.app = app
         self.prober = prober
         self.options = options
@@ -424,7 +423,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
     return out
 
 
-def _answered(app: ChatApp, finished: int) -> Callable[[], bool]:
+def _answered(app: BenchWindow, finished: int) -> Callable[[], bool]:
     """Whether the window has handled a final event beyond the first ``finished``."""
     return lambda: len(app.finished) > finished
 

@@ -36,13 +36,12 @@ import sys
 import threading
 import time
 import tkinter as tk
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import Protocol
 
 from tkchat.conversation import Message, Sampling
-from tkchat.events import Done, Error
+from tkchat.events import Error
 from tkchat.generate.backend import Backend, GenerationRequest, TokenStream, WrappedBackend
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
@@ -57,6 +56,7 @@ from tkchat.measure.grade import (
     report,
     target_checks,
 )
+from tkchat.measure.script import MeasuredWindow
 from tkchat.modes import is_outside_mode
 from tkchat.stats import LagSample, median, percentile
 from tkchat.transport.channel import EventChannel
@@ -310,56 +310,12 @@ def _unhandled(t: Translator, latencies: list[float]) -> list[str]:
     return [t("selftest.note.unhandled", missing=missing, events=len(latencies))]
 
 
-class _Answer(Protocol):
-    @property
-    def text(self) -> str: ...
-
-
-class _Transcript(Protocol):
-    @property
-    def answers(self) -> Sequence[_Answer]: ...
-
-
-class _Health(Protocol):
-    @property
-    def ping_times(self) -> list[float]: ...
-
-
-class _Probe(Protocol):
-    @property
-    def recorded(self) -> list[LagSample] | None: ...
-
-
-class SelftestWindow(Protocol):
-    """What the driver reads of a window, whichever toolkit draws it (the Tk ``ChatApp`` or
-    the Qt ``ChatWindow``): plain attributes its main thread writes, never a widget."""
-
-    @property
-    def model_ready(self) -> bool: ...
-    @property
-    def transcript(self) -> _Transcript: ...
-    @property
-    def health(self) -> _Health: ...
-    @property
-    def probe(self) -> _Probe: ...
-    @property
-    def controller(self) -> GenerationController: ...
-    @property
-    def answer(self) -> object | None: ...
-    @property
-    def finished(self) -> Sequence[Done | Error]: ...
-    @property
-    def last_error(self) -> str | None: ...
-    @property
-    def final_handled_at(self) -> float | None: ...
-
-
 class Driver:
     """Plays the user from its own thread."""
 
     def __init__(
         self,
-        app: SelftestWindow,
+        app: MeasuredWindow,
         faults: FaultInjector,
         meter: TokenMeter,
         points: Points,
@@ -693,7 +649,7 @@ def run_selftest(
     controller = GenerationController(meter, EventChannel())
     app = ChatApp(root, controller, AppOptions(mode=mode, sampling=sampling, language=language))
     if app.pipeline.name != mode:  # the class would not even be made: said in the window
-        print(app.pipeline_problem or mode)
+        print(app.pipelines.problem or mode)
         print(t("selftest.grade.none"))
         app.close()
         return 2

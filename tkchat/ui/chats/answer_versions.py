@@ -24,8 +24,7 @@ from collections import deque
 
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
-from tkchat.ui.chats.session import ChatSession
-from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.services import Services
 from tkchat.ui.transcript import AnswerView, Branch, Transcript, UserView
 
 _SLICE = "show-branch"
@@ -34,17 +33,11 @@ _SLICE = "show-branch"
 class AnswerVersions:
     """The versions of the messages on screen."""
 
-    def __init__(
-        self,
-        transcript: Transcript,
-        session: ChatSession,
-        archive: History | None,
-        scheduler: AfterScheduler,
-    ) -> None:
+    def __init__(self, transcript: Transcript, services: Services, archive: History | None) -> None:
         self.transcript = transcript
-        self.session = session
+        self.session = services.session
         self.archive = archive
-        self.scheduler = scheduler
+        self.scheduler = services.scheduler
         self._to_show: deque[tuple[str, str, str]] = deque()  # a branch not yet on screen
         self._question: UserView | None = None  # whose branch that is
 

@@ -18,11 +18,11 @@ from tkinter import ttk
 
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
-from tkchat.generate.controller import ContextMeasure, GenerationController
+from tkchat.generate.controller import ContextMeasure
 from tkchat.ui.look.fit import ellipsize
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, palette_of
-from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.services import Services
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.window.translator import Translator
 
@@ -110,19 +110,12 @@ class ContextWatch:
     are taken back (edit, regenerate), ``reset`` for another conversation.
     """
 
-    def __init__(
-        self,
-        meter: ContextMeter,
-        controller: GenerationController,
-        transcript: Transcript,
-        scheduler: AfterScheduler,
-        translate: Translator,
-    ) -> None:
+    def __init__(self, meter: ContextMeter, transcript: Transcript, services: Services) -> None:
         self.meter = meter
-        self.controller = controller
         self.transcript = transcript
-        self.scheduler = scheduler
-        self.t = translate
+        self.controller = services.controller
+        self.scheduler = services.scheduler
+        self.t = services.translate
         self._measure: ContextMeasure | None = None
         self._followed_at = 0.0
         self._shown = 0  # left-out messages the transcript has already told about

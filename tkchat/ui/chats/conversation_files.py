@@ -7,15 +7,13 @@ reads the file, and says how it went. Main thread only: a conversation is a smal
 from __future__ import annotations
 
 import re
-import tkinter as tk
 from collections.abc import Callable
 from pathlib import Path
 from tkinter import filedialog
 
 from tkchat.store import StoreError
 from tkchat.ui.chats.history import History
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.services import Services
 
 
 class ConversationFiles:
@@ -24,13 +22,11 @@ class ConversationFiles:
 
     def __init__(
         self,
-        root: tk.Misc,
-        translate: Translator,
-        status: StatusLine,
+        services: Services,
         archive: History | None,
         open_conversation: Callable[[int], None],
     ) -> None:
-        self.root, self.t, self.status = root, translate, status
+        self.root, self.t, self.status = services.root, services.translate, services.status
         self.archive = archive
         self.open_conversation = open_conversation
         # File choosers, replaceable by tests (a native dialog cannot be driven on Xvfb).

@@ -3,7 +3,7 @@
 :class:`~tkchat.ui.chats.history.History` talks to the store; this part is what the user does with
 it: open one (sliced, so 200 messages never make a long task), rename, delete and undo,
 search. It changes the chat only through what it is given: the transcript, the session, and
-``clear_chat`` / ``on_shown`` from the window.
+what it asks of the chat flow (:class:`ChatHooks`).
 
 Main thread only.
 """
@@ -14,54 +14,59 @@ import time
 import tkinter as tk
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tkchat.store import Conversation, StoredMessage, StoreError, sampling_from_settings
 from tkchat.ui.chats.history import History
-from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.chats.sidebar import ConversationSidebar
-from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.services import Services
 from tkchat.ui.transcript import Transcript
-from tkchat.ui.window.translator import Translator
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
+
+
+@dataclass(frozen=True)
+class ChatHooks:
+    """What the saved conversations ask of the chat they are shown in (the window's chat
+    flow). ``new_chat()``: the sidebar's New chat. ``clear_chat()``: empty the screen and
+    stop what runs, before another conversation is shown. ``shown()``: a conversation is
+    fully on screen. ``ready(conversations)``: the store is open (newest first)."""
+
+    new_chat: Callable[[], None]
+    clear_chat: Callable[[], None]
+    shown: Callable[[], None]
+    ready: Callable[[list[Conversation]], None]
 
 
 class SavedConversations:
     """The store's conversations, listed in a sidebar (built here, under ``parent``).
 
-    ``on_new()``: the sidebar's New chat. ``clear_chat()``: empty the screen and stop what
-    runs, before another conversation is shown. ``on_shown()``: a conversation is fully on
-    screen. ``on_ready(conversations)``: the store is open (newest first).
-    ``on_warning(text)``: saving failed or will not happen."""
+    ``chat``: what it asks of the chat. ``on_warning(text)``: saving failed or will not
+    happen. ``on_export(id)``: the sidebar's Export of a conversation."""
 
     def __init__(
         self,
         parent: tk.Misc,
-        scheduler: AfterScheduler,
-        translate: Translator,
+        services: Services,
         transcript: Transcript,
-        session: ChatSession,
+        chat: ChatHooks,
         *,
-        on_new: Callable[[], None],
-        clear_chat: Callable[[], None],
-        on_shown: Callable[[], None],
-        on_ready: Callable[[list[Conversation]], None],
         on_warning: Callable[[str], None],
         on_export: Callable[[int], object] | None = None,
     ) -> None:
-        self.scheduler = scheduler
+        self.scheduler = scheduler = services.scheduler
         self.transcript = transcript
-        self.session = session
-        self.clear_chat = clear_chat
-        self.on_shown = on_shown
-        self._on_ready = on_ready
+        self.session = services.session
+        self.clear_chat = chat.clear_chat
+        self.on_shown = chat.shown
+        self._on_ready = chat.ready
         self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
         self._deleted_here: set[int] = set()  # removed for good at close (see delete)
         self.archive = History(scheduler, on_ready=self._ready, on_warning=on_warning)
         self.sidebar = ConversationSidebar(
             parent,
-            translate=translate,
-            on_new=on_new,
+            translate=services.translate,
+            on_new=chat.new_chat,
             on_select=self.show,
             on_rename=self.rename,
             on_delete=self.delete,
@@ -69,7 +74,7 @@ class SavedConversations:
             on_search=self.search,
             on_export=on_export,
         )
-        self.on_deleted_current: Callable[[], None] = on_new
+        self.on_deleted_current: Callable[[], None] = chat.new_chat
 
     @property
     def ready(self) -> bool:

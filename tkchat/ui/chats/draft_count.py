@@ -25,13 +25,10 @@ from dataclasses import dataclass
 from tkinter import ttk
 
 from tkchat.generate.context import MIN_ANSWER_ROOM
-from tkchat.generate.controller import ContextMeasure, GenerationController
-from tkchat.ui.chats.session import ChatSession
+from tkchat.generate.controller import ContextMeasure
 from tkchat.ui.look.theme import ERROR_STYLE, HINT_STYLE
-from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.services import Services
 from tkchat.ui.window.message_box import MessageBox
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
 
 DEBOUNCE_MS = 150  # a pause in typing; a count per keystroke would only queue up
 POLL_MS = 20
@@ -53,22 +50,18 @@ class DraftFigure:
 class DraftCounter:
     """Counts the draft in ``box``, shows it in ``label``, and tells Send whether it fits.
 
-    A count is the conversation in ``session`` plus the draft as the next question, measured
-    by ``controller`` with its model; ``model_ready()`` says whether there is one to count
-    with. ``stop()`` ends a streaming answer (a draft that must wait for its count needs the
-    model); ``send()`` sends the box's text, once a count that a waiting draft needed is in.
-    What Send is told is said in ``status``.
+    A count is the conversation (the services' ``session``) plus the draft as the next
+    question, measured by the ``controller`` with its model; ``model_ready()`` says whether
+    there is one to count with. ``stop()`` ends a streaming answer (a draft that must wait
+    for its count needs the model); ``send()`` sends the box's text, once a count that a
+    waiting draft needed is in. What Send is told is said in the status line.
     """
 
     def __init__(
         self,
         label: ttk.Label,
         box: MessageBox,
-        scheduler: AfterScheduler,
-        translate: Translator,
-        status: StatusLine,
-        controller: GenerationController,
-        session: ChatSession,
+        services: Services,
         *,
         model_ready: Callable[[], bool],
         stop: Callable[[], object],
@@ -76,11 +69,11 @@ class DraftCounter:
     ) -> None:
         self.label = label
         self.box = box
-        self.scheduler = scheduler
-        self.t = translate
-        self.status = status
-        self.controller = controller
-        self.session = session
+        self.scheduler = services.scheduler
+        self.t = services.translate
+        self.status = services.status
+        self.controller = services.controller
+        self.session = services.session
         self.model_ready = model_ready
         self.stop = stop
         self.send = send
@@ -90,7 +83,7 @@ class DraftCounter:
         self._running: tuple[str, ContextMeasure, int] | None = None
         self._conversation = 0  # bumped by refresh(): a count begun before it is stale
         box.bind("<<Modified>>", self._on_modified, add="+")
-        translate.on_change(lambda _lang: self._draw())
+        self.t.on_change(lambda _lang: self._draw())
 
     @property
     def text(self) -> str:

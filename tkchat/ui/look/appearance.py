@@ -1,26 +1,24 @@
 """The View menu's look: light, dark or the system's theme, and the chat-only view — both
 remembered in ``settings.json``.
 
-The window's part for it: it is given the root (to paint), what is remembered, the
-teaching controls (which fold into one line in the chat-only view) and the status line (to
-say what was detected), and nothing else of the app.
+The window's part for it: of the window's services it takes the root (to paint), what is
+remembered and the status line (to say what was detected); it is given the teaching controls
+(which fold into one line in the chat-only view), and nothing else of the app.
 
 Main thread only.
 """
 
 from __future__ import annotations
 
-import tkinter as tk
 from collections.abc import Callable
 from functools import partial
 
 from tkchat.ui.look.palette import CHOICES, SYSTEM, Palette, resolve_choice
 from tkchat.ui.look.system_theme import Detected, detect_system_theme
 from tkchat.ui.look.theme import Theme
-from tkchat.ui.settings.remembered import Remembered
+from tkchat.ui.services import Services
 from tkchat.ui.teaching.controls import TeachingControls
 from tkchat.ui.window.menubar import MenuBar
-from tkchat.ui.window.status import StatusLine
 
 
 class Appearance:
@@ -29,18 +27,16 @@ class Appearance:
 
     def __init__(
         self,
-        root: tk.Tk,
-        remembered: Remembered,
+        services: Services,
         teaching: TeachingControls,
-        status: StatusLine,
         detect: Callable[[], Detected] | None = None,
     ) -> None:
-        self.root = root
-        self.remembered = remembered
+        self.root = services.root
+        self.remembered = services.remembered
         self.teaching = teaching
-        self.status = status
+        self.status = services.status
         self.detect = detect or detect_system_theme
-        self.theme = Theme(root)
+        self.theme = Theme(self.root)
         self.choice = SYSTEM
         self.detected: Detected | None = None  # what the system said, once asked
         self.chat_only = False

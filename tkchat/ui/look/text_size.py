@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import tkinter as tk
 from collections.abc import Callable
-from tkinter import ttk
 
-from tkchat.ui.health import HealthBar
-from tkchat.ui.look.fit import FlowRow
 from tkchat.ui.look.fonts import FontSizer
-from tkchat.ui.settings.remembered import Remembered
+from tkchat.ui.services import Places, Services
 from tkchat.ui.transcript import BODY_FONT_SIZE
-from tkchat.ui.window.status import StatusLine
 
 PROJECTOR_SIZE = BODY_FONT_SIZE + 5  # points: readable from the back of a room
 BIG_FIGURE_STEP = 4  # the heartbeat and the lag, this much larger still, in projector mode
@@ -36,24 +32,22 @@ class TextSize:
     in projector mode the figures grow with the text). ``sidebar()`` is the list of saved
     chats, or None where the window keeps none (a getter: it is built after this, and this
     must listen to ``fonts`` before the list does). ``panes`` holds it; ``status`` says when
-    projector mode turns on or off."""
+    projector mode turns on or off. (``remembered`` and ``status`` come from the window's
+    services; ``health``, ``top_bar`` and ``panes`` from its places.)"""
 
     def __init__(
         self,
         fonts: FontSizer,
-        remembered: Remembered,
-        status: StatusLine,
-        health: HealthBar,
-        top_bar: FlowRow,
-        panes: ttk.Panedwindow,
+        services: Services,
+        places: Places,
         sidebar: Callable[[], tk.Widget | None],
     ) -> None:
         self.fonts = fonts
-        self.remembered = remembered
-        self.status = status
-        self.health = health
-        self.top_bar = top_bar
-        self.panes = panes
+        self.remembered = services.remembered
+        self.status = services.status
+        self.health = places.health
+        self.top_bar = places.top_bar
+        self.panes = places.panes
         self.sidebar = sidebar
         self.projector = False
         self._size_before_projector = BODY_FONT_SIZE

@@ -11,7 +11,6 @@ is handed to ``load_model`` (the model switch, which loads it on the loader thre
 from __future__ import annotations
 
 import os
-import tkinter as tk
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,10 +31,7 @@ from tkchat.models.catalogue import (
 from tkchat.models.download_job import STALL_S, DownloadJob, Failed, Finished
 from tkchat.models.download_text import describe_failure, describe_progress, percent
 from tkchat.ui.models.catalogue_dialog import CatalogueDialog, LocalState
-from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.settings.remembered import Remembered
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.services import Services
 
 POLL_MS = 100
 
@@ -46,11 +42,7 @@ class ModelCatalogue:
 
     def __init__(
         self,
-        root: tk.Misc,
-        translate: Translator,
-        status: StatusLine,
-        scheduler: AfterScheduler,
-        remembered: Remembered,
+        services: Services,
         load_model: Callable[[str], None],
         *,
         catalogue_file: Path | None = None,
@@ -58,11 +50,11 @@ class ModelCatalogue:
         memory: Callable[[], int | None] = memory_available,
         stall_s: float = STALL_S,
     ) -> None:
-        self.root = root
-        self.t = translate
-        self.status = status
-        self.scheduler = scheduler
-        self.remembered = remembered
+        self.root = services.root
+        self.t = services.translate
+        self.status = services.status
+        self.scheduler = services.scheduler
+        self.remembered = services.remembered
         self.load_model = load_model
         self.catalogue_file = catalogue_file
         self.cache = cache

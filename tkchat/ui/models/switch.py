@@ -11,19 +11,15 @@ Main thread only.
 
 from __future__ import annotations
 
-import tkinter as tk
 from collections.abc import Callable
 
 from tkchat.generate.backend import Backend
-from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.store.settings import remember_model
 from tkchat.ui.models.picker import ModelPicker
-from tkchat.ui.settings.remembered import Remembered
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.services import Services
 
 DEMO_ANSWER_CHARS = 4_000  # long enough for a freeze to be seen and felt, the same every time
 
@@ -31,27 +27,24 @@ DEMO_ANSWER_CHARS = 4_000  # long enough for a freeze to be seen and felt, the s
 class ModelSwitch:
     """The window's backends by kind ("llama", "scripted"), and the Model menu's commands.
 
-    ``make(kind)`` builds a backend a lesson asks for; ``on_unloading()`` is called before the
+    ``make(kind)`` builds a backend a lesson asks for (None: the usual ones,
+    :func:`~tkchat.generate.factory.make_backend`); ``on_unloading()`` is called before the
     current backend is replaced (the window stops the answer and waits for ``ModelReady``)."""
 
     def __init__(
         self,
-        root: tk.Misc,
-        translate: Translator,
-        status: StatusLine,
-        controller: GenerationController,
-        remembered: Remembered,
+        services: Services,
         *,
-        make: Callable[[str], Backend],
+        make: Callable[[str], Backend] | None = None,
         on_unloading: Callable[[], None],
         on_dialog_closed: Callable[[], None] = lambda: None,
     ) -> None:
-        self.root = root
-        self.t = translate
-        self.status = status
-        self.controller = controller
-        self.remembered = remembered
-        self.make = make
+        self.root = services.root
+        self.t = services.translate
+        self.status = services.status
+        self.controller = controller = services.controller
+        self.remembered = services.remembered
+        self.make = make or make_backend
         self.on_unloading = on_unloading
         self.on_dialog_closed = on_dialog_closed
         self.backends: dict[str, Backend] = {kind_of(controller.backend): controller.backend}

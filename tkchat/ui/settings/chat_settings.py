@@ -13,61 +13,48 @@ Main thread only (the counts themselves run on the controller's thread).
 
 from __future__ import annotations
 
-import tkinter as tk
 from collections.abc import Callable
 
 from tkchat.conversation import Sampling
-from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
-from tkchat.ui.chats.context_meter import ContextWatch
-from tkchat.ui.chats.draft_count import DraftCounter
 from tkchat.ui.chats.history import History
-from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.look.text_size import TextSize
+from tkchat.ui.services import Services
 from tkchat.ui.settings.dialog import ChatSettingsDialog, ModelContext
-from tkchat.ui.settings.remembered import Remembered
 from tkchat.ui.transcript import BODY_FONT_SIZE
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
 
 
 class ChatSettings:
-    """Opens the settings dialog over ``root`` and applies what it returns.
+    """Opens the settings dialog over the window and applies what it returns.
 
-    ``session`` is the conversation being set, ``archive`` its saved copy (None: the window
-    keeps no history), ``remembered`` the defaults of new chats, the text size and the
-    contexts chosen per model; ``text_size`` sets the size. ``context`` (the meter) and
-    ``draft`` (the count under the box) are measured again after a change, while
-    ``model_ready()``. ``on_closed()`` runs when the dialog goes (the window gives the typing
+    Of the window's services: ``session`` is the conversation being set, ``remembered`` the
+    defaults of new chats, the text size and the contexts chosen per model. ``archive`` is
+    the conversation's saved copy (None: the window keeps no history); ``text_size`` sets the
+    size. ``model_ready()`` says whether a model has loaded (a local one offers its context
+    length); ``measure_context()`` measures the context meter and the draft's count again
+    after a change. ``on_closed()`` runs when the dialog goes (the window gives the typing
     back to the message box)."""
 
     def __init__(
         self,
-        root: tk.Misc,
-        translate: Translator,
-        status: StatusLine,
-        controller: GenerationController,
-        session: ChatSession,
-        remembered: Remembered,
+        services: Services,
         archive: History | None,
         text_size: TextSize,
-        context: ContextWatch,
-        draft: DraftCounter,
         *,
         model_ready: Callable[[], bool],
+        measure_context: Callable[[], None],
         on_closed: Callable[[], object],
     ) -> None:
-        self.root = root
-        self.t = translate
-        self.status = status
-        self.controller = controller
-        self.session = session
-        self.remembered = remembered
+        self.root = services.root
+        self.t = services.translate
+        self.status = services.status
+        self.controller = services.controller
+        self.session = services.session
+        self.remembered = services.remembered
         self.archive = archive
         self.text_size = text_size
-        self.context = context
-        self.draft = draft
         self.model_ready = model_ready
+        self.measure_context = measure_context
         self.on_closed = on_closed
         self.dialog: ChatSettingsDialog | None = None
 
@@ -126,10 +113,3 @@ class ChatSettings:
         self.remembered.change(model_contexts=contexts)
         shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
         self.status.say("app.context_chosen", model=name, n_ctx=shown)
-
-    def measure_context(self) -> None:
-        """The meter's figure and the draft's, for the conversation as it stands now (also
-        after a model has loaded, or a saved chat is back on screen)."""
-        if self.model_ready():
-            self.context.measure(self.session.request())
-            self.draft.refresh()

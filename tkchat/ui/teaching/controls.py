@@ -18,72 +18,94 @@ from __future__ import annotations
 import subprocess
 import tkinter as tk
 from collections.abc import Callable
+from dataclasses import dataclass
 from tkinter import ttk
 
 from tkchat.course.lessons import Lesson
 from tkchat.modes import FIXED, MODES, check_mode, is_outside_mode
-from tkchat.ui.health import HealthBar
-from tkchat.ui.look.fit import FlowRow
 from tkchat.ui.look.scaling import dp, window_size
 from tkchat.ui.look.theme import palette_of, recolour, set_role
+from tkchat.ui.services import Places, Services
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.lesson_panel import BODY_SIZE, LessonPanel
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
 
 LESSONS_MIN_WIDTH = 1320  # design pixels: the chat and a readable lesson side by side
 LESSONS_MIN_HEIGHT = 680
 
 
+@dataclass(frozen=True)
+class LessonHooks:
+    """What the lesson panel asks of the window: ``setup_demo(lesson)`` sets up a lesson's
+    demo; ``read_figure(metric)`` is the live figure it shows beside the one the lesson
+    expects; ``timeline(master)`` draws the lag timeline (None: no timeline)."""
+
+    setup_demo: Callable[[Lesson], None]
+    read_figure: Callable[[str], float | None]
+    timeline: Callable[[tk.Misc], LagTimeline] | None = None
+
+
 class TeachingControls:
-    """Builds the mode box and the Compare and Lessons buttons at the right of ``bar``, and
-    the BROKEN banner after ``anchor`` (right under the health bar, whether or not it is
-    shown). ``on_mode_changed()`` lets the window retitle itself;
-    ``read_figure(metric)`` is the live figure the lesson panel shows; ``compare_command``
-    gives ``tkchat compare``'s command line for a broken mode (None: no Compare button)."""
+    """Builds the mode box and the Compare and Lessons buttons at the right of the top bar,
+    and the BROKEN banner after the banners' anchor (right under the health bar, whether or
+    not it is shown). ``on_mode_changed()`` lets the window retitle itself; ``lessons``: what
+    the lesson panel needs of the window; ``compare_command`` gives ``tkchat compare``'s
+    command line for a broken mode (None: no Compare button)."""
 
     def __init__(
         self,
-        root: tk.Tk,
-        panes: ttk.Panedwindow,
-        bar: FlowRow,
-        health: HealthBar,
-        translate: Translator,
-        status: StatusLine,
+        services: Services,
+        places: Places,
+        lessons: LessonHooks,
         *,
-        anchor: tk.Misc,
         mode: str,
-        setup_demo: Callable[[Lesson], None],
-        read_figure: Callable[[str], float | None],
         compare_command: Callable[[str], list[str]] | None,
         on_mode_changed: Callable[[], None],
         then_typing: Callable[[Callable[[], object]], Callable[[], object]] = lambda c: c,
-        timeline: Callable[[tk.Misc], LagTimeline] | None = None,
     ) -> None:
         check_mode(mode)
-        self.root, self.panes, self.health, self.bar = root, panes, health, bar
-        self.anchor = anchor
+        self.root = services.root
+        self.t, self.status = services.translate, services.status
+        self.panes, self.health, self.bar = places.panes, places.health, places.top_bar
+        self.anchor = places.banner_anchor
         self.chat_only = False
         # The chat-only view's button calls this (the window's part that remembers it).
         self.on_show_teaching: Callable[[], object] = lambda: self.set_chat_only(False)
-        self.t, self.status = translate, status
         self.mode = mode
-        self.setup_demo = setup_demo
-        self.read_figure = read_figure
+        self.lessons = lessons
         self.compare_command = compare_command
         self.compare_process: subprocess.Popen[bytes] | None = None
         self.on_mode_changed = on_mode_changed
-        self.timeline = timeline
         self.lesson_panel: LessonPanel | None = None
         self.font_size = BODY_SIZE  # the window's text size, which the lesson panel follows
-
         # After a button or the mode box the keys go back to the chat (ui/typing_home.py).
         self._then_typing = then_typing
+        self._build_bar(mode)
+        self.warning = tk.Label(
+            self.health.master,
+            anchor="w",
+            justify="left",
+            padx=dp(self.root, 8),
+            pady=dp(self.root, 3),
+            font="TkDefaultFont",
+            wraplength=860,
+        )
+        set_role(self.warning, "broken")  # red with white text, in every theme
+        recolour(self.warning, palette_of(self.root))
+        self.warning.bind(
+            "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
+        )
+        self.t.on_change(self._relabel)
+        self._show_warning()  # a window started in a broken mode (or one's own) says so at once
+
+    def _build_bar(self, mode: str) -> None:
+        """The Lessons and Compare buttons and the mode box at the right of the top bar, and
+        the chat-only view's line, left of the language button."""
+        bar, translate = self.bar, self.t
         self.lessons_button = ttk.Button(bar, command=self._then_typing(self.toggle_lessons))
         translate.bind(self.lessons_button, "button.lessons")
         bar.add(self.lessons_button)
         self.compare_button: ttk.Button | None = None
-        if compare_command is not None:
+        if self.compare_command is not None:
             self.compare_button = ttk.Button(bar, command=self._then_typing(self.open_compare))
             translate.bind(self.compare_button, "button.compare")
             bar.add(self.compare_button)
@@ -99,33 +121,16 @@ class TeachingControls:
         mode_label = ttk.Label(bar)
         translate.bind(mode_label, "label.mode")
         bar.add(self.mode_box, mode_label, gap=4)  # the label and its box stay together
-        # The chat-only view's line, left of the language button: the figures, then the
-        # button that brings the rest back. Left out until that view is chosen.
+        # The chat-only view's line: the figures, then the button that brings the rest back.
+        # Left out until that view is chosen.
         self.teach_button = ttk.Button(
             bar, command=self._then_typing(lambda: self.on_show_teaching())
         )
         translate.bind(self.teach_button, "button.teaching")
         bar.add(self.teach_button)
-        bar.add(health.compact)
+        bar.add(self.health.compact)
         bar.set_visible(self.teach_button, False)
-        bar.set_visible(health.compact, False)
-
-        self.warning = tk.Label(
-            health.master,
-            anchor="w",
-            justify="left",
-            padx=dp(root, 8),
-            pady=dp(root, 3),
-            font="TkDefaultFont",
-            wraplength=860,
-        )
-        set_role(self.warning, "broken")  # red with white text, in every theme
-        recolour(self.warning, palette_of(root))
-        self.warning.bind(
-            "<Configure>", lambda e: self.warning.configure(wraplength=max(200, e.width - 20))
-        )
-        translate.on_change(self._relabel)
-        self._show_warning()  # a window started in a broken mode (or one's own) says so at once
+        bar.set_visible(self.health.compact, False)
 
     @property
     def broken(self) -> bool:
@@ -189,11 +194,11 @@ class TeachingControls:
             self.lesson_panel = LessonPanel(
                 self.panes,
                 language=self.t.lang,
-                on_setup_demo=self.setup_demo,
-                read_figure=self.read_figure,
+                on_setup_demo=self.lessons.setup_demo,
+                read_figure=self.lessons.read_figure,
                 translate=self.t,
                 body_size=self.font_size,
-                timeline=self.timeline,
+                timeline=self.lessons.timeline,
             )
             self.panes.add(self.lesson_panel, weight=2)
             wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)

@@ -18,7 +18,7 @@ from tkchat.ui.transcript import Transcript
 
 
 class LiveFigures:
-    """``finished``: the window's final events, in order; ``cancel_ms()``: how long the last
+    """``finished()``: the window's final events, in order; ``cancel_ms()``: how long the last
     Stop took to leave the model loop (None before any); ``ordering()``: what the chaos
     transport did and what keeping order cost (lesson 13); ``sender()``: the sender of the
     latest answer, which counts the pieces of text it merged (lesson 11)."""
@@ -27,7 +27,7 @@ class LiveFigures:
         self,
         probe: LagProbe,
         transcript: Transcript,
-        finished: Sequence[Done | Error],
+        finished: Callable[[], Sequence[Done | Error]],
         cancel_ms: Callable[[], float | None],
         ordering: Callable[[], OrderingCounters],
         sender: Callable[[], GenerationSender | None],
@@ -53,7 +53,7 @@ class LiveFigures:
         if metric == "long_tasks":
             return float(self.probe.long_tasks)
         if metric == "tokens_per_s":
-            done = [final for final in self.finished if isinstance(final, Done)]
+            done = [final for final in self.finished() if isinstance(final, Done)]
             return done[-1].stats.tokens_per_s if done else None
         if metric == "ui_updates_per_s" and last is not None and len(last.arrivals) > 1:
             span = last.arrivals[-1][0] - last.arrivals[0][0]

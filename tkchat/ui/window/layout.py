@@ -22,6 +22,7 @@ from tkchat.ui.look.fit import FlowRow
 from tkchat.ui.look.scaling import dp, dp_pad, window_size
 from tkchat.ui.look.theme import ACCENT_BUTTON, HINT_STYLE
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.services import Places
 from tkchat.ui.transcript import Transcript
 from tkchat.ui.window.message_box import MessageBox
 from tkchat.ui.window.notice import ERROR, NoticeBanner
@@ -59,6 +60,7 @@ class ChatLayout:
     (``draft_label``).
 
     The chat sits in ``panes``, so the sidebar (left) and the lesson panel (right) can join it.
+    ``places`` names where the parts add to the window (:class:`~tkchat.ui.services.Places`).
     """
 
     def _build_layout(
@@ -123,6 +125,10 @@ class ChatLayout:
         self.transcript = Transcript(chat, scheduler, t)
         self.transcript.pack(side="top", fill="both", expand=True)
         self.input.configure(font=self.transcript.body_font)
+
+    @property
+    def places(self) -> Places:
+        return Places(self.panes, self.top_bar, self.health, self.banner_anchor)
 
     def _buttons(self) -> tuple[ttk.Button, ...]:
         return (self.send_button, self.stop_button, self.regenerate_button)

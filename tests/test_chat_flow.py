@@ -1,0 +1,375 @@
+"""The chat flow's logic without a window: Send, Stop, Edit, Regenerate, ◀ ▶, another chat,
+the final event, the model's news.
+
+The window is a double of the flow's own view Protocol (``tests/chat_flow_doubles.py``); the
+model side is real (a scripted backend, the controller's worker thread, the consumer, the
+16 ms pump), ticked by hand instead of by Tk. No display is needed. The same flows on a real
+window are in test_app_gui.py, test_chat_controls.py and test_answer_versions.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.chat_flow_doubles import ChatRig, FakeSaved
+from tkchat.consume.stream_consumer import TickResult
+from tkchat.events import Done, GenerationStats, ModelFailed
+from tkchat.generate.scripted import ScriptedBackend
+from tkchat.ui.transcript import AnswerView, UserView
+
+SLOW = "slow " * 400  # at 100 tokens/s: seconds of answer, plenty to stop in the middle of
+
+
+@pytest.fixture
+def rigs() -> Iterator[list[ChatRig]]:
+    made: list[ChatRig] = []
+    yield made
+    for rig in made:
+        rig.close()
+
+
+def rig_for(rigs: list[ChatRig], backend: ScriptedBackend, **kwargs: object) -> ChatRig:
+    rig = ChatRig(backend, **kwargs)  # type: ignore[arg-type]
+    rigs.append(rig)
+    return rig
+
+
+def ready(rigs: list[ChatRig], **kwargs: object) -> ChatRig:
+    """A flow whose model has loaded, answering "Hello there." at once."""
+    rig = rig_for(rigs, ScriptedBackend(rate=0, text="Hello there."), **kwargs)
+    rig.load()
+    return rig
+
+
+def answered(rig: ChatRig, question: str) -> AnswerView:
+    """Send ``question`` from the box and run the pump until its answer has ended."""
+    finished = len(rig.flow.answering.finished)
+    rig.view.input.draft = question
+    assert rig.flow.send()
+    rig.until(lambda: len(rig.flow.answering.finished) > finished, what="the answer")
+    return rig.view.transcript.answers[-1]
+
+
+def streaming(rig: ChatRig, question: str) -> AnswerView:
+    """Send ``question`` and run the pump until its answer has some text on screen."""
+    assert rig.flow.send(question)
+    answer = rig.view.transcript.answers[-1]
+    rig.until(lambda: len(answer.text) > 20, what="some text")
+    return answer
+
+
+# -- Send ------------------------------------------------------------------------------------
+
+
+def test_send_is_refused_until_the_model_is_ready_and_the_box_keeps_the_text(
+    rigs: list[ChatRig],
+) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=0))
+    rig.view.input.draft = "a question typed early"
+    assert not rig.flow.send()
+    assert rig.view.status.last == "app.not_ready"
+    assert rig.view.input.draft == "a question typed early"  # nothing is lost
+    assert rig.view.transcript.entries == [] and not rig.controller.is_generating()
+    rig.load()
+    assert rig.view.enabled["send"] and rig.view.loaded  # the window was told, once
+    assert rig.view.status.last.startswith("app.ready")
+    assert rig.flow.send()
+    assert rig.view.input.draft == ""
+
+
+def test_a_model_that_failed_to_load_refuses_send_with_its_reason_kept(
+    rigs: list[ChatRig],
+) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=0))
+    rig.flow.on_tick(TickResult((), None, (ModelFailed("no such file: x.gguf"),), 0))
+    assert rig.view.model_banner.text == "no such file: x.gguf"
+    assert not rig.view.enabled["send"] and not rig.view.enabled["regenerate"]
+    assert not rig.flow.send("hello")
+    assert rig.view.status.last == "app.no_model"
+    rig.load()  # another model loads: the banner goes, Send works again
+    assert rig.view.model_banner.text is None and not rig.flow.model_failed
+    assert rig.flow.send("hello")
+
+
+def test_send_is_refused_while_a_saved_chat_is_still_put_on_screen_or_the_store_is_shut(
+    rigs: list[ChatRig],
+) -> None:
+    saved = FakeSaved()
+    rig = ready(rigs, saved=saved)
+    saved.showing = True
+    assert not rig.flow.send("too early")
+    assert rig.view.status.last == "app.not_ready"
+    saved.showing, saved.ready = False, False  # (a question could not be saved yet)
+    assert not rig.flow.send("too early")
+    saved.ready = True
+    assert rig.flow.send("now")
+    assert saved.archive.saved[:2] == ["question now", "answer started"]
+
+
+def test_a_draft_the_counter_holds_back_is_not_sent_and_stays_in_the_box(
+    rigs: list[ChatRig],
+) -> None:
+    rig = ready(rigs)
+    rig.draft.fit = False  # too long for the context (the counter said why)
+    rig.view.input.draft = "a very long draft"
+    assert not rig.flow.send()
+    assert rig.view.input.draft == "a very long draft" and rig.view.transcript.entries == []
+    assert rig.flow.send("a question from elsewhere")  # not the box's: not counted
+
+
+def test_send_while_an_answer_streams_stops_it_and_starts_the_next_at_once(
+    rigs: list[ChatRig],
+) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
+    rig.load()
+    first = streaming(rig, "first")
+    assert rig.flow.send("second")
+    assert first.status == "stopped" and rig.flow.answering.answer is not first
+    assert [entry.text for entry in rig.view.transcript.entries[:3]] == [
+        "first",
+        first.text,
+        "second",
+    ]
+    assert rig.controller.is_generating()
+
+
+# -- Stop ------------------------------------------------------------------------------------
+
+
+def test_stop_mid_answer_ends_it_marked_stopped_and_nothing_of_it_arrives_later(
+    rigs: list[ChatRig],
+) -> None:
+    saved = FakeSaved()
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW), saved=saved)
+    rig.load()
+    answer = streaming(rig, "tell me")
+    worker = rig.controller.current
+    assert worker is not None and rig.view.enabled["stop"]
+    rig.flow.stop()
+    shown = answer.text
+    assert rig.flow.answering.answer is None and answer.status == "stopped"
+    assert rig.view.status.last == "app.stopped" and not rig.view.enabled["stop"]
+    assert rig.view.transcript.ended == [(answer, "stopped")]
+    assert saved.archive.saved[-1] == "answer stopped"
+    assert rig.session.chat[-1].content == shown  # the model's context has what was shown
+    rig.until(lambda: not worker.is_alive(), what="the worker to leave")
+    rig.until(lambda: rig.flow.answering.last_cancel_ms is not None, what="the cancel figure")
+    rig.run_for(0.2)  # its last events (and its "cancelled" done) are dropped
+    assert answer.text == shown and rig.flow.answering.finished == []
+    assert rig.view.enabled["regenerate"]  # a stopped answer can be asked for again
+
+
+def test_escape_stops_an_answer_and_otherwise_cancels_an_edit(rigs: list[ChatRig]) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
+    rig.load()
+    answer = streaming(rig, "tell me")
+    rig.flow.escape()
+    assert answer.status == "stopped"
+    rig.until(lambda: not rig.controller.is_generating(), what="the worker to leave")
+    question = rig.view.transcript.entries[0]
+    assert isinstance(question, UserView)
+    rig.flow.edit(question)
+    rig.flow.escape()
+    assert rig.flow.editing is None and rig.view.status.last == "app.edit_cancelled"
+
+
+# -- Edit and resend -----------------------------------------------------------------------
+
+
+def test_edit_sets_the_draft_aside_and_gives_it_back_on_cancel(rigs: list[ChatRig]) -> None:
+    rig = ready(rigs)
+    answered(rig, "first question")
+    question = rig.view.transcript.entries[0]
+    assert isinstance(question, UserView)
+    rig.view.input.draft = "my unsent draft"
+    rig.flow.edit(question)
+    assert rig.flow.editing is question and rig.view.input.draft == "first question"
+    assert rig.view.status.last == "app.editing: {'number': 1}" and rig.view.focused == 1
+    rig.flow.edit(question)  # a second Edit keeps what was set aside the first time
+    rig.flow.cancel_edit()
+    assert rig.flow.editing is None and rig.view.input.draft == "my unsent draft"
+    assert rig.view.status.last == "app.edit_cancelled"
+    rig.flow.cancel_edit()  # nothing to cancel: nothing said
+    assert rig.view.status.last == "app.edit_cancelled" and len(rig.view.transcript.entries) == 2
+
+
+def test_an_edit_sent_replaces_the_question_and_what_followed_and_gives_the_draft_back(
+    rigs: list[ChatRig],
+) -> None:
+    rig = ready(rigs)
+    answered(rig, "first question")
+    answered(rig, "second question")
+    second = rig.view.transcript.entries[2]
+    assert isinstance(second, UserView)
+    rig.view.input.draft = "my unsent draft"
+    rig.flow.edit(second)
+    rig.view.input.draft = "second, better"
+    finished = len(rig.flow.answering.finished)
+    assert rig.flow.send()
+    rig.until(lambda: len(rig.flow.answering.finished) > finished, what="the new answer")
+    entries = rig.view.transcript.entries
+    assert [entry.text for entry in entries[::2]] == ["first question", "second, better"]
+    edited = entries[2]
+    assert isinstance(edited, UserView) and edited.versions == ["second question", "second, better"]
+    assert rig.view.input.draft == "my unsent draft" and rig.flow.editing is None
+    assert [m.content for m in rig.session.chat if m.role == "user"] == [
+        "first question",
+        "second, better",
+    ]
+    assert "rewound 2" in rig.context.calls
+
+
+# -- Regenerate and versions -----------------------------------------------------------------
+
+
+def test_regenerate_asks_again_and_keeps_the_earlier_answer_as_a_version(
+    rigs: list[ChatRig],
+) -> None:
+    rig = ready(rigs)
+    assert not rig.flow.regenerate()  # nothing to regenerate yet
+    assert rig.view.status.last == "app.regenerate_none"
+    first = answered(rig, "question")
+    assert rig.view.enabled["regenerate"]
+    finished = len(rig.flow.answering.finished)
+    assert rig.flow.regenerate()
+    again = rig.view.transcript.answers[-1]
+    assert again is not first
+    assert again.versions == [("Hello there.", "complete"), ("", "streaming")]
+    rig.until(lambda: len(rig.flow.answering.finished) > finished, what="the new version")
+    assert [entry.text for entry in rig.view.transcript.entries] == ["question", "Hello there."]
+    assert [m.role for m in rig.session.chat] == ["user", "assistant"]  # replaced, not added
+    assert rig.view.enabled["regenerate"]
+
+
+def test_showing_another_version_of_a_question_stops_the_answer_after_it(
+    rigs: list[ChatRig],
+) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
+    rig.load()
+    answer = streaming(rig, "tell me")
+    question = rig.view.transcript.entries[0]
+    assert isinstance(question, UserView)
+    assert not rig.flow.show_version(question, -1)  # it has no other version: nothing stops
+    assert rig.flow.answering.answer is answer
+    question.versions = ["earlier", "tell me"]
+    question.shown = 1
+    assert rig.flow.show_version(question, -1)
+    assert answer.status == "stopped" and rig.versions.shown == [(question, -1)]
+    assert "rewound 0" in rig.context.calls and "measure" in rig.context.calls
+
+
+# -- the final event -------------------------------------------------------------------------
+
+
+def test_the_final_event_ends_the_answer_exactly_once(rigs: list[ChatRig]) -> None:
+    saved = FakeSaved()
+    rig = ready(rigs, saved=saved)
+    answer = answered(rig, "question")
+    final = rig.flow.answering.finished[-1]
+    assert isinstance(final, Done) and final.reason == "stop"
+    assert answer.status == "complete" and rig.view.transcript.ended == [(answer, "complete")]
+    assert saved.archive.saved == ["question question", "answer started", "answer complete"]
+    assert rig.view.status.last.startswith("app.done")
+    # The same final again (a pipeline that ended the answer itself, then the tick): the
+    # answer is not ended a second time, nor saved again.
+    rig.flow.answering.handle_final(final)
+    assert rig.view.transcript.ended == [(answer, "complete")]
+    assert saved.archive.saved[-1] == "answer complete" and len(saved.archive.saved) == 3
+    assert rig.session.chat[-1].content == "Hello there." and len(rig.session.chat) == 2
+    # ... and one that arrives through the channel is dropped by the consumer.
+    handled = len(rig.flow.answering.finished)
+    rig.controller.channel.put(Done(final.gen, final.seq + 1, "stop", GenerationStats()))
+    rig.run_for(0.1)
+    assert len(rig.flow.answering.finished) == handled
+    assert rig.view.transcript.ended == [(answer, "complete")]
+
+
+def test_an_error_ends_the_answer_with_its_message(rigs: list[ChatRig]) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=0, fail_at=3))
+    rig.load()
+    rig.flow.send("crash, please")
+    rig.until(lambda: rig.flow.answering.finished, what="the error")
+    answer = rig.view.transcript.answers[-1]
+    assert answer.status == "error" and rig.flow.answering.answer is None
+    assert "crashed at token 3" in (rig.flow.answering.last_error or "")
+    assert rig.view.status.last.startswith("app.error")
+
+
+def test_a_failing_tick_ends_the_answer_and_stops_its_worker(rigs: list[ChatRig]) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
+    rig.load()
+    answer = streaming(rig, "tell me")
+    rig.flow.answering.failed(RuntimeError("a bug in a tick"))
+    assert answer.status == "error" and rig.flow.answering.answer is None
+    assert "RuntimeError: a bug in a tick" in rig.view.status.last
+    rig.until(lambda: not rig.controller.is_generating(), what="the worker to stop")
+
+
+# -- another chat ----------------------------------------------------------------------------
+
+
+def test_a_new_chat_never_receives_the_old_generations_text(rigs: list[ChatRig]) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
+    rig.load()
+    old = streaming(rig, "in the old chat")
+    rig.flow.new_chat()
+    assert rig.view.transcript.entries == [] and rig.session.chat == []
+    assert old.status == "stopped" and "reset" in rig.context.calls
+    kept = old.text
+    rig.run_for(0.2)  # the old worker's last events arrive, and are dropped
+    assert rig.view.transcript.entries == [] and rig.flow.answering.finished == []
+    rig.backend.text = "fresh"
+    new = answered(rig, "in the new chat")
+    assert new.text == "fresh" and old.text == kept
+    assert [entry.text for entry in rig.view.transcript.entries] == ["in the new chat", "fresh"]
+
+
+def test_opening_a_saved_chat_clears_this_one_and_ends_an_edit(rigs: list[ChatRig]) -> None:
+    saved = FakeSaved()
+    rig = ready(rigs, saved=saved)
+    answered(rig, "question")
+    question = rig.view.transcript.entries[0]
+    assert isinstance(question, UserView)
+    rig.view.input.draft = "draft"
+    rig.flow.edit(question)
+    rig.flow.clear_chat()  # what opening a saved chat does first
+    rig.flow.open_conversation(7)
+    assert saved.opened == [7] and rig.view.transcript.entries == []
+    assert rig.flow.editing is None and rig.view.input.draft == "draft"
+    assert rig.draft.waiting is None
+
+
+# -- autosend --------------------------------------------------------------------------------
+
+
+def test_autosend_waits_for_the_model_and_the_history_then_sends_once(
+    rigs: list[ChatRig],
+) -> None:
+    saved = FakeSaved(ready=False)
+    rig = rig_for(
+        rigs, ScriptedBackend(rate=0, text="Hi."), saved=saved, autosend="from the command line"
+    )
+    rig.load()
+    rig.run_for(0.1)
+    assert rig.view.transcript.entries == []  # the history is not open yet
+    saved.ready = True
+    rig.flow.history_ready([])
+    rig.until(lambda: rig.flow.answering.finished, what="the question sent by itself")
+    assert [entry.text for entry in rig.view.transcript.entries] == ["from the command line", "Hi."]
+    assert rig.flow.autosend is None
+    rig.flow.conversation_shown()  # later news does not send it again
+    rig.run_for(0.1)
+    assert len(rig.view.transcript.entries) == 2
+
+
+def test_unloading_the_model_stops_the_answer_and_disables_sending(rigs: list[ChatRig]) -> None:
+    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
+    rig.load()
+    answer = streaming(rig, "tell me")
+    rig.flow.model_unloading()
+    assert answer.status == "stopped" and not rig.flow.model_ready
+    assert not rig.view.enabled["send"] and not rig.view.enabled["regenerate"]
+    assert not rig.flow.send("now?")
+    assert rig.view.status.last == "app.not_ready"

@@ -1,0 +1,356 @@
+"""The chat flow: what Send, Stop, Edit, Regenerate, ◀ ▶ and a chat switch do.
+
+Main thread only. The window (:mod:`tkchat.ui.window.chat_window`) builds the widgets and
+wires them; :class:`ChatFlow` decides what happens to the conversation and tells the window
+what to show through :class:`~tkchat.ui.chats.chat_view.ChatView`, a Protocol of the few
+things it needs. The answer on its way is :class:`~tkchat.ui.chats.answering.Answering`'s.
+
+Nothing here touches a widget directly, so a test can drive the whole flow with a double
+of the view and a scripted backend, without a Tk window (``tests/test_chat_flow.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from tkchat.consume.stream_consumer import TickResult
+from tkchat.events import ModelFailed, ModelReady
+from tkchat.generate.remote import RemoteBackend
+from tkchat.limits import cut
+from tkchat.store import Conversation
+from tkchat.ui.chats.answer_versions import versions_after_regenerate
+from tkchat.ui.chats.answering import Answering
+from tkchat.ui.chats.chat_view import ChatView, FlowParts, Scheduler
+from tkchat.ui.pipeline import Pipeline
+from tkchat.ui.transcript import AnswerView, UserView
+
+
+class ChatFlow:
+    """One window's conversation. ``editing``: the past question being edited, if any;
+    ``set_aside``: what the box held when that edit began. ``autosend``: a question sent
+    once the model (and the history, if kept) is ready (``--prompt``). Main thread only."""
+
+    def __init__(
+        self,
+        view: ChatView,
+        parts: FlowParts,
+        *,
+        scheduler: Scheduler,
+        translate: Callable[..., str],
+        pipelines: Callable[[str], Pipeline],
+        pipeline: Pipeline,
+        autosend: str | None = None,
+    ) -> None:
+        self.view = view
+        self.controller = parts.controller
+        self.session = parts.session
+        self.versions = parts.versions
+        self.context = parts.context
+        self.draft = parts.draft
+        self.saved = parts.saved
+        self.scheduler = scheduler
+        self.answering = Answering(
+            view,
+            parts,
+            scheduler=scheduler,
+            translate=translate,
+            pipelines=pipelines,
+            pipeline=pipeline,
+            on_change=self.update_actions,
+        )
+        self.editing: UserView | None = None
+        self.set_aside = ""
+        self.model_ready = False
+        self.model_failed = False  # the last load failed: nothing can be sent until another
+        self.autosend = autosend
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def send(self, text: str | None = None) -> bool:
+        """Send the input box's text (or ``text``). Returns whether a generation started.
+        While a past question is being edited, the box's text replaces it and everything
+        after it."""
+        prompt = (self.view.input.draft if text is None else text).strip()
+        self.draft.waiting = None  # this send lets go of a draft that waited for its count
+        if not prompt or not self._can_generate():
+            return False
+        if text is None and not self.draft.fits(prompt):
+            return False  # said why in the status line; the box keeps the text
+        if self.controller.is_generating():
+            self.stop()  # the partial answer stays, marked stopped; the new one starts at once
+        if text is None:
+            self.view.input.clear()
+            if self.editing is not None:
+                edited, self.editing = self.editing, None
+                self._resend(edited, prompt)
+                self._take_back_set_aside()
+                return self.answering.start(self.session.request())
+        self.editing = None
+        self.view.transcript.add_user(prompt)
+        self.session.ask(prompt)
+        if self.saved is not None:
+            self.saved.archive.question(
+                prompt,
+                system_prompt=self.session.system_prompt,
+                settings_from=self.session.sampling,
+            )
+        return self.answering.start(self.session.request())
+
+    def _can_generate(self) -> bool:
+        if self.model_failed and not self.controller.loading:
+            self.view.status.say("app.no_model")  # the box keeps the text: nothing is lost
+            return False
+        if not self.model_ready or self.showing_conversation or not self._history_open():
+            # (a question sent before the history is open could not be saved)
+            self.view.status.say("app.not_ready")
+            return False
+        return True
+
+    def _history_open(self) -> bool:
+        return self.saved is None or self.saved.ready
+
+    def stop(self) -> None:
+        """Stop: the answer streaming (if any) ends here, marked stopped
+        (:meth:`Answering.stop`)."""
+        self.answering.stop()
+
+    def escape(self) -> None:
+        """Esc stops an answer; with none running it cancels an edit."""
+        if self.controller.is_generating():
+            self.stop()
+        else:
+            self.cancel_edit()
+
+    # -- regenerate, edit and resend -------------------------------------------------------------
+
+    def regenerate(self) -> bool:
+        """Ask again for the last answer (Ctrl+R): the new one becomes its next version, on
+        screen and on disk; the earlier ones stay a click away (◀ ▶)."""
+        if not self._can_generate():
+            return False
+        self.stop()  # an answer still streaming or ending ends now: its version is kept so
+        entries = self.view.transcript.entries
+        if not entries or not isinstance(entries[-1], AnswerView):
+            self.view.status.say("app.regenerate_none")
+            return False
+        self._end_edit()
+        versions = versions_after_regenerate(entries[-1])
+        self._rewind_to(entries[-1])  # the saved answer takes the new version
+        request = self.session.regenerate_request(len(versions) - 1)
+        return self.answering.start(request, versions)
+
+    def show_version(self, view: UserView | AnswerView, step: int) -> bool:
+        """A message's ◀ / ▶: the chat goes on from that version of it (a question's: with
+        its branch, so an answer streaming after it stops first)."""
+        if isinstance(view, UserView):
+            if self.showing_conversation or not self.versions.can_show(view, step):
+                return False
+            self.stop()
+            self.context.rewound(self.view.transcript.entries.index(view))
+        if not self.versions.show(view, step):
+            return False
+        if self.editing is not None and self.editing not in self.view.transcript.entries:
+            self.cancel_edit()  # the question being edited went with the branch
+        elif self.model_ready and not self.controller.is_generating():
+            # "Done — 52 tokens" was about the version just put away
+            self.view.status.say("app.ready_again", name=self.controller.backend.name)
+        self.update_actions()
+        self.measure_context()
+        self.draft.refresh()  # the conversation changed: the same draft may fit differently
+        return True
+
+    def edit(self, view: UserView) -> None:
+        """Put a past question in the box; sending it replaces it and all that follows
+        (which stay as the question's earlier version: :meth:`_resend`). What was typed in
+        the box is set aside, and comes back when the edit is sent or cancelled."""
+        if self.showing_conversation:
+            return
+        if self.editing is None:
+            self.set_aside = self.view.input.draft
+        self.editing = view
+        self.view.input.set_draft(view.text)
+        self.view.focus_input()
+        self.view.status.say("app.editing", number=self.view.transcript.entries.index(view) + 1)
+
+    def _resend(self, view: UserView, prompt: str) -> None:
+        """Send an edited question: it becomes the question's next version, in place of it
+        and all that followed, which stay a click away (◀ on the question)."""
+        self.stop()  # an answer still ending ends now: the branch keeps it as it ended
+        versions, branches = self.versions.resent(view, prompt)
+        index = self.view.transcript.entries.index(view)
+        self._rewind_to(view)
+        question = self.view.transcript.add_user(prompt, versions, branches)
+        self.session.ask(prompt)
+        if self.saved is not None:
+            question.saved_as = self.saved.archive.question(
+                prompt,
+                system_prompt=self.session.system_prompt,
+                settings_from=self.session.sampling,
+                edited=index,
+            )
+
+    def cancel_edit(self) -> None:
+        if self.editing is not None:
+            self._end_edit()
+            self.view.status.say("app.edit_cancelled")
+
+    def _end_edit(self) -> None:
+        """No question is being edited any more (Esc, Regenerate, another chat)."""
+        if self.editing is not None:
+            self.editing = None
+            self._take_back_set_aside()
+
+    def _take_back_set_aside(self) -> None:
+        """The box gets back what was typed in it before an edit began (nothing is lost)."""
+        self.view.input.set_draft(self.set_aside)
+        self.set_aside = ""
+
+    def _rewind_to(self, view: UserView | AnswerView) -> None:
+        """Take ``view`` and everything after it off the screen and out of the model's
+        context (the saved conversation keeps them as versions: see the callers)."""
+        self.stop()
+        keep = self.view.transcript.entries.index(view)
+        self.view.transcript.remove_from(view)
+        self.context.rewound(keep)
+        self.session.rewind(keep)
+        self.update_actions()
+
+    def update_actions(self) -> None:
+        """Regenerate needs an answer to replace, and a model to answer."""
+        entries = self.view.transcript.entries
+        possible = self.model_ready and bool(entries) and isinstance(entries[-1], AnswerView)
+        self.view.enable("regenerate", possible)
+
+    def measure_context(self) -> None:
+        """The meter's figure and the draft's, for the conversation as it stands now (also
+        after a model has loaded, or a saved chat is back on screen)."""
+        if self.model_ready:
+            self.context.measure(self.session.request())
+            self.draft.refresh()
+
+    # -- new chat, saved conversations -----------------------------------------------------------
+
+    def new_chat(self) -> None:
+        """Start over (Ctrl+N): stop any answer, clear the transcript and the model's context.
+        The new conversation starts with the default system prompt and sampling."""
+        self.clear_chat()
+        self.session.start_new()
+        self.update_actions()
+        if self.saved is not None:
+            self.saved.forget_current()
+
+    def clear_chat(self) -> None:
+        """Before another conversation: nothing running, nothing on screen, nothing of a saved
+        conversation still on its way to the screen, nothing said about the previous one."""
+        self.stop()
+        if self.model_ready:  # "Done — 512 tokens" was about the chat that is going away
+            self.view.status.say("app.ready_again", name=self.controller.backend.name)
+        if self.saved is not None:
+            self.saved.stop_showing()
+        self._end_edit()
+        self.view.transcript.clear()
+        self.context.reset(self.controller.backend.n_ctx if self.model_ready else None)
+        self.draft.waiting = None  # it was for the chat that is going away
+        self.draft.refresh()
+
+    def open_conversation(self, conversation_id: int) -> None:
+        if self.saved is not None:
+            self.saved.show(conversation_id)
+
+    @property
+    def showing_conversation(self) -> bool:
+        """Whether a saved conversation (or a question's other branch) is still being put
+        on screen."""
+        showing = self.saved is not None and self.saved.showing
+        return showing or self.versions.showing
+
+    def history_ready(self, conversations: list[Conversation]) -> None:
+        """The store is open: reopen the latest conversation, unless one has begun or a
+        ``--prompt`` is waiting (a question from the command line starts its own chat, with
+        the command line's sampling)."""
+        if conversations and not self.view.transcript.answers and not self.autosend:
+            self.open_conversation(conversations[0].id)
+        self._maybe_autosend()
+
+    def conversation_shown(self) -> None:
+        self.update_actions()
+        self.measure_context()
+        self._maybe_autosend()
+
+    def _maybe_autosend(self) -> None:
+        """Send ``--prompt`` once the model (and the history, if kept) is ready."""
+        if not self.autosend or not self.model_ready or self.showing_conversation:
+            return
+        if not self._history_open():
+            return
+        prompt, self.autosend = self.autosend, None
+        # after this callback, so a blocking demo does not run inside it
+        self.scheduler.once("autosend", 50, lambda: self.send(prompt))
+
+    # -- events from the pump ------------------------------------------------------------------
+
+    def on_tick(self, tick: TickResult) -> None:
+        """One 16 ms tick's news: the model's, then the answer's text, then its end."""
+        self.view.progress.follow(tick)
+        for event in tick.app_events:
+            if isinstance(event, ModelReady):
+                self._model_ready(event)
+            elif isinstance(event, ModelFailed):
+                self._model_failed(event.message, cancelled=event.cancelled)
+        self.answering.grow(tick.chunks)
+        if tick.final is not None:
+            self.answering.handle_final(tick.final)
+
+    def _model_ready(self, event: ModelReady) -> None:
+        if self.answering.answer is None:
+            self.view.enable("stop", False)  # (enabled while connecting)
+        self.model_ready = True
+        self.model_failed = False
+        self.view.model_banner.hide()
+        self.view.enable("send", True)
+        self.update_actions()
+        seconds, n_ctx = f"{event.load_s:.1f}", f"{event.n_ctx:,}"
+        if event.n_ctx_train:  # "context 4,096 of 8,192 trained": what was given, of what could be
+            trained = f"{event.n_ctx_train:,}"
+            self.view.status.say(
+                "app.ready.trained", name=event.name, seconds=seconds, n_ctx=n_ctx, trained=trained
+            )
+        else:
+            self.view.status.say("app.ready", name=event.name, seconds=seconds, n_ctx=n_ctx)
+        self.view.model_loaded(event)
+        self.measure_context()
+        self._maybe_autosend()
+
+    def model_loading(self) -> None:
+        """The window's model is loading (at start)."""
+        self.view.status.say("app.loading", name=self.controller.backend.name)
+        if isinstance(self.controller.backend, RemoteBackend):
+            # Connecting to a server can take up to its handshake deadline: Stop gives up.
+            self.view.enable("stop", True)
+
+    def model_unloading(self) -> None:
+        """Another backend is about to replace the current one."""
+        self.stop()
+        self.model_ready = False
+        self.model_failed = False
+        self.view.model_banner.hide()
+        self.view.enable("send", False)
+        self.update_actions()
+
+    def _model_failed(self, message: str, *, cancelled: bool = False) -> None:
+        """A banner that stays until dismissed (a restored chat must not push the reason out
+        of sight), and the controls that need a model disabled. A load cancelled on purpose
+        (another model was chosen) is one sentence in the status line, not an error."""
+        message = cut(message)
+        if self.answering.answer is None:
+            self.view.enable("stop", False)  # (enabled while connecting)
+        if cancelled:
+            self.view.status.show(lambda: message)
+            return
+        print(f"tkchat: {message}", file=sys.stderr)
+        self.model_failed = True
+        self.view.model_banner.show(message)
+        self.view.status.say("app.model_failed")
+        self.view.enable("send", False)
+        self.update_actions()

@@ -1,0 +1,160 @@
+"""The lessons' side of the window: a lesson's demo set up, the live figures the lesson panel
+shows beside the ones a lesson expects, and the two tools lessons bring into the window: the
+chaos transport (lesson 13) and the watchdog (lesson 14).
+
+The lesson panel's *Set up the demo* button calls :meth:`LessonDemos.setup`, which touches
+several parts of the window at once (the chat, the mode, the backend, the message box, the
+health bar): it sees them through :class:`DemoWindow`, the few members it uses.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from tkchat.consume.stream_consumer import StreamConsumer
+from tkchat.course.lessons import Lesson
+from tkchat.events import Done, Error
+from tkchat.stats import LagSample
+from tkchat.transport.chaos import Chaos
+from tkchat.ui.health import HealthBar
+from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.models.switch import ModelSwitch
+from tkchat.ui.services import Services
+from tkchat.ui.teaching.controls import LessonHooks, TeachingControls
+from tkchat.ui.teaching.lag_timeline import LagTimeline, answer_arrivals
+from tkchat.ui.teaching.live_figures import LiveFigures
+from tkchat.ui.teaching.ordering import OrderingCounters, read_ordering
+from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog
+from tkchat.ui.transcript import Transcript
+from tkchat.ui.window.message_box import MessageBox
+
+
+class DemoWindow(Protocol):
+    """What a demo sets up, and the live figures read, in the window
+    (:class:`~tkchat.ui.window.chat_window.ChatApp`)."""
+
+    @property
+    def teaching(self) -> TeachingControls: ...
+    @property
+    def models(self) -> ModelSwitch: ...
+    @property
+    def input(self) -> MessageBox: ...
+    @property
+    def health(self) -> HealthBar: ...
+    @property
+    def probe(self) -> LagProbe: ...
+    @property
+    def transcript(self) -> Transcript: ...
+    @property
+    def finished(self) -> Sequence[Done | Error]: ...
+    @property
+    def last_cancel_ms(self) -> float | None: ...
+    def new_chat(self) -> None: ...
+
+
+class LessonDemos:
+    """``live_figure(metric)``: a bench figure's live value; ``chaos``: the chaos transport
+    answers travel through (None: straight); ``watchdog``: the watchdog process, once
+    opened. ``theme()``: the window's palette name, which the watchdog follows."""
+
+    def __init__(
+        self,
+        services: Services,
+        consumer: StreamConsumer,
+        window: DemoWindow,
+        *,
+        theme: Callable[[], str],
+    ) -> None:
+        self.controller = services.controller
+        self.session = services.session
+        self.status = services.status
+        self.scheduler = services.scheduler
+        self.t = services.translate
+        self.consumer = consumer
+        self.window = window
+        self.theme = theme
+        self.chaos: Chaos | None = None
+        self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
+        self.live_figure = LiveFigures(
+            window.probe,
+            window.transcript,
+            lambda: window.finished,
+            lambda: window.last_cancel_ms,
+            self.ordering_counters,
+            lambda: self.controller.current.sender if self.controller.current else None,
+        )
+
+    def hooks(self, recorded: Callable[[], Sequence[LagSample]] | None) -> LessonHooks:
+        """What the lesson panel asks of the window; ``recorded()``: a recording's lag
+        samples, drawn beside the live lag in its timeline (``tkchat replay``)."""
+        window = self.window
+
+        def timeline(master: tk.Misc) -> LagTimeline:  # made when the lesson panel opens
+            return LagTimeline(
+                master,
+                self.scheduler,
+                lambda: window.probe.history,
+                answer_arrivals(window.transcript.answers),
+                recorded=recorded,
+                translate=self.t,
+            )
+
+        return LessonHooks(self.setup, self.live_figure, timeline)
+
+    def setup(self, lesson: Lesson) -> None:
+        """A lesson's demo, as its header describes it: a fresh chat (so earlier demos do not
+        lengthen the prompt), its mode, its backend (rate, answer length, language), its
+        answer limit and seed, its prompt in the box, what to watch highlighted."""
+        window = self.window
+        if lesson.fresh:
+            window.new_chat()
+        window.teaching.set_mode(lesson.mode)
+        window.models.use(
+            lesson.backend, rate=lesson.rate, tokens=lesson.tokens, language=lesson.language
+        )
+        limit = lesson.max_tokens or lesson.tokens
+        sampling = self.session.sampling
+        self.session.sampling = replace(
+            sampling,
+            max_tokens=limit or sampling.max_tokens,
+            seed=lesson.seed if lesson.seed is not None else sampling.seed,
+        )
+        self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
+        if lesson.watchdog:
+            self.open_watchdog()
+        window.input.set_draft(lesson.prompt or "")
+        window.input.focus_set()
+        window.health.highlight(lesson.watch)
+        window.probe.reset_peaks()
+        self.status.say("app.demo_ready", mode=lesson.mode)
+
+    # -- the chaos transport (lesson 13) -------------------------------------------------------
+
+    def set_chaos(self, chaos: Chaos | None) -> None:
+        """From the next answer on, events travel through ``chaos`` (None: straight)."""
+        self.chaos = chaos
+        self.controller.sink_wrapper = chaos
+
+    def ordering_counters(self) -> OrderingCounters:
+        """Lesson 13's live figures in one read: chaos done, order kept."""
+        return read_ordering(self.chaos, self.consumer)
+
+    # -- the watchdog (lesson 14) --------------------------------------------------------------
+
+    def open_watchdog(self) -> WatchdogHandle:
+        """Show this window's heartbeat in a second process, which can draw a freeze while
+        it happens (``tkchat watchdog``). Opens it once; again only if it was closed."""
+        if self.watchdog is None or not self.watchdog.alive:
+            if self.watchdog is not None:
+                self.watchdog.close()
+            self.watchdog = open_watchdog(self.scheduler, theme=self.theme())
+        return self.watchdog
+
+    def close(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.close()
