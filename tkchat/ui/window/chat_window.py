@@ -54,6 +54,7 @@ from tkchat.ui.settings.remembered import Remembered
 from tkchat.ui.teaching.controls import TeachingControls
 from tkchat.ui.teaching.lag_timeline import LagTimeline, answer_arrivals
 from tkchat.ui.teaching.live_figures import LiveFigures
+from tkchat.ui.teaching.loop_witness import witness_the_loop
 from tkchat.ui.teaching.ordering import OrderingCounters, read_ordering
 from tkchat.ui.teaching.outside import OutsidePipelineError
 from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog
@@ -145,7 +146,6 @@ class ChatApp(ChatLayout):
         if options.chaos is not None:
             self.set_chaos(options.chaos)
         self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
-
         self.typing = TypingHome(root, lambda: self.input, self.scheduler)
         home = self.typing.then
         commands = ButtonCommands(
@@ -153,6 +153,7 @@ class ChatApp(ChatLayout):
         )
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
         self._build_parts(options)
+        self.witness = witness_the_loop(self)  # who held the loop: tkchat/trace/, sampled
         self._bind_commands()
         self._restore(options, settings)
         self.new_chat()
@@ -832,8 +833,7 @@ class ChatApp(ChatLayout):
             self.last_cancel_ms = (worker.exited_at - worker.cancelled_at) * 1000
 
     def _tokens_so_far(self) -> int:
-        worker = self.controller.current
-        return worker.tokens if worker is not None else 0
+        return self.controller.current.tokens if self.controller.current is not None else 0
 
     def open_watchdog(self) -> WatchdogHandle:
         """Show this window's heartbeat in a second process, which can draw a freeze while

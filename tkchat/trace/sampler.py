@@ -1,0 +1,296 @@
+"""The main-thread sampler: every few milliseconds, what the Tk main thread is doing.
+
+A helper thread wakes every ``interval_s`` and reads the main thread's Python stack with
+``sys._current_frames()``. That works however stuck the main thread is: Tkinter releases the
+GIL while Tcl runs, a blocked call (a sleep, a lock, a queue, the model's C code) releases it
+too, and Python code hands it over every few milliseconds — and a blocked thread's stack
+still shows the frame it is blocked in.
+
+Each :class:`Sample` says what the time since the previous one was spent on, its *kind*:
+
+- ``python``: Python code of a callback ran;
+- ``native``: a C call that had released the GIL ran (the model's matrix work) — the same
+  instruction of the same frame, sample after sample, while the thread used a core;
+- ``wait``: a callback was blocked (a sleep, a lock, a queue: the thread used no core);
+- ``tk``: Tk's own work — between callbacks (redisplay, layout, geometry: the loop frame
+  innermost and the thread busy), or asked for inside one (``update_idletasks``, a widget
+  call);
+- ``idle``: the loop waited for the next event;
+- ``other-program``: the thread was ready to run but waited for a core another program had.
+
+The last two need the thread's clocks, read from the kernel (``/proc/self/task/N/schedstat``:
+time run and time waited for a core; else the thread's CPU clock; else neither, and every
+loop sample counts as idle). What is kept is bounded: the last ``keep_s`` seconds, and while
+recording (the bench, a saved trace) at most ``limit`` samples.
+
+The sampler thread never touches Tk; :meth:`LoopSampler.between` and the recording are read
+from any thread (under a lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import CodeType
+
+from tkchat.trace.frames import TK, FrameBook, FrameRef, blame_of, callback_index, in_loop
+from tkchat.trace.ledger import CallbackLedger
+
+PYTHON = "python"
+NATIVE = "native"
+WAIT = "wait"
+TK_WORK = "tk"
+IDLE = "idle"
+OTHER_PROGRAM = "other-program"
+KINDS = (PYTHON, NATIVE, WAIT, TK_WORK, IDLE, OTHER_PROGRAM)
+
+INTERVAL_S = 0.005
+KEEP_S = 30.0  # what the lag timeline (20 s) and a saved trace can ask for
+RECORD_LIMIT = 240_000  # samples kept by one recording: 20 minutes at 5 ms
+BUSY = 0.3  # a thread that ran this share of a sample's time was working, not waiting
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What the main thread did during the ``span`` seconds up to ``at`` (perf_counter)."""
+
+    at: float
+    span: float
+    stack: tuple[FrameRef, ...]  # outermost first
+    kind: str
+    ran: float | None = None  # seconds the thread ran on a core (None: no clock here)
+    queued: float | None = None  # seconds it was ready but waited for a core
+    timer: str | None = None  # the scheduler's timer running, if any
+    after: str | None = None  # between callbacks: the function that ran last
+    counters: tuple[float, ...] | None = None  # the sampler's counters, in their order
+
+    @property
+    def between_callbacks(self) -> bool:
+        return self.kind in (TK_WORK, IDLE) and callback_index(self.stack) < 0
+
+
+class ThreadClock:
+    """How long one thread has run, and waited for a core, in seconds. Any thread."""
+
+    def __init__(self, native_id: int | None, ident: int) -> None:
+        self._fd: int | None = None
+        self._cpu: int | None = None
+        if native_id is not None:
+            with contextlib.suppress(OSError):
+                self._fd = os.open(f"/proc/self/task/{native_id}/schedstat", os.O_RDONLY)
+        if self._fd is None:
+            with contextlib.suppress(AttributeError, OSError):
+                self._cpu = time.pthread_getcpuclockid(ident)
+
+    @property
+    def knows_queue(self) -> bool:
+        return self._fd is not None
+
+    def read(self) -> tuple[float | None, float | None]:
+        """(run so far, waited for a core so far); None where this system cannot say."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                run, queued = os.pread(self._fd, 128, 0).split()[:2]
+                return int(run) / 1e9, int(queued) / 1e9
+            return None, None
+        if self._cpu is not None:
+            with contextlib.suppress(OSError):
+                return time.clock_gettime(self._cpu), None
+        return None, None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+def classify(
+    stack: tuple[FrameRef, ...],
+    span: float,
+    ran: float | None,
+    queued: float | None,
+    *,
+    same_spot: bool,
+) -> str:
+    """The kind of one sample (see the module's docstring). ``same_spot``: the innermost
+    frame stood at the same instruction in the previous sample."""
+    if queued is not None and span > 0 and queued >= 0.5 * span:
+        return OTHER_PROGRAM
+    busy = ran is not None and span > 0 and ran >= BUSY * span
+    if in_loop(stack) and callback_index(stack) < 0:
+        return TK_WORK if busy else IDLE
+    if stack and stack[-1].role == TK:
+        return TK_WORK
+    if ran is not None and not busy:
+        return WAIT
+    return NATIVE if same_spot else PYTHON
+
+
+class LoopSampler:
+    """Samples ``target``'s stack (the main thread by default) on a helper thread.
+
+    ``ledger``: the scheduler's (which timer runs, which ran last). ``counters``: figures read
+    at every sample, kept with it while recording (queue depth, chunks coalesced: for the
+    trace). ``watchers`` are called on the sampler thread after each sample (the watchdog's
+    live culprit); they must be quick and must not touch Tk."""
+
+    def __init__(
+        self,
+        target: threading.Thread | None = None,
+        *,
+        interval_s: float = INTERVAL_S,
+        keep_s: float = KEEP_S,
+        ledger: CallbackLedger | None = None,
+        book: FrameBook | None = None,
+    ) -> None:
+        self.target = target or threading.main_thread()
+        self.interval_s = interval_s
+        self.ledger = ledger
+        self.book = book or FrameBook()
+        self.counters: dict[str, Callable[[], float]] = {}
+        self.watchers: list[Callable[[LoopSampler, Sample], None]] = []
+        self._recent: deque[Sample] = deque(maxlen=max(16, int(keep_s / interval_s)))
+        self._recorded: list[Sample] | None = None
+        self._limit = RECORD_LIMIT
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.taken = 0  # samples taken so far
+        self.cost_s = 0.0  # the sampler thread's own CPU time, summed
+        self.knows_queue = False  # the kernel tells this sampler about waits for a core
+
+    # -- control (any thread) ----------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="tkchat-loop-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 1.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def request_stop(self) -> None:
+        """Any thread, the sampler's own too: stop after the current sample."""
+        self._stop.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    def recent(self) -> list[Sample]:
+        with self._lock:
+            return list(self._recent)
+
+    def between(self, start: float, end: float) -> list[Sample]:
+        """The kept samples whose time overlaps ``start`` … ``end`` (perf_counter)."""
+        with self._lock:
+            kept = list(self._recent)
+        return [s for s in kept if s.at > start and s.at - s.span < end]
+
+    def start_recording(self, limit: int = RECORD_LIMIT) -> None:
+        with self._lock:
+            self._recorded, self._limit = [], limit
+
+    def stop_recording(self) -> list[Sample]:
+        with self._lock:
+            samples, self._recorded = self._recorded or [], None
+        return samples
+
+    # -- the sampler thread ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        clock = ThreadClock(self.target.native_id, self.target.ident or 0)
+        self.knows_queue = clock.knows_queue
+        state = _State(time.perf_counter(), *clock.read())
+        try:
+            while not self._stop.wait(self.interval_s):
+                began = time.thread_time()
+                sample = self._take(clock, state)
+                if sample is None:
+                    return  # the main thread is gone
+                with self._lock:
+                    self._recent.append(sample)
+                    if self._recorded is not None and len(self._recorded) < self._limit:
+                        self._recorded.append(sample)
+                for watcher in self.watchers:
+                    watcher(self, sample)
+                self.taken += 1
+                self.cost_s += time.thread_time() - began
+        finally:
+            clock.close()
+
+    def _take(self, clock: ThreadClock, state: _State) -> Sample | None:
+        frame = sys._current_frames().get(self.target.ident or 0)
+        if frame is None:
+            return None
+        now = time.perf_counter()
+        ran, queued = clock.read()
+        spot = (frame.f_code, frame.f_lasti)
+        stack = self.book.stack(frame)
+        del frame
+        if stack == state.stack:  # the same as last time (an idle loop): keep one tuple
+            stack = state.stack
+        span = now - state.at
+        ran_s, queued_s = _delta(ran, state.ran), _delta(queued, state.queued)
+        kind = classify(stack, span, ran_s, queued_s, same_spot=spot == state.spot)
+        timer, after = self._timer_and_after(stack, kind, now, state)
+        counters = None
+        if self.counters:
+            counters = tuple(_read(read) for read in self.counters.values())
+        state.at, state.ran, state.queued, state.spot, state.stack = now, ran, queued, spot, stack
+        return Sample(now, span, stack, kind, ran_s, queued_s, timer, after, counters)
+
+    def _timer_and_after(
+        self, stack: tuple[FrameRef, ...], kind: str, now: float, state: _State
+    ) -> tuple[str | None, str | None]:
+        """The timer running now, and — for Tk's work between callbacks — what ran just
+        before it: the function last sampled inside a callback, or the ledger's last
+        callback if that one ended later and was never sampled."""
+        ledger = self.ledger
+        current = ledger.current if ledger is not None else None
+        timer = current[0] if current is not None else None
+        if kind not in (TK_WORK, IDLE) or callback_index(stack) >= 0 or not in_loop(stack):
+            blame = blame_of(stack)
+            if blame is not None and blame.role != TK:
+                state.last_blame = (now, blame.function)
+            return timer, None
+        last = ledger.last if ledger is not None else None
+        sampled = state.last_blame
+        if last is not None and (sampled is None or sampled[0] < last.start):
+            return timer, last.function
+        return timer, sampled[1] if sampled is not None else None
+
+
+@dataclass
+class _State:
+    """What the sampler thread remembers from one sample to the next."""
+
+    at: float
+    ran: float | None
+    queued: float | None
+    spot: tuple[CodeType, int] | None = None
+    stack: tuple[FrameRef, ...] = ()
+    last_blame: tuple[float, str] | None = None
+
+
+def _delta(now: float | None, before: float | None) -> float | None:
+    return None if now is None or before is None else max(0.0, now - before)
+
+
+def _read(read: Callable[[], float]) -> float:
+    """A counter's value; a counter that fails reads as NaN (the trace leaves it out)."""
+    try:
+        return float(read())
+    except Exception:
+        return float("nan")
