@@ -32,9 +32,12 @@ from tkchat.trace.frames import (
     callback_name,
     in_loop,
 )
-from tkchat.trace.sampler import IDLE, OTHER_PROGRAM, TK_WORK, Sample
+from tkchat.trace.sampler import BUSY, IDLE, OTHER_PROGRAM, TK_WORK, Sample
 
 K = TypeVar("K")
+# Not a sample's kind but what idle-looking samples inside a late moment were: the loop could
+# not go on because another thread of this program held the GIL.
+GIL = "gil"
 LOOP = "Tk"  # the culprit's function when Tk's own work between callbacks held the loop
 TOP_STACKS = 3
 MODEL_SHARE = 0.3  # the model ran on the main thread: its frames in this share of the time
@@ -91,7 +94,11 @@ def group_of(sample: Sample) -> tuple[str, str]:
     if sample.between_callbacks or (sample.kind == OTHER_PROGRAM and _in_loop_only(sample)):
         if sample.kind == OTHER_PROGRAM:
             return ("other", OTHER_PROGRAM)
-        return ("loop", sample.after or "") if sample.kind == TK_WORK else ("idle", IDLE)
+        if sample.kind == TK_WORK:
+            return ("loop", sample.after or "")
+        if sample.others is not None and sample.others >= BUSY * sample.span > 0:
+            return ("gil", GIL)  # the loop wanted to call Python; another thread had the GIL
+        return ("idle", IDLE)
     blame = blame_of(sample.stack)
     return ("code", blame.function if blame else "")
 
@@ -148,7 +155,7 @@ def _summarise(
         function=LOOP if group == "loop" else (name if group == "code" else ""),
         blame=blame,
         innermost=heaviest[-1] if heaviest and group == "code" else None,
-        kind=ran[0][0],
+        kind=GIL if group == "gil" else ran[0][0],
         ms=weight * 1000,
         share=weight / total if total else 0.0,
         callback=_top(callbacks)[0][0] if callbacks else None,
@@ -219,10 +226,9 @@ def describe(culprit: Culprit, lang: str = "en") -> str:
         if culprit.after:
             return strings["culprit.label.loop"].format(length=length, after=culprit.after)
         return strings["culprit.label.loop_unknown"].format(length=length)
-    if culprit.kind == OTHER_PROGRAM and not culprit.function:
-        return strings["culprit.label.other"].format(length=length)
     if not culprit.function:
-        return strings["culprit.label.idle"].format(length=length)
+        other = {OTHER_PROGRAM: "other", GIL: "gil"}.get(culprit.kind, "idle")
+        return strings[f"culprit.label.{other}"].format(length=length)
     why = strings[f"culprit.why.{why_key(culprit)}"]
     return strings["culprit.label"].format(length=length, chain=chain(culprit), why=why)
 
@@ -263,17 +269,20 @@ class WhoseTime:
     app: float = 0.0  # inside a callback, tkchat's own code (or a test's) only
     tk: float = 0.0  # Tk's own work between callbacks: redisplay, layout
     other_program: float = 0.0  # ready to run, but another program had the core
+    other_threads: float = 0.0  # the loop waited for the GIL another thread of ours held
     idle: float = 0.0  # the loop was free
     unsampled: float = 0.0  # no sample covered it (the sampler was late or not running)
 
     @property
     def main(self) -> str:
-        """Whose share was largest: "pipeline", "app", "tk", "other_program" or "idle"."""
+        """Whose share was largest: "pipeline", "app", "tk", "other_program",
+        "other_threads" or "idle"."""
         shares = {
             "pipeline": self.pipeline,
             "app": self.app,
             "tk": self.tk,
             "other_program": self.other_program,
+            "other_threads": self.other_threads,
             "idle": self.idle,
         }
         return max(shares, key=lambda name: shares[name])
@@ -294,8 +303,9 @@ def whose_time(samples: Iterable[Sample], start: float, end: float) -> WhoseTime
         queued = min(weight, (sample.queued or 0.0) * weight / sample.span) if sample.span else 0.0
         parts["other_program"] += queued
         rest = weight - queued
-        if sample.kind == OTHER_PROGRAM or (sample.between_callbacks and sample.kind == IDLE):
-            parts["other_program" if sample.kind == OTHER_PROGRAM else "idle"] += rest
+        group = group_of(sample)[0]
+        if group in ("other", "gil", "idle"):
+            parts[{"other": "other_program", "gil": "other_threads"}.get(group, "idle")] += rest
         elif sample.between_callbacks:
             parts["tk"] += rest
         elif any(ref.role == PIPELINE for ref in sample.stack):

@@ -66,6 +66,7 @@ class Sample:
     kind: str
     ran: float | None = None  # seconds the thread ran on a core (None: no clock here)
     queued: float | None = None  # seconds it was ready but waited for a core
+    others: float | None = None  # seconds the process's other threads ran (the sampler's not)
     timer: str | None = None  # the scheduler's timer running, if any
     after: str | None = None  # between callbacks: the function that ran last
     counters: tuple[float, ...] | None = None  # the sampler's counters, in their order
@@ -212,7 +213,7 @@ class LoopSampler:
     def _run(self) -> None:
         clock = ThreadClock(self.target.native_id, self.target.ident or 0)
         self.knows_queue = clock.knows_queue
-        state = _State(time.perf_counter(), *clock.read())
+        state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
         try:
             while not self._stop.wait(self.interval_s):
                 began = time.thread_time()
@@ -243,13 +244,19 @@ class LoopSampler:
             stack = state.stack
         span = now - state.at
         ran_s, queued_s = _delta(ran, state.ran), _delta(queued, state.queued)
+        process = time.process_time()
+        others = None
+        if ran_s is not None:  # the process's CPU, less the main thread's and the sampler's
+            own = self.cost_s - state.cost
+            others = max(0.0, process - state.process - ran_s - own)
+        state.process, state.cost = process, self.cost_s
         kind = classify(stack, span, ran_s, queued_s, same_spot=spot == state.spot)
         timer, after = self._timer_and_after(stack, kind, now, state)
         counters = None
         if self.counters:
             counters = tuple(_read(read) for read in self.counters.values())
         state.at, state.ran, state.queued, state.spot, state.stack = now, ran, queued, spot, stack
-        return Sample(now, span, stack, kind, ran_s, queued_s, timer, after, counters)
+        return Sample(now, span, stack, kind, ran_s, queued_s, others, timer, after, counters)
 
     def _timer_and_after(
         self, stack: tuple[FrameRef, ...], kind: str, now: float, state: _State
@@ -279,6 +286,8 @@ class _State:
     at: float
     ran: float | None
     queued: float | None
+    process: float = 0.0  # the process's CPU time at the last sample
+    cost: float = 0.0  # the sampler's own CPU time then
     spot: tuple[CodeType, int] | None = None
     stack: tuple[FrameRef, ...] = ()
     last_blame: tuple[float, str] | None = None

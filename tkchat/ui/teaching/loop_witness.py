@@ -77,15 +77,27 @@ class LoopWitness:
         self._frozen_since: float | None = None  # the freeze the watchdog is being told of
         self._told_at = 0.0
         self.told = 0  # culprit lines sent to the watchdog (for tests)
+        self.forced: bool | None = None
 
     # -- running -------------------------------------------------------------------------------
 
     def wanted(self) -> bool:
-        """Teaching controls shown (or ``TKCHAT_SAMPLER=1``), and not ``TKCHAT_SAMPLER=0``."""
+        """Teaching controls shown (or ``TKCHAT_SAMPLER=1``), and not ``TKCHAT_SAMPLER=0``;
+        :meth:`force` overrides both."""
+        if self.forced is not None:
+            return self.forced
         choice = self.environ.get(ENV, "")
         if choice == "0":
             return False
         return choice == "1" or not self.window.teaching.chat_only
+
+    def force(self, on: bool | None) -> None:
+        """Sample (True) or not (False) whatever the view, at once; None: as :meth:`wanted`
+        says. The bench measures the sampler's cost this way."""
+        self.forced = on
+        if on is False:
+            self.sampler.stop()
+        self._check()
 
     def start(self) -> None:
         """Wire the scheduler and the timeline, then check every second whether to sample."""
