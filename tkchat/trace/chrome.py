@@ -176,7 +176,13 @@ def _flows(w: _Writer, tokens: list[tuple[float, int]]) -> None:
         if index < 0 or run.callbacks[index].end < at or oldest >= painted:
             continue
         made = times[oldest]
-        flow = {"pid": w.pid, "cat": "paint", "name": "token → screen", "id": flow_id}
+        # ids are the whole file's: a run's arrows are numbered after its process's id
+        flow = {
+            "pid": w.pid,
+            "cat": "paint",
+            "name": "token → screen",
+            "id": w.pid * 10**7 + flow_id,
+        }
         w.events.append({**flow, "ph": "s", "tid": WORKER, "ts": _us(made, run.origin) - 0.5})
         w.events.append({**flow, "ph": "f", "bp": "e", "tid": CALLBACKS, "ts": _us(at, run.origin)})
 

@@ -9,18 +9,20 @@ still shows the frame it is blocked in.
 Each :class:`Sample` says what the time since the previous one was spent on, its *kind*:
 
 - ``python``: Python code of a callback ran;
-- ``native``: a C call that had released the GIL ran (the model's matrix work) — the same
-  instruction of the same frame, sample after sample, while the thread used a core;
+- ``native``: a C call that had released the GIL ran (the model's matrix work): the thread
+  used a core, yet the sampler got the GIL at once (Python code makes it wait for the
+  interpreter's switch interval, 5 ms);
 - ``wait``: a callback was blocked (a sleep, a lock, a queue: the thread used no core);
 - ``tk``: Tk's own work — between callbacks (redisplay, layout, geometry: the loop frame
   innermost and the thread busy), or asked for inside one (``update_idletasks``, a widget
   call);
 - ``idle``: the loop waited for the next event;
-- ``other-program``: the thread was ready to run but waited for a core another program had.
+- ``other-program``: the thread hardly ran: it was ready, but waited for a core another
+  program had.
 
-The last two need the thread's clocks, read from the kernel (``/proc/self/task/N/schedstat``:
-time run and time waited for a core; else the thread's CPU clock; else neither, and every
-loop sample counts as idle). What is kept is bounded: the last ``keep_s`` seconds, and while
+The last two need the thread's clocks, read from the kernel (its CPU clock: time run;
+``/proc/self/task/N/schedstat``: time waited for a core; where neither exists, every loop
+sample counts as idle). What is kept is bounded: the last ``keep_s`` seconds, and while
 recording (the bench, a saved trace) at most ``limit`` samples.
 
 The sampler thread never touches Tk; :meth:`LoopSampler.between` and the recording are read
@@ -37,7 +39,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import CodeType
 
 from tkchat.trace.frames import TK, FrameBook, FrameRef, blame_of, callback_index, in_loop
 from tkchat.trace.ledger import CallbackLedger
@@ -77,17 +78,20 @@ class Sample:
 
 
 class ThreadClock:
-    """How long one thread has run, and waited for a core, in seconds. Any thread."""
+    """How long one thread has run, and waited for a core, in seconds. Any thread.
+
+    The time run comes from the thread's CPU clock (brought up to date by the kernel when it
+    is read; schedstat's own figure lags by a scheduler tick for a thread that is running),
+    the time waited for a core from ``/proc/self/task/N/schedstat`` (Linux)."""
 
     def __init__(self, native_id: int | None, ident: int) -> None:
         self._fd: int | None = None
         self._cpu: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self._cpu = time.pthread_getcpuclockid(ident)
         if native_id is not None:
             with contextlib.suppress(OSError):
                 self._fd = os.open(f"/proc/self/task/{native_id}/schedstat", os.O_RDONLY)
-        if self._fd is None:
-            with contextlib.suppress(AttributeError, OSError):
-                self._cpu = time.pthread_getcpuclockid(ident)
 
     @property
     def knows_queue(self) -> bool:
@@ -95,15 +99,18 @@ class ThreadClock:
 
     def read(self) -> tuple[float | None, float | None]:
         """(run so far, waited for a core so far); None where this system cannot say."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                run, queued = os.pread(self._fd, 128, 0).split()[:2]
-                return int(run) / 1e9, int(queued) / 1e9
-            return None, None
+        ran: float | None = None
+        queued: float | None = None
         if self._cpu is not None:
             with contextlib.suppress(OSError):
-                return time.clock_gettime(self._cpu), None
-        return None, None
+                ran = time.clock_gettime(self._cpu)
+        if self._fd is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                run_ns, queued_ns = os.pread(self._fd, 128, 0).split()[:2]
+                queued = int(queued_ns) / 1e9
+                if ran is None:
+                    ran = int(run_ns) / 1e9
+        return ran, queued
 
     def close(self) -> None:
         if self._fd is not None:
@@ -112,26 +119,29 @@ class ThreadClock:
             self._fd = None
 
 
+GIL_WAIT_S = 0.002  # the sampler waited this long for the GIL: Python code was running
+
+
 def classify(
     stack: tuple[FrameRef, ...],
     span: float,
     ran: float | None,
     queued: float | None,
     *,
-    same_spot: bool,
+    gil_wait: float,
 ) -> str:
-    """The kind of one sample (see the module's docstring). ``same_spot``: the innermost
-    frame stood at the same instruction in the previous sample."""
-    if queued is not None and span > 0 and queued >= 0.5 * span:
-        return OTHER_PROGRAM
+    """The kind of one sample (see the module's docstring). ``gil_wait``: how late the
+    sampler woke for it (mostly: how long it waited for the GIL)."""
     busy = ran is not None and span > 0 and ran >= BUSY * span
+    if queued is not None and span > 0 and queued >= 0.5 * span and not busy:
+        return OTHER_PROGRAM
     if in_loop(stack) and callback_index(stack) < 0:
         return TK_WORK if busy else IDLE
     if stack and stack[-1].role == TK:
         return TK_WORK
     if ran is not None and not busy:
         return WAIT
-    return NATIVE if same_spot else PYTHON
+    return PYTHON if gil_wait >= GIL_WAIT_S else NATIVE
 
 
 class LoopSampler:
@@ -215,9 +225,12 @@ class LoopSampler:
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
         try:
-            while not self._stop.wait(self.interval_s):
+            while True:
+                due = time.perf_counter() + self.interval_s
+                if self._stop.wait(self.interval_s):
+                    return
                 began = time.thread_time()
-                sample = self._take(clock, state)
+                sample = self._take(clock, state, time.perf_counter() - due)
                 if sample is None:
                     return  # the main thread is gone
                 with self._lock:
@@ -231,13 +244,12 @@ class LoopSampler:
         finally:
             clock.close()
 
-    def _take(self, clock: ThreadClock, state: _State) -> Sample | None:
+    def _take(self, clock: ThreadClock, state: _State, late: float) -> Sample | None:
         frame = sys._current_frames().get(self.target.ident or 0)
         if frame is None:
             return None
         now = time.perf_counter()
         ran, queued = clock.read()
-        spot = (frame.f_code, frame.f_lasti)
         stack = self.book.stack(frame)
         del frame
         if stack == state.stack:  # the same as last time (an idle loop): keep one tuple
@@ -250,12 +262,12 @@ class LoopSampler:
             own = self.cost_s - state.cost
             others = max(0.0, process - state.process - ran_s - own)
         state.process, state.cost = process, self.cost_s
-        kind = classify(stack, span, ran_s, queued_s, same_spot=spot == state.spot)
+        kind = classify(stack, span, ran_s, queued_s, gil_wait=late)
         timer, after = self._timer_and_after(stack, kind, now, state)
         counters = None
         if self.counters:
             counters = tuple(_read(read) for read in self.counters.values())
-        state.at, state.ran, state.queued, state.spot, state.stack = now, ran, queued, spot, stack
+        state.at, state.ran, state.queued, state.stack = now, ran, queued, stack
         return Sample(now, span, stack, kind, ran_s, queued_s, others, timer, after, counters)
 
     def _timer_and_after(
@@ -288,7 +300,6 @@ class _State:
     queued: float | None
     process: float = 0.0  # the process's CPU time at the last sample
     cost: float = 0.0  # the sampler's own CPU time then
-    spot: tuple[CodeType, int] | None = None
     stack: tuple[FrameRef, ...] = ()
     last_blame: tuple[float, str] | None = None
 
