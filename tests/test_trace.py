@@ -369,7 +369,7 @@ def _nesting_problems(lanes: Lanes) -> list[str]:
     for lane, slices in lanes.items():
         open_ends: list[float] = []
         for start, end, name in sorted(slices, key=lambda s: (s[0], -s[1])):
-            while open_ends and open_ends[-1] <= start:
+            while open_ends and open_ends[-1] <= start + 0.2:  # (rounded to 0.1 µs)
                 open_ends.pop()
             if open_ends and end > open_ends[-1] + 0.2:
                 problems.append(f"{lane}: {name} overlaps the slice it starts in")

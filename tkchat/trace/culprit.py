@@ -27,10 +27,9 @@ from tkchat.trace.frames import (
     MODEL,
     PIPELINE,
     FrameRef,
+    between_callbacks,
     blame_of,
-    callback_index,
     callback_name,
-    in_loop,
 )
 from tkchat.trace.sampler import BUSY, IDLE, OTHER_PROGRAM, TK_WORK, Sample
 
@@ -104,7 +103,7 @@ def group_of(sample: Sample) -> tuple[str, str]:
 
 
 def _in_loop_only(sample: Sample) -> bool:
-    return in_loop(sample.stack) and callback_index(sample.stack) < 0
+    return between_callbacks(sample.stack)
 
 
 def culprit_of(samples: Iterable[Sample], start: float, end: float) -> Culprit | None:
@@ -231,6 +230,22 @@ def describe(culprit: Culprit, lang: str = "en") -> str:
         return strings[f"culprit.label.{other}"].format(length=length)
     why = strings[f"culprit.why.{why_key(culprit)}"]
     return strings["culprit.label"].format(length=length, chain=chain(culprit), why=why)
+
+
+def labels(culprit: Culprit, lang: str = "en") -> list[str]:
+    """The band's label, longest first, for a place that may not hold it all: the whole
+    sentence, then without the why, then the function alone."""
+    whole = describe(culprit, lang)
+    if culprit.function in ("", LOOP):
+        return [whole]
+    strings = STRINGS[lang]
+    length = length_text(culprit.length_ms, lang)
+    shorter = [whole]
+    for named in (chain(culprit), culprit.function):
+        text = strings["culprit.label.short"].format(length=length, chain=named)
+        if text not in shorter:
+            shorter.append(text)
+    return shorter
 
 
 def stacks_text(culprit: Culprit, lang: str = "en") -> str:

@@ -160,6 +160,18 @@ def in_loop(stack: tuple[FrameRef, ...]) -> bool:
     return bool(stack) and stack[-1].role == TK and stack[-1].function in LOOP_FUNCTIONS
 
 
+def between_callbacks(stack: tuple[FrameRef, ...]) -> bool:
+    """Tk's loop runs on its own, no code of the app holding it: Tcl's loop innermost, no
+    callback of Tk's outside it, and called from ``mainloop`` or from outside tkchat (a
+    test's ``update()``). An ``update_idletasks()`` that tkchat's own code calls, even
+    outside a callback, is that code forcing a redraw."""
+    if not in_loop(stack) or callback_index(stack) >= 0:
+        return False
+    caller = stack[-2] if len(stack) > 1 else None
+    own_code = caller is not None and caller.role in (PIPELINE, PROJECT, MODEL)
+    return stack[-1].function == "Misc.mainloop" or not own_code
+
+
 def blame_of(stack: tuple[FrameRef, ...]) -> FrameRef | None:
     """The frame held responsible for the time ``stack`` stands for: inside the callback Tk
     called, the innermost frame of the pipeline under study (a broken mode, a pipeline of

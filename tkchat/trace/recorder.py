@@ -12,6 +12,7 @@ main thread of the window being measured.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.stats import LagSample
 from tkchat.trace.chrome import TraceRun
 from tkchat.trace.culprit import Culprit, long_task_culprits
-from tkchat.trace.ledger import CallbackLedger
+from tkchat.trace.ledger import CallbackLedger, Ran
 from tkchat.trace.sampler import LoopSampler, Sample
 
 KEEP_CALLBACKS = 400_000  # a run's callbacks: a 60 s flood runs some 400 a second
@@ -63,14 +64,13 @@ class RunRecorder:
         self.ledger = ledger
         self.controller = controller
         self.started: float | None = None
-        self._kept_before: int | None = None
+        self._kept_before: deque[Ran] | None = None
 
     def begin(self) -> None:
         """Just before Send."""
         self.started = time.perf_counter()
         self.sampler.start_recording()
-        kept = self.ledger.kept
-        self._kept_before = kept.maxlen if kept is not None else None
+        self._kept_before = self.ledger.kept  # the window's own ring, given back at the end
         self.ledger.keep(KEEP_CALLBACKS)
         self._tokens_before = self.controller.keep_token_times
         self.controller.keep_token_times = KEEP_TOKENS
@@ -83,7 +83,9 @@ class RunRecorder:
         assert self.started is not None, "end() before begin()"
         samples: list[Sample] = self.sampler.stop_recording()
         callbacks = list(self.ledger.kept or ())
-        self.ledger.keep(self._kept_before)
+        if self._kept_before is not None:
+            self._kept_before.extend(callbacks)  # (bounded: its own maxlen)
+        self.ledger.kept = self._kept_before
         self.controller.keep_token_times = self._tokens_before
         worker = self.controller.current
         tokens: list[float] = []

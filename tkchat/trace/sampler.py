@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tkchat.trace.frames import TK, FrameBook, FrameRef, blame_of, callback_index, in_loop
+from tkchat.trace.frames import TK, FrameBook, FrameRef, between_callbacks, blame_of
 from tkchat.trace.ledger import CallbackLedger
 
 PYTHON = "python"
@@ -74,7 +74,7 @@ class Sample:
 
     @property
     def between_callbacks(self) -> bool:
-        return self.kind in (TK_WORK, IDLE) and callback_index(self.stack) < 0
+        return self.kind in (TK_WORK, IDLE) and between_callbacks(self.stack)
 
 
 class ThreadClock:
@@ -135,7 +135,7 @@ def classify(
     busy = ran is not None and span > 0 and ran >= BUSY * span
     if queued is not None and span > 0 and queued >= 0.5 * span and not busy:
         return OTHER_PROGRAM
-    if in_loop(stack) and callback_index(stack) < 0:
+    if between_callbacks(stack):
         return TK_WORK if busy else IDLE
     if stack and stack[-1].role == TK:
         return TK_WORK
@@ -279,7 +279,7 @@ class LoopSampler:
         ledger = self.ledger
         current = ledger.current if ledger is not None else None
         timer = current[0] if current is not None else None
-        if kind not in (TK_WORK, IDLE) or callback_index(stack) >= 0 or not in_loop(stack):
+        if kind not in (TK_WORK, IDLE) or not between_callbacks(stack):
             blame = blame_of(stack)
             if blame is not None and blame.role != TK:
                 state.last_blame = (now, blame.function)

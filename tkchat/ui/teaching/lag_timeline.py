@@ -18,7 +18,8 @@ and the labels are drawn again only when the size or the scale changes.
 With the window's sampler running (:mod:`tkchat.ui.teaching.loop_witness`), each band is
 labelled with its culprit instead — "4.0 s in GenerateInClickHandler.start →
 ScriptedBackend.stream — the model ran on the main thread" — and a click on it opens its
-stacks. A label too long for its place falls back to the band's length.
+stacks. A label too long for its place is shortened (the why, then the innermost frame
+left out), down to the band's length alone.
 
 A recorded run (``tkchat replay FILE``) adds a second, dashed line: the lag the recording
 machine measured for the same answer, placed where the replayed answer began, so a class sees
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tkchat.stats import LagSample
-from tkchat.trace.culprit import Culprit, describe
+from tkchat.trace.culprit import Culprit, labels
 from tkchat.ui.lag_probe import LONG_TASK_MS
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
@@ -451,7 +452,7 @@ class LagTimeline(tk.Canvas):
         culprit = self.culprits(freeze) if self.culprits is not None else None
         if culprit is None:
             return [short]
-        return [describe(culprit, getattr(self.t, "lang", "en")), short]
+        return [*labels(culprit, getattr(self.t, "lang", "en")), short]
 
     def _draw_freezes(self, scale: _Scale, layout: Layout) -> None:
         """Shade each frozen interval and write its length above it, the longest first; a
