@@ -14,8 +14,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "culprit.label.other": "{length}: another program had the core",
         "culprit.label.idle": "{length}: the main thread sat in Tk's loop without running "
         "(blocked: the display server, or the GIL)",
-        "culprit.label.gil": "{length}: the loop waited for the GIL, held by another thread "
-        "of this program",
+        "culprit.label.gil": "{length}: the loop waited for a lock — most likely the GIL, "
+        "held by another thread of this program",
+        "culprit.label.display": "{length}: Tk waited for the display server (X) between callbacks",
         "culprit.why.model": "the model ran on the main thread",
         "culprit.why.wait": "the main thread waited for another thread (a queue, a lock, a sleep)",
         "culprit.why.python": "Python code ran on the main thread",
@@ -24,6 +25,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "culprit.why.other-program": "another program had the core",
         "culprit.why.idle": "the loop was free",
         "culprit.why.gil": "the loop waited for the GIL",
+        "culprit.why.display": "Tk waited for the display server",
         "culprit.frozen_now": "now: {label}",
         "culprit.last_freeze": "last freeze: {label}",
         "culprit.stacks.title": "Who held the event loop",
@@ -41,6 +43,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "culprit.kind.idle": "idle",
         "culprit.kind.other-program": "another program",
         "culprit.kind.gil": "waiting for the GIL",
+        "culprit.kind.display": "waiting for the display server",
         "trace.save": "Save trace…",
         "trace.saved": "Trace saved: {path} (open it in Perfetto or chrome://tracing)",
         "trace.failed": "The trace could not be saved: {error}",
@@ -56,7 +59,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "culprit.label.other": "{length}：另一个程序占着 CPU 核心",
         "culprit.label.idle": "{length}：主线程停在 Tk 的事件循环里却没有运行"
         "（被阻塞：显示服务器，或 GIL）",
-        "culprit.label.gil": "{length}：事件循环在等 GIL，它被本程序的另一个线程占着",
+        "culprit.label.gil": "{length}：事件循环在等一把锁——多半是 GIL，被本程序的另一个线程占着",
+        "culprit.label.display": "{length}：两次回调之间，Tk 在等显示服务器（X）",
         "culprit.why.model": "模型在主线程上运行",
         "culprit.why.wait": "主线程在等另一个线程（队列、锁或 sleep）",
         "culprit.why.python": "主线程在运行 Python 代码",
@@ -65,6 +69,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "culprit.why.other-program": "另一个程序占着 CPU 核心",
         "culprit.why.idle": "事件循环是空闲的",
         "culprit.why.gil": "事件循环在等 GIL",
+        "culprit.why.display": "Tk 在等显示服务器",
         "culprit.frozen_now": "现在：{label}",
         "culprit.last_freeze": "上次冻结：{label}",
         "culprit.stacks.title": "谁占住了事件循环",
@@ -82,6 +87,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "culprit.kind.idle": "空闲",
         "culprit.kind.other-program": "另一个程序",
         "culprit.kind.gil": "等待 GIL",
+        "culprit.kind.display": "等待显示服务器",
         "trace.save": "保存追踪…",
         "trace.saved": "追踪已保存：{path}（用 Perfetto 或 chrome://tracing 打开）",
         "trace.failed": "无法保存追踪：{error}",

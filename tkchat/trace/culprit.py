@@ -37,6 +37,7 @@ K = TypeVar("K")
 # Not a sample's kind but what idle-looking samples inside a late moment were: the loop could
 # not go on because another thread of this program held the GIL.
 GIL = "gil"
+DISPLAY = "display"  # ... or: asleep in poll() inside Tk while a timer was due: X's reply
 LOOP = "Tk"  # the culprit's function when Tk's own work between callbacks held the loop
 TOP_STACKS = 3
 MODEL_SHARE = 0.3  # the model ran on the main thread: its frames in this share of the time
@@ -97,6 +98,14 @@ def group_of(sample: Sample) -> tuple[str, str]:
             return ("loop", sample.after or "")
         if sample.others is not None and sample.others >= BUSY * sample.span > 0:
             return ("gil", GIL)  # the loop wanted to call Python; another thread had the GIL
+        blocked = sample.blocked or ""
+        if "futex" in blocked:
+            # Asleep on a lock while a timer was due: Tk had the callback to run and waited
+            # for the GIL to enter Python (an idle loop sleeps on one too — Tcl's notifier —
+            # but an idle loop is not late).
+            return ("gil", GIL)
+        if "poll" in blocked or "select" in blocked:
+            return ("display", DISPLAY)  # asleep in poll while a timer was due: the X server
         return ("idle", IDLE)
     blame = blame_of(sample.stack)
     return ("code", blame.function if blame else "")
@@ -154,7 +163,7 @@ def _summarise(
         function=LOOP if group == "loop" else (name if group == "code" else ""),
         blame=blame,
         innermost=heaviest[-1] if heaviest and group == "code" else None,
-        kind=GIL if group == "gil" else ran[0][0],
+        kind=group if group in (GIL, DISPLAY) else ran[0][0],
         ms=weight * 1000,
         share=weight / total if total else 0.0,
         callback=_top(callbacks)[0][0] if callbacks else None,
@@ -226,7 +235,7 @@ def describe(culprit: Culprit, lang: str = "en") -> str:
             return strings["culprit.label.loop"].format(length=length, after=culprit.after)
         return strings["culprit.label.loop_unknown"].format(length=length)
     if not culprit.function:
-        other = {OTHER_PROGRAM: "other", GIL: "gil"}.get(culprit.kind, "idle")
+        other = {OTHER_PROGRAM: "other", GIL: "gil", DISPLAY: "display"}.get(culprit.kind, "idle")
         return strings[f"culprit.label.{other}"].format(length=length)
     why = strings[f"culprit.why.{why_key(culprit)}"]
     return strings["culprit.label"].format(length=length, chain=chain(culprit), why=why)
@@ -319,7 +328,9 @@ def whose_time(samples: Iterable[Sample], start: float, end: float) -> WhoseTime
         parts["other_program"] += queued
         rest = weight - queued
         group = group_of(sample)[0]
-        if group in ("other", "gil", "idle"):
+        if group == "display":
+            parts["tk"] += rest  # Tk waiting on the X server is Tk's redisplay too
+        elif group in ("other", "gil", "idle"):
             parts[{"other": "other_program", "gil": "other_threads"}.get(group, "idle")] += rest
         elif sample.between_callbacks:
             parts["tk"] += rest

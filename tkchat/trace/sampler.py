@@ -68,6 +68,7 @@ class Sample:
     ran: float | None = None  # seconds the thread ran on a core (None: no clock here)
     queued: float | None = None  # seconds it was ready but waited for a core
     others: float | None = None  # seconds the process's other threads ran (the sampler's not)
+    blocked: str | None = None  # not running: the kernel function it sleeps in (wchan)
     timer: str | None = None  # the scheduler's timer running, if any
     after: str | None = None  # between callbacks: the function that ran last
     counters: tuple[float, ...] | None = None  # the sampler's counters, in their order
@@ -89,13 +90,27 @@ class ThreadClock:
         self._cpu: int | None = None
         with contextlib.suppress(AttributeError, OSError):
             self._cpu = time.pthread_getcpuclockid(ident)
+        self._wchan: int | None = None
         if native_id is not None:
             with contextlib.suppress(OSError):
                 self._fd = os.open(f"/proc/self/task/{native_id}/schedstat", os.O_RDONLY)
+            with contextlib.suppress(OSError):
+                self._wchan = os.open(f"/proc/self/task/{native_id}/wchan", os.O_RDONLY)
 
     @property
     def knows_queue(self) -> bool:
         return self._fd is not None
+
+    def blocked_in(self) -> str | None:
+        """Where in the kernel the thread sleeps (``futex_do_wait``: a lock, the GIL;
+        ``poll_schedule_timeout``: waiting on a socket, the X server's reply or the next
+        event), or None (running, or this system cannot say)."""
+        if self._wchan is None:
+            return None
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            name = os.pread(self._wchan, 64, 0).decode().strip()
+            return name if name and name != "0" else None
+        return None
 
     def read(self) -> tuple[float | None, float | None]:
         """(run so far, waited for a core so far); None where this system cannot say."""
@@ -113,10 +128,11 @@ class ThreadClock:
         return ran, queued
 
     def close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._wchan):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = self._wchan = None
 
 
 GIL_WAIT_S = 0.002  # the sampler waited this long for the GIL: Python code was running
@@ -263,12 +279,15 @@ class LoopSampler:
             others = max(0.0, process - state.process - ran_s - own)
         state.process, state.cost = process, self.cost_s
         kind = classify(stack, span, ran_s, queued_s, gil_wait=late)
+        blocked = clock.blocked_in() if kind in (IDLE, WAIT) else None
         timer, after = self._timer_and_after(stack, kind, now, state)
         counters = None
         if self.counters:
             counters = tuple(_read(read) for read in self.counters.values())
         state.at, state.ran, state.queued, state.stack = now, ran, queued, stack
-        return Sample(now, span, stack, kind, ran_s, queued_s, others, timer, after, counters)
+        return Sample(
+            now, span, stack, kind, ran_s, queued_s, others, blocked, timer, after, counters
+        )
 
     def _timer_and_after(
         self, stack: tuple[FrameRef, ...], kind: str, now: float, state: _State
