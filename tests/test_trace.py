@@ -26,10 +26,12 @@ from tkchat.trace.chrome import CALLBACKS, HELD, LONG, WORKER, TraceRun, trace_d
 from tkchat.trace.culprit import (
     GIL,
     LOOP,
+    WhoseTime,
     culprit_of,
     describe,
     long_task_culprits,
     stacks_text,
+    whose_late_time,
     whose_time,
 )
 from tkchat.trace.frames import (
@@ -171,6 +173,14 @@ def test_whose_time_splits_an_interval_between_the_pipeline_tk_and_other_program
     assert whose.tk == pytest.approx(150) and whose.other_program == pytest.approx(150)
     assert whose.app == pytest.approx(200) and whose.unsampled == pytest.approx(200)
     assert whose.main == "pipeline"
+
+
+def test_whose_late_time_adds_up_only_the_late_moments() -> None:
+    samples = [sample(1.0 + i * 0.01, BLOCKING, WAIT, span=0.01) for i in range(1, 101)]
+    lags = [LagSample(1.3, 200.0), LagSample(1.5, 10.0), LagSample(1.9, 100.0)]
+    whose = whose_late_time(samples, lags)
+    assert whose.pipeline == pytest.approx(300) and whose.main == "pipeline"
+    assert whose_late_time(samples, lags[1:2]) == WhoseTime()
 
 
 def test_every_long_task_gets_its_culprit_and_short_lateness_none() -> None:
@@ -357,8 +367,10 @@ def _event_problems(event: dict[str, Any]) -> list[str]:
     ts = event.get("ts")
     if phase != "M" and not (isinstance(ts, (int, float)) and math.isfinite(ts)):
         return [f"no time: {event}"]
-    if phase == "X" and not event.get("dur", -1) > 0:
+    if phase == "X" and not event.get("dur", -1) >= 0:
         return [f"no duration: {event}"]
+    if phase != "M" and ts < 0:  # Perfetto drops events before time 0
+        return [f"before time 0: {event}"]
     if phase == "C" and not all(isinstance(v, (int, float)) for v in event["args"].values()):
         return [f"counter not numeric: {event}"]
     return []
@@ -369,9 +381,9 @@ def _nesting_problems(lanes: Lanes) -> list[str]:
     for lane, slices in lanes.items():
         open_ends: list[float] = []
         for start, end, name in sorted(slices, key=lambda s: (s[0], -s[1])):
-            while open_ends and open_ends[-1] <= start + 0.2:  # (rounded to 0.1 µs)
+            while open_ends and open_ends[-1] <= start:
                 open_ends.pop()
-            if open_ends and end > open_ends[-1] + 0.2:
+            if open_ends and end > open_ends[-1]:  # Perfetto drops a slice that sticks out
                 problems.append(f"{lane}: {name} overlaps the slice it starts in")
             open_ends.append(end)
     return problems

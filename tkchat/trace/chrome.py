@@ -74,19 +74,27 @@ class _Writer:
         self.events: list[dict[str, Any]] = []
 
     def slice(self, tid: int, name: str, start: float, end: float, **args: Any) -> None:
+        """A slice, cut at the run's time 0 (nothing before Send is drawn). Its start and end
+        are rounded each, not its length: a slice inside another stays inside it."""
+        origin = self.run.origin
+        if end <= origin:
+            return
+        ts, until = _us(max(start, origin), origin), _us(end, origin)
         event: dict[str, Any] = {
             "ph": "X",
             "pid": self.pid,
             "tid": tid,
             "name": name,
-            "ts": _us(start, self.run.origin),
-            "dur": max(1.0, round((end - start) * 1e6, 1)),
+            "ts": ts,
+            "dur": round(max(0.0, until - ts), 1),
         }
         if args:
             event["args"] = args
         self.events.append(event)
 
     def counter(self, name: str, at: float, value: float) -> None:
+        if at < self.run.origin:
+            return
         self.events.append(
             {
                 "ph": "C",
@@ -123,6 +131,8 @@ def _held_slices(w: _Writer) -> None:
             label = {
                 "loop": f"{LOOP} redisplay after {name}" if name else f"{LOOP} redisplay",
                 "other": "another program had the core",
+                "gil": "asleep on a lock (the GIL?)",
+                "display": "waiting for the display server",
             }.get(group, name or "?")
             kinds: dict[str, float] = {}
             for sample in run:

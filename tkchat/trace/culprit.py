@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from tkchat.i18n import STRINGS
@@ -55,6 +55,7 @@ class Culprit:
     kind: str  # the kind of sample that took most of its time
     ms: float  # its time within the interval
     share: float  # of the interval's sampled time
+    sampled: float = 1.0  # the share of the interval the samples covered (the rest: unseen)
     callback: str | None = None  # the function Tk called
     timer: str | None = None  # the scheduler's name for that callback, if a timer
     after: str | None = None  # Tk's own work: the function that ran just before it
@@ -78,6 +79,7 @@ class Culprit:
             "after": self.after,
             "model": self.model,
             "share": round(self.share, 3),
+            "sampled": round(self.sampled, 3),
             "ms": round(self.ms, 1),
             "kinds_ms": {kind: round(ms, 1) for kind, ms in self.kinds},
             "label": describe(self, lang),
@@ -127,7 +129,8 @@ def culprit_of(samples: Iterable[Sample], start: float, end: float) -> Culprit |
     if not groups:
         return None
     key, members = max(groups.items(), key=lambda item: sum(w for w, _s in item[1]))
-    return _summarise(key, members, start, end, total)
+    culprit = _summarise(key, members, start, end, total)
+    return replace(culprit, sampled=min(1.0, total / (end - start)) if end > start else 1.0)
 
 
 def _summarise(
@@ -342,3 +345,23 @@ def whose_time(samples: Iterable[Sample], start: float, end: float) -> WhoseTime
     return WhoseTime(
         **{name: value * 1000 for name, value in parts.items()}, unsampled=unsampled * 1000
     )
+
+
+def whose_late_time(
+    samples: Sequence[Sample], lags: Iterable[LagSample], threshold_ms: float = LONG_TASK_MS
+) -> WhoseTime:
+    """:func:`whose_time`, summed over every probe firing later than ``threshold_ms`` of a
+    run: of all the time the window was late, whose was it? The grade of ``tkchat selftest``
+    can call it with the sampler's recording and the probe's samples of the same question
+    (``app.witness.sampler.start_recording()`` … ``stop_recording()``, beside the probe's)."""
+    ends = [sample.at for sample in samples]
+    total: dict[str, float] = defaultdict(float)
+    for lag in lags:
+        if lag.lag_ms <= threshold_ms:
+            continue
+        start = lag.at - lag.lag_ms / 1000
+        first, last = bisect.bisect_right(ends, start), bisect.bisect_left(ends, lag.at + 1.0)
+        part = whose_time(samples[first:last], start, lag.at)
+        for name, value in part.__dict__.items():
+            total[name] += value
+    return WhoseTime(**total)

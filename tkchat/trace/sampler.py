@@ -238,15 +238,21 @@ class LoopSampler:
 
     def _run(self) -> None:
         clock = ThreadClock(self.target.native_id, self.target.ident or 0)
+        # The sampler's own wait for a core, to tell it from its wait for the GIL: how late
+        # it wakes, less the time the system kept it waiting, is the time the GIL was held.
+        own = ThreadClock(threading.get_native_id(), threading.get_ident())
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
         try:
             while True:
                 due = time.perf_counter() + self.interval_s
+                kept_waiting = own.read()[1]
                 if self._stop.wait(self.interval_s):
                     return
                 began = time.thread_time()
-                sample = self._take(clock, state, time.perf_counter() - due)
+                late = time.perf_counter() - due
+                waited = _delta(own.read()[1], kept_waiting)
+                sample = self._take(clock, state, late - (waited or 0.0))
                 if sample is None:
                     return  # the main thread is gone
                 with self._lock:
@@ -259,6 +265,7 @@ class LoopSampler:
                 self.cost_s += time.thread_time() - began
         finally:
             clock.close()
+            own.close()
 
     def _take(self, clock: ThreadClock, state: _State, late: float) -> Sample | None:
         frame = sys._current_frames().get(self.target.ident or 0)
