@@ -123,12 +123,13 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     assert render["set_html_ms_per_1000_chars"] > 0
     # every long task carries who held the loop: in a broken mode, the mode's function
     freeze = max(blocking["long_task_culprits"], key=lambda c: c["lag_ms"])
-    assert freeze["culprit"]["function"] == "GenerateInClickHandler.start"
+    assert freeze["culprit"]["held_by"] == "GenerateInClickHandler.start"
     assert freeze["lag_ms"] == pytest.approx(blocking["lag_max_ms"], abs=0.1)
     assert freeze["culprit"]["label"]
-    assert {c["culprit"]["function"] for c in runs["per-chunk-render"]["long_task_culprits"]} >= {
-        "RenderEveryChunk.show"
-    }
+    # (held by it, or by Tk's redisplay of what it left: "… in Tk's redisplay after
+    # RenderEveryChunk.show")
+    held = {c["culprit"]["held_by"] for c in runs["per-chunk-render"]["long_task_culprits"]}
+    assert "RenderEveryChunk.show" in held, held
     assert "the sampler costs the fixed pipeline <= 5 % of its tokens/s" in {
         t["target"] for t in data["targets"]
     }

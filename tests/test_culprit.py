@@ -110,22 +110,22 @@ def test_the_timeline_the_watchdog_and_the_bench_name_the_mode_s_function(
     recorded = answer(root, app, mode)
     # the bench: the longest long task's culprit, and each long task's in its JSON
     main = recorded.main_culprit
-    assert main is not None and main.function == function, recorded.culprits
+    assert main is not None and main.held_by == function, recorded.culprits
     assert main.length_ms > 250
-    assert any(c["culprit"]["function"] == function for c in recorded.culprits_json(0.0))
+    assert any(c["culprit"]["held_by"] == function for c in recorded.culprits_json(0.0))
     # the timeline: the long band is labelled with its culprit
     timeline = app.teaching.timeline(root)
     timeline.pack()
     pump_for(root, 0.1)
     timeline.redraw()
     labels = [timeline.itemcget(i, "text") for i in timeline.find_withtag("frozen-label")]
-    assert any(f" in {function}" in label for label in labels), labels
+    assert any(function in label for label in labels), labels
     # ... and a click on it shows its stacks, innermost first, with file and line
     freeze = Freeze(main.start, main.end)
     stacks = StacksWindow(root, app.witness.culprit_of(freeze), app.t)
     shown = stacks.shown()
     assert shown.startswith(timeline.itemcget(timeline.find_withtag("frozen-label")[0], "text")[:4])
-    assert f":{function}" in shown and ".py:" in shown
+    assert function in shown and ".py:" in shown
     stacks.destroy()
     timeline.destroy()
     # the watchdog: while the window was frozen, and after
@@ -134,7 +134,8 @@ def test_the_timeline_the_watchdog_and_the_bench_name_the_mode_s_function(
     during = [s["caption"] for s in frozen if s["caption"].startswith("now: ")]
     assert any(function in caption for caption in during), {s["caption"] for s in frozen}
     pump_until(root, lambda: lines.latest.get("caption", "").startswith("last freeze: "))
-    assert function in lines.latest["caption"]
+    after = {s["caption"] for s in lines.between(began, time.monotonic()) if not s["frozen"]}
+    assert any(c.startswith("last freeze: ") and function in c for c in after), after
     assert app.witness.told > 0
 
 

@@ -351,9 +351,10 @@ def trace_problems(document: dict[str, Any]) -> list[str]:
     flows: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for event in events:
         problems += _event_problems(event)
-        if event.get("ph") == "X":
+        if event.get("ph") == "X":  # in whole nanoseconds, as Perfetto reads them
+            start = round(event["ts"] * 1000)
             lanes[(event["pid"], event["tid"])].append(
-                (event["ts"], event["ts"] + event["dur"], event["name"])
+                (start, start + round(event["dur"] * 1000), event["name"])
             )
         elif event.get("ph") in ("s", "f"):
             flows[event["id"]].append(event)
@@ -398,7 +399,8 @@ def _flow_problems(flows: dict[Any, list[dict[str, Any]]], lanes: Lanes) -> list
             continue
         for event in pair:
             slices = lanes[(event["pid"], event["tid"])]
-            if not any(s <= event["ts"] <= e for s, e, _n in slices):
+            at = round(event["ts"] * 1000)
+            if not any(s <= at <= e for s, e, _n in slices):
                 problems.append(f"flow {flow_id}: its {event['ph']} is in no slice")
     return problems
 

@@ -56,11 +56,12 @@ class DemoResult:
     @property
     def named(self) -> bool:
         """A broken mode's demo names the function its lesson is about (the class the mode
-        registry names: ``GenerateInClickHandler.start`` for ``blocking``)."""
+        registry names: ``GenerateInClickHandler.start`` for ``blocking``), as the code that
+        held the loop or that left Tk the redisplay that did."""
         if self.lesson.mode not in BROKEN_MODES or not self.figures.get("long_tasks"):
             return True
         wanted = PIPELINES[self.lesson.mode].rpartition(":")[2] + "."
-        return self.culprit is not None and self.culprit.function.startswith(wanted)
+        return self.culprit is not None and self.culprit.held_by.startswith(wanted)
 
     @property
     def ok(self) -> bool:

@@ -122,6 +122,7 @@ class _Writer:
 def _held_slices(w: _Writer) -> None:
     """The sampler's samples, consecutive ones with the same culprit merged into a slice."""
     run: list[Sample] = []
+    ended = [-math.inf]  # where the last slice ended: the next begins there, not before
 
     def flush() -> None:
         if not run:
@@ -141,12 +142,13 @@ def _held_slices(w: _Writer) -> None:
             w.slice(
                 HELD,
                 label,
-                run[0].at - run[0].span,
+                max(run[0].at - run[0].span, ended[0]),
                 run[-1].at,
                 kinds_ms={kind: round(ms, 1) for kind, ms in kinds.items()},
                 samples=len(run),
                 stack=[ref.where for ref in reversed(last[-STACK_FRAMES:])],
             )
+        ended[0] = run[-1].at
         run.clear()
 
     for sample in w.run.samples:

@@ -64,6 +64,12 @@ class Culprit:
     stacks: tuple[tuple[float, tuple[FrameRef, ...]], ...] = field(default=(), repr=False)
 
     @property
+    def held_by(self) -> str:
+        """The code to look at: the function blamed, or — for Tk's own work between
+        callbacks — the function that ran just before it and left Tk that work."""
+        return self.after or "" if self.function == LOOP else self.function
+
+    @property
     def length_ms(self) -> float:
         return (self.end - self.start) * 1000
 
@@ -71,6 +77,7 @@ class Culprit:
         """For ``tkchat bench --json`` and the trace: names, places, kinds, the sentence."""
         return {
             "function": self.function,
+            "held_by": self.held_by,
             "at": self.blame.where if self.blame else None,
             "innermost": self.innermost.where if self.innermost else None,
             "kind": self.kind,
