@@ -116,8 +116,8 @@ class BeatReader:
         self.fd = fd
         self.clock = clock
         self.arrived: deque[float] = deque(maxlen=4096)  # deque appends are thread-safe
-        # the latest culprit line: {"now": …, "after": …} (a reference swapped whole: atomic)
-        self.culprit: dict[str, str] | None = None
+        # the latest culprit line: {"now": […], "after": […]} (a reference swapped whole)
+        self.culprit: dict[str, list[str]] | None = None
         self.eof = False
         self._thread = threading.Thread(target=self._run, name="beat-reader", daemon=True)
 
@@ -136,7 +136,7 @@ class BeatReader:
                 return
             now = self.clock()
             *lines, pending = (pending + data).split(b"\n")
-            pending = pending[-256:]  # a beat is far shorter: anything longer is not one
+            pending = pending[-4096:]  # a line is shorter (PIPE_BUF): anything longer is not one
             for line in lines:
                 if line.startswith(b"beat "):
                     self.arrived.append(now)
@@ -151,17 +151,23 @@ class BeatReader:
         return taken
 
 
-def _culprit_text(body: bytes) -> dict[str, str] | None:
-    """A culprit line's two sentences, already in the chat window's language: ``now`` (while
-    the freeze lasts) and ``after`` (once it is over). None for ``-`` or anything else."""
+def _culprit_text(body: bytes) -> dict[str, list[str]] | None:
+    """A culprit line's sentences, already in the chat window's language: ``now`` (while the
+    freeze lasts) and ``after`` (once it is over), each longest first (the window shows the
+    first that fits). None for ``-`` or anything else."""
     try:
         payload = json.loads(body.decode("utf-8", "replace"))
     except ValueError:
         return None
     if not isinstance(payload, dict):
         return None
-    said = {key: payload.get(key) for key in ("now", "after")}
-    return {k: v[:400] for k, v in said.items() if isinstance(v, str)} or None
+    said: dict[str, list[str]] = {}
+    for key in ("now", "after"):
+        value = payload.get(key)
+        variants = [value] if isinstance(value, str) else value
+        if isinstance(variants, list) and all(isinstance(v, str) for v in variants) and variants:
+            said[key] = [v[:400] for v in variants[:4]]
+    return said or None
 
 
 def _fmt_s(seconds: float) -> str:
@@ -182,7 +188,7 @@ class WatchdogWindow:
         state_out: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         palette: Palette = LIGHT,
-        culprit: Callable[[], dict[str, str] | None] = lambda: None,
+        culprit: Callable[[], dict[str, list[str]] | None] = lambda: None,
     ) -> None:
         self.root = root
         self.culprit = culprit  # the chat window's latest word on who holds its loop
@@ -328,10 +334,11 @@ class WatchdogWindow:
         the frozen window's sampler said), in red while the freeze lasts."""
         said = self.culprit() or {}
         text, ink = CAPTION, self.palette.chart_ink
-        if frozen and "now" in said:
-            text, ink = said["now"], self.palette.chart_frozen_ink
-        elif not frozen and "after" in said:
-            text = said["after"]
+        variants = said.get("now" if frozen else "after")
+        if variants:
+            room = max(100, self.canvas.winfo_width() - 32)
+            text = next((v for v in variants if self.axis_font.measure(v) <= room), variants[-1])
+            ink = self.palette.chart_frozen_ink if frozen else ink
         self.canvas.create_text(
             16,
             top - 8,

@@ -27,7 +27,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.i18n import STRINGS
 from tkchat.modes import split_outside_mode
 from tkchat.trace.chrome import TraceRun, write_trace
-from tkchat.trace.culprit import Culprit, culprit_of, describe, long_task_culprits
+from tkchat.trace.culprit import Culprit, culprit_of, labels, long_task_culprits
 from tkchat.trace.ledger import CallbackLedger
 from tkchat.trace.sampler import KEEP_S, LoopSampler, Sample
 from tkchat.ui.lag_probe import LagProbe
@@ -181,12 +181,13 @@ class LoopWitness:
         if culprit is None:
             return
         lang = self.window.t.lang
-        label = describe(culprit, lang)
         strings = STRINGS[lang]
-        said: dict[str, object] = {
-            "now": strings["culprit.frozen_now"].format(label=label),
-            "after": strings["culprit.last_freeze"].format(label=label),
-            "function": culprit.function,
+        said: dict[str, object] = {  # longest first: the watchdog shows the first that fits
+            "now": [strings["culprit.frozen_now"].format(label=x) for x in labels(culprit, lang)],
+            "after": [
+                strings["culprit.last_freeze"].format(label=x) for x in labels(culprit, lang)
+            ],
+            "function": culprit.held_by,
             "kind": culprit.kind,
         }
         if handle.sender.say("culprit", said):

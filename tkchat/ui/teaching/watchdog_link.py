@@ -32,8 +32,8 @@ from typing import IO
 from tkchat.ui.scheduler import AfterScheduler
 
 BEAT_MS = 50
-SAY_CHARS = 300  # a line besides the beats: at most this many characters (3 bytes each, in
-# Chinese: far under PIPE_BUF, so it is written whole or not at all, never between a beat's)
+SAY_BYTES = 3000  # a line besides the beats: under PIPE_BUF (4096 on Linux), so the kernel
+# writes it whole or not at all, never between a beat's bytes
 CLOSE_WAIT_S = 0.5  # how long close() lets the watchdog leave by itself before terminating it
 
 log = logging.getLogger(__name__)
@@ -96,9 +96,9 @@ class HeartbeatSender:
         """Any thread: one line besides the beats, ``<kind> <json>`` (``<kind> -`` for
         None). The sampler sends the culprit of a freeze this way, from its own thread,
         while the main thread — which sends the beats — is stuck. Never blocks or raises."""
-        if payload is not None and isinstance(payload.get("text"), str):
-            payload = {**payload, "text": str(payload["text"])[:SAY_CHARS]}
         body = "-" if payload is None else json.dumps(payload, ensure_ascii=False)
+        if len(body.encode()) > SAY_BYTES:  # a line far under PIPE_BUF, whatever it says
+            return False
         line = f"{kind} {body}".replace("\n", " ") + "\n"
         with self.lock:
             if self.gone:
