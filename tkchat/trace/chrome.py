@@ -128,12 +128,12 @@ def _held_slices(w: _Writer) -> None:
         if not run:
             return
         group, name = group_of(run[0])
-        if group != "idle":
+        # A loop asleep (on a lock, in poll) is an idle loop unless a timer was due: only the
+        # long-task lane, which knows, says what such a sleep was.
+        if group not in ("idle", "gil", "display"):
             label = {
                 "loop": f"{LOOP} redisplay after {name}" if name else f"{LOOP} redisplay",
                 "other": "another program had the core",
-                "gil": "asleep on a lock (the GIL?)",
-                "display": "waiting for the display server",
             }.get(group, name or "?")
             kinds: dict[str, float] = {}
             for sample in run:

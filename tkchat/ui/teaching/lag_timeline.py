@@ -209,8 +209,7 @@ class LagTimeline(tk.Canvas):
         )
         self.set_font_size(font_size, redraw=False)
         follow_theme(self, self.set_palette)
-        for tag in ("frozen", "frozen-label"):
-            self.tag_bind(tag, "<Button-1>", self._picked)
+        self.bind("<Button-1>", self._picked, add="+")
 
     # -- running -------------------------------------------------------------------------------
 
@@ -438,12 +437,17 @@ class LagTimeline(tk.Canvas):
         else:
             self.itemconfigure(self._recorded_item, state="hidden")
 
-    def _picked(self, _event: tk.Event) -> None:
-        """A click on a band or its label: show who held the loop then."""
-        current = self.find_withtag("current")
-        freeze = self._band_items.get(current[0]) if current else None
-        if freeze is not None and self.on_pick is not None:
-            self.on_pick(freeze)
+    def _picked(self, event: tk.Event) -> None:
+        """A click on a band (anywhere across it, the lag line over it too) or on its label:
+        show who held the loop then."""
+        if self.on_pick is None:
+            return
+        x, y = self.canvasx(event.x), self.canvasy(event.y)
+        for item, freeze in self._band_items.items():
+            x0, y0, x1, y1 = self.bbox(item)
+            if x0 - 2 <= x <= x1 + 2 and y0 <= y <= y1:
+                self.on_pick(freeze)
+                return
 
     def _labels(self, freeze: Freeze) -> list[str]:
         """The labels to try for a band, the most telling first: its culprit (with the
