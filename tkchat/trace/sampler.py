@@ -243,15 +243,19 @@ class LoopSampler:
         own = ThreadClock(threading.get_native_id(), threading.get_ident())
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
+        kept_waiting = own.read()[1]
         try:
             while True:
                 due = time.perf_counter() + self.interval_s
-                kept_waiting = own.read()[1]
                 if self._stop.wait(self.interval_s):
                     return
                 began = time.thread_time()
                 late = time.perf_counter() - due
-                waited = _delta(own.read()[1], kept_waiting)
+                # one read a sample (each read lets the GIL go, and taking it back costs the
+                # main thread a switch): the wait for a core since the last sample's read
+                now_waiting = own.read()[1]
+                waited = _delta(now_waiting, kept_waiting)
+                kept_waiting = now_waiting
                 sample = self._take(clock, state, late - (waited or 0.0))
                 if sample is None:
                     return  # the main thread is gone
