@@ -29,7 +29,6 @@ from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.modes import BROKEN_MODES, FIXED, PIPELINES
 from tkchat.trace.chrome import HELD, LONG
 from tkchat.trace.recorder import RunRecorder
-from tkchat.ui.teaching.lag_timeline import Freeze
 from tkchat.ui.teaching.stacks_window import StacksWindow
 from tkchat.ui.teaching.watchdog_link import open_watchdog, watchdog_command
 
@@ -120,9 +119,12 @@ def test_the_timeline_the_watchdog_and_the_bench_name_the_mode_s_function(
     timeline.redraw()
     labels = [timeline.itemcget(i, "text") for i in timeline.find_withtag("frozen-label")]
     assert any(function in label for label in labels), labels
-    # ... and a click on it shows its stacks, innermost first, with file and line
-    freeze = Freeze(main.start, main.end)
-    stacks = StacksWindow(root, app.witness.culprit_of(freeze), app.t)
+    # ... and a click on it (on its widest band) shows its stacks, innermost first
+    bands = [timeline.bbox(item) for item in timeline.find_withtag("frozen")]
+    x0, y0, x1, y1 = max(bands, key=lambda box: box[2] - box[0])
+    timeline.event_generate("<Button-1>", x=(x0 + x1) // 2, y=(y0 + y1) // 2)
+    pump_for(root, 0.2)
+    (stacks,) = [w for w in root.winfo_children() if isinstance(w, StacksWindow)]
     shown = stacks.shown()
     assert shown.startswith(timeline.itemcget(timeline.find_withtag("frozen-label")[0], "text")[:4])
     assert function in shown and ".py:" in shown

@@ -39,8 +39,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 
-from tkchat.trace.frames import TK, FrameBook, FrameRef, between_callbacks, blame_of
+from tkchat.trace.frames import (
+    TK,
+    FrameBook,
+    FrameRef,
+    between_callbacks,
+    blame_of,
+    in_loop,
+)
 from tkchat.trace.ledger import CallbackLedger
 
 PYTHON = "python"
@@ -182,6 +190,9 @@ class LoopSampler:
         self.ledger = ledger
         self.book = book or FrameBook()
         self.counters: dict[str, Callable[[], float]] = {}
+        # When the loop is late since (the lag probe's ``overdue_since``; None: on time):
+        # where a thread that did not run was asleep is read only then.
+        self.overdue: Callable[[], float | None] | None = None
         self.watchers: list[Callable[[LoopSampler, Sample], None]] = []
         self._recent: deque[Sample] = deque(maxlen=max(16, int(keep_s / interval_s)))
         self._recorded: list[Sample] | None = None
@@ -277,10 +288,16 @@ class LoopSampler:
             return None
         now = time.perf_counter()
         ran, queued = clock.read()
-        stack = self.book.stack(frame)
+        if frame is state.frame and state.stack:
+            stack = state.stack  # still in the same frame (the loop, idle): nothing to walk
+        else:
+            stack = self.book.stack(frame)
+            if stack == state.stack:  # the same as last time: keep one tuple
+                stack = state.stack
+        # The innermost frame is kept only while it is the loop's, which lives as long as the
+        # window (any other frame would be kept alive, with its locals, by this reference).
+        state.frame = frame if in_loop(stack) else None
         del frame
-        if stack == state.stack:  # the same as last time (an idle loop): keep one tuple
-            stack = state.stack
         span = now - state.at
         ran_s, queued_s = _delta(ran, state.ran), _delta(queued, state.queued)
         process = time.process_time()
@@ -290,7 +307,10 @@ class LoopSampler:
             others = max(0.0, process - state.process - ran_s - own)
         state.process, state.cost = process, self.cost_s
         kind = classify(stack, span, ran_s, queued_s, gil_wait=late)
-        blocked = clock.blocked_in() if kind in (IDLE, WAIT) else None
+        # Where a thread that did not run was asleep matters only while the loop is late
+        # (each read lets the GIL go, and the main thread pays for taking it back).
+        overdue = self.overdue() if self.overdue is not None else now
+        blocked = clock.blocked_in() if kind in (IDLE, WAIT) and overdue is not None else None
         timer, after = self._timer_and_after(stack, kind, now, state)
         counters = None
         if self.counters:
@@ -310,7 +330,9 @@ class LoopSampler:
         current = ledger.current if ledger is not None else None
         timer = current[0] if current is not None else None
         if kind not in (TK_WORK, IDLE) or not between_callbacks(stack):
-            blame = blame_of(stack)
+            known = state.last_ref
+            blame = known[1] if known is not None and known[0] is stack else blame_of(stack)
+            state.last_ref = (stack, blame)
             if blame is not None and blame.role != TK:
                 state.last_blame = (now, blame.function)
             return timer, None
@@ -331,7 +353,10 @@ class _State:
     process: float = 0.0  # the process's CPU time at the last sample
     cost: float = 0.0  # the sampler's own CPU time then
     stack: tuple[FrameRef, ...] = ()
+    frame: FrameType | None = None  # the innermost frame, while it is the loop's
     last_blame: tuple[float, str] | None = None
+    # the last stack blame_of() was worked out for, and its answer
+    last_ref: tuple[tuple[FrameRef, ...], FrameRef | None] | None = None
 
 
 def _delta(now: float | None, before: float | None) -> float | None:

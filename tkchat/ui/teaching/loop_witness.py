@@ -68,6 +68,7 @@ class LoopWitness:
         self.ledger = CallbackLedger()
         self.sampler = LoopSampler(ledger=self.ledger)
         self.sampler.watchers.append(self._live)
+        self.sampler.overdue = window.probe.overdue_since
         controller = window.controller
         self.sampler.counters = {
             "queue depth (events)": controller.channel.qsize,
