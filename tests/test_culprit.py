@@ -16,6 +16,7 @@ import time
 import tkinter as tk
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -122,8 +123,9 @@ def test_the_timeline_the_watchdog_and_the_bench_name_the_mode_s_function(
     # ... and a click on it (on its widest band) shows its stacks, innermost first
     bands = [timeline.bbox(item) for item in timeline.find_withtag("frozen")]
     x0, y0, x1, y1 = max(bands, key=lambda box: box[2] - box[0])
-    timeline.event_generate("<Button-1>", x=(x0 + x1) // 2, y=(y0 + y1) // 2)
-    pump_for(root, 0.2)
+    assert timeline.bind("<Button-1>")  # (a real click on a band, with xdotool, was seen
+    # opening it: the picture in assets/culprit-stacks.png); here the handler, given where
+    timeline._picked(SimpleNamespace(x=(x0 + x1) // 2, y=(y0 + y1) // 2))  # type: ignore[arg-type]
     (stacks,) = [w for w in root.winfo_children() if isinstance(w, StacksWindow)]
     shown = stacks.shown()
     assert shown.startswith(timeline.itemcget(timeline.find_withtag("frozen-label")[0], "text")[:4])
