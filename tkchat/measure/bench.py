@@ -336,7 +336,7 @@ class Bench:
         name = f"{mode if app.witness.sampler.running else UNSAMPLED} — {len(self.recorded) + 1}"
         self.recorded.append(recorder.end(name, result["samples"], answer.arrivals))
         result["culprits"] = self.recorded[-1].culprits_json(started)
-        result["sampler_us"] = self.recorded[-1].cost_us
+        result["sampler_cpu"] = self.recorded[-1].cost_percent
         result["rss_peak"] = rss.stop()
         app.session.sampling = self.sampling
         if isinstance(final, Error):
@@ -523,7 +523,7 @@ class Bench:
                 "streaming_slice_max_ms": rounded(max(streaming) if streaming else None, 2),
                 # every long task, with who held the loop (tkchat/trace/culprit.py)
                 "long_task_culprits": [c for r in fixed for c in r.get("culprits", [])],
-                "sampler_cpu_us_per_sample": rounded(median([r["sampler_us"] or 0 for r in fixed])),
+                "sampler_cpu_percent": rounded(median([r["sampler_cpu"] or 0 for r in fixed])),
             },
             **lag_figures(samples),
             **input_figures(inputs),

@@ -36,7 +36,7 @@ class RecordedRun:
     lags: list[LagSample]
     trace: TraceRun
     samples: int
-    cost_us: float | None = None  # the sampler thread's CPU per sample during the run
+    cost_percent: float | None = None  # the sampler thread's CPU, in % of one core, meanwhile
 
     def culprits_json(self, origin: float, lang: str = "en") -> list[dict[str, object]]:
         """For ``tkchat bench --json``: every long task (the longest, if very many), when it
@@ -71,7 +71,7 @@ class RunRecorder:
         """Just before Send."""
         self.started = time.perf_counter()
         self.sampler.start_recording()
-        self._cost_before = (self.sampler.cost_s, self.sampler.taken)
+        self._cost_before = self.sampler.cost_s
         self._kept_before = self.ledger.kept  # the window's own ring, given back at the end
         self.ledger.keep(KEEP_CALLBACKS)
         self._tokens_before = self.controller.keep_token_times
@@ -110,7 +110,6 @@ class RunRecorder:
             arrivals=[arrival for arrival in arrivals if arrival[0] >= self.started],
             counter_names=tuple(self.sampler.counters),
         )
-        cost = self.sampler.cost_s - self._cost_before[0]
-        taken = self.sampler.taken - self._cost_before[1]
-        cost_us = cost / taken * 1e6 if taken else None
-        return RecordedRun(culprits, list(lags), trace, len(samples), cost_us)
+        seconds = time.perf_counter() - self.started
+        cost = (self.sampler.cost_s - self._cost_before) / seconds * 100 if seconds > 0 else None
+        return RecordedRun(culprits, list(lags), trace, len(samples), cost)

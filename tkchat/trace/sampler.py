@@ -193,7 +193,7 @@ class LoopSampler:
         # When the loop is late since (the lag probe's ``overdue_since``; None: on time):
         # where a thread that did not run was asleep is read only then.
         self.overdue: Callable[[], float | None] | None = None
-        self.watchers: list[Callable[[LoopSampler, Sample], None]] = []
+        self.watchers: list[Callable[[LoopSampler, float], None]] = []
         self._recent: deque[Sample] = deque(maxlen=max(16, int(keep_s / interval_s)))
         self._recorded: list[Sample] | None = None
         self._limit = RECORD_LIMIT
@@ -201,7 +201,8 @@ class LoopSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.taken = 0  # samples taken so far
-        self.cost_s = 0.0  # the sampler thread's own CPU time, summed
+        self.wakes = 0  # times the sampler woke (a sample taken or not)
+        self.cost_s = 0.0  # the sampler thread's own CPU time, summed (wakes without a sample too)
         self.knows_queue = False  # the kernel tells this sampler about waits for a core
 
     # -- control (any thread) ----------------------------------------------------------------
@@ -261,22 +262,29 @@ class LoopSampler:
                 if self._stop.wait(self.interval_s):
                     return
                 began = time.thread_time()
-                late = time.perf_counter() - due
-                # one read a sample (each read lets the GIL go, and taking it back costs the
-                # main thread a switch): the wait for a core since the last sample's read
-                now_waiting = own.read()[1]
-                waited = _delta(now_waiting, kept_waiting)
-                kept_waiting = now_waiting
-                sample = self._take(clock, state, late - (waited or 0.0))
-                if sample is None:
-                    return  # the main thread is gone
-                with self._lock:
-                    self._recent.append(sample)
-                    if self._recorded is not None and len(self._recorded) < self._limit:
-                        self._recorded.append(sample)
+                now = time.perf_counter()
+                if self.overdue is not None and self.overdue() is None:
+                    # The loop keeps time: nothing to attribute, and every read would cost
+                    # the main thread a GIL switch. Only the next sample's clocks start anew.
+                    state.at, state.ran, state.queued, state.frame = now, None, None, None
+                    kept_waiting = None
+                else:
+                    # one read a sample (each read lets the GIL go, and taking it back costs
+                    # the main thread a switch): the wait for a core since the last read
+                    now_waiting = own.read()[1]
+                    waited = _delta(now_waiting, kept_waiting)
+                    kept_waiting = now_waiting
+                    sample = self._take(clock, state, now - due - (waited or 0.0))
+                    if sample is None:
+                        return  # the main thread is gone
+                    with self._lock:
+                        self._recent.append(sample)
+                        if self._recorded is not None and len(self._recorded) < self._limit:
+                            self._recorded.append(sample)
+                    self.taken += 1
                 for watcher in self.watchers:
-                    watcher(self, sample)
-                self.taken += 1
+                    watcher(self, now)
+                self.wakes += 1
                 self.cost_s += time.thread_time() - began
         finally:
             clock.close()

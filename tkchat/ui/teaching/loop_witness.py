@@ -29,7 +29,7 @@ from tkchat.modes import split_outside_mode
 from tkchat.trace.chrome import TraceRun, write_trace
 from tkchat.trace.culprit import Culprit, culprit_of, labels, long_task_culprits
 from tkchat.trace.ledger import CallbackLedger
-from tkchat.trace.sampler import KEEP_S, LoopSampler, Sample
+from tkchat.trace.sampler import KEEP_S, LoopSampler
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_timeline import Freeze, LagTimeline, answer_arrivals
@@ -158,14 +158,13 @@ class LoopWitness:
 
     # -- the watchdog, during a freeze (sampler thread) --------------------------------------------
 
-    def _live(self, sampler: LoopSampler, sample: Sample) -> None:
+    def _live(self, sampler: LoopSampler, now: float) -> None:
         """Sampler thread: while the loop is stuck, tell the watchdog who holds it; once it
         is free again, tell it who held it, over the whole freeze. No widget is touched."""
         if self.window.scheduler.closed:
             sampler.request_stop()
             return
         since = self.window.probe.overdue_since()
-        now = sample.at
         if since is not None and now - since >= FROZEN_AFTER_S:
             self._frozen_since = since
             if now - self._told_at >= LIVE_EVERY_S:
