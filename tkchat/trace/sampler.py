@@ -263,7 +263,10 @@ class LoopSampler:
                     return
                 began = time.thread_time()
                 now = time.perf_counter()
-                if self.overdue is not None and self.overdue() is None:
+                # (woken this late, the sampler itself was held up: what happened meanwhile
+                # may have been a late moment that has just ended; sample it)
+                on_time = self.overdue is not None and self.overdue() is None
+                if on_time and now - due < self.interval_s:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
                     state.at, state.ran, state.queued, state.frame = now, None, None, None
