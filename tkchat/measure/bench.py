@@ -8,7 +8,8 @@ Modes (each one object in the JSON ``runs`` list):
 - ``fixed`` — the real app pipeline: send, stream (each markdown block rendered once it is
   complete), render the last block, then repeated Stops at random points for the cancel
   latency. ``streaming_slices`` and ``streaming_slice_max_ms`` give what rendering cost
-  while the answer streamed.
+  while the answer streamed; ``long_task_culprits``, who held the loop in each long task
+  (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off.
 - with ``--prompt-tokens N``, a long prompt too: the rows of :mod:`tkchat.measure.prompt_bench`.
 
 Everything is timed with ``perf_counter`` on the main thread; targets are ratios against the

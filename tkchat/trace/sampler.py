@@ -47,7 +47,6 @@ from tkchat.trace.frames import (
     FrameRef,
     between_callbacks,
     blame_of,
-    in_loop,
 )
 from tkchat.trace.ledger import CallbackLedger
 
@@ -198,6 +197,7 @@ class LoopSampler:
         self._recorded: list[Sample] | None = None
         self._limit = RECORD_LIMIT
         self._lock = threading.Lock()
+        self._graveyard: list[FrameType] = []  # frames to free on the main thread (_let_go)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.taken = 0  # samples taken so far
@@ -215,9 +215,26 @@ class LoopSampler:
         self._thread.start()
 
     def stop(self, timeout: float = 1.0) -> None:
+        """The calling thread (the main one, in the window) also frees what the sampler
+        thread could not (:meth:`bury`)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.bury()
+
+    def _let_go(self, frame: FrameType) -> None:
+        """Sampler thread. A frame that finished while it was read (the main thread ran on)
+        is only this thread's now: dropping it here would free its locals here — and a Tk
+        interpreter freed off the main thread aborts the process ("Tcl_AsyncDelete: async
+        handler deleted by the wrong thread"). It waits for :meth:`bury`, on the main thread."""
+        # (held by: this argument, the caller's name, getrefcount's; a live one by its thread too)
+        if sys.getrefcount(frame) <= 3:
+            self._graveyard.append(frame)
+
+    def bury(self) -> None:
+        """Main thread: free the frames :meth:`_let_go` kept (the witness calls it every
+        second; :meth:`stop` too)."""
+        self._graveyard.clear()
 
     def request_stop(self) -> None:
         """Any thread, the sampler's own too: stop after the current sample."""
@@ -269,7 +286,7 @@ class LoopSampler:
                 if on_time and now - due < self.interval_s:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
-                    state.at, state.ran, state.queued, state.frame = now, None, None, None
+                    state.at, state.ran, state.queued = now, None, None
                     kept_waiting = None
                 else:
                     # one read a sample (each read lets the GIL go, and taking it back costs
@@ -298,17 +315,12 @@ class LoopSampler:
         if frame is None:
             return None
         now = time.perf_counter()
-        ran, queued = clock.read()
-        if frame is state.frame and state.stack:
-            stack = state.stack  # still in the same frame (the loop, idle): nothing to walk
-        else:
-            stack = self.book.stack(frame)
-            if stack == state.stack:  # the same as last time: keep one tuple
-                stack = state.stack
-        # The innermost frame is kept only while it is the loop's, which lives as long as the
-        # window (any other frame would be kept alive, with its locals, by this reference).
-        state.frame = frame if in_loop(stack) else None
+        stack = self.book.stack(frame)
+        if stack == state.stack:  # the same as last time (an idle loop): keep one tuple
+            stack = state.stack
+        self._let_go(frame)
         del frame
+        ran, queued = clock.read()  # (after the frame is let go: a read lets the GIL go)
         span = now - state.at
         ran_s, queued_s = _delta(ran, state.ran), _delta(queued, state.queued)
         process = time.process_time()
@@ -364,7 +376,6 @@ class _State:
     process: float = 0.0  # the process's CPU time at the last sample
     cost: float = 0.0  # the sampler's own CPU time then
     stack: tuple[FrameRef, ...] = ()
-    frame: FrameType | None = None  # the innermost frame, while it is the loop's
     last_blame: tuple[float, str] | None = None
     # the last stack blame_of() was worked out for, and its answer
     last_ref: tuple[tuple[FrameRef, ...], FrameRef | None] | None = None

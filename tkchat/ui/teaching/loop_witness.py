@@ -112,6 +112,7 @@ class LoopWitness:
         self._check()
 
     def _check(self) -> None:
+        self.sampler.bury()  # frames the sampler thread must not free itself (main thread)
         scheduler = self.window.scheduler
         if self.wanted() and not scheduler.closed:
             self._follow_outside_mode()
