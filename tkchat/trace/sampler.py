@@ -267,12 +267,8 @@ class LoopSampler:
 
     def _run(self) -> None:
         clock = ThreadClock(self.target.native_id, self.target.ident or 0)
-        # The sampler's own wait for a core, to tell it from its wait for the GIL: how late
-        # it wakes, less the time the system kept it waiting, is the time the GIL was held.
-        own = ThreadClock(threading.get_native_id(), threading.get_ident())
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
-        kept_waiting = own.read()[1]
         try:
             while True:
                 due = time.perf_counter() + self.interval_s
@@ -287,14 +283,11 @@ class LoopSampler:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
                     state.at, state.ran, state.queued = now, None, None
-                    kept_waiting = None
                 else:
-                    # one read a sample (each read lets the GIL go, and taking it back costs
-                    # the main thread a switch): the wait for a core since the last read
-                    now_waiting = own.read()[1]
-                    waited = _delta(now_waiting, kept_waiting)
-                    kept_waiting = now_waiting
-                    sample = self._take(clock, state, now - due - (waited or 0.0))
+                    # How late it woke is mostly how long the GIL was held (its own wait for
+                    # a core too, on a busy machine: not read, since each read of a kernel
+                    # file lets the GIL go, and taking it back costs the main thread a switch).
+                    sample = self._take(clock, state, now - due)
                     if sample is None:
                         return  # the main thread is gone
                     with self._lock:
@@ -308,7 +301,6 @@ class LoopSampler:
                 self.cost_s += time.thread_time() - began
         finally:
             clock.close()
-            own.close()
 
     def _take(self, clock: ThreadClock, state: _State, late: float) -> Sample | None:
         frame = sys._current_frames().get(self.target.ident or 0)

@@ -97,7 +97,7 @@ class LessonPanel(ttk.Frame):
         }
         self.set_font_size(body_size)
 
-        top = ttk.Frame(self)
+        top = self.top = ttk.Frame(self)
         self.pick_label = ttk.Label(top)
         self.picker = ttk.Combobox(top, state="readonly", width=40)
         self.picker.bind("<<ComboboxSelected>>", self._on_pick)
@@ -176,13 +176,11 @@ class LessonPanel(ttk.Frame):
         self.timeline = timeline(self)
         self.timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0))
         save = self.timeline.save_trace
-        if save is not None:
-            row = ttk.Frame(self)
-            self.trace_said = ttk.Label(row, font=self._fonts["body"], anchor="w")
-            self.trace_button = ttk.Button(row, command=lambda: self._save_trace(save))
-            self.trace_button.pack(side="right")
-            self.trace_said.pack(side="left", fill="x", expand=True)
-            row.pack(side="bottom", fill="x", pady=(dp(self, 4), 0))
+        if save is not None:  # in the top row, beside Class plan: it takes no height of its own
+            self.trace_button = ttk.Button(self.top, command=lambda: self._save_trace(save))
+            self.trace_button.pack(side="right", before=self.plan_button)
+            # where the file went: under the demo's line, only once there is something to say
+            self.trace_said = ttk.Label(self, font=self._fonts["body"], anchor="w")
         self._size_timeline()
         self.timeline.start()
 
@@ -190,6 +188,8 @@ class LessonPanel(ttk.Frame):
         said = save()
         if said:
             self.trace_said.configure(text=breakable(said))
+            if not self.trace_said.winfo_manager():
+                self.trace_said.pack(side="top", fill="x", after=self.figure_label)
 
     def _size_timeline(self) -> None:
         """The timeline's fonts follow the text size; its height stays a strip under the
