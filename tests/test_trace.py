@@ -300,9 +300,17 @@ def test_a_thread_running_python_is_seen_running_python(target) -> None:
     assert most_of(samples, running=True) == PYTHON, [s.kind for s in samples]
 
 
+def native_share(samples: list[Sample]) -> float:
+    running = [s for s in samples if s.ran is not None and s.ran >= BUSY * s.span]
+    return sum(s.kind == NATIVE for s in running) / max(1, len(running))
+
+
 def test_a_c_call_that_lets_the_gil_go_is_seen_as_c_code(target) -> None:
-    samples = sampled(target(hashing_in_c))
-    assert most_of(samples, running=True) == NATIVE, [s.kind for s in samples]
+    """Against Python code sampled in the same test: a busy machine makes the sampler wake
+    late at times (which reads as "the GIL was held"), for both alike."""
+    hashing = native_share(sampled(target(hashing_in_c)))
+    python = native_share(sampled(target(computing_in_python)))
+    assert hashing >= 0.25 and hashing > 2 * python, (hashing, python)
 
 
 def test_what_the_sampler_keeps_is_bounded(target) -> None:
