@@ -2,9 +2,9 @@
 server machine (which has none) needs the code.
 
 The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antipatterns`` →
-``ui`` → {``models``, ``serve``, ``course``} → {``consume``, ``generate``, ``transport``,
-``store``, ``render``, ``i18n``, ``modes``} → ``conversation`` (the values every layer
-shares), ``events``, ``stats`` and ``limits`` (the size budgets).
+``ui`` → {``models``, ``serve``, ``course``, ``trace``} → {``consume``, ``generate``,
+``transport``, ``store``, ``render``, ``i18n``, ``modes``} → ``conversation`` (the values
+every layer shares), ``events``, ``stats`` and ``limits`` (the size budgets).
 The anti-patterns sit above the window they break; the window reaches them only through the
 one registry of modes (:data:`tkchat.modes.PIPELINES`, import paths that
 :func:`tkchat.ui.pipeline.make_pipeline` imports), which this test reads like an import.
@@ -45,6 +45,7 @@ TK_FREE = (
     "course",
     "models",
     "conversation",
+    "trace",  # the main-thread sampler: the window runs it, the bench reads it
 )
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_trace import trace_problems
+
 pytestmark = pytest.mark.gui
 
 REQUIRED = {
@@ -80,12 +82,15 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
         "fixed,blocking,per-chunk-render",
         "--report",
         str(report),
+        "--trace",
+        str(tmp_path / "trace.json"),
     )
     runs = {run["mode"]: run for run in data["runs"]}
     assert list(runs) == [
         "idle",
         "raw",
         "fixed",
+        "fixed-unsampled",  # the same, the window's sampler off: what sampling costs
         "blocking",
         "per-chunk-render",
         "render",
@@ -116,6 +121,22 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     render = runs["render"]
     assert render["answer_chars"] >= 11_000 and render["slices"] > 1
     assert render["set_html_ms_per_1000_chars"] > 0
+    # every long task carries who held the loop: in a broken mode, the mode's function
+    freeze = max(blocking["long_task_culprits"], key=lambda c: c["lag_ms"])
+    assert freeze["culprit"]["held_by"] == "GenerateInClickHandler.start"
+    assert freeze["lag_ms"] == pytest.approx(blocking["lag_max_ms"], abs=0.1)
+    assert freeze["culprit"]["label"]
+    # (held by it, or by Tk's redisplay of what it left: "… in Tk's redisplay after
+    # RenderEveryChunk.show")
+    held = {c["culprit"]["held_by"] for c in runs["per-chunk-render"]["long_task_culprits"]}
+    assert "RenderEveryChunk.show" in held, held
+    assert "the sampler costs the fixed pipeline <= 5 % of its tokens/s" in {
+        t["target"] for t in data["targets"]
+    }
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert trace_problems(trace) == []
+    names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
+    assert names == ["fixed — 1", "fixed-unsampled — 2", "blocking — 3", "per-chunk-render — 4"]
     text = (report / "report.md").read_text()
     assert "lag-timeline.png" in text and "lag-vs-length.png" in text
     for png in ("lag-timeline.png", "lag-vs-length.png"):

@@ -109,6 +109,7 @@ def test_demo(window: DemoWindow, lesson: Lesson) -> None:
     run_script(window.root, run_demo(window.app, lesson, window.baselines, results))
     (result,) = results
     assert result.ok, "the demo does not show what the lesson claims:\n" + result.report()
+    assert result.named, "the culprit is not the function the lesson is about"
     quoted = FIGURES.get(lesson.id, {}).get(lesson.language, {})
     for metric in sorted(quoted_figures(lesson.expect + lesson.body)):
         assert metric in quoted, f"{lesson.id}: quotes {metric}, never measured (run the bench)"

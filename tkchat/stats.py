@@ -122,6 +122,14 @@ class LagWindow:
         last = self.recent[-1].lag_ms if self.recent else 0.0
         return max(last, overdue if self.running else 0.0)
 
+    def overdue_since(self) -> float | None:
+        """Any thread: when the probe was due, if it still has not fired (the loop is stuck
+        since then); None while it keeps time. (Two floats read: no lock needed.)"""
+        expected = self._expected
+        if not self.running or time.perf_counter() <= expected:
+            return None
+        return expected
+
     def p99_ms(self) -> float:
         return percentile([s.lag_ms for s in self.recent], 99) or 0.0
 

@@ -26,6 +26,13 @@ def add_parser(commands: Subcommands) -> None:
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     bench.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="also write every streaming run as a Chrome trace (open it in Perfetto or "
+        "chrome://tracing): callbacks, who held the loop, long tasks, tokens, counters",
+    )
+    bench.add_argument(
         "--report",
         type=Path,
         metavar="DIR",
@@ -138,6 +145,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             idle_s=args.idle_seconds,
             json_path=args.json,
             report_dir=args.report,
+            trace_path=args.trace,
             transport=args.transport,
             prompt_tokens=args.prompt_tokens,
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from tkchat.events import ModelFailed, ModelLoading, ModelReady
@@ -48,6 +49,8 @@ class GenerationController:
         # worker sends to instead (None: the channel itself). Set it from the consumer thread;
         # it applies from the next generation.
         self.sink_wrapper: SinkWrapper | None = None
+        # How many token times each new worker's sender keeps (0: none): a trace's tokens.
+        self.keep_token_times = 0
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -174,7 +177,10 @@ class GenerationController:
     ) -> GenerationWorker:
         """A worker on this model (sharing its lock) that sends to ``channel``; not started.
         The benchmark's ``raw`` mode uses it to run the same loop with no UI."""
-        return GenerationWorker(self.backend, request, gen, channel, self._model_lock)
+        worker = GenerationWorker(self.backend, request, gen, channel, self._model_lock)
+        if self.keep_token_times:
+            worker.sender.times = deque(maxlen=self.keep_token_times)
+        return worker
 
     @property
     def gen(self) -> int:

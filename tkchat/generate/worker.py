@@ -116,6 +116,7 @@ class GenerationWorker:
         self.sender = GenerationSender(channel, gen)
         self.cancelled_at: float | None = None  # perf_counter when cancel() was called
         self.exited_at: float | None = None  # perf_counter when the model loop was left
+        self.started_at: float | None = None  # perf_counter when start() was called
         self.first_token_at: float | None = None  # perf_counter of the first token
         self.tokens = 0  # tokens so far; read by the UI for the live tokens/s (an int is atomic)
         self.prompt_tokens = 0  # context tokens of the prompt, once fitted (read by the UI too)
@@ -125,6 +126,7 @@ class GenerationWorker:
         self._thread = threading.Thread(target=self._run, name=f"tkchat-gen-{gen}", daemon=True)
 
     def start(self) -> None:
+        self.started_at = time.perf_counter()
         self._thread.start()
 
     def cancel(self) -> None:

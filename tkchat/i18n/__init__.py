@@ -2,7 +2,8 @@
 
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
 itself, then the lesson panel, the sidebar, the settings dialog, the model picker, the
-model catalogue and the exercises: a pipeline of one's own, the self-test's report), merged here.
+model catalogue, the exercises (a pipeline of one's own, the self-test's report) and who held
+the event loop), merged here.
 :class:`tkchat.ui.window.translator.Translator` puts them on widgets.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from tkchat.i18n import (
     appearance,
     catalogue,
+    culprit,
     exercise,
     lesson_panel,
     model_picker,
@@ -33,6 +35,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **catalogue.STRINGS[lang],
         **exercise.STRINGS[lang],
         **recording.STRINGS[lang],
+        **culprit.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

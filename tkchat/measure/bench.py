@@ -8,7 +8,8 @@ Modes (each one object in the JSON ``runs`` list):
 - ``fixed`` — the real app pipeline: send, stream (each markdown block rendered once it is
   complete), render the last block, then repeated Stops at random points for the cancel
   latency. ``streaming_slices`` and ``streaming_slice_max_ms`` give what rendering cost
-  while the answer streamed.
+  while the answer streamed; ``long_task_culprits``, who held the loop in each long task
+  (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off.
 - with ``--prompt-tokens N``, a long prompt too: the rows of :mod:`tkchat.measure.prompt_bench`.
 
 Everything is timed with ``perf_counter`` on the main thread; targets are ratios against the
@@ -51,21 +52,26 @@ from tkchat.measure.figures import (
     BenchOptions,
     RunFigures,
     Timeline,
+    format_table,
     input_figures,
     lag_figures,
     lag_p99_bound,
     run_alone,
+    sampler_verdicts,
 )
 from tkchat.measure.script import BenchWindow, Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
+from tkchat.trace.chrome import write_trace
+from tkchat.trace.recorder import RecordedRun, RunRecorder
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.health import HealthBar
 from tkchat.ui.markdown_view import stock_tkhtmlview
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
+UNSAMPLED = "fixed-unsampled"  # the fixed pipeline with the window's sampler off: its cost
 
 
 class _RssSampler:
@@ -159,6 +165,7 @@ class Bench:
     def __init__(self, options: BenchOptions) -> None:
         self.options = options
         self.runs: list[RunFigures] = []
+        self.recorded: list[RecordedRun] = []  # each streaming run: culprits, trace
         self.sampling = Sampling(max_tokens=options.tokens, seed=options.seed)
 
     def request(self) -> GenerationRequest:
@@ -213,6 +220,7 @@ class Bench:
         raw_tps: list[float] = []
         raw_ttft: list[float] = []
         fixed: list[dict[str, Any]] = []
+        unsampled: list[dict[str, Any]] = []
         for _ in range(self.options.repeats):  # alternate, so drift hits both alike
             tps, ttft = self._raw_once()
             raw_tps.append(tps)
@@ -220,9 +228,7 @@ class Bench:
             # raw held the main loop on purpose: let the overdue timers fire before measuring
             yield 0.3
             if FIXED in self.options.modes:
-                result: dict[str, Any] = {}
-                yield from self._stream_once(FIXED, self.sampling, result)
-                fixed.append(result)
+                yield from self._fixed_with_and_without_sampler(fixed, unsampled)
         self.runs.append(
             RunFigures(
                 mode="raw",
@@ -236,6 +242,7 @@ class Bench:
             cancel: dict[str, Any] = {}
             yield from self._cancels(cancel)
             self.runs.append(self._stream_figures(FIXED, fixed, cancel))
+            self.runs.append(self._stream_figures(UNSAMPLED, unsampled, {}))
         broken_sampling = self.sampling
         if self.options.backend == "scripted":
             broken_sampling = Sampling(
@@ -245,7 +252,7 @@ class Bench:
         for mode in self.options.modes:
             if mode == FIXED:
                 continue
-            result = {}
+            result: dict[str, Any] = {}
             yield from self._stream_once(mode, broken_sampling, result)
             self.runs.append(self._stream_figures(mode, [result], {}))
         app.teaching.set_mode(FIXED)
@@ -288,6 +295,18 @@ class Bench:
 
     # -- fixed: the real pipeline ---------------------------------------------------------------
 
+    def _fixed_with_and_without_sampler(
+        self, fixed: list[dict[str, Any]], unsampled: list[dict[str, Any]]
+    ) -> Script:
+        """The fixed pipeline as a class runs it (the sampler on), then the same answer with
+        the sampler off: its cost, measured in the same run."""
+        for runs, sampling in ((fixed, True), (unsampled, False)):
+            self.app.witness.force(sampling)
+            result: dict[str, Any] = {}
+            yield from self._stream_once(FIXED, self.sampling, result)
+            runs.append(result)
+        self.app.witness.force(None)
+
     def _stream_once(self, mode: str, sampling: Sampling, result: dict[str, Any]) -> Script:
         """One answer in ``mode``, measured from Send to the end of its markdown render,
         with real clicks on Ping all along."""
@@ -301,6 +320,8 @@ class Bench:
         finished_before = len(app.finished)
         slices_before = len(app.transcript.painter.slice_ms)
         streaming_before = len(app.transcript.painter.streaming_slice_ms)
+        recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
+        recorder.begin()  # the sampler's samples, the callbacks, the tokens: culprits, trace
         app.probe.start_recording()
         handled_from = self.prober.begin()
         started = time.perf_counter()
@@ -313,6 +334,10 @@ class Bench:
         yield 0.3  # late clicks of a frozen window arrive now
         result["inputs"] = self.prober.end(handled_from)
         result["samples"] = app.probe.stop_recording()
+        name = f"{mode if app.witness.sampler.running else UNSAMPLED} — {len(self.recorded) + 1}"
+        self.recorded.append(recorder.end(name, result["samples"], answer.arrivals))
+        result["culprits"] = self.recorded[-1].culprits_json(started)
+        result["sampler_cpu"] = self.recorded[-1].cost_percent
         result["rss_peak"] = rss.stop()
         app.session.sampling = self.sampling
         if isinstance(final, Error):
@@ -497,6 +522,9 @@ class Bench:
                 # markdown rendered while the answer streamed (per generation, median)
                 "streaming_slices": rounded(median([len(r["streaming_slices"]) for r in fixed])),
                 "streaming_slice_max_ms": rounded(max(streaming) if streaming else None, 2),
+                # every long task, with who held the loop (tkchat/trace/culprit.py)
+                "long_task_culprits": [c for r in fixed for c in r.get("culprits", [])],
+                "sampler_cpu_percent": rounded(median([r["sampler_cpu"] or 0 for r in fixed])),
             },
             **lag_figures(samples),
             **input_figures(inputs),
@@ -649,40 +677,6 @@ def stream_verdicts(
     return out
 
 
-COLUMNS = [
-    "mode",
-    "tokens",
-    "tokens_per_s",
-    "ttft_ms",
-    "lag_p50_ms",
-    "lag_p99_ms",
-    "lag_max_ms",
-    "long_tasks",
-    "ui_updates_per_s",
-    "input_p99_ms",
-    "input_max_ms",
-    "cancel_p50_ms",
-    "cancel_p99_ms",
-    "rss_peak_mb",
-]
-
-
-def format_table(runs: list[RunFigures]) -> str:
-    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
-    return str(value)
-
-
 def run_bench(options: BenchOptions) -> int:
     started = time.time()
     if options.transport == "sse":
@@ -700,7 +694,7 @@ def run_bench(options: BenchOptions) -> int:
     else:
         bench = Bench(options)
         runs = bench.run()
-        checks = verdicts(runs, options)
+        checks = verdicts(runs, options) + sampler_verdicts(runs)
     print(format_table(runs))
     print()
     for name, ok, figure in checks:
@@ -720,6 +714,10 @@ def run_bench(options: BenchOptions) -> int:
         options.json_path.parent.mkdir(parents=True, exist_ok=True)
         options.json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         print(f"\nwrote {options.json_path}")
+    if options.trace_path is not None and options.transport != "sse":
+        command = "tkchat " + shlex.join(sys.argv[1:])
+        traces = [r.trace for r in bench.recorded]
+        print(f"wrote {write_trace(options.trace_path, traces, command=command)}")
     if options.report_dir is not None:
         from tkchat.measure.report import write_report
 

@@ -58,6 +58,7 @@ class BenchOptions:
     broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
     prompt: str = BENCH_PROMPT
     prompt_tokens: int | None = None  # a long prompt of this many tokens too (prompt_bench.py)
+    trace_path: Path | None = None  # the streaming runs as a Chrome trace (tkchat/trace/)
 
 
 @dataclass
@@ -136,3 +137,60 @@ def run_alone(controller: GenerationController, request: GenerationRequest) -> G
     if isinstance(event, Error):
         raise RuntimeError(f"the generation without a window failed: {event.message}")
     return event.stats
+
+
+SAMPLER_TOKENS_MIN = 0.95  # the sampler may cost the pipeline at most 5 % of its tokens/s
+
+
+def sampler_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
+    """The sampler's cost, measured in the same run: the fixed pipeline with the window's
+    sampler on (as in a class) beside the same answers with it off."""
+    by = {r.mode: r for r in runs}
+    on, off = by.get("fixed"), by.get("fixed-unsampled")
+    if on is None or off is None or not on.tokens_per_s or not off.tokens_per_s:
+        return []
+    ratio = on.tokens_per_s / off.tokens_per_s
+    return [
+        (
+            "the sampler costs the fixed pipeline <= 5 % of its tokens/s",
+            ratio >= SAMPLER_TOKENS_MIN,
+            f"{on.tokens_per_s:g} vs {off.tokens_per_s:g} tokens/s ({ratio:.3f} x); lag p99 "
+            f"{on.lag_p99_ms} vs {off.lag_p99_ms} ms, max {on.lag_max_ms} vs {off.lag_max_ms} ms",
+        )
+    ]
+
+
+# -- the table of a run ------------------------------------------------------------------------
+
+COLUMNS = [
+    "mode",
+    "tokens",
+    "tokens_per_s",
+    "ttft_ms",
+    "lag_p50_ms",
+    "lag_p99_ms",
+    "lag_max_ms",
+    "long_tasks",
+    "ui_updates_per_s",
+    "input_p99_ms",
+    "input_max_ms",
+    "cancel_p50_ms",
+    "cancel_p99_ms",
+    "rss_peak_mb",
+]
+
+
+def format_table(runs: list[RunFigures]) -> str:
+    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+    return str(value)

@@ -7,7 +7,9 @@ Both run the same script below, so the text, the test and the bench measure one 
 
 A demo is run as a student would: *Set up the demo* (a fresh chat, the lesson's mode,
 backend, rate, answer length, limit, seed, and its prompt in the box), then Send, then wait
-for the answer's end and its markdown render. The lag probe records all along.
+for the answer's end and its markdown render. The lag probe records all along, and the
+window's sampler too: a broken mode's demo must name, as the culprit of its longest long
+task, the function its lesson is about (the class the mode registry names).
 
 Main thread only (scripts are resumed by the Tk loop: see ``tkchat/measure/script.py``).
 """
@@ -29,7 +31,10 @@ from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.figures import lag_figures, run_alone
 from tkchat.measure.script import Script
+from tkchat.modes import BROKEN_MODES, PIPELINES
 from tkchat.stats import median, percentile, rounded
+from tkchat.trace.culprit import Culprit, describe
+from tkchat.trace.recorder import RecordedRun, RunRecorder
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.teaching.live_figures import ORDERING_METRICS
 from tkchat.ui.window.chat_window import ChatApp
@@ -46,14 +51,28 @@ class DemoResult:
     figures: dict[str, float | None]
     baselines: Baselines
     verdicts: list[tuple[Claim, bool, str]] = field(default_factory=list)
+    culprit: Culprit | None = None  # who held the loop in the demo's longest long task
+
+    @property
+    def named(self) -> bool:
+        """A broken mode's demo names the function its lesson is about (the class the mode
+        registry names: ``GenerateInClickHandler.start`` for ``blocking``), as the code that
+        held the loop or that left Tk the redisplay that did."""
+        if self.lesson.mode not in BROKEN_MODES or not self.figures.get("long_tasks"):
+            return True
+        wanted = PIPELINES[self.lesson.mode].rpartition(":")[2] + "."
+        return self.culprit is not None and self.culprit.held_by.startswith(wanted)
 
     @property
     def ok(self) -> bool:
-        return all(ok for _claim, ok, _line in self.verdicts)
+        return all(ok for _claim, ok, _line in self.verdicts) and self.named
 
     def report(self) -> str:
         lines = [f"{self.lesson.language}/{self.lesson.id}:"]
         lines += [f"  {line}" for _claim, _ok, line in self.verdicts]
+        if self.culprit is not None:
+            said = describe(self.culprit, self.lesson.language)
+            lines.append(f"  held the loop: {said}" + ("" if self.named else " — NOT the mode's"))
         return "\n".join(lines)
 
 
@@ -98,10 +117,11 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
         measure_raw(app, app.session.request_for(lesson.prompt or ""), baselines)
         yield SETTLE_S  # raw held the loop on purpose: let the overdue timers fire first
     figures: dict[str, float | None] = {}
+    recorded: list[RecordedRun] = []
     if lesson.expect_metric.startswith("cancel_"):
         yield from _cancels(app, figures)
     else:
-        yield from _one_answer(app, figures)
+        yield from _one_answer(app, figures, recorded)
     if _quotes_or_claims(lesson, "whole_render_ms"):
         yield from _whole_render(app, figures)
     # The baselines the lesson compares with travel with its figures (and its quotes).
@@ -110,11 +130,16 @@ def run_demo(app: ChatApp, lesson: Lesson, baselines: Baselines, out: list[DemoR
         figures["raw_tokens_per_s"] = rounded(baselines["raw"].get("tokens_per_s"), 1)
         figures["raw_ttft_ms"] = rounded(baselines["raw"].get("ttft_ms"), 1)
     result = DemoResult(lesson, figures, baselines)
+    result.culprit = recorded[0].main_culprit if recorded else None
     result.verdicts = check(lesson, figures, baselines)
     out.append(result)
 
 
-def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
+def _one_answer(
+    app: ChatApp, figures: dict[str, float | None], recorded: list[RecordedRun]
+) -> Script:
+    recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
+    recorder.begin()  # who held the loop, for each long task
     inserts_before = app.transcript.inserts
     events_before = app.pump.events
     ordering_before = asdict(app.demos.ordering_counters())
@@ -131,6 +156,7 @@ def _one_answer(app: ChatApp, figures: dict[str, float | None]) -> Script:
     yield lambda: not app.transcript.painter.busy
     yield SETTLE_S
     samples = app.probe.stop_recording()
+    recorded.append(recorder.end("demo", samples, answer.arrivals))
     if isinstance(final, Error):
         raise RuntimeError(f"the demo's answer failed: {final.message}")
     figures.update(lag_figures(samples))

@@ -32,6 +32,7 @@ from tkchat.ui.chats.conversations import SavedConversations
 from tkchat.ui.chats.history import History
 from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.health import HealthBar
+from tkchat.ui.teaching.loop_witness import LoopWitness
 from tkchat.ui.transcript import AnswerView
 
 Wait = float | Callable[[], bool]
@@ -183,7 +184,7 @@ class BenchWindow(MeasuredWindow, Protocol):
     """What the benchmark drives and reads of the Tk window. ``session``: the chat as the
     model reads it (the bench sets its sampling); ``archive`` and ``conversations``: the
     saved conversations (None without ``--history``); ``pipeline``: the one answering (a
-    broken demo's keeps its render costs)."""
+    broken demo's keeps its render costs); ``witness``: the sampler of who held the loop."""
 
     @property
     def transcript(self) -> BenchTranscript: ...
@@ -205,6 +206,8 @@ class BenchWindow(MeasuredWindow, Protocol):
     def conversations(self) -> SavedConversations | None: ...
     @property
     def pipeline(self) -> object: ...
+    @property
+    def witness(self) -> LoopWitness: ...
     @property
     def model_failed(self) -> bool: ...
     @property

@@ -9,7 +9,12 @@ with the silence while a big counter says "FROZEN 3.2 s" and counts up — durin
 not after it. Once beats come back, the gap stays on the chart with its length written on it.
 
 It never imports the app: the beats arrive as lines on stdin, read by a thread that only
-records when each came; the Tk main thread turns them into the picture. End-of-file on stdin
+records when each came; the Tk main thread turns them into the picture. Besides the beats, the
+chat window's sampler (``tkchat/trace/``) sends a ``culprit`` line while a freeze lasts: the
+frozen process samples its own main thread from a helper thread and says who holds the loop,
+in the chat window's language. The chart's caption shows it ("now: 3.2 s in
+GenerateInClickHandler.start → … — the model ran on the main thread"), and keeps the last one
+once the beats come back. End-of-file on stdin
 (the app closed the pipe, exited, or was killed) closes the window, and so does a parent that
 is gone after a long silence.
 """
@@ -111,6 +116,8 @@ class BeatReader:
         self.fd = fd
         self.clock = clock
         self.arrived: deque[float] = deque(maxlen=4096)  # deque appends are thread-safe
+        # the latest culprit line: {"now": […], "after": […]} (a reference swapped whole)
+        self.culprit: dict[str, list[str]] | None = None
         self.eof = False
         self._thread = threading.Thread(target=self._run, name="beat-reader", daemon=True)
 
@@ -129,10 +136,12 @@ class BeatReader:
                 return
             now = self.clock()
             *lines, pending = (pending + data).split(b"\n")
-            pending = pending[-256:]  # a beat is far shorter: anything longer is not one
+            pending = pending[-4096:]  # a line is shorter (PIPE_BUF): anything longer is not one
             for line in lines:
                 if line.startswith(b"beat "):
                     self.arrived.append(now)
+                elif line.startswith(b"culprit "):
+                    self.culprit = _culprit_text(line[len(b"culprit ") :])
 
     def take(self) -> list[float]:
         """Main thread: every arrival since the last call, oldest first."""
@@ -140,6 +149,25 @@ class BeatReader:
         while self.arrived:
             taken.append(self.arrived.popleft())
         return taken
+
+
+def _culprit_text(body: bytes) -> dict[str, list[str]] | None:
+    """A culprit line's sentences, already in the chat window's language: ``now`` (while the
+    freeze lasts) and ``after`` (once it is over), each longest first (the window shows the
+    first that fits). None for ``-`` or anything else."""
+    try:
+        payload = json.loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    said: dict[str, list[str]] = {}
+    for key in ("now", "after"):
+        value = payload.get(key)
+        variants = [value] if isinstance(value, str) else value
+        if isinstance(variants, list) and all(isinstance(v, str) for v in variants) and variants:
+            said[key] = [v[:400] for v in variants[:4]]
+    return said or None
 
 
 def _fmt_s(seconds: float) -> str:
@@ -160,8 +188,10 @@ class WatchdogWindow:
         state_out: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         palette: Palette = LIGHT,
+        culprit: Callable[[], dict[str, list[str]] | None] = lambda: None,
     ) -> None:
         self.root = root
+        self.culprit = culprit  # the chat window's latest word on who holds its loop
         self.take_beats = take_beats
         self.source_gone = source_gone
         self.state_out = state_out
@@ -260,7 +290,7 @@ class WatchdogWindow:
                 at_x, at_y, text=what, anchor=anchor, font=font, fill=fill, tags="chart"
             )
 
-        text(16, top - 8, CAPTION, "sw", self.axis_font)
+        self._draw_caption(top, frozen)
         for value in range(0, int(ymax) + 1, step):
             canvas.create_line(left, y(value), right, y(value), fill=p.chart_grid, tags="chart")
             text(left - 8, y(value), f"{value} s", "e", self.axis_font)
@@ -299,6 +329,30 @@ class WatchdogWindow:
         label, colour = self._counter_look(silence)
         canvas.itemconfigure(self.counter, text=label, fill=colour)
 
+    def _draw_caption(self, top: float, frozen: bool) -> None:
+        """Over the chart: what it plots; during and after a freeze, who held the loop (as
+        the frozen window's sampler said), in red while the freeze lasts."""
+        said = self.culprit() or {}
+        text, ink = CAPTION, self.palette.chart_ink
+        variants = said.get("now" if frozen else "after")
+        if variants:
+            room = max(100, self.canvas.winfo_width() - 32)
+            text = next((v for v in variants if self.axis_font.measure(v) <= room), variants[-1])
+            ink = self.palette.chart_frozen_ink if frozen else ink
+        self.canvas.create_text(
+            16,
+            top - 8,
+            text=text,
+            anchor="sw",
+            font=self.axis_font,
+            fill=ink,
+            tags=("chart", "caption"),
+        )
+
+    def shown_caption(self) -> str:
+        items = self.canvas.find_withtag("caption")
+        return self.shown_text(items[0]) if items else ""
+
     def _counter_look(self, silence: float | None) -> tuple[str, str]:
         if silence is None:
             return "waiting for the chat window…", self.palette.muted
@@ -319,6 +373,7 @@ class WatchdogWindow:
             "silence_ms": None if silence is None else round(silence * 1000, 1),
             "frozen": self.trace.open_gap is not None,
             "counter": self.shown_text(self.counter),
+            "caption": self.shown_caption(),
             "gap_labels": [self.shown_text(item) for item in self.canvas.find_withtag("gap-label")],
             "gaps_ms": [round(g.length(now) * 1000, 1) for g in self.trace.gaps if g.end],
         }
@@ -355,6 +410,7 @@ def run_watchdog(
         lambda: reader.eof and not reader.arrived,
         state_out=sys.stdout if state else None,
         palette=palette_named(theme),
+        culprit=lambda: reader.culprit,
     )
     reader.start()
     window.start()

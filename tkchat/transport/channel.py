@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
@@ -126,6 +128,8 @@ class GenerationSender:
         self.pieces = 0
         self.chunks = 0
         self.finished = False
+        # When each piece was given, if someone keeps them (a trace: see tkchat/trace/).
+        self.times: deque[float] | None = None
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -136,6 +140,8 @@ class GenerationSender:
         if not text:
             return
         self.pieces += 1
+        if self.times is not None:
+            self.times.append(time.perf_counter())
         if self._open is not None and self._open.add(text):
             return
         self.chunks += 1

@@ -1,14 +1,18 @@
 """Every ``after`` callback of the app goes through here (as idlelib keeps its ids).
 
 Each timer has a name; scheduling a name again replaces the pending one, so a loop can never
-run twice in parallel. On close, :meth:`AfterScheduler.close` cancels every pending id and
-refuses new ones, so nothing fires into a destroyed window ("invalid command name" errors).
+run twice in parallel. Given a ``ledger``, the scheduler tells it which timer runs: the
+window's sampler (``tkchat/trace/``) reads it to name what held the loop. On close,
+:meth:`AfterScheduler.close` cancels every pending id and refuses new ones, so nothing fires
+into a destroyed window ("invalid command name" errors).
 """
 
 from __future__ import annotations
 
 import tkinter as tk
 from collections.abc import Callable
+
+from tkchat.trace.ledger import CallbackLedger
 
 
 class AfterScheduler:
@@ -18,6 +22,7 @@ class AfterScheduler:
         self.widget = widget
         self._pending: dict[str, str] = {}
         self.closed = False
+        self.ledger: CallbackLedger | None = None
 
     def once(self, name: str, delay_ms: int, callback: Callable[[], object]) -> None:
         """Run ``callback`` after ``delay_ms`` (0: as soon as the loop is free)."""
@@ -39,7 +44,15 @@ class AfterScheduler:
 
         def fire() -> None:
             self._pending.pop(name, None)
-            callback()
+            ledger = self.ledger
+            if ledger is None:
+                callback()
+                return
+            ledger.begin(name, callback)
+            try:
+                callback()
+            finally:
+                ledger.end()
 
         self._pending[name] = schedule(fire)
 

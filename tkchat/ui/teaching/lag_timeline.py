@@ -15,6 +15,12 @@ new since the last one, keeps the worst lag per pixel column, moves two long-liv
 (the lag, and the arrival ticks as one comb) and rebuilds only the few freeze items; the grid
 and the labels are drawn again only when the size or the scale changes.
 
+With the window's sampler running (:mod:`tkchat.ui.teaching.loop_witness`), each band is
+labelled with its culprit instead — "4.0 s in GenerateInClickHandler.start →
+ScriptedBackend.stream — the model ran on the main thread" — and a click on it opens its
+stacks. A label too long for its place is shortened (the why, then the innermost frame
+left out), down to the band's length alone.
+
 A recorded run (``tkchat replay FILE``) adds a second, dashed line: the lag the recording
 machine measured for the same answer, placed where the replayed answer began, so a class sees
 the lag measured there beside the lag of this window replaying it.
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tkchat.stats import LagSample
+from tkchat.trace.culprit import Culprit, labels
 from tkchat.ui.lag_probe import LONG_TASK_MS
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
@@ -164,6 +171,12 @@ class LagTimeline(tk.Canvas):
         if translate is not None:
             translate.on_change(self._relabel)  # a bound method: dropped with the canvas
         self.recorded = recorded
+        # Set by the window's sampler, when it runs (loop_witness.py): who held the loop
+        # during a band, what a click on one shows, and the lesson panel's Save trace.
+        self.culprits: Callable[[Freeze], Culprit | None] | None = None
+        self.on_pick: Callable[[Freeze], None] | None = None
+        self.save_trace: Callable[[], str] | None = None
+        self._band_items: dict[int, Freeze] = {}  # canvas item -> the freeze it draws
         self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
         self._recorded_columns: list[list[float]] = []
         self.palette = palette_of(self)  # its colours: light or dark, as the window
@@ -196,6 +209,7 @@ class LagTimeline(tk.Canvas):
         )
         self.set_font_size(font_size, redraw=False)
         follow_theme(self, self.set_palette)
+        self.bind("<Button-1>", self._picked, add="+")
 
     # -- running -------------------------------------------------------------------------------
 
@@ -423,6 +437,27 @@ class LagTimeline(tk.Canvas):
         else:
             self.itemconfigure(self._recorded_item, state="hidden")
 
+    def _picked(self, event: tk.Event) -> None:
+        """A click on a band (anywhere across it, the lag line over it too) or on its label:
+        show who held the loop then."""
+        if self.on_pick is None:
+            return
+        x, y = self.canvasx(event.x), self.canvasy(event.y)
+        for item, freeze in self._band_items.items():
+            x0, y0, x1, y1 = self.bbox(item)
+            if x0 - 2 <= x <= x1 + 2 and y0 <= y <= y1:
+                self.on_pick(freeze)
+                return
+
+    def _labels(self, freeze: Freeze) -> list[str]:
+        """The labels to try for a band, the most telling first: its culprit (with the
+        sampler running), then its length alone."""
+        short = freeze_label(freeze.length_s, self.t)
+        culprit = self.culprits(freeze) if self.culprits is not None else None
+        if culprit is None:
+            return [short]
+        return [*labels(culprit, getattr(self.t, "lang", "en")), short]
+
     def _draw_freezes(self, scale: _Scale, layout: Layout) -> None:
         """Shade each frozen interval and write its length above it, the longest first; a
         label that would overlap one already placed goes a row higher, or is left out (the
@@ -436,32 +471,43 @@ class LagTimeline(tk.Canvas):
         if legend:
             upper.append((right - self.label_font.measure(legend) - 6, right + 6))
         placed: list[list[tuple[float, float]]] = [[], upper]
+        self._band_items = {}
         for freeze in sorted(self._freezes, key=lambda f: -f.length_s):
             x0, x1 = max(left, scale.x(freeze.start)), min(right, scale.x(freeze.end))
             if x1 <= left:
                 continue
             shade = (x0, layout.top, max(x1, x0 + 2), layout.bottom)
-            self.create_rectangle(
+            band = self.create_rectangle(
                 *shade, fill=self.palette.chart_frozen_fill, width=0, tags="frozen"
             )
-            text = freeze_label(freeze.length_s, self.t)
+            self._band_items[band] = freeze
+            label = self._place_label(freeze, (x0 + x1) / 2, layout, placed)
+            if label is not None:
+                self._band_items[label] = freeze
+        self.tag_lower("frozen")
+
+    def _place_label(
+        self,
+        freeze: Freeze,
+        middle: float,
+        layout: Layout,
+        placed: list[list[tuple[float, float]]],
+    ) -> int | None:
+        """Write the first of the band's labels that fits in a free row above the plot;
+        return its item (None: none fitted, the shading stays alone)."""
+        left, right = layout.left, layout.right
+        for text in self._labels(freeze):
             half = self.label_font.measure(text) / 2 + 6
-            centre = min(max((x0 + x1) / 2, left + half), right - half)
+            if 2 * half > right - left:
+                continue
+            centre = min(max(middle, left + half), right - half)
             for row, taken in enumerate(placed):
                 if all(centre + half < a or centre - half > b for a, b in taken):
                     taken.append((centre - half, centre + half))
                     at_y = layout.top - row * self._label_line
-                    self._text(
-                        centre,
-                        at_y,
-                        text,
-                        "s",
-                        self.label_font,
-                        self.palette.chart_frozen_ink,
-                        "frozen-label",
-                    )
-                    break
-        self.tag_lower("frozen")
+                    ink = self.palette.chart_frozen_ink
+                    return self._text(centre, at_y, text, "s", self.label_font, ink, "frozen-label")
+        return None
 
     def _draw_arrivals(self, scale: _Scale, layout: Layout, start: float) -> None:
         """A comb: one polyline along the band with a tooth wherever text arrived (at most

@@ -97,7 +97,7 @@ class LessonPanel(ttk.Frame):
         }
         self.set_font_size(body_size)
 
-        top = ttk.Frame(self)
+        top = self.top = ttk.Frame(self)
         self.pick_label = ttk.Label(top)
         self.picker = ttk.Combobox(top, state="readonly", width=40)
         self.picker.bind("<<ComboboxSelected>>", self._on_pick)
@@ -124,11 +124,9 @@ class LessonPanel(ttk.Frame):
 
         # The last seconds of lag, as a picture: a freeze that the frozen window could not
         # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
+        self.trace_button: ttk.Button | None = None
         if timeline is not None:
-            self.timeline = timeline(self)
-            self.timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0))
-            self._size_timeline()
-            self.timeline.start()
+            self._add_timeline(timeline)
 
         body = ttk.Frame(self)
         self.text = tk.Text(
@@ -171,6 +169,27 @@ class LessonPanel(ttk.Frame):
             self._fonts[name].configure(size=size + step)
         if self.timeline is not None:
             self._size_timeline()
+
+    def _add_timeline(self, timeline: Callable[[tk.Misc], LagTimeline]) -> None:
+        """The timeline at the bottom; above it, with the window's sampler running, *Save
+        trace…* (the last 30 seconds as a Chrome trace, for Perfetto or chrome://tracing)."""
+        self.timeline = timeline(self)
+        self.timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0))
+        save = self.timeline.save_trace
+        if save is not None:  # in the top row, beside Class plan: it takes no height of its own
+            self.trace_button = ttk.Button(self.top, command=lambda: self._save_trace(save))
+            self.trace_button.pack(side="right", before=self.plan_button)
+            # where the file went: under the demo's line, only once there is something to say
+            self.trace_said = ttk.Label(self, font=self._fonts["body"], anchor="w")
+        self._size_timeline()
+        self.timeline.start()
+
+    def _save_trace(self, save: Callable[[], str]) -> None:
+        said = save()
+        if said:
+            self.trace_said.configure(text=breakable(said))
+            if not self.trace_said.winfo_manager():
+                self.trace_said.pack(side="top", fill="x", after=self.figure_label)
 
     def _size_timeline(self) -> None:
         """The timeline's fonts follow the text size; its height stays a strip under the
@@ -263,6 +282,8 @@ class LessonPanel(ttk.Frame):
         self.pick_label.configure(text=self.translate("lesson.pick"))
         self.setup_button.configure(text=self.translate("lesson.setup"))
         self.plan_button.configure(text=self.translate("lesson.plan"))
+        if self.trace_button is not None:
+            self.trace_button.configure(text=self.translate("trace.save"))
 
     def _show(self, index: int) -> None:
         lesson = self.lessons[index]
@@ -309,6 +330,8 @@ class LessonPanel(ttk.Frame):
         self.figure_label.configure(wraplength=wrap)
         button = self.setup_button.winfo_reqwidth()
         self.demo_label.configure(wraplength=max(120, wrap - button - dp(self, 12)))
+        if self.trace_button is not None:
+            self.trace_said.configure(wraplength=max(120, wrap - button - dp(self, 12)))
         if self.timeline is not None:
             self._size_timeline()  # its share of the panel's new height
 

@@ -20,16 +20,20 @@ Python 3.12; before that, a beat on Windows could wait if the watchdog stopped r
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import IO
 
 from tkchat.ui.scheduler import AfterScheduler
 
 BEAT_MS = 50
+SAY_BYTES = 3000  # a line besides the beats: under PIPE_BUF (4096 on Linux), so the kernel
+# writes it whole or not at all, never between a beat's bytes
 CLOSE_WAIT_S = 0.5  # how long close() lets the watchdog leave by itself before terminating it
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,9 @@ class HeartbeatSender:
         self.dropped = 0  # beats the pipe had no room for (the watchdog is not reading)
         self.gone = False  # the pipe is closed at the other end: nothing more is sent
         self.running = False
+        # Held while the pipe is written from another thread (say) and while it is closed:
+        # a line must never go to a file descriptor number that was just reused.
+        self.lock = threading.Lock()
         try:
             os.set_blocking(fd, False)
         except (AttributeError, OSError):  # Windows before 3.12: see the module's note
@@ -85,6 +92,26 @@ class HeartbeatSender:
         self.sent += 1
         return True
 
+    def say(self, kind: str, payload: dict[str, object] | None) -> bool:
+        """Any thread: one line besides the beats, ``<kind> <json>`` (``<kind> -`` for
+        None). The sampler sends the culprit of a freeze this way, from its own thread,
+        while the main thread — which sends the beats — is stuck. Never blocks or raises."""
+        body = "-" if payload is None else json.dumps(payload, ensure_ascii=False)
+        if len(body.encode()) > SAY_BYTES:  # a line far under PIPE_BUF, whatever it says
+            return False
+        line = f"{kind} {body}".replace("\n", " ") + "\n"
+        with self.lock:
+            if self.gone:
+                return False
+            try:
+                os.write(self.fd, line.encode())
+            except BlockingIOError:
+                return False
+            except OSError:
+                self.gone = True
+                return False
+        return True
+
     def _tick(self) -> None:
         self.beat()
         if self.running:
@@ -107,10 +134,11 @@ class WatchdogHandle:
         """Stop the beats and close the pipe: the watchdog reads end-of-file and exits. If it
         has not within ``CLOSE_WAIT_S``, it is terminated."""
         self.sender.stop()
-        self.sender.gone = True
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):  # already broken: the watchdog was gone
-                self.process.stdin.close()
+        with self.sender.lock:
+            self.sender.gone = True
+            if self.process.stdin is not None:
+                with contextlib.suppress(OSError):  # already broken: the watchdog was gone
+                    self.process.stdin.close()
         try:
             self.process.wait(CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:

@@ -47,6 +47,7 @@ from tkchat.ui.settings.chat_settings import ChatSettings
 from tkchat.ui.settings.remembered import Remembered
 from tkchat.ui.teaching.controls import TeachingControls
 from tkchat.ui.teaching.demo_setup import LessonDemos
+from tkchat.ui.teaching.loop_witness import witness_the_loop
 from tkchat.ui.transcript import BODY_FONT_SIZE
 from tkchat.ui.window.context_menus import attach_text_menu
 from tkchat.ui.window.layout import ButtonCommands, ChatLayout
@@ -96,6 +97,7 @@ class ChatApp(ChatLayout, FlowFacade):
             root, self.scheduler, self.t, self.status, self.remembered, controller, self.session
         )
         self._build_parts(options)
+        self.witness = witness_the_loop(self)  # who held the loop: tkchat/trace/, sampled
         self._bind_commands()
         self._restore(options, settings)
         self.new_chat()

@@ -1,0 +1,469 @@
+"""The main-thread sampler and what is made of its samples (``tkchat/trace/``), without a window.
+
+The sampler is run on a real helper thread against a real thread that is doing something
+known (sleeping in a named function, computing in Python), so what it reports is what a
+stack really looked like; the attribution and the trace are checked on samples built by
+hand, where the right answer is known exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tkchat.i18n import STRINGS
+from tkchat.stats import LagSample
+from tkchat.trace.chrome import CALLBACKS, HELD, LONG, WORKER, TraceRun, trace_document
+from tkchat.trace.culprit import (
+    GIL,
+    LOOP,
+    WhoseTime,
+    culprit_of,
+    describe,
+    long_task_culprits,
+    stacks_text,
+    whose_late_time,
+    whose_time,
+)
+from tkchat.trace.frames import (
+    CALL_WRAPPER,
+    MODEL,
+    OTHER,
+    PIPELINE,
+    PROJECT,
+    TK,
+    FrameBook,
+    FrameRef,
+    blame_of,
+    callback_name,
+)
+from tkchat.trace.ledger import CallbackLedger, Ran
+from tkchat.trace.sampler import (
+    BUSY,
+    IDLE,
+    NATIVE,
+    OTHER_PROGRAM,
+    PYTHON,
+    TK_WORK,
+    WAIT,
+    LoopSampler,
+    Sample,
+    classify,
+)
+
+# -- stacks made by hand --------------------------------------------------------------------
+
+
+def ref(function: str, role: str, file: str = "x.py", line: int = 1) -> FrameRef:
+    return FrameRef(file, line, function, role)
+
+
+MAIN = ref("<module>", OTHER)
+LOOP_FRAME = ref("Misc.mainloop", TK, "tkinter/__init__.py")
+WRAPPER = ref(CALL_WRAPPER, TK, "tkinter/__init__.py")
+FIRE = ref("AfterScheduler._arm.<locals>.fire", PROJECT, "tkchat/ui/scheduler.py")
+IDLE_STACK = (MAIN, LOOP_FRAME)
+
+
+def in_callback(*inner: FrameRef) -> tuple[FrameRef, ...]:
+    return (MAIN, LOOP_FRAME, WRAPPER, FIRE, *inner)
+
+
+BLOCKING = in_callback(
+    ref("ChatApp.send", PROJECT, "tkchat/ui/window/chat_window.py"),
+    ref("GenerateInClickHandler.start", PIPELINE, "tkchat/antipatterns/blocking.py"),
+    ref("ScriptedBackend.stream", MODEL, "tkchat/generate/scripted.py"),
+    ref("Event.wait", OTHER, "threading.py"),
+)
+TICK = in_callback(
+    ref("EventPump._tick", PROJECT, "tkchat/ui/pump.py"),
+    ref("FixedPipeline.show", PROJECT, "tkchat/ui/pipeline.py"),
+    ref("Transcript.append", PROJECT, "tkchat/ui/transcript.py"),
+    ref("Text.insert", TK, "tkinter/__init__.py"),
+)
+
+
+def sample(at: float, stack: tuple[FrameRef, ...], kind: str, **more: Any) -> Sample:
+    return Sample(at, more.pop("span", 0.005), stack, kind, **more)
+
+
+def test_the_blame_goes_to_the_pipeline_under_study_else_to_tkchat_s_innermost_frame() -> None:
+    assert blame_of(BLOCKING) == BLOCKING[-3]  # GenerateInClickHandler.start, not the model
+    blamed = blame_of(TICK)
+    assert blamed is not None and blamed.function == "Transcript.append"  # the fixed one
+    assert callback_name(BLOCKING) == "ChatApp.send"  # the scheduler's closure skipped
+    assert callback_name(IDLE_STACK) is None
+    assert blame_of(()) is None
+
+
+def test_each_kind_of_time_is_told_apart() -> None:
+    span, at_once, waited = 0.005, 0.0001, 0.005  # the sampler's wait for the GIL
+    assert classify(IDLE_STACK, span, 0.0, 0.0, gil_wait=at_once) == IDLE
+    assert classify(IDLE_STACK, span, 0.004, 0.0, gil_wait=at_once) == TK_WORK  # redisplay
+    assert classify(BLOCKING, span, 0.0, 0.0, gil_wait=at_once) == WAIT
+    assert classify(BLOCKING, span, 0.005, 0.0, gil_wait=at_once) == NATIVE  # GIL released
+    assert classify(BLOCKING, span, 0.005, 0.0, gil_wait=waited) == PYTHON
+    assert classify(TICK, span, 0.005, 0.0, gil_wait=waited) == TK_WORK  # a call into Tk
+    assert classify(BLOCKING, span, 0.001, 0.004, gil_wait=waited) == OTHER_PROGRAM
+    assert classify(BLOCKING, span, 0.002, 0.003, gil_wait=waited) == PYTHON  # it did run
+    assert classify(BLOCKING, span, None, None, gil_wait=waited) == PYTHON  # no clocks
+
+
+def test_a_freeze_is_blamed_on_the_function_that_held_it_whatever_else_ran() -> None:
+    samples = [sample(1.0 + i * 0.005, BLOCKING, WAIT) for i in range(200)]
+    samples += [sample(2.0 + i * 0.005, IDLE_STACK, IDLE) for i in range(10)]
+    # another program took the core now and then: still the handler's freeze
+    samples[50:70] = [sample(s.at, BLOCKING, OTHER_PROGRAM) for s in samples[50:70]]
+    culprit = culprit_of(samples, 1.0, 2.0)
+    assert culprit is not None
+    assert culprit.function == "GenerateInClickHandler.start" and culprit.kind == WAIT
+    assert culprit.model and culprit.callback == "ChatApp.send"
+    assert culprit.share == pytest.approx(1.0, abs=0.01)
+    assert describe(culprit) == (
+        "1.0 s in GenerateInClickHandler.start → Event.wait — the model ran on the main thread"
+    )
+    assert (
+        describe(culprit, "zh")
+        == "1.0 秒 在 GenerateInClickHandler.start → Event.wait 中——模型在主线程上运行"
+    )
+    text = stacks_text(culprit)
+    assert "Tk called: ChatApp.send" in text
+    first, last = "threading.py:1:Event.wait", "tkchat/ui/window/chat_window.py:1:ChatApp.send"
+    assert text.index(first) < text.index(last)  # innermost first
+
+
+def test_tk_s_own_work_is_named_after_what_ran_before_it() -> None:
+    samples = [sample(1.0 + i * 0.005, TICK, PYTHON) for i in range(4)]
+    samples += [
+        sample(1.02 + i * 0.005, IDLE_STACK, TK_WORK, after="Transcript.append") for i in range(36)
+    ]
+    culprit = culprit_of(samples, 1.02, 1.2)
+    assert culprit is not None and culprit.function == LOOP and culprit.after == "Transcript.append"
+    assert describe(culprit) == "180 ms in Tk's redisplay after Transcript.append"
+
+
+def test_a_loop_that_waited_for_the_gil_or_a_core_says_so() -> None:
+    gil = [sample(1.0 + i * 0.005, IDLE_STACK, IDLE, others=0.004) for i in range(20)]
+    culprit = culprit_of(gil, 1.0, 1.1)
+    assert culprit is not None and culprit.kind == GIL and culprit.function == ""
+    assert "GIL" in describe(culprit)
+    core = [sample(1.0 + i * 0.005, IDLE_STACK, OTHER_PROGRAM) for i in range(20)]
+    other = culprit_of(core, 1.0, 1.1)
+    assert other is not None and describe(other) == "100 ms: another program had the core"
+    assert culprit_of([], 1.0, 2.0) is None
+
+
+def test_whose_time_splits_an_interval_between_the_pipeline_tk_and_other_programs() -> None:
+    samples = [sample(1.0 + i * 0.01, BLOCKING, WAIT, span=0.01, queued=0.0) for i in range(1, 51)]
+    samples += [
+        sample(1.5 + i * 0.01, IDLE_STACK, TK_WORK, span=0.01, queued=0.005) for i in range(1, 31)
+    ]
+    samples += [sample(1.8 + i * 0.01, TICK, PYTHON, span=0.01) for i in range(1, 21)]
+    whose = whose_time(samples, 1.0, 2.2)
+    assert whose.pipeline == pytest.approx(500)
+    assert whose.tk == pytest.approx(150) and whose.other_program == pytest.approx(150)
+    assert whose.app == pytest.approx(200) and whose.unsampled == pytest.approx(200)
+    assert whose.main == "pipeline"
+
+
+def test_whose_late_time_adds_up_only_the_late_moments() -> None:
+    samples = [sample(1.0 + i * 0.01, BLOCKING, WAIT, span=0.01) for i in range(1, 101)]
+    lags = [LagSample(1.3, 200.0), LagSample(1.5, 10.0), LagSample(1.9, 100.0)]
+    whose = whose_late_time(samples, lags)
+    assert whose.pipeline == pytest.approx(300) and whose.main == "pipeline"
+    assert whose_late_time(samples, lags[1:2]) == WhoseTime()
+
+
+def test_every_long_task_gets_its_culprit_and_short_lateness_none() -> None:
+    samples = [sample(1.0 + i * 0.005, BLOCKING, WAIT) for i in range(100)]
+    lags = [LagSample(1.2, 30.0), LagSample(1.5, 400.0)]
+    (culprit,) = long_task_culprits(samples, lags)
+    assert culprit.start == pytest.approx(1.1) and culprit.end == 1.5
+    assert culprit.as_json()["function"] == "GenerateInClickHandler.start"
+
+
+def test_every_label_exists_in_both_languages() -> None:
+    keys = {key for key in STRINGS["en"] if key.startswith(("culprit.", "trace."))}
+    assert keys and keys == {key for key in STRINGS["zh"] if key.startswith(("culprit.", "trace."))}
+    for kind in (PYTHON, NATIVE, WAIT, TK_WORK, IDLE, OTHER_PROGRAM, GIL):
+        assert f"culprit.why.{kind}" in STRINGS["en"] and f"culprit.kind.{kind}" in STRINGS["zh"]
+
+
+# -- roles of real code ------------------------------------------------------------------------
+
+
+def test_frames_know_whose_code_they_are() -> None:
+    from tkchat.antipatterns.blocking import GenerateInClickHandler
+    from tkchat.generate.scripted import ScriptedBackend
+    from tkchat.ui.pipeline import FixedPipeline
+
+    book = FrameBook()
+    assert book.role_of(GenerateInClickHandler.start.__code__)[0] == PIPELINE
+    assert book.role_of(ScriptedBackend.stream.__code__)[0] == MODEL
+    assert book.role_of(FixedPipeline.show.__code__) == (PROJECT, "FixedPipeline.show")
+    assert book.role_of(json.dumps.__code__)[0] == OTHER
+    # a pipeline file of one's own is "the pipeline" once the window says it is in use
+    here = test_frames_know_whose_code_they_are.__code__
+    assert book.role_of(here)[0] == OTHER
+    book.add_pipeline_file(here.co_filename)
+    assert book.role_of(here)[0] == PIPELINE
+
+
+# -- the sampler, on real threads ------------------------------------------------------------
+
+
+def held_in_a_named_function(stop: threading.Event) -> None:
+    stop.wait(5)
+
+
+def computing_in_python(stop: threading.Event) -> None:
+    total = 0
+    while not stop.is_set():
+        for n in range(2000):
+            total += n * n
+
+
+def hashing_in_c(stop: threading.Event) -> None:
+    data = bytes(32_000_000)
+    while not stop.is_set():
+        hashlib.sha256(data).digest()  # hashlib lets the GIL go while it hashes
+
+
+@pytest.fixture
+def target() -> Iterator[Any]:
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def run(function: Any) -> threading.Thread:
+        thread = threading.Thread(target=function, args=(stop,), daemon=True)
+        thread.start()
+        threads.append(thread)
+        return thread
+
+    yield run
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+
+
+def sampled(thread: threading.Thread, wanted: int = 20, *, running: bool = True) -> list[Sample]:
+    """Samples of ``thread`` until ``wanted`` of them saw it running (on a machine this busy,
+    many see it only waiting for a core; ``running=False``: any ``wanted`` samples), or ten
+    seconds."""
+    sampler = LoopSampler(thread, interval_s=0.005)
+    sampler.start_recording()
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        seen = sampler.between(0, math.inf)
+        ran = [s for s in seen if not running or (s.ran is not None and s.ran >= BUSY * s.span)]
+        if len(ran) >= wanted:
+            break
+    sampler.stop()
+    return sampler.stop_recording()
+
+
+def test_a_blocked_thread_is_seen_waiting_in_the_function_it_is_blocked_in(target) -> None:
+    samples = sampled(target(held_in_a_named_function), 40, running=False)
+    assert len(samples) >= 20
+    functions = {s.stack[-1].function for s in samples}
+    assert "Event.wait" in functions or "Condition.wait" in functions
+    assert any(r.function == "held_in_a_named_function" for r in samples[-1].stack)
+    assert most_of(samples) == WAIT, [s.kind for s in samples]
+
+
+def most_of(samples: list[Sample], *, running: bool = False) -> str:
+    """The kind most samples had, leaving out those where another program had the core —
+    and with ``running``, those where the thread hardly ran at all (this machine is shared:
+    a test must hold with both cores busy)."""
+    kept = [s for s in samples if s.kind != OTHER_PROGRAM]
+    if running:
+        kept = [s for s in kept if s.ran is not None and s.ran >= BUSY * s.span]
+    kinds = Counter(s.kind for s in kept)
+    return kinds.most_common(1)[0][0] if kinds else OTHER_PROGRAM
+
+
+def test_a_thread_running_python_is_seen_running_python(target) -> None:
+    samples = sampled(target(computing_in_python))
+    assert len(samples) >= 10
+    assert all(any(r.function == "computing_in_python" for r in s.stack) for s in samples)
+    assert most_of(samples, running=True) == PYTHON, [s.kind for s in samples]
+
+
+def native_share(samples: list[Sample]) -> float:
+    running = [s for s in samples if s.ran is not None and s.ran >= BUSY * s.span]
+    return sum(s.kind == NATIVE for s in running) / max(1, len(running))
+
+
+def test_a_c_call_that_lets_the_gil_go_is_seen_as_c_code(target) -> None:
+    """Against Python code sampled in the same test: a busy machine makes the sampler wake
+    late at times (which reads as "the GIL was held"), for both alike."""
+    hashing = native_share(sampled(target(hashing_in_c)))
+    python = native_share(sampled(target(computing_in_python)))
+    assert hashing >= 0.25 and hashing > 2 * python, (hashing, python)
+
+
+def test_what_the_sampler_keeps_is_bounded(target) -> None:
+    thread = target(held_in_a_named_function)
+    sampler = LoopSampler(thread, interval_s=0.001, keep_s=0.05)
+    sampler.start_recording(limit=30)
+    sampler.start()
+    time.sleep(0.3)
+    sampler.stop()
+    assert sampler.taken > 60
+    assert len(sampler.recent()) <= 50 and len(sampler.stop_recording()) == 30
+    assert not sampler.running
+
+
+def test_the_ledger_names_the_running_timer_and_the_last_one_even_nested() -> None:
+    ledger = CallbackLedger()
+    ledger.keep(10)
+    ledger.begin("pump", test_the_ledger_names_the_running_timer_and_the_last_one_even_nested)
+    ledger.begin("painter", str.upper)  # a when_idle timer run inside the first
+    assert ledger.current is not None and ledger.current[0] == "painter"
+    ledger.end()
+    assert ledger.current is not None and ledger.current[0] == "pump"
+    ledger.end()
+    assert ledger.current is None and ledger.last is not None and ledger.last.timer == "pump"
+    assert [ran.function for ran in ledger.kept or ()] == [
+        "str.upper",
+        "test_the_ledger_names_the_running_timer_and_the_last_one_even_nested",
+    ]
+
+
+# -- the Chrome trace ------------------------------------------------------------------------
+
+
+Lanes = dict[tuple[int, int], list[tuple[float, float, str]]]
+
+
+def trace_problems(document: dict[str, Any]) -> list[str]:
+    """What would make a trace viewer misdraw or refuse ``document``: fields missing, slices
+    on one lane that overlap without nesting, flows without a start, an end or an enclosing
+    slice, ids used twice. (Perfetto's importer counts these as errors.)"""
+    events = document.get("traceEvents")
+    if not isinstance(events, list) or not events:
+        return ["no traceEvents"]
+    problems: list[str] = []
+    lanes: Lanes = defaultdict(list)
+    flows: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        problems += _event_problems(event)
+        if event.get("ph") == "X":  # in whole nanoseconds, as Perfetto reads them
+            start = round(event["ts"] * 1000)
+            lanes[(event["pid"], event["tid"])].append(
+                (start, start + round(event["dur"] * 1000), event["name"])
+            )
+        elif event.get("ph") in ("s", "f"):
+            flows[event["id"]].append(event)
+    return problems + _nesting_problems(lanes) + _flow_problems(flows, lanes)
+
+
+def _event_problems(event: dict[str, Any]) -> list[str]:
+    phase = event.get("ph")
+    if phase not in {"X", "C", "M", "s", "f"} or "pid" not in event or "name" not in event:
+        return [f"bad event {event}"]
+    ts = event.get("ts")
+    if phase != "M" and not (isinstance(ts, (int, float)) and math.isfinite(ts)):
+        return [f"no time: {event}"]
+    if phase == "X" and not event.get("dur", -1) >= 0:
+        return [f"no duration: {event}"]
+    if phase != "M" and ts < 0:  # Perfetto drops events before time 0
+        return [f"before time 0: {event}"]
+    if phase == "C" and not all(isinstance(v, (int, float)) for v in event["args"].values()):
+        return [f"counter not numeric: {event}"]
+    return []
+
+
+def _nesting_problems(lanes: Lanes) -> list[str]:
+    problems = []
+    for lane, slices in lanes.items():
+        open_ends: list[float] = []
+        for start, end, name in sorted(slices, key=lambda s: (s[0], -s[1])):
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            if open_ends and end > open_ends[-1]:  # Perfetto drops a slice that sticks out
+                problems.append(f"{lane}: {name} overlaps the slice it starts in")
+            open_ends.append(end)
+    return problems
+
+
+def _flow_problems(flows: dict[Any, list[dict[str, Any]]], lanes: Lanes) -> list[str]:
+    problems = []
+    for flow_id, pair in flows.items():
+        phases = sorted(e["ph"] for e in pair)
+        if phases != ["f", "s"]:
+            problems.append(f"flow {flow_id}: {phases}")
+            continue
+        for event in pair:
+            slices = lanes[(event["pid"], event["tid"])]
+            at = round(event["ts"] * 1000)
+            if not any(s <= at <= e for s, e, _n in slices):
+                problems.append(f"flow {flow_id}: its {event['ph']} is in no slice")
+    return problems
+
+
+def test_a_run_becomes_a_trace_with_every_lane_and_valid_events(tmp_path: Path) -> None:
+    samples = [
+        sample(
+            1.0 + i * 0.005,
+            BLOCKING if i < 40 else IDLE_STACK,
+            WAIT if i < 40 else IDLE,
+            counters=(float(i % 3), 2.0),
+        )
+        for i in range(100)
+    ]
+    callbacks = [
+        Ran("pump", "EventPump._tick", 1.3 + i * 0.016, 1.302 + i * 0.016) for i in range(10)
+    ]
+    tokens = [1.25 + i * 0.004 for i in range(40)]
+    arrivals = [(ran.start + 0.001, (i + 1) * 10) for i, ran in enumerate(callbacks)]
+    lags = [LagSample(1.2, 190.0), LagSample(1.3, 1.0)]
+    run = TraceRun(
+        name="blocking — 1",
+        origin=1.0,
+        samples=samples,
+        callbacks=callbacks,
+        lags=lags,
+        culprits=long_task_culprits(samples, lags),
+        tokens=tokens,
+        prompt=(1.2, 1.25),
+        arrivals=arrivals,
+        counter_names=("queue depth (events)", "chunks coalesced (pieces merged)"),
+    )
+    document = trace_document([run, run], command="test")
+    assert trace_problems(document) == []
+    events = document["traceEvents"]
+    lanes = {(e["pid"], e["tid"]) for e in events if e["ph"] == "X"}
+    assert {(1, CALLBACKS), (1, HELD), (1, LONG), (1, WORKER), (2, LONG)} <= lanes
+    (long_task,) = [e for e in events if e["ph"] == "X" and e["tid"] == LONG and e["pid"] == 1]
+    assert long_task["name"].startswith("190 ms in GenerateInClickHandler.start")
+    assert long_task["args"]["function"] == "GenerateInClickHandler.start"
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert counters >= {"lag (ms)", "queue depth (events)", "text on screen (characters)"}
+    # one arrow per tick that painted a new token: 8 of the 10 (the last two came after the
+    # last token), in each of the two runs
+    assert sum(e["ph"] == "s" for e in events) == 16
+    assert document["otherData"] == {"command": "test"}
+
+
+def test_the_trace_check_can_fail() -> None:
+    bad = {
+        "traceEvents": [
+            {"ph": "X", "pid": 1, "tid": 1, "name": "a", "ts": 0, "dur": 10},
+            {"ph": "X", "pid": 1, "tid": 1, "name": "b", "ts": 5, "dur": 10},
+            {"ph": "s", "pid": 1, "tid": 1, "name": "f", "ts": 1, "id": 3},
+        ]
+    }
+    problems = trace_problems(bad)
+    assert any("overlaps" in p for p in problems) and any("flow 3" in p for p in problems)
