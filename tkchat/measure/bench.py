@@ -60,6 +60,7 @@ from tkchat.measure.script import Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
+from tkchat.threads import own_thread
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.health import HealthBar
 from tkchat.ui.markdown_view import stock_tkhtmlview
@@ -103,7 +104,7 @@ class InputProber:
         self.sent: list[float] = []
         self._active = threading.Event()
         self._quit = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tkchat-input-prober", daemon=True)
+        self._thread = own_thread(self._run, name="tkchat-input-prober")
         self.available = shutil.which("xdotool") is not None
 
     def locate(self) -> None:

@@ -1,0 +1,88 @@
+"""Whose lateness it was: inside the pipeline's calls, or outside them.
+
+When the window is late — a lag probe fired late, a click waited — the main thread was busy
+with something. If it was inside one of the pipeline's calls, holding the loop, that part of
+the lateness is the pipeline's. The rest fell outside: other programs holding the cores, Tk's
+own redisplay, the rest of the app. The grade fails a pipeline only on what fell inside.
+
+The evidence is a list of :class:`Span`: intervals when the main thread was inside the
+pipeline, each with the share of it the pipeline held (a call that waited for a core held
+less than its wall time). Today they come from timing the pipeline's calls
+(:func:`spans_of`); a sampler of the main thread's stack could give the same shape later.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tkchat.measure.selftest.protocol import PipelineCall
+
+
+@dataclass(frozen=True)
+class Span:
+    """The main thread inside the pipeline, from ``start`` to ``end`` (seconds)."""
+
+    start: float
+    end: float
+    share: float = 1.0  # of that time, how much the pipeline held the loop (0..1)
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """One late thing — a probe, an input — and how much of its lateness fell inside."""
+
+    start: float  # when it should have happened
+    end: float  # when it did
+    inside_s: float  # of that, seconds inside the pipeline's spans (share-weighted)
+    by_method: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def total_s(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+def spans_of(calls: Iterable[PipelineCall]) -> list[Span]:
+    """The main thread's calls into the pipeline, as spans, in order."""
+    return sorted(
+        (
+            Span(c.at, c.end, min(1.0, c.held_ms / c.wall_ms) if c.wall_ms > 0 else 1.0, c.method)
+            for c in calls
+            if c.main
+        ),
+        key=lambda span: span.start,
+    )
+
+
+def attribute(start: float, end: float, spans: Sequence[Span]) -> Lateness:
+    """How much of ``[start, end]`` fell inside ``spans`` (sorted by start, not overlapping:
+    one main thread)."""
+    inside = 0.0
+    methods: dict[str, float] = {}
+    first = max(0, bisect.bisect_left([s.end for s in spans], start))
+    for span in spans[first:]:
+        if span.start >= end:
+            break
+        overlap = (min(end, span.end) - max(start, span.start)) * span.share
+        if overlap > 0:
+            inside += overlap
+            methods[span.method] = methods.get(span.method, 0.0) + overlap
+    return Lateness(start, end, inside, tuple(sorted(methods.items())))
+
+
+def inside_share(late: Sequence[Lateness]) -> float:
+    """Of all this lateness together, the share that fell inside (1.0 for none: nothing to
+    excuse)."""
+    total = sum(x.total_s for x in late)
+    return 1.0 if total <= 0 else sum(x.inside_s for x in late) / total
+
+
+def busiest_method(late: Sequence[Lateness]) -> str | None:
+    """The method most of the inside lateness fell in."""
+    totals: dict[str, float] = {}
+    for x in late:
+        for method, seconds in x.by_method:
+            totals[method] = totals.get(method, 0.0) + seconds
+    return max(totals, key=lambda m: totals[m]) if totals else None
