@@ -14,7 +14,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.limit": "Each answer has a wall-clock limit of {seconds} s: a window still "
         "busy then is interrupted (or stopped), and what it had not handled counts with "
         "the time it took.",
-        "selftest.retry": "The machine was too busy to judge some checks (what was late fell "
+        "selftest.retry": "The machine was too busy to judge {names} (what was late fell "
         "mostly outside the pipeline's calls): measuring again, attempt {attempt} of {total}.",
         "selftest.section.questions": "The four questions (each within 100 ms):",
         "selftest.section.targets": "The benchmark's targets, against this run's baselines "
@@ -61,16 +61,26 @@ STRINGS: dict[str, dict[str, str]] = {
         "count as infinitely late)",
         "selftest.note.tk_blocked": "a Tk call from another thread was stopped, and the answer "
         "could not go on: the self-test pressed Stop",
-        "selftest.note.inside": "{share} % of that wait fell inside your pipeline's calls "
-        "(the most in {method}())",
-        "selftest.note.outside": "only {share} % of that wait fell inside your pipeline's "
-        "calls; the rest was the machine (other programs) or the window's own drawing — "
+        "selftest.note.inside": "of the {total} ms it waited, your pipeline's calls held the "
+        "loop {inside} ms (the most in {method}()): late on an idle machine too",
+        "selftest.note.outside": "of the {total} ms it waited, your pipeline's calls held the "
+        "loop only {inside} ms; the rest was the machine (other programs) or the window's "
+        "own drawing — not judged",
+        "selftest.note.lag_fail": "the lag your pipeline's calls caused has a p99 of {ms} ms",
+        "selftest.note.lag_busy": "the lag your pipeline's calls caused has a p99 of only "
+        "{ms} ms; the rest was the machine (other programs) or the window's own drawing — "
         "not judged",
+        "selftest.note.tokens_fail": "the main thread spent {share} % of the answers' time "
+        "inside your pipeline's calls",
+        "selftest.note.tokens_busy": "the main thread spent only {share} % of the answers' "
+        "time inside your pipeline's calls: the machine slowed the model — not judged",
+        "selftest.note.attempt": "(judged in attempt {attempt}: the machine was too busy in "
+        "the others)",
         "selftest.note.q4_ended_before": "the answer had already ended when Stop was handled: "
         "there was nothing left to stop",
-        "selftest.note.excused": "{count} call(s) held the loop over {bound} ms once by "
-        "waiting, not working — not held against the pipeline (a thread of the window "
-        "waiting for a core does that)",
+        "selftest.note.rare": "{count} call(s) held the loop over {bound} ms, but rarely — "
+        "not held against the pipeline (a garbage collection, or a thread of the window "
+        "preempted while it held the GIL, does that once in a while)",
         "selftest.unmeasured": "not measured (no answer streamed)",
         "selftest.tokens_figure": "{ratio} x ({app} tokens/s with the window, {raw} without)",
         "selftest.held": "the longest, {method}(): held the loop {held} ms — {cpu} ms of work, "
@@ -148,7 +158,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "评分由本进程完成，本进程从未导入它。",
         "selftest.limit": "每条回答有 {seconds} 秒的时间上限：到时窗口仍然忙，就会被中断"
         "（或被停止），没处理的输入按实际等待的时间计算。",
-        "selftest.retry": "机器太忙，有几项检查无法判断（迟到的时间大多不在管线的调用里）："
+        "selftest.retry": "机器太忙，无法判断：{names}（迟到的时间大多不在管线的调用里）："
         "重新测量，第 {attempt} 次，共 {total} 次。",
         "selftest.section.questions": "四个问题（每个都要在 100 毫秒内）：",
         "selftest.section.targets": "基准测试的目标，以本次运行的基线为准"
@@ -188,12 +198,20 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.never_died": "{seconds} 秒内没有生成 30 个 token",
         "selftest.note.unhandled": "{events} 次输入中有 {missing} 次始终没有被处理（按无限迟计算）",
         "selftest.note.tk_blocked": "来自其他线程的 Tk 调用被拦下，回答无法继续：自检按了“停止”",
-        "selftest.note.inside": "这段等待有 {share}% 落在你的管线的调用里（最多的是 {method}()）",
-        "selftest.note.outside": "这段等待只有 {share}% 落在你的管线的调用里；其余是机器"
+        "selftest.note.inside": "等待的 {total} 毫秒里，你的管线的调用占住循环 {inside} 毫秒"
+        "（最多的是 {method}()）：在空闲的机器上也会迟到",
+        "selftest.note.outside": "等待的 {total} 毫秒里，你的管线的调用只占住循环 {inside} 毫秒；"
+        "其余是机器（其他程序）或窗口自己的绘制——不作判断",
+        "selftest.note.lag_fail": "由你的管线的调用造成的延迟，p99 为 {ms} 毫秒",
+        "selftest.note.lag_busy": "由你的管线的调用造成的延迟，p99 只有 {ms} 毫秒；其余是机器"
         "（其他程序）或窗口自己的绘制——不作判断",
+        "selftest.note.tokens_fail": "回答期间主线程有 {share}% 的时间在你的管线的调用里",
+        "selftest.note.tokens_busy": "回答期间主线程只有 {share}% 的时间在你的管线的调用里："
+        "是机器让模型变慢了——不作判断",
+        "selftest.note.attempt": "（在第 {attempt} 次测量时判断：其他几次机器太忙）",
         "selftest.note.q4_ended_before": "处理“停止”时回答已经结束：没有什么可停的了",
-        "selftest.note.excused": "有 {count} 次调用因为等待（而不是工作）偶尔占住循环超过 "
-        "{bound} 毫秒——不算在管线头上（窗口的某个线程在等 CPU 时会这样）",
+        "selftest.note.rare": "有 {count} 次调用占住循环超过 {bound} 毫秒，但很少见——"
+        "不算在管线头上（垃圾回收，或窗口的某个线程持有 GIL 时被抢占，偶尔会这样）",
         "selftest.unmeasured": "无法测量（没有回答流式输出）",
         "selftest.tokens_figure": "{ratio} 倍（带窗口 {app} token/s，不带窗口 {raw} token/s）",
         "selftest.held": "最长的一次 {method}()：占住循环 {held} 毫秒——工作 {cpu} 毫秒，"

@@ -15,7 +15,7 @@ import threading
 import time
 
 from tkchat.events import Done, Error, GenerationStats
-from tkchat.generate.backend import BackendError, GenerationRequest
+from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.transcript import AnswerView
@@ -39,6 +39,8 @@ class Pipeline:
             with controller.model_lock:
                 # THE MISTAKE: the model's tokens, iterated right here, in the Send handler.
                 for piece in controller.backend.stream(request, threading.Event()):
+                    if isinstance(piece, PromptProgress):
+                        continue  # the prompt being read (the model reports it): no text yet
                     tokens += 1
                     text = assembler.feed(piece)
                     if text:

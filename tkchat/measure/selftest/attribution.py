@@ -72,13 +72,6 @@ def attribute(start: float, end: float, spans: Sequence[Span]) -> Lateness:
     return Lateness(start, end, inside, tuple(sorted(methods.items())))
 
 
-def inside_share(late: Sequence[Lateness]) -> float:
-    """Of all this lateness together, the share that fell inside (1.0 for none: nothing to
-    excuse)."""
-    total = sum(x.total_s for x in late)
-    return 1.0 if total <= 0 else sum(x.inside_s for x in late) / total
-
-
 def busiest_method(late: Sequence[Lateness]) -> str | None:
     """The method most of the inside lateness fell in."""
     totals: dict[str, float] = {}

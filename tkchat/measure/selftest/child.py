@@ -52,7 +52,7 @@ from tkchat.ui.teaching.watchdog_link import HeartbeatSender
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 from tkchat.ui.window.translator import Translator
 
-TICK_MS = 20  # the report's tick, and the heartbeat's
+BEAT_MS = 20  # the heartbeat's interval
 GEOMETRY = "900x700+0+0"
 
 
@@ -136,7 +136,10 @@ def _bind_inputs(app: ChatApp, sources: Sources) -> None:
 
 
 def _publish(app: ChatApp, sources: Sources) -> None:
-    """Main thread: where the driver's clicks go."""
+    """Main thread: where the driver's clicks go, once the window is on the screen."""
+    if not app.root.winfo_ismapped():
+        app.scheduler.once("selftest-publish", 50, lambda: _publish(app, sources))
+        return
 
     def centre(widget: tk.Misc) -> tuple[int, int]:
         return (
@@ -198,21 +201,22 @@ def run_window(
     _bind_inputs(app, sources)
     report = WindowReport(app, commands.meter, commands.faults, sources, out)
 
-    def tick() -> None:
+    def closing() -> None:
         if commands.closing.is_set():
+            report.tick()  # the last of it
             app.close()
-            return
-        app.scheduler.once("selftest-report", TICK_MS, tick)  # first: a failing tick goes on
-        report.tick()
+        else:
+            app.scheduler.once("selftest-closing", 100, closing)
 
     app.probe.start_recording()  # the whole run; the grader takes the spans it needs
     Interrupter(commands).install()
     _quiet_about_stopped_threads()
-    HeartbeatSender(app.scheduler, beat_fd, TICK_MS).start()
+    HeartbeatSender(app.scheduler, beat_fd, BEAT_MS).start()
     commands.start(app.controller)
     app.controller.load_async()
-    app.root.after(500, lambda: _publish(app, sources))
-    tick()
+    app.scheduler.once("selftest-publish", 100, lambda: _publish(app, sources))
+    report.start(commands.closing)
+    closing()
     app.root.mainloop()
     out.send("bye")
 

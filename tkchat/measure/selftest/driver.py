@@ -1,6 +1,6 @@
 """The grader's side: plays the user, with real X events, from outside the window's process.
 
-The driver types, clicks and scrolls with ``xdotool`` (real events on the display), notes
+The driver types, clicks and scrolls with real X events (:mod:`.xinput`), notes
 the time just before each, and reads what the window's process reports (:mod:`.protocol`):
 when each handler ran, the answers' lengths, the final events. Latency = the handler's time
 minus the injection time, paired in order. It judges nothing: it gathers one
@@ -16,7 +16,6 @@ figures*. Should even the interrupt not bring the window back, the driver gives 
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -25,29 +24,20 @@ from typing import Any
 
 from tkchat.measure.selftest.observe import PROMPT
 from tkchat.measure.selftest.protocol import Commands, ModelRun, WindowState, within
+from tkchat.measure.selftest.xinput import XInput
 from tkchat.measure.watchdog import BeatReader, HeartbeatTrace
 
 STUCK_S = 1.0  # a heartbeat silent this long: the main loop is not coming back by itself
 RECOVER_S = 10.0  # how long an interrupt or a Stop may take to bring the window back
-IDLE_S = 0.5  # the idle baseline
+IDLE_S = 0.3  # the idle baseline
 RAW_TOKENS = {"scripted": 1000, "llama": 120}  # the baseline's length: enough for tokens/s
 STALLED_S = 0.5  # an answer that has not grown this long after a stopped Tk call is over
-AFTER_STOP_S = 0.4  # how long the driver watches for text and tokens after Stop
+AFTER_STOP_S = 0.3  # how long the driver watches for text and tokens after Stop
 Translate = Callable[..., str]
 
 
 class GaveUp(Exception):
     """The window did not come back, even after an interrupt: the self-test ends here."""
-
-
-def xdotool(*args: object) -> None:
-    subprocess.run(
-        ["xdotool", *map(str, args)],
-        check=True,
-        timeout=30,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 class Heartbeat:
@@ -155,6 +145,7 @@ class Driver:
         self.idle: tuple[float, float] | None = None
         self.raw: ModelRun | None = None
         self._growth: dict[int, tuple[int, float]] = {}  # answer -> (length, since when)
+        self.x = XInput()
 
     def run(self) -> None:
         """Raises GaveUp, or TimeoutError/OSError (a self-test that could not run)."""
@@ -196,10 +187,10 @@ class Driver:
         if state.ended:
             raise TimeoutError("the window's process has ended")
         asked = Asked(len(state.answers), len(state.finals), len(state.runs), state.tk_calls)
-        xdotool("mousemove", *state.points["input"], "click", 1)
-        xdotool("type", "--delay", 2, PROMPT)
+        self.x.click(state.points["input"])
+        self.x.type(PROMPT)
         asked.at = time.perf_counter()
-        xdotool("key", "Return")
+        self.x.key("Return")
         if not self._within(lambda: len(state.answers) > asked.index, self.limit_s):
             self._recover([])
             raise TimeoutError("the window did not begin an answer")
@@ -231,7 +222,8 @@ class Driver:
         def shown() -> bool:
             return self._chars(asked) > 40
 
-        self._within(lambda: shown() or self._blocked(asked), self._left(asked))
+        over = self._over(asked)
+        self._within(lambda: shown() or over() or self._blocked(asked), self._left(asked))
         if not shown():
             notes.append(self.t("selftest.note.no_text", seconds=f"{self.limit_s:g}"))
 
@@ -283,7 +275,7 @@ class Driver:
     def press_stop(self) -> float:
         """Click Stop; returns when the click was sent."""
         sent = time.perf_counter()
-        xdotool("mousemove", *self.state.points["stop"], "click", 1)
+        self.x.click(self.state.points["stop"])
         return sent
 
     def _runs(self, asked: Asked) -> list[ModelRun]:
@@ -300,8 +292,8 @@ class Driver:
         sent = []
         for _ in range(5):
             sent.append(time.perf_counter())
-            xdotool("mousemove", *self.state.points["ping"], "click", 1)
-            time.sleep(0.1)
+            self.x.click(self.state.points["ping"])
+            time.sleep(0.05)
         ended = self._end(asked, lambda: len(pings) - before >= len(sent), q.notes)
         q.inputs, q.span = paired(sent, pings[before:]), (asked.at, ended)
         q.extra["runs"] = self._runs(asked)
@@ -317,11 +309,11 @@ class Driver:
         sent_keys: list[float] = []
         for _ in range(8):
             sent_scrolls.append(time.perf_counter())
-            xdotool("mousemove", *self.state.points["transcript"], "click", 5)
-            time.sleep(0.05)
+            self.x.click(self.state.points["transcript"], 5)
+            time.sleep(0.03)
             sent_keys.append(time.perf_counter())
-            xdotool("key", "x")  # the input box still has the keyboard focus
-            time.sleep(0.05)
+            self.x.key("x")  # the input box still has the keyboard focus
+            time.sleep(0.03)
 
         def handled() -> bool:
             return len(scrolls) - scrolls_before >= len(sent_scrolls) and len(
@@ -376,7 +368,11 @@ class Driver:
         dead_before = len(died)  # (before Enter: at 2,000 tokens/s it dies within 15 ms)
         self.commands.send("arm", 30)
         asked = self._ask()
-        self._within(lambda: len(died) > dead_before or self._blocked(asked), self._left(asked))
+        over = self._over(asked)
+        self._within(
+            lambda: len(died) > dead_before or self._blocked(asked) or over(), self._left(asked)
+        )
+        self._within(lambda: len(died) > dead_before, 0.3)  # (reported a moment after the end)
         if len(died) == dead_before:
             if not self._blocked(asked):
                 q.notes.append(self.t("selftest.note.never_died", seconds=f"{self.limit_s:g}"))
@@ -386,7 +382,7 @@ class Driver:
         pings = self.state.times("ping")
         before = len(pings)
         clicked = time.perf_counter()
-        xdotool("mousemove", *self.state.points["ping"], "click", 1)
+        self.x.click(self.state.points["ping"])
         if not self._within(self._over(asked), self._left(asked)):
             self._recover(q.notes, asked)
         self._within(lambda: len(pings) > before, 5.0)

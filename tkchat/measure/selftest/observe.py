@@ -1,10 +1,12 @@
 """The window's process: what it tells the grader, and what the grader may ask of it.
 
-Toolkit-free: the Tk child (:mod:`.child`) and the Qt child (:mod:`.qt_child`) each call
-:meth:`WindowReport.tick` from a timer of their own toolkit, on their main thread, and run
-:class:`ChildCommands` on a thread. The tick reads plain attributes the window's handlers
-leave behind (never a widget) and sends what is new since the last tick; a time in a line is
-the time the handler noted, not the tick's, so the tick's own delay changes no figure.
+Toolkit-free: the Tk child (:mod:`.child`) and the Qt child (:mod:`.qt_child`) each start a
+:class:`WindowReport` and :class:`ChildCommands`, both on threads of their own. The report
+reads plain attributes the window's handlers leave behind (never a widget: only the main
+thread touches those) and sends what is new every :data:`TICK_S` — from its own thread, so
+that a main thread stuck in the pipeline does not stop it: the text a blocking loop pushes
+onto the screen is seen as it comes. A time in a line is the time the handler noted, not the
+report's, so the report's own delay changes no figure.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tkchat.stats import LagSample
 from tkchat.threads import own_thread
 from tkchat.transport.channel import EventChannel
 
-PROMPT = "Write a long explanation, with code, of why a chat window can freeze."
+PROMPT = "Why can a chat window freeze? Explain, with code."
 
 
 class _Answer(Protocol):
@@ -87,8 +89,11 @@ class Sources:
     points: dict[str, Point] = field(default_factory=dict)  # filled once the window is shown
 
 
+TICK_S = 0.02
+
+
 class WindowReport:
-    """Main thread of the window's process: ``tick()`` sends what is new."""
+    """Sends what is new, every :data:`TICK_S`, from a thread of its own (:meth:`start`)."""
 
     def __init__(
         self,
@@ -109,6 +114,14 @@ class WindowReport:
         self._died: float | None = None
         self._tk = 0
         self._rows: list[list[float]] = []
+        self._lock = threading.Lock()  # the report's thread, and the main thread's last tick
+
+    def start(self, closing: threading.Event) -> None:
+        own_thread(self._run, args=(closing,), name="tkchat-selftest-report").start()
+
+    def _run(self, closing: threading.Event) -> None:
+        while not closing.wait(TICK_S):
+            self.tick()
 
     def _new(self, name: str, items: Sequence[object]) -> list[object]:
         """The items of ``items`` not sent yet under ``name``."""
@@ -117,6 +130,10 @@ class WindowReport:
         return list(items[done:])
 
     def tick(self) -> None:
+        with self._lock:
+            self._tick()
+
+    def _tick(self) -> None:
         window, out = self.window, self.out
         if not self._ready and window.model_ready and self.sources.points:
             self._ready = True

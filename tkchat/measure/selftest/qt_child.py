@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QWidget
 
-from tkchat.measure.selftest.child import TICK_MS, parse
+from tkchat.measure.selftest.child import BEAT_MS, parse
 from tkchat.measure.selftest.instruments import TokenMeter, selftest_backend
 from tkchat.measure.selftest.observe import ChildCommands, Sources, WindowReport, report_fd
 from tkchat.qt.launch import QtOptions, application, open_window
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     window.input.installEventFilter(recorder)
     window.stop_button.clicked.connect(recorder.stopped)
     report = WindowReport(window, commands.meter, faults, sources, out)
-    sender = HeartbeatSender(None, args.beat_fd, TICK_MS)
+    sender = HeartbeatSender(None, args.beat_fd, BEAT_MS)
 
     def publish() -> None:
         sources.points.update(
@@ -88,13 +88,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def tick() -> None:
         sender.beat()
-        report.tick()
         if commands.closing.is_set():
+            report.tick()  # the last of it
             window.close()
 
     timer = QTimer(window)
     timer.timeout.connect(tick)
-    timer.start(TICK_MS)
+    timer.start(BEAT_MS)
+    report.start(commands.closing)
     QTimer.singleShot(500, window, publish)
     commands.start(window.controller)
     app.exec()

@@ -26,7 +26,7 @@ from tkchat.measure.selftest.verdict import (
     Check,
     Translate,
     judge_inputs,
-    judge_lateness,
+    judge_late,
     latency_figures,
     worse,
     worst_ms,
@@ -60,7 +60,8 @@ def _model_dies(t: Translate, q: Question, spans: Sequence[Span]) -> Check:
     if shown_ms is None or not clear:
         verdict = FAIL
     elif shown_ms > LIMIT_MS and ended is not None:
-        verdict = worse(verdict, judge_lateness(t, [attribute(died, ended, spans)], notes))
+        late = [attribute(died, ended, spans)]
+        verdict = worse(verdict, judge_late(t, late, LIMIT_MS, notes))
     click = worst_ms(q.inputs) if q.inputs else "∞"
     detail = t(
         "selftest.detail.q2",

@@ -39,7 +39,7 @@ from tkchat.measure.selftest.attribution import spans_of
 from tkchat.measure.selftest.driver import Driver, GaveUp, Heartbeat, OwnStalls
 from tkchat.measure.selftest.protocol import Commands, WindowState, read_reports, within
 from tkchat.measure.selftest.questions import question_check
-from tkchat.measure.selftest.report import grade_of, report
+from tkchat.measure.selftest.report import grade_of, label, report
 from tkchat.measure.selftest.targets import Measured, target_checks
 from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
 from tkchat.modes import split_outside_mode
@@ -102,17 +102,54 @@ def run_selftest(setup: Setup) -> int:
     return EXIT[graded.grade]
 
 
+@dataclass
+class Attempt:
+    """One run of the window, judged: its checks (or why there are none)."""
+
+    checks: list[Check] = field(default_factory=list)
+    measured: Measured | None = None
+    complete: bool = False  # every question was asked
+    ending: list[str] = field(default_factory=list)  # why the run ended early, if it did
+    problem: str | None = None  # the pipeline could not be used: nothing was graded
+    timed_out: bool = False
+
+
 def grade(setup: Setup, on_retry: Callable[[str], None] = lambda _line: None) -> Graded:
-    """Grade one pipeline, running it again while the machine is too busy to judge."""
+    """Grade one pipeline. While some checks are BUSY and none fails, run it again,
+    baselines and all: a check keeps the first verdict that judged it (PASS or FAIL), so a
+    machine busy at different moments in different runs still gets every check judged."""
     t = strings(setup.language)
     ensure_display()
-    graded = attempt(setup)
-    for number in range(2, ATTEMPTS + 1):
-        if graded.grade != BUSY or graded.timed_out:
+    path = file_of(setup.mode)
+    digest = sha256_of(path)
+    header = _header(setup, path, digest)
+    decided: dict[str, tuple[Check, int]] = {}
+    run = Attempt()
+    for number in range(1, ATTEMPTS + 1):
+        run = attempt(setup)
+        if run.problem is not None:
+            return Graded(NONE, [run.problem, t("selftest.grade.none")], [], digest, run.problem)
+        for check in run.checks:
+            if check.key not in decided or decided[check.key][0].verdict == BUSY:
+                decided[check.key] = (check, number)
+        busy = [check for check, _n in decided.values() if check.verdict == BUSY]
+        failed = any(check.verdict == FAIL for check, _n in decided.values())
+        if failed or not busy or not run.complete or run.timed_out or number == ATTEMPTS:
             break
-        on_retry(t("selftest.retry", attempt=number, total=ATTEMPTS))
-        graded = attempt(setup)
-    return graded
+        names = t("selftest.list_separator").join(label(t, check) for check in busy)
+        line = t("selftest.retry", attempt=number + 1, total=ATTEMPTS, names=names)
+        header.append(line)
+        on_retry(line)
+    checks = []
+    for check in run.checks:
+        chosen, number = decided[check.key]
+        if chosen is not check:
+            chosen.notes.append(t("selftest.note.attempt", attempt=number))
+        checks.append(chosen)
+    lines = report(t, header, checks, run.measured, complete=run.complete)
+    lines[-1:-1] = run.ending
+    grade_now = grade_of(checks, complete=run.complete)
+    return Graded(grade_now, lines, checks, digest, timed_out=run.timed_out)
 
 
 @contextmanager
@@ -194,12 +231,9 @@ def _end(process: subprocess.Popen[bytes]) -> None:
         process.wait(10)
 
 
-def attempt(setup: Setup) -> Graded:
-    """One run of the window, graded."""
+def attempt(setup: Setup) -> Attempt:
+    """One run of the window, judged."""
     t = strings(setup.language)
-    path = file_of(setup.mode)
-    digest = sha256_of(path)
-    header = _header(setup, path, digest)
     with _child(setup) as (process, report_fd, beat_fd):
         state = WindowState()
         reader = read_reports(os.fdopen(report_fd, "rb"), state)
@@ -219,8 +253,7 @@ def attempt(setup: Setup) -> Graded:
         within(lambda: bool(state.points or state.problem or state.ended), READY_S)
         if state.problem is not None or (state.ended and not state.points):
             reader.join(5)
-            problem = state.problem or t("selftest.window_ended", code=process.poll())
-            return Graded(NONE, [problem, t("selftest.grade.none")], [], digest, problem)
+            return Attempt(problem=state.problem or t("selftest.window_ended", code=process.poll()))
         ending: list[str] = []
         try:
             driver.run()
@@ -229,15 +262,14 @@ def attempt(setup: Setup) -> Graded:
             process.kill()
         except (TimeoutError, OSError, subprocess.SubprocessError) as exc:
             ending.append(t("selftest.could_not_finish", error=exc))
+        finally:
+            driver.x.close()
         stalls.running = False
     reader.join(5)
     checks, measured = judge(setup, driver, state, heartbeat, stalls)
     complete = len(driver.questions) == len(QUESTIONS)
-    lines = report(t, header, checks, measured, complete=complete)
-    if ending:
-        lines[-1:-1] = ending
     late = setup.deadline is not None and time.monotonic() >= setup.deadline
-    return Graded(grade_of(checks, complete=complete), lines, checks, digest, timed_out=late)
+    return Attempt(checks, measured, complete, ending, timed_out=late)
 
 
 def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
