@@ -5,7 +5,7 @@ thread does not return to the event loop until the whole answer is generated, so
 keys and scrolling wait, and the heartbeat stands still.
 
 Predict which of the self-test's questions fail, then run:
-``tkchat selftest --mode lessons/exercises/wrong/blocking_loop.py:Pipeline``
+``tkchat selftest --mode lessons/exercises/wrong/blocking_loop.py:Pipeline --tokens 1000``
 (answer at the end of ``lessons/exercises/README.en.md``).
 """
 

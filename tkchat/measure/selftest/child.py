@@ -64,6 +64,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=2000.0)
     parser.add_argument("--tokens", type=int)
     parser.add_argument("--lang", default="en")
+    parser.add_argument("--limit", type=float, default=20.0)
     parser.add_argument("--report-fd", type=int, required=True)
     parser.add_argument("--beat-fd", type=int, required=True)
     return parser.parse_args(argv)
@@ -72,8 +73,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 class Interrupter:
     """Main thread: a SIGINT the grader asked for ends the Tk callback that is stuck."""
 
-    def __init__(self, commands: ChildCommands) -> None:
+    def __init__(self, commands: ChildCommands, limit_s: float) -> None:
         self.commands = commands
+        self.limit_s = limit_s
 
     def install(self) -> None:
         signal.signal(signal.SIGINT, self._handle)
@@ -84,7 +86,7 @@ class Interrupter:
             raise KeyboardInterrupt
         self.commands.interrupt_requested = False
         if in_tk_callback(frame):  # stuck in a handler: end it; the main loop goes on
-            raise PipelineInterrupted("the self-test's limit")
+            raise PipelineInterrupted(f"{self.limit_s:g} s")
         # otherwise the main loop is free again by now: nothing to interrupt
 
 
@@ -178,12 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         out.send("problem", text=app.pipeline_problem or args.mode)
         app.close()
         return 2
-    run_window(app, commands, errors, out, args.beat_fd)
+    run_window(app, commands, errors, out, args)
     return 0
 
 
 def run_window(
-    app: ChatApp, commands: ChildCommands, errors: CallbackErrors, out: Reporter, beat_fd: int
+    app: ChatApp,
+    commands: ChildCommands,
+    errors: CallbackErrors,
+    out: Reporter,
+    args: argparse.Namespace,
 ) -> None:
     """Main thread: time the pipeline, report, beat, obey, until the grader says close."""
     guarded = app.pipeline
@@ -209,9 +215,9 @@ def run_window(
             app.scheduler.once("selftest-closing", 100, closing)
 
     app.probe.start_recording()  # the whole run; the grader takes the spans it needs
-    Interrupter(commands).install()
+    Interrupter(commands, args.limit).install()
     _quiet_about_stopped_threads()
-    HeartbeatSender(app.scheduler, beat_fd, BEAT_MS).start()
+    HeartbeatSender(app.scheduler, args.beat_fd, BEAT_MS).start()
     commands.start(app.controller)
     app.controller.load_async()
     app.scheduler.once("selftest-publish", 100, lambda: _publish(app, sources))

@@ -165,6 +165,7 @@ def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
         command = [sys.executable, "-m", CHILDREN[setup.toolkit], "--mode", mode]
         command += ["--backend", setup.backend, "--rate", str(setup.rate), "--lang", setup.language]
         command += ["--report-fd", str(report_w), "--beat-fd", str(beat_w)]
+        command += ["--limit", str(setup.limit_s)]
         if setup.model:
             command += ["--model", str(Path(setup.model).expanduser().resolve())]
         if setup.tokens is not None:
