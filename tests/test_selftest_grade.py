@@ -161,6 +161,20 @@ def test_a_sleep_in_every_show_fails_and_one_unlucky_call_does_not() -> None:
     )
 
 
+def test_a_call_that_waited_once_on_the_machine_is_charged_its_work_alone() -> None:
+    """A show() that normally returns at once and, twice, waited 150 ms (for the GIL, held
+    by a worker the machine had preempted) does not fail, nor do the inputs late then."""
+    calls = measured().calls + [
+        call("show", 101.0, 150.0, cpu=2.0),
+        call("show", 101.5, 150.0, cpu=2.0),
+    ]
+    checks = {c.key: c for c in target_checks(EN, measured(calls=calls))}
+    assert checks["lag_max"].verdict == checks["long_tasks"].verdict == PASS
+    assert "only their work is counted" in checks["lag_max"].notes[0]
+    late = Question("q1", inputs=[(100.99, 101.2)])
+    assert question_check(EN, late, spans_of(calls)).verdict == BUSY
+
+
 def test_a_slow_model_is_the_pipelines_when_the_answers_ran_inside_its_calls() -> None:
     inside = [call("start", 100.0, 2000.0)]  # the whole answer, one call
     assert verdicts(measured(tokens_per_s=1000.0, calls=inside))["tokens"] == FAIL

@@ -74,13 +74,15 @@ STRINGS: dict[str, dict[str, str]] = {
         "inside your pipeline's calls",
         "selftest.note.tokens_busy": "the main thread spent only {share} % of the answers' "
         "time inside your pipeline's calls: the machine slowed the model — not judged",
-        "selftest.note.attempt": "(judged in attempt {attempt}: the machine was too busy in "
-        "the others)",
+        "selftest.note.attempt": "(judged in attempt {attempt}: the machine was too busy to "
+        "judge it before)",
         "selftest.note.q4_ended_before": "the answer had already ended when Stop was handled: "
         "there was nothing left to stop",
-        "selftest.note.rare": "{count} call(s) held the loop over {bound} ms, but rarely — "
-        "not held against the pipeline (a garbage collection, or a thread of the window "
-        "preempted while it held the GIL, does that once in a while)",
+        "selftest.note.rare": "{count} call(s) worked over {bound} ms, but rarely — not held "
+        "against the pipeline (a garbage collection does that once in a while)",
+        "selftest.note.unlucky": "{count} call(s) that normally return at once waited over "
+        "{bound} ms, once — on the machine (the GIL, held by a thread the machine had "
+        "preempted; the disk), not on the pipeline: only their work is counted",
         "selftest.unmeasured": "not measured (no answer streamed)",
         "selftest.tokens_figure": "{ratio} x ({app} tokens/s with the window, {raw} without)",
         "selftest.held": "the longest, {method}(): held the loop {held} ms — {cpu} ms of work, "
@@ -208,10 +210,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.tokens_fail": "回答期间主线程有 {share}% 的时间在你的管线的调用里",
         "selftest.note.tokens_busy": "回答期间主线程只有 {share}% 的时间在你的管线的调用里："
         "是机器让模型变慢了——不作判断",
-        "selftest.note.attempt": "（在第 {attempt} 次测量时判断：其他几次机器太忙）",
+        "selftest.note.attempt": "（在第 {attempt} 次测量时判断：之前机器太忙，无法判断）",
         "selftest.note.q4_ended_before": "处理“停止”时回答已经结束：没有什么可停的了",
-        "selftest.note.rare": "有 {count} 次调用占住循环超过 {bound} 毫秒，但很少见——"
-        "不算在管线头上（垃圾回收，或窗口的某个线程持有 GIL 时被抢占，偶尔会这样）",
+        "selftest.note.rare": "有 {count} 次调用工作超过 {bound} 毫秒，但很少见——"
+        "不算在管线头上（垃圾回收偶尔会这样）",
+        "selftest.note.unlucky": "有 {count} 次平时立刻返回的调用偶尔等待超过 {bound} 毫秒——"
+        "等的是机器（GIL 被一个被抢占的线程占着；磁盘），不是管线：只计算它们的工作时间",
         "selftest.unmeasured": "无法测量（没有回答流式输出）",
         "selftest.tokens_figure": "{ratio} 倍（带窗口 {app} token/s，不带窗口 {raw} token/s）",
         "selftest.held": "最长的一次 {method}()：占住循环 {held} 毫秒——工作 {cpu} 毫秒，"

@@ -102,8 +102,7 @@ class InputProber:
         self.health = health
         self.point: tuple[int, int] | None = None
         self.sent: list[float] = []
-        self._active = threading.Event()
-        self._quit = threading.Event()
+        self._active, self._quit = threading.Event(), threading.Event()
         self._thread = own_thread(self._run, name="tkchat-input-prober")
         self.available = shutil.which("xdotool") is not None
 

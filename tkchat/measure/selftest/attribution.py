@@ -18,6 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tkchat.measure.selftest.protocol import PipelineCall
+from tkchat.stats import median
+
+WAIT_HABIT_MS = 16.0  # a frame: a typical call that waits longer than that waits on purpose
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,38 @@ class Lateness:
         return max(0.0, self.end - self.start)
 
 
+def waiters(calls: Iterable[PipelineCall]) -> set[str]:
+    """The methods whose calls wait as a habit: the typical (median) call waits inside over
+    :data:`WAIT_HABIT_MS` — a ``sleep`` in every ``show``, a ``join`` in every ``start``."""
+    waits: dict[str, list[float]] = {}
+    for c in calls:
+        if c.main:
+            waits.setdefault(c.method, []).append(max(0.0, c.held_ms - c.cpu_ms))
+    return {method for method, found in waits.items() if (median(found) or 0.0) > WAIT_HABIT_MS}
+
+
+def charged_ms(call: PipelineCall, waiting: set[str]) -> float:
+    """How long a call is held to have held the loop: all of it for a method that waits as a
+    habit; otherwise its work alone. A call that normally returns at once and, once, waited
+    long was waiting on the machine — for the GIL, held by a thread of the window the machine
+    had preempted, or for the disk — not on anything the pipeline does."""
+    return call.held_ms if call.method in waiting else min(call.held_ms, call.cpu_ms)
+
+
 def spans_of(calls: Iterable[PipelineCall]) -> list[Span]:
-    """The main thread's calls into the pipeline, as spans, in order."""
+    """The main thread's calls into the pipeline, as spans, in order, each with the share of
+    it that is charged to the pipeline (:func:`charged_ms`)."""
+    main = [c for c in calls if c.main]
+    waiting = waiters(main)
     return sorted(
         (
-            Span(c.at, c.end, min(1.0, c.held_ms / c.wall_ms) if c.wall_ms > 0 else 1.0, c.method)
-            for c in calls
-            if c.main
+            Span(
+                c.at,
+                c.end,
+                min(1.0, charged_ms(c, waiting) / c.wall_ms) if c.wall_ms > 0 else 1.0,
+                c.method,
+            )
+            for c in main
         ),
         key=lambda span: span.start,
     )

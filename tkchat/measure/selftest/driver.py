@@ -16,18 +16,16 @@ figures*. Should even the interrupt not bring the window back, the driver gives 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tkchat.measure.selftest.heartbeat import Heartbeat
 from tkchat.measure.selftest.observe import PROMPT
 from tkchat.measure.selftest.protocol import Commands, ModelRun, WindowState, within
 from tkchat.measure.selftest.xinput import XInput
-from tkchat.measure.watchdog import BeatReader, HeartbeatTrace
 
-STUCK_S = 1.0  # a heartbeat silent this long: the main loop is not coming back by itself
 RECOVER_S = 10.0  # how long an interrupt or a Stop may take to bring the window back
 IDLE_S = 0.3  # the idle baseline
 RAW_TOKENS = {"scripted": 1000, "llama": 120}  # the baseline's length: enough for tokens/s
@@ -38,61 +36,6 @@ Translate = Callable[..., str]
 
 class GaveUp(Exception):
     """The window did not come back, even after an interrupt: the self-test ends here."""
-
-
-class Heartbeat:
-    """The window's heartbeat as the watchdog would see it: when each beat arrived here."""
-
-    def __init__(self, fd: int) -> None:
-        self.reader = BeatReader(fd, clock=time.perf_counter)
-        self.trace = HeartbeatTrace()
-        self.arrivals: list[float] = []
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        self.reader.start()
-
-    def _take(self) -> None:
-        with self._lock:
-            for at in self.reader.take():
-                self.arrivals.append(at)
-                self.trace.beat(at)
-
-    def silence(self) -> float:
-        """Seconds since the last beat (since ever, before the first)."""
-        self._take()
-        last = self.trace.last_beat
-        return float("inf") if last is None else time.perf_counter() - last
-
-    def stuck(self) -> bool:
-        return self.silence() > STUCK_S
-
-    def gaps(self) -> list[tuple[float, float]]:
-        """Every silence of the frozen length or more: (last beat before, first beat after)."""
-        self._take()
-        return [(gap.start, gap.end) for gap in self.trace.gaps if gap.end is not None]
-
-
-class OwnStalls:
-    """The grader's own lateness: a thread that sleeps 10 ms at a time and notes when it woke
-    far too late. A silence seen while this process itself stood still proves nothing."""
-
-    def __init__(self, late_s: float = 0.1) -> None:
-        self.late_s = late_s
-        self.stalls: list[tuple[float, float]] = []
-        self.running = True
-
-    def start(self) -> None:
-        threading.Thread(target=self._run, name="selftest-own-stalls", daemon=True).start()
-
-    def _run(self) -> None:
-        before = time.perf_counter()
-        while self.running:
-            time.sleep(0.01)
-            now = time.perf_counter()
-            if now - before > self.late_s:
-                self.stalls.append((before, now))
-            before = now
 
 
 @dataclass
@@ -186,11 +129,13 @@ class Driver:
         state = self.state
         if state.ended:
             raise TimeoutError("the window's process has ended")
+        # Every question begins with the model idle: a loop that went on after an earlier
+        # Stop would otherwise take this question's fault, or hold the model through it.
+        self._within(lambda: all(run.closed is not None for run in state.runs), RECOVER_S)
         asked = Asked(len(state.answers), len(state.finals), len(state.runs), state.tk_calls)
         self.x.click(state.points["input"])
         self.x.type(PROMPT)
-        asked.at = time.perf_counter()
-        self.x.key("Return")
+        asked.at = self.x.key("Return")
         if not self._within(lambda: len(state.answers) > asked.index, self.limit_s):
             self._recover([])
             raise TimeoutError("the window did not begin an answer")
@@ -274,9 +219,7 @@ class Driver:
 
     def press_stop(self) -> float:
         """Click Stop; returns when the click was sent."""
-        sent = time.perf_counter()
-        self.x.click(self.state.points["stop"])
-        return sent
+        return self.x.click(self.state.points["stop"])
 
     def _runs(self, asked: Asked) -> list[ModelRun]:
         return [run for run in self.state.runs[asked.runs_before :] if not run.raw]
@@ -291,8 +234,7 @@ class Driver:
         before = len(pings)
         sent = []
         for _ in range(5):
-            sent.append(time.perf_counter())
-            self.x.click(self.state.points["ping"])
+            sent.append(self.x.click(self.state.points["ping"]))
             time.sleep(0.05)
         ended = self._end(asked, lambda: len(pings) - before >= len(sent), q.notes)
         q.inputs, q.span = paired(sent, pings[before:]), (asked.at, ended)
@@ -308,11 +250,9 @@ class Driver:
         sent_scrolls: list[float] = []
         sent_keys: list[float] = []
         for _ in range(8):
-            sent_scrolls.append(time.perf_counter())
-            self.x.click(self.state.points["transcript"], 5)
+            sent_scrolls.append(self.x.click(self.state.points["transcript"], 5))
             time.sleep(0.03)
-            sent_keys.append(time.perf_counter())
-            self.x.key("x")  # the input box still has the keyboard focus
+            sent_keys.append(self.x.key("x"))  # the input box still has the keyboard focus
             time.sleep(0.03)
 
         def handled() -> bool:
@@ -381,8 +321,7 @@ class Driver:
             return q
         pings = self.state.times("ping")
         before = len(pings)
-        clicked = time.perf_counter()
-        self.x.click(self.state.points["ping"])
+        clicked = self.x.click(self.state.points["ping"])
         if not self._within(self._over(asked), self._left(asked)):
             self._recover(q.notes, asked)
         self._within(lambda: len(pings) > before, 5.0)

@@ -36,7 +36,8 @@ from pathlib import Path
 from tkchat.i18n import strings
 from tkchat.measure.display import ensure_display
 from tkchat.measure.selftest.attribution import spans_of
-from tkchat.measure.selftest.driver import Driver, GaveUp, Heartbeat, OwnStalls
+from tkchat.measure.selftest.driver import Driver, GaveUp
+from tkchat.measure.selftest.heartbeat import Heartbeat, OwnStalls
 from tkchat.measure.selftest.protocol import Commands, WindowState, read_reports, within
 from tkchat.measure.selftest.questions import question_check
 from tkchat.measure.selftest.report import grade_of, label, report
@@ -97,7 +98,7 @@ def run_selftest(setup: Setup) -> int:
     if shutil.which("xdotool") is None:
         print(t("selftest.no_xdotool"), file=sys.stderr)
         return 2
-    graded = grade(setup, on_retry=lambda line: print(line, flush=True))
+    graded = grade(setup, on_retry=lambda line: print(line, file=sys.stderr, flush=True))
     print("\n".join(graded.lines))
     return EXIT[graded.grade]
 
@@ -124,9 +125,10 @@ def grade(setup: Setup, on_retry: Callable[[str], None] = lambda _line: None) ->
     digest = sha256_of(path)
     header = _header(setup, path, digest)
     decided: dict[str, tuple[Check, int]] = {}
-    run = Attempt()
+    runs: list[Attempt] = []
     for number in range(1, ATTEMPTS + 1):
         run = attempt(setup)
+        runs.append(run)
         if run.problem is not None:
             return Graded(NONE, [run.problem, t("selftest.grade.none")], [], digest, run.problem)
         for check in run.checks:
@@ -140,16 +142,15 @@ def grade(setup: Setup, on_retry: Callable[[str], None] = lambda _line: None) ->
         line = t("selftest.retry", attempt=number + 1, total=ATTEMPTS, names=names)
         header.append(line)
         on_retry(line)
-    checks = []
-    for check in run.checks:
-        chosen, number = decided[check.key]
-        if chosen is not check:
-            chosen.notes.append(t("selftest.note.attempt", attempt=number))
-        checks.append(chosen)
-    lines = report(t, header, checks, run.measured, complete=run.complete)
-    lines[-1:-1] = run.ending
-    grade_now = grade_of(checks, complete=run.complete)
-    return Graded(grade_now, lines, checks, digest, timed_out=run.timed_out)
+    for check, number in decided.values():
+        if number > 1:
+            check.notes.append(t("selftest.note.attempt", attempt=number))
+    checks = [check for check, _n in decided.values()]
+    complete = set(QUESTIONS) <= set(decided)
+    lines = report(t, header, checks, runs[0].measured, complete=complete)
+    lines[-1:-1] = runs[-1].ending
+    grade_now = grade_of(checks, complete=complete)
+    return Graded(grade_now, lines, checks, digest, timed_out=runs[-1].timed_out)
 
 
 @contextmanager
