@@ -1,6 +1,6 @@
 """The grader's side: plays the user, with real X events, from outside the window's process.
 
-The driver types, clicks and scrolls with real X events (:mod:`.xinput`), notes
+The driver types, clicks and scrolls with real X events (:mod:`.senses`), notes
 the time just before each, and reads what the window's process reports (:mod:`.protocol`):
 when each handler ran, the answers' lengths, the final events. Latency = the handler's time
 minus the injection time, paired in order. It judges nothing: it gathers one
@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tkchat.measure.selftest.heartbeat import Heartbeat
 from tkchat.measure.selftest.observe import PROMPT
 from tkchat.measure.selftest.protocol import Commands, ModelRun, WindowState, within
-from tkchat.measure.selftest.xinput import XInput
+from tkchat.measure.selftest.senses import Heartbeat, XInput
 
 RECOVER_S = 10.0  # how long an interrupt or a Stop may take to bring the window back
 IDLE_S = 0.3  # the idle baseline

@@ -37,10 +37,10 @@ from tkchat.i18n import strings
 from tkchat.measure.display import ensure_display
 from tkchat.measure.selftest.attribution import spans_of
 from tkchat.measure.selftest.driver import Driver, GaveUp
-from tkchat.measure.selftest.heartbeat import Heartbeat, OwnStalls
 from tkchat.measure.selftest.protocol import Commands, WindowState, read_reports, within
 from tkchat.measure.selftest.questions import question_check
 from tkchat.measure.selftest.report import grade_of, label, report
+from tkchat.measure.selftest.senses import Heartbeat, OwnStalls
 from tkchat.measure.selftest.targets import Measured, target_checks
 from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
 from tkchat.modes import split_outside_mode

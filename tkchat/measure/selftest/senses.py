@@ -1,12 +1,22 @@
-"""Real X input events for the driver: XTest in a helper process, else ``xdotool``.
+"""The grader's own senses, outside the window's process: the input it sends and the
+heartbeat it watches.
 
-``xdotool`` sends its events through the XTest extension; a helper process that keeps one
-connection to the display and calls XTest itself (``python -m tkchat.measure.selftest.xinput``)
-sends the very same events without starting a process for each click — on this 2-core
-machine, busy, that was 30-80 ms a click: most of a question's time, and noise on the moment
-each event was sent. The helper answers each event with the moment it sent it. It is a
-process of its own because Xlib ends the process whose connection breaks: if it goes, the
-grader goes on, each event then an ``xdotool`` process.
+**Input.** Real X events: ``xdotool`` sends its events through the XTest extension; a helper
+process that keeps one connection to the display and calls XTest itself
+(``python -m tkchat.measure.selftest.senses``) sends the very same events without starting a
+process for each click — on this 2-core machine, busy, that was 30-80 ms a click: most of a
+question's time, and noise on the moment each event was sent. The helper answers each event
+with the moment it sent it. It is a process of its own because Xlib ends the process whose
+connection breaks: if it goes, the grader goes on, each event then an ``xdotool`` process.
+
+**The heartbeat.** The window's main loop writes a beat to a pipe every 20 ms (the
+watchdog's beat: :class:`tkchat.ui.teaching.watchdog_link.HeartbeatSender`,
+``beat <n> <seconds>``); a thread here notes when each arrived. A main loop stuck in the
+pipeline stops beating, whatever the window's process says about itself: that is the one
+figure measured outside it. A silence counts only when the beats' own times show it too: a
+beat sent on time but read late — this process was slow to read, the machine busy — proves
+nothing about the window (a window that forges those times is not caught; the self-test is
+not a sandbox).
 """
 
 from __future__ import annotations
@@ -14,10 +24,88 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import subprocess
 import sys
 import time
 from typing import IO, Any
+
+from tkchat.threads import own_thread
+
+STUCK_S = 1.0  # a heartbeat silent this long: the main loop is not coming back by itself
+SILENT_S = 0.25  # the watchdog's "frozen": five beats missed
+
+
+class Heartbeat:
+    """When each beat arrived, and when the window said it sent it (the reader's thread
+    appends; any thread reads)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.beats: list[tuple[float, float]] = []  # (arrived here, sent by the window)
+
+    def start(self) -> None:
+        own_thread(self._read, name="tkchat-selftest-beats").start()
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                return
+            now = time.perf_counter()
+            *lines, pending = (pending + data).split(b"\n")
+            pending = pending[-256:]  # a beat is far shorter: anything longer is not one
+            for line in lines:
+                words = line.split()
+                if len(words) == 3 and words[0] == b"beat":
+                    try:
+                        self.beats.append((now, float(words[2])))
+                    except ValueError:
+                        continue
+
+    def silence(self) -> float:
+        """Seconds since the last beat arrived (infinite before the first)."""
+        return time.perf_counter() - self.beats[-1][0] if self.beats else float("inf")
+
+    def stuck(self) -> bool:
+        return self.silence() > STUCK_S
+
+    def gaps(self) -> list[tuple[float, float]]:
+        """Every silence of :data:`SILENT_S` or more between two beats, as the window sent
+        them (``time.monotonic`` and ``perf_counter`` are one clock on Linux)."""
+        beats = self.beats[:]
+        return [
+            (sent, later)
+            for (arrived, sent), (arrived_next, later) in zip(beats, beats[1:], strict=False)
+            if arrived_next - arrived >= SILENT_S and later - sent >= SILENT_S
+        ]
+
+
+class OwnStalls:
+    """The grader's own lateness: a thread that sleeps 10 ms at a time and notes when it woke
+    far too late. A silence seen while this process itself stood still proves nothing."""
+
+    def __init__(self, late_s: float = 0.1) -> None:
+        self.late_s = late_s
+        self.stalls: list[tuple[float, float]] = []
+        self.running = True
+
+    def start(self) -> None:
+        own_thread(self._run, name="tkchat-selftest-stalls").start()
+
+    def _run(self) -> None:
+        before = time.perf_counter()
+        while self.running:
+            time.sleep(0.01)
+            now = time.perf_counter()
+            if now - before > self.late_s:
+                self.stalls.append((before, now))
+            before = now
+
 
 Point = tuple[int, int]
 
@@ -40,7 +128,7 @@ class XInput:
         self._helper: subprocess.Popen[str] | None = None
         try:
             self._helper = subprocess.Popen(
-                [sys.executable, "-m", "tkchat.measure.selftest.xinput"],
+                [sys.executable, "-m", "tkchat.measure.selftest.senses"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
