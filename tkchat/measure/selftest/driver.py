@@ -168,13 +168,18 @@ class Driver:
 
         over = self._over(asked)
         self._within(lambda: shown() or over() or self._blocked(asked), self._left(asked))
-        if not shown():
+        if not shown() and not over():
             notes.append(self.t("selftest.note.no_text", seconds=f"{self.limit_s:g}"))
 
     def _over(self, asked: Asked) -> Callable[[], bool]:
         """Whether the answer has ended: by its final event, or by Stop (which ends it at
         once: the stopped worker's last events are dropped)."""
-        return lambda: len(self.state.finals) > asked.finals_before or not self.state.answer_open
+        state = self.state
+        # (An answer is over once seen open and then not: the window's reports are read from
+        # another thread, which may catch the new answer a moment before it counts as open.)
+        return lambda: len(state.finals) > asked.finals_before or (
+            asked.index in state.opened and not state.answer_open
+        )
 
     def _end(self, asked: Asked, all_handled: Callable[[], bool], notes: list[str]) -> float:
         """Once every input is handled (within the limit), end the answer as a user would,

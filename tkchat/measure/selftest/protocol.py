@@ -112,6 +112,7 @@ class WindowState:
     points: dict[str, Point] = field(default_factory=dict)
     answers: list[int] = field(default_factory=list)  # characters of each answer so far
     answer_open: bool = False
+    opened: set[int] = field(default_factory=set)  # the answers seen streaming (open)
     inputs: dict[str, list[float]] = field(default_factory=dict)  # handler times by kind
     stop_chars: list[int] = field(default_factory=list)  # the answer's length at each Stop
     finals: list[dict[str, Any]] = field(default_factory=list)
@@ -144,6 +145,8 @@ def _input(state: WindowState, line: dict[str, Any]) -> None:
 def _answers(state: WindowState, line: dict[str, Any]) -> None:
     state.answers = list(line["chars"])
     state.answer_open = bool(line["open"])
+    if state.answer_open and state.answers:
+        state.opened.add(len(state.answers) - 1)
 
 
 def _tk(state: WindowState, line: dict[str, Any]) -> None:
