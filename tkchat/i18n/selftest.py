@@ -56,7 +56,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "self-test interrupted it",
         "selftest.note.stopped": "the answer had not ended {seconds} s after Enter: the "
         "self-test pressed Stop",
-        "selftest.note.never_died": "no 30 tokens were generated within {seconds} s",
+        "selftest.note.never_died": "the model never gave the {tokens} tokens it was to die "
+        "after (the answer ended first, or {seconds} s passed)",
         "selftest.note.unhandled": "{missing} of the {events} inputs were never handled (they "
         "count as infinitely late)",
         "selftest.note.tk_blocked": "a Tk call from another thread was stopped, and the answer "
@@ -197,7 +198,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.no_text": "{seconds} 秒内回答的文字没有出现在屏幕上",
         "selftest.note.interrupted": "按回车 {seconds} 秒后窗口仍然忙：自检中断了它",
         "selftest.note.stopped": "按回车 {seconds} 秒后回答仍未结束：自检按了“停止”",
-        "selftest.note.never_died": "{seconds} 秒内没有生成 30 个 token",
+        "selftest.note.never_died": "模型没有给出它该在其后崩溃的 {tokens} 个 token"
+        "（回答先结束了，或者过了 {seconds} 秒）",
         "selftest.note.unhandled": "{events} 次输入中有 {missing} 次始终没有被处理（按无限迟计算）",
         "selftest.note.tk_blocked": "来自其他线程的 Tk 调用被拦下，回答无法继续：自检按了“停止”",
         "selftest.note.inside": "等待的 {total} 毫秒里，你的管线的调用占住循环 {inside} 毫秒"

@@ -25,6 +25,7 @@ from types import FrameType, TracebackType
 
 from tkchat.generate.controller import GenerationController
 from tkchat.measure.selftest.instruments import (
+    CallTimer,
     SchedClock,
     TimedPipeline,
     TokenMeter,
@@ -53,6 +54,7 @@ from tkchat.ui.window.chat_window import AppOptions, ChatApp
 from tkchat.ui.window.translator import Translator
 
 BEAT_MS = 20  # the heartbeat's interval
+PUBLISH_MS = 100
 GEOMETRY = "900x700+0+0"
 
 
@@ -138,9 +140,10 @@ def _bind_inputs(app: ChatApp, sources: Sources) -> None:
 
 
 def _publish(app: ChatApp, sources: Sources) -> None:
-    """Main thread: where the driver's clicks go, once the window is on the screen."""
+    """Main thread: where the driver's clicks go — again every :data:`PUBLISH_MS`, since the
+    window's layout may still move (its size applied late, a banner shown)."""
+    app.scheduler.once("selftest-publish", PUBLISH_MS, lambda: _publish(app, sources))
     if not app.root.winfo_ismapped():
-        app.scheduler.once("selftest-publish", 50, lambda: _publish(app, sources))
         return
 
     def centre(widget: tk.Misc) -> tuple[int, int]:
@@ -193,8 +196,8 @@ def run_window(
 ) -> None:
     """Main thread: time the pipeline, report, beat, obey, until the grader says close."""
     guarded = app.pipeline
-    timed = TimedPipeline(app.pipeline, SchedClock())
-    app.pipeline = timed  # (the same name: the window keeps it for every answer)
+    timer = CallTimer(SchedClock())
+    app.pipeline = TimedPipeline(app.pipeline, timer)  # (the same name: the window keeps it)
     tk_before = TK_THREADS.count
 
     def tk_calls() -> tuple[int, dict[str, str] | None]:
@@ -202,7 +205,7 @@ def run_window(
         return TK_THREADS.count - tk_before, None if first is None else first.values()
 
     raised = [guarded.raised] if isinstance(guarded, GuardedPipeline) else []
-    sources = Sources(calls=timed.calls, tk_calls=tk_calls, raised=[*raised, errors.errors])
+    sources = Sources(calls=timer.calls, tk_calls=tk_calls, raised=[*raised, errors.errors])
     app.root.geometry(GEOMETRY)
     _bind_inputs(app, sources)
     report = WindowReport(app, commands.meter, commands.faults, sources, out)
@@ -220,7 +223,7 @@ def run_window(
     HeartbeatSender(app.scheduler, args.beat_fd, BEAT_MS).start()
     commands.start(app.controller)
     app.controller.load_async()
-    app.scheduler.once("selftest-publish", 100, lambda: _publish(app, sources))
+    _publish(app, sources)
     report.start(commands.closing)
     closing()
     app.root.mainloop()

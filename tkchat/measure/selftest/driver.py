@@ -29,6 +29,7 @@ RECOVER_S = 10.0  # how long an interrupt or a Stop may take to bring the window
 IDLE_S = 0.3  # the idle baseline
 RAW_TOKENS = {"scripted": 1000, "llama": 120}  # the baseline's length: enough for tokens/s
 STALLED_S = 0.5  # an answer that has not grown this long after a stopped Tk call is over
+DIES_AFTER = 20  # tokens: question 2's model dies this far into its answer
 AFTER_STOP_S = 0.3  # how long the driver watches for text and tokens after Stop
 Translate = Callable[..., str]
 
@@ -85,7 +86,7 @@ class Driver:
         self.t = t
         self.questions: list[Question] = []
         self.idle: tuple[float, float] | None = None
-        self.raw: ModelRun | None = None
+        self.raw: list[ModelRun] = []  # the model alone: before the questions, and after
         self._growth: dict[int, tuple[int, float]] = {}  # answer -> (length, since when)
         self.x = XInput()
 
@@ -98,6 +99,7 @@ class Driver:
         for ask in (self.question_click, self.question_scroll_and_keys, self.question_stop):
             self.questions.append(ask())
         self.questions.append(self.question_model_dies())
+        self.raw.append(self.model_alone())  # again: the machine's load changes as it runs
 
     def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         if not self._within(ready, timeout) or self.state.ended:
@@ -116,10 +118,19 @@ class Driver:
         began = time.perf_counter()
         time.sleep(IDLE_S)
         self.idle = (began, time.perf_counter())
+        self.raw.append(self.model_alone())
+
+    def model_alone(self) -> ModelRun:
+        """One pass of the model loop that no window reads (the ``raw`` baseline)."""
+        self._within(lambda: all(run.closed is not None for run in self.state.runs), RECOVER_S)
         runs = len(self.state.runs)
         self.commands.send("raw", RAW_TOKENS.get(self.backend, 0))
-        self._wait(lambda: len(self.state.runs) > runs, max(60.0, 4 * self.limit_s), "the raw run")
-        self.raw = self.state.runs[runs]
+
+        def done() -> bool:
+            return len(self.state.runs) > runs and self.state.runs[runs].closed is not None
+
+        self._wait(done, max(60.0, 4 * self.limit_s), "the raw run")
+        return self.state.runs[runs]
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -177,8 +188,9 @@ class Driver:
         state = self.state
         # (An answer is over once seen open and then not: the window's reports are read from
         # another thread, which may catch the new answer a moment before it counts as open.)
-        return lambda: len(state.finals) > asked.finals_before or (
-            asked.index in state.opened and not state.answer_open
+        return lambda: (
+            len(state.finals) > asked.finals_before
+            or (asked.index in state.opened and not state.answer_open)
         )
 
     def _end(self, asked: Asked, all_handled: Callable[[], bool], notes: list[str]) -> float:
@@ -310,7 +322,7 @@ class Driver:
         q = Question("q2")
         died = self.state.died
         dead_before = len(died)  # (before Enter: at 2,000 tokens/s it dies within 15 ms)
-        self.commands.send("arm", 30)
+        self.commands.send("arm", DIES_AFTER)
         asked = self._ask()
         over = self._over(asked)
         self._within(
@@ -319,7 +331,10 @@ class Driver:
         self._within(lambda: len(died) > dead_before, 0.3)  # (reported a moment after the end)
         if len(died) == dead_before:
             if not self._blocked(asked):
-                q.notes.append(self.t("selftest.note.never_died", seconds=f"{self.limit_s:g}"))
+                seconds = f"{self.limit_s:g}"
+                q.notes.append(
+                    self.t("selftest.note.never_died", tokens=DIES_AFTER, seconds=seconds)
+                )
             self._recover(q.notes, asked)
             q.span = (asked.at, time.perf_counter())
             return q

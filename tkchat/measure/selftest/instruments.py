@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from tkchat.conversation import Sampling
 from tkchat.generate.backend import (
@@ -38,6 +39,7 @@ from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.transcript import AnswerView
 
 _TASKS = "/proc/self/task"
+T = TypeVar("T")
 # per-chunk-render's cost is quadratic in the answer: a 3,000-token scripted answer would keep
 # one question frozen for minutes. 400 tokens show the same failure in seconds.
 SCRIPTED_TOKENS = {"per-chunk-render": 400}
@@ -77,26 +79,22 @@ def held_ms(
     return max(cpu_ms, wall_ms - queued - min(waiting, max(0.0, others)))
 
 
-class TimedPipeline:
-    """The window's pipeline, with every call into it timed: from call to return, the CPU
-    time the calling thread spent in it, and how long it held the loop (see the module).
-    Calls come on the main thread — and on a worker, for a pipeline that wrongly ends its
-    answer from one (those are marked: they do not hold the event loop)."""
+class CallTimer:
+    """Times calls three ways — from call to return, the calling thread's CPU time, how long
+    it held the loop (see the module) — and keeps them in ``calls``. Calls come on the main
+    thread — and on a worker, for a pipeline that wrongly ends its answer from one (those are
+    marked: they do not hold the event loop)."""
 
-    def __init__(self, inner: Pipeline, clock: SchedClock) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.broken = inner.broken
-        self.coalesce = inner.coalesce
+    def __init__(self, clock: SchedClock) -> None:
         self.clock = clock
         self.calls: list[PipelineCall] = []
 
-    def _timed(self, method: str, call: Callable[[], None]) -> None:
+    def run(self, method: str, call: Callable[[], T]) -> T:
         main = threading.current_thread() is threading.main_thread()
         before = self.clock.waits() if main else {}
         started, cpu = time.perf_counter(), time.thread_time()
         try:
-            call()
+            return call()
         finally:
             wall_ms = (time.perf_counter() - started) * 1000
             cpu_ms = (time.thread_time() - cpu) * 1000
@@ -104,14 +102,25 @@ class TimedPipeline:
             held = held_ms(wall_ms, cpu_ms, before, after, threading.get_native_id())
             self.calls.append(PipelineCall(method, started, wall_ms, cpu_ms, held, main))
 
+
+class TimedPipeline:
+    """The window's pipeline, with every call into it timed (:class:`CallTimer`)."""
+
+    def __init__(self, inner: Pipeline, timer: CallTimer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.broken = inner.broken
+        self.coalesce = inner.coalesce
+        self.timer = timer
+
     def start(self, view: AnswerView, request: GenerationRequest) -> None:
-        self._timed("start", lambda: self.inner.start(view, request))
+        self.timer.run("start", lambda: self.inner.start(view, request))
 
     def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
-        self._timed("show", lambda: self.inner.show(view, chunks))
+        self.timer.run("show", lambda: self.inner.show(view, chunks))
 
     def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
-        self._timed("finish", lambda: self.inner.finish(view, stopped=stopped, error=error))
+        self.timer.run("finish", lambda: self.inner.finish(view, stopped=stopped, error=error))
 
 
 class TokenMeter(WrappedBackend):

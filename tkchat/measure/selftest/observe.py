@@ -30,7 +30,8 @@ from tkchat.stats import LagSample
 from tkchat.threads import own_thread
 from tkchat.transport.channel import EventChannel
 
-PROMPT = "Why can a chat window freeze? Explain, with code."
+# Long answers, from the bundled model too: every question needs one to act in.
+PROMPT = "Write a long explanation, with code, of why a chat window can freeze."
 
 
 class _Answer(Protocol):
@@ -86,7 +87,7 @@ class Sources:
     calls: list[PipelineCall] = field(default_factory=list)
     tk_calls: Callable[[], tuple[int, dict[str, str] | None]] = lambda: (0, None)
     raised: list[list[str]] = field(default_factory=list)  # lists that grow: sentences
-    points: dict[str, Point] = field(default_factory=dict)  # filled once the window is shown
+    points: dict[str, Point] = field(default_factory=dict)  # where to click, kept up to date
 
 
 TICK_S = 0.02
@@ -110,7 +111,7 @@ class WindowReport:
         self.out = out
         self._sent: dict[str, int] = {}
         self._answers: tuple[list[int], bool] = ([], False)
-        self._ready = False
+        self._points: dict[str, Point] = {}
         self._died: float | None = None
         self._tk = 0
         self._rows: list[list[float]] = []
@@ -135,9 +136,10 @@ class WindowReport:
 
     def _tick(self) -> None:
         window, out = self.window, self.out
-        if not self._ready and window.model_ready and self.sources.points:
-            self._ready = True
-            out.send("ready", **{k: list(v) for k, v in self.sources.points.items()})
+        points = dict(self.sources.points)
+        if window.model_ready and points and points != self._points:
+            self._points = points  # the first time: ready; later: the window's layout moved
+            out.send("ready", **{k: list(v) for k, v in points.items()})
         answers = ([len(a.text) for a in window.transcript.answers], window.answer is not None)
         if answers != self._answers:
             self._answers = answers

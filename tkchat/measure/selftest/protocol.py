@@ -12,6 +12,7 @@ Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
 
     problem   text                  the pipeline cannot be used (a sentence): not graded
     ready     ping, transcript, input, stop: [x, y]   the model is loaded, the window shown
+                                                       (again whenever those move)
     answers   chars: [n, ...], open: bool              the answers' lengths, when they change
     input     what (ping|scroll|key|stop), t, chars    a handler ran (stop: the answer's length)
     final     end (done|error), reason, message, t     an answer's final event was handled

@@ -17,10 +17,15 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QWidget
 
 from tkchat.measure.selftest.child import BEAT_MS, parse
-from tkchat.measure.selftest.instruments import TokenMeter, selftest_backend
+from tkchat.measure.selftest.instruments import (
+    CallTimer,
+    SchedClock,
+    TokenMeter,
+    selftest_backend,
+)
 from tkchat.measure.selftest.observe import ChildCommands, Sources, WindowReport, report_fd
 from tkchat.qt.launch import QtOptions, application, open_window
-from tkchat.qt.window import ChatWindow
+from tkchat.qt.window import Answer, ChatWindow
 from tkchat.ui.teaching.watchdog_link import HeartbeatSender
 
 
@@ -52,6 +57,18 @@ class InputRecorder(QObject):
         self.sources.inputs.setdefault("stop", []).append(time.perf_counter())
 
 
+def _time_the_appends(window: ChatWindow, timer: CallTimer) -> None:
+    """The Qt window's consumption has no pipeline object: its inserts are what it does per
+    tick (or per token, in the broken variant), timed as ``show`` so that a late input can be
+    attributed as the Tk window's are."""
+    append = window.transcript.append
+
+    def timed(answer: Answer, text: str) -> None:
+        timer.run("show", lambda: append(answer, text))
+
+    window.transcript.append = timed  # type: ignore[method-assign]
+
+
 def _centre(widget: QWidget) -> tuple[int, int]:
     point: QPoint = widget.mapToGlobal(widget.rect().center())
     return point.x(), point.y()
@@ -70,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         QtOptions(mode=args.mode, sampling=sampling, geometry="900x700+0+0", language=args.lang),
     )
     window.probe.recorded = []  # the whole run; the grader takes the spans it needs
-    sources = Sources()
+    timer = CallTimer(SchedClock())
+    _time_the_appends(window, timer)
+    sources = Sources(calls=timer.calls)
     recorder = InputRecorder(window, sources)
     window.transcript.view.viewport().installEventFilter(recorder)
     window.input.installEventFilter(recorder)
@@ -79,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     sender = HeartbeatSender(None, args.beat_fd, BEAT_MS)
 
     def publish() -> None:
+        """Where the driver's clicks go (again every tick: the layout may still move)."""
         sources.points.update(
             ping=_centre(window.health.ping_button),
             transcript=_centre(window.transcript.view.viewport()),
@@ -88,15 +108,16 @@ def main(argv: list[str] | None = None) -> int:
 
     def tick() -> None:
         sender.beat()
+        if window.isVisible():
+            publish()
         if commands.closing.is_set():
             report.tick()  # the last of it
             window.close()
 
-    timer = QTimer(window)
-    timer.timeout.connect(tick)
-    timer.start(BEAT_MS)
+    beats = QTimer(window)
+    beats.timeout.connect(tick)
+    beats.start(BEAT_MS)
     report.start(commands.closing)
-    QTimer.singleShot(500, window, publish)
     commands.start(window.controller)
     app.exec()
     out.send("bye")

@@ -305,9 +305,9 @@ def judge(
     raw = driver.raw
     measured = Measured(
         idle=_lags(state, [driver.idle] if driver.idle else []),
-        baseline=_lags(state, [(raw.started, raw.closed or raw.started)] if raw else []),
+        baseline=_lags(state, [(r.started, r.closed or r.started) for r in raw]),
         streaming=_lags(state, [q.span for q in streamed]),
-        raw_tokens_per_s=None if raw is None else raw.tokens_per_s,
+        raw_tokens_per_s=median([r.tokens_per_s for r in raw if r.tokens_per_s is not None]),
         tokens_per_s=median([r.tokens_per_s for r in runs if r.tokens_per_s is not None]),
         flood=setup.backend == "scripted",
         calls=state.calls,

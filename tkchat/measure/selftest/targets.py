@@ -96,8 +96,6 @@ def _lag_p99(t: Translate, m: Measured, spans: Sequence[Span]) -> Check:
     if value > bound:
         caused = [
             min(s.lag_ms, 1000 * attribute(s.at - s.lag_ms / 1000, s.at, spans).inside_s)
-            if s.lag_ms > bound
-            else s.lag_ms
             for s in m.streaming
         ]
         own = percentile(caused, 99) or 0.0
