@@ -18,12 +18,11 @@ from tkchat.measure.selftest.attribution import Span, attribute, spans_of
 from tkchat.measure.selftest.classroom import pipeline_files
 from tkchat.measure.selftest.driver import Question
 from tkchat.measure.selftest.instruments import held_ms
-from tkchat.measure.selftest.protocol import ModelRun, PipelineCall
+from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed
 from tkchat.measure.selftest.questions import after_stop, question_check
 from tkchat.measure.selftest.report import Row, class_table, grade_line, report
 from tkchat.measure.selftest.targets import Measured, target_checks
 from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, Check
-from tkchat.stats import LagSample
 
 EN, ZH = strings("en"), strings("zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -34,8 +33,9 @@ def call(method: str, at: float, held: float, cpu: float | None = None) -> Pipel
     return PipelineCall(method, at, held, held if cpu is None else cpu, held)
 
 
-def lags(*values: float, start: float = 100.0) -> list[LagSample]:
-    return [LagSample(start + 0.01 * i, lag) for i, lag in enumerate(values)]
+def lags(*values: float, start: float = 100.0, queued: float = 0.0) -> list[Probed]:
+    """Probe firings 10 ms apart, ``values`` late, ``queued`` of each waiting for a core."""
+    return [Probed(start + 0.01 * i, lag, min(lag, queued)) for i, lag in enumerate(values)]
 
 
 def measured(**changes: object) -> Measured:
@@ -143,6 +143,18 @@ def test_lag_over_the_bound_is_the_pipelines_only_when_its_calls_caused_it() -> 
     assert verdicts(measured(streaming=late, baseline=lags(*([25.0] * 40))))["lag_p99"] == PASS
 
 
+def test_lateness_the_machine_caused_is_not_the_windows() -> None:
+    """Probes 40 ms late, 38 of each spent waiting for a core other programs held: the
+    window's own lag is 2 ms, and the check passes — it would be BUSY otherwise."""
+    assert verdicts(measured(streaming=lags(*([40.0] * 200), queued=38.0)))["lag_p99"] == PASS
+    assert verdicts(measured(streaming=lags(*([40.0] * 200), queued=10.0)))["lag_p99"] == BUSY
+    # an input 300 ms late, 250 of them the main thread waiting for a core: on time
+    probes = lags(*([25.0] * 100), start=1.0, queued=25.0)
+    late = Question("q1", inputs=[(1.2, 1.5)])
+    checked = question_check(EN, late, [], probes)
+    assert checked.verdict == PASS and "waited for a core" in checked.notes[0]
+
+
 def test_a_sleep_in_every_show_fails_and_one_unlucky_call_does_not() -> None:
     sleepy = [call("show", 100.0 + 0.06 * i, 41.0, cpu=1.0) for i in range(40)]
     checks = {c.key: c for c in target_checks(EN, measured(calls=sleepy))}
@@ -191,7 +203,7 @@ def test_counted_targets_fail_on_what_was_counted() -> None:
 
 def test_figures_that_contradict_the_heartbeat_seen_from_outside_fail() -> None:
     frozen = (100.5, 101.5)  # a second with no beat
-    honest = measured(gaps=[frozen], lag_all=lags(1.0, start=100.0) + [LagSample(101.5, 995.0)])
+    honest = measured(gaps=[frozen], lag_all=lags(1.0, start=100.0) + [Probed(101.5, 995.0)])
     assert verdicts(honest)["figures"] == PASS
     assert verdicts(measured(gaps=[frozen], lag_all=lags(*([0.0] * 300))))["figures"] == FAIL
     # a silence while the grader itself stood still proves nothing

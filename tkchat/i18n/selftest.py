@@ -18,8 +18,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "mostly outside the pipeline's calls): measuring again, attempt {attempt} of {total}.",
         "selftest.section.questions": "The four questions (each within 100 ms):",
         "selftest.section.targets": "The benchmark's targets, against this run's baselines "
-        "(idle lag p99 {idle} ms; the model running alone: lag p99 {base} ms, {raw} "
-        "tokens/s):",
+        "(the window's own lag p99, idle {idle} ms, the model running alone {base} ms; the "
+        "model alone {raw} tokens/s):",
         "selftest.pass": "PASS",
         "selftest.fail": "FAIL",
         "selftest.busy": "BUSY",
@@ -67,6 +67,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.outside": "of the {total} ms it waited, your pipeline's calls held the "
         "loop only {inside} ms; the rest was the machine (other programs) or the window's "
         "own drawing — not judged",
+        "selftest.note.lag_own": "less the time the main thread waited for a core other "
+        "programs held, the window's own lag p99 is {ms} ms",
+        "selftest.note.queued": "{count} input(s) over 100 ms were late only by the time the "
+        "main thread waited for a core other programs held (up to {ms} ms): on time",
         "selftest.note.lag_fail": "the lag your pipeline's calls caused has a p99 of {ms} ms",
         "selftest.note.lag_busy": "the lag your pipeline's calls caused has a p99 of only "
         "{ms} ms; the rest was the machine (other programs) or the window's own drawing — "
@@ -165,7 +169,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "重新测量，第 {attempt} 次，共 {total} 次。",
         "selftest.section.questions": "四个问题（每个都要在 100 毫秒内）：",
         "selftest.section.targets": "基准测试的目标，以本次运行的基线为准"
-        "（空闲时延迟 p99 {idle} 毫秒；模型单独运行时：延迟 p99 {base} 毫秒，{raw} token/s）：",
+        "（窗口自己的延迟 p99：空闲时 {idle} 毫秒，模型单独运行时 {base} 毫秒；模型单独运行 "
+        "{raw} token/s）：",
         "selftest.pass": "通过",
         "selftest.fail": "未通过",
         "selftest.busy": "太忙",
@@ -206,6 +211,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "（最多的是 {method}()）：在空闲的机器上也会迟到",
         "selftest.note.outside": "等待的 {total} 毫秒里，你的管线的调用只占住循环 {inside} 毫秒；"
         "其余是机器（其他程序）或窗口自己的绘制——不作判断",
+        "selftest.note.lag_own": "扣除主线程等待被其他程序占用的 CPU 的时间，窗口自己的延迟 p99 是 "
+        "{ms} 毫秒",
+        "selftest.note.queued": "有 {count} 次超过 100 毫秒的输入，迟到的只是主线程等待被其他程序"
+        "占用的 CPU 的时间（最多 {ms} 毫秒）：算作及时",
         "selftest.note.lag_fail": "由你的管线的调用造成的延迟，p99 为 {ms} 毫秒",
         "selftest.note.lag_busy": "由你的管线的调用造成的延迟，p99 只有 {ms} 毫秒；其余是机器"
         "（其他程序）或窗口自己的绘制——不作判断",

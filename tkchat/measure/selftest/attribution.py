@@ -17,7 +17,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tkchat.measure.selftest.protocol import PipelineCall
+from tkchat.measure.selftest.protocol import PipelineCall, Probed
 from tkchat.stats import median
 
 WAIT_HABIT_MS = 16.0  # a frame: a typical call that waits longer than that waits on purpose
@@ -98,6 +98,22 @@ def attribute(start: float, end: float, spans: Sequence[Span]) -> Lateness:
             inside += overlap
             methods[span.method] = methods.get(span.method, 0.0) + overlap
     return Lateness(start, end, inside, tuple(sorted(methods.items())))
+
+
+def queued_ms(start: float, end: float, probes: Sequence[Probed]) -> float:
+    """Of ``[start, end]``, how long the main thread waited for a core (the machine's part),
+    from the probe's firings: each tells how long it waited since the one before."""
+    total = 0.0
+    first = bisect.bisect_left([p.at for p in probes], start)
+    for i in range(max(1, first), len(probes)):
+        before, probe = probes[i - 1].at, probes[i]
+        if before >= end:
+            break
+        overlap = min(end, probe.at) - max(start, before)
+        if overlap > 0 and probe.at > before:
+            span_ms = (probe.at - before) * 1000
+            total += min(probe.queued_ms, span_ms) * overlap * 1000 / span_ms
+    return total
 
 
 def busiest_method(late: Sequence[Lateness]) -> str | None:

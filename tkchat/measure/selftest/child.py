@@ -26,6 +26,7 @@ from types import FrameType, TracebackType
 from tkchat.generate.controller import GenerationController
 from tkchat.measure.selftest.instruments import (
     CallTimer,
+    QueueProbe,
     SchedClock,
     TimedPipeline,
     TokenMeter,
@@ -205,7 +206,9 @@ def run_window(
         return TK_THREADS.count - tk_before, None if first is None else first.values()
 
     raised = [guarded.raised] if isinstance(guarded, GuardedPipeline) else []
+    probe = QueueProbe(lambda ms, then: app.scheduler.once("selftest-probe", ms, then))
     sources = Sources(calls=timer.calls, tk_calls=tk_calls, raised=[*raised, errors.errors])
+    sources.probe = probe.samples
     app.root.geometry(GEOMETRY)
     _bind_inputs(app, sources)
     report = WindowReport(app, commands.meter, commands.faults, sources, out)
@@ -217,7 +220,7 @@ def run_window(
         else:
             app.scheduler.once("selftest-closing", 100, closing)
 
-    app.probe.start_recording()  # the whole run; the grader takes the spans it needs
+    probe.start()  # the whole run; the grader takes the spans it needs
     Interrupter(commands, args.limit).install()
     _quiet_about_stopped_threads()
     HeartbeatSender(app.scheduler, args.beat_fd, BEAT_MS).start()

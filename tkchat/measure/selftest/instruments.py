@@ -34,7 +34,8 @@ from tkchat.generate.backend import (
 from tkchat.generate.factory import make_backend
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
-from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Reporter
+from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed, Reporter
+from tkchat.stats import PROBE_MS
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.transcript import AnswerView
 
@@ -77,6 +78,52 @@ def held_ms(
     waiting = max(0.0, wall_ms - cpu_ms - queued)
     others = sum(wait - before.get(tid, 0) for tid, wait in after.items() if tid != me) / 1e6
     return max(cpu_ms, wall_ms - queued - min(waiting, max(0.0, others)))
+
+
+class QueueProbe:
+    """Main thread: the lag probe the grade reads — like the window's own (re-armed every
+    :data:`~tkchat.stats.PROBE_MS`, noting how late each firing is), and besides, how long
+    the main thread waited for a core since the last firing: the part of the lateness that
+    other programs caused (at most all of it). ``schedule(ms, callback)`` is the toolkit's
+    timer."""
+
+    def __init__(self, schedule: Callable[[int, Callable[[], None]], object]) -> None:
+        self.schedule = schedule
+        self.samples: list[Probed] = []
+        self.running = False
+        self._fd: int | None = None
+        self._queued = 0
+        self._expected = 0.0
+
+    def start(self) -> None:
+        """Main thread (``thread-self`` is the thread that opens it)."""
+        try:
+            self._fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+        self._queued = self._read()
+        self.running = True
+        self._arm()
+
+    def _read(self) -> int:
+        if self._fd is None:
+            return 0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return self._queued
+
+    def _arm(self) -> None:
+        self._expected = time.perf_counter() + PROBE_MS / 1000
+        self.schedule(PROBE_MS, self._fire)
+
+    def _fire(self) -> None:
+        now = time.perf_counter()
+        lag = max(0.0, (now - self._expected) * 1000)
+        queued, self._queued = self._queued, self._read()
+        self.samples.append(Probed(now, lag, min(lag, (self._queued - queued) / 1e6)))
+        if self.running:
+            self._arm()
 
 
 class CallTimer:

@@ -25,7 +25,7 @@ from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.faults import FaultInjector
 from tkchat.measure.selftest.instruments import TokenMeter
-from tkchat.measure.selftest.protocol import PipelineCall, Point, Reporter
+from tkchat.measure.selftest.protocol import PipelineCall, Point, Probed, Reporter
 from tkchat.stats import LagSample
 from tkchat.threads import own_thread
 from tkchat.transport.channel import EventChannel
@@ -88,6 +88,7 @@ class Sources:
     tk_calls: Callable[[], tuple[int, dict[str, str] | None]] = lambda: (0, None)
     raised: list[list[str]] = field(default_factory=list)  # lists that grow: sentences
     points: dict[str, Point] = field(default_factory=dict)  # where to click, kept up to date
+    probe: list[Probed] | None = None  # the grade's own probe (else the window's)
 
 
 TICK_S = 0.02
@@ -146,9 +147,13 @@ class WindowReport:
             out.send("answers", chars=answers[0], open=answers[1])
         self._inputs()
         self._finals()
-        lag = self._new("lag", window.probe.recorded or [])
+        probed = self.sources.probe
+        if probed is None:
+            probed = [Probed(s.at, s.lag_ms) for s in window.probe.recorded or []]
+        lag = self._new("lag", probed)
         if lag:
-            out.send("lag", s=[[s.at, round(s.lag_ms, 3)] for s in lag])  # type: ignore[attr-defined]
+            rows = [[s.at, round(s.lag_ms, 3), round(s.queued_ms, 3)] for s in lag]  # type: ignore[attr-defined]
+            out.send("lag", s=rows)
         calls = self._new("calls", self.sources.calls)
         if calls:
             out.send("calls", c=[call.row() for call in calls])  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
     answers   chars: [n, ...], open: bool              the answers' lengths, when they change
     input     what (ping|scroll|key|stop), t, chars    a handler ran (stop: the answer's length)
     final     end (done|error), reason, message, t     an answer's final event was handled
-    lag       s: [[at, lag_ms], ...]                   lag probe firings since the last line
+    lag       s: [[at, lag_ms, queued_ms], ...]        lag probe firings since the last line
     calls     c: [[method, at, wall, cpu, held, main], ...]   calls into the pipeline
     run_start n, raw, started                          a pass through the model loop began
     running   r: [[n, tokens, last], ...]              open passes, as their tokens come
@@ -41,7 +41,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from tkchat.stats import LagSample
 from tkchat.threads import own_thread
 
 Point = tuple[int, int]
@@ -63,6 +62,22 @@ class Reporter:
                     data = data[os.write(self.fd, data) :]
             except OSError:  # the grader is gone
                 os._exit(3)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One firing of the window's lag probe: when, how late, and how much of the time since
+    the last firing the main thread spent waiting for a core (another program's, the
+    machine's doing; 0 where Linux does not say)."""
+
+    at: float
+    lag_ms: float
+    queued_ms: float = 0.0
+
+    @property
+    def own_ms(self) -> float:
+        """The lateness the window's process is answerable for: all but the machine's."""
+        return max(0.0, self.lag_ms - self.queued_ms)
 
 
 @dataclass(frozen=True)
@@ -117,7 +132,7 @@ class WindowState:
     inputs: dict[str, list[float]] = field(default_factory=dict)  # handler times by kind
     stop_chars: list[int] = field(default_factory=list)  # the answer's length at each Stop
     finals: list[dict[str, Any]] = field(default_factory=list)
-    lag: list[LagSample] = field(default_factory=list)
+    lag: list[Probed] = field(default_factory=list)
     calls: list[PipelineCall] = field(default_factory=list)
     runs: list[ModelRun] = field(default_factory=list)
     died: list[float] = field(default_factory=list)
@@ -186,7 +201,7 @@ _HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {
     "answers": _answers,
     "input": _input,
     "final": lambda s, x: s.finals.append(x),
-    "lag": lambda s, x: s.lag.extend(LagSample(at, lag) for at, lag in x["s"]),
+    "lag": lambda s, x: s.lag.extend(Probed(*sample) for sample in x["s"]),
     "calls": lambda s, x: s.calls.extend(PipelineCall(*row) for row in x["c"]),
     "run_start": lambda s, x: s.runs.append(ModelRun(x["n"], x["raw"], x["started"])),
     "running": _running,

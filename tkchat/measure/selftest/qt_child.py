@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QWidget
 from tkchat.measure.selftest.child import BEAT_MS, parse
 from tkchat.measure.selftest.instruments import (
     CallTimer,
+    QueueProbe,
     SchedClock,
     TokenMeter,
     selftest_backend,
@@ -86,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         commands.meter,
         QtOptions(mode=args.mode, sampling=sampling, geometry="900x700+0+0", language=args.lang),
     )
-    window.probe.recorded = []  # the whole run; the grader takes the spans it needs
+    probe = QueueProbe(lambda ms, then: QTimer.singleShot(ms, window, then))
     timer = CallTimer(SchedClock())
     _time_the_appends(window, timer)
-    sources = Sources(calls=timer.calls)
+    sources = Sources(calls=timer.calls, probe=probe.samples)
     recorder = InputRecorder(window, sources)
     window.transcript.view.viewport().installEventFilter(recorder)
     window.input.installEventFilter(recorder)
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     beats.timeout.connect(tick)
     beats.start(BEAT_MS)
     report.start(commands.closing)
+    probe.start()  # the whole run; the grader takes the spans it needs
     commands.start(window.controller)
     app.exec()
     out.send("bye")

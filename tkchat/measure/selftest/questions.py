@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tkchat.measure.selftest.attribution import Span, attribute
+from tkchat.measure.selftest.attribution import Span, attribute, queued_ms
 from tkchat.measure.selftest.driver import Question
-from tkchat.measure.selftest.protocol import ModelRun
+from tkchat.measure.selftest.protocol import ModelRun, Probed
 from tkchat.measure.selftest.verdict import (
     FAIL,
     LIMIT_MS,
@@ -35,19 +35,23 @@ from tkchat.measure.selftest.verdict import (
 STOP_TOKENS = 2  # "within about two token periods": tokens the model may give after Stop
 
 
-def question_check(t: Translate, q: Question, spans: Sequence[Span]) -> Check:
+def question_check(
+    t: Translate, q: Question, spans: Sequence[Span], probes: Sequence[Probed] = ()
+) -> Check:
     if q.key == "q2":
-        return _model_dies(t, q, spans)
+        return _model_dies(t, q, spans, probes)
     if q.key == "q4":
-        return _stop(t, q, spans)
+        return _stop(t, q, spans, probes)
     notes = list(q.notes)
-    verdict = judge_inputs(t, q.inputs, spans, notes)
+    verdict = judge_inputs(t, q.inputs, spans, notes, probes)
     detail = t(f"selftest.detail.{q.key}", ms=worst_ms(q.inputs))
     why = t(f"selftest.why.{q.key}") if verdict == FAIL else None
     return Check(q.key, verdict, detail, latency_figures(q.inputs), notes, why)
 
 
-def _model_dies(t: Translate, q: Question, spans: Sequence[Span]) -> Check:
+def _model_dies(
+    t: Translate, q: Question, spans: Sequence[Span], probes: Sequence[Probed]
+) -> Check:
     notes = list(q.notes)
     died, final = q.extra.get("died"), q.extra.get("final")
     if died is None:
@@ -56,10 +60,10 @@ def _model_dies(t: Translate, q: Question, spans: Sequence[Span]) -> Check:
     message = str(final.get("message") or "") if final is not None else ""
     clear = final is not None and final.get("end") == "error" and "stopped responding" in message
     shown_ms = None if ended is None else (ended - died) * 1000
-    verdict = judge_inputs(t, q.inputs, spans, notes) if q.inputs else FAIL
+    verdict = judge_inputs(t, q.inputs, spans, notes, probes) if q.inputs else FAIL
     if shown_ms is None or not clear:
         verdict = FAIL
-    elif shown_ms > LIMIT_MS and ended is not None:
+    elif ended is not None and shown_ms - queued_ms(died, ended, probes) > LIMIT_MS:
         late = [attribute(died, ended, spans)]
         verdict = worse(verdict, judge_late(t, late, LIMIT_MS, notes))
     click = worst_ms(q.inputs) if q.inputs else "∞"
@@ -93,10 +97,10 @@ def after_stop(
     return tokens, None if len(closed) < len(runs) else max(closed, default=stop_at)
 
 
-def _stop(t: Translate, q: Question, spans: Sequence[Span]) -> Check:
+def _stop(t: Translate, q: Question, spans: Sequence[Span], probes: Sequence[Probed]) -> Check:
     notes = list(q.notes)
     (sent, handled), runs = q.inputs[0], list(q.extra.get("runs", []))
-    verdict = judge_inputs(t, q.inputs, spans, notes)
+    verdict = judge_inputs(t, q.inputs, spans, notes, probes)
     figures: dict[str, float | int | None] = {
         "stop_ms": None if handled is None else round((handled - sent) * 1000, 1)
     }

@@ -37,14 +37,14 @@ from tkchat.i18n import strings
 from tkchat.measure.display import ensure_display
 from tkchat.measure.selftest.attribution import spans_of
 from tkchat.measure.selftest.driver import Driver, GaveUp
-from tkchat.measure.selftest.protocol import Commands, WindowState, read_reports, within
+from tkchat.measure.selftest.protocol import Commands, Probed, WindowState, read_reports, within
 from tkchat.measure.selftest.questions import question_check
 from tkchat.measure.selftest.report import grade_of, label, report
 from tkchat.measure.selftest.senses import Heartbeat, OwnStalls
 from tkchat.measure.selftest.targets import Measured, target_checks
 from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
 from tkchat.modes import split_outside_mode
-from tkchat.stats import LagSample, median
+from tkchat.stats import median
 
 ATTEMPTS = 3  # a run that stays too busy to judge after this many is reported as such
 NONE = "none"  # not graded: the pipeline could not be used, or the self-test could not run
@@ -286,7 +286,7 @@ def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
     return lines
 
 
-def _lags(state: WindowState, spans: list[tuple[float, float]]) -> list[LagSample]:
+def _lags(state: WindowState, spans: list[tuple[float, float]]) -> list[Probed]:
     return [s for s in state.lag if any(start <= s.at <= end for start, end in spans)]
 
 
@@ -297,7 +297,7 @@ def judge(
     t = strings(setup.language)
     spans = spans_of(state.calls)
     asked = sorted(driver.questions, key=lambda q: q.key)
-    checks = [question_check(t, q, spans) for q in asked]
+    checks = [question_check(t, q, spans, state.lag) for q in asked]
     if setup.toolkit != "tk":
         return checks, None  # the Qt window loads no pipeline of one's own: questions only
     streamed = [q for q in asked if q.key in ("q1", "q3")]
