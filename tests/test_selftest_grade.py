@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tkchat.i18n import strings
-from tkchat.measure.selftest.attribution import Span, attribute, spans_of
+from tkchat.measure.selftest.attribution import Span, attribute, outside_calls, spans_of
 from tkchat.measure.selftest.classroom import pipeline_files
 from tkchat.measure.selftest.driver import Question
 from tkchat.measure.selftest.instruments import held_ms
@@ -153,6 +153,18 @@ def test_lateness_the_machine_caused_is_not_the_windows() -> None:
     late = Question("q1", inputs=[(1.2, 1.5)])
     checked = question_check(EN, late, [], probes)
     assert checked.verdict == PASS and "waited for a core" in checked.notes[0]
+
+
+def test_waiting_for_a_core_inside_the_pipelines_call_excuses_nothing() -> None:
+    """A start() that loops for ever is preempted most of the time on a busy machine: the
+    core it waited for would only have let it loop on."""
+    probes = lags(*([25.0] * 100), start=1.0, queued=25.0)
+    endless = [call("start", 1.1, 600.0, cpu=200.0)]  # 1.1 s to 1.7 s, inside the call
+    inside = outside_calls(probes, endless)
+    assert all(p.queued_ms == 0 for p in inside if 1.11 <= p.at <= 1.69)
+    assert all(p.queued_ms == 25.0 for p in inside if p.at <= 1.09 or p.at >= 1.72)
+    late = Question("q1", inputs=[(1.2, 1.5)])
+    assert question_check(EN, late, spans_of(endless), inside).verdict == FAIL
 
 
 def test_a_sleep_in_every_show_fails_and_one_unlucky_call_does_not() -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tkchat.measure.selftest.protocol import PipelineCall, Probed
-from tkchat.stats import median
+from tkchat.stats import PROBE_MS, median
 
 WAIT_HABIT_MS = 16.0  # a frame: a typical call that waits longer than that waits on purpose
 
@@ -58,10 +58,18 @@ def waiters(calls: Iterable[PipelineCall]) -> set[str]:
 
 
 def charged_ms(call: PipelineCall, waiting: set[str]) -> float:
-    """How long a call is held to have held the loop: all of it for a method that waits as a
-    habit; otherwise its work alone. A call that normally returns at once and, once, waited
-    long was waiting on the machine — for the GIL, held by a thread of the window the machine
-    had preempted, or for the disk — not on anything the pipeline does."""
+    """How long a call is held to have held the loop.
+
+    - A call that *worked* over a frame (:data:`WAIT_HABIT_MS` of CPU): all of its wall
+      time — a busy machine only stretched a call that was too long already (and a loop that
+      never ends is interrupted only after the machine has stretched it).
+    - A method that waits as a habit: all but the time it waited for a core.
+    - Any other call: its work alone. A call that normally returns at once and, once, waited
+      long was waiting on the machine — for a core, for the GIL held by a thread the machine
+      had preempted, for the disk — not on anything the pipeline does.
+    """
+    if call.cpu_ms > WAIT_HABIT_MS:
+        return call.wall_ms
     return call.held_ms if call.method in waiting else min(call.held_ms, call.cpu_ms)
 
 
@@ -98,6 +106,28 @@ def attribute(start: float, end: float, spans: Sequence[Span]) -> Lateness:
             inside += overlap
             methods[span.method] = methods.get(span.method, 0.0) + overlap
     return Lateness(start, end, inside, tuple(sorted(methods.items())))
+
+
+def outside_calls(probes: Sequence[Probed], calls: Iterable[PipelineCall]) -> list[Probed]:
+    """The probe's firings, with only the waits for a core that are the machine's left as
+    such: outside the pipeline's calls, or inside a call for the part of it not charged to
+    the pipeline (:func:`charged_ms`). A core that a call which was working waited for would
+    only have let it go on working: that waiting excuses nothing."""
+    spans = spans_of(calls)
+    starts = [span.start for span in spans]
+    found: list[Probed] = []
+    before = probes[0].at - PROBE_MS / 1000 if probes else 0.0
+    for probe in probes:
+        charged = 0.0
+        for span in spans[max(0, bisect.bisect_left(starts, before) - 1) :]:
+            if span.start >= probe.at:
+                break
+            charged += max(0.0, min(span.end, probe.at) - max(span.start, before)) * span.share
+        length = probe.at - before
+        free = 1.0 if length <= 0 else max(0.0, 1.0 - charged / length)
+        found.append(Probed(probe.at, probe.lag_ms, probe.queued_ms * free))
+        before = probe.at
+    return found
 
 
 def queued_ms(start: float, end: float, probes: Sequence[Probed]) -> float:

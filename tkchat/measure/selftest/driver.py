@@ -99,6 +99,8 @@ class Driver:
         for ask in (self.question_click, self.question_scroll_and_keys, self.question_stop):
             self.questions.append(ask())
         self.questions.append(self.question_model_dies())
+        self._within(lambda: not self.state.answer_open, RECOVER_S)
+        time.sleep(IDLE_S)  # the window idle again, its queue of events handled
         self.raw.append(self.model_alone())  # again: the machine's load changes as it runs
 
     def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tkchat.i18n import strings
 from tkchat.measure.display import ensure_display
-from tkchat.measure.selftest.attribution import spans_of
+from tkchat.measure.selftest.attribution import outside_calls, spans_of
 from tkchat.measure.selftest.driver import Driver, GaveUp
 from tkchat.measure.selftest.protocol import Commands, Probed, WindowState, read_reports, within
 from tkchat.measure.selftest.questions import question_check
@@ -286,8 +286,8 @@ def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
     return lines
 
 
-def _lags(state: WindowState, spans: list[tuple[float, float]]) -> list[Probed]:
-    return [s for s in state.lag if any(start <= s.at <= end for start, end in spans)]
+def _lags(probes: list[Probed], spans: list[tuple[float, float]]) -> list[Probed]:
+    return [s for s in probes if any(start <= s.at <= end for start, end in spans)]
 
 
 def judge(
@@ -296,17 +296,18 @@ def judge(
     """The checks, from what the driver gathered and the window reported."""
     t = strings(setup.language)
     spans = spans_of(state.calls)
+    probes = outside_calls(state.lag, state.calls)
     asked = sorted(driver.questions, key=lambda q: q.key)
-    checks = [question_check(t, q, spans, state.lag) for q in asked]
+    checks = [question_check(t, q, spans, probes) for q in asked]
     if setup.toolkit != "tk":
         return checks, None  # the Qt window loads no pipeline of one's own: questions only
     streamed = [q for q in asked if q.key in ("q1", "q3")]
     runs = [run for q in streamed for run in q.extra.get("runs", [])]
     raw = driver.raw
     measured = Measured(
-        idle=_lags(state, [driver.idle] if driver.idle else []),
-        baseline=_lags(state, [(r.started, r.closed or r.started) for r in raw]),
-        streaming=_lags(state, [q.span for q in streamed]),
+        idle=_lags(probes, [driver.idle] if driver.idle else []),
+        baseline=_lags(probes, [(r.started, r.closed or r.started) for r in raw]),
+        streaming=_lags(probes, [q.span for q in streamed]),
         raw_tokens_per_s=median([r.tokens_per_s for r in raw if r.tokens_per_s is not None]),
         tokens_per_s=median([r.tokens_per_s for r in runs if r.tokens_per_s is not None]),
         flood=setup.backend == "scripted",
