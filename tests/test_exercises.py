@@ -462,6 +462,19 @@ class Pipeline(FixedPipeline):
 """
 
 
+ENDLESS = """\
+from tkchat.ui.pipeline import FixedPipeline
+
+
+class Pipeline(FixedPipeline):
+    def start(self, view, request):
+        while True:
+            pass
+"""
+# Not a README command: a start() that never returns, interrupted at a short limit.
+INTERRUPTED = "tkchat selftest --lang en --mode endless.py:Pipeline --limit 2"
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the README's commands run as written: the repository's lessons, the
@@ -479,6 +492,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (submissions / "tamper.py").write_text(TAMPER.format(seen=str(seen)), encoding="utf-8")
     (submissions / "broken.py").write_text("class Pipeline(:\n", encoding="utf-8")
     (submissions / "helper.py").write_text("HELP = 1\n", encoding="utf-8")
+    (folder / "endless.py").write_text(ENDLESS, encoding="utf-8")
     return folder
 
 
@@ -540,11 +554,11 @@ def second_screen() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def readme_runs(display: None, workspace: Path) -> dict[str, tuple[int, str, str]]:
-    """Every self-test command of the README, run as written, two at a time (each on a
-    screen of its own): a wrong pipeline must FAIL whatever else the machine does, and the
+    """Every self-test command of the README, run as written, and the endless ``start``, two
+    at a time (each on a screen of its own): a wrong pipeline must FAIL whatever else the machine does, and the
     right ones may come out BUSY but never FAIL — so the load they put on each other is
     part of the test, and the file takes half the time."""
-    order = sorted(SELFTESTS, key=lambda c: "submissions" not in c)  # the longest first
+    order = sorted([*SELFTESTS, INTERRUPTED], key=lambda c: "submissions" not in c)
     with second_screen() as screen, ThreadPoolExecutor(2) as pool:
         free: queue.Queue[str | None] = queue.Queue()
         for one in (None, screen):  # None: the session's own screen
@@ -617,17 +631,10 @@ def check_the_class(code: int, out: str, workspace: Path) -> None:
 
 
 @pytest.mark.gui
-def test_selftest_interrupts_a_start_that_never_returns(display: None, tmp_path: Path) -> None:
-    mode = student_file(
-        tmp_path,
-        "endless",
-        "from tkchat.ui.pipeline import FixedPipeline\n\n\n"
-        "class Pipeline(FixedPipeline):\n"
-        "    def start(self, view, request):\n"
-        "        while True:\n"
-        "            pass\n",
-    )
-    code, out, err = run_readme(f"tkchat selftest --lang en --mode {mode} --limit 2", tmp_path)
+def test_selftest_interrupts_a_start_that_never_returns(
+    readme_runs: dict[str, tuple[int, str, str]],
+) -> None:
+    code, out, err = readme_runs[INTERRUPTED]
     assert code == 1, out + err
     verdicts = verdicts_of(out)
     assert verdicts["q1"] == verdicts["q3"] == "FAIL"
