@@ -18,8 +18,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "mostly outside the pipeline's calls): measuring again, attempt {attempt} of {total}.",
         "selftest.section.questions": "The four questions (each within 100 ms):",
         "selftest.section.targets": "The benchmark's targets, against this run's baselines "
-        "(the window's own lag p99, idle {idle} ms, the model running alone {base} ms; the "
-        "model alone {raw} tokens/s):",
+        "(lag p99 idle {idle} ms, with the model running alone {base} ms; the model alone "
+        "{raw} tokens/s):",
         "selftest.pass": "PASS",
         "selftest.fail": "FAIL",
         "selftest.busy": "BUSY",
@@ -169,8 +169,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "重新测量，第 {attempt} 次，共 {total} 次。",
         "selftest.section.questions": "四个问题（每个都要在 100 毫秒内）：",
         "selftest.section.targets": "基准测试的目标，以本次运行的基线为准"
-        "（窗口自己的延迟 p99：空闲时 {idle} 毫秒，模型单独运行时 {base} 毫秒；模型单独运行 "
-        "{raw} token/s）：",
+        "（延迟 p99：空闲时 {idle} 毫秒，模型单独运行时 {base} 毫秒；"
+        "模型单独运行 {raw} token/s）：",
         "selftest.pass": "通过",
         "selftest.fail": "未通过",
         "selftest.busy": "太忙",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tkchat.measure.figures import LAG_MAX_MS
-from tkchat.measure.selftest.targets import TOKENS_RATIO_MIN, Measured, lag_bound, own_p99
+from tkchat.measure.selftest.targets import TOKENS_RATIO_MIN, Measured, lag_bound, p99
 from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check, Translate
 from tkchat.ui.lag_probe import LONG_TASK_MS
 
@@ -69,7 +69,7 @@ def report(
 def _section(t: Translate, kind: str, m: Measured | None) -> str:
     if kind == "questions" or m is None:
         return t("selftest.section.questions")
-    idle = own_p99(m.idle)
+    idle = p99(m.idle)
     _bound, base = lag_bound(m)
     return t(
         "selftest.section.targets",

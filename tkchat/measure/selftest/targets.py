@@ -1,9 +1,9 @@
 """The benchmark's targets, applied to one pipeline, against the same run's baselines.
 
-- **lag p99**: within twice the lag of the model running alone in the same window (and at
-  least ``tkchat bench``'s floor: 16 ms for a scripted flood, 2 ms for a model) — the lag the
-  window's process is answerable for, that is, less the time its main thread waited for a
-  core other programs held. Over it, the late probes are attributed: FAIL if the lag the
+- **lag p99**: the lag the window's process is answerable for — less the time its main
+  thread waited for a core other programs held — within twice the lag of the model running
+  alone in the same window (and at least ``tkchat bench``'s floor: 16 ms for a scripted
+  flood, 2 ms for a model). Over it, the late probes are attributed: FAIL if the lag the
   pipeline's own calls caused is over the bound too, BUSY if not.
 - **lag max / long tasks**: how long each call held the event loop — its work, and its
   waiting too where the method waits as a habit (a ``sleep`` in every ``show`` blocks the
@@ -71,9 +71,11 @@ def own_p99(samples: Sequence[Probed]) -> float | None:
 
 
 def lag_bound(m: Measured) -> tuple[float, float | None]:
-    """The lag p99 allowed, and the baseline it came from (the model alone, else idle): the
-    window's own lateness then, twice over."""
-    base = own_p99(m.baseline) if len(m.baseline) >= BASELINE_MIN_SAMPLES else own_p99(m.idle)
+    """The lag p99 allowed, and the baseline it came from: twice the lag while the model ran
+    with no window to read it (else while idle) — all of it, the machine's waits included,
+    so that the bound grows with the machine's load, while what is held to it is the
+    window's own lag, without them."""
+    base = p99(m.baseline) if len(m.baseline) >= BASELINE_MIN_SAMPLES else p99(m.idle)
     floor = FLOOD_LAG_P99_MS if m.flood else LAG_P99_FLOOR_MS
     return max(floor, 2 * (base or 0.0)), base
 
