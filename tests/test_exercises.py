@@ -554,10 +554,10 @@ def second_screen() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def readme_runs(display: None, workspace: Path) -> dict[str, tuple[int, str, str]]:
-    """Every self-test command of the README, run as written, and the endless ``start``, two
-    at a time (each on a screen of its own): a wrong pipeline must FAIL whatever else the machine does, and the
-    right ones may come out BUSY but never FAIL — so the load they put on each other is
-    part of the test, and the file takes half the time."""
+    """Every self-test command of the README, run as written, and the endless ``start``,
+    two at a time (each on a screen of its own): a wrong pipeline must FAIL whatever else
+    the machine does, and the right ones may come out BUSY but never FAIL — so the load they
+    put on each other is part of the test, and the file takes half the time."""
     order = sorted([*SELFTESTS, INTERRUPTED], key=lambda c: "submissions" not in c)
     with second_screen() as screen, ThreadPoolExecutor(2) as pool:
         free: queue.Queue[str | None] = queue.Queue()
