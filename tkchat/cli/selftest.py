@@ -46,6 +46,12 @@ def add_parser(commands: Subcommands) -> None:
         f"Default backend: {SELFTEST_BACKEND} at {SELFTEST_RATE:,.0f} tokens/s.",
     )
     selftest.set_defaults(backend=SELFTEST_BACKEND)
+    for action in selftest._actions:  # (this parser's own copy of the shared options)
+        if action.dest == "backend":
+            action.help = (
+                f"scripted: a reproducible answer at --rate tokens/s (default, "
+                f"{SELFTEST_RATE:,.0f}), the same on every laptop; llama: a local GGUF model"
+            )
     selftest.add_argument(
         "--mode",
         type=mode_or_folder,
