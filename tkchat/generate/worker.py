@@ -28,6 +28,7 @@ from tkchat.events import FinishReason, GenerationStats, Progress
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.context import fit_to_context
 from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
+from tkchat.threads import own_thread
 from tkchat.transport.channel import EventSink, GenerationSender
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class GenerationWorker:
         self.context_dropped = 0  # earlier messages left out so the chat fits the context
         self.progress_sent = 0  # progress events sent while the prompt was read
         self._on_exit = on_exit
-        self._thread = threading.Thread(target=self._run, name=f"tkchat-gen-{gen}", daemon=True)
+        self._thread = own_thread(self._run, name=f"tkchat-gen-{gen}")
 
     def start(self) -> None:
         self.started_at = time.perf_counter()

@@ -2,12 +2,14 @@
 
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
 itself, then the lesson panel, the sidebar, the settings dialog, the model picker, the
-model catalogue, the exercises (a pipeline of one's own, the self-test's report) and who held
+model catalogue, the exercises (a pipeline of one's own), the self-test's report and who held
 the event loop), merged here.
 :class:`tkchat.ui.window.translator.Translator` puts them on widgets.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from tkchat.i18n import (
     appearance,
@@ -17,6 +19,7 @@ from tkchat.i18n import (
     lesson_panel,
     model_picker,
     recording,
+    selftest,
     settings_dialog,
     sidebar,
     window,
@@ -36,6 +39,18 @@ STRINGS: dict[str, dict[str, str]] = {
         **exercise.STRINGS[lang],
         **recording.STRINGS[lang],
         **culprit.STRINGS[lang],
+        **selftest.STRINGS[lang],
     }
     for lang in LANGUAGES
 }
+
+
+def strings(lang: str) -> Callable[..., str]:
+    """The strings of ``lang`` as a function — ``strings("zh")("selftest.pass")`` — for text
+    made where there is no window (Tk-free; the window's own is ``Translator``)."""
+    table = STRINGS[lang]
+
+    def say(key: str, **values: object) -> str:
+        return table[key].format(**values) if values else table[key]
+
+    return say

@@ -63,6 +63,7 @@ from tkchat.measure.script import BenchWindow, Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
+from tkchat.threads import own_thread
 from tkchat.trace.chrome import write_trace
 from tkchat.trace.recorder import RecordedRun, RunRecorder
 from tkchat.transport.channel import EventChannel
@@ -107,9 +108,8 @@ class InputProber:
         self.health = health
         self.point: tuple[int, int] | None = None
         self.sent: list[float] = []
-        self._active = threading.Event()
-        self._quit = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tkchat-input-prober", daemon=True)
+        self._active, self._quit = threading.Event(), threading.Event()
+        self._thread = own_thread(self._run, name="tkchat-input-prober")
         self.available = shutil.which("xdotool") is not None
 
     def locate(self) -> None:

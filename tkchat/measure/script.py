@@ -25,8 +25,7 @@ import tkinter as tk
 from collections.abc import Callable, Generator, Sequence
 from typing import Protocol
 
-from tkchat.events import Done, Error
-from tkchat.generate.controller import GenerationController
+from tkchat.measure.selftest.observe import SelftestWindow
 from tkchat.stats import LagSample
 from tkchat.ui.chats.conversations import SavedConversations
 from tkchat.ui.chats.history import History
@@ -73,54 +72,6 @@ class ScriptRunner:
             self.root.quit()
         else:
             self.root.after(10, self._poll, ready, deadline)
-
-
-# -- what the selftest reads (either toolkit's window) ---------------------------------------
-
-
-class MeasuredAnswer(Protocol):
-    @property
-    def text(self) -> str: ...
-
-
-class MeasuredTranscript(Protocol):
-    @property
-    def answers(self) -> Sequence[MeasuredAnswer]: ...
-
-
-class MeasuredHealth(Protocol):
-    @property
-    def ping_times(self) -> list[float]: ...
-
-
-class MeasuredProbe(Protocol):
-    @property
-    def recorded(self) -> list[LagSample] | None: ...
-
-
-class MeasuredWindow(Protocol):
-    """What the selftest's driver reads of a window, whichever toolkit draws it (the Tk
-    ``ChatApp`` or the Qt ``ChatWindow``): plain attributes its main thread writes, never a
-    widget."""
-
-    @property
-    def model_ready(self) -> bool: ...
-    @property
-    def transcript(self) -> MeasuredTranscript: ...
-    @property
-    def health(self) -> MeasuredHealth: ...
-    @property
-    def probe(self) -> MeasuredProbe: ...
-    @property
-    def controller(self) -> GenerationController: ...
-    @property
-    def answer(self) -> object | None: ...
-    @property
-    def finished(self) -> Sequence[Done | Error]: ...
-    @property
-    def last_error(self) -> str | None: ...
-    @property
-    def final_handled_at(self) -> float | None: ...
 
 
 # -- what the benchmark drives and reads (the Tk window) -------------------------------------
@@ -180,7 +131,7 @@ class ModelLoader(Protocol):
     def load(self, path: str | None) -> None: ...
 
 
-class BenchWindow(MeasuredWindow, Protocol):
+class BenchWindow(SelftestWindow, Protocol):
     """What the benchmark drives and reads of the Tk window. ``session``: the chat as the
     model reads it (the bench sets its sampling); ``archive`` and ``conversations``: the
     saved conversations (None without ``--history``); ``pipeline``: the one answering (a

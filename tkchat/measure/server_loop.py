@@ -30,6 +30,7 @@ from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
 from tkchat.generate.backend import Backend
 from tkchat.serve.server import ChatServer, create_app
 from tkchat.stats import median, percentile, rounded
+from tkchat.threads import own_thread
 
 PROBE_S = 0.005  # how often the loop probe asks for a turn
 HEALTH_GAP_S = 0.02  # the second client's pause between two /health requests
@@ -70,8 +71,8 @@ def _serving(backend: Backend, server_type: type[ChatServer]) -> Iterator[_Runni
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     )
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(
-        target=loop.run_until_complete, args=(server.serve(sockets=[sock]),), daemon=True
+    thread = own_thread(
+        loop.run_until_complete, args=(server.serve(sockets=[sock]),), name="tkchat-server-loop"
     )
     thread.start()
     deadline = time.monotonic() + 30
@@ -139,7 +140,12 @@ def measure_server(backend: Backend, *, broken: bool, max_tokens: int) -> Server
     with _serving(backend, server_type) as running:
         stop = threading.Event()
         probe = asyncio.run_coroutine_threadsafe(_probe(lags, stop), running.loop)
-        second = threading.Thread(target=_second_client, args=(running.port, health, stop))
+        second = own_thread(
+            _second_client,
+            args=(running.port, health, stop),
+            name="tkchat-second-client",
+            daemon=False,
+        )
         time.sleep(0.1)  # a few quiet samples first
         second.start()
         try:

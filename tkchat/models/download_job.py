@@ -16,7 +16,6 @@ import os
 import queue
 import subprocess
 import sys
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tkchat.models.catalogue import CatalogueEntry
+from tkchat.threads import own_thread
 
 STALL_S = 30.0  # no byte for this long: the transfer is stalled
 TERMINATE_GRACE_S = 1.0  # after SIGTERM, before SIGKILL
@@ -142,11 +142,10 @@ class DownloadJob:
         )
         self._last_activity = time.monotonic()
         assert self._process.stdout is not None
-        threading.Thread(
-            target=_read_lines,
+        own_thread(
+            _read_lines,
             args=(self._process, self._process.stdout, self._lines),
             name="tkchat-download-reader",
-            daemon=True,
         ).start()
 
     def poll(self) -> Result | None:

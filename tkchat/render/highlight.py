@@ -21,6 +21,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tkchat.threads import own_thread
+
 log = logging.getLogger(__name__)
 
 STYLE = "default"  # Pygments' own colour scheme, made for a light background (the default)
@@ -78,9 +80,7 @@ class _Lexers:
                 return False
             self._asked.add(key)
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._load_forever, name="tkchat-lexers", daemon=True
-                )
+                self._thread = own_thread(self._load_forever, name="tkchat-lexers")
                 self._thread.start()
         self._requests.put(key)
         return False

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from tkchat.store.db import BUSY_TIMEOUT_S, ConversationStore
 from tkchat.store.errors import StoreError
 from tkchat.store.records import ROLES, STATUSES, Role, Status
+from tkchat.threads import own_thread
 
 FLUSH_INTERVAL_S = 0.5
 RETRIED = ("full", "locked")  # failures that may go away by themselves: written again later
@@ -141,7 +142,7 @@ class StoreWriter:
         self._deadline: float | None = None
         self._failed = False
         self._last_error: str | None = None
-        self._thread = threading.Thread(target=self._run, name="tkchat-store-writer", daemon=True)
+        self._thread = own_thread(self._run, name="tkchat-store-writer")
         self._thread.start()
 
     # -- the caller's side: each method only enqueues -------------------------------------------

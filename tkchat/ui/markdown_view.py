@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import threading
 import time
 import tkinter as tk
 import tkinter.font as tkfont
@@ -56,6 +55,7 @@ from tkchat.render.safe_markdown import (
     restyle,
     stays_plain,
 )
+from tkchat.threads import own_thread
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
@@ -167,12 +167,7 @@ class MarkdownPainter:
         self._ms_per_char = INITIAL_MS_PER_CHAR
         # Python-Markdown's first conversion sets up its extensions (~20 ms): do that on a
         # worker now, not in the first slice. block_to_html is pure and thread-safe.
-        threading.Thread(
-            target=block_to_html,
-            args=("warm **up** `x`",),
-            daemon=True,
-            name="tkchat-markdown-warmup",
-        ).start()
+        own_thread(block_to_html, args=("warm **up** `x`",), name="tkchat-markdown-warmup").start()
         lexer_ready("python", self.palette.pygments_style)  # load on their thread now
 
     @property

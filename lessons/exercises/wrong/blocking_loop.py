@@ -5,7 +5,7 @@ thread does not return to the event loop until the whole answer is generated, so
 keys and scrolling wait, and the heartbeat stands still.
 
 Predict which of the self-test's questions fail, then run:
-``tkchat selftest --mode lessons/exercises/wrong/blocking_loop.py:Pipeline``
+``tkchat selftest --mode lessons/exercises/wrong/blocking_loop.py:Pipeline --tokens 1000``
 (answer at the end of ``lessons/exercises/README.en.md``).
 """
 
@@ -15,7 +15,7 @@ import threading
 import time
 
 from tkchat.events import Done, Error, GenerationStats
-from tkchat.generate.backend import BackendError, GenerationRequest
+from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.transcript import AnswerView
@@ -39,6 +39,8 @@ class Pipeline:
             with controller.model_lock:
                 # THE MISTAKE: the model's tokens, iterated right here, in the Send handler.
                 for piece in controller.backend.stream(request, threading.Event()):
+                    if isinstance(piece, PromptProgress):
+                        continue  # the prompt being read (the model reports it): no text yet
                     tokens += 1
                     text = assembler.feed(piece)
                     if text:

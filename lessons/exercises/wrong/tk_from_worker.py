@@ -17,7 +17,7 @@ import threading
 import time
 
 from tkchat.events import Done, Error, GenerationStats
-from tkchat.generate.backend import BackendError, GenerationRequest
+from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.transcript import AnswerView
@@ -45,6 +45,8 @@ class Pipeline:
         try:
             with controller.model_lock:
                 for piece in controller.backend.stream(request, threading.Event()):
+                    if isinstance(piece, PromptProgress):
+                        continue  # the prompt being read (the model reports it): no text yet
                     tokens += 1
                     text = assembler.feed(piece)
                     if text:

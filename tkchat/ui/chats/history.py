@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import queue
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from tkchat.store import (
     open_store,
     settings_from_sampling,
 )
+from tkchat.threads import own_thread
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript import AnswerView, Branch, UserView
 
@@ -73,7 +73,7 @@ class History:
         self._answer: tuple[AnswerView, MessageTicket, int] | None = None  # view, ticket, saved
         self._errors: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._opened = _Opened()
-        self._thread = threading.Thread(target=self._open, name="tkchat-history", daemon=True)
+        self._thread = own_thread(self._open, name="tkchat-history")
         self._thread.start()
         self.scheduler.once("history", POLL_MS, self._poll)
 

@@ -26,6 +26,7 @@ from typing import Any
 from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.models.finder import FoundModel, describe_size, find_models, model_places
+from tkchat.threads import own_thread
 from tkchat.ui.look.fit import ellipsize
 from tkchat.ui.look.scaling import dp, dp_pad, window_size
 from tkchat.ui.look.theme import ERROR_STYLE
@@ -177,10 +178,9 @@ class ModelPicker(tk.Toplevel):
             recent = [self.current, *recent]  # the model in use is listed even if not recent
         self._error = None
         self._set_status("picker.searching")
-        self._scan_thread = threading.Thread(
-            target=_run_scan,
+        self._scan_thread = own_thread(
+            _run_scan,
             name="tkchat-model-search",
-            daemon=True,
             args=(
                 self.finder,
                 self._scan_number,

@@ -48,6 +48,7 @@ from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.i18n import STRINGS
 from tkchat.modes import split_outside_mode
+from tkchat.threads import is_own
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.transcript import AnswerView
 
@@ -393,10 +394,11 @@ class TkThreadGuard:
     such call raises :class:`TkCalledFromThread` in the calling thread, before Tcl sees it.
 
     Installed with :func:`threading.setprofile`: every thread started afterwards runs this
-    hook on its calls (the main thread does not). tkchat's own threads, all named
-    ``tkchat-…``, turn it off at their first call, so the model's worker pays nothing; a
-    student's thread keeps it, at the cost of a function call per call it makes. (A hook that
-    raises is turned off for its thread; that thread is ending anyway.)"""
+    hook on its calls (the main thread does not). tkchat's own threads — known by object, the
+    threads :func:`tkchat.threads.own_thread` made, never by name — turn it off at their first
+    call, so the model's worker pays nothing; any other thread keeps it, whatever it is called
+    (a student's ``tkchat-feeder`` too), at the cost of a function call per call it makes. (A
+    hook that raises is turned off for its thread; that thread is ending anyway.)"""
 
     LIMIT = 100  # calls kept; ``count`` goes on counting
 
@@ -428,7 +430,7 @@ class TkThreadGuard:
         """The watched thread."""
         if not getattr(self._checked, "done", False):
             self._checked.done = True
-            if threading.current_thread().name.startswith("tkchat-"):
+            if is_own(threading.current_thread()):
                 sys.setprofile(None)
                 return
         if event != "c_call" or not isinstance(getattr(arg, "__self__", None), _tkinter.TkappType):

@@ -47,11 +47,14 @@ def watchdog_command(theme: str | None = None) -> list[str]:
 
 class HeartbeatSender:
     """Main thread only. Every ``interval_ms`` writes ``beat <n> <monotonic seconds>`` as one
-    line to ``fd``, through ``scheduler`` (a frozen main loop sends nothing)."""
+    line to ``fd``, through ``scheduler`` (a frozen main loop sends nothing). Without a
+    scheduler (another toolkit's loop), that loop's own timer calls :meth:`beat`."""
 
     TIMER = "watchdog-beat"
 
-    def __init__(self, scheduler: AfterScheduler, fd: int, interval_ms: int = BEAT_MS) -> None:
+    def __init__(
+        self, scheduler: AfterScheduler | None, fd: int, interval_ms: int = BEAT_MS
+    ) -> None:
         self.scheduler = scheduler
         self.fd = fd
         self.interval_ms = interval_ms
@@ -73,7 +76,8 @@ class HeartbeatSender:
 
     def stop(self) -> None:
         self.running = False
-        self.scheduler.cancel(self.TIMER)
+        if self.scheduler is not None:
+            self.scheduler.cancel(self.TIMER)
 
     def beat(self) -> bool:
         """Send one beat now; True if it was written. Never blocks, never raises."""
@@ -114,7 +118,7 @@ class HeartbeatSender:
 
     def _tick(self) -> None:
         self.beat()
-        if self.running:
+        if self.running and self.scheduler is not None:
             self.scheduler.once(self.TIMER, self.interval_ms, self._tick)
 
 

@@ -1,0 +1,265 @@
+"""The self-test's grade, without a window: figures in, verdicts out.
+
+How a late thing is attributed (inside the pipeline's calls or outside them), how each check
+turns figures into PASS, FAIL or BUSY, what counts as the model stopping, how the report and
+the class table read. The windows these figures come from are driven in
+``tests/test_exercises.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tkchat.i18n import strings
+from tkchat.measure.selftest.attribution import Span, attribute, outside_calls, spans_of
+from tkchat.measure.selftest.classroom import pipeline_files
+from tkchat.measure.selftest.driver import Question
+from tkchat.measure.selftest.instruments import held_ms
+from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed
+from tkchat.measure.selftest.questions import after_stop, question_check
+from tkchat.measure.selftest.report import Row, class_table, grade_line, report
+from tkchat.measure.selftest.targets import Measured, target_checks
+from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, Check
+
+EN, ZH = strings("en"), strings("zh")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def call(method: str, at: float, held: float, cpu: float | None = None) -> PipelineCall:
+    """A main-thread call of ``held`` ms (all of it work unless ``cpu`` says less)."""
+    return PipelineCall(method, at, held, held if cpu is None else cpu, held)
+
+
+def lags(*values: float, start: float = 100.0, queued: float = 0.0) -> list[Probed]:
+    """Probe firings 10 ms apart, ``values`` late, ``queued`` of each waiting for a core."""
+    return [Probed(start + 0.01 * i, lag, min(lag, queued)) for i, lag in enumerate(values)]
+
+
+def measured(**changes: object) -> Measured:
+    base = Measured(
+        idle=lags(0.2, 0.3),
+        baseline=lags(*([0.5] * 40), start=50.0),
+        streaming=lags(*([1.0] * 200)),
+        raw_tokens_per_s=2000.0,
+        tokens_per_s=1990.0,
+        flood=True,
+        calls=[call("start", 99.0, 0.4)] + [call("show", 100.0 + 0.02 * i, 0.8) for i in range(50)],
+        streamed=[(100.0, 102.0)],
+    )
+    for name, value in changes.items():
+        setattr(base, name, value)
+    return base
+
+
+def verdicts(m: Measured) -> dict[str, str]:
+    return {check.key: check.verdict for check in target_checks(EN, m)}
+
+
+# -- attribution -------------------------------------------------------------------------------
+
+
+def test_lateness_inside_the_pipelines_calls_is_told_from_lateness_outside() -> None:
+    spans = [Span(1.0, 1.2, 1.0, "show"), Span(2.0, 2.4, 0.5, "start")]
+    inside = attribute(1.1, 1.3, spans)
+    assert inside.total_s == pytest.approx(0.2) and inside.inside_s == pytest.approx(0.1)
+    assert dict(inside.by_method) == pytest.approx({"show": 0.1})
+    half = attribute(1.9, 2.5, spans)  # the call held the loop for half its time
+    assert half.inside_s == pytest.approx(0.2)
+    assert attribute(1.3, 1.9, spans).inside_s == 0
+
+
+def test_only_the_main_threads_calls_are_spans() -> None:
+    calls = [call("show", 1.0, 10.0), PipelineCall("finish", 2.0, 30.0, 1.0, 30.0, main=False)]
+    assert [s.method for s in spans_of(calls)] == ["show"]
+
+
+def test_a_call_holds_the_loop_while_it_waits_but_not_while_a_core_is_away() -> None:
+    me, other, born = 1, 2, 3
+    # 40 ms of sleep: held, whole (nobody waited for a core)
+    assert held_ms(40.5, 0.5, {me: 0, other: 0}, {me: 0, other: 0}, me) == pytest.approx(40.5)
+    # 30 of its 40 ms the main thread was runnable but had no core: 10 ms held
+    assert held_ms(40.0, 10.0, {me: 0}, {me: 30_000_000}, me) == pytest.approx(10.0)
+    # a start() that waited 80 ms for its new worker's first turn on a core
+    assert held_ms(85.0, 0.5, {me: 0}, {me: 0, born: 80_000_000}, me) == pytest.approx(5.0)
+
+
+# -- the questions -----------------------------------------------------------------------------
+
+
+def test_a_late_input_fails_only_when_the_pipeline_held_the_loop_that_long() -> None:
+    blocked = [call("start", 1.0, 900.0)]
+    late = Question("q1", inputs=[(1.1, 1.6)])
+    assert question_check(EN, late, spans_of(blocked)).verdict == FAIL
+    busy = question_check(EN, late, spans_of([call("show", 1.2, 5.0)]))
+    assert busy.verdict == BUSY and busy.why is None
+    assert "only 5 ms" in busy.notes[0] and "not judged" in busy.notes[0]
+    assert question_check(EN, Question("q1", inputs=[(1.0, 1.05)]), []).verdict == PASS
+    never = question_check(EN, Question("q1", inputs=[(1.0, None)]), [])
+    assert never.verdict == FAIL and "never handled" in never.notes[0]
+
+
+def _stopped(runs: list[ModelRun], text_after: int = 0) -> Check:
+    q = Question("q4", inputs=[(10.0, 10.01)])
+    q.extra.update(runs=runs, counts_at_stop={}, chars_at_stop=500, chars_after=500 + text_after)
+    return question_check(EN, q, [])
+
+
+def test_stop_means_the_model_stops_counted_at_the_backend() -> None:
+    stopped = ModelRun(1, False, 9.0, [9.0 + 0.001 * i for i in range(1011)], closed=10.0105)
+    assert after_stop([stopped], 10.0095, {}) == (1, 10.0105)
+    assert _stopped([stopped]).verdict == PASS
+    # a loop Stop never reached: it went on for the rest of the answer
+    going_on = ModelRun(1, False, 9.0, [9.0 + 0.001 * i for i in range(2500)], closed=11.5)
+    check = _stopped([going_on])
+    assert check.verdict == FAIL and "kept computing after Stop" in str(check.why)
+    still = ModelRun(1, False, 9.0, tokens=1200, last=10.3)  # still running, still giving
+    assert _stopped([still]).verdict == FAIL
+    shown = _stopped([stopped], text_after=40)
+    assert shown.verdict == FAIL and "text appeared after Stop" in str(shown.why)
+
+
+# -- the targets -------------------------------------------------------------------------------
+
+
+def test_a_smooth_pipeline_meets_every_target() -> None:
+    checks = target_checks(EN, measured())
+    assert [c.key for c in checks] == [
+        "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread", "raised", "figures",
+    ]  # fmt: skip
+    assert {c.verdict for c in checks} == {PASS}
+
+
+def test_lag_over_the_bound_is_the_pipelines_only_when_its_calls_caused_it() -> None:
+    late = lags(*([40.0] * 200))
+    # every probe was late while a show() held the loop: the pipeline's
+    held = [call("show", s.at - 0.04, 40.0) for s in late]
+    assert verdicts(measured(streaming=late, calls=held))["lag_p99"] == FAIL
+    # the same lateness with the pipeline's calls elsewhere: the machine's
+    assert verdicts(measured(streaming=late))["lag_p99"] == BUSY
+    # twice the lag of the model running alone is allowed
+    assert verdicts(measured(streaming=late, baseline=lags(*([25.0] * 40))))["lag_p99"] == PASS
+
+
+def test_lateness_the_machine_caused_is_not_the_windows() -> None:
+    """Probes 40 ms late, 38 of each spent waiting for a core other programs held: the
+    window's own lag is 2 ms, and the check passes — it would be BUSY otherwise."""
+    assert verdicts(measured(streaming=lags(*([40.0] * 200), queued=38.0)))["lag_p99"] == PASS
+    assert verdicts(measured(streaming=lags(*([40.0] * 200), queued=10.0)))["lag_p99"] == BUSY
+    # an input 300 ms late, 250 of them the main thread waiting for a core: on time
+    probes = lags(*([25.0] * 100), start=1.0, queued=25.0)
+    late = Question("q1", inputs=[(1.2, 1.5)])
+    checked = question_check(EN, late, [], probes)
+    assert checked.verdict == PASS and "waited for a core" in checked.notes[0]
+
+
+def test_waiting_for_a_core_inside_the_pipelines_call_excuses_nothing() -> None:
+    """A start() that loops for ever is preempted most of the time on a busy machine: the
+    core it waited for would only have let it loop on."""
+    probes = lags(*([25.0] * 100), start=1.0, queued=25.0)
+    endless = [call("start", 1.1, 600.0, cpu=200.0)]  # 1.1 s to 1.7 s, inside the call
+    inside = outside_calls(probes, endless)
+    assert all(p.queued_ms == 0 for p in inside if 1.11 <= p.at <= 1.69)
+    assert all(p.queued_ms == 25.0 for p in inside if p.at <= 1.09 or p.at >= 1.72)
+    late = Question("q1", inputs=[(1.2, 1.5)])
+    assert question_check(EN, late, spans_of(endless), inside).verdict == FAIL
+
+
+def test_a_sleep_in_every_show_fails_and_one_unlucky_call_does_not() -> None:
+    sleepy = [call("show", 100.0 + 0.06 * i, 41.0, cpu=1.0) for i in range(40)]
+    checks = {c.key: c for c in target_checks(EN, measured(calls=sleepy))}
+    assert checks["lag_max"].verdict == FAIL and "waited inside the call" in str(
+        checks["lag_max"].why
+    )
+    assert checks["long_tasks"].verdict == PASS  # 41 ms: over a frame, under a long task
+    unlucky = measured().calls + [call("show", 103.0, 70.0)]
+    checks = {c.key: c for c in target_checks(EN, measured(calls=unlucky))}
+    assert checks["lag_max"].verdict == checks["long_tasks"].verdict == PASS
+    assert "rarely" in checks["lag_max"].notes[0]
+    heavy = [call("start", 99.0 + i, 300.0) for i in range(4)]
+    checks = {c.key: c for c in target_checks(EN, measured(calls=heavy))}
+    assert checks["long_tasks"].verdict == FAIL and "worked the main thread" in str(
+        checks["long_tasks"].why
+    )
+
+
+def test_a_call_that_waited_once_on_the_machine_is_charged_its_work_alone() -> None:
+    """A show() that normally returns at once and, twice, waited 150 ms (for the GIL, held
+    by a worker the machine had preempted) does not fail, nor do the inputs late then."""
+    calls = measured().calls + [
+        call("show", 101.0, 150.0, cpu=2.0),
+        call("show", 101.5, 150.0, cpu=2.0),
+    ]
+    checks = {c.key: c for c in target_checks(EN, measured(calls=calls))}
+    assert checks["lag_max"].verdict == checks["long_tasks"].verdict == PASS
+    assert "only their work is counted" in checks["lag_max"].notes[0]
+    late = Question("q1", inputs=[(100.99, 101.2)])
+    assert question_check(EN, late, spans_of(calls)).verdict == BUSY
+
+
+def test_a_slow_model_is_the_pipelines_when_the_answers_ran_inside_its_calls() -> None:
+    inside = [call("start", 100.0, 2000.0)]  # the whole answer, one call
+    assert verdicts(measured(tokens_per_s=1000.0, calls=inside))["tokens"] == FAIL
+    assert verdicts(measured(tokens_per_s=1000.0))["tokens"] == BUSY
+    assert verdicts(measured(tokens_per_s=1700.0))["tokens"] == PASS  # 0.85: within the margin
+    assert verdicts(measured(tokens_per_s=None))["tokens"] == FAIL  # nothing streamed
+
+
+def test_counted_targets_fail_on_what_was_counted() -> None:
+    tk = measured(tk_calls=2, first_tk_call={"thread": "tkchat-feeder", "call": "c", "where": "w"})
+    assert verdicts(tk)["tk_thread"] == FAIL
+    assert verdicts(measured(raised=["show() raised KeyError"]))["raised"] == FAIL
+
+
+def test_figures_that_contradict_the_heartbeat_seen_from_outside_fail() -> None:
+    frozen = (100.5, 101.5)  # a second with no beat
+    honest = measured(gaps=[frozen], lag_all=lags(1.0, start=100.0) + [Probed(101.5, 995.0)])
+    assert verdicts(honest)["figures"] == PASS
+    assert verdicts(measured(gaps=[frozen], lag_all=lags(*([0.0] * 300))))["figures"] == FAIL
+    # a silence while the grader itself stood still proves nothing
+    stalled = measured(gaps=[frozen], lag_all=[], own_stalls=[(100.4, 101.6)])
+    assert verdicts(stalled)["figures"] == PASS
+
+
+# -- the report and the class table -------------------------------------------------------------
+
+
+def test_the_grade_is_fail_then_busy_then_pass_and_busy_says_so() -> None:
+    checks = [Check("q1", PASS, ""), Check("q2", BUSY, "")]
+    assert grade_line(EN, checks) == EN("selftest.grade.busy")
+    assert "machine too busy to judge" in grade_line(EN, checks)
+    assert grade_line(EN, [*checks, Check("q3", FAIL, "")]).startswith("Grade: FAIL — 1 of 3")
+    assert grade_line(EN, checks[:1]) == EN("selftest.grade.pass", total=1)
+    assert grade_line(EN, checks[:1], complete=False) == EN("selftest.grade.incomplete")
+
+
+def test_the_report_names_what_failed_and_why_in_the_students_language() -> None:
+    m = measured(tokens_per_s=1000.0, calls=[call("start", 100.0, 2000.0)])
+    for t in (EN, ZH):
+        checks = [Check("q1", FAIL, "worst 900 ms", why=t("selftest.why.q1"))]
+        checks += target_checks(t, m)
+        lines = report(t, ["header"], checks, m)
+        assert t("selftest.why", why=t("selftest.why.tokens")) in "\n".join(lines)
+        assert lines[-1].startswith(t("selftest.grade.fail", failed=2, total=8, names="")[:-1])
+    zh = report(ZH, [], target_checks(ZH, measured()), measured())
+    assert all(CJK.search(line) for line in zh if not line.startswith(" " * 8))
+
+
+def test_a_class_folder_lists_its_pipelines_and_its_broken_files(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Pipeline:\n    pass\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text("class Pipeline(:\n", encoding="utf-8")
+    (tmp_path / "helper.py").write_text("def Pipeline():\n    pass\n", encoding="utf-8")
+    found = pipeline_files(tmp_path)
+    assert [(p.name, problem is None) for p, problem in found] == [("a.py", True), ("b.py", False)]
+    rows = [
+        Row("a.py", "ab" * 32, "PASS", {"q1": "PASS"}, ""),
+        Row("b.py", "cd" * 32, "NONE", {}, "SyntaxError: invalid | syntax"),
+    ]
+    markdown, table = class_table(EN, rows)
+    lines = markdown.splitlines()
+    assert lines[0].startswith("| file | sha256 | q1 | q2 | q3 | q4 | lag_p99 |")
+    assert lines[2].startswith("| a.py | abababababab | PASS | - |")
+    assert lines[3].endswith("| NONE | SyntaxError: invalid / syntax |")
+    assert table.splitlines()[1].startswith("a.py," + "ab" * 32 + ",PASS,")

@@ -1,0 +1,262 @@
+"""What the window under test and the grader say to each other, one JSON object a line.
+
+The grader (:mod:`.runner`, :mod:`.driver`) never imports a student's file: the window and
+the pipeline run in a child process (:mod:`.child`), which reports *raw figures* — when each
+handler ran, every lag probe, every call into the pipeline, every token the model gave —
+on a pipe of its own. The grader turns them into a grade, checked against what it measures
+itself from outside: when it injected each input, and the window's heartbeat (a second pipe,
+the watchdog's beats: :mod:`tkchat.ui.teaching.watchdog_link`).
+
+Lines from the child (``k``: the kind; times are ``time.perf_counter()`` seconds, which on
+Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
+
+    problem   text                  the pipeline cannot be used (a sentence): not graded
+    ready     ping, transcript, input, stop: [x, y]   the model is loaded, the window shown
+                                                       (again whenever those move)
+    answers   chars: [n, ...], open: bool              the answers' lengths, when they change
+    input     what (ping|scroll|key|stop), t, chars    a handler ran (stop: the answer's length)
+    final     end (done|error), reason, message, t     an answer's final event was handled
+    lag       s: [[at, lag_ms, queued_ms], ...]        lag probe firings since the last line
+    calls     c: [[method, at, wall, cpu, held, main], ...]   calls into the pipeline
+    run_start n, raw, started                          a pass through the model loop began
+    running   r: [[n, tokens, last], ...]              open passes, as their tokens come
+    run       n, raw, started, times: [...], closed    a pass ended (every token's time)
+    died      t                                        the injected fault fired
+    tk        count, first: {thread, call, where}      Tk calls from other threads, stopped
+    raised    text                                     something escaped the pipeline
+    bye                                                the window has closed
+
+Commands to the child, one word a line on its stdin: ``raw`` (run the model with no window,
+for the baseline), ``arm N`` (the next answer dies after N tokens), ``interrupt`` (the main
+thread is stuck: interrupt it), ``close``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from tkchat.threads import own_thread
+
+Point = tuple[int, int]
+
+
+class Reporter:
+    """The child's side: writes report lines to ``fd``, from any thread (one lock). A grader
+    that has gone away ends the child: nobody would read its figures."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, kind: str, **fields: Any) -> None:
+        data = (json.dumps({"k": kind, **fields}, ensure_ascii=False) + "\n").encode()
+        with self._lock:
+            try:
+                while data:
+                    data = data[os.write(self.fd, data) :]
+            except OSError:  # the grader is gone
+                os._exit(3)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One firing of the window's lag probe: when, how late, and how much of the time since
+    the last firing the main thread spent waiting for a core (another program's, the
+    machine's doing; 0 where Linux does not say)."""
+
+    at: float
+    lag_ms: float
+    queued_ms: float = 0.0
+
+    @property
+    def own_ms(self) -> float:
+        """The lateness the window's process is answerable for: all but the machine's."""
+        return max(0.0, self.lag_ms - self.queued_ms)
+
+
+@dataclass(frozen=True)
+class PipelineCall:
+    """One call from the window into the pipeline, timed in the window's process."""
+
+    method: str  # start, show or finish
+    at: float  # when it began
+    wall_ms: float  # from call to return
+    cpu_ms: float  # the calling thread's CPU time in it: the work it did
+    held_ms: float  # wall minus the time spent waiting for a core: how long the call held it
+    main: bool = True  # made on the main thread (it held the event loop)
+
+    @property
+    def end(self) -> float:
+        return self.at + self.wall_ms / 1000
+
+    def row(self) -> list[Any]:
+        return [self.method, self.at, self.wall_ms, self.cpu_ms, self.held_ms, self.main]
+
+
+@dataclass
+class ModelRun:
+    """One pass through the model loop, as the backend saw it."""
+
+    number: int
+    raw: bool  # the baseline: the model with no window
+    started: float
+    times: list[float] = field(default_factory=list)  # when each token came out
+    closed: float | None = None  # when the loop was left (None: still running)
+    tokens: int = 0  # so far (a pass still running reports only this, and ``last``)
+    last: float | None = None  # when its latest token came out
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """As the worker computes it: (tokens - 1) / (last - first token)."""
+        if len(self.times) < 2 or self.times[-1] <= self.times[0]:
+            return None
+        return (len(self.times) - 1) / (self.times[-1] - self.times[0])
+
+
+@dataclass
+class WindowState:
+    """The grader's picture of the window, from the child's lines (appended by the reader
+    thread; the driver reads). Nothing here came from the grader's own clock but ``seen``."""
+
+    problem: str | None = None
+    points: dict[str, Point] = field(default_factory=dict)
+    answers: list[int] = field(default_factory=list)  # characters of each answer so far
+    answer_open: bool = False
+    opened: set[int] = field(default_factory=set)  # the answers seen streaming (open)
+    inputs: dict[str, list[float]] = field(default_factory=dict)  # handler times by kind
+    stop_chars: list[int] = field(default_factory=list)  # the answer's length at each Stop
+    finals: list[dict[str, Any]] = field(default_factory=list)
+    lag: list[Probed] = field(default_factory=list)
+    calls: list[PipelineCall] = field(default_factory=list)
+    runs: list[ModelRun] = field(default_factory=list)
+    died: list[float] = field(default_factory=list)
+    tk_calls: int = 0
+    first_tk_call: dict[str, str] | None = None
+    raised: list[str] = field(default_factory=list)
+    ended: bool = False  # the pipe closed: the child exited (or crashed)
+    closed: bool = False  # it said goodbye first
+
+    def times(self, what: str) -> list[float]:
+        return self.inputs.setdefault(what, [])
+
+    def take(self, line: dict[str, Any]) -> None:
+        """The reader thread: one line from the child."""
+        handler = _HANDLERS.get(str(line.get("k")))
+        if handler is not None:
+            handler(self, line)
+
+
+def _input(state: WindowState, line: dict[str, Any]) -> None:
+    state.times(line["what"]).append(line["t"])
+    if line["what"] == "stop":
+        state.stop_chars.append(line.get("chars", 0))
+
+
+def _answers(state: WindowState, line: dict[str, Any]) -> None:
+    state.answers = list(line["chars"])
+    state.answer_open = bool(line["open"])
+    if state.answer_open and state.answers:
+        state.opened.add(len(state.answers) - 1)
+
+
+def _tk(state: WindowState, line: dict[str, Any]) -> None:
+    state.tk_calls = line["count"]
+    state.first_tk_call = state.first_tk_call or line.get("first")
+
+
+def _run_numbered(state: WindowState, number: int) -> ModelRun | None:
+    for run in reversed(state.runs):
+        if run.number == number:
+            return run
+    return None
+
+
+def _running(state: WindowState, line: dict[str, Any]) -> None:
+    for number, tokens, last in line["r"]:
+        run = _run_numbered(state, number)
+        if run is not None and run.closed is None:
+            run.tokens, run.last = tokens, last
+
+
+def _run(state: WindowState, line: dict[str, Any]) -> None:
+    run = _run_numbered(state, line["n"])
+    if run is None:
+        run = ModelRun(line["n"], line["raw"], line["started"])
+        state.runs.append(run)
+    run.times = list(line["times"])
+    run.tokens = len(run.times)
+    run.last = run.times[-1] if run.times else None
+    run.closed = line["closed"]
+
+
+_HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {
+    "problem": lambda s, x: setattr(s, "problem", x["text"]),
+    "ready": lambda s, x: s.points.update({k: tuple(v) for k, v in x.items() if k != "k"}),
+    "answers": _answers,
+    "input": _input,
+    "final": lambda s, x: s.finals.append(x),
+    "lag": lambda s, x: s.lag.extend(Probed(*sample) for sample in x["s"]),
+    "calls": lambda s, x: s.calls.extend(PipelineCall(*row) for row in x["c"]),
+    "run_start": lambda s, x: s.runs.append(ModelRun(x["n"], x["raw"], x["started"])),
+    "running": _running,
+    "run": _run,
+    "died": lambda s, x: s.died.append(x["t"]),
+    "tk": _tk,
+    "raised": lambda s, x: s.raised.append(x["text"]),
+    "bye": lambda s, x: setattr(s, "closed", True),
+}
+
+
+def read_reports(stream: IO[bytes], state: WindowState) -> threading.Thread:
+    """Start a thread that feeds ``state`` from the child's report pipe until it closes.
+    A line that is not JSON (it cannot come from the reporter) is ignored."""
+
+    def run() -> None:
+        try:
+            for raw in stream:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(line, dict):
+                    state.take(line)
+        finally:
+            state.ended = True
+
+    thread = own_thread(run, name="tkchat-selftest-reports")
+    thread.start()
+    return thread
+
+
+class Commands:
+    """The grader's side of the child's stdin. Any thread."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self._lock = threading.Lock()
+
+    def send(self, *words: object) -> bool:
+        """False if the child is gone."""
+        with self._lock:
+            try:
+                self.stream.write((" ".join(map(str, words)) + "\n").encode())
+                self.stream.flush()
+            except (OSError, ValueError):
+                return False
+        return True
+
+
+def within(ready: Callable[[], bool], timeout: float, step: float = 0.005) -> bool:
+    """Whether ``ready()`` became true within ``timeout`` seconds."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    while not ready():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
