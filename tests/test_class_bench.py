@@ -1,0 +1,61 @@
+"""``tkchat bench --class``: a short class on the scripted backend, and the accounting that
+must be able to say "lost", "mixed up" and "out of order". No figure of speed is asserted:
+the bench reports those, from a kept run (docs/runs/class.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+from tkchat.measure.classroom.run import ClassOptions, HealthMonitor, class_figures, run_class_bench  # noqa: E402
+from tkchat.measure.classroom.students import Ask  # noqa: E402
+
+
+def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path) -> None:
+    out = tmp_path / "class.json"
+    options = ClassOptions(
+        students=6,
+        duration_s=6.0,
+        read_s=(0.2, 1.0),
+        arrive_s=1.0,
+        max_tokens=12,
+        model_args=("--backend", "scripted", "--rate", "100", "--echo"),
+        json_path=out,
+    )
+    assert run_class_bench(options) == 0
+    figures = json.loads(out.read_text())
+    assert figures["requests"] == figures["answered"] > options.students
+    assert figures["lost"] == figures["mixed_up"] == figures["out_of_order"] == 0
+    assert figures["refused"] == {} and figures["not_told_place"] == 0
+    assert figures["waited_in_line"] > 0  # six students, one model: some stood in line
+    assert figures["server_counts"]["joined"] == figures["requests"]
+    assert figures["health_ms"]["count"] > 0 and figures["health_failures"] == 0
+    assert figures["where"]["cores"] and figures["started"]
+
+
+def _ask(student: str, ticket: int, gen: int, text: str | None = None) -> Ask:
+    ask = Ask(student, 1, f"[{student}, question 1] Why?", sent=0.0, status=200, ticket=ticket)
+    ask.final, ask.gen, ask.gens, ask.seqs = "done", gen, {gen}, [1, 2]
+    ask.text = ask.question + " answer" if text is None else text
+    ask.turn_at = 0.1
+    return ask
+
+
+def test_the_accounting_can_say_mixed_up_out_of_order_and_lost() -> None:
+    options = ClassOptions(students=3)
+    monitor = HealthMonitor(0)
+    fine = [_ask("a", 1, 1), _ask("b", 2, 2), _ask("c", 3, 3)]
+    assert class_figures(fine, monitor, options)["mixed_up"] == 0
+    swapped = [_ask("a", 1, 1, text="[b, question 1] Why? answer"), *fine[1:]]
+    assert class_figures(swapped, monitor, options)["mixed_up"] == 1
+    shared = [fine[0], _ask("b", 2, 1), fine[2]]  # one generation for two students
+    assert class_figures(shared, monitor, options)["mixed_up"] == 2
+    late = [_ask("a", 1, 2), _ask("b", 2, 1), fine[2]]  # b came second, was served first
+    assert class_figures(late, monitor, options)["out_of_order"] == 1
+    cut = _ask("c", 3, 3)
+    cut.final = None
+    assert class_figures([*fine[:2], cut], monitor, options)["lost"] == 1
