@@ -23,6 +23,7 @@ def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path
         read_s=(0.2, 1.0),
         arrive_s=1.0,
         max_tokens=12,
+        idle_s=1.0,
         model_args=("--backend", "scripted", "--rate", "100", "--echo"),
         json_path=out,
     )
@@ -39,6 +40,7 @@ def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path
 
 def _ask(student: str, ticket: int, gen: int, text: str | None = None) -> Ask:
     ask = Ask(student, 1, f"[{student}, question 1] Why?", sent=0.0, status=200, ticket=ticket)
+    ask.joined_at, ask.places = 1, [(0.0, 1, None)]
     ask.final, ask.gen, ask.gens, ask.seqs = "done", gen, {gen}, [1, 2]
     ask.text = ask.question + " answer" if text is None else text
     ask.turn_at = 0.1
@@ -59,3 +61,6 @@ def test_the_accounting_can_say_mixed_up_out_of_order_and_lost() -> None:
     cut = _ask("c", 3, 3)
     cut.final = None
     assert class_figures([*fine[:2], cut], monitor, options)["lost"] == 1
+    untold = _ask("c", 3, 3)
+    untold.places = []  # it joined second in line, and was never told
+    assert class_figures([*fine[:2], untold], monitor, options)["not_told_place"] == 1

@@ -189,6 +189,7 @@ class Reader:
         headers = {"X-Tkchat-Client": name} if name else {}
         self.conn, self.response = live.send("POST", "/chat", body, headers)
         self.ticket = int(self.response.headers.get("x-tkchat-ticket", 0))
+        self.joined_at = int(self.response.headers.get("x-tkchat-place", -1))
         self.places: list[dict[str, Any]] = []
         self.events: list[GenerationEvent] = []
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -227,6 +228,7 @@ def test_requests_wait_in_order_told_their_place_and_are_all_answered(slow: Live
     wait_until(lambda: all(r.places for r in waiting), what="every place told")
     assert [r.places[0]["position"] for r in waiting] == [1, 2, 3]
     assert [r.ticket for r in waiting] == [2, 3, 4]
+    assert first.joined_at == 0 and [r.joined_at for r in waiting] == [1, 2, 3]
     hang_up(first.conn)  # the first client leaves: the others are served in their order
     for reader in waiting:
         reader.join()

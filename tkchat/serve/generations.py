@@ -70,6 +70,7 @@ class Job:
     endpoint: str
     request: GenerationRequest
     ticket: int = 0  # its number in the order of arrival (the line serves in this order)
+    joined_at: int = 0  # its position when it joined (0: a slot was free, no wait)
     worker: GenerationWorker | None = None
     disconnect_at: float | None = None  # perf_counter when the client was seen leaving
     tokens_at_disconnect: int = 0
@@ -113,6 +114,8 @@ class GenerationSlot:
         job = Job(AsyncEventBridge(asyncio.get_running_loop()), endpoint, request)
         job.ticket = self.line.counts["joined"] + 1
         self.line.join(job, client)
+        place = self.line.place(job)
+        job.joined_at = place.position if place is not None else 0
         return job
 
     def _start_worker(self, job: Job) -> None:

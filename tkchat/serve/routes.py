@@ -60,6 +60,7 @@ from tkchat.transport.sse import encode_comment, encode_event, encode_place
 CLIENT_HEADER = "x-tkchat-client"  # the page's per-tab name for itself in the line
 MAX_CLIENT_NAME = 64
 TICKET_HEADER = "x-tkchat-ticket"  # the request's number in the order of arrival
+PLACE_HEADER = "x-tkchat-place"  # its place in the line when it joined (0: answered at once)
 
 
 def client_of(request: Request, name: str | None = None) -> Client:
@@ -119,7 +120,7 @@ class ChatServer(GenerationSlot):
         ]
 
     def _headers(self, job: Job) -> dict[str, str]:
-        return {**SSE_HEADERS, TICKET_HEADER: str(job.ticket)}
+        return {**SSE_HEADERS, TICKET_HEADER: str(job.ticket), PLACE_HEADER: str(job.joined_at)}
 
     # -- POST /chat ----------------------------------------------------------------------------
 

@@ -11,32 +11,39 @@ The same three stages as in the window, with HTTP in the middle::
 Endpoints (:mod:`~tkchat.serve.routes`)
 ---------------------------------------
 - ``POST /chat`` — ``{"messages": [{"role", "content"}], "max_tokens"?, "temperature"?,
-  "top_p"?, "seed"?}`` answers ``text/event-stream``: one ``data: <json>`` frame per event of
-  the contract (``chunk``/``done``/``error`` with ``gen`` and ``seq``), ending with exactly one
+  "top_p"?, "seed"?, "stop"?}`` answers ``text/event-stream``: while the request waits in the
+  line, its place (``event: queued``); then one ``data: <json>`` frame per event of the
+  contract (``chunk``/``done``/``error`` with ``gen`` and ``seq``), ending with exactly one
   ``done`` or ``error`` — also when the backend raises (the worker guarantees it). A comment
   frame (``: keep-alive``) goes out whenever nothing was sent for 15 s. A conversation longer
   than the model's context loses its oldest turns (``tkchat/generate/context.py``; the
   ``done`` event's ``stats.context_dropped`` says how many); a single message too long for it
   ends the stream with an ``error`` event of kind ``context_overflow``.
-- ``POST /v1/chat/completions`` — the OpenAI shape, streamed or not
-  (:mod:`~tkchat.serve.openai_format`). ``model`` is ignored: there is one model, listed by
-  ``GET /v1/models``. The OpenAI API leaves the context to its client, so any prompt too long
-  is ``context_overflow``.
+- ``POST /v1/chat/completions`` — the OpenAI shape, streamed or not, with ``usage``, ``stop``
+  and OpenAI's refusals (:mod:`~tkchat.serve.openai_format`, :mod:`~tkchat.serve.validation`).
+  ``model`` is ignored: there is one model, listed by ``GET /v1/models`` (and
+  ``/v1/models/{id}``). The OpenAI API leaves the context to its client, so any prompt too
+  long is ``context_overflow`` (``context_length_exceeded``).
 - ``GET /health`` — ``{"server": "tkchat", "status": "ok", "model", "busy", "n_ctx",
-  "generations", "cancels": [...]}``; ``cancels`` holds the last few client disconnects, each
-  with ``disconnect_to_exit_ms`` and ``tokens_after_disconnect`` (read by the benchmark).
+  "generations", "cancels": [...], "line": {...}}``; ``cancels`` holds the last few client
+  disconnects, each with ``disconnect_to_exit_ms`` and ``tokens_after_disconnect`` (read by
+  the benchmark); ``line`` how many wait and are answered, and the mean turn.
 - ``GET /`` and ``GET /static/{file}`` — the browser client, from ``static/``
   (:mod:`~tkchat.serve.static_files`); a short page says so when it is not installed.
 
 Where the rest lives
 --------------------
 - :mod:`~tkchat.serve.guard` — 403 unless Host/Origin name this server (DNS rebinding).
-- :mod:`~tkchat.serve.validation` — body and prompt limits (413), the JSON shape (400).
-- :mod:`~tkchat.serve.generations` — the busy policy (429, no queue) and cancel on
-  disconnect, with its measurements.
+- :mod:`~tkchat.serve.validation` — body and prompt limits (413), the JSON shape and OpenAI's
+  ranges (400).
+- :mod:`~tkchat.serve.line` — the fair line: FIFO, bounded (503), one request at a time per
+  client (429), places and estimates.
+- :mod:`~tkchat.serve.generations` — the slots behind the line, and cancel on disconnect, with
+  its measurements.
 - :mod:`~tkchat.serve.bridge` — the worker thread → event loop hand-over.
 - :mod:`~tkchat.serve.streaming` — the ASGI response that sends while watching the socket.
-- :mod:`~tkchat.serve.errors` — ``{"error": {"kind", "message"}}`` for every refusal.
+- :mod:`~tkchat.serve.errors` — OpenAI's ``{"error": {"message", "type", "param", "code"}}``
+  with tkchat's ``kind``, for every refusal.
 
 Threads
 -------

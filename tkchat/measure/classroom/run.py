@@ -39,6 +39,7 @@ from tkchat.measure.sse_bench import free_port, server_process
 from tkchat.stats import percentile, rounded
 
 HEALTH_EVERY_S = 0.25
+IDLE_S = 10.0  # /health on the idle server first: the baseline of the same run and machine
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class ClassOptions:
     model_args: tuple[str, ...] = ("--backend", "scripted", "--echo")  # for tkchat serve
     echo: bool = True  # the backend echoes the question: check each answer's owner
     seed: int = 23
+    idle_s: float = IDLE_S
     json_path: Path | None = None
 
 
@@ -63,6 +65,8 @@ class HealthMonitor(threading.Thread):
         self.port = port
         self.stop = threading.Event()
         self.latencies_ms: list[float] = []
+        self.idle_ms: list[float] = []  # before the class began: the baseline
+        self.class_began = False
         self.waiting: list[int] = []
         self.failures = 0
         self.last: dict[str, Any] = {}
@@ -77,7 +81,11 @@ class HealthMonitor(threading.Thread):
         try:
             conn.request("GET", "/health")
             health = json.loads(conn.getresponse().read())
-            self.latencies_ms.append((time.perf_counter() - began) * 1000)
+            took = (time.perf_counter() - began) * 1000
+            if not self.class_began:
+                self.idle_ms.append(took)
+                return
+            self.latencies_ms.append(took)
             self.waiting.append(int(health["line"]["waiting"]))
             self.last = health
         except (OSError, ValueError, KeyError, http.client.HTTPException):
@@ -114,6 +122,10 @@ def run_class_bench(options: ClassOptions) -> int:
 
 
 def _run_class(port: int, options: ClassOptions) -> tuple[list[Ask], HealthMonitor, float]:
+    monitor = HealthMonitor(port)
+    monitor.start()
+    time.sleep(options.idle_s)
+    monitor.class_began = True
     began = time.perf_counter()
     deadline = began + options.duration_s
     extra = {"max_tokens": options.max_tokens, "read_s": options.read_s}
@@ -127,8 +139,6 @@ def _run_class(port: int, options: ClassOptions) -> tuple[list[Ask], HealthMonit
         )
         for index in range(options.students)
     ]
-    monitor = HealthMonitor(port)
-    monitor.start()
     for student in students:
         student.start()
     for student in students:  # the last questions may still be in line: they are answered
@@ -156,7 +166,8 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "mixed_up": _mixed(answered, options.echo),
         "out_of_order": sum(1 for x, y in zip(gens, gens[1:], strict=False) if y <= x),
         "waited_in_line": len(waited),
-        "not_told_place": sum(1 for a in answered if not a.places and (a.wait_s or 0) > 1.0),
+        # The server said (x-tkchat-place) it joined behind others, yet no place came first.
+        "not_told_place": sum(1 for a in answered if (a.joined_at or 0) > 0 and not a.places),
         "longest_line_seen": max((p[1] for a in asks for p in a.places), default=0),
         "wait_s": _spread([a.wait_s for a in answered if a.wait_s is not None]),
         "wait_in_line_s": _spread([a.wait_s for a in waited if a.wait_s is not None]),
@@ -164,6 +175,7 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "answer_tokens": _spread([float(a.tokens) for a in answered]),
         "eta_error_s": _eta_errors(waited),
         "health_ms": _spread(monitor.latencies_ms, digits=1) | {"count": len(monitor.latencies_ms)},
+        "health_idle_ms": _spread(monitor.idle_ms, digits=1) | {"count": len(monitor.idle_ms)},
         "health_failures": monitor.failures,
         "line_length": _line_length(monitor.waiting),
         "server_counts": monitor.last.get("line", {}).get("counts", {}),
@@ -270,7 +282,7 @@ def _shown_args(options: ClassOptions) -> list[str]:
 
 def summary(figures: dict[str, Any]) -> str:
     """The figures a teacher reads first, as lines of text."""
-    wait, health = figures["wait_in_line_s"], figures["health_ms"]
+    wait, health, idle = figures["wait_in_line_s"], figures["health_ms"], figures["health_idle_ms"]
     eta = figures["eta_error_s"]
     return "\n".join(
         [
@@ -286,6 +298,7 @@ def summary(figures: dict[str, Any]) -> str:
             f"  estimate off by s: median {eta['median_abs']}, p90 {eta['p90_abs']} "
             f"({eta['estimates']} estimates)",
             f"  /health ms: p50 {health['p50']}, p99 {health['p99']}, max {health['max']} "
-            f"({health['count']} asked, {figures['health_failures']} failed)",
+            f"({health['count']} asked, {figures['health_failures']} failed); on the idle server "
+            f"first: p50 {idle['p50']}, p99 {idle['p99']}, max {idle['max']}",
         ]
     )

@@ -48,6 +48,7 @@ class Ask:
     status: int = 0  # HTTP status (0: no answer at all)
     kind: str = ""  # the refusal's or error's kind
     ticket: int | None = None
+    joined_at: int | None = None  # its place when it joined (the server's header; 0: no wait)
     places: list[tuple[float, int, float | None]] = field(default_factory=list)  # t, pos, eta
     turn_at: float | None = None  # the first event that was not a place: the model has it
     first_text_at: float | None = None
@@ -134,8 +135,8 @@ class Student(threading.Thread):
             if response.status != 200:
                 _refused(ask, response)
             else:
-                ticket = response.getheader("x-tkchat-ticket")
-                ask.ticket = int(ticket) if ticket and ticket.isdigit() else None
+                ask.ticket = _number(response.getheader("x-tkchat-ticket"))
+                ask.joined_at = _number(response.getheader("x-tkchat-place"))
                 _read(ask, response)
         except (OSError, http.client.HTTPException, ValueError) as exc:
             ask.kind = ask.kind or f"client: {type(exc).__name__}"
@@ -143,6 +144,10 @@ class Student(threading.Thread):
             ask.ended = time.perf_counter()
             conn.close()
         return ask
+
+
+def _number(header: str | None) -> int | None:
+    return int(header) if header and header.isdigit() else None
 
 
 def _refused(ask: Ask, response: http.client.HTTPResponse) -> None:
