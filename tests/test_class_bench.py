@@ -35,6 +35,7 @@ def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path
     assert figures["waited_in_line"] > 0  # six students, one model: some stood in line
     assert figures["server_counts"]["joined"] == figures["requests"]
     assert figures["health_ms"]["count"] > 0 and figures["health_failures"] == 0
+    assert figures["health_twin_ms"]["count"] == figures["health_ms"]["count"]
     assert figures["where"]["cores"] and figures["started"]
 
 

@@ -14,7 +14,8 @@ accounted for:
   to two students, and with ``--echo`` every answer begins with its own student's question;
 - **in order**: sorted by ticket (the order of arrival), the generations only grow (FIFO);
 - the **line's waits** (send → the turn, p50/p90/p99/max), the **estimates** it told against
-  the waits that followed, and ``/health``'s latency (p50/p99/max) while the line was long.
+  the waits that followed, and ``/health``'s latency (p50/p99/max) while the line was long,
+  beside an idle twin server's at the same moments (the machine's share of it).
 
 Figures, not verdicts: the run is kept (``--json``) with where and when it ran; no test asserts
 its absolute figures (tests/test_class_bench.py runs a short class and checks the accounting).
@@ -58,14 +59,21 @@ class ClassOptions:
 
 class HealthMonitor(threading.Thread):
     """Asks ``GET /health`` every :data:`HEALTH_EVERY_S` on a fresh connection, as a
-    dashboard would; keeps each answer's latency and the line's length."""
+    dashboard would; keeps each answer's latency and the line's length.
 
-    def __init__(self, port: int) -> None:
+    Two baselines from the same run: the class's server before the class begins, and, at the
+    same moments as during the class, a twin ``tkchat serve`` that nobody uses (``twin_port``).
+    What the machine does to a request (other programs, this process's threads) it does to
+    both; what the line costs shows only in the class's."""
+
+    def __init__(self, port: int, twin_port: int | None = None) -> None:
         super().__init__(name="health-monitor", daemon=True)
         self.port = port
+        self.twin_port = twin_port
         self.stop = threading.Event()
         self.latencies_ms: list[float] = []
         self.idle_ms: list[float] = []  # before the class began: the baseline
+        self.twin_ms: list[float] = []  # the idle twin, asked right after each class request
         self.class_began = False
         self.waiting: list[int] = []
         self.failures = 0
@@ -76,22 +84,34 @@ class HealthMonitor(threading.Thread):
             self.ask()
 
     def ask(self) -> None:
-        began = time.perf_counter()
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            conn.request("GET", "/health")
-            health = json.loads(conn.getresponse().read())
-            took = (time.perf_counter() - began) * 1000
-            if not self.class_began:
-                self.idle_ms.append(took)
-                return
-            self.latencies_ms.append(took)
-            self.waiting.append(int(health["line"]["waiting"]))
-            self.last = health
-        except (OSError, ValueError, KeyError, http.client.HTTPException):
+        answer = _timed_health(self.port)
+        if answer is None:
             self.failures += 1
-        finally:
-            conn.close()
+            return
+        took, health = answer
+        if not self.class_began:
+            self.idle_ms.append(took)
+            return
+        self.latencies_ms.append(took)
+        self.waiting.append(int(health["line"]["waiting"]))
+        self.last = health
+        twin = _timed_health(self.twin_port) if self.twin_port else None
+        if twin is not None:
+            self.twin_ms.append(twin[0])
+
+
+def _timed_health(port: int) -> tuple[float, dict[str, Any]] | None:
+    """``GET /health`` on a fresh connection: milliseconds and the answer (None: it failed)."""
+    began = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/health")
+        health = json.loads(conn.getresponse().read())
+        return (time.perf_counter() - began) * 1000, health
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
 
 
 def run_class_bench(options: ClassOptions) -> int:
@@ -102,8 +122,13 @@ def run_class_bench(options: ClassOptions) -> int:
     command += ["--port", str(port), "--max-answer-tokens", str(max(options.max_tokens, 1))]
     started = datetime.now().isoformat(timespec="seconds")
     load_before = os.getloadavg()
-    with server_process(command, f"http://127.0.0.1:{port}/health"):
-        asks, monitor, seconds = _run_class(port, options)
+    twin_port = free_port()
+    twin = [sys.executable, "-m", "tkchat", "serve", "--backend", "scripted"]
+    with (
+        server_process(command, f"http://127.0.0.1:{port}/health"),
+        server_process([*twin, "--port", str(twin_port)], f"http://127.0.0.1:{twin_port}/health"),
+    ):
+        asks, monitor, seconds = _run_class(port, twin_port, options)
     figures = class_figures(asks, monitor, options)
     figures = {
         "command": "tkchat bench --class " + " ".join(_shown_args(options)),
@@ -121,8 +146,10 @@ def run_class_bench(options: ClassOptions) -> int:
     return 1 if problems or figures["not_told_place"] else 0
 
 
-def _run_class(port: int, options: ClassOptions) -> tuple[list[Ask], HealthMonitor, float]:
-    monitor = HealthMonitor(port)
+def _run_class(
+    port: int, twin_port: int, options: ClassOptions
+) -> tuple[list[Ask], HealthMonitor, float]:
+    monitor = HealthMonitor(port, twin_port)
     monitor.start()
     time.sleep(options.idle_s)
     monitor.class_began = True
@@ -176,6 +203,7 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "eta_error_s": _eta_errors(waited),
         "health_ms": _spread(monitor.latencies_ms, digits=1) | {"count": len(monitor.latencies_ms)},
         "health_idle_ms": _spread(monitor.idle_ms, digits=1) | {"count": len(monitor.idle_ms)},
+        "health_twin_ms": _spread(monitor.twin_ms, digits=1) | {"count": len(monitor.twin_ms)},
         "health_failures": monitor.failures,
         "line_length": _line_length(monitor.waiting),
         "server_counts": monitor.last.get("line", {}).get("counts", {}),
@@ -282,7 +310,7 @@ def _shown_args(options: ClassOptions) -> list[str]:
 
 def summary(figures: dict[str, Any]) -> str:
     """The figures a teacher reads first, as lines of text."""
-    wait, health, idle = figures["wait_in_line_s"], figures["health_ms"], figures["health_idle_ms"]
+    wait, health, twin = figures["wait_in_line_s"], figures["health_ms"], figures["health_twin_ms"]
     eta = figures["eta_error_s"]
     return "\n".join(
         [
@@ -298,7 +326,7 @@ def summary(figures: dict[str, Any]) -> str:
             f"  estimate off by s: median {eta['median_abs']}, p90 {eta['p90_abs']} "
             f"({eta['estimates']} estimates)",
             f"  /health ms: p50 {health['p50']}, p99 {health['p99']}, max {health['max']} "
-            f"({health['count']} asked, {figures['health_failures']} failed); on the idle server "
-            f"first: p50 {idle['p50']}, p99 {idle['p99']}, max {idle['max']}",
+            f"({health['count']} asked, {figures['health_failures']} failed); an idle twin "
+            f"server at the same moments: p50 {twin['p50']}, p99 {twin['p99']}, max {twin['max']}",
         ]
     )
