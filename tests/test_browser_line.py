@@ -26,7 +26,9 @@ serve = test_browser.serve
 
 pytestmark = pytest.mark.gui
 
-SLOW = {"rate": 40, "tokens": 60}  # 1.5 s an answer: long enough to stand in line behind
+# 40 tokens/s for minutes: an answer holds the model until its page stops it, however slowly
+# the machine lets the other pages ask; "max tokens" on a page makes its own answers short.
+SLOW = {"rate": 40, "tokens": 100_000}
 
 
 def place_text(page: Page) -> str:
@@ -47,14 +49,20 @@ def open_lang(open_page: Callable[..., Page], server: LiveServer, lang: str) -> 
     return page
 
 
+def short_answers(page: Page, tokens: int = 8) -> Page:
+    page.fill("#max-tokens", str(tokens))
+    return page
+
+
 def test_a_student_in_line_sees_their_place_then_their_answer(
     serve: Callable[..., LiveServer], open_page: Callable[..., Page], tmp_path: Path
 ) -> None:
     server = serve(ScriptedBackend(**SLOW))
-    first, second, third = (open_page(server) for _ in range(3))
+    first, second, third = (short_answers(open_page(server)) for _ in range(3))
     ask(first)
     wait_answer(first)  # one turn timed: from now on the line can estimate
-    ask(first)
+    first.fill("#max-tokens", "")
+    ask(first)  # a long answer (the server's cap): the model is taken until Stop
     first.wait_for_function("() => window.tkchat.state.chunks > 0")
     ask(second)
     second.wait_for_function("() => window.tkchat.state.placeShown")
@@ -64,7 +72,9 @@ def test_a_student_in_line_sees_their_place_then_their_answer(
     assert place_text(third).startswith("2nd in line, about ")
     assert "waiting for the model: 2nd in line" in str(third.text_content("#status"))
     third.screenshot(path=str(tmp_path / "in-line.png"))
-    for page in (first, second, third):
+    first.click("#stop")
+    assert state(first)["status"] == "stopped"
+    for page in (second, third):
         st = wait_answer(page)
         assert st["text"] and not st["placeShown"] and place_text(page) == ""
     assert state(second)["placeEvents"] >= 1
@@ -76,13 +86,14 @@ def test_the_place_in_chinese(
 ) -> None:
     server = serve(ScriptedBackend(**SLOW))
     first = open_page(server)
-    waiting = open_lang(open_page, server, "zh")
+    waiting = short_answers(open_lang(open_page, server, "zh"))
     ask(first)
     first.wait_for_function("() => window.tkchat.state.chunks > 0")
     ask(waiting, "为什么窗口不会卡？")
     waiting.wait_for_function("() => window.tkchat.state.placeShown")
     assert place_text(waiting) == "排在第 1 位"  # no turn timed yet: no estimate
     assert "正在等待模型" in str(waiting.text_content("#status"))
+    first.click("#stop")
     assert wait_answer(waiting)["text"]
 
 
