@@ -24,7 +24,7 @@
  *   state.reads        network reads of the answer, counted by whichever side read the stream
  *   state.seqs         seq of every event of the answer, in delivery order
  *   state.lastEvent    the last event delivered (a contract object: chunk, progress, done
- *                      or error)
+ *                      or error; or queued, the question's place in the server's line)
  *   state.progress     the last progress event of the answer ({done, total}) or null;
  *                      state.progressEvents: how many came; state.progressShown: whether the
  *                      "reading your message" bar is on screen
