@@ -1,6 +1,6 @@
 """``tkchat bench --class``: a short class on the scripted backend, and the accounting that
 must be able to say "lost", "mixed up" and "out of order". No figure of speed is asserted:
-the bench reports those, from a kept run (docs/runs/class.json)."""
+the bench reports those, from a kept run (docs/runs/class/scripted.json)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,21 @@ def test_the_accounting_can_say_mixed_up_out_of_order_and_lost() -> None:
     untold = _ask("c", 3, 3)
     untold.places = []  # it joined second in line, and was never told
     assert class_figures([*fine[:2], untold], monitor, options)["not_told_place"] == 1
+
+
+ROOT = Path(__file__).resolve().parent.parent
+CLASS_RUNS = sorted((ROOT / "docs" / "runs" / "class").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", CLASS_RUNS, ids=[p.stem for p in CLASS_RUNS])
+def test_the_serve_page_quotes_each_kept_class_run(path: Path) -> None:
+    """Provenance, not speed: every kept class run is linked from docs/serve.md, and the
+    figures the page quotes for it are the run's (a run kept again needs its page updated)."""
+    page = (ROOT / "docs" / "serve.md").read_text(encoding="utf-8")
+    run = json.loads(path.read_text(encoding="utf-8"))
+    assert f"(runs/class/{path.name})" in page
+    assert run["lost"] == run["mixed_up"] == run["out_of_order"] == 0
+    wait = run["wait_in_line_s"]
+    quoted = f"{wait['p50']:.1f} s / {wait['p90']:.1f} s / {wait['max']:.1f} s"
+    assert quoted in page, quoted
+    assert f"| {run['requests']}" in page or f"{run['requests']}, **all answered**" in page

@@ -268,7 +268,9 @@ class GenerationWorker:
         self.tokens = answer.tokens
         if self.first_token_at is None:
             self.first_token_at = now
-        text, answer.hit_stop = answer.stops.feed(answer.assembler.feed(piece))
+        text = answer.assembler.feed(piece)
+        if answer.stops.stops:  # (a flood without stop strings skips the call)
+            text, answer.hit_stop = answer.stops.feed(text)
         full = self._emit(answer, text, now)
         if answer.hit_stop:
             return "stop"
