@@ -266,8 +266,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "ui/teaching/lesson_panel.py:LessonPanel.__init__": 100,
     "measure/sse_bench.py:run_sse_bench": 98,
     "measure/prompt_bench.py:prompt_verdicts": 97,
-    "generate/worker.py:GenerationWorker._run": 86,
-    "serve/server.py:run_server": 77,
     "ui/teaching/lesson_panel.py:markdown_runs": 75,
     "measure/watchdog.py:WatchdogWindow.draw": 74,
     "generate/remote/http.py:HttpClient.open": 74,

@@ -95,6 +95,7 @@ class LiveServer:
     backend: ScriptedBackend
     wrap: Callable[[ASGIApp], ASGIApp] | None = None
     token: str | None = None  # as when it listens beyond the loopback (run_server's token)
+    limits: Any = None  # the line's (tkchat.serve.line.LineLimits); None: the defaults
     port: int = 0
     _server: Any = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -107,7 +108,8 @@ class LiveServer:
         sock.bind(("127.0.0.1", 0))  # the port is ours before the app needs to know it
         self.port = sock.getsockname()[1]
         self.backend.load()
-        self._app = create_app(self.backend, port=self.port, token=self.token)
+        options = {} if self.limits is None else {"limits": self.limits}
+        self._app = create_app(self.backend, port=self.port, token=self.token, **options)
         app = self.wrap(self._app) if self.wrap else self._app
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, timeout_graceful_shutdown=1
@@ -146,7 +148,7 @@ class LiveServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
         if self._app is not None:
-            self._app.state.chat_server.controller.shutdown()
+            self._app.state.chat_server.shutdown()
 
 
 @pytest.fixture
@@ -155,9 +157,11 @@ def serve() -> Iterator[Callable[..., LiveServer]]:
     servers: list[LiveServer] = []
 
     def start(
-        backend: ScriptedBackend, wrap: Callable[[ASGIApp], ASGIApp] | None = None
+        backend: ScriptedBackend,
+        wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+        limits: Any = None,
     ) -> LiveServer:
-        server = LiveServer(backend, wrap).start()
+        server = LiveServer(backend, wrap, limits=limits).start()
         servers.append(server)
         return server
 

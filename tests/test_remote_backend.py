@@ -840,17 +840,25 @@ def test_tkchat_server_error_event_keeps_its_kind(
     assert SCRIPT.startswith(text_of(events)) and text_of(events)
 
 
-def test_tkchat_server_busy_is_a_clear_error(tkchat_server: str) -> None:
-    first = loaded(tkchat_server)
-    controller = GenerationController(first, EventChannel())
-    gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=4096)))
-    assert isinstance(controller.channel.get(timeout=10), Chunk)
-    error = only_error(generate(loaded(tkchat_server)))  # a second client, meanwhile
-    assert error.kind == "busy"
-    assert error.message.startswith(f"The server at {tkchat_server} answered 429")
-    assert "answering another request" in error.message
-    controller.stop()
-    assert isinstance(run_to_end(controller.channel, gen)[-1], Done)
+def test_a_second_client_of_the_tkchat_server_waits_its_turn(tkchat_server: str) -> None:
+    """No "busy" error any more: the second client waits in the server's line (the queued
+    events it is sent are not the window's business: it sees nothing until its answer)."""
+    first = GenerationController(loaded(tkchat_server), EventChannel())
+    gen = first.start(GenerationRequest(QUESTION, Sampling(max_tokens=4096)))
+    assert isinstance(first.channel.get(timeout=10), Chunk)
+    second = GenerationController(loaded(tkchat_server), EventChannel())
+    gen2 = second.start(GenerationRequest(QUESTION, Sampling(max_tokens=5)))
+    wait_until(
+        lambda: get_json(f"{tkchat_server}/health")["line"]["waiting"] == 1,
+        what="the second request in line",
+    )
+    assert second.channel.qsize() == 0
+    first.stop()
+    assert isinstance(run_to_end(first.channel, gen)[-1], Done)
+    events = run_to_end(second.channel, gen2)
+    assert isinstance(events[-1], Done) and events[-1].reason == "length"
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert SCRIPT.startswith(text_of(events)) and text_of(events)
 
 
 @pytest.mark.gui

@@ -27,10 +27,12 @@ from tests.conftest import wait_until  # noqa: E402
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress  # noqa: E402
 from tkchat.generate.backend import Backend  # noqa: E402
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend  # noqa: E402
+from tkchat.serve.line import LineLimits  # noqa: E402
 from tkchat.serve.server import ChatServer, create_app, run_server  # noqa: E402
 from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E402
 
 HELLO = {"messages": [{"role": "user", "content": "Hello"}]}
+LONG_ANSWERS = LineLimits(answer_tokens=1 << 20)  # for floods: no cap below what they ask
 
 
 # -- a live server and a small client ------------------------------------------------------
@@ -131,7 +133,7 @@ def fast() -> Iterator[Live]:
 @pytest.fixture
 def slow() -> Iterator[Live]:
     """An answer that goes on for minutes at 100 tokens/s (until someone stops it)."""
-    with serve(ScriptedBackend(rate=100, tokens=100_000)) as live:
+    with serve(ScriptedBackend(rate=100, tokens=100_000), limits=LONG_ANSWERS) as live:
         yield live
 
 
@@ -206,7 +208,7 @@ def test_chat_streams_the_whole_answer_in_order_ending_with_one_done(fast: Live)
 
 def test_a_flood_arrives_complete_and_ordered() -> None:
     backend = ScriptedBackend(rate=0, tokens=20_000)
-    with serve(backend) as live:
+    with serve(backend, limits=LONG_ANSWERS) as live:
         text, final = check_contract(live.events({**HELLO, "max_tokens": 20_000}))
     assert isinstance(final, Done) and final.stats.tokens == 20_000
     assert text == "".join(piece.decode() for piece in backend.pieces(20_000))
@@ -236,11 +238,13 @@ def test_a_backend_that_raises_ends_the_stream_with_one_error_event() -> None:
         assert "crashed at token 5" in final.message and text == "## Why the window"
 
         messages, _ = live.stream("/v1/chat/completions", {**HELLO, "stream": True})
-        assert json.loads(messages[-2].data)["error"]["type"] == "RuntimeError"
+        error = json.loads(messages[-2].data)["error"]
+        assert error["type"] == "server_error" and error["code"] == error["kind"] == "RuntimeError"
         assert messages[-1].data == "[DONE]"
 
         status, _, payload = live.fetch_json("POST", "/v1/chat/completions", HELLO)
         assert status == 500 and payload["error"]["kind"] == "RuntimeError"
+        assert payload["error"]["type"] == "server_error"
         assert not live.health()["busy"]
 
 
@@ -283,19 +287,31 @@ def test_client_disconnect_stops_a_non_streaming_completion(slow: Live) -> None:
     assert cancel["tokens_after_disconnect"] <= 1
 
 
-def test_a_second_request_while_generating_is_refused_as_busy(slow: Live) -> None:
+def test_a_second_request_while_generating_waits_in_line_and_is_answered_next(
+    slow: Live,
+) -> None:
+    """No 429 any more: the second request is told its place, then answered after the first."""
     with streaming(slow) as (conn, response):
-        for path in ("/chat", "/v1/chat/completions"):
-            status, headers, payload = slow.fetch_json("POST", path, HELLO)
-            assert status == 429 and headers["retry-after"] == "1"
-            assert payload["error"]["kind"] == "busy" and payload["error"]["message"]
-        assert slow.health()["busy"]
+        second, answer = slow.send("POST", "/chat", {**HELLO, "max_tokens": 3})
+        assert answer.status == 200
+        parser = SSEParser()
+        first_news: list[SSEMessage] = []
+        while not first_news:
+            first_news = parser.feed(answer.read1(65536))
+        assert first_news[0].event == "queued"
+        place = json.loads(first_news[0].data)
+        assert place["type"] == "queued" and place["position"] == 1 and place["waiting"] == 1
+        assert slow.health()["line"]["waiting"] == 1 and slow.health()["busy"]
         assert response.read1(65536)  # the first stream was not disturbed
-        hang_up(conn)
-    wait_until(lambda: not slow.health()["busy"], what="the model to be free")
-    conn, response = slow.send("POST", "/chat", {**HELLO, "max_tokens": 2})
-    assert response.status == 200
-    conn.close()
+        hang_up(conn)  # the first client leaves: the second one's turn
+        messages = first_news[1:]
+        while piece := answer.read1(65536):
+            messages += parser.feed(piece)
+        second.close()
+    events = [parse_event(m) for m in messages if m.event == "message"]
+    text, final = check_contract(events)
+    assert isinstance(final, Done) and final.reason == "length" and text == "## Why the"
+    assert slow.health()["line"]["waiting"] == 0
 
 
 def test_the_event_loop_answers_while_a_flood_streams(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,7 +320,7 @@ def test_the_event_loop_answers_while_a_flood_streams(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(worker, "MAX_ANSWER_CHARS", 10**9)  # a flood that lasts the test
     with (
-        serve(ScriptedBackend(rate=0, tokens=10**6)) as live,
+        serve(ScriptedBackend(rate=0, tokens=10**6), limits=LONG_ANSWERS) as live,
         streaming(live, body={**HELLO, "max_tokens": 10**6}) as (conn, response),
     ):
         stop = threading.Event()

@@ -245,5 +245,5 @@ def test_openai_frames() -> None:
     assert payloads[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     assert payloads[2]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "stop"}
     assert messages[3].data == "[DONE]"
-    error = json.loads(parse_all(openai_error("busy", "no"))[0].data)
-    assert error == {"error": {"message": "no", "type": "busy", "kind": "busy"}}
+    error = json.loads(parse_all(openai_error({"message": "no", "type": "server_error"}))[0].data)
+    assert error == {"error": {"message": "no", "type": "server_error"}}

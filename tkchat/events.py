@@ -7,6 +7,11 @@ stage sees. On the wire (SSE) the same events are JSON objects, built by :func:`
 Every generation ``gen`` emits ``chunk`` events with ``seq`` = 1, 2, 3, ... and ends with
 exactly one ``done`` or ``error`` whose ``seq`` follows the last chunk. While a long prompt is
 read, before the first chunk, ``progress`` events (numbered the same way) say how far.
+
+Before a generation exists, ``tkchat serve`` may tell a request its place in the line
+(:class:`QueuePlace`, ``queued`` on the wire): it belongs to the request, not to a generation,
+so it has no ``gen`` or ``seq``, and it travels as an SSE event named ``queued`` that a client
+which does not show the line (the window's remote backend) simply skips.
 """
 
 from __future__ import annotations
@@ -80,6 +85,19 @@ class Error:
     type: Literal["error"] = field(default="error", init=False)
 
 
+@dataclass(frozen=True, slots=True)
+class QueuePlace:
+    """A request waiting for the model in ``tkchat serve``'s line: ``position`` 1 is next;
+    ``waiting`` requests are in the line in all; ``eta_s`` is the server's estimate of the wait
+    (None until it has timed a generation). Sent when the request joins the line, whenever its
+    place changes, and every few seconds while it waits; never after its generation began."""
+
+    position: int
+    waiting: int
+    eta_s: float | None
+    type: Literal["queued"] = field(default="queued", init=False)
+
+
 GenerationEvent = Chunk | Progress | Done | Error
 FinalEvent = Done | Error
 
@@ -144,6 +162,16 @@ def to_wire(event: GenerationEvent) -> dict[str, Any]:
         "gen": event.gen,
         "seq": event.seq,
         "error": {"kind": event.kind, "message": event.message},
+    }
+
+
+def place_to_wire(place: QueuePlace) -> dict[str, Any]:
+    """The JSON shape of a place in the line (no ``gen``, no ``seq``: see the module)."""
+    return {
+        "type": "queued",
+        "position": place.position,
+        "waiting": place.waiting,
+        "eta_s": place.eta_s,
     }
 
 

@@ -30,6 +30,8 @@ MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, tra
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
 DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out
+MAX_STOP_STRINGS = 4  # an OpenAI client's ``stop``: as many as OpenAI allows
+MAX_STOP_CHARS = 100  # one stop string; the worker holds back at most this minus one characters
 
 # -- markdown rendered in the window (tkchat/render/to_html.py): over these, plain text --------
 

@@ -45,8 +45,8 @@ class BlockingChatServer(ChatServer):
     Event loop thread — where, unlike the real server, the model also runs."""
 
     broken = True
-    # Answers being iterated right now. The real server knows it is busy from its worker
-    # (GenerationSlot.job); this one has no worker, so /health would say "not busy" in the
+    # Answers being iterated right now. The real server knows it is busy from its workers
+    # (GenerationSlot.line); this one has no worker, so /health would say "not busy" in the
     # moments its blocked loop does answer (when a slow reader makes a write wait).
     answering = 0
 

@@ -69,7 +69,42 @@ def add_parser(commands: Subcommands) -> None:
         help=f"also a long prompt of N tokens (default {DEFAULT_PROMPT_TOKENS:,}): prompt "
         "tokens/s, Stop while it is read, progress, lag, the next turn's TTFT, a model load",
     )
+    _add_class_options(bench)
     _add_other_runs(bench)
+
+
+def _add_class_options(bench: argparse.ArgumentParser) -> None:
+    """``--class N``: a class of simulated students sharing one ``tkchat serve``."""
+    bench.add_argument(
+        "--class",
+        dest="class_size",
+        type=int,
+        metavar="N",
+        help="N simulated students share one `tkchat serve` (in a process of its own) for "
+        "--duration seconds: each asks, reads, asks again; every request accounted for "
+        "(answered, refused, lost, mixed up, in order), the line's waits, /health's latency. "
+        "--tokens: each answer's length (default 64)",
+    )
+    bench.add_argument(
+        "--duration",
+        type=float,
+        default=180.0,
+        metavar="S",
+        help="with --class: how long the class lasts (default 180 s)",
+    )
+    bench.add_argument(
+        "--server",
+        metavar="URL",
+        help="with --class: the class's tkchat serve relays to this OpenAI-compatible server "
+        "(tkchat serve --server URL) instead of loading a model",
+    )
+    bench.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --class --server: answers the server generates at once (default 1)",
+    )
 
 
 def _add_other_runs(bench: argparse.ArgumentParser) -> None:
@@ -107,12 +142,36 @@ def run(args: argparse.Namespace) -> int:
         from tkchat.measure.lesson_demos import run_lesson_bench
 
         return run_lesson_bench(_listed(args.lang), only=_listed(args.only))
+    if args.class_size:
+        return _bench_class(args)
     if args.serve_loop:
         from tkchat.measure.server_loop import run_server_loop_bench
 
         backend = backend_from_args(args)
         return run_server_loop_bench(backend, max_tokens=args.tokens or 64, json_out=args.json)
     return _bench_modes(args)
+
+
+def _bench_class(args: argparse.Namespace) -> int:
+    """``--class N``: the server gets the bench's model options; the scripted backend echoes
+    each question, so that every answer's owner can be checked."""
+    from tkchat.cli.from_args import child_model_args
+    from tkchat.measure.classroom.run import ClassOptions, run_class_bench
+
+    scripted = args.backend == "scripted" and not args.server
+    model_args = [*child_model_args(args), *(["--echo"] if scripted else [])]
+    if args.server:
+        model_args += ["--parallel", str(args.parallel)]
+    return run_class_bench(
+        ClassOptions(
+            students=args.class_size,
+            duration_s=args.duration,
+            max_tokens=args.tokens or 64,
+            model_args=tuple(model_args),
+            echo=scripted,
+            json_path=args.json,
+        )
+    )
 
 
 def _listed(text: str) -> list[str]:

@@ -50,6 +50,7 @@ def backend_from_args(
         fail_at=args.fail_at if faults else None,
         split_utf8=args.split_utf8 if faults else False,
         prompt_rate=args.prompt_rate,
+        echo=args.echo,
         server=args.server if remote else None,
         server_token=args.server_token if remote else None,
         n_ctx=args.n_ctx,

@@ -97,6 +97,12 @@ def model_options() -> argparse.ArgumentParser:
         help="scripted backend: read the prompt first at RATE tokens per second, with the "
         "progress a long prompt shows (default 0: at once)",
     )
+    group.add_argument(
+        "--echo",
+        action="store_true",
+        help="scripted backend: begin each answer with the question it answers (a class of "
+        "simulated students checks that every answer reached the one who asked)",
+    )
     return common
 
 

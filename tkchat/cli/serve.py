@@ -1,5 +1,7 @@
 """``tkchat serve``: the model over HTTP (SSE events, an OpenAI-compatible API, a browser
-client), on loopback unless told otherwise; ``--broken``: the server that stalls, on purpose."""
+client), on loopback unless told otherwise, with a fair line in front of it; ``--server``: the
+same, in front of another OpenAI-compatible server; ``--broken``: the server that stalls, on
+purpose."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import argparse
 import sys
 
 from tkchat.cli.from_args import backend_from_args
-from tkchat.cli.options import Subcommands, model_options
+from tkchat.cli.options import Subcommands, add_server_option, model_options
 
 NAME = "serve"
 
@@ -19,7 +21,8 @@ def add_parser(commands: Subcommands) -> None:
         help="serve the model over HTTP: SSE events, an OpenAI-compatible API, a browser client",
         description="Serve the model on this machine: POST /chat streams tkchat's events as "
         "Server-Sent Events, POST /v1/chat/completions speaks OpenAI's shape, and "
-        "/ is a browser client. Binds to loopback unless told otherwise.",
+        "/ is a browser client. Requests wait their turn in a fair line. Binds to loopback "
+        "unless told otherwise.",
     )
     serve.add_argument(
         "--host",
@@ -34,6 +37,8 @@ def add_parser(commands: Subcommands) -> None:
         help="let other machines in (with a non-loopback --host): the server then prints a "
         "token that every client must send (Authorization: Bearer), in the URL to open",
     )
+    add_server_option(serve)  # --server: relay to an OpenAI-compatible server instead
+    _add_line_options(serve)
     serve.add_argument(
         "--broken",
         action="store_true",
@@ -42,20 +47,83 @@ def add_parser(commands: Subcommands) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _add_line_options(serve: argparse.ArgumentParser) -> None:
+    from tkchat.serve.line import DEFAULT_LIMITS as LIMITS
+
+    group = serve.add_argument_group("the line (a class sharing one model)")
+    group.add_argument(
+        "--queue",
+        type=_positive,
+        default=LIMITS.waiting,
+        metavar="N",
+        help=f"requests that may wait their turn (default {LIMITS.waiting}); one more gets "
+        "503 with Retry-After",
+    )
+    group.add_argument(
+        "--parallel",
+        type=_positive,
+        default=LIMITS.parallel,
+        metavar="N",
+        help="answers generated at once (default 1); more only with --server, in front of a "
+        "server with as many parallel slots (llama-server -np N, vLLM)",
+    )
+    group.add_argument(
+        "--max-answer-tokens",
+        type=_positive,
+        default=LIMITS.answer_tokens,
+        metavar="N",
+        help=f"the longest answer one request gets (default {LIMITS.answer_tokens}), so no one "
+        "holds the model for long",
+    )
+    group.add_argument(
+        "--per-address",
+        type=_positive,
+        default=LIMITS.per_address,
+        metavar="N",
+        help=f"requests one other machine may have waiting or being answered (default "
+        f"{LIMITS.per_address}); each browser tab has one at a time",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    from tkchat.serve.line import LineLimits
     from tkchat.serve.server import ChatServer, run_server
 
-    backend = backend_from_args(args)
+    if args.parallel > 1 and not args.server:
+        print(
+            "tkchat serve: --parallel needs --server: one local model answers one question at "
+            "a time (and on a CPU, two at once would each go at half the speed).",
+            file=sys.stderr,
+        )
+        return 2
+    backend = backend_from_args(args, remote=True)
     server_type = ChatServer
     if args.broken:
         from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
 
         print(f"tkchat serve: {BANNER}", file=sys.stderr)
         server_type = BlockingChatServer
+    limits = LineLimits(
+        waiting=args.queue,
+        parallel=args.parallel,
+        per_address=args.per_address,
+        answer_tokens=args.max_answer_tokens,
+    )
     return run_server(
         backend,
         host=args.host,
         port=args.port,
         server_type=server_type,
         allow_remote=args.allow_remote,
+        limits=limits,
     )

@@ -24,6 +24,9 @@ class GenerationRequest:
     # False: it fails with ``context_overflow`` — what an OpenAI-compatible client expects,
     # since it manages its own context.
     fit_context: bool = True
+    # Strings that end the answer where they begin, never shown (an OpenAI client's ``stop``:
+    # at most four). The worker enforces them for every backend (tkchat/generate/stop.py).
+    stop: tuple[str, ...] = ()
 
 
 class BackendError(Exception):

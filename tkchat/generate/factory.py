@@ -19,6 +19,7 @@ def make_backend(
     fail_at: int | None = None,
     split_utf8: bool = False,
     prompt_rate: float = 0.0,
+    echo: bool = False,
     n_ctx: int | None = None,
     n_threads: int | None = None,
     server: str | None = None,
@@ -41,5 +42,6 @@ def make_backend(
             fail_at=fail_at,
             split_utf8=split_utf8,
             prompt_rate=prompt_rate,
+            echo=echo,
         )
     return LlamaBackend(model, n_ctx=n_ctx, n_threads=n_threads, context_for=context_for)

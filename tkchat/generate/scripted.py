@@ -151,6 +151,9 @@ class ScriptedBackend:
     ``split_utf8`` cuts multi-byte characters across tokens. ``prompt_rate`` (tokens/s, 0: at
     once) makes it read the prompt first, reporting progress as the real model does, so a
     window test or a class can watch a long prompt being read without the model.
+    ``echo`` begins every answer with the question it answers (then the script): a class of
+    simulated students can check that each answer went to the one who asked
+    (``tkchat bench --class``).
     """
 
     rate: float = 50.0
@@ -159,6 +162,7 @@ class ScriptedBackend:
     fail_at: int | None = None
     split_utf8: bool = False
     prompt_rate: float = 0.0
+    echo: bool = False
     text: str = SCRIPT
     n_ctx: int = 8192
     name: str = "scripted"
@@ -176,18 +180,21 @@ class ScriptedBackend:
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return sum(len(scripted_tokens(m.content)) + 4 for m in messages)
 
-    def pieces(self, limit: int | None) -> Iterator[bytes]:
-        """The byte pieces of the script, repeated until ``limit`` pieces (None: once)."""
+    def pieces(self, limit: int | None, question: str = "") -> Iterator[bytes]:
+        """The byte pieces of the script, repeated until ``limit`` pieces (None: once);
+        ``question`` (with ``echo``) comes first, once."""
         vocab = scripted_tokens(self.text)
+        first = scripted_tokens(f"{question}\n\n") if question else []
         count = 0
         while True:
-            for token in vocab:
+            for token in [*first, *vocab]:
                 parts = _split_bytes(token) if self.split_utf8 else iter((token.encode(),))
                 for part in parts:
                     if limit is not None and count >= limit:
                         return
                     yield part
                     count += 1
+            first = []
             if limit is None:
                 return
 
@@ -203,12 +210,15 @@ class ScriptedBackend:
                     return "cancelled"
                 done = min(total, int((time.perf_counter() - began) * self.prompt_rate))
             yield PromptProgress(total, total)
-        wanted = self.tokens if self.tokens is not None else sum(1 for _ in self.pieces(None))
+        question = request.messages[-1].content if self.echo and request.messages else ""
+        wanted = self.tokens
+        if wanted is None:
+            wanted = sum(1 for _ in self.pieces(None, question))
         cap = request.sampling.max_tokens or wanted
         limit = min(wanted, cap)
         period = 1.0 / self.rate if self.rate > 0 else 0.0
         started = time.perf_counter()
-        for index, piece in enumerate(self.pieces(limit)):
+        for index, piece in enumerate(self.pieces(limit, question)):
             if self.fail_at is not None and index + 1 >= self.fail_at:
                 raise RuntimeError(f"the scripted backend crashed at token {index + 1}, as asked")
             if period:

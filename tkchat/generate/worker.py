@@ -7,6 +7,8 @@ The worker owns three guarantees of the event contract:
 - Stop really stops: ``cancel`` is checked after every token and the token generator is
   closed, so the model loop is left within one token;
 - exactly one final event: ``done`` or ``error``, whatever the backend does (raise, hang up);
+- stop strings (an OpenAI client's ``stop``) end the answer where they begin, for every
+  backend, and are never sent (:mod:`tkchat.generate.stop`);
 - bounded answers: ``max_tokens`` and :data:`~tkchat.limits.MAX_ANSWER_CHARS` are enforced
   here, for every backend (a server that ignores ``max_tokens`` is cut off all the same), and
   an error's message is cut to :data:`~tkchat.limits.MAX_ERROR_CHARS` (the full one logged).
@@ -27,6 +29,7 @@ from dataclasses import replace
 from tkchat.events import FinishReason, GenerationStats, Progress
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.context import fit_to_context
+from tkchat.generate.stop import StopScanner
 from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
 from tkchat.threads import own_thread
 from tkchat.transport.channel import EventSink, GenerationSender
@@ -92,6 +95,56 @@ class ProgressPacer:
         if self.started is None or self.finished is None:
             return None
         return (self.finished - self.started) * 1000
+
+
+class _Answer:
+    """What one generation has produced so far: its counts and times, and the filters its
+    text goes through (UTF-8 assembly, stop strings, the length budget). Worker thread."""
+
+    def __init__(self, stops: tuple[str, ...], started: float) -> None:
+        self.started = started
+        self.assembler = Utf8Assembler()
+        self.stops = StopScanner(stops)
+        self.hit_stop = False  # a stop string ended the answer
+        self.pacer = ProgressPacer()
+        self.tokens = 0
+        self.first_at: float | None = None
+        self.last_at = started
+        self.text_at: float | None = None  # the first text sent
+        self.chars = 0
+
+    def count_token(self) -> float:
+        """One more token, now; returns now."""
+        self.last_at = time.perf_counter()
+        self.tokens += 1
+        if self.first_at is None:
+            self.first_at = self.last_at
+        return self.last_at
+
+    def within_budget(self, text: str) -> tuple[str, bool]:
+        """``text`` cut to what is left of MAX_ANSWER_CHARS, and whether that was reached."""
+        room = MAX_ANSWER_CHARS - self.chars
+        full = len(text) > room
+        if full:
+            text = text[:room]
+        self.chars += len(text)
+        return text, full
+
+    def stats(self, worker: GenerationWorker) -> GenerationStats:
+        tps = None
+        if self.first_at is not None and self.tokens > 1 and self.last_at > self.first_at:
+            tps = (self.tokens - 1) / (self.last_at - self.first_at)
+        return GenerationStats(
+            tokens=self.tokens,
+            ttft_ms=None if self.text_at is None else (self.text_at - self.started) * 1000,
+            tokens_per_s=tps,
+            elapsed_s=time.perf_counter() - self.started,
+            finished_at=worker.exited_at or time.perf_counter(),
+            prompt_tokens=worker.prompt_tokens,
+            context_dropped=worker.context_dropped,
+            prompt_reused=self.pacer.reused,
+            prompt_eval_ms=self.pacer.eval_ms,
+        )
 
 
 class GenerationWorker:
@@ -163,92 +216,91 @@ class GenerationWorker:
         self.prompt_tokens, self.context_dropped = fit.used, fit.dropped
         return replace(request, messages=fit.messages) if fit.dropped else request
 
-    def _run(self) -> None:  # noqa: C901 - a debt (tests/test_architecture.py)
+    def _run(self) -> None:
         """Worker thread. Never raises: every path ends with one final event."""
-        started = time.perf_counter()
-        tokens = 0
-        first_at: float | None = None
-        last_at = started
-        text_at: float | None = None
-        pacer = ProgressPacer()
-
-        def stats() -> GenerationStats:
-            tps = None
-            if first_at is not None and tokens > 1 and last_at > first_at:
-                tps = (tokens - 1) / (last_at - first_at)
-            return GenerationStats(
-                tokens=tokens,
-                ttft_ms=None if text_at is None else (text_at - started) * 1000,
-                tokens_per_s=tps,
-                elapsed_s=time.perf_counter() - started,
-                finished_at=self.exited_at or time.perf_counter(),
-                prompt_tokens=self.prompt_tokens,
-                context_dropped=self.context_dropped,
-                prompt_reused=pacer.reused,
-                prompt_eval_ms=pacer.eval_ms,
-            )
-
+        answer = _Answer(self.request.stop, time.perf_counter())
         try:
-            assembler = Utf8Assembler()
-            reason: FinishReason = "stop"
-            # Enforced here whatever the backend does: a piece is a token (a server's chunk
-            # counts as one), and no answer grows past MAX_ANSWER_CHARS.
-            max_tokens = self.request.sampling.max_tokens
-            chars = 0
             with self.model_lock:
-                stream = self.backend.stream(self._fit(), self.cancel_event)
-                try:
-                    while not self.cancel_event.is_set():
-                        try:
-                            piece = next(stream)
-                        except StopIteration as end:  # the backend's return value
-                            reason = end.value or "stop"
-                            break
-                        if isinstance(piece, PromptProgress):
-                            if pacer.note(piece, time.perf_counter()):
-                                self._send_progress(piece)
-                            continue
-                        if 0 < max_tokens <= tokens:
-                            # One piece more than asked for: a backend (a server) that ignores
-                            # max_tokens. It is not shown; the finally closes the stream.
-                            reason = "length"
-                            break
-                        last_at = time.perf_counter()
-                        tokens += 1
-                        self.tokens = tokens
-                        if first_at is None:
-                            first_at = self.first_token_at = last_at
-                        text = assembler.feed(piece)
-                        if chars + len(text) > MAX_ANSWER_CHARS:
-                            text = text[: MAX_ANSWER_CHARS - chars]
-                            reason = "length"
-                        chars += len(text)
-                        if text:
-                            if text_at is None:
-                                text_at = last_at
-                            self.sender.text(text)
-                        if reason == "length":
-                            break  # MAX_ANSWER_CHARS: the finally closes the stream
-                finally:
-                    stream.close()  # GeneratorExit inside the backend: its loop ends here
-                    self.exited_at = time.perf_counter()
-            if self.cancel_event.is_set():
-                reason = "cancelled"
-            elif reason == "stop":
-                # Bytes left at a natural end are corrupt output: show them as U+FFFD. After a
-                # length cut they are just half a character, and are dropped.
-                self.sender.text(assembler.finish())
-            self.sender.done(reason, stats())
+                reason = self._generate(answer)
+            self._finish(answer, reason)
         except BackendError as exc:
             self.exited_at = self.exited_at or time.perf_counter()
             full = getattr(exc, "full_message", None) or str(exc)
-            self._send_error(exc.kind, full, stats())
+            self._send_error(exc.kind, full, answer.stats(self))
         except Exception as exc:  # the contract holds even for bugs in a backend
             self.exited_at = self.exited_at or time.perf_counter()
-            self._send_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", stats())
+            self._send_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", answer.stats(self))
         finally:
             if self._on_exit is not None:
                 self._on_exit(self)
+
+    def _generate(self, answer: _Answer) -> FinishReason:
+        """Worker thread, model lock held. Pull the backend's pieces until it ends, Stop, a
+        stop string or a limit; the stream is closed on every way out (GeneratorExit inside
+        the backend: its loop ends here)."""
+        # Enforced here whatever the backend does: a piece is a token (a server's chunk
+        # counts as one), and no answer grows past MAX_ANSWER_CHARS.
+        max_tokens = self.request.sampling.max_tokens
+        stream = self.backend.stream(self._fit(), self.cancel_event)
+        try:
+            while not self.cancel_event.is_set():
+                try:
+                    piece = next(stream)
+                except StopIteration as end:  # the backend's return value
+                    return end.value or "stop"
+                if isinstance(piece, PromptProgress):
+                    if answer.pacer.note(piece, time.perf_counter()):
+                        self._send_progress(piece)
+                    continue
+                if 0 < max_tokens <= answer.tokens:
+                    # One piece more than asked for: a backend (a server) that ignores
+                    # max_tokens. It is not shown.
+                    return "length"
+                ended = self._take(answer, piece)
+                if ended is not None:
+                    return ended
+            return "cancelled"
+        finally:
+            stream.close()
+            self.exited_at = time.perf_counter()
+
+    def _take(self, answer: _Answer, piece: bytes) -> FinishReason | None:
+        """Worker thread. One token: count it, send its text (less a stop string and what
+        follows it); the reason to end here, if there is one."""
+        now = answer.count_token()
+        self.tokens = answer.tokens
+        if self.first_token_at is None:
+            self.first_token_at = now
+        text = answer.assembler.feed(piece)
+        if answer.stops.stops:  # (a flood without stop strings skips the call)
+            text, answer.hit_stop = answer.stops.feed(text)
+        full = self._emit(answer, text, now)
+        if answer.hit_stop:
+            return "stop"
+        return "length" if full else None
+
+    def _emit(self, answer: _Answer, text: str, now: float) -> bool:
+        """Worker thread. Send ``text``, cut to what is left of MAX_ANSWER_CHARS; True once
+        the answer is that long."""
+        text, full = answer.within_budget(text)
+        if text:
+            if answer.text_at is None:
+                answer.text_at = now
+            self.sender.text(text)
+        return full
+
+    def _finish(self, answer: _Answer, reason: FinishReason) -> None:
+        """Worker thread, out of the model loop. The last text, then ``done``."""
+        if self.cancel_event.is_set():
+            reason = "cancelled"
+        if reason == "stop" and not answer.hit_stop:
+            # Bytes left at a natural end are corrupt output: show them as U+FFFD. After a
+            # length cut they are just half a character, and are dropped.
+            text, answer.hit_stop = answer.stops.feed(answer.assembler.finish())
+            self._emit(answer, text, time.perf_counter())
+        if not answer.hit_stop:  # what waited to see if a stop string began there is text
+            self._emit(answer, answer.stops.flush(), time.perf_counter())
+        self.sender.done(reason, answer.stats(self))
 
     def _send_error(self, kind: str, message: str, stats: GenerationStats) -> None:
         """Worker thread. The final ``error``, its message cut for the screen; a cut message

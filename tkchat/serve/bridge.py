@@ -8,7 +8,9 @@ client. :class:`AsyncEventBridge` looks like a channel to the worker but deliver
 ``asyncio.Queue`` that only the loop touches.
 
 Two threads use one bridge, and each method says which: ``put`` runs on the worker thread,
-``next_batch`` on the event loop, ``call_soon`` on either.
+``put_local`` and ``next_batch`` on the event loop, ``call_soon`` on either. Before the
+worker exists, the line (:mod:`~tkchat.serve.line`) puts the request's place into the same
+queue, so the response reads one stream of news from first to last.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import asyncio
 from collections.abc import Callable
 from contextlib import suppress
 
-from tkchat.events import AppEvent
+from tkchat.events import AppEvent, QueuePlace
 from tkchat.transport.channel import Queued, delivered
 
 
@@ -39,11 +41,15 @@ class AsyncEventBridge:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queue: asyncio.Queue[Queued] = asyncio.Queue()
+        self._queue: asyncio.Queue[Queued | QueuePlace] = asyncio.Queue()
 
     def put(self, event: Queued) -> None:
         """Worker thread. Never blocks."""
         self.call_soon(self._queue.put_nowait, event)
+
+    def put_local(self, place: QueuePlace) -> None:
+        """Loop thread. The request's place in the line, while it waits."""
+        self._queue.put_nowait(place)
 
     def call_soon(self, callback: Callable[..., object], *args: object) -> None:
         """Any thread. Run ``callback`` on the loop. Dropped if the loop is already closed
@@ -51,15 +57,19 @@ class AsyncEventBridge:
         with suppress(RuntimeError):
             self._loop.call_soon_threadsafe(callback, *args)
 
-    async def next_batch(self, timeout: float) -> list[AppEvent]:
+    async def next_batch(self, timeout: float) -> list[AppEvent | QueuePlace]:
         """Loop thread. Every event queued now, waiting up to ``timeout`` s for the first;
         ``[]`` if none came. Batching means one socket write for many events in a flood."""
-        batch: list[AppEvent] = []
+        batch: list[AppEvent | QueuePlace] = []
         if self._queue.empty():
             try:
-                batch.append(delivered(await asyncio.wait_for(self._queue.get(), timeout)))
+                batch.append(_delivered(await asyncio.wait_for(self._queue.get(), timeout)))
             except asyncio.TimeoutError:
                 return batch
         while not self._queue.empty():
-            batch.append(delivered(self._queue.get_nowait()))
+            batch.append(_delivered(self._queue.get_nowait()))
         return batch
+
+
+def _delivered(item: Queued | QueuePlace) -> AppEvent | QueuePlace:
+    return item if isinstance(item, QueuePlace) else delivered(item)

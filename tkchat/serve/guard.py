@@ -70,6 +70,7 @@ class HostOriginGuard:
                 "This server needs its token: send 'Authorization: Bearer <token>' (the token is"
                 " in the URL tkchat serve printed, after #token=).",
                 {"www-authenticate": "Bearer"},
+                code="invalid_api_key",  # what OpenAI calls a wrong key, so its clients agree
             )(scope, receive, safe_send)
             return
         await self.app(scope, receive, safe_send)

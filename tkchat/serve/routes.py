@@ -1,19 +1,21 @@
 """The HTTP endpoints: what each route reads, checks, starts and sends.
 
-:class:`ChatServer` is the :class:`~tkchat.serve.generations.GenerationSlot` (the one model
-and its current generation) plus one handler per route. It extends the slot rather than
-holding one so that the slot's state stays reachable under a single name: ``run_server``
-and the tests reach ``server.controller`` and ``server.job`` directly. The handlers only
-put the other modules together: :mod:`~tkchat.serve.validation` checks the request, the
-slot starts the worker (or refuses with 429), and the response sends the events as tkchat
-SSE or in the OpenAI shape (:mod:`~tkchat.serve.openai_format`).
+:class:`ChatServer` is the :class:`~tkchat.serve.generations.GenerationSlot` (the model, its
+line and its generations) plus one handler per route. It extends the slot rather than holding
+one so that the slot's state stays reachable under a single name: ``run_server`` and the
+tests reach ``server.controller``, ``server.line`` and ``server.job`` directly. The handlers
+only put the other modules together: :mod:`~tkchat.serve.validation` checks the request, the
+slot puts it in the line (or refuses with 429/503), and the response sends its place while it
+waits, then the events as tkchat SSE or in the OpenAI shape
+(:mod:`~tkchat.serve.openai_format`).
 
-Every handler runs on the server's event loop and never waits for the model: it awaits the
-job's event queue, which the worker fills from its own thread.
+Every handler runs on the event loop and never waits for the model: it awaits the job's event
+queue, which the line and then the worker fill.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import time
 import uuid
 from functools import partial
@@ -25,14 +27,17 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 from starlette.types import Send
 
-from tkchat.events import Chunk, Done, Error, Progress
+from tkchat.events import Chunk, Done, Error, QueuePlace
 from tkchat.generate.backend import Backend
-from tkchat.serve.generations import GenerationSlot, Job
+from tkchat.serve.errors import RequestRejected, bad_request
+from tkchat.serve.generations import GenerationSlot, Job, News
+from tkchat.serve.line import Client, LineLimits
 from tkchat.serve.openai_format import (
     OpenAIIds,
     completion,
     completion_error,
     model_list,
+    model_object,
     stream_frame,
 )
 from tkchat.serve.static_files import CONTENT_TYPES, NOT_INSTALLED_PAGE, static_file
@@ -43,13 +48,49 @@ from tkchat.serve.streaming import (
     send_json,
     start_response,
 )
-from tkchat.serve.validation import parse_chat_request, parse_stream_flag, read_json
-from tkchat.transport.sse import encode_comment, encode_event
+from tkchat.serve.validation import (
+    parse_chat_request,
+    parse_stream_flags,
+    parse_user,
+    read_json,
+    refuse_unsupported,
+)
+from tkchat.transport.sse import encode_comment, encode_event, encode_place
+
+CLIENT_HEADER = "x-tkchat-client"  # the page's per-tab name for itself in the line
+MAX_CLIENT_NAME = 64
+TICKET_HEADER = "x-tkchat-ticket"  # the request's number in the order of arrival
+PLACE_HEADER = "x-tkchat-place"  # its place in the line when it joined (0: answered at once)
+
+
+def client_of(request: Request, name: str | None = None) -> Client:
+    """Who sent ``request``: its address unless it is this machine, and its name (the
+    ``X-Tkchat-Client`` header, else ``name``, the OpenAI ``user``)."""
+    header = request.headers.get(CLIENT_HEADER)
+    if header is not None and not 0 < len(header) <= MAX_CLIENT_NAME:
+        raise bad_request(
+            f"The {CLIENT_HEADER} header must be 1 to {MAX_CLIENT_NAME} characters.", CLIENT_HEADER
+        )
+    peer = request.client.host if request.client is not None else None
+    return Client(None if _loopback(peer) else peer, header or name)
+
+
+def _loopback(host: str | None) -> bool:
+    if host is None:
+        return True  # no peer address (a test transport, a Unix socket): this machine
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _frame(event: News) -> bytes:
+    return encode_place(event) if isinstance(event, QueuePlace) else encode_event(event)
 
 
 class ChatServer(GenerationSlot):
-    """One model, at most one generation at a time, and the handlers. Loop thread, except
-    where a docstring says otherwise."""
+    """The model, its line, and the handlers. Loop thread, except where a docstring says
+    otherwise."""
 
     def __init__(
         self,
@@ -59,8 +100,9 @@ class ChatServer(GenerationSlot):
         max_prompt_chars: int,
         keepalive_s: float,
         static_dir: Path,
+        limits: LineLimits,
     ) -> None:
-        super().__init__(backend, keepalive_s=keepalive_s)
+        super().__init__(backend, keepalive_s=keepalive_s, limits=limits)
         self.max_body_bytes = max_body_bytes
         self.max_prompt_chars = max_prompt_chars
         self.static_dir = static_dir
@@ -71,22 +113,27 @@ class ChatServer(GenerationSlot):
             Route("/chat", self.chat, methods=["POST"]),
             Route("/v1/chat/completions", self.openai_chat, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/models/{model:path}", self.model, methods=["GET"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/", self.index, methods=["GET"]),
             Route("/static/{path:path}", self.static, methods=["GET"]),
         ]
 
+    def _headers(self, job: Job) -> dict[str, str]:
+        return {**SSE_HEADERS, TICKET_HEADER: str(job.ticket), PLACE_HEADER: str(job.joined_at)}
+
     # -- POST /chat ----------------------------------------------------------------------------
 
     async def chat(self, request: Request) -> Response | GenerationResponse:
         payload = await read_json(request, self.max_body_bytes)
-        job = self.start(parse_chat_request(payload, self.max_prompt_chars), "/chat")
+        generation = parse_chat_request(payload, self.max_prompt_chars)
+        job = self.enqueue(generation, "/chat", client_of(request))
         return self.respond(job, self._send_events)
 
     async def _send_events(self, job: Job, send: Send) -> None:
-        await start_response(send, 200, SSE_HEADERS)
+        await start_response(send, 200, self._headers(job))
         async for batch in self.events(job):
-            data = encode_comment() if batch is None else b"".join(map(encode_event, batch))
+            data = encode_comment() if batch is None else b"".join(map(_frame, batch))
             await send_body(send, data)
         await send_body(send, b"", more=False)
 
@@ -95,14 +142,19 @@ class ChatServer(GenerationSlot):
     async def openai_chat(self, request: Request) -> Response | GenerationResponse:
         payload = await read_json(request, self.max_body_bytes)
         generation = parse_chat_request(payload, self.max_prompt_chars, fit_context=False)
-        stream = parse_stream_flag(payload)
-        job = self.start(generation, "/v1/chat/completions")
-        ids = OpenAIIds(f"chatcmpl-{uuid.uuid4().hex}", self.backend.name, int(time.time()))
+        refuse_unsupported(payload)
+        stream, include_usage = parse_stream_flags(payload)
+        job = self.enqueue(
+            generation, "/v1/chat/completions", client_of(request, parse_user(payload))
+        )
+        ids = OpenAIIds(
+            f"chatcmpl-{uuid.uuid4().hex}", self.backend.name, int(time.time()), include_usage
+        )
         produce = self._send_openai_stream if stream else self._send_openai_json
         return self.respond(job, partial(produce, ids=ids))
 
     async def _send_openai_stream(self, job: Job, send: Send, *, ids: OpenAIIds) -> None:
-        await start_response(send, 200, SSE_HEADERS)
+        await start_response(send, 200, self._headers(job))
         await send_body(send, ids.chunk(role="assistant", content=""))
         written = time.monotonic()
         async for batch in self.events(job):
@@ -121,13 +173,15 @@ class ChatServer(GenerationSlot):
         await send_body(send, b"", more=False)
 
     async def _send_openai_json(self, job: Job, send: Send, *, ids: OpenAIIds) -> None:
+        """The whole answer as one object: the request waits in the line without a word (a
+        JSON answer cannot say anything before it is complete)."""
         parts: list[str] = []
         final: Done | Error | None = None
         async for batch in self.events(job):
             for event in batch or ():
                 if isinstance(event, Chunk):
                     parts.append(event.text)
-                elif not isinstance(event, Progress):
+                elif isinstance(event, Done | Error):
                     final = event
         if isinstance(final, Error):
             status, body = completion_error(final)
@@ -138,9 +192,24 @@ class ChatServer(GenerationSlot):
     async def models(self, request: Request) -> Response:
         return JSONResponse(model_list(self.backend.name, self.started))
 
+    async def model(self, request: Request) -> Response:
+        name = request.path_params["model"]
+        if name != self.backend.name:
+            raise RequestRejected(
+                404,
+                "not_found",
+                f"The model {name!r} does not exist here; this server has {self.backend.name!r}.",
+                param="model",
+                code="model_not_found",
+            )
+        return JSONResponse(model_object(self.backend.name, self.started))
+
     # -- GET /health ----------------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
+        """What runs and what waits; all of it counted on the loop, so it answers at once
+        however long the line is."""
+        line = self.line
         return JSONResponse(
             {
                 "server": "tkchat",
@@ -150,6 +219,16 @@ class ChatServer(GenerationSlot):
                 "n_ctx": self.backend.n_ctx,
                 "generations": self.controller.gen,
                 "cancels": list(self.cancels),
+                "line": {
+                    "waiting": len(line.waiting),
+                    "answering": len(line.serving),
+                    "capacity": self.limits.waiting,
+                    "parallel": self.limits.parallel,
+                    "answer_tokens": self.limits.answer_tokens,
+                    "turn_s": _rounded(line.clock.mean),
+                    "next_eta_s": line.eta(1) if line.waiting else None,
+                    "counts": dict(line.counts),
+                },
             }
         )
 
@@ -166,3 +245,7 @@ class ChatServer(GenerationSlot):
         if path is None:
             raise HTTPException(404, "No such file.")
         return FileResponse(path, media_type=CONTENT_TYPES[path.suffix.lower()])
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)

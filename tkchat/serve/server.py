@@ -11,32 +11,39 @@ The same three stages as in the window, with HTTP in the middle::
 Endpoints (:mod:`~tkchat.serve.routes`)
 ---------------------------------------
 - ``POST /chat`` — ``{"messages": [{"role", "content"}], "max_tokens"?, "temperature"?,
-  "top_p"?, "seed"?}`` answers ``text/event-stream``: one ``data: <json>`` frame per event of
-  the contract (``chunk``/``done``/``error`` with ``gen`` and ``seq``), ending with exactly one
+  "top_p"?, "seed"?, "stop"?}`` answers ``text/event-stream``: while the request waits in the
+  line, its place (``event: queued``); then one ``data: <json>`` frame per event of the
+  contract (``chunk``/``done``/``error`` with ``gen`` and ``seq``), ending with exactly one
   ``done`` or ``error`` — also when the backend raises (the worker guarantees it). A comment
   frame (``: keep-alive``) goes out whenever nothing was sent for 15 s. A conversation longer
   than the model's context loses its oldest turns (``tkchat/generate/context.py``; the
   ``done`` event's ``stats.context_dropped`` says how many); a single message too long for it
   ends the stream with an ``error`` event of kind ``context_overflow``.
-- ``POST /v1/chat/completions`` — the OpenAI shape, streamed or not
-  (:mod:`~tkchat.serve.openai_format`). ``model`` is ignored: there is one model, listed by
-  ``GET /v1/models``. The OpenAI API leaves the context to its client, so any prompt too long
-  is ``context_overflow``.
+- ``POST /v1/chat/completions`` — the OpenAI shape, streamed or not, with ``usage``, ``stop``
+  and OpenAI's refusals (:mod:`~tkchat.serve.openai_format`, :mod:`~tkchat.serve.validation`).
+  ``model`` is ignored: there is one model, listed by ``GET /v1/models`` (and
+  ``/v1/models/{id}``). The OpenAI API leaves the context to its client, so any prompt too
+  long is ``context_overflow`` (``context_length_exceeded``).
 - ``GET /health`` — ``{"server": "tkchat", "status": "ok", "model", "busy", "n_ctx",
-  "generations", "cancels": [...]}``; ``cancels`` holds the last few client disconnects, each
-  with ``disconnect_to_exit_ms`` and ``tokens_after_disconnect`` (read by the benchmark).
+  "generations", "cancels": [...], "line": {...}}``; ``cancels`` holds the last few client
+  disconnects, each with ``disconnect_to_exit_ms`` and ``tokens_after_disconnect`` (read by
+  the benchmark); ``line`` how many wait and are answered, and the mean turn.
 - ``GET /`` and ``GET /static/{file}`` — the browser client, from ``static/``
   (:mod:`~tkchat.serve.static_files`); a short page says so when it is not installed.
 
 Where the rest lives
 --------------------
 - :mod:`~tkchat.serve.guard` — 403 unless Host/Origin name this server (DNS rebinding).
-- :mod:`~tkchat.serve.validation` — body and prompt limits (413), the JSON shape (400).
-- :mod:`~tkchat.serve.generations` — the busy policy (429, no queue) and cancel on
-  disconnect, with its measurements.
+- :mod:`~tkchat.serve.validation` — body and prompt limits (413), the JSON shape and OpenAI's
+  ranges (400).
+- :mod:`~tkchat.serve.line` — the fair line: FIFO, bounded (503), one request at a time per
+  client (429), places and estimates.
+- :mod:`~tkchat.serve.generations` — the slots behind the line, and cancel on disconnect, with
+  its measurements.
 - :mod:`~tkchat.serve.bridge` — the worker thread → event loop hand-over.
 - :mod:`~tkchat.serve.streaming` — the ASGI response that sends while watching the socket.
-- :mod:`~tkchat.serve.errors` — ``{"error": {"kind", "message"}}`` for every refusal.
+- :mod:`~tkchat.serve.errors` — OpenAI's ``{"error": {"message", "type", "param", "code"}}``
+  with tkchat's ``kind``, for every refusal.
 
 Threads
 -------
@@ -54,6 +61,7 @@ that never finishes its request can hold.
 
 from __future__ import annotations
 
+import socket
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -67,6 +75,7 @@ from tkchat.generate.backend import Backend, BackendError
 from tkchat.serve.errors import RequestRejected, on_http_error, on_internal_error, on_rejected
 from tkchat.serve.generations import KEEPALIVE_S
 from tkchat.serve.guard import DEFAULT_ALLOWED_HOSTS, HostOriginGuard, bracketed
+from tkchat.serve.line import DEFAULT_LIMITS, LineLimits
 from tkchat.serve.routes import ChatServer
 from tkchat.serve.static_files import STATIC_DIR
 
@@ -84,25 +93,27 @@ def create_app(
     static_dir: Path | None = None,
     server_type: type[ChatServer] = ChatServer,
     token: str | None = None,
+    limits: LineLimits = DEFAULT_LIMITS,
 ) -> Starlette:
     """The Starlette app around a **loaded** ``backend``. ``port`` is the one the server
     listens on: Host and Origin are checked against it. ``app.state.chat_server`` is the
     :class:`ChatServer` (its ``controller`` frees the model at the end); ``server_type`` lets
     ``tkchat serve --broken`` swap in the anti-pattern (tkchat/antipatterns/blocking_server.py).
     With a ``token``, every API request must carry it (a server reachable beyond the loopback:
-    see :mod:`~tkchat.serve.listen`)."""
+    see :mod:`~tkchat.serve.listen`). ``limits``: the line's (:mod:`~tkchat.serve.line`)."""
     server = server_type(
         backend,
         max_body_bytes=max_body_bytes,
         max_prompt_chars=max_prompt_chars,
         keepalive_s=keepalive_s,
         static_dir=static_dir or STATIC_DIR,
+        limits=limits,
     )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        server.controller.stop()  # shutting down: whatever still generates has no reader
+        server.stop_all()  # shutting down: whatever still generates or waits has no reader
 
     app = Starlette(
         routes=server.routes(),
@@ -127,18 +138,17 @@ def run_server(
     server_type: type[ChatServer] = ChatServer,
     *,
     allow_remote: bool = False,
+    limits: LineLimits = DEFAULT_LIMITS,
 ) -> int:
     """Main thread. Load the model, listen, print one line, serve until Ctrl+C; exit status.
 
-    Loading comes first so the first request never waits for it and a bad model is one clear
-    line on stderr; so does a port already in use (the sockets are bound before the line that
-    announces the address is printed). A loopback ``host`` is served as before (``localhost``
-    on both 127.0.0.1 and ::1); any other address is refused unless ``allow_remote``, and then
-    needs a token (:mod:`~tkchat.serve.listen`), printed once in the URL, with a warning."""
-    import uvicorn  # the optional extra: only needed to run, not to build the app
-
-    from tkchat.serve.connections import server_config
-    from tkchat.serve.listen import is_loopback, new_token, open_sockets, reachable_address
+    Loading comes first so the first request never waits for it and a bad model (or a server
+    that does not answer, for ``--server``) is one clear line on stderr; so does a port already
+    in use (the sockets are bound before the line that announces the address is printed). A
+    loopback ``host`` is served as before (``localhost`` on both 127.0.0.1 and ::1); any other
+    address is refused unless ``allow_remote``, and then needs a token
+    (:mod:`~tkchat.serve.listen`), printed once in the URL, with a warning."""
+    from tkchat.serve.listen import is_loopback, new_token, open_sockets
 
     remote = not is_loopback(host)
     if remote and not allow_remote:
@@ -164,17 +174,34 @@ def run_server(
         return 1
     port = sockets[0].getsockname()[1]  # the real one, if 0 asked for any free port
     token = new_token() if remote else None
+    app = create_app(
+        backend,
+        allowed_hosts=_allowed_hosts(host),
+        port=port,
+        server_type=server_type,
+        token=token,
+        limits=limits,
+    )
+    _announce(host, port, token, backend.name)
+    return _serve(app, sockets)
+
+
+def _allowed_hosts(host: str) -> list[str]:
     allowed = list(DEFAULT_ALLOWED_HOSTS)
     if host == "localhost":
         allowed.append("::1")
     elif host not in allowed:
         allowed.append(host)
-    app = create_app(
-        backend, allowed_hosts=allowed, port=port, server_type=server_type, token=token
-    )
+    return allowed
+
+
+def _announce(host: str, port: int, token: str | None, model: str) -> None:
+    """The one line with the address to open (and, beyond the loopback, the warning)."""
+    from tkchat.serve.listen import reachable_address
+
     shown = bracketed(reachable_address(host))
     fragment = f"#token={token}" if token else ""
-    print(f"tkchat serve: http://{shown}:{port}/{fragment} (model {backend.name})", flush=True)
+    print(f"tkchat serve: http://{shown}:{port}/{fragment} (model {model})", flush=True)
     if token:
         print(
             f"tkchat serve: WARNING: listening on {host}, reachable from other machines. Every"
@@ -184,6 +211,14 @@ def run_server(
             file=sys.stderr,
             flush=True,
         )
+
+
+def _serve(app: Starlette, sockets: list[socket.socket]) -> int:
+    """Run uvicorn on ``sockets`` until Ctrl+C; then stop every generation, free the model."""
+    import uvicorn  # the optional extra: only needed to run, not to build the app
+
+    from tkchat.serve.connections import server_config
+
     config = server_config(app)  # header deadline and connection cap: serve/connections.py
     status = 0
     try:
@@ -195,5 +230,5 @@ def run_server(
     finally:
         for sock in sockets:
             sock.close()
-        app.state.chat_server.controller.shutdown()  # stop a generation, free the model
+        app.state.chat_server.shutdown()
     return status

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tkchat.events import GenerationEvent, from_wire, to_json
+from tkchat.events import GenerationEvent, QueuePlace, from_wire, place_to_wire, to_json
 from tkchat.limits import MAX_EVENT_BYTES, MAX_RETRY_DIGITS
 
 # -- encoding (server side) ------------------------------------------------------------------
@@ -50,6 +50,15 @@ def encode_event(event: GenerationEvent) -> bytes:
     """``data: <json>\\n\\n`` in UTF-8. JSON escapes control characters, so an answer's
     newlines never break the frame; ``ensure_ascii=False`` keeps Chinese and emoji as is."""
     return b"data: " + to_json(event).encode("utf-8") + b"\n\n"
+
+
+QUEUED_EVENT = "queued"  # the SSE event name of a place in the line
+
+
+def encode_place(place: QueuePlace) -> bytes:
+    """A place in ``tkchat serve``'s line: an SSE event named ``queued``, so that a client
+    reading only the generation's events (unnamed ``message`` events) skips it."""
+    return encode_data(json.dumps(place_to_wire(place)), event=QUEUED_EVENT)
 
 
 def encode_comment(text: str = "keep-alive") -> bytes:
@@ -80,9 +89,12 @@ def openai_chunk(
     content: str | None = None,
     role: str | None = None,
     finish_reason: str | None = None,
+    usage_field: bool = False,
 ) -> bytes:
     """One ``chat.completion.chunk`` frame. The first chunk of a stream carries the role, the
-    middle ones the text (``content``), the last one an empty delta and the ``finish_reason``."""
+    middle ones the text (``content``), the last one an empty delta and the ``finish_reason``.
+    ``usage_field``: the stream ends with a usage chunk, and every other chunk says
+    ``"usage": null`` (as OpenAI's do)."""
     delta: dict[str, str] = {}
     if role is not None:
         delta["role"] = role
@@ -95,13 +107,21 @@ def openai_chunk(
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
+    if usage_field:
+        payload["usage"] = None
     return _json_frame(payload)
 
 
-def openai_error(kind: str, message: str) -> bytes:
-    """An error inside an OpenAI-style stream (as vLLM and llama.cpp's server send it).
-    ``type`` is what OpenAI clients read; ``kind`` is the same name in tkchat's contract."""
-    return _json_frame({"error": {"message": message, "type": kind, "kind": kind}})
+def openai_error(error: dict[str, Any]) -> bytes:
+    """An error inside an OpenAI-style stream (as vLLM and llama.cpp's server send it):
+    ``error`` is the object OpenAI clients read (``message``, ``type``, ``param``, ``code``;
+    the server adds tkchat's ``kind``)."""
+    return _json_frame({"error": error})
+
+
+def openai_frame(payload: dict[str, Any]) -> bytes:
+    """Any other object of an OpenAI-style stream (the usage chunk) as one ``data:`` frame."""
+    return _json_frame(payload)
 
 
 def _json_frame(payload: dict[str, Any]) -> bytes:

@@ -381,7 +381,7 @@ class HttpClient:
     def status_error(self, response: http.client.HTTPResponse, path: str, body: Any) -> RemoteError:
         kind = "server_error"
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            kind = str(body["error"].get("kind") or kind)  # tkchat's errors say, e.g. "busy"
+            kind = str(body["error"].get("kind") or kind)  # tkchat's errors say, e.g. "line_full"
         return RemoteError(
             f"The server at {self.base_url} answered {response.status} {response.reason} "
             f"to {path}{error_detail(body)}",

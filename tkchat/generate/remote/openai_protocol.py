@@ -84,6 +84,8 @@ def request_body(
         body["max_tokens"] = sampling.max_tokens
     if sampling.seed is not None:
         body["seed"] = sampling.seed
+    if request.stop:  # the server stops there too; the worker enforces them all the same
+        body["stop"] = list(request.stop)
     if progress:
         body["return_progress"] = True
     return body

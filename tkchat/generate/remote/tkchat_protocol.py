@@ -3,7 +3,9 @@
 ``GET /health`` names the server (``{"server": "tkchat", ...}``) and its model and context
 size; ``POST /chat`` answers a chat with the same ``chunk`` / ``done`` / ``error`` events the
 worker sends in-process, one ``data:`` line each. Because both ends share the contract, a
-server-side error keeps its ``kind`` (``busy``, ``context_overflow``...) on the client.
+server-side error keeps its ``kind`` (``one_at_a_time``, ``line_full``, ``context_overflow``...)
+on the client. While a request waits in the server's line, the server also sends its place
+(an SSE event named ``queued``): the window does not show it, and skips it.
 
 The functions are pure or run on the worker thread that reads the stream.
 """
@@ -63,6 +65,8 @@ def request_body(request: GenerationRequest) -> dict[str, Any]:
         body["max_tokens"] = sampling.max_tokens
     if sampling.seed is not None:
         body["seed"] = sampling.seed
+    if request.stop:  # the server stops there too; the worker enforces them all the same
+        body["stop"] = list(request.stop)
     return body
 
 

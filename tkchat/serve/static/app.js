@@ -24,10 +24,14 @@
  *   state.reads        network reads of the answer, counted by whichever side read the stream
  *   state.seqs         seq of every event of the answer, in delivery order
  *   state.lastEvent    the last event delivered (a contract object: chunk, progress, done
- *                      or error)
+ *                      or error; or queued, the question's place in the server's line)
  *   state.progress     the last progress event of the answer ({done, total}) or null;
  *                      state.progressEvents: how many came; state.progressShown: whether the
  *                      "reading your message" bar is on screen
+ *   state.place        the last `queued` event of the question ({position, waiting, eta_s})
+ *                      or null; state.placeEvents: how many came; state.placeShown: whether
+ *                      "3rd in line, about 20 s" is on screen (in the answer and the status)
+ *   state.clientId     this tab's name in the server's line (sent as X-Tkchat-Client)
  *   state.status       "idle" | "streaming" | "done" | "stopped" | "error"
  *   state.reader       "worker" | "main-thread": who read the answer's stream
  *   state.text         the answer's full text; state.shownText: the streamed plain text the
@@ -70,6 +74,7 @@
     chunks: 0, frames: 0, textUpdates: 0, renders: 0, reads: 0, seqs: [], lastEvent: null,
     status: 'idle', reader: 'worker', text: '', shownText: '', lagSamples: [], longTasks: 0,
     heartbeats: 0, progress: null, progressEvents: 0, progressShown: false,
+    place: null, placeEvents: 0, placeShown: false, clientId: newClientId(),
   };
 
   const token = takeToken();
@@ -98,6 +103,17 @@
     return m[1];
   }
 
+  /**
+   * This tab's name in the server's line: the server answers one question at a time per
+   * client, and every program on the teacher's machine has the same address, so each tab
+   * names itself. Random, in memory only; crypto.getRandomValues works on plain http too.
+   */
+  function newClientId() {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes);
+    return 'tab-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
   // ---- asking ---------------------------------------------------------------------------
 
   function send(text) {
@@ -114,7 +130,7 @@
     if (broken.mainThread) {
       readOnMainThread(req, body);
     } else {
-      worker.postMessage({ cmd: 'start', id: req.id, url: '/chat', body, token });
+      worker.postMessage({ cmd: 'start', id: req.id, url: '/chat', body, token, client: state.clientId });
     }
     return true;
   }
@@ -165,7 +181,7 @@
     Object.assign(state, {
       chunks: 0, frames: 0, textUpdates: 0, renders: 0, reads: 0, seqs: [], lastEvent: null,
       status: 'streaming', reader: req.reader, text: '', shownText: '',
-      progress: null, progressEvents: 0,
+      progress: null, progressEvents: 0, place: null, placeEvents: 0, placeShown: false,
     });
     active = req;
     setStreaming(true);
@@ -188,7 +204,7 @@
     } else if (msg.kind === 'closed') {
       finish(req, { error: 'the server closed the stream without a final event' });
     } else if (msg.kind === 'failed') {
-      finish(req, { error: msg.message });
+      finish(req, { error: refusal(msg.status, msg.retryAfter, msg.message) });
     } else if (msg.kind === 'aborted') {
       finish(req, { stopped: true });
     }
@@ -219,6 +235,11 @@
 
   function deliver(req, event) {
     state.lastEvent = event;
+    if (event.type === 'queued') {
+      showPlace(req, event);
+      return;
+    }
+    if (state.placeShown) hidePlace(req); // its turn came: the model has the question now
     if (typeof event.seq === 'number') {
       state.seqs.push(event.seq);
       req.nextSeq = event.seq + 1;
@@ -244,9 +265,46 @@
     } else if (event.type === 'error') {
       const error = event.error || {};
       finish(req, { error: `${error.kind || 'error'}: ${error.message || 'the model failed'}` });
-    } else if (typeof event.position === 'number') {
-      showStatus(`waiting: position ${event.position} in the queue`);
     }
+  }
+
+  // ---- the server's line: waiting for the model -------------------------------------------
+
+  /**
+   * A class shares one model: a question that finds it busy waits its turn in the server's
+   * line, and the server says where it stands (position, an estimate of the wait) when it
+   * joins, whenever the line moves, and every few seconds. The page shows it in the answer's
+   * place and in the status line, in the reader's language (i18n.js).
+   */
+  function showPlace(req, event) {
+    const words = self.TkI18n.inLine(event);
+    if (words === null) return; // malformed: ignored, as progress is
+    state.place = { position: event.position, waiting: event.waiting, eta_s: event.eta_s };
+    state.placeEvents += 1;
+    state.placeShown = true;
+    if (!req.placeNote) {
+      req.placeNote = document.createElement('p');
+      req.placeNote.className = 'place';
+      req.body.prepend(req.placeNote);
+    }
+    req.placeNote.textContent = words;
+    showStatus(self.TkI18n.t('line.waiting', { place: words }));
+  }
+
+  function hidePlace(req) {
+    state.placeShown = false;
+    if (req.placeNote) {
+      req.placeNote.remove();
+      req.placeNote = null;
+    }
+    if (active === req) showStatus(req.broken.mainThread || req.broken.perChunk ? 'streaming (BROKEN mode)…' : 'streaming…');
+  }
+
+  /** A refused question in words: a full line says when to try again, in the page's language. */
+  function refusal(status, retryAfter, message) {
+    const seconds = Number(retryAfter);
+    if (status === 503 && Number.isInteger(seconds) && seconds > 0) return self.TkI18n.t('line.full', { seconds });
+    return message;
   }
 
   // ---- a long prompt: how far the server has read it ----------------------------------------
@@ -329,9 +387,10 @@
     const controller = new AbortController();
     req.abort = () => controller.abort();
     try {
-      const response = await self.TkSSE.fetchChat('/chat', body, controller.signal, token);
+      const response = await self.TkSSE.fetchChat('/chat', body, controller.signal, token, state.clientId);
       if (!response.ok || !response.body) {
-        finish(req, { error: await self.TkSSE.describeRefusal(response) });
+        const message = await self.TkSSE.describeRefusal(response);
+        finish(req, { error: refusal(response.status, response.headers.get('retry-after'), message) });
         return;
       }
       const parser = new self.TkSSE.SSEParser();
@@ -390,6 +449,7 @@
     writePending(req); // the last text must not wait for a frame that may never come
     state.shownText = req.textNode.isConnected ? req.textNode.data : '';
     if (state.progressShown) hideProgress(req);
+    if (state.placeShown || req.placeNote) hidePlace(req);
     setStreaming(false);
     if (outcome.stopped) {
       state.status = 'stopped';

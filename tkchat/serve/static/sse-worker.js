@@ -14,12 +14,12 @@
  *
  * Protocol with the page (every message carries the request `id` the page chose, so the page
  * can drop whatever still arrives for an answer it has already stopped):
- *   page -> worker  {cmd: "start", id, url, body}   {cmd: "abort", id}
+ *   page -> worker  {cmd: "start", id, url, body, token, client}   {cmd: "abort", id}
  *   worker -> page  {id, kind: "open"}
  *                   {id, kind: "events", events: [...]}  all events parsed from one network read
  *                   {id, kind: "closed", reads, bytes}    the server ended the stream
  *                   {id, kind: "aborted", reads, bytes}   Stop reached the fetch
- *                   {id, kind: "failed", message, status?}
+ *                   {id, kind: "failed", message, status?, retryAfter?}
  */
 'use strict';
 
@@ -143,15 +143,18 @@
   const BUSY_RETRY_MS = 200;
 
   /**
-   * POST the chat and resolve with the streaming response. The server generates one answer
-   * at a time and refuses another with 429 "busy" for as long as a stopped generation takes
-   * to leave its model loop (at most one token), so a Send right after Stop retries briefly
+   * POST the chat and resolve with the streaming response. A question that finds the model
+   * busy waits in the server's line (the stream says where it stands), but the server answers
+   * one question at a time per client: a Send right after Stop can arrive before the server
+   * has seen the Stop, and get 429 "one_at_a_time" for a moment, so it retries briefly
    * instead of showing an error. Used by the worker and by the BROKEN main-thread reader.
-   * `token`: the server's, when it listens beyond this machine (null otherwise).
+   * `token`: the server's, when it listens beyond this machine (null otherwise); `client`:
+   * this tab's name in the line (X-Tkchat-Client).
    */
-  async function fetchChat(url, body, signal, token = null) {
+  async function fetchChat(url, body, signal, token = null, client = null) {
     const headers = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
     if (token) headers.Authorization = 'Bearer ' + token;
+    if (client) headers['X-Tkchat-Client'] = client;
     for (let attempt = 0; ; attempt += 1) {
       const response = await fetch(url, {
         method: 'POST',
@@ -198,7 +201,7 @@
     const msg = message.data;
     if (msg.cmd === 'start') {
       if (current) current.controller.abort(); // the page moved on; free the old connection
-      run(msg.id, msg.url, msg.body, msg.token);
+      run(msg.id, msg.url, msg.body, msg.token, msg.client);
     } else if (msg.cmd === 'abort' && current && current.id === msg.id) {
       // Aborting the fetch closes the connection; that disconnect is what tells the server
       // to stop the model. Nothing else (no second request, no flag) is needed.
@@ -206,16 +209,17 @@
     }
   };
 
-  async function run(id, url, body, token) {
+  async function run(id, url, body, token, client) {
     const controller = new AbortController();
     current = { id, controller };
     let reads = 0;
     let bytes = 0;
     try {
-      const response = await fetchChat(url, body, controller.signal, token);
+      const response = await fetchChat(url, body, controller.signal, token, client);
       if (!response.ok || !response.body) {
         const message = await describeRefusal(response);
-        scope.postMessage({ id, kind: 'failed', status: response.status, message });
+        const retryAfter = response.headers.get('retry-after');
+        scope.postMessage({ id, kind: 'failed', status: response.status, message, retryAfter });
         return;
       }
       scope.postMessage({ id, kind: 'open' });

@@ -1,0 +1,85 @@
+"""``tkchat bench --class``: a short class on the scripted backend, and the accounting that
+must be able to say "lost", "mixed up" and "out of order". No figure of speed is asserted:
+the bench reports those, from a kept run (docs/runs/class/scripted.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+from tkchat.measure.classroom.run import ClassOptions, HealthMonitor, class_figures, run_class_bench  # noqa: E402
+from tkchat.measure.classroom.students import Ask  # noqa: E402
+
+
+def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path) -> None:
+    out = tmp_path / "class.json"
+    options = ClassOptions(
+        students=6,
+        duration_s=6.0,
+        read_s=(0.2, 1.0),
+        arrive_s=1.0,
+        max_tokens=12,
+        idle_s=1.0,
+        model_args=("--backend", "scripted", "--rate", "100", "--echo"),
+        json_path=out,
+    )
+    assert run_class_bench(options) == 0
+    figures = json.loads(out.read_text())
+    assert figures["requests"] == figures["answered"] > options.students
+    assert figures["lost"] == figures["mixed_up"] == figures["out_of_order"] == 0
+    assert figures["refused"] == {} and figures["not_told_place"] == 0
+    assert figures["waited_in_line"] > 0  # six students, one model: some stood in line
+    assert figures["server_counts"]["joined"] == figures["requests"]
+    assert figures["health_ms"]["count"] > 0 and figures["health_failures"] == 0
+    assert figures["health_twin_ms"]["count"] == figures["health_ms"]["count"]
+    assert figures["where"]["cores"] and figures["started"]
+
+
+def _ask(student: str, ticket: int, gen: int, text: str | None = None) -> Ask:
+    ask = Ask(student, 1, f"[{student}, question 1] Why?", sent=0.0, status=200, ticket=ticket)
+    ask.joined_at, ask.places = 1, [(0.0, 1, None)]
+    ask.final, ask.gen, ask.gens, ask.seqs = "done", gen, {gen}, [1, 2]
+    ask.text = ask.question + " answer" if text is None else text
+    ask.turn_at = 0.1
+    return ask
+
+
+def test_the_accounting_can_say_mixed_up_out_of_order_and_lost() -> None:
+    options = ClassOptions(students=3)
+    monitor = HealthMonitor(0)
+    fine = [_ask("a", 1, 1), _ask("b", 2, 2), _ask("c", 3, 3)]
+    assert class_figures(fine, monitor, options)["mixed_up"] == 0
+    swapped = [_ask("a", 1, 1, text="[b, question 1] Why? answer"), *fine[1:]]
+    assert class_figures(swapped, monitor, options)["mixed_up"] == 1
+    shared = [fine[0], _ask("b", 2, 1), fine[2]]  # one generation for two students
+    assert class_figures(shared, monitor, options)["mixed_up"] == 2
+    late = [_ask("a", 1, 2), _ask("b", 2, 1), fine[2]]  # b came second, was served first
+    assert class_figures(late, monitor, options)["out_of_order"] == 1
+    cut = _ask("c", 3, 3)
+    cut.final = None
+    assert class_figures([*fine[:2], cut], monitor, options)["lost"] == 1
+    untold = _ask("c", 3, 3)
+    untold.places = []  # it joined second in line, and was never told
+    assert class_figures([*fine[:2], untold], monitor, options)["not_told_place"] == 1
+
+
+ROOT = Path(__file__).resolve().parent.parent
+CLASS_RUNS = sorted((ROOT / "docs" / "runs" / "class").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", CLASS_RUNS, ids=[p.stem for p in CLASS_RUNS])
+def test_the_serve_page_quotes_each_kept_class_run(path: Path) -> None:
+    """Provenance, not speed: every kept class run is linked from docs/serve.md, and the
+    figures the page quotes for it are the run's (a run kept again needs its page updated)."""
+    page = (ROOT / "docs" / "serve.md").read_text(encoding="utf-8")
+    run = json.loads(path.read_text(encoding="utf-8"))
+    assert f"(runs/class/{path.name})" in page
+    assert run["lost"] == run["mixed_up"] == run["out_of_order"] == 0
+    wait = run["wait_in_line_s"]
+    quoted = f"{wait['p50']:.1f} s / {wait['p90']:.1f} s / {wait['max']:.1f} s"
+    assert quoted in page, quoted
+    assert f"| {run['requests']}" in page or f"{run['requests']}, **all answered**" in page

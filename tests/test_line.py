@@ -1,0 +1,385 @@
+"""The fair line in front of the model (tkchat/serve/line.py): first come first served, told
+their place, bounded, one request at a time per client, and nothing of one client's
+conversation reaching another's answer.
+
+The line alone (its clock made by hand), then the line behind real HTTP (uvicorn on the
+loopback, the scripted backend), then the real model's prompt cache.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.client import HTTPResponse
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from starlette.requests import Request  # noqa: E402
+
+from tests.conftest import wait_until  # noqa: E402
+from tests.test_server import HELLO, LONG_ANSWERS, Live, check_contract, hang_up, serve  # noqa: E402
+from tkchat.events import Done, GenerationEvent, QueuePlace  # noqa: E402
+from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
+from tkchat.serve import line as line_module  # noqa: E402
+from tkchat.serve.errors import RequestRejected  # noqa: E402
+from tkchat.serve.line import Client, Line, LineLimits  # noqa: E402
+from tkchat.serve.routes import client_of  # noqa: E402
+from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E402
+
+# -- the line alone ------------------------------------------------------------------------
+
+
+class Clock:
+    """time.monotonic, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(line_module.time, "monotonic", clock)
+    return clock
+
+
+class Recorder:
+    """A line of names, recording whom it started and what it told whom."""
+
+    def __init__(self, limits: LineLimits = line_module.DEFAULT_LIMITS) -> None:
+        self.started: list[str] = []
+        self.told: dict[str, list[QueuePlace]] = {}
+        self.line: Line[str] = Line(limits, self.started.append, self.tell)
+
+    def tell(self, name: str, place: QueuePlace) -> None:
+        self.told.setdefault(name, []).append(place)
+
+    def last(self, name: str) -> tuple[int, int, float | None]:
+        place = self.told[name][-1]
+        return place.position, place.waiting, place.eta_s
+
+
+def test_first_come_first_served_and_everyone_hears_their_place(clock: Clock) -> None:
+    rec = Recorder()
+    for name in "abcd":
+        rec.line.join(name, Client(None))
+    assert rec.started == ["a"] and list(rec.line.waiting) == ["b", "c", "d"]
+    assert rec.last("b")[:2] == (1, 3) and rec.last("d")[:2] == (3, 3)
+    assert "a" not in rec.told  # served at once: nothing to wait for
+    for name in "abc":
+        rec.line.finished(name)
+    assert rec.started == ["a", "b", "c", "d"] and not rec.line.waiting
+    assert rec.last("d")[:2] == (1, 1)
+
+
+def test_the_estimate_is_the_mean_turn_for_each_turn_ahead(clock: Clock) -> None:
+    rec = Recorder()
+    for name in "abc":
+        rec.line.join(name, Client(None))
+    assert rec.last("c")[2] is None  # no turn timed yet: no guess
+    clock.now += 10.0
+    rec.line.finished("a")  # a 10 s turn; b starts now
+    assert rec.last("c") == (1, 1, 10.0)
+    clock.now += 4.0  # b has had 4 of its 10 s
+    rec.line.join("d", Client(None))
+    assert rec.last("c") == (1, 2, 6.0) and rec.last("d") == (2, 2, 16.0)
+    clock.now += 30.0  # b runs long: its estimate does not go below zero
+    assert rec.line.eta(1) == 0.0
+
+
+def test_parallel_slots_share_the_line(clock: Clock) -> None:
+    rec = Recorder(LineLimits(parallel=2))
+    for name in "abcde":
+        rec.line.join(name, Client(None))
+    assert rec.started == ["a", "b"]
+    clock.now += 10.0
+    rec.line.finished("a")  # c starts; b still has its (now estimated) 0 s left
+    assert rec.started == ["a", "b", "c"]
+    assert [rec.line.eta(p) for p in (1, 2)] == [0.0, 10.0]
+
+
+def test_a_client_that_leaves_leaves_the_line_and_those_behind_move_up(clock: Clock) -> None:
+    rec = Recorder()
+    for name in "abcd":
+        rec.line.join(name, Client(None))
+    rec.line.leave("b")
+    assert list(rec.line.waiting) == ["c", "d"] and rec.last("d")[:2] == (2, 2)
+    rec.line.finished("a")
+    assert rec.started == ["a", "c"]  # b is never started
+    assert rec.line.counts["left"] == 1
+
+
+def test_a_full_line_refuses_with_503_and_retry_after(clock: Clock) -> None:
+    rec = Recorder(LineLimits(waiting=2))
+    for name in "abc":
+        rec.line.join(name, Client(None))
+    with pytest.raises(RequestRejected) as caught:
+        rec.line.join("d", Client(None))
+    assert caught.value.status == 503 and caught.value.kind == "line_full"
+    assert caught.value.headers == {"Retry-After": "1"}
+    rec.line.finished("a")
+    rec.line.join("d", Client(None))  # a place freed
+    assert list(rec.line.waiting) == ["c", "d"]
+
+
+def test_one_request_at_a_time_per_client(clock: Clock) -> None:
+    rec = Recorder()
+    ann = Client(None, "tab-ann")
+    rec.line.join("a1", ann)
+    rec.line.join("b1", Client(None, "tab-bob"))
+    with pytest.raises(RequestRejected) as caught:
+        rec.line.join("a2", ann)  # ann's first is still being answered
+    assert caught.value.status == 429 and caught.value.kind == "one_at_a_time"
+    rec.line.release("a1")  # her answer is complete (or she left)
+    rec.line.join("a2", ann)
+    for _ in range(3):
+        rec.line.join(f"anon-{_}", Client(None))  # programs of this machine without a name
+    assert rec.line.counts["one_at_a_time"] == 1
+
+
+def test_another_machine_has_a_few_places_at_most_whatever_names_it_gives(clock: Clock) -> None:
+    rec = Recorder(LineLimits(per_address=2))
+    rec.line.join("x1", Client("192.0.2.7", "one"))
+    rec.line.join("x2", Client("192.0.2.7", "two"))
+    with pytest.raises(RequestRejected) as caught:
+        rec.line.join("x3", Client("192.0.2.7", "three"))
+    assert caught.value.status == 429 and caught.value.kind == "per_address"
+    rec.line.join("y1", Client("192.0.2.8"))  # another machine is not affected
+
+
+def _request(host: str, headers: dict[str, str] | None = None) -> Request:
+    raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    return Request({"type": "http", "headers": raw, "client": (host, 5000)})
+
+
+def test_who_a_client_is() -> None:
+    assert client_of(_request("127.0.0.1")) == Client(None, None)
+    assert client_of(_request("::1"), "ann") == Client(None, "ann")
+    assert client_of(_request("127.0.0.1", {"X-Tkchat-Client": "tab7"}), "ann") == Client(
+        None, "tab7"
+    )
+    assert client_of(_request("192.0.2.7")) == Client("192.0.2.7", None)
+    assert Client(None).key is None and Client("192.0.2.7").key == ("192.0.2.7", "")
+    with pytest.raises(RequestRejected):
+        client_of(_request("127.0.0.1", {"X-Tkchat-Client": "x" * 65}))
+
+
+# -- the line over HTTP ------------------------------------------------------------------
+
+
+@pytest.fixture
+def slow() -> Iterator[Live]:
+    """Answers at 100 tokens/s for minutes, until their client stops them."""
+    with serve(ScriptedBackend(rate=100, tokens=100_000), limits=LONG_ANSWERS) as live:
+        yield live
+
+
+class Reader:
+    """One streaming request, read on a thread of its own: its places, then its events."""
+
+    def __init__(self, live: Live, body: dict[str, Any], name: str | None = None) -> None:
+        headers = {"X-Tkchat-Client": name} if name else {}
+        self.conn, self.response = live.send("POST", "/chat", body, headers)
+        self.ticket = int(self.response.headers.get("x-tkchat-ticket", 0))
+        self.joined_at = int(self.response.headers.get("x-tkchat-place", -1))
+        self.places: list[dict[str, Any]] = []
+        self.events: list[GenerationEvent] = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        parser = SSEParser()
+        try:
+            while piece := self.response.read1(65536):
+                for message in parser.feed(piece):
+                    self._take(message)
+        except Exception:  # hung up on purpose: the socket closed under the read
+            pass
+
+    def _take(self, message: SSEMessage) -> None:
+        if message.event == "queued":
+            self.places.append(json.loads(message.data))
+        else:
+            self.events.append(parse_event(message))
+
+    def join(self, timeout: float = 30) -> None:
+        self._thread.join(timeout)
+        self.conn.close()
+
+
+SHORT = {**HELLO, "max_tokens": 3}
+
+
+def test_requests_wait_in_order_told_their_place_and_are_all_answered(slow: Live) -> None:
+    first = Reader(slow, {**HELLO, "max_tokens": 50_000})
+    wait_until(lambda: first.events, what="the first answer to start")
+    waiting = []
+    for index in range(3):
+        waiting.append(Reader(slow, SHORT, name=f"student-{index}"))
+        wait_until(lambda i=index: slow.health()["line"]["waiting"] == i + 1, what="a place")
+    wait_until(lambda: all(r.places for r in waiting), what="every place told")
+    assert [r.places[0]["position"] for r in waiting] == [1, 2, 3]
+    assert [r.ticket for r in waiting] == [2, 3, 4]
+    assert first.joined_at == 0 and [r.joined_at for r in waiting] == [1, 2, 3]
+    hang_up(first.conn)  # the first client leaves: the others are served in their order
+    for reader in waiting:
+        reader.join()
+    gens = []
+    for reader in waiting:
+        text, final = check_contract(reader.events)
+        assert isinstance(final, Done) and text == "## Why the"
+        positions = [p["position"] for p in reader.places]
+        assert positions == sorted(positions, reverse=True), positions  # only ever forward
+        gens.append(final.gen)
+    assert gens == sorted(gens)  # served first come, first served
+    counts = slow.health()["line"]["counts"]
+    assert counts["joined"] == 4 and counts["served"] == 4
+
+
+def test_a_client_that_leaves_while_waiting_leaves_the_line(slow: Live) -> None:
+    first = Reader(slow, {**HELLO, "max_tokens": 50_000})
+    wait_until(lambda: first.events, what="the first answer to start")
+    second = Reader(slow, SHORT)
+    third = Reader(slow, SHORT)
+    wait_until(lambda: third.places and third.places[-1]["position"] == 2, what="third in line")
+    hang_up(second.conn)
+    wait_until(lambda: third.places[-1]["position"] == 1, what="the third to move up")
+    assert slow.health()["line"]["waiting"] == 1
+    hang_up(first.conn)
+    third.join()
+    _, final = check_contract(third.events)
+    assert isinstance(final, Done)
+    assert slow.health()["line"]["counts"]["left"] == 1
+    assert slow.health()["generations"] == 2  # the one who left never took the model
+
+
+def test_a_full_line_answers_503_in_the_usual_error_shape() -> None:
+    limits = LineLimits(waiting=1, answer_tokens=1 << 20)
+    with serve(ScriptedBackend(rate=100, tokens=100_000), limits=limits) as live:
+        first = Reader(live, {**HELLO, "max_tokens": 50_000})
+        wait_until(lambda: first.events, what="the first answer")
+        second = Reader(live, SHORT)
+        wait_until(lambda: second.places, what="the second in line")
+        for path in ("/chat", "/v1/chat/completions"):
+            status, headers, payload = live.fetch_json("POST", path, SHORT)
+            assert status == 503 and int(headers["retry-after"]) >= 1
+            error = payload["error"]
+            assert error["kind"] == error["code"] == "line_full"
+            assert error["type"] == "server_error" and "line is full" in error["message"]
+        hang_up(first.conn)
+        second.join()
+    assert isinstance(second.events[-1], Done)
+
+
+def test_one_question_at_a_time_per_browser_tab(slow: Live) -> None:
+    first = Reader(slow, {**HELLO, "max_tokens": 50_000}, name="tab-1")
+    wait_until(lambda: first.events, what="the first answer")
+    headers = {"X-Tkchat-Client": "tab-1"}
+    status, retry, payload = slow.fetch_json("POST", "/chat", SHORT, headers)
+    assert status == 429 and retry["retry-after"] == "1"
+    assert payload["error"]["kind"] == "one_at_a_time"
+    hang_up(first.conn)  # Stop: the tab may ask again at once
+    wait_until(lambda: not slow.health()["busy"], what="the model to be free")
+    again = Reader(slow, SHORT, name="tab-1")
+    again.join()
+    assert isinstance(again.events[-1], Done)
+
+
+def test_health_shows_the_line_and_stays_fast_while_it_is_long(slow: Live) -> None:
+    first = Reader(slow, {**HELLO, "max_tokens": 50_000})
+    wait_until(lambda: first.events, what="the first answer")
+    readers = [Reader(slow, SHORT) for _ in range(20)]
+    wait_until(lambda: slow.health()["line"]["waiting"] == 20, what="twenty in line")
+    line = slow.health()["line"]
+    assert line["answering"] == 1 and line["capacity"] == 64 and line["parallel"] == 1
+    hang_up(first.conn)
+    for reader in readers:
+        reader.join()
+    assert all(isinstance(r.events[-1], Done) for r in readers)
+    line = slow.health()["line"]
+    assert line["waiting"] == 0 and line["turn_s"] is not None and line["turn_s"] > 0
+
+
+def test_the_window_client_and_openai_streams_skip_the_place(slow: Live) -> None:
+    """A client that does not show the line sees only the standard stream: the place is an SSE
+    event named "queued" (skipped by a reader of unnamed events), a comment for OpenAI."""
+    first = Reader(slow, {**HELLO, "max_tokens": 50_000})
+    wait_until(lambda: first.events, what="the first answer")
+    conn, response = slow.send("POST", "/v1/chat/completions", {**SHORT, "stream": True})
+    raw = bytearray()
+
+    def read(response: HTTPResponse = response) -> None:
+        while piece := response.read1(65536):
+            raw.extend(piece)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    wait_until(lambda: b": queued, 1st in line" in raw, what="the place as a comment")
+    hang_up(first.conn)
+    reader.join(30)
+    conn.close()
+    assert raw.endswith(b"data: [DONE]\n\n") and b"event: queued" not in raw
+
+
+# -- nothing of one client reaches another ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Live]:
+    from tkchat.generate.llama_backend import LlamaBackend
+
+    backend = LlamaBackend(n_ctx=1024)
+    backend.load()
+    try:
+        with serve(backend) as live:
+            yield live
+    finally:
+        backend.close()
+
+
+SYSTEM = {
+    "role": "system",
+    "content": "You are a helpful assistant in a classroom of thirty students. Answer each "
+    "student briefly and kindly, in plain words, and never make up facts you were not told.",
+}  # longer than one chunk of the prompt reader (32 tokens): a prefix worth reusing
+ALICE = [
+    SYSTEM,
+    {"role": "user", "content": "My locker code is 4817. Please remember it."},
+    {"role": "assistant", "content": "Of course. Your locker code is 4817."},
+    {"role": "user", "content": "Repeat my locker code."},
+]
+BOB = [SYSTEM, {"role": "user", "content": "What is my locker code?"}]
+
+
+def ask(live: Live, messages: list[dict[str, str]]) -> str:
+    body = {"messages": messages, "max_tokens": 32, "temperature": 0, "seed": 3}
+    text, final = check_contract(live.events(body))
+    assert isinstance(final, Done), final
+    return text
+
+
+@pytest.mark.model
+def test_no_client_sees_another_clients_conversation(model: Live) -> None:
+    """llama.cpp #27148 restored another user's conversation from a shared prompt cache under
+    load. Here the only cache is the model's prompt prefix, compared token by token: Bob's
+    answer right after Alice's (her secret still in the cache, and their chats sharing the
+    system prompt's tokens) is the very answer he gets from an empty cache."""
+    backend: Any = model.chat.backend
+    alice = ask(model, ALICE)
+    assert "4817" in alice  # the secret was in the model's cache a moment ago
+    bob_after_alice = ask(model, BOB)
+    assert backend.reader.reused > 0  # the shared system prompt was reused ...
+    with model.chat.controller.model_lock:
+        backend.forget_prompt()
+    bob_alone = ask(model, BOB)
+    assert backend.reader.reused == 0
+    assert bob_after_alice == bob_alone  # ... and nothing else of Alice's reached Bob
+    assert "4817" not in bob_after_alice

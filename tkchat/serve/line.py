@@ -1,0 +1,255 @@
+"""The fair line: requests wait their turn for the model, first come first served, and are
+told their place.
+
+A class shares one model. On a CPU, answering thirty students at once is not faster than
+answering them one after another (the model's tokens per second barely grow with parallel
+streams), it only makes every answer slow; refusing the twenty-nine with an error is worse.
+So a request that finds every slot taken joins a line:
+
+- **First come, first served.** The line is a FIFO; a request leaves it for a slot (one slot
+  for a local model; ``--parallel N`` in front of a server that answers N at once), or when its
+  client leaves (the socket closes: :meth:`Line.leave`).
+- **Told its place.** Whenever the line moves, every waiting request is told its position, how
+  many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`); the estimate is
+  the mean of the last :data:`TURNS_KEPT` turns, applied to the turns still ahead (None until
+  a first turn has been timed).
+- **Bounded.** At most ``LineLimits.waiting`` requests wait; the next is refused at once with
+  503 and a ``Retry-After`` (when the first place should free), never left hanging.
+- **One at a time per client**, so one student cannot hold the model: a client with a request
+  in line or being answered gets 429 for a second one. A client is its address (beyond the
+  loopback) with, where given, its name: the page's per-tab id (``X-Tkchat-Client``) or the
+  OpenAI ``user`` field. A program on this machine that names itself nowhere (a script, the
+  teacher's own OpenAI client) is not limited: every program here is the same user. Since a
+  name is the client's own word, a machine beyond the loopback also has at most
+  ``LineLimits.per_address`` requests in line or being answered.
+
+Everything here runs on the server's event loop (one thread: no locks). The line knows nothing
+of HTTP or of workers: it calls ``start`` when an item's turn comes and ``tell`` when an item
+should hear its place.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from tkchat.events import QueuePlace
+from tkchat.serve.errors import RequestRejected
+
+TURNS_KEPT = 20  # the ETA is the mean of this many of the last turns
+
+T = TypeVar("T", bound=Hashable)
+
+
+@dataclass(frozen=True, slots=True)
+class LineLimits:
+    """What ``tkchat serve`` lets a class hold (``--queue``, ``--parallel``,
+    ``--max-answer-tokens``; see the module)."""
+
+    waiting: int = 64  # requests in line, besides those being answered: 503 past it
+    parallel: int = 1  # generations at once
+    per_address: int = 4  # requests in line or being answered from one address beyond loopback
+    answer_tokens: int = 1024  # the longest answer one request gets (its max_tokens is cut to it)
+
+
+DEFAULT_LIMITS = LineLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """Who asks: ``address`` None for this machine (the loopback), and the client's own name
+    (the page's per-tab id, or the OpenAI ``user`` field), if any."""
+
+    address: str | None
+    name: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str] | None:
+        """Whom the one-at-a-time rule counts; None: an unnamed program on this machine."""
+        if self.address is None and self.name is None:
+            return None
+        return (self.address or "", self.name or "")
+
+
+class TurnClock:
+    """How long a turn takes: the mean of the last :data:`TURNS_KEPT` (a turn is a slot held
+    from its start to its worker leaving the model loop, whatever ended it)."""
+
+    def __init__(self) -> None:
+        self._turns: deque[float] = deque(maxlen=TURNS_KEPT)
+
+    def add(self, seconds: float) -> None:
+        self._turns.append(max(0.0, seconds))
+
+    @property
+    def mean(self) -> float | None:
+        return sum(self._turns) / len(self._turns) if self._turns else None
+
+
+class Line(Generic[T]):
+    """The line and the slots it feeds (see the module). Loop thread only."""
+
+    def __init__(
+        self,
+        limits: LineLimits,
+        start: Callable[[T], None],
+        tell: Callable[[T, QueuePlace], None],
+    ) -> None:
+        self.limits = limits
+        self._start = start
+        self._tell = tell
+        self.waiting: deque[T] = deque()
+        self.serving: dict[T, float] = {}  # item -> when its turn began (monotonic)
+        self.clock = TurnClock()
+        self._clients: dict[T, Client] = {}  # items whose client still holds a place
+        self._holders: Counter[tuple[str, str]] = Counter()
+        self._addresses: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter()  # joined, served, left, full, one_at_a_time...
+        self.closed = False
+
+    # -- joining and leaving --------------------------------------------------------------
+
+    def join(self, item: T, client: Client) -> None:
+        """Take ``item`` into the line (and to a free slot at once, if there is one), or refuse
+        it: 429 (its client already has one), 503 (the line is full). No await inside: on one
+        loop, two requests cannot both pass a check."""
+        self._check(client)
+        self.counts["joined"] += 1
+        self._hold(item, client)
+        self.waiting.append(item)
+        self._dispatch()
+
+    def leave(self, item: T) -> None:
+        """The client left (or the response ended). A waiting item leaves the line, and those
+        behind it move up; either way its client's place is free for its next request."""
+        self.release(item)
+        if item in self.waiting:
+            self.waiting.remove(item)
+            self.counts["left"] += 1
+            self._tell_everyone()
+
+    def release(self, item: T) -> None:
+        """The item's client may ask again (its answer is complete, or it left). Idempotent."""
+        client = self._clients.pop(item, None)
+        if client is None:
+            return
+        if client.key is not None:
+            self._holders[client.key] -= 1
+            if self._holders[client.key] <= 0:
+                del self._holders[client.key]
+        if client.address is not None:
+            self._addresses[client.address] -= 1
+            if self._addresses[client.address] <= 0:
+                del self._addresses[client.address]
+
+    def close(self) -> None:
+        """The server is shutting down: nobody joins, nobody in the line starts."""
+        self.closed = True
+
+    def finished(self, item: T) -> None:
+        """The item's turn is over (its worker left the model loop): the next one starts."""
+        began = self.serving.pop(item, None)
+        if began is not None:
+            self.clock.add(time.monotonic() - began)
+        self._dispatch()
+
+    # -- what the line looks like ---------------------------------------------------------
+
+    def place(self, item: T) -> QueuePlace | None:
+        """Where ``item`` stands, or None once it is not waiting."""
+        try:
+            position = self.waiting.index(item) + 1
+        except ValueError:
+            return None
+        return QueuePlace(position, len(self.waiting), self.eta(position))
+
+    def eta(self, position: int) -> float | None:
+        """Seconds until the request at ``position`` (1: next) should start: each slot frees
+        after the mean turn minus what its current turn has already taken, and each request
+        ahead then takes a mean turn of the first slot to free."""
+        mean = self.clock.mean
+        if mean is None:
+            return None
+        now = time.monotonic()
+        free = [max(0.0, mean - (now - began)) for began in self.serving.values()]
+        free += [0.0] * max(0, self.limits.parallel - len(free))
+        heapq.heapify(free)
+        for _ in range(position - 1):
+            heapq.heappush(free, heapq.heappop(free) + mean)
+        return round(free[0], 1)
+
+    def retry_after(self) -> int:
+        """Whole seconds until a place in a full line should free (at least 1)."""
+        eta = self.eta(1)
+        return max(1, math.ceil(eta)) if eta is not None else 1
+
+    # -- inside -----------------------------------------------------------------------------
+
+    def _check(self, client: Client) -> None:
+        if self.closed:
+            raise RequestRejected(503, "shutting_down", "The server is shutting down.")
+        if client.key is not None and self._holders[client.key]:
+            self.counts["one_at_a_time"] += 1
+            raise RequestRejected(
+                429,
+                "one_at_a_time",
+                "You already have a question waiting or being answered: wait for its answer "
+                "(or stop it) before you ask the next one.",
+                {"Retry-After": "1"},
+                code="rate_limit_exceeded",
+            )
+        if client.address is not None and (
+            self._addresses[client.address] >= self.limits.per_address
+        ):
+            self.counts["per_address"] += 1
+            raise RequestRejected(
+                429,
+                "per_address",
+                f"Your machine already has {self.limits.per_address} questions waiting or "
+                "being answered: wait for one of them to finish.",
+                {"Retry-After": str(self.retry_after())},
+                code="rate_limit_exceeded",
+            )
+        slot_free = len(self.serving) < self.limits.parallel
+        if not slot_free and len(self.waiting) >= self.limits.waiting:
+            self.counts["full"] += 1
+            retry = self.retry_after()
+            raise RequestRejected(
+                503,
+                "line_full",
+                f"The line is full: {len(self.waiting)} questions are waiting for the model. "
+                f"Try again in about {retry} s.",
+                {"Retry-After": str(retry)},
+            )
+
+    def _hold(self, item: T, client: Client) -> None:
+        self._clients[item] = client
+        if client.key is not None:
+            self._holders[client.key] += 1
+        if client.address is not None:
+            self._addresses[client.address] += 1
+
+    def _dispatch(self) -> None:
+        """Fill the free slots from the head of the line, then tell the rest their places."""
+        if self.closed:
+            return
+        moved = False
+        while self.waiting and len(self.serving) < self.limits.parallel:
+            item = self.waiting.popleft()
+            self.serving[item] = time.monotonic()
+            self.counts["served"] += 1
+            moved = True
+            self._start(item)
+        if moved or self.waiting:
+            self._tell_everyone()
+
+    def _tell_everyone(self) -> None:
+        for item in self.waiting:
+            place = self.place(item)
+            if place is not None:
+                self._tell(item, place)
