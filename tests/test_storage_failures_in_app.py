@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Faults, pump_until
+from tests.conftest import SAVED_CONTENT, Faults, pump_until
 from tkchat.events import Done
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
@@ -179,8 +179,9 @@ def rows() -> list[tuple[object, ...]]:
             "FROM conversations ORDER BY id"
         ).fetchall()
         found += conn.execute(
-            "SELECT 'message', id, conversation_id, position, role, content, "
-            "status FROM messages ORDER BY id"
+            "SELECT 'message', id, conversation_id, position, role, "
+            + SAVED_CONTENT
+            + ", status FROM messages ORDER BY id"
         ).fetchall()
         return found
     finally:
@@ -296,29 +297,62 @@ def test_locked_database_gives_an_in_memory_session_and_keeps_the_file(
 # --- a read-only database or folder -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("where", "error"),
-    [("write", READ_ONLY), ("connect", CANNOT_OPEN)],
-    ids=["read-only-file", "cannot-open"],
-)
-def test_read_only_database_gives_an_in_memory_session_and_keeps_the_file(
+def start_read_only(
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> Screen:
+    """Open the window on yesterday's history, which tkchat may read but not write: it is
+    shown (listed, and reopened), one sentence says it is read-only, and a question still
+    gets its whole answer, with no second sentence about saving."""
+    backend = gated(hold_load=True)
+    app = make_app(backend, wait=False, history=True)
+    screen = screen_for(app)
+    screen.until(lambda: history_ready(app), what="yesterday's history, read-only")
+    shown = screen.look()
+    assert "read-only" in shown and "nothing new will be saved" in shown, shown
+    assert app.archive is not None and app.archive.store is not None
+    assert app.archive.store.read_only and app.archive.store.persistent
+    assert [c.title for c in app.archive.conversations()] == ["kept from yesterday"]
+    assert "A lock only one thread holds." in app.transcript.plain_text()  # reopened
+    backend.loaded.set()
+    screen.until(lambda: app.model_ready, what="the model")
+    ask(screen, "does it still answer?")
+    assert len(screen.shown("read-only")) == 1, screen.seen  # one sentence, said once
+    assert screen.shown("could not") == [], screen.seen
+    return screen
+
+
+def test_read_only_database_is_shown_read_only_and_kept(
     data_dir: Path,
     faults: Faults,
     screen_for: Callable[[ChatApp], Screen],
     make_app: Callable[..., ChatApp],
     gated: Callable[..., GatedScript],
-    where: str,
-    error: str,
 ) -> None:
     seed_history()
     before, before_bytes = rows(), digest(database_path())
-    if where == "write":
-        faults.write_error = error
-    else:
-        faults.connect_error = error
-    screen = start_in_memory(screen_for, make_app, gated, "may not write", error)
+    faults.write_error = READ_ONLY
+    screen = start_read_only(screen_for, make_app, gated)
     screen.app.close()
-    faults.write_error = faults.connect_error = None
+    faults.write_error = None
+    assert rows() == before
+    assert digest(database_path()) == before_bytes
+
+
+def test_database_that_cannot_be_opened_gives_an_in_memory_session_and_keeps_the_file(
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> None:
+    seed_history()
+    before, before_bytes = rows(), digest(database_path())
+    faults.connect_error = CANNOT_OPEN
+    screen = start_in_memory(screen_for, make_app, gated, "may not write", CANNOT_OPEN)
+    screen.app.close()
+    faults.connect_error = None
     assert rows() == before
     assert digest(database_path()) == before_bytes
 
@@ -368,7 +402,7 @@ def immutable_history(data_dir: Path) -> Iterator[Frozen]:
         frozen.thaw()
 
 
-def test_real_read_only_folder_gives_an_in_memory_session_and_keeps_the_file(
+def test_real_read_only_folder_is_shown_read_only_and_kept(
     data_dir: Path,
     immutable_history: Frozen,
     screen_for: Callable[[ChatApp], Screen],
@@ -376,7 +410,7 @@ def test_real_read_only_folder_gives_an_in_memory_session_and_keeps_the_file(
     gated: Callable[..., GatedScript],
 ) -> None:
     frozen = immutable_history
-    screen = start_in_memory(screen_for, make_app, gated, "may not write", str(data_dir))
+    screen = start_read_only(screen_for, make_app, gated)
     screen.app.close()
     assert sorted(p.name for p in data_dir.iterdir()) == ["conversations.sqlite3"]
     assert digest(frozen.path) == frozen.before_bytes

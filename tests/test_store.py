@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Faults, wait_until
+from tests.conftest import SAVED_CONTENT, Faults, wait_until
 from tkchat.conversation import Sampling
 from tkchat.store import damaged, db
 from tkchat.store.db import (
@@ -177,7 +177,9 @@ def test_messages_keep_their_order_and_are_committed_at_once(
     turns: list[tuple[Role, str]] = [("system", "be brief"), ("user", "hi"), ("assistant", "hello")]
     ids = [store.add_message(conversation.id, role, text) for role, text in turns]
     # A second connection sees the message as soon as add_message returned: committed.
-    assert raw_rows(db_path, "SELECT content FROM messages WHERE id = ?", (ids[1],)) == [("hi",)]
+    assert raw_rows(
+        db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE id = ?", (ids[1],)
+    ) == [("hi",)]
     stored = store.messages(conversation.id)
     assert [(m.id, m.position, m.role, m.status) for m in stored] == [
         (ids[0], 0, "system", "complete"),
@@ -474,7 +476,9 @@ def test_writer_saves_on_its_own_thread_and_reports_ids(
     assert errors == []
     ((message_id, thread_name),) = saved
     assert thread_name == "tkchat-store-writer"  # the UI must hop back to its own thread
-    assert raw_rows(db_path, "SELECT role, content, status FROM messages ORDER BY position") == [
+    assert raw_rows(
+        db_path, "SELECT role, " + SAVED_CONTENT + ", status FROM messages ORDER BY position"
+    ) == [
         ("user", "hello?", "complete"),
         ("assistant", "Hello 世界 🎉", "complete"),
     ]
@@ -497,7 +501,9 @@ def test_many_appends_are_written_in_one_transaction(
         assert writer.commits - before == 1
     finally:
         writer.close(timeout=10)
-    (content,) = raw_rows(db_path, "SELECT content FROM messages WHERE role = 'assistant'")[0]
+    (content,) = raw_rows(
+        db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE role = 'assistant'"
+    )[0]
     assert content == "".join(f"t{i} " for i in range(1000))
 
 
@@ -510,7 +516,10 @@ def test_appends_are_written_by_the_timer_without_a_flush(
         answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
         writer.append(answer, "arrives by itself")
         wait_until(
-            lambda: raw_rows(db_path, "SELECT content FROM messages") == [("arrives by itself",)],
+            lambda: (
+                raw_rows(db_path, "SELECT " + SAVED_CONTENT + " FROM messages")
+                == [("arrives by itself",)]
+            ),
             what="the timed batch",
         )
     finally:
@@ -629,7 +638,9 @@ def test_kill_9_mid_answer_keeps_the_question_and_a_prefix_of_the_answer(db_path
         started = time.monotonic()
 
         def answer_on_disk() -> str:
-            rows = raw_rows(db_path, "SELECT content FROM messages WHERE role = 'assistant'")
+            rows = raw_rows(
+                db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE role = 'assistant'"
+            )
             return str(rows[0][0]) if rows else ""
 
         wait_until(
@@ -672,7 +683,7 @@ def test_damaged_file_is_moved_aside_byte_for_byte(db_path: Path) -> None:
         assert store.persistent and store.path == db_path  # a fresh history, on disk
         conversation = store.create("after the damage")
         store.add_message(conversation.id, "user", "works")
-    assert raw_rows(db_path, "SELECT content FROM messages") == [("works",)]
+    assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + " FROM messages") == [("works",)]
 
 
 def test_integrity_failure_counts_as_damage(db_path: Path) -> None:
@@ -820,8 +831,13 @@ UNPRIVILEGED_CHILD = textwrap.dedent(
     os.setgid(65534)
     os.setuid(65534)  # nobody: now chmod applies
     store, warning = open_store(Path(sys.argv[1]))
-    store.add_message(store.create().id, "user", "works in memory")
-    print(json.dumps({"warning": warning, "persistent": store.persistent}))
+    titles = [c.title for c in store.list_conversations()]
+    if not store.read_only:
+        store.add_message(store.create().id, "user", "works in memory")
+    print(json.dumps({
+        "warning": warning, "persistent": store.persistent, "read_only": store.read_only,
+        "titles": titles,
+    }))
     """
 )
 
@@ -845,9 +861,12 @@ def test_real_read_only_folder_as_an_unprivileged_child(with_history: bool) -> N
         )
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
-        assert report["persistent"] is False
-        assert "may not write" in report["warning"] and "not be saved" in report["warning"]
-        if before is not None:
+        assert "may not write" in report["warning"]
+        if before is None:  # nothing to show: a session in memory
+            assert report["persistent"] is False and "not be saved" in report["warning"]
+        else:  # the history that is there is shown, read-only, and left exactly as it was
+            assert report["read_only"] is True and report["titles"] == ["old"]
+            assert "read-only" in report["warning"] and "nothing new" in report["warning"]
             assert path.read_bytes() == before
     finally:
         (base / "readonly").chmod(0o755)
@@ -899,7 +918,9 @@ def test_store_write_errors_say_the_disk_is_full(db_path: Path, faults: Faults) 
         faults.write_error = None
         store.add_message(conversation.id, "user", "third")  # the store still works
     assert raw_rows(db_path, "SELECT title FROM conversations") == [("before",)]
-    assert raw_rows(db_path, "SELECT content, position FROM messages ORDER BY position") == [
+    assert raw_rows(
+        db_path, "SELECT " + SAVED_CONTENT + ", position FROM messages ORDER BY position"
+    ) == [
         ("first", 0),
         ("third", 1),
     ]
@@ -923,14 +944,16 @@ def test_writer_reports_a_full_disk_once_and_retries_the_text(
         assert writer.flush(timeout=10) is False
         assert len(errors) == 1 and "the disk is full" in errors[0]  # said once, not per flush
         assert errors.threads == {"tkchat-store-writer"}
-        assert raw_rows(db_path, "SELECT content FROM messages") == [("safe ",)]  # intact
+        assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + " FROM messages") == [
+            ("safe ",)
+        ]  # intact
         faults.write_error = None  # space was freed: the kept text is written
         writer.finish(answer, "complete")
         assert writer.flush(timeout=10)
     finally:
         writer.close(timeout=10)
         store.close()
-    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+    assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + ", status FROM messages") == [
         ("safe pending more", "complete")
     ]
 
@@ -960,7 +983,7 @@ def test_writer_keeps_an_answers_end_the_full_disk_refused_and_writes_it_later(
     finally:
         writer.close(timeout=10)
         store.close()
-    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+    assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + ", status FROM messages") == [
         ("all of it, finished", "complete")
     ]
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tkchat.store.errors import StoreError, invalid
-from tkchat.store.json_values import is_int, is_number
 from tkchat.store.records import (
     DEFAULT_TITLE,
     ROLES,
@@ -27,6 +26,8 @@ from tkchat.store.records import (
     Conversation,
     StoredMessage,
     clean_title,
+    is_int,
+    is_number,
     settings_json,
 )
 

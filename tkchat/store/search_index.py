@@ -16,6 +16,7 @@ import re
 import sqlite3
 
 from tkchat.store.errors import rollback
+from tkchat.store.records import CONVERSATION_COLUMNS, Conversation, conversation_from_row
 
 SNIPPET_CONTEXT = 40  # characters shown on each side of a search hit
 _CONTAINS = "tkchat_contains"  # the SQL name of contains()
@@ -80,6 +81,17 @@ def sync_fts(conn: sqlite3.Connection, want: bool | None) -> bool:
         rollback(conn)
         raise
     return use
+
+
+def fts_ready(conn: sqlite3.Connection) -> bool:
+    """Whether search may use the index as it is, without writing anything (a history
+    opened read-only cannot build or repair it: it then scans)."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    return (
+        fts5_available(conn)
+        and "messages_fts" in names
+        and all(name in names for name in _FTS_TRIGGERS)
+    )
 
 
 def _build_fts(conn: sqlite3.Connection, has_table: bool) -> None:
@@ -148,6 +160,29 @@ def title_hits(conn: sqlite3.Connection, query: str) -> set[int]:
     }
 
 
+def search_conversations(
+    conn: sqlite3.Connection, query: str, *, use_fts: bool, limit: int
+) -> list[tuple[Conversation, str]]:
+    """``ConversationStore.search``: the conversations (not deleted) with a hit in a message
+    or the title, newest first, each with its snippet; at most ``limit``."""
+    hits = message_hits(conn, query, use_fts=use_fts)
+    titled = title_hits(conn, query)
+    rows = conn.execute(
+        f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE deleted_at IS NULL "
+        "ORDER BY updated_at DESC, id DESC"
+    ).fetchall()
+    results: list[tuple[Conversation, str]] = []
+    for row in rows:
+        conversation = conversation_from_row(row)
+        if conversation.id in hits:
+            results.append((conversation, snippet(hits[conversation.id], query)))
+        elif conversation.id in titled:
+            results.append((conversation, snippet(conversation.title, query)))
+        if len(results) >= limit:
+            break
+    return results
+
+
 def snippet(text: str, query: str, context: int = SNIPPET_CONTEXT) -> str:
     """One line of ``text`` around the first case-insensitive occurrence of ``query``,
     with "…" where it was cut (the start of the text if there is no occurrence)."""
@@ -163,7 +198,9 @@ __all__ = [
     "add_contains_function",
     "contains",
     "fts5_available",
+    "fts_ready",
     "message_hits",
+    "search_conversations",
     "snippet",
     "sync_fts",
     "title_hits",
