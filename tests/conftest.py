@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tkchat.events import Done, Error, GenerationEvent
-from tkchat.measure.display import ensure_display
+from tkchat.measure.script import ensure_display
 from tkchat.store import db as store_db
 from tkchat.transport.channel import EventChannel
 

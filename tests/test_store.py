@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import SAVED_CONTENT, Faults, wait_until
 from tkchat.conversation import Sampling
+from tkchat.measure.saving_bench import save_one, written_bytes
 from tkchat.store import damaged, db
 from tkchat.store.db import (
     EXPORT_FORMAT,
@@ -505,6 +506,110 @@ def test_many_appends_are_written_in_one_transaction(
         db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE role = 'assistant'"
     )[0]
     assert content == "".join(f"t{i} " for i in range(1000))
+
+
+# --- linear saving (issue 27) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", ["flood", "model"])
+def test_saving_an_answer_writes_bytes_linear_in_its_size(tmp_path: Path, rate: str) -> None:
+    """Each flush used to rewrite the whole answer (``content = content || ?``): bytes grew
+    with the square of the answer (1,000,000 characters: 410 MB). With appended parts they
+    grow with it: ten times the answer, about ten times the bytes, at the same pace."""
+    if written_bytes() is None:
+        pytest.skip("no /proc/self/io here")
+    small, large = (20_000, 200_000) if rate == "flood" else (4_000, 40_000)
+    first = save_one(tmp_path, small, rate)
+    second = save_one(tmp_path, large, rate)
+    assert second.commits >= 9 * first.commits  # the same pace: ten times the flushes
+    growth = second.bytes_per_char / first.bytes_per_char
+    assert growth < 1.5, (first, second)  # linear: flat per character (quadratic: ~10)
+    assert first.wal_bytes == second.wal_bytes == 0  # the log emptied after each answer
+
+
+def test_a_streaming_answer_is_written_as_parts_and_collapsed_once_at_its_end(
+    store: ConversationStore, db_path: Path
+) -> None:
+    conversation = store.create()
+    answer = store.add_message(conversation.id, "assistant", "", status="streaming")
+    for piece in ("one ", "two ", "three"):
+        store.append_text({answer: piece})
+    # Nothing rewrote the message: its text so far is in three parts, and every reader
+    # sees it whole.
+    assert raw_rows(db_path, "SELECT content FROM messages WHERE id = ?", (answer,)) == [("",)]
+    assert raw_rows(db_path, "SELECT COUNT(*) FROM message_parts") == [(3,)]
+    assert store.message(answer).content == "one two three"
+    assert [m.content for m in store.messages(conversation.id)] == ["one two three"]
+    assert store.export_json(conversation.id)["conversation"]["messages"][0]["content"] == (
+        "one two three"
+    )
+    store.update_message(answer, status="complete", more=" four")  # its end: one commit
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("one two three four", "complete")
+    ]
+    assert raw_rows(db_path, "SELECT COUNT(*) FROM message_parts") == [(0,)]
+    if store.fts:
+        assert [c.id for c, _ in store.search("three four")] == [conversation.id]
+    store.append_text({answer: "late"})  # an answer that ended takes no more text
+    assert store.message(answer).content == "one two three four"
+
+
+def test_an_answer_cut_off_by_a_crash_keeps_its_parts_when_marked_interrupted(
+    store: ConversationStore, db_path: Path
+) -> None:
+    conversation = store.create()
+    answer = store.add_message(conversation.id, "assistant", "", status="streaming")
+    store.append_text({answer: "saved before "})
+    store.append_text({answer: "the kill"})
+    assert store.mark_interrupted() == 1
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("saved before the kill", "interrupted")
+    ]
+    assert raw_rows(db_path, "SELECT COUNT(*) FROM message_parts") == [(0,)]
+
+
+def test_an_answers_last_text_and_its_end_are_one_commit(
+    store: ConversationStore, db_path: Path
+) -> None:
+    """A kill between two commits (the last text, then the status) left a whole answer
+    marked interrupted at the next start."""
+    conversation = store.create()
+    writer = StoreWriter(store, flush_interval=60.0)
+    try:
+        answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
+        assert writer.flush(timeout=10)
+        before = writer.commits
+        writer.append(answer, "the last words")
+        writer.finish(answer, "complete")
+        assert writer.flush(timeout=10)
+        assert writer.commits - before == 1
+    finally:
+        writer.close(timeout=10)
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("the last words", "complete")
+    ]
+
+
+def test_the_write_ahead_log_is_bounded_and_emptied_after_each_answer(
+    store: ConversationStore, db_path: Path
+) -> None:
+    wal = db_path.with_name(db_path.name + "-wal")
+    assert raw_rows(db_path, "PRAGMA journal_size_limit") == [(-1,)]  # a plain connection's
+    assert store._connection().execute("PRAGMA journal_size_limit").fetchone()[0] > 0
+    assert store._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] <= 256
+    conversation = store.create()
+    writer = StoreWriter(store, flush_interval=0.01)
+    try:
+        answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
+        for _ in range(200):
+            writer.append(answer, "x" * 1000)
+        assert writer.flush(timeout=10)
+        assert wal.stat().st_size > 0  # the answer's parts are in the log
+        writer.finish(answer, "complete")
+        assert writer.flush(timeout=10)
+        assert wal.stat().st_size == 0  # emptied once the answer ended
+    finally:
+        writer.close(timeout=10)
 
 
 def test_appends_are_written_by_the_timer_without_a_flush(

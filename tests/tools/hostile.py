@@ -496,8 +496,7 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     from tests.tools.hostile_readme import readme_rows  # it reads this module's cases
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.remote.backend import RemoteBackend
-    from tkchat.measure.display import ensure_display
-    from tkchat.measure.script import ScriptRunner
+    from tkchat.measure.script import ScriptRunner, ensure_display
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import AppOptions
 

@@ -42,7 +42,6 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.scripted import long_answer
 from tkchat.generate.worker import GenerationWorker
-from tkchat.measure.display import ensure_display
 from tkchat.measure.figures import (
     FLOOD_LAG_P99_MS,
     LAG_MAX_MS,
@@ -56,7 +55,7 @@ from tkchat.measure.figures import (
     lag_p99_bound,
     run_alone,
 )
-from tkchat.measure.script import Script, ScriptRunner
+from tkchat.measure.script import Script, ScriptRunner, ensure_display
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb

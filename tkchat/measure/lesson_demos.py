@@ -264,8 +264,7 @@ def run_lesson_bench(
     from tkchat.course.lessons import load_lessons
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
-    from tkchat.measure.display import ensure_display
-    from tkchat.measure.script import ScriptRunner
+    from tkchat.measure.script import ScriptRunner, ensure_display
     from tkchat.ui.window.chat_window import AppOptions
 
     ensure_display()

@@ -20,8 +20,8 @@ from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QWidget
 
-from tkchat.measure.display import ensure_display
 from tkchat.measure.grade import all_passed, report
+from tkchat.measure.script import ensure_display
 from tkchat.measure.selftest import (
     Driver,
     HandlerClock,

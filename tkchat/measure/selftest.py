@@ -48,7 +48,6 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
-from tkchat.measure.display import ensure_display
 from tkchat.measure.grade import (
     Check,
     Measured,
@@ -57,6 +56,7 @@ from tkchat.measure.grade import (
     report,
     target_checks,
 )
+from tkchat.measure.script import ensure_display
 from tkchat.modes import is_outside_mode
 from tkchat.stats import LagSample, median, percentile
 from tkchat.transport.channel import EventChannel

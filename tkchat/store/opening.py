@@ -50,6 +50,7 @@ Connect = Callable[..., sqlite3.Connection]  # (target, *, timeout, uri=False): 
 # Unbounded, it grew to 1,944 kB on a 2 MB disk and filled it again after space was freed.
 WAL_AUTOCHECKPOINT_PAGES = 128
 JOURNAL_SIZE_LIMIT = 512 * 1024
+PAGE_SIZE = 1024
 
 
 def open_connection(
@@ -66,6 +67,7 @@ def open_connection(
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         if path is not None:
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file's; later: ignored
             # WAL: the window's reads never wait for the writer thread, and a commit
             # appends to one file. NORMAL: no fsync per commit; a committed transaction
             # still survives a killed process (only a power cut can lose the last ones).

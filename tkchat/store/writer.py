@@ -372,6 +372,8 @@ class StoreWriter:
 
     def _write_finishes(self, store: ConversationStore) -> bool:
         """Retry the answer ends a full disk refused; False if one still fails."""
+        if not self._finishes:
+            return True
         for message_id, op in list(self._finishes.items()):
             try:
                 store.update_message(message_id, content=op.content, status=op.status, more=op.more)
