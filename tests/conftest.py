@@ -410,6 +410,13 @@ SAVED_CONTENT = (
 )
 
 
+def saved_content(conn: sqlite3.Connection) -> str:
+    """:data:`SAVED_CONTENT`, or plain ``content`` in a history from before parts (so a
+    test can show that the old code failed it for the reason it claims)."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    return SAVED_CONTENT if "message_parts" in names else "content"
+
+
 class Faults:
     """Errors injected into every file connection the store opens from now on (the window's
     and the writer thread's alike); switch them on and off at any moment."""

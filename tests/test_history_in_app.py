@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAVED_CONTENT, pump_until, wait_until
+from tests.conftest import pump_until, saved_content, wait_until
 from tkchat.events import Done
 from tkchat.generate.backend import LoadWatch
 from tkchat.generate.controller import GenerationController
@@ -291,9 +291,8 @@ def saved_length(path: Path) -> int:
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-            saved = SAVED_CONTENT if "message_parts" in names else "content"  # (before parts)
-            row = conn.execute(f"SELECT SUM(LENGTH({saved})) FROM messages").fetchone()
+            row = conn.execute(f"SELECT SUM(LENGTH({saved_content(conn)})) FROM messages")
+            row = row.fetchone()
             return int(row[0] or 0)
         finally:
             conn.close()

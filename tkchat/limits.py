@@ -15,6 +15,8 @@ What happens at each bound:
   no event (blank lines, comments) end the generation with one clear ``error``;
 - an answer reaching ``max_tokens`` pieces, or :data:`MAX_ANSWER_CHARS` characters, is
   stopped by the worker (the stream is closed) and ends with ``done(reason="length")``;
+- search finds text in the first :data:`MAX_INDEXED_CHARS` characters of a message (its
+  index entry is bounded, so an answer's end fits on a small disk; all of it is saved);
 - a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a line end on screen only (the
   transcript's copy and every export keep the original text);
 - a markdown block over :data:`MAX_MARKDOWN_LINKS`, :data:`MAX_MARKDOWN_EMPHASIS` or
@@ -30,6 +32,7 @@ MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, tra
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
 DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out
+MAX_INDEXED_CHARS = 100_000  # of one message, in the search index (the rest: saved, not indexed)
 
 # -- markdown rendered in the window (tkchat/render/to_html.py): over these, plain text --------
 

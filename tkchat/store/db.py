@@ -53,7 +53,12 @@ from tkchat.store.export_format import (
     to_export,
     to_markdown,
 )
-from tkchat.store.opening import open_connection, open_read_only, open_with_fallbacks
+from tkchat.store.opening import (
+    checkpoint_log,
+    open_connection,
+    open_read_only,
+    open_with_fallbacks,
+)
 from tkchat.store.parts import (
     append_parts,
     collapse,
@@ -410,18 +415,16 @@ class ConversationStore:
             with self._writing("save the answer") as conn:
                 append_parts(conn, texts)
 
-    def checkpoint(self) -> bool:
-        """Copy the write-ahead log into the database and empty it (``wal_checkpoint
-        (TRUNCATE)``): after an answer, and after a write a full disk refused, so the log
-        never keeps space it no longer needs. True if the log is empty now. Never raises."""
+    def checkpoint(self, *, grown_only: bool = False) -> bool:
+        """Copy the write-ahead log into the file and empty it: after an answer, and after a
+        write a full disk refused, so the log never keeps space it no longer needs. With
+        ``grown_only`` (after each flush): only if the log holds pages past the file's end,
+        and without emptying it, so the file grows while there is space. True if done.
+        Never raises (:func:`~tkchat.store.opening.checkpoint_log`)."""
         with self._lock:
             if self._conn is None or self.path is None or self.read_only:
                 return False
-            try:
-                busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except sqlite3.Error:
-                return False
-            return not busy
+            return checkpoint_log(self._conn, self.path, grown_only=grown_only)
 
     # -- versions of a regenerated answer, branches of an edited question -------------------
 

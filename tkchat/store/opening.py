@@ -82,6 +82,26 @@ def open_connection(
     return conn
 
 
+def checkpoint_log(conn: sqlite3.Connection, path: Path, *, grown_only: bool = False) -> bool:
+    """``wal_checkpoint(TRUNCATE)``: the log copied into the file, and emptied. True if it
+    is empty now. ``grown_only``: a PASSIVE checkpoint, and only when the log holds pages
+    past the end of the file (the database grew). Done after each flush, it makes the file
+    grow while there is space; then a full disk can always empty the log, which only copies
+    pages into the file's own length (a full disk used to keep the log, and its space,
+    because emptying it needed the file to grow first). Never raises."""
+    try:
+        if grown_only:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            if pages * page_size <= path.stat().st_size:
+                return False
+        mode = "PASSIVE" if grown_only else "TRUNCATE"
+        busy, _log, _copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    except (sqlite3.Error, OSError):
+        return False
+    return not busy
+
+
 def read_only_connection(connect: Connect, path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     """A connection that cannot change any file: ``mode=ro``, or where that cannot open
     (a WAL database in a folder that may not be written has no ``-shm`` to share and cannot
@@ -203,8 +223,10 @@ def _recover_damaged(
 
 __all__ = [
     "JOURNAL_SIZE_LIMIT",
+    "PAGE_SIZE",
     "WAL_AUTOCHECKPOINT_PAGES",
     "check_integrity",
+    "checkpoint_log",
     "open_connection",
     "open_read_only",
     "open_with_fallbacks",

@@ -90,10 +90,12 @@ def drop_parts(conn: sqlite3.Connection, message_id: int) -> None:
 
 def collapse(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
     """Move the parts of these messages into their content (one UPDATE each) and delete them.
-    Call it before any other write to a message that may be streaming."""
+    Call it before any other write to a message that may be streaming. The parts go first,
+    so the content takes the pages they leave: the file does not grow by the answer twice
+    (on a small disk, that is what let an answer's end fit)."""
     for message_id, text in pending_text(conn, ids).items():
-        conn.execute("UPDATE messages SET content = content || ? WHERE id = ?", (text, message_id))
         drop_parts(conn, message_id)
+        conn.execute("UPDATE messages SET content = content || ? WHERE id = ?", (text, message_id))
 
 
 def streaming_ids(conn: sqlite3.Connection) -> list[int]:

@@ -29,6 +29,7 @@ import collections
 import itertools
 import logging
 import queue
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -36,12 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tkchat.limits import MAX_INDEXED_CHARS
 from tkchat.store.db import BUSY_TIMEOUT_S, ConversationStore
 from tkchat.store.errors import StoreError
 from tkchat.store.records import ROLES, STATUSES, Role, Status
 
 FLUSH_INTERVAL_S = 0.15
 RETRY_FULL_S = 1.0  # how soon a write a full disk (or a lock) refused is tried again
+ROOM_MARGIN = 64 * 1024  # free bytes the writer never writes into (see ensure_room)
 RETRIED = ("full", "locked")  # failures that may go away by themselves: written again later
 _KEPT_ERRORS = 100
 _log = logging.getLogger(__name__)
@@ -100,6 +103,31 @@ class _Barrier:
 
 
 _Op = _Add | _Append | _Finish | _Submit | _Barrier
+
+
+def ensure_room(store: ConversationStore, text: str, *, ending: bool = False) -> None:
+    """Raise the full-disk ``StoreError`` unless the disk has room to save ``text`` *and*
+    still empty the log afterwards. Writing into the last free bytes is what kept a disk
+    full after tkchat exited: a write a full disk cut short leaves its frames in the log,
+    and a log whose pages the file has no room for cannot be emptied. So the writer stops
+    short: it needs :data:`ROOM_MARGIN` beyond twice the text (its frames in the log, then
+    the file's copy of them), and for an answer's end its index entry too (about two bytes
+    per indexed character, and its copy)."""
+    if store.path is None:
+        return
+    try:
+        free = shutil.disk_usage(store.path.parent).free
+    except OSError:
+        return  # cannot tell: let SQLite find out
+    size = len(text.encode("utf-8", "surrogatepass"))
+    index = 4 * min(size, MAX_INDEXED_CHARS) if ending else 0
+    if free < ROOM_MARGIN + 2 * size + index:
+        raise StoreError(
+            "Could not save the answer: the disk is full (tkchat leaves the last "
+            f"{ROOM_MARGIN >> 10} kB free). Conversations saved earlier are intact.",
+            kind="full",
+            detail=f"{free} bytes free",
+        )
 
 
 def _check(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -362,6 +390,7 @@ class StoreWriter:
         if message_id is None:
             return
         try:
+            ensure_room(store, op.content or op.more, ending=True)
             store.update_message(message_id, content=op.content, status=op.status, more=op.more)
         except StoreError as exc:
             if exc.kind in RETRIED:
@@ -376,6 +405,7 @@ class StoreWriter:
             return True
         for message_id, op in list(self._finishes.items()):
             try:
+                ensure_room(store, op.content or op.more, ending=True)
                 store.update_message(message_id, content=op.content, status=op.status, more=op.more)
             except StoreError as exc:
                 self._fail(str(exc))
@@ -406,7 +436,9 @@ class StoreWriter:
         if store is not None:
             try:
                 if parts:
+                    ensure_room(store, "".join(parts.values()))
                     store.append_text(parts)
+                    store.checkpoint(grown_only=True)  # see ConversationStore.checkpoint
             except StoreError as exc:
                 self._fail(str(exc))
                 self._retry_later(store)
