@@ -22,6 +22,8 @@ What happens at each bound:
   index entry is bounded, so an answer's end fits on a small disk; all of it is saved);
 - a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a line end on screen only (the
   transcript's copy and every export keep the original text);
+- a chat template that runs longer than :data:`CHAT_TEMPLATE_BUDGET_S` is stopped and the
+  question gets one sentence naming the model file;
 - a markdown block over :data:`MAX_MARKDOWN_LINKS`, :data:`MAX_MARKDOWN_EMPHASIS` or
   :data:`MAX_MARKDOWN_NESTING`, or longer than :data:`MAX_RENDERED_BLOCK_CHARS`, is shown as
   plain text, not rendered.
@@ -37,6 +39,10 @@ MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, 
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
 DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out
 MAX_INDEXED_CHARS = 100_000  # of one message, in the search index (the rest: saved, not indexed)
+
+# -- a model file's chat template (tkchat/generate/chat_template.py) -------------------------
+
+CHAT_TEMPLATE_BUDGET_S = 2.0  # rendering one prompt: a template still running is stopped
 
 # -- markdown rendered in the window (tkchat/render/to_html.py): over these, plain text --------
 

@@ -27,6 +27,7 @@ from tkchat.generate.backend import (
     ModelLoadError,
     TokenStream,
 )
+from tkchat.generate.chat_template import TemplateCancelled, check_prompt_size, render_bounded
 from tkchat.generate.cpu_quirks import adjust
 from tkchat.generate.model_file import check_gguf, choose_model_path, model_header
 from tkchat.generate.prompt_eval import PromptReader
@@ -131,12 +132,20 @@ class LlamaBackend:
             raise LoadCancelled(_cancelled_sentence(self.name))
         template = llm.metadata.get("tokenizer.chat_template")
         if not template:
+            llm.close()
             raise ModelLoadError(f"{path.name} has no chat template in its GGUF metadata")
-        self._format = Jinja2ChatFormatter(
-            template=template,
-            eos_token=_token_text(llm, llm.token_eos()),
-            bos_token=_token_text(llm, llm.token_bos()),
-        )
+        try:
+            self._format = Jinja2ChatFormatter(
+                template=template,
+                eos_token=_token_text(llm, llm.token_eos()),
+                bos_token=_token_text(llm, llm.token_bos()),
+            )
+        except Exception as exc:  # Jinja's syntax errors and the like: one sentence
+            llm.close()
+            detail = cut(f"{type(exc).__name__}: {exc}", 200)
+            raise ModelLoadError(
+                f"The chat template of {path.name} cannot be read ({detail})"
+            ) from exc
         vocab = llm._model.vocab  # a ctypes pointer, untyped in llama_cpp
 
         def is_end(token: int) -> bool:
@@ -197,7 +206,9 @@ class LlamaBackend:
             "list[ChatCompletionRequestMessage]",
             [{"role": m.role, "content": m.content} for m in messages],
         )
-        prompt: str = format_chat(messages=chat).prompt
+        # A template is a program from the model file: bounded in time, stopped by Stop.
+        prompt: str = render_bounded(lambda: format_chat(messages=chat).prompt, self.name)
+        check_prompt_size(prompt, messages, self.name)
         tokens: list[int] = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
         self._last_prompt = (key, tokens)
         return tokens
@@ -210,7 +221,10 @@ class LlamaBackend:
         returns "stop", "length", or "cancelled" when Stop came while reading the prompt."""
         llm, _, is_end = self._loaded()
         reader = self._reader()
-        prompt = self._prompt_tokens(request.messages)
+        try:
+            prompt = self._prompt_tokens(request.messages)
+        except TemplateCancelled:
+            return "cancelled"
         room = self.n_ctx - len(prompt)
         if room < 1:
             raise ContextOverflowError(

@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from tkchat.events import FinishReason, GenerationStats, Progress
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
+from tkchat.generate.chat_template import TemplateCancelled, stop_with
 from tkchat.generate.context import fit_to_context
 from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
 from tkchat.transport.channel import EventSink, GenerationSender
@@ -145,7 +146,14 @@ class GenerationWorker:
     def _fit(self) -> GenerationRequest:
         """Worker thread, model lock held. The request as the model will see it: the context
         policy of :mod:`tkchat.generate.context` where the backend knows its context size (a
-        remote server applies its own)."""
+        remote server applies its own). Stop inside a model's chat template leaves the
+        request as it is: the stream then ends at once, cancelled."""
+        try:
+            return self._fitted()
+        except TemplateCancelled:
+            return self.request
+
+    def _fitted(self) -> GenerationRequest:
         request = self.request
         if not request.fit_context or not self.backend.context_known:
             # the backend's count (an estimate, for a remote server)
@@ -192,7 +200,7 @@ class GenerationWorker:
             # counts as one), and no answer grows past MAX_ANSWER_CHARS.
             max_tokens = self.request.sampling.max_tokens
             chars = 0
-            with self.model_lock:
+            with self.model_lock, stop_with(self.cancel_event):  # Stop reaches a chat template
                 stream = self.backend.stream(self._fit(), self.cancel_event)
                 try:
                     while not self.cancel_event.is_set():
