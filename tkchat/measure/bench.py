@@ -61,7 +61,7 @@ from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.health import HealthBar
-from tkchat.ui.markdown_view import stock_tkhtmlview
+from tkchat.ui.look.html_fonts import stock_tkhtmlview
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
