@@ -15,7 +15,9 @@ What happens at each bound:
   (:func:`cut`); the full text goes to the log (up to :data:`MAX_LOGGED_ERROR_CHARS`);
 - a line or an event larger than :data:`MAX_EVENT_BYTES`, a response larger than
   :data:`MAX_RESPONSE_BYTES`, or :data:`MAX_BYTES_WITHOUT_EVENT` bytes in a row that complete
-  no event (blank lines, comments) end the generation with one clear ``error``;
+  no event (blank lines, comments) end the generation with one clear ``error``; so does a
+  stream that sends no event for :data:`EVENT_TIMEOUT_S` seconds, whatever keep-alives it
+  sends;
 - an answer reaching ``max_tokens`` pieces, or :data:`MAX_ANSWER_CHARS` characters, is
   stopped by the worker (the stream is closed) and ends with ``done(reason="length")``;
 - search finds text in the first :data:`MAX_INDEXED_CHARS` characters of a message (its
@@ -58,6 +60,7 @@ MAX_JSON_BYTES = 1 << 20  # a JSON body: /health, /v1/models, an error answer
 MAX_RESPONSE_BYTES = 64 << 20  # all bytes of one streamed answer
 MAX_BYTES_WITHOUT_EVENT = 2 * MAX_EVENT_BYTES  # bytes in a row completing no event (blank lines)
 HANDSHAKE_TIMEOUT_S = 20.0  # a whole GET /health or /v1/models, however slowly it trickles
+EVENT_TIMEOUT_S = 60.0  # a streamed answer with no event this long ends (keep-alives or not)
 MAX_N_CTX = 1 << 24  # a context size a server may claim (16 M tokens; larger is a lie)
 MAX_RETRY_DIGITS = 9  # an SSE ``retry:`` field (milliseconds): longer is ignored
 
