@@ -357,6 +357,42 @@ def test_with_a_token_every_api_request_needs_it_whatever_the_host() -> None:
         assert errors.records == []
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer", "bEaReR"])
+def test_the_bearer_scheme_is_read_in_any_case(scheme: str) -> None:
+    """``Authorization: bearer …`` was refused: an auth scheme's name is case-insensitive."""
+    with serve(token=TOKEN) as (server, errors):
+        status, _, _ = server.fetch_json(
+            "GET", "/health", None, {"Authorization": f"{scheme} {TOKEN}"}
+        )
+        assert status == 200
+        wrong = {"Authorization": f"{scheme} not-the-token"}
+        assert server.fetch_json("GET", "/health", None, wrong)[0] == 401
+        assert errors.records == []
+
+
+def test_the_token_is_traded_for_a_session_cookie() -> None:
+    """The page's reload had no token and failed. Now the token buys a session (an HttpOnly,
+    SameSite=Strict cookie), which authorizes requests as the token does."""
+    with serve(token=TOKEN) as (server, errors):
+        assert server.fetch("POST", "/session")[0] == 401  # no token: no session
+        status, headers, _ = server.fetch(
+            "POST", "/session", None, {"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert status == 204
+        cookie = headers["set-cookie"]
+        assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+        pair = cookie.split(";", 1)[0]
+        assert pair.startswith(f"tkchat-session-{server.port}=") and TOKEN not in pair
+        assert server.fetch_json("GET", "/health", None, {"Cookie": pair})[0] == 200
+        status, _, answer = server.fetch("POST", "/chat", HELLO, {"Cookie": pair})
+        assert status == 200 and b'"type": "done"' in answer
+        forged = {"Cookie": pair[:-4] + "AAAA"}
+        assert server.fetch_json("GET", "/health", None, forged)[0] == 401
+        other_site = {"Cookie": pair, "Origin": "http://evil.example"}
+        assert server.fetch_json("GET", "/health", None, other_site)[0] == 403
+        assert errors.records == []
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 
