@@ -23,7 +23,12 @@ Runs on the main thread, no window; the writer has its own thread, as in the app
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sqlite3
+import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -145,6 +150,7 @@ def format_saving(runs: list[SavingFigures]) -> str:
 
 def run_saving_bench(json_out: Path | None = None, sizes: tuple[int, ...] = SIZES) -> int:
     """Measure, print the table and the verdicts; exit status 0 (1 if a verdict fails)."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%S")
     runs = measure_saving(sizes)
     checks = saving_verdicts(runs)
     print(f"bytes written to save one streamed answer (commit every {FLUSH_INTERVAL_S} s)")
@@ -154,6 +160,11 @@ def run_saving_bench(json_out: Path | None = None, sizes: tuple[int, ...] = SIZE
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
     if json_out is not None:
         payload = {
+            "command": "tkchat " + shlex.join(sys.argv[1:]),
+            "started": started,
+            "python": sys.version.split()[0],
+            "sqlite": sqlite3.sqlite_version,
+            "load_average": [round(x, 2) for x in os.getloadavg()],
             "flush_interval_s": FLUSH_INTERVAL_S,
             "rates_chars_per_s": RATES,
             "runs": [{**asdict(r), "bytes_per_char": round(r.bytes_per_char, 2)} for r in runs],
