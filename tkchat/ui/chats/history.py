@@ -2,8 +2,9 @@
 
 Main thread only, except where a docstring says otherwise. The streaming answer — the only
 frequent write — goes through :class:`~tkchat.store.writer.StoreWriter`, whose thread batches it
-(at most every 0.5 s), so saving never shows in the lag figures. The rare writes a user
-triggers (a sent question, a rename, a delete) are single small transactions on the main thread:
+(within 0.15 s, one appended part per flush), so saving never shows in the lag figures. The
+rare writes a user triggers (a sent question, a rename, a delete) are single small
+transactions on the main thread:
 a sent question must be durable *before* its answer starts, and in SQLite's WAL mode with
 ``synchronous=NORMAL`` a commit is an append to one file, well under a millisecond.
 
