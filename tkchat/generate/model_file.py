@@ -79,6 +79,15 @@ def model_header(path: Path) -> GGUFHeader:
         raise ModelLoadError(f"Cannot read the model file {path}: {exc.strerror or exc}") from exc
 
 
+def trained_context(path: Path) -> int | None:
+    """The context length the model was trained with (``<architecture>.context_length``),
+    or None when the file does not say, or is not a valid model file. Never raises."""
+    try:
+        return model_header(path).context_length
+    except ModelLoadError:
+        return None
+
+
 __all__ = [
     "BUNDLED_PACKAGE",
     "ENV_VAR",
@@ -87,4 +96,5 @@ __all__ = [
     "check_gguf",
     "choose_model_path",
     "model_header",
+    "trained_context",
 ]
