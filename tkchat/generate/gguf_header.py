@@ -192,7 +192,7 @@ def _parse(reader: _Reader) -> GGUFHeader:
     for index in range(tensors):
         _read_tensor(reader, index)
     data_start = -(-reader.at // alignment) * alignment
-    if data_start > reader.size:
+    if tensors and data_start > reader.size:
         raise reader.fail("its tensor data would start past the end of the file")
     return header
 
