@@ -83,6 +83,11 @@ class Watch:
         self.event_timeout = event_timeout  # an event stream: longest without an event
         self.last_data = self.last_event = time.monotonic()
 
+    def sent(self) -> None:
+        """The request is sent: both clocks start now."""
+        self.touch()
+        self.heard()
+
     def heard(self) -> None:
         """An event arrived (or the request was just sent): the event clock starts again."""
         self.last_event = time.monotonic()
@@ -340,8 +345,7 @@ class HttpClient:
                 ) from exc
             # From here every read is a short poll (see PollingReader).
             sock.settimeout(POLL_S)
-            watch.touch()
-            watch.heard()
+            watch.sent()
             try:
                 exchange.response = conn.getresponse()
             except (http.client.RemoteDisconnected, ConnectionError) as exc:
