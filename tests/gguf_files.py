@@ -2,7 +2,7 @@
 some metadata changed (a chat template that loops, say).
 
 The builder records where each count and length went, so a fuzz test can put an absurd
-number in every one of them. Layout as in ``tkchat/generate/gguf_header.py``.
+number in every one of them. Layout as in ``tkchat/generate/model_file.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tkchat.generate.gguf_header import GGUF_MAGIC, read_header
+from tkchat.generate.model_file import GGUF_MAGIC, read_header
 
 STRING, ARRAY, UINT32, UINT64 = 8, 9, 4, 10
 
