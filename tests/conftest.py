@@ -402,6 +402,21 @@ def hostile_answer(port: int, local_png: Path) -> str:
 # -- storage faults ------------------------------------------------------------------------------
 
 
+# A message's saved text read with plain SQL: its content, then (while it streams) the parts
+# written since, in order (tkchat/store/parts.py). For tests that read the file directly.
+SAVED_CONTENT = (
+    "content || COALESCE((SELECT group_concat(text, '') FROM (SELECT text FROM message_parts p "
+    "WHERE p.message_id = messages.id ORDER BY p.rowid)), '')"
+)
+
+
+def saved_content(conn: sqlite3.Connection) -> str:
+    """:data:`SAVED_CONTENT`, or plain ``content`` in a history from before parts (so a
+    test can show that the old code failed it for the reason it claims)."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    return SAVED_CONTENT if "message_parts" in names else "content"
+
+
 class Faults:
     """Errors injected into every file connection the store opens from now on (the window's
     and the writer thread's alike); switch them on and off at any moment."""
@@ -424,6 +439,11 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
             if state.write_error and sql.lstrip().upper().startswith(_WRITES):
                 raise sqlite3.OperationalError(state.write_error)
             return super().execute(sql, parameters)  # type: ignore[arg-type]
+
+        def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+            if state.write_error and sql.lstrip().upper().startswith(_WRITES):
+                raise sqlite3.OperationalError(state.write_error)
+            return super().executemany(sql, parameters)
 
     real_connect = store_db._connect
 

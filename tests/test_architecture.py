@@ -254,9 +254,8 @@ CONSTRUCTOR_LIMIT = 7
 FOLDER_LIMIT = 15
 
 LONG_MODULES: dict[str, int] = {
-    "store/db.py": 762,
     "measure/bench.py": 730,
-    "ui/markdown_view.py": 728,
+    "ui/markdown_view.py": 691,
     "ui/chats/sidebar.py": 641,
 }
 LONG_FUNCTIONS: dict[str, int] = {
@@ -274,7 +273,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "models/download_child.py:_download": 68,
     "render/scan.py:scan_spans": 67,
     "measure/bench.py:verdicts": 66,
-    "render/prose.py:split_prose": 65,
     "ui/window/layout.py:ChatLayout._build_layout": 62,
     "ui/models/catalogue_dialog.py:CatalogueDialog._build": 62,
 }

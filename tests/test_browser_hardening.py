@@ -126,14 +126,27 @@ def test_the_page_takes_the_token_from_its_url_and_keeps_it_in_memory_only(brows
         st = wait_answer(page)
         assert st["lastEvent"]["type"] == "done" and st["text"]
         assert f"Bearer {token}" in seen  # the worker's POST /chat carried it
-        # Without the token in the URL the page loads, and the server refuses the question.
+        # The page traded the token for a session: a reload (the token is gone from its
+        # address) still works, and no script can read the session's cookie.
+        page.reload()
+        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
+        assert page.evaluate("() => location.hash") == "" and token not in page.url
+        assert page.evaluate("() => document.cookie") == ""  # HttpOnly
+        ask(page)
+        assert wait_answer(page)["lastEvent"]["type"] == "done"
+    finally:
+        context.close()
+    # Another browser, without the token or the session: the page loads, the server refuses.
+    other = browser.new_context()
+    try:
+        page = other.new_page()
         page.goto(server.url)
         page.wait_for_function("() => window.tkchat && window.TkMarkdown")
         ask(page)
         wait_answer(page, "error")
         assert "token" in page.locator("#transcript .note.error").last.inner_text()
     finally:
-        context.close()
+        other.close()
         server.stop()
 
 

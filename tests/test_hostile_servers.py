@@ -11,6 +11,7 @@ the real window runs with its lag probe, and the bound is wide (a freeze was sec
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -37,7 +38,14 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote import http as remote_http
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
 from tkchat.generate.remote.errors import RemoteError, error_detail
-from tkchat.limits import DISPLAY_LINE_CHARS, MAX_ERROR_CHARS, MAX_N_CTX, cut
+from tkchat.limits import (
+    DISPLAY_LINE_CHARS,
+    EVENT_TIMEOUT_S,
+    MAX_ERROR_CHARS,
+    MAX_N_CTX,
+    MAX_NAME_CHARS,
+    cut,
+)
 from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.stats import rss_mb
 from tkchat.transport.channel import EventChannel
@@ -129,6 +137,51 @@ def test_a_stream_of_nothing_ends_with_one_error_and_bounded_memory(answer: obje
     assert "without one event" in final.message
     # It read about MAX_BYTES_WITHOUT_EVENT, not hundreds of megabytes (1 GB before).
     assert server.requests and grown < 50, f"RSS grew {grown:.0f} MB"
+
+
+def slow_keepalives(conn: Conn) -> None:
+    """One event, then a keep-alive comment every 50 ms and nothing else, for ever: a few
+    bytes a second never reach the 2 MB no-event cap (at 9 B/s, 2.6 days)."""
+    conn.head()
+    conn.send(event({"type": "chunk", "gen": 1, "seq": 1, "text": "Hel"}))
+    while True:
+        conn.send(b": still working\n\n")
+        time.sleep(0.05)
+
+
+def test_a_stream_of_keepalives_alone_ends_after_the_event_timeout() -> None:
+    """It kept an answer "Generating…" for good (Stop worked). Now no event for
+    ``event_timeout`` seconds ends it with one sentence, keep-alives or not; the text that
+    came before stays."""
+    with tkchat_server(slow_keepalives) as server:
+        backend = RemoteBackend(server.url, event_timeout=1.0)
+        backend.load()
+        events = generate(backend)
+        assert server.gone.wait(5), "the connection was not closed"
+    final = the_final(events)
+    assert isinstance(final, Error) and final.kind == "server_timeout", final
+    assert "sent nothing for 1 s" in final.message
+    assert "".join(e.text for e in events if isinstance(e, Chunk)) == "Hel"
+
+
+def test_the_event_timeout_defaults_to_a_minute() -> None:
+    backend = RemoteBackend("http://127.0.0.1:9")
+    assert backend._http.event_timeout == EVENT_TIMEOUT_S == 60.0
+
+
+def huge_model_name(conn: Conn) -> None:
+    conn.head("application/json")
+    conn.send(json.dumps({"server": "tkchat", "model": "m" * 1_000_000, "n_ctx": 2048}).encode())
+
+
+def test_a_megabyte_model_name_is_bounded_where_it_is_shown() -> None:
+    """A 1 MB model name from /health reached the title and the status line (a 466 ms
+    stall in one run)."""
+    with HostileServer({"/health": huge_model_name}) as server:
+        backend = RemoteBackend(server.url)
+        backend.load()
+    assert len(backend.name) <= MAX_NAME_CHARS + 40, len(backend.name)
+    assert backend.model == "m" * 1_000_000  # a request still names it exactly
 
 
 def test_blank_lines_before_the_first_event_are_still_fine() -> None:
@@ -406,7 +459,9 @@ def test_copy_code_of_a_long_line_copies_it_as_it_arrived(root: tk.Tk, make_app)
     text = app.transcript.text
     link = text.tag_nextrange(COPY_CODE_TAG, "1.0")
     assert link, "no Copy code link"
-    shown = app.transcript.painter.code_at(str(link[0]))
-    assert shown is not None and shown != LONG_CODE  # the screen broke the line...
+    # The screen broke the line (the painter reads the code as it arrived, and keeps it)...
+    displayed = app.transcript.plain_text()
+    assert max(map(len, displayed.split("\n"))) <= DISPLAY_LINE_CHARS
+    assert app.transcript.painter.code_at(str(link[0])) == LONG_CODE
     app.transcript.copy_code_at(str(link[0]))
     assert root.clipboard_get() == LONG_CODE  # ...the copy did not

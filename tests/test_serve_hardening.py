@@ -33,6 +33,7 @@ from tests.conftest import wait_until  # noqa: E402
 from tests.test_server import HELLO, Live  # noqa: E402
 from tkchat.events import Done  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
+from tkchat.limits import MAX_NAME_CHARS
 from tkchat.serve.connections import server_config  # noqa: E402
 from tkchat.serve.listen import reachable_address  # noqa: E402
 from tkchat.serve.server import create_app  # noqa: E402
@@ -354,6 +355,97 @@ def test_with_a_token_every_api_request_needs_it_whatever_the_host() -> None:
         assert server.fetch_json("GET", "/health", None, same)[0] == 200
         other = {**lan, "Origin": "http://evil.example"}
         assert server.fetch_json("GET", "/health", None, other)[0] == 403
+        assert errors.records == []
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer", "bEaReR"])
+def test_the_bearer_scheme_is_read_in_any_case(scheme: str) -> None:
+    """``Authorization: bearer …`` was refused: an auth scheme's name is case-insensitive."""
+    with serve(token=TOKEN) as (server, errors):
+        status, _, _ = server.fetch_json(
+            "GET", "/health", None, {"Authorization": f"{scheme} {TOKEN}"}
+        )
+        assert status == 200
+        wrong = {"Authorization": f"{scheme} not-the-token"}
+        assert server.fetch_json("GET", "/health", None, wrong)[0] == 401
+        assert errors.records == []
+
+
+def test_the_token_is_traded_for_a_session_cookie() -> None:
+    """The page's reload had no token and failed. Now the token buys a session (an HttpOnly,
+    SameSite=Strict cookie), which authorizes requests as the token does."""
+    with serve(token=TOKEN) as (server, errors):
+        assert server.fetch("POST", "/session")[0] == 401  # no token: no session
+        status, headers, _ = server.fetch(
+            "POST", "/session", None, {"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert status == 204
+        cookie = headers["set-cookie"]
+        assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+        pair = cookie.split(";", 1)[0]
+        assert pair.startswith(f"tkchat-session-{server.port}=") and TOKEN not in pair
+        assert server.fetch_json("GET", "/health", None, {"Cookie": pair})[0] == 200
+        status, _, answer = server.fetch("POST", "/chat", HELLO, {"Cookie": pair})
+        assert status == 200 and b'"type": "done"' in answer
+        forged = {"Cookie": pair[:-4] + "AAAA"}
+        assert server.fetch_json("GET", "/health", None, forged)[0] == 401
+        other_site = {"Cookie": pair, "Origin": "http://evil.example"}
+        assert server.fetch_json("GET", "/health", None, other_site)[0] == 403
+        assert errors.records == []
+
+
+def half_closed(port: int, request: bytes) -> bytes:
+    """Send ``request``, shut the socket's write side, and read the answer to its end."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while piece := sock.recv(65536):
+            answer += piece
+        return answer
+
+
+def test_a_half_closed_client_gets_its_answer() -> None:
+    """Request, then shutdown of the write side: GET / and a non-streaming /v1 answered
+    nothing (uvicorn took the end of the input for a departure)."""
+    with serve() as (server, errors):
+        host = f"Host: 127.0.0.1:{server.port}\r\n".encode()
+        page = half_closed(server.port, b"GET / HTTP/1.1\r\n" + host + b"\r\n")
+        assert page.startswith(b"HTTP/1.1 200") and b"<html" in page.lower()
+        body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5})
+        answer = half_closed(
+            server.port,
+            b"POST /v1/chat/completions HTTP/1.1\r\n"
+            + host
+            + b"Content-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n{body}".encode(),
+        )
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        payload = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+        assert payload["choices"][0]["message"]["content"]
+        assert errors.records == []
+
+
+def test_a_client_that_leaves_a_stream_still_stops_the_model() -> None:
+    """The half-close rule keeps a stream under way as it was: a client that goes away
+    mid-stream (its end of input) stops the generation."""
+    with serve() as (server, errors):
+        server.chat.backend = ScriptedBackend(rate=200, tokens=100_000)
+        conn, response = server.send("POST", "/chat", HELLO)
+        assert response.status == 200 and response.read1(65536)
+        conn.sock.shutdown(socket.SHUT_WR)  # its end of input, mid-stream
+        conn.close()
+        wait_until(lambda: server.chat.cancels, what="the disconnect to stop the model")
+        assert server.chat.cancels[-1]["tokens_after_disconnect"] <= 2
+        assert errors.records == []
+
+
+def test_health_bounds_what_a_model_is_called() -> None:
+    """A 1 MB model name in /health stalled it 466 ms in one run; names are bounded."""
+    with serve() as (server, errors):
+        server.chat.backend.name = "m" * 1_000_000
+        status, _, payload = server.fetch_json("GET", "/health")
+        assert status == 200 and len(payload["model"]) <= MAX_NAME_CHARS
         assert errors.records == []
 
 

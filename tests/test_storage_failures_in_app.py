@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -32,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Faults, pump_until
+from tests.conftest import Faults, pump_until, saved_content
+from tkchat.conversation import Sampling
 from tkchat.events import Done
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
@@ -179,8 +181,9 @@ def rows() -> list[tuple[object, ...]]:
             "FROM conversations ORDER BY id"
         ).fetchall()
         found += conn.execute(
-            "SELECT 'message', id, conversation_id, position, role, content, "
-            "status FROM messages ORDER BY id"
+            "SELECT 'message', id, conversation_id, position, role, "
+            + saved_content(conn)
+            + ", status FROM messages ORDER BY id"
         ).fetchall()
         return found
     finally:
@@ -296,29 +299,62 @@ def test_locked_database_gives_an_in_memory_session_and_keeps_the_file(
 # --- a read-only database or folder -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("where", "error"),
-    [("write", READ_ONLY), ("connect", CANNOT_OPEN)],
-    ids=["read-only-file", "cannot-open"],
-)
-def test_read_only_database_gives_an_in_memory_session_and_keeps_the_file(
+def start_read_only(
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> Screen:
+    """Open the window on yesterday's history, which tkchat may read but not write: it is
+    shown (listed, and reopened), one sentence says it is read-only, and a question still
+    gets its whole answer, with no second sentence about saving."""
+    backend = gated(hold_load=True)
+    app = make_app(backend, wait=False, history=True)
+    screen = screen_for(app)
+    screen.until(lambda: history_ready(app), what="yesterday's history, read-only")
+    shown = screen.look()
+    assert "read-only" in shown and "nothing new will be saved" in shown, shown
+    assert app.archive is not None and app.archive.store is not None
+    assert app.archive.store.read_only and app.archive.store.persistent
+    assert [c.title for c in app.archive.conversations()] == ["kept from yesterday"]
+    assert "A lock only one thread holds." in app.transcript.plain_text()  # reopened
+    backend.loaded.set()
+    screen.until(lambda: app.model_ready, what="the model")
+    ask(screen, "does it still answer?")
+    assert len(screen.shown("read-only")) == 1, screen.seen  # one sentence, said once
+    assert screen.shown("could not") == [], screen.seen
+    return screen
+
+
+def test_read_only_database_is_shown_read_only_and_kept(
     data_dir: Path,
     faults: Faults,
     screen_for: Callable[[ChatApp], Screen],
     make_app: Callable[..., ChatApp],
     gated: Callable[..., GatedScript],
-    where: str,
-    error: str,
 ) -> None:
     seed_history()
     before, before_bytes = rows(), digest(database_path())
-    if where == "write":
-        faults.write_error = error
-    else:
-        faults.connect_error = error
-    screen = start_in_memory(screen_for, make_app, gated, "may not write", error)
+    faults.write_error = READ_ONLY
+    screen = start_read_only(screen_for, make_app, gated)
     screen.app.close()
-    faults.write_error = faults.connect_error = None
+    faults.write_error = None
+    assert rows() == before
+    assert digest(database_path()) == before_bytes
+
+
+def test_database_that_cannot_be_opened_gives_an_in_memory_session_and_keeps_the_file(
+    data_dir: Path,
+    faults: Faults,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> None:
+    seed_history()
+    before, before_bytes = rows(), digest(database_path())
+    faults.connect_error = CANNOT_OPEN
+    screen = start_in_memory(screen_for, make_app, gated, "may not write", CANNOT_OPEN)
+    screen.app.close()
+    faults.connect_error = None
     assert rows() == before
     assert digest(database_path()) == before_bytes
 
@@ -368,7 +404,7 @@ def immutable_history(data_dir: Path) -> Iterator[Frozen]:
         frozen.thaw()
 
 
-def test_real_read_only_folder_gives_an_in_memory_session_and_keeps_the_file(
+def test_real_read_only_folder_is_shown_read_only_and_kept(
     data_dir: Path,
     immutable_history: Frozen,
     screen_for: Callable[[ChatApp], Screen],
@@ -376,7 +412,7 @@ def test_real_read_only_folder_gives_an_in_memory_session_and_keeps_the_file(
     gated: Callable[..., GatedScript],
 ) -> None:
     frozen = immutable_history
-    screen = start_in_memory(screen_for, make_app, gated, "may not write", str(data_dir))
+    screen = start_read_only(screen_for, make_app, gated)
     screen.app.close()
     assert sorted(p.name for p in data_dir.iterdir()) == ["conversations.sqlite3"]
     assert digest(frozen.path) == frozen.before_bytes
@@ -655,3 +691,151 @@ def test_the_not_saved_warning_stays_on_screen_while_the_session_is_unsaved(
     screen.until(lambda: app.model_ready, what="the model")
     ask(screen, "is this saved?")
     assert "not be saved" in screen.look(), screen.seen
+
+
+# --- a real 2 MB disk (a tmpfs), filled while an answer streams -------------------------------
+
+SMALL_DISK = "size=2m"
+LONG_ANSWER_TOKENS = 65_000  # SCRIPT again and again: over 300,000 characters
+RESERVE = 160 * 1024  # free bytes left beside the filler: the answer fills them mid-way
+FLOOD = 20_000.0  # tokens/s: the answer streams for about three seconds, flush after flush
+
+
+@dataclass
+class SmallDisk:
+    """A 2 MB file system holding the history, and a filler file that takes most of it."""
+
+    folder: Path
+    filler: Path
+
+    def free(self) -> int:
+        stat = os.statvfs(self.folder)
+        return stat.f_bavail * stat.f_frsize
+
+    def fill(self, leave: int) -> None:
+        """Take all the free space but ``leave`` bytes."""
+        with self.filler.open("ab") as out:
+            out.write(b"\0" * max(0, self.free() - leave))
+
+    def empty(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallDisk]:
+    """The history on a real 2 MB tmpfs. Skipped where mounting is not allowed (not root,
+    or a container without the right); the injected full-disk tests above cover it then."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    mount = shutil.which("mount")
+    done = subprocess.run(
+        [mount or "mount", "-t", "tmpfs", "-o", SMALL_DISK, "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mount is None or done.returncode != 0:
+        pytest.skip(f"cannot mount a 2 MB tmpfs here: {done.stderr.decode(errors='replace')}")
+    monkeypatch.setenv("TKCHAT_DATA_DIR", str(folder / "data"))
+    try:
+        yield SmallDisk(folder, folder / "filler")
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+
+
+def long_answer() -> str:
+    """What the scripted backend answers with LONG_ANSWER_TOKENS pieces."""
+    backend = ScriptedBackend(rate=0, tokens=LONG_ANSWER_TOKENS)
+    return b"".join(backend.pieces(LONG_ANSWER_TOKENS)).decode("utf-8")
+
+
+def log_files(folder: Path) -> dict[str, int]:
+    """The history's write-ahead log (or rollback journal), by name and size."""
+    return {
+        p.name: p.stat().st_size for p in folder.iterdir() if p.name.endswith(("-wal", "-journal"))
+    }
+
+
+def test_a_2_mb_disk_filled_mid_answer_keeps_all_of_it_once_space_returns(
+    small_disk: SmallDisk,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> None:
+    """The review's case: on a 2 MB disk that filled mid-answer and then had 1.8 MB freed,
+    the log grew again until the disk was full: 190,056 of 313,123 characters kept, the
+    answer left streaming, the disk still full after exit. Now: what was shown stays, one
+    sentence says it could not be saved, all of it is saved once space returns, and the
+    disk is left no fuller than the answer itself makes it."""
+    text = long_answer()
+    assert len(text) > 300_000
+    hold = threading.Event()
+    backend = gated(rate=FLOOD, tokens=LONG_ANSWER_TOKENS, pauses={LONG_ANSWER_TOKENS - 10: hold})
+    app = make_app(backend, history=True, sampling=Sampling(max_tokens=0))
+    screen = screen_for(app)
+    screen.until(lambda: history_ready(app), what="the history on the small disk")
+    data = small_disk.folder / "data"
+    database_before = database_path().stat().st_size
+    free_before = small_disk.free()
+    small_disk.fill(leave=RESERVE)
+    assert app.send("tell me everything")
+    screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning", timeout=60)
+    view = app.answer
+    assert view is not None
+    screen.until(lambda: len(view.text) > len(text) // 2, what="more of the answer")
+    small_disk.empty()  # space returns while the answer still streams
+    hold.set()
+    screen.until(lambda: app.finished, what="the answer's end", timeout=120)
+    assert app.transcript.answers[-1].text == text  # on screen: all of it
+    screen.until(
+        lambda: [m[1:] for m in messages_after([]) if m[0] == "assistant"] == [(text, "complete")],
+        what="the whole answer saved once space returned",
+        timeout=60,
+    )
+    assert len(screen.shown("disk is full")) == 1, screen.seen  # one sentence, said once
+    app.close()
+    assert all(size == 0 for size in log_files(data).values()), log_files(data)
+    grown = database_path().stat().st_size - database_before
+    assert small_disk.free() >= free_before - grown - 16 * 1024  # tmpfs counts 4 kB pages
+    store, warning = open_store()
+    with store:
+        assert warning is None and store.mark_interrupted() == 0
+
+
+def test_a_2_mb_disk_still_full_at_exit_is_left_no_fuller_and_the_next_start_recovers(
+    small_disk: SmallDisk,
+    screen_for: Callable[[ChatApp], Screen],
+    make_app: Callable[..., ChatApp],
+    gated: Callable[..., GatedScript],
+) -> None:
+    """The disk stays full to the end: the answer is all on screen, the log is emptied on
+    the way out (it held 1,944 kB of a 2 MB disk), and once space is back the next start
+    opens the history, with the part of the answer that was saved."""
+    text = long_answer()
+    backend = gated(rate=FLOOD, tokens=LONG_ANSWER_TOKENS)
+    app = make_app(backend, history=True, sampling=Sampling(max_tokens=0))
+    screen = screen_for(app)
+    screen.until(lambda: history_ready(app), what="the history on the small disk")
+    data = small_disk.folder / "data"
+    database_before = database_path().stat().st_size
+    small_disk.fill(leave=RESERVE)
+    free_before = small_disk.free()
+    assert app.send("tell me everything")
+    screen.until(lambda: app.finished, what="the answer's end", timeout=120)
+    assert app.transcript.answers[-1].text == text  # what was shown stays on screen
+    screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning")
+    app.close()  # the disk is still full
+    logs = log_files(data)
+    assert sum(logs.values()) == 0, logs  # no log left holding the disk
+    # All it kept is what it saved: the space taken is the database's growth, no more.
+    grown = database_path().stat().st_size - database_before
+    assert small_disk.free() >= free_before - grown - 16 * 1024  # tmpfs counts 4 kB pages
+    small_disk.empty()
+    store, warning = open_store()  # the next start: space is back
+    with store:
+        assert warning is None and store.persistent
+        assert store.mark_interrupted() <= 1
+        [conversation] = store.list_conversations()
+        question, reply = store.messages(conversation.id)
+        assert question.content == "tell me everything"
+        assert text.startswith(reply.content) and len(reply.content) > 0
+        assert reply.status in ("interrupted", "complete")

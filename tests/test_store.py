@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Faults, wait_until
+from tests.conftest import SAVED_CONTENT, Faults, wait_until
 from tkchat.conversation import Sampling
+from tkchat.measure.saving_bench import save_one, written_bytes
 from tkchat.store import damaged, db
 from tkchat.store.db import (
     EXPORT_FORMAT,
@@ -177,7 +178,9 @@ def test_messages_keep_their_order_and_are_committed_at_once(
     turns: list[tuple[Role, str]] = [("system", "be brief"), ("user", "hi"), ("assistant", "hello")]
     ids = [store.add_message(conversation.id, role, text) for role, text in turns]
     # A second connection sees the message as soon as add_message returned: committed.
-    assert raw_rows(db_path, "SELECT content FROM messages WHERE id = ?", (ids[1],)) == [("hi",)]
+    assert raw_rows(
+        db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE id = ?", (ids[1],)
+    ) == [("hi",)]
     stored = store.messages(conversation.id)
     assert [(m.id, m.position, m.role, m.status) for m in stored] == [
         (ids[0], 0, "system", "complete"),
@@ -474,7 +477,9 @@ def test_writer_saves_on_its_own_thread_and_reports_ids(
     assert errors == []
     ((message_id, thread_name),) = saved
     assert thread_name == "tkchat-store-writer"  # the UI must hop back to its own thread
-    assert raw_rows(db_path, "SELECT role, content, status FROM messages ORDER BY position") == [
+    assert raw_rows(
+        db_path, "SELECT role, " + SAVED_CONTENT + ", status FROM messages ORDER BY position"
+    ) == [
         ("user", "hello?", "complete"),
         ("assistant", "Hello 世界 🎉", "complete"),
     ]
@@ -497,8 +502,114 @@ def test_many_appends_are_written_in_one_transaction(
         assert writer.commits - before == 1
     finally:
         writer.close(timeout=10)
-    (content,) = raw_rows(db_path, "SELECT content FROM messages WHERE role = 'assistant'")[0]
+    (content,) = raw_rows(
+        db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE role = 'assistant'"
+    )[0]
     assert content == "".join(f"t{i} " for i in range(1000))
+
+
+# --- linear saving (issue 27) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", ["flood", "model"])
+def test_saving_an_answer_writes_bytes_linear_in_its_size(tmp_path: Path, rate: str) -> None:
+    """Each flush used to rewrite the whole answer (``content = content || ?``): bytes grew
+    with the square of the answer (1,000,000 characters: 410 MB). With appended parts they
+    grow with it: ten times the answer, about ten times the bytes, at the same pace."""
+    if written_bytes() is None:
+        pytest.skip("no /proc/self/io here")
+    small, large = (20_000, 200_000) if rate == "flood" else (4_000, 40_000)
+    first = save_one(tmp_path, small, rate)
+    second = save_one(tmp_path, large, rate)
+    assert second.commits >= 9 * first.commits  # the same pace: ten times the flushes
+    growth = second.bytes_per_char / first.bytes_per_char
+    assert growth < 1.5, (first, second)  # linear: flat per character (quadratic: ~10)
+    assert first.wal_bytes == second.wal_bytes == 0  # the log emptied after each answer
+
+
+def test_a_streaming_answer_is_written_as_parts_and_collapsed_once_at_its_end(
+    store: ConversationStore, db_path: Path
+) -> None:
+    conversation = store.create()
+    answer = store.add_message(conversation.id, "assistant", "", status="streaming")
+    for piece in ("one ", "two ", "three"):
+        store.append_text({answer: piece})
+    # Nothing rewrote the message: its text so far is in three parts, and every reader
+    # sees it whole.
+    assert raw_rows(db_path, "SELECT content FROM messages WHERE id = ?", (answer,)) == [("",)]
+    assert raw_rows(db_path, "SELECT COUNT(*) FROM message_parts") == [(3,)]
+    assert store.message(answer).content == "one two three"
+    assert [m.content for m in store.messages(conversation.id)] == ["one two three"]
+    assert store.export_json(conversation.id)["conversation"]["messages"][0]["content"] == (
+        "one two three"
+    )
+    store.update_message(answer, status="complete", more=" four")  # its end: one commit
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("one two three four", "complete")
+    ]
+    assert raw_rows(db_path, "SELECT COUNT(*) FROM message_parts") == [(0,)]
+    if store.fts:
+        assert [c.id for c, _ in store.search("three four")] == [conversation.id]
+    store.append_text({answer: "late"})  # an answer that ended takes no more text
+    assert store.message(answer).content == "one two three four"
+
+
+def test_an_answer_cut_off_by_a_crash_keeps_its_parts_when_marked_interrupted(
+    store: ConversationStore, db_path: Path
+) -> None:
+    conversation = store.create()
+    answer = store.add_message(conversation.id, "assistant", "", status="streaming")
+    store.append_text({answer: "saved before "})
+    store.append_text({answer: "the kill"})
+    assert store.mark_interrupted() == 1
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("saved before the kill", "interrupted")
+    ]
+    assert raw_rows(db_path, "SELECT COUNT(*) FROM message_parts") == [(0,)]
+
+
+def test_an_answers_last_text_and_its_end_are_one_commit(
+    store: ConversationStore, db_path: Path
+) -> None:
+    """A kill between two commits (the last text, then the status) left a whole answer
+    marked interrupted at the next start."""
+    conversation = store.create()
+    writer = StoreWriter(store, flush_interval=60.0)
+    try:
+        answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
+        assert writer.flush(timeout=10)
+        before = writer.commits
+        writer.append(answer, "the last words")
+        writer.finish(answer, "complete")
+        assert writer.flush(timeout=10)
+        assert writer.commits - before == 1
+    finally:
+        writer.close(timeout=10)
+    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+        ("the last words", "complete")
+    ]
+
+
+def test_the_write_ahead_log_is_bounded_and_emptied_after_each_answer(
+    store: ConversationStore, db_path: Path
+) -> None:
+    wal = db_path.with_name(db_path.name + "-wal")
+    assert raw_rows(db_path, "PRAGMA journal_size_limit") == [(-1,)]  # a plain connection's
+    assert store._connection().execute("PRAGMA journal_size_limit").fetchone()[0] > 0
+    assert store._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] <= 256
+    conversation = store.create()
+    writer = StoreWriter(store, flush_interval=0.01)
+    try:
+        answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
+        for _ in range(200):
+            writer.append(answer, "x" * 1000)
+        assert writer.flush(timeout=10)
+        assert wal.stat().st_size > 0  # the answer's parts are in the log
+        writer.finish(answer, "complete")
+        assert writer.flush(timeout=10)
+        assert wal.stat().st_size == 0  # emptied once the answer ended
+    finally:
+        writer.close(timeout=10)
 
 
 def test_appends_are_written_by_the_timer_without_a_flush(
@@ -510,7 +621,10 @@ def test_appends_are_written_by_the_timer_without_a_flush(
         answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
         writer.append(answer, "arrives by itself")
         wait_until(
-            lambda: raw_rows(db_path, "SELECT content FROM messages") == [("arrives by itself",)],
+            lambda: (
+                raw_rows(db_path, "SELECT " + SAVED_CONTENT + " FROM messages")
+                == [("arrives by itself",)]
+            ),
             what="the timed batch",
         )
     finally:
@@ -629,7 +743,9 @@ def test_kill_9_mid_answer_keeps_the_question_and_a_prefix_of_the_answer(db_path
         started = time.monotonic()
 
         def answer_on_disk() -> str:
-            rows = raw_rows(db_path, "SELECT content FROM messages WHERE role = 'assistant'")
+            rows = raw_rows(
+                db_path, "SELECT " + SAVED_CONTENT + " FROM messages WHERE role = 'assistant'"
+            )
             return str(rows[0][0]) if rows else ""
 
         wait_until(
@@ -672,7 +788,7 @@ def test_damaged_file_is_moved_aside_byte_for_byte(db_path: Path) -> None:
         assert store.persistent and store.path == db_path  # a fresh history, on disk
         conversation = store.create("after the damage")
         store.add_message(conversation.id, "user", "works")
-    assert raw_rows(db_path, "SELECT content FROM messages") == [("works",)]
+    assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + " FROM messages") == [("works",)]
 
 
 def test_integrity_failure_counts_as_damage(db_path: Path) -> None:
@@ -820,8 +936,13 @@ UNPRIVILEGED_CHILD = textwrap.dedent(
     os.setgid(65534)
     os.setuid(65534)  # nobody: now chmod applies
     store, warning = open_store(Path(sys.argv[1]))
-    store.add_message(store.create().id, "user", "works in memory")
-    print(json.dumps({"warning": warning, "persistent": store.persistent}))
+    titles = [c.title for c in store.list_conversations()]
+    if not store.read_only:
+        store.add_message(store.create().id, "user", "works in memory")
+    print(json.dumps({
+        "warning": warning, "persistent": store.persistent, "read_only": store.read_only,
+        "titles": titles,
+    }))
     """
 )
 
@@ -845,9 +966,12 @@ def test_real_read_only_folder_as_an_unprivileged_child(with_history: bool) -> N
         )
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
-        assert report["persistent"] is False
-        assert "may not write" in report["warning"] and "not be saved" in report["warning"]
-        if before is not None:
+        assert "may not write" in report["warning"]
+        if before is None:  # nothing to show: a session in memory
+            assert report["persistent"] is False and "not be saved" in report["warning"]
+        else:  # the history that is there is shown, read-only, and left exactly as it was
+            assert report["read_only"] is True and report["titles"] == ["old"]
+            assert "read-only" in report["warning"] and "nothing new" in report["warning"]
             assert path.read_bytes() == before
     finally:
         (base / "readonly").chmod(0o755)
@@ -899,7 +1023,9 @@ def test_store_write_errors_say_the_disk_is_full(db_path: Path, faults: Faults) 
         faults.write_error = None
         store.add_message(conversation.id, "user", "third")  # the store still works
     assert raw_rows(db_path, "SELECT title FROM conversations") == [("before",)]
-    assert raw_rows(db_path, "SELECT content, position FROM messages ORDER BY position") == [
+    assert raw_rows(
+        db_path, "SELECT " + SAVED_CONTENT + ", position FROM messages ORDER BY position"
+    ) == [
         ("first", 0),
         ("third", 1),
     ]
@@ -923,14 +1049,16 @@ def test_writer_reports_a_full_disk_once_and_retries_the_text(
         assert writer.flush(timeout=10) is False
         assert len(errors) == 1 and "the disk is full" in errors[0]  # said once, not per flush
         assert errors.threads == {"tkchat-store-writer"}
-        assert raw_rows(db_path, "SELECT content FROM messages") == [("safe ",)]  # intact
+        assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + " FROM messages") == [
+            ("safe ",)
+        ]  # intact
         faults.write_error = None  # space was freed: the kept text is written
         writer.finish(answer, "complete")
         assert writer.flush(timeout=10)
     finally:
         writer.close(timeout=10)
         store.close()
-    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+    assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + ", status FROM messages") == [
         ("safe pending more", "complete")
     ]
 
@@ -960,7 +1088,7 @@ def test_writer_keeps_an_answers_end_the_full_disk_refused_and_writes_it_later(
     finally:
         writer.close(timeout=10)
         store.close()
-    assert raw_rows(db_path, "SELECT content, status FROM messages") == [
+    assert raw_rows(db_path, "SELECT " + SAVED_CONTENT + ", status FROM messages") == [
         ("all of it, finished", "complete")
     ]
 

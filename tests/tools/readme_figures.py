@@ -59,18 +59,33 @@ def cell(value: object) -> str:
     return str(value)
 
 
+# A run of ``tkchat bench --saving`` (bytes written to save one answer) has its own columns.
+SAVING_COLUMNS = [
+    "rate",
+    "chars",
+    "commits",
+    "bytes_written",
+    "bytes_per_char",
+    "db_bytes",
+    "wal_bytes",
+]
+
+
 def render_block(payload: dict[str, Any]) -> str:
     """The Markdown of one run: what was run and when, the table, every target's verdict."""
     command = payload.get("command") or "tkchat bench"
     when = str(payload.get("started", "?")).replace("T", " ")
+    saving = "flush_interval_s" in payload
+    columns = SAVING_COLUMNS if saving else COLUMNS
+    made_with = f"SQLite {payload.get('sqlite', '?')}" if saving else f"Tk {payload.get('tk', '?')}"
     lines = [
-        f"`{command}` — {when}, Python {payload.get('python', '?')}, Tk {payload.get('tk', '?')}:",
+        f"`{command}` — {when}, Python {payload.get('python', '?')}, {made_with}:",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
     ]
     for run in payload.get("runs", []):
-        lines.append("| " + " | ".join(cell(run.get(c)) for c in COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(run.get(c)) for c in columns) + " |")
     lines.append("")
     for target in payload.get("targets", []):
         verdict = "PASS" if target.get("pass") else "FAIL"

@@ -14,8 +14,8 @@ from typing import Any
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.render.safe_markdown import convert_whole_document
+from tkchat.ui.look.html_fonts import stock_tkhtmlview
 from tkchat.ui.look.theme import set_role
-from tkchat.ui.markdown_view import stock_tkhtmlview
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.transcript import AnswerView
 

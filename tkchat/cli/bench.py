@@ -1,6 +1,6 @@
 """``tkchat bench``: the real window measured in every mode, with baselines, in one run; or
-the lessons' demos (``--lessons``), the server's event loop (``--serve-loop``), or the report
-of a recorded run (``--recording``)."""
+the lessons' demos (``--lessons``), the server's event loop (``--serve-loop``), the bytes
+written to save an answer (``--saving``), or the report of a recorded run (``--recording``)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,12 @@ def _add_other_runs(bench: argparse.ArgumentParser) -> None:
         help="with --lessons: only these lessons (comma-separated ids or numbers, e.g. 04,11)",
     )
     bench.add_argument(
+        "--saving",
+        action="store_true",
+        help="the bytes written to save one streamed answer of 10,000, 100,000 and 1,000,000 "
+        "characters (a flood and a model's pace): linear, and the log emptied after it",
+    )
+    bench.add_argument(
         "--recording",
         type=Path,
         metavar="FILE",
@@ -144,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         return run_lesson_bench(_listed(args.lang), only=_listed(args.only))
     if args.class_size:
         return _bench_class(args)
+    if args.saving:
+        from tkchat.measure.saving_bench import run_saving_bench
+
+        return run_saving_bench(json_out=args.json)
     if args.serve_loop:
         from tkchat.measure.server_loop import run_server_loop_bench
 

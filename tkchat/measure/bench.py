@@ -68,7 +68,7 @@ from tkchat.trace.chrome import write_trace
 from tkchat.trace.recorder import RecordedRun, RunRecorder
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.health import HealthBar
-from tkchat.ui.markdown_view import stock_tkhtmlview
+from tkchat.ui.look.html_fonts import stock_tkhtmlview
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run

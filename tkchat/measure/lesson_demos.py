@@ -228,7 +228,7 @@ def _whole_render(app: ChatApp, figures: dict[str, float | None]) -> Script:
     from tkhtmlview import HTMLText
 
     from tkchat.render.safe_markdown import markdown_to_safe_html
-    from tkchat.ui.markdown_view import stock_tkhtmlview
+    from tkchat.ui.look.html_fonts import stock_tkhtmlview
 
     html = markdown_to_safe_html(app.transcript.answers[-1].text)
     with stock_tkhtmlview():

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tkchat.generate.llama_backend import MAX_AUTO_N_CTX
+from tkchat.limits import cut
 from tkchat.models.finder import huggingface_cache
 
 CATALOGUE_ENV = "TKCHAT_CATALOGUE"
@@ -37,6 +38,9 @@ SHA256_RE = re.compile(r"[0-9a-f]{64}")
 # 512 tokens (n_vocab floats each) dominate it, plus a fixed part for the runtime itself.
 BATCH_TOKENS = 512
 RUNTIME_BYTES = 100_000_000
+
+
+MAX_TEXT_CHARS = 500  # a catalogue's title, name, licence...: they are shown in a dialog
 
 
 class CatalogueError(ValueError):
@@ -88,8 +92,10 @@ def load_catalogue(path: Path | None = None) -> list[CatalogueEntry]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CatalogueError(f"Cannot read the model catalogue {path}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise CatalogueError(f"The model catalogue {path} is not valid JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # (RecursionError: nested thousands deep)
+        raise CatalogueError(
+            f"The model catalogue {path} is not valid JSON: {cut(str(exc), 120)}"
+        ) from exc
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, list) or not models:
         raise CatalogueError(f'The model catalogue {path} has no "models" list.')
@@ -107,8 +113,10 @@ def _entry(item: Any, path: Path, index: int) -> CatalogueEntry:
 
     def text(key: str, default: str | None = None) -> str:
         value = item.get(key, default)
-        if not isinstance(value, str) or not value:
-            raise CatalogueError(f'The {where} needs a text "{key}".')
+        if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS:
+            raise CatalogueError(
+                f'The {where} needs a text "{key}" (of at most {MAX_TEXT_CHARS} characters).'
+            )
         return value
 
     size = item.get("size")
@@ -126,7 +134,7 @@ def _entry(item: Any, path: Path, index: int) -> CatalogueEntry:
     if isinstance(arch, dict):
         try:
             architecture = Architecture(**{k: int(arch[k]) for k in Architecture.__annotations__})
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:  # (1e400)
             raise CatalogueError(f'The {where} has an incomplete "architecture".') from exc
     return CatalogueEntry(
         name=text("name"),
@@ -137,7 +145,9 @@ def _entry(item: Any, path: Path, index: int) -> CatalogueEntry:
         size=size,
         sha256=sha,
         licence=text("licence", "unknown"),
-        languages=tuple(str(lang) for lang in languages) if isinstance(languages, list) else (),
+        languages=tuple(str(lang)[:16] for lang in languages[:32])
+        if isinstance(languages, list)
+        else (),
         architecture=architecture,
         about={
             lang: str(item[f"about_{lang}"]) for lang in ("en", "zh") if item.get(f"about_{lang}")

@@ -39,6 +39,13 @@ from tkchat.render.syntax import (
     trim_blank_edges,
 )
 
+# What starts every piece of a paragraph but its first. Rendered on its own, a piece is a new
+# document, and its first characters could open what the paragraph's middle never did: a
+# fence ("```"), a heading ("#"), a list ("1."), a quote, a rule, a link definition (which
+# would vanish). A zero-width space before them keeps them text; it is an entity, so no rule
+# sees it as anything, and the renderer takes it out of the HTML again (to_html.py).
+CUT_MARK = "&#8203;"
+
 DEFAULT_MAX_CHARS = 600
 """Default block size. Measured with tkhtmlview on Xvfb: a 600-character block costs about
 1 ms as prose, at most ~10 ms in a typical answer, and up to ~45 ms as a dense bullet list
@@ -208,7 +215,8 @@ def _split_raw(raw: RawBlock, max_chars: int, depth: int) -> list[str]:
     whole = "\n".join(lines).rstrip()
     if len(whole) <= max_chars:
         return [whole]
-    return split_prose(whole, max_chars)
+    first, *rest = split_prose(whole, max_chars)
+    return [first, *(CUT_MARK + piece for piece in rest)]
 
 
 def _split_blocks(text: str, max_chars: int, depth: int) -> list[str]:
@@ -230,13 +238,15 @@ def split_blocks(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
     again), prose at sentence ends or spaces and never inside a word.
 
     Nothing visible is lost: for text without fences or split blockquotes/headings,
-    ``"\\n\\n".join(blocks)`` equals ``text`` up to whitespace. No block exceeds
+    ``"\\n\\n".join(blocks)`` equals ``text`` up to whitespace. (The window's pieces,
+    :func:`block_pieces`, also start each piece of a paragraph after its first with
+    :data:`CUT_MARK`; these blocks do not.) No block exceeds
     ``max_chars`` unless it holds a single unbreakable unit longer than that: one code line
     (with its fences) or one word (with its block marker, such as ``-`` or ``>``).
     """
     if max_chars < 1:
         raise ValueError(f"max_chars must be at least 1, got {max_chars}")
-    return _split_blocks(text, max_chars, 0)
+    return [block.replace(CUT_MARK, "") for block in _split_blocks(text, max_chars, 0)]
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ Pure functions, any thread (the transcript calls them on the main thread). Linea
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 from tkchat.limits import DISPLAY_LINE_CHARS
+
+T = TypeVar("T")
 
 SOFT_ZONE = 200  # how far back from the limit a space is looked for
 
@@ -52,6 +55,19 @@ def soft_break(text: str, column: int, limit: int = DISPLAY_LINE_CHARS) -> tuple
         out.append(line[start:])
         column += len(line) - start
     return "".join(out), column
+
+
+def soft_break_runs(
+    runs: list[tuple[str, T]], limit: int = DISPLAY_LINE_CHARS
+) -> list[tuple[str, T]]:
+    """Rendered runs (text, its tags) as displayed from the start of a line: the same runs,
+    with line ends added where :func:`soft_break` adds them to their text as one. The
+    markdown was read from the text as it arrived; only what is shown of it is cut."""
+    column, out = 0, []
+    for text, tags in runs:
+        shown, column = soft_break(text, column, limit)
+        out.append((shown, tags))
+    return out
 
 
 def unbreak(shown: str, original: str, limit: int = DISPLAY_LINE_CHARS) -> str:

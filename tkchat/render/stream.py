@@ -19,6 +19,14 @@ the window can replace exactly those lines of plain text with the rendered block
 *lines* from a mark: line counts are the same in Python and in Tk, where character counts are
 not (Tk 8.6 counts a character above U+FFFF as two).
 
+The stream reads the answer *as it arrived*, not as it is displayed: a line longer than
+``display_limit`` is shown with line ends added (:mod:`~tkchat.render.soft_breaks`), and
+those must never change what the markdown means. Cut at 1,000 characters, a line of 1,500
+backticks became a line of only backticks — a code fence its source did not open — and the
+rest of the answer was swallowed (a 20,001-character payload showed 1,054). So blocks are
+found in the source lines, and only the count handed out (``StreamBlock.lines``) is of
+displayed lines, each source line counted as the lines it is displayed as.
+
 The open last block is scanned again when lines arrive, which would be quadratic for one
 enormous block (a 5,000-line poem); so once it is long it is scanned again only when a line
 arrives that could end it (a blank line, the line after one, a line that starts another
@@ -33,7 +41,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tkchat.limits import DISPLAY_LINE_CHARS
 from tkchat.render.scan import RawBlock, scan_spans
+from tkchat.render.soft_breaks import SOFT_ZONE, soft_break
 from tkchat.render.syntax import (
     SETEXT_RE,
     fence_closes,
@@ -53,17 +63,21 @@ class StreamBlock:
     """A complete top-level block of a streaming answer."""
 
     raw: RawBlock
-    # Lines of the text it covers, with the blank lines before it; None for the answer's
-    # last block, which runs to the end. (The blank lines after a block go with the next
-    # one, so while that one streams they still separate it from the rendered block.)
+    # Displayed lines of the text it covers, with the blank lines before it; None for the
+    # answer's last block, which runs to the end. (The blank lines after a block go with the
+    # next one, so while that one streams they still separate it from the rendered block.)
     lines: int | None
 
 
 class BlockStream:
     """Feed it the answer's text as it arrives; take complete blocks with :meth:`next_block`."""
 
-    def __init__(self) -> None:
+    def __init__(self, display_limit: int = DISPLAY_LINE_CHARS) -> None:
+        """``display_limit``: the longest line shown without an added line end (see the
+        module docstring)."""
+        self._display_limit = display_limit
         self._lines: list[str] = []  # the complete lines so far
+        self._shown = [0]  # displayed lines of the first k complete lines, for each k
         self._partial: list[str] = []  # the pieces of the line still open
         self._start = 0  # the first line of the first block not handed out yet
         self._rescan_at = 0  # scan the open block again once it has this many lines
@@ -97,6 +111,7 @@ class BlockStream:
                     self._rescan_at = 0
                     break
                 previous = line
+        self._count_shown(new)
         self._lines.extend(new)
         self._partial = [tail] if tail else []
         self._begun = bool(tail.strip())
@@ -107,7 +122,9 @@ class BlockStream:
         if not self.ended:
             self.ended = True
             if self._partial:
-                self._lines.append("".join(self._partial))
+                last = "".join(self._partial)
+                self._count_shown([last])
+                self._lines.append(last)
                 self._partial = []
 
     @property
@@ -137,10 +154,19 @@ class BlockStream:
                 open_lines + 1 if open_lines < RESCAN_ALWAYS_BELOW else open_lines * 9 // 8
             )
             return None
-        block = StreamBlock(first[2], first[1] - self._start)
+        block = StreamBlock(first[2], self._shown[first[1]] - self._shown[self._start])
         self._start = first[1]
         self._rescan_at = 0
         return block
+
+    def _count_shown(self, lines: list[str]) -> None:
+        """Note how many lines each of ``lines`` is displayed as (one, unless it is long)."""
+        limit, total = self._display_limit, self._shown[-1]
+        for line in lines:
+            if len(line) >= limit - SOFT_ZONE:
+                total += soft_break(line, 0, limit)[0].count("\n")
+            total += 1
+            self._shown.append(total)
 
     def _complete_already(self, start: int, end: int, raw: RawBlock) -> bool:
         """Is the last block found complete although no block after it has started? (Only

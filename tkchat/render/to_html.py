@@ -29,10 +29,12 @@ from tkchat.limits import (
     MAX_MARKDOWN_NESTING,
     MAX_RENDERED_BLOCK_CHARS,
 )
-from tkchat.render.blocks import split_blocks
+from tkchat.render.blocks import CUT_MARK, split_blocks
 from tkchat.render.sanitize import sanitize_html
 from tkchat.render.scan import RawBlock
 from tkchat.render.syntax import dedent, fence_closes, fence_language, fence_open
+
+ZERO_WIDTH_SPACE = "\u200b"  # what CUT_MARK renders as
 
 
 class _ImagesAsAltText(Treeprocessor):
@@ -213,13 +215,14 @@ def plain_html(text: str) -> str:
 
 def _render(text: str) -> str:
     if too_costly(text):
-        return plain_html(text)
+        return plain_html(text.replace(CUT_MARK, ""))
     try:
         html_text = _make_markdown().convert(_normalize_fences(text))
     except Exception:  # e.g. RecursionError on a list nested 300 deep
         # Model output must never take the window down: show the block as plain text.
-        return plain_html(text)
-    return sanitize_html(html_text)
+        return plain_html(text.replace(CUT_MARK, ""))
+    # The marks a cut put in are zero-width spaces now: out they go (blocks.CUT_MARK).
+    return sanitize_html(html_text).replace(ZERO_WIDTH_SPACE, "", text.count(CUT_MARK))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -30,6 +30,14 @@ logs a traceback per failed accept. So the backlog is ``ACCEPT_BATCH`` (32), and
 at most half the open-file limit: 400 (and 2,000) half-open sockets under a limit of 256 stay
 at about 107 descriptors, with no failed accept.
 
+And one thing uvicorn gets wrong: **a half-closed client**. A client that sends its request
+and then shuts the write side of its socket (``shutdown(SHUT_WR)``: a script, ``nc -N``, some
+proxies) still reads the answer; uvicorn took the end of its input for a departure and sent
+nothing, for ``GET /`` as for a non-streaming ``/v1/chat/completions``. Now a request that is
+whole and not answered yet is answered, and the socket closed after it. An event stream
+already under way is still a client that left (the usual abort of a page or a script): its
+generation is stopped at once, as before.
+
 uvicorn's own ``limit_concurrency`` (503 once that many connections or requests are in
 flight) is set to twice the cap, as a second wall that the eviction above never reaches.
 :func:`server_config` is the one place these settings are made; ``run_server`` and the tests
@@ -80,6 +88,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.half_closed = False  # the client shut its write side, and waits for an answer
+        self.streaming = False  # the response under way is an event stream
         self.opened = self.loop.time()
         self.header_deadline: asyncio.TimerHandle | None = None
         self.body_deadline: asyncio.TimerHandle | None = None
@@ -100,6 +110,29 @@ class GuardedH11Protocol(H11Protocol):
                 )
         else:
             self._cancel_body_deadline()
+
+    def handle_events(self) -> None:
+        cycle = self.cycle
+        super().handle_events()
+        if self.cycle is not None and self.cycle is not cycle:
+            self.streaming = False
+            _note_streams(self, self.cycle)
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]
+        """The client shut its side. A request that is whole and not answered yet is still
+        answered: True keeps the socket open for writing (see the module docstring)."""
+        cycle = self.cycle
+        unanswered = cycle is not None and not cycle.response_complete and not self.streaming
+        if unanswered and self.conn.their_state is h11.DONE:
+            self.half_closed = True
+            return True
+        super().eof_received()
+        return None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.half_closed:
+            self.transport.close()  # answered: nothing more can come from that client
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()
@@ -168,6 +201,22 @@ class GuardedH11Protocol(H11Protocol):
         ]
         victim = min(waiting, key=lambda c: c.opened) if waiting else self
         victim.transport.close()
+
+
+def _note_streams(protocol: GuardedH11Protocol, cycle: Any) -> None:
+    """Have ``protocol.streaming`` say whether ``cycle``'s response is an event stream (its
+    start's content type), by wrapping the cycle's ``send`` before the app first calls it."""
+    send = cycle.send
+
+    async def noting(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            protocol.streaming = any(
+                name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                for name, value in message.get("headers", ())
+            )
+        await send(message)
+
+    cycle.send = noting
 
 
 def server_config(

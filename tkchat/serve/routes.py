@@ -29,6 +29,7 @@ from starlette.types import Send
 
 from tkchat.events import Chunk, Done, Error, QueuePlace
 from tkchat.generate.backend import Backend
+from tkchat.limits import MAX_NAME_CHARS, cut
 from tkchat.serve.errors import RequestRejected, bad_request
 from tkchat.serve.generations import GenerationSlot, Job, News
 from tkchat.serve.line import Client, LineLimits
@@ -214,7 +215,7 @@ class ChatServer(GenerationSlot):
             {
                 "server": "tkchat",
                 "status": "ok",
-                "model": self.backend.name,
+                "model": cut(self.backend.name, MAX_NAME_CHARS),  # a model file's, bounded
                 "busy": self.busy,
                 "n_ctx": self.backend.n_ctx,
                 "generations": self.controller.gen,

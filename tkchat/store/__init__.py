@@ -6,8 +6,9 @@
   read-only or full database: a fallback and one warning sentence). Around it, one concern
   each: ``errors`` (:class:`StoreError`), ``records`` (:class:`Conversation`,
   :class:`StoredMessage`), ``schema`` (tables, migrations), ``search_index`` (FTS5),
-  ``sampling_json``, ``export_format`` (Markdown/JSON), ``opening`` (the fallbacks) and
-  ``damaged`` (moving an unreadable file aside).
+  ``parts`` (a streaming answer as appended parts), ``variants`` (versions and branches),
+  ``sampling_json``, ``export_format`` (Markdown/JSON), ``opening`` (connections, the
+  fallbacks, a read-only history) and ``damaged`` (moving an unreadable file aside).
 - :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
   answer streams, so no write ever runs on the Tk main thread.
 - :mod:`tkchat.store.settings` — :class:`AppSettings` in ``settings.json`` next to the history:

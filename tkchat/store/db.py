@@ -1,20 +1,12 @@
 """The conversation history's CRUD: :class:`ConversationStore`, and :func:`open_store`.
 
-This module owns the SQLite connection and every statement that changes a conversation or a
-message. The other concerns live beside it and are imported here:
-
-- :mod:`~tkchat.store.errors`        — :class:`StoreError` and how raw errors become one;
-- :mod:`~tkchat.store.records`       — :class:`Conversation`, :class:`StoredMessage`, and the
-  checks on what may be stored;
-- :mod:`~tkchat.store.schema`        — the tables and :func:`migrate`;
-- :mod:`~tkchat.store.search_index`  — the optional FTS5 index and the search queries;
-- :mod:`~tkchat.store.sampling_json` — sampling values to and from a ``settings`` dict;
-- :mod:`~tkchat.store.export_format` — Markdown and JSON export, and checking an import;
-- :mod:`~tkchat.store.opening`       — what :func:`open_store` does when the file is unusable;
-- :mod:`~tkchat.store.damaged`       — moving a damaged file aside.
-
-The public names of those modules are still importable from here, as they were before the
-split (``from tkchat.store.db import open_store, close_fences, ...``).
+This module owns the SQLite connection and the transactions; the other concerns live beside
+it, one module each: ``errors`` (:class:`StoreError`), ``records`` (the records handed out
+and the checks on what may be stored), ``schema`` (tables, migrations), ``opening`` (how a
+file is opened, and the fallbacks of :func:`open_store`), ``parts`` (a streaming answer as
+appended parts, so saving is linear), ``variants`` (versions and branches), ``search_index``
+(FTS5), ``sampling_json``, ``export_format`` and ``damaged``. Their public names are still
+importable from here (``from tkchat.store.db import open_store, close_fences, ...``).
 
 Threads
 -------
@@ -41,7 +33,6 @@ functions get the time from ``_now`` as an argument for the same reason.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -50,6 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from tkchat.store import variants
 from tkchat.store.damaged import move_aside
 from tkchat.store.errors import StoreError, classify, rollback, store_error
 from tkchat.store.export_format import (
@@ -61,9 +53,22 @@ from tkchat.store.export_format import (
     to_export,
     to_markdown,
 )
-from tkchat.store.opening import open_with_fallbacks
+from tkchat.store.opening import (
+    checkpoint_log,
+    open_connection,
+    open_read_only,
+    open_with_fallbacks,
+)
+from tkchat.store.parts import (
+    append_parts,
+    collapse,
+    drop_parts,
+    read_messages,
+    streaming_ids,
+)
 from tkchat.store.paths import database_path
 from tkchat.store.records import (
+    CONVERSATION_COLUMNS,
     DEFAULT_TITLE,
     ROLES,
     STATUSES,
@@ -73,6 +78,7 @@ from tkchat.store.records import (
     StoredMessage,
     check_choice,
     clean_title,
+    conversation_from_row,
     settings_json,
     text_value,
 )
@@ -81,11 +87,12 @@ from tkchat.store.schema import SCHEMA_VERSION, migrate
 from tkchat.store.search_index import (
     add_contains_function,
     fts5_available,
-    message_hits,
+    fts_ready,
+    search_conversations,
     snippet,
     sync_fts,
-    title_hits,
 )
+from tkchat.store.variants import not_found, touch
 
 BUSY_TIMEOUT_S = 2.0  # how long a write waits for another connection's lock before failing
 
@@ -110,15 +117,6 @@ def _now() -> float:
 
 # --- the store ------------------------------------------------------------------------------
 
-_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, settings, deleted_at"
-# The last two: the version shown, and how many versions there are (the highest slot kept, or
-# the one shown, whichever is higher, plus one).
-_MESSAGE_COLUMNS = (
-    "id, conversation_id, position, role, content, status, created_at, variant, "
-    "MAX(variant, COALESCE((SELECT MAX(slot) FROM message_variants v "
-    "WHERE v.message_id = messages.id), 0)) + 1"
-)
-
 
 class ConversationStore:
     """Conversations and their messages in one SQLite database (a file, or memory).
@@ -136,18 +134,26 @@ class ConversationStore:
         busy_timeout_s: float = BUSY_TIMEOUT_S,
         fts: bool | None = None,
         check_integrity: bool = True,
+        read_only: bool = False,
     ) -> None:
         """Open (creating if needed) and migrate the database at ``path``; ``None`` means a
         private in-memory database. ``fts``: ``None`` uses FTS5 when available, ``False``
-        forces the scan search (tests use it to cover the fallback). Runs on the caller's
-        thread; raises :class:`StoreError`."""
+        forces the scan search (tests use it to cover the fallback). ``read_only``: open an
+        existing file without changing it (a folder tkchat may not write): every write then
+        raises ``StoreError(kind="unwritable")``. Runs on the caller's thread; raises
+        :class:`StoreError`."""
         self.path = path
+        self.read_only = read_only and path is not None
         self.commits = 0  # committed write transactions: lets tests count batches
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         try:
-            self._conn = self._open(path, busy_timeout_s, check_integrity)
-            self.fts = sync_fts(self._conn, fts)
+            if path is not None and self.read_only:
+                self._conn = open_read_only(_connect, path, busy_timeout_s)
+                self.fts = fts is not False and fts_ready(self._conn)
+            else:
+                self._conn = open_connection(_connect, path, busy_timeout_s, check=check_integrity)
+                self.fts = sync_fts(self._conn, fts)
         except (sqlite3.Error, OSError, StoreError) as exc:
             self.close()
             raise store_error(exc, "open the conversation history") from exc
@@ -157,27 +163,6 @@ class ConversationStore:
     def persistent(self) -> bool:
         """Whether conversations survive the process (False for the in-memory fallback)."""
         return self.path is not None
-
-    @staticmethod
-    def _open(path: Path | None, busy_timeout_s: float, check: bool) -> sqlite3.Connection:
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if check and path.exists():
-                _check_integrity(path, busy_timeout_s)
-        conn = _connect(":memory:" if path is None else str(path), timeout=busy_timeout_s)
-        try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            if path is not None:
-                # WAL: the window's reads never wait for the writer thread, and a commit
-                # appends to one file. NORMAL: no fsync per commit; a committed transaction
-                # still survives a killed process (only a power cut can lose the last ones).
-                conn.execute("PRAGMA journal_mode = WAL").fetchall()
-                conn.execute("PRAGMA synchronous = NORMAL")
-            migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -214,6 +199,13 @@ class ConversationStore:
         as a full disk, never leaves half a change behind)."""
         with self._lock:
             conn = self._connection()
+            if self.read_only:
+                raise StoreError(
+                    f"Could not {doing}: the conversation history is open read-only in this "
+                    "session. Conversations saved earlier are intact.",
+                    kind="unwritable",
+                    detail="read-only",
+                )
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
@@ -256,22 +248,22 @@ class ConversationStore:
         """One conversation, deleted or not; ``StoreError(kind="not_found")`` if unknown."""
         with self._reading("read a conversation") as conn:
             row = conn.execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id = ?",
+                f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?",
                 (conversation_id,),
             ).fetchone()
         if row is None:
-            raise _not_found(conversation_id)
-        return _conversation(row)
+            raise not_found(conversation_id)
+        return conversation_from_row(row)
 
     def list_conversations(self, include_deleted: bool = False) -> list[Conversation]:
         """All conversations, most recently updated first (ties: newest id first)."""
         where = "" if include_deleted else "WHERE deleted_at IS NULL"
         with self._reading("list conversations") as conn:
             rows = conn.execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations {where} "
+                f"SELECT {CONVERSATION_COLUMNS} FROM conversations {where} "
                 "ORDER BY updated_at DESC, id DESC"
             ).fetchall()
-        return [_conversation(row) for row in rows]
+        return [conversation_from_row(row) for row in rows]
 
     def rename(self, conversation_id: int, title: str) -> None:
         """Set the title (whitespace collapsed, at most 200 characters, blank → "New chat")."""
@@ -299,7 +291,7 @@ class ConversationStore:
                 (value, _now(), conversation_id),
             )
             if cursor.rowcount == 0:
-                raise _not_found(conversation_id)
+                raise not_found(conversation_id)
 
     def delete(self, conversation_id: int) -> None:
         """Soft delete: the conversation leaves the list but keeps its messages, so the window
@@ -316,7 +308,7 @@ class ConversationStore:
                 "UPDATE conversations SET deleted_at = ? WHERE id = ?", (when, conversation_id)
             )
             if cursor.rowcount == 0:
-                raise _not_found(conversation_id)
+                raise not_found(conversation_id)
 
     def purge_deleted(self, older_than_s: float, only: Iterable[int] | None = None) -> int:
         """Remove for good the conversations deleted at least ``older_than_s`` seconds ago
@@ -340,24 +332,20 @@ class ConversationStore:
     # -- messages ------------------------------------------------------------------------------
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
-        """The conversation's messages in order (empty for an unknown id)."""
+        """The conversation's messages in order (empty for an unknown id); an answer still
+        streaming holds the text saved so far."""
         with self._reading("read the messages") as conn:
-            rows = conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? "
-                "ORDER BY position",
-                (conversation_id,),
-            ).fetchall()
-        return [StoredMessage(*row) for row in rows]
+            return read_messages(
+                conn, "WHERE conversation_id = ? ORDER BY position", (conversation_id,)
+            )
 
     def message(self, message_id: int) -> StoredMessage:
         """One message; ``StoreError(kind="not_found")`` if unknown."""
         with self._reading("read a message") as conn:
-            row = conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
-        if row is None:
+            found = read_messages(conn, "WHERE id = ?", (message_id,))
+        if not found:
             raise StoreError(f"There is no message {message_id}.", kind="not_found")
-        return StoredMessage(*row)
+        return found[0]
 
     def add_message(
         self, conversation_id: int, role: Role, content: str, status: Status = "complete"
@@ -369,7 +357,7 @@ class ConversationStore:
         text = text_value(content, "message")
         now = _now()
         with self._writing("save the message") as conn:
-            self._touch(conn, conversation_id, now)
+            touch(conn, conversation_id, now)
             # Inside BEGIN IMMEDIATE: no other connection can take the same position.
             (position,) = conn.execute(
                 "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?",
@@ -383,9 +371,18 @@ class ConversationStore:
             return cast(int, cursor.lastrowid)
 
     def update_message(
-        self, message_id: int, *, content: str | None = None, status: Status | None = None
+        self,
+        message_id: int,
+        *,
+        content: str | None = None,
+        status: Status | None = None,
+        more: str = "",
     ) -> None:
-        """Replace a message's content and/or status (edit a past message; finish an answer)."""
+        """Replace a message's content and/or status (edit a past message; end an answer),
+        in one transaction. ``content=None`` keeps what was saved, with ``more`` added (the
+        last text of an answer, so its text and its end are one commit: a kill between two
+        commits left a whole answer marked interrupted). A streaming message's parts are
+        collapsed into it (see :mod:`tkchat.store.parts`)."""
         if status is not None:
             check_choice(status, STATUSES, "status")
         if content is not None:
@@ -396,32 +393,38 @@ class ConversationStore:
             ).fetchone()
             if row is None:
                 raise StoreError(f"There is no message {message_id}.", kind="not_found")
+            if content is None:
+                append_parts(conn, {message_id: text_value(more, "answer")})
+                collapse(conn, [message_id])
+            else:
+                drop_parts(conn, message_id)
             conn.execute(
                 "UPDATE messages SET content = COALESCE(?, content), "
                 "status = COALESCE(?, status) WHERE id = ?",
                 (content, status, message_id),
             )
-            self._touch(conn, row[0], _now())
+            touch(conn, row[0], _now())
 
     def append_text(self, parts: Mapping[int, str]) -> None:
-        """Append text to several messages in ONE transaction (the writer's batched flush of
-        streaming answers). Unknown ids are skipped: the message may have been truncated away
-        by an edit while its answer was still streaming."""
-        if not parts:
-            return
-        with self._writing("save the answer") as conn:
-            for message_id, text in parts.items():
-                # SQLite appends in place: the growing answer never makes a round trip.
-                conn.execute(
-                    "UPDATE messages SET content = content || ? WHERE id = ?",
-                    (text_value(text, "answer"), message_id),
-                )
-            marks = ", ".join("?" * len(parts))
-            conn.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id IN "
-                f"(SELECT conversation_id FROM messages WHERE id IN ({marks}))",
-                (_now(), *parts),
-            )
+        """Append text to several streaming messages in ONE transaction (the writer's batched
+        flush): one new part each, so a flush writes only its own text. Ids of messages that
+        are gone or no longer streaming are skipped (an edit may have removed the answer
+        while it streamed). The conversation's ``updated_at`` moves when the answer ends."""
+        if parts:
+            texts = {message_id: text_value(text, "answer") for message_id, text in parts.items()}
+            with self._writing("save the answer") as conn:
+                append_parts(conn, texts)
+
+    def checkpoint(self, *, grown_only: bool = False) -> bool:
+        """Copy the write-ahead log into the file and empty it: after an answer, and after a
+        write a full disk refused, so the log never keeps space it no longer needs. With
+        ``grown_only`` (after each flush): only if the log holds pages past the file's end,
+        and without emptying it, so the file grows while there is space. True if done.
+        Never raises (:func:`~tkchat.store.opening.checkpoint_log`)."""
+        with self._lock:
+            if self._conn is None or self.path is None or self.read_only:
+                return False
+            return checkpoint_log(self._conn, self.path, grown_only=grown_only)
 
     # -- versions of a regenerated answer, branches of an edited question -------------------
 
@@ -430,21 +433,7 @@ class ConversationStore:
         ``streaming``, which is shown from now on; the one shown so far is kept as a version.
         Returns the message's id (the new text streams into it like into a new message)."""
         with self._writing("keep the earlier answer") as conn:
-            self._touch(conn, conversation_id, _now())
-            row = conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? "
-                "ORDER BY position DESC LIMIT 1",
-                (conversation_id,),
-            ).fetchone()
-            if row is None or row[3] != "assistant":
-                raise StoreError("There is no answer to regenerate.", kind="not_found")
-            last = StoredMessage(*row)
-            self._keep_shown(conn, last)
-            conn.execute(
-                "UPDATE messages SET content = '', status = 'streaming', variant = ? WHERE id = ?",
-                (last.variants, last.id),
-            )
-            return last.id
+            return variants.new_variant(conn, conversation_id, _now())
 
     def variant_texts(self, message_id: int) -> list[tuple[str, Status]]:
         """Every version of a message, by slot, as (content, status); the one shown is read
@@ -452,36 +441,18 @@ class ConversationStore:
         reads as an empty complete message."""
         shown = self.message(message_id)
         with self._reading("read the answer's versions") as conn:
-            rows = conn.execute(
-                "SELECT slot, content, status FROM message_variants WHERE message_id = ?",
-                (message_id,),
-            ).fetchall()
-        kept: dict[int, tuple[str, Status]] = {slot: (text, st) for slot, text, st in rows}
+            kept = variants.kept_versions(conn, message_id)
         kept[shown.variant] = (shown.content, shown.status)
         return [kept.get(slot, ("", "complete")) for slot in range(shown.variants)]
 
     def new_question_variant(self, conversation_id: int, position: int, text: str) -> int:
         """Edit and resend: the question at ``position`` gets a new version, ``text``, shown
         from now on, with nothing after it yet; the one shown so far is kept as a version
-        with the messages that followed it (its branch, see :func:`_tail_json`). Returns the
-        question's id (its answer is then added after it as usual)."""
+        with the messages that followed it (its branch). Returns the question's id (its
+        answer is then added after it as usual)."""
         content = text_value(text, "message")
         with self._writing("keep the earlier question") as conn:
-            self._touch(conn, conversation_id, _now())
-            row = conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages "
-                "WHERE conversation_id = ? AND position = ?",
-                (conversation_id, position),
-            ).fetchone()
-            if row is None or row[3] != "user":
-                raise StoreError(f"There is no question at {position}.", kind="not_found")
-            question = StoredMessage(*row)
-            self._keep_shown(conn, question, self._cut_tail(conn, question))
-            conn.execute(
-                "UPDATE messages SET content = ?, status = 'complete', variant = ? WHERE id = ?",
-                (content, question.variants, question.id),
-            )
-            return question.id
+            return variants.new_question_variant(conn, conversation_id, position, content, _now())
 
     def variant_tails(self, message_id: int) -> list[list[tuple[Role, str, Status]]]:
         """For each version of a question, by slot, the messages of its branch as (role,
@@ -489,10 +460,12 @@ class ConversationStore:
         itself), and so has every version of an answer."""
         shown = self.message(message_id)
         with self._reading("read the question's branches") as conn:
-            rows = conn.execute(
-                "SELECT slot, tail FROM message_variants WHERE message_id = ?", (message_id,)
-            ).fetchall()
-        tails = {slot: _tail_from_json(tail) for slot, tail in rows if slot != shown.variant}
+            rows = variants.kept_tails(conn, message_id)
+        tails = {
+            slot: variants.tail_from_json(tail)
+            for slot, tail in rows.items()
+            if slot != shown.variant
+        }
         return [tails.get(slot, []) for slot in range(shown.variants)]
 
     def choose_variant(self, message_id: int, slot: int) -> None:
@@ -501,81 +474,21 @@ class ConversationStore:
         swapped too: the messages after it are put aside with the version shown so far,
         and those of the chosen version's branch take their place (one transaction)."""
         with self._writing("choose the version shown") as conn:
-            row = conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"There is no message {message_id}.", kind="not_found")
-            current = StoredMessage(*row)
-            if not 0 <= slot < current.variants:
-                raise StoreError(f"Message {message_id} has no version {slot}.", kind="invalid")
-            if slot == current.variant:
-                return
-            question = current.role == "user"
-            self._keep_shown(conn, current, self._cut_tail(conn, current) if question else None)
-            chosen = conn.execute(
-                "SELECT content, status, tail FROM message_variants "
-                "WHERE message_id = ? AND slot = ?",
-                (message_id, slot),
-            ).fetchone()
-            content, status, tail = chosen if chosen is not None else ("", "complete", None)
-            conn.execute(
-                "UPDATE messages SET content = ?, status = ?, variant = ? WHERE id = ?",
-                (content, status, slot, message_id),
-            )
-            now = _now()
-            for offset, (role, text, state) in enumerate(_tail_from_json(tail), start=1):
-                conn.execute(
-                    "INSERT INTO messages (conversation_id, position, role, content, status, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (current.conversation_id, current.position + offset, role, text, state, now),
-                )
-            self._touch(conn, current.conversation_id, now)
-
-    @staticmethod
-    def _keep_shown(
-        conn: sqlite3.Connection, message: StoredMessage, tail: str | None = None
-    ) -> None:
-        conn.execute(
-            "INSERT OR REPLACE INTO message_variants (message_id, slot, content, status, tail) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (message.id, message.variant, message.content, message.status, tail),
-        )
-
-    @staticmethod
-    def _cut_tail(conn: sqlite3.Connection, question: StoredMessage) -> str:
-        """Delete the messages after ``question`` and return them as a branch's JSON (their
-        own other versions go with them: a branch keeps the version each one showed)."""
-        rows = conn.execute(
-            "SELECT role, content, status FROM messages WHERE conversation_id = ? "
-            "AND position > ? ORDER BY position",
-            (question.conversation_id, question.position),
-        ).fetchall()
-        conn.execute(
-            "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
-            (question.conversation_id, question.position),
-        )
-        tail = [{"role": role, "content": text, "status": status} for role, text, status in rows]
-        return json.dumps(tail, ensure_ascii=False)
+            variants.choose_variant(conn, message_id, slot, _now())
 
     def mark_interrupted(self) -> int:
         """At start-up: every message still ``streaming`` (its writer was killed) becomes
-        ``interrupted``; return how many. Call it once, before any answer starts: a second
-        tkchat process started later would otherwise mark this one's live answer (its
-        ``finish`` would set the right status again, but the mark would show meanwhile)."""
+        ``interrupted``, its saved parts collapsed into it; return how many. Call it once,
+        before any answer starts: a second tkchat process started later would otherwise
+        mark this one's live answer (its ``finish`` would set the right status again, but
+        the mark would show meanwhile)."""
         with self._writing("mark interrupted answers") as conn:
+            ids = streaming_ids(conn)
+            collapse(conn, ids)
             cursor = conn.execute(
                 "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'"
             )
             return cursor.rowcount
-
-    @staticmethod
-    def _touch(conn: sqlite3.Connection, conversation_id: int, now: float) -> None:
-        cursor = conn.execute(
-            "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
-        )
-        if cursor.rowcount == 0:
-            raise _not_found(conversation_id)
 
     # -- search ------------------------------------------------------------------------------
 
@@ -588,22 +501,7 @@ class ConversationStore:
         if not query:
             return []
         with self._reading("search") as conn:
-            hits = message_hits(conn, query, use_fts=self.fts)
-            titled = title_hits(conn, query)
-            rows = conn.execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE deleted_at IS NULL "
-                "ORDER BY updated_at DESC, id DESC"
-            ).fetchall()
-        results: list[tuple[Conversation, str]] = []
-        for row in rows:
-            conversation = _conversation(row)
-            if conversation.id in hits:
-                results.append((conversation, snippet(hits[conversation.id], query)))
-            elif conversation.id in titled:
-                results.append((conversation, snippet(conversation.title, query)))
-            if len(results) >= limit:
-                break
-        return results
+            return search_conversations(conn, query, use_fts=self.fts, limit=limit)
 
     # -- export and import -------------------------------------------------------------------
 
@@ -641,48 +539,6 @@ class ConversationStore:
         return self.get(conversation_id)
 
 
-def _check_integrity(path: Path, busy_timeout_s: float) -> None:
-    """Raise ``StoreError(kind="damaged")`` if the file is not SQLite or fails
-    ``PRAGMA integrity_check``. Read-only on purpose: closing the last read-write connection
-    lets SQLite checkpoint or delete the ``-wal`` file, which may hold the newest part of a
-    damaged history; a read-only connection leaves every file exactly as it was.
-
-    It belongs with opening a file, but stays here: the constructor runs it (so the writer
-    thread can skip it), and it must go through the ``_connect`` seam like every connection."""
-    conn = _connect(f"{path.resolve().as_uri()}?mode=ro", timeout=busy_timeout_s, uri=True)
-    try:
-        rows = conn.execute("PRAGMA integrity_check").fetchall()
-    finally:
-        conn.close()
-    if rows != [("ok",)]:
-        detail = "; ".join(str(r[0]) for r in rows[:3])
-        raise StoreError(
-            f"The conversation history file is damaged ({detail}).", kind="damaged", detail=detail
-        )
-
-
-def _conversation(row: tuple[Any, ...]) -> Conversation:
-    conversation_id, title, created_at, updated_at, system_prompt, settings, deleted_at = row
-    try:
-        loaded = json.loads(settings)
-    except ValueError:
-        loaded = None
-    # A hand-edited file with broken settings must not hide the conversation: use defaults.
-    return Conversation(
-        conversation_id,
-        title,
-        created_at,
-        updated_at,
-        system_prompt,
-        loaded if isinstance(loaded, dict) else {},
-        deleted_at,
-    )
-
-
-def _not_found(conversation_id: int) -> StoreError:
-    return StoreError(f"There is no conversation {conversation_id}.", kind="not_found")
-
-
 # --- opening with fallbacks -----------------------------------------------------------------
 
 
@@ -694,26 +550,23 @@ def open_store(
 ) -> tuple[ConversationStore, str | None]:
     """Open the conversation history at ``path`` (default: :func:`database_path`); never
     raises. Returns a working store and ``None``, or a working store and ONE sentence for the
-    window when something was wrong:
+    window when something was wrong (:mod:`tkchat.store.opening` has the whole policy):
 
-    - damaged file (not SQLite, or ``PRAGMA integrity_check`` fails): it is never emptied or
-      overwritten. It is renamed aside to ``<name>.damaged-<YYYYmmdd-HHMMSS>`` (with its
-      ``-wal``/``-shm`` files, renamed to match so SQLite still pairs them) and a new, empty
-      history is started at ``path``; if it cannot be moved, it is left untouched and the
-      session runs in memory;
-    - locked beyond ``busy_timeout_s`` (another program holds it), a folder or file tkchat may
-      not write, a full disk, a file from a newer tkchat: an in-memory store, and the warning
-      says conversations will not be saved, and why.
+    - damaged file (not SQLite, or ``PRAGMA integrity_check`` fails): renamed aside to
+      ``<name>.damaged-<YYYYmmdd-HHMMSS>`` with its ``-wal``/``-shm`` files, never emptied or
+      overwritten, and a new, empty history is started (if it cannot be moved: memory);
+    - a folder or file tkchat may read but not write: the history, opened read-only;
+    - locked, a full disk, a file from a newer tkchat: an in-memory store.
 
     Runs on the caller's thread and may take a moment on a large history (the integrity check
     reads the whole file), so the app may call it from a worker thread: the store can then be
-    used from the Tk thread (see the module docstring). The fallbacks themselves are in
-    :mod:`tkchat.store.opening`.
+    used from the Tk thread (see the module docstring).
     """
     return open_with_fallbacks(
         database_path() if path is None else path,
         lambda target: ConversationStore(target, busy_timeout_s=busy_timeout_s, fts=fts),
         lambda: ConversationStore(None, fts=fts),
+        lambda target: ConversationStore(target, fts=fts, read_only=True),
     )
 
 
@@ -744,19 +597,3 @@ __all__ = [
     "to_export",
     "to_markdown",
 ]
-
-
-def _tail_from_json(tail: str | None) -> list[tuple[Role, str, Status]]:
-    """A branch put aside (see :meth:`ConversationStore._cut_tail`); one that does not read
-    as such (edited by hand) is an error, not a guess."""
-    if tail is None:
-        return []
-    try:
-        items = json.loads(tail)
-        branch = [(item["role"], item["content"], item["status"]) for item in items]
-    except (ValueError, TypeError, KeyError) as exc:
-        raise StoreError("A kept branch of this chat is damaged.", kind="invalid") from exc
-    for role, content, status in branch:
-        if role not in ROLES or status not in STATUSES or not isinstance(content, str):
-            raise StoreError("A kept branch of this chat is damaged.", kind="invalid")
-    return branch

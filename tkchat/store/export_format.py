@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tkchat.limits import cut
 from tkchat.store.errors import StoreError, invalid
-from tkchat.store.json_values import is_int, is_number
 from tkchat.store.records import (
     DEFAULT_TITLE,
     ROLES,
@@ -27,6 +27,8 @@ from tkchat.store.records import (
     Conversation,
     StoredMessage,
     clean_title,
+    is_int,
+    is_number,
     settings_json,
 )
 
@@ -177,6 +179,8 @@ def _load_json(data: Mapping[str, Any] | str | bytes) -> Any:
             return json.loads(data)
         except json.JSONDecodeError as exc:
             raise _bad_file(f"it is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+        except (ValueError, RecursionError) as exc:  # a number of thousands of digits; depth
+            raise _bad_file(f"it is not a JSON tkchat reads ({cut(str(exc), 80)})") from exc
     return data
 
 
@@ -186,10 +190,12 @@ def _parse_message(message: object, index: int, now: float) -> tuple[str, str, s
     assert isinstance(message, Mapping)
     role = message.get("role")
     if role not in ROLES:
-        raise _bad_file(f"{where}.role must be one of {', '.join(ROLES)}, not {role!r}")
+        raise _bad_file(f"{where}.role must be one of {', '.join(ROLES)}, not {_quoted(role)}")
     status = message.get("status", "complete")
     if status not in STATUSES:
-        raise _bad_file(f"{where}.status must be one of {', '.join(STATUSES)}, not {status!r}")
+        raise _bad_file(
+            f"{where}.status must be one of {', '.join(STATUSES)}, not {_quoted(status)}"
+        )
     content = message.get("content")
     if not isinstance(content, str):
         raise _bad_file(f"{where}.content must be text")
@@ -212,8 +218,16 @@ def _field(obj: Mapping[str, Any], key: str, kind: type, where: str, default: An
 def _time_field(obj: Mapping[str, Any], key: str, where: str, default: float) -> float:
     value = obj.get(key, default)
     if not is_number(value):
-        raise _bad_file(f"{where}.{key} must be a number of seconds, not {value!r}")
+        raise _bad_file(f"{where}.{key} must be a number of seconds, not {_quoted(value)}")
     return float(value)
+
+
+def _quoted(value: object) -> str:
+    """A value from the file in a sentence: bounded (a file may hold a megabyte there)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        shown = repr(value[:100] if isinstance(value, str) else value)
+        return cut(shown if len(shown) < 4_300 else shown[:100], 60)
+    return f"a {type(value).__name__}"
 
 
 def _bad_file(problem: str) -> StoreError:

@@ -10,9 +10,10 @@ exactly the rules a call to the store is. Pure; any thread.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from tkchat.conversation import Message
 from tkchat.store.errors import invalid
@@ -60,6 +61,29 @@ class StoredMessage:
         return Message(self.role, self.content)
 
 
+CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, settings, deleted_at"
+
+
+def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
+    """A :class:`Conversation` from a row of :data:`CONVERSATION_COLUMNS`. Settings that do
+    not read as a JSON object (a hand-edited file) become defaults: they must not hide the
+    conversation."""
+    conversation_id, title, created_at, updated_at, system_prompt, settings, deleted_at = row
+    try:
+        loaded = json.loads(settings)
+    except (ValueError, TypeError, RecursionError):
+        loaded = None
+    return Conversation(
+        conversation_id,
+        title,
+        created_at,
+        updated_at,
+        system_prompt,
+        loaded if isinstance(loaded, dict) else {},
+        deleted_at,
+    )
+
+
 def check_choice(value: object, choices: tuple[str, ...], what: str) -> None:
     """Refuse a role or status the schema would reject, with a sentence instead of SQLite's
     "CHECK constraint failed"."""
@@ -93,7 +117,25 @@ def settings_json(settings: Mapping[str, Any]) -> str:
         raise invalid(f"Settings must be plain JSON values ({exc}).") from exc
 
 
+# What counts as a number in a JSON file a person may have edited (a conversation's sampling
+# settings, an imported export, settings.json): Python's json gives back bool, int and float,
+# and, unless told otherwise, NaN and infinity.
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """A whole number. ``bool`` is an ``int`` subclass, but ``"seed": true`` in a file is a
+    mistake, not the number 1, so it is refused."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A whole or decimal number that is finite (NaN compares false with every bound, so a
+    range check alone would let it through)."""
+    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
 __all__ = [
+    "CONVERSATION_COLUMNS",
     "DEFAULT_TITLE",
     "ROLES",
     "STATUSES",
@@ -103,6 +145,9 @@ __all__ = [
     "StoredMessage",
     "check_choice",
     "clean_title",
+    "conversation_from_row",
+    "is_int",
+    "is_number",
     "settings_json",
     "text_value",
 ]

@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from tkchat.conversation import MAX_TOKENS_RANGE, SEED_MAX, TEMPERATURE_RANGE, TOP_P_RANGE, Sampling
-from tkchat.store.json_values import is_int, is_number
+from tkchat.store.records import is_int, is_number
 
 _SAMPLING_KEYS = tuple(f.name for f in fields(Sampling))
 

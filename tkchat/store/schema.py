@@ -1,6 +1,6 @@
 """The database's tables and how an older file is brought up to date.
 
-Schema (version 2)
+Schema (version 3)
 ------------------
 ``schema_version(version)``
     one row; :func:`migrate` brings older files up to :data:`SCHEMA_VERSION`.
@@ -19,6 +19,11 @@ Schema (version 2)
     question's version: the messages that followed it in its branch, a JSON list of
     ``{"role", "content", "status"}`` (only the version shown of each: versions inside a
     branch put aside are not kept); NULL for an answer's. (Added in version 2.)
+``message_parts(message_id, text)``
+    the text of an answer still streaming, one row per flush, in ``rowid`` order; moved into
+    the message's ``content`` (and deleted) when the answer ends or the message is otherwise
+    written: see :mod:`tkchat.store.parts`. (Added in version 3: before it, every flush
+    rewrote the whole answer.)
 ``messages_fts``
     an optional full-text index over ``messages.content``. It is derived data, so it is not
     part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
@@ -34,7 +39,7 @@ import sqlite3
 
 from tkchat.store.errors import StoreError, rollback
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_1 = (
     """CREATE TABLE conversations (
@@ -79,7 +84,17 @@ _SCHEMA_2 = (
     )""",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1, 2: _SCHEMA_2}
+# Version 3: a streaming answer is saved as appended parts (linear bytes written, see
+# tkchat/store/parts.py). No index on message_id: the table holds only the parts of answers
+# still streaming (a handful of rows per flush), so a scan costs nothing.
+_SCHEMA_3 = (
+    """CREATE TABLE message_parts (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        text TEXT NOT NULL
+    )""",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1, 2: _SCHEMA_2, 3: _SCHEMA_3}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

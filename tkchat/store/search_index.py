@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from tkchat.limits import MAX_INDEXED_CHARS
 from tkchat.store.errors import rollback
+from tkchat.store.records import CONVERSATION_COLUMNS, Conversation, conversation_from_row
 
 SNIPPET_CONTEXT = 40  # characters shown on each side of a search hit
 _CONTAINS = "tkchat_contains"  # the SQL name of contains()
@@ -24,21 +26,31 @@ _CONTAINS = "tkchat_contains"  # the SQL name of contains()
 # on every batched append re-tokenised the whole answer twice a second — quadratic work that
 # showed as a 45–100 ms lag spike in a 650,000-character flood. It is indexed once, when its
 # status leaves "streaming" (finish, or mark_interrupted after a crash).
+#
+# And only its first MAX_INDEXED_CHARS: a trigram index takes about twice the text, and an
+# answer's end is one transaction that the write-ahead log must hold whole; unbounded, the
+# end of a 340,000-character answer needed 1.1 MB of log, more than a small disk had. Every
+# statement indexes and un-indexes the same prefix, so the index stays consistent. (The
+# names carry a version: triggers of an older definition are replaced, and the index built
+# again, the first time this tkchat opens the file.)
+_INDEXED = f"substr({{row}}.content, 1, {MAX_INDEXED_CHARS})"
+_OLD_TRIGGERS = ("messages_fts_insert", "messages_fts_delete", "messages_fts_update")
 _FTS_TRIGGERS = {
-    "messages_fts_insert": """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+    "messages_fts_insert_2": f"""CREATE TRIGGER messages_fts_insert_2 AFTER INSERT ON messages
         WHEN new.status != 'streaming' BEGIN
-        INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content); END""",
-    "messages_fts_delete": """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+        INSERT INTO messages_fts (rowid, content) VALUES (new.id, {_INDEXED.format(row="new")});
+        END""",
+    "messages_fts_delete_2": f"""CREATE TRIGGER messages_fts_delete_2 AFTER DELETE ON messages
         WHEN old.status != 'streaming' BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content); END""",
+            VALUES ('delete', old.id, {_INDEXED.format(row="old")}); END""",
     # One trigger, two statements in order: the old entry goes before the new one comes in.
-    "messages_fts_update": """CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, status
-        ON messages BEGIN
+    "messages_fts_update_2": f"""CREATE TRIGGER messages_fts_update_2
+        AFTER UPDATE OF content, status ON messages BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, content)
-            SELECT 'delete', old.id, old.content WHERE old.status != 'streaming';
+            SELECT 'delete', old.id, {_INDEXED.format(row="old")} WHERE old.status != 'streaming';
         INSERT INTO messages_fts (rowid, content)
-            SELECT new.id, new.content WHERE new.status != 'streaming'; END""",
+            SELECT new.id, {_INDEXED.format(row="new")} WHERE new.status != 'streaming'; END""",
 }
 
 
@@ -73,7 +85,7 @@ def sync_fts(conn: sqlite3.Connection, want: bool | None) -> bool:
         else:
             # Without FTS5 a trigger on messages_fts would make every message write fail.
             # The stale index is rebuilt by _build_fts when FTS5 is next available.
-            for name in _FTS_TRIGGERS:
+            for name in (*_OLD_TRIGGERS, *_FTS_TRIGGERS):
                 conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         conn.execute("COMMIT")
     except BaseException:
@@ -82,20 +94,33 @@ def sync_fts(conn: sqlite3.Connection, want: bool | None) -> bool:
     return use
 
 
+def fts_ready(conn: sqlite3.Connection) -> bool:
+    """Whether search may use the index as it is, without writing anything (a history
+    opened read-only cannot build or repair it: it then scans)."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    return (
+        fts5_available(conn)
+        and "messages_fts" in names
+        and all(name in names for name in _FTS_TRIGGERS)
+    )
+
+
 def _build_fts(conn: sqlite3.Connection, has_table: bool) -> None:
     if not has_table:
         conn.execute(
             "CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', "
             "content_rowid='id', tokenize='trigram')"
         )
-    for name, statement in _FTS_TRIGGERS.items():
+    for name in (*_OLD_TRIGGERS, *_FTS_TRIGGERS):
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    for statement in _FTS_TRIGGERS.values():
         conn.execute(statement)
-    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
-    # 'rebuild' indexes every row; streaming ones stay out of the index (see _FTS_TRIGGERS).
+    # Not 'rebuild': it would index whole messages. Each row as the triggers index it, and
+    # streaming ones not at all (see _FTS_TRIGGERS).
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
     conn.execute(
-        "INSERT INTO messages_fts (messages_fts, rowid, content) "
-        "SELECT 'delete', id, content FROM messages WHERE status = 'streaming'"
+        "INSERT INTO messages_fts (rowid, content) "
+        f"SELECT id, {_INDEXED.format(row='messages')} FROM messages WHERE status != 'streaming'"
     )
 
 
@@ -148,6 +173,29 @@ def title_hits(conn: sqlite3.Connection, query: str) -> set[int]:
     }
 
 
+def search_conversations(
+    conn: sqlite3.Connection, query: str, *, use_fts: bool, limit: int
+) -> list[tuple[Conversation, str]]:
+    """``ConversationStore.search``: the conversations (not deleted) with a hit in a message
+    or the title, newest first, each with its snippet; at most ``limit``."""
+    hits = message_hits(conn, query, use_fts=use_fts)
+    titled = title_hits(conn, query)
+    rows = conn.execute(
+        f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE deleted_at IS NULL "
+        "ORDER BY updated_at DESC, id DESC"
+    ).fetchall()
+    results: list[tuple[Conversation, str]] = []
+    for row in rows:
+        conversation = conversation_from_row(row)
+        if conversation.id in hits:
+            results.append((conversation, snippet(hits[conversation.id], query)))
+        elif conversation.id in titled:
+            results.append((conversation, snippet(conversation.title, query)))
+        if len(results) >= limit:
+            break
+    return results
+
+
 def snippet(text: str, query: str, context: int = SNIPPET_CONTEXT) -> str:
     """One line of ``text`` around the first case-insensitive occurrence of ``query``,
     with "…" where it was cut (the start of the text if there is no occurrence)."""
@@ -163,7 +211,9 @@ __all__ = [
     "add_contains_function",
     "contains",
     "fts5_available",
+    "fts_ready",
     "message_hits",
+    "search_conversations",
     "snippet",
     "sync_fts",
     "title_hits",

@@ -42,8 +42,8 @@ from typing import Any
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, MAX_N_CTX, MIN_N_CTX, Sampling
 from tkchat.store.damaged import move_aside
 from tkchat.store.errors import classify, error_detail
-from tkchat.store.json_values import is_int
 from tkchat.store.paths import data_dir
+from tkchat.store.records import is_int
 from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
 
 SETTINGS_NAME = "settings.json"

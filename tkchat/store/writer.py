@@ -6,9 +6,17 @@ disk — ever runs on the caller's thread. The writer thread applies them in ord
 SQLite connection (WAL: the window's reads never wait for it).
 
 A streaming answer grows through :meth:`StoreWriter.append`: the text is coalesced in memory
-and written in one transaction at most every ``flush_interval`` seconds (0.5 s), so a
-``kill -9`` loses at most about the last second of an answer, and a flood of tokens costs
-two small transactions a second, not one per token.
+and written in one transaction at most ``flush_interval`` seconds (0.15 s) after it arrived,
+so a ``kill -9`` loses at most about the last 0.2 s of an answer, from its first moments on,
+and a flood of tokens costs a few small transactions a second, not one per token. Each
+flush writes only its own text (an appended part, :mod:`tkchat.store.parts`), so the bytes
+written grow linearly with the answer. Its end — the last text, the final content and the
+status — is one transaction; then the write-ahead log is emptied
+(:meth:`~tkchat.store.db.ConversationStore.checkpoint`).
+
+A full disk or a lock refuses a write: the text stays in memory (what the window shows is
+not touched), the failure is said once, the log is emptied so a failed write keeps no space,
+and the write is tried again every :data:`RETRY_FULL_S` until it succeeds.
 
 Callbacks (``on_saved``, ``on_error``, ``submit``'s ``on_done``) run on the WRITER thread.
 A Tk window must not touch widgets there: hop back to the Tk thread, for example by putting
@@ -21,6 +29,7 @@ import collections
 import itertools
 import logging
 import queue
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -28,12 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tkchat.limits import MAX_INDEXED_CHARS
 from tkchat.store.db import BUSY_TIMEOUT_S, ConversationStore
 from tkchat.store.errors import StoreError
 from tkchat.store.records import ROLES, STATUSES, Role, Status
 from tkchat.threads import own_thread
 
-FLUSH_INTERVAL_S = 0.5
+FLUSH_INTERVAL_S = 0.15
+RETRY_FULL_S = 1.0  # how soon a write a full disk (or a lock) refused is tried again
+ROOM_MARGIN = 64 * 1024  # free bytes the writer never writes into (see ensure_room)
 RETRIED = ("full", "locked")  # failures that may go away by themselves: written again later
 _KEPT_ERRORS = 100
 _log = logging.getLogger(__name__)
@@ -73,6 +85,7 @@ class _Finish:
     ref: MessageRef
     status: Status
     content: str | None
+    more: str = ""  # its text not written yet, written with its end (one transaction)
 
 
 @dataclass(slots=True)
@@ -91,6 +104,31 @@ class _Barrier:
 
 
 _Op = _Add | _Append | _Finish | _Submit | _Barrier
+
+
+def ensure_room(store: ConversationStore, text: str, *, ending: bool = False) -> None:
+    """Raise the full-disk ``StoreError`` unless the disk has room to save ``text`` *and*
+    still empty the log afterwards. Writing into the last free bytes is what kept a disk
+    full after tkchat exited: a write a full disk cut short leaves its frames in the log,
+    and a log whose pages the file has no room for cannot be emptied. So the writer stops
+    short: it needs :data:`ROOM_MARGIN` beyond twice the text (its frames in the log, then
+    the file's copy of them), and for an answer's end its index entry too (about two bytes
+    per indexed character, and its copy)."""
+    if store.path is None:
+        return
+    try:
+        free = shutil.disk_usage(store.path.parent).free
+    except OSError:
+        return  # cannot tell: let SQLite find out
+    size = len(text.encode("utf-8", "surrogatepass"))
+    index = 4 * min(size, MAX_INDEXED_CHARS) if ending else 0
+    if free < ROOM_MARGIN + 2 * size + index:
+        raise StoreError(
+            "Could not save the answer: the disk is full (tkchat leaves the last "
+            f"{ROOM_MARGIN >> 10} kB free). Conversations saved earlier are intact.",
+            kind="full",
+            detail=f"{free} bytes free",
+        )
 
 
 def _check(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -278,6 +316,11 @@ class StoreWriter:
             if self._deadline is None:
                 self._deadline = time.monotonic() + self._flush_interval
         elif op is not None:
+            if isinstance(op, _Finish):
+                # Its own text goes with its end, in one commit; the final content, when
+                # given, replaces it anyway.
+                more = self._take_pending(op.ref)
+                op.more = more if op.content is None else ""
             self._write_pending()  # keep order: earlier text before any later operation
             if isinstance(op, _Barrier):
                 self._pass_barrier(op)
@@ -286,6 +329,16 @@ class StoreWriter:
         if self._deadline is not None and time.monotonic() >= self._deadline:
             self._write_pending()
         return False
+
+    def _take_pending(self, ref: MessageRef) -> str:
+        """Remove and return the coalesced text of one message (kept under its ticket, its
+        id, or both: see ``_step``)."""
+        target = self._known_id(ref)
+        keys = [k for k in self._pending if k == ref or (target and self._known_id(k) == target)]
+        return "".join("".join(self._pending.pop(key)) for key in keys)
+
+    def _known_id(self, ref: MessageRef) -> int | None:
+        return self._ids.get(ref) if isinstance(ref, MessageTicket) else ref
 
     def _next_op(self) -> _Op | None:
         timeout = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
@@ -338,24 +391,36 @@ class StoreWriter:
         if message_id is None:
             return
         try:
-            store.update_message(message_id, content=op.content, status=op.status)
+            ensure_room(store, op.content or op.more, ending=True)
+            store.update_message(message_id, content=op.content, status=op.status, more=op.more)
         except StoreError as exc:
             if exc.kind in RETRIED:
                 self._finishes[message_id] = op
-                self._deadline = self._deadline or time.monotonic() + self._flush_interval
+                self._retry_later(store)
             raise
+        store.checkpoint()  # the answer is whole: the log need not keep it twice
 
     def _write_finishes(self, store: ConversationStore) -> bool:
         """Retry the answer ends a full disk refused; False if one still fails."""
+        if not self._finishes:
+            return True
         for message_id, op in list(self._finishes.items()):
             try:
-                store.update_message(message_id, content=op.content, status=op.status)
+                ensure_room(store, op.content or op.more, ending=True)
+                store.update_message(message_id, content=op.content, status=op.status, more=op.more)
             except StoreError as exc:
                 self._fail(str(exc))
                 if exc.kind in RETRIED:
                     return False
             del self._finishes[message_id]  # written, or never will be (say, deleted since)
+        store.checkpoint()
         return True
+
+    def _retry_later(self, store: ConversationStore) -> None:
+        """A write was refused (a full disk, a lock): give back the log's space (a failed
+        write may have grown it) and try again in :data:`RETRY_FULL_S`."""
+        store.checkpoint()
+        self._deadline = time.monotonic() + max(self._flush_interval, RETRY_FULL_S)
 
     def _write_pending(self) -> None:
         """Write all coalesced text in one transaction. On failure the text stays pending and
@@ -372,14 +437,16 @@ class StoreWriter:
         if store is not None:
             try:
                 if parts:
+                    ensure_room(store, "".join(parts.values()))
                     store.append_text(parts)
+                    store.checkpoint(grown_only=True)  # see ConversationStore.checkpoint
             except StoreError as exc:
                 self._fail(str(exc))
-                self._deadline = time.monotonic() + self._flush_interval
+                self._retry_later(store)
                 return
             if not self._write_finishes(store):
                 self._pending.clear()  # the text is in; only the ends wait
-                self._deadline = time.monotonic() + self._flush_interval
+                self._retry_later(store)
                 return
             self._succeeded()
         if store is not None or not parts:
@@ -425,6 +492,8 @@ class StoreWriter:
 
     def _close_store(self) -> None:
         store, self._store = self._store, None
+        if store is not None:
+            store.checkpoint()  # leave no log behind: the disk is as full as what is saved
         if store is not None and store is not self._target:
             store.close()
 
@@ -460,4 +529,4 @@ class StoreWriter:
             _log.exception("on_error failed for: %s", message)
 
 
-__all__ = ["FLUSH_INTERVAL_S", "MessageRef", "MessageTicket", "StoreWriter"]
+__all__ = ["FLUSH_INTERVAL_S", "RETRY_FULL_S", "MessageRef", "MessageTicket", "StoreWriter"]

@@ -22,8 +22,8 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
    at the bottom, or on the very text they were reading.
 
 Where a block's plain text is, is found by counting lines from a mark, never characters (Tk
-8.6 counts a character above U+FFFF as two). The plain text of an answer is exactly what was
-appended, so its lines are the lines the stream counted.
+8.6 counts a character above U+FFFF as two). The stream reads the answer as it arrived and
+counts each line as the lines it is displayed as (long ones get display-only line ends).
 
 tkhtmlview tags every run with a fresh tag and a fresh font; copying maps each style to one
 shared transcript tag, so 200 answers still mean a few dozen tags, not thousands.
@@ -38,8 +38,7 @@ import time
 import tkinter as tk
 import tkinter.font as tkfont
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +54,9 @@ from tkchat.render.safe_markdown import (
     restyle,
     stays_plain,
 )
+from tkchat.render.soft_breaks import soft_break_runs
 from tkchat.threads import own_thread
+from tkchat.ui.look.html_fonts import share_fonts
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
@@ -135,7 +136,7 @@ class MarkdownPainter:
         the caller)."""
         from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
 
-        _share_fonts(html_parser)
+        share_fonts(html_parser)
 
         self.text = text
         self.scheduler = scheduler
@@ -441,7 +442,7 @@ class MarkdownPainter:
 
     def _runs_for(self, piece: Piece) -> list[Run]:
         """One piece's runs: from the cache, or rendered now (code and rules here, the rest
-        off-screen by tkhtmlview and copied out)."""
+        off-screen by tkhtmlview and copied out), long lines cut for display only."""
         cached = self._cache.get(piece)
         if cached is not None:
             self._cache.move_to_end(piece)
@@ -455,7 +456,7 @@ class MarkdownPainter:
             runs = self._html_runs(piece.markdown)
             if piece.kind == "quote":
                 runs = [(chunk, (*tags, QUOTE_TAG)) for chunk, tags in runs]
-        self._cache[piece] = runs
+        self._cache[piece] = runs = soft_break_runs(runs)
         if len(piece.markdown) >= 40:  # learn the cost per character; short ones are overhead
             observed = (time.perf_counter() - began) * 1000 / len(piece.markdown)
             self._ms_per_char = max(observed, 0.7 * self._ms_per_char + 0.3 * observed)
@@ -683,41 +684,3 @@ class MarkdownPainter:
 def _scaled(html_size: int, body_size: int) -> int:
     """tkhtmlview's sizes assume a 14-point body; scale them to ours."""
     return max(6, round(html_size * body_size / 14))
-
-
-class _SharedFontFactory:
-    """Stands in for ``tkinter.font`` inside tkhtmlview's parser: equal font options give
-    the same ``Font``. tkhtmlview creates a new Tk font for every formatting run, and font
-    creation was most of its cost: sharing them cut the slowest block from 5.1 to 1.6 ms."""
-
-    families = staticmethod(tkfont.families)
-
-    def __init__(self) -> None:
-        self._fonts: dict[tuple[tuple[str, object], ...], tkfont.Font] = {}
-
-    def Font(self, **options: object) -> tkfont.Font:  # noqa: N802 - mirrors tkinter.font.Font
-        key = tuple(sorted(options.items()))
-        font = self._fonts.get(key)
-        if font is None:
-            font = self._fonts[key] = tkfont.Font(**options)  # type: ignore[arg-type]
-        return font
-
-
-@contextmanager
-def stock_tkhtmlview() -> Iterator[None]:
-    """Temporarily give tkhtmlview its own fonts back: the benchmark's baseline measures
-    what an app that just calls ``set_html`` would get."""
-    from tkhtmlview import html_parser
-
-    shared = html_parser.font
-    html_parser.font = tkfont
-    try:
-        yield
-    finally:
-        html_parser.font = shared
-
-
-def _share_fonts(html_parser: Any) -> None:
-    """Main thread. Install the shared font factory in tkhtmlview's parser module (once)."""
-    if not isinstance(html_parser.font, _SharedFontFactory):
-        html_parser.font = _SharedFontFactory()

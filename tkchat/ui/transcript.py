@@ -264,13 +264,13 @@ class Transcript(ttk.Frame):
         own slices). ``live=False``: text put on screen in bulk (a saved answer), whose
         blocks are all left to the painter's slices."""
         keeper = self._adding_at_end()
-        # The painter counts the widget's lines, so it is fed what is shown; the view keeps
-        # the text as it arrived.
+        # The widget shows long lines cut (soft_break); the painter reads the markdown as it
+        # arrived, and counts its lines as shown (a display-only cut must not open a fence).
         shown, view.column = soft_break(text, view.column)
         self._write(view.end_mark, shown, ("answer",))
         self.record(view, text)
         if view.job is not None:
-            self.painter.feed(view.job, shown, keeper if live else None)
+            self.painter.feed(view.job, text, keeper if live else None)
         keeper.restore()  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
@@ -386,7 +386,7 @@ class Transcript(ttk.Frame):
         )
         shown, view.column = soft_break(text, 0)
         self._write(view.end_mark, shown, ("answer",))
-        self.painter.feed(view.job, shown, None)
+        self.painter.feed(view.job, text, None)
         if text.strip():
             self.painter.end(view.job)
         else:

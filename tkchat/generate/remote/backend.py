@@ -22,6 +22,7 @@ from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch,
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
 from tkchat.generate.remote.http import TOKEN_ENV_VAR, HttpClient, split_server_url
+from tkchat.limits import EVENT_TIMEOUT_S, MAX_NAME_CHARS, cut
 
 DEFAULT_N_CTX = 4096  # when the server does not say (OpenAI-compatible servers never do)
 
@@ -34,7 +35,9 @@ class RemoteBackend:
     name to ask an OpenAI-compatible server for (None: the first one ``/v1/models`` lists).
     ``connect_timeout``: seconds to wait for a TCP (and TLS) connection. ``idle_timeout``:
     seconds the server may stay silent — before the answer starts or in its middle — before
-    the generation fails with a clear message. ``token``: the bearer token of a
+    the generation fails with a clear message. ``event_timeout``: seconds a streamed answer
+    may go without an event, keep-alive comments or not (a server that only says "still
+    here" is not answering). ``token``: the bearer token of a
     ``tkchat serve --allow-remote`` server, or an OpenAI-compatible server's API key, sent
     with every request; None: ``$TKCHAT_SERVER_TOKEN`` (unset or empty: no token). The
     environment is the advised way: a token on a command line shows in ``ps``.
@@ -53,6 +56,7 @@ class RemoteBackend:
         connect_timeout: float = 5.0,
         idle_timeout: float = 60.0,
         token: str | None = None,
+        event_timeout: float = EVENT_TIMEOUT_S,
     ) -> None:
         """Nothing is contacted (or raised) here: :meth:`load` reports problems, on the loader
         thread, when the window is already up to show them."""
@@ -78,6 +82,7 @@ class RemoteBackend:
             idle_timeout=idle_timeout,
             token=os.environ.get(TOKEN_ENV_VAR) if token is None else token,
         )
+        self._http.event_timeout = event_timeout
         self.name = self._make_name()
 
     # -- settings and naming ------------------------------------------------------------------
@@ -111,7 +116,9 @@ class RemoteBackend:
     def _make_name(self) -> str:
         if self.model is None:
             return f"server at {self.address}"
-        return f"server {_short_model_name(self.model)} at {self.address}"
+        # What a server calls its model reaches the title and the status line: bounded (a
+        # 1 MB name stalled the window; the request still names the model exactly).
+        return f"server {cut(_short_model_name(self.model), MAX_NAME_CHARS)} at {self.address}"
 
     # -- the Backend protocol -------------------------------------------------------------------
 

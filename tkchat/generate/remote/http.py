@@ -48,6 +48,7 @@ from tkchat.generate.remote.errors import (
     snippet,
 )
 from tkchat.limits import (
+    EVENT_TIMEOUT_S,
     HANDSHAKE_TIMEOUT_S,
     MAX_BYTES_WITHOUT_EVENT,
     MAX_JSON_BYTES,
@@ -74,11 +75,22 @@ class Watch:
         cancelled: Callable[[], bool] | None,
         idle_timeout: float,
         deadline: float | None = None,
+        event_timeout: float | None = None,
     ) -> None:
         self._cancelled = cancelled
         self.idle_timeout = idle_timeout
         self.deadline = deadline  # time.monotonic() by which the exchange must be over
-        self.last_data = time.monotonic()
+        self.event_timeout = event_timeout  # an event stream: longest without an event
+        self.last_data = self.last_event = time.monotonic()
+
+    def sent(self) -> None:
+        """The request is sent: both clocks start now."""
+        self.touch()
+        self.heard()
+
+    def heard(self) -> None:
+        """An event arrived (or the request was just sent): the event clock starts again."""
+        self.last_event = time.monotonic()
 
     def touch(self) -> None:
         """Bytes arrived (or a request was just sent): the idle clock starts again."""
@@ -95,6 +107,13 @@ class Watch:
         if now - self.last_data > self.idle_timeout:
             raise RemoteError(
                 f"The server stopped sending (no data for {self.idle_timeout:g} s)",
+                kind="server_timeout",
+            )
+        if self.event_timeout is not None and now - self.last_event > self.event_timeout:
+            # Keep-alive comments prove a connection, not an answer: 2 MB of them is days.
+            raise RemoteError(
+                f"The server sent nothing for {self.event_timeout:g} s (no event, only "
+                "keep-alives), so the answer was given up",
                 kind="server_timeout",
             )
         if self.deadline is not None and now > self.deadline:
@@ -146,6 +165,7 @@ class PollingResponse(http.client.HTTPResponse):
         watch: Watch,
     ) -> None:
         super().__init__(sock, debuglevel, method=method, url=url)
+        self.watch = watch  # (read_events tells it of each event)
         # The stdlib's socket file is kept (unread) only for its reference on the socket:
         # ``getresponse`` closes the connection when the answer is close-delimited, and the
         # socket must live on until this response is closed — as with a plain HTTPResponse.
@@ -242,6 +262,7 @@ class HttpClient:
         self.base = base
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.event_timeout = EVENT_TIMEOUT_S  # an event stream's longest silence (see Watch)
         self.token = token
         self._lock = threading.Lock()
         self._exchanges: set[Exchange] = set()  # the open ones, so abort_all() can reach them
@@ -258,7 +279,9 @@ class HttpClient:
         return f"{self.scheme}://{self.address}{self.base}"
 
     def watch(self, cancel: threading.Event | None) -> Watch:
-        return Watch(None if cancel is None else cancel.is_set, self.idle_timeout)
+        """The watch of a streamed answer: Stop, silence, and no event for too long."""
+        cancelled = None if cancel is None else cancel.is_set
+        return Watch(cancelled, self.idle_timeout, event_timeout=self.event_timeout)
 
     # -- exchanges --------------------------------------------------------------------------
 
@@ -322,7 +345,7 @@ class HttpClient:
                 ) from exc
             # From here every read is a short poll (see PollingReader).
             sock.settimeout(POLL_S)
-            watch.touch()
+            watch.sent()
             try:
                 exchange.response = conn.getresponse()
             except (http.client.RemoteDisconnected, ConnectionError) as exc:
@@ -374,7 +397,8 @@ class HttpClient:
         content_type = response.getheader("Content-Type", "")
         if content_type and not content_type.lower().startswith("text/event-stream"):
             raise bad_stream(f"its type is {content_type}, not text/event-stream")
-        return read_events(response)
+        watch = getattr(response, "watch", None)
+        return read_events(response, None if watch is None else watch.heard)
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -458,7 +482,9 @@ class HttpClient:
 # -- reading bodies (the owning thread) ------------------------------------------------------
 
 
-def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:  # noqa: C901 - a debt (tests/test_architecture.py)
+def read_events(  # noqa: C901 - a debt (tests/test_architecture.py)
+    response: http.client.HTTPResponse, on_event: Callable[[], None] | None = None
+) -> Iterator[SSEMessage]:
     """The SSE messages of a streaming answer, as they arrive; ends at the end of the body.
     The first line is checked before anything is parsed, so that an HTML page or a JSON
     document says what it is instead of "closed mid-answer".
@@ -466,7 +492,8 @@ def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:  # 
     Memory stays bounded whatever the server sends (:mod:`tkchat.limits`): at most
     ``MAX_RESPONSE_BYTES`` in all, and at most ``MAX_BYTES_WITHOUT_EVENT`` in a row that
     complete no event — a server sending blank lines or comments forever keeps the idle
-    timer happy, but is not answering."""
+    timer happy, but is not answering. ``on_event`` is told of each event (the watch's
+    event clock: a stream of keep-alives alone ends after ``event_timeout``)."""
     parser = SSEParser()
     head = bytearray()
     checked = False
@@ -512,6 +539,8 @@ def read_events(response: http.client.HTTPResponse) -> Iterator[SSEMessage]:  # 
             raise bad_stream(str(exc)) from exc
         if messages:
             idle_bytes = 0
+            if on_event is not None:
+                on_event()
         yield from messages
 
 

@@ -94,12 +94,19 @@
    * A server that listens beyond this machine needs its token with every request; it prints
    * the page's URL with the token after "#token=". The fragment is never sent to the server
    * and is not in the page's HTML; the page takes it, keeps it in memory only (not in storage)
-   * and removes it from the address bar, so it is not left in view or in bookmarks.
+   * and removes it from the address bar (and so from this entry of the history) at once. It
+   * also trades it for a session (POST /session: an HttpOnly cookie that no script reads),
+   * so that a reload, which no longer has the token, still works.
    */
   function takeToken() {
     const m = /^#token=([A-Za-z0-9_-]{1,256})$/.exec(location.hash);
     if (!m) return null;
     window.history.replaceState(null, '', location.pathname + location.search);
+    fetch('/session', {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + m[1] },
+      credentials: 'same-origin',
+    }).catch(() => {}); // (without a session, this page still has the token in memory)
     return m[1];
   }
 

@@ -2,8 +2,9 @@
 
 Main thread only, except where a docstring says otherwise. The streaming answer — the only
 frequent write — goes through :class:`~tkchat.store.writer.StoreWriter`, whose thread batches it
-(at most every 0.5 s), so saving never shows in the lag figures. The rare writes a user
-triggers (a sent question, a rename, a delete) are single small transactions on the main thread:
+(within 0.15 s, one appended part per flush), so saving never shows in the lag figures. The
+rare writes a user triggers (a sent question, a rename, a delete) are single small
+transactions on the main thread:
 a sent question must be durable *before* its answer starts, and in SQLite's WAL mode with
 ``synchronous=NORMAL`` a commit is an append to one file, well under a millisecond.
 
@@ -87,8 +88,9 @@ class History:
         store, warning = open_store()
         opened = _Opened(store=store, warning=warning)
         try:
-            opened.interrupted = store.mark_interrupted()
-            store.purge_deleted(PURGE_AFTER_S)
+            if not store.read_only:  # (read-only: shown as it is, answers cut off included)
+                opened.interrupted = store.mark_interrupted()
+                store.purge_deleted(PURGE_AFTER_S)
             opened.conversations = store.list_conversations()
         except StoreError as exc:
             opened.warning = str(exc)
@@ -99,7 +101,8 @@ class History:
         if self.store is None and not self._thread.is_alive():
             opened = self._opened
             self.store = opened.store
-            if self.store is not None:
+            if self.store is not None and not self.store.read_only:
+                # (A history opened read-only is only shown: its warning said so, once.)
                 self.writer = StoreWriter(self.store, on_error=self._errors.put)
             if opened.warning:
                 self.on_warning(opened.warning)
@@ -126,7 +129,7 @@ class History:
         ``edited`` (a question), whose branch is kept (:meth:`ConversationStore.
         new_question_variant`). Editing the first question names the chat after it again,
         unless the user renamed it."""
-        if self.store is None:
+        if self.store is None or self.store.read_only:
             return None
         try:
             if self.conversation_id is None:
