@@ -146,12 +146,14 @@ def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -
     counters = [float(state["counter"].split()[1]) for state in during]
     assert all(state["counter"].startswith("FROZEN ") for state in during)
     assert counters == sorted(counters) and counters[-1] - counters[0] >= 1.0  # counting up
-    assert max(state["silence_ms"] for state in during) >= 1400
+    frozen_s = freeze["end"] - freeze["start"]
+    # it counted the silence up to about the freeze's length (the first half second excluded)
+    assert max(state["silence_ms"] for state in during) >= 0.9 * (frozen_s - 0.5) * 1000
     # Afterwards the window is alive again and the gap stays on the chart, labelled.
     pump_until(root, lambda: lines.latest.get("gaps_ms"), what="the gap to be recorded")
     pump_until(root, lambda: not lines.latest["frozen"], what="the window to show alive")
     (gap_ms,) = lines.latest["gaps_ms"]
-    assert 1900 <= gap_ms <= 3000, gap_ms
+    assert 0.95 * frozen_s * 1000 <= gap_ms <= 1.5 * frozen_s * 1000, (gap_ms, frozen_s)
     assert lines.latest["gap_labels"] == [f"frozen {gap_ms / 1000:.1f} s"]
     assert lines.latest["counter"].startswith("alive")
 
@@ -159,10 +161,9 @@ def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -
 def test_the_watchdog_exits_when_the_app_side_closes_it(watched, root: tk.Tk) -> None:
     _scheduler, handle, lines = watched
     pump_until(root, lambda: lines.latest.get("beats", 0) >= 3, what="beats")
-    closing = time.monotonic()
     handle.close()
-    assert handle.process.poll() == 0, "the watchdog had to be terminated"  # left by itself
-    assert time.monotonic() - closing < 1.0
+    # left by itself (exit code 0) within the wait close() gives it, or it would be terminated
+    assert handle.process.poll() == 0, "the watchdog had to be terminated"
     assert not handle.alive
 
 
