@@ -17,6 +17,7 @@ from tkchat.i18n import (
     recording,
     settings_dialog,
     sidebar,
+    watchdog,
     window,
 )
 
@@ -33,6 +34,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **catalogue.STRINGS[lang],
         **exercise.STRINGS[lang],
         **recording.STRINGS[lang],
+        **watchdog.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

@@ -836,12 +836,12 @@ class ChatApp(ChatLayout):
         return worker.tokens if worker is not None else 0
 
     def open_watchdog(self) -> WatchdogHandle:
-        """Show this window's heartbeat in a second process, which can draw a freeze while
-        it happens (``tkchat watchdog``). Opens it once; again only if it was closed."""
+        """The heartbeat in a second process, drawing a freeze as it happens (once, or anew)."""
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
                 self.watchdog.close()
-            self.watchdog = open_watchdog(self.scheduler, theme=self.appearance.palette.name)
+            theme, language = self.appearance.palette.name, self.t.lang  # the watchdog's look
+            self.watchdog = open_watchdog(self.scheduler, theme=theme, language=language)
         return self.watchdog
 
     # -- closing -------------------------------------------------------------------------------
