@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import test_browser
-from tests.conftest import KEEP_ALIVE, pump_for, pump_until, wait_until
+from tests.conftest import pump_for, pump_until, wait_until
 from tkchat.cli import build_parser, main
 from tkchat.course.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
 from tkchat.ui.look.fit import text_as_written
@@ -226,7 +226,6 @@ def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_mean
         yield 0.01
 
     monkeypatch.setattr(lesson_demos, "run_demo", kept_run)
-    monkeypatch.setattr(tk, "Tk", _KeptTk)  # the bench's own root, kept (see KEEP_ALIVE)
     monkeypatch.setattr(lesson_demos, "BENCH_IDLE_S", 0.3)
     monkeypatch.setattr(lesson_demos, "too_busy", lambda _idle: None)
     kept = figures_path(lessons_dir()).read_bytes()
@@ -242,16 +241,6 @@ def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_mean
     out = capsys.readouterr().out
     assert "FAILS" in out and "does not show what its lesson says" in out
     assert figures_path(lessons_dir()).read_bytes() == kept
-
-
-class _KeptTk(tk.Tk):
-    """A root that stays referenced until the interpreter exits: the bench drops its own
-    when it returns, and a Tk interpreter the collector frees on a worker thread (a server's,
-    in the next test) aborts the process (tests/conftest.py, KEEP_ALIVE)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        KEEP_ALIVE.append(self)
 
 
 def _quiet_run(kept: dict[str, float | None]) -> dict[str, float | None]:
