@@ -104,8 +104,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 # Every root a test created stays referenced until the interpreter exits. A Tk interpreter
 # freed by a garbage collection that happens to run on a worker thread aborts the process
-# (Tcl_AsyncDelete); the app itself never frees its root, so only tests need this.
+# (Tcl_AsyncDelete); the app itself never frees its root, so only tests need this. Every root
+# made in this process is kept, whoever makes it (a test, a helper, a command run in-process
+# such as ``tkchat bench --lessons``): four roots of one test file, dropped, aborted the suite
+# in the next file's server thread.
 KEEP_ALIVE: list[tk.Tk] = []
+_tk_init = tk.Tk.__init__
+
+
+def _kept_tk_init(self: tk.Tk, *args: Any, **kwargs: Any) -> None:
+    _tk_init(self, *args, **kwargs)
+    KEEP_ALIVE.append(self)
+
+
+tk.Tk.__init__ = _kept_tk_init  # type: ignore[method-assign]
 
 
 @pytest.fixture

@@ -262,7 +262,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "ui/settings/dialog.py:ChatSettingsDialog.__init__": 128,
     "ui/chats/sidebar.py:ConversationSidebar.__init__": 123,
     "measure/report.py:write_report": 111,
-    "ui/teaching/lesson_panel.py:LessonPanel.__init__": 100,
     "measure/sse_bench.py:run_sse_bench": 98,
     "measure/prompt_bench.py:prompt_verdicts": 97,
     "ui/teaching/lesson_panel.py:markdown_runs": 75,

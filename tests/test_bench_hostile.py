@@ -216,8 +216,8 @@ def test_rows_written_from_a_run_agree_with_it() -> None:
         ({"pieces": 512}, "security.md shows"),  # what the window shows changed
         ({"answer_chars": 330_001}, "security.md shows"),  # a count off by one
         ({"pieces": 111}, "security.md shows"),
-        ({"baseline_ms": 20_000.0}, "more than 4 × apart"),  # the unprotected path got slower
-        ({"baseline_ms": 10.0}, "more than 4 × apart"),  # ...or the baseline measures nothing
+        # a baseline that no longer measures the harm: its quoted ratio falls under the bound
+        ({"baseline_ms": 10.0, "lag_max_ms": 20.0}, "is under"),
         ({"lag_max_ms": 300.0}, "breaks its bound"),  # a quoted figure over its bound
         ({"final": "done:length"}, "security.md shows"),
     ],
@@ -288,7 +288,6 @@ def test_the_pages_sentence_from_a_run_agrees_with_it() -> None:
 @pytest.mark.parametrize(
     "quoted",
     [
-        dataclasses.replace(PAGE, ordinary_ms=50.0),  # more than 4 times this run's
         dataclasses.replace(PAGE, inputs_ms={"a": 20.0}),  # fewer inputs, one over the bound
         dataclasses.replace(PAGE, inputs_ms=PAGE.inputs_ms | {"`[` repeated": 14.0}),
         dataclasses.replace(PAGE, fallbacks=2),
@@ -296,6 +295,14 @@ def test_the_pages_sentence_from_a_run_agrees_with_it() -> None:
 )
 def test_a_drifted_page_figure_is_caught(quoted: PageFigures) -> None:
     assert page_disagreements(_page_sentence(quoted), PAGE)
+
+
+def test_a_page_time_measured_elsewhere_is_no_drift() -> None:
+    """Ordinary markdown took 50 ms where it was quoted and 8.9 ms here: a slower or busier
+    machine, not a wrong sentence (the bound is against the same machine's ordinary time)."""
+    assert (
+        page_disagreements(_page_sentence(dataclasses.replace(PAGE, ordinary_ms=50.0)), PAGE) == []
+    )
 
 
 def test_a_bound_quoted_other_than_the_case_list_is_caught() -> None:

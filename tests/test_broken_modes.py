@@ -33,13 +33,15 @@ RATE = {"blocking": 1000, "main-thread-reader": 1000, "per-chunk-render": 1000, 
 LENGTH = {
     "blocking": 3_000,
     "main-thread-reader": 3_000,
-    "per-chunk-render": 3_000,
-    "no-coalesce": 10_000,
+    "per-chunk-render": 400,  # quadratic: 3,000 took 13-45 s; 400 freeze for a second or more
+    "no-coalesce": 4_000,
 }
 
 
-def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, str]:
-    """Send one question in ``mode``; return (worst probe lag in ms, the answer's text)."""
+def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, float, str]:
+    """Send one question in ``mode``; return the worst probe lag in ms, the window's worst
+    own lag (each late probe less the time it waited for a CPU other programs held: what a
+    busy machine cannot add), and the answer's text."""
     app.new_chat()
     app.teaching.set_mode(mode)
     app.probe.start_recording()
@@ -50,7 +52,8 @@ def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, str]:
     pump_until(root, lambda: len(app.probe.recorded or []) > 3, what="probe samples")
     samples = app.probe.stop_recording()
     assert isinstance(app.finished[-1], Done)
-    return max(s.lag_ms for s in samples), app.transcript.answers[-1].text
+    worst, own = max(s.lag_ms for s in samples), max(s.own_ms for s in samples)
+    return worst, own, app.transcript.answers[-1].text
 
 
 @pytest.mark.parametrize("mode", BROKEN_MODES)
@@ -58,12 +61,13 @@ def test_broken_mode_freezes_recovers_and_keeps_the_text(root: tk.Tk, make_app, 
     text = long_answer(LENGTH[mode])
     backend = ScriptedBackend(rate=RATE[mode], text=text)
     app = make_app(backend, sampling=Sampling(max_tokens=0))
-    fixed_lag, fixed_text = run_answer(root, app, FIXED)
-    broken_lag, broken_text = run_answer(root, app, mode)
+    _fixed_worst, fixed_lag, fixed_text = run_answer(root, app, FIXED)
+    broken_lag, _broken_own, broken_text = run_answer(root, app, mode)
     assert fixed_text == text and broken_text == text  # nothing lost, doubled or reordered
+    # a freeze only grows on a busy machine; the fixed window's lag is its own
     assert broken_lag > 100 and broken_lag > 5 * fixed_lag, (mode, broken_lag, fixed_lag)
     # it came back by itself: the window works again, in the fixed mode, at once
-    again_lag, again_text = run_answer(root, app, FIXED)
+    _again_worst, again_lag, again_text = run_answer(root, app, FIXED)
     assert again_text == text and again_lag < broken_lag
 
 

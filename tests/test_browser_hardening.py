@@ -68,15 +68,31 @@ def md_page(serve: Callable[..., LiveServer], open_page: Callable[..., Page]) ->
     return open_page(serve(ScriptedBackend(rate=0)))
 
 
+# Each input and the ordinary markdown, rendered in turn, the best of each kept: a busy machine
+# slows both alike (the baseline is measured beside each input, not once before them all).
+# Without the page's time budget per block: the renderer's own cost is what is compared (on a
+# busy machine the budget cut in and hid it; the budget has its own test below).
+PAIR_JS = """([source, ordinary, repeats]) => {
+  const once = (s) => { const t0 = performance.now();
+    TkMarkdown.toFragment(TkMarkdown.renderBlocks(s, Infinity).join(''));
+    return performance.now() - t0; };
+  let best = Infinity, normal = Infinity;
+  for (let r = 0; r < repeats; r += 1) { normal = Math.min(normal, once(ordinary));
+    best = Math.min(best, once(source)); }
+  return [best, normal];
+}"""
+
+
 def test_adversarial_markdown_costs_about_what_normal_markdown_costs(md_page: Page) -> None:
-    normal_ms = md_page.evaluate(TIME_JS, [ORDINARY, 5])
+    md_page.evaluate(TIME_JS, [ORDINARY, 3])  # warm up the JIT on the same work
+    cut = md_page.evaluate("() => TkMarkdown.renderBlocks.fallbacks")
     slow = {}
     for name, source in ADVERSARIAL.items():
-        ms = md_page.evaluate(TIME_JS, [source, 3])
-        if ms > 5 * normal_ms + 20:  # wide: the quadratic cases were 100-100,000 times slower
-            slow[name] = ms
-    assert not slow, f"ordinary {CHARS} chars: {normal_ms:.1f} ms; too slow: {slow}"
-    assert md_page.evaluate("() => TkMarkdown.renderBlocks.fallbacks") == 0  # no budget needed
+        ms, normal_ms = md_page.evaluate(PAIR_JS, [source, ORDINARY, 3])
+        if ms > 10 * normal_ms:  # wide: the quadratic cases were 100-100,000 times slower
+            slow[name] = (round(ms, 1), round(normal_ms, 1))
+    assert not slow, f"{CHARS} chars, (ms, ordinary markdown's ms beside it): {slow}"
+    assert md_page.evaluate("() => TkMarkdown.renderBlocks.fallbacks") == cut  # none was cut
 
 
 def test_deep_nesting_is_capped_and_keeps_the_text(md_page: Page) -> None:

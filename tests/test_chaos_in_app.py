@@ -64,7 +64,8 @@ def test_a_lost_event_ends_the_answer_and_the_next_one_streams(root: tk.Tk, make
     waited = time.monotonic() - sent_at
     assert isinstance(final, Error)
     assert (final.kind, final.seq) == (TRANSPORT_GAP, 17)
-    assert GAP_TIMEOUT_S <= waited < GAP_TIMEOUT_S + 5, "ended at the deadline, not before"
+    # ended at the deadline, not before it, nor after 10**6 tokens (10,000 s)
+    assert GAP_TIMEOUT_S <= waited < 3 * GAP_TIMEOUT_S, "ended at the deadline"
     assert answer.text == "".join(scripted_tokens(SCRIPT)[:16]), "the text before the loss"
     expected = "Event 17 never arrived (lost in transport); the answer was ended."
     assert expected in app.transcript.plain_text()

@@ -1,20 +1,35 @@
 """The class plan (lessons/plan.en.md, lessons/plan.zh.md) and the lessons' "Try it" commands:
 every lesson the plan names exists, every command it or a lesson gives parses, the two languages
-plan the same class, and the command lesson 16 tells a class to run really runs."""
+plan the same class — and every command of the plan runs, as written, and does what the plan
+says it does: the window opens with the lessons and large text, the pre-class check changes
+nothing and says what a failed claim means, the page's server floods fast enough for its
+broken switches to freeze the page, compare's broken window stays frozen long enough to act
+in, and lesson 16's measurement runs."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import signal
+import subprocess
+import sys
 import tkinter as tk
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import pump_for
+from tests import test_browser
+from tests.conftest import pump_for, pump_until, wait_until
 from tkchat.cli import build_parser, main
 from tkchat.course.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
 from tkchat.ui.look.fit import text_as_written
+
+# The page, the browser and the server come from test_browser's fixtures.
+browser = test_browser.browser
+open_page = test_browser.open_page
+serve = test_browser.serve
 
 PLANS = {lang: plan_path(lang).read_text(encoding="utf-8") for lang in LANGUAGES}
 COMMAND_RE = re.compile(r"`(tkchat(?: [^`]*)?)`")
@@ -91,7 +106,7 @@ def test_lesson_16s_measurement_runs(capsys: pytest.CaptureFixture[str]) -> None
     pytest.importorskip("uvicorn")
     command = "tkchat bench --serve-loop --backend scripted --rate 50"
     assert command in PLANS["en"] and command in load_lessons("en")[15].body
-    assert main(shlex.split(command)[1:] + ["--tokens", "20"]) == 0
+    assert main(shlex.split(command)[1:]) == 0
     out = capsys.readouterr().out
     assert "BROKEN ON PURPOSE" in out
     rows = {
@@ -129,3 +144,229 @@ def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
     panel.plan_button.invoke()
     assert "先猜" in text_as_written(panel.text)  # without the break spaces
     panel.destroy()
+
+
+# -- every command of the plan, run as written --------------------------------------------------
+
+PRE_CLASS = "tkchat bench --lessons --only 01,04,05,06,07,11,12,16,17"
+PAGE_SERVER = "tkchat serve --backend scripted --rate 2000 --tokens 4000"
+COMPARE = "tkchat compare --backend scripted --rate 300"
+SELFTEST_RUN = "test_broken_modes.py::test_selftest_tells_fixed_from_broken"
+# Each command the plans give, and the test that runs it as written. The self-test's two are
+# run by the self-test's own tests (on the scripted backend the exercise's README names).
+RUN_BY = {
+    "tkchat --teach --projector": "test_the_window_opens_with_the_lessons_and_large_text",
+    PRE_CLASS: "test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_means",
+    PAGE_SERVER: "test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it",
+    "tkchat compare": "test_compare_as_the_plan_gives_it_opens_two_windows",
+    COMPARE: "test_compare_as_the_plan_gives_it_opens_two_windows",
+    "tkchat bench --serve-loop --backend scripted --rate 50": "test_lesson_16s_measurement_runs",
+    "tkchat selftest --mode blocking": SELFTEST_RUN,
+    "tkchat selftest": SELFTEST_RUN,
+}
+
+
+def test_every_command_of_the_plan_is_run_by_a_test() -> None:
+    from tests import test_broken_modes
+
+    assert set(commands(PLANS["en"])) == set(RUN_BY) == set(commands(PLANS["zh"]))
+    for test in RUN_BY.values():
+        module, _, name = test.rpartition("::")
+        where = test_broken_modes if module else sys.modules[__name__]
+        assert callable(getattr(where, name, None)), test
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_the_window_opens_with_the_lessons_and_large_text(root: tk.Tk) -> None:
+    """ "`tkchat --teach --projector` opens the window with the lesson panel and large text"
+    (it opened without the panel); the bundled model, as the command gives it."""
+    from tkchat.cli.from_args import backend_from_args
+    from tkchat.cli.window import _app_options
+    from tkchat.generate.controller import GenerationController
+    from tkchat.store.settings import load_settings
+    from tkchat.transport.channel import EventChannel
+    from tkchat.ui.look.text_size import PROJECTOR_SIZE
+    from tkchat.ui.window.chat_window import ChatApp
+
+    args = build_parser().parse_args(shlex.split("tkchat --teach --projector")[1:])
+    settings, _warning = load_settings()
+    controller = GenerationController(backend_from_args(args, faults=True), EventChannel())
+    app = ChatApp(root, controller, _app_options(args, settings, None))
+    controller.load_async()
+    pump_until(root, lambda: app.model_ready, timeout=120, what="the bundled model")
+    panel = app.teaching.lesson_panel
+    assert panel is not None and panel.winfo_ismapped()
+    assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
+    assert app.teaching.mode_box.winfo_ismapped() and app.health.winfo_ismapped()
+    app.close()
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_means(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plan's check, in the bench's real window, both languages of the nine lessons it
+    names. The demos themselves are tests/test_demos.py's (run there, once each): here each
+    reports its lesson's kept figures, then one fails, to see what the teacher reads."""
+    from tkchat.course.claims import figures_path, load_figures
+    from tkchat.course.lessons import Lesson
+    from tkchat.measure import lesson_demos
+
+    ran: list[tuple[str, str]] = []
+    failing: set[str] = set()
+
+    def kept_run(app: object, lesson: Lesson, out: list, **_: object) -> Iterator[float]:
+        ran.append((lesson.id[:2], lesson.language))
+        figures = _quiet_run(load_figures(figures_path(lessons_dir()))[lesson.id][lesson.language])
+        if lesson.id[:2] in failing:
+            figures.update(lag_max_ms=1.0, answer_ms=6000.0, cpu_wait_share=0.0)
+        out.append(lesson_demos.DemoRun(lesson, figures, lesson_demos.kept_baselines(figures)))
+        yield 0.01
+
+    monkeypatch.setattr(lesson_demos, "run_demo", kept_run)
+    monkeypatch.setattr(lesson_demos, "BENCH_IDLE_S", 0.3)
+    monkeypatch.setattr(lesson_demos, "too_busy", lambda _idle: None)
+    kept = figures_path(lessons_dir()).read_bytes()
+    assert main(shlex.split(PRE_CLASS)[1:]) == 0
+    out = capsys.readouterr().out
+    wanted = PRE_CLASS.split("--only ")[1].split(",")
+    assert sorted(ran) == sorted((n, lang) for n in wanted for lang in LANGUAGES)
+    assert f"{len(ran)} of {len(ran)} demos show what their lesson claims" in out
+    assert "Nothing was written" in out and figures_path(lessons_dir()).read_bytes() == kept
+    failing.add("04")
+    ran.clear()
+    assert main(shlex.split(PRE_CLASS)[1:]) == 1
+    out = capsys.readouterr().out
+    assert "FAILS" in out and "does not show what its lesson says" in out
+    assert figures_path(lessons_dir()).read_bytes() == kept
+
+
+def _quiet_run(kept: dict[str, float | None]) -> dict[str, float | None]:
+    """A run like the kept one, on a quiet machine (a test double): what the kept run
+    predates follows from it there — the window's own lag is its lag, the answer lasted its
+    seconds."""
+    run = dict(kept)
+    for name in ("lag_p99_ms", "lag_max_ms", "long_tasks", "cancel_p99_token_periods"):
+        if name in kept:
+            run.setdefault(f"own_{name}", kept[name])
+    if kept.get("seconds") is not None:
+        run.setdefault("answer_ms", 1000 * float(kept["seconds"] or 0))
+    run.setdefault("cpu_wait_share", 0.0)
+    return run
+
+
+@pytest.mark.gui
+def test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it(
+    serve: Callable[..., Any], open_page: Callable[..., Any]
+) -> None:
+    """The server the plan starts before class, as its command configures it (on a port of
+    the test's own): each broken switch of the page makes it miss frames for a third of a
+    second or more in all, three times what the fixed page missed in the same page (at the 50
+    tokens/s the plan gave, neither switch froze anything; at the page's default length, 512
+    tokens, the main-thread reader did not either)."""
+    from tkchat.cli.from_args import backend_from_args
+    from tkchat.generate.scripted import ScriptedBackend
+
+    backend = backend_from_args(build_parser().parse_args(shlex.split(PAGE_SERVER)[1:]))
+    assert isinstance(backend, ScriptedBackend) and PAGE_SERVER in load_lessons("en")[16].body
+    page = open_page(serve(backend))
+    page.fill("#max-tokens", "1000")  # as the plan says: the page asks for 512 otherwise
+    froze: dict[str, tuple[float, float]] = {}  # a switch, and a round where it froze the page
+    for _round in range(3):  # more rounds while the machine's own stalls blur the picture
+        fixed_ms = _blocked_ms(page, {})
+        for name, switches in SWITCHES.items():
+            if name not in froze and (ms := _blocked_ms(page, switches)) > max(300, 3 * fixed_ms):
+                froze[name] = (ms, fixed_ms)
+        if len(froze) == len(SWITCHES):
+            return
+    pytest.fail(f"only these switches froze the page (ms, the fixed page's ms): {froze}")
+
+
+SWITCHES = {  # the page's broken switches, as its check boxes set them
+    "main-thread reader": {"mainThread": True},
+    "markdown per chunk": {"mainThread": True, "perChunk": True},
+}
+
+
+# The page's own probe keeps five seconds of samples; this one adds up, for the whole answer,
+# how long the page was late beyond a frame (16 ms) at a time: frames it could not paint.
+_PROBE_START = """() => { window.planBlocked = 0; let due = performance.now() + 5;
+  const tick = () => { const now = performance.now();
+    window.planBlocked += Math.max(0, now - due - 16);
+    due = now + 5; window.planProbe = setTimeout(tick, 5); };
+  window.planProbe = setTimeout(tick, 5); }"""
+_PROBE_STOP = "() => { clearTimeout(window.planProbe); return window.planBlocked; }"
+
+
+def _blocked_ms(page: Any, switches: dict[str, bool]) -> float:
+    """One answer with the page's broken ``switches`` on (as its check boxes set them): how
+    long the page was blocked meanwhile."""
+    from tests.test_browser import ask
+
+    page.evaluate("(s) => window.tkchat.setBroken(s)", switches)
+    page.evaluate(_PROBE_START)
+    ask(page)
+    page.wait_for_function("() => window.tkchat.state.status === 'done'", timeout=120_000)
+    blocked = float(page.evaluate(_PROBE_STOP))
+    reader = page.evaluate("() => window.tkchat.state.reader")
+    assert reader == ("main-thread" if switches.get("mainThread") else "worker")
+    page.evaluate("() => { window.tkchat.setBroken({}); window.tkchat.newChat(); }")
+    return blocked
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("command", ["tkchat compare", COMPARE])
+def test_compare_as_the_plan_gives_it_opens_two_windows(display: None, command: str) -> None:
+    """Both compare commands, as written: two windows, one BROKEN; the scripted one's answer
+    lasts about 6 s (it lasted half a second: no time to try anything in the frozen window),
+    read from the windows' own command lines."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tkchat", *shlex.split(command)[1:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: len(_windows()) >= 2, timeout=60, what="two windows", interval=0.2)
+        names = [_window_name(window) for window in _windows()]
+        assert len(names) == 2 and sum("BROKEN" in name for name in names) == 1
+        children = _child_commands(proc.pid)
+        assert len(children) == 2
+        if "scripted" in command:
+            for child in children:
+                seconds = float(_option(child, "--tokens")) / float(_option(child, "--rate"))
+                assert 5 <= seconds <= 7 and _option(child, "--max-tokens") == _option(
+                    child, "--tokens"
+                ), child
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert _windows() == [], "a compare window outlived compare"
+
+
+def _windows() -> list[str]:
+    found = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"], capture_output=True, text=True
+    )
+    return found.stdout.split()
+
+
+def _window_name(window: str) -> str:
+    return subprocess.run(
+        ["xdotool", "getwindowname", window], capture_output=True, text=True
+    ).stdout
+
+
+def _child_commands(pid: int) -> list[list[str]]:
+    """The command lines of ``pid``'s children (Linux's /proc)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [Path(f"/proc/{child}/cmdline").read_text().split("\0")[:-1] for child in children]
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]

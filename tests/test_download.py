@@ -226,9 +226,7 @@ def test_a_stalled_transfer_is_ended_and_said(
     entry: CatalogueEntry, hub: FakeHub, cache: Path
 ) -> None:
     hub.stall_after = 5 * MB
-    began = time.monotonic()
-    result = finish(start(entry, hub, cache, stall_s=1.5))
-    assert time.monotonic() - began < 20  # never a hang
+    result = finish(start(entry, hub, cache, stall_s=1.5))  # (a hang fails in finish())
     assert isinstance(result, Failed) and result.kind == "stalled", result
     assert sentence(result) == (
         "The download stalled: no data for 2 s. 5 MB are kept; Download again to continue."
@@ -336,7 +334,10 @@ def test_cancel_stops_at_once_and_offers_nothing(
     wait_for_bytes(job, 3 * MB)
     job.cancel()
     assert isinstance(job.result, Failed) and job.result.kind == "cancelled"
-    assert job.cancel_ms is not None and job.cancel_ms < 2000  # one terminate, no grace needed
+    # One terminate was enough: the child left on SIGTERM, it never had to be killed after
+    # the grace (what the time from cancel to exit would show, on a quiet machine only).
+    assert job.cancel_ms is not None and job._process is not None
+    assert job._process.returncode == -signal.SIGTERM
     assert not job.running and job.poll() is None
     assert sentence(job.result).startswith("Download cancelled.")
     assert partial_size(entry, cache) >= 3 * MB

@@ -4,6 +4,7 @@ On a real Tk window with the real bundled model."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import tkinter as tk
@@ -81,26 +82,53 @@ def test_a_50000_character_paste_is_counted_without_freezing_the_window(
     root: tk.Tk, make_app: Callable[..., ChatApp]
 ) -> None:
     """Tokenizing this much takes tens of milliseconds (twice: the draft alone, then the
-    conversation with it): on the Tk thread that would be a visible stall per keystroke."""
+    conversation with it): on the Tk thread that would be a stall of twice that per
+    keystroke. The window's longest stall while it counts is held to one count's time (what
+    this test measures, counting the paste itself) plus its longest stall when nothing is
+    counted (this machine's noise, measured right after)."""
     app = make_app(LlamaBackend(None))
     threads = counted_threads(app.controller.backend)  # type: ignore[arg-type]
     assert len(PASTE) >= 50_000
+    started = time.perf_counter()
+    tokens = exact(app, PASTE)  # one count of the paste, here
+    count_s = time.perf_counter() - started
     app.input.insert("1.0", PASTE)
     pump_for(root, 0.05)  # the box lays out the paste (Tk's own work, not ours)
     before = app.draft.counts
+    deadline = time.perf_counter() + 20
+
+    def counting() -> bool:
+        assert time.perf_counter() < deadline, f"no count shown: {shown(app)!r}"
+        assert app.draft.counts <= before + 2, "counted again and again"
+        return not shown(app).startswith(f"{tokens:,} tokens")
+
+    # The collector's pauses are the test session's (the garbage of every window before),
+    # not this window's: none while the stalls are timed.
+    gc.collect()
+    gc.disable()
+    try:
+        longest = _longest_stall(root, counting)
+        quiet_until = time.perf_counter() + 0.5
+        quiet = _longest_stall(root, lambda: time.perf_counter() < quiet_until)
+    finally:
+        gc.enable()
+    assert "MainThread" not in threads
+    assert "more than the context of 8,192" in shown(app)  # ~25,000 tokens: it cannot fit
+    assert longest < count_s + quiet, (
+        f"the window stalled {longest * 1000:.0f} ms while counting; one count takes "
+        f"{count_s * 1000:.0f} ms, a stall with nothing counted {quiet * 1000:.0f} ms"
+    )
+
+
+def _longest_stall(root: tk.Tk, going: Callable[[], bool]) -> float:
+    """The longest time one turn of the Tk loop took while ``going()``, in seconds."""
     longest, last = 0.0, time.perf_counter()
-    tokens = exact(app, PASTE)
-    deadline = last + 20
-    while not shown(app).startswith(f"{tokens:,} tokens"):
-        assert last < deadline, f"no count shown: {shown(app)!r}"
+    while going():
         root.update()
         now = time.perf_counter()
         longest, last = max(longest, now - last), now
-        assert app.draft.counts <= before + 2, "counted again and again"
         time.sleep(0.002)
-    assert "MainThread" not in threads
-    assert "more than the context of 8,192" in shown(app)  # ~25,000 tokens: it cannot fit
-    assert longest < 0.2, f"the window stalled {longest * 1000:.0f} ms while counting"
+    return longest
 
 
 def test_a_draft_too_long_for_the_context_is_refused_and_stays_in_the_box(

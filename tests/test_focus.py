@@ -26,13 +26,19 @@ def xdotool(*args: str) -> None:
     subprocess.run(["xdotool", *args], check=True, timeout=20)
 
 
+def click_at(x: int, y: int, button: str = "1") -> None:
+    """A real click at (x, y) on the screen. One xdotool call moves and clicks, so the X
+    server takes the two in order; ``mousemove --sync`` would wait for a motion, and when the
+    pointer is already there none comes (it waited 15 s for a second click on one button)."""
+    xdotool("mousemove", str(x), str(y), "click", button)
+
+
 def click(root: tk.Misc, widget: tk.Misc) -> None:
     """A real click in the middle of ``widget``."""
     root.update()
     x = widget.winfo_rootx() + widget.winfo_width() // 2
     y = widget.winfo_rooty() + widget.winfo_height() // 2
-    xdotool("mousemove", "--sync", str(x), str(y))
-    xdotool("click", "1")
+    click_at(x, y)
     pump_for(root, 0.15)
 
 
@@ -107,13 +113,9 @@ def test_a_chat_picked_with_the_mouse_then_typing(root: tk.Tk, window) -> None:
     first = sidebar.row_ids()[-1]
     root.update()
     x, y, width, height = sidebar.tree.bbox(str(first))
-    xdotool(
-        "mousemove",
-        "--sync",
-        str(sidebar.tree.winfo_rootx() + x + width // 2),
-        str(sidebar.tree.winfo_rooty() + y + height // 2),
+    click_at(
+        sidebar.tree.winfo_rootx() + x + width // 2, sidebar.tree.winfo_rooty() + y + height // 2
     )
-    xdotool("click", "1")
     pump_until(root, lambda: not app.showing_conversation and app.transcript.entries, what="it")
     pump_for(root, 0.2)
     type_text(root, "more")
@@ -152,18 +154,15 @@ def test_a_rename_from_the_right_click_menu_then_typing(root: tk.Tk, window) -> 
     cid = sidebar.row_ids()[0]
     root.update()
     x, y, width, height = sidebar.tree.bbox(str(cid))
-    xdotool(
-        "mousemove",
-        "--sync",
-        str(sidebar.tree.winfo_rootx() + x + width // 2),
-        str(sidebar.tree.winfo_rooty() + y + height // 2),
+    click_at(
+        sidebar.tree.winfo_rootx() + x + width // 2,
+        sidebar.tree.winfo_rooty() + y + height // 2,
+        "3",
     )
-    xdotool("click", "3")
     pump_until(root, lambda: sidebar.menu.winfo_ismapped(), what="the menu")
     menu = sidebar.menu
     entry_y = menu.winfo_rooty() + int(menu.yposition(0)) + 6
-    xdotool("mousemove", "--sync", str(menu.winfo_rootx() + 30), str(entry_y))
-    xdotool("click", "1")
+    click_at(menu.winfo_rootx() + 30, entry_y)
     pump_until(root, lambda: sidebar.editor.winfo_ismapped(), what="the inline editor")
     type_text(root, "Renamed")
     xdotool("key", "Return")

@@ -21,14 +21,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import pump_until, run_to_end, wait_until
+from tests.conftest import pump_for, pump_until, run_to_end, wait_until
 from tests.tools.hostile import (
-    LAG_BOUND_MS,
+    MIN_BASELINE_RATIO,
     blank_lines_forever,
     chunks_forever,
     deep_json,
     huge_error,
     trickle_health,
+    unbroken_line_ms,
 )
 from tests.tools.hostile_server import Conn, HostileServer, event, tkchat_health
 from tkchat.conversation import Message, Sampling
@@ -41,6 +42,7 @@ from tkchat.generate.remote.errors import RemoteError, error_detail
 from tkchat.limits import (
     DISPLAY_LINE_CHARS,
     EVENT_TIMEOUT_S,
+    HANDSHAKE_TIMEOUT_S,
     MAX_ERROR_CHARS,
     MAX_N_CTX,
     MAX_NAME_CHARS,
@@ -285,7 +287,9 @@ def test_a_trickling_health_meets_the_handshake_deadline(
     started = time.monotonic()
     with pytest.raises(RemoteError, match="did not finish answering within 1 s"):
         backend.load()
-    assert time.monotonic() - started < 5
+    # Per read, the trickle would never time out (a byte every 0.2 s, for minutes): it ends
+    # at the deadline for the whole answer, not at a small multiple of it.
+    assert time.monotonic() - started < 5 * remote_http.HANDSHAKE_TIMEOUT_S
 
 
 @pytest.mark.parametrize("how", ["cancel the load", "close the backend"])
@@ -311,8 +315,9 @@ def test_a_trickling_health_can_be_given_up(trickling: HostileServer, how: str) 
         watch.cancel()
     else:
         backend.close()
-    thread.join(5)
-    assert not thread.is_alive() and time.monotonic() - given_up < 2
+    thread.join(HANDSHAKE_TIMEOUT_S)
+    # Not given up, the load would have waited for the whole handshake deadline.
+    assert not thread.is_alive() and time.monotonic() - given_up < 0.1 * HANDSHAKE_TIMEOUT_S
     assert len(failed) == 1
     if how == "cancel the load":
         assert isinstance(failed[0], LoadCancelled)
@@ -354,16 +359,21 @@ def one_long_line(conn: Conn) -> None:
 
 @pytest.mark.gui
 def test_a_long_line_is_displayed_in_bounded_time_and_copied_exactly(root: tk.Tk, make_app) -> None:
+    """The window's worst stall, streaming and rendering the line, against what the harm
+    costs on this machine now: Tk laying out a line a twelfth as long unbroken (measured
+    here; the cost grows faster than the line, and the whole line took seconds)."""
     with tkchat_server(one_long_line) as server:
         app = make_app(RemoteBackend(server.url))
-        app.probe.reset_peaks()
+        unbroken_ms = unbroken_line_ms(len(LONG_LINE) // 12)(root)
+        pump_for(root, 0.3)  # the window catches up after the blocked baseline
+        app.probe.start_recording()
         assert app.send("one long line, please")
         pump_until(root, lambda: bool(app.finished), timeout=60, what="the answer's end")
-        streamed_peak = app.probe.peak_ms
         pump_until(root, lambda: not app.transcript.painter.busy, timeout=120, what="render")
-        peak = app.probe.peak_ms
+        pump_for(root, 0.1)  # the layout after the last insert shows as the next firings' lag
+        peak = max(sample.own_ms for sample in app.probe.stop_recording())
     assert isinstance(app.finished[-1], Done)
-    assert streamed_peak < LAG_BOUND_MS and peak < LAG_BOUND_MS, (streamed_peak, peak)
+    assert peak < unbroken_ms / MIN_BASELINE_RATIO, (peak, unbroken_ms)
     view = app.transcript.answers[-1]
     assert view.text == LONG_LINE  # what Copy, history and export use: the original
     app.transcript.act("copy", view)
@@ -406,7 +416,9 @@ def test_stop_gives_up_connecting_to_a_trickling_server(
     app.stop()
     cancelled = f"Connecting to {trickling.url} was cancelled."
     pump_until(root, lambda: app.status.get() == cancelled, timeout=5, what="the load to end")
-    assert time.monotonic() - stopped_at < 2 and not app.controller.loading
+    # (not given up, the load would have waited for the whole handshake deadline)
+    assert time.monotonic() - stopped_at < 0.1 * HANDSHAKE_TIMEOUT_S
+    assert not app.controller.loading
     assert app.stop_button.instate(["disabled"]) and not app.model_ready
 
 
@@ -419,7 +431,7 @@ def test_closing_the_window_gives_up_connecting(
     loader = app.controller
     closing = time.monotonic()
     app.close()
-    assert time.monotonic() - closing < 3
+    assert time.monotonic() - closing < 0.15 * HANDSHAKE_TIMEOUT_S  # not the whole deadline
     wait_until(lambda: not loader.loading, timeout=2, what="the loader thread to end")
 
 

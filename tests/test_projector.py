@@ -24,6 +24,7 @@ from tkchat.ui.look.fit import (
     text_as_written,
 )
 from tkchat.ui.look.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
+from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui
 
@@ -279,19 +280,76 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     assert int(results) >= 2 * line + 4
 
 
+def visible_lines(text: tk.Text) -> int:
+    """Lines of text wholly inside ``text``'s window (blank ones not counted)."""
+    text.update_idletasks()
+    height, count, index = text.winfo_height(), 0, text.index("@0,0")
+    while (info := text.dlineinfo(index)) is not None and info[1] + info[3] <= height:
+        count += bool(text.get(index, f"{index} display lineend").strip())
+        following = text.index(f"{index} +1 display lines")
+        if text.compare(following, "==", index):
+            break
+        index = following
+    return count
+
+
+def teach_projector_window(root: tk.Tk, lang: str) -> ChatApp:
+    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend)."""
+    from tkchat.cli import build_parser
+    from tkchat.cli.window import _app_options
+    from tkchat.generate.controller import GenerationController
+    from tkchat.store.settings import AppSettings
+    from tkchat.transport.channel import EventChannel
+
+    args = build_parser().parse_args(
+        ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
+    )
+    controller = GenerationController(ScriptedBackend(rate=300), EventChannel())
+    app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
+    controller.load_async()
+    return app
+
+
+# the client area of a 1280×720 screen, and the size the window opens at on one (92 %)
+SIZES_720P = {"full": SCREEN_720P, "as opened": "1140x662+0+0"}
+
+
+@pytest.mark.parametrize("size", list(SIZES_720P))
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_in_projector_mode_at_720p_the_lesson_keeps_most_of_the_panel(
-    root: tk.Tk, make_app, lang: str
+def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_row(
+    root: tk.Tk, lang: str, size: str
 ) -> None:
-    """Seen by hand: projector mode at 1280×720 left a line and a half of the lesson, under
-    a lag timeline eleven lines tall."""
-    app = make_app(ScriptedBackend(rate=0), language=lang, show_lessons=True)
-    root.geometry(SCREEN_720P)
-    app.text_size.set_projector(True)
+    """As the class plan starts a class: the lesson panel open beside the chat, large text.
+    Seen by hand at 1280×720: a line and a half of the lesson under the lag timeline, then
+    one line; the health bar's lag cut at the right edge. Now: at least eight lines of the
+    lesson and of the plan, the timeline only if it fits beside them, nothing cut."""
+    app = teach_projector_window(root, lang)
+    root.geometry(SIZES_720P[size])
+    pump_until(root, lambda: app.model_ready, what="the scripted model")
+    pump_for(root, 0.6)  # the health bar's figures are written (every 250 ms) and laid out
     panel = app.teaching.lesson_panel
-    panel.select("04-blocking")
-    pump_for(root, 0.3)
-    line = int(panel._fonts["body"].metrics("linespace"))
-    assert panel.text.winfo_height() >= 4 * line, (panel.text.winfo_height(), line)
-    assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()
+    assert panel is not None and panel.winfo_ismapped(), "--teach --projector opens the lessons"
+    assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
+    for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
+        panel.select(lesson)
+        pump_for(root, 0.2)
+        assert visible_lines(panel.text) >= 8, (lesson, visible_lines(panel.text))
+        assert layout_problems(root) == [], lesson
+    panel.show_plan()
+    pump_for(root, 0.2)
+    assert visible_lines(panel.text) >= 8
+    if panel.timeline is not None and panel.timeline.winfo_ismapped():
+        assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()
+    bar = app.health
+    for label in (bar.heartbeat, bar.lag, bar.rates):
+        assert label.cget("text")
+        right = label.winfo_rootx() + label.winfo_width()
+        assert label.winfo_reqwidth() <= label.winfo_width() + 1, label.cget("text")
+        assert right <= bar.winfo_rootx() + bar.winfo_width() + 1, label.cget("text")
+    window_right = root.winfo_rootx() + root.winfo_width()
+    window_bottom = root.winfo_rooty() + root.winfo_height()
+    for part in (app.input, app.send_button, app.stop_button):
+        assert part.winfo_ismapped()
+        assert part.winfo_rootx() + part.winfo_width() <= window_right + 1, part
+        assert part.winfo_rooty() + part.winfo_height() <= window_bottom + 1, part
     assert layout_problems(root) == []

@@ -327,6 +327,24 @@ def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:
 # -- a hostile server's one long line -----------------------------------------------------------
 
 
+def _unbroken_line_ms(line: str) -> float:
+    """Qt laying out ``line`` as one paragraph, as a plain text view does without the line
+    ends the transcript adds (blocked on purpose)."""
+    view = QtWidgets.QPlainTextEdit()
+    view.resize(800, 400)
+    view.show()
+    qt_for(0.05)
+    started = time.perf_counter()
+    view.appendPlainText(line)
+    view.ensureCursorVisible()
+    application().processEvents()
+    view.repaint()
+    elapsed = (time.perf_counter() - started) * 1000
+    view.close()
+    view.deleteLater()
+    return elapsed
+
+
 def test_a_long_line_is_displayed_in_bounded_time_and_kept_exactly(
     make_window: Callable[..., ChatWindow],
 ) -> None:
@@ -334,22 +352,25 @@ def test_a_long_line_is_displayed_in_bounded_time_and_kept_exactly(
     transcript shows it with line ends added (the Tk transcript's soft breaks), and the
     answer keeps what arrived."""
     from tests.test_hostile_servers import LONG_LINE, one_long_line, tkchat_server
-    from tests.tools.hostile import LAG_BOUND_MS
+    from tests.tools.hostile import MIN_BASELINE_RATIO
     from tkchat.generate.remote import RemoteBackend
     from tkchat.limits import DISPLAY_LINE_CHARS
 
     with tkchat_server(one_long_line) as server:
         window = make_window(RemoteBackend(server.url))
-        window.probe.recorded = []  # every firing from here on
+        unbroken_ms = _unbroken_line_ms(LONG_LINE[: len(LONG_LINE) // 12])
+        qt_for(0.3)
+        window.probe.start_recording()  # every firing from here on
         ask(window, "one long line, please")
         qt_for(0.3)  # the layout after the last insert shows up as the next firings' lag
-        peak = max(sample.lag_ms for sample in window.probe.recorded)
+        peak = max(sample.own_ms for sample in window.probe.stop_recording())
     assert isinstance(window.finished[-1], Done)
     assert window.transcript.answers[-1].text == LONG_LINE  # what the history keeps
     shown = window.transcript.view.toPlainText()
     assert max(map(len, shown.split("\n"))) <= DISPLAY_LINE_CHARS
     assert shown.replace("\n", "").endswith(LONG_LINE)
-    assert peak < LAG_BOUND_MS, peak  # the bound the hostile-input bench holds the Tk window to
+    # against the harm on this machine now: Qt laying out a twelfth of the line unbroken
+    assert peak < unbroken_ms / MIN_BASELINE_RATIO, (peak, unbroken_ms)
     # a selection copies what arrived, not the line ends the view added
     window.transcript.view.selectAll()
     window.transcript.view.copy()

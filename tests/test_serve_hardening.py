@@ -204,14 +204,19 @@ def _health_seconds(server: Live) -> float:
 
 
 def test_half_open_sockets_do_not_stop_health_and_are_closed_at_the_deadline() -> None:
-    with serve(header_timeout_s=1.5, max_connections=100) as (server, errors), ExitStack() as st:
+    deadline_s = 1.5
+    with (
+        serve(header_timeout_s=deadline_s, max_connections=100) as (server, errors),
+        ExitStack() as st,
+    ):
         socks = [_half_open(server.port, st) for _ in range(50)]
-        # Wide margin: the claim is "answers at once", not a speed (the benchmark measures).
-        assert max(_health_seconds(server) for _ in range(5)) < 2.0
+        # "Answers at once", not a speed (the benchmark measures): a server the half-open
+        # sockets held up would answer only at their deadline.
+        assert max(_health_seconds(server) for _ in range(5)) < 0.5 * deadline_s
         # Every half-open socket is closed by the server once its deadline passes.
         start = time.monotonic()
         assert all(_closed_by_server(s, within_s=10) for s in socks)
-        assert time.monotonic() - start < 9
+        assert time.monotonic() - start < 6 * deadline_s
         assert errors.records == []
 
 
@@ -227,7 +232,7 @@ def test_trickling_bytes_does_not_extend_the_deadline() -> None:
                 closed = True
                 break
             closed = _closed_by_server(sock, within_s=0.3)
-        assert closed and time.monotonic() - start < 5
+        assert closed and time.monotonic() - start < 5 * 1.0  # the deadline, not the trickle's end
 
 
 def test_a_kept_alive_connection_gets_the_deadline_for_its_next_request() -> None:
@@ -293,7 +298,8 @@ def test_a_dribbled_body_gets_408_at_the_body_deadline(path: str) -> None:
         assert b"connection: close" in head.lower()
         assert b"x-frame-options: DENY" in head
         assert json.loads(body)["error"]["kind"] == "body_timeout"
-        assert 0.9 < elapsed < 6  # the deadline is for the whole body, not reset by each byte
+        # the deadline (1 s) is for the whole body, not reset by each byte of the 8 s dribble
+        assert 0.9 * 1.0 < elapsed < 6 * 1.0
         assert _closed_by_server(sock, within_s=2)
         # the slot is free: the server answers a whole request at once afterwards
         assert isinstance(server.events()[-1], Done)

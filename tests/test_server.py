@@ -331,15 +331,13 @@ def test_the_event_loop_answers_while_a_flood_streams(monkeypatch: pytest.Monkey
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        waits = []
+        # Each answers (a loop stuck in the flood would answer none of them, until the
+        # million tokens end): the claim is "answers", not a latency figure.
         for _ in range(10):
-            started = time.perf_counter()
             assert live.health()["busy"]
-            waits.append(time.perf_counter() - started)
         stop.set()
         reader.join(5)
         hang_up(conn)
-    assert max(waits) < 1.0, waits  # generous: the point is "answers", not a latency figure
 
 
 # -- safety ----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import tkinter as tk
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, TK_CALLBACK_ERRORS, pump_for
+from tests.conftest import KEEP_ALIVE, TK_CALLBACK_ERRORS, pump_for, pump_until
 
 pytestmark = pytest.mark.gui
 
@@ -25,3 +25,27 @@ def test_a_root_made_outside_the_fixture_reports_a_raising_callback(display: Non
     caught = list(TK_CALLBACK_ERRORS.errors)
     TK_CALLBACK_ERRORS.errors.clear()  # it was raised on purpose: this test passes
     assert len(caught) == 1 and "a callback that raised" in caught[0]
+
+
+def test_the_window_leaves_no_tk_variable_to_the_garbage_collector(root: tk.Tk, make_app) -> None:
+    """A ``tk.Variable`` unsets itself in ``__del__``, on whichever thread the collector runs:
+    collected on the model's worker (a closed window's menu check marks, its search box), it
+    called Tk from that thread, waited a second for a main loop and raised — a lesson demo
+    took 28 s instead of one. The window keeps Tcl variables by name instead
+    (tkchat/ui/tcl_var.py)."""
+    import gc
+
+    from tkchat.generate.scripted import ScriptedBackend
+
+    app = make_app(ScriptedBackend(rate=0), history=True, show_lessons=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    app.chat_settings.open()
+    pump_for(root, 0.2)
+    app.chat_settings.dialog.cancel()
+    app.menubar.set_checked("chat_only", True)  # a check mark, as the View menu shows it
+    assert app.menubar.checked("chat_only")
+    app.menubar.set_checked("chat_only", False)
+    assert not app.menubar.checked("chat_only")
+    gc.collect()
+    variables = [o for o in gc.get_objects() if isinstance(o, tk.Variable)]
+    assert variables == [], [type(v).__name__ for v in variables]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,10 +30,12 @@ from tests.conftest import pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.measure.watchdog import (
     FROZEN_AFTER_S,
+    SCREEN_SHARE,
     TITLE,
     HeartbeatTrace,
     WatchdogWindow,
     default_geometry,
+    placement,
 )
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog, watchdog_command
@@ -146,12 +149,14 @@ def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -
     counters = [float(state["counter"].split()[1]) for state in during]
     assert all(state["counter"].startswith("FROZEN ") for state in during)
     assert counters == sorted(counters) and counters[-1] - counters[0] >= 1.0  # counting up
-    assert max(state["silence_ms"] for state in during) >= 1400
+    frozen_s = freeze["end"] - freeze["start"]
+    # it counted the silence up to about the freeze's length (the first half second excluded)
+    assert max(state["silence_ms"] for state in during) >= 0.9 * (frozen_s - 0.5) * 1000
     # Afterwards the window is alive again and the gap stays on the chart, labelled.
     pump_until(root, lambda: lines.latest.get("gaps_ms"), what="the gap to be recorded")
     pump_until(root, lambda: not lines.latest["frozen"], what="the window to show alive")
     (gap_ms,) = lines.latest["gaps_ms"]
-    assert 1900 <= gap_ms <= 3000, gap_ms
+    assert 0.95 * frozen_s * 1000 <= gap_ms <= 1.5 * frozen_s * 1000, (gap_ms, frozen_s)
     assert lines.latest["gap_labels"] == [f"frozen {gap_ms / 1000:.1f} s"]
     assert lines.latest["counter"].startswith("alive")
 
@@ -159,10 +164,9 @@ def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -
 def test_the_watchdog_exits_when_the_app_side_closes_it(watched, root: tk.Tk) -> None:
     _scheduler, handle, lines = watched
     pump_until(root, lambda: lines.latest.get("beats", 0) >= 3, what="beats")
-    closing = time.monotonic()
     handle.close()
-    assert handle.process.poll() == 0, "the watchdog had to be terminated"  # left by itself
-    assert time.monotonic() - closing < 1.0
+    # left by itself (exit code 0) within the wait close() gives it, or it would be terminated
+    assert handle.process.poll() == 0, "the watchdog had to be terminated"
     assert not handle.alive
 
 
@@ -277,22 +281,88 @@ def test_the_window_closes_itself_when_the_beats_end(root: tk.Tk) -> None:
     pump_until(root, lambda: window.closed, what="the window to close")
 
 
+def _texts_inside(window: WatchdogWindow) -> list[str]:
+    """The canvas's texts, each checked to lie wholly inside it."""
+    canvas, shown = window.canvas, []
+    for item in canvas.find_all():
+        if canvas.type(item) == "text":
+            left, top, right, bottom = canvas.bbox(item)
+            text = canvas.itemcget(item, "text")
+            assert left >= 0 and right <= canvas.winfo_width(), text
+            assert top >= 0 and bottom <= canvas.winfo_height(), text
+            shown.append(text)
+    return shown
+
+
 def test_at_192_dpi_the_window_grows_with_its_text(root: tk.Tk, scaled) -> None:
     """Seen by hand on an Xvfb at 192 dpi: the window stayed 720×400 pixels while its text,
-    sized in points, doubled — "waiting for the c" and the caption cut in half."""
+    sized in points, doubled — "waiting for the c" and the caption cut in half. It grows with
+    the density, up to its share of the screen, and its text fits whatever it gets."""
     scaled(192 / 72)
     window = WatchdogWindow(root, list, lambda: False)
     root.geometry(default_geometry(root))
     window.start()
     pump_for(root, 0.3)
     canvas = window.canvas
-    assert canvas.winfo_width() >= 2 * 700 and canvas.winfo_height() >= 2 * 380
-    texts = [item for item in canvas.find_all() if canvas.type(item) == "text"]
-    assert texts and window.counter in texts
-    for item in texts:
-        left, _top, right, _bottom = canvas.bbox(item)
-        assert left >= 0 and right <= canvas.winfo_width(), canvas.itemcget(item, "text")
+    share_w, share_h = (
+        int(SCREEN_SHARE * side) for side in (root.winfo_screenwidth(), root.winfo_screenheight())
+    )
+    assert canvas.winfo_width() >= min(2 * 700, share_w - 2)
+    assert canvas.winfo_height() >= min(2 * 380, share_h - 2)
+    assert window.counter in canvas.find_all() and _texts_inside(window)
     window.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) -> None:
+    """``--lang zh``: all of it Chinese — title, counter, caption, axes, a freeze's label."""
+    clock = [100.0]
+    window = WatchdogWindow(root, list, lambda: False, clock=lambda: clock[0], language=lang)
+    root.geometry("576x324")
+    pump_for(root, 0.2)
+    for at in (96.0, 96.05, 99.0, 99.05):  # beats, a 3 s silence, beats again
+        window.trace.beat(at)
+        window.trace.update(at)
+    window.trace.update(clock[0])
+    window.draw(clock[0], window.trace.update(clock[0]))
+    window.canvas.itemconfigure(window.counter, text=window._counter_look(None)[0])
+    shown = [root.title(), *_texts_inside(window)]
+    latin = [text for text in shown if re.search(r"[A-Za-z]", text.replace("tkchat", ""))]
+    if lang == "zh":
+        assert not latin, latin
+        assert "现在" in shown and "正在等待聊天窗口…" in shown
+        assert [text for text in shown if re.fullmatch(r"冻结了 \d\.\d 秒", text)]
+    else:
+        assert root.title() == TITLE and "now" in shown
+        assert [text for text in shown if re.fullmatch(r"frozen \d\.\d s", text)]
+    window.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_watchdog_opens_clear_of_the_lesson_picker_and_the_demo_button(
+    root: tk.Tk, lang: str
+) -> None:
+    """On a 1280×720 projector, at 96 and at 192 dpi, in both languages: bottom right, over
+    the lag timeline, not over the lesson panel's picker, "Set up the demo" or the Send row
+    of the window ``tkchat --teach --projector`` opens."""
+    from tests.test_projector import SCREEN_720P, teach_projector_window
+
+    app = teach_projector_window(root, lang)
+    root.geometry(SCREEN_720P)
+    pump_until(root, lambda: app.model_ready, what="the scripted model")
+    pump_for(root, 0.3)
+    panel = app.teaching.lesson_panel
+    assert panel is not None
+    keep_clear = [panel.picker, panel.setup_button, app.send_button, app.stop_button]
+    for scale in (1.0, 2.0):
+        width, height, x, y = placement(1280, 720, scale)
+        assert x + width <= 1280 and y + height <= 720 and x >= 0 and y >= 0
+        for widget in keep_clear:
+            left, top = widget.winfo_rootx(), widget.winfo_rooty()
+            right, bottom = left + widget.winfo_width(), top + widget.winfo_height()
+            apart = right <= x or left >= x + width or bottom <= y or top >= y + height
+            assert apart, (scale, widget, (x, y, width, height))
+    app.close()
 
 
 # -- from the chat window ------------------------------------------------------------------

@@ -24,10 +24,33 @@ LONG_TASK_MS = 50.0  # a firing this late is a long task (the browsers' Long Tas
 
 @dataclass(frozen=True, slots=True)
 class LagSample:
-    """One firing of an event-loop lag probe (Tk's or Qt's): when, and how late."""
+    """One firing of an event-loop lag probe (Tk's or Qt's): when, and how late; and, when
+    the system tells (:func:`cpu_wait_ms`), how much of that lateness the loop's thread spent
+    ready to run but waiting for a CPU that other programs held: the machine's share, not
+    the window's."""
 
     at: float  # perf_counter when the probe fired
     lag_ms: float
+    waited_ms: float = 0.0  # of lag_ms, waiting for a CPU (0 when not measured)
+
+    @property
+    def own_ms(self) -> float:
+        """The lateness the window's own work caused: the lag less the wait for a CPU."""
+        return max(0.0, self.lag_ms - self.waited_ms)
+
+
+def cpu_wait_ms(native_id: int | None = None) -> float | None:
+    """Any thread: how long a thread of this process (the calling one, or the one whose
+    ``threading.Thread.native_id`` is given) has waited in all, since it started, for a CPU
+    while it was ready to run (Linux: the second field of its ``schedstat``, in ns); None
+    where the system does not say or the thread is gone. On a busy machine a late timer or a
+    slow Stop is mostly this wait: other programs had the cores."""
+    where = "thread-self" if native_id is None else f"self/task/{native_id}"
+    try:
+        with open(f"/proc/{where}/schedstat", "rb") as handle:
+            return int(handle.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -79,6 +102,7 @@ class LagWindow:
         self.long_tasks = 0  # firings later than LONG_TASK_MS since reset_peaks()
         self.running = False
         self._expected = 0.0
+        self._waited_at_arm: float | None = None  # cpu_wait_ms() at the last firing, recording
 
     def start(self) -> None:
         self.running = True
@@ -101,9 +125,18 @@ class LagWindow:
         self._schedule(self.interval_ms)
 
     def _fire(self) -> LagSample:
-        """The timer ran: record how late, re-arm while running, and return the sample."""
+        """The timer ran: record how late, re-arm while running, and return the sample.
+        While recording, the sample also says how much of the lateness was a wait for a CPU
+        (one small read of /proc per firing, only then)."""
         now = time.perf_counter()
-        sample = LagSample(now, max(0.0, (now - self._expected) * 1000))
+        lag_ms = max(0.0, (now - self._expected) * 1000)
+        waited_ms = 0.0
+        if self.recorded is not None:
+            total = cpu_wait_ms()
+            if total is not None and self._waited_at_arm is not None:
+                waited_ms = min(lag_ms, max(0.0, total - self._waited_at_arm))
+            self._waited_at_arm = total
+        sample = LagSample(now, lag_ms, waited_ms)
         self.recent.append(sample)
         while self.recent and now - self.recent[0].at > self.window_s:
             self.recent.popleft()
@@ -142,9 +175,11 @@ class LagWindow:
 
     def start_recording(self) -> None:
         self.recorded = []
+        self._waited_at_arm = cpu_wait_ms()
 
     def stop_recording(self) -> list[LagSample]:
         samples, self.recorded = self.recorded or [], None
+        self._waited_at_arm = None
         return samples
 
 

@@ -58,7 +58,7 @@ from tests.tools.hostile_serve import readme_row as serve_readme_row
 from tests.tools.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
 from tkchat.events import Done, Error
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
-from tkchat.measure.figures import lag_figures
+from tkchat.measure.figures import lag_figures, own_lag_figures
 from tkchat.measure.script import BenchWindow, Script
 from tkchat.stats import rounded, rss_mb
 from tkchat.ui.window.chat_window import ChatApp
@@ -269,6 +269,7 @@ class CaseFigures:
     errors_shown: int = 0
     status_chars: int = 0
     lag_max_ms: float | None = None
+    own_lag_max_ms: float | None = None  # less the wait for a CPU (tkchat.stats.LagSample)
     lag_p99_ms: float | None = None
     long_tasks: int | None = None
     rss_growth_mb: float | None = None
@@ -277,11 +278,12 @@ class CaseFigures:
 
     @property
     def ratio(self) -> float | None:
-        """The unprotected path's cost over the window's worst lag under the same attack (a
-        lag under 1 ms counts as 1 ms: the probe's own jitter is about that)."""
-        if self.baseline_ms is None or self.lag_max_ms is None:
+        """The unprotected path's cost over the window's worst own lag under the same attack
+        (a lag under 1 ms counts as 1 ms: the probe's own jitter is about that)."""
+        lag = self.own_lag_max_ms if self.own_lag_max_ms is not None else self.lag_max_ms
+        if self.baseline_ms is None or lag is None:
             return None
-        return self.baseline_ms / max(self.lag_max_ms, 1.0)
+        return self.baseline_ms / max(lag, 1.0)
 
 
 def case_by_id(case_id: str) -> HostileCase:
@@ -358,6 +360,7 @@ def _one_case(
         errors_shown=sum(isinstance(f, Error) for f in finals),
         status_chars=len(app.status.get()),
         lag_max_ms=rounded(lags["lag_max_ms"], 1),
+        own_lag_max_ms=rounded(own_lag_figures(samples)["own_lag_max_ms"], 1),
         lag_p99_ms=rounded(lags["lag_p99_ms"], 1),
         long_tasks=lags["long_tasks"],
         rss_growth_mb=rounded(peak_rss - start_rss, 1),
@@ -406,7 +409,9 @@ def verdicts(runs: Iterable[CaseFigures]) -> list[tuple[str, bool, str]]:
     for figures in runs:
         if figures.id == TRICKLE_ID:
             took = figures.seconds or 0.0
-            ok = figures.errors_shown == 1 and HANDSHAKE_TIMEOUT_S <= took < HANDSHAKE_TIMEOUT_S + 3
+            # at the deadline, not before it, nor at a later one (a trickle goes on for minutes)
+            deadline = HANDSHAKE_TIMEOUT_S
+            ok = figures.errors_shown == 1 and deadline <= took < 1.25 * deadline
             checks.append((f"{TRICKLE_ID}: one failure at the handshake deadline", ok, f"{took} s"))
             continue
         case = case_by_id(figures.id)
@@ -419,10 +424,12 @@ def verdicts(runs: Iterable[CaseFigures]) -> list[tuple[str, bool, str]]:
                 f"{figures.errors_shown} errors, {figures.status_chars} characters",
             )
         )
-        lag = figures.lag_max_ms or 0.0
-        checks.append(
-            (f"{case.id}: lag max < {case.lag_bound_ms:g} ms", lag < case.lag_bound_ms, f"{lag} ms")
-        )
+        # the window's own worst lag: each late probe less its wait for a CPU other programs
+        # held (a busy machine adds that wait to every case; the attack, only its own work)
+        lag = figures.own_lag_max_ms if figures.own_lag_max_ms is not None else figures.lag_max_ms
+        lag = lag or 0.0
+        bound = case.lag_bound_ms
+        checks.append((f"{case.id}: own lag max < {bound:g} ms", lag < bound, f"{lag} ms"))
         grown = figures.rss_growth_mb or 0.0
         checks.append(
             (

@@ -112,8 +112,15 @@ def _add_other_runs(bench: argparse.ArgumentParser) -> None:
     bench.add_argument(
         "--lessons",
         action="store_true",
-        help="run every lesson's demo in the window, check what each lesson claims, and "
-        "write the figures the lessons quote (lessons/figures.json)",
+        help="run every lesson's demo in the window and check what each lesson claims "
+        "(read-only: the lessons keep the figures they quote)",
+    )
+    bench.add_argument(
+        "--write",
+        action="store_true",
+        help="with --lessons: keep this run's figures for the lessons to quote "
+        "(lessons/figures.json, with the date, the machine and its load); refused when the "
+        "idle window says the machine is busy",
     )
     bench.add_argument(
         "--lang",
@@ -147,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if args.lessons:
         from tkchat.measure.lesson_demos import run_lesson_bench
 
-        return run_lesson_bench(_listed(args.lang), only=_listed(args.only))
+        return run_lesson_bench(_listed(args.lang), only=_listed(args.only), write=args.write)
     if args.class_size:
         return _bench_class(args)
     if args.saving:

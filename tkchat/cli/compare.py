@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tkchat.cli.from_args import child_model_args, qt_problem, usable
+from tkchat.cli.from_args import SCRIPTED_RATE, child_model_args, qt_problem, usable
 from tkchat.cli.options import Subcommands, add_server_option, mode_type, model_options
 from tkchat.course.compare import COMPARE_TOOLKITS
 from tkchat.modes import BROKEN_MODES, FIXED, OUTSIDE_FORM
 
 NAME = "compare"
 DEFAULT_SEED = 7
+# A scripted answer lasts about this long unless --tokens says otherwise: time for a class to
+# try Stop, scroll and type in the frozen window (the default script lasted half a second).
+SCRIPTED_ANSWER_S = 6.0
 
 
 def _other_mode(text: str) -> str:
@@ -51,6 +54,17 @@ def add_parser(commands: Subcommands) -> None:
     compare.add_argument("--max-tokens", type=int, default=256)
 
 
+def _long_enough_to_act_in(args: argparse.Namespace) -> None:
+    """A scripted answer of :data:`SCRIPTED_ANSWER_S` at its rate, when its length is not
+    given (a rate of 0, as fast as possible, keeps the script's own length)."""
+    if args.backend != "scripted" or args.server or args.tokens is not None:
+        return
+    rate = args.rate if args.rate is not None else SCRIPTED_RATE
+    if rate > 0:
+        args.tokens = round(rate * SCRIPTED_ANSWER_S)
+        args.max_tokens = max(args.max_tokens, args.tokens)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.toolkit != "tk":
         problem = qt_problem(args.broken or "no-coalesce")
@@ -63,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.broken is not None and not usable(args.broken, NAME):
         return 2
+    _long_enough_to_act_in(args)
     return run_compare(
         args.broken,
         child_model_args(args),

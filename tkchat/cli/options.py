@@ -154,7 +154,8 @@ def window_options() -> argparse.ArgumentParser:
         "--teach",
         action="store_true",
         help="show the teaching controls (mode, Compare, Lessons, Ping, the health bar) even "
-        "if the chat-only view was chosen last time (View menu)",
+        "if the chat-only view was chosen last time (View menu); with --projector, open the "
+        "lesson panel too (a class)",
     )
     group.add_argument(
         "--theme",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from tkchat.cli.options import Subcommands
+from tkchat.i18n import LANGUAGES
 
 NAME = "watchdog"
 
@@ -21,9 +22,14 @@ def add_parser(commands: Subcommands) -> None:
         "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
     )
     watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
+    watchdog.add_argument(
+        "--lang", choices=LANGUAGES, default="en", help="its language: the chat window's"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from tkchat.measure.watchdog import run_watchdog
 
-    return run_watchdog(state=args.state, geometry=args.geometry, theme=args.theme)
+    return run_watchdog(
+        state=args.state, geometry=args.geometry, theme=args.theme, language=args.lang
+    )

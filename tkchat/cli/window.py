@@ -157,7 +157,8 @@ def _app_options(args: argparse.Namespace, settings: AppSettings, model: str | N
         compare_command=lambda broken: compare_command(broken, model_args),
         language=args.lang,
         backend_factory=backend_for,
-        show_lessons=args.lessons,
+        # a class: the teaching controls on a projector open the lessons (the class plan)
+        show_lessons=args.lessons or (args.teach and args.projector),
         history=not args.no_history,
         app_settings=settings,
         persist_settings=not args.no_history,

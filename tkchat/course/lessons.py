@@ -41,7 +41,9 @@ from tkchat.course.claims import (
     fill_figures,
     load_figures,
     parse_claims,
+    quoted_figures,
 )
+from tkchat.course.kept_run import KeptRun, kept_run_of
 
 N = TypeVar("N", int, float)
 
@@ -457,7 +459,11 @@ def render_body(lesson: Lesson, *, strict: bool = True) -> str:
             return f"```javascript\n// {path} — {name}\n{code}```"
         return f"```python\n# {path} — {name}\n{code}```"
 
-    return fill_figures(PLACEHOLDER_RE.sub(quote, lesson.body), quoted(lesson), lesson.language)
+    body = fill_figures(PLACEHOLDER_RE.sub(quote, lesson.body), quoted(lesson), lesson.language)
+    provenance = quoted_from(lesson)
+    if provenance is None or not quoted_figures(lesson.expect + lesson.body):
+        return body
+    return f"{body.rstrip()}\n\n*{provenance.describe(lesson.language)}*\n"
 
 
 def quoted(lesson: Lesson) -> dict[str, float | None]:
@@ -465,6 +471,11 @@ def quoted(lesson: Lesson) -> dict[str, float | None]:
     ``tkchat bench --lessons`` run (``lessons/figures.json``)."""
     figures = load_figures(figures_path(lessons_dir()))
     return figures.get(lesson.id, {}).get(lesson.language, {})
+
+
+def quoted_from(lesson: Lesson) -> KeptRun | None:
+    """Where and when the figures ``lesson`` quotes were measured (None: never)."""
+    return kept_run_of(figures_path(lessons_dir()), lesson.id, lesson.language)
 
 
 def expect_text(lesson: Lesson) -> str:

@@ -197,6 +197,12 @@ class GenerationWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def native_id(self) -> int | None:
+        """The worker thread's id in the system (None before it starts): a benchmark reads
+        how long it waited for a CPU (:func:`tkchat.stats.cpu_wait_ms`)."""
+        return self._thread.native_id
+
     # -- worker thread -------------------------------------------------------------------------
 
     def _fit(self) -> GenerationRequest:

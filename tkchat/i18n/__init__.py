@@ -22,6 +22,7 @@ from tkchat.i18n import (
     selftest,
     settings_dialog,
     sidebar,
+    watchdog,
     window,
 )
 
@@ -40,6 +41,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **recording.STRINGS[lang],
         **culprit.STRINGS[lang],
         **selftest.STRINGS[lang],
+        **watchdog.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

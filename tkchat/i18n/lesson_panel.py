@@ -19,6 +19,29 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.line": "{label}: {text}",
         "lesson.no_value": "not measured yet",
         "lesson.unavailable": "The lessons could not be loaded: {error}",
+        "lesson.kept.run": (
+            "The figures this lesson quotes were measured on {date} {where}, by `{command}`, "
+            "and are kept in {file}. The live figures under the lesson are this machine's, "
+            "now: a slower or busier machine shows others."
+        ),
+        "lesson.kept.machine": "on {machine} (load {load}, idle lag p99 {idle})",
+        "lesson.kept.unknown_machine": "(the machine and its load were not recorded)",
+        "bench.meaning.failed": (
+            "A claim that FAILS means that on this machine, now, the demo does not show what "
+            "its lesson says. Do not show that demo in class before reading the lesson again: "
+            "if it fails on a quiet machine too, the code the lesson describes has changed and "
+            "the lesson is out of date (tell whoever keeps the lessons)."
+        ),
+        "bench.meaning.busy": (
+            "A claim not judged means this machine was too busy to tell: the window waited for "
+            "a CPU that other programs held. Close other programs and run the check again; in "
+            "class, a busy laptop shows the broken demos' freezes all the same, but the fixed "
+            "window's figures less cleanly."
+        ),
+        "bench.meaning.read_only": (
+            "Nothing was written: the lessons keep the figures they quote. "
+            "`tkchat bench --lessons --write` keeps this run's instead, on a quiet machine only."
+        ),
         "timeline.caption": "event-loop lag, last {seconds} s",
         "timeline.long_task": "{ms} ms: long task",
         "timeline.text": "text",
@@ -46,6 +69,26 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.line": "{label}：{text}",
         "lesson.no_value": "尚未测得",
         "lesson.unavailable": "无法加载课程：{error}",
+        "lesson.kept.run": (
+            "本课引用的数字是 {date} {where}用 `{command}` 测得的，保存在 {file}。"
+            "课程下方的实时数字是这台机器此刻的数字：机器更慢或更忙时，数字也不同。"
+        ),
+        "lesson.kept.machine": "在 {machine} 上（负载 {load}，空闲时延迟 p99 {idle}）",
+        "lesson.kept.unknown_machine": "（当时没有记录机器与负载）",
+        "bench.meaning.failed": (
+            "标为 FAILS 的论断表示：在这台机器上、此刻，演示没有显示课程所说的现象。"
+            "重读这一课之前，不要在课上演示它：如果在空闲的机器上也失败，"
+            "说明课程所讲的代码已经改了，课程过时了（请告诉维护课程的人）。"
+        ),
+        "bench.meaning.busy": (
+            "未判定的论断表示：这台机器太忙，无法判断——窗口在等其他程序占着的 CPU。"
+            "关掉其他程序后再检查一次；在课堂上，忙碌的笔记本照样能演示出错误模式的冻结，"
+            "只是修好的窗口的数字没那么干净。"
+        ),
+        "bench.meaning.read_only": (
+            "没有写入任何文件：课程保留它们引用的数字。"
+            "`tkchat bench --lessons --write` 才会改为保存这次的数字，而且只在空闲的机器上。"
+        ),
         "timeline.caption": "事件循环延迟，最近 {seconds} 秒",
         "timeline.long_task": "{ms} 毫秒：长任务",
         "timeline.text": "文字",

@@ -123,6 +123,25 @@ def lag_figures(samples: Iterable[LagSample]) -> dict[str, Any]:
     }
 
 
+def own_lag_figures(samples: Iterable[LagSample]) -> dict[str, Any]:
+    """The lag the window itself caused: each firing's lateness less the time its thread
+    waited for a CPU that other programs held (:attr:`LagSample.own_ms`), and that wait's
+    share of the run (``cpu_wait_share``: 0 on a quiet machine, 0.3 when the window waited
+    for a core a third of the time). On a busy machine a fixed pipeline's raw lag grows with
+    the machine's load; its own lag does not."""
+    kept = list(samples)
+    own = [s.own_ms for s in kept]
+    # from when the first firing was due (a freeze may have delayed it) to the last
+    span_ms = (kept[-1].at - kept[0].at) * 1000 + kept[0].lag_ms if kept else 0.0
+    waited = sum(s.waited_ms for s in kept)
+    return {
+        "own_lag_p99_ms": rounded(percentile(own, 99), 3),
+        "own_lag_max_ms": rounded(max(own) if own else None, 3),
+        "own_long_tasks": sum(1 for lag in own if lag > LONG_TASK_MS),
+        "cpu_wait_share": rounded(waited / span_ms, 3) if span_ms > 0 else None,
+    }
+
+
 def run_alone(controller: GenerationController, request: GenerationRequest) -> GenerationStats:
     """The ``raw`` baseline: the same worker and model loop with no window reading its events.
     Blocks the calling thread until the generation ends (on the main thread of a benchmark,

@@ -35,18 +35,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Literal
 
+from tkchat.i18n.watchdog import STRINGS
 from tkchat.ui.look.palette import LIGHT, Palette, palette_named
-from tkchat.ui.look.scaling import dp, window_size
+from tkchat.ui.look.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
-TITLE = "tkchat watchdog — heartbeat of the chat window"
+TITLE = STRINGS["en"]["wd.title"]
 SPAN_S = 15.0  # the chart's width in seconds
 TICK_MS = 40  # how often this window looks at the beats and redraws
 FROZEN_AFTER_S = 0.25  # silence this long (five beats missed) is a freeze
 PARENT_GONE_AFTER_S = 5.0  # silence this long, with the parent gone, ends the watchdog
 SIZE = (720, 400)  # pixels of the 96-dpi design; twice as many at 192 dpi, as its text
-CAPTION = "seconds since the chat window's last heartbeat (it beats every 50 ms)"
+CAPTION = STRINGS["en"]["wd.caption"]
+# On a small screen (a 1280×720 projector) at most this share of it each way, so that in the
+# bottom right it covers neither the lesson picker nor "Set up the demo" above it.
+SCREEN_SHARE = 0.45
 
 
 @dataclass
@@ -170,8 +174,10 @@ def _culprit_text(body: bytes) -> dict[str, list[str]] | None:
     return said or None
 
 
-def _fmt_s(seconds: float) -> str:
-    return f"{seconds:.1f} s"
+def sayer(language: str) -> Callable[..., str]:
+    """The window's strings in ``language`` ("en" when it has none): ``say(key, **values)``."""
+    strings = STRINGS.get(language, STRINGS["en"])
+    return lambda key, **values: strings[key].format(**values)
 
 
 class WatchdogWindow:
@@ -189,9 +195,11 @@ class WatchdogWindow:
         clock: Callable[[], float] = time.monotonic,
         palette: Palette = LIGHT,
         culprit: Callable[[], dict[str, list[str]] | None] = lambda: None,
+        language: str = "en",
     ) -> None:
         self.root = root
         self.culprit = culprit  # the chat window's latest word on who holds its loop
+        self.say = sayer(language)  # the chat window's language
         self.take_beats = take_beats
         self.source_gone = source_gone
         self.state_out = state_out
@@ -200,7 +208,7 @@ class WatchdogWindow:
         self.scheduler = AfterScheduler(root)
         self.parent_pid = os.getppid()
         self.closed = False
-        root.title(TITLE)
+        root.title(self.say("wd.title"))
         with contextlib.suppress(tk.TclError):  # stays in view over the frozen chat window
             root.attributes("-topmost", True)
         root.protocol("WM_DELETE_WINDOW", self.close)
@@ -208,6 +216,7 @@ class WatchdogWindow:
         self.big_font = tkfont.Font(root=root, family=family, size=30, weight="bold")
         self.label_font = tkfont.Font(root=root, family=family, size=14, weight="bold")
         self.axis_font = tkfont.Font(root=root, family=family, size=12)
+        self._points = [(font, int(font.cget("size"))) for font in self.fonts]  # the design
         # The chat window's theme (``--theme``): healthy green, frozen red, the chart's whole
         # background blushing while the chat window is frozen.
         self.palette = palette
@@ -215,14 +224,27 @@ class WatchdogWindow:
         self.canvas = tk.Canvas(root, background=palette.surface, highlightthickness=0)
         self.canvas.configure(width=dp(root, SIZE[0]), height=dp(root, SIZE[1]))
         self.canvas.pack(fill="both", expand=True)
+        self.canvas.bind("<Configure>", self._fit_fonts, add="+")
         self.counter = self.canvas.create_text(
             16,
             12,
             anchor="nw",
             font=self.big_font,
             fill=palette.muted,
-            text="waiting for the chat window…",
+            text=self.say("wd.waiting"),
         )
+
+    @property
+    def fonts(self) -> tuple[tkfont.Font, ...]:
+        return (self.big_font, self.label_font, self.axis_font)
+
+    def _fit_fonts(self, event: tk.Event) -> None:
+        """A window smaller than its design (:data:`SIZE` at this density: a small screen
+        holds :data:`SCREEN_SHARE` of it) gets its text smaller by as much, never cut."""
+        scale = dp(self.root, 1000) / 1000
+        fit = min(1.0, event.width / (SIZE[0] * scale), event.height / (SIZE[1] * scale))
+        for font, points in self._points:
+            font.configure(size=max(5, round(points * fit)))
 
     def start(self) -> None:
         self._tick()
@@ -265,7 +287,7 @@ class WatchdogWindow:
         height = max(150, canvas.winfo_height())
         axis_line = self.axis_font.metrics("linespace")
         top = 12 + self.big_font.metrics("linespace") + axis_line + 16
-        left = 16 + self.axis_font.measure("10 s") + 8
+        left = 16 + self.axis_font.measure(self.say("wd.axis", n=10)) + 8
         right, bottom = width - 20, height - 12 - axis_line
         span = trace.span_s
         tallest = max([g.length(now) for g in trace.gaps] + [silence or 0.0, 0.0])
@@ -293,12 +315,12 @@ class WatchdogWindow:
         self._draw_caption(top, frozen)
         for value in range(0, int(ymax) + 1, step):
             canvas.create_line(left, y(value), right, y(value), fill=p.chart_grid, tags="chart")
-            text(left - 8, y(value), f"{value} s", "e", self.axis_font)
+            text(left - 8, y(value), self.say("wd.axis", n=value), "e", self.axis_font)
         for ago in range(0, int(span) + 1, 5):
             if ago == 0:
-                text(right, bottom + 4, "now", "ne", self.axis_font)
+                text(right, bottom + 4, self.say("wd.now"), "ne", self.axis_font)
             else:
-                text(x(now - ago), bottom + 4, f"-{ago} s", "n", self.axis_font)
+                text(x(now - ago), bottom + 4, self.say("wd.ago", n=ago), "n", self.axis_font)
         canvas.create_line(left, bottom, right, bottom, fill=p.chart_ink, width=2, tags="chart")
         points = [coord for at, quiet in trace.samples for coord in (x(at), y(quiet))]
         if len(points) >= 4:
@@ -315,7 +337,7 @@ class WatchdogWindow:
                 width=2,
                 tags=("chart", "gap"),
             )
-            label = f"frozen {_fmt_s(length)}"
+            label = self.say("wd.gap", seconds=self._seconds(length))
             fits_left = x1 - self.label_font.measure(label) > left
             item = text(
                 x1,
@@ -333,7 +355,7 @@ class WatchdogWindow:
         """Over the chart: what it plots; during and after a freeze, who held the loop (as
         the frozen window's sampler said), in red while the freeze lasts."""
         said = self.culprit() or {}
-        text, ink = CAPTION, self.palette.chart_ink
+        text, ink = self.say("wd.caption"), self.palette.chart_ink
         variants = said.get("now" if frozen else "after")
         if variants:
             room = max(100, self.canvas.winfo_width() - 32)
@@ -355,10 +377,14 @@ class WatchdogWindow:
 
     def _counter_look(self, silence: float | None) -> tuple[str, str]:
         if silence is None:
-            return "waiting for the chat window…", self.palette.muted
+            return self.say("wd.waiting"), self.palette.muted
         if self.trace.open_gap is not None:
-            return f"FROZEN {_fmt_s(silence)}", self.palette.chart_frozen_ink
-        return f"alive ♥ {self.trace.beats_per_s()} beats/s", self.palette.chart_good
+            frozen = self.say("wd.frozen_now", seconds=self._seconds(silence))
+            return frozen, self.palette.chart_frozen_ink
+        return self.say("wd.alive", beats=self.trace.beats_per_s()), self.palette.chart_good
+
+    def _seconds(self, seconds: float) -> str:
+        return self.say("wd.seconds", value=f"{seconds:.1f}")
 
     def shown_text(self, item: int | str) -> str:
         """The text a canvas item shows (what a test or the state line reads)."""
@@ -385,14 +411,33 @@ class WatchdogWindow:
 
 
 def default_geometry(root: tk.Misc) -> str:
-    """Top right of the screen, :data:`SIZE` scaled to its density: the text is sized in
-    points, so a window kept at 720×400 pixels cut its sentences in half at 192 dpi."""
-    margin = dp(root, 16)
-    return f"{window_size(root, *SIZE)}-{margin}+{margin}"
+    """Where the watchdog opens on this screen (:func:`placement`)."""
+    width, height, x, y = placement(
+        root.winfo_screenwidth(), root.winfo_screenheight(), dp(root, 1000) / 1000
+    )
+    return f"{width}x{height}+{x}+{y}"
+
+
+def placement(screen_w: int, screen_h: int, scale: float = 1.0) -> tuple[int, int, int, int]:
+    """(width, height, x, y) of the watchdog on a screen of ``screen_w`` × ``screen_h``
+    pixels whose density is ``scale`` times 96 dpi: :data:`SIZE` scaled to the density (the
+    text is sized in points: kept at 720×400 pixels it cut its sentences in half at 192 dpi),
+    at most :data:`SCREEN_SHARE` of the screen each way, in its bottom right corner — over
+    the chat window's lag timeline, clear of the lesson picker and "Set up the demo" at the
+    top of the lesson panel and of the Send row at the bottom left. (It was top right: on a
+    1280×720 projector it hid both.)"""
+    margin = round(16 * scale)
+    width = min(round(SIZE[0] * scale), int(screen_w * SCREEN_SHARE))
+    height = min(round(SIZE[1] * scale), int(screen_h * SCREEN_SHARE))
+    return width, height, screen_w - width - margin, screen_h - height - margin
 
 
 def run_watchdog(
-    *, state: bool = False, geometry: str | None = None, theme: str | None = None
+    *,
+    state: bool = False,
+    geometry: str | None = None,
+    theme: str | None = None,
+    language: str = "en",
 ) -> int:
     """The ``tkchat watchdog`` command: beats on stdin, the chart on screen, until stdin ends
     or the window is closed. ``theme``: "light" or "dark", as the chat window that opened
@@ -411,6 +456,7 @@ def run_watchdog(
         state_out=sys.stdout if state else None,
         palette=palette_named(theme),
         culprit=lambda: reader.culprit,
+        language=language,
     )
     reader.start()
     window.start()

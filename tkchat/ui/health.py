@@ -65,14 +65,31 @@ class HealthBar(ttk.Frame):
         # Two rows, so the figures fit beside the lesson panel too; three when even that is
         # too narrow (big text, a projector), with Ping on a row of its own.
         self._rows = 0
+        self._fixed = tkfont.nametofont("TkFixedFont", root=self)
         self._reflow(2)
-        self.bind("<Configure>", lambda e: self._reflow(self._rows_needed(e.width)), add="+")
+        self.bind("<Configure>", lambda e: self._fit(e.width), add="+")
         self.beats = 0
+
+    def _fit(self, width: int) -> None:
+        """Lay the figures out in as many rows as ``width`` needs; on four rows, the lag
+        that is still too wide for the bar (large text beside the lesson panel) wraps onto a
+        second line instead of being cut at the bar's edge."""
+        rows = self._rows_needed(width)
+        self._reflow(rows)
+        room = width - dp(self, 20)
+        wrap = room if rows == 4 and self._one_line(self.lag) > room else 0
+        if int(str(self.lag.cget("wraplength")) or 0) != wrap:
+            self.lag.configure(wraplength=wrap)
+
+    def _one_line(self, label: ttk.Label) -> int:
+        """How wide ``label``'s text is on one line (a wrapped label asks for less)."""
+        font = self._big if str(label.cget("font")) == str(self._big) else self._fixed
+        return font.measure(str(label.cget("text"))) + dp(self, 4)
 
     def _rows_needed(self, width: int) -> int:
         """2 rows when the figures fit beside the Ping button, 3 when Ping needs a row of its
         own, 4 when even the heartbeat and the lag do not fit side by side (projector)."""
-        beat, lag = self.heartbeat.winfo_reqwidth(), self.lag.winfo_reqwidth()
+        beat, lag = self.heartbeat.winfo_reqwidth(), self._one_line(self.lag)
         ping = self.ping_label.winfo_reqwidth() + self.ping_button.winfo_reqwidth()
         if beat + max(lag, self.rates.winfo_reqwidth()) + ping + dp(self, 40) <= width:
             return 2
@@ -112,7 +129,7 @@ class HealthBar(ttk.Frame):
     def relayout(self) -> None:
         """The text size changed: the figures may need more rows, or fewer."""
         self.update_idletasks()
-        self._reflow(self._rows_needed(self.winfo_width()))
+        self._fit(self.winfo_width())
 
     def set_big(self, size: int | None) -> None:
         """Projector mode: the heartbeat and the lag in a bold font of ``size`` points (None:
@@ -162,6 +179,10 @@ class HealthBar(ttk.Frame):
         self.rates.configure(
             text=self.t("health.rates", tokens=f"{tokens:4.0f}", updates=f"{updates:3.0f}")
         )
+        # The figures' text grew (the first one, a language switch): wrap onto more rows
+        # rather than be cut at the bar's right edge.
+        if self.winfo_width() > 1:
+            self._fit(self.winfo_width())
         if self.is_compact:
             self._draw_compact()
         self.scheduler.once("health", REFRESH_MS, self._refresh)

@@ -30,6 +30,7 @@ from tkchat.ui.look.fit import FittedLabel, ellipsize, ellipsize_around
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import FIELD_HINT_STYLE, follow_theme, list_row_height
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.tcl_var import TclVar
 from tkchat.ui.window.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
@@ -125,8 +126,8 @@ class ConversationSidebar(ttk.Frame):
         translate.bind(self.new_button, "sidebar.new")
         self.new_button.grid(row=0, column=0, columnspan=2, sticky="ew")
 
-        self.search_var = tk.StringVar(self)
-        self.search_entry = ttk.Entry(self, textvariable=self.search_var)
+        self.search_var = TclVar(self)  # not a tk.StringVar: tkchat/ui/tcl_var.py says why
+        self.search_entry = self.search_var.attach(ttk.Entry(self))
         self.search_entry.grid(row=1, column=0, columnspan=2, sticky="ew", pady=dp_pad(self, 6, 6))
         # ttk.Entry has no placeholder: a grey label sits inside the empty entry instead, so
         # the entry's text is always exactly what the user typed.
@@ -134,7 +135,7 @@ class ConversationSidebar(ttk.Frame):
         translate.bind(self.search_hint, "sidebar.search_hint")
         self.search_hint.bind("<Button-1>", lambda _e: self.search_entry.focus_set())
         # A variable trace sees typing, pasting, cutting and clearing alike (key events don't).
-        self.search_var.trace_add("write", self._on_search_changed)
+        self.search_var.on_write(self._on_search_changed)
         self.search_entry.bind("<FocusIn>", lambda _e: self._update_hint(), add="+")
         self.search_entry.bind("<FocusOut>", lambda _e: self._update_hint(), add="+")
         self.search_entry.bind("<Escape>", self._on_search_escape)
@@ -229,8 +230,7 @@ class ConversationSidebar(ttk.Frame):
         self._show_rows([(c, None) for c in conversations])
 
     def show_search_results(self, results: Sequence[tuple[Conversation, str]]) -> None:
-        """Show the conversations that matched the search, each with its snippet (the app
-        decides what a snippet is; it is shown on one line under the title)."""
+        """The chats that matched the search, each with its snippet (one line, the app's)."""
         if not self.search_var.get().strip():
             # The box was cleared before these results arrived: the full list wins.
             return

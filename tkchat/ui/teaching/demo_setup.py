@@ -148,11 +148,12 @@ class LessonDemos:
 
     def open_watchdog(self) -> WatchdogHandle:
         """Show this window's heartbeat in a second process, which can draw a freeze while
-        it happens (``tkchat watchdog``). Opens it once; again only if it was closed."""
+        it happens (``tkchat watchdog``), in the window's look and language. Opens it once;
+        again only if it was closed."""
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
                 self.watchdog.close()
-            self.watchdog = open_watchdog(self.scheduler, theme=self.theme())
+            self.watchdog = open_watchdog(self.scheduler, theme=self.theme(), language=self.t.lang)
         return self.watchdog
 
     def close(self) -> None:

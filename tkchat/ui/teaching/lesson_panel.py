@@ -35,10 +35,19 @@ BODY_SIZE = 11  # points, as the transcript's body; the window passes its text s
 # and three decades of lag, without one label on another (7 left the plot a few pixels tall).
 TIMELINE_LINES = 11
 # ... but never more than this share of the panel's height: in projector mode at 1280×720,
-# 11 lines of large text left the lesson itself a line and a half (seen by hand).
+# 11 lines of large text left the lesson itself a line and a half (seen by hand) ...
 TIMELINE_SHARE = 0.4
-# each font's size against the body's (headings larger, code as large as the text)
+# ... and never so tall that fewer lines of the lesson (or the plan) than this show; a strip
+# shorter than TIMELINE_MIN_LINES is not drawn (its labels would overlap).
+MIN_LESSON_LINES = 8
+TIMELINE_MIN_LINES = 8
+# The lines above the lesson (the demo, what to watch, the figures) and the timeline's labels
+# grow with the text size up to this; the lesson itself grows on (a projector's large text).
+NOTE_MAX_SIZE = 13
+NOTE_FONTS = ("note", "note_bold")
+# each font's size against the body's (headings larger, code as large as the text), and style
 FONT_STEPS = {"body": 0, "bold": 0, "italic": 0, "h1": 4, "h2": 2, "mono": 0}
+BOLD_FONTS = ("bold", "h1", "h2", "note_bold")
 TABLE_TAG_PREFIX = "table-"
 TABLE_GAP_PX = 14
 
@@ -82,21 +91,40 @@ class LessonPanel(ttk.Frame):
         self.timers = AfterScheduler(self)
         self._load_error: str | None = None
         self.timeline: LagTimeline | None = None
-
         # Named fonts vanish when their Python object is collected: keep them on the panel.
         # Their sizes follow the window's text size (set_font_size), read from the class.
         base = tkfont.nametofont("TkDefaultFont", root=self).actual()
         mono = tkfont.nametofont("TkFixedFont", root=self).actual()
         self._fonts = {
-            "body": tkfont.Font(root=self, family=base["family"]),
-            "bold": tkfont.Font(root=self, family=base["family"], weight="bold"),
-            "italic": tkfont.Font(root=self, family=base["family"], slant="italic"),
-            "h1": tkfont.Font(root=self, family=base["family"], weight="bold"),
-            "h2": tkfont.Font(root=self, family=base["family"], weight="bold"),
-            "mono": tkfont.Font(root=self, family=mono["family"]),
+            name: tkfont.Font(
+                root=self, family=mono["family"] if name == "mono" else base["family"]
+            )
+            for name in (*FONT_STEPS, *NOTE_FONTS)
         }
+        for name in BOLD_FONTS:
+            self._fonts[name].configure(weight="bold")
+        self._fonts["italic"].configure(slant="italic")
+        self._build_header()
+        self._body = self._build_body()
+        # The last seconds of lag, as a picture: a freeze that the frozen window could not
+        # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
+        self.trace_button: ttk.Button | None = None
+        if timeline is not None:
+            self._add_timeline(timeline)
         self.set_font_size(body_size)
+        self._configure_tags()
+        set_role(self.text, "surface")
+        follow_theme(self, self._apply_palette)
+        self.bind("<Configure>", self._on_resize, add="+")
+        # the lesson's share is known once the text is laid out: the timeline takes the rest
+        self.text.bind("<Configure>", lambda _e: self._size_timeline(), add="+")
+        self._load(language, keep=None)
+        self.timers.once("refresh", REFRESH_MS, self._refresh)
 
+    def _build_header(self) -> None:
+        """The lines above the lesson: the picker and the plan, the demo and its button, what
+        to watch, the expected and live figure. They are the teacher's, so they keep a
+        reading size when a projector makes the lesson large (the ``note`` fonts)."""
         top = self.top = ttk.Frame(self)
         self.pick_label = ttk.Label(top)
         self.picker = ttk.Combobox(top, state="readonly", width=40)
@@ -107,27 +135,21 @@ class LessonPanel(ttk.Frame):
         self.plan_button.pack(side="right", padx=(dp(self, 6), 0))
         self.picker.pack(side="left", fill="x", expand=True)
         top.pack(side="top", fill="x")
-
         demo = ttk.Frame(self)
-        self.demo_label = ttk.Label(demo, justify="left", font=self._fonts["body"])
+        self.demo_label = ttk.Label(demo, justify="left", font=self._fonts["note"])
         self.setup_button = ttk.Button(demo, command=self._on_setup)
         self.setup_button.pack(side="right")
         self.demo_label.pack(side="left", fill="x", expand=True)
         demo.pack(side="top", fill="x", pady=(dp(self, 6), 0))
-
-        self.watch_label = ttk.Label(self, justify="left", wraplength=420, font=self._fonts["body"])
+        self.watch_label = ttk.Label(self, justify="left", wraplength=420, font=self._fonts["note"])
         self.watch_label.pack(side="top", fill="x", pady=(dp(self, 4), 0))
         self.figure_label = ttk.Label(
-            self, justify="left", wraplength=420, font=self._fonts["bold"]
+            self, justify="left", wraplength=420, font=self._fonts["note_bold"]
         )
         self.figure_label.pack(side="top", fill="x", pady=dp_pad(self, 2, 6))
 
-        # The last seconds of lag, as a picture: a freeze that the frozen window could not
-        # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
-        self.trace_button: ttk.Button | None = None
-        if timeline is not None:
-            self._add_timeline(timeline)
-
+    def _build_body(self) -> ttk.Frame:
+        """The lesson (or the plan) itself, in a read-only text with its scroll bars."""
         body = ttk.Frame(self)
         self.text = tk.Text(
             body,
@@ -152,29 +174,27 @@ class LessonPanel(ttk.Frame):
         xscroll.pack(side="bottom", fill="x")
         self.text.pack(side="left", fill="both", expand=True)
         body.pack(side="top", fill="both", expand=True)
-        self._configure_tags()
-        set_role(self.text, "surface")
-        follow_theme(self, self._apply_palette)
-        self.bind("<Configure>", self._on_resize, add="+")
-
-        self._load(language, keep=None)
-        self.timers.once("refresh", REFRESH_MS, self._refresh)
+        return body
 
     # -- public --------------------------------------------------------------------------------
 
     def set_font_size(self, size: int) -> None:
         """The window's text size (View menu, Ctrl+plus/minus, projector mode): the lesson
-        follows at once, without being laid out again."""
+        follows at once, without being laid out again; the lines above it and the timeline
+        stop at :data:`NOTE_MAX_SIZE`."""
         for name, step in FONT_STEPS.items():
             self._fonts[name].configure(size=size + step)
+        for name in NOTE_FONTS:
+            self._fonts[name].configure(size=min(size, NOTE_MAX_SIZE))
         if self.timeline is not None:
+            self.timeline.set_font_size(min(size, NOTE_MAX_SIZE))
             self._size_timeline()
 
     def _add_timeline(self, timeline: Callable[[tk.Misc], LagTimeline]) -> None:
         """The timeline at the bottom; above it, with the window's sampler running, *Save
         trace…* (the last 30 seconds as a Chrome trace, for Perfetto or chrome://tracing)."""
         self.timeline = timeline(self)
-        self.timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0))
+        self.timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0), before=self._body)
         save = self.timeline.save_trace
         if save is not None:  # in the top row, beside Class plan: it takes no height of its own
             self.trace_button = ttk.Button(self.top, command=lambda: self._save_trace(save))
@@ -192,18 +212,34 @@ class LessonPanel(ttk.Frame):
                 self.trace_said.pack(side="top", fill="x", after=self.figure_label)
 
     def _size_timeline(self) -> None:
-        """The timeline's fonts follow the text size; its height stays a strip under the
-        lesson (TIMELINE_LINES), so the lesson keeps most of the panel."""
-        assert self.timeline is not None
-        size = int(self._fonts["body"].cget("size"))
-        self.timeline.set_font_size(size)
-        # width=1: the strip asks for no width of its own; it takes the panel's
-        line = int(self._fonts["body"].metrics("linespace"))
+        """The timeline's height: a strip under the lesson (TIMELINE_LINES, at most
+        TIMELINE_SHARE of the panel), and never so tall that fewer than MIN_LESSON_LINES of
+        the lesson show; too little room left for a readable strip, and it steps aside until
+        there is (a projector's large text on a 1280×720 screen)."""
+        timeline = self.timeline
+        if timeline is None:
+            return
+        line = int(self._fonts["note"].metrics("linespace"))
         height = TIMELINE_LINES * line
-        if self.winfo_height() > 1:  # laid out: the lesson keeps the larger share
+        if self.winfo_height() > 1 and self.text.winfo_height() > 1:
             height = min(height, int(self.winfo_height() * TIMELINE_SHARE))
-        if int(self.timeline.cget("height")) != height:
-            self.timeline.configure(width=1, height=height)
+            shown = timeline.winfo_height() + dp(self, 6) if timeline.winfo_ismapped() else 0
+            height = min(height, shown + self.text.winfo_height() - self._lesson_px() - dp(self, 6))
+        if height < TIMELINE_MIN_LINES * line:
+            if timeline.winfo_manager():
+                timeline.pack_forget()
+            return
+        if int(timeline.cget("height")) != height:
+            timeline.configure(width=1, height=height)  # width=1: it takes the panel's width
+        if not timeline.winfo_manager():
+            timeline.pack(side="bottom", fill="x", pady=(dp(self, 6), 0), before=self._body)
+
+    def _lesson_px(self) -> int:
+        """The text's height that shows MIN_LESSON_LINES lines of the lesson (its heading
+        among them, with its larger font and space above)."""
+        line = int(self._fonts["body"].metrics("linespace"))
+        heading = int(self._fonts["h2"].metrics("linespace")) + dp(self, 16)
+        return (MIN_LESSON_LINES - 1) * (line + 4) + heading + 2 * dp(self, 8) + 2
 
     def select(self, lesson_id: str) -> None:
         """Show the lesson with this id (e.g. ``"04-blocking"``)."""

@@ -39,10 +39,14 @@ CLOSE_WAIT_S = 0.5  # how long close() lets the watchdog leave by itself before 
 log = logging.getLogger(__name__)
 
 
-def watchdog_command(theme: str | None = None) -> list[str]:
+def watchdog_command(theme: str | None = None, language: str | None = None) -> list[str]:
     """The watchdog's command line: the same Python, and this tkchat, in a new process (in
-    the chat window's ``theme``, "light" or "dark", if given)."""
-    return [sys.executable, "-m", "tkchat", "watchdog", *(["--theme", theme] if theme else [])]
+    the chat window's ``theme``, "light" or "dark", and ``language``, if given)."""
+    return [
+        *(sys.executable, "-m", "tkchat", "watchdog"),
+        *(["--theme", theme] if theme else []),
+        *(["--lang", language] if language else []),
+    ]
 
 
 class HeartbeatSender:
@@ -156,11 +160,15 @@ def open_watchdog(
     stdout: int | IO[bytes] | None = None,
     interval_ms: int = BEAT_MS,
     theme: str | None = None,
+    language: str | None = None,
 ) -> WatchdogHandle:
     """Start the watchdog window (``command``: :func:`watchdog_command` unless given) and begin
     beating. Main thread. Raises OSError if the process cannot be started."""
     process = subprocess.Popen(
-        command or watchdog_command(theme), stdin=subprocess.PIPE, stdout=stdout, close_fds=True
+        command or watchdog_command(theme, language),
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        close_fds=True,
     )
     assert process.stdin is not None  # stdin=PIPE
     sender = HeartbeatSender(scheduler, process.stdin.fileno(), interval_ms)

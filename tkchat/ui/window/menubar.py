@@ -12,6 +12,7 @@ from __future__ import annotations
 import tkinter as tk
 from collections.abc import Callable, Mapping
 
+from tkchat.ui.tcl_var import TclVar
 from tkchat.ui.window.translator import Translator
 
 # (menu label key, [(item label key, command name, accelerator text) or None for a separator])
@@ -117,8 +118,8 @@ class MenuBar:
         self.bar = tk.Menu(root, tearoff=False)
         self.menus: dict[str, tk.Menu] = {}
         self._where: dict[str, tuple[tk.Menu, int]] = {}  # command -> (menu, index)
-        # Kept for the window's life (a Tk variable must not be collected on a worker thread).
-        self._checks: dict[str, tk.BooleanVar] = {}
+        # Tcl variables by name, not tkinter's Variable (tkchat/ui/tcl_var.py).
+        self._checks: dict[str, TclVar] = {}
         for menu_key, items in MENUS:
             menu = tk.Menu(self.bar, tearoff=False)
             for item in items:
@@ -129,12 +130,9 @@ class MenuBar:
                 if name not in commands:
                     continue  # e.g. no "search" without saved conversations
                 if name in CHECK_ITEMS:
-                    self._checks[name] = tk.BooleanVar(root, value=False)
-                    menu.add_checkbutton(
-                        label=translate(label_key),
-                        command=commands[name],
-                        variable=self._checks[name],
-                    )
+                    self._checks[name] = TclVar(root, 0)
+                    menu.add_checkbutton(label=translate(label_key), command=commands[name])
+                    self._checks[name].attach_entry(menu, int(menu.index("end") or 0))
                 else:
                     menu.add_command(
                         label=translate(label_key), command=commands[name], accelerator=accelerator
@@ -170,10 +168,10 @@ class MenuBar:
     def set_checked(self, name: str, on: bool) -> None:
         """Show a check mark on item ``name`` (one of CHECK_ITEMS), or none."""
         if name in self._checks:
-            self._checks[name].set(on)
+            self._checks[name].set(1 if on else 0)
 
     def checked(self, name: str) -> bool:
-        return name in self._checks and bool(self._checks[name].get())
+        return name in self._checks and self._checks[name].get_bool()
 
     def enabled(self, name: str) -> bool:
         menu, index = self._where[name]
