@@ -14,6 +14,7 @@ from tkchat.modes import MODES, OUTSIDE_FORM, is_outside_mode
 
 NAME = "bench"
 DEFAULT_PROMPT_TOKENS = 3000  # a pasted page or two; fits the bundled model's 8,192 context
+LONG_CHAT_SIZES = "10,100,300,1000"
 BENCH_RATE = 5000.0  # the scripted backend's tokens per second when --rate is not given
 
 
@@ -61,6 +62,15 @@ def add_parser(commands: Subcommands) -> None:
         metavar="N",
         help=f"also a long prompt of N tokens (default {DEFAULT_PROMPT_TOKENS:,}): prompt "
         "tokens/s, Stop while it is read, progress, lag, the next turn's TTFT, a model load",
+    )
+    bench.add_argument(
+        "--long-chat",
+        nargs="?",
+        const=LONG_CHAT_SIZES,
+        metavar="SIZES",
+        help="instead of the modes: a saved conversation of each of these lengths "
+        f"(messages, default {LONG_CHAT_SIZES}) opened, paged, resized and streamed into, "
+        "against an empty chat",
     )
     _add_other_runs(bench)
 
@@ -140,6 +150,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             report_dir=args.report,
             transport=args.transport,
             prompt_tokens=args.prompt_tokens,
+            long_chat=tuple(int(n) for n in _listed(args.long_chat or "")),
         )
     )
 

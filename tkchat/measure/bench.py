@@ -40,7 +40,6 @@ from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.generate.scripted import long_answer
 from tkchat.generate.worker import GenerationWorker
 from tkchat.measure.display import ensure_display
 from tkchat.measure.figures import (
@@ -51,21 +50,19 @@ from tkchat.measure.figures import (
     BenchOptions,
     RunFigures,
     Timeline,
+    format_table,
     input_figures,
     lag_figures,
     lag_p99_bound,
     run_alone,
 )
+from tkchat.measure.scenarios.saved import history_open, render_long, saved_verdicts
 from tkchat.measure.script import Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
-from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.health import HealthBar
-from tkchat.ui.markdown_view import stock_tkhtmlview
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
-
-OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
 
 
 class _RssSampler:
@@ -210,6 +207,9 @@ class Bench:
         self._raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
         yield 0.3
         yield from self._idle()
+        if self.options.long_chat:
+            yield from self._long_chat()
+            return
         raw_tps: list[float] = []
         raw_ttft: list[float] = []
         fixed: list[dict[str, Any]] = []
@@ -249,13 +249,20 @@ class Bench:
             yield from self._stream_once(mode, broken_sampling, result)
             self.runs.append(self._stream_figures(mode, [result], {}))
         app.teaching.set_mode(FIXED)
-        yield from self._render_long()
-        yield from self._history_open()
+        yield from render_long(app, self.runs)
+        yield from history_open(app, self.runs)
         if self.options.prompt_tokens and self.options.backend == "llama":
             from tkchat.measure.prompt_bench import PromptBench
 
             yield from PromptBench(app, self.prober, self.options).run(self.runs)
         app.close()
+
+    def _long_chat(self) -> Script:
+        """``--long-chat``: instead of the modes, a long conversation at several lengths."""
+        from tkchat.measure.scenarios.long_chat import LongChatBench
+
+        yield from LongChatBench(self.app, self.options, self.options.long_chat).run(self.runs)
+        self.app.close()
 
     # -- idle ----------------------------------------------------------------------------------
 
@@ -353,114 +360,6 @@ class Bench:
         yield lambda: not app.transcript.painter.busy
         cancel["latencies"] = latencies
 
-    def _render_long(self) -> Script:
-        """The final markdown render of an 11,000-character answer with code blocks.
-
-        Baseline in the same run: one whole-document ``set_html`` — the "render once at the
-        end" that freezes the window — timed first, on a scratch widget, outside the record."""
-        from tkhtmlview import HTMLText
-
-        app = self.app
-        app.new_chat()
-        text = long_answer(11_000)
-        html = markdown_to_safe_html(text)
-        with stock_tkhtmlview():
-            scratch = HTMLText(self.root)
-            began = time.perf_counter()
-            scratch.set_html(html)
-            whole_ms = (time.perf_counter() - began) * 1000
-            scratch.destroy()
-        yield 0.3
-        view = app.transcript.begin_answer()
-        app.transcript.append(view, text, live=False)  # as if it had streamed in
-        slices_before = len(app.transcript.painter.slice_ms)
-        app.probe.start_recording()
-        started = time.perf_counter()
-        app.transcript.finish(view)
-        yield lambda: not app.transcript.painter.busy
-        seconds = time.perf_counter() - started
-        yield 0.2
-        samples = app.probe.stop_recording()
-        slices = app.transcript.painter.slice_ms[slices_before:]
-        self.runs.append(
-            RunFigures(
-                mode="render",
-                backend="markdown",
-                render_slice_max_ms=rounded(max(slices), 2),
-                seconds=rounded(seconds, 3),
-                extra={
-                    "answer_chars": len(text),
-                    "slices": len(slices),
-                    "whole_document_set_html_ms": rounded(whole_ms, 1),
-                    # what one stock set_html costs per 1,000 characters of markdown: the
-                    # figure the painter's block size (render/) is chosen against
-                    "set_html_ms_per_1000_chars": rounded(whole_ms / len(text) * 1000, 2),
-                },
-                **lag_figures(samples),
-            )
-        )
-
-    def _history_open(self) -> Script:
-        """A saved conversation of 200 messages and about 100,000 characters: opened, rendered
-        and scrolled from top to bottom, with the lag probe recording all along."""
-        app = self.app
-        archive = app.archive
-        if archive is None or archive.store is None:
-            return
-        answer = long_answer(1_000)[:995]  # with the questions: just over 100,000 characters
-        conversation = archive.store.create("bench: a long conversation")
-        for index in range(100):  # set-up, not measured
-            archive.store.add_message(conversation.id, "user", f"Question {index + 1}?")
-            archive.store.add_message(conversation.id, "assistant", answer)
-        for index in range(OTHER_CONVERSATIONS):  # a history of many chats, for the sidebar
-            other = archive.store.create(f"bench: chat {index + 1}")
-            archive.store.add_message(other.id, "user", f"Tell me about mutex {index}.")
-            archive.store.add_message(other.id, "assistant", answer[:400])
-        stored = archive.store.messages(conversation.id)
-        yield 0.3
-        app.probe.start_recording()
-        slices_before = len(app.transcript.painter.slice_ms)
-        started = time.perf_counter()
-        saved = app.conversations
-        assert saved is not None  # history=True
-        saved.show(conversation.id)
-        yield lambda: not app.showing_conversation and not app.transcript.painter.busy
-        opened_s = time.perf_counter() - started
-        for step in range(21):  # scroll through it, top to bottom
-            app.transcript.text.yview_moveto(step / 20)
-            yield 0.05
-        # The store calls a user triggers that run on the main thread (one small transaction
-        # or query each, see tkchat/ui/chats/history.py), timed on this history.
-        calls: dict[str, float | None] = {}
-        for name, call in (
-            ("list", archive.conversations),
-            ("search", lambda: saved.search("mutex 7")),
-            ("rename", lambda: saved.rename(conversation.id, "bench: renamed")),
-            ("delete", lambda: saved.delete(conversation.id)),
-            ("restore", lambda: saved.undelete(conversation.id)),
-        ):
-            began = time.perf_counter()
-            call()
-            calls[f"{name}_ms"] = rounded((time.perf_counter() - began) * 1000, 2)
-            yield 0.05
-        samples = app.probe.stop_recording()
-        slices = app.transcript.painter.slice_ms[slices_before:]
-        self.runs.append(
-            RunFigures(
-                mode="history",
-                backend="sqlite",
-                seconds=rounded(opened_s, 3),
-                render_slice_max_ms=rounded(max(slices) if slices else None, 2),
-                extra={
-                    "messages": 200,
-                    "chars": sum(len(m.content) for m in stored),
-                    "conversations": OTHER_CONVERSATIONS + 1,
-                    **calls,
-                },
-                **lag_figures(samples),
-            )
-        )
-
     def _stream_figures(
         self, mode: str, fixed: list[dict[str, Any]], cancel: dict[str, Any]
     ) -> RunFigures:
@@ -528,27 +427,11 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
                 f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, input max {broken.input_max_ms} ms",
             )
         )
-    history = by.get("history")
-    if history is not None and history.lag_p99_ms is not None:
-        out.append(
-            (
-                "200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
-                history.long_tasks == 0 and history.lag_p99_ms <= 16,
-                f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
-                f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s",
-            )
-        )
-    render = by.get("render")
-    if render is not None and render.lag_max_ms is not None:
-        out.append(
-            (
-                "final render of 11k chars: no long task",
-                render.long_tasks == 0,
-                f"slice max {render.render_slice_max_ms} ms, lag max "
-                f"{render.lag_max_ms:.2f} ms (whole set_html: "
-                f"{render.extra['whole_document_set_html_ms']} ms)",
-            )
-        )
+    if any(r.mode.startswith("chat-") for r in runs):
+        from tkchat.measure.scenarios.long_chat import long_chat_verdicts
+
+        out += long_chat_verdicts(runs)
+    out += saved_verdicts(by)
     if by.get("prompt") is not None:
         from tkchat.measure.prompt_bench import prompt_verdicts
 
@@ -647,40 +530,6 @@ def stream_verdicts(
             )
         )
     return out
-
-
-COLUMNS = [
-    "mode",
-    "tokens",
-    "tokens_per_s",
-    "ttft_ms",
-    "lag_p50_ms",
-    "lag_p99_ms",
-    "lag_max_ms",
-    "long_tasks",
-    "ui_updates_per_s",
-    "input_p99_ms",
-    "input_max_ms",
-    "cancel_p50_ms",
-    "cancel_p99_ms",
-    "rss_peak_mb",
-]
-
-
-def format_table(runs: list[RunFigures]) -> str:
-    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
-    return str(value)
 
 
 def run_bench(options: BenchOptions) -> int:

@@ -34,6 +34,7 @@ LAG_P99_FLOOR_MS = 2.0  # lag p99 within twice idle's, or this on a very quiet m
 LAG_MAX_MS = 16.0  # one frame at 60 Hz
 FLOOD_LAG_P99_MS = 16.0  # a scripted flood: one frame, at the 99th percentile
 TOKENS_RATIO_MIN = 0.95  # the window may cost the model at most 5 % of its speed
+LONG_CHAT_LAG_MAX_MS = 50.0  # a long conversation opened, paged, resized, streamed into
 
 
 def lag_p99_bound(idle_p99_ms: float) -> float:
@@ -58,6 +59,7 @@ class BenchOptions:
     broken_tokens: int = 600  # a scripted flood in a broken mode would run for hours
     prompt: str = BENCH_PROMPT
     prompt_tokens: int | None = None  # a long prompt of this many tokens too (prompt_bench.py)
+    long_chat: tuple[int, ...] = ()  # instead of the modes: these lengths (long_chat.py)
 
 
 @dataclass
@@ -136,3 +138,39 @@ def run_alone(controller: GenerationController, request: GenerationRequest) -> G
     if isinstance(event, Error):
         raise RuntimeError(f"the generation without a window failed: {event.message}")
     return event.stats
+
+
+# -- the table a run prints ------------------------------------------------------------------
+
+COLUMNS = [
+    "mode",
+    "tokens",
+    "tokens_per_s",
+    "ttft_ms",
+    "lag_p50_ms",
+    "lag_p99_ms",
+    "lag_max_ms",
+    "long_tasks",
+    "ui_updates_per_s",
+    "input_p99_ms",
+    "input_max_ms",
+    "cancel_p50_ms",
+    "cancel_p99_ms",
+    "rss_peak_mb",
+]
+
+
+def format_table(runs: list[RunFigures]) -> str:
+    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+    return str(value)

@@ -11,8 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tkchat.course.recording import Recording
-from tkchat.measure.bench import format_table
-from tkchat.measure.figures import BenchOptions, RunFigures, Timeline, input_figures, lag_figures
+from tkchat.measure.figures import (
+    BenchOptions,
+    RunFigures,
+    Timeline,
+    format_table,
+    input_figures,
+    lag_figures,
+)
 from tkchat.measure.report import write_report
 from tkchat.stats import LagSample, rounded
 
