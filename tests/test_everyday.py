@@ -68,7 +68,7 @@ def test_f1_lists_every_shortcut_in_the_windows_language(root: tk.Tk, make_app) 
 
 
 def test_the_undo_bar_stays_while_the_pointer_is_on_it(root: tk.Tk, make_app) -> None:
-    from tkchat.ui import sidebar as sidebar_module
+    from tkchat.ui.chats import sidebar as sidebar_module
 
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")

@@ -135,6 +135,9 @@ class MarkdownPainter:
         self._painted = False  # did the running slice change the text?
         self._painted_streaming = False  # did it paint an answer still streaming?
         self.text.tag_configure(HIDDEN_TAG, elide=True)
+        # Painting still to come that the painter has no job for yet (the transcript's
+        # answers near the view, not yet handed over): it counts as busy too.
+        self.also_busy: Callable[[], bool] = lambda: False
         self.slice_ms: list[float] = []  # every slice's duration, for tests and the bench
         self.streaming_slice_ms: list[float] = []  # those that painted an answer still streaming
         self._ms_per_char = INITIAL_MS_PER_CHAR
@@ -151,8 +154,19 @@ class MarkdownPainter:
     @property
     def busy(self) -> bool:
         """Does an answer that has ended still have blocks to paint? (An answer still
-        streaming is not "busy": it waits for text.)"""
-        return any(job.ended for job in self._queue)
+        streaming is not "busy": it waits for text.) Or is painting still to come
+        (``also_busy``)?"""
+        return any(job.ended for job in self._queue) or self.also_busy()
+
+    def untouched(self, job: PaintJob) -> bool:
+        """Has nothing of ``job``'s answer been painted yet? (Dropping it then leaves the
+        answer exactly as it was written: plain.)"""
+        return not job.inserted_any and job.block is None and job in self._queue
+
+    def prioritise(self, rank: Callable[[PaintJob], float]) -> None:
+        """Paint the jobs in the order of ``rank`` (lowest first): the answers nearest the
+        reader's view before those further away."""
+        self._queue.sort(key=rank)
 
     # -- what the transcript tells the painter ------------------------------------------------
 
@@ -400,6 +414,13 @@ class MarkdownPainter:
             if mark in self.codes:
                 return self.codes[mark]
         return None
+
+    def forget_codes_in(self, start: str, end: str) -> None:
+        """Drop the links between ``start`` and ``end`` (text about to be replaced)."""
+        for _kind, mark, _where in self.text.dump(start, end, mark=True):
+            if mark in self.codes:
+                self.text.mark_unset(mark)
+                del self.codes[mark]
 
     def forget_codes(self) -> None:
         """Drop the links no longer in the text (the transcript was cleared, or its end

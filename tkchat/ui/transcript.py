@@ -25,17 +25,28 @@ from __future__ import annotations
 import time
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break, unbreak
-from tkchat.store import MessageRef
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, set_role
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
+from tkchat.ui.message_views import (
+    NAV_TAG,
+    VERSION_STEPS,
+    AnswerView,
+    Branch,
+    UserView,
+    label_tag,
+    version_links,
+)
+
+__all__ = ["BODY_FONT_SIZE", "AnswerView", "Branch", "Transcript", "UserView"]
+from tkchat.ui.paint_zone import PaintZone
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.view_keeper import ViewKeeper
@@ -43,55 +54,6 @@ from tkchat.ui.window.translator import Translator
 
 BODY_FONT_SIZE = 11
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
-VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
-NAV_TAG = "versions"  # the whole "◀ n/m ▶" of a header, to find it again and redraw it
-
-
-Branch = list[tuple[str, str, str]]  # messages after a question's version: (role, text, status)
-
-
-@dataclass
-class UserView:
-    """One question on screen."""
-
-    number: int
-    head_mark: str  # the start of its header line
-    text: str
-    role: str = "user"
-    # Every version of an edited question (from 0), with the branch that followed each; the
-    # one shown's entries are brought up to date when another is shown. Empty: only one.
-    versions: list[str] = field(default_factory=list)
-    branches: list[Branch] = field(default_factory=list)
-    shown: int = 0
-    saved_as: int | None = None  # its message's id in the store, once it has versions
-
-
-@dataclass
-class AnswerView:
-    """Where one streaming answer is in the widget, and what it holds so far."""
-
-    number: int
-    start_mark: str
-    end_mark: str
-    text: str = ""
-    head_mark: str = ""  # the start of its header line
-    role: str = "assistant"
-    rendered: bool = False
-    started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
-    first_text_at: float | None = None  # perf_counter when its first text was on screen
-    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
-    column: int = 0  # characters of the last line on display (where the next soft break is)
-    job: PaintJob | None = None  # its markdown painting, block by block as it streams
-    status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted
-    # Every version of a regenerated answer, (text, status) by number from 0, and which one
-    # is shown. Empty: only the one shown. The shown one's entry is brought up to date when
-    # it ends and when another is shown (``text`` and ``status`` are the truth for it).
-    versions: list[tuple[str, str]] = field(default_factory=list)
-    shown: int = 0
-    saved_as: MessageRef | None = None  # its message in the store (History sets it)
-    # Around the note its end wrote ([stopped], the error): from notes_mark to tail_mark.
-    notes_mark: str = ""
-    tail_mark: str = ""
 
 
 class Transcript(ttk.Frame):
@@ -115,7 +77,12 @@ class Transcript(ttk.Frame):
             font=self.body_font,
         )
         scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
-        self.text.configure(yscrollcommand=scroll.set)
+
+        def scrolled(first: float, last: float) -> None:  # every time the view changed
+            scroll.set(first, last)
+            self.zone.moved()
+
+        self.text.configure(yscrollcommand=scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
         bold = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE, weight="bold")
@@ -137,6 +104,8 @@ class Transcript(ttk.Frame):
         self.painter = MarkdownPainter(
             self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
         )
+        self.zone = PaintZone(self, scheduler)  # which answers are painted: those near the view
+        self._bulk: ViewKeeper | None = None  # the one keeper of several writes (adding_many)
         set_role(self.text, "surface")
         follow_theme(self, self.apply_palette)
         self.answers: list[AnswerView] = []
@@ -157,11 +126,31 @@ class Transcript(ttk.Frame):
             self.text.insert(index, *args)  # type: ignore[arg-type]
 
     def _adding_at_end(self) -> ViewKeeper:
-        """Before writing at the end: a reader at the bottom will follow (``restore()``
+        """Before writing at the end: a reader at the bottom will follow (``_restore()``
         after writing); someone who scrolled up to read keeps their place."""
+        if self._bulk is not None:
+            return self._bulk
         keeper = ViewKeeper(self.text)
         keeper.changing(at_end=True)
         return keeper
+
+    def _restore(self, keeper: ViewKeeper) -> None:
+        if keeper is not self._bulk:  # (else once, when adding_many ends)
+            keeper.restore()
+
+    @contextmanager
+    def adding_many(self) -> Iterator[None]:
+        """Several messages written at the end in one callback (a saved chat being put on
+        screen): the reader's view is looked at once before them and put back once after
+        them, not three times a message."""
+        keeper = self._adding_at_end()
+        self._bulk = keeper
+        try:
+            yield
+        finally:
+            self._bulk = None
+            keeper.restore()
+            self.zone.moved(changed=True)
 
     def _head_mark(self) -> str:
         """A mark at the start of the message about to be written at the end."""
@@ -176,7 +165,7 @@ class Transcript(ttk.Frame):
     ) -> list[object]:
         """Insert arguments for a header line: who, then the links (then an answer's
         versions, if it has several)."""
-        args: list[object] = [self.t(who), ("who", _label_tag(who))]
+        args: list[object] = [self.t(who), ("who", label_tag(who))]
         for action in actions:
             args += [
                 "   ",
@@ -185,7 +174,7 @@ class Transcript(ttk.Frame):
                 ("who", "action", f"act-{action}"),
             ]
         if view is not None:
-            args += _version_links(view)
+            args += version_links(view)
         return [*args, "\n", ("who",)]
 
     def add_user(
@@ -210,20 +199,26 @@ class Transcript(ttk.Frame):
         header = self._header("transcript.you", ACTIONS, view)
         self._write("end", *header, shown_text + "\n", ("user",))
         self.entries.append(view)
-        keeper.restore()
+        self._restore(keeper)
+        self.zone.moved(changed=True)
         return view
 
     def add_note(self, message: str, kind: str = "note") -> None:
         keeper = self._adding_at_end()
         self._write("end", message + "\n", (kind,))
-        keeper.restore()
+        self._restore(keeper)
 
     def begin_answer(
-        self, versions: list[tuple[str, str]] | None = None, shown: int | None = None
+        self,
+        versions: list[tuple[str, str]] | None = None,
+        shown: int | None = None,
+        *,
+        paint: bool = True,
     ) -> AnswerView:
         """A new answer at the end, empty. ``versions``: the versions it has (a regenerate:
         the earlier ones and this new one, a saved answer: all of them); ``shown``: the
-        one this is (by default the last)."""
+        one this is (by default the last). ``paint=False``: it stays plain text until the
+        zone paints it (a saved answer: painted only once it is near the view)."""
         keeper = self._adding_at_end()
         head = self._head_mark()
         number = self._marks
@@ -246,16 +241,12 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(view.start_mark, "left")
         self.text.mark_set(view.end_mark, "end-2c")
         self.text.mark_gravity(view.end_mark, "right")
-        # Its blocks are rendered one by one as they complete, while it streams.
-        view.job = self.painter.begin(
-            view.start_mark,
-            view.end_mark,
-            extra_tags=("answer",),
-            on_done=lambda: _rendered(view),
-        )
+        if paint:  # its blocks are rendered one by one as they complete, while it streams
+            view.job = self._paint_job(view)
         self.answers.append(view)
         self.entries.append(view)
-        keeper.restore()
+        self._restore(keeper)
+        self.zone.moved(changed=True)
         return view
 
     def append(self, view: AnswerView, text: str, *, live: bool = True) -> None:
@@ -271,7 +262,7 @@ class Transcript(ttk.Frame):
         self.record(view, text)
         if view.job is not None:
             self.painter.feed(view.job, shown, keeper if live else None)
-        keeper.restore()  # once, for the text and what was painted with it
+        self._restore(keeper)  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
@@ -284,6 +275,7 @@ class Transcript(ttk.Frame):
 
     def embed(self, view: AnswerView, widget: tk.Misc) -> None:
         """Show ``widget`` as the answer's body (the per-chunk-render demo's HTML widget)."""
+        view.paintable = False
         with writable(self.text):
             self.text.window_create(view.end_mark, window=widget, padx=8)
         self.text.see("end")
@@ -314,8 +306,9 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(view.tail_mark, "left")  # what is written next goes after it
         if view.versions:  # its version is final: the links work now
             view.versions[view.shown] = (view.text, view.status)
-            self._redraw_version_links(view)
-        keeper.restore()
+            self._redrawversion_links(view)
+        self._restore(keeper)
+        view.paintable = render
         if view.job is not None:
             if render and view.text.strip():
                 self.painter.end(view.job)
@@ -324,6 +317,7 @@ class Transcript(ttk.Frame):
 
     def clear(self) -> None:
         self.painter.cancel()
+        self.zone.forget()
         with writable(self.text):
             self.text.delete("1.0", "end")
         self._unset_marks(self.entries)
@@ -345,6 +339,7 @@ class Transcript(ttk.Frame):
         del self.entries[index:]
         # The answers removed are the last ones, as the messages removed are.
         del self.answers[sum(isinstance(e, AnswerView) for e in self.entries) :]
+        self.zone.moved(changed=True)
 
     def _unset_marks(self, views: list[UserView | AnswerView]) -> None:
         for view in views:
@@ -378,12 +373,7 @@ class Transcript(ttk.Frame):
         self.painter.forget_codes()
         view.shown, view.status, view.rendered = number, status, False
         view.text, view.column = text, 0
-        view.job = self.painter.begin(
-            view.start_mark,
-            view.end_mark,
-            extra_tags=("answer",),
-            on_done=lambda: _rendered(view),
-        )
+        view.job = self._paint_job(view)
         shown, view.column = soft_break(text, 0)
         self._write(view.end_mark, shown, ("answer",))
         self.painter.feed(view.job, shown, None)
@@ -391,7 +381,34 @@ class Transcript(ttk.Frame):
             self.painter.end(view.job)
         else:
             self.painter.drop(view.job)
-        self._redraw_version_links(view)
+        self._redrawversion_links(view)
+        keeper.restore()
+
+    # -- painted near the view, plain far from it (the zone's calls) ----------------------
+
+    def _paint_job(self, view: AnswerView) -> PaintJob:
+        return self.painter.begin(
+            view.start_mark, view.end_mark, extra_tags=("answer",), on_done=lambda: _rendered(view)
+        )
+
+    def paint(self, view: AnswerView) -> None:
+        """Paint an answer that ended and is shown as plain text (it came near the view)."""
+        view.job = self._paint_job(view)
+        shown, _column = soft_break(view.text, 0)  # what append wrote: the same breaks
+        self.painter.feed(view.job, shown, None)
+        self.painter.end(view.job)
+
+    def unpaint(self, view: AnswerView) -> None:
+        """Put a painted answer far from the view back to its plain text (its markdown
+        source, with the line ends the display adds), as it was before it was painted."""
+        keeper = ViewKeeper(self.text)
+        keeper.changing()
+        shown, view.column = soft_break(view.text, 0)
+        with writable(self.text):
+            self.painter.forget_codes_in(view.start_mark, view.end_mark)
+            self.text.delete(view.start_mark, view.end_mark)
+            self.text.insert(view.end_mark, shown, ("answer",))
+        view.rendered = False
         keeper.restore()
 
     def _end_note(self, status: str) -> tuple[str, tuple[str, ...]] | None:
@@ -412,13 +429,14 @@ class Transcript(ttk.Frame):
         shown: int | None = None,
         branches: list[Branch] | None = None,
     ) -> UserView | AnswerView:
-        """Put a saved message (or one of a branch shown again) on screen at the end, its
-        markdown left to the painter's slices. ``versions``/``shown``: its versions, if it
-        has several, as (text, status); ``branches``: a question's."""
+        """Put a saved message (or one of a branch shown again) on screen at the end, as
+        plain text: its markdown is painted once it is near the view (:class:`PaintZone`).
+        ``versions``/``shown``: its versions, if it has several, as (text, status);
+        ``branches``: a question's."""
         if role == "user":
             texts = [version for version, _status in versions or []]
             return self.add_user(text, texts, branches, shown)
-        view = self.begin_answer(versions, shown)
+        view = self.begin_answer(versions, shown, paint=False)
         self.append(view, text, live=False)
         self.finish(
             view,
@@ -428,7 +446,7 @@ class Transcript(ttk.Frame):
         )
         return view
 
-    def _redraw_version_links(self, view: UserView | AnswerView) -> None:
+    def _redrawversion_links(self, view: UserView | AnswerView) -> None:
         """Write an answer's "◀ n/m ▶" again (after a regenerate ended, or another version
         was shown); in its header line, where it was or at the line's end."""
         # (The index first: in "head-3 lineend" Tk would read the mark's name up to its "-".)
@@ -438,7 +456,7 @@ class Transcript(ttk.Frame):
             where = str(found[0]) if found else self.text.index(line_end)
             if found:
                 self.text.delete(*found)
-            links = _version_links(view)
+            links = version_links(view)
             if links:
                 self.text.insert(where, *links)  # type: ignore[arg-type]
 
@@ -467,7 +485,7 @@ class Transcript(ttk.Frame):
     def relabel(self) -> None:
         """After a language change: the headers and links already on screen, in the new
         language (the messages themselves are content, and stay as they are)."""
-        labels = [(_label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
+        labels = [(label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
         labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
         labels.append((COPY_CODE_TAG, "transcript.copy_code"))
         with writable(self.text):
@@ -484,6 +502,11 @@ class Transcript(ttk.Frame):
 
     def entry_at(self, index: str) -> UserView | AnswerView | None:
         """The message whose header starts at or before ``index``."""
+        number = self.entry_number(index)
+        return None if number is None else self.entries[number]
+
+    def entry_number(self, index: str) -> int | None:
+        """Where in ``entries`` the message whose header starts at or before ``index`` is."""
         low, high = 0, len(self.entries)
         while low < high:
             middle = (low + high) // 2
@@ -491,7 +514,7 @@ class Transcript(ttk.Frame):
                 low = middle + 1
             else:
                 high = middle
-        return self.entries[low - 1] if low else None
+        return low - 1 if low else None
 
     def link_index(self, view: UserView | AnswerView, action: str) -> str | None:
         """Where ``view``'s link for ``action`` is (for tests and keyboard users)."""
@@ -545,33 +568,6 @@ class Transcript(ttk.Frame):
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
         return str(self.text.tk.call(str(self.text), "get", "-displaychars", "1.0", "end-1c"))
-
-
-def _label_tag(key: str) -> str:
-    """The tag that finds a header's role word again ("transcript.you" -> "label-you")."""
-    return "label-" + key.rsplit(".", 1)[-1]
-
-
-def _version_links(view: UserView | AnswerView) -> list[object]:
-    """Insert arguments for "◀ n/m ▶" (nothing for a message with one version). A link that
-    leads nowhere, or any while the answer streams, is drawn without its ``act-`` tag."""
-    count = len(view.versions)
-    if count < 2:
-        return []
-    ended = not isinstance(view, AnswerView) or view.status != "streaming"
-
-    def link(symbol: str, step: str, possible: bool) -> list[object]:
-        tags = ("who", NAV_TAG, "action", f"act-{step}") if ended and possible else ("who", NAV_TAG)
-        return [symbol, tags]
-
-    return [
-        "   ",
-        ("who", NAV_TAG),
-        *link("◀", "prev", view.shown > 0),
-        f" {view.shown + 1}/{count} ",
-        ("who", NAV_TAG),
-        *link("▶", "next", view.shown < count - 1),
-    ]
 
 
 def _rendered(view: AnswerView) -> None:

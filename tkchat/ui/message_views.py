@@ -1,0 +1,98 @@
+"""What the transcript knows of each message on screen: a question (:class:`UserView`) or an
+answer (:class:`AnswerView`), where it is in the widget (marks) and what it holds. Plain
+values; the transcript (main thread) is the only one that changes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tkchat.store import MessageRef
+from tkchat.ui.markdown_view import PaintJob
+
+VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
+NAV_TAG = "versions"  # the whole "◀ n/m ▶" of a header, to find it again and redraw it
+
+__all__ = [
+    "NAV_TAG",
+    "VERSION_STEPS",
+    "AnswerView",
+    "Branch",
+    "UserView",
+    "label_tag",
+    "version_links",
+]
+
+
+Branch = list[tuple[str, str, str]]  # messages after a question's version: (role, text, status)
+
+
+@dataclass
+class UserView:
+    """One question on screen."""
+
+    number: int
+    head_mark: str  # the start of its header line
+    text: str
+    role: str = "user"
+    # Every version of an edited question (from 0), with the branch that followed each; the
+    # one shown's entries are brought up to date when another is shown. Empty: only one.
+    versions: list[str] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)
+    shown: int = 0
+    saved_as: int | None = None  # its message's id in the store, once it has versions
+
+
+@dataclass
+class AnswerView:
+    """Where one streaming answer is in the widget, and what it holds so far."""
+
+    number: int
+    start_mark: str
+    end_mark: str
+    text: str = ""
+    head_mark: str = ""  # the start of its header line
+    role: str = "assistant"
+    rendered: bool = False
+    started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
+    first_text_at: float | None = None  # perf_counter when its first text was on screen
+    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
+    column: int = 0  # characters of the last line on display (where the next soft break is)
+    job: PaintJob | None = None  # its markdown painting, block by block as it streams
+    paintable: bool = True  # False: shown as it is (a demo drew it, or asked for no render)
+    status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted
+    # Every version of a regenerated answer, (text, status) by number from 0, and which one
+    # is shown. Empty: only the one shown. The shown one's entry is brought up to date when
+    # it ends and when another is shown (``text`` and ``status`` are the truth for it).
+    versions: list[tuple[str, str]] = field(default_factory=list)
+    shown: int = 0
+    saved_as: MessageRef | None = None  # its message in the store (History sets it)
+    # Around the note its end wrote ([stopped], the error): from notes_mark to tail_mark.
+    notes_mark: str = ""
+    tail_mark: str = ""
+
+
+def label_tag(key: str) -> str:
+    """The tag that finds a header's role word again ("transcript.you" -> "label-you")."""
+    return "label-" + key.rsplit(".", 1)[-1]
+
+
+def version_links(view: UserView | AnswerView) -> list[object]:
+    """Insert arguments for "◀ n/m ▶" (nothing for a message with one version). A link that
+    leads nowhere, or any while the answer streams, is drawn without its ``act-`` tag."""
+    count = len(view.versions)
+    if count < 2:
+        return []
+    ended = not isinstance(view, AnswerView) or view.status != "streaming"
+
+    def link(symbol: str, step: str, possible: bool) -> list[object]:
+        tags = ("who", NAV_TAG, "action", f"act-{step}") if ended and possible else ("who", NAV_TAG)
+        return [symbol, tags]
+
+    return [
+        "   ",
+        ("who", NAV_TAG),
+        *link("◀", "prev", view.shown > 0),
+        f" {view.shown + 1}/{count} ",
+        ("who", NAV_TAG),
+        *link("▶", "next", view.shown < count - 1),
+    ]
