@@ -111,6 +111,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.generate.controller import GenerationController
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.transport.channel import EventChannel
+    from tkchat.ui.heap import freeze_startup_objects
     from tkchat.ui.window.chat_window import ChatApp
 
     root = open_root("tkchat", " On a headless machine run it under xvfb-run.")
@@ -133,6 +134,7 @@ def run_app(args: argparse.Namespace) -> int:
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker
+    freeze_startup_objects()  # (tkchat/ui/heap.py: full collections walk less)
     root.mainloop()
     return 0
 

@@ -62,6 +62,7 @@ from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.stats import median, percentile, rounded, rss_mb
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.health import HealthBar
+from tkchat.ui.heap import freeze_startup_objects
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 
@@ -184,6 +185,7 @@ class Bench:
         self.prober = InputProber(self.app.health)
         self.timelines: list[Timeline] = []
         controller.load_async()
+        freeze_startup_objects()  # as the app does (tkchat/ui/heap.py)
         runner = ScriptRunner(root, self._script())
         runner.start()
         try:

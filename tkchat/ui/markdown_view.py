@@ -416,20 +416,14 @@ class MarkdownPainter:
         return None
 
     def forget_codes_in(self, start: str, end: str) -> None:
-        """Drop the links between ``start`` and ``end`` (text about to be replaced)."""
-        for _kind, mark, _where in self.text.dump(start, end, mark=True):
-            if mark in self.codes:
-                self.text.mark_unset(mark)
-                del self.codes[mark]
-
-    def forget_codes(self) -> None:
-        """Drop the links no longer in the text (the transcript was cleared, or its end
-        removed), with their marks and their code. (A deleted link's mark stays, moved to
-        where the deletion was: it no longer starts a link.)"""
-        for mark in list(self.codes):
-            if COPY_CODE_TAG not in self.text.tag_names(mark):
-                self.text.mark_unset(mark)
-                del self.codes[mark]
+        """Drop the links between ``start`` and ``end`` (text about to be deleted or
+        replaced), with their marks and their code."""
+        gone = [mark for _kind, mark, _where in self.text.dump(start, end, mark=True)]
+        gone = [mark for mark in gone if mark in self.codes]
+        for mark in gone:
+            del self.codes[mark]
+        if gone:
+            self.text.mark_unset(*gone)
 
     def set_body_size(self, size: int) -> None:
         """Rescale every rendered style to a new body font size (the font size setting)."""
