@@ -425,6 +425,12 @@ class MarkdownPainter:
         if gone:
             self.text.mark_unset(*gone)
 
+    def forget_all_codes(self) -> None:
+        """Drop every link (the transcript is being cleared)."""
+        if self.codes:
+            self.text.mark_unset(*self.codes)
+            self.codes.clear()
+
     def set_body_size(self, size: int) -> None:
         """Rescale every rendered style to a new body font size (the font size setting)."""
         self.looks.set_body_size(size)

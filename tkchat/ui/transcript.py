@@ -321,7 +321,7 @@ class Transcript(ttk.Frame):
         self.painter.cancel()
         self.zone.forget()
         self._unset_marks(self.entries)
-        self.painter.forget_codes_in("1.0", "end")
+        self.painter.forget_all_codes()
         with writable(self.text):
             self.text.delete("1.0", "end")
         self.answers.clear()
@@ -414,7 +414,7 @@ class Transcript(ttk.Frame):
             self.painter.forget_codes_in(view.start_mark, view.end_mark)
             self.text.delete(view.start_mark, view.end_mark)
             self.text.insert(view.end_mark, shown, ("answer",))
-        view.rendered = False
+        view.rendered, view.job = False, None
         keeper.restore()
 
     def _end_note(self, status: str) -> tuple[str, tuple[str, ...]] | None:
@@ -578,6 +578,7 @@ class Transcript(ttk.Frame):
 
 def _rendered(view: AnswerView) -> None:
     view.rendered = True
+    view.job = None  # done: the painter has let go of it
 
 
 def _body_family(widget: tk.Misc) -> str:
