@@ -63,14 +63,18 @@ def render_block(payload: dict[str, Any]) -> str:
     """The Markdown of one run: what was run and when, the table, every target's verdict."""
     command = payload.get("command") or "tkchat bench"
     when = str(payload.get("started", "?")).replace("T", " ")
+    columns = payload.get("columns") or COLUMNS  # a run may name its own (--long-chat does)
+    load = payload.get("load_1min")  # (runs kept before it was recorded have none)
+    busy = f", 1-minute load {load[0]} → {load[1]}" if load else ""
     lines = [
-        f"`{command}` — {when}, Python {payload.get('python', '?')}, Tk {payload.get('tk', '?')}:",
+        f"`{command}` — {when}, Python {payload.get('python', '?')}, Tk {payload.get('tk', '?')}"
+        f"{busy}:",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
     ]
     for run in payload.get("runs", []):
-        lines.append("| " + " | ".join(cell(run.get(c)) for c in COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(run.get(c)) for c in columns) + " |")
     lines.append("")
     for target in payload.get("targets", []):
         verdict = "PASS" if target.get("pass") else "FAIL"

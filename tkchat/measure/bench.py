@@ -534,8 +534,17 @@ def stream_verdicts(
     return out
 
 
+def _load() -> float | None:
+    """The machine's 1-minute load average (None where there is none: Windows)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def run_bench(options: BenchOptions) -> int:
     started = time.time()
+    load_before = _load()
     if options.transport == "sse":
         from tkchat.measure.sse_bench import run_sse_bench, sse_verdicts
 
@@ -552,7 +561,10 @@ def run_bench(options: BenchOptions) -> int:
         bench = Bench(options)
         runs = bench.run()
         checks = verdicts(runs, options)
-    print(format_table(runs))
+    columns: tuple[str, ...] = ()
+    if options.long_chat:
+        from tkchat.measure.scenarios.long_chat import COLUMNS as columns
+    print(format_table(runs, columns))
     print()
     for name, ok, figure in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
@@ -565,7 +577,9 @@ def run_bench(options: BenchOptions) -> int:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
             "python": sys.version.split()[0],
             "tk": tk.TkVersion,
+            "load_1min": [load_before, _load()],  # before and after: how busy the machine was
             "runs": [r.as_json() for r in runs],
+            **({"columns": list(columns)} if columns else {}),
             "targets": [{"target": n, "pass": ok, "figure": f} for n, ok, f in checks],
         }
         options.json_path.parent.mkdir(parents=True, exist_ok=True)

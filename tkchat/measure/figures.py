@@ -7,7 +7,7 @@ report (``report.py``) all speak these types, so none of them needs another.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,10 +160,13 @@ COLUMNS = [
 ]
 
 
-def format_table(runs: list[RunFigures]) -> str:
-    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
+def format_table(runs: list[RunFigures], columns: Sequence[str] = ()) -> str:
+    """The runs as a text table of ``columns`` (by default :data:`COLUMNS`); a column may
+    name a figure kept in a run's ``extra``."""
+    columns = list(columns) or COLUMNS
+    rows = [[_cell(r.as_json().get(c)) for c in columns] for r in runs]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)
 
