@@ -173,7 +173,7 @@ class PaintZone:
 def _distances(entries: list[UserView | AnswerView], first: int, last: int) -> list[float]:
     """Each message's distance, in characters, from messages ``first`` to ``last`` (those on
     screen, whose distance is 0)."""
-    sizes = [len(entry.text) + HEADER_CHARS for entry in entries]
+    sizes = [_length(entry) + HEADER_CHARS for entry in entries]
     ends = list(itertools.accumulate(sizes))  # where each message ends, in characters
     view_start = ends[first] - sizes[first]
     view_end = ends[last]
@@ -187,6 +187,10 @@ def _distances(entries: list[UserView | AnswerView], first: int, last: int) -> l
         else:
             out.append(0.0)
     return out
+
+
+def _length(entry: UserView | AnswerView) -> int:
+    return entry.length if isinstance(entry, AnswerView) else len(entry.text)
 
 
 __all__ = ["KEEP_CHARS", "ZONE_CHARS", "PaintZone"]

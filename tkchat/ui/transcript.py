@@ -266,10 +266,10 @@ class Transcript(ttk.Frame):
 
     def record(self, view: AnswerView, text: str) -> None:
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
-        view.text += text
+        view.add_text(text)
         self.inserts += 1
         now = time.perf_counter()
-        view.arrivals.append((now, len(view.text)))
+        view.arrivals.append((now, view.length))
         if view.first_text_at is None:
             view.first_text_at = now
 
