@@ -275,7 +275,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "measure/watchdog.py:WatchdogWindow.draw": 74,
     "measure/grade.py:target_checks": 74,
     "generate/remote/http.py:HttpClient.open": 74,
-    "measure/bench.py:stream_verdicts": 73,
     "ui/models/picker.py:ModelPicker._build": 68,
     "models/download_child.py:_download": 68,
     "render/scan.py:scan_spans": 67,

@@ -121,3 +121,20 @@ def test_select_all_copy_and_search_reach_the_whole_long_chat(root: tk.Tk, make_
     menu.invoke(0)  # Copy
     copied = root.clipboard_get()
     assert first_question in copied and last_question in copied
+
+
+def test_the_scheduler_tells_the_bench_which_callback_cost_the_most(root: tk.Tk) -> None:
+    from tkchat.ui.scheduler import AfterScheduler, CallbackCosts
+
+    scheduler = AfterScheduler(root)
+    costs = scheduler.costs = CallbackCosts()
+    fired: list[str] = []
+    scheduler.once("light", 0, lambda: fired.append("light"))
+    scheduler.once("heavy", 0, lambda: fired.append(str(sum(range(300_000)))))
+    pump_until(root, lambda: len(fired) == 2, what="both callbacks")
+    assert costs.count == 2 and costs.worst == "heavy" and costs.worst_ms > 0
+    scheduler.costs = None  # handed back: nothing is measured any more
+    scheduler.once("after", 0, lambda: fired.append("after"))
+    pump_until(root, lambda: len(fired) == 3, what="the last one")
+    assert costs.count == 2
+    scheduler.close()

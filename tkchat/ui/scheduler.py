@@ -3,12 +3,33 @@
 Each timer has a name; scheduling a name again replaces the pending one, so a loop can never
 run twice in parallel. On close, :meth:`AfterScheduler.close` cancels every pending id and
 refuses new ones, so nothing fires into a destroyed window ("invalid command name" errors).
+
+Since every callback passes here, this is also where the bench learns what the window's own
+work cost (:class:`CallbackCosts`, when it hands one in): each callback's CPU time on the
+main thread. Beside the lag it tells a window that was slow from a window that was kept
+waiting (by the machine, the GIL, the X server).
 """
 
 from __future__ import annotations
 
+import time
 import tkinter as tk
 from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class CallbackCosts:
+    """The worst of the callbacks run while it was handed in: main-thread CPU, ms."""
+
+    worst_ms: float = 0.0
+    worst: str = ""  # the timer's name
+    count: int = 0
+
+    def add(self, name: str, cpu_ms: float) -> None:
+        self.count += 1
+        if cpu_ms > self.worst_ms:
+            self.worst_ms, self.worst = cpu_ms, name
 
 
 class AfterScheduler:
@@ -18,6 +39,7 @@ class AfterScheduler:
         self.widget = widget
         self._pending: dict[str, str] = {}
         self.closed = False
+        self.costs: CallbackCosts | None = None  # the bench's, while it measures
 
     def once(self, name: str, delay_ms: int, callback: Callable[[], object]) -> None:
         """Run ``callback`` after ``delay_ms`` (0: as soon as the loop is free)."""
@@ -39,7 +61,15 @@ class AfterScheduler:
 
         def fire() -> None:
             self._pending.pop(name, None)
-            callback()
+            costs = self.costs
+            if costs is None:
+                callback()
+                return
+            began = time.thread_time()
+            try:
+                callback()
+            finally:
+                costs.add(name, (time.thread_time() - began) * 1000)
 
         self._pending[name] = schedule(fire)
 
