@@ -66,7 +66,6 @@ class PaintZone:
         self.transcript = transcript
         self.scheduler = scheduler
         self.holding = False
-        self._failed: set[int] = set()  # answers whose marks were gone (never tried again)
         self._looked: tuple[int, int, int] | None = None  # what the last look saw
         transcript.painter.also_busy = self.pending
 
@@ -102,7 +101,6 @@ class PaintZone:
     def forget(self) -> None:
         """The transcript was cleared (whatever was being put on screen is gone with it)."""
         self.holding = False
-        self._failed.clear()
         self._looked = None
         self.scheduler.cancel("paint-zone")
 
@@ -149,15 +147,15 @@ class PaintZone:
             and not view.rendered
             and view.paintable
             and view.status != "streaming"
-            and id(view) not in self._failed
-            and bool(view.text.strip())
+            and view.length > 0
+            and not view.text.isspace()  # (stops at the first word: no copy of the text)
         )
 
     def _paint(self, view: AnswerView) -> None:
         try:
             self.transcript.paint(view)
         except tk.TclError:  # its marks are gone (removed behind the transcript's back)
-            self._failed.add(id(view))
+            view.paintable = False  # never tried again
 
     def _unpaint_far(self, answers: list[tuple[float, AnswerView]]) -> None:
         started = time.perf_counter()
