@@ -138,3 +138,27 @@ def test_the_scheduler_tells_the_bench_which_callback_cost_the_most(root: tk.Tk)
     pump_until(root, lambda: len(fired) == 3, what="the last one")
     assert costs.count == 2
     scheduler.close()
+
+
+def test_a_language_change_relabels_a_long_chat_in_slices(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    transcript = app.transcript
+    relabelled = lambda: not transcript.scheduler.pending("relabel")  # noqa: E731
+    costs = {}
+    for name, messages in (("short", 10), ("long", 300), ("short again", 10)):
+        open_chat(root, app, saved(app, messages, seed=messages))
+        began = time.thread_time()
+        app.toggle_language()
+        costs[name] = time.thread_time() - began
+        if name == "long":
+            assert not relabelled()  # the premise: too much for one callback, so sliced
+        pump_until(root, relabelled, timeout=WAIT_S, what="every header in the new language")
+        words = (app.t("transcript.you"), app.t("transcript.assistant"))
+        for tag, word in zip(("label-you", "label-assistant"), words, strict=True):
+            ranges = transcript.text.tag_ranges(tag)
+            pairs = zip(ranges[::2], ranges[1::2], strict=True)
+            labels = {transcript.text.get(start, end) for start, end in pairs}
+            assert labels == {word}, (tag, labels)
+    # All 300 messages' headers in one callback (as before) took 7 times the short chat's.
+    assert costs["long"] <= 3 * max(costs["short"], costs["short again"]), costs

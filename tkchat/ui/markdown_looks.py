@@ -297,6 +297,16 @@ class MarkdownLooks:
         return "TkFixedFont"
 
 
+def body_family(widget: tk.Misc) -> str:
+    """A font with good Unicode coverage if the system has one; Tk falls back per glyph
+    (fontconfig) for Chinese and emoji either way."""
+    families = {name.lower(): name for name in tkfont.families(widget)}
+    for wanted in ("noto sans", "dejavu sans", "liberation sans", "helvetica"):
+        if wanted in families:
+            return families[wanted]
+    return "TkDefaultFont"
+
+
 def _scaled(html_size: int, body_size: int) -> int:
     """tkhtmlview's sizes assume a 14-point body; scale them to ours."""
     return max(6, round(html_size * body_size / 14))

@@ -1,9 +1,11 @@
 """What the transcript knows of each message on screen: a question (:class:`UserView`) or an
-answer (:class:`AnswerView`), where it is in the widget (marks) and what it holds. Plain
-values; the transcript (main thread) is the only one that changes them."""
+answer (:class:`AnswerView`), where it is in the widget (marks) and what it holds; and what
+its header line is made of (the links, the versions). Plain values and pure functions; the
+transcript (main thread) is the only one that changes them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tkchat.store import MessageRef
@@ -18,6 +20,7 @@ __all__ = [
     "AnswerView",
     "Branch",
     "UserView",
+    "header_args",
     "label_tag",
     "version_links",
 ]
@@ -126,3 +129,14 @@ def version_links(view: UserView | AnswerView) -> list[object]:
         ("who", NAV_TAG),
         *link("▶", "next", view.shown < count - 1),
     ]
+
+
+def header_args(
+    t: Callable[..., str], who: str, actions: tuple[str, ...], view: UserView | AnswerView
+) -> list[object]:
+    """Text-widget insert arguments for a message's header line, in ``t``'s language: who,
+    then the links, then an answer's versions if it has several."""
+    args: list[object] = [t(who), ("who", label_tag(who))]
+    for action in actions:
+        args += ["   ", ("who",), t(f"transcript.{action}"), ("who", "action", f"act-{action}")]
+    return [*args, *version_links(view), "\n", ("who",)]

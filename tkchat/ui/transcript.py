@@ -34,6 +34,7 @@ from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, set_role
+from tkchat.ui.markdown_looks import body_family
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.message_views import (
     NAV_TAG,
@@ -41,6 +42,7 @@ from tkchat.ui.message_views import (
     AnswerView,
     Branch,
     UserView,
+    header_args,
     label_tag,
     version_links,
 )
@@ -53,6 +55,9 @@ from tkchat.ui.view_keeper import ViewKeeper
 from tkchat.ui.window.translator import Translator
 
 BODY_FONT_SIZE = 11
+RELABEL_MARK = "relabel_from"  # (no "-": it is used in index arithmetic)
+RELABEL_LINES = 400  # lines relabelled at a time, from the end back
+RELABEL_BUDGET_MS = 6.0  # per callback
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
 
 
@@ -63,7 +68,7 @@ class Transcript(ttk.Frame):
         super().__init__(master)
         self.t = translate
         # Named fonts are deleted when their Python object is collected: keep them here.
-        self.body_font = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE)
+        self.body_font = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE)
         self.text = tk.Text(
             self,
             wrap="word",
@@ -85,13 +90,13 @@ class Transcript(ttk.Frame):
         self.text.configure(yscrollcommand=scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
-        bold = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE, weight="bold")
+        bold = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
         self._fonts = [bold]
         margin = dp(master, 12)
         self.text.tag_configure("who", font=bold, spacing1=dp(master, 10))
         self.text.tag_configure("user", lmargin1=margin, lmargin2=margin)
         self.text.tag_configure("answer", lmargin1=margin, lmargin2=margin)
-        self._fonts.append(tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE - 2))
+        self._fonts.append(tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE - 2))
         self.text.tag_configure("action", font=self._fonts[-1])
         self.text.tag_configure(COPY_CODE_TAG, font=self._fonts[-1])
         # A widget binding, not a tag binding: only a widget binding's "break" stops the Text
@@ -101,6 +106,8 @@ class Transcript(ttk.Frame):
             self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
             self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
         translate.on_change(lambda _lang: self.relabel())
+        self.scheduler = scheduler
+        self._labels: list[tuple[str, str]] = []  # (tag, its text now) while relabelling
         self.painter = MarkdownPainter(
             self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
         )
@@ -160,23 +167,6 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(mark, "left")  # text written after it leaves it in place
         return mark
 
-    def _header(
-        self, who: str, actions: tuple[str, ...], view: UserView | AnswerView | None = None
-    ) -> list[object]:
-        """Insert arguments for a header line: who, then the links (then an answer's
-        versions, if it has several)."""
-        args: list[object] = [self.t(who), ("who", label_tag(who))]
-        for action in actions:
-            args += [
-                "   ",
-                ("who",),
-                self.t(f"transcript.{action}"),
-                ("who", "action", f"act-{action}"),
-            ]
-        if view is not None:
-            args += version_links(view)
-        return [*args, "\n", ("who",)]
-
     def add_user(
         self,
         message: str,
@@ -196,7 +186,7 @@ class Transcript(ttk.Frame):
             shown=len(versions or [1]) - 1 if shown is None else shown,
         )
         shown_text, _column = soft_break(message, 0)
-        header = self._header("transcript.you", ACTIONS, view)
+        header = header_args(self.t, "transcript.you", ACTIONS, view)
         self._write("end", *header, shown_text + "\n", ("user",))
         self.entries.append(view)
         self._restore(keeper)
@@ -233,7 +223,7 @@ class Transcript(ttk.Frame):
             notes_mark=f"answer_{number}_notes",  # no "-": see ANCHOR_MARK
             tail_mark=f"answer_{number}_tail",
         )
-        header = self._header("transcript.assistant", ("copy",), view)
+        header = header_args(self.t, "transcript.assistant", ("copy",), view)
         self._write("end", *header, "\n")
         # Both marks sit just before that last newline; text inserted at the end mark pushes
         # it along (right gravity) while the start mark stays put (left gravity).
@@ -320,6 +310,8 @@ class Transcript(ttk.Frame):
         # unlinks each by walking that line (5,000 of them: 83 ms, where 5 ms would do).
         self.painter.cancel()
         self.zone.forget()
+        self.scheduler.cancel("relabel")  # (the new text is written in the new language)
+        self.text.mark_unset(RELABEL_MARK)
         self._unset_marks(self.entries)
         self.painter.forget_all_codes()
         with writable(self.text):
@@ -490,19 +482,36 @@ class Transcript(ttk.Frame):
 
     def relabel(self) -> None:
         """After a language change: the headers and links already on screen, in the new
-        language (the messages themselves are content, and stay as they are)."""
+        language (the messages themselves are content, and stay as they are). From the end
+        back, in slices: a thousand messages' headers in one callback took 85 ms."""
         labels = [(label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
         labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
         labels.append((COPY_CODE_TAG, "transcript.copy_code"))
+        self._labels = [(tag, self.t(key)) for tag, key in labels]
+        self.text.mark_set(RELABEL_MARK, "end")  # what is above it is still to do
+        self.text.mark_gravity(RELABEL_MARK, "left")
+        self._relabel_some()
+
+    def _relabel_some(self) -> None:
+        """Relabel blocks of lines, from the mark up, until this callback's budget is spent.
+        (A label never spans a line end, so no label is cut by a block's edge.)"""
+        started = time.perf_counter()
         with writable(self.text):
-            for tag, key in labels:
-                ranges = self.text.tag_ranges(tag)
-                new = self.t(key)
-                # Last first, so the indices of the ranges still to do stay valid.
-                for start, end in reversed(list(zip(ranges[::2], ranges[1::2], strict=True))):
-                    tags = self.text.tag_names(start)
-                    self.text.insert(end, new, tags)
-                    self.text.delete(start, end)
+            while self.text.compare(RELABEL_MARK, ">", "1.0"):
+                if (time.perf_counter() - started) * 1000 > RELABEL_BUDGET_MS:
+                    self.scheduler.once("relabel", 1, self._relabel_some)
+                    return
+                top = self.text.index(f"{RELABEL_MARK} - {RELABEL_LINES} lines linestart")
+                for tag, new in self._labels:
+                    below = RELABEL_MARK
+                    # Last first, so the indices of the ranges still to do stay valid.
+                    while found := self.text.tag_prevrange(tag, below, top):
+                        start, end = str(found[0]), str(found[1])
+                        self.text.insert(end, new, self.text.tag_names(start))
+                        self.text.delete(start, end)
+                        below = start
+                self.text.mark_set(RELABEL_MARK, top)
+        self.text.mark_unset(RELABEL_MARK)
 
     # -- links ---------------------------------------------------------------------------------
 
@@ -579,13 +588,3 @@ class Transcript(ttk.Frame):
 def _rendered(view: AnswerView) -> None:
     view.rendered = True
     view.job = None  # done: the painter has let go of it
-
-
-def _body_family(widget: tk.Misc) -> str:
-    """A font with good Unicode coverage if the system has one; Tk falls back per glyph
-    (fontconfig) for Chinese and emoji either way."""
-    families = {name.lower(): name for name in tkfont.families(widget)}
-    for wanted in ("noto sans", "dejavu sans", "liberation sans", "helvetica"):
-        if wanted in families:
-            return families[wanted]
-    return "TkDefaultFont"
