@@ -81,13 +81,8 @@ class Transcript(ttk.Frame):
             spacing3=2,
             font=self.body_font,
         )
-        scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
-
-        def scrolled(first: float, last: float) -> None:  # every time the view changed
-            scroll.set(first, last)
-            self.zone.moved()
-
-        self.text.configure(yscrollcommand=scrolled)
+        self._scroll = scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
+        self.text.configure(yscrollcommand=self._scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
         bold = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
@@ -125,6 +120,11 @@ class Transcript(ttk.Frame):
         self.on_edit: Callable[[UserView], None] | None = None
         self.on_version: Callable[[UserView | AnswerView, int], object] | None = None
         self.on_copied: Callable[[str], None] | None = None
+
+    def _scrolled(self, first: float, last: float) -> None:
+        """Tk says the view changed (its first and last fraction shown)."""
+        self._scroll.set(first, last)
+        self.zone.moved()
 
     # -- writing -------------------------------------------------------------------------------
 
