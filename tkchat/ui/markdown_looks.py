@@ -9,8 +9,8 @@ few dozen tags, not thousands.
 
 A style's tag is configured once, when the style is first seen, and only again when the
 user changes the theme or the font size. Configuring a tag no text has yet costs Tk nothing
-(measured on Tk 8.6.13 with 600,000 characters in the widget: no line is measured again);
-configuring the font of a tag that covers text makes Tk measure every line it covers again.
+afterwards; configuring the font of a tag that covers text makes Tk measure every line it
+covers again, spread over small events (tests/tools/tk_costs.py, docs/runs/tk-costs.json).
 
 Main thread only.
 """

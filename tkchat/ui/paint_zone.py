@@ -2,11 +2,11 @@
 
 What rich text costs Tk grows with how much of it the widget holds, wherever it is: every
 insert and delete walks the B-tree's per-node record of where each tag starts and ends, and
-rendered markdown toggles a few dozen tags every few words. Measured on Tk 8.6.13 (one
-paint's worth of work: 7 lines replaced by 300 tagged runs, plus an append at the end with the
-view following it): 6.1 ms in an empty widget, 11.5 ms under 1,000,000 characters of tagged
-text, 13.7 ms under 3,500,000 — and 6.2 ms under 3,500,000 characters of plain text. Plain
-text far away costs nothing; rich text far away slows down every frame.
+rendered markdown toggles a few dozen tags every few words. Painting one block where an
+answer streams costs about twice as much under a million characters of rich text as in an
+empty widget, and the same under 3.4 million characters of plain text (tests/tools/
+tk_costs.py; the kept run is docs/runs/tk-costs.json). Plain text far away costs nothing;
+rich text far away slows down every frame.
 
 So the transcript keeps rich text near the view only:
 
