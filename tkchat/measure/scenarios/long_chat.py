@@ -12,7 +12,8 @@ lists, code and Chinese (:mod:`tkchat.measure.scenarios.chat_text`, ~3,333 chara
    the middle, and back to the end;
 3. ``resize``: the window made narrower and wider (every line wraps again);
 4. ``flood``: a question sent at its end and an answer streamed (a scripted flood of
-   :data:`FLOOD_TOKENS` tokens at ``--rate``) until it is painted.
+   :data:`FLOOD_TOKENS` tokens at ``--rate``; with a model, ``--tokens`` of its answer)
+   until it is painted.
 
 Each length is one row (``chat-N``): the lag over all four phases, each phase's worst frame,
 the main thread's CPU time over the four (``cpu_s``: what the window itself spent, which a
@@ -168,7 +169,9 @@ class LongChatBench:
     def _flood(self, phases: _Phases) -> Script:
         app = self.app
         painter = app.transcript.painter
-        app.session.sampling = Sampling(max_tokens=FLOOD_TOKENS, seed=self.options.seed)
+        # A scripted flood; a model answers at its own pace, for as many tokens as asked.
+        tokens = FLOOD_TOKENS if self.options.backend == "scripted" else self.options.tokens
+        app.session.sampling = Sampling(max_tokens=tokens, seed=self.options.seed)
         finished_before = len(app.finished)
         phases.begin()
         if not app.send(QUESTION):
