@@ -254,8 +254,6 @@ CONSTRUCTOR_LIMIT = 7
 FOLDER_LIMIT = 15
 
 LONG_MODULES: dict[str, int] = {
-    "measure/bench.py": 730,
-    "ui/markdown_view.py": 691,
     "ui/chats/sidebar.py": 641,
 }
 LONG_FUNCTIONS: dict[str, int] = {
@@ -267,11 +265,9 @@ LONG_FUNCTIONS: dict[str, int] = {
     "ui/teaching/lesson_panel.py:markdown_runs": 75,
     "measure/watchdog.py:WatchdogWindow.draw": 74,
     "generate/remote/http.py:HttpClient.open": 74,
-    "measure/bench.py:stream_verdicts": 73,
     "ui/models/picker.py:ModelPicker._build": 68,
     "models/download_child.py:_download": 68,
     "render/scan.py:scan_spans": 67,
-    "measure/bench.py:verdicts": 66,
     "ui/window/layout.py:ChatLayout._build_layout": 62,
     "ui/models/catalogue_dialog.py:CatalogueDialog._build": 62,
 }

@@ -76,10 +76,13 @@ def render_block(payload: dict[str, Any]) -> str:
     command = payload.get("command") or "tkchat bench"
     when = str(payload.get("started", "?")).replace("T", " ")
     saving = "flush_interval_s" in payload
-    columns = SAVING_COLUMNS if saving else COLUMNS
+    # a run may name its own columns (--long-chat does)
+    columns = payload.get("columns") or (SAVING_COLUMNS if saving else COLUMNS)
     made_with = f"SQLite {payload.get('sqlite', '?')}" if saving else f"Tk {payload.get('tk', '?')}"
+    load = payload.get("load_1min")  # (runs kept before it was recorded have none)
+    busy = f", 1-minute load {load[0]} → {load[1]}" if load else ""
     lines = [
-        f"`{command}` — {when}, Python {payload.get('python', '?')}, {made_with}:",
+        f"`{command}` — {when}, Python {payload.get('python', '?')}, {made_with}{busy}:",
         "",
         "| " + " | ".join(columns) + " |",
         "|" + "---|" * len(columns),

@@ -14,6 +14,7 @@ from tkchat.modes import MODES, OUTSIDE_FORM, is_outside_mode
 
 NAME = "bench"
 DEFAULT_PROMPT_TOKENS = 3000  # a pasted page or two; fits the bundled model's 8,192 context
+LONG_CHAT_SIZES = "10,100,300,1000"
 BENCH_RATE = 5000.0  # the scripted backend's tokens per second when --rate is not given
 
 
@@ -109,6 +110,15 @@ def _add_class_options(bench: argparse.ArgumentParser) -> None:
 
 def _add_other_runs(bench: argparse.ArgumentParser) -> None:
     """The options that run something else than the measurement of the modes."""
+    bench.add_argument(
+        "--long-chat",
+        nargs="?",
+        const=LONG_CHAT_SIZES,
+        metavar="SIZES",
+        help="instead of the modes: a saved conversation of each of these lengths "
+        f"(messages, default {LONG_CHAT_SIZES}) opened, paged, resized and streamed into, "
+        "against an empty chat",
+    )
     bench.add_argument(
         "--lessons",
         action="store_true",
@@ -224,6 +234,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             trace_path=args.trace,
             transport=args.transport,
             prompt_tokens=args.prompt_tokens,
+            long_chat=tuple(int(n) for n in _listed(args.long_chat or "")),
         )
     )
 

@@ -112,6 +112,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import ChatApp
+    from tkchat.ui.window.heap import freeze_startup_objects
 
     root = open_root("tkchat", " On a headless machine run it under xvfb-run.")
     if root is None:
@@ -133,6 +134,7 @@ def run_app(args: argparse.Namespace) -> int:
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker
+    freeze_startup_objects()  # (tkchat/ui/window/heap.py: full collections walk less)
     root.mainloop()
     return 0
 

@@ -26,11 +26,8 @@ import json
 import os
 import random
 import shlex
-import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tkinter as tk
 from collections.abc import Callable
@@ -41,9 +38,8 @@ from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.generate.scripted import long_answer
 from tkchat.generate.worker import GenerationWorker
-from tkchat.measure.display import ensure_display
+from tkchat.measure.display import InputProber, ensure_display
 from tkchat.measure.figures import (
     FLOOD_LAG_P99_MS,
     LAG_MAX_MS,
@@ -59,19 +55,17 @@ from tkchat.measure.figures import (
     run_alone,
     sampler_verdicts,
 )
+from tkchat.measure.scenarios.saved import history_open, render_long, saved_verdicts
 from tkchat.measure.script import BenchWindow, Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
-from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import median, percentile, rounded, rss_mb
-from tkchat.threads import own_thread
 from tkchat.trace.chrome import write_trace
 from tkchat.trace.recorder import RecordedRun, RunRecorder
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.health import HealthBar
-from tkchat.ui.look.html_fonts import stock_tkhtmlview
+from tkchat.ui.scheduler import CallbackCosts
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
+from tkchat.ui.window.heap import freeze_startup_objects
 
-OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
 UNSAMPLED = "fixed-unsampled"  # the fixed pipeline with the window's sampler off: its cost
 
 
@@ -98,59 +92,6 @@ class _RssSampler:
             self.root.after_cancel(self._id)
             self._id = None
         return max(self.peak, rss_mb())
-
-
-class InputProber:
-    """Clicks the window's Ping button every 100 ms with real X events, from its own thread,
-    noting the time just before each click; the button's handler notes when it ran."""
-
-    def __init__(self, health: HealthBar) -> None:
-        self.health = health
-        self.point: tuple[int, int] | None = None
-        self.sent: list[float] = []
-        self._active, self._quit = threading.Event(), threading.Event()
-        self._thread = own_thread(self._run, name="tkchat-input-prober")
-        self.available = shutil.which("xdotool") is not None
-
-    def locate(self) -> None:
-        """Main thread: where the Ping button is on the screen."""
-        button = self.health.ping_button
-        self.point = (
-            button.winfo_rootx() + button.winfo_width() // 2,
-            button.winfo_rooty() + button.winfo_height() // 2,
-        )
-        if self.available:
-            self._thread.start()
-
-    def begin(self) -> int:
-        """Main thread: start clicking; returns the handler count to pair from."""
-        self.sent = []
-        self._active.set()
-        return len(self.health.ping_times)
-
-    def end(self, handled_from: int) -> list[float]:
-        """Main thread: stop clicking; the latencies (ms) of the clicks handled so far."""
-        self._active.clear()
-        handled = self.health.ping_times[handled_from:]
-        return [(h - s) * 1000 for s, h in zip(self.sent, handled, strict=False)]
-
-    def close(self) -> None:
-        self._quit.set()
-        self._active.set()
-
-    def _run(self) -> None:
-        """Prober thread: never touches Tk, only runs xdotool."""
-        while not self._quit.is_set():
-            self._active.wait()
-            if self._quit.is_set() or self.point is None:
-                return
-            self.sent.append(time.perf_counter())
-            subprocess.run(
-                ["xdotool", "mousemove", *map(str, self.point), "click", "1"],
-                check=False,
-                timeout=30,
-            )
-            time.sleep(0.1)
 
 
 def _started_or_gone(worker: GenerationWorker) -> Callable[[], bool]:
@@ -185,15 +126,19 @@ class Bench:
         # saving; they go to a folder of the run's own, never into the user's history.
         self._data_dir = tempfile.TemporaryDirectory(prefix="tkchat-bench-")
         os.environ["TKCHAT_DATA_DIR"] = self._data_dir.name
-        self.app: BenchWindow = ChatApp(
+        # The scenarios of a saved or long chat reach into the window itself (its Text, its
+        # root); the modes' runs only read what the BenchWindow Protocol says.
+        self.window = ChatApp(
             root,
             controller,
             AppOptions(sampling=self.sampling, system_prompt=SYSTEM, history=True, language="en"),
         )
+        self.app: BenchWindow = self.window
         self.root = root
         self.prober = InputProber(self.app.health)
         self.timelines: list[Timeline] = []
         controller.load_async()
+        freeze_startup_objects()  # as the app does (tkchat/ui/window/heap.py)
         runner = ScriptRunner(root, self._script())
         runner.start()
         try:
@@ -217,6 +162,9 @@ class Bench:
         self._raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
         yield 0.3
         yield from self._idle()
+        if self.options.long_chat:
+            yield from self._long_chat()
+            return
         raw_tps: list[float] = []
         raw_ttft: list[float] = []
         fixed: list[dict[str, Any]] = []
@@ -256,13 +204,20 @@ class Bench:
             yield from self._stream_once(mode, broken_sampling, result)
             self.runs.append(self._stream_figures(mode, [result], {}))
         app.teaching.set_mode(FIXED)
-        yield from self._render_long()
-        yield from self._history_open()
+        yield from render_long(self.window, self.runs)
+        yield from history_open(self.window, self.runs)
         if self.options.prompt_tokens and self.options.backend == "llama":
             from tkchat.measure.prompt_bench import PromptBench
 
             yield from PromptBench(app, self.prober, self.options).run(self.runs)
         app.close()
+
+    def _long_chat(self) -> Script:
+        """``--long-chat``: instead of the modes, a long conversation at several lengths."""
+        from tkchat.measure.scenarios.long_chat import LongChatBench
+
+        yield from LongChatBench(self.window, self.options, self.options.long_chat).run(self.runs)
+        self.app.close()
 
     # -- idle ----------------------------------------------------------------------------------
 
@@ -323,6 +278,8 @@ class Bench:
         recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
         recorder.begin()  # the sampler's samples, the callbacks, the tokens: culprits, trace
         app.probe.start_recording()
+        callbacks = app.scheduler.costs = CallbackCosts()  # the window's own callbacks' cost
+        cpu_began = time.thread_time()
         handled_from = self.prober.begin()
         started = time.perf_counter()
         app.send(self.options.prompt)  # in the blocking modes, this returns at the end
@@ -338,6 +295,9 @@ class Bench:
         self.recorded.append(recorder.end(name, result["samples"], answer.arrivals))
         result["culprits"] = self.recorded[-1].culprits_json(started)
         result["sampler_cpu"] = self.recorded[-1].cost_percent
+        app.scheduler.costs = None
+        result["cpu_s"] = time.thread_time() - cpu_began
+        result["callback_cpu_max"] = callbacks.worst_ms
         result["rss_peak"] = rss.stop()
         app.session.sampling = self.sampling
         if isinstance(final, Error):
@@ -378,114 +338,6 @@ class Bench:
         yield lambda: not app.transcript.painter.busy
         cancel["latencies"] = latencies
 
-    def _render_long(self) -> Script:
-        """The final markdown render of an 11,000-character answer with code blocks.
-
-        Baseline in the same run: one whole-document ``set_html`` — the "render once at the
-        end" that freezes the window — timed first, on a scratch widget, outside the record."""
-        from tkhtmlview import HTMLText
-
-        app = self.app
-        app.new_chat()
-        text = long_answer(11_000)
-        html = markdown_to_safe_html(text)
-        with stock_tkhtmlview():
-            scratch = HTMLText(self.root)
-            began = time.perf_counter()
-            scratch.set_html(html)
-            whole_ms = (time.perf_counter() - began) * 1000
-            scratch.destroy()
-        yield 0.3
-        view = app.transcript.begin_answer()
-        app.transcript.append(view, text, live=False)  # as if it had streamed in
-        slices_before = len(app.transcript.painter.slice_ms)
-        app.probe.start_recording()
-        started = time.perf_counter()
-        app.transcript.finish(view)
-        yield lambda: not app.transcript.painter.busy
-        seconds = time.perf_counter() - started
-        yield 0.2
-        samples = app.probe.stop_recording()
-        slices = app.transcript.painter.slice_ms[slices_before:]
-        self.runs.append(
-            RunFigures(
-                mode="render",
-                backend="markdown",
-                render_slice_max_ms=rounded(max(slices), 2),
-                seconds=rounded(seconds, 3),
-                extra={
-                    "answer_chars": len(text),
-                    "slices": len(slices),
-                    "whole_document_set_html_ms": rounded(whole_ms, 1),
-                    # what one stock set_html costs per 1,000 characters of markdown: the
-                    # figure the painter's block size (render/) is chosen against
-                    "set_html_ms_per_1000_chars": rounded(whole_ms / len(text) * 1000, 2),
-                },
-                **lag_figures(samples),
-            )
-        )
-
-    def _history_open(self) -> Script:
-        """A saved conversation of 200 messages and about 100,000 characters: opened, rendered
-        and scrolled from top to bottom, with the lag probe recording all along."""
-        app = self.app
-        archive = app.archive
-        if archive is None or archive.store is None:
-            return
-        answer = long_answer(1_000)[:995]  # with the questions: just over 100,000 characters
-        conversation = archive.store.create("bench: a long conversation")
-        for index in range(100):  # set-up, not measured
-            archive.store.add_message(conversation.id, "user", f"Question {index + 1}?")
-            archive.store.add_message(conversation.id, "assistant", answer)
-        for index in range(OTHER_CONVERSATIONS):  # a history of many chats, for the sidebar
-            other = archive.store.create(f"bench: chat {index + 1}")
-            archive.store.add_message(other.id, "user", f"Tell me about mutex {index}.")
-            archive.store.add_message(other.id, "assistant", answer[:400])
-        stored = archive.store.messages(conversation.id)
-        yield 0.3
-        app.probe.start_recording()
-        slices_before = len(app.transcript.painter.slice_ms)
-        started = time.perf_counter()
-        saved = app.conversations
-        assert saved is not None  # history=True
-        saved.show(conversation.id)
-        yield lambda: not app.showing_conversation and not app.transcript.painter.busy
-        opened_s = time.perf_counter() - started
-        for step in range(21):  # scroll through it, top to bottom
-            app.transcript.text.yview_moveto(step / 20)
-            yield 0.05
-        # The store calls a user triggers that run on the main thread (one small transaction
-        # or query each, see tkchat/ui/chats/history.py), timed on this history.
-        calls: dict[str, float | None] = {}
-        for name, call in (
-            ("list", archive.conversations),
-            ("search", lambda: saved.search("mutex 7")),
-            ("rename", lambda: saved.rename(conversation.id, "bench: renamed")),
-            ("delete", lambda: saved.delete(conversation.id)),
-            ("restore", lambda: saved.undelete(conversation.id)),
-        ):
-            began = time.perf_counter()
-            call()
-            calls[f"{name}_ms"] = rounded((time.perf_counter() - began) * 1000, 2)
-            yield 0.05
-        samples = app.probe.stop_recording()
-        slices = app.transcript.painter.slice_ms[slices_before:]
-        self.runs.append(
-            RunFigures(
-                mode="history",
-                backend="sqlite",
-                seconds=rounded(opened_s, 3),
-                render_slice_max_ms=rounded(max(slices) if slices else None, 2),
-                extra={
-                    "messages": 200,
-                    "chars": sum(len(m.content) for m in stored),
-                    "conversations": OTHER_CONVERSATIONS + 1,
-                    **calls,
-                },
-                **lag_figures(samples),
-            )
-        )
-
     def _stream_figures(
         self, mode: str, fixed: list[dict[str, Any]], cancel: dict[str, Any]
     ) -> RunFigures:
@@ -525,6 +377,11 @@ class Bench:
                 # every long task, with who held the loop (tkchat/trace/culprit.py)
                 "long_task_culprits": [c for r in fixed for c in r.get("culprits", [])],
                 "sampler_cpu_percent": rounded(median([r["sampler_cpu"] or 0 for r in fixed])),
+                # the main thread's own work: its CPU per second, its costliest callback
+                "main_cpu_per_s": rounded(
+                    sum(r["cpu_s"] for r in fixed) / sum(r["seconds"] for r in fixed), 3
+                ),
+                "callback_cpu_max_ms": rounded(max(r["callback_cpu_max"] for r in fixed), 2),
             },
             **lag_figures(samples),
             **input_figures(inputs),
@@ -556,27 +413,11 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, b
                 f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, input max {broken.input_max_ms} ms",
             )
         )
-    history = by.get("history")
-    if history is not None and history.lag_p99_ms is not None:
-        out.append(
-            (
-                "200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
-                history.long_tasks == 0 and history.lag_p99_ms <= 16,
-                f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
-                f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s",
-            )
-        )
-    render = by.get("render")
-    if render is not None and render.lag_max_ms is not None:
-        out.append(
-            (
-                "final render of 11k chars: no long task",
-                render.long_tasks == 0,
-                f"slice max {render.render_slice_max_ms} ms, lag max "
-                f"{render.lag_max_ms:.2f} ms (whole set_html: "
-                f"{render.extra['whole_document_set_html_ms']} ms)",
-            )
-        )
+    if any(r.mode.startswith("chat-") for r in runs):
+        from tkchat.measure.scenarios.long_chat import long_chat_verdicts
+
+        out += long_chat_verdicts(runs)
+    out += saved_verdicts(by)
     if by.get("prompt") is not None:
         from tkchat.measure.prompt_bench import prompt_verdicts
 
@@ -616,30 +457,7 @@ def stream_verdicts(
         return out
     prefix = "" if name == FIXED else f"{name}: "
     if flood:
-        out.append(
-            (
-                f"{prefix}flood lag p99 <= {FLOOD_LAG_P99_MS:g} ms",
-                run.lag_p99_ms <= FLOOD_LAG_P99_MS,
-                f"{run.lag_p99_ms:.2f} ms",
-            )
-        )
-        out.append(
-            (
-                f"{prefix}flood lag max <= {LAG_MAX_MS:g} ms",
-                run.lag_max_ms <= LAG_MAX_MS,
-                f"{run.lag_max_ms:.2f} ms",
-            )
-        )
-        out.append((f"{prefix}flood long tasks == 0", run.long_tasks == 0, str(run.long_tasks)))
-        if run.rss_growth_mb is not None:
-            out.append(
-                (
-                    f"{prefix}flood RSS growth < 100 MB",
-                    run.rss_growth_mb < 100,
-                    f"{run.rss_growth_mb:.1f} MB",
-                )
-            )
-        return out
+        return _flood_verdicts(prefix, run)
     if idle is not None and idle.lag_p99_ms is not None:
         bound = lag_p99_bound(idle.lag_p99_ms)
         out.append(
@@ -677,8 +495,46 @@ def stream_verdicts(
     return out
 
 
+def _flood_verdicts(prefix: str, run: RunFigures) -> list[tuple[str, bool, str]]:
+    """A scripted flood's targets: a frame at p99 and at most, no long task, bounded memory."""
+    assert run.lag_p99_ms is not None and run.lag_max_ms is not None
+    worst = run.extra.get("callback_cpu_max_ms")
+    out = [
+        (
+            f"{prefix}flood lag p99 <= {FLOOD_LAG_P99_MS:g} ms",
+            run.lag_p99_ms <= FLOOD_LAG_P99_MS,
+            f"{run.lag_p99_ms:.2f} ms",
+        ),
+        (
+            f"{prefix}flood lag max <= {LAG_MAX_MS:g} ms",
+            run.lag_max_ms <= LAG_MAX_MS,
+            f"{run.lag_max_ms:.2f} ms"
+            + (f" (the costliest callback: {worst:.1f} ms of CPU)" if worst else ""),
+        ),
+        (f"{prefix}flood long tasks == 0", run.long_tasks == 0, str(run.long_tasks)),
+    ]
+    if run.rss_growth_mb is not None:
+        out.append(
+            (
+                f"{prefix}flood RSS growth < 100 MB",
+                run.rss_growth_mb < 100,
+                f"{run.rss_growth_mb:.1f} MB",
+            )
+        )
+    return out
+
+
+def _load() -> float | None:
+    """The machine's 1-minute load average (None where there is none: Windows)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def run_bench(options: BenchOptions) -> int:
     started = time.time()
+    load_before = _load()
     if options.transport == "sse":
         from tkchat.measure.sse_bench import run_sse_bench, sse_verdicts
 
@@ -695,7 +551,10 @@ def run_bench(options: BenchOptions) -> int:
         bench = Bench(options)
         runs = bench.run()
         checks = verdicts(runs, options) + sampler_verdicts(runs)
-    print(format_table(runs))
+    columns: tuple[str, ...] = ()
+    if options.long_chat:
+        from tkchat.measure.scenarios.long_chat import COLUMNS as columns
+    print(format_table(runs, columns))
     print()
     for name, ok, figure in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
@@ -708,7 +567,9 @@ def run_bench(options: BenchOptions) -> int:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
             "python": sys.version.split()[0],
             "tk": tk.TkVersion,
+            "load_1min": [load_before, _load()],  # before and after: how busy the machine was
             "runs": [r.as_json() for r in runs],
+            **({"columns": list(columns)} if columns else {}),
             "targets": [{"target": n, "pass": ok, "figure": f} for n, ok, f in checks],
         }
         options.json_path.parent.mkdir(parents=True, exist_ok=True)

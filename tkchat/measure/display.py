@@ -1,4 +1,5 @@
-"""A virtual screen for headless machines: start Xvfb when ``DISPLAY`` is unset.
+"""A virtual screen for headless machines: start Xvfb when ``DISPLAY`` is unset; and real
+clicks on it (:class:`InputProber`, with xdotool), for the bench's input latency.
 
 Used by ``tkchat bench`` and the test suite, so both run the real Tk window anywhere.
 """
@@ -9,8 +10,15 @@ import atexit
 import os
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tkchat.threads import own_thread
+
+if TYPE_CHECKING:
+    from tkchat.ui.health import HealthBar
 
 
 class DisplayError(RuntimeError):
@@ -55,3 +63,57 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(5)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+class InputProber:
+    """Clicks the window's Ping button every 100 ms with real X events, from its own thread,
+    noting the time just before each click; the button's handler notes when it ran."""
+
+    def __init__(self, health: HealthBar) -> None:
+        self.health = health
+        self.point: tuple[int, int] | None = None
+        self.sent: list[float] = []
+        self._active = threading.Event()
+        self._quit = threading.Event()
+        self._thread = own_thread(self._run, name="tkchat-input-prober")
+        self.available = shutil.which("xdotool") is not None
+
+    def locate(self) -> None:
+        """Main thread: where the Ping button is on the screen."""
+        button = self.health.ping_button
+        self.point = (
+            button.winfo_rootx() + button.winfo_width() // 2,
+            button.winfo_rooty() + button.winfo_height() // 2,
+        )
+        if self.available:
+            self._thread.start()
+
+    def begin(self) -> int:
+        """Main thread: start clicking; returns the handler count to pair from."""
+        self.sent = []
+        self._active.set()
+        return len(self.health.ping_times)
+
+    def end(self, handled_from: int) -> list[float]:
+        """Main thread: stop clicking; the latencies (ms) of the clicks handled so far."""
+        self._active.clear()
+        handled = self.health.ping_times[handled_from:]
+        return [(h - s) * 1000 for s, h in zip(self.sent, handled, strict=False)]
+
+    def close(self) -> None:
+        self._quit.set()
+        self._active.set()
+
+    def _run(self) -> None:
+        """Prober thread: never touches Tk, only runs xdotool."""
+        while not self._quit.is_set():
+            self._active.wait()
+            if self._quit.is_set() or self.point is None:
+                return
+            self.sent.append(time.perf_counter())
+            subprocess.run(
+                ["xdotool", "mousemove", *map(str, self.point), "click", "1"],
+                check=False,
+                timeout=30,
+            )
+            time.sleep(0.1)

@@ -7,7 +7,7 @@ report (``report.py``) all speak these types, so none of them needs another.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ LAG_P99_FLOOR_MS = 2.0  # lag p99 within twice idle's, or this on a very quiet m
 LAG_MAX_MS = 16.0  # one frame at 60 Hz
 FLOOD_LAG_P99_MS = 16.0  # a scripted flood: one frame, at the 99th percentile
 TOKENS_RATIO_MIN = 0.95  # the window may cost the model at most 5 % of its speed
+LONG_CHAT_LAG_MAX_MS = 50.0  # a long conversation opened, paged, resized, streamed into
 
 
 def lag_p99_bound(idle_p99_ms: float) -> float:
@@ -59,6 +60,7 @@ class BenchOptions:
     prompt: str = BENCH_PROMPT
     prompt_tokens: int | None = None  # a long prompt of this many tokens too (prompt_bench.py)
     trace_path: Path | None = None  # the streaming runs as a Chrome trace (tkchat/trace/)
+    long_chat: tuple[int, ...] = ()  # instead of the modes: these lengths (long_chat.py)
 
 
 @dataclass
@@ -179,7 +181,7 @@ def sampler_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
     ]
 
 
-# -- the table of a run ------------------------------------------------------------------------
+# -- the table a run prints ------------------------------------------------------------------
 
 COLUMNS = [
     "mode",
@@ -199,10 +201,13 @@ COLUMNS = [
 ]
 
 
-def format_table(runs: list[RunFigures]) -> str:
-    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in runs]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True))]
+def format_table(runs: list[RunFigures], columns: Sequence[str] = ()) -> str:
+    """The runs as a text table of ``columns`` (by default :data:`COLUMNS`); a column may
+    name a figure kept in a run's ``extra``."""
+    columns = list(columns) or COLUMNS
+    rows = [[_cell(r.as_json().get(c)) for c in columns] for r in runs]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)
 

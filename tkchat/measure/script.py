@@ -31,6 +31,7 @@ from tkchat.ui.chats.conversations import SavedConversations
 from tkchat.ui.chats.history import History
 from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.health import HealthBar
+from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.loop_witness import LoopWitness
 from tkchat.ui.transcript import AnswerView
 
@@ -135,7 +136,8 @@ class BenchWindow(SelftestWindow, Protocol):
     """What the benchmark drives and reads of the Tk window. ``session``: the chat as the
     model reads it (the bench sets its sampling); ``archive`` and ``conversations``: the
     saved conversations (None without ``--history``); ``pipeline``: the one answering (a
-    broken demo's keeps its render costs); ``witness``: the sampler of who held the loop."""
+    broken demo's keeps its render costs); ``witness``: the sampler of who held the loop;
+    ``scheduler``: every timer (the bench times each callback's CPU through it)."""
 
     @property
     def transcript(self) -> BenchTranscript: ...
@@ -159,6 +161,8 @@ class BenchWindow(SelftestWindow, Protocol):
     def pipeline(self) -> object: ...
     @property
     def witness(self) -> LoopWitness: ...
+    @property
+    def scheduler(self) -> AfterScheduler: ...
     @property
     def model_failed(self) -> bool: ...
     @property

@@ -194,11 +194,11 @@ class WatchdogWindow:
         state_out: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         palette: Palette = LIGHT,
-        culprit: Callable[[], dict[str, list[str]] | None] = lambda: None,
         language: str = "en",
     ) -> None:
         self.root = root
-        self.culprit = culprit  # the chat window's latest word on who holds its loop
+        # the chat window's latest word on who holds its loop (run_watchdog sets it)
+        self.culprit: Callable[[], dict[str, list[str]] | None] = lambda: None
         self.say = sayer(language)  # the chat window's language
         self.take_beats = take_beats
         self.source_gone = source_gone
@@ -455,9 +455,9 @@ def run_watchdog(
         lambda: reader.eof and not reader.arrived,
         state_out=sys.stdout if state else None,
         palette=palette_named(theme),
-        culprit=lambda: reader.culprit,
         language=language,
     )
+    window.culprit = lambda: reader.culprit
     reader.start()
     window.start()
     root.mainloop()

@@ -9,10 +9,8 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
    open last block stays plain text, and the end of an answer renders that one block;
 2. each block is cut into pieces of at most ``MAX_BLOCK_CHARS``, rendered within a time
    budget per callback: first by the tick that appended the text (``TICK_BUDGET_MS``),
-   then by slices of their own (``SLICE_BUDGET_MS``). Prose, lists and headings go through
-   an off-screen tkhtmlview widget and are copied out as (text, tags) runs; code, quotes and
-   rules are made into runs here (tkhtmlview draws neither a quote nor a rule, and code gets
-   Pygments' colours);
+   then by slices of their own (``SLICE_BUDGET_MS``); a piece becomes (text, tags) runs in
+   :mod:`tkchat.ui.markdown_looks` (tkhtmlview off-screen for prose, Pygments for code);
 3. rendered runs are cached per piece, so a piece seen before costs one insert;
 4. a block's pieces go in just before its plain text, hidden (an ``elide`` tag) if they
    take more than one callback; when the last one is in, one call deletes the block's
@@ -24,9 +22,6 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
 Where a block's plain text is, is found by counting lines from a mark, never characters (Tk
 8.6 counts a character above U+FFFF as two). The stream reads the answer as it arrived and
 counts each line as the lines it is displayed as (long ones get display-only line ends).
-
-tkhtmlview tags every run with a fresh tag and a fresh font; copying maps each style to one
-shared transcript tag, so 200 answers still mean a few dozen tags, not thousands.
 """
 
 from __future__ import annotations
@@ -36,28 +31,28 @@ import itertools
 import logging
 import time
 import tkinter as tk
-import tkinter.font as tkfont
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from tkchat.render.safe_markdown import (
     BlockStream,
-    Look,
     Piece,
     StreamBlock,
     block_pieces,
     block_to_html,
-    highlight,
     lexer_ready,
-    restyle,
     stays_plain,
 )
 from tkchat.render.soft_breaks import soft_break_runs
 from tkchat.threads import own_thread
-from tkchat.ui.look.html_fonts import share_fonts
-from tkchat.ui.look.palette import LIGHT, Palette
+from tkchat.ui.look.palette import Palette
+from tkchat.ui.markdown_looks import (
+    COPY_CODE_TAG,
+    LEXER_WAIT_MS,
+    MarkdownLooks,
+    Run,
+)
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.view_keeper import ViewKeeper
@@ -73,25 +68,14 @@ MAX_BLOCK_CHARS = 1000
 SLICE_BUDGET_MS = 4.0
 # Initial guess of the cost per character (a dense list), refined from what is measured.
 INITIAL_MS_PER_CHAR = 0.03
-LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lexer to load
 # The painting a tick may do for the text it appended; more is left to slices, the next one
 # a tick later (a flood completes a block or two a tick, a few tenths of a millisecond each).
 TICK_BUDGET_MS = 3.0
 STREAMING_SLICE_MS = 16
 MAX_SLICES_KEPT = 20_000  # slice durations kept for the bench and the live figures
 HIDDEN_TAG = "md-rendering"
-COPY_CODE_TAG = "copy-code"  # the "Copy code" link in each fenced code block's header
-# Tags of the looks drawn here rather than by tkhtmlview.
-CODE_HEAD_TAG = "md-code-head"  # a code block's header line: its background
-CODE_LANG_TAG = "md-code-lang"  # the language's name in it
-QUOTE_TAG = "md-quote"
-RULE_TAG = "md-rule"
-# Sizes on tkhtmlview's scale (a 14-point body), so a new body size rescales them all.
-CODE_HTML_SIZE = 13
-LABEL_HTML_SIZE = 11
 
-Run = tuple[str, tuple[str, ...]]  # (text, transcript tags)
-StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ...]]
+__all__ = ["COPY_CODE_TAG", "HIDDEN_TAG", "MarkdownPainter", "PaintJob"]
 
 _job_numbers = itertools.count(1)
 
@@ -134,19 +118,9 @@ class MarkdownPainter:
     ) -> None:
         """``copy_code_label()`` is the text of each code block's copy link (translated by
         the caller)."""
-        from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
-
-        share_fonts(html_parser)
-
         self.text = text
         self.scheduler = scheduler
-        # Off-screen, never packed: tkhtmlview renders here, we copy the result out.
-        self._scratch = HTMLText(text.winfo_toplevel(), background=text.cget("background"))
-        self._styles: dict[StyleKey, str] = {}
-        self._code_tags: dict[Look, str] = {}
-        # Named fonts, kept alive while tags use them, with tkhtmlview's size for each (a
-        # 14-point body), so a new body size can rescale them all.
-        self._fonts: list[tuple[tkfont.Font, int]] = []
+        self.looks = MarkdownLooks(text, scheduler)
         self.copy_code_label = copy_code_label
         # Each "Copy code" link has a mark at its start, named "code_N", and this maps the
         # mark to the code the link copies. Marks, not a tag per link: every tag a Text
@@ -161,8 +135,9 @@ class MarkdownPainter:
         self._painted = False  # did the running slice change the text?
         self._painted_streaming = False  # did it paint an answer still streaming?
         self.text.tag_configure(HIDDEN_TAG, elide=True)
-        self.palette = LIGHT  # colours; the transcript hands in the theme's (set_palette)
-        self._configure_tags()
+        # Painting still to come that the painter has no job for yet (the transcript's
+        # answers near the view, not yet handed over): it counts as busy too.
+        self.also_busy: Callable[[], bool] = lambda: False
         self.slice_ms: list[float] = []  # every slice's duration, for tests and the bench
         self.streaming_slice_ms: list[float] = []  # those that painted an answer still streaming
         self._ms_per_char = INITIAL_MS_PER_CHAR
@@ -174,8 +149,19 @@ class MarkdownPainter:
     @property
     def busy(self) -> bool:
         """Does an answer that has ended still have blocks to paint? (An answer still
-        streaming is not "busy": it waits for text.)"""
-        return any(job.ended for job in self._queue)
+        streaming is not "busy": it waits for text.) Or is painting still to come
+        (``also_busy``)?"""
+        return any(job.ended for job in self._queue) or self.also_busy()
+
+    def untouched(self, job: PaintJob) -> bool:
+        """Has nothing of ``job``'s answer been painted yet? (Dropping it then leaves the
+        answer exactly as it was written: plain.)"""
+        return not job.inserted_any and job.block is None and job in self._queue
+
+    def prioritise(self, rank: Callable[[PaintJob], float]) -> None:
+        """Paint the jobs in the order of ``rank`` (lowest first): the answers nearest the
+        reader's view before those further away."""
+        self._queue.sort(key=rank)
 
     # -- what the transcript tells the painter ------------------------------------------------
 
@@ -424,263 +410,48 @@ class MarkdownPainter:
                 return self.codes[mark]
         return None
 
-    def forget_codes(self) -> None:
-        """Drop the links no longer in the text (the transcript was cleared, or its end
-        removed), with their marks and their code. (A deleted link's mark stays, moved to
-        where the deletion was: it no longer starts a link.)"""
-        for mark in list(self.codes):
-            if COPY_CODE_TAG not in self.text.tag_names(mark):
-                self.text.mark_unset(mark)
-                del self.codes[mark]
+    def forget_codes_in(self, start: str, end: str) -> None:
+        """Drop the links between ``start`` and ``end`` (text about to be deleted or
+        replaced), with their marks and their code."""
+        gone = [mark for _kind, mark, _where in self.text.dump(start, end, mark=True)]
+        gone = [mark for mark in gone if mark in self.codes]
+        for mark in gone:
+            del self.codes[mark]
+        if gone:
+            self.text.mark_unset(*gone)
+
+    def forget_all_codes(self) -> None:
+        """Drop every link (the transcript is being cleared)."""
+        if self.codes:
+            self.text.mark_unset(*self.codes)
+            self.codes.clear()
 
     def set_body_size(self, size: int) -> None:
         """Rescale every rendered style to a new body font size (the font size setting)."""
-        for font, html_size in self._fonts:
-            font.configure(size=_scaled(html_size, size))
+        self.looks.set_body_size(size)
+
+    def set_palette(self, palette: Palette) -> None:
+        """The theme changed: rendered text takes its colours (:class:`MarkdownLooks`)."""
+        self.looks.set_palette(palette)
+
+    @property
+    def palette(self) -> Palette:
+        return self.looks.palette
 
     # -- a piece -> runs -----------------------------------------------------------------------
 
     def _runs_for(self, piece: Piece) -> list[Run]:
-        """One piece's runs: from the cache, or rendered now (code and rules here, the rest
-        off-screen by tkhtmlview and copied out), long lines cut for display only."""
+        """One piece's runs: from the cache, or rendered now (:class:`MarkdownLooks`), long
+        lines cut for display only."""
         cached = self._cache.get(piece)
         if cached is not None:
             self._cache.move_to_end(piece)
             return cached
         began = time.perf_counter()
-        if piece.kind in ("fence", "code"):
-            runs = self._code_runs(piece)
-        elif piece.kind == "hr":
-            runs = [("\n", (RULE_TAG,))]
-        else:
-            runs = self._html_runs(piece.markdown)
-            if piece.kind == "quote":
-                runs = [(chunk, (*tags, QUOTE_TAG)) for chunk, tags in runs]
-        self._cache[piece] = runs = soft_break_runs(runs)
+        self._cache[piece] = runs = soft_break_runs(self.looks.runs(piece))
         if len(piece.markdown) >= 40:  # learn the cost per character; short ones are overhead
             observed = (time.perf_counter() - began) * 1000 / len(piece.markdown)
             self._ms_per_char = max(observed, 0.7 * self._ms_per_char + 0.3 * observed)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return runs
-
-    def _html_runs(self, markdown_text: str) -> list[Run]:
-        """tkhtmlview renders the block off-screen; its text is copied out with one shared
-        transcript tag per distinct style."""
-        scratch = self._scratch
-        scratch.set_html(block_to_html(markdown_text))
-        runs: list[Run] = []
-        active: list[str] = []
-        style: tuple[str, ...]
-        for key, value, _index in scratch.dump("1.0", "end-1c", text=True, tag=True):
-            if key == "tagon":
-                active.append(value)
-            elif key == "tagoff":
-                if value in active:
-                    active.remove(value)
-            elif key == "text" and value:
-                style = (self._style_tag(active[-1] if active else None),)
-                if runs and runs[-1][1] == style:
-                    runs[-1] = (runs[-1][0] + value, style)
-                else:
-                    runs.append((value, style))
-        while runs and runs[-1][0].endswith("\n"):  # tkhtmlview leaves trailing newlines
-            chunk, style = runs[-1]
-            runs[-1] = (chunk.rstrip("\n"), style)
-            if not runs[-1][0]:
-                runs.pop()
-        while runs and runs[0][0].startswith("\n"):  # and starts a list on a new line
-            chunk, style = runs[0]
-            runs[0] = (chunk.lstrip("\n"), style)
-            if not runs[0][0]:
-                runs.pop(0)
-        runs.append(("\n", runs[-1][1] if runs else (self._style_tag(None),)))
-        return runs
-
-    def _code_runs(self, piece: Piece) -> list[Run]:
-        """A code block: on its first piece a header line (the language, then the copy link,
-        whose text is filled in when inserted), then the code in Pygments' colours."""
-        runs: list[Run] = []
-        if piece.kind == "fence" and piece.first:
-            if piece.lang:
-                runs.append((piece.lang + "    ", (CODE_LANG_TAG, CODE_HEAD_TAG)))
-            runs.append(("", (COPY_CODE_TAG, CODE_HEAD_TAG)))
-            runs.append(("\n", (CODE_HEAD_TAG,)))
-        for chunk, look in highlight(
-            piece.code_text() + "\n", piece.lang, self.palette.pygments_style
-        ):
-            runs.append((chunk, (self._code_tag(look),)))
-        return runs
-
-    def _code_tag(self, look: Look) -> str:
-        """One transcript tag per look of highlighted code."""
-        tag = self._code_tags.get(look)
-        if tag is None:
-            tag = f"md-code-{len(self._code_tags)}"
-            self._code_tags[look] = tag
-            font = self._font(
-                self._mono_family(),
-                CODE_HTML_SIZE,
-                weight="bold" if look.bold else "normal",
-                slant="italic" if look.italic else "roman",
-            )
-            self.text.tag_configure(tag, font=font, lmargin1=24, lmargin2=24)
-            self._colour_code_tag(tag, look)
-        return tag
-
-    def _colour_code_tag(self, tag: str, look: Look) -> None:
-        self.text.tag_configure(
-            tag,
-            background=self.palette.code_background,
-            foreground=look.colour or self.palette.code_text,
-        )
-
-    def set_palette(self, palette: Palette) -> None:
-        """The theme changed: everything drawn here takes its colours, text already rendered
-        included; highlighted code takes the look of the same kind of token in the theme's
-        Pygments style (once that style has loaded, on the loader thread)."""
-        self.palette = palette
-        self._colour_tags()
-        for key, tag in self._styles.items():
-            self.text.tag_configure(tag, **self._colour_options(key))
-        self._restyle_code()
-
-    def _restyle_code(self) -> None:
-        style = self.palette.pygments_style
-        waiting = False
-        for look, tag in self._code_tags.items():
-            new = restyle(look, style)
-            if new is None:
-                waiting = True
-                self._colour_code_tag(tag, Look())  # plain code colours until it loads
-            else:
-                self._colour_code_tag(tag, new)
-        if waiting:
-            lexer_ready("", style)  # asks for the style
-            self.scheduler.once("markdown-restyle", LEXER_WAIT_MS, self._restyle_code)
-
-    def _configure_tags(self) -> None:
-        """The looks drawn here: code headers, quotes, rules. Created after the message
-        tags, so their margins win over the answer's."""
-        base = self._base_family()
-        self.text.tag_configure(CODE_HEAD_TAG, lmargin1=24, spacing1=4)
-        self.text.tag_configure(CODE_LANG_TAG, font=self._font(base, LABEL_HTML_SIZE))
-        self.text.tag_configure(QUOTE_TAG, lmargin1=30, lmargin2=30)
-        # A rule is an empty line of a 2-pixel font whose newline is painted: Tk paints a
-        # newline's background to the right edge, so the rule is as wide as the text.
-        self._rule_font = tkfont.Font(root=self.text, family=base, size=-2)
-        self.text.tag_configure(RULE_TAG, font=self._rule_font)
-        self._colour_tags()
-
-    def _colour_tags(self) -> None:
-        """The palette's colours on the looks drawn here."""
-        palette = self.palette
-        self.text.tag_configure(CODE_HEAD_TAG, background=palette.button_pressed)
-        self.text.tag_configure(CODE_LANG_TAG, foreground=palette.muted)
-        self.text.tag_configure(
-            QUOTE_TAG,
-            lmargincolor=palette.background,
-            background=palette.background,
-            foreground=palette.muted,
-        )
-        self.text.tag_configure(RULE_TAG, background=palette.border)
-
-    def _font(
-        self,
-        family: str,
-        html_size: int,
-        *,
-        weight: str = "normal",
-        slant: str = "roman",
-        underline: bool = False,
-        overstrike: bool = False,
-    ) -> tkfont.Font:
-        """A named font at ``html_size`` on tkhtmlview's scale, rescaled with the body."""
-        body = int(tkfont.nametofont(str(self.text.cget("font")), root=self.text).actual()["size"])
-        font = tkfont.Font(
-            root=self.text,
-            family=family,
-            size=_scaled(html_size, body),
-            weight=weight,  # type: ignore[arg-type]
-            slant=slant,  # type: ignore[arg-type]
-            underline=underline,
-            overstrike=overstrike,
-        )
-        self._fonts.append((font, html_size))
-        return font
-
-    def _style_tag(self, scratch_tag: str | None) -> str:
-        """One transcript tag per distinct look (font, colour, justification, tabs).
-
-        The look is read from tkhtmlview's parser records, not from the Tk tag: tkhtmlview
-        does not keep its ``Font`` objects, so their named fonts may already be deleted."""
-        record = self._scratch.html_parser._w_tags.get(scratch_tag) if scratch_tag else None
-        if record is None:
-            key: StyleKey = ((), "", "", "", ())
-        else:
-            config = record.get("config", {})
-            key = (
-                tuple(sorted(record.get("font", {}).items())),
-                str(config.get("foreground") or ""),
-                "",
-                str(config.get("justify") or ""),
-                tuple(config.get("tabs") or ()),
-            )
-        tag = self._styles.get(key)
-        if tag is None:
-            tag = f"md-style-{len(self._styles)}"
-            self._styles[key] = tag
-            self.text.tag_configure(tag, **self._tag_options(key))
-            self.text.tag_lower(tag)  # message tags (colours, margins) stay on top
-        return tag
-
-    def _tag_options(self, key: StyleKey) -> dict[str, Any]:
-        font_spec, foreground, _background, justify, tabs = key
-        options: dict[str, Any] = {}
-        if font_spec:
-            spec: dict[str, Any] = dict(font_spec)
-            monospace = spec.get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY
-            options["font"] = self._font(
-                self._mono_family() if monospace else self._base_family(),
-                int(spec.get("size") or 14),
-                weight=spec.get("weight", "normal"),
-                slant=spec.get("slant", "roman"),
-                underline=bool(spec.get("underline")),
-                overstrike=bool(spec.get("overstrike")),
-            )
-        options.update(self._colour_options(key))
-        if justify:
-            options["justify"] = justify
-        if tabs:
-            options["tabs"] = tabs
-        return options
-
-    def _colour_options(self, key: StyleKey) -> dict[str, Any]:
-        """A style's colours in the current palette: code on the code background; any
-        other colour tkhtmlview chose (never black, which would vanish in the dark)."""
-        font_spec, foreground, *_rest = key
-        family = dict(font_spec).get("family")
-        if family is not None and family == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
-            return {
-                "background": self.palette.code_background,
-                "foreground": foreground
-                if foreground not in ("", "black")
-                else self.palette.code_text,
-            }
-        return {"foreground": foreground} if foreground and foreground != "black" else {}
-
-    def _base_family(self) -> str:
-        body = tkfont.nametofont(str(self.text.cget("font")), root=self.text)
-        return str(body.actual()["family"])
-
-    def _mono_family(self) -> str:
-        families = {name.lower(): name for name in tkfont.families(self.text)}
-        for wanted in ("dejavu sans mono", "liberation mono", "noto sans mono", "courier"):
-            if wanted in families:
-                return families[wanted]
-        return "TkFixedFont"
-
-
-def _scaled(html_size: int, body_size: int) -> int:
-    """tkhtmlview's sizes assume a 14-point body; scale them to ours."""
-    return max(6, round(html_size * body_size / 14))

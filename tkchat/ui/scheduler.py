@@ -5,14 +5,35 @@ run twice in parallel. Given a ``ledger``, the scheduler tells it which timer ru
 window's sampler (``tkchat/trace/``) reads it to name what held the loop. On close,
 :meth:`AfterScheduler.close` cancels every pending id and refuses new ones, so nothing fires
 into a destroyed window ("invalid command name" errors).
+
+Since every callback passes here, this is also where the bench learns what the window's own
+work cost (:class:`CallbackCosts`, when it hands one in): each callback's CPU time on the
+main thread. Beside the lag it tells a window that was slow from a window that was kept
+waiting (by the machine, the GIL, the X server).
 """
 
 from __future__ import annotations
 
+import time
 import tkinter as tk
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tkchat.trace.ledger import CallbackLedger
+
+
+@dataclass
+class CallbackCosts:
+    """The worst of the callbacks run while it was handed in: main-thread CPU, ms."""
+
+    worst_ms: float = 0.0
+    worst: str = ""  # the timer's name
+    count: int = 0
+
+    def add(self, name: str, cpu_ms: float) -> None:
+        self.count += 1
+        if cpu_ms > self.worst_ms:
+            self.worst_ms, self.worst = cpu_ms, name
 
 
 class AfterScheduler:
@@ -22,7 +43,8 @@ class AfterScheduler:
         self.widget = widget
         self._pending: dict[str, str] = {}
         self.closed = False
-        self.ledger: CallbackLedger | None = None
+        self.ledger: CallbackLedger | None = None  # the sampler's: which timer runs
+        self.costs: CallbackCosts | None = None  # the bench's, while it measures
 
     def once(self, name: str, delay_ms: int, callback: Callable[[], object]) -> None:
         """Run ``callback`` after ``delay_ms`` (0: as soon as the loop is free)."""
@@ -44,15 +66,20 @@ class AfterScheduler:
 
         def fire() -> None:
             self._pending.pop(name, None)
-            ledger = self.ledger
-            if ledger is None:
+            ledger, costs = self.ledger, self.costs
+            if ledger is None and costs is None:
                 callback()
                 return
-            ledger.begin(name, callback)
+            began = time.thread_time()
+            if ledger is not None:
+                ledger.begin(name, callback)
             try:
                 callback()
             finally:
-                ledger.end()
+                if ledger is not None:
+                    ledger.end()
+                if costs is not None:
+                    costs.add(name, (time.thread_time() - began) * 1000)
 
         self._pending[name] = schedule(fire)
 

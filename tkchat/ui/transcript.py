@@ -18,6 +18,10 @@ drawn the same way (not links while that answer streams). Showing another versio
 the answer's text and its end note ([stopped], the error) in place, and paints it in slices
 like a saved answer; what follows it on screen does not move. A question edited and sent
 again has versions too, each with the branch that followed it (ui/answer_versions.py).
+
+Only the answers near the reader's view are rich text (:class:`~tkchat.ui.paint_zone.PaintZone`):
+a saved conversation is written as plain text and painted around the view; an answer that
+moved far away goes back to its plain text. All the words are always in the widget.
 """
 
 from __future__ import annotations
@@ -25,73 +29,40 @@ from __future__ import annotations
 import time
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break, unbreak
-from tkchat.store import MessageRef
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, set_role
+from tkchat.ui.markdown_looks import body_family
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
+from tkchat.ui.message_views import (
+    NAV_TAG,
+    VERSION_STEPS,
+    AnswerView,
+    Branch,
+    UserView,
+    header_args,
+    label_tag,
+    version_links,
+)
+from tkchat.ui.paint_zone import PaintZone
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.view_keeper import ViewKeeper
 from tkchat.ui.window.translator import Translator
 
+__all__ = ["BODY_FONT_SIZE", "AnswerView", "Branch", "Transcript", "UserView"]
+
 BODY_FONT_SIZE = 11
+RELABEL_MARK = "relabel_from"  # (no "-": it is used in index arithmetic)
+RELABEL_LINES = 400  # lines relabelled at a time, from the end back
+RELABEL_BUDGET_MS = 6.0  # per callback
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
-VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
-NAV_TAG = "versions"  # the whole "◀ n/m ▶" of a header, to find it again and redraw it
-
-
-Branch = list[tuple[str, str, str]]  # messages after a question's version: (role, text, status)
-
-
-@dataclass
-class UserView:
-    """One question on screen."""
-
-    number: int
-    head_mark: str  # the start of its header line
-    text: str
-    role: str = "user"
-    # Every version of an edited question (from 0), with the branch that followed each; the
-    # one shown's entries are brought up to date when another is shown. Empty: only one.
-    versions: list[str] = field(default_factory=list)
-    branches: list[Branch] = field(default_factory=list)
-    shown: int = 0
-    saved_as: int | None = None  # its message's id in the store, once it has versions
-
-
-@dataclass
-class AnswerView:
-    """Where one streaming answer is in the widget, and what it holds so far."""
-
-    number: int
-    start_mark: str
-    end_mark: str
-    text: str = ""
-    head_mark: str = ""  # the start of its header line
-    role: str = "assistant"
-    rendered: bool = False
-    started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
-    first_text_at: float | None = None  # perf_counter when its first text was on screen
-    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
-    column: int = 0  # characters of the last line on display (where the next soft break is)
-    job: PaintJob | None = None  # its markdown painting, block by block as it streams
-    status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted
-    # Every version of a regenerated answer, (text, status) by number from 0, and which one
-    # is shown. Empty: only the one shown. The shown one's entry is brought up to date when
-    # it ends and when another is shown (``text`` and ``status`` are the truth for it).
-    versions: list[tuple[str, str]] = field(default_factory=list)
-    shown: int = 0
-    saved_as: MessageRef | None = None  # its message in the store (History sets it)
-    # Around the note its end wrote ([stopped], the error): from notes_mark to tail_mark.
-    notes_mark: str = ""
-    tail_mark: str = ""
 
 
 class Transcript(ttk.Frame):
@@ -101,7 +72,7 @@ class Transcript(ttk.Frame):
         super().__init__(master)
         self.t = translate
         # Named fonts are deleted when their Python object is collected: keep them here.
-        self.body_font = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE)
+        self.body_font = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE)
         self.text = tk.Text(
             self,
             wrap="word",
@@ -114,17 +85,17 @@ class Transcript(ttk.Frame):
             spacing3=2,
             font=self.body_font,
         )
-        scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
-        self.text.configure(yscrollcommand=scroll.set)
+        self._scroll = scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
+        self.text.configure(yscrollcommand=self._scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
-        bold = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE, weight="bold")
+        bold = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
         self._fonts = [bold]
         margin = dp(master, 12)
         self.text.tag_configure("who", font=bold, spacing1=dp(master, 10))
         self.text.tag_configure("user", lmargin1=margin, lmargin2=margin)
         self.text.tag_configure("answer", lmargin1=margin, lmargin2=margin)
-        self._fonts.append(tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE - 2))
+        self._fonts.append(tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE - 2))
         self.text.tag_configure("action", font=self._fonts[-1])
         self.text.tag_configure(COPY_CODE_TAG, font=self._fonts[-1])
         # A widget binding, not a tag binding: only a widget binding's "break" stops the Text
@@ -134,9 +105,13 @@ class Transcript(ttk.Frame):
             self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
             self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
         translate.on_change(lambda _lang: self.relabel())
+        self.scheduler = scheduler
+        self._labels: list[tuple[str, str]] = []  # (tag, its text now) while relabelling
         self.painter = MarkdownPainter(
             self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
         )
+        self.zone = PaintZone(self, scheduler)  # which answers are painted: those near the view
+        self._bulk: ViewKeeper | None = None  # the one keeper of several writes (adding_many)
         set_role(self.text, "surface")
         follow_theme(self, self.apply_palette)
         self.answers: list[AnswerView] = []
@@ -150,6 +125,11 @@ class Transcript(ttk.Frame):
         self.on_version: Callable[[UserView | AnswerView, int], object] | None = None
         self.on_copied: Callable[[str], None] | None = None
 
+    def _scrolled(self, first: float, last: float) -> None:
+        """Tk says the view changed (its first and last fraction shown)."""
+        self._scroll.set(first, last)
+        self.zone.moved()
+
     # -- writing -------------------------------------------------------------------------------
 
     def _write(self, index: str, *args: object) -> None:
@@ -157,11 +137,31 @@ class Transcript(ttk.Frame):
             self.text.insert(index, *args)  # type: ignore[arg-type]
 
     def _adding_at_end(self) -> ViewKeeper:
-        """Before writing at the end: a reader at the bottom will follow (``restore()``
+        """Before writing at the end: a reader at the bottom will follow (``_restore()``
         after writing); someone who scrolled up to read keeps their place."""
+        if self._bulk is not None:
+            return self._bulk
         keeper = ViewKeeper(self.text)
         keeper.changing(at_end=True)
         return keeper
+
+    def _restore(self, keeper: ViewKeeper) -> None:
+        if keeper is not self._bulk:  # (else once, when adding_many ends)
+            keeper.restore()
+
+    @contextmanager
+    def adding_many(self) -> Iterator[None]:
+        """Several messages written at the end in one callback (a saved chat being put on
+        screen): the reader's view is looked at once before them and put back once after
+        them, not three times a message."""
+        keeper = self._adding_at_end()
+        self._bulk = keeper
+        try:
+            yield
+        finally:
+            self._bulk = None
+            keeper.restore()
+            self.zone.moved(changed=True)
 
     def _head_mark(self) -> str:
         """A mark at the start of the message about to be written at the end."""
@@ -170,23 +170,6 @@ class Transcript(ttk.Frame):
         self.text.mark_set(mark, "end-1c")
         self.text.mark_gravity(mark, "left")  # text written after it leaves it in place
         return mark
-
-    def _header(
-        self, who: str, actions: tuple[str, ...], view: UserView | AnswerView | None = None
-    ) -> list[object]:
-        """Insert arguments for a header line: who, then the links (then an answer's
-        versions, if it has several)."""
-        args: list[object] = [self.t(who), ("who", _label_tag(who))]
-        for action in actions:
-            args += [
-                "   ",
-                ("who",),
-                self.t(f"transcript.{action}"),
-                ("who", "action", f"act-{action}"),
-            ]
-        if view is not None:
-            args += _version_links(view)
-        return [*args, "\n", ("who",)]
 
     def add_user(
         self,
@@ -207,23 +190,29 @@ class Transcript(ttk.Frame):
             shown=len(versions or [1]) - 1 if shown is None else shown,
         )
         shown_text, _column = soft_break(message, 0)
-        header = self._header("transcript.you", ACTIONS, view)
+        header = header_args(self.t, "transcript.you", ACTIONS, view)
         self._write("end", *header, shown_text + "\n", ("user",))
         self.entries.append(view)
-        keeper.restore()
+        self._restore(keeper)
+        self.zone.moved(changed=True)
         return view
 
     def add_note(self, message: str, kind: str = "note") -> None:
         keeper = self._adding_at_end()
         self._write("end", message + "\n", (kind,))
-        keeper.restore()
+        self._restore(keeper)
 
     def begin_answer(
-        self, versions: list[tuple[str, str]] | None = None, shown: int | None = None
+        self,
+        versions: list[tuple[str, str]] | None = None,
+        shown: int | None = None,
+        *,
+        paint: bool = True,
     ) -> AnswerView:
         """A new answer at the end, empty. ``versions``: the versions it has (a regenerate:
         the earlier ones and this new one, a saved answer: all of them); ``shown``: the
-        one this is (by default the last)."""
+        one this is (by default the last). ``paint=False``: it stays plain text until the
+        zone paints it (a saved answer: painted only once it is near the view)."""
         keeper = self._adding_at_end()
         head = self._head_mark()
         number = self._marks
@@ -238,7 +227,7 @@ class Transcript(ttk.Frame):
             notes_mark=f"answer_{number}_notes",  # no "-": see ANCHOR_MARK
             tail_mark=f"answer_{number}_tail",
         )
-        header = self._header("transcript.assistant", ("copy",), view)
+        header = header_args(self.t, "transcript.assistant", ("copy",), view)
         self._write("end", *header, "\n")
         # Both marks sit just before that last newline; text inserted at the end mark pushes
         # it along (right gravity) while the start mark stays put (left gravity).
@@ -246,16 +235,12 @@ class Transcript(ttk.Frame):
         self.text.mark_gravity(view.start_mark, "left")
         self.text.mark_set(view.end_mark, "end-2c")
         self.text.mark_gravity(view.end_mark, "right")
-        # Its blocks are rendered one by one as they complete, while it streams.
-        view.job = self.painter.begin(
-            view.start_mark,
-            view.end_mark,
-            extra_tags=("answer",),
-            on_done=lambda: _rendered(view),
-        )
+        if paint:  # its blocks are rendered one by one as they complete, while it streams
+            view.job = self._paint_job(view)
         self.answers.append(view)
         self.entries.append(view)
-        keeper.restore()
+        self._restore(keeper)
+        self.zone.moved(changed=True)
         return view
 
     def append(self, view: AnswerView, text: str, *, live: bool = True) -> None:
@@ -271,19 +256,20 @@ class Transcript(ttk.Frame):
         self.record(view, text)
         if view.job is not None:
             self.painter.feed(view.job, text, keeper if live else None)
-        keeper.restore()  # once, for the text and what was painted with it
+        self._restore(keeper)  # once, for the text and what was painted with it
 
     def record(self, view: AnswerView, text: str) -> None:
         """Account for text shown (by :meth:`append`, or by a demo that draws it elsewhere)."""
-        view.text += text
+        view.add_text(text)
         self.inserts += 1
         now = time.perf_counter()
-        view.arrivals.append((now, len(view.text)))
+        view.arrivals.append((now, view.length))
         if view.first_text_at is None:
             view.first_text_at = now
 
     def embed(self, view: AnswerView, widget: tk.Misc) -> None:
         """Show ``widget`` as the answer's body (the per-chunk-render demo's HTML widget)."""
+        view.paintable = False
         with writable(self.text):
             self.text.window_create(view.end_mark, window=widget, padx=8)
         self.text.see("end")
@@ -315,7 +301,8 @@ class Transcript(ttk.Frame):
         if view.versions:  # its version is final: the links work now
             view.versions[view.shown] = (view.text, view.status)
             self._redraw_version_links(view)
-        keeper.restore()
+        self._restore(keeper)
+        view.paintable = render
         if view.job is not None:
             if render and view.text.strip():
                 self.painter.end(view.job)
@@ -323,11 +310,17 @@ class Transcript(ttk.Frame):
                 self.painter.drop(view.job)
 
     def clear(self) -> None:
+        # Marks go before the text: once it is deleted they all sit on one line, and Tk
+        # unlinks each by walking that line (tests/tools/tk_costs.py: 5,000 marks and their
+        # text, 118 ms of CPU that way, 12 ms the other).
         self.painter.cancel()
+        self.zone.forget()
+        self.scheduler.cancel("relabel")  # (the new text is written in the new language)
+        self.text.mark_unset(RELABEL_MARK)
+        self._unset_marks(self.entries)
+        self.painter.forget_all_codes()
         with writable(self.text):
             self.text.delete("1.0", "end")
-        self._unset_marks(self.entries)
-        self.painter.forget_codes()
         self.answers.clear()
         self.entries.clear()
 
@@ -338,20 +331,25 @@ class Transcript(ttk.Frame):
         for removed in gone:  # their painting stops; earlier answers' goes on
             if isinstance(removed, AnswerView) and removed.job is not None:
                 self.painter.drop(removed.job)
+        start = self.text.index(view.head_mark)
+        self.painter.forget_codes_in(start, "end")
+        self._unset_marks(gone)  # (before the text: see clear)
         with writable(self.text):
-            self.text.delete(view.head_mark, "end-1c")
-        self._unset_marks(gone)
-        self.painter.forget_codes()
+            self.text.delete(start, "end-1c")
         del self.entries[index:]
         # The answers removed are the last ones, as the messages removed are.
         del self.answers[sum(isinstance(e, AnswerView) for e in self.entries) :]
+        self.zone.moved(changed=True)
 
     def _unset_marks(self, views: list[UserView | AnswerView]) -> None:
+        names: list[str] = []
         for view in views:
-            self.text.mark_unset(view.head_mark)
+            names.append(view.head_mark)
             if isinstance(view, AnswerView):
-                self.text.mark_unset(view.start_mark, view.end_mark)
-                self.text.mark_unset(view.notes_mark, view.tail_mark)
+                names += [view.start_mark, view.end_mark, view.notes_mark, view.tail_mark]
+        names = [name for name in names if name]  # (an answer not ended has no note marks)
+        if names:
+            self.text.mark_unset(*names)
 
     # -- versions of an answer -----------------------------------------------------------------
 
@@ -365,6 +363,7 @@ class Transcript(ttk.Frame):
         text, status = view.versions[number]
         keeper = ViewKeeper(self.text)
         keeper.changing()
+        self.painter.forget_codes_in(view.start_mark, view.end_mark)
         with writable(self.text):
             # The newline after the text stays: it ends the new note's last line, so nothing
             # is ever inserted where the next message's header mark is.
@@ -375,15 +374,9 @@ class Transcript(ttk.Frame):
                 self.text.insert(view.start_mark, "\n" + note[0], note[1])
             self.text.mark_set(view.notes_mark, f"{self.text.index(view.start_mark)} + 1c")
             self.text.mark_set(view.end_mark, view.start_mark)
-        self.painter.forget_codes()
         view.shown, view.status, view.rendered = number, status, False
         view.text, view.column = text, 0
-        view.job = self.painter.begin(
-            view.start_mark,
-            view.end_mark,
-            extra_tags=("answer",),
-            on_done=lambda: _rendered(view),
-        )
+        view.job = self._paint_job(view)
         shown, view.column = soft_break(text, 0)
         self._write(view.end_mark, shown, ("answer",))
         self.painter.feed(view.job, text, None)
@@ -392,6 +385,32 @@ class Transcript(ttk.Frame):
         else:
             self.painter.drop(view.job)
         self._redraw_version_links(view)
+        keeper.restore()
+
+    # -- painted near the view, plain far from it (the zone's calls) ----------------------
+
+    def _paint_job(self, view: AnswerView) -> PaintJob:
+        return self.painter.begin(
+            view.start_mark, view.end_mark, extra_tags=("answer",), on_done=lambda: _rendered(view)
+        )
+
+    def paint(self, view: AnswerView) -> None:
+        """Paint an answer that ended and is shown as plain text (it came near the view)."""
+        view.job = self._paint_job(view)
+        self.painter.feed(view.job, view.text, None)  # as it arrived (see append)
+        self.painter.end(view.job)
+
+    def unpaint(self, view: AnswerView) -> None:
+        """Put a painted answer far from the view back to its plain text (its markdown
+        source, with the line ends the display adds), as it was before it was painted."""
+        keeper = ViewKeeper(self.text)
+        keeper.changing()
+        shown, view.column = soft_break(view.text, 0)
+        with writable(self.text):
+            self.painter.forget_codes_in(view.start_mark, view.end_mark)
+            self.text.delete(view.start_mark, view.end_mark)
+            self.text.insert(view.end_mark, shown, ("answer",))
+        view.rendered, view.job = False, None
         keeper.restore()
 
     def _end_note(self, status: str) -> tuple[str, tuple[str, ...]] | None:
@@ -412,13 +431,14 @@ class Transcript(ttk.Frame):
         shown: int | None = None,
         branches: list[Branch] | None = None,
     ) -> UserView | AnswerView:
-        """Put a saved message (or one of a branch shown again) on screen at the end, its
-        markdown left to the painter's slices. ``versions``/``shown``: its versions, if it
-        has several, as (text, status); ``branches``: a question's."""
+        """Put a saved message (or one of a branch shown again) on screen at the end, as
+        plain text: its markdown is painted once it is near the view (:class:`PaintZone`).
+        ``versions``/``shown``: its versions, if it has several, as (text, status);
+        ``branches``: a question's."""
         if role == "user":
             texts = [version for version, _status in versions or []]
             return self.add_user(text, texts, branches, shown)
-        view = self.begin_answer(versions, shown)
+        view = self.begin_answer(versions, shown, paint=False)
         self.append(view, text, live=False)
         self.finish(
             view,
@@ -438,7 +458,7 @@ class Transcript(ttk.Frame):
             where = str(found[0]) if found else self.text.index(line_end)
             if found:
                 self.text.delete(*found)
-            links = _version_links(view)
+            links = version_links(view)
             if links:
                 self.text.insert(where, *links)  # type: ignore[arg-type]
 
@@ -466,24 +486,46 @@ class Transcript(ttk.Frame):
 
     def relabel(self) -> None:
         """After a language change: the headers and links already on screen, in the new
-        language (the messages themselves are content, and stay as they are)."""
-        labels = [(_label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
+        language (the messages themselves are content, and stay as they are). From the end
+        back, in slices: a thousand messages' headers in one callback took 85 ms."""
+        labels = [(label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
         labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
         labels.append((COPY_CODE_TAG, "transcript.copy_code"))
+        self._labels = [(tag, self.t(key)) for tag, key in labels]
+        self.text.mark_set(RELABEL_MARK, "end")  # what is above it is still to do
+        self.text.mark_gravity(RELABEL_MARK, "left")
+        self._relabel_some()
+
+    def _relabel_some(self) -> None:
+        """Relabel blocks of lines, from the mark up, until this callback's budget is spent.
+        (A label never spans a line end, so no label is cut by a block's edge.)"""
+        started = time.perf_counter()
         with writable(self.text):
-            for tag, key in labels:
-                ranges = self.text.tag_ranges(tag)
-                new = self.t(key)
-                # Last first, so the indices of the ranges still to do stay valid.
-                for start, end in reversed(list(zip(ranges[::2], ranges[1::2], strict=True))):
-                    tags = self.text.tag_names(start)
-                    self.text.insert(end, new, tags)
-                    self.text.delete(start, end)
+            while self.text.compare(RELABEL_MARK, ">", "1.0"):
+                if (time.perf_counter() - started) * 1000 > RELABEL_BUDGET_MS:
+                    self.scheduler.once("relabel", 1, self._relabel_some)
+                    return
+                top = self.text.index(f"{RELABEL_MARK} - {RELABEL_LINES} lines linestart")
+                for tag, new in self._labels:
+                    below = RELABEL_MARK
+                    # Last first, so the indices of the ranges still to do stay valid.
+                    while found := self.text.tag_prevrange(tag, below, top):
+                        start, end = str(found[0]), str(found[1])
+                        self.text.insert(end, new, self.text.tag_names(start))
+                        self.text.delete(start, end)
+                        below = start
+                self.text.mark_set(RELABEL_MARK, top)
+        self.text.mark_unset(RELABEL_MARK)
 
     # -- links ---------------------------------------------------------------------------------
 
     def entry_at(self, index: str) -> UserView | AnswerView | None:
         """The message whose header starts at or before ``index``."""
+        number = self.entry_number(index)
+        return None if number is None else self.entries[number]
+
+    def entry_number(self, index: str) -> int | None:
+        """Where in ``entries`` the message whose header starts at or before ``index`` is."""
         low, high = 0, len(self.entries)
         while low < high:
             middle = (low + high) // 2
@@ -491,7 +533,7 @@ class Transcript(ttk.Frame):
                 low = middle + 1
             else:
                 high = middle
-        return self.entries[low - 1] if low else None
+        return low - 1 if low else None
 
     def link_index(self, view: UserView | AnswerView, action: str) -> str | None:
         """Where ``view``'s link for ``action`` is (for tests and keyboard users)."""
@@ -547,42 +589,6 @@ class Transcript(ttk.Frame):
         return str(self.text.tk.call(str(self.text), "get", "-displaychars", "1.0", "end-1c"))
 
 
-def _label_tag(key: str) -> str:
-    """The tag that finds a header's role word again ("transcript.you" -> "label-you")."""
-    return "label-" + key.rsplit(".", 1)[-1]
-
-
-def _version_links(view: UserView | AnswerView) -> list[object]:
-    """Insert arguments for "◀ n/m ▶" (nothing for a message with one version). A link that
-    leads nowhere, or any while the answer streams, is drawn without its ``act-`` tag."""
-    count = len(view.versions)
-    if count < 2:
-        return []
-    ended = not isinstance(view, AnswerView) or view.status != "streaming"
-
-    def link(symbol: str, step: str, possible: bool) -> list[object]:
-        tags = ("who", NAV_TAG, "action", f"act-{step}") if ended and possible else ("who", NAV_TAG)
-        return [symbol, tags]
-
-    return [
-        "   ",
-        ("who", NAV_TAG),
-        *link("◀", "prev", view.shown > 0),
-        f" {view.shown + 1}/{count} ",
-        ("who", NAV_TAG),
-        *link("▶", "next", view.shown < count - 1),
-    ]
-
-
 def _rendered(view: AnswerView) -> None:
     view.rendered = True
-
-
-def _body_family(widget: tk.Misc) -> str:
-    """A font with good Unicode coverage if the system has one; Tk falls back per glyph
-    (fontconfig) for Chinese and emoji either way."""
-    families = {name.lower(): name for name in tkfont.families(widget)}
-    for wanted in ("noto sans", "dejavu sans", "liberation sans", "helvetica"):
-        if wanted in families:
-            return families[wanted]
-    return "TkDefaultFont"
+    view.job = None  # done: the painter has let go of it

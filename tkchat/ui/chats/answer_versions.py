@@ -108,6 +108,7 @@ class AnswerVersions:
         self._to_show = deque(branches[number])
         self._question = question
         if self._to_show:
+            self.transcript.zone.hold()  # plain text first; what is near the view painted after
             self.scheduler.once(_SLICE, 0, self._show_some)
         return question
 
@@ -118,12 +119,14 @@ class AnswerVersions:
             self._question = None
             return
         started = time.perf_counter()
-        while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
-            self.transcript.add_saved(*self._to_show.popleft())
+        with self.transcript.adding_many():
+            while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
+                self.transcript.add_saved(*self._to_show.popleft())
         if self._to_show:
             self.scheduler.once(_SLICE, 1, self._show_some)
         else:
             self._question = None
+            self.transcript.zone.release()
 
 
 def versions_after_regenerate(view: AnswerView) -> list[tuple[str, str]]:

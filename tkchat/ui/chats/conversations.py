@@ -149,8 +149,10 @@ class SavedConversations:
             self.session.open(conversation.system_prompt, sampling, chat)
         else:
             self.session.open(self.session.system_prompt, self.session.sampling, chat)
-        # 200 messages inserted in one callback took 85 ms: a long task. Slice them instead.
+        # 200 messages inserted in one callback took 85 ms: a long task. Slice them instead;
+        # as plain text, painted once all are there, and only near the view (PaintZone).
         self._to_show = deque(stored)
+        self.transcript.zone.hold()
         self.scheduler.once("show-conversation", 0, self._show_some)
         self.refresh()
 
@@ -164,22 +166,24 @@ class SavedConversations:
         """Put saved messages on screen until this callback's budget is spent; their
         markdown is then painted by the painter's own slices."""
         started = time.perf_counter()
-        while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
-            message = self._to_show.popleft()
-            if message.role not in ("user", "assistant"):
-                continue
-            view = self.transcript.add_saved(
-                message.role,
-                message.content,
-                message.status,
-                self.archive.versions(message),
-                message.variant,
-                self.archive.branches(message) if message.role == "user" else None,
-            )
-            view.saved_as = message.id
+        with self.transcript.adding_many():
+            while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
+                message = self._to_show.popleft()
+                if message.role not in ("user", "assistant"):
+                    continue
+                view = self.transcript.add_saved(
+                    message.role,
+                    message.content,
+                    message.status,
+                    self.archive.versions(message),
+                    message.variant,
+                    self.archive.branches(message) if message.role == "user" else None,
+                )
+                view.saved_as = message.id
         if self._to_show:
             self.scheduler.once("show-conversation", 1, self._show_some)
         else:
+            self.transcript.zone.release()
             self.on_shown()
 
     def close(self) -> None:

@@ -209,9 +209,9 @@ class History:
         if self._answer is None or self.writer is None:
             return
         view, ticket, saved = self._answer
-        if len(view.text) > saved:
-            self.writer.append(ticket, view.text[saved:])
-            self._answer = (view, ticket, len(view.text))
+        if view.length > saved:
+            self.writer.append(ticket, view.text_from(saved))
+            self._answer = (view, ticket, view.length)
 
     def answer_ended(self, status: str) -> None:
         """``status``: complete, stopped or error. The window's full text is the final one."""
