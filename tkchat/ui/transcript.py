@@ -38,7 +38,7 @@ from tkchat.ui.look.theme import follow_theme, set_role
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.view_keeper import ViewKeeper
+from tkchat.ui.view_keeper import EndFollower, ViewKeeper
 from tkchat.ui.window.translator import Translator
 
 BODY_FONT_SIZE = 11
@@ -115,7 +115,7 @@ class Transcript(ttk.Frame):
             font=self.body_font,
         )
         scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
-        self.text.configure(yscrollcommand=scroll.set)
+        self.text.configure(yscrollcommand=EndFollower(self.text, scroll.set).scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
         bold = tkfont.Font(family=_body_family(master), size=BODY_FONT_SIZE, weight="bold")

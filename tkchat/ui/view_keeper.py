@@ -20,6 +20,8 @@ Main thread only.
 from __future__ import annotations
 
 import tkinter as tk
+import tkinter.font as tkfont
+from collections.abc import Callable
 
 ANCHOR_MARK = "view_anchor"  # no "-" in a mark used in index arithmetic: Tk would split there
 
@@ -93,3 +95,36 @@ class ViewKeeper:
                 self.text.yview_scroll(info[1] - self._y, "pixels")
             self.text.mark_unset(ANCHOR_MARK)
         self.mode, self.changed, self._anchored = None, False, False
+
+
+class EndFollower:
+    """A reader at the end stays at the end when the widget's height changes (the window
+    resized, a bar shown above the transcript): Tk keeps the top line in place instead, so
+    a chat reopened at its end was left showing its middle once the window had settled.
+    Between ``text`` and its scrollbar: give :meth:`scrolled` as ``yscrollcommand``, with
+    the scrollbar's ``set`` as ``scroll_set``."""
+
+    def __init__(self, text: tk.Text, scroll_set: Callable[[float | str, float | str], object]):
+        self.text = text
+        self.scroll_set = scroll_set
+        self.at_end = True  # as of the last time the view moved (before a resize)
+        text.bind("<Configure>", lambda _e: self._resized(), add="+")
+
+    def scrolled(self, first: float | str, last: float | str) -> None:
+        self.at_end = self._hidden_below(float(first), float(last)) < self._line_height()
+        self.scroll_set(first, last)
+
+    def _hidden_below(self, first: float, last: float) -> float:
+        """Pixels of text below the view (from the scroll fractions: no layout is asked for
+        in the middle of one). ``see("end")`` can leave the last line partly hidden."""
+        if last >= 1.0 or last <= first:
+            return 0.0
+        return (1.0 - last) * self.text.winfo_height() / (last - first)
+
+    def _line_height(self) -> int:
+        font = tkfont.nametofont(str(self.text.cget("font")), root=self.text)
+        return int(font.metrics("linespace"))
+
+    def _resized(self) -> None:
+        if self.at_end:
+            self.text.yview_moveto(1.0)

@@ -35,7 +35,7 @@ from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.look.appearance import Appearance
 from tkchat.ui.look.fonts import FontSizer
-from tkchat.ui.look.scaling import remembered_size, window_size
+from tkchat.ui.look.scaling import design_size, remembered_size, window_size
 from tkchat.ui.look.text_size import TextSize
 from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.models.switch import ModelSwitch
@@ -250,7 +250,7 @@ class ChatApp(ChatLayout, FlowFacade):
         )
         if options.projector:
             self.text_size.set_projector(True)
-        size = settings.geometry and remembered_size(self.root, settings.geometry)
+        size = remembered_size(self.root, settings.window_size, settings.geometry)
         if options.persist_settings and size:
             self.root.geometry(size)  # the size, within this screen; not the place
         self.input.focus_set()
@@ -376,7 +376,9 @@ class ChatApp(ChatLayout, FlowFacade):
         if self.conversations is not None:
             self.conversations.close()
         if self.remembered.persist:
-            self.remembered.change(geometry=self.root.geometry(), language=self.t.lang)
+            geometry = self.root.geometry()  # in pixels; the size also in the design's
+            size = design_size(self.root, geometry)
+            self.remembered.change(geometry=geometry, window_size=size, language=self.t.lang)
         self.models.close_idle()
         # A style change leaves Tk's <<ThemeChanged>> waiting for an idle moment; sent after
         # the destroy it would only print an error (the idle queue outlives the window).
