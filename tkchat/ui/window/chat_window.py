@@ -215,9 +215,9 @@ class ChatApp(ChatLayout, FlowFacade):
             )
             sidebar = self.conversations.sidebar
             self.panes.insert(0, sidebar, weight=1)
-            # A chat picked with the mouse: type into it at once. (Picked with the arrow keys,
-            # the list keeps the focus, so the arrows go on working.)
-            sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self.typing.soon(), add="+")
+            # A chat clicked keeps the keys (F2 renames it, Delete deletes it); a letter typed
+            # there goes to the box.
+            self.typing.letters_to_box(sidebar.tree)
             sidebar.new_button.configure(command=self.typing.then(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             self.root.geometry(window_size(self.root, *WINDOW_SIZE_WITH_SIDEBAR))
