@@ -13,6 +13,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.context_chosen": "Context for {model}: {n_ctx} — from the next time it loads.",
         "app.context_auto": "automatic",
         "app.not_ready": "The model is not ready yet — your message is kept in the box.",
+        "app.send_when_ready": (
+            "Not ready yet — your message will be sent as soon as it is (until then it stays "
+            "in the box)."
+        ),
         "app.no_model": "No model is loaded — choose one in the Model menu (Ctrl+M). Your "
         "message is kept in the box.",
         "app.ready_again": "Ready — {name}",
@@ -137,6 +141,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.context_chosen": "{model} 的上下文：{n_ctx}，下次加载时生效。",
         "app.context_auto": "自动",
         "app.not_ready": "模型还没准备好 —— 你的消息还留在输入框里。",
+        "app.send_when_ready": "还没准备好 —— 一准备好就发送你的消息（在那之前它留在输入框里）。",
         "app.no_model": "没有加载模型 —— 请在“模型”菜单里选一个（Ctrl+M）。"
         "你的消息还留在输入框里。",
         "app.ready_again": "就绪 —— {name}",

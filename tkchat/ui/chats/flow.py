@@ -64,6 +64,9 @@ class ChatFlow:
         self.model_ready = False
         self.model_failed = False  # the last load failed: nothing can be sent until another
         self.autosend = autosend
+        # The box's text, sent with Enter before the window was ready (the model loading, a
+        # chat being put on screen): it is sent once it is, if the box still holds it.
+        self.queued: str | None = None
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -73,7 +76,7 @@ class ChatFlow:
         after it."""
         prompt = (self.view.input.draft if text is None else text).strip()
         self.draft.waiting = None  # this send lets go of a draft that waited for its count
-        if not prompt or not self._can_generate():
+        if not prompt or not self._can_generate(prompt if text is None else None):
             return False
         if text is None and not self.draft.fits(prompt):
             return False  # said why in the status line; the box keeps the text
@@ -97,14 +100,21 @@ class ChatFlow:
             )
         return self.answering.start(self.session.request())
 
-    def _can_generate(self) -> bool:
+    def _can_generate(self, draft: str | None = None) -> bool:
+        """Whether an answer can start now; if not, the status line says why. ``draft``: the
+        box's text, sent with Enter: if the window is only not ready YET (the model loading,
+        the history opening, a chat being put on screen), it is sent once it is
+        (:meth:`_send_queued`) rather than refused."""
         if self.model_failed and not self.controller.loading:
             self.view.status.say("app.no_model")  # the box keeps the text: nothing is lost
             return False
         if not self.model_ready or self.showing_conversation or not self._history_open():
             # (a question sent before the history is open could not be saved)
-            self.view.status.say("app.not_ready")
+            if draft is not None:
+                self.queued = draft
+            self.view.status.say("app.not_ready" if draft is None else "app.send_when_ready")
             return False
+        self.queued = None
         return True
 
     def _history_open(self) -> bool:
@@ -279,7 +289,10 @@ class ChatFlow:
         self._maybe_autosend()
 
     def _maybe_autosend(self) -> None:
-        """Send ``--prompt`` once the model (and the history, if kept) is ready."""
+        """Send ``--prompt`` once the model (and the history, if kept) is ready; and the
+        box's text sent before it was (:attr:`queued`)."""
+        if self.queued is not None:
+            self.scheduler.once("send-queued", 0, self._send_queued)
         if not self.autosend or not self.model_ready or self.showing_conversation:
             return
         if not self._history_open():
@@ -287,6 +300,13 @@ class ChatFlow:
         prompt, self.autosend = self.autosend, None
         # after this callback, so a blocking demo does not run inside it
         self.scheduler.once("autosend", 50, lambda: self.send(prompt))
+
+    def _send_queued(self) -> None:
+        """After the callback that made the window ready (a blocking demo must not run
+        inside it): the queued text, if the box still holds it (typed on since, it waits
+        for the next Enter); still not ready, it stays queued."""
+        if self.queued is not None and self.queued == self.view.input.draft.strip():
+            self.send()
 
     # -- events from the pump ------------------------------------------------------------------
 
@@ -343,6 +363,7 @@ class ChatFlow:
         of sight), and the controls that need a model disabled. A load cancelled on purpose
         (another model was chosen) is one sentence in the status line, not an error."""
         message = cut(message)
+        self.queued = None  # the box keeps it; no model will answer it
         if self.answering.answer is None:
             self.view.enable("stop", False)  # (enabled while connecting)
         if cancelled:
