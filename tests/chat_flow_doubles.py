@@ -202,6 +202,7 @@ class FakeView:
 class FakeVersions:
     showing: bool = False
     shown: list[tuple[UserView | AnswerView, int]] = field(default_factory=list)
+    on_shown: Callable[[], None] = lambda: None  # the flow's: a branch is all on screen
 
     def can_show(self, view: UserView | AnswerView, step: int) -> bool:
         return 0 <= view.shown + step < len(view.versions)

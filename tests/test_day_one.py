@@ -68,3 +68,38 @@ def test_enter_while_the_model_loads_sends_the_question_once_it_is_ready(
         "Ready now.",
     ]
     assert app.input.draft == ""
+
+
+# -- Regenerate after a branch flipped ----------------------------------------------------------
+
+
+def test_after_flipping_to_another_branch_regenerate_and_ctrl_r_agree(
+    root: tk.Tk, make_app
+) -> None:
+    """Reported: after flipping a question to its branch 1/2, the Regenerate button (and its
+    menu item) were greyed out while Ctrl+R worked. The button was wrong: the branch ends
+    with an answer and the model is ready, so there is something to regenerate. (While the
+    branch is still being put on screen both refuse: Ctrl+R says "not ready".)"""
+    backend = ScriptedBackend(rate=0, text="First answer.")
+    app = make_app(backend, history=True)
+    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    for question in ("one?", "two?"):
+        assert app.send(question)
+        pump_until(root, lambda: app.answer is None, what="the answer")
+    question = app.transcript.entries[2]
+    app.flow.edit(question)
+    app.input.set_draft("two, again?")
+    backend.text = "Second answer."
+    assert app.send()
+    pump_until(root, lambda: app.answer is None, what="the edited question's answer")
+    assert app.flow.show_version(app.transcript.entries[2], -1)  # ◀ on the question: 1/2
+    pump_until(root, lambda: not app.showing_conversation, what="the branch")
+    pump_for(root, 0.1)
+    assert [entry.text for entry in app.transcript.entries][-1] == "First answer."
+    assert app.regenerate_button.instate(["!disabled"]), "the button is greyed out"
+    assert app.menubar.enabled("regenerate")
+    finished = len(app.finished)
+    root.event_generate("<Control-r>", when="tail")  # and the shortcut does what it says
+    pump_until(root, lambda: len(app.finished) > finished, what="the regenerated answer")
+    answer = app.transcript.entries[-1]
+    assert len(answer.versions) == 2 and answer.text == "Second answer."

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
@@ -40,6 +41,7 @@ class AnswerVersions:
         self.scheduler = services.scheduler
         self._to_show: deque[tuple[str, str, str]] = deque()  # a branch not yet on screen
         self._question: UserView | None = None  # whose branch that is
+        self.on_shown: Callable[[], None] = lambda: None  # a branch is all on screen
 
     @property
     def showing(self) -> bool:
@@ -124,6 +126,7 @@ class AnswerVersions:
             self.scheduler.once(_SLICE, 1, self._show_some)
         else:
             self._question = None
+            self.on_shown()  # what Regenerate may do follows the branch's last message
 
 
 def versions_after_regenerate(view: AnswerView) -> list[tuple[str, str]]:

@@ -117,7 +117,10 @@ class ChatView(Protocol):
 
 
 class Versions(Protocol):
-    """The versions of the messages on screen (:mod:`tkchat.ui.chats.answer_versions`)."""
+    """The versions of the messages on screen (:mod:`tkchat.ui.chats.answer_versions`).
+    ``on_shown()``: a question's branch, put on screen in slices, is all there."""
+
+    on_shown: Callable[[], None]
 
     @property
     def showing(self) -> bool: ...

@@ -67,6 +67,7 @@ class ChatFlow:
         # The box's text, sent with Enter before the window was ready (the model loading, a
         # chat being put on screen): it is sent once it is, if the box still holds it.
         self.queued: str | None = None
+        self.versions.on_shown = self._branch_shown
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -170,6 +171,13 @@ class ChatFlow:
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
         return True
 
+    def _branch_shown(self) -> None:
+        """A question's other branch is all on screen: Regenerate (greyed while it was put
+        there, as Ctrl+R refuses then) replaces its last answer; a question sent meanwhile
+        goes now."""
+        self.update_actions()
+        self._maybe_autosend()
+
     def edit(self, view: UserView) -> None:
         """Put a past question in the box; sending it replaces it and all that follows
         (which stay as the question's earlier version: :meth:`_resend`). What was typed in
@@ -227,9 +235,11 @@ class ChatFlow:
         self.update_actions()
 
     def update_actions(self) -> None:
-        """Regenerate needs an answer to replace, and a model to answer."""
+        """Regenerate needs an answer to replace, and a model to answer; not while a chat
+        or a branch is still being put on screen (Ctrl+R refuses then: the two agree)."""
         entries = self.view.transcript.entries
-        possible = self.model_ready and bool(entries) and isinstance(entries[-1], AnswerView)
+        last_is_answer = bool(entries) and isinstance(entries[-1], AnswerView)
+        possible = self.model_ready and last_is_answer and not self.showing_conversation
         self.view.enable("regenerate", possible)
 
     def measure_context(self) -> None:
