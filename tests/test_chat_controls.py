@@ -683,6 +683,10 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     count = len(app.finished)
     run("regenerate")
     assert isinstance(finish(root, app, count + 1), Done)
+    run("previous_version")
+    assert app.transcript.entries[-1].shown == 0
+    run("next_version")
+    assert app.transcript.entries[-1].shown == 1
     run("focus_input")
     assert focused(root) == str(app.input)
     run("search")

@@ -103,3 +103,130 @@ def test_after_flipping_to_another_branch_regenerate_and_ctrl_r_agree(
     pump_until(root, lambda: len(app.finished) > finished, what="the regenerated answer")
     answer = app.transcript.entries[-1]
     assert len(answer.versions) == 2 and answer.text == "Second answer."
+
+
+# -- the versions' arrows, and their keys -------------------------------------------------------
+
+LONG = "\n\n".join(f"Paragraph {n} of the long version." for n in range(1, 41))
+
+
+def arrow_box(app, view, arrow: str) -> tuple[int, int, int, int] | None:
+    """Where the "◀" or "▶" of ``view``'s header is drawn (None: off screen)."""
+    text = app.transcript.text
+    line_end = text.index(f"{text.index(view.head_mark)} lineend")
+    index = text.search(arrow, view.head_mark, line_end)
+    assert index, f"no {arrow} in the header"
+    return text.bbox(index)
+
+
+def click_arrow(root: tk.Misc, app, view, arrow: str) -> tuple[int, int]:
+    """A real click on the arrow; returns where the pointer is, in the text's pixels."""
+    box = arrow_box(app, view, arrow)
+    assert box is not None, f"{arrow} is not on screen"
+    x, y = box[0] + box[2] // 2, box[1] + box[3] // 2
+    text = app.transcript.text
+    xdotool("mousemove", "--sync", str(text.winfo_rootx() + x), str(text.winfo_rooty() + y))
+    xdotool("click", "1")
+    pump_for(root, 0.2)
+    return x, y
+
+
+def under(point: tuple[int, int], box: tuple[int, int, int, int] | None) -> bool:
+    return (
+        box is not None
+        and box[0] <= point[0] < box[0] + box[2]
+        and box[1] <= point[1] < (box[1] + box[3])
+    )
+
+
+def settled(root: tk.Misc, app) -> None:
+    pump_until(root, lambda: not app.showing_conversation, what="the branch")
+    pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
+    pump_for(root, 0.2)
+
+
+@needs_xdotool
+def test_the_answers_arrow_stays_under_the_pointer_that_clicked_it(root: tk.Tk, make_app) -> None:
+    """Reported: after a click on ◀ the view stayed pinned to the bottom, so the arrows moved
+    away (a longer version pushed the header off the top)."""
+    backend = ScriptedBackend(rate=0, text=LONG)
+    app = make_app(backend)
+    focus_window(root)
+    assert app.send("a question")
+    pump_until(root, lambda: app.answer is None, what="the long answer")
+    backend.text = "A short version."
+    assert app.regenerate()
+    pump_until(root, lambda: app.answer is None, what="the short answer")
+    settled(root, app)
+    answer = app.transcript.entries[-1]
+    pointer = click_arrow(root, app, answer, "◀")
+    settled(root, app)
+    assert answer.shown == 0 and "Paragraph 40" in app.transcript.plain_text()
+    assert under(pointer, arrow_box(app, answer, "◀")), (pointer, arrow_box(app, answer, "◀"))
+    pointer = click_arrow(root, app, answer, "▶")
+    settled(root, app)
+    assert answer.shown == 1
+    assert under(pointer, arrow_box(app, answer, "▶"))
+
+
+@needs_xdotool
+def test_a_questions_arrow_stays_under_the_pointer_as_its_branch_comes_back(
+    root: tk.Tk, make_app
+) -> None:
+    backend = ScriptedBackend(rate=0, text=LONG)
+    app = make_app(backend, history=True)
+    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    focus_window(root)
+    for question in ("one?", "two?"):
+        assert app.send(question)
+        pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.edit(app.transcript.entries[2])
+    app.input.set_draft("two, shorter?")
+    backend.text = "Short."
+    assert app.send()
+    pump_until(root, lambda: app.answer is None, what="the edited question's answer")
+    settled(root, app)
+    question = app.transcript.entries[2]
+    pointer = click_arrow(root, app, question, "◀")
+    settled(root, app)
+    question = app.transcript.entries[2]  # drawn again, with its first branch
+    assert question.shown == 0 and app.transcript.entries[-1].text == LONG
+    assert under(pointer, arrow_box(app, question, "◀"))
+
+
+@needs_xdotool
+def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
+    root: tk.Tk, make_app
+) -> None:
+    backend = ScriptedBackend(rate=0, text="First version.")
+    app = make_app(backend)
+    focus_window(root)
+    app.input.focus_set()
+    xdotool("key", "alt+Left")
+    pump_for(root, 0.2)
+    assert app.status.get() == app.t("app.no_versions")
+    assert app.send("a question")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    backend.text = "Second version."
+    assert app.regenerate()
+    pump_until(root, lambda: app.answer is None, what="the second version")
+    app.input.focus_set()
+    app.input.insert("1.0", "half a question")
+    answer = app.transcript.entries[-1]
+    xdotool("key", "alt+Left")
+    pump_for(root, 0.3)
+    assert answer.shown == 0 and answer.text == "First version."
+    xdotool("key", "alt+Right")
+    pump_for(root, 0.3)
+    assert answer.shown == 1 and answer.text == "Second version."
+    assert app.input.draft == "half a question"  # the keys did not type, nor move the cursor
+    assert app.input.index("insert") == app.input.index("end-1c")
+    for lang, previous in (("en", "Previous version (◀)"), ("zh", "上一个版本（◀）")):
+        if app.t.lang != lang:
+            app.toggle_language()
+        app.show_shortcuts()
+        sheet = app.shortcut_sheet
+        assert sheet is not None
+        assert ("Alt+Left", previous) in sheet.rows and len(sheet.rows) == len(set(sheet.rows))
+        sheet.destroy()
+        pump_for(root, 0.1)

@@ -67,6 +67,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.editing": "Editing message {number}: Enter replaces it and all after it; Esc cancels.",
         "app.edit_cancelled": "Edit cancelled.",
         "app.regenerate_none": "There is no answer to regenerate yet.",
+        "app.no_versions": (
+            "No message here has other versions yet (Regenerate makes one, and so does "
+            "editing a question)."
+        ),
         "app.settings_saved": "Settings saved: they apply from the next answer.",
         "app.nothing_to_export": "Nothing to export yet: send a message first.",
         "app.exported": "Saved {path}",
@@ -104,6 +108,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "menu.quit": "Quit",
         "menu.chat": "Chat",
         "menu.regenerate": "Regenerate last answer",
+        "menu.previous_version": "Previous version (◀)",
+        "menu.next_version": "Next version (▶)",
         "menu.stop": "Stop",
         "menu.focus_input": "Go to the message box",
         "menu.settings": "Conversation settings…",
@@ -189,6 +195,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.editing": "正在编辑第 {number} 条消息：回车替换它及其后的全部内容；Esc 取消。",
         "app.edit_cancelled": "已取消编辑。",
         "app.regenerate_none": "还没有可以重新生成的回答。",
+        "app.no_versions": "这里还没有别的版本的消息（“重新生成”会产生一个，编辑问题也会）。",
         "app.settings_saved": "设置已保存：从下一段回答开始生效。",
         "app.nothing_to_export": "还没有可导出的内容：先发一条消息吧。",
         "app.exported": "已保存 {path}",
@@ -223,6 +230,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "menu.quit": "退出",
         "menu.chat": "对话",
         "menu.regenerate": "重新生成上一段回答",
+        "menu.previous_version": "上一个版本（◀）",
+        "menu.next_version": "下一个版本（▶）",
         "menu.stop": "停止",
         "menu.focus_input": "跳到输入框",
         "menu.settings": "对话设置……",

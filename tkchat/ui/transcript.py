@@ -358,13 +358,13 @@ class Transcript(ttk.Frame):
     def show_version(self, view: AnswerView, number: int) -> None:
         """Show version ``number`` of an answer that has ended, in its place: its text and
         end note are replaced, and its markdown is painted in slices (as a saved answer's
-        is). The reader's view stays on the text they were reading."""
+        is). Its header stays where it is on screen."""
         if view.job is not None:
             self.painter.drop(view.job)
         view.versions[view.shown] = (view.text, view.status)
         text, status = view.versions[number]
         keeper = ViewKeeper(self.text)
-        keeper.changing()
+        keeper.hold(view.head_mark)  # its ◀ ▶ stay under the pointer that clicked one
         with writable(self.text):
             # The newline after the text stays: it ends the new note's last line, so nothing
             # is ever inserted where the next message's header mark is.

@@ -39,6 +39,21 @@ def lines_between(text: tk.Text, start: str, end: str) -> int:
     return int(text.tk.call(str(text), "count", "-lines", start, end))
 
 
+def screen_y(text: tk.Text, index: str) -> int | None:
+    """The height at which ``index``'s display line is drawn, None when it is off screen."""
+    info = text.dlineinfo(index)
+    return None if info is None else int(info[1])
+
+
+def put_at(text: tk.Text, index: str, y: int) -> None:
+    """Scroll so that ``index``'s display line is drawn at height ``y`` (as near as the
+    text allows: Tk shows no blank space after its end)."""
+    text.yview(index)
+    info = text.dlineinfo(index)
+    if info is not None and info[1] != y:
+        text.yview_scroll(info[1] - y, "pixels")
+
+
 class ViewKeeper:
     """One per callback that changes the transcript (the tick that appends text and paints
     the blocks it completed, or a painter slice): :meth:`changing` before each change,
@@ -67,6 +82,20 @@ class ViewKeeper:
             self._y = info[1] if info else 0
             self._anchored = True
 
+    def hold(self, index: str) -> None:
+        """The text is about to change around ``index`` (the header whose ◀ or ▶ was just
+        clicked), which stays at its height on screen: not the top line, nor the end the
+        reader was at (the arrow would move away from under the pointer). If it is not on
+        screen, the usual rule (:meth:`changing`)."""
+        info = self.text.dlineinfo(index)
+        if info is None or self.mode is not None:
+            self.changing()
+            return
+        self.mode, self.changed, self._anchored = "anchor", True, True
+        self.text.mark_set(ANCHOR_MARK, index)
+        self.text.mark_gravity(ANCHOR_MARK, "right")
+        self._y = info[1]
+
     def replacing(self, start: str, end: str) -> None:
         """The text from ``start`` to ``end`` is about to be deleted: if the anchor is in it,
         remember on which of its lines."""
@@ -89,10 +118,7 @@ class ViewKeeper:
         if self.mode == "bottom" and self.changed:
             self.text.see("end")
         elif self._anchored:
-            self.text.yview(ANCHOR_MARK)
-            info = self.text.dlineinfo(ANCHOR_MARK)
-            if info is not None and info[1] != self._y:
-                self.text.yview_scroll(info[1] - self._y, "pixels")
+            put_at(self.text, ANCHOR_MARK, self._y)
             self.text.mark_unset(ANCHOR_MARK)
         self.mode, self.changed, self._anchored = None, False, False
 

@@ -171,6 +171,16 @@ class ChatFlow:
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
         return True
 
+    def step_version(self, step: int) -> bool:
+        """Alt+← (``step`` -1) or Alt+→ (+1): the previous or next version of the latest
+        message on screen that has several (the answer regenerated, the question edited),
+        as its ◀ or ▶ would."""
+        for entry in reversed(self.view.transcript.entries):
+            if len(entry.versions) > 1:
+                return self.show_version(entry, step)
+        self.view.status.say("app.no_versions")
+        return False
+
     def _branch_shown(self) -> None:
         """A question's other branch is all on screen: Regenerate (greyed while it was put
         there, as Ctrl+R refuses then) replaces its last answer; a question sent meanwhile

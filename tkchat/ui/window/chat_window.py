@@ -261,6 +261,8 @@ class ChatApp(ChatLayout, FlowFacade):
             "new": self.new_chat,
             "quit": self.close,
             "regenerate": self.regenerate,
+            "previous_version": lambda: self.flow.step_version(-1),
+            "next_version": lambda: self.flow.step_version(+1),
             "stop": self.stop,
             "stop_or_cancel_edit": lambda: self.flow.escape(),
             "focus_input": self.focus_input,
