@@ -230,3 +230,57 @@ def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
         assert ("Alt+Left", previous) in sheet.rows and len(sheet.rows) == len(set(sheet.rows))
         sheet.destroy()
         pump_for(root, 0.1)
+
+
+# -- a long pasted paragraph --------------------------------------------------------------------
+
+SENTENCES = (
+    "The model runs on a worker thread, and its tokens travel through a queue.",
+    "Nothing the window draws waits for the model, so a click is handled between frames.",
+    "Why would a long answer freeze the window at all?",
+    'The reader asked, "what happens when a paragraph runs on and on?"',
+    "Then the layout of one long line costs more with every insert at its end!",
+)
+PARAGRAPH = " ".join(SENTENCES[n % len(SENTENCES)] for n in range(70))  # 5,500 characters
+CHINESE = "".join(f"第{n}句：模型在工作线程上运行，令牌经由队列传给窗口。" for n in range(120))
+
+
+def shown_lines(app, view, until: str = "end-1c") -> list[str]:
+    """The lines the transcript shows for a message, soft breaks included, up to ``until``
+    (the next message's header)."""
+    text = app.transcript.text
+    body = text.get(f"{text.index(view.head_mark)} + 1 lines", until)
+    return [line for line in body.split("\n") if line.strip()]
+
+
+def ends_a_sentence(line: str) -> bool:
+    return line.rstrip().endswith((".", "?", "!", '"', "。"))
+
+
+@needs_xdotool
+@pytest.mark.parametrize("paragraph", [PARAGRAPH, CHINESE], ids=["english", "chinese"])
+def test_a_long_pasted_paragraph_is_never_broken_mid_sentence(
+    root: tk.Tk, make_app, paragraph: str
+) -> None:
+    """Reported: a pasted paragraph showed a line end every 1,000 characters, in the middle
+    of a sentence (the display-only breaks that keep Tk fast on one long line)."""
+    app = make_app(ScriptedBackend(rate=0, text=paragraph))
+    focus_window(root)
+    root.clipboard_clear()
+    root.clipboard_append(paragraph)
+    app.input.focus_set()
+    xdotool("key", "ctrl+v")
+    pump_for(root, 0.3)
+    assert app.input.draft == paragraph
+    xdotool("key", "Return")
+    pump_until(root, lambda: bool(app.finished), what="the answer")
+    pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
+    question, answer = app.transcript.entries
+    for lines in (shown_lines(app, question, answer.head_mark), shown_lines(app, answer)):
+        assert len(lines) > 1  # broken (Tk must not lay out 5,500 characters as one line) ...
+        # ... between two sentences (the answer's last line is where max_tokens cut it)
+        assert all(ends_a_sentence(line) for line in lines[:-1]), [ln[-30:] for ln in lines]
+    assert question.text == paragraph and paragraph.startswith(answer.text)  # on screen only
+    if paragraph.isascii():  # (Tk's clipboard_get garbles a long CJK text: a Tk bug)
+        app.transcript.act("copy", question)
+        assert root.clipboard_get() == paragraph

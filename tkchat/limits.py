@@ -15,8 +15,10 @@ What happens at each bound:
   no event (blank lines, comments) end the generation with one clear ``error``;
 - an answer reaching ``max_tokens`` pieces, or :data:`MAX_ANSWER_CHARS` characters, is
   stopped by the worker (the stream is closed) and ends with ``done(reason="length")``;
-- a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a line end on screen only (the
-  transcript's copy and every export keep the original text);
+- a displayed line gets a line end on screen only (the transcript's copy and every export
+  keep the original text): a run of :data:`DISPLAY_LINE_CHARS` characters without a space
+  at that point, prose at a sentence's end past it, any line at twice it at the latest
+  (:mod:`tkchat.render.soft_breaks`);
 - a markdown block over :data:`MAX_MARKDOWN_LINKS`, :data:`MAX_MARKDOWN_EMPHASIS` or
   :data:`MAX_MARKDOWN_NESTING`, or longer than :data:`MAX_RENDERED_BLOCK_CHARS`, is shown as
   plain text, not rendered.
@@ -29,7 +31,7 @@ from __future__ import annotations
 MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, transcript note)
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
-DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out
+DISPLAY_LINE_CHARS = 1_000  # longest run without a space Tk lays out (a line: twice this)
 
 # -- markdown rendered in the window (tkchat/render/to_html.py): over these, plain text --------
 

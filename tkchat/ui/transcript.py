@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from tkinter import ttk
 
-from tkchat.render.soft_breaks import soft_break, unbreak
+from tkchat.render.soft_breaks import LineState, soft_break, unbreak
 from tkchat.store import MessageRef
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.palette import Palette
@@ -80,7 +80,7 @@ class AnswerView:
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
-    column: int = 0  # characters of the last line on display (where the next soft break is)
+    column: LineState | int = 0  # where the last line on display is (for the next soft break)
     job: PaintJob | None = None  # its markdown painting, block by block as it streams
     status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted
     # Every version of a regenerated answer, (text, status) by number from 0, and which one
