@@ -345,6 +345,25 @@ def test_soft_breaks_only_add_line_ends_and_do_not_depend_on_chunking(seed: int)
         assert all(line.endswith(" ") for line in whole.split("\n")[:-1] if len(line) > 1800)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_soft_breaks_cut_long_runs_among_words_and_sentences_in_any_chunking(seed: int) -> None:
+    """Runs of up to 1,500 letters among spaces, sentences' ends and line ends: every run is
+    cut at the limit (also one that starts after a space), every line ends by twice it."""
+    rng = random.Random(seed)
+    pieces = ["a" * rng.randint(1, 1500), " ", ". ", "b", "。", "\n", "? "]
+    text = "".join(rng.choice(pieces) for _ in range(200))
+    whole, _ = soft_break(text, 0)
+    state, parts, start = soft_break("", 0)[1], [], 0
+    while start < len(text):
+        size = rng.randint(1, 700)
+        shown, state = soft_break(text[start : start + size], state)
+        parts.append(shown)
+        start += size
+    assert "".join(parts) == whole and whole.replace("\n", "") == text.replace("\n", "")
+    assert max(map(len, re.split("[ \n]", whole))) <= DISPLAY_LINE_CHARS
+    assert max(map(len, whole.split("\n"))) <= 2 * DISPLAY_LINE_CHARS
+
+
 @pytest.mark.gui
 def test_stop_gives_up_connecting_to_a_trickling_server(
     root: tk.Tk, make_app, trickling: HostileServer

@@ -29,6 +29,7 @@ Pure functions, any thread (the transcript calls them on the main thread). Linea
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -97,9 +98,9 @@ def _next_break(line: str, start: int, state: LineState, limit: int) -> int | No
     column, run = state.column, state.run
     latest = start + 2 * limit - column  # the latest any line may end
     candidates = [latest]
-    space = _find_space(line, start, start + limit)
-    if space is None or space - start >= limit - run:
-        candidates.append(start + limit - run)  # a run without a space: cut at the bound
+    run_cut = _run_cut(line, start, run, limit, latest)
+    if run_cut is not None:
+        candidates.append(run_cut)  # a run without a space: cut at the bound
     for pattern, zone in ((_SPACE, 2 * limit - SOFT_ZONE), (_SENTENCE_END, limit - SOFT_ZONE)):
         found_at = _first_end(pattern, line, start, state, (start + zone - column, latest))
         if found_at is not None:
@@ -109,10 +110,21 @@ def _next_break(line: str, start: int, state: LineState, limit: int) -> int | No
     return max(min(found), start) if found else None
 
 
-def _find_space(line: str, start: int, end: int) -> int | None:
-    """The first space (or tab) from ``start``, before ``end``."""
-    found = _SPACE.search(line, start, end)
-    return None if found is None else found.start()
+def _run_cut(line: str, start: int, run: int, limit: int, end: int) -> int | None:
+    """Where a run without a space reaches ``limit`` characters, before ``end``: the run
+    the piece starts in (``run`` characters long at ``start``), or a later one."""
+    space = _SPACE.search(line, start, min(end, start + limit - run))
+    if space is None:
+        return start + limit - run
+    later = _runs(limit).search(line, space.start(), end)
+    return None if later is None else later.end()
+
+
+@functools.lru_cache(maxsize=8)
+def _runs(limit: int) -> re.Pattern[str]:
+    # Tried only where a run begins (after a space): else every letter of every word is a
+    # new start, and a long line of prose took 60 times as long.
+    return re.compile(f"(?<![^ \t])[^ \t]{{{limit}}}")
 
 
 def _first_end(
