@@ -284,3 +284,50 @@ def test_a_long_pasted_paragraph_is_never_broken_mid_sentence(
     if paragraph.isascii():  # (Tk's clipboard_get garbles a long CJK text: a Tk bug)
         app.transcript.act("copy", question)
         assert root.clipboard_get() == paragraph
+
+
+# -- a long status message ----------------------------------------------------------------------
+
+
+def pointer_on(root: tk.Misc, widget: tk.Misc) -> None:
+    root.update()
+    x = widget.winfo_rootx() + widget.winfo_width() // 3
+    y = widget.winfo_rooty() + widget.winfo_height() // 2
+    xdotool("mousemove", "--sync", str(x), str(y))
+
+
+def tip_text(label) -> str | None:
+    shown = label.tip.shown
+    return None if shown is None or not shown.winfo_ismapped() else str(shown.cget("text"))
+
+
+@needs_xdotool
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_long_status_message_can_be_read_whole(root: tk.Tk, make_app, lang: str) -> None:
+    """Reported: a long status message was cut with "…" and there was no way to read the
+    rest. Now the pointer resting on it, or a click, shows all of it."""
+    app = make_app(ScriptedBackend(rate=0), language=lang)
+    root.geometry("900x600+0+0")
+    pump_for(root, 0.3)
+    folder = "/home/someone/models/" + "a-folder-with-a-long-name/" * 6
+    app.status.say("app.error", message=f"the model file {folder}model.gguf could not be read")
+    pump_for(root, 0.2)
+    status = app.status
+    assert status.cget("text").endswith("…") and status.cut  # cut to the window's width
+    xdotool("mousemove", "0", "500")
+    pump_for(root, 0.1)
+    pointer_on(root, status)
+    pump_until(root, lambda: tip_text(status) is not None, what="the tip")
+    assert tip_text(status) == status.get()  # the whole message, in the window's language
+    tip = status.tip.tip
+    assert tip is not None and tip.winfo_rootx() + tip.winfo_width() <= root.winfo_screenwidth()
+    xdotool("mousemove", "0", "500")  # the pointer leaves: the tip goes
+    pump_until(root, lambda: tip_text(status) is None, what="the tip to go")
+    pointer_on(root, status)
+    xdotool("click", "1")  # a click shows it at once
+    pump_for(root, 0.1)
+    assert tip_text(status) == status.get()
+    status.say("app.stopped")  # a short message: nothing is cut, and the tip goes
+    pump_for(root, 0.1)
+    assert not status.cut and tip_text(status) is None
+    xdotool("mousemove", "0", "500")
