@@ -331,3 +331,45 @@ def test_a_long_status_message_can_be_read_whole(root: tk.Tk, make_app, lang: st
     pump_for(root, 0.1)
     assert not status.cut and tip_text(status) is None
     xdotool("mousemove", "0", "500")
+
+
+# -- the menus' border ----------------------------------------------------------------------------
+
+needs_import = pytest.mark.skipif(shutil.which("import") is None, reason="needs imagemagick")
+
+
+def rgb(widget: tk.Misc, colour: str) -> tuple[int, int, int]:
+    red, green, blue = widget.winfo_rgb(colour)
+    return red >> 8, green >> 8, blue >> 8
+
+
+def distance(first: tuple[int, ...], second: tuple[int, ...]) -> int:
+    return max(abs(a - b) for a, b in zip(first, second, strict=True))
+
+
+@needs_import
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_menu_has_an_edge_that_is_not_its_background(
+    root: tk.Tk, make_app, theme: str, tmp_path
+) -> None:
+    """Reported: the menus' border was the colour of their background, so a menu over the
+    transcript had no edge. Read from the screen: the pixels of the menu's edge."""
+    app = make_app(ScriptedBackend(rate=0), theme=theme)
+    focus_window(root)
+    menu = app.menubar.menus["menu.chat"]
+    menu.post(root.winfo_rootx() + 300, root.winfo_rooty() + 160)
+    try:
+        pump_until(root, menu.winfo_ismapped, what="the menu")
+        pump_for(root, 0.3)
+        shot = tmp_path / "menu.png"
+        subprocess.run(["import", "-window", str(menu.winfo_id()), str(shot)], check=True)
+    finally:
+        menu.unpost()
+    image = tk.PhotoImage(master=root, file=str(shot))
+    width, height = image.width(), image.height()
+    background = rgb(root, str(menu.cget("background")))
+    inside = tuple(image.get(width // 2, height - 2 * int(menu.cget("borderwidth")) - 1))
+    assert distance(inside, background) <= 8  # (the capture is the menu itself)
+    edges = [tuple(image.get(0, height // 2)), tuple(image.get(width // 2, 0))]
+    edges += [tuple(image.get(width - 1, height // 2)), tuple(image.get(width // 2, height - 1))]
+    assert all(distance(edge, background) >= 24 for edge in edges), (edges, background)
