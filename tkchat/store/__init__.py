@@ -7,7 +7,8 @@
   each: ``errors`` (:class:`StoreError`), ``records`` (:class:`Conversation`,
   :class:`StoredMessage`), ``schema`` (tables, migrations), ``search_index`` (FTS5),
   ``sampling_json``, ``export_format`` (Markdown/JSON), ``opening`` (the fallbacks) and
-  ``damaged`` (moving an unreadable file aside).
+  ``damaged`` (moving an unreadable file aside), ``figures`` (each answer's tokens, speed,
+  time to its first token and how it ended).
 - :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
   answer streams, so no write ever runs on the Tk main thread.
 - :mod:`tkchat.store.settings` — :class:`AppSettings` in ``settings.json`` next to the history:
@@ -29,6 +30,7 @@ Nothing here imports Tk. Typical wiring in the window::
 from tkchat.store.db import ConversationStore, open_store
 from tkchat.store.errors import StoreError
 from tkchat.store.export_format import EXPORT_FORMAT, EXPORT_VERSION
+from tkchat.store.figures import ENDINGS, AnswerFigures
 from tkchat.store.paths import data_dir, database_path
 from tkchat.store.records import STATUSES, Conversation, Role, Status, StoredMessage
 from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
@@ -43,11 +45,13 @@ from tkchat.store.settings import (
 from tkchat.store.writer import FLUSH_INTERVAL_S, MessageRef, MessageTicket, StoreWriter
 
 __all__ = [
+    "ENDINGS",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "FLUSH_INTERVAL_S",
     "SCHEMA_VERSION",
     "STATUSES",
+    "AnswerFigures",
     "AppSettings",
     "Conversation",
     "ConversationStore",

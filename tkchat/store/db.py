@@ -11,10 +11,10 @@ message. The other concerns live beside it and are imported here:
 - :mod:`~tkchat.store.sampling_json` — sampling values to and from a ``settings`` dict;
 - :mod:`~tkchat.store.export_format` — Markdown and JSON export, and checking an import;
 - :mod:`~tkchat.store.opening`       — what :func:`open_store` does when the file is unusable;
-- :mod:`~tkchat.store.damaged`       — moving a damaged file aside.
+- :mod:`~tkchat.store.damaged`       — moving a damaged file aside;
+- :mod:`~tkchat.store.figures`       — each answer's figures (mixed into the store).
 
-The public names of those modules are still importable from here, as they were before the
-split (``from tkchat.store.db import open_store, close_fences, ...``).
+Their public names are importable from here too (``from tkchat.store.db import ...``).
 
 Threads
 -------
@@ -61,6 +61,7 @@ from tkchat.store.export_format import (
     to_export,
     to_markdown,
 )
+from tkchat.store.figures import FiguresStore
 from tkchat.store.opening import open_with_fallbacks
 from tkchat.store.paths import database_path
 from tkchat.store.records import (
@@ -120,7 +121,7 @@ _MESSAGE_COLUMNS = (
 )
 
 
-class ConversationStore:
+class ConversationStore(FiguresStore):
     """Conversations and their messages in one SQLite database (a file, or memory).
 
     Construct it through :func:`open_store` in the app (it never raises); the constructor
@@ -662,28 +663,19 @@ def _check_integrity(path: Path, busy_timeout_s: float) -> None:
 
 
 def _conversation(row: tuple[Any, ...]) -> Conversation:
-    conversation_id, title, created_at, updated_at, system_prompt, settings, deleted_at = row
+    """A row of ``_CONVERSATION_COLUMNS``: id, title, created, updated, system prompt, then
+    the settings (JSON) and when it was deleted."""
+    *head, settings, deleted_at = row
     try:
         loaded = json.loads(settings)
     except ValueError:
         loaded = None
     # A hand-edited file with broken settings must not hide the conversation: use defaults.
-    return Conversation(
-        conversation_id,
-        title,
-        created_at,
-        updated_at,
-        system_prompt,
-        loaded if isinstance(loaded, dict) else {},
-        deleted_at,
-    )
+    return Conversation(*head, loaded if isinstance(loaded, dict) else {}, deleted_at)
 
 
 def _not_found(conversation_id: int) -> StoreError:
     return StoreError(f"There is no conversation {conversation_id}.", kind="not_found")
-
-
-# --- opening with fallbacks -----------------------------------------------------------------
 
 
 def open_store(

@@ -1,6 +1,6 @@
 """The database's tables and how an older file is brought up to date.
 
-Schema (version 2)
+Schema (version 3)
 ------------------
 ``schema_version(version)``
     one row; :func:`migrate` brings older files up to :data:`SCHEMA_VERSION`.
@@ -19,6 +19,10 @@ Schema (version 2)
     question's version: the messages that followed it in its branch, a JSON list of
     ``{"role", "content", "status"}`` (only the version shown of each: versions inside a
     branch put aside are not kept); NULL for an answer's. (Added in version 2.)
+``answer_figures(message_id, slot, tokens, tokens_per_s, ttft_s, ended)``
+    each answer version's figures, as LM Studio shows them under an answer: tokens, tokens/s,
+    seconds to the first token, and how it ended (``stop``, ``length``, ``stopped``,
+    ``error``); see :mod:`tkchat.store.figures`. (Added in version 3.)
 ``messages_fts``
     an optional full-text index over ``messages.content``. It is derived data, so it is not
     part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
@@ -34,7 +38,7 @@ import sqlite3
 
 from tkchat.store.errors import StoreError, rollback
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_1 = (
     """CREATE TABLE conversations (
@@ -79,7 +83,21 @@ _SCHEMA_2 = (
     )""",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1, 2: _SCHEMA_2}
+# Version 3: each answer's figures (tokens, tokens/s, time to the first token, how it ended),
+# by message and version. An older file's answers have none, and show none.
+_SCHEMA_3 = (
+    """CREATE TABLE answer_figures (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        slot INTEGER NOT NULL,
+        tokens INTEGER NOT NULL CHECK (tokens >= 0),
+        tokens_per_s REAL CHECK (tokens_per_s >= 0),
+        ttft_s REAL CHECK (ttft_s >= 0),
+        ended TEXT NOT NULL CHECK (ended IN ('stop', 'length', 'stopped', 'error')),
+        PRIMARY KEY (message_id, slot)
+    )""",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1, 2: _SCHEMA_2, 3: _SCHEMA_3}
 
 
 def migrate(conn: sqlite3.Connection) -> int:
