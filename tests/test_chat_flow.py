@@ -396,3 +396,33 @@ def test_unloading_the_model_stops_the_answer_and_disables_sending(rigs: list[Ch
     assert not rig.view.enabled["send"] and not rig.view.enabled["regenerate"]
     assert not rig.flow.send("now?")
     assert rig.view.status.last == "app.not_ready"
+
+
+# -- each answer's figures -------------------------------------------------------------------
+
+
+def test_each_answer_ends_with_its_figures_saved_and_drawn(rigs: list[ChatRig]) -> None:
+    saved = FakeSaved()
+    rig = rig_for(rigs, ScriptedBackend(rate=0, text="Hello there."), saved=saved)
+    rig.load()
+    answer = answered(rig, "hi")
+    final = rig.flow.answering.finished[-1]
+    assert isinstance(final, Done)
+    figures = saved.archive.figures[-1]
+    assert figures is not None and figures.ended == "stop"
+    assert figures.tokens == final.stats.tokens and figures.tokens_per_s is not None
+    assert answer.figures == {0: figures}
+    assert rig.view.transcript.figured[-1] == (answer, figures)  # drawn under it
+    rig.backend.text, rig.backend.rate = SLOW, 100.0
+    stopped = streaming(rig, "and a long one")
+    rig.flow.stop()
+    figures = saved.archive.figures[-1]
+    assert figures is not None and figures.ended == "stopped" and figures.tokens >= 3
+    assert stopped.figures == {0: figures}
+    # A regenerate keeps the earlier version's figures with it.
+    rig.backend.rate = 0.0
+    rig.backend.text = "Again."
+    assert rig.flow.regenerate()
+    rig.until(lambda: rig.flow.answering.answer is None, what="the new version")
+    last = rig.view.transcript.answers[-1]
+    assert last.figures[0] == figures and last.figures[1].ended == "stop"

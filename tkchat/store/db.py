@@ -663,15 +663,14 @@ def _check_integrity(path: Path, busy_timeout_s: float) -> None:
 
 
 def _conversation(row: tuple[Any, ...]) -> Conversation:
-    """A row of ``_CONVERSATION_COLUMNS``: id, title, created, updated, system prompt, then
-    the settings (JSON) and when it was deleted."""
-    *head, settings, deleted_at = row
+    cid, title, created, updated, prompt, settings, deleted = row
     try:
         loaded = json.loads(settings)
     except ValueError:
         loaded = None
     # A hand-edited file with broken settings must not hide the conversation: use defaults.
-    return Conversation(*head, loaded if isinstance(loaded, dict) else {}, deleted_at)
+    kept = loaded if isinstance(loaded, dict) else {}
+    return Conversation(cid, title, created, updated, prompt, kept, deleted)
 
 
 def _not_found(conversation_id: int) -> StoreError:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from tkinter import ttk
 
 from tkchat.render.soft_breaks import LineState, soft_break, unbreak
-from tkchat.store import MessageRef
+from tkchat.store import AnswerFigures, MessageRef
+from tkchat.ui.answer_figures import FiguresLines
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
@@ -92,6 +93,7 @@ class AnswerView:
     # Around the note its end wrote ([stopped], the error): from notes_mark to tail_mark.
     notes_mark: str = ""
     tail_mark: str = ""
+    figures: dict[int, AnswerFigures] = field(default_factory=dict)  # by version shown
 
 
 class Transcript(ttk.Frame):
@@ -141,6 +143,7 @@ class Transcript(ttk.Frame):
         follow_theme(self, self.apply_palette)
         self.answers: list[AnswerView] = []
         self.entries: list[UserView | AnswerView] = []  # every message on screen, in order
+        self.figures = FiguresLines(self.text, translate, self.entries)
         self._marks = 0  # a counter for unique mark names
         self.inserts = 0  # widget inserts of streamed text: the "UI updates" of the window
         # What a click on a header link asks for: on_edit(view) for "Edit"; on_copied(what)
@@ -321,6 +324,10 @@ class Transcript(ttk.Frame):
                 self.painter.end(view.job)
             else:
                 self.painter.drop(view.job)
+
+    def show_figures(self, view: AnswerView, *, hold: bool = False) -> None:
+        """The figures line under ``view``, for the version it shows (ui/answer_figures)."""
+        self.figures.show(view, hold=hold)
 
     def clear(self) -> None:
         self.painter.cancel()

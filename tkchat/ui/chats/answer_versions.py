@@ -60,6 +60,7 @@ class AnswerVersions:
         number = view.shown + step
         if isinstance(view, AnswerView):
             self.transcript.show_version(view, number)
+            self.transcript.show_figures(view, hold=True)  # that version's own
             self.session.replace(self.transcript.entries.index(view), view.text)
             chosen: UserView | AnswerView = view
         else:

@@ -142,14 +142,15 @@ class ChatFlow:
             return False
         self.stop()  # an answer still streaming or ending ends now: its version is kept so
         entries = self.view.transcript.entries
-        if not entries or not isinstance(entries[-1], AnswerView):
+        last = entries[-1] if entries else None
+        if not isinstance(last, AnswerView):
             self.view.status.say("app.regenerate_none")
             return False
         self._end_edit()
-        versions = versions_after_regenerate(entries[-1])
-        self._rewind_to(entries[-1])  # the saved answer takes the new version
+        versions = versions_after_regenerate(last)
+        self._rewind_to(last)  # the saved answer takes the new version
         request = self.session.regenerate_request(len(versions) - 1)
-        return self.answering.start(request, versions)
+        return self.answering.start(request, versions, dict(last.figures))
 
     def show_version(self, view: UserView | AnswerView, step: int) -> bool:
         """A message's ◀ / ▶: the chat goes on from that version of it (a question's: with
