@@ -59,8 +59,8 @@ def test_enter_while_the_model_loads_sends_the_question_once_it_is_ready(
     xdotool("key", "Return")
     pump_for(root, 0.3)
     assert not app.model_ready and app.transcript.entries == []
-    assert app.status.get() == app.t("app.send_when_ready")
     assert app.input.draft == "asked while it loads"  # kept in the box meanwhile
+    said = app.status.get()
     backend.loaded.set()
     pump_until(root, lambda: bool(app.finished), timeout=30, what="the question to be sent")
     assert [entry.text for entry in app.transcript.entries] == [
@@ -68,6 +68,7 @@ def test_enter_while_the_model_loads_sends_the_question_once_it_is_ready(
         "Ready now.",
     ]
     assert app.input.draft == ""
+    assert said == app.t("app.send_when_ready")  # what the status line said meanwhile
 
 
 # -- Regenerate after a branch flipped ----------------------------------------------------------
