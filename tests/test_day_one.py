@@ -277,7 +277,8 @@ def test_a_long_pasted_paragraph_is_never_broken_mid_sentence(
     pump_until(root, lambda: bool(app.finished), what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
     question, answer = app.transcript.entries
-    for lines in (shown_lines(app, question, answer.head_mark), shown_lines(app, answer)):
+    body = answer.notes_mark  # (its figures line and notes follow)
+    for lines in (shown_lines(app, question, answer.head_mark), shown_lines(app, answer, body)):
         assert len(lines) > 1  # broken (Tk must not lay out 5,500 characters as one line) ...
         # ... between two sentences (the answer's last line is where max_tokens cut it)
         assert all(ends_a_sentence(line) for line in lines[:-1]), [ln[-30:] for ln in lines]

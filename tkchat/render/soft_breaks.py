@@ -17,7 +17,8 @@ bound (``limit``, :data:`~tkchat.limits.DISPLAY_LINE_CHARS`):
 - a line without a sentence's end (a list of words, a long line of code) breaks at a space
   once it is ``2 * limit - SOFT_ZONE`` long, and at ``2 * limit`` at the latest;
 - a run of ``limit`` characters without a space (a hash, a URL, a hostile server's megabyte
-  of "abcabc…") is cut there, as it always was: the bound that keeps Tk fast.
+  of "abcabc…") is cut there, and so is a line with no space in its last ``SOFT_ZONE``
+  characters before ``limit``, as they always were: the bound that keeps Tk fast.
 
 Only the widget gets them: the text as it arrived (copy, export, history, the store) is kept
 apart and never contains one. The decisions are made left to right and carried from one piece
@@ -101,6 +102,9 @@ def _next_break(line: str, start: int, state: LineState, limit: int) -> int | No
     run_cut = _run_cut(line, start, run, limit, latest)
     if run_cut is not None:
         candidates.append(run_cut)  # a run without a space: cut at the bound
+    at_limit = start + limit - column
+    if at_limit >= start and _run_at(line, start, run, at_limit) >= SOFT_ZONE:
+        candidates.append(at_limit)  # no space in the last SOFT_ZONE: not prose, cut here
     for pattern, zone in ((_SPACE, 2 * limit - SOFT_ZONE), (_SENTENCE_END, limit - SOFT_ZONE)):
         found_at = _first_end(pattern, line, start, state, (start + zone - column, latest))
         if found_at is not None:
@@ -108,6 +112,12 @@ def _next_break(line: str, start: int, state: LineState, limit: int) -> int | No
     # (not at a line's very start: an empty display line)
     found = [at for at in candidates if at < len(line) and (at > start or column > 0)]
     return max(min(found), start) if found else None
+
+
+def _run_at(line: str, start: int, run: int, at: int) -> int:
+    """How long the run without a space is at ``at`` (``run`` long at ``start``)."""
+    space = max(line.rfind(" ", start, at), line.rfind("\t", start, at))
+    return run + at - start if space == -1 else at - space - 1
 
 
 def _run_cut(line: str, start: int, run: int, limit: int, end: int) -> int | None:
