@@ -68,13 +68,17 @@ class FullTextTip:
         self._place(tip)
 
     def _place(self, tip: tk.Toplevel) -> None:
-        tip.update_idletasks()
-        width, height = tip.winfo_reqwidth(), tip.winfo_reqheight()
+        """Under the label, within the screen. The size is the label's own request (a
+        label knows it once configured) and its one-pixel frame: ``update_idletasks`` would
+        lay out the whole window first, a long task while an answer streams (seen in the
+        self-test: a pointer resting on the status line held the keys up 600 ms)."""
+        assert self.shown is not None
+        width, height = self.shown.winfo_reqwidth() + 2, self.shown.winfo_reqheight() + 2
         x = min(self.label.winfo_rootx(), self.label.winfo_screenwidth() - width)
         y = self.label.winfo_rooty() + self.label.winfo_height()
         if y + height > self.label.winfo_screenheight():
             y = self.label.winfo_rooty() - height
-        tip.geometry(f"+{max(0, x)}+{max(0, y)}")
+        tip.geometry(f"{width}x{height}+{max(0, x)}+{max(0, y)}")
         tip.deiconify()
 
     def refresh(self) -> None:
