@@ -19,6 +19,7 @@ from tkchat.events import ModelReady
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.store.figures import AnswerFigures
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.chats.chat_view import Control, FlowParts
 from tkchat.ui.chats.flow import ChatFlow
@@ -60,6 +61,7 @@ class FakeTranscript:
         self.entries: list[UserView | AnswerView] = []
         self.answers: list[AnswerView] = []
         self.ended: list[tuple[AnswerView, str]] = []  # each pipeline finish: (view, how)
+        self.figured: list[tuple[AnswerView, AnswerFigures | None]] = []  # lines drawn
 
     def add_user(
         self, message: str, versions: list[str] | None = None, branches: list[Branch] | None = None
@@ -95,6 +97,9 @@ class FakeTranscript:
     def clear(self) -> None:
         self.entries.clear()
         self.answers.clear()
+
+    def show_figures(self, view: AnswerView, *, hold: bool = False) -> None:
+        self.figured.append((view, view.figures.get(view.shown)))
 
     # -- what the fixed pipeline calls -------------------------------------------------------
 
@@ -202,6 +207,7 @@ class FakeView:
 class FakeVersions:
     showing: bool = False
     shown: list[tuple[UserView | AnswerView, int]] = field(default_factory=list)
+    on_shown: Callable[[], None] = lambda: None  # the flow's: a branch is all on screen
 
     def can_show(self, view: UserView | AnswerView, step: int) -> bool:
         return 0 <= view.shown + step < len(view.versions)
@@ -252,6 +258,7 @@ class FakeDraft:
 @dataclass
 class FakeArchive:
     saved: list[str] = field(default_factory=list)  # what the flow asked to save, in order
+    figures: list[AnswerFigures | None] = field(default_factory=list)  # each answer's, saved
 
     def question(
         self, text: str, *, system_prompt: str, settings_from: Sampling, edited: int | None = None
@@ -265,8 +272,9 @@ class FakeArchive:
     def answer_grew(self) -> None:
         pass
 
-    def answer_ended(self, status: str) -> None:
+    def answer_ended(self, status: str, figures: AnswerFigures | None = None) -> None:
         self.saved.append(f"answer {status}")
+        self.figures.append(figures)
 
 
 @dataclass

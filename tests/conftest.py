@@ -314,6 +314,33 @@ def make_app(
             app.close()
 
 
+@pytest.fixture
+def fresh_app(display: None) -> Iterator[Callable[..., Any]]:
+    """A ChatApp on a NEW Tk root (the app after a restart); like every root, the test fails
+    if a Tk callback of that window raised. No language is forced: the app takes it from
+    ``app_settings``."""
+    from tkchat.generate.controller import GenerationController
+    from tkchat.transport.channel import EventChannel
+    from tkchat.ui.window.chat_window import AppOptions, ChatApp
+
+    made: list[ChatApp] = []
+
+    def build(backend: object, **kwargs: object) -> ChatApp:
+        tk_root = tk.Tk()
+        KEEP_ALIVE.append(tk_root)
+        controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]
+        app = ChatApp(tk_root, controller, AppOptions(**kwargs))  # type: ignore[arg-type]
+        controller.load_async()
+        made.append(app)
+        pump_until(tk_root, lambda: app.model_ready, timeout=60, what="the model to load")
+        return app
+
+    yield build
+    for app in made:
+        if not app.closed:
+            app.close()
+
+
 # -- a hostile model answer, and what would catch the app touching the network ----------
 
 

@@ -163,7 +163,8 @@ def test_a_stopped_version_shows_its_note_and_links_wait_while_one_streams(
     click_link(root, app, stopped, "prev")
     rendered(root, app)
     text = app.transcript.plain_text().rstrip()
-    assert text.endswith("Complete answer.") and note not in text  # its note went with it
+    assert "Complete answer." in text and note not in text  # its note went with it ...
+    assert text.endswith("finished")  # ... and that version's own figures came back
     assert header(app, stopped).endswith("◀ 1/2 ▶")
     click_link(root, app, stopped, "next")
     rendered(root, app)

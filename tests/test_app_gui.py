@@ -21,7 +21,7 @@ from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.render.safe_markdown import split_blocks
 from tkchat.store.db import ConversationStore
-from tkchat.store.paths import DATABASE_NAME
+from tkchat.store.files import DATABASE_NAME
 from tkchat.ui.markdown_view import MAX_BLOCK_CHARS
 
 pytestmark = pytest.mark.gui
@@ -338,7 +338,7 @@ def test_a_model_that_fails_to_load_stays_said_and_disables_what_needs_it(
     the restored chat replaced the message; Regenerate stayed enabled and said "your message
     is kept in the box" with an empty box."""
     from tkchat.store.db import ConversationStore
-    from tkchat.store.paths import database_path
+    from tkchat.store.files import database_path
 
     store = ConversationStore(database_path())
     chat = store.create("yesterday")

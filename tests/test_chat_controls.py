@@ -15,17 +15,15 @@ import shutil
 import threading
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, pump_until
+from tests.conftest import pump_until
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
-from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
@@ -33,14 +31,13 @@ from tkchat.i18n import STRINGS
 from tkchat.render.safe_markdown import split_blocks
 from tkchat.store import settings_from_sampling
 from tkchat.store.settings import AppSettings, load_settings
-from tkchat.transport.channel import EventChannel
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.text_size import PROJECTOR_SIZE
 from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.models import switch as model_switch
 from tkchat.ui.models.picker import ModelPicker
 from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
-from tkchat.ui.window.chat_window import AppOptions, ChatApp
+from tkchat.ui.window.chat_window import ChatApp
 from tkchat.ui.window.menubar import MENUS
 
 pytestmark = pytest.mark.gui
@@ -58,29 +55,6 @@ def own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "data"
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(folder))
     return folder
-
-
-@pytest.fixture
-def fresh_app(display: None) -> Iterator[Callable[..., ChatApp]]:
-    """A ChatApp on a NEW Tk root (the app after a restart); like every root, the test fails
-    if a Tk callback of that window raised. No language is forced: the app takes it from
-    ``app_settings``."""
-    made: list[ChatApp] = []
-
-    def build(backend: object, **kwargs: object) -> ChatApp:
-        tk_root = tk.Tk()
-        KEEP_ALIVE.append(tk_root)
-        controller = GenerationController(backend, EventChannel())  # type: ignore[arg-type]
-        app = ChatApp(tk_root, controller, AppOptions(**kwargs))  # type: ignore[arg-type]
-        controller.load_async()
-        made.append(app)
-        pump_until(tk_root, lambda: app.model_ready, timeout=WAIT_S, what="the model to load")
-        return app
-
-    yield build
-    for app in made:
-        if not app.closed:
-            app.close()
 
 
 @dataclass
@@ -709,6 +683,10 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     count = len(app.finished)
     run("regenerate")
     assert isinstance(finish(root, app, count + 1), Done)
+    run("previous_version")
+    assert app.transcript.entries[-1].shown == 0
+    run("next_version")
+    assert app.transcript.entries[-1].shown == 1
     run("focus_input")
     assert focused(root) == str(app.input)
     run("search")
@@ -1045,8 +1023,9 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     press(root, app.input, "<Control-plus>")  # the window answers while the model loads
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE + 1
     app.input.insert("1.0", "typed while loading")
-    assert not app.send()  # refused, and the text stays in the box
-    assert app.input.get("1.0", "end-1c") == "typed while loading"
+    answered = len(app.finished)
+    assert not app.send()  # not yet: it is sent once the new model is ready
+    assert app.input.get("1.0", "end-1c") == "typed while loading"  # (kept meanwhile)
     pump_until(root, lambda: first._llm is None, timeout=WAIT_S, what="the old model freed")
     assert not app.model_ready
     gate.set()
@@ -1056,8 +1035,8 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     assert app.controller.backend is second and app.models.backends["llama"] is second
     assert first._llm is None  # unloaded: two models in RAM could be one too many
     assert "other.gguf" in root.title()
-    assert app.status.get().startswith("Ready — other.gguf")
-    app.input.delete("1.0", "end")
+    final = finish(root, app, answered + 1)  # the question typed while it loaded
+    assert isinstance(final, Done) and app.transcript.entries[-2].text == "typed while loading"
     final = ask(root, app, "Say hello.")
     assert isinstance(final, Done) and final.stats.tokens > 0, final
     assert app.transcript.answers[-1].text

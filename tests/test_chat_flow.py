@@ -63,20 +63,43 @@ def streaming(rig: ChatRig, question: str) -> AnswerView:
 # -- Send ------------------------------------------------------------------------------------
 
 
-def test_send_is_refused_until_the_model_is_ready_and_the_box_keeps_the_text(
+def test_enter_before_the_model_is_ready_sends_the_box_once_it_is(rigs: list[ChatRig]) -> None:
+    """Reported (issue 22): Enter pressed while the model loaded was refused ("not ready
+    yet"); the question now goes as soon as the model is ready."""
+    rig = rig_for(rigs, ScriptedBackend(rate=0, text="Hi."))
+    rig.view.input.draft = "a question typed early"
+    assert not rig.flow.send()  # not yet
+    assert rig.view.status.last == "app.send_when_ready"
+    assert rig.view.input.draft == "a question typed early"  # nothing is lost meanwhile
+    assert rig.view.transcript.entries == [] and not rig.controller.is_generating()
+    assert not rig.flow.send("a text from elsewhere")  # refused, not queued: the box's only
+    assert rig.view.status.last == "app.not_ready"
+    rig.load()
+    assert rig.view.enabled["send"] and rig.view.loaded  # the window was told, once
+    rig.until(lambda: rig.flow.answering.finished, what="the question sent once ready")
+    assert [entry.text for entry in rig.view.transcript.entries] == [
+        "a question typed early",
+        "Hi.",
+    ]
+    assert rig.view.input.draft == "" and rig.flow.queued is None
+
+
+def test_a_question_queued_before_the_model_is_ready_waits_if_the_box_changed(
     rigs: list[ChatRig],
 ) -> None:
     rig = rig_for(rigs, ScriptedBackend(rate=0))
-    rig.view.input.draft = "a question typed early"
+    rig.view.input.draft = "first thought"
     assert not rig.flow.send()
-    assert rig.view.status.last == "app.not_ready"
-    assert rig.view.input.draft == "a question typed early"  # nothing is lost
-    assert rig.view.transcript.entries == [] and not rig.controller.is_generating()
+    rig.view.input.draft = "first thought, then more"  # typed on: not what Enter sent
     rig.load()
-    assert rig.view.enabled["send"] and rig.view.loaded  # the window was told, once
-    assert rig.view.status.last.startswith("app.ready")
-    assert rig.flow.send()
-    assert rig.view.input.draft == ""
+    rig.run_for(0.1)
+    assert rig.view.transcript.entries == []
+    assert rig.view.input.draft == "first thought, then more"
+    rig.view.input.draft = "queued, then the model fails"
+    rig.flow.model_unloading()
+    assert not rig.flow.send()
+    rig.flow.on_tick(TickResult((), None, (ModelFailed("no such file: x.gguf"),), 0))
+    assert rig.flow.queued is None and rig.view.input.draft == "queued, then the model fails"
 
 
 def test_a_model_that_failed_to_load_refuses_send_with_its_reason_kept(
@@ -373,3 +396,33 @@ def test_unloading_the_model_stops_the_answer_and_disables_sending(rigs: list[Ch
     assert not rig.view.enabled["send"] and not rig.view.enabled["regenerate"]
     assert not rig.flow.send("now?")
     assert rig.view.status.last == "app.not_ready"
+
+
+# -- each answer's figures -------------------------------------------------------------------
+
+
+def test_each_answer_ends_with_its_figures_saved_and_drawn(rigs: list[ChatRig]) -> None:
+    saved = FakeSaved()
+    rig = rig_for(rigs, ScriptedBackend(rate=0, text="Hello there."), saved=saved)
+    rig.load()
+    answer = answered(rig, "hi")
+    final = rig.flow.answering.finished[-1]
+    assert isinstance(final, Done)
+    figures = saved.archive.figures[-1]
+    assert figures is not None and figures.ended == "stop"
+    assert figures.tokens == final.stats.tokens and figures.tokens_per_s is not None
+    assert answer.figures == {0: figures}
+    assert rig.view.transcript.figured[-1] == (answer, figures)  # drawn under it
+    rig.backend.text, rig.backend.rate = SLOW, 100.0
+    stopped = streaming(rig, "and a long one")
+    rig.flow.stop()
+    figures = saved.archive.figures[-1]
+    assert figures is not None and figures.ended == "stopped" and figures.tokens >= 3
+    assert stopped.figures == {0: figures}
+    # A regenerate keeps the earlier version's figures with it.
+    rig.backend.rate = 0.0
+    rig.backend.text = "Again."
+    assert rig.flow.regenerate()
+    rig.until(lambda: rig.flow.answering.answer is None, what="the new version")
+    last = rig.view.transcript.answers[-1]
+    assert last.figures[0] == figures and last.figures[1].ended == "stop"

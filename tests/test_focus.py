@@ -170,3 +170,64 @@ def test_a_rename_from_the_right_click_menu_then_typing(root: tk.Tk, window) -> 
     assert sidebar.row_text(cid) == "Renamed"
     type_text(root, "next question")
     assert typed(app) == "next question"
+
+
+def click_row(root: tk.Misc, sidebar, cid: int) -> None:
+    """A real click on the middle of a chat's row."""
+    root.update()
+    x, y, width, height = sidebar.tree.bbox(str(cid))
+    xdotool(
+        "mousemove",
+        "--sync",
+        str(sidebar.tree.winfo_rootx() + x + width // 2),
+        str(sidebar.tree.winfo_rooty() + y + height // 2),
+    )
+    xdotool("click", "1")
+    pump_for(root, 0.2)
+
+
+def two_chats(root: tk.Tk, app):
+    app.send("the first chat")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.new_chat()
+    app.send("the second chat")
+    pump_until(root, lambda: app.answer is None, what="the answer")
+    sidebar = app.conversations.sidebar
+    pump_until(root, lambda: len(sidebar.row_ids()) == 2, what="both chats in the list")
+    return sidebar
+
+
+def test_click_a_chat_then_f2_renames_it_and_nothing_is_sent(root: tk.Tk, window) -> None:
+    """Reported (issue 22): "click a chat, F2, type a name, Enter" sent the name to the
+    model as a question — the click had moved the focus to the message box."""
+    app = window
+    sidebar = two_chats(root, app)
+    first = sidebar.row_ids()[-1]
+    click_row(root, sidebar, first)
+    pump_until(root, lambda: not app.showing_conversation, what="the chat on screen")
+    answers = len(app.finished)
+    xdotool("key", "F2")
+    pump_until(root, lambda: sidebar.editor.winfo_ismapped(), what="the inline editor")
+    type_text(root, "Renamed by F2")  # over the old title, which the editor selected
+    xdotool("key", "Return")
+    pump_for(root, 0.3)
+    assert sidebar.row_text(first) == "Renamed by F2"
+    assert len(app.finished) == answers and app.answer is None  # nothing was asked
+    assert typed(app) == ""
+    type_text(root, "a question")  # a letter typed in the list goes to the box
+    assert typed(app) == "a question"
+
+
+def test_click_a_chat_then_delete_deletes_it_and_letters_go_to_the_box(root: tk.Tk, window) -> None:
+    app = window
+    sidebar = two_chats(root, app)
+    first, second = sidebar.row_ids()[-1], sidebar.row_ids()[0]
+    click_row(root, sidebar, first)
+    pump_until(root, lambda: not app.showing_conversation, what="the chat on screen")
+    assert root.focus_get() is sidebar.tree  # the click left the keys with the list
+    xdotool("key", "Delete")
+    pump_for(root, 0.3)
+    assert sidebar.row_ids() == [second] and sidebar.undo_visible()
+    assert typed(app) == ""
+    type_text(root, "next")
+    assert typed(app) == "next" and root.focus_get() is app.input

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import threading
 import time
 import tkinter as tk
@@ -398,10 +399,32 @@ def test_soft_breaks_only_add_line_ends_and_do_not_depend_on_chunking(seed: int)
         start += size
     assert "".join(parts) == whole  # a stream breaks where the whole text would
     assert whole.replace("\n", "") == text.replace("\n", "")
-    assert max(map(len, whole.split("\n"))) <= limit
+    # A run without a space is cut at the limit; a line with spaces may go on to twice it
+    # (where it looks for a sentence's end, then for any space).
+    assert max(map(len, whole.split("\n"))) <= (2 * limit if " " in alphabet else limit)
+    assert max(map(len, re.split("[ \n]", whole))) <= limit
     if limit == 2000 and " " in alphabet and len(text) > 4000:
         # with spaces to choose from, a break falls after one, never inside a word
         assert all(line.endswith(" ") for line in whole.split("\n")[:-1] if len(line) > 1800)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_soft_breaks_cut_long_runs_among_words_and_sentences_in_any_chunking(seed: int) -> None:
+    """Runs of up to 1,500 letters among spaces, sentences' ends and line ends: every run is
+    cut at the limit (also one that starts after a space), every line ends by twice it."""
+    rng = random.Random(seed)
+    pieces = ["a" * rng.randint(1, 1500), " ", ". ", "b", "。", "\n", "? "]
+    text = "".join(rng.choice(pieces) for _ in range(200))
+    whole, _ = soft_break(text, 0)
+    state, parts, start = soft_break("", 0)[1], [], 0
+    while start < len(text):
+        size = rng.randint(1, 700)
+        shown, state = soft_break(text[start : start + size], state)
+        parts.append(shown)
+        start += size
+    assert "".join(parts) == whole and whole.replace("\n", "") == text.replace("\n", "")
+    assert max(map(len, re.split("[ \n]", whole))) <= DISPLAY_LINE_CHARS
+    assert max(map(len, whole.split("\n"))) <= 2 * DISPLAY_LINE_CHARS
 
 
 @pytest.mark.gui

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Sampling
-from tkchat.store import damaged
+from tkchat.store import files as damaged
 from tkchat.store import settings as settings_module
 from tkchat.store.db import settings_from_sampling
 from tkchat.store.settings import (
@@ -60,6 +60,7 @@ def everything_changed(folder: Path) -> AppSettings:
         recent_models=[str(folder / "b.gguf"), str(folder / "a model.gguf")],
         model_folder=str(folder),
         geometry="1140x680+10+20",
+        window_size="1140x680",
         theme="dark",
         chat_only=True,
         hf_endpoint="https://hf-mirror.com",
@@ -85,6 +86,7 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "recent_models": [str(folder / "b.gguf"), str(folder / "a model.gguf")],
         "model_folder": str(folder),
         "geometry": "1140x680+10+20",
+        "window_size": "1140x680",
         "theme": "dark",
         "chat_only": True,
         "hf_endpoint": "https://hf-mirror.com",
@@ -275,6 +277,9 @@ def test_an_unexpected_error_while_loading_still_starts_with_defaults(
         ("geometry", "1140x680+10"),
         ("geometry", "1140*680"),
         ("geometry", 1140),
+        ("window_size", "1140x680+10+20"),  # a size only: the place is not the design's
+        ("window_size", "0x680"),
+        ("window_size", [1140, 680]),
         ("theme", "solarized"),
         ("theme", "system"),  # "follow the system" is stored as null
         ("theme", 1),
@@ -313,6 +318,8 @@ def test_one_invalid_value_falls_back_alone(
         ("geometry", "800x600+-8+-8"),
         ("geometry", "800x600-0-0"),
         ("geometry", "800x600+-1920+0"),
+        ("window_size", None),
+        ("window_size", "570x340"),
         ("theme", None),
         ("theme", "light"),
         ("chat_only", False),

@@ -28,7 +28,8 @@ import pytest
 from tests.conftest import SAVED_CONTENT, Faults, wait_until
 from tkchat.conversation import Sampling
 from tkchat.measure.saving_bench import save_one, written_bytes
-from tkchat.store import damaged, db
+from tkchat.store import db
+from tkchat.store import files as damaged
 from tkchat.store.db import (
     EXPORT_FORMAT,
     SCHEMA_VERSION,
@@ -40,7 +41,7 @@ from tkchat.store.db import (
     sampling_from_settings,
     settings_from_sampling,
 )
-from tkchat.store.paths import data_dir, database_path
+from tkchat.store.files import data_dir, database_path
 from tkchat.store.writer import MessageTicket, StoreWriter
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,8 +22,10 @@ What happens at each bound:
   stopped by the worker (the stream is closed) and ends with ``done(reason="length")``;
 - search finds text in the first :data:`MAX_INDEXED_CHARS` characters of a message (its
   index entry is bounded, so an answer's end fits on a small disk; all of it is saved);
-- a displayed line longer than :data:`DISPLAY_LINE_CHARS` gets a line end on screen only (the
-  transcript's copy and every export keep the original text);
+- a displayed line gets a line end on screen only (the transcript's copy and every export
+  keep the original text): a run of :data:`DISPLAY_LINE_CHARS` characters without a space
+  at that point, prose at a sentence's end past it, any line at twice it at the latest
+  (:mod:`tkchat.render.soft_breaks`);
 - a chat template that runs longer than :data:`CHAT_TEMPLATE_BUDGET_S` is stopped and the
   question gets one sentence naming the model file;
 - a markdown block over :data:`MAX_MARKDOWN_LINKS`, :data:`MAX_MARKDOWN_EMPHASIS` or
@@ -39,7 +41,7 @@ MAX_ERROR_CHARS = 300  # an error or status sentence on screen (status line, tra
 MAX_NAME_CHARS = 120  # a model's or a server's name (title bar, status line, /health)
 MAX_LOGGED_ERROR_CHARS = 64_000  # the same error, in the log: the "full" text, still bounded
 MAX_ANSWER_CHARS = 1_000_000  # characters of one answer, whatever backend and max_tokens say
-DISPLAY_LINE_CHARS = 1_000  # longest run of displayed text without a break Tk has to lay out
+DISPLAY_LINE_CHARS = 1_000  # longest run without a space Tk lays out (a line: twice this)
 MAX_STOP_STRINGS = 4  # an OpenAI client's ``stop``: as many as OpenAI allows
 MAX_STOP_CHARS = 100  # one stop string; the worker holds back at most this minus one characters
 

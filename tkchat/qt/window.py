@@ -43,7 +43,7 @@ from tkchat.i18n import qt_window as qt_strings
 from tkchat.qt.consume import make_consumption
 from tkchat.qt.health import HealthBar, QtLagProbe
 from tkchat.qt.reader import start_reader, stop_reader
-from tkchat.render.soft_breaks import soft_break, unbreak
+from tkchat.render.soft_breaks import LineState, soft_break, unbreak
 
 
 class Translate:
@@ -95,7 +95,7 @@ class Transcript:
         self.view.setReadOnly(True)
         self.answers: list[Answer] = []
         self.updates = 0  # inserts of answer text: the window's "updates/s"
-        self.column = 0  # characters shown since the last line end: where soft breaks fall
+        self.column: LineState | int = 0  # the last line shown: where soft breaks fall
 
     def _write(self, text: str) -> None:
         """Insert at the end through a cursor of our own: a click into the text moves the

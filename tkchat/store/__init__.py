@@ -1,6 +1,7 @@
 """Storage: conversations that are never lost (SQLite in the user's data folder).
 
-- :mod:`tkchat.store.paths`  — where the database lives (platformdirs conventions).
+- :mod:`tkchat.store.files`  — where the database lives (platformdirs conventions), and a
+  file tkchat cannot read moved aside.
 - :mod:`tkchat.store.db`     — :class:`ConversationStore` (create, read, edit, search, export,
   import) and :func:`open_store`, which always returns a working store (on a damaged, locked,
   read-only or full database: a fallback and one warning sentence). Around it, one concern
@@ -8,7 +9,8 @@
   :class:`StoredMessage`), ``schema`` (tables, migrations), ``search_index`` (FTS5),
   ``parts`` (a streaming answer as appended parts), ``variants`` (versions and branches),
   ``sampling_json``, ``export_format`` (Markdown/JSON), ``opening`` (connections, the
-  fallbacks, a read-only history) and ``damaged`` (moving an unreadable file aside).
+  fallbacks, a read-only history) and
+  ``figures`` (each answer's tokens, speed, time to its first token and how it ended).
 - :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
   answer streams, so no write ever runs on the Tk main thread.
 - :mod:`tkchat.store.settings` — :class:`AppSettings` in ``settings.json`` next to the history:
@@ -30,7 +32,8 @@ Nothing here imports Tk. Typical wiring in the window::
 from tkchat.store.db import ConversationStore, open_store
 from tkchat.store.errors import StoreError
 from tkchat.store.export_format import EXPORT_FORMAT, EXPORT_VERSION
-from tkchat.store.paths import data_dir, database_path
+from tkchat.store.figures import ENDINGS, AnswerFigures
+from tkchat.store.files import data_dir, database_path
 from tkchat.store.records import STATUSES, Conversation, Role, Status, StoredMessage
 from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
 from tkchat.store.schema import SCHEMA_VERSION
@@ -44,11 +47,13 @@ from tkchat.store.settings import (
 from tkchat.store.writer import FLUSH_INTERVAL_S, MessageRef, MessageTicket, StoreWriter
 
 __all__ = [
+    "ENDINGS",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "FLUSH_INTERVAL_S",
     "SCHEMA_VERSION",
     "STATUSES",
+    "AnswerFigures",
     "AppSettings",
     "Conversation",
     "ConversationStore",

@@ -1,12 +1,12 @@
 """The conversation history's CRUD: :class:`ConversationStore`, and :func:`open_store`.
 
 This module owns the SQLite connection and the transactions; the other concerns live beside
-it, one module each: ``errors`` (:class:`StoreError`), ``records`` (the records handed out
-and the checks on what may be stored), ``schema`` (tables, migrations), ``opening`` (how a
-file is opened, and the fallbacks of :func:`open_store`), ``parts`` (a streaming answer as
-appended parts, so saving is linear), ``variants`` (versions and branches), ``search_index``
-(FTS5), ``sampling_json``, ``export_format`` and ``damaged``. Their public names are still
-importable from here (``from tkchat.store.db import open_store, close_fences, ...``).
+it, one module each: ``errors``, ``records`` (the records handed out, the checks on what may
+be stored), ``schema``, ``opening`` (the fallbacks of :func:`open_store`), ``parts`` (a
+streaming answer as appended parts: linear saving), ``variants`` (versions and branches),
+``search_index`` (FTS5), ``sampling_json``, ``export_format``, ``files`` (where; a damaged
+file moved aside) and ``figures`` (each answer's, mixed into the store). Their public names
+are importable from here too (``from tkchat.store.db import open_store, close_fences``).
 
 Threads
 -------
@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from tkchat.store import variants
-from tkchat.store.damaged import move_aside
 from tkchat.store.errors import StoreError, classify, rollback, store_error
 from tkchat.store.export_format import (
     EXPORT_FORMAT,
@@ -53,6 +52,8 @@ from tkchat.store.export_format import (
     to_export,
     to_markdown,
 )
+from tkchat.store.figures import FiguresStore
+from tkchat.store.files import database_path, move_aside
 from tkchat.store.opening import (
     checkpoint_log,
     open_connection,
@@ -66,7 +67,6 @@ from tkchat.store.parts import (
     read_messages,
     streaming_ids,
 )
-from tkchat.store.paths import database_path
 from tkchat.store.records import (
     CONVERSATION_COLUMNS,
     DEFAULT_TITLE,
@@ -118,7 +118,7 @@ def _now() -> float:
 # --- the store ------------------------------------------------------------------------------
 
 
-class ConversationStore:
+class ConversationStore(FiguresStore):
     """Conversations and their messages in one SQLite database (a file, or memory).
 
     Construct it through :func:`open_store` in the app (it never raises); the constructor

@@ -13,7 +13,7 @@ without it, so :func:`tkchat.store.db.open_store` never raises. This module deci
 returns instead, by the failure's ``kind``:
 
 - ``damaged``: the file is moved aside (never emptied or overwritten, see
-  :mod:`tkchat.store.damaged`) and a new, empty history starts at the same path; if it cannot
+  :mod:`tkchat.store.files`) and a new, empty history starts at the same path; if it cannot
   be moved, it is left alone and the session runs in memory;
 - a history tkchat may read but not write (a read-only folder or file): it is opened
   read-only and shown, and nothing new is saved; if even reading fails, as below;
@@ -37,8 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tkchat.store.damaged import move_aside
 from tkchat.store.errors import StoreError
+from tkchat.store.files import move_aside
 from tkchat.store.schema import SCHEMA_VERSION, migrate
 
 S = TypeVar("S")

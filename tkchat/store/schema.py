@@ -24,6 +24,10 @@ Schema (version 3)
     the message's ``content`` (and deleted) when the answer ends or the message is otherwise
     written: see :mod:`tkchat.store.parts`. (Added in version 3: before it, every flush
     rewrote the whole answer.)
+``answer_figures(message_id, slot, tokens, tokens_per_s, ttft_s, ended)``
+    each answer version's figures, as LM Studio shows them under an answer: tokens, tokens/s,
+    seconds to the first token, and how it ended (``stop``, ``length``, ``stopped``,
+    ``error``); see :mod:`tkchat.store.figures`. (Added in version 4.)
 ``messages_fts``
     an optional full-text index over ``messages.content``. It is derived data, so it is not
     part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
@@ -39,7 +43,7 @@ import sqlite3
 
 from tkchat.store.errors import StoreError, rollback
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_1 = (
     """CREATE TABLE conversations (
@@ -94,7 +98,26 @@ _SCHEMA_3 = (
     )""",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_1, 2: _SCHEMA_2, 3: _SCHEMA_3}
+# Version 4: each answer's figures (tokens, tokens/s, time to the first token, how it ended),
+# by message and version. An older file's answers have none, and show none.
+_SCHEMA_4 = (
+    """CREATE TABLE answer_figures (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        slot INTEGER NOT NULL,
+        tokens INTEGER NOT NULL CHECK (tokens >= 0),
+        tokens_per_s REAL CHECK (tokens_per_s >= 0),
+        ttft_s REAL CHECK (ttft_s >= 0),
+        ended TEXT NOT NULL CHECK (ended IN ('stop', 'length', 'stopped', 'error')),
+        PRIMARY KEY (message_id, slot)
+    )""",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: _SCHEMA_1,
+    2: _SCHEMA_2,
+    3: _SCHEMA_3,
+    4: _SCHEMA_4,
+}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

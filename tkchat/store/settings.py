@@ -3,12 +3,13 @@
 What is stored (:class:`AppSettings`): the interface language, the font size, the system
 prompt and sampling values that NEW conversations start with (a conversation keeps its own
 copy in the history), the most recently used model files, the folder the user browses for
-GGUF files, the window's size and place, its theme (light, dark, or the system's),
-whether it shows the chat only, the address models are downloaded from (a mirror
+GGUF files, the window's size (in pixels of the 96-dpi design, so that it survives a change
+of screen density) and place, its theme (light, dark, or the system's), whether it shows the
+chat only, the address models are downloaded from (a mirror
 such as hf-mirror.com), whether the first-run model suggestion was shown, and the context
 length chosen for each model file (by its file name).
 
-Where: ``settings.json`` in :func:`tkchat.store.paths.data_dir` (next to the conversation
+Where: ``settings.json`` in :func:`tkchat.store.files.data_dir` (next to the conversation
 history; ``$TKCHAT_DATA_DIR`` overrides it), see :func:`settings_path`.
 
 Nothing here imports Tk, and every function is pure file I/O, safe on any thread: the app
@@ -40,9 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, MAX_N_CTX, MIN_N_CTX, Sampling
-from tkchat.store.damaged import move_aside
 from tkchat.store.errors import classify, error_detail
-from tkchat.store.paths import data_dir
+from tkchat.store.files import data_dir, move_aside
 from tkchat.store.records import is_int
 from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
 
@@ -58,6 +58,7 @@ MAX_RECENT_MODELS = 8
 # What `wm geometry` returns: WIDTHxHEIGHT, optionally +X+Y. An offset may itself be negative
 # ("+-8+-8" for a maximised window on Windows, or a monitor left of the primary one).
 _GEOMETRY = re.compile(r"[1-9][0-9]{0,4}x[1-9][0-9]{0,4}(?:[+-]-?[0-9]{1,5}[+-]-?[0-9]{1,5})?")
+_SIZE = re.compile(r"[1-9][0-9]{0,4}x[1-9][0-9]{0,4}")
 
 
 @dataclass
@@ -71,7 +72,10 @@ class AppSettings:
     sampling: Sampling = field(default_factory=Sampling)  # for NEW conversations
     recent_models: list[str] = field(default_factory=list)  # absolute paths, newest first
     model_folder: str | None = None  # where the user looks for GGUF files
-    geometry: str | None = None  # Tk geometry, e.g. "1140x680+10+20"
+    geometry: str | None = None  # Tk geometry in pixels, e.g. "1140x680+10+20" (older tkchats)
+    # The window's size in pixels of the 96-dpi design, "1140x680" (tkchat/ui/look/scaling.py):
+    # a size in pixels reopened at half size on a 192-dpi screen. Wins over ``geometry``.
+    window_size: str | None = None
     theme: str | None = None  # one of THEMES, or None to follow the system's light or dark
     chat_only: bool = False  # the teaching controls folded into one line (View menu)
     hf_endpoint: str | None = None  # where models are downloaded from; None: huggingface.co
@@ -86,7 +90,7 @@ _FIELD_NAMES = tuple(f.name for f in fields(AppSettings))
 
 
 def settings_path() -> Path:
-    """``settings.json`` in :func:`~tkchat.store.paths.data_dir` (nothing is created)."""
+    """``settings.json`` in :func:`~tkchat.store.files.data_dir` (nothing is created)."""
     return data_dir() / SETTINGS_NAME
 
 
@@ -234,6 +238,12 @@ def _geometry(value: object) -> object:
     return _INVALID
 
 
+def _window_size(value: object) -> object:
+    if value is None or (isinstance(value, str) and _SIZE.fullmatch(value)):
+        return value
+    return _INVALID
+
+
 # The fields that are either valid as a whole or replaced by their default. recent_models and
 # sampling are containers and are checked item by item (see settings_from_json).
 _CHECKS: dict[str, Callable[[object], object]] = {
@@ -242,6 +252,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "system_prompt": _system_prompt,
     "model_folder": _model_folder,
     "geometry": _geometry,
+    "window_size": _window_size,
     "theme": _theme,
     "chat_only": _flag,
     "hf_endpoint": _hf_endpoint,

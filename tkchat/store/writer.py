@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from tkchat.limits import MAX_INDEXED_CHARS
 from tkchat.store.db import BUSY_TIMEOUT_S, ConversationStore
 from tkchat.store.errors import StoreError
+from tkchat.store.figures import AnswerFigures
 from tkchat.store.records import ROLES, STATUSES, Role, Status
 from tkchat.threads import own_thread
 
@@ -222,6 +223,22 @@ class StoreWriter:
                 store.choose_variant(message_id, slot)
 
         self._put(_Submit(choose, None))
+
+    def save_figures(self, message: MessageRef, figures: AnswerFigures) -> None:
+        """Queue an answer's figures, for the version it shows (:meth:`ConversationStore.
+        set_figures`); queued after its :meth:`finish`, they are written after it. Refused
+        here (ValueError) if a value is not one the store keeps. Non-blocking; any thread."""
+        try:
+            figures.check()
+        except StoreError as exc:
+            raise ValueError(str(exc)) from exc
+
+        def save(store: ConversationStore) -> None:  # the writer thread
+            message_id = self._resolve(message)
+            if message_id is not None:
+                store.set_figures(message_id, figures)
+
+        self._put(_Submit(save, None))
 
     def append(self, message: MessageRef, text: str) -> None:
         """Queue text to add to the end of a (streaming) message. Coalesced: written at most

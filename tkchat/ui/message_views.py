@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tkchat.store import MessageRef
+from tkchat.render.soft_breaks import LineState
+from tkchat.store import AnswerFigures, MessageRef
 from tkchat.ui.markdown_view import PaintJob
 
 VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
@@ -58,7 +59,7 @@ class AnswerView:
     started_at: float = 0.0  # perf_counter when the answer began (the question was sent)
     first_text_at: float | None = None  # perf_counter when its first text was on screen
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
-    column: int = 0  # characters of the last line on display (where the next soft break is)
+    column: LineState | int = 0  # where the last line on display is (for the next soft break)
     job: PaintJob | None = None  # its markdown painting, block by block as it streams
     paintable: bool = True  # False: shown as it is (a demo drew it, or asked for no render)
     status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted
@@ -71,6 +72,7 @@ class AnswerView:
     # Around the note its end wrote ([stopped], the error): from notes_mark to tail_mark.
     notes_mark: str = ""
     tail_mark: str = ""
+    figures: dict[int, AnswerFigures] = field(default_factory=dict)  # by version shown
     # Its text as it arrived, in the pieces it arrived in until someone reads it whole: one
     # string grown by += was copied whole every tick (650,000 characters, 60 times a second).
     _parts: list[str] = field(default_factory=list, repr=False)

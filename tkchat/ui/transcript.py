@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break, unbreak
+from tkchat.ui.chats.answer_figures import FiguresLines
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
@@ -53,7 +54,7 @@ from tkchat.ui.message_views import (
 from tkchat.ui.paint_zone import PaintZone
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.view_keeper import ViewKeeper
+from tkchat.ui.view_keeper import EndFollower, ViewKeeper
 from tkchat.ui.window.translator import Translator
 
 __all__ = ["BODY_FONT_SIZE", "AnswerView", "Branch", "Transcript", "UserView"]
@@ -85,7 +86,8 @@ class Transcript(ttk.Frame):
             spacing3=2,
             font=self.body_font,
         )
-        self._scroll = scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
+        scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
+        self._follower = EndFollower(self.text, scroll.set)  # a reader at the end stays there
         self.text.configure(yscrollcommand=self._scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
@@ -116,18 +118,18 @@ class Transcript(ttk.Frame):
         follow_theme(self, self.apply_palette)
         self.answers: list[AnswerView] = []
         self.entries: list[UserView | AnswerView] = []  # every message on screen, in order
+        self.figures = FiguresLines(self.text, translate, self.entries)
         self._marks = 0  # a counter for unique mark names
         self.inserts = 0  # widget inserts of streamed text: the "UI updates" of the window
         # What a click on a header link asks for: on_edit(view) for "Edit"; on_copied(what)
-        # after a copy ("message" or "code"), so the app can say so; on_version(view, step)
-        # for "◀" (-1) and "▶" (+1).
+        # after a copy ("message" or "code"); on_version(view, step) for "◀" (-1), "▶" (+1).
         self.on_edit: Callable[[UserView], None] | None = None
         self.on_version: Callable[[UserView | AnswerView, int], object] | None = None
         self.on_copied: Callable[[str], None] | None = None
 
     def _scrolled(self, first: float, last: float) -> None:
         """Tk says the view changed (its first and last fraction shown)."""
-        self._scroll.set(first, last)
+        self._follower.scrolled(first, last)
         self.zone.moved()
 
     # -- writing -------------------------------------------------------------------------------
@@ -309,6 +311,10 @@ class Transcript(ttk.Frame):
             else:
                 self.painter.drop(view.job)
 
+    def show_figures(self, view: AnswerView, *, hold: bool = False) -> None:
+        """The figures line under ``view``, for its version (ui/chats/answer_figures.py)."""
+        self.figures.show(view, hold=hold)
+
     def clear(self) -> None:
         # Marks go before the text: once it is deleted they all sit on one line, and Tk
         # unlinks each by walking that line (tests/tools/tk_costs.py: 5,000 marks and their
@@ -356,13 +362,13 @@ class Transcript(ttk.Frame):
     def show_version(self, view: AnswerView, number: int) -> None:
         """Show version ``number`` of an answer that has ended, in its place: its text and
         end note are replaced, and its markdown is painted in slices (as a saved answer's
-        is). The reader's view stays on the text they were reading."""
+        is). Its header stays where it is on screen."""
         if view.job is not None:
             self.painter.drop(view.job)
         view.versions[view.shown] = (view.text, view.status)
         text, status = view.versions[number]
         keeper = ViewKeeper(self.text)
-        keeper.changing()
+        keeper.hold(view.head_mark)  # its ◀ ▶ stay under the pointer that clicked one
         self.painter.forget_codes_in(view.start_mark, view.end_mark)
         with writable(self.text):
             # The newline after the text stays: it ends the new note's last line, so nothing

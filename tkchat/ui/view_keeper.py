@@ -20,6 +20,8 @@ Main thread only.
 from __future__ import annotations
 
 import tkinter as tk
+import tkinter.font as tkfont
+from collections.abc import Callable
 
 ANCHOR_MARK = "view_anchor"  # no "-" in a mark used in index arithmetic: Tk would split there
 
@@ -35,6 +37,21 @@ def at_bottom(text: tk.Text) -> bool:
 def lines_between(text: tk.Text, start: str, end: str) -> int:
     """Logical lines from ``start`` to ``end`` (elided ones count too)."""
     return int(text.tk.call(str(text), "count", "-lines", start, end))
+
+
+def screen_y(text: tk.Text, index: str) -> int | None:
+    """The height at which ``index``'s display line is drawn, None when it is off screen."""
+    info = text.dlineinfo(index)
+    return None if info is None else int(info[1])
+
+
+def put_at(text: tk.Text, index: str, y: int) -> None:
+    """Scroll so that ``index``'s display line is drawn at height ``y`` (as near as the
+    text allows: Tk shows no blank space after its end)."""
+    text.yview(index)
+    info = text.dlineinfo(index)
+    if info is not None and info[1] != y:
+        text.yview_scroll(info[1] - y, "pixels")
 
 
 class ViewKeeper:
@@ -65,6 +82,20 @@ class ViewKeeper:
             self._y = info[1] if info else 0
             self._anchored = True
 
+    def hold(self, index: str) -> None:
+        """The text is about to change around ``index`` (the header whose ◀ or ▶ was just
+        clicked), which stays at its height on screen: not the top line, nor the end the
+        reader was at (the arrow would move away from under the pointer). If it is not on
+        screen, the usual rule (:meth:`changing`)."""
+        info = self.text.dlineinfo(index)
+        if info is None or self.mode is not None:
+            self.changing()
+            return
+        self.mode, self.changed, self._anchored = "anchor", True, True
+        self.text.mark_set(ANCHOR_MARK, index)
+        self.text.mark_gravity(ANCHOR_MARK, "right")
+        self._y = info[1]
+
     def replacing(self, start: str, end: str) -> None:
         """The text from ``start`` to ``end`` is about to be deleted: if the anchor is in it,
         remember on which of its lines."""
@@ -87,9 +118,39 @@ class ViewKeeper:
         if self.mode == "bottom" and self.changed:
             self.text.see("end")
         elif self._anchored:
-            self.text.yview(ANCHOR_MARK)
-            info = self.text.dlineinfo(ANCHOR_MARK)
-            if info is not None and info[1] != self._y:
-                self.text.yview_scroll(info[1] - self._y, "pixels")
+            put_at(self.text, ANCHOR_MARK, self._y)
             self.text.mark_unset(ANCHOR_MARK)
         self.mode, self.changed, self._anchored = None, False, False
+
+
+class EndFollower:
+    """A reader at the end stays at the end when the widget's height changes (the window
+    resized, a bar shown above the transcript): Tk keeps the top line in place instead, so
+    a chat reopened at its end was left showing its middle once the window had settled.
+    Between ``text`` and its scrollbar: give :meth:`scrolled` as ``yscrollcommand``, with
+    the scrollbar's ``set`` as ``scroll_set``."""
+
+    def __init__(self, text: tk.Text, scroll_set: Callable[[float | str, float | str], object]):
+        self.text = text
+        self.scroll_set = scroll_set
+        self.at_end = True  # as of the last time the view moved (before a resize)
+        text.bind("<Configure>", lambda _e: self._resized(), add="+")
+
+    def scrolled(self, first: float | str, last: float | str) -> None:
+        self.at_end = self._hidden_below(float(first), float(last)) < self._line_height()
+        self.scroll_set(first, last)
+
+    def _hidden_below(self, first: float, last: float) -> float:
+        """Pixels of text below the view (from the scroll fractions: no layout is asked for
+        in the middle of one). ``see("end")`` can leave the last line partly hidden."""
+        if last >= 1.0 or last <= first:
+            return 0.0
+        return (1.0 - last) * self.text.winfo_height() / (last - first)
+
+    def _line_height(self) -> int:
+        font = tkfont.nametofont(str(self.text.cget("font")), root=self.text)
+        return int(font.metrics("linespace"))
+
+    def _resized(self) -> None:
+        if self.at_end:
+            self.text.yview_moveto(1.0)

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
 from tkchat.ui.services import Services
 from tkchat.ui.transcript import AnswerView, Branch, Transcript, UserView
+from tkchat.ui.view_keeper import put_at, screen_y
 
 _SLICE = "show-branch"
 
@@ -40,6 +42,8 @@ class AnswerVersions:
         self.scheduler = services.scheduler
         self._to_show: deque[tuple[str, str, str]] = deque()  # a branch not yet on screen
         self._question: UserView | None = None  # whose branch that is
+        self.on_shown: Callable[[], None] = lambda: None  # a branch is all on screen
+        self._held_at: int | None = None  # where the question's header is kept on screen
 
     @property
     def showing(self) -> bool:
@@ -56,6 +60,7 @@ class AnswerVersions:
         number = view.shown + step
         if isinstance(view, AnswerView):
             self.transcript.show_version(view, number)
+            self.transcript.show_figures(view, hold=True)  # that version's own
             self.session.replace(self.transcript.entries.index(view), view.text)
             chosen: UserView | AnswerView = view
         else:
@@ -92,9 +97,11 @@ class AnswerVersions:
         return versions, branches
 
     def _show_branch(self, view: UserView, number: int) -> UserView:
-        """Draw the question again as version ``number``, then its branch (sliced)."""
+        """Draw the question again as version ``number``, then its branch (sliced); its
+        header stays where it was on screen (:meth:`_hold`)."""
         versions, branches = self._kept(view)
         index = self.transcript.entries.index(view)
+        self._held_at = screen_y(self.transcript.text, view.head_mark)
         self.transcript.remove_from(view)
         question = self.transcript.add_user(versions[number], versions, branches, number)
         question.saved_as = view.saved_as
@@ -107,10 +114,18 @@ class AnswerVersions:
                 self.session.answered(text)
         self._to_show = deque(branches[number])
         self._question = question
+        self._hold(question)
         if self._to_show:
             self.transcript.zone.hold()  # plain text first; what is near the view painted after
             self.scheduler.once(_SLICE, 0, self._show_some)
         return question
+
+    def _hold(self, question: UserView | None) -> None:
+        """The question's header where it was when its ◀ or ▶ was clicked, as its branch
+        grows below it (each message written at the end would pull a reader at the end
+        along, and the arrow away from under the pointer)."""
+        if self._held_at is not None and question is not None:
+            put_at(self.transcript.text, question.head_mark, self._held_at)
 
     def _show_some(self) -> None:
         """Put the branch on screen until this callback's budget is spent."""
@@ -122,11 +137,13 @@ class AnswerVersions:
         with self.transcript.adding_many():
             while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
                 self.transcript.add_saved(*self._to_show.popleft())
+        self._hold(self._question)
         if self._to_show:
             self.scheduler.once(_SLICE, 1, self._show_some)
         else:
             self._question = None
             self.transcript.zone.release()
+            self.on_shown()  # what Regenerate may do follows the branch's last message
 
 
 def versions_after_regenerate(view: AnswerView) -> list[tuple[str, str]]:

@@ -22,6 +22,8 @@ from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
+from tkchat.store.figures import AnswerFigures
+from tkchat.ui.chats.answer_figures import figures_of, figures_of_stopped
 from tkchat.ui.chats.chat_view import ChatView, FlowParts, Scheduler
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.transcript import AnswerView
@@ -69,13 +71,17 @@ class Answering:
         self.final_handled_at: float | None = None
 
     def start(
-        self, request: GenerationRequest, versions: list[tuple[str, str]] | None = None
+        self,
+        request: GenerationRequest,
+        versions: list[tuple[str, str]] | None = None,
+        figures: dict[int, AnswerFigures] | None = None,
     ) -> bool:
         """Answer the chat as it stands (the last message is the user's). ``versions``: a
-        regenerate's, the answer's earlier versions and this one. A blocking demo returns
-        only once its answer has ended."""
+        regenerate's, the answer's earlier versions and this one, and ``figures`` theirs.
+        A blocking demo returns only once its answer has ended."""
         view = self.view
         answer = self.answer = view.transcript.begin_answer(versions)
+        answer.figures.update(figures or {})
         if self.saved is not None:
             self.saved.archive.answer_started(answer)
             self.saved.refresh()  # a new conversation shows up at once
@@ -114,7 +120,9 @@ class Answering:
         if worker is not None:
             self._watch_cancel(worker)
         if self.answer is not None:
-            self._end(stopped=worker is not None)
+            # (no worker: it ended by itself, and how is in the final event dropped here)
+            figures = None if worker is None else figures_of_stopped(worker, self._began)
+            self._end(stopped=worker is not None, figures=figures)
         elif isinstance(self.controller.backend, RemoteBackend) and self.controller.cancel_load():
             self.view.enable("stop", False)  # connecting to a server, given up
         self.consumer.follow(-1)  # nothing of that generation may show up later
@@ -125,10 +133,12 @@ class Answering:
         message = self.t("app.tick_failed", error=cut(f"{type(exc).__name__}: {exc}"))
         if self.answer is not None:
             worker = self.controller.stop()
+            figures = None
             if worker is not None:
                 self._watch_cancel(worker)
+                figures = figures_of_stopped(worker, self._began, "error")
             self.consumer.follow(-1)
-            self._end(error=message)
+            self._end(error=message, figures=figures)
         self.view.status.show(lambda: message)
 
     def handle_final(self, final: Done | Error) -> None:
@@ -142,14 +152,21 @@ class Answering:
             if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
                 message = self._transport_gap(final)
             self.last_error = message
-            self._end(error=message)
+            self._end(error=message, figures=figures_of(final))
             self.view.status.say("app.error", message=message)
         else:
-            self._end(stopped=final.reason == "cancelled")
+            self._end(stopped=final.reason == "cancelled", figures=figures_of(final))
             if final.reason != "cancelled":
                 self.view.status.show(lambda: self._done_text(final))
 
-    def _end(self, *, stopped: bool = False, error: str | None = None) -> None:
+    def _end(
+        self,
+        *,
+        stopped: bool = False,
+        error: str | None = None,
+        figures: AnswerFigures | None = None,
+    ) -> None:
+        """The answer ends, once: saved as it ended, with its ``figures`` (shown under it)."""
         answer, self.answer = self.answer, None  # first: an answer ends once
         self.view.enable("stop", False)
         self.view.progress.hide("reading")
@@ -159,11 +176,20 @@ class Answering:
         if stopped:
             self.view.status.say("app.stopped")
         self.session.answered(answer.text)
+        if figures is not None:
+            answer.figures[answer.shown] = figures
         if self.saved is not None:
             archive = self.saved.archive
             archive.answer_grew()
-            archive.answer_ended("error" if error else "stopped" if stopped else "complete")
+            status = "error" if error else "stopped" if stopped else "complete"
+            archive.answer_ended(status, figures)
         self.pipeline.finish(answer, stopped=stopped, error=error)
+        self.view.transcript.show_figures(answer)
+
+    @property
+    def _began(self) -> float:
+        """When the answer streaming now began (its worker's clock: ``perf_counter``)."""
+        return self.answer.started_at if self.answer is not None else time.perf_counter()
 
     def _transport_gap(self, final: Error) -> str:
         """The consumer gave up on event ``final.seq``: it never arrived. The answer has

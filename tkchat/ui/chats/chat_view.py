@@ -20,6 +20,7 @@ from tkchat.conversation import Sampling
 from tkchat.events import Done, Error, ModelReady
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
+from tkchat.store.figures import AnswerFigures
 from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.transcript import AnswerView, Branch, UserView
 
@@ -39,6 +40,7 @@ class TranscriptOps(Protocol):
     def begin_answer(self, versions: list[tuple[str, str]] | None = None) -> AnswerView: ...
     def remove_from(self, view: UserView | AnswerView) -> None: ...
     def clear(self) -> None: ...
+    def show_figures(self, view: AnswerView, *, hold: bool = False) -> None: ...
 
 
 class Status(Protocol):
@@ -117,7 +119,10 @@ class ChatView(Protocol):
 
 
 class Versions(Protocol):
-    """The versions of the messages on screen (:mod:`tkchat.ui.chats.answer_versions`)."""
+    """The versions of the messages on screen (:mod:`tkchat.ui.chats.answer_versions`).
+    ``on_shown()``: a question's branch, put on screen in slices, is all there."""
+
+    on_shown: Callable[[], None]
 
     @property
     def showing(self) -> bool: ...
@@ -159,7 +164,7 @@ class Archive(Protocol):
     ) -> int | None: ...
     def answer_started(self, view: AnswerView) -> None: ...
     def answer_grew(self) -> None: ...
-    def answer_ended(self, status: str) -> None: ...
+    def answer_ended(self, status: str, figures: AnswerFigures | None = None) -> None: ...
 
 
 class SavedChats(Protocol):

@@ -16,11 +16,17 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tkchat.store import Conversation, StoredMessage, StoreError, sampling_from_settings
+from tkchat.store import (
+    AnswerFigures,
+    Conversation,
+    StoredMessage,
+    StoreError,
+    sampling_from_settings,
+)
 from tkchat.ui.chats.history import History
 from tkchat.ui.chats.sidebar import ConversationSidebar
 from tkchat.ui.services import Services
-from tkchat.ui.transcript import Transcript
+from tkchat.ui.transcript import AnswerView, Transcript
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
 
@@ -61,6 +67,8 @@ class SavedConversations:
         self.on_shown = chat.shown
         self._on_ready = chat.ready
         self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
+        # their figures, by message and version (tkchat/store/figures.py)
+        self._figures: dict[int, dict[int, AnswerFigures]] = {}
         self._deleted_here: set[int] = set()  # removed for good at close (see delete)
         self.archive = History(scheduler, on_ready=self._ready, on_warning=on_warning)
         self.sidebar = ConversationSidebar(
@@ -153,6 +161,9 @@ class SavedConversations:
         # as plain text, painted once all are there, and only near the view (PaintZone).
         self._to_show = deque(stored)
         self.transcript.zone.hold()
+        self._figures = {}
+        for (message_id, version), figures in self.archive.figures(conversation_id).items():
+            self._figures.setdefault(message_id, {})[version] = figures
         self.scheduler.once("show-conversation", 0, self._show_some)
         self.refresh()
 
@@ -180,6 +191,9 @@ class SavedConversations:
                     self.archive.branches(message) if message.role == "user" else None,
                 )
                 view.saved_as = message.id
+                if isinstance(view, AnswerView):
+                    view.figures = self._figures.get(message.id, {})
+                    self.transcript.show_figures(view)
         if self._to_show:
             self.scheduler.once("show-conversation", 1, self._show_some)
         else:

@@ -64,6 +64,10 @@ class ChatFlow:
         self.model_ready = False
         self.model_failed = False  # the last load failed: nothing can be sent until another
         self.autosend = autosend
+        # The box's text, sent with Enter before the window was ready (the model loading, a
+        # chat being put on screen): it is sent once it is, if the box still holds it.
+        self.queued: str | None = None
+        self.versions.on_shown = self._branch_shown
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -73,7 +77,7 @@ class ChatFlow:
         after it."""
         prompt = (self.view.input.draft if text is None else text).strip()
         self.draft.waiting = None  # this send lets go of a draft that waited for its count
-        if not prompt or not self._can_generate():
+        if not prompt or not self._can_generate(prompt if text is None else None):
             return False
         if text is None and not self.draft.fits(prompt):
             return False  # said why in the status line; the box keeps the text
@@ -97,14 +101,21 @@ class ChatFlow:
             )
         return self.answering.start(self.session.request())
 
-    def _can_generate(self) -> bool:
+    def _can_generate(self, draft: str | None = None) -> bool:
+        """Whether an answer can start now; if not, the status line says why. ``draft``: the
+        box's text, sent with Enter: if the window is only not ready YET (the model loading,
+        the history opening, a chat being put on screen), it is sent once it is
+        (:meth:`_send_queued`) rather than refused."""
         if self.model_failed and not self.controller.loading:
             self.view.status.say("app.no_model")  # the box keeps the text: nothing is lost
             return False
         if not self.model_ready or self.showing_conversation or not self._history_open():
             # (a question sent before the history is open could not be saved)
-            self.view.status.say("app.not_ready")
+            if draft is not None:
+                self.queued = draft
+            self.view.status.say("app.not_ready" if draft is None else "app.send_when_ready")
             return False
+        self.queued = None
         return True
 
     def _history_open(self) -> bool:
@@ -131,14 +142,15 @@ class ChatFlow:
             return False
         self.stop()  # an answer still streaming or ending ends now: its version is kept so
         entries = self.view.transcript.entries
-        if not entries or not isinstance(entries[-1], AnswerView):
+        last = entries[-1] if entries else None
+        if not isinstance(last, AnswerView):
             self.view.status.say("app.regenerate_none")
             return False
         self._end_edit()
-        versions = versions_after_regenerate(entries[-1])
-        self._rewind_to(entries[-1])  # the saved answer takes the new version
+        versions = versions_after_regenerate(last)
+        self._rewind_to(last)  # the saved answer takes the new version
         request = self.session.regenerate_request(len(versions) - 1)
-        return self.answering.start(request, versions)
+        return self.answering.start(request, versions, dict(last.figures))
 
     def show_version(self, view: UserView | AnswerView, step: int) -> bool:
         """A message's ◀ / ▶: the chat goes on from that version of it (a question's: with
@@ -159,6 +171,23 @@ class ChatFlow:
         self.measure_context()
         self.draft.refresh()  # the conversation changed: the same draft may fit differently
         return True
+
+    def step_version(self, step: int) -> bool:
+        """Alt+← (``step`` -1) or Alt+→ (+1): the previous or next version of the latest
+        message on screen that has several (the answer regenerated, the question edited),
+        as its ◀ or ▶ would."""
+        for entry in reversed(self.view.transcript.entries):
+            if len(entry.versions) > 1:
+                return self.show_version(entry, step)
+        self.view.status.say("app.no_versions")
+        return False
+
+    def _branch_shown(self) -> None:
+        """A question's other branch is all on screen: Regenerate (greyed while it was put
+        there, as Ctrl+R refuses then) replaces its last answer; a question sent meanwhile
+        goes now."""
+        self.update_actions()
+        self._maybe_autosend()
 
     def edit(self, view: UserView) -> None:
         """Put a past question in the box; sending it replaces it and all that follows
@@ -217,9 +246,11 @@ class ChatFlow:
         self.update_actions()
 
     def update_actions(self) -> None:
-        """Regenerate needs an answer to replace, and a model to answer."""
+        """Regenerate needs an answer to replace, and a model to answer; not while a chat
+        or a branch is still being put on screen (Ctrl+R refuses then: the two agree)."""
         entries = self.view.transcript.entries
-        possible = self.model_ready and bool(entries) and isinstance(entries[-1], AnswerView)
+        last_is_answer = bool(entries) and isinstance(entries[-1], AnswerView)
+        possible = self.model_ready and last_is_answer and not self.showing_conversation
         self.view.enable("regenerate", possible)
 
     def measure_context(self) -> None:
@@ -279,7 +310,10 @@ class ChatFlow:
         self._maybe_autosend()
 
     def _maybe_autosend(self) -> None:
-        """Send ``--prompt`` once the model (and the history, if kept) is ready."""
+        """Send ``--prompt`` once the model (and the history, if kept) is ready; and the
+        box's text sent before it was (:attr:`queued`)."""
+        if self.queued is not None:
+            self.scheduler.once("send-queued", 0, self._send_queued)
         if not self.autosend or not self.model_ready or self.showing_conversation:
             return
         if not self._history_open():
@@ -287,6 +321,13 @@ class ChatFlow:
         prompt, self.autosend = self.autosend, None
         # after this callback, so a blocking demo does not run inside it
         self.scheduler.once("autosend", 50, lambda: self.send(prompt))
+
+    def _send_queued(self) -> None:
+        """After the callback that made the window ready (a blocking demo must not run
+        inside it): the queued text, if the box still holds it (typed on since, it waits
+        for the next Enter); still not ready, it stays queued."""
+        if self.queued is not None and self.queued == self.view.input.draft.strip():
+            self.send()
 
     # -- events from the pump ------------------------------------------------------------------
 
@@ -343,6 +384,7 @@ class ChatFlow:
         of sight), and the controls that need a model disabled. A load cancelled on purpose
         (another model was chosen) is one sentence in the status line, not an error."""
         message = cut(message)
+        self.queued = None  # the box keeps it; no model will answer it
         if self.answering.answer is None:
             self.view.enable("stop", False)  # (enabled while connecting)
         if cancelled:

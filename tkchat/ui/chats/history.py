@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tkchat.conversation import Sampling
 from tkchat.store import (
+    AnswerFigures,
     Conversation,
     ConversationStore,
     MessageTicket,
@@ -213,13 +214,27 @@ class History:
             self.writer.append(ticket, view.text_from(saved))
             self._answer = (view, ticket, view.length)
 
-    def answer_ended(self, status: str) -> None:
-        """``status``: complete, stopped or error. The window's full text is the final one."""
+    def answer_ended(self, status: str, figures: AnswerFigures | None = None) -> None:
+        """``status``: complete, stopped or error. The window's full text is the final one;
+        ``figures`` are kept with the version it is (tkchat/store/figures.py)."""
         if self._answer is None or self.writer is None:
             return
         view, ticket, _saved = self._answer
         self.writer.finish(ticket, status, content=view.text)  # type: ignore[arg-type]
+        if figures is not None:
+            self.writer.save_figures(ticket, figures)
         self._answer = None
+
+    def figures(self, conversation_id: int) -> dict[tuple[int, int], AnswerFigures]:
+        """Every answer's figures in a saved chat, by (message id, version). Main thread (a
+        read; the writer is flushed when a conversation is opened)."""
+        if self.store is None:
+            return {}
+        try:
+            return self.store.figures(conversation_id)
+        except StoreError as exc:
+            self.on_warning(str(exc))
+            return {}
 
     # -- browsing --------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from datetime import datetime
 from tkinter import ttk
 
 from tkchat.store.db import Conversation
+from tkchat.ui.chats.inline_rename import InlineRename
 from tkchat.ui.look.fit import FittedLabel, ellipsize, ellipsize_around
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import FIELD_HINT_STYLE, follow_theme, list_row_height
@@ -113,9 +114,6 @@ class ConversationSidebar(ttk.Frame):
         self._undo_id: int | None = None
         self._undo_title = ""
         self._menu_target: int | None = None
-        self._editing: int | None = None  # the id whose title the inline entry edits
-        # Where the keyboard focus was when a rename started: it goes back there after.
-        self._focus_before: tk.Misc | None = None
         self._destroyed = False
 
         self.columnconfigure(0, weight=1)
@@ -159,33 +157,28 @@ class ConversationSidebar(ttk.Frame):
         self.tree.bind("<<TreeviewSelect>>", self._on_tree_select)
         self.tree.bind("<Return>", self._on_tree_return)
         self.tree.bind("<KP_Enter>", self._on_tree_return)
-        self.tree.bind("<F2>", lambda _e: self._start_rename(self._focused_id()))
+        self.rename = InlineRename(
+            self.tree, self.timers, title_of=self._title_of, on_renamed=self._renamed
+        )
+        self.editor = self.rename.entry
+        self.tree.bind("<F2>", lambda _e: self.rename.start(self._focused_id()))
         self.tree.bind("<Delete>", lambda _e: self._delete(self._focused_id()))
-        self.tree.bind("<Double-Button-1>", self._on_double_click)
         for sequence in ("<Button-3>", "<Button-2>"):  # Button-2 is the right button on macOS
             self.tree.bind(sequence, self._on_context_click)
         for sequence in ("<Shift-F10>", "<KeyPress-Menu>", "<KeyPress-App>"):
             # The context-menu key is Menu on X11 and App on Windows; each Tk knows only one.
             with contextlib.suppress(tk.TclError):
                 self.tree.bind(sequence, self._on_context_key)
-        self.tree.bind("<Configure>", lambda _e: self._place_editor(), add="+")
         # A narrower list cuts titles again (with "…"), once the resizing has settled.
         self.tree.bind(
             "<Configure>", lambda _e: self.timers.when_idle("fit-rows", self._fit_rows), add="+"
         )
 
         self.menu = tk.Menu(self, tearoff=False)
-        self.menu.add_command(command=lambda: self._start_rename(self._menu_target))
+        self.menu.add_command(command=lambda: self.rename.start(self._menu_target))
         self.menu.add_command(command=lambda: self._delete(self._menu_target))
         if on_export is not None:
             self.menu.add_command(command=lambda: self._export(on_export))
-
-        self.editor = ttk.Entry(self.tree)
-        self.editor.bind("<Return>", self._commit_rename)
-        self.editor.bind("<KP_Enter>", self._commit_rename)
-        self.editor.bind("<Escape>", self._cancel_rename)
-        # Clicking elsewhere abandons the edit: a rename happens only when the user confirms.
-        self.editor.bind("<FocusOut>", self._cancel_rename)
 
         self.undo_bar = ttk.Frame(self, padding=dp_pad(self, 0, 6, 0, 0))
         self.undo_bar.columnconfigure(0, weight=1)
@@ -325,10 +318,7 @@ class ConversationSidebar(ttk.Frame):
         elif current is not None and self.tree.exists(current):
             self.tree.focus(current)
         self.tree.yview_moveto(top)
-        if self._editing is not None and not self.tree.exists(str(self._editing)):
-            self._close_editor(refocus=False)
-        elif self._editing is not None and not self.timers.pending("place-editor"):
-            self.timers.when_idle("place-editor", self._replace_editor)  # the row may have moved
+        self.rename.rows_changed()
 
     def row_text(self, cid: int) -> str:
         """A row's whole text (what it shows may be cut to the list's width, with "…")."""
@@ -454,46 +444,9 @@ class ConversationSidebar(ttk.Frame):
 
     # -- rename --------------------------------------------------------------------------------
 
-    def _on_double_click(self, event: tk.Event) -> str | None:
-        iid = self.tree.identify_row(event.y)
-        if iid.isdigit():
-            self._start_rename(int(iid))
-            return "break"
-        return None
-
-    def _start_rename(self, cid: int | None) -> None:
-        if cid is None or not self.tree.exists(str(cid)):
-            return
-        self._editing = cid
-        self.tree.see(str(cid))
-        self.editor.delete(0, "end")
-        self.editor.insert(0, self._title_of(cid))
-        self.editor.select_range(0, "end")
-        self.editor.icursor("end")
-        self.update_idletasks()  # see() scrolls lazily: the row's bbox is right only after
-        self._place_editor()
-        self._focus_before = self.focus_get()
-        self.editor.focus_set()
-
-    def _replace_editor(self) -> None:
-        self._place_editor()
-
-    def _place_editor(self) -> None:
-        if self._editing is None or self._destroyed:
-            return
-        box = self.tree.bbox(str(self._editing), "#0")
-        if not box:  # scrolled out of view: hide, keep editing
-            self.editor.place_forget()
-            return
-        x, y, width, _height = box
-        line = tkfont.nametofont("TkDefaultFont", root=self).metrics("linespace")
-        self.editor.place(x=x, y=y, width=max(width, dp(self, 80)), height=line + dp(self, 8))
-
-    def _commit_rename(self, _event: tk.Event | None = None) -> str:
-        cid = self._editing
-        new_title = " ".join(self.editor.get().split())
-        self._close_editor(refocus=True)
-        if cid is not None and new_title and new_title != self._title_of(cid):
+    def _renamed(self, cid: int, new_title: str) -> None:
+        """The inline rename was confirmed (:class:`InlineRename`)."""
+        if new_title and new_title != self._title_of(cid):
             # Show the new title now; the app's next refresh will confirm it.
             if cid in self._conversations:
                 self._conversations[cid] = replace(self._conversations[cid], title=new_title)
@@ -503,31 +456,6 @@ class ConversationSidebar(ttk.Frame):
                 ]
             self._refresh_texts()
             self.on_rename(cid, new_title)
-        return "break"
-
-    def _cancel_rename(self, _event: tk.Event | None = None) -> str:
-        if self._editing is not None:
-            # Esc also moves the focus, so the FocusOut that follows finds nothing to do.
-            self._close_editor(refocus=_event is None or _event.type != tk.EventType.FocusOut)
-        return "break"
-
-    def _close_editor(self, *, refocus: bool) -> None:
-        """Hide the inline entry; ``refocus``: give the keyboard back to where it was when
-        the rename started — the list after F2 or a double-click, the message box after the
-        right-click menu's Rename (left in the list, the next question typed was lost)."""
-        self._editing = None
-        self.editor.place_forget()
-        before, self._focus_before = self._focus_before, None
-        if refocus:
-            if (
-                before is not None
-                and before is not self.editor
-                and not isinstance(before, tk.Menu)
-                and before.winfo_exists()
-            ):
-                before.focus_set()
-            else:
-                self.tree.focus_set()
 
     # -- delete and undo -----------------------------------------------------------------------
 
@@ -638,4 +566,4 @@ class ConversationSidebar(ttk.Frame):
 
     def _on_scrolled(self, first: float | str, last: float | str) -> None:
         self.scrollbar.set(first, last)
-        self._place_editor()  # the inline entry follows its row
+        self.rename.place()  # the inline entry follows its row

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
 
+from tkchat.ui.look.full_text import FullTextTip
 from tkchat.ui.look.scaling import dp
 
 ELLIPSIS = "…"
@@ -181,13 +182,21 @@ def text_as_written(widget: tk.Text, start: str = "1.0", end: str = "end-1c") ->
 class FittedLabel(ttk.Label):
     """A one-line label that shows as much of its text as its width allows, ending with
     "…" where cut, and asks for no width of its own (it takes what its row leaves it, and
-    never pushes its neighbours away). :attr:`full` is the whole text."""
+    never pushes its neighbours away). :attr:`full` is the whole text; where it is cut, a
+    tip shows it all (:class:`~tkchat.ui.look.full_text.FullTextTip`: the pointer resting
+    on the label, or a click)."""
 
     def __init__(self, master: tk.Misc, **options: Any) -> None:
         options.setdefault("width", 1)
         super().__init__(master, **options)
         self.full = ""
         self.bind("<Configure>", lambda _e: self._fit(), add="+")
+        self.tip = FullTextTip(self, lambda: self.full if self.cut else None)
+
+    @property
+    def cut(self) -> bool:
+        """Whether the label shows less than its whole text."""
+        return str(self.cget("text")) != self.full
 
     def set_full(self, text: str) -> None:
         self.full = text
@@ -196,6 +205,7 @@ class FittedLabel(ttk.Label):
     def _fit(self) -> None:
         font = tkfont.nametofont(str(self.cget("font") or "TkDefaultFont"), root=self)
         self.configure(text=ellipsize(font, self.full, self.winfo_width() - 4))
+        self.tip.refresh()
 
 
 class FlowRow(ttk.Frame):

@@ -20,8 +20,11 @@ REFERENCE_SCALING = 96 / 72  # pixels per point at 96 dpi, where the window's si
 
 def density(widget: tk.Misc) -> float:
     """How many pixels this screen uses for one pixel of a 96-dpi design (1.0, or 2.0 at 192
-    dpi). Never below 1: a low-DPI screen gets the design's own sizes, not smaller ones."""
-    return max(1.0, float(widget.tk.call("tk", "scaling")) / REFERENCE_SCALING)
+    dpi). Never below 1: a low-DPI screen gets the design's own sizes, not smaller ones.
+    Rounded to hundredths: Tk keeps its scaling as whole millimetres of the screen, so 192
+    dpi reads back as 2.0039 of the design, and a size remembered as 2280 pixels came back
+    as 1138 design pixels instead of 1140."""
+    return max(1.0, round(float(widget.tk.call("tk", "scaling")) / REFERENCE_SCALING, 2))
 
 
 def dp(widget: tk.Misc, pixels: float) -> int:
@@ -56,13 +59,39 @@ def window_size(widget: tk.Misc, width: float, height: float, fill: float = 0.92
     return f"{scaled_w}x{scaled_h}"
 
 
-def remembered_size(widget: tk.Misc, geometry: str, fill: float = 0.97) -> str | None:
-    """The size part of a remembered ``WIDTHxHEIGHT+X+Y`` geometry, made to fit this screen:
-    a window saved on a larger screen (or beside an open lesson panel) must not start with
-    its right side off a 1280×720 one. None for a geometry that does not parse."""
-    try:
-        width, height = (int(v) for v in geometry.split("+")[0].split("x"))
-    except ValueError:
+def design_size(widget: tk.Misc, geometry: str) -> str | None:
+    """The size part of a ``WIDTHxHEIGHT+X+Y`` geometry in pixels of the 96-dpi design: what
+    the window remembers, so that it reopens as large on a screen of another density (a
+    window 2280 pixels wide at 192 dpi is 1140 design pixels, and 1140 pixels at 96 dpi).
+    None for a geometry that does not parse."""
+    size = _size(geometry)
+    if size is None:
+        return None
+    scale = density(widget)
+    return f"{max(1, round(size[0] / scale))}x{max(1, round(size[1] / scale))}"
+
+
+def remembered_size(
+    widget: tk.Misc, design: str | None, pixels: str | None = None, fill: float = 0.97
+) -> str | None:
+    """The window's size as it was left, for this screen: ``design`` (from
+    :func:`design_size`) scaled to this screen's density, or else ``pixels`` (a geometry
+    remembered by an older tkchat, whose density is not known) as it is; either made to
+    fit this screen, since a window saved on a larger screen (or beside an open lesson
+    panel) must not start with its right side off a 1280×720 one. None when neither parses."""
+    size = _size(design or "")
+    if size is not None:
+        return window_size(widget, *size, fill=fill)
+    size = _size(pixels or "")
+    if size is None:
         return None
     screen_w, screen_h = widget.winfo_screenwidth(), widget.winfo_screenheight()
-    return f"{min(width, int(screen_w * fill))}x{min(height, int(screen_h * fill))}"
+    return f"{min(size[0], int(screen_w * fill))}x{min(size[1], int(screen_h * fill))}"
+
+
+def _size(geometry: str) -> tuple[int, int] | None:
+    try:
+        width, height = (int(v) for v in geometry.split("+")[0].split("-")[0].split("x"))
+    except ValueError:
+        return None
+    return (width, height) if width > 0 and height > 0 else None

@@ -347,6 +347,10 @@ _DATABASE_NAMES = {
 
 
 def _menu_options(p: Palette, line: int) -> dict[str, Any]:
+    """A menu's colours and its edge. "flat" drew the border in the menu's own background,
+    so a menu over the transcript had no edge at all (light and dark alike); a Tk menu has
+    no border colour, and "solid" is black whatever the theme, so the edge is a groove,
+    whose two lines Tk shades from the background: darker and lighter than it, in both."""
     return {
         "background": p.surface,
         "foreground": p.foreground,
@@ -354,8 +358,8 @@ def _menu_options(p: Palette, line: int) -> dict[str, Any]:
         "activeforeground": p.selection_text,
         "disabledforeground": p.disabled,
         "selectcolor": p.accent,
-        "relief": "flat",
-        "borderwidth": line,
+        "relief": "groove",
+        "borderwidth": 2 * line,
         "activeborderwidth": 0,
     }
 
@@ -404,7 +408,11 @@ def _classic_options(widget: tk.Misc, role: str | None, p: Palette) -> dict[str,
     if kind == "Canvas":
         return {"background": p.surface}
     if kind == "Menu":
-        return _menu_options(p, dp(widget, 1))
+        options = _menu_options(p, dp(widget, 1))
+        owner = widget.master
+        if isinstance(owner, (tk.Tk, tk.Toplevel)) and str(owner.cget("menu")) == str(widget):
+            options.update(relief="flat", borderwidth=0)  # the menu bar: no box around it
+        return options
     if kind == "Listbox":
         return {
             "background": p.field,

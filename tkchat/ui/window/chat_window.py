@@ -35,7 +35,7 @@ from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.look.appearance import Appearance
 from tkchat.ui.look.fonts import FontSizer
-from tkchat.ui.look.scaling import remembered_size, window_size
+from tkchat.ui.look.scaling import design_size, remembered_size, window_size
 from tkchat.ui.look.text_size import TextSize
 from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.models.switch import ModelSwitch
@@ -217,9 +217,9 @@ class ChatApp(ChatLayout, FlowFacade):
             )
             sidebar = self.conversations.sidebar
             self.panes.insert(0, sidebar, weight=1)
-            # A chat picked with the mouse: type into it at once. (Picked with the arrow keys,
-            # the list keeps the focus, so the arrows go on working.)
-            sidebar.tree.bind("<ButtonRelease-1>", lambda _e: self.typing.soon(), add="+")
+            # A chat clicked keeps the keys (F2 renames it, Delete deletes it); a letter typed
+            # there goes to the box.
+            self.typing.letters_to_box(sidebar.tree)
             sidebar.new_button.configure(command=self.typing.then(self.new_chat))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             self.root.geometry(window_size(self.root, *WINDOW_SIZE_WITH_SIDEBAR))
@@ -252,7 +252,7 @@ class ChatApp(ChatLayout, FlowFacade):
         )
         if options.projector:
             self.text_size.set_projector(True)
-        size = settings.geometry and remembered_size(self.root, settings.geometry)
+        size = remembered_size(self.root, settings.window_size, settings.geometry)
         if options.persist_settings and size:
             self.root.geometry(size)  # the size, within this screen; not the place
         self.input.focus_set()
@@ -263,6 +263,8 @@ class ChatApp(ChatLayout, FlowFacade):
             "new": self.new_chat,
             "quit": self.close,
             "regenerate": self.regenerate,
+            "previous_version": lambda: self.flow.step_version(-1),
+            "next_version": lambda: self.flow.step_version(+1),
             "stop": self.stop,
             "stop_or_cancel_edit": lambda: self.flow.escape(),
             "focus_input": self.focus_input,
@@ -378,7 +380,9 @@ class ChatApp(ChatLayout, FlowFacade):
         if self.conversations is not None:
             self.conversations.close()
         if self.remembered.persist:
-            self.remembered.change(geometry=self.root.geometry(), language=self.t.lang)
+            geometry = self.root.geometry()  # in pixels; the size also in the design's
+            size = design_size(self.root, geometry)
+            self.remembered.change(geometry=geometry, window_size=size, language=self.t.lang)
         self.models.close_idle()
         # A style change leaves Tk's <<ThemeChanged>> waiting for an idle moment; sent after
         # the destroy it would only print an error (the idle queue outlives the window).

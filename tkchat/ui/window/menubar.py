@@ -34,6 +34,8 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
         "menu.chat",
         (
             ("menu.regenerate", "regenerate", "Ctrl+R"),
+            ("menu.previous_version", "previous_version", "Alt+Left"),
+            ("menu.next_version", "next_version", "Alt+Right"),
             ("menu.stop", "stop", "Esc"),
             ("menu.focus_input", "focus_input", "Ctrl+L"),
             None,
@@ -79,6 +81,8 @@ SHORTCUTS: dict[str, tuple[str, ...]] = {
     "search": ("<Control-f>",),
     "focus_input": ("<Control-l>",),
     "regenerate": ("<Control-r>",),
+    "previous_version": ("<Alt-Left>",),
+    "next_version": ("<Alt-Right>",),
     "settings": ("<Control-comma>",),
     "choose_model": ("<Control-m>",),
     "bigger": ("<Control-plus>", "<Control-equal>", "<Control-KP_Add>"),

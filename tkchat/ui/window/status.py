@@ -19,8 +19,10 @@ from tkchat.ui.window.translator import Translator
 
 class StatusLine(FittedLabel):
     """One line of status text, cut with "…" when the window is too narrow for it (it never
-    pushes its neighbours away). (Not a ``StringVar``: a Tk variable collected by the garbage
-    collector on a worker thread raises "main thread is not in main loop".)"""
+    pushes its neighbours away); the whole of it is then in a tip, when the pointer rests on
+    the line or on a click (:class:`~tkchat.ui.look.full_text.FullTextTip`). (Not a
+    ``StringVar``: a Tk variable collected by the garbage collector on a worker thread raises
+    "main thread is not in main loop".)"""
 
     def __init__(self, master: tk.Misc, translate: Translator) -> None:
         super().__init__(master, text="", anchor="w")

@@ -1,13 +1,17 @@
 """Where the next key goes: back to the message box after any button, menu item, shortcut,
-dialog, chat switch, Ctrl+N or language switch.
+dialog, Ctrl+N or language switch; a letter typed in the list of chats goes there too.
 
-A ttk button, or the list of saved chats, keeps the keyboard focus after a click. Without this
-the question typed next went nowhere and a space pressed the button again (reported: click
-中文, press Ctrl+N, type "abc def" — nothing reached the box, and the language flipped back).
-So the window runs its commands through :meth:`TypingHome.then`, and asks for
-:meth:`TypingHome.soon` where Tk moves the focus only later (a dialog closed, a chat picked
-with the mouse). The focus is left alone where the user types on purpose: the box itself, an
-entry (search, rename) or another window (a dialog).
+A ttk button keeps the keyboard focus after a click. Without this the question typed next
+went nowhere and a space pressed the button again (reported: click 中文, press Ctrl+N, type
+"abc def" — nothing reached the box, and the language flipped back). So the window runs its
+commands through :meth:`TypingHome.then`, and asks for :meth:`TypingHome.soon` where Tk moves
+the focus only later (a dialog closed). The focus is left alone where the user types on
+purpose: the box itself, an entry (search, rename) or another window (a dialog).
+
+The list of chats keeps the focus after a click, so that F2 renames the chat clicked and
+Delete deletes it (the focus used to move to the box: "click a chat, F2, type a name, Enter"
+sent the name to the model); a letter typed there still goes to the box
+(:meth:`TypingHome.letters_to_box`).
 
 Main thread only.
 """
@@ -20,6 +24,8 @@ from tkinter import ttk
 
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.window.message_box import MessageBox
+
+_COMMAND_MODIFIERS = 0x4 | 0x8  # Control, and Alt (Mod1 on X11): a shortcut, not a letter
 
 
 class TypingHome:
@@ -65,6 +71,22 @@ class TypingHome:
         box = self.box()
         if focused is not box and not typing_elsewhere:
             box.focus_set()
+
+    def letters_to_box(self, widget: tk.Misc) -> None:
+        """A letter typed in ``widget`` (the list of chats) goes to the box, which takes the
+        focus; the keys of the list itself (arrows, Enter, F2, Delete) stay the list's, and
+        so do the window's shortcuts (Ctrl, Alt)."""
+        widget.bind("<KeyPress>", self._letter, add="+")
+
+    def _letter(self, event: tk.Event) -> str | None:
+        char = event.char
+        if not char or not char.isprintable() or int(event.state) & _COMMAND_MODIFIERS:
+            return None
+        box = self.box()
+        box.focus_set()
+        box.insert("insert", char)
+        box.see("insert")
+        return "break"
 
     def soon(self) -> None:
         """:meth:`now`, once Tk has moved the focus (after a click, a closed dialog)."""
