@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tkchat.cli.from_args import backend_from_args
+from tkchat.cli.from_args import backend_from_args, has_extra
 from tkchat.cli.options import Subcommands, model_options
 
 NAME = "serve"
@@ -43,7 +43,14 @@ def add_parser(commands: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not has_extra("tkchat serve", "serve"):
+        return 2
     from tkchat.serve.server import ChatServer, run_server
+    from tkchat.serve.static_files import STATIC_DIR, client_missing
+
+    missing = client_missing(STATIC_DIR)
+    if missing is not None:
+        print(f"tkchat serve: {missing}", file=sys.stderr)
 
     backend = backend_from_args(args)
     server_type = ChatServer

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from tkchat.conversation import Message
+from tkchat.events import Offload
 from tkchat.generate.backend import (
     ContextOverflowError,
     GenerationRequest,
@@ -28,7 +29,13 @@ from tkchat.generate.backend import (
     TokenStream,
 )
 from tkchat.generate.cpu_quirks import adjust
-from tkchat.generate.model_file import check_gguf, choose_model_path, trained_context
+from tkchat.generate.model_file import (
+    check_complete,
+    check_gguf,
+    choose_model_path,
+    trained_context,
+)
+from tkchat.generate.offload import OffloadChoice, model_layers
 from tkchat.generate.prompt_eval import PromptReader
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
@@ -72,6 +79,8 @@ class LlamaBackend:
         n_ctx: int | None = None,
         n_threads: int | None = None,
         context_for: Callable[[str], int | None] | None = None,
+        gpu_layers: int | None = None,
+        label: str | None = None,
     ) -> None:
         """``model``: a path as the user typed it (``~`` allowed); None: $TKCHAT_MODEL, then
         the bundled model. Nothing is checked here — :meth:`load` reports problems, on the
@@ -79,14 +88,20 @@ class LlamaBackend:
 
         The context: ``n_ctx`` if given (``--n-ctx``), else what ``context_for(file name)``
         says (the user's choice for that model, called on the loader thread), else
-        :func:`auto_n_ctx` of the model's trained context."""
+        :func:`auto_n_ctx` of the model's trained context. ``gpu_layers``: the layers to
+        offload (None: automatic, see :mod:`tkchat.generate.offload`). ``label``: the name
+        to show instead of the file's (an Ollama model's ``llama3.2:3b``, not its blob's
+        hash)."""
         self.model = model
         self.wanted_n_ctx = n_ctx
         self.context_for = context_for
         self.n_ctx = n_ctx or DEFAULT_N_CTX  # the real figure once loaded
         self.n_ctx_train: int | None = None  # what the model was trained with, once loaded
         self.n_threads = n_threads or default_n_threads()
-        self.name = Path(model).name if model else "the bundled model"
+        self.gpu_layers = gpu_layers
+        self.offload: Offload | None = None  # where the loaded model runs, once loaded
+        self.label = label
+        self.name = label or (Path(model).name if model else "the bundled model")
         self._llm: Llama | None = None
         self._format: Jinja2ChatFormatter | None = None
         self._is_end: Callable[[int], bool] | None = None  # end-of-generation token?
@@ -101,8 +116,9 @@ class LlamaBackend:
         if self._llm is not None:
             return  # already loaded (switching back to this backend)
         given = choose_model_path(self.model)
-        path = check_gguf(given)
-        self.name = given.name  # as the user knows it (a linked file's target may be a hash)
+        path = check_complete(check_gguf(given))
+        # as the user knows it (a linked file's target may be a hash)
+        self.name = self.label or given.name
         chosen = self.context_for(given.name) if self.context_for is not None else None
         n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(trained_context(path))
         try:
@@ -111,6 +127,7 @@ class LlamaBackend:
         except ImportError as exc:  # pragma: no cover - the package depends on it
             raise ModelLoadError(f"llama-cpp-python is not installed: {exc}") from exc
         watch = watch or LoadWatch()
+        offload = OffloadChoice.for_setting(self.gpu_layers)
         try:
             with _load_progress(watch):
                 llm = Llama(
@@ -118,6 +135,7 @@ class LlamaBackend:
                     n_ctx=n_ctx,
                     n_threads=self.n_threads,
                     n_threads_batch=self.n_threads,
+                    n_gpu_layers=offload.requested,
                     verbose=False,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
@@ -145,6 +163,7 @@ class LlamaBackend:
         self.n_ctx = llm.n_ctx()
         trained = llm.metadata.get(f"{llm.metadata.get('general.architecture')}.context_length")
         self.n_ctx_train = int(trained) if trained and trained.isdigit() else None
+        self.offload = offload.outcome(model_layers(llm.metadata))
         self.reader = PromptReader(llm)
         self._llm = llm
 
