@@ -224,7 +224,7 @@ def test_help_works_without_qt_and_the_qt_client_says_how_to_get_it() -> None:
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "tkchat: the Qt client needs PySide6 (the qt extra), which is not installed: "
-        "pip install 'tkchat[qt]'"
+        "pip install -e '.[qt]'"
     )
 
 

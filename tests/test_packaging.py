@@ -73,6 +73,24 @@ def test_a_source_tree_reads_its_own_lessons() -> None:
     assert installed.source_root() == REPO
 
 
+def test_an_editable_install_maps_the_course_into_the_package() -> None:
+    """``pip install -e .`` (the README's install) makes ``tkchat.lessons`` this tree's
+    ``lessons/`` for importlib.resources too. Checked where this tree is the one installed
+    editable (CI); elsewhere (a worktree beside the installed checkout) skipped."""
+    import importlib.metadata
+    import importlib.resources
+    import json
+
+    # (a build leaves tkchat.egg-info in the tree: the installed one is the one pip recorded)
+    urls = [
+        json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        for dist in importlib.metadata.distributions(name="tkchat")
+    ]
+    if f"file://{REPO}" not in urls:
+        pytest.skip(f"this tree is not the editable install ({', '.join(filter(None, urls))})")
+    assert Path(str(importlib.resources.files("tkchat.lessons"))) == REPO / "lessons"
+
+
 def test_an_installed_course_is_found_through_importlib_resources(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -116,19 +134,19 @@ def run_hidden(modules: list[str], args: list[str]) -> subprocess.CompletedProce
             ["starlette", "uvicorn"],
             ["serve", "--backend", "scripted"],
             "tkchat: tkchat serve needs starlette and uvicorn (the serve extra), which are not "
-            "installed: pip install 'tkchat[serve]'",
+            "installed: pip install -e '.[serve]'",
         ),
         (
             ["matplotlib"],
             ["bench", "--backend", "scripted", "--report", "never-written"],
             "tkchat: tkchat bench --report needs matplotlib (the report extra), which is not "
-            "installed: pip install 'tkchat[report]'",
+            "installed: pip install -e '.[report]'",
         ),
         (
             ["uvicorn"],
             ["bench", "--serve-loop", "--backend", "scripted"],
             "tkchat: tkchat bench --serve-loop needs uvicorn (the serve extra), which is not "
-            "installed: pip install 'tkchat[serve]'",
+            "installed: pip install -e '.[serve]'",
         ),
     ],
 )
@@ -137,15 +155,17 @@ def test_a_missing_extra_is_one_sentence_naming_its_pip_install(
 ) -> None:
     result = run_hidden(modules, args)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == sentence  # (it was a 9-line ModuleNotFoundError)
+    assert result.stderr.strip() == sentence  # (it was a 9-line ModuleNotFoundError; from a
+    # clone here: an installed wheel names pip install 'tkchat[serve]', .ci/run's smoke test)
     assert not (REPO / "never-written").exists()  # said before anything ran
 
 
-def test_the_hint_names_the_install_this_tkchat_has(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(installed, "is_installed", lambda: True)
+def test_the_hint_names_the_install_this_tkchat_has(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert installed.install_hint("qt") == "pip install -e '.[qt]'"  # a clone: the README's
+    monkeypatch.setattr(installed, "source_root", lambda: tmp_path)  # site-packages: a wheel
     assert installed.install_hint("serve") == "pip install 'tkchat[serve]'"
-    monkeypatch.setattr(installed, "is_installed", lambda: False)  # a tree never installed
-    assert installed.install_hint("qt") == "pip install -e '.[qt]'"
     with pytest.raises(ValueError, match="unknown extra"):
         installed.install_hint("gpu")
 

@@ -19,7 +19,6 @@ Plain functions, any thread: they only look at files and import specs.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.resources
 import importlib.util
 import sys
@@ -63,22 +62,22 @@ def source_root() -> Path:
     return package_root().parent
 
 
-def _source_tree_course() -> Path | None:
-    """``lessons/`` beside the package when tkchat runs from its source tree (the tree has
-    its ``pyproject.toml``; ``site-packages`` has none), else None."""
+def source_tree() -> Path | None:
+    """The repository's top folder when tkchat runs from its source tree (a clone, installed
+    editable or only on ``PYTHONPATH``: the tree has its ``pyproject.toml`` and ``lessons/``;
+    ``site-packages`` has neither), else None."""
     top = source_root()
-    folder = top / "lessons"
-    if (top / "pyproject.toml").is_file() and folder.is_dir():
-        return folder
+    if (top / "pyproject.toml").is_file() and (top / "lessons").is_dir():
+        return top
     return None
 
 
 def course_root() -> Path:
     """The course's folder: ``en/``, ``zh/``, ``plan.<lang>.md``, ``exercises/`` and
     ``figures.json``. A clear :class:`FileNotFoundError` when this tkchat has none."""
-    beside = _source_tree_course()
-    if beside is not None:
-        return beside
+    tree = source_tree()
+    if tree is not None:
+        return tree / "lessons"
     try:
         found = importlib.resources.files(COURSE_PACKAGE)
     except ModuleNotFoundError:
@@ -94,25 +93,15 @@ def static_root() -> Path:
     return package_root() / "serve" / "static"
 
 
-def is_installed() -> bool:
-    """Whether pip installed tkchat (from a wheel, or editable), rather than it running from
-    a source tree on ``PYTHONPATH`` alone."""
-    try:
-        importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 def install_hint(extra: str) -> str:
-    """The command that adds ``extra``. Where pip installed tkchat, ``pip install
-    'tkchat[serve]'`` keeps that install (from a wheel or editable) and adds only the
-    extra's packages; a source tree that was never installed installs itself with them."""
+    """The command that adds ``extra``: from a clone, ``pip install -e '.[serve]'`` (in its
+    folder: the README's install); an installed wheel, ``pip install 'tkchat[serve]'``, which
+    keeps that install and adds only the extra's packages."""
     if extra not in EXTRAS:
         raise ValueError(f"unknown extra {extra!r}; choose one of {', '.join(EXTRAS)}")
-    if is_installed():
-        return f"pip install '{DISTRIBUTION}[{extra}]'"
-    return f"pip install -e '.[{extra}]'"
+    if source_tree() is not None:
+        return f"pip install -e '.[{extra}]'"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 def extra_missing(what: str, extra: str) -> str | None:
