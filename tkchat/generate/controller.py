@@ -115,11 +115,9 @@ class GenerationController:
             self.channel.put(ModelFailed(str(exc), cancelled=True))
             return
         except Exception as exc:  # never a silent dead thread: the user reads what happened
-            message = (
-                str(exc)
-                if isinstance(exc, BackendError)
-                else (f"Could not load the model: {type(exc).__name__}: {exc}")
-            )
+            message = str(exc)
+            if not isinstance(exc, BackendError):
+                message = f"Could not load the model: {type(exc).__name__}: {exc}"
             kept = self._fall_back(backend)
             self.channel.put(ModelFailed(cut(message), kept=kept, name=backend.name))
             return

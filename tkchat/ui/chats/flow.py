@@ -319,8 +319,9 @@ class ChatFlow:
         self._maybe_autosend()
 
     def _ready_text(self, event: ModelReady) -> str:
-        """ "Ready — name, loaded in 0.1 s, context 4,096 of 8,192 trained · CPU only: …":
-        what was given, of what could be, and where the model runs (a local one)."""
+        """The status line of a model that loaded: what context was given, of what could be,
+        and where the model runs (a local one): "Ready — name, loaded in 0.1 s, context 4,096
+        of 8,192 trained · CPU only: …"."""
         seconds, n_ctx = f"{event.load_s:.1f}", f"{event.n_ctx:,}"
         if event.n_ctx_train:
             trained = f"{event.n_ctx_train:,}"
