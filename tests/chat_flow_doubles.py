@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.conversation import Sampling
-from tkchat.events import ModelReady
+from tkchat.events import ModelFailed, ModelReady
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import ScriptedBackend
@@ -189,6 +189,7 @@ class FakeView:
         self.enabled: dict[Control, bool] = {"send": True, "stop": False, "regenerate": False}
         self.focused = 0
         self.loaded: list[ModelReady] = []
+        self.not_loaded: list[ModelFailed] = []
 
     def enable(self, control: Control, on: bool) -> None:
         self.enabled[control] = on
@@ -198,6 +199,9 @@ class FakeView:
 
     def model_loaded(self, event: ModelReady) -> None:
         self.loaded.append(event)
+
+    def model_not_loaded(self, event: ModelFailed) -> None:
+        self.not_loaded.append(event)
 
 
 # -- the parts the flow drives ----------------------------------------------------------------

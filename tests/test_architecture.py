@@ -4,7 +4,8 @@ server machine (which has none) needs the code.
 The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antipatterns`` →
 ``ui`` → {``models``, ``serve``, ``course``, ``trace``} → {``consume``, ``generate``,
 ``transport``, ``store``, ``render``, ``i18n``, ``modes``} → ``conversation`` (the values
-every layer shares), ``events``, ``stats`` and ``limits`` (the size budgets).
+every layer shares), ``events``, ``stats``, ``limits`` (the size budgets) and ``installed``
+(the package data and the optional extras).
 The anti-patterns sit above the window they break; the window reaches them only through the
 one registry of modes (:data:`tkchat.modes.PIPELINES`, import paths that
 :func:`tkchat.ui.pipeline.make_pipeline` imports), which this test reads like an import.
@@ -31,6 +32,7 @@ PACKAGE = Path(tkchat.__file__).parent
 # Packages that must work without tkinter: the server, the command line's help, and every
 # stage of the pipeline below the window.
 TK_FREE = (
+    "installed",
     "events",
     "stats",
     "limits",
@@ -222,7 +224,8 @@ def test_help_works_without_qt_and_the_qt_client_says_how_to_get_it() -> None:
     result = _run_without_tk(code)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "tkchat: the Qt client needs PySide6, which is not installed: pip install -e '.[qt]'"
+        "tkchat: the Qt client needs PySide6 (the qt extra), which is not installed: "
+        "pip install -e '.[qt]'"
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import pump_for, pump_until
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
@@ -1018,22 +1018,26 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
 
     monkeypatch.setattr(model_switch, "make_backend", make_backend)
     app.models.load(str(copy))
-    assert not app.model_ready and app.send_button.instate(["disabled"])
-    assert app.status.get() == "Loading other.gguf …"
+    assert not app.model_ready and app.send_button.instate(["disabled"])  # Send waits
+    assert app.status.get() == (
+        f"Loading other.gguf … ({bundled.name} stays loaded until it is ready; Send waits)"
+    )
     press(root, app.input, "<Control-plus>")  # the window answers while the model loads
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE + 1
     app.input.insert("1.0", "typed while loading")
     answered = len(app.finished)
     assert not app.send()  # not yet: it is sent once the new model is ready
     assert app.input.get("1.0", "end-1c") == "typed while loading"  # (kept meanwhile)
-    pump_until(root, lambda: first._llm is None, timeout=WAIT_S, what="the old model freed")
+    pump_until(root, lambda: app.controller.loading, timeout=WAIT_S, what="the new load")
+    pump_for(root, 0.3)
+    assert first._llm is not None and app.controller.kept is first  # loaded until replaced
     assert not app.model_ready
     gate.set()
     pump_until(root, lambda: app.model_ready, timeout=WAIT_S, what="the new model")
 
     [second] = made
     assert app.controller.backend is second and app.models.backends["llama"] is second
-    assert first._llm is None  # unloaded: two models in RAM could be one too many
+    assert first._llm is None and app.controller.kept is None  # freed once the new one loaded
     assert "other.gguf" in root.title()
     final = finish(root, app, answered + 1)  # the question typed while it loaded
     assert isinstance(final, Done) and app.transcript.entries[-2].text == "typed while loading"

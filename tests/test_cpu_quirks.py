@@ -1,4 +1,4 @@
-"""What llama.cpp is kept from doing on a CPU that advertises AMX (generate/cpu_quirks.py)."""
+"""What llama.cpp is kept from doing on a CPU that advertises AMX (generate/hardware.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tkchat.generate import cpu_quirks
+from tkchat.generate import hardware as cpu_quirks
 
 CPUINFO = "processor\t: 0\nflags\t\t: fpu sse avx512f amx_tile amx_int8\n\nprocessor\t: 1\n"
 

@@ -38,7 +38,7 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.cli import build_parser, main
-from tkchat.course.lessons import load_lessons, repo_root
+from tkchat.course.lessons import lessons_dir, load_lessons, repo_root
 from tkchat.events import Done, Error
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.i18n import STRINGS
@@ -56,7 +56,7 @@ from tkchat.ui.teaching.outside import (
 )
 from tkchat.ui.window.translator import Translator
 
-EXERCISES = repo_root() / "lessons" / "exercises"
+EXERCISES = lessons_dir() / "exercises"
 SOLUTION = f"{EXERCISES / 'pipeline_solution.py'}:Pipeline"
 TEMPLATE = f"{EXERCISES / 'pipeline_template.py'}:Pipeline"
 WRONG = {path.stem: f"{path}:Pipeline" for path in sorted((EXERCISES / "wrong").glob("*.py"))}

@@ -163,21 +163,22 @@ TRICKY_JS = """\
 def test_resolve_reference_quotes_javascript_functions_classes_and_methods(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    (tmp_path / "client.js").write_text(TRICKY_JS, encoding="utf-8")
+    (tmp_path / "tkchat").mkdir()
+    (tmp_path / "tkchat" / "client.js").write_text(TRICKY_JS, encoding="utf-8")
     monkeypatch.setattr(teach, "repo_root", lambda: tmp_path)
-    tricky = resolve_reference("client.js::tricky")
+    tricky = resolve_reference("tkchat/client.js::tricky")
     assert tricky.startswith("/** Braces in strings")  # the comment above comes along
     assert tricky.rstrip().endswith("return { s, t, u, r };\n}")  # the right closing brace
-    method = resolve_reference("client.js::Parser.feed")
+    method = resolve_reference("tkchat/client.js::Parser.feed")
     assert method.startswith("/** One read. */\nasync feed(bytes) {")  # dedented
     assert method.rstrip().endswith("return this.n;\n}")
-    whole = resolve_reference("client.js::Parser")
+    whole = resolve_reference("tkchat/client.js::Parser")
     assert whole.startswith("class Parser {") and "after" not in whole
     for ref, message in [
-        ("client.js::twice", "declared 2 times"),
-        ("client.js::nope", "no function or class"),
-        ("client.js::Parser.nope", "no function or class"),
-        ("client.js::Parser.feed.x", "Class.method"),
+        ("tkchat/client.js::twice", "declared 2 times"),
+        ("tkchat/client.js::nope", "no function or class"),
+        ("tkchat/client.js::Parser.nope", "no function or class"),
+        ("tkchat/client.js::Parser.feed.x", "Class.method"),
     ]:
         with pytest.raises(LookupError, match=message):
             resolve_reference(ref)
@@ -204,6 +205,7 @@ def test_the_browser_client_can_be_quoted() -> None:
         "tkchat/consume/reorder.py",
         "../outside.py::Thing",
         "README.md::Thing",
+        "tests/conftest.py::root",  # in the repository, but not tkchat's (nor in a wheel)
     ],
 )
 def test_resolve_reference_raises_a_clear_lookup_error(ref: str) -> None:
@@ -291,7 +293,10 @@ def test_load_lessons_rejects_an_unknown_language() -> None:
 def test_a_missing_lessons_folder_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(teach, "repo_root", lambda: tmp_path)
+    from tkchat import installed
+
+    monkeypatch.setattr(installed, "source_root", lambda: tmp_path)  # neither a source tree
+    monkeypatch.setattr(installed, "COURSE_PACKAGE", "tkchat.no_such_course")  # nor installed
     with pytest.raises(FileNotFoundError, match="lessons"):
         load_lessons("en")
 

@@ -381,7 +381,7 @@ def test_choosing_another_model_while_one_loads(root: tk.Tk, make_app) -> None:
     app = make_app(SlowRealLoad(str(path)), wait=False)
     pump_until(root, lambda: app.progress.kind == "loading", timeout=30, what="load progress")
     first = app.controller.backend
-    app.controller.switch_backend(LlamaBackend(str(path)), unload_old=True)
+    app.controller.switch_backend(LlamaBackend(str(path)), replace=True)
     pump_until(root, lambda: app.model_ready, timeout=30, what="the other model")
     assert isinstance(first, LlamaBackend) and first._llm is None  # cancelled: nothing kept
     assert app.controller.backend is not first

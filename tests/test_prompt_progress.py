@@ -286,7 +286,7 @@ def test_choosing_another_backend_while_one_loads_cancels_it() -> None:
     controller = GenerationController(first, EventChannel())
     controller.load_async()
     load_events(controller.channel, ModelLoading)
-    controller.switch_backend(second, unload_old=True)
+    controller.switch_backend(second, replace=True)
     events = load_events(controller.channel, ModelReady)
     failed = [e for e in events if isinstance(e, ModelFailed)]
     assert len(failed) == 1 and failed[0].cancelled and "first" in failed[0].message
@@ -356,7 +356,7 @@ def test_the_window_shows_load_progress_and_a_cancelled_load_in_one_sentence(
     pump_until(root, lambda: app.progress.kind == "loading", what="the load progress")
     assert str(app.progress.label.cget("text")).endswith(" % loaded")
     assert app.status.get() == "Loading slow.gguf …"
-    app.controller.switch_backend(SlowLoading(steps=3, step_s=0.01, name="quick"), unload_old=True)
+    app.controller.switch_backend(SlowLoading(steps=3, step_s=0.01, name="quick"), replace=True)
     pump_until(root, lambda: app.model_ready, what="the other model")
     assert not app.progress.showing
     assert slow.freed == 1

@@ -30,7 +30,7 @@ from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress
 from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.cpu_quirks import LLAMA_CPP_SERVER
+from tkchat.generate.hardware import LLAMA_CPP_SERVER
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.remote import RemoteBackend, split_server_url
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend

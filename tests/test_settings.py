@@ -66,6 +66,7 @@ def everything_changed(folder: Path) -> AppSettings:
         hf_endpoint="https://hf-mirror.com",
         model_hint_shown=True,
         model_contexts={"a model.gguf": 2048, "模型.gguf": 32768},
+        gpu_layers=20,
     )
 
 
@@ -92,6 +93,7 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "hf_endpoint": "https://hf-mirror.com",
         "model_hint_shown": True,
         "model_contexts": {"a model.gguf": 2048, "模型.gguf": 32768},
+        "gpu_layers": 20,
     }
 
 
@@ -286,6 +288,11 @@ def test_an_unexpected_error_while_loading_still_starts_with_defaults(
         ("chat_only", "yes"),
         ("chat_only", 1),
         ("chat_only", None),
+        ("gpu_layers", -2),
+        ("gpu_layers", 10_001),
+        ("gpu_layers", "all"),
+        ("gpu_layers", 2.0),
+        ("gpu_layers", True),
     ],
 )
 def test_one_invalid_value_falls_back_alone(

@@ -103,6 +103,17 @@ FinalEvent = Done | Error
 
 
 @dataclass(frozen=True, slots=True)
+class Offload:
+    """Where a local model runs: whether this llama-cpp-python can offload to a GPU at all
+    (``supported``), and how many of the model's ``total`` layers it was given (``layers``:
+    0 is the CPU alone; -1 all, where the model does not say how many it has)."""
+
+    supported: bool
+    layers: int
+    total: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelReady:
     """The backend finished loading (sent by the loader thread)."""
 
@@ -110,6 +121,7 @@ class ModelReady:
     load_s: float
     n_ctx: int
     n_ctx_train: int | None = None  # what the model was trained with, where it is known
+    offload: Offload | None = None  # a local model's GPU offload (None: not a local model)
     type: Literal["model_ready"] = field(default="model_ready", init=False)
 
 
@@ -121,6 +133,10 @@ class ModelFailed:
     # True: the load was cancelled on purpose (another model chosen, the window closed); the
     # message says so in one sentence and is not an error.
     cancelled: bool = False
+    # The model still in use: the one loaded before, which stays when its replacement fails
+    # to load (None: there is none, nothing can be sent until another loads).
+    kept: str | None = None
+    name: str | None = None  # the model that did not load, as the window names it
     type: Literal["model_failed"] = field(default="model_failed", init=False)
 
 

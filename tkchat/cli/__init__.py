@@ -10,7 +10,18 @@ from __future__ import annotations
 import argparse
 from typing import Protocol
 
-from tkchat.cli import bench, compare, models, record, replay, selftest, serve, watchdog, window
+from tkchat.cli import (
+    bench,
+    compare,
+    exercise,
+    models,
+    record,
+    replay,
+    selftest,
+    serve,
+    watchdog,
+    window,
+)
 from tkchat.cli.options import Subcommands
 
 
@@ -27,7 +38,17 @@ class Command(Protocol):
 
 
 # In the order `tkchat --help` lists them (typed, so that mypy checks each module's shape).
-_IN_ORDER: tuple[Command, ...] = (bench, compare, selftest, serve, watchdog, models, record, replay)
+_IN_ORDER: tuple[Command, ...] = (
+    bench,
+    compare,
+    selftest,
+    serve,
+    watchdog,
+    models,
+    record,
+    replay,
+    exercise,
+)
 COMMANDS: dict[str, Command] = {command.NAME: command for command in _IN_ORDER}
 
 

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tkchat.cli.from_args import backend_from_args, rate_or, usable
+from tkchat.cli.from_args import backend_from_args, has_extra, rate_or, usable
 from tkchat.cli.options import Subcommands, model_options
 from tkchat.modes import MODES, OUTSIDE_FORM, is_outside_mode
 
@@ -159,6 +159,8 @@ def _add_other_runs(bench: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not _extras_present(args):
+        return 2
     if args.recording:
         return _recording_report(args)
     if args.lessons:
@@ -199,6 +201,16 @@ def _bench_class(args: argparse.Namespace) -> int:
             json_path=args.json,
         )
     )
+
+
+def _extras_present(args: argparse.Namespace) -> bool:
+    """The optional extras the asked run needs, checked before anything is measured."""
+    needs = [
+        ("tkchat bench --report", "report", args.report is not None),
+        ("tkchat bench --serve-loop", "serve", args.serve_loop),
+        ("tkchat bench --transport sse", "serve", args.transport == "sse"),
+    ]
+    return all(has_extra(what, extra) for what, extra, asked in needs if asked)
 
 
 def _listed(text: str) -> list[str]:

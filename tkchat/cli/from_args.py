@@ -34,12 +34,14 @@ def backend_from_args(
     remote: bool = False,
     model: str | None = None,
     context_for: Callable[[str], int | None] | None = None,
+    gpu_layers: int | None = None,
 ) -> Backend:
     """The backend the model options ask for. ``faults``: the command's window has the
     scripted faults (``--fail-at``, ``--split-utf8``); ``remote``: it streams from
     ``--server`` when one is given. Both are off elsewhere, where these options, given before
     the command's name, are not the command's. ``model``: the window's choice instead of
-    ``--model`` (None: ``--model``); ``context_for``: the contexts chosen in Settings."""
+    ``--model`` (None: ``--model``); ``context_for``: the contexts chosen in Settings;
+    ``gpu_layers``: the Settings' offload, used when ``--gpu-layers`` is not given."""
     from tkchat.generate.factory import make_backend
 
     return make_backend(
@@ -55,7 +57,16 @@ def backend_from_args(
         server_token=args.server_token if remote else None,
         n_ctx=args.n_ctx,
         context_for=context_for,
+        gpu_layers=gpu_choice(args, gpu_layers),
     )
+
+
+def gpu_choice(args: argparse.Namespace, saved: int | None) -> int | None:
+    """``--gpu-layers`` when given, else ``saved`` (the window's Settings; None: automatic)."""
+    from tkchat.cli.options import GPU_FROM_SETTINGS, FromSettings
+
+    given: int | None | FromSettings = getattr(args, "gpu_layers", GPU_FROM_SETTINGS)
+    return saved if isinstance(given, FromSettings) else given
 
 
 def sampling_from_args(args: argparse.Namespace, base: Sampling | None = None) -> Sampling:
@@ -98,7 +109,18 @@ def child_model_args(args: argparse.Namespace) -> list[str]:
         out += ["--rate", str(args.rate)]
     if args.tokens is not None:
         out += ["--tokens", str(args.tokens)]
-    return out
+    return out + _gpu_args(args)
+
+
+def _gpu_args(args: argparse.Namespace) -> list[str]:
+    from tkchat.cli.options import GPU_FROM_SETTINGS
+    from tkchat.generate.hardware import ALL_LAYERS
+
+    given = getattr(args, "gpu_layers", GPU_FROM_SETTINGS)
+    if given is GPU_FROM_SETTINGS:
+        return []
+    word = "auto" if given is None else "all" if given == ALL_LAYERS else str(given)
+    return ["--gpu-layers", word]
 
 
 def usable(mode: str, command: str) -> bool:
@@ -116,6 +138,17 @@ def usable(mode: str, command: str) -> bool:
         print(f"tkchat {command}: {exc.sentence(Translator(default_language()))}", file=sys.stderr)
         return False
     return True
+
+
+def has_extra(what: str, extra: str) -> bool:
+    """Whether the optional ``extra`` that ``what`` needs is installed; if not, its one
+    sentence (with the ``pip install`` that adds it) on stderr instead of a traceback."""
+    from tkchat.installed import extra_missing
+
+    problem = extra_missing(what, extra)
+    if problem is not None:
+        print(f"tkchat: {problem}", file=sys.stderr)
+    return problem is None
 
 
 def qt_problem(mode: str) -> str | None:

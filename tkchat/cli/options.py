@@ -50,6 +50,28 @@ def _context_length(text: str) -> int:
     return value
 
 
+class FromSettings:
+    """``--gpu-layers`` not given: the window's Settings decide (elsewhere: automatic). Not a
+    string, which argparse would pass through the option's type."""
+
+
+GPU_FROM_SETTINGS = FromSettings()
+
+
+def gpu_layers_type(text: str) -> int | None:
+    """``--gpu-layers``: ``auto`` (None), ``all`` (-1) or a number of layers from 0."""
+    from tkchat.generate.hardware import ALL_LAYERS
+
+    word = text.strip().lower()
+    if word == "auto":
+        return None
+    if word == "all":
+        return ALL_LAYERS
+    if word.isdigit():
+        return int(word)
+    raise argparse.ArgumentTypeError(f"{text!r}: a number of layers from 0, all, or auto")
+
+
 def model_options() -> argparse.ArgumentParser:
     """Options every command shares: which backend, which model, how fast (scripted)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -77,6 +99,21 @@ def model_options() -> argparse.ArgumentParser:
         f"most {MAX_AUTO_N_CTX:,}, or what Settings chose for that model; this wins over both)",
     )
     group.add_argument(
+        "--gpu-layers",
+        type=gpu_layers_type,
+        default=GPU_FROM_SETTINGS,
+        metavar="N|all|auto",
+        help="local model: how many layers go to the GPU (0: the CPU only; default auto: all "
+        "of them where this llama-cpp-python was built with GPU support, else none; the "
+        "window's default is what Settings chose)",
+    )
+    _scripted_options(group)
+    return common
+
+
+def _scripted_options(group: argparse._ArgumentGroup) -> None:
+    """The scripted backend's options (and --tokens, which every command reads)."""
+    group.add_argument(
         "--rate",
         type=float,
         default=None,
@@ -103,7 +140,6 @@ def model_options() -> argparse.ArgumentParser:
         help="scripted backend: begin each answer with the question it answers (a class of "
         "simulated students checks that every answer reached the one who asked)",
     )
-    return common
 
 
 def add_server_option(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tkchat.cli.from_args import backend_from_args
+from tkchat.cli.from_args import backend_from_args, has_extra
 from tkchat.cli.options import Subcommands, add_server_option, model_options
 
 NAME = "serve"
@@ -96,8 +96,15 @@ def _add_line_options(serve: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not has_extra("tkchat serve", "serve"):
+        return 2
     from tkchat.serve.line import LineLimits
     from tkchat.serve.server import ChatServer, run_server
+    from tkchat.serve.static_files import STATIC_DIR, client_missing
+
+    missing = client_missing(STATIC_DIR)
+    if missing is not None:
+        print(f"tkchat serve: {missing}", file=sys.stderr)
 
     if args.parallel > 1 and not args.server:
         print(

@@ -17,6 +17,7 @@ from tkchat.cli.from_args import (
     backend_from_args,
     chaos_from_args,
     child_model_args,
+    gpu_choice,
     qt_problem,
     rate_or,
     sampling_from_args,
@@ -126,6 +127,7 @@ def run_app(args: argparse.Namespace) -> int:
         model=model,
         # the context chosen in Settings for this model file (--n-ctx wins over it)
         context_for=settings.model_contexts.get,
+        gpu_layers=settings.gpu_layers,  # (--gpu-layers wins over it)
     )
     controller = GenerationController(backend, EventChannel())
     app = ChatApp(root, controller, _app_options(args, settings, model))
@@ -150,7 +152,12 @@ def _app_options(args: argparse.Namespace, settings: AppSettings, model: str | N
 
     def backend_for(kind: str) -> Backend:
         """A lesson's demo asks for a backend: the same model file, or the scripted one."""
-        return make_backend(kind, model=model, rate=rate_or(args, SCRIPTED_RATE))
+        return make_backend(
+            kind,
+            model=model,
+            rate=rate_or(args, SCRIPTED_RATE),
+            gpu_layers=gpu_choice(args, settings.gpu_layers),
+        )
 
     return AppOptions(
         sampling=sampling_from_args(args, settings.sampling),

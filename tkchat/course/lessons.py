@@ -1,4 +1,5 @@
-"""Lessons: markdown files with a small header, loaded from the repository's ``lessons/``.
+"""Lessons: markdown files with a small header, from the course's folder (the repository's
+``lessons/``, installed as the package data ``tkchat.lessons``: :mod:`tkchat.installed`).
 
 Tk-free, so the tests check every lesson without a window. A lesson file looks like::
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import tkchat
+from tkchat import installed
 from tkchat.course.claims import (
     Claim,
     ClaimError,
@@ -132,19 +133,15 @@ class Lesson:
 
 
 def repo_root() -> Path:
-    """The folder that holds the ``tkchat`` package (and ``lessons/``)."""
-    return Path(tkchat.__file__).resolve().parents[1]
+    """The folder a lesson's quoted path (``tkchat/ui/pump.py``) is relative to: the one that
+    holds the ``tkchat`` package, in a clone or in ``site-packages``."""
+    return installed.source_root()
 
 
 def lessons_dir() -> Path:
-    """The repository's top-level ``lessons/`` folder; a clear error if it is missing."""
-    folder = repo_root() / "lessons"
-    if not folder.is_dir():
-        raise FileNotFoundError(
-            f"the lessons folder {folder} is missing: the lessons ship with the repository, "
-            "so run tkchat from a clone (pip install -e .)"
-        )
-    return folder
+    """The course's folder (``en/``, ``zh/``, the plans, the exercises, ``figures.json``),
+    from a clone or a wheel alike; a clear :class:`FileNotFoundError` if it is missing."""
+    return installed.course_root()
 
 
 def plan_path(lang: str) -> Path:
@@ -271,10 +268,8 @@ def resolve_reference(ref: str) -> str:
         raise LookupError(f"{ref!r}: a code reference looks like 'tkchat/file.py::Class.method'")
     root = repo_root()
     path = (root / path_text).resolve()
-    if not path.is_relative_to(root) or path.suffix not in (".py", ".js"):
-        raise LookupError(
-            f"{ref!r}: only Python and JavaScript files inside the repository can be quoted"
-        )
+    if not path.is_relative_to(root / "tkchat") or path.suffix not in (".py", ".js"):
+        raise LookupError(f"{ref!r}: only tkchat's own Python and JavaScript files can be quoted")
     if not path.is_file():
         raise LookupError(f"{ref!r}: there is no file {path_text}")
     source = path.read_text(encoding="utf-8")

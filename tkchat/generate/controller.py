@@ -45,6 +45,10 @@ class GenerationController:
         self.loaded = False
         self._loader: threading.Thread | None = None
         self._watch: LoadWatch | None = None  # the load in progress, to cancel it
+        # A loaded backend kept while ``backend`` loads to replace it: used again if that
+        # load fails, freed once it succeeds (:meth:`switch_backend` with ``replace``).
+        self.kept: Backend | None = None
+        self._swap = threading.Lock()  # backend, kept and loaded change together
         self.load_reports = 0  # ModelLoading events sent (all loads): for the benchmark
         # Called once per generation that ``start`` begins, with the channel: the sink its
         # worker sends to instead (None: the channel itself). Set it from the consumer thread;
@@ -91,18 +95,19 @@ class GenerationController:
         return report
 
     def _load(self, backend: Backend, watch: LoadWatch, unload: Backend | None = None) -> None:
-        """Loader thread. ``unload``: a backend to free first (switching models), once the
-        last generation on it has left the model loop (the model lock says so). A load that
-        was cancelled — possibly while it waited for the lock — frees what it loaded."""
+        """Loader thread. ``unload``: a backend to free first, once the last generation on
+        it has left the model loop (the model lock says so). A load that was cancelled —
+        possibly while it waited for the lock — frees what it loaded. A backend :attr:`kept`
+        while this one loads is freed when it has loaded, and used again when it fails."""
         started = time.perf_counter()
         try:
             with self._model_lock:
                 if unload is not None:
-                    unload.close()  # two models in RAM at once could be one too many
+                    unload.close()
                 if watch.cancelled:
                     raise LoadCancelled(f"Loading {backend.name} was cancelled before it began.")
                 backend.load(watch)
-                if watch.cancelled or backend is not self.backend:
+                if watch.cancelled or not self._replaced(backend):
                     backend.close()  # loaded, but no longer wanted: free it at once
                     raise LoadCancelled(
                         f"Loading {backend.name} was cancelled; the memory it had taken is "
@@ -111,35 +116,68 @@ class GenerationController:
         except LoadCancelled as exc:
             self.channel.put(ModelFailed(str(exc), cancelled=True))
             return
-        except BackendError as exc:
-            self.channel.put(ModelFailed(cut(str(exc))))
-            return
         except Exception as exc:  # never a silent dead thread: the user reads what happened
-            message = f"Could not load the model: {type(exc).__name__}: {exc}"
-            self.channel.put(ModelFailed(cut(message)))
+            message = str(exc)
+            if not isinstance(exc, BackendError):
+                message = f"Could not load the model: {type(exc).__name__}: {exc}"
+            kept = self._fall_back(backend)
+            self.channel.put(ModelFailed(cut(message), kept=kept, name=backend.name))
             return
-        self.loaded = True
         elapsed = time.perf_counter() - started
-        # Only a local GGUF says what it was trained with (a server or the scripted backend
-        # has no such figure), so this one attribute is asked of that class alone.
-        trained = backend.n_ctx_train if isinstance(backend, LlamaBackend) else None
-        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx, trained))
+        # Only a local GGUF says what it was trained with and where it runs (a server or
+        # the scripted backend has no such figure): those are asked of that class alone.
+        local = backend if isinstance(backend, LlamaBackend) else None
+        trained = local.n_ctx_train if local is not None else None
+        offload = local.offload if local is not None else None
+        self.channel.put(ModelReady(backend.name, elapsed, backend.n_ctx, trained, offload))
+
+    def _replaced(self, backend: Backend) -> bool:
+        """Loader thread, model lock held: ``backend`` has loaded. If it is still the one
+        wanted it is in use now, and the backend kept until then is freed (nothing generates
+        on it: the lock is ours); False if another was chosen meanwhile."""
+        with self._swap:
+            if backend is not self.backend:
+                return False
+            kept, self.kept = self.kept, None
+            self.loaded = True
+        if kept is not None and kept is not backend:
+            kept.close()
+        return True
+
+    def _fall_back(self, failed: Backend) -> str | None:
+        """Loader thread: ``failed`` did not load; the backend kept for that case (if any,
+        and if nobody chose another meanwhile) is the one in use again. Its name, or None."""
+        with self._swap:
+            kept = self.kept
+            if kept is None or failed is not self.backend:
+                return None
+            self.backend, self.kept = kept, None
+            self.loaded = True
+        return kept.name
 
     @property
     def loading(self) -> bool:
         """Whether a model is being loaded (or unloaded) right now."""
         return self._loader is not None and self._loader.is_alive()
 
-    def switch_backend(self, backend: Backend, *, unload_old: bool = False) -> None:
+    def switch_backend(self, backend: Backend, *, replace: bool = False) -> None:
         """Stop what runs, then load ``backend`` (if needed) and use it from now on; news
-        arrives as ModelReady/ModelFailed, as at start-up. ``unload_old``: free the previous
-        backend first, on the loader thread (the model picker); otherwise it stays loaded
-        (a lesson switching between the model and the scripted backend)."""
+        arrives as ModelReady/ModelFailed, as at start-up.
+
+        ``replace`` (the model picker): the loaded backend is :attr:`kept` — loaded, and
+        used again should ``backend`` fail to load — until ``backend`` has loaded, then it
+        is freed. For that while both models are in memory. Without ``replace`` the previous
+        backend stays loaded for good (a lesson switching between the model and the scripted
+        backend); one still kept from an earlier replacement is freed (nobody holds it)."""
         self.stop()
         self.cancel_load()  # choosing another model while one loads gives that load up
-        old, self.backend = self.backend, backend
-        self.loaded = False
-        self.load_async(old if unload_old and old is not backend else None)
+        with self._swap:
+            old, self.backend = self.backend, backend
+            standing = old if self.loaded else self.kept  # the model that works, if any
+            self.kept = standing if replace and standing is not backend else None
+            orphan = standing if not replace and standing is not old else None
+            self.loaded = False
+        self.load_async(orphan if orphan is not backend else None)
 
     def measure_context(self, request: GenerationRequest, *, draft: bool = False) -> ContextMeasure:
         """Count, on a thread, what ``request`` would take of the context (the context meter
@@ -212,6 +250,9 @@ class GenerationController:
             ok = ok and not self._loader.is_alive()
         if ok:
             self.backend.close()
+            if self.kept is not None:  # a replacement was loading: the old model goes too
+                self.kept.close()
+                self.kept = None
         return ok
 
 

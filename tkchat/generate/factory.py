@@ -25,11 +25,14 @@ def make_backend(
     server: str | None = None,
     server_token: str | None = None,
     context_for: Callable[[str], int | None] | None = None,
+    gpu_layers: int | None = None,
+    label: str | None = None,
 ) -> Backend:
     """``kind`` is "llama" or "scripted"; a ``server`` URL means a remote server instead.
     Never raises for a bad model or a dead server: loading reports it, in the window.
     ``server_token``: the server's bearer token (None: ``$TKCHAT_SERVER_TOKEN``).
-    ``n_ctx`` and ``context_for``: see :class:`LlamaBackend` (None: the model's own figure)."""
+    ``n_ctx``, ``context_for``, ``gpu_layers`` (None: automatic) and ``label`` (the name to
+    show): see :class:`LlamaBackend`."""
     if server:
         from tkchat.generate.remote import RemoteBackend
 
@@ -44,4 +47,11 @@ def make_backend(
             prompt_rate=prompt_rate,
             echo=echo,
         )
-    return LlamaBackend(model, n_ctx=n_ctx, n_threads=n_threads, context_for=context_for)
+    return LlamaBackend(
+        model,
+        n_ctx=n_ctx,
+        n_threads=n_threads,
+        context_for=context_for,
+        gpu_layers=gpu_layers,
+        label=label,
+    )

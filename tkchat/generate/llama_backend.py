@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from tkchat.conversation import Message
+from tkchat.events import Offload
 from tkchat.generate.backend import (
     ContextOverflowError,
     GenerationRequest,
@@ -28,8 +29,8 @@ from tkchat.generate.backend import (
     TokenStream,
 )
 from tkchat.generate.chat_template import TemplateCancelled, check_prompt_size, render_bounded
-from tkchat.generate.cpu_quirks import adjust
-from tkchat.generate.model_file import check_gguf, choose_model_path, model_header
+from tkchat.generate.hardware import OffloadChoice, adjust, model_layers
+from tkchat.generate.model_file import check_complete, check_gguf, choose_model_path, model_header
 from tkchat.generate.prompt_eval import PromptReader
 from tkchat.limits import MAX_NAME_CHARS, cut
 
@@ -74,6 +75,8 @@ class LlamaBackend:
         n_ctx: int | None = None,
         n_threads: int | None = None,
         context_for: Callable[[str], int | None] | None = None,
+        gpu_layers: int | None = None,
+        label: str | None = None,
     ) -> None:
         """``model``: a path as the user typed it (``~`` allowed); None: $TKCHAT_MODEL, then
         the bundled model. Nothing is checked here — :meth:`load` reports problems, on the
@@ -81,14 +84,20 @@ class LlamaBackend:
 
         The context: ``n_ctx`` if given (``--n-ctx``), else what ``context_for(file name)``
         says (the user's choice for that model, called on the loader thread), else
-        :func:`auto_n_ctx` of the model's trained context."""
+        :func:`auto_n_ctx` of the model's trained context. ``gpu_layers``: the layers to
+        offload (None: automatic, see :mod:`tkchat.generate.hardware`). ``label``: the name
+        to show instead of the file's (an Ollama model's ``llama3.2:3b``, not its blob's
+        hash)."""
         self.model = model
         self.wanted_n_ctx = n_ctx
         self.context_for = context_for
         self.n_ctx = n_ctx or DEFAULT_N_CTX  # the real figure once loaded
         self.n_ctx_train: int | None = None  # what the model was trained with, once loaded
         self.n_threads = n_threads or default_n_threads()
-        self.name = Path(model).name if model else "the bundled model"
+        self.gpu_layers = gpu_layers
+        self.offload: Offload | None = None  # where the loaded model runs, once loaded
+        self.label = label
+        self.name = label or (Path(model).name if model else "the bundled model")
         self._llm: Llama | None = None
         self._format: Jinja2ChatFormatter | None = None
         self._is_end: Callable[[int], bool] | None = None  # end-of-generation token?
@@ -103,17 +112,18 @@ class LlamaBackend:
         if self._llm is not None:
             return  # already loaded (switching back to this backend)
         given = choose_model_path(self.model)
-        path = check_gguf(given)
-        self.name = cut(given.name, MAX_NAME_CHARS)  # as the user knows it (not a link's hash)
+        path = check_complete(check_gguf(given))
+        # as the user knows it (a linked file's target may be a hash)
+        self.name = self.label or cut(given.name, MAX_NAME_CHARS)
         header = model_header(path)  # every count checked before llama.cpp reads the file
         chosen = self.context_for(given.name) if self.context_for is not None else None
         n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(header.context_length)
         try:
             from llama_cpp import Llama, llama_vocab_is_eog
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:  # pragma: no cover - the package depends on it
             raise ModelLoadError(f"llama-cpp-python is not installed: {exc}") from exc
         watch = watch or LoadWatch()
+        offload = OffloadChoice.for_setting(self.gpu_layers)
         try:
             with _load_progress(watch):
                 llm = Llama(
@@ -121,6 +131,7 @@ class LlamaBackend:
                     n_ctx=n_ctx,
                     n_threads=self.n_threads,
                     n_threads_batch=self.n_threads,
+                    n_gpu_layers=offload.requested,
                     verbose=False,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
@@ -130,22 +141,7 @@ class LlamaBackend:
         if watch.cancelled:  # after the last tensor: the context was being made
             llm.close()
             raise LoadCancelled(_cancelled_sentence(self.name))
-        template = llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            llm.close()
-            raise ModelLoadError(f"{path.name} has no chat template in its GGUF metadata")
-        try:
-            self._format = Jinja2ChatFormatter(
-                template=template,
-                eos_token=_token_text(llm, llm.token_eos()),
-                bos_token=_token_text(llm, llm.token_bos()),
-            )
-        except Exception as exc:  # Jinja's syntax errors and the like: one sentence
-            llm.close()
-            detail = cut(f"{type(exc).__name__}: {exc}", 200)
-            raise ModelLoadError(
-                f"The chat template of {path.name} cannot be read ({detail})"
-            ) from exc
+        self._format = _chat_formatter(llm, path.name)
         vocab = llm._model.vocab  # a ctypes pointer, untyped in llama_cpp
 
         def is_end(token: int) -> bool:
@@ -155,6 +151,7 @@ class LlamaBackend:
         self._is_end = is_end
         self.n_ctx = llm.n_ctx()
         self.n_ctx_train = header.context_length
+        self.offload = offload.outcome(model_layers(llm.metadata))
         self.reader = PromptReader(llm)
         self._llm = llm
 
@@ -257,6 +254,27 @@ class LlamaBackend:
         return "stop"
 
 
+def _chat_formatter(llm: Llama, file_name: str) -> Jinja2ChatFormatter:
+    """The model's own chat template, ready to render prompts; a file without one, or with
+    one Jinja cannot read, is one sentence (and the model is closed). Loader thread."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        llm.close()
+        raise ModelLoadError(f"{file_name} has no chat template in its GGUF metadata")
+    try:
+        return Jinja2ChatFormatter(
+            template=template,
+            eos_token=_token_text(llm, llm.token_eos()),
+            bos_token=_token_text(llm, llm.token_bos()),
+        )
+    except Exception as exc:  # Jinja's syntax errors and the like: one sentence
+        llm.close()
+        detail = cut(f"{type(exc).__name__}: {exc}", 200)
+        raise ModelLoadError(f"The chat template of {file_name} cannot be read ({detail})") from exc
+
+
 def _token_text(llm: Llama, token: int) -> str:
     return llm._model.token_get_text(token) if token != -1 else ""
 
@@ -276,7 +294,7 @@ def _load_progress(watch: LoadWatch) -> Iterator[None]:
     loads, and stops the load (freeing what it had allocated) when the callback returns
     false. ``Llama()`` builds those parameters itself from ``llama_model_default_params()``
     and offers no way to set the callback, so for the length of this block that function
-    hands out defaults with ours filled in (and :func:`~tkchat.generate.cpu_quirks.adjust`'s
+    hands out defaults with ours filled in (and :func:`~tkchat.generate.hardware.adjust`'s
     changes) — to this thread only; any other thread still gets the plain defaults. The lock
     keeps two loads from patching at once.
     """
@@ -293,7 +311,7 @@ def _load_progress(watch: LoadWatch) -> Iterator[None]:
         params: low.llama_model_params = plain()
         if threading.get_ident() == loader:
             params.progress_callback = callback
-            adjust(params)  # what this CPU must not use (cpu_quirks.py: AMX)
+            adjust(params)  # what this CPU must not use (hardware.py: AMX)
         return params
 
     with _PATCH_LOCK:

@@ -28,6 +28,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.context_hint": "blank = automatic ({automatic}) for {model}; "
         "applies the next time it loads",
         "settings.error.context": "Leave blank, or enter a whole number from {low} to {high}.",
+        "settings.gpu": "GPU layers:",
+        "settings.gpu_hint.with": "blank = automatic: all of them (this llama-cpp-python "
+        "can offload to the GPU); 0 = the CPU only; applies the next time a model loads",
+        "settings.gpu_hint.without": "blank = automatic: none — CPU only: this "
+        "llama-cpp-python was built without GPU support (docs/using.md, “Your GPU”)",
+        "settings.error.gpu": "Leave blank, or enter all, or a whole number of layers from 0.",
     },
     "zh": {
         "settings.title": "对话设置",
@@ -52,5 +58,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.context": "上下文（token）：",
         "settings.context_hint": "留空则自动（{automatic}），仅对 {model}；下次加载时生效",
         "settings.error.context": "请留空，或输入 {low} 到 {high} 之间的整数。",
+        "settings.gpu": "GPU 层数：",
+        "settings.gpu_hint.with": "留空则自动：全部放到 GPU 上（这个 llama-cpp-python 支持 GPU"
+        "卸载）；0 表示只用 CPU；下次加载模型时生效",
+        "settings.gpu_hint.without": "留空则自动：不放 —— 只用 CPU：这个 llama-cpp-python "
+        "编译时没有 GPU 支持（见 docs/using.md 的“你的 GPU”）",
+        "settings.error.gpu": "请留空，或输入 all，或从 0 起的整数层数。",
     },
 }

@@ -8,7 +8,7 @@ Two figures:
 - ``lag-vs-length.png`` — for ``per-chunk-render``, each probe's lag against how long the
   answer was at that moment: the cost of re-rendering grows with the answer.
 
-matplotlib is needed only here (``pip install 'tkchat[report]'``).
+matplotlib is needed only here (the ``report`` extra: ``pip install 'tkchat[report]'``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tkchat.installed import extra_missing
 from tkchat.ui.lag_probe import LONG_TASK_MS
 
 if TYPE_CHECKING:
@@ -43,10 +44,8 @@ def write_report(
 
         matplotlib.use("Agg")  # files only: no window, no display needed
         import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise SystemExit(
-            "tkchat bench --report needs matplotlib: pip install 'tkchat[report]'"
-        ) from exc
+    except ImportError as exc:  # (the command checks first: tkchat/cli/bench.py)
+        raise SystemExit(f"tkchat: {extra_missing('tkchat bench --report', 'report')}") from exc
     folder.mkdir(parents=True, exist_ok=True)
     shown = _one_per_mode(timelines)
 

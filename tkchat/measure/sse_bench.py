@@ -35,7 +35,7 @@ from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import Backend, GenerationRequest
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.cpu_quirks import LLAMA_CPP_SERVER
+from tkchat.generate.hardware import LLAMA_CPP_SERVER
 from tkchat.generate.llama_backend import LlamaBackend, default_n_threads
 from tkchat.generate.model_file import bundled_model_path, choose_model_path
 from tkchat.generate.remote import RemoteBackend

@@ -3,13 +3,16 @@
 Tk-free and meant for a worker thread: walking a models folder is disk I/O of unknown length
 (a network drive, a home folder with a million files), which must never run on the main
 thread. Everything here is plain file-system work; nothing is loaded or parsed beyond the
-four-byte GGUF magic.
+four-byte GGUF magic (and Ollama's small JSON manifests).
 
 The places searched, in order: the bundled model, the recently used files, the folder the user
-chose, the Hugging Face cache and LM Studio's models folders. A file is listed once, under the
-first place that found it, even when several paths lead to it (the Hugging Face cache keeps
-each file as a hash-named blob and links to it from a readable ``snapshots/<revision>/`` path:
-the readable path is the one shown).
+chose, the Hugging Face cache, LM Studio's, GPT4All's and Jan's models folders, Ollama's store
+and ``~/models`` (tkchat/models/stores.py has the other apps' layouts). A file is listed once,
+under the first place that found it, even when several paths lead to it (the Hugging Face cache
+keeps each file as a hash-named blob and links to it from a readable ``snapshots/<revision>/``
+path: the readable path is the one shown). Ollama's and Jan's files have no name of their own
+(``sha256-…``, ``model.gguf``): they are listed by the name their app gives them
+(``llama3.2:3b``), wherever they were found first.
 """
 
 from __future__ import annotations
@@ -22,8 +25,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tkchat.generate.model_file import GGUF_MAGIC, bundled_model_path
+from tkchat.models.stores import (
+    env_path,
+    gpt4all_folders,
+    home_models,
+    jan_folders,
+    jan_label,
+    jan_moved,
+    ollama_folders,
+    ollama_models,
+)
 
-SOURCES = ("bundled", "recent", "folder", "huggingface", "lmstudio")
+SOURCES = (
+    "bundled",
+    "recent",
+    "folder",
+    "huggingface",
+    "lmstudio",
+    "gpt4all",
+    "jan",
+    "ollama",
+    "home",
+)
 
 # ``name-00002-of-00003.gguf``: llama.cpp opens a split model from its first shard and finds
 # the others itself, so only shard 1 is a model the user can pick.
@@ -33,16 +56,18 @@ _SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 @dataclass(frozen=True)
 class FoundModel:
     """One GGUF file: the path to show and to load (never a resolved hash-named blob when a
-    readable path to it was found), its size in bytes, and where it was found (one of
-    :data:`SOURCES`)."""
+    readable path to it was found), its size in bytes, where it was found (one of
+    :data:`SOURCES`) and the name its app gives it, if the file's own is none (an Ollama
+    model's ``llama3.2:3b``, a Jan model's folder)."""
 
     path: Path
     size: int
     source: str
+    label: str | None = None
 
     @property
     def name(self) -> str:
-        return self.path.name
+        return self.label or self.path.name
 
 
 def describe_size(n: int) -> str:
@@ -59,28 +84,19 @@ def describe_size(n: int) -> str:
     return f"{n / 1e12:.1f} TB"
 
 
-def _env_path(value: str | None, home: Path) -> Path | None:
-    """An environment variable's folder, with ``~`` meaning ``home`` (None when unset)."""
-    if not value:
-        return None
-    if value == "~" or value.startswith(("~/", "~\\")):
-        return home / value[2:]
-    return Path(value)
-
-
 def huggingface_cache(environ: Mapping[str, str], home: Path) -> Path:
     """Where ``huggingface_hub`` keeps downloads, by its own rules: ``$HF_HUB_CACHE`` (or its
     old name ``$HUGGINGFACE_HUB_CACHE``), else ``$HF_HOME/hub``, else
     ``$XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub`` (on every
     platform, Windows and macOS included)."""
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        found = _env_path(environ.get(name), home)
+        found = env_path(environ.get(name), home)
         if found is not None:
             return found
-    hf_home = _env_path(environ.get("HF_HOME"), home)
+    hf_home = env_path(environ.get("HF_HOME"), home)
     if hf_home is not None:
         return hf_home / "hub"
-    cache = _env_path(environ.get("XDG_CACHE_HOME"), home) or home / ".cache"
+    cache = env_path(environ.get("XDG_CACHE_HOME"), home) or home / ".cache"
     return cache / "huggingface" / "hub"
 
 
@@ -92,11 +108,17 @@ def lmstudio_folders(home: Path) -> list[Path]:
 
 
 def model_places(
-    *, folder: str | Path | None, environ: Mapping[str, str] | None = None, home: Path | None = None
+    *,
+    folder: str | Path | None,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    moved: Sequence[Path] = (),
 ) -> list[tuple[str, Path]]:
-    """The folders :func:`find_models` walks, in order, as ``(source, folder)`` pairs (the
-    bundled model and the recent files come before them). Cheap: nothing is read from disk,
-    so it may run on any thread."""
+    """The folders :func:`find_models` searches, in order, as ``(source, folder)`` pairs (the
+    bundled model and the recent files come before them; an ``ollama`` folder's manifests
+    are read, the others are walked). ``moved``: Jan's data folders where the user moved
+    them (read by the search). Cheap: nothing is read from disk, so it may run on any
+    thread."""
     environ = os.environ if environ is None else environ
     home = Path.home() if home is None else home
     places: list[tuple[str, Path]] = []
@@ -104,6 +126,10 @@ def model_places(
         places.append(("folder", Path(folder).expanduser()))
     places.append(("huggingface", huggingface_cache(environ, home)))
     places.extend(("lmstudio", place) for place in lmstudio_folders(home))
+    places.extend(("gpt4all", place) for place in gpt4all_folders(environ, home))
+    places.extend(("jan", place) for place in jan_folders(environ, home, moved))
+    places.extend(("ollama", place) for place in ollama_folders(environ, home))
+    places.extend(("home", place) for place in home_models(home))
     seen: set[str] = set()
     unique: list[tuple[str, Path]] = []
     for source, place in places:
@@ -144,21 +170,16 @@ class _Search:
     def stopped(self) -> bool:
         return len(self.found) >= self.limit or (self.cancel is not None and self.cancel.is_set())
 
-    def add(self, path: str, source: str) -> None:
-        """List ``path`` if it is a readable GGUF file not listed yet."""
+    def add(self, path: str, source: str, label: str | None = None) -> None:
+        """List ``path`` if it is a readable GGUF file not listed yet (as ``label``, if its
+        app names it)."""
         try:
             key = os.path.normcase(os.path.realpath(path))
         except (OSError, ValueError):
             return
         index = self.by_key.get(key)
         if index is not None:
-            # Seen already (a link and its target, or the same file in two places). A readable
-            # name beats a hash-named blob, e.g. a recent file stored by its resolved path.
-            known = self.found[index]
-            if not known.path.name.lower().endswith(".gguf") and is_model_name(
-                os.path.basename(path)
-            ):
-                self.found[index] = FoundModel(Path(path), known.size, known.source)
+            self._seen_again(index, path, label)
             return
         try:
             if not os.path.isfile(path):
@@ -169,12 +190,31 @@ class _Search:
         if not _has_magic(path):
             return
         self.by_key[key] = len(self.found)
-        self.found.append(FoundModel(Path(path), size, source))
+        self.found.append(FoundModel(Path(path), size, source, label))
+
+    def _seen_again(self, index: int, path: str, label: str | None) -> None:
+        """A file listed already (a link and its target, or the same file in two places): a
+        readable name beats a hash-named blob (a recent file stored by its resolved path),
+        and the name an app gives it comes along (an Ollama blob that was a recent file)."""
+        known = self.found[index]
+        if not known.path.name.lower().endswith(".gguf") and is_model_name(os.path.basename(path)):
+            known = FoundModel(Path(path), known.size, known.source, known.label)
+        if known.label is None and label is not None:
+            known = FoundModel(known.path, known.size, known.source, label)
+        self.found[index] = known
+
+    def ollama(self, root: Path) -> None:
+        """List the models of the Ollama store at ``root`` by their Ollama names."""
+        for name, blob in ollama_models(root):
+            if self.stopped():
+                return
+            self.add(str(blob), "ollama", name)
 
     def walk(self, top: Path, source: str, max_depth: int) -> None:
         """List the models under ``top``, down to ``max_depth`` folders below it. Folder links
         are followed, each real folder at most once (so a link loop ends); hidden folders
-        (``.git``, the Hugging Face cache's ``.locks``) and unreadable ones are skipped."""
+        (``.git``, the Hugging Face cache's ``.locks``) and unreadable ones are skipped. Jan's
+        ``model.gguf`` files are named by their folder."""
         visited: set[tuple[int, int]] = set()
         stack: list[tuple[str, int]] = [(os.path.abspath(top), 0)]
         while stack and not self.stopped():
@@ -198,7 +238,8 @@ class _Search:
                 except OSError:
                     continue
                 if is_model_name(entry.name):
-                    self.add(entry.path, source)
+                    label = jan_label(Path(entry.path), top) if source == "jan" else None
+                    self.add(entry.path, source, label)
             # Depth first, in name order: the first folder is walked first.
             stack.extend((sub, depth + 1) for sub in reversed(subfolders))
 
@@ -224,8 +265,9 @@ def find_models(
     cancel: threading.Event | None = None,
 ) -> list[FoundModel]:
     """Every GGUF model in the usual places: the bundled model, the files in ``recent`` that
-    still exist, then ``folder`` (walked recursively), the Hugging Face cache and LM Studio's
-    folders (see :func:`model_places`; ``environ`` and ``home`` default to the real ones).
+    still exist, then ``folder`` (walked recursively), the Hugging Face cache, LM Studio's,
+    GPT4All's and Jan's folders, Ollama's store and ``~/models`` (see :func:`model_places`;
+    ``environ`` and ``home`` default to the real ones).
 
     Worker thread: this walks folders and opens files. A file is listed when its name ends in
     ``.gguf`` (any case) and it starts with the GGUF magic; projector files (``mmproj``) and the
@@ -247,10 +289,16 @@ def find_models(
         if item:
             search.add(os.path.abspath(os.path.expanduser(item)), "recent")
     first_walked = len(search.found)
-    for source, place in model_places(folder=folder, environ=environ, home=home):
+    environ = os.environ if environ is None else environ
+    home = Path.home() if home is None else home
+    moved = jan_moved(environ, home)
+    for source, place in model_places(folder=folder, environ=environ, home=home, moved=moved):
         if search.stopped():
             break
-        search.walk(place, source, max_depth)
+        if source == "ollama":
+            search.ollama(place)
+        else:
+            search.walk(place, source, max_depth)
     head, rest = search.found[:first_walked], search.found[first_walked:]
     rest.sort(key=lambda model: (model.name.casefold(), str(model.path)))
     return head + rest

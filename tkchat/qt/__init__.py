@@ -7,22 +7,19 @@ health figures. What is Qt's own is how the events reach the GUI thread: a reade
 ``QTimer`` appends everything that arrived with one insert (``consume.py``).
 
 The package imports no Tk, and nothing in the Tk window imports it (tests/test_architecture.py).
-PySide6 is optional (``pip install -e '.[qt]'``): importing this package alone does not need it,
-so ``tkchat --help`` works without Qt.
+PySide6 is optional (the ``qt`` extra: ``pip install 'tkchat[qt]'``): importing this package
+alone does not need it, so ``tkchat --help`` works without Qt.
 """
 
 from __future__ import annotations
 
-import importlib.util
+from tkchat.installed import extra_missing
 
 # The two ways the Qt window can move text to the screen: tkchat's, and the article's own
 # mistake (a signal and an append per token). The names are the Tk window's mode names.
 QT_MODES: tuple[str, ...] = ("fixed", "no-coalesce")
-INSTALL_HINT = "pip install -e '.[qt]'"
 
 
 def qt_missing() -> str | None:
     """None when PySide6 can be imported; otherwise one sentence saying how to get it."""
-    if importlib.util.find_spec("PySide6") is None:
-        return f"the Qt client needs PySide6, which is not installed: {INSTALL_HINT}"
-    return None
+    return extra_missing("the Qt client", "qt")

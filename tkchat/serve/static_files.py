@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-STATIC_DIR = Path(__file__).parent / "static"
+from tkchat.installed import static_root
+
+STATIC_DIR = static_root()  # package data, in a wheel as in a clone
 
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -35,10 +37,21 @@ NOT_INSTALLED_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>tkchat serve</title></head>
 <body><h1>tkchat serve</h1>
 <p>The server is running, but the browser client is not installed
-(<code>tkchat/serve/static/</code> is missing or empty).</p>
+(<code>tkchat/serve/static/</code> is missing or empty: reinstall tkchat).</p>
 <p>The API works: <code>POST /chat</code>, <code>POST /v1/chat/completions</code>,
 <code>GET /health</code>.</p></body></html>
 """
+
+
+def client_missing(root: Path) -> str | None:
+    """None when ``root`` holds the browser client; else the sentence ``tkchat serve`` prints
+    at start (the page then says the same)."""
+    if (root / "index.html").is_file():
+        return None
+    return (
+        f"the browser client is not installed ({root} has no index.html): the API works, "
+        "the page at / does not; reinstall tkchat"
+    )
 
 
 def static_file(root: Path, relative: str) -> Path | None:

@@ -39,6 +39,7 @@ from tkchat.store.sampling_json import sampling_from_settings, settings_from_sam
 from tkchat.store.schema import SCHEMA_VERSION
 from tkchat.store.settings import (
     AppSettings,
+    forget_model,
     load_settings,
     remember_model,
     save_settings,
@@ -68,6 +69,7 @@ __all__ = [
     "database_path",
     "load_settings",
     "open_store",
+    "forget_model",
     "remember_model",
     "sampling_from_settings",
     "save_settings",

@@ -55,6 +55,7 @@ THEMES: tuple[str, ...] = ("light", "dark")
 FONT_SIZE_MIN = 8
 FONT_SIZE_MAX = 40
 MAX_RECENT_MODELS = 8
+MAX_GPU_LAYERS = 10_000  # more than any model has: "all" in all but name
 # What `wm geometry` returns: WIDTHxHEIGHT, optionally +X+Y. An offset may itself be negative
 # ("+-8+-8" for a maximised window on Windows, or a monitor left of the primary one).
 _GEOMETRY = re.compile(r"[1-9][0-9]{0,4}x[1-9][0-9]{0,4}(?:[+-]-?[0-9]{1,5}[+-]-?[0-9]{1,5})?")
@@ -84,6 +85,9 @@ class AppSettings:
     # the same file in another folder is the same model). A model not here gets its trained
     # context, capped (tkchat.generate.llama_backend.auto_n_ctx).
     model_contexts: dict[str, int] = field(default_factory=dict)
+    # GPU offload for local models (tkchat.generate.hardware): None automatic (all layers where
+    # llama-cpp-python was built with GPU support, else none), 0 the CPU only, -1 all, N layers
+    gpu_layers: int | None = None
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(AppSettings))
@@ -209,6 +213,12 @@ def _font_size(value: object) -> object:
     return _INVALID
 
 
+def _gpu_layers(value: object) -> object:
+    if value is None or (is_int(value) and -1 <= value <= MAX_GPU_LAYERS):
+        return value
+    return _INVALID
+
+
 def _theme(value: object) -> object:
     return value if value is None or value in THEMES else _INVALID
 
@@ -257,6 +267,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "chat_only": _flag,
     "hf_endpoint": _hf_endpoint,
     "model_hint_shown": _flag,
+    "gpu_layers": _gpu_layers,
 }
 
 
@@ -436,6 +447,14 @@ def remember_model(settings: AppSettings, path: str | Path) -> AppSettings:
             seen.add(key)
             kept.append(entry)
     return replace(settings, recent_models=kept[:MAX_RECENT_MODELS])
+
+
+def forget_model(settings: AppSettings, path: str | Path) -> AppSettings:
+    """A copy of ``settings`` without ``path`` (or another path to the same file) in
+    ``recent_models``: a model that failed to load is not offered as one that works."""
+    gone = _resolved(path)
+    kept = [entry for entry in settings.recent_models if _resolved(entry) != gone]
+    return replace(settings, recent_models=kept)
 
 
 def _resolved(path: str | Path) -> str:

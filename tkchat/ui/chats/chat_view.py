@@ -17,7 +17,7 @@ from typing import Literal, Protocol
 
 from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.conversation import Sampling
-from tkchat.events import Done, Error, ModelReady
+from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.store.figures import AnswerFigures
@@ -113,6 +113,9 @@ class ChatView(Protocol):
 
     def model_loaded(self, event: ModelReady) -> None:
         """What the window itself shows of a model that has loaded (title, meter, catalogue)."""
+
+    def model_not_loaded(self, event: ModelFailed) -> None:
+        """A model did not load (the recent models forget it; another may still be in use)."""
 
 
 # -- the window's parts the flow drives ---------------------------------------------------------

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 
 from tkchat.consume.stream_consumer import TickResult
-from tkchat.events import ModelFailed, ModelReady
+from tkchat.events import ModelFailed, ModelReady, Offload
 from tkchat.generate.remote import RemoteBackend
 from tkchat.limits import cut
 from tkchat.store import Conversation
@@ -50,6 +50,7 @@ class ChatFlow:
         self.draft = parts.draft
         self.saved = parts.saved
         self.scheduler = scheduler
+        self.t = translate
         self.answering = Answering(
             view,
             parts,
@@ -338,12 +339,14 @@ class ChatFlow:
             if isinstance(event, ModelReady):
                 self._model_ready(event)
             elif isinstance(event, ModelFailed):
-                self._model_failed(event.message, cancelled=event.cancelled)
+                self._model_failed(event)
         self.answering.grow(tick.chunks)
         if tick.final is not None:
             self.answering.handle_final(tick.final)
 
     def _model_ready(self, event: ModelReady) -> None:
+        if not self.controller.loaded:
+            return  # a load that ended as another model was chosen: that one's news decides
         if self.answering.answer is None:
             self.view.enable("stop", False)  # (enabled while connecting)
         self.model_ready = True
@@ -351,17 +354,26 @@ class ChatFlow:
         self.view.model_banner.hide()
         self.view.enable("send", True)
         self.update_actions()
-        seconds, n_ctx = f"{event.load_s:.1f}", f"{event.n_ctx:,}"
-        if event.n_ctx_train:  # "context 4,096 of 8,192 trained": what was given, of what could be
-            trained = f"{event.n_ctx_train:,}"
-            self.view.status.say(
-                "app.ready.trained", name=event.name, seconds=seconds, n_ctx=n_ctx, trained=trained
-            )
-        else:
-            self.view.status.say("app.ready", name=event.name, seconds=seconds, n_ctx=n_ctx)
+        self.view.status.show(lambda: self._ready_text(event))
         self.view.model_loaded(event)
         self.measure_context()
         self._maybe_autosend()
+
+    def _ready_text(self, event: ModelReady) -> str:
+        """The status line of a model that loaded: what context was given, of what could be,
+        and where the model runs (a local one): "Ready — name, loaded in 0.1 s, context 4,096
+        of 8,192 trained · CPU only: …"."""
+        seconds, n_ctx = f"{event.load_s:.1f}", f"{event.n_ctx:,}"
+        if event.n_ctx_train:
+            trained = f"{event.n_ctx_train:,}"
+            text = self.t(
+                "app.ready.trained", name=event.name, seconds=seconds, n_ctx=n_ctx, trained=trained
+            )
+        else:
+            text = self.t("app.ready", name=event.name, seconds=seconds, n_ctx=n_ctx)
+        if event.offload is None:
+            return text
+        return f"{text} · {offload_text(event.offload, self.t)}"
 
     def model_loading(self) -> None:
         """The window's model is loading (at start)."""
@@ -379,20 +391,45 @@ class ChatFlow:
         self.view.enable("send", False)
         self.update_actions()
 
-    def _model_failed(self, message: str, *, cancelled: bool = False) -> None:
+    def _model_failed(self, event: ModelFailed) -> None:
         """A banner that stays until dismissed (a restored chat must not push the reason out
-        of sight), and the controls that need a model disabled. A load cancelled on purpose
-        (another model was chosen) is one sentence in the status line, not an error."""
-        message = cut(message)
-        self.queued = None  # the box keeps it; no model will answer it
+        of sight), and the controls that need a model disabled — unless the model loaded
+        before is still in use (``kept``): then it answers on, and the banner says so. A load
+        cancelled on purpose (another model was chosen) is one sentence in the status line,
+        not an error."""
+        message = cut(event.message)
+        self.queued = None  # the box keeps it: Send (again) once a model is there to answer
         if self.answering.answer is None:
             self.view.enable("stop", False)  # (enabled while connecting)
-        if cancelled:
+        if event.cancelled:
             self.view.status.show(lambda: message)
             return
         print(f"tkchat: {message}", file=sys.stderr)
-        self.model_failed = True
-        self.view.model_banner.show(message)
-        self.view.status.say("app.model_failed")
-        self.view.enable("send", False)
+        self.view.model_not_loaded(event)
+        kept = event.kept
+        if kept is not None and self.controller.loaded:
+            self.model_ready, self.model_failed = True, False
+            self.view.model_banner.show(self.t("app.kept_banner", message=message, name=kept))
+            self.view.status.say("app.model_kept", name=kept)
+            self.view.enable("send", True)
+            self.measure_context()
+        else:
+            self.model_failed = True
+            self.view.model_banner.show(message)
+            self.view.status.say("app.model_failed")
+            self.view.enable("send", False)
         self.update_actions()
+
+
+def offload_text(offload: Offload, translate: Callable[..., str]) -> str:
+    """Where a local model runs, in words: "CPU only: this llama-cpp-python was built without
+    GPU support", "CPU only: GPU offload is off in Settings", "GPU: all 31 layers" …"""
+    if not offload.supported:
+        return translate("app.offload.cpu_build")
+    if offload.layers == 0:
+        return translate("app.offload.cpu_chosen")
+    if offload.total is None or offload.layers < 0:
+        return translate("app.offload.unknown")
+    if offload.layers >= offload.total:
+        return translate("app.offload.all", layers=offload.total)
+    return translate("app.offload.some", layers=offload.layers, total=offload.total)

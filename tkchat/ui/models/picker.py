@@ -80,10 +80,11 @@ class ModelPicker(tk.Toplevel):
 
     Main thread only (the search runs on its own thread, see the module docstring). The
     callbacks run on the main thread, from Tk event handlers, after the dialog has closed:
-    ``on_choose(None)`` when the user picks the bundled model, ``on_choose(path)`` (an absolute
-    path, links not resolved, so a Hugging Face snapshot keeps its readable name) for any other
-    GGUF file; ``on_folder(path)`` when the user chose a folder to search (the dialog then
-    searches again and stays open). Cancel, Esc and the window's close button close the dialog
+    ``on_choose(None, None)`` when the user picks the bundled model, ``on_choose(path, label)``
+    (an absolute path, links not resolved, so a Hugging Face snapshot keeps its readable name;
+    the name its app gives it, such as an Ollama model's, or None) for any other GGUF file;
+    ``on_folder(path)`` when the user chose a folder to search (the dialog then searches
+    again and stays open). Cancel, Esc and the window's close button close the dialog
     without calling anything.
 
     ``current`` is the model in use (None: the bundled model), ``recent`` the recently used
@@ -100,7 +101,7 @@ class ModelPicker(tk.Toplevel):
         current: str | None,
         recent: Sequence[str],
         folder: str | None,
-        on_choose: Callable[[str | None], None],
+        on_choose: Callable[[str | None, str | None], None],
         on_folder: Callable[[str], None],
         finder: Finder = find_models,
     ) -> None:
@@ -201,9 +202,9 @@ class ModelPicker(tk.Toplevel):
         if model is None:
             return
         if model.source == "bundled":
-            self._choose(None)
+            self._choose(None, None)
             return
-        self._choose_path(model.path)
+        self._choose_path(model.path, model.label)
 
     def open_file(self) -> None:
         """Ask for any file ("Open file…") and use it if it is a GGUF model."""
@@ -408,20 +409,21 @@ class ModelPicker(tk.Toplevel):
 
     # -- choosing ------------------------------------------------------------------------------
 
-    def _choose_path(self, path: Path) -> None:
+    def _choose_path(self, path: Path, label: str | None = None) -> None:
         """Use ``path`` if it is a GGUF file, else say why not and stay open. The check reads
-        four bytes of a local file the user just picked: cheap enough for the main thread."""
+        four bytes of a local file the user just picked: cheap enough for the main thread
+        (a file cut short is found out by the load, on the loader thread)."""
         try:
             check_gguf(path)
         except ModelLoadError as exc:
             self._show_error(str(exc))
             return
-        self._choose(os.path.abspath(path.expanduser()))
+        self._choose(os.path.abspath(path.expanduser()), label)
 
-    def _choose(self, value: str | None) -> None:
+    def _choose(self, value: str | None, label: str | None) -> None:
         """Close the dialog, then report the choice."""
         self.destroy()
-        self.on_choose(value)
+        self.on_choose(value, label)
 
     def _on_double_click(self, event: tk.Event[Any]) -> str | None:
         if self.tree.identify_region(event.x, event.y) not in ("tree", "cell"):

@@ -1,10 +1,13 @@
 """Which backend the window talks to: the model picker, a lesson's demo backend, switching.
 
 The picker (``tkchat/ui/models/picker.py``) finds GGUF files on a thread; switching asks the
-controller to free the old model and load the new one on its loader thread, so the main
-thread only swaps an object and waits for ``ModelReady`` like at start-up. A lesson's demo
-switches between the model and the scripted backend; both stay loaded, so flipping back and
-forth in a class costs nothing.
+controller to load the new model on its loader thread, so the main thread only swaps an
+object and waits for ``ModelReady`` like at start-up. The model in use stays loaded until
+the new one has loaded (Send waits meanwhile, and the status line says so); if the new one
+fails, the old one answers on and the banner says why. Only a model that loaded is kept in
+the recent models; one that fails is forgotten there. A lesson's demo switches between the
+model and the scripted backend; both stay loaded, so flipping back and forth in a class
+costs nothing.
 
 Main thread only.
 """
@@ -13,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tkchat.events import ModelFailed
 from tkchat.generate.backend import Backend
 from tkchat.generate.factory import make_backend
+from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
-from tkchat.store.settings import remember_model
+from tkchat.store.settings import forget_model, remember_model
 from tkchat.ui.models.picker import ModelPicker
 from tkchat.ui.services import Services
 
@@ -49,18 +54,26 @@ class ModelSwitch:
         self.on_dialog_closed = on_dialog_closed
         self.backends: dict[str, Backend] = {kind_of(controller.backend): controller.backend}
         self.picker: ModelPicker | None = None
+        # The model file loading now, and whether it joins the recent models once it has
+        # loaded (a choice in the window does; the one the command line named is only
+        # forgotten there, should it fail).
+        self.pending: tuple[Backend, str, bool] | None = None
+        first = controller.backend
+        if isinstance(first, LlamaBackend) and first.model:
+            self.pending = (first, first.model, False)
 
     def choose(self) -> None:
         """Open the picker (Ctrl+M): bundled, recent, and GGUF files on this computer."""
         if self.picker is not None and self.picker.winfo_exists():
             self.picker.lift()
             return
+        self._sync()
         backend = self.backends.get("llama")
         settings = self.remembered.current
         self.picker = ModelPicker(
             self.root,
             translate=self.t,
-            current=backend.model if backend is not None else None,
+            current=backend.model if isinstance(backend, LlamaBackend) else None,
             recent=settings.recent_models,
             folder=settings.model_folder,
             on_choose=self.load,
@@ -68,24 +81,60 @@ class ModelSwitch:
         )
         self.picker.bind("<Destroy>", lambda _e: self.on_dialog_closed(), add="+")
 
-    def load(self, path: str | None) -> None:
-        """Switch to the GGUF at ``path`` (None: the bundled model). The old model is freed
-        and the new one loaded on the loader thread; the window stays responsive and says
-        so when the new model is ready (or why it failed). A model still loading is given up
-        (the controller cancels its load): the latest choice wins."""
+    def load(self, path: str | None, label: str | None = None) -> None:
+        """Switch to the GGUF at ``path`` (None: the bundled model), shown as ``label`` (an
+        Ollama model's name; None: the file's). The new model loads on the loader thread
+        while the one in use stays loaded; the window stays responsive and says when the
+        new model is ready, or why it failed (and that the old one is still in use). A model
+        still loading is given up (the controller cancels its load): the latest choice wins."""
+        self._sync()
         chosen = path if path is not None else bundled_model_path()
-        if chosen is not None:  # the bundled one too: next start opens what was chosen last
-            recent = remember_model(self.remembered.current, chosen).recent_models
-            self.remembered.change(recent_models=recent)
         old = self.backends.get("llama")
         backend = self.backends["llama"] = make_backend(
-            "llama", model=path, context_for=self._chosen_context
+            "llama",
+            model=path,
+            context_for=self._chosen_context,
+            gpu_layers=self.remembered.current.gpu_layers,
+            label=label,
         )
+        self.pending = (backend, str(chosen), True) if chosen is not None else None
         current = self.controller.backend
-        self._unloading(backend)
         if old is not None and old is not current:
             old.close()  # idle (a lesson's scripted demo is the current backend): cheap
-        self.controller.switch_backend(backend, unload_old=old is current)
+        standing = current.name if self.controller.loaded else None
+        self.on_unloading()
+        if standing is None:
+            self.status.say("app.loading", name=backend.name)
+        else:
+            self.status.say("app.switching", name=backend.name, old=standing)
+        self.controller.switch_backend(backend, replace=True)
+
+    def loaded(self) -> None:
+        """The controller's backend has loaded: a model chosen in the window is now the
+        most recent one (the next start opens it)."""
+        pending, self.pending = self.pending, None
+        if pending is not None and pending[0] is self.controller.backend and pending[2]:
+            recent = remember_model(self.remembered.current, pending[1]).recent_models
+            self.remembered.change(recent_models=recent)
+
+    def failed(self, event: ModelFailed) -> None:
+        """A load failed: that file is no longer offered as a recent model (nothing lists a
+        file that does not load as one that works). The model kept, if any, is in use."""
+        pending = self.pending
+        if pending is not None and not event.cancelled and event.name == pending[0].name:
+            self.pending = None
+            current = self.remembered.current
+            kept = forget_model(current, pending[1]).recent_models
+            if kept != current.recent_models:
+                self.remembered.change(recent_models=kept)
+        self._sync()
+
+    def _sync(self) -> None:
+        """The backend in use is the one of its kind (after a failed switch the controller
+        went back to the one it kept)."""
+        if self.controller.loaded:
+            current = self.controller.backend
+            self.backends[kind_of(current)] = current
 
     def _chosen_context(self, name: str) -> int | None:
         """Loader thread: the context chosen in Settings for the model file ``name`` (a read
@@ -103,6 +152,7 @@ class ModelSwitch:
         """Switch to the "llama" or "scripted" backend (made once, then kept loaded). For the
         scripted one: its token rate, its answer's length in tokens (None: the whole demo
         answer once) and the answer's language."""
+        self._sync()
         backend = self.backends.get(kind)
         if backend is None:
             backend = self.backends[kind] = self.make(kind)

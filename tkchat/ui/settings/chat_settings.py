@@ -3,10 +3,11 @@
 The dialog (:mod:`tkchat.ui.settings.dialog`) reads and stores nothing itself. This hands it
 the current values and puts the edited ones back: the conversation's system prompt and
 sampling (into the session, into its saved copy, and as the defaults of new chats), the
-window's text size, and the context length for the local model in use — remembered by the
-model's file name, and used from its next load, because llama.cpp sizes its cache when it
-loads. After a change the context meter and the draft's count are measured again: the same
-conversation may now take more room, or less.
+window's text size, the context length for the local model in use — remembered by the
+model's file name — and the GPU offload of local models, both used from the next load,
+because llama.cpp sizes its cache and places its layers when it loads. After a change the
+context meter and the draft's count are measured again: the same conversation may now take
+more room, or less.
 
 Main thread only (the counts themselves run on the controller's thread).
 """
@@ -20,7 +21,7 @@ from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
 from tkchat.ui.chats.history import History
 from tkchat.ui.look.text_size import TextSize
 from tkchat.ui.services import Services
-from tkchat.ui.settings.dialog import ChatSettingsDialog, ModelContext
+from tkchat.ui.settings.dialog import ChatSettingsDialog, ModelContext, gpu_text
 from tkchat.ui.transcript import BODY_FONT_SIZE
 
 
@@ -73,7 +74,7 @@ class ChatSettings:
             default_font_size=BODY_FONT_SIZE,
             on_apply=self.apply,
             model_context=self.model_context(),
-            on_context=self.choose_context,
+            on_model=self.choose_model,
         )
         self.dialog.bind("<Destroy>", lambda _e: self.on_closed(), add="+")
 
@@ -99,7 +100,25 @@ class ChatSettings:
         if not self.model_ready() or not isinstance(backend, LlamaBackend):
             return None
         chosen = self.remembered.current.model_contexts.get(backend.name)
-        return ModelContext(backend.name, chosen, auto_n_ctx(backend.n_ctx_train))
+        offload = backend.offload
+        return ModelContext(
+            backend.name,
+            chosen,
+            auto_n_ctx(backend.n_ctx_train),
+            gpu_layers=self.remembered.current.gpu_layers,
+            gpu_supported=offload is not None and offload.supported,
+        )
+
+    def choose_model(self, n_ctx: int | None, gpu_layers: int | None) -> None:
+        """What the model rows say, from the next load: the context for the model in use,
+        and the GPU offload of every local model."""
+        model = self.dialog.model_context if self.dialog is not None else None
+        if model is not None and gpu_layers != model.gpu_layers:
+            self.remembered.change(gpu_layers=gpu_layers)
+            shown = self.t("app.context_auto") if gpu_layers is None else gpu_text(gpu_layers)
+            self.status.say("app.gpu_chosen", layers=shown)
+        if model is None or n_ctx != model.chosen:
+            self.choose_context(n_ctx)
 
     def choose_context(self, n_ctx: int | None) -> None:
         """The context for the model in use (None: automatic), remembered by its file name;

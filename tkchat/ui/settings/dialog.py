@@ -28,7 +28,7 @@ from tkchat.conversation import (
     TOP_P_RANGE,
     Sampling,
 )
-from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN
+from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN, MAX_GPU_LAYERS
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import ERROR_STYLE, HINT_STYLE
 from tkchat.ui.window.translator import Translator
@@ -36,7 +36,8 @@ from tkchat.ui.window.translator import Translator
 FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the same range
 
 FIELDS = ("temperature", "top_p", "max_tokens", "seed", "font_size")
-CONTEXT = "context"  # the model's row: only there when a local model is loaded
+CONTEXT = "context"  # the model's rows: only there when a local model is loaded
+GPU = "gpu"
 NOTE_STYLE = HINT_STYLE  # grey, and red for a problem: the theme's (tkchat/ui/look/theme.py)
 
 
@@ -94,14 +95,34 @@ def parse_context(text: str) -> int | None | Problem:
     return value
 
 
+def parse_gpu_layers(text: str) -> int | None | Problem:
+    """Blank or "auto" means automatic (None), "all" every layer (-1), else a whole number of
+    layers from 0 (the CPU only) to MAX_GPU_LAYERS. Pure."""
+    word = text.strip().lower()
+    if word in ("", "auto"):
+        return None
+    if word == "all":
+        return -1
+    value = parse_integer(word, 0, MAX_GPU_LAYERS)
+    return ("settings.error.gpu", {}) if isinstance(value, tuple) else value
+
+
+def gpu_text(layers: int | None) -> str:
+    """The GPU field's text for a setting (the inverse of :func:`parse_gpu_layers`)."""
+    return "" if layers is None else "all" if layers < 0 else str(layers)
+
+
 @dataclass(frozen=True)
 class ModelContext:
-    """The context row: which model file, what was chosen for it (None: automatic), and the
-    context automatic gives it (its trained context, capped)."""
+    """The local model's rows: which model file, the context chosen for it (None:
+    automatic) and the context automatic gives it (its trained context, capped); the GPU
+    offload chosen (None: automatic) and whether this llama-cpp-python can offload at all."""
 
     model: str
     chosen: int | None
     automatic: int
+    gpu_layers: int | None = None
+    gpu_supported: bool = False
 
 
 class ChatSettingsDialog(tk.Toplevel):
@@ -113,8 +134,9 @@ class ChatSettingsDialog(tk.Toplevel):
     one with the edited fields replaced (``top_k`` and ``repeat_penalty``, which the dialog
     does not show, are kept); ``font_size`` is None when it equals ``default_font_size`` (the
     window follows the default). With a ``model_context`` the window part has a row for the
-    loaded model's context, and ``on_context(n_ctx)`` is called after ``on_apply`` when it
-    was changed (None: automatic). Cancel, Esc and the close button call nothing.
+    loaded model's context and GPU offload, and ``on_model(n_ctx, gpu_layers)`` is called
+    after ``on_apply`` when either was changed (None: automatic). Cancel, Esc and the close
+    button call nothing.
 
     The dialog is transient to ``master``'s window but does not grab the pointer or keyboard.
     ``translate`` gives the fixed strings (``tkchat/i18n/settings_dialog.py``) and tells the
@@ -133,18 +155,19 @@ class ChatSettingsDialog(tk.Toplevel):
         default_font_size: int,
         on_apply: Callable[[str, Sampling, int | None], None],
         model_context: ModelContext | None = None,
-        on_context: Callable[[int | None], None] = lambda _n_ctx: None,
+        on_model: Callable[[int | None, int | None], None] = lambda _n_ctx, _gpu: None,
     ) -> None:
         super().__init__(master)
         self.translate = translate
         self.on_apply = on_apply
         self.model_context = model_context
-        self.on_context = on_context
+        self.on_model = on_model
         self.sampling = sampling
         self.default_font_size = default_font_size
         self.closed = False
         self._problems: dict[str, Problem] = {}
         self.chosen_context: int | None = model_context.chosen if model_context else None
+        self.chosen_gpu: int | None = model_context.gpu_layers if model_context else None
 
         self.withdraw()  # shown once laid out and placed, so it does not jump
         self.transient(master.winfo_toplevel())
@@ -207,24 +230,7 @@ class ChatSettingsDialog(tk.Toplevel):
             add="+",
         )
 
-        # -- window -----------------------------------------------------------------------
-        window = ttk.LabelFrame(body, padding=dp_pad(self, 10, 6, 10, 10))
-        translate.bind(window, "settings.window")
-        window.grid(row=1, column=0, sticky="ew", pady=(dp(self, 10), 0))
-        window.columnconfigure(2, weight=1)
-        low, high = FONT_SIZE_RANGE
-        self.font_size = ttk.Spinbox(
-            window, from_=low, to=high, increment=1, width=8, format="%.0f"
-        )
-        self._field_row(window, 0, "font_size", "settings.font_size", entry=self.font_size)
-        self.context: ttk.Entry | None = None
-        if model_context is not None:
-            # Applies when the model is next loaded: llama.cpp allocates the context's
-            # cache at load, so changing it means loading again.
-            self.context = self._field_row(window, 1, CONTEXT, "settings.context")
-            self.context.insert(
-                0, "" if model_context.chosen is None else str(model_context.chosen)
-            )
+        self._build_window_part(body, model_context)
 
         # -- buttons ----------------------------------------------------------------------
         buttons = ttk.Frame(body)
@@ -263,12 +269,13 @@ class ChatSettingsDialog(tk.Toplevel):
         font_size = parse_integer(self.font_size.get(), *FONT_SIZE_RANGE)
         parsed = dict(zip(FIELDS, (temperature, top_p, max_tokens, seed, font_size), strict=True))
         context = parse_context(self.context.get()) if self.context is not None else None
-        parsed[CONTEXT] = context
+        gpu = parse_gpu_layers(self.gpu.get()) if self.gpu is not None else None
+        parsed[CONTEXT], parsed[GPU] = context, gpu
         self._problems = {name: value for name, value in parsed.items() if isinstance(value, tuple)}
         self._show_notes()
-        if isinstance(context, tuple):
+        if isinstance(context, tuple) or isinstance(gpu, tuple):
             return None
-        self.chosen_context = context
+        self.chosen_context, self.chosen_gpu = context, gpu
         if (
             isinstance(temperature, tuple)
             or isinstance(top_p, tuple)
@@ -299,8 +306,12 @@ class ChatSettingsDialog(tk.Toplevel):
             self._focus_first_problem()
             return
         self.on_apply(*result)
-        if self.model_context is not None and self.chosen_context != self.model_context.chosen:
-            self.on_context(self.chosen_context)
+        model = self.model_context
+        if model is not None and (self.chosen_context, self.chosen_gpu) != (
+            model.chosen,
+            model.gpu_layers,
+        ):
+            self.on_model(self.chosen_context, self.chosen_gpu)
         self._close()
 
     def cancel(self) -> None:
@@ -311,8 +322,9 @@ class ChatSettingsDialog(tk.Toplevel):
         """Fill the fields with the defaults (the default prompt, :class:`Sampling`'s values
         and the default font size). Nothing is applied until Save."""
         self._fill(DEFAULT_SYSTEM_PROMPT, Sampling(), self.default_font_size)
-        if self.context is not None:
-            self.context.delete(0, "end")  # automatic
+        for automatic in (self.context, self.gpu):
+            if automatic is not None:
+                automatic.delete(0, "end")
         self._problems = {}
         self._show_notes()
 
@@ -321,6 +333,27 @@ class ChatSettingsDialog(tk.Toplevel):
         super().destroy()
 
     # -- building ------------------------------------------------------------------------------
+
+    def _build_window_part(self, body: ttk.Frame, model: ModelContext | None) -> None:
+        """The window's text size and, for a local model, its context and GPU offload: both
+        apply when the model is next loaded (llama.cpp sizes its cache and places its layers
+        at load, so changing them means loading again)."""
+        window = ttk.LabelFrame(body, padding=dp_pad(self, 10, 6, 10, 10))
+        self.translate.bind(window, "settings.window")
+        window.grid(row=1, column=0, sticky="ew", pady=(dp(self, 10), 0))
+        window.columnconfigure(2, weight=1)
+        low, high = FONT_SIZE_RANGE
+        self.font_size = ttk.Spinbox(
+            window, from_=low, to=high, increment=1, width=8, format="%.0f"
+        )
+        self._field_row(window, 0, "font_size", "settings.font_size", entry=self.font_size)
+        self.context: ttk.Entry | None = None
+        self.gpu: ttk.Entry | None = None
+        if model is not None:
+            self.context = self._field_row(window, 1, CONTEXT, "settings.context")
+            self.context.insert(0, "" if model.chosen is None else str(model.chosen))
+            self.gpu = self._field_row(window, 2, GPU, "settings.gpu")
+            self.gpu.insert(0, gpu_text(model.gpu_layers))
 
     def _field_row(
         self, parent: tk.Misc, row: int, name: str, key: str, entry: ttk.Entry | None = None
@@ -375,6 +408,9 @@ class ChatSettingsDialog(tk.Toplevel):
                 automatic=f"{self.model_context.automatic:,}",
                 model=self.model_context.model,
             )
+        if name == GPU and self.model_context is not None:
+            built = "with" if self.model_context.gpu_supported else "without"
+            return self.translate(f"settings.gpu_hint.{built}")
         low, high = {
             "temperature": TEMPERATURE_RANGE,
             "top_p": TOP_P_RANGE,
@@ -399,10 +435,11 @@ class ChatSettingsDialog(tk.Toplevel):
             "seed": self.seed,
             "font_size": self.font_size,
             CONTEXT: self.context or self.font_size,
+            GPU: self.gpu or self.font_size,
         }[name]
 
     def _focus_first_problem(self) -> None:
-        for name in (*FIELDS, CONTEXT):
+        for name in (*FIELDS, CONTEXT, GPU):
             if name in self._problems:
                 entry = self._entry(name)
                 entry.focus_set()

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.course.lessons import default_language
-from tkchat.events import ModelReady
+from tkchat.events import ModelFailed, ModelReady
 from tkchat.generate.controller import GenerationController
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store.settings import AppSettings
@@ -313,10 +313,14 @@ class ChatApp(ChatLayout, FlowFacade):
         self.typing.into_box()
 
     def model_loaded(self, event: ModelReady) -> None:
+        self.models.loaded()  # (the recent models: only one that loaded)
         self._set_title()
         self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
         self.context_meter.set_trained(event.n_ctx_train)
+
+    def model_not_loaded(self, event: ModelFailed) -> None:
+        self.models.failed(event)
 
     # -- title, language, shortcuts --------------------------------------------------------------
 
