@@ -70,6 +70,7 @@ def window(display: None) -> Iterator[DemoWindow]:
         controller,
         AppOptions(language="en", backend_factory=lambda kind: make_backend(kind)),
     )
+    app.witness.force(True)  # as the bench does: a broken demo names its culprit
     controller.load_async()
     pump_until(root, lambda: app.model_ready, timeout=120, what="the bundled model")
     yield DemoWindow(root, app)

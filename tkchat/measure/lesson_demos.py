@@ -423,6 +423,7 @@ def run_lesson_bench(
     root = tk.Tk()
     controller = GenerationController(make_backend("llama"), EventChannel())
     app = ChatApp(root, controller, AppOptions(language="en", backend_factory=make_backend))
+    app.witness.force(True)  # a broken demo must name its culprit, whatever the view shows
     controller.load_async()
     wanted = tuple(only)
     lessons = [
