@@ -160,6 +160,16 @@ def test_a_missing_extra_is_one_sentence_naming_its_pip_install(
     assert not (REPO / "never-written").exists()  # said before anything ran
 
 
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"], ["bench", "--help"]])
+def test_the_command_line_works_without_the_serve_extra(args: list[str]) -> None:
+    """``pip install tkchat`` (no extras): every command's options are read without Starlette
+    (the line's defaults, shown in ``serve --help``, once imported it and broke every
+    command, the window's included)."""
+    result = run_hidden(["starlette", "uvicorn"], args)
+    assert result.returncode == 0, result.stderr
+    assert "usage: tkchat" in result.stdout
+
+
 def test_the_hint_names_the_install_this_tkchat_has(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

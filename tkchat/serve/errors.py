@@ -19,11 +19,13 @@ responses. All of it runs on the server's event loop.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+if TYPE_CHECKING:  # the values need no Starlette: the line (serve/line.py) raises them, and
+    # the command line reads the line's defaults where the serve extra is not installed
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
 
 # OpenAI's error types by status (anything else in 4xx: invalid_request_error).
 TYPES = {
@@ -91,6 +93,8 @@ def error_response(
     param: str | None = None,
     code: str | None = None,
 ) -> JSONResponse:
+    from starlette.responses import JSONResponse
+
     body = {"error": error_object(status, kind, message, param=param, code=code)}
     return JSONResponse(body, status, headers=headers)
 
@@ -112,7 +116,7 @@ _HTTP_KINDS = {404: "not_found", 405: "method_not_allowed"}
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404/405 as JSON errors too (``Allow`` kept on 405)."""
-    http = cast(HTTPException, exc)
+    http = cast("HTTPException", exc)
     kind = _HTTP_KINDS.get(http.status_code, "http_error")
     return error_response(http.status_code, kind, str(http.detail), dict(http.headers or {}))
 
