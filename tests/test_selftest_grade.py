@@ -18,7 +18,7 @@ from tkchat.measure.selftest.attribution import Span, attribute, outside_calls, 
 from tkchat.measure.selftest.classroom import pipeline_files
 from tkchat.measure.selftest.driver import Question
 from tkchat.measure.selftest.instruments import held_ms
-from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed
+from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed, SampledLate, Whose
 from tkchat.measure.selftest.questions import after_stop, question_check
 from tkchat.measure.selftest.report import Row, class_table, grade_line, report
 from tkchat.measure.selftest.targets import Measured, target_checks
@@ -119,6 +119,65 @@ def test_stop_means_the_model_stops_counted_at_the_backend() -> None:
     assert _stopped([still]).verdict == FAIL
     shown = _stopped([stopped], text_after=40)
     assert shown.verdict == FAIL and "text appeared after Stop" in str(shown.why)
+
+
+# -- the second witness: the main-thread sampler -----------------------------------------------
+
+CATCH_UP = "Pipeline._catch_up"
+
+
+def sampled(*late: tuple[float, float, float], start: float = 0.0) -> Whose:
+    """The sampler's account of a question: late firings ``(at, lag_ms, pipeline_ms)``, the
+    pipeline's part of each in the callback it scheduled."""
+    rows = [SampledLate(at, lag, mine, mine, mine, CATCH_UP) for at, lag, mine in late]
+    held = sum(mine for _at, _lag, mine in late)
+    late_ms = sum(lag for _at, lag, _mine in late)
+    parts = {"pipeline": held, "tk": late_ms - held}
+    return Whose("q3", start, start + 10, True, parts, [(CATCH_UP, held)], rows)
+
+
+def test_work_hidden_in_a_callback_is_judged_on_what_the_sampler_saw() -> None:
+    """``show`` returns at once and schedules the work with ``after(0, …)``: its calls held
+    the loop 1 ms of a 400 ms wait, the sampler saw its code hold it 380 ms. FAIL, in the
+    sampler's words — where the calls alone would call the machine busy."""
+    tiny = spans_of([call("show", 1.1 + 0.01 * i, 0.05) for i in range(20)])
+    late = Question("q3", inputs=[(1.1, 1.5)])
+    assert question_check(EN, late, tiny).verdict == BUSY  # the calls alone
+    check = question_check(EN, late, tiny, whose=sampled((1.5, 400.0, 380.0)))
+    assert check.verdict == FAIL and CATCH_UP in str(check.why)
+    assert "outside your pipeline's three methods" in str(check.why)
+    assert any("380 ms in your pipeline" in note for note in check.notes), check.notes
+    zh = question_check(ZH, late, tiny, whose=sampled((1.5, 400.0, 380.0)))
+    assert zh.verdict == FAIL and CJK.search(str(zh.why)) and CATCH_UP in str(zh.why)
+
+
+def test_the_witnesses_agreeing_or_the_sampler_seeing_less_change_nothing() -> None:
+    """Work done in ``show`` itself: both witnesses saw it, the calls stay the evidence. A
+    ``show`` that sleeps: the sampler sees an idle loop, the calls' exact time decides."""
+    held = spans_of([call("show", 1.1, 380.0)])
+    late = Question("q3", inputs=[(1.1, 1.5)])
+    agree = question_check(EN, late, held, whose=sampled((1.5, 400.0, 380.0)))
+    assert agree.verdict == FAIL and agree.why == EN("selftest.why.q3")
+    unseen = question_check(EN, late, held, whose=sampled((1.5, 400.0, 0.0)))
+    assert unseen.verdict == FAIL and any("judged on the calls" in n for n in unseen.notes)
+    # the machine's lateness, seen by both as not the pipeline's: still BUSY, not FAIL
+    busy = question_check(EN, late, [], whose=sampled((1.5, 400.0, 2.0)))
+    assert busy.verdict == BUSY
+
+
+def test_long_holds_outside_the_calls_fail_the_lag_max_twice_not_once() -> None:
+    """The targets on the sampler's account: 120 ms late firings the pipeline's callback
+    held 110 ms of, away from every call — twice fail the lag max and the long tasks, once
+    does not (bad luck, as for a call)."""
+    twice = sampled((105.0, 120.0, 110.0), (106.0, 120.0, 110.0), start=100.0)
+    checks = {c.key: c for c in target_checks(EN, measured(whose=[twice]))}
+    assert checks["lag_max"].verdict == checks["long_tasks"].verdict == FAIL
+    assert CATCH_UP in str(checks["long_tasks"].why)
+    assert any("outside its calls" in note for note in checks["lag_max"].notes)
+    once = sampled((105.0, 120.0, 110.0), start=100.0)
+    checks = {c.key: c for c in target_checks(EN, measured(whose=[once]))}
+    assert checks["lag_max"].verdict == checks["long_tasks"].verdict == PASS
+    assert verdicts(measured(whose=[])) == verdicts(measured())  # no sampler: as before
 
 
 # -- the targets -------------------------------------------------------------------------------

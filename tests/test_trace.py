@@ -26,13 +26,10 @@ from tkchat.trace.chrome import CALLBACKS, HELD, LONG, WORKER, TraceRun, trace_d
 from tkchat.trace.culprit import (
     GIL,
     LOOP,
-    WhoseTime,
     culprit_of,
     describe,
     long_task_culprits,
     stacks_text,
-    whose_late_time,
-    whose_time,
 )
 from tkchat.trace.frames import (
     CALL_WRAPPER,
@@ -58,6 +55,13 @@ from tkchat.trace.sampler import (
     LoopSampler,
     Sample,
     classify,
+)
+from tkchat.trace.whose import (
+    WhoseTime,
+    whose_each_late,
+    whose_late_time,
+    whose_split,
+    whose_time,
 )
 
 # -- stacks made by hand --------------------------------------------------------------------
@@ -181,6 +185,30 @@ def test_whose_late_time_adds_up_only_the_late_moments() -> None:
     whose = whose_late_time(samples, lags)
     assert whose.pipeline == pytest.approx(300) and whose.main == "pipeline"
     assert whose_late_time(samples, lags[1:2]) == WhoseTime()
+
+
+CATCH_UP = in_callback(
+    ref("Pipeline._catch_up", PIPELINE, "mine.py"),  # scheduled by show(): after(0, ...)
+    ref("markdown_to_safe_html", PROJECT, "tkchat/render/safe_markdown.py"),
+)
+
+
+def test_the_pipelines_time_is_told_by_the_function_that_held_the_loop() -> None:
+    """A callback the pipeline scheduled is the pipeline's time, under its own name; of its
+    wall time, the part it waited for a core and the part it ran are said apart."""
+    samples = [
+        sample(1.0 + i * 0.01, CATCH_UP, PYTHON, span=0.01, queued=0.002, ran=0.008)
+        for i in range(1, 21)
+    ]
+    samples += [sample(1.2 + i * 0.01, TICK, PYTHON, span=0.01) for i in range(1, 11)]
+    split = whose_split(samples, 1.0, 1.3)
+    assert split.functions == pytest.approx({"Pipeline._catch_up": 160})
+    assert split.pipeline_wall == pytest.approx(200) and split.pipeline_ran == pytest.approx(160)
+    assert split.whose.pipeline == pytest.approx(160) and split.whose.app == pytest.approx(100)
+    assert split.whose.other_program == pytest.approx(40)
+    each = list(whose_each_late(samples, [LagSample(1.1, 100.0), LagSample(1.3, 5.0)]))
+    assert [lag.at for lag, _split in each] == [1.1]  # 5 ms late is not late
+    assert each[0][1].functions == pytest.approx({"Pipeline._catch_up": 80})
 
 
 def test_every_long_task_gets_its_culprit_and_short_lateness_none() -> None:

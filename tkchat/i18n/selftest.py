@@ -88,6 +88,26 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.unlucky": "{count} call(s) that normally return at once waited over "
         "{bound} ms, once — on the machine (the GIL, held by a thread the machine had "
         "preempted; the disk), not on the pipeline: only their work is counted",
+        "selftest.note.whose": "whose the late time was (the main thread's stack, "
+        "sampled): of {late} ms late, {parts}",
+        "selftest.whose.separator": ", ",
+        "selftest.whose.pipeline": "{ms} ms in your pipeline ({functions})",
+        "selftest.whose.pipeline_unnamed": "{ms} ms in your pipeline",
+        "selftest.whose.app": "{ms} ms in tkchat's own code",
+        "selftest.whose.tk": "{ms} ms {toolkit}'s redisplay",
+        "selftest.whose.other_program": "{ms} ms other programs",
+        "selftest.whose.other_threads": "{ms} ms waiting for the GIL (the window's other threads)",
+        "selftest.whose.idle": "{ms} ms the loop idle",
+        "selftest.whose.unsampled": "{ms} ms not sampled",
+        "selftest.note.hidden": "the sampler saw your pipeline's code hold the loop {sampled} "
+        "ms of that, its calls only {timed} ms: its work ran outside start(), show() and "
+        "finish() — in {function}() — so this is judged on the sampler's account",
+        "selftest.note.unseen": "your pipeline's calls held the loop {timed} ms of that, while "
+        "the sampler saw its code for {sampled} ms: judged on the calls, which are exact about "
+        "their own time",
+        "selftest.note.sampled_long": "the sampler saw your pipeline's code hold the loop over "
+        "{bound} ms at once {count} time(s), outside its calls (the longest, {function}(): "
+        "{ms} ms)",
         "selftest.unmeasured": "not measured (no answer streamed)",
         "selftest.tokens_figure": "{ratio} x ({app} tokens/s with the window, {raw} without)",
         "selftest.held": "the longest, {method}(): held the loop {held} ms — {cpu} ms of work, "
@@ -128,6 +148,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.why.waited": "{method}() waited inside the call, call after call (a sleep, "
         "a lock, a join, a read): waiting holds the event loop exactly as long as working "
         "does.",
+        "selftest.why.hidden": "{function}() held the event loop outside your pipeline's three "
+        "methods: a callback you schedule (after(0, …)) runs on the main thread too, and its "
+        "work freezes the window exactly as if show() did it — make the work small, or move "
+        "it off the main thread.",
         "selftest.why.tokens": "the model ran slower than with no window, while the main "
         "thread was in your pipeline's calls: the model loop waits for the window.",
         "selftest.why.tk_thread": "widgets belong to the main thread, whatever a thread is "
@@ -227,6 +251,24 @@ STRINGS: dict[str, dict[str, str]] = {
         "不算在管线头上（垃圾回收偶尔会这样）",
         "selftest.note.unlucky": "有 {count} 次平时立刻返回的调用偶尔等待超过 {bound} 毫秒——"
         "等的是机器（GIL 被一个被抢占的线程占着；磁盘），不是管线：只计算它们的工作时间",
+        "selftest.note.whose": "迟到的时间是谁的（对主线程调用栈的采样）：迟到的 {late} 毫秒中，"
+        "{parts}",
+        "selftest.whose.separator": "，",
+        "selftest.whose.pipeline": "{ms} 毫秒在你的管线里（{functions}）",
+        "selftest.whose.pipeline_unnamed": "{ms} 毫秒在你的管线里",
+        "selftest.whose.app": "{ms} 毫秒在 tkchat 自己的代码里",
+        "selftest.whose.tk": "{ms} 毫秒是 {toolkit} 的重绘",
+        "selftest.whose.other_program": "{ms} 毫秒是其他程序",
+        "selftest.whose.other_threads": "{ms} 毫秒在等 GIL（窗口的其他线程）",
+        "selftest.whose.idle": "{ms} 毫秒事件循环空闲",
+        "selftest.whose.unsampled": "{ms} 毫秒没有采样",
+        "selftest.note.hidden": "采样器看到你的管线的代码占住循环 {sampled} 毫秒，它的调用却只占了 "
+        "{timed} 毫秒：它的工作是在 start()、show() 和 finish() 之外做的——在 {function}() 里——"
+        "所以这一项按采样器的结果判断",
+        "selftest.note.unseen": "你的管线的调用占住循环 {timed} 毫秒，采样器只看到它的代码 "
+        "{sampled} 毫秒：按调用的计时判断，它对调用自身的时间是精确的",
+        "selftest.note.sampled_long": "采样器看到你的管线的代码在它的调用之外 {count} 次一口气"
+        "占住循环超过 {bound} 毫秒（最长的一次，{function}()：{ms} 毫秒）",
         "selftest.unmeasured": "无法测量（没有回答流式输出）",
         "selftest.tokens_figure": "{ratio} 倍（带窗口 {app} token/s，不带窗口 {raw} token/s）",
         "selftest.held": "最长的一次 {method}()：占住循环 {held} 毫秒——工作 {cpu} 毫秒，"
@@ -259,6 +301,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "卡顿；常见原因是随回答变长的工作在每个片段上重复。",
         "selftest.why.waited": "{method}() 一次又一次在调用里等待（sleep、锁、join、读取）："
         "等待和工作一样长时间地占住事件循环。",
+        "selftest.why.hidden": "{function}() 在你的管线的三个方法之外占住了事件循环：你安排的回调"
+        "（after(0, …)）同样在主线程上运行，它做的工作和在 show() 里做一样会冻住窗口——"
+        "让这份工作变小，或者把它移出主线程。",
         "selftest.why.tokens": "模型比不带窗口时慢，而这时主线程在你的管线的调用里："
         "模型循环在等窗口。",
         "selftest.why.tk_thread": "控件属于主线程，不管线程叫什么名字：工作线程把事件放进队列，"

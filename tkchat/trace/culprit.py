@@ -7,8 +7,8 @@ it, and the heaviest group is the culprit: "4.0 s in GenerateInClickHandler.star
 ScriptedBackend.stream — the model ran on the main thread", "180 ms in Tk's redisplay after
 Transcript.append".
 
-:func:`whose_time` answers the fairness question of a grade instead: of an interval, how much
-was the pipeline under study's, tkchat's own, Tk's redisplay, another program's, idle.
+Whose time an interval was — the pipeline's, tkchat's, Tk's redisplay, another program's —
+is :mod:`tkchat.trace.whose`.
 
 Tk-free, any thread.
 """
@@ -25,7 +25,6 @@ from tkchat.i18n import STRINGS
 from tkchat.stats import LONG_TASK_MS, LagSample
 from tkchat.trace.frames import (
     MODEL,
-    PIPELINE,
     FrameRef,
     between_callbacks,
     blame_of,
@@ -93,7 +92,8 @@ class Culprit:
         }
 
 
-def _overlap(sample: Sample, start: float, end: float) -> float:
+def overlap_s(sample: Sample, start: float, end: float) -> float:
+    """Seconds of ``sample``'s span within ``start`` … ``end``."""
     return max(0.0, min(sample.at, end) - max(sample.at - sample.span, start))
 
 
@@ -129,7 +129,7 @@ def culprit_of(samples: Iterable[Sample], start: float, end: float) -> Culprit |
     groups: dict[tuple[str, str], list[tuple[float, Sample]]] = defaultdict(list)
     total = 0.0
     for sample in samples:
-        weight = _overlap(sample, start, end)
+        weight = overlap_s(sample, start, end)
         if weight > 0:
             groups[group_of(sample)].append((weight, sample))
             total += weight
@@ -290,85 +290,3 @@ def stacks_text(culprit: Culprit, lang: str = "en") -> str:
         lines += [f"    {ref.where}" for ref in reversed(stack)]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
-
-
-# -- whose time was it ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WhoseTime:
-    """An interval's time, split by whose it was (milliseconds)."""
-
-    pipeline: float = 0.0  # inside a callback, with the pipeline under study on the stack
-    app: float = 0.0  # inside a callback, tkchat's own code (or a test's) only
-    tk: float = 0.0  # Tk's own work between callbacks: redisplay, layout
-    other_program: float = 0.0  # ready to run, but another program had the core
-    other_threads: float = 0.0  # the loop waited for the GIL another thread of ours held
-    idle: float = 0.0  # the loop was free
-    unsampled: float = 0.0  # no sample covered it (the sampler was late or not running)
-
-    @property
-    def main(self) -> str:
-        """Whose share was largest: "pipeline", "app", "tk", "other_program",
-        "other_threads" or "idle"."""
-        shares = {
-            "pipeline": self.pipeline,
-            "app": self.app,
-            "tk": self.tk,
-            "other_program": self.other_program,
-            "other_threads": self.other_threads,
-            "idle": self.idle,
-        }
-        return max(shares, key=lambda name: shares[name])
-
-
-def whose_time(samples: Iterable[Sample], start: float, end: float) -> WhoseTime:
-    """Of ``start`` … ``end``, whose time was it? For a fair grade on a busy machine: a late
-    window is the student's fault only for the time the student's pipeline held the loop,
-    not for what Tk's redisplay or another program took. ``samples``: the sampler's
-    (``LoopSampler.between(start, end)``, or a recording)."""
-    parts: dict[str, float] = defaultdict(float)
-    covered = 0.0
-    for sample in samples:
-        weight = _overlap(sample, start, end)
-        if weight <= 0:
-            continue
-        covered += weight
-        queued = min(weight, (sample.queued or 0.0) * weight / sample.span) if sample.span else 0.0
-        parts["other_program"] += queued
-        rest = weight - queued
-        group = group_of(sample)[0]
-        if group == "display":
-            parts["tk"] += rest  # Tk waiting on the X server is Tk's redisplay too
-        elif group in ("other", "gil", "idle"):
-            parts[{"other": "other_program", "gil": "other_threads"}.get(group, "idle")] += rest
-        elif sample.between_callbacks:
-            parts["tk"] += rest
-        elif any(ref.role == PIPELINE for ref in sample.stack):
-            parts["pipeline"] += rest
-        else:
-            parts["app"] += rest
-    unsampled = max(0.0, (end - start) - covered)
-    return WhoseTime(
-        **{name: value * 1000 for name, value in parts.items()}, unsampled=unsampled * 1000
-    )
-
-
-def whose_late_time(
-    samples: Sequence[Sample], lags: Iterable[LagSample], threshold_ms: float = LONG_TASK_MS
-) -> WhoseTime:
-    """:func:`whose_time`, summed over every probe firing later than ``threshold_ms`` of a
-    run: of all the time the window was late, whose was it? The grade of ``tkchat selftest``
-    can call it with the sampler's recording and the probe's samples of the same question
-    (``app.witness.sampler.start_recording()`` … ``stop_recording()``, beside the probe's)."""
-    ends = [sample.at for sample in samples]
-    total: dict[str, float] = defaultdict(float)
-    for lag in lags:
-        if lag.lag_ms <= threshold_ms:
-            continue
-        start = lag.at - lag.lag_ms / 1000
-        first, last = bisect.bisect_right(ends, start), bisect.bisect_left(ends, lag.at + 1.0)
-        part = whose_time(samples[first:last], start, lag.at)
-        for name, value in part.__dict__.items():
-            total[name] += value
-    return WhoseTime(**total)

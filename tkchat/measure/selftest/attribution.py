@@ -7,8 +7,17 @@ own redisplay, the rest of the app. The grade fails a pipeline only on what fell
 
 The evidence is a list of :class:`Span`: intervals when the main thread was inside the
 pipeline, each with the share of it the pipeline held (a call that waited for a core held
-less than its wall time). Today they come from timing the pipeline's calls
-(:func:`spans_of`); a sampler of the main thread's stack could give the same shape later.
+less than its wall time). They come from timing the pipeline's calls (:func:`spans_of`).
+
+**A second witness.** The window's main-thread sampler (:mod:`tkchat.trace`) says of each
+late firing how much of it the pipeline's code was on the stack (:class:`~.protocol.Whose`),
+inside its calls or not — and :func:`sampled_spans` gives that the same shape. The two
+agree for every pipeline that does its work in its calls. They disagree badly for one that
+does its work elsewhere on the main thread, in a callback it scheduled (``after(0, …)``):
+its calls are short, yet its code held the loop. There (:attr:`Witnesses.hidden`) the
+grade judges on the sampler's account (:func:`witnessed`). Where the calls saw more than
+the sampler — it missed samples, or counted a working call's wait for a core as other
+programs' — the calls, exact about their own time, stay the evidence.
 """
 
 from __future__ import annotations
@@ -17,10 +26,14 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tkchat.measure.selftest.protocol import PipelineCall, Probed
-from tkchat.stats import PROBE_MS, median
+from tkchat.measure.selftest.protocol import PipelineCall, Probed, SampledLate, Whose
+from tkchat.stats import LONG_TASK_MS, PROBE_MS, median
 
 WAIT_HABIT_MS = 16.0  # a frame: a typical call that waits longer than that waits on purpose
+# The witnesses disagree badly when one saw the pipeline hold the loop for this share of
+# the late time more than the other did, and a long task's worth at least.
+DISAGREE_SHARE = 0.5
+DISAGREE_MIN_MS = LONG_TASK_MS
 
 
 @dataclass(frozen=True)
@@ -153,3 +166,86 @@ def busiest_method(late: Sequence[Lateness]) -> str | None:
         for method, seconds in x.by_method:
             totals[method] = totals.get(method, 0.0) + seconds
     return max(totals, key=lambda m: totals[m]) if totals else None
+
+
+# -- the second witness: the main-thread sampler ------------------------------------------------
+
+
+def sampled_spans(whose: Whose) -> list[Span]:
+    """The sampler's account as spans: each late firing's lateness, the share of it the
+    pipeline's code held the loop, and the function it was in."""
+    return sorted(
+        (
+            Span(
+                x.at - x.lag_ms / 1000,
+                x.at,
+                min(1.0, x.pipeline_ms / x.lag_ms) if x.lag_ms > 0 else 0.0,
+                x.function,
+            )
+            for x in whose.late
+        ),
+        key=lambda span: span.start,
+    )
+
+
+@dataclass(frozen=True)
+class Witnesses:
+    """Of the late firings the sampler saw, how long the pipeline held the loop: by the
+    sampler's account and by the timed calls' (ms)."""
+
+    late_ms: float
+    sampled_ms: float
+    timed_ms: float
+
+    def _apart(self, more: float, less: float) -> bool:
+        return more - less >= max(DISAGREE_MIN_MS, DISAGREE_SHARE * self.late_ms)
+
+    @property
+    def hidden(self) -> bool:
+        """The sampler saw the pipeline's code hold the loop far longer than its calls did:
+        its work ran outside them."""
+        return self._apart(self.sampled_ms, self.timed_ms)
+
+    @property
+    def unseen(self) -> bool:
+        """The calls held the loop far longer than the sampler saw."""
+        return self._apart(self.timed_ms, self.sampled_ms)
+
+
+def merged(accounts: Sequence[Whose]) -> Whose | None:
+    """Several questions' accounts as one (None: none was sampled)."""
+    sampled = [whose for whose in accounts if whose.sampled]
+    if not sampled:
+        return None
+    late: list[SampledLate] = [x for whose in sampled for x in whose.late]
+    functions: dict[str, float] = {}
+    parts: dict[str, float] = {}
+    for whose in sampled:
+        for name, ms in whose.functions:
+            functions[name] = functions.get(name, 0.0) + ms
+        for name, ms in whose.parts.items():
+            parts[name] = parts.get(name, 0.0) + ms
+    first, last = sampled[0], sampled[-1]
+    top = sorted(functions.items(), key=lambda item: -item[1])
+    key = "+".join(whose.key for whose in sampled)
+    return Whose(key, first.start, last.end, True, parts, top, late, first.toolkit)
+
+
+def compare(whose: Whose, spans: Sequence[Span]) -> Witnesses:
+    """The two witnesses, over the late firings the sampler saw."""
+    timed = sum(
+        min(x.lag_ms, 1000 * attribute(x.at - x.lag_ms / 1000, x.at, spans).inside_s)
+        for x in whose.late
+    )
+    return Witnesses(whose.late_ms, whose.pipeline_ms, timed)
+
+
+def witnessed(
+    whose: Whose | None, spans: Sequence[Span]
+) -> tuple[Sequence[Span], Witnesses | None]:
+    """The spans to judge on — the sampler's where it saw the pipeline's work hidden from
+    the timed calls, else the calls' — and how the witnesses compared (None: no sampler)."""
+    if whose is None or not whose.sampled:
+        return spans, None
+    witnesses = compare(whose, spans)
+    return (sampled_spans(whose) if witnesses.hidden else spans), witnesses

@@ -17,6 +17,8 @@ never in the idle main loop — and the window goes on.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import inspect
 import signal
 import threading
 import time
@@ -34,6 +36,7 @@ from tkchat.measure.selftest.instruments import (
 )
 from tkchat.measure.selftest.observe import (
     ChildCommands,
+    QuestionWitness,
     Sources,
     WindowReport,
     report_fd,
@@ -161,6 +164,31 @@ def _publish(app: ChatApp, sources: Sources) -> None:
     )
 
 
+def pipeline_sources(pipeline: object) -> list[str]:
+    """The files of the pipeline under test — its class's, and those of the classes it is
+    built on — whose code the sampler counts as "the pipeline": a student's file, and
+    tkchat's ``ui/pipeline.py`` for ``--mode fixed`` or a class built on ``FixedPipeline``."""
+    inner = pipeline.inner if isinstance(pipeline, GuardedPipeline) else pipeline
+    files: list[str] = []
+    for cls in type(inner).__mro__[:-1]:  # (not ``object``)
+        with contextlib.suppress(TypeError, OSError):
+            path = inspect.getsourcefile(cls)
+            if path is not None:
+                files.append(path)
+    return files
+
+
+def _witness(app: ChatApp, pipeline: object, probe: QueueProbe, out: Reporter) -> QuestionWitness:
+    """The window's own main-thread sampler (:mod:`tkchat.trace`), on in the self-test's
+    window whatever its view, with the pipeline's files as "the pipeline": the grader's
+    second witness of whose time the late time was."""
+    sampler = app.witness.sampler
+    for path in pipeline_sources(pipeline):
+        sampler.book.add_pipeline_file(path)
+    app.witness.force(True)
+    return QuestionWitness(sampler, probe.samples, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The window's process. 0 after a normal close, 2 when the pipeline cannot be used."""
     args = parse(argv)
@@ -209,6 +237,7 @@ def run_window(
     probe = QueueProbe(lambda ms, then: app.scheduler.once("selftest-probe", ms, then))
     sources = Sources(calls=timer.calls, tk_calls=tk_calls, raised=[*raised, errors.errors])
     sources.probe = probe.samples
+    commands.witness = _witness(app, guarded, probe, out)
     app.root.geometry(GEOMETRY)
     _bind_inputs(app, sources)
     report = WindowReport(app, commands.meter, commands.faults, sources, out)

@@ -27,6 +27,7 @@ from tkchat.measure.selftest.senses import Heartbeat, XInput
 
 RECOVER_S = 10.0  # how long an interrupt or a Stop may take to bring the window back
 IDLE_S = 0.3  # the idle baseline
+WHOSE_S = 5.0  # how long the window may take to say whose a question's late time was
 RAW_TOKENS = {"scripted": 1000, "llama": 120}  # the baseline's length: enough for tokens/s
 STALLED_S = 0.5  # an answer that has not grown this long after a stopped Tk call is over
 # Question 2's model dies this many tokens into its answer: the bundled model's answers in a
@@ -107,10 +108,19 @@ class Driver:
             self.question_model_dies,
             self.question_stop,
         ):
-            self.questions.append(ask())
+            self.commands.send("question")  # the window's sampler records it
+            asked = ask()
+            self.commands.send("answered", asked.key)  # ... and says whose its late time was
+            self.questions.append(asked)
+            self._said_whose(asked.key)
         self._within(lambda: not self.state.answer_open, RECOVER_S)
         time.sleep(IDLE_S)  # the window idle again, its queue of events handled
         self.raw.append(self.model_alone())  # again: the machine's load changes as it runs
+
+    def _said_whose(self, key: str) -> None:
+        """The next question begins once the window has said whose this one's late time was:
+        nothing else runs in the window's process meanwhile."""
+        self._within(lambda: key in self.state.whose, WHOSE_S)
 
     def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         if not self._within(ready, timeout) or self.state.ended:

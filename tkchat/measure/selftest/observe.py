@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -28,6 +29,8 @@ from tkchat.measure.selftest.instruments import TokenMeter
 from tkchat.measure.selftest.protocol import PipelineCall, Point, Probed, Reporter
 from tkchat.stats import LagSample
 from tkchat.threads import own_thread
+from tkchat.trace.sampler import LoopSampler, Sample
+from tkchat.trace.whose import add_whose, whose_each_late
 from tkchat.transport.channel import EventChannel
 
 # Long answers, from the bundled model too: every question needs one to act in.
@@ -202,6 +205,80 @@ class WindowReport:
                 self.out.send("raised", text=text)
 
 
+# A probe firing this late is attributed by the sampler: two of its samples (5 ms) at least.
+LATE_MS = 10.0
+MOST_LATE = 2000  # late firings sent per question, at most (the latest)
+TOP_FUNCTIONS = 8
+
+
+class QuestionWitness:
+    """The main-thread sampler's account of one question at a time: of the time the window
+    was late, whose it was — the pipeline's (and in which of its functions), tkchat's,
+    the toolkit's redisplay, other programs'. The grader's ``question`` … ``answered KEY``
+    come on the command thread; the sampler records meanwhile on its own thread, and the
+    probe's firings are the grade's own (:class:`~.instruments.QueueProbe`). With no
+    sampler (the Qt window) every question's line says it saw nothing."""
+
+    def __init__(
+        self, sampler: LoopSampler | None, probe: list[Probed], out: Reporter, toolkit: str = "Tk"
+    ) -> None:
+        self.sampler = sampler
+        self.probe = probe
+        self.out = out
+        self.toolkit = toolkit  # whose redisplay the sampler's "tk" time is
+        self._since = time.perf_counter()
+
+    def begin(self) -> None:
+        if self.sampler is not None:
+            self.sampler.start_recording()
+        self._since = time.perf_counter()
+
+    def end(self, key: str) -> None:
+        """Command thread: stop recording, and send the question's ``whose`` line
+        (:mod:`.protocol`) from a thread of its own — the next command (``arm``: the answer
+        about to start must die) is not to wait while the samples are added up. The grader
+        waits for the line before it asks the next question."""
+        sampler = self.sampler
+        samples = sampler.stop_recording() if sampler is not None else []
+        sampled = sampler is not None and sampler.running  # (False: nothing could be seen)
+        span = (self._since, time.perf_counter())
+        own_thread(
+            self._send, args=(key, samples, span, sampled), name="tkchat-selftest-whose"
+        ).start()
+
+    def _send(
+        self, key: str, samples: list[Sample], span: tuple[float, float], sampled: bool
+    ) -> None:
+        since, now = span
+        lags = [LagSample(p.at, p.lag_ms) for p in list(self.probe) if since < p.at <= now]
+        rows: list[list[object]] = []
+        parts = []
+        functions: dict[str, float] = {}
+        for lag, split in whose_each_late(samples, lags, LATE_MS):
+            parts.append(split.whose)
+            held = split.functions
+            top = max(held, key=lambda name: held[name]) if held else ""
+            figures = (split.whose.pipeline, split.pipeline_wall, split.pipeline_ran)
+            rows.append([lag.at, round(lag.lag_ms, 2), *(round(ms, 2) for ms in figures), top])
+            for name, ms in held.items():
+                functions[name] = functions.get(name, 0.0) + ms
+        total = add_whose(parts)
+        self.out.send(
+            "whose",
+            q=key,
+            start=since,
+            end=now,
+            sampled=sampled,
+            toolkit=self.toolkit,
+            parts={name: round(ms, 2) for name, ms in total.__dict__.items()},
+            functions=[
+                [name, round(ms, 2)]
+                for name, ms in sorted(functions.items(), key=lambda item: -item[1])
+            ][:TOP_FUNCTIONS],
+            late=rows[-MOST_LATE:],
+        )
+
+
 class ChildCommands:
     """The grader's commands, read from stdin on a thread of the window's process."""
 
@@ -211,6 +288,7 @@ class ChildCommands:
         self.sampling = sampling
         self.closing = threading.Event()  # the window's timer closes it
         self.interrupt_requested = False
+        self.witness: QuestionWitness | None = None  # the window's sampler, where it has one
 
     def start(self, controller: GenerationController) -> None:
         own_thread(self._read, args=(controller,), name="tkchat-selftest-commands").start()
@@ -227,9 +305,18 @@ class ChildCommands:
                 ident = threading.main_thread().ident
                 if ident is not None:
                     signal.pthread_kill(ident, signal.SIGINT)  # wakes a sleep or a lock too
+            elif word in ("question", "answered") and self.witness is not None:
+                self._witness(word, rest)
             elif word == "close":
                 break
         self.closing.set()  # "close", or the grader has gone (end of file)
+
+    def _witness(self, word: str, rest: list[str]) -> None:
+        assert self.witness is not None
+        if word == "question":
+            self.witness.begin()
+        else:
+            self.witness.end(rest[0] if rest else "")
 
     def _raw(self, controller: GenerationController, tokens: int) -> None:
         """The model loop with no window reading its events: the baseline (this thread)."""

@@ -24,11 +24,18 @@ Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
     died      t                                        the injected fault fired
     tk        count, first: {thread, call, where}      Tk calls from other threads, stopped
     raised    text                                     something escaped the pipeline
+    whose     q, start, end, sampled, toolkit, parts: {pipeline, app, tk, other_program,
+              other_threads, idle, unsampled}, functions: [[name, ms], ...],
+              late: [[at, lag_ms, pipeline_ms, wall_ms, ran_ms, function], ...]
+                                  the main-thread sampler's account of one question: of the
+                                  time the window was late, whose it was (ms), the pipeline's
+                                  part by function, and each late firing's pipeline part
     bye                                                the window has closed
 
 Commands to the child, one word a line on its stdin: ``raw`` (run the model with no window,
 for the baseline), ``arm N`` (the next answer dies after N tokens), ``interrupt`` (the main
-thread is stuck: interrupt it), ``close``.
+thread is stuck: interrupt it), ``question`` and ``answered KEY`` (a question begins, ends:
+the sampler records it), ``close``.
 """
 
 from __future__ import annotations
@@ -99,6 +106,56 @@ class PipelineCall:
         return [self.method, self.at, self.wall_ms, self.cpu_ms, self.held_ms, self.main]
 
 
+@dataclass(frozen=True)
+class SampledLate:
+    """One late firing of the probe, as the main-thread sampler saw it: how long of its
+    lateness the pipeline's code was on the main thread's stack — less the time the thread
+    waited for a core, with it, and on a core — and the function it was in the most."""
+
+    at: float
+    lag_ms: float
+    pipeline_ms: float  # its code on the stack, less its waits for a core
+    wall_ms: float = 0.0  # ... with them
+    ran_ms: float = 0.0  # ... of which on a core: the work it did
+    function: str = ""
+
+
+@dataclass
+class Whose:
+    """The sampler's account of one question (a ``whose`` line): of the time the window was
+    late, whose it was — ms by :class:`~tkchat.trace.whose.WhoseTime`'s fields."""
+
+    key: str
+    start: float
+    end: float
+    sampled: bool  # the sampler ran (else it saw nothing, and says nothing)
+    parts: dict[str, float] = field(default_factory=dict)
+    functions: list[tuple[str, float]] = field(default_factory=list)  # the pipeline's, by ms
+    late: list[SampledLate] = field(default_factory=list)
+    toolkit: str = "Tk"  # whose redisplay "tk" is
+
+    @property
+    def late_ms(self) -> float:
+        return sum(x.lag_ms for x in self.late)
+
+    @property
+    def pipeline_ms(self) -> float:
+        return sum(x.pipeline_ms for x in self.late)
+
+
+def _whose(state: WindowState, line: dict[str, Any]) -> None:
+    state.whose[line["q"]] = Whose(
+        line["q"],
+        line["start"],
+        line["end"],
+        bool(line["sampled"]),
+        dict(line["parts"]),
+        [(name, ms) for name, ms in line["functions"]],
+        [SampledLate(*row) for row in line["late"]],
+        str(line.get("toolkit", "Tk")),
+    )
+
+
 @dataclass
 class ModelRun:
     """One pass through the model loop, as the backend saw it."""
@@ -139,6 +196,7 @@ class WindowState:
     tk_calls: int = 0
     first_tk_call: dict[str, str] | None = None
     raised: list[str] = field(default_factory=list)
+    whose: dict[str, Whose] = field(default_factory=dict)  # by question: the sampler's account
     ended: bool = False  # the pipe closed: the child exited (or crashed)
     closed: bool = False  # it said goodbye first
 
@@ -209,6 +267,7 @@ _HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {
     "died": lambda s, x: s.died.append(x["t"]),
     "tk": _tk,
     "raised": lambda s, x: s.raised.append(x["text"]),
+    "whose": _whose,
     "bye": lambda s, x: setattr(s, "closed", True),
 }
 

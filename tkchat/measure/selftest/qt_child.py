@@ -24,7 +24,13 @@ from tkchat.measure.selftest.instruments import (
     TokenMeter,
     selftest_backend,
 )
-from tkchat.measure.selftest.observe import ChildCommands, Sources, WindowReport, report_fd
+from tkchat.measure.selftest.observe import (
+    ChildCommands,
+    QuestionWitness,
+    Sources,
+    WindowReport,
+    report_fd,
+)
 from tkchat.qt.launch import QtOptions, application, open_window
 from tkchat.qt.window import Answer, ChatWindow
 from tkchat.ui.teaching.watchdog_link import HeartbeatSender
@@ -91,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     timer = CallTimer(SchedClock())
     _time_the_appends(window, timer)
     sources = Sources(calls=timer.calls, probe=probe.samples)
+    commands.witness = QuestionWitness(None, probe.samples, out, toolkit="Qt")  # no sampler
     recorder = InputRecorder(window, sources)
     window.transcript.view.viewport().installEventFilter(recorder)
     window.input.installEventFilter(recorder)

@@ -10,16 +10,20 @@
    on screen (a pipeline that only stops showing the text fails here).
 
 A late input is the pipeline's fault only when its wait fell mostly inside the pipeline's
-calls (:mod:`.attribution`); otherwise the question is BUSY, not FAIL.
+calls (:mod:`.attribution`); otherwise the question is BUSY, not FAIL. Where the window's
+sampler saw the pipeline's code hold the loop outside its calls (a callback it scheduled),
+the question is judged on the sampler's account instead, and says so; either way it says
+whose the late time was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from tkchat.measure.selftest.attribution import Span, attribute, queued_ms
+from tkchat.measure.selftest.attribution import Span, attribute, queued_ms, witnessed
 from tkchat.measure.selftest.driver import Question
-from tkchat.measure.selftest.protocol import ModelRun, Probed
+from tkchat.measure.selftest.protocol import ModelRun, Probed, Whose
 from tkchat.measure.selftest.verdict import (
     FAIL,
     LIMIT_MS,
@@ -28,14 +32,38 @@ from tkchat.measure.selftest.verdict import (
     judge_inputs,
     judge_late,
     latency_figures,
+    top_function,
+    witness_notes,
     worse,
     worst_ms,
 )
 
 STOP_TOKENS = 2  # "within about two token periods": tokens the model may give after Stop
+# The reasons a late question gives, which a pipeline that hides its work outside its calls
+# gets in the sampler's words instead.
+LATE_WHYS = {"q1": "selftest.why.q1", "q3": "selftest.why.q3", "q4": "selftest.why.q4.late"}
 
 
 def question_check(
+    t: Translate,
+    q: Question,
+    spans: Sequence[Span],
+    probes: Sequence[Probed] = (),
+    whose: Whose | None = None,
+) -> Check:
+    """One question's check; ``whose``: the sampler's account of it, the second witness."""
+    spans, witnesses = witnessed(whose, spans)
+    if whose is not None and witnesses is not None:
+        q = replace(q, notes=[*q.notes, *witness_notes(t, whose, witnesses)])
+    check = _question(t, q, spans, probes)
+    if witnesses is not None and witnesses.hidden and check.verdict == FAIL:
+        late_why = LATE_WHYS.get(q.key)
+        if late_why is not None and check.why == t(late_why):
+            check.why = t("selftest.why.hidden", function=top_function(whose))
+    return check
+
+
+def _question(
     t: Translate, q: Question, spans: Sequence[Span], probes: Sequence[Probed] = ()
 ) -> Check:
     if q.key == "q2":

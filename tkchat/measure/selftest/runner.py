@@ -298,10 +298,11 @@ def judge(
     spans = spans_of(state.calls)
     probes = outside_calls(state.lag, state.calls)
     asked = sorted(driver.questions, key=lambda q: q.key)
-    checks = [question_check(t, q, spans, probes) for q in asked]
+    checks = [question_check(t, q, spans, probes, state.whose.get(q.key)) for q in asked]
     if setup.toolkit != "tk":
         return checks, None  # the Qt window loads no pipeline of one's own: questions only
     streamed = [q for q in asked if q.key in ("q1", "q3")]
+    whose = [state.whose[q.key] for q in streamed if q.key in state.whose]
     runs = [run for q in streamed for run in q.extra.get("runs", [])]
     raw = driver.raw
     measured = Measured(
@@ -319,5 +320,6 @@ def judge(
         lag_all=state.lag,
         gaps=heartbeat.gaps(),
         own_stalls=stalls.stalls,
+        whose=whose,
     )
     return checks + target_checks(t, measured), measured

@@ -15,6 +15,10 @@
 - **tokens/s**: at least :data:`TOKENS_RATIO_MIN` of the model alone's, measured in the same
   run; under it, FAIL if the streamed answers' time was mostly spent inside the pipeline's
   calls (a model loop in ``start``), BUSY otherwise.
+- **the second witness**: where the window's main-thread sampler saw the pipeline's code hold
+  the loop far longer than its calls did (its work done in a callback it scheduled), the lag
+  is attributed on the sampler's account, and its long holds outside the calls count
+  against the lag max and the long tasks as the calls' own would (:mod:`.attribution`).
 - **Tk from the main thread only**, **nothing raised**: counted, not timed.
 - **the window's figures agree with its heartbeat seen from outside**: every silence of the
   heartbeat the grader saw (while the grader itself was not stalled) must show in the lag the
@@ -27,9 +31,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tkchat.measure.figures import FLOOD_LAG_P99_MS, LAG_MAX_MS, LAG_P99_FLOOR_MS
-from tkchat.measure.selftest.attribution import Span, attribute, charged_ms, spans_of, waiters
-from tkchat.measure.selftest.protocol import PipelineCall, Probed
-from tkchat.measure.selftest.verdict import BUSY, FAIL, INSIDE_MIN, PASS, Check, Translate, percent
+from tkchat.measure.selftest.attribution import (
+    Span,
+    attribute,
+    charged_ms,
+    merged,
+    spans_of,
+    waiters,
+    witnessed,
+)
+from tkchat.measure.selftest.protocol import PipelineCall, Probed, Whose
+from tkchat.measure.selftest.verdict import (
+    BUSY,
+    FAIL,
+    INSIDE_MIN,
+    PASS,
+    Check,
+    Translate,
+    percent,
+    top_function,
+    witness_notes,
+)
 from tkchat.stats import percentile
 from tkchat.ui.lag_probe import LONG_TASK_MS
 
@@ -58,6 +80,7 @@ class Measured:
     lag_all: list[Probed] = field(default_factory=list)  # every probe firing reported
     gaps: list[tuple[float, float]] = field(default_factory=list)  # heartbeat silences, outside
     own_stalls: list[tuple[float, float]] = field(default_factory=list)  # the grader's own
+    whose: list[Whose] = field(default_factory=list)  # the sampler's, of the streamed questions
 
 
 def p99(samples: Sequence[Probed]) -> float | None:
@@ -82,10 +105,11 @@ def lag_bound(m: Measured) -> tuple[float, float | None]:
 
 def target_checks(t: Translate, m: Measured) -> list[Check]:
     spans = spans_of(m.calls)
+    account = merged(m.whose)
     return [
-        _lag_p99(t, m, spans),
-        _held(t, m, "lag_max", LAG_MAX_MS),
-        _held(t, m, "long_tasks", LONG_TASK_MS),
+        _lag_p99(t, m, spans, account),
+        _held(t, m, "lag_max", LAG_MAX_MS, account),
+        _held(t, m, "long_tasks", LONG_TASK_MS, account),
         _tokens(t, m, spans),
         _tk_thread(t, m),
         _raised(t, m),
@@ -93,11 +117,16 @@ def target_checks(t: Translate, m: Measured) -> list[Check]:
     ]
 
 
-def _lag_p99(t: Translate, m: Measured, spans: Sequence[Span]) -> Check:
+def _lag_p99(
+    t: Translate, m: Measured, spans: Sequence[Span], account: Whose | None = None
+) -> Check:
     """The lateness the window's process is answerable for decides (the machine's part, the
     main thread waiting for a core, is left out); over the bound, the lag the pipeline itself
-    caused — each probe's lateness, but no more of it than its calls held the loop — says
-    whether it was the pipeline's."""
+    caused — each probe's lateness, but no more of it than its calls held the loop (or, where
+    the sampler saw its work hidden from them, its code) — says whether it was the
+    pipeline's."""
+    spans, witnesses = witnessed(account, spans)
+    hidden = witnesses is not None and witnesses.hidden
     bound, _base = lag_bound(m)
     figures: dict[str, float | int | None] = {"bound_ms": round(bound, 2)}
     value, own = p99(m.streaming), own_p99(m.streaming)
@@ -116,11 +145,57 @@ def _lag_p99(t: Translate, m: Measured, spans: Sequence[Span]) -> Check:
         figures["caused_p99_ms"] = round(mine, 2)
         verdict = FAIL if mine > bound else BUSY
         notes.append(t(f"selftest.note.lag_{verdict}", ms=f"{mine:.2f}"))
+        if hidden and witnesses is not None and account is not None:
+            notes += witness_notes(t, account, witnesses)
     why = t("selftest.why.lag_p99") if verdict == FAIL else None
+    if hidden and verdict == FAIL:
+        why = t("selftest.why.hidden", function=top_function(account))
     return Check("lag_p99", verdict, t("selftest.ms", ms=f"{value:.2f}"), figures, notes, why)
 
 
-def _held(t: Translate, m: Measured, key: str, bound: float) -> Check:
+def _held(t: Translate, m: Measured, key: str, bound: float, account: Whose | None = None) -> Check:
+    check = _held_in_calls(t, m, key, bound)
+    if account is not None and check.verdict == PASS:
+        _held_outside_calls(t, check, account, spans_of(m.calls), bound)
+    return check
+
+
+def _held_outside_calls(
+    t: Translate, check: Check, account: Whose, spans: Sequence[Span], bound: float
+) -> None:
+    """Where the sampler saw the pipeline's work hidden from its calls: its code's long
+    holds of the loop outside them (each late firing's, less what the calls held of it)
+    fail the check as the calls' own would — at least twice, not once by bad luck."""
+    _spans, witnesses = witnessed(account, spans)
+    if witnesses is None or not witnesses.hidden:
+        return
+    outside = [
+        (
+            x,
+            x.pipeline_ms
+            - min(x.lag_ms, 1000 * attribute(x.at - x.lag_ms / 1000, x.at, spans).inside_s),
+        )
+        for x in account.late
+    ]
+    over = [(x, ms) for x, ms in outside if ms > bound]
+    if len(over) < 2:
+        return
+    longest, ms = max(over, key=lambda item: item[1])
+    function = longest.function or top_function(account)
+    check.verdict = FAIL
+    check.notes.append(
+        t(
+            "selftest.note.sampled_long",
+            bound=f"{bound:g}",
+            count=len(over),
+            function=function,
+            ms=f"{ms:.0f}",
+        )
+    )
+    check.why = t("selftest.why.hidden", function=function)
+
+
+def _held_in_calls(t: Translate, m: Measured, key: str, bound: float) -> Check:
     calls = [call for call in m.calls if call.main]
     if not calls:
         return Check(key, FAIL, t("selftest.unmeasured"), {"bound_ms": bound}, [], None)

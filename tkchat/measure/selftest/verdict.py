@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from tkchat.measure.selftest.attribution import (
     Lateness,
     Span,
+    Witnesses,
     attribute,
     busiest_method,
     queued_ms,
 )
-from tkchat.measure.selftest.protocol import Probed
+from tkchat.measure.selftest.protocol import Probed, Whose
 from tkchat.stats import percentile, rounded
 
 Translate = Callable[..., str]
@@ -27,6 +28,7 @@ LIMIT_MS = 100.0  # RAIL's "respond within 100 ms"; Nielsen's "feels instant"
 # The model was slowed by the pipeline when at least this share of the answers' time the
 # main thread spent inside the pipeline's calls (a model loop in ``start``).
 INSIDE_MIN = 0.5
+WHOSE_PARTS = ("pipeline", "app", "tk", "other_program", "other_threads", "idle", "unsampled")
 
 
 @dataclass
@@ -120,3 +122,42 @@ def latency_figures(inputs: Sequence[tuple[float, float | None]]) -> dict[str, f
 def worse(*verdicts: str) -> str:
     """The worst of some verdicts: FAIL, then BUSY, then PASS."""
     return FAIL if FAIL in verdicts else BUSY if BUSY in verdicts else PASS
+
+
+# -- whose the late time was: the sampler's account, in words ----------------------------------
+
+
+def top_function(whose: Whose | None) -> str:
+    return whose.functions[0][0] if whose is not None and whose.functions else "-"
+
+
+def whose_sentence(t: Translate, whose: Whose) -> str:
+    """ "of 840 ms late: 790 ms in your pipeline (Pipeline.show), 40 ms Tk's redisplay…" """
+    parts = sorted(
+        ((name, whose.parts.get(name, 0.0)) for name in WHOSE_PARTS), key=lambda part: -part[1]
+    )
+    names = ", ".join(name for name, _ms in whose.functions[:2])
+    said = []
+    for name, ms in parts:
+        if round(ms) < 1:
+            continue
+        key = "pipeline_unnamed" if name == "pipeline" and not names else name
+        said.append(
+            t(f"selftest.whose.{key}", ms=f"{ms:.0f}", functions=names, toolkit=whose.toolkit)
+        )
+    late = f"{whose.late_ms:.0f}"
+    return t("selftest.note.whose", late=late, parts=t("selftest.whose.separator").join(said))
+
+
+def witness_notes(t: Translate, whose: Whose, witnesses: Witnesses) -> list[str]:
+    """Whose the late time was, and — where the two witnesses disagree badly — which one
+    the question is judged on."""
+    if not whose.late:
+        return []
+    notes = [whose_sentence(t, whose)]
+    figures = {"sampled": f"{witnesses.sampled_ms:.0f}", "timed": f"{witnesses.timed_ms:.0f}"}
+    if witnesses.hidden:
+        notes.append(t("selftest.note.hidden", function=top_function(whose), **figures))
+    elif witnesses.unseen:
+        notes.append(t("selftest.note.unseen", **figures))
+    return notes
