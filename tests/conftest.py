@@ -232,6 +232,8 @@ def layout_problems(root: tk.Misc) -> list[str]:  # noqa: C901 - a debt (tests/t
         for child in parent.winfo_children():
             if isinstance(child, tk.Menu) or not child.winfo_ismapped():
                 continue
+            if child.winfo_toplevel() is child:  # a window of its own (a tip): not laid out
+                continue  # in its parent
             x, y, width, height = box(child)
             if x < px or y < py or x + width > px + pw + 1 or y + height > py + ph + 1:
                 found.append(

@@ -23,7 +23,8 @@ import pytest
 from tests import test_browser
 from tests.conftest import pump_for, pump_until, wait_until
 from tkchat.cli import build_parser, main
-from tkchat.course.lessons import LANGUAGES, lessons_dir, load_lessons, plan_path
+from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons, plan_path
+from tkchat.trace.culprit import Culprit
 from tkchat.ui.look.fit import text_as_written
 
 # The page, the browser and the server come from test_browser's fixtures.
@@ -211,7 +212,6 @@ def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_mean
     names. The demos themselves are tests/test_demos.py's (run there, once each): here each
     reports its lesson's kept figures, then one fails, to see what the teacher reads."""
     from tkchat.course.claims import figures_path, load_figures
-    from tkchat.course.lessons import Lesson
     from tkchat.measure import lesson_demos
 
     ran: list[tuple[str, str]] = []
@@ -222,7 +222,8 @@ def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_mean
         figures = _quiet_run(load_figures(figures_path(lessons_dir()))[lesson.id][lesson.language])
         if lesson.id[:2] in failing:
             figures.update(lag_max_ms=1.0, answer_ms=6000.0, cpu_wait_share=0.0)
-        out.append(lesson_demos.DemoRun(lesson, figures, lesson_demos.kept_baselines(figures)))
+        baselines = lesson_demos.kept_baselines(figures)
+        out.append(lesson_demos.DemoRun(lesson, figures, baselines, _named_culprit(lesson)))
         yield 0.01
 
     monkeypatch.setattr(lesson_demos, "run_demo", kept_run)
@@ -241,6 +242,15 @@ def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_mean
     out = capsys.readouterr().out
     assert "FAILS" in out and "does not show what its lesson says" in out
     assert figures_path(lessons_dir()).read_bytes() == kept
+
+
+def _named_culprit(lesson: Lesson) -> Culprit:
+    """What the sampler names in a broken demo (test_demos checks that it does): the class
+    the registry of modes names for the lesson's mode."""
+    from tkchat.modes import PIPELINES
+
+    name = PIPELINES[lesson.mode].rpartition(":")[2] + ".start"
+    return Culprit(0.0, 1.0, name, None, None, "python", 1000.0, 1.0)
 
 
 def _quiet_run(kept: dict[str, float | None]) -> dict[str, float | None]:

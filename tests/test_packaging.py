@@ -194,16 +194,13 @@ def test_tkchat_exercise_copies_the_exercise_and_overwrites_nothing(
     target = tmp_path / "mine"
     assert main(["exercise", str(target)]) == 0
     copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
-    assert copied == [
-        "README.en.md",
-        "README.zh.md",
-        "pipeline_solution.py",
-        "pipeline_template.py",
-        "wrong/blocking_loop.py",
-        "wrong/no_coalesce.py",
-        "wrong/per_chunk_render.py",
-        "wrong/tk_from_worker.py",
-    ]
+    source = REPO / "lessons" / "exercises"
+    assert copied == sorted(  # every file of the exercise, the wrong pipelines among them
+        p.relative_to(source).as_posix()
+        for p in source.rglob("*")
+        if p.suffix in (".py", ".md") and "__pycache__" not in p.parts
+    )
+    assert {"README.en.md", "pipeline_template.py", "wrong/blocking_loop.py"} <= set(copied)
     assert f"tkchat --mode {target / 'pipeline_template.py'}:Pipeline" in capsys.readouterr().out
     (target / "pipeline_template.py").write_text("# mine now\n")
     assert main(["exercise", str(target)]) == 1  # a second copy would overwrite the work

@@ -92,8 +92,10 @@ class Live:
             conn.close()
 
     def events(self, body: Any = HELLO) -> list[GenerationEvent]:
+        """The generation's events (a place in the line, an SSE ``queued`` event sent while
+        another request is answered, is not one: tkchat's clients skip it too)."""
         messages, _ = self.stream("/chat", body)
-        return [parse_event(m) for m in messages]
+        return [parse_event(m) for m in messages if m.event in (None, "", "message")]
 
     def health(self) -> dict[str, Any]:
         status, _, payload = self.fetch_json("GET", "/health")

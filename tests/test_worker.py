@@ -613,7 +613,7 @@ def test_controller_load_async_reports_failure(exc: Exception, message: str) -> 
     controller = GenerationController(FailingLoadBackend(exc=exc), channel)
     controller.load_async()
     event = channel.get(timeout=DEADLINE_S)
-    assert event == ModelFailed(message)
+    assert event == ModelFailed(message, name="fake")  # (the backend's name, for the window)
     assert not controller.loaded
 
 

@@ -30,7 +30,13 @@ from tkchat.generate.backend import (
 )
 from tkchat.generate.chat_template import TemplateCancelled, check_prompt_size, render_bounded
 from tkchat.generate.hardware import OffloadChoice, adjust, model_layers
-from tkchat.generate.model_file import check_complete, check_gguf, choose_model_path, model_header
+from tkchat.generate.model_file import (
+    InvalidModelFile,
+    check_complete,
+    check_gguf,
+    choose_model_path,
+    model_header,
+)
 from tkchat.generate.prompt_eval import PromptReader
 from tkchat.limits import MAX_NAME_CHARS, cut
 
@@ -112,10 +118,15 @@ class LlamaBackend:
         if self._llm is not None:
             return  # already loaded (switching back to this backend)
         given = choose_model_path(self.model)
-        path = check_complete(check_gguf(given))
+        path = check_gguf(given)
         # as the user knows it (a linked file's target may be a hash)
         self.name = self.label or cut(given.name, MAX_NAME_CHARS)
-        header = model_header(path)  # every count checked before llama.cpp reads the file
+        try:
+            header = model_header(path)  # every count checked before llama.cpp reads the file
+        except InvalidModelFile:
+            check_complete(path, header_cut=False)  # a download cut short says so instead
+            raise
+        check_complete(path)  # the header holds together: is all the data it names there?
         chosen = self.context_for(given.name) if self.context_for is not None else None
         n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(header.context_length)
         try:

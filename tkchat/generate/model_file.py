@@ -348,6 +348,11 @@ class _Walk:
             raise EOFError
         self.handle.seek(count, os.SEEK_CUR)
 
+    def read(self, count: int) -> bytes:
+        if self.handle.tell() + count > self.size:
+            raise EOFError  # (a length of 2**63 is read as the file's end, not attempted)
+        return self.handle.read(count)
+
     def value(self, kind: int) -> int | None:
         """Past one value of GGUF type ``kind``; a u32 (``general.alignment``) is returned."""
         if kind == _GGUF_STRING:
@@ -380,7 +385,7 @@ def gguf_extent(handle: BinaryIO, size: int) -> tuple[int, bool] | None:
             return None
         alignment = 32
         for _ in range(keys):
-            key = handle.read(walk.number("<Q"))
+            key = walk.read(walk.number("<Q"))
             found = walk.value(walk.number("<I"))
             if key == b"general.alignment" and found:
                 alignment = found
@@ -411,9 +416,11 @@ def _size_pair(have: int, whole: int) -> str:
     return f"{have} of {whole} bytes"
 
 
-def check_complete(path: Path) -> Path:
+def check_complete(path: Path, *, header_cut: bool = True) -> Path:
     """``path`` if the file is as long as its own header says, else :class:`ModelLoadError`
     with the sentence that says so: "… ends after 20 of 98 MB: the download did not finish".
+    ``header_cut=False``: a file that ends inside its header passes here (the checked
+    reader's sentence says more of a header that does not fit: :func:`model_header`).
     Reads the header (a few megabytes at most, mostly skipped): the loader thread's work."""
     try:
         size = path.stat().st_size
@@ -424,6 +431,8 @@ def check_complete(path: Path) -> Path:
     if extent is None:
         return path
     needed, exact = extent
+    if needed < 0 and not header_cut:
+        return path
     if needed < 0:
         raise ModelLoadError(
             f"{path.name} ends after {size:,} bytes, inside its header: the download did not "
