@@ -69,6 +69,12 @@ def add_parser(commands: Subcommands) -> None:
         help=f"also a long prompt of N tokens (default {DEFAULT_PROMPT_TOKENS:,}): prompt "
         "tokens/s, Stop while it is read, progress, lag, the next turn's TTFT, a model load",
     )
+    bench.add_argument(
+        "--busy",
+        action="store_true",
+        help="also the fixed pipeline with a CPU hog on every core (the bench starts and "
+        "stops them): lag and tokens/s against the same run's quiet baselines",
+    )
     _add_class_options(bench)
     _add_other_runs(bench)
 
@@ -217,6 +223,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             trace_path=args.trace,
             transport=args.transport,
             prompt_tokens=args.prompt_tokens,
+            busy=args.busy,
         )
     )
 
