@@ -75,6 +75,12 @@ def add_parser(commands: Subcommands) -> None:
         help="also the fixed pipeline with a CPU hog on every core (the bench starts and "
         "stops them): lag and tokens/s against the same run's quiet baselines",
     )
+    bench.add_argument(
+        "--turn2",
+        action="store_true",
+        help="also a chat's second turn, in English and in Chinese, against llama-cpp-python "
+        "reading just its new part (the llama backend)",
+    )
     _add_class_options(bench)
     _add_other_runs(bench)
 
@@ -224,6 +230,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             transport=args.transport,
             prompt_tokens=args.prompt_tokens,
             busy=args.busy,
+            turn2=args.turn2,
         )
     )
 

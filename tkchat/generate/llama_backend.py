@@ -103,6 +103,7 @@ class LlamaBackend:
         # What the model read and wrote, as tokens: a follow-up re-tokenises only what is new.
         self.memory = TokenMemory()
         self.remembered = 0  # tokens of the last prompt taken from memory, not re-tokenised
+        self.last_read: tuple[list[int], int] = ([], 0)  # the last streamed prompt, remembered
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Loader thread. ``watch`` gets llama.cpp's progress; cancelling it stops the load
@@ -252,6 +253,7 @@ class LlamaBackend:
         sampling = request.sampling
         budget = min(sampling.max_tokens, room) if sampling.max_tokens else room
         self.memory.remember(segments)
+        self.last_read = (prompt, self.remembered)
         read = yield from reader.read(prompt, cancel)
         log.info(
             "prompt of %d tokens: %d reused from the cache, %d evaluated (%d re-tokenised)",

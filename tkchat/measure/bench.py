@@ -59,7 +59,7 @@ from tkchat.measure.figures import (
     run_alone,
     sampler_verdicts,
 )
-from tkchat.measure.scenarios.busy import busy_scenario, busy_verdicts
+from tkchat.measure.scenarios import scenario_verdicts, scenarios
 from tkchat.measure.script import BenchWindow, Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
 from tkchat.render.safe_markdown import markdown_to_safe_html
@@ -263,7 +263,7 @@ class Bench:
             from tkchat.measure.prompt_bench import PromptBench
 
             yield from PromptBench(app, self.prober, self.options).run(self.runs)
-        yield from busy_scenario(self)  # with --busy: every core busy (scenarios/busy.py)
+        yield from scenarios(self)  # --turn2, --busy (tkchat/measure/scenarios/)
         app.close()
 
     # -- idle ----------------------------------------------------------------------------------
@@ -696,7 +696,7 @@ def run_bench(options: BenchOptions) -> int:
     else:
         bench = Bench(options)
         runs = bench.run()
-        checks = verdicts(runs, options) + sampler_verdicts(runs) + busy_verdicts(runs)
+        checks = verdicts(runs, options) + sampler_verdicts(runs) + scenario_verdicts(runs)
     print(format_table(runs))
     print()
     for name, ok, figure in checks:
