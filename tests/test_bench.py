@@ -205,3 +205,21 @@ def test_busy_runs_the_fixed_pipeline_again_with_a_hog_per_core(
     assert " x idle " in lag  # the ratio to the quiet idle baseline is reported
     assert "x (" in figures["busy: fixed tokens/s >= 0.9 x busy raw"]
     assert "busy: fixed long tasks == 0" in figures
+
+
+@pytest.mark.model
+def test_turn2_reads_only_the_new_part_in_both_languages(display: None, tmp_path: Path) -> None:
+    """``--turn2``: rows for English and Chinese, each follow-up evaluating only its new part,
+    with the baseline and the ratio reported (their size is the bench's verdict, not this
+    test's: nothing here is timed)."""
+    data = bench(tmp_path, "--tokens", "8", "--modes", "fixed", "--turn2")
+    runs = {run["mode"]: run for run in data["runs"]}
+    for lang in ("en", "zh"):
+        row = runs[f"turn-2-{lang}"]
+        assert 0 < row["tokens"] < row["prompt_tokens"] / 10  # the new part of a long chat
+        assert max(row["evaluated"]) <= row["tokens"] + 1
+        assert row["reused"][-1] >= row["prompt_tokens"] - row["tokens"] - 1  # the last turn
+        assert row["new_part_alone_ttft_ms"] > 0 and row["ttft_ratio"] is not None
+        assert f"turn-2-{lang} evaluates only the new part (+1)" in {
+            t["target"] for t in data["targets"]
+        }
