@@ -69,6 +69,13 @@ def add_parser(commands: Subcommands) -> None:
         help=f"also a long prompt of N tokens (default {DEFAULT_PROMPT_TOKENS:,}): prompt "
         "tokens/s, Stop while it is read, progress, lag, the next turn's TTFT, a model load",
     )
+    _add_scenarios(bench)
+    _add_class_options(bench)
+    _add_other_runs(bench)
+
+
+def _add_scenarios(bench: argparse.ArgumentParser) -> None:
+    """Scenarios run after the modes (tkchat/measure/scenarios/)."""
     bench.add_argument(
         "--busy",
         action="store_true",
@@ -81,8 +88,6 @@ def add_parser(commands: Subcommands) -> None:
         help="also a chat's second turn, in English and in Chinese, against llama-cpp-python "
         "reading just its new part (the llama backend)",
     )
-    _add_class_options(bench)
-    _add_other_runs(bench)
 
 
 def _add_class_options(bench: argparse.ArgumentParser) -> None:
