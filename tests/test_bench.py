@@ -5,6 +5,7 @@ These check that the figures exist and are coherent, not how fast anything is.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,54 @@ def test_bench_runs_on_the_bundled_model(display: None, tmp_path: Path) -> None:
     targets = {t["target"] for t in data["targets"]}
     assert "fixed tokens/s >= 0.95 x raw" in targets
     assert "cancel p99 <= 2 token periods" in targets
+
+
+def test_busy_runs_the_fixed_pipeline_again_with_a_hog_per_core(
+    display: None, tmp_path: Path
+) -> None:
+    """``--busy``: the bench starts one CPU hog per core, measures under them, stops them,
+    and holds the busy rows to ratios of the same run's quiet baselines."""
+    data = bench(
+        tmp_path,
+        "--backend",
+        "scripted",
+        "--rate",
+        "2000",
+        "--tokens",
+        "400",
+        "--modes",
+        "fixed",
+        "--busy",
+    )
+    runs = {run["mode"]: run for run in data["runs"]}
+    assert {"idle", "raw", "fixed", "busy-idle", "busy-raw", "busy-fixed"} <= set(runs)
+    busy = runs["busy-fixed"]
+    assert busy["hogs"] == (os.cpu_count() or 1) and len(busy["hog_pids"]) == busy["hogs"]
+    assert busy["tokens"] == 400 and runs["busy-raw"]["tokens_per_s"] > 0
+    assert busy["cancel_samples"] >= 1 and busy["load_1min"] is not None
+    for pid in busy["hog_pids"]:  # stopped (and reaped) by the bench before it ended
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    figures = {t["target"]: t["figure"] for t in data["targets"]}
+    lag = next(f for t, f in figures.items() if t.startswith(f"busy ({busy['hogs']} hogs)"))
+    assert " x idle " in lag  # the ratio to the quiet idle baseline is reported
+    assert "x (" in figures["busy: fixed tokens/s >= 0.9 x busy raw"]
+    assert "busy: fixed long tasks == 0" in figures
+
+
+@pytest.mark.model
+def test_turn2_reads_only_the_new_part_in_both_languages(display: None, tmp_path: Path) -> None:
+    """``--turn2``: rows for English and Chinese, each follow-up evaluating only its new part,
+    with the baseline and the ratio reported (their size is the bench's verdict, not this
+    test's: nothing here is timed)."""
+    data = bench(tmp_path, "--tokens", "8", "--modes", "fixed", "--turn2")
+    runs = {run["mode"]: run for run in data["runs"]}
+    for lang in ("en", "zh"):
+        row = runs[f"turn-2-{lang}"]
+        assert 0 < row["tokens"] < row["prompt_tokens"] / 10  # the new part of a long chat
+        assert max(row["evaluated"]) <= row["tokens"] + 1
+        assert row["reused"][-1] >= row["prompt_tokens"] - row["tokens"] - 1  # the last turn
+        assert row["new_part_alone_ttft_ms"] > 0 and row["ttft_ratio"] is not None
+        assert f"turn-2-{lang} evaluates only the new part (+1)" in {
+            t["target"] for t in data["targets"]
+        }

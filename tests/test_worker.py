@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import queue
 import random
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +42,7 @@ from tkchat.generate.backend import (
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
 from tkchat.generate.worker import GenerationWorker, Utf8Assembler
+from tkchat.threads import WORKER_NICE
 from tkchat.transport.channel import EventChannel
 
 DEADLINE_S = 5.0  # generous: only there so a hang fails with a message instead of forever
@@ -624,3 +627,36 @@ def test_pieces_helper_really_splits_characters() -> None:
     assert sum(not _decodes(p) for p in pieces) > 10
     decoder = codecs.getincrementaldecoder("utf-8")()
     assert "".join(decoder.decode(p) for p in pieces) == SCRIPT
+
+
+# -- the window keeps its core ---------------------------------------------------------------
+
+
+def _nice_of_task(tid: int) -> int:
+    """A thread's nice value as the kernel keeps it (field 19 of /proc/self/task/TID/stat)."""
+    with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+    return int(fields[16])  # fields[0] is field 3 (state): field 19 is index 16
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="nice values per thread: Linux")
+def test_the_worker_runs_nicer_than_the_window_and_only_it() -> None:
+    channel = EventChannel()
+    main_before = _nice_of_task(threading.get_native_id())
+    worker = GenerationWorker(
+        ScriptedBackend(rate=500, tokens=1_000_000), make_request(), 1, channel, threading.Lock()
+    )
+    worker.start()
+    collector = Collector(channel)
+    collector.until_text(1)  # the worker is inside its model loop
+    tid = worker._thread.native_id
+    assert tid is not None
+    try:
+        assert worker.lowered
+        assert _nice_of_task(tid) == min(19, main_before + WORKER_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, tid) == _nice_of_task(tid)
+        assert _nice_of_task(threading.get_native_id()) == main_before, "the window's stays"
+    finally:
+        worker.cancel()
+        collector.until_final(1)
+        assert worker.join(DEADLINE_S)

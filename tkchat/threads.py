@@ -13,6 +13,8 @@ that has ended and been dropped leaves it by itself.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -37,3 +39,54 @@ def own_thread(
 def is_own(thread: threading.Thread) -> bool:
     """Whether ``thread`` was made by :func:`own_thread`."""
     return thread in _OWN
+
+
+# How much nicer than the window a model's worker runs: at nice +5 the scheduler weighs it
+# about a third of a nice-0 thread (CFS weights 335 vs 1024), so when both cores are busy the
+# Tk main thread, which sleeps most of the time and wakes for a frame, gets its turn first.
+WORKER_NICE = 5
+
+
+def lower_this_thread(step: int = WORKER_NICE) -> bool:
+    """Worker thread. Lower the scheduling priority of the *calling thread only* (the window's
+    main thread keeps its own); True if it was lowered.
+
+    - Linux: a thread is a task with a nice value of its own, and
+      ``setpriority(PRIO_PROCESS, tid)`` changes only that task. Raising one's nice needs no
+      privilege (lowering it again would: each generation runs on a new thread, so nothing
+      needs to). Threads this one starts inherit its nice value, so llama.cpp's compute
+      threads, started from the worker, run at it too.
+    - Windows: ``SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL)``.
+    - macOS: ``setpriority`` would lower the whole process, so the thread's quality of service
+      is set instead: ``pthread_set_qos_class_self_np(QOS_CLASS_UTILITY)``.
+
+    The Windows and macOS calls go through ctypes and were not run on those systems here; a
+    failure leaves the priority as it was (False), never the generation.
+    """
+    try:
+        if sys.platform == "win32":
+            return _lower_windows()
+        if sys.platform == "darwin":
+            return _lower_macos()
+        tid = threading.get_native_id()
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, now + step))
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+def _lower_windows() -> bool:  # pragma: no cover - Windows only
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32")  # type: ignore[attr-defined,unused-ignore]
+    below_normal = -1  # THREAD_PRIORITY_BELOW_NORMAL
+    return bool(kernel32.SetThreadPriority(kernel32.GetCurrentThread(), below_normal))
+
+
+def _lower_macos() -> bool:  # pragma: no cover - macOS only
+    import ctypes
+
+    libc = ctypes.CDLL("/usr/lib/libSystem.dylib")
+    qos_class_utility = 0x11
+    return bool(libc.pthread_set_qos_class_self_np(qos_class_utility, 0) == 0)

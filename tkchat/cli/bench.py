@@ -70,8 +70,25 @@ def add_parser(commands: Subcommands) -> None:
         help=f"also a long prompt of N tokens (default {DEFAULT_PROMPT_TOKENS:,}): prompt "
         "tokens/s, Stop while it is read, progress, lag, the next turn's TTFT, a model load",
     )
+    _add_scenarios(bench)
     _add_class_options(bench)
     _add_other_runs(bench)
+
+
+def _add_scenarios(bench: argparse.ArgumentParser) -> None:
+    """Scenarios run after the modes (tkchat/measure/scenarios/)."""
+    bench.add_argument(
+        "--busy",
+        action="store_true",
+        help="also the fixed pipeline with a CPU hog on every core (the bench starts and "
+        "stops them): lag and tokens/s against the same run's quiet baselines",
+    )
+    bench.add_argument(
+        "--turn2",
+        action="store_true",
+        help="also a chat's second turn, in English and in Chinese, against llama-cpp-python "
+        "reading just its new part (the llama backend)",
+    )
 
 
 def _add_class_options(bench: argparse.ArgumentParser) -> None:
@@ -247,6 +264,8 @@ def _bench_modes(args: argparse.Namespace) -> int:
             transport=args.transport,
             prompt_tokens=args.prompt_tokens,
             long_chat=tuple(int(n) for n in _listed(args.long_chat or "")),
+            busy=args.busy,
+            turn2=args.turn2,
         )
     )
 

@@ -12,6 +12,7 @@ Loading reports llama.cpp's progress and can be cancelled (:func:`_load_progress
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -37,13 +38,16 @@ from tkchat.generate.model_file import (
     choose_model_path,
     model_header,
 )
-from tkchat.generate.prompt_eval import PromptReader
+from tkchat.generate.prompt_eval import PromptReader, TokenMemory
 from tkchat.limits import MAX_NAME_CHARS, cut
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     from llama_cpp.llama_types import ChatCompletionRequestMessage
+
+log = logging.getLogger(__name__)
+Segments = list[tuple[bytes, list[int]]]
 
 DEFAULT_N_CTX = 4096  # a model whose file does not say what it was trained with
 # The context a model gets unless the user chose one: its trained context, at most this. The
@@ -108,9 +112,13 @@ class LlamaBackend:
         self._format: Jinja2ChatFormatter | None = None
         self._is_end: Callable[[int], bool] | None = None  # end-of-generation token?
         self.reader: PromptReader | None = None  # reads prompts into this model's cache
-        # The last chat tokenized and its tokens: the worker counts a chat to fit it into the
-        # context, then streams that same chat; this saves tokenizing it twice.
-        self._last_prompt: tuple[tuple[Message, ...], list[int]] | None = None
+        # The last chat tokenized, its tokens and segments: the worker counts a chat to fit it
+        # into the context, then streams that same chat; this saves tokenizing it twice.
+        self._last_prompt: tuple[tuple[Message, ...], list[int], Segments] | None = None
+        # What the model read and wrote, as tokens: a follow-up re-tokenises only what is new.
+        self.memory = TokenMemory()
+        self.remembered = 0  # tokens of the last prompt taken from memory, not re-tokenised
+        self.last_read: tuple[list[int], int] = ([], 0)  # the last streamed prompt, remembered
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Loader thread. ``watch`` gets llama.cpp's progress; cancelling it stops the load
@@ -173,6 +181,7 @@ class LlamaBackend:
             self._format = self._is_end = None
             self._last_prompt = None
             self.reader = None
+            self.memory.forget()
 
     def _loaded(self) -> tuple[Llama, Jinja2ChatFormatter, Callable[[int], bool]]:
         """The model, its chat formatter and its end test; ModelLoadError before load()."""
@@ -204,10 +213,15 @@ class LlamaBackend:
         return list(self._prompt_tokens(messages))
 
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        return self._prompt(messages)[0]
+
+    def _prompt(self, messages: Sequence[Message]) -> tuple[list[int], Segments]:
+        """The tokens of ``messages`` rendered, and their segments for :class:`TokenMemory`:
+        what the memory holds of the rendered text is reused, only the rest is tokenised."""
         llm, format_chat, _ = self._loaded()
         key = tuple(messages)
         if self._last_prompt is not None and self._last_prompt[0] == key:
-            return self._last_prompt[1]
+            return self._last_prompt[1], self._last_prompt[2]
         # llama_cpp types a chat as one TypedDict per role; the template reads only "role"
         # and "content", so plain dicts with those two keys are all it needs.
         chat = cast(
@@ -217,9 +231,14 @@ class LlamaBackend:
         # A template is a program from the model file: bounded in time, stopped by Stop.
         prompt: str = render_bounded(lambda: format_chat(messages=chat).prompt, self.name)
         check_prompt_size(prompt, messages, self.name)
-        tokens: list[int] = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-        self._last_prompt = (key, tokens)
-        return tokens
+
+        def tokenize(text: bytes, first: bool) -> list[int]:
+            ids: list[int] = llm.tokenize(text, add_bos=first, special=True)
+            return ids
+
+        tokens, segments, self.remembered = self.memory.tokens_for(prompt.encode("utf-8"), tokenize)
+        self._last_prompt = (key, tokens, segments)
+        return tokens, segments
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return len(self._prompt_tokens(messages))
@@ -230,7 +249,7 @@ class LlamaBackend:
         llm, _, is_end = self._loaded()
         reader = self._reader()
         try:
-            prompt = self._prompt_tokens(request.messages)
+            prompt, segments = self._prompt(request.messages)
         except TemplateCancelled:
             return "cancelled"
         room = self.n_ctx - len(prompt)
@@ -241,7 +260,14 @@ class LlamaBackend:
             )
         sampling = request.sampling
         budget = min(sampling.max_tokens, room) if sampling.max_tokens else room
-        if not (yield from reader.read(prompt, cancel)):
+        self.memory.remember(segments)
+        self.last_read = (prompt, self.remembered)
+        read = yield from reader.read(prompt, cancel)
+        log.info(
+            "prompt of %d tokens: %d reused from the cache, %d evaluated (%d re-tokenised)",
+            len(prompt), reader.reused, reader.evaluated, len(prompt) - self.remembered,
+        )  # fmt: skip
+        if not read:
             return "cancelled"  # what was read stays cached: sending it again continues
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
@@ -259,6 +285,7 @@ class LlamaBackend:
             if is_end(token):
                 return "stop"
             piece: bytes = llm.detokenize([token])
+            self.memory.wrote(token, piece)
             yield piece
             if produced >= budget:
                 return "length"

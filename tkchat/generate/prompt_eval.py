@@ -126,7 +126,12 @@ class PromptReader:
 
         ctx = llm._ctx.ctx
         self._cancel = cancel
-        if self.abort_callback:
+        # A follow-up's new part (or a regenerate's last token) is one chunk or less: read
+        # without the callback, whose ~600 calls per decode each wait for the GIL — behind a
+        # busy window that made 16 tokens take 0.7-2.9 s instead of 0.15 (tkchat bench
+        # --turn2). Stop then waits for that one chunk, as between any two chunks.
+        callback = self.abort_callback and total - done > CHUNK_TOKENS
+        if callback:
             llama_set_abort_callback(ctx, self._callback, None)
         try:
             size = FIRST_CHUNK
@@ -158,7 +163,7 @@ class PromptReader:
             return True
         finally:
             self._cancel = None
-            if self.abort_callback:
+            if callback:
                 llama_set_abort_callback(ctx, self._no_callback, None)
 
     def _keep_prefix(self, prompt: list[int]) -> int:
@@ -200,3 +205,60 @@ class PromptReader:
             return min(size * 2, self.llm.n_batch)
         wanted = int(size * self.chunk_s / took)
         return max(MIN_CHUNK, min(wanted, size * 2, self.llm.n_batch))
+
+
+class TokenMemory:
+    """The text the model has read and written, kept with its token ids: so that the next
+    prompt re-tokenises only what is new. Worker thread, model lock held.
+
+    A follow-up's prompt is the last prompt, the answer, and a few hundred bytes of template
+    and question. Tokenising all of it again from text gives back the *canonical* tokens of
+    the answer, which are often not the ones the model sampled (" wonder" + "ful" where it
+    wrote " wonderful"; worse in Chinese, where one character may be one token or three
+    bytes): the cache then matches only up to the first such place, and the rest of the
+    answer is read again at every turn. So the memory is a list of segments, each some bytes
+    of prompt with the tokens they were read as: a rendered prompt's new part is one segment,
+    each token the model generated one more. A new prompt keeps every leading segment its
+    text starts with (cut on a character boundary) and tokenises only the rest; a prompt that
+    shares nothing (another chat) is tokenised whole. The cache itself is matched by token
+    ids afterwards (:class:`PromptReader`), so a wrong guess here costs time, never content.
+    """
+
+    def __init__(self) -> None:
+        self.segments: list[tuple[bytes, list[int]]] = []
+
+    def tokens_for(
+        self, prompt: bytes, tokenize: Callable[[bytes, bool], list[int]]
+    ) -> tuple[list[int], list[tuple[bytes, list[int]]], int]:
+        """``prompt``'s tokens, the segments they make, and how many came from memory.
+        ``tokenize(text, first)``: text to tokens (``first``: at the prompt's start, with BOS)."""
+        kept: list[tuple[bytes, list[int]]] = []
+        at, cut = 0, 0  # bytes matched; segments up to a character boundary
+        for piece, ids in self.segments:
+            if not piece or prompt[at : at + len(piece)] != piece:
+                break
+            kept.append((piece, ids))
+            at += len(piece)
+            if at == len(prompt) or prompt[at] & 0xC0 != 0x80:  # not inside a character
+                cut = len(kept)
+        kept = kept[:cut]
+        at = sum(len(piece) for piece, _ in kept)
+        tokens = [t for _, ids in kept for t in ids]
+        remembered = len(tokens)
+        rest = prompt[at:]
+        if rest or not kept:
+            fresh = tokenize(rest, not kept)
+            kept.append((rest, fresh))
+            tokens += fresh
+        return tokens, kept, remembered
+
+    def remember(self, segments: list[tuple[bytes, list[int]]]) -> None:
+        """The prompt about to be read (from :meth:`tokens_for`)."""
+        self.segments = list(segments)
+
+    def wrote(self, token: int, piece: bytes) -> None:
+        """One token the model generated, with its bytes."""
+        self.segments.append((piece, [token]))
+
+    def forget(self) -> None:
+        self.segments = []

@@ -32,7 +32,7 @@ from tkchat.generate.chat_template import TemplateCancelled, stop_with
 from tkchat.generate.context import fit_to_context
 from tkchat.generate.stop import StopScanner
 from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
-from tkchat.threads import own_thread
+from tkchat.threads import lower_this_thread, own_thread
 from tkchat.transport.channel import EventSink, GenerationSender
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,7 @@ class GenerationWorker:
         self.prompt_tokens = 0  # context tokens of the prompt, once fitted (read by the UI too)
         self.context_dropped = 0  # earlier messages left out so the chat fits the context
         self.progress_sent = 0  # progress events sent while the prompt was read
+        self.lowered = False  # this thread's scheduling priority is below the window's
         self._on_exit = on_exit
         self._thread = own_thread(self._run, name=f"tkchat-gen-{gen}")
 
@@ -232,6 +233,8 @@ class GenerationWorker:
 
     def _run(self) -> None:
         """Worker thread. Never raises: every path ends with one final event."""
+        # Below the window's priority: on a busy machine the Tk main thread gets its turn.
+        self.lowered = lower_this_thread()
         answer = _Answer(self.request.stop, time.perf_counter())
         try:
             with self.model_lock, stop_with(self.cancel_event):  # Stop reaches a chat template

@@ -55,6 +55,7 @@ from tkchat.measure.figures import (
     run_alone,
     sampler_verdicts,
 )
+from tkchat.measure.scenarios import scenario_verdicts, scenarios
 from tkchat.measure.scenarios.saved import history_open, render_long, saved_verdicts
 from tkchat.measure.script import BenchWindow, Script, ScriptRunner
 from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
@@ -210,6 +211,7 @@ class Bench:
             from tkchat.measure.prompt_bench import PromptBench
 
             yield from PromptBench(app, self.prober, self.options).run(self.runs)
+        yield from scenarios(self)  # --turn2, --busy (tkchat/measure/scenarios/)
         app.close()
 
     def _long_chat(self) -> Script:
@@ -550,7 +552,7 @@ def run_bench(options: BenchOptions) -> int:
     else:
         bench = Bench(options)
         runs = bench.run()
-        checks = verdicts(runs, options) + sampler_verdicts(runs)
+        checks = verdicts(runs, options) + sampler_verdicts(runs) + scenario_verdicts(runs)
     columns: tuple[str, ...] = ()
     if options.long_chat:
         from tkchat.measure.scenarios.long_chat import COLUMNS as columns

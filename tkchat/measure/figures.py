@@ -61,6 +61,8 @@ class BenchOptions:
     prompt_tokens: int | None = None  # a long prompt of this many tokens too (prompt_bench.py)
     trace_path: Path | None = None  # the streaming runs as a Chrome trace (tkchat/trace/)
     long_chat: tuple[int, ...] = ()  # instead of the modes: these lengths (long_chat.py)
+    busy: bool = False  # the fixed pipeline again with a CPU hog per core (scenarios/busy.py)
+    turn2: bool = False  # a chat's second turn, en and zh (scenarios/turn2.py)
 
 
 @dataclass
