@@ -640,12 +640,31 @@ def _nice_of_task(tid: int) -> int:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="nice values per thread: Linux")
-def test_the_worker_runs_nicer_than_the_window_and_only_it() -> None:
+def test_a_worker_not_asked_to_runs_at_its_starters_priority() -> None:
+    """A server's workers (no window to protect) keep the priority they were started with:
+    lowered, the model would only yield to other programs."""
     channel = EventChannel()
-    main_before = _nice_of_task(threading.get_native_id())
     worker = GenerationWorker(
         ScriptedBackend(rate=500, tokens=1_000_000), make_request(), 1, channel, threading.Lock()
     )
+    worker.start()
+    Collector(channel).until_text(1)
+    try:
+        tid = worker._thread.native_id
+        assert tid is not None and not worker.lowered
+        assert _nice_of_task(tid) == _nice_of_task(threading.get_native_id())
+    finally:
+        worker.cancel()
+        worker.join(5)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="nice values per thread: Linux")
+def test_the_worker_runs_nicer_than_the_window_and_only_it() -> None:
+    channel = EventChannel()
+    main_before = _nice_of_task(threading.get_native_id())
+    controller = GenerationController(ScriptedBackend(rate=500, tokens=1_000_000), channel)
+    controller.worker_nice = WORKER_NICE  # as the window sets it
+    worker = controller.new_worker(make_request(), channel, 1)
     worker.start()
     collector = Collector(channel)
     collector.until_text(1)  # the worker is inside its model loop

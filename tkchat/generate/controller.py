@@ -56,6 +56,11 @@ class GenerationController:
         self.sink_wrapper: SinkWrapper | None = None
         # How many token times each new worker's sender keeps (0: none): a trace's tokens.
         self.keep_token_times = 0
+        # How far below the caller's priority each new worker runs (0: not lowered). A window
+        # sets it (tkchat.threads.WORKER_NICE), so that its main thread gets a core on a busy
+        # machine; a server has no window to protect, and its model would only yield to
+        # other programs.
+        self.worker_nice = 0
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -215,6 +220,7 @@ class GenerationController:
         """A worker on this model (sharing its lock) that sends to ``channel``; not started.
         The benchmark's ``raw`` mode uses it to run the same loop with no UI."""
         worker = GenerationWorker(self.backend, request, gen, channel, self._model_lock)
+        worker.nice = self.worker_nice
         if self.keep_token_times:
             worker.sender.times = deque(maxlen=self.keep_token_times)
         return worker

@@ -177,6 +177,7 @@ class GenerationWorker:
         self.prompt_tokens = 0  # context tokens of the prompt, once fitted (read by the UI too)
         self.context_dropped = 0  # earlier messages left out so the chat fits the context
         self.progress_sent = 0  # progress events sent while the prompt was read
+        self.nice = 0  # how far below its starter's priority it runs (the controller sets it)
         self.lowered = False  # this thread's scheduling priority is below the window's
         self._on_exit = on_exit
         self._thread = own_thread(self._run, name=f"tkchat-gen-{gen}")
@@ -234,7 +235,7 @@ class GenerationWorker:
     def _run(self) -> None:
         """Worker thread. Never raises: every path ends with one final event."""
         # Below the window's priority: on a busy machine the Tk main thread gets its turn.
-        self.lowered = lower_this_thread()
+        self.lowered = self.nice > 0 and lower_this_thread(self.nice)
         answer = _Answer(self.request.stop, time.perf_counter())
         try:
             with self.model_lock, stop_with(self.cancel_event):  # Stop reaches a chat template

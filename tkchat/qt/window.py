@@ -44,6 +44,7 @@ from tkchat.qt.consume import make_consumption
 from tkchat.qt.health import HealthBar, QtLagProbe
 from tkchat.qt.reader import start_reader, stop_reader
 from tkchat.render.soft_breaks import LineState, soft_break, unbreak
+from tkchat.threads import WORKER_NICE
 
 
 class Translate:
@@ -145,6 +146,7 @@ class ChatWindow(QMainWindow):
     ) -> None:
         super().__init__()
         self.controller = controller
+        controller.worker_nice = WORKER_NICE  # the model yields a core to the GUI thread
         self.mode = mode
         self.sampling = sampling or Sampling()
         self.t = Translate(language)
