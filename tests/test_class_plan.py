@@ -284,14 +284,23 @@ def test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it
     page = open_page(serve(backend))
     page.fill("#max-tokens", "1000")  # as the plan says: the page asks for 512 otherwise
     froze: dict[str, tuple[float, float]] = {}  # a switch, and a round where it froze the page
+    fixed_runs: list[float] = []
     for _round in range(3):  # more rounds while the machine's own stalls blur the picture
         fixed_ms = _blocked_ms(page, {})
+        fixed_runs.append(fixed_ms)
         for name, switches in SWITCHES.items():
             if name not in froze and (ms := _blocked_ms(page, switches)) > max(300, 3 * fixed_ms):
                 froze[name] = (ms, fixed_ms)
         if len(froze) == len(SWITCHES):
             return
+    if min(fixed_runs) > FIXED_PAGE_BUSY_MS:  # as test_demos does: the machine's, not a verdict
+        pytest.skip(f"the machine stayed too busy: the fixed page itself missed {fixed_runs} ms")
     pytest.fail(f"only these switches froze the page (ms, the fixed page's ms): {froze}")
+
+
+# The fixed page misses no frame on a quiet machine; missing this much in every round, it
+# was the machine (with both cores busy: 165 ms), and the switches' freezes are not judged.
+FIXED_PAGE_BUSY_MS = 100.0
 
 
 SWITCHES = {  # the page's broken switches, as its check boxes set them

@@ -126,13 +126,14 @@ def test_stop_means_the_model_stops_counted_at_the_backend() -> None:
 CATCH_UP = "Pipeline._catch_up"
 
 
-def sampled(*late: tuple[float, float, float], start: float = 0.0) -> Whose:
+def sampled(*late: tuple[float, float, float], start: float = 0.0, others: float = 0.0) -> Whose:
     """The sampler's account of a question: late firings ``(at, lag_ms, pipeline_ms)``, the
-    pipeline's part of each in the callback it scheduled."""
+    pipeline's part of each in the callback it scheduled; ``others``: of the late time, the
+    ms other programs held the core."""
     rows = [SampledLate(at, lag, mine, mine, mine, CATCH_UP) for at, lag, mine in late]
     held = sum(mine for _at, _lag, mine in late)
     late_ms = sum(lag for _at, lag, _mine in late)
-    parts = {"pipeline": held, "tk": late_ms - held}
+    parts = {"pipeline": held, "other_program": others, "tk": late_ms - held - others}
     return Whose("q3", start, start + 10, True, parts, [(CATCH_UP, held)], rows)
 
 
@@ -149,6 +150,19 @@ def test_work_hidden_in_a_callback_is_judged_on_what_the_sampler_saw() -> None:
     assert any("380 ms in your pipeline" in note for note in check.notes), check.notes
     zh = question_check(ZH, late, tiny, whose=sampled((1.5, 400.0, 380.0)))
     assert zh.verdict == FAIL and CJK.search(str(zh.why)) and CATCH_UP in str(zh.why)
+
+
+def test_hidden_work_is_seen_behind_a_busy_machine() -> None:
+    """Both cores busy: of 1,476 ms late, other programs had 778 and the pipeline's callback
+    649 — most of what the machine left. FAIL, not BUSY (it was BUSY against the whole late
+    time: 649 < half of 1,476)."""
+    tiny = spans_of([call("show", 1.1 + 0.01 * i, 0.05) for i in range(20)])
+    late = Question("q3", inputs=[(1.1, 2.6)])
+    busy = sampled((2.6, 1476.0, 649.0), others=778.0)
+    check = question_check(EN, late, tiny, whose=busy)
+    assert check.verdict == FAIL and CATCH_UP in str(check.why)
+    machine = sampled((2.6, 1476.0, 40.0), others=1400.0)  # the machine's: still not judged
+    assert question_check(EN, late, tiny, whose=machine).verdict == BUSY
 
 
 def test_the_witnesses_agreeing_or_the_sampler_seeing_less_change_nothing() -> None:
