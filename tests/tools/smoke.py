@@ -15,7 +15,7 @@ and then, from an empty folder with a home of its own:
    listing every lesson in both languages, and answers a question;
 5. the serve extra installs with the command the sentence named, and ``tkchat serve``
    serves the real browser page, its files and a streamed answer;
-6. ``tkchat selftest`` (the bundled model, real X input) passes.
+6. ``tkchat selftest`` (its default, the scripted backend; real X input) passes.
 
 It prints what it checked and how long each step took, and exits 1 at the first failure.
 The same file, run by the venv's Python with ``--inside``, is step 3 and 4's in-process
@@ -260,7 +260,7 @@ def smoke(wheel: Path, python: str, keep: bool, llama_wheel: Path | None = None)
             check(added.returncode == 0, f"{serve_hint} failed:\n{added.stderr}")
         with step("tkchat serve: the real page and an answer"):
             check_serve(venv)
-        with step("tkchat selftest (the bundled model)"):
+        with step("tkchat selftest (its default: the scripted backend, real X input)"):
             check_selftest(venv)
     finally:
         if keep:
