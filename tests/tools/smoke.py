@@ -251,7 +251,7 @@ def smoke(wheel: Path, python: str, keep: bool, llama_wheel: Path | None = None)
             check(help_text.returncode == 0 and "usage: tkchat" in help_text.stdout, "--help")
         with step("a missing extra is one sentence naming its pip install"):
             serve_hint = check_missing_extras(venv)
-        with step("the course and the window with its lessons (scripted backend)"):
+        with step("the course, the window with its lessons (scripted backend), the bundled model"):
             inside = venv.run([venv.python, str(Path(__file__).resolve()), "--inside"])
             print(inside.stdout, end="")
             check(inside.returncode == 0, f"--inside failed:\n{inside.stderr[-4000:]}")
@@ -342,9 +342,28 @@ def check_window() -> None:
     app.close()
 
 
+def check_model() -> None:
+    """The bundled model, found in the venv's site-packages, loads with the wheel's
+    llama-cpp-python and answers (a few tokens, on this Python)."""
+    from tkchat.conversation import Message, Sampling
+    from tkchat.generate.backend import GenerationRequest
+    from tkchat.generate.controller import GenerationController
+    from tkchat.generate.factory import make_backend
+    from tkchat.measure.figures import run_alone
+    from tkchat.transport.channel import EventChannel
+
+    backend = make_backend("llama")
+    backend.load()
+    request = GenerationRequest((Message("user", "Say hello."),), Sampling(max_tokens=8, seed=1))
+    stats = run_alone(GenerationController(backend, EventChannel()), request)
+    check(stats.tokens > 0, "the bundled model gave no token")
+    print(f"smoke:   the bundled model ({backend.name}): {stats.tokens} tokens")
+
+
 def inside() -> int:
     check_course()
     check_window()
+    check_model()
     return 0
 
 
