@@ -21,6 +21,7 @@ from tkchat.measure.selftest.instruments import held_ms
 from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed, SampledLate, Whose
 from tkchat.measure.selftest.questions import after_stop, question_check
 from tkchat.measure.selftest.report import Row, class_table, grade_line, report
+from tkchat.measure.selftest.runner import _unanswered
 from tkchat.measure.selftest.targets import Measured, target_checks
 from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, Check
 
@@ -105,6 +106,19 @@ def _stopped(runs: list[ModelRun], text_after: int = 0) -> Check:
     q = Question("q4", inputs=[(10.0, 10.01)])
     q.extra.update(runs=runs, counts_at_stop={}, chars_at_stop=500, chars_after=500 + text_after)
     return question_check(EN, q, [])
+
+
+def test_questions_a_window_that_never_came_back_was_not_asked_fail_by_name() -> None:
+    """no_coalesce at 5,000 tokens/s with both cores busy: the window was still behind
+    20 s after question 2 began, even interrupted; questions 2-4 were never asked. Each is a
+    FAIL that says so (the report had listed question 1 alone), in both languages."""
+    q1 = Check("q1", FAIL, "worst click handled 1114.8 ms after it was made")
+    target = Check("lag_p99", FAIL, "1140.60 ms")
+    checks = _unanswered(EN, [q1, target])
+    assert [c.key for c in checks] == ["q1", "q2", "q3", "q4", "lag_p99"]
+    assert all(c.verdict == FAIL and "never asked" in c.detail for c in checks[1:4])
+    zh = _unanswered(ZH, [q1])
+    assert CJK.search(zh[1].detail) and zh[1].why and CJK.search(zh[1].why)
 
 
 def test_stop_means_the_model_stops_counted_at_the_backend() -> None:

@@ -171,6 +171,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.could_not_finish": "tkchat selftest could not finish: {error}",
         "selftest.gave_up": "The window did not come back even after it was interrupted: the "
         "self-test stops here.",
+        "selftest.unanswered": "never asked: the window had not come back from the question "
+        "before (over the 20 s limit, and still after it was interrupted)",
+        "selftest.why.unanswered": "the window fell so far behind that it could not be used for "
+        "tens of seconds — a pipeline that handles each token on its own (no coalescing) falls "
+        "ever further behind a fast model, most of all on a busy machine.",
         "selftest.window_ended": "The window's process ended before the window was ready "
         "(exit status {code}).",
         "selftest.class.grading": "grading {file} …",
@@ -320,6 +325,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.list_separator": "；",
         "selftest.could_not_finish": "tkchat 自检无法完成：{error}",
         "selftest.gave_up": "窗口被中断后仍然没有恢复：自检到此为止。",
+        "selftest.unanswered": "没能提问：窗口在上一问之后一直没有恢复"
+        "（超过 20 秒的时限，中断后仍然如此）",
+        "selftest.why.unanswered": "窗口落后太多，几十秒都用不了——每个 token 单独处理"
+        "（不合并）的流水线，面对快速的模型会越落越远，机器繁忙时尤其如此。",
         "selftest.window_ended": "窗口准备好之前，它所在的进程就结束了（退出状态 {code}）。",
         "selftest.class.grading": "正在评分 {file} …",
         "selftest.class.file": "文件",

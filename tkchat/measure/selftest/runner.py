@@ -270,8 +270,23 @@ def attempt(setup: Setup) -> Attempt:
     reader.join(5)
     checks, measured = judge(setup, driver, state, heartbeat, stalls)
     complete = len(driver.questions) == len(QUESTIONS)
+    if ending and ending[0] == t("selftest.gave_up"):
+        checks = _unanswered(t, checks)
     late = setup.deadline is not None and time.monotonic() >= setup.deadline
     return Attempt(checks, measured, complete, ending, timed_out=late)
+
+
+def _unanswered(t: Callable[..., str], checks: list[Check]) -> list[Check]:
+    """The questions a window that never came back was not asked: each a FAIL that says so
+    (the grade is a FAIL anyway; the report names every question the pipeline lost)."""
+    asked = {check.key for check in checks}
+    lost = [
+        Check(key, FAIL, t("selftest.unanswered"), why=t("selftest.why.unanswered"))
+        for key in QUESTIONS
+        if key not in asked
+    ]
+    questions = sorted([c for c in checks if c.key in QUESTIONS] + lost, key=lambda c: c.key)
+    return questions + [c for c in checks if c.key not in QUESTIONS]
 
 
 def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
