@@ -46,6 +46,7 @@ _TAIL = 3  # characters kept from one piece to the next: a sentence's end may sp
 # not one more closing mark, the break before that character.
 _CLOSERS = re.escape("\"'”’)]」』）》")
 _SPACE = re.compile("[ \t]")
+_STOPS = ".!?…。！？"  # what a sentence's end begins with (see _SENTENCE_END)
 _SENTENCE_END = re.compile(
     rf"[.!?…][{_CLOSERS}]?[ \t]|[。！？][{_CLOSERS}]?(?=[^{_CLOSERS}。！？])"
 )
@@ -135,11 +136,18 @@ def _run_at(line: str, start: int, run: int, at: int) -> int:
 def _run_cut(line: str, start: int, run: int, limit: int, end: int) -> int | None:
     """Where a run without a space reaches ``limit`` characters, before ``end``: the run
     the piece starts in (``run`` characters long at ``start``), or a later one."""
-    space = _SPACE.search(line, start, min(end, start + limit - run))
-    if space is None:
+    space = _find_space(line, start, min(end, start + limit - run))
+    if space < 0:
         return start + limit - run
-    later = _runs(limit).search(line, space.start(), end)
+    later = _runs(limit).search(line, space, end)
     return None if later is None else later.end()
+
+
+def _find_space(line: str, start: int, end: int) -> int:
+    """The first space or tab in ``line[start:end]`` (-1: none): ``str.find``, not a regular
+    expression, since a line without a space is searched a bound's length per break."""
+    found = [at for at in (line.find(" ", start, end), line.find("\t", start, end)) if at >= 0]
+    return min(found) if found else -1
 
 
 @functools.lru_cache(maxsize=8)
@@ -159,6 +167,8 @@ def _first_end(
     earliest, latest = max(zone[0], start), zone[1]
     tail = state.tail if start == 0 else ""
     text = tail + line[start : latest + _TAIL]
+    if pattern is _SENTENCE_END and not any(mark in text for mark in _STOPS):
+        return None  # (the usual case in a run without a sentence's end: no regex at all)
     # A match is at most _TAIL characters long: none that starts earlier can end in the zone.
     for match in pattern.finditer(text, max(0, earliest - start + len(tail) - _TAIL)):
         at = start + match.end() - len(tail)
