@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_store_variants import old_file
 from tkchat.store import AnswerFigures, ConversationStore, StoreError, StoreWriter
-from tkchat.store.schema import _SCHEMA_1, _SCHEMA_2, SCHEMA_VERSION
+from tkchat.store.schema import SCHEMA_VERSION
 
 FAST = AnswerFigures(tokens=52, tokens_per_s=128.5, ttft_s=0.21, ended="stop")
 CUT = AnswerFigures(tokens=512, tokens_per_s=44.0, ttft_s=1.5, ended="length")
@@ -91,29 +92,9 @@ def test_the_writer_saves_figures_after_the_answers_end(tmp_path: Path) -> None:
         assert store.figures(chat) == {(answer.id, 0): FAST}
 
 
-def _schema_2_file(path: Path) -> None:
-    """A history as tkchat wrote it before schema 3 (and 4): one question, one answer."""
-    conn = sqlite3.connect(path)
-    for statement in (*_SCHEMA_1, *_SCHEMA_2):
-        conn.execute(statement)
-    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    conn.execute("INSERT INTO schema_version (version) VALUES (2)")
-    conn.execute(
-        "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (1, 'Old', 1, 1)"
-    )
-    for position, (role, content) in enumerate((("user", "Hi?"), ("assistant", "Hello."))):
-        conn.execute(
-            "INSERT INTO messages (conversation_id, position, role, content, status, created_at)"
-            " VALUES (1, ?, ?, ?, 'complete', 1)",
-            (position, role, content),
-        )
-    conn.commit()
-    conn.close()
-
-
 def test_a_schema_2_file_opens_with_no_figures_and_takes_them(tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite3"
-    _schema_2_file(path)
+    old_file(path, version=2)  # as tkchat wrote it before schema 3 (and 4)
     with ConversationStore(path) as store:
         assert [m.content for m in store.messages(1)] == ["Hi?", "Hello."]
         assert store.figures(1) == {}  # an older answer has none, and shows none

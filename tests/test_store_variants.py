@@ -8,16 +8,17 @@ from pathlib import Path
 import pytest
 
 from tkchat.store import ConversationStore, StoreError, StoreWriter
-from tkchat.store.schema import _SCHEMA_1, SCHEMA_VERSION
+from tkchat.store.schema import _MIGRATIONS, SCHEMA_VERSION
 
 
-def _old_file(path: Path) -> None:
-    """A history as tkchat wrote it before schema 2: one question, one answer."""
+def old_file(path: Path, version: int = 1) -> None:
+    """A history as tkchat wrote it at schema ``version`` (1: before versions): one question,
+    one answer. tests/test_store_figures.py makes a schema-2 file with it too."""
     conn = sqlite3.connect(path)
-    for statement in _SCHEMA_1:
+    for statement in (statement for v in range(1, version + 1) for statement in _MIGRATIONS[v]):
         conn.execute(statement)
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
     conn.execute(
         "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (1, 'Old', 1, 1)"
     )
@@ -33,7 +34,7 @@ def _old_file(path: Path) -> None:
 
 def test_an_old_file_opens_reads_as_before_and_takes_versions(tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite3"
-    _old_file(path)
+    old_file(path)
     with ConversationStore(path) as store:
         messages = store.messages(1)
         assert [(m.role, m.content, m.variant, m.variants) for m in messages] == [
