@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -379,6 +380,24 @@ def test_every_failure_has_one_sentence_in_both_languages() -> None:
             assert f"catalogue.error.{kind}" in STRINGS[lang], (kind, lang)
             text = describe_failure(lang, Failed(kind, {}), **sample)
             assert text and "{" not in text and "\n" not in text, (kind, lang, text)
+
+
+def test_a_child_slow_to_start_is_not_a_stall(
+    tmp_path: Path, entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    """The stall watch counts silence in a transfer, not a child still starting: on a busy
+    laptop its interpreter and imports took longer than a short watch (CI: "0 B are kept")."""
+    slow_python = tmp_path / "slow-python"
+    slow_python.write_text(f'#!/bin/sh\nsleep 2\nexec {sys.executable} "$@"\n')
+    slow_python.chmod(0o755)
+    hub.stall_after = 5 * MB
+    job = DownloadJob(
+        entry, endpoint=hub.endpoint, cache=cache, stall_s=0.5, python=str(slow_python)
+    )
+    job.start()
+    result = finish(job)
+    assert isinstance(result, Failed) and result.kind == "stalled", result
+    assert result.fields["done"] == 5 * MB  # it stalled where the hub stopped, not at start
 
 
 def test_the_reader_thread_never_blocks_poll(

@@ -151,6 +151,47 @@ def test_stop_while_the_prompt_is_read(
     assert again == cold(controller, LONG) and again.strip()
 
 
+def test_a_busy_python_thread_does_not_slow_the_stoppable_reading(model: LlamaBackend) -> None:
+    """The abort callback is asked ~600 times per decode. As a Python callback each call took
+    the GIL, and beside a thread running Python (a busy window) a prompt read 5-8 times as
+    slowly as with no callback; answered in C it costs nothing measurable. Interleaved
+    readings, the same prompt, the same busy thread: with the callback against without."""
+    from tkchat.generate.prompt_eval import PromptReader
+
+    llm = model.llm
+    prompt = llm.tokenize(DOC.encode("utf-8"))[: 6 * CHUNK_TOKENS]
+    stoppable, plain = PromptReader(llm), PromptReader(llm, abort_callback=False)
+    spinning = threading.Event()
+
+    def python_busy() -> None:
+        while not spinning.is_set():
+            sum(range(2_000))  # pure Python: it holds the GIL but for the switch interval
+
+    def read(reader: PromptReader) -> float:
+        model.forget_prompt()
+        began = time.perf_counter()
+        reading = reader.read(prompt, threading.Event())
+        try:
+            while True:
+                next(reading)
+        except StopIteration as finished:
+            assert finished.value is True
+        return time.perf_counter() - began
+
+    busy = threading.Thread(target=python_busy, name="test-python-busy", daemon=True)
+    busy.start()
+    try:
+        times: dict[str, list[float]] = {"stoppable": [], "plain": []}
+        for _ in range(3):
+            times["stoppable"].append(read(stoppable))
+            times["plain"].append(read(plain))
+    finally:
+        spinning.set()
+        busy.join()
+    ratio = min(times["stoppable"]) / min(times["plain"])
+    assert ratio < 2.0, times  # a Python callback: 5-8 x (2026-12-02, this 2-core machine)
+
+
 def test_progress_events_of_a_real_reading(
     model: LlamaBackend, controller: GenerationController
 ) -> None:

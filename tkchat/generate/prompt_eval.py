@@ -22,27 +22,35 @@ progress. :class:`PromptReader` does that part itself, before ``generate`` runs:
   token by token, which is reused as it is rather than read again; reading it again would cost
   as much as the answer is long, at every turn.)
 - **Stop inside a chunk.** While a chunk is evaluated, llama.cpp's abort callback
-  (``llama_set_abort_callback``) asks the cancel event after every node of the compute graph,
-  so Stop lands within one graph node, not one chunk. llama.cpp then drops the half-done
-  chunk from the cache and ``n_tokens`` stays at the last whole chunk: the prefix evaluated so
-  far stays, and sending the same prompt again continues from it.
+  (``llama_set_abort_callback``) is asked after every node of the compute graph, so Stop
+  lands within one graph node, not one chunk. llama.cpp then drops the half-done chunk from
+  the cache and ``n_tokens`` stays at the last whole chunk: the prefix evaluated so far
+  stays, and sending the same prompt again continues from it.
+- **A callback without Python** (:class:`AbortFlag`). A Python callback takes the GIL at
+  each of its ~600 calls per decode; while the window's main thread runs Python, each call
+  waits for it (up to the 5 ms switch interval), and a prompt took 5-8 times as long to read
+  (288 tokens, one thread: 11-16 s against 2.0-2.6 s without a callback, a Python thread
+  busy beside it). So the callback is libc's ``strlen`` over a two-byte buffer: C reading
+  one byte, which a small watcher thread sets within :data:`STOP_POLL_S` of Stop.
 
 Why the callback rather than chunks small enough for Stop alone (≤ 50 ms, checked between
 them), measured each ``tkchat bench --prompt-tokens`` run (row ``prompt-chunks-only``, kept
-here as ``chunk_s``): on the bundled model the callback stops in about 1 ms instead of 15-45,
-and reads faster, since its chunks need not shrink as the prompt grows. It is installed only
-while the prompt is read: during generation it would run about 600 times per token, each time
-taking the GIL.
+here as ``chunk_s``): the callback stops within a few milliseconds instead of 15-45, and
+reads faster, since its chunks need not shrink as the prompt grows. It is installed only
+while the prompt is read: Stop is checked between tokens during generation.
 
 Everything here runs on the worker thread that holds the model lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
+import sys
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
 from tkchat.generate.backend import PromptProgress
@@ -56,6 +64,7 @@ CHUNK_TOKENS = 32  # a chunk: 0.2-0.6 s on the bundled model, so a bar moves a f
 FIRST_CHUNK = 16
 MIN_CHUNK = 4
 
+STOP_POLL_S = 0.005  # the watcher looks at the cancel event this often while a prompt is read
 PromptReading = Generator[PromptProgress, None, bool]
 LLAMA_LOG = logging.getLogger("llama-cpp-python")  # decides what llama.cpp's log prints
 
@@ -93,26 +102,7 @@ class PromptReader:
         # Where the last reading stopped: the cache up to here was read in fixed chunks,
         # beyond it are tokens the model generated one by one.
         self.read_to = 0
-        self._cancel: threading.Event | None = None
-        self._quiet_from: int | None = None  # the log level to restore after an abort
-        from llama_cpp import ggml_abort_callback
-
-        # Kept on the object: ctypes must not free the C thunk while llama.cpp holds it.
-        self._callback = ggml_abort_callback(self._should_abort)
-        self._no_callback = ggml_abort_callback()  # NULL: no callback
-
-    def _should_abort(self, _data: object) -> bool:
-        """Called by llama.cpp on the worker thread (thread 0 of its pool) after each node of
-        the compute graph, with the GIL taken for the call: one attribute read, no more."""
-        cancel = self._cancel
-        if cancel is None or not cancel.is_set():
-            return False
-        if self._quiet_from is None:
-            # llama.cpp logs the abort it was asked for as an error ("removing memory module
-            # entries ..."): a Stop is not an error, so that one decode's log stays quiet.
-            self._quiet_from = LLAMA_LOG.level
-            LLAMA_LOG.setLevel(logging.CRITICAL)
-        return True
+        self._flag = AbortFlag()
 
     def read(self, prompt: list[int], cancel: threading.Event) -> PromptReading:
         """Yield progress while evaluating; return True once the cache holds exactly
@@ -122,49 +112,39 @@ class PromptReader:
         done = self._keep_prefix(prompt)
         self.reused, self.evaluated, self.chunks = done, 0, 0
         yield PromptProgress(done, total)
-        from llama_cpp import llama_set_abort_callback
+        if not self.abort_callback:
+            return (yield from self._read_chunks(prompt, done, cancel))
+        with self._flag.installed(llm, cancel):
+            return (yield from self._read_chunks(prompt, done, cancel))
 
-        ctx = llm._ctx.ctx
-        self._cancel = cancel
-        # A follow-up's new part (or a regenerate's last token) is one chunk or less: read
-        # without the callback, whose ~600 calls per decode each wait for the GIL — behind a
-        # busy window that made 16 tokens take 0.7-2.9 s instead of 0.15 (tkchat bench
-        # --turn2). Stop then waits for that one chunk, as between any two chunks.
-        callback = self.abort_callback and total - done > CHUNK_TOKENS
-        if callback:
-            llama_set_abort_callback(ctx, self._callback, None)
-        try:
-            size = FIRST_CHUNK
-            while done < total:
+    def _read_chunks(self, prompt: list[int], done: int, cancel: threading.Event) -> PromptReading:
+        """Evaluate ``prompt`` from ``done`` on, a chunk at a time."""
+        llm = self.llm
+        total = len(prompt)
+        size = FIRST_CHUNK
+        while done < total:
+            if cancel.is_set():
+                return False
+            end = self._chunk_end(done, size, total)
+            piece = prompt[done : min(end, total)]
+            began = time.perf_counter()
+            try:
+                llm.eval(piece)
+            except RuntimeError:
+                # llama.cpp removed the unfinished chunk from the cache; say so in
+                # llama-cpp-python's bookkeeping too, whatever the reason was.
+                llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
                 if cancel.is_set():
                     return False
-                end = self._chunk_end(done, size, total)
-                piece = prompt[done : min(end, total)]
-                began = time.perf_counter()
-                try:
-                    llm.eval(piece)
-                except RuntimeError:
-                    # llama.cpp removed the unfinished chunk from the cache; say so in
-                    # llama-cpp-python's bookkeeping too, whatever the reason was.
-                    llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
-                    if cancel.is_set():
-                        return False
-                    raise
-                finally:
-                    self.read_to = llm.n_tokens
-                    if self._quiet_from is not None:
-                        LLAMA_LOG.setLevel(self._quiet_from)
-                        self._quiet_from = None
-                size = self._next_size(len(piece), time.perf_counter() - began)
-                done = llm.n_tokens
-                self.evaluated += len(piece)
-                self.chunks += 1
-                yield PromptProgress(done, total)
-            return True
-        finally:
-            self._cancel = None
-            if callback:
-                llama_set_abort_callback(ctx, self._no_callback, None)
+                raise
+            finally:
+                self.read_to = llm.n_tokens
+            size = self._next_size(len(piece), time.perf_counter() - began)
+            done = llm.n_tokens
+            self.evaluated += len(piece)
+            self.chunks += 1
+            yield PromptProgress(done, total)
+        return True
 
     def _keep_prefix(self, prompt: list[int]) -> int:
         """Drop from the cache everything after the prefix it shares with ``prompt``; return
@@ -205,6 +185,73 @@ class PromptReader:
             return min(size * 2, self.llm.n_batch)
         wanted = int(size * self.chunk_s / took)
         return max(MIN_CHUNK, min(wanted, size * 2, self.llm.n_batch))
+
+
+class AbortFlag:
+    """llama.cpp's abort callback, answered in C: the callback is libc's ``strlen`` and its
+    data a two-byte buffer, so each call reads one byte (0: go on, 1: abort) and never takes
+    the GIL. ``strlen`` returns 0 or 1, which the caller reads as the ``bool`` the callback
+    type declares, on every ABI llama.cpp is built for.
+
+    :meth:`installed` sets it on a context for one reading; a watcher thread
+    (``tkchat-stop-watch``) raises the byte within :data:`STOP_POLL_S` of ``cancel``.
+    """
+
+    def __init__(self) -> None:
+        from llama_cpp import ggml_abort_callback
+
+        strlen = ctypes.cast(_libc().strlen, ctypes.c_void_p).value
+        assert strlen is not None
+        # Kept on the object: ctypes must not free the function pointers llama.cpp holds.
+        self._callback = ggml_abort_callback(strlen)
+        self._no_callback = ggml_abort_callback()  # NULL: no callback
+        self._lock = threading.Lock()  # orders a watcher's abort against the reading's end
+
+    @contextlib.contextmanager
+    def installed(self, llm: Llama, cancel: threading.Event) -> Iterator[None]:
+        """Worker thread: the callback on ``llm``'s context while the block runs, its byte
+        following ``cancel``. A Stop it answered is not logged as llama.cpp's error."""
+        from llama_cpp import llama_set_abort_callback
+
+        from tkchat.threads import own_thread
+
+        ctx = llm._ctx.ctx
+        # Each reading has a byte of its own: a watcher that has not yet seen its reading
+        # end writes to its own byte, never to the next reading's. Not joined (that would
+        # add up to one poll to every reading): the lock decides which came first.
+        byte = ctypes.create_string_buffer(2)
+        over = threading.Event()
+        quiet_from = LLAMA_LOG.level
+        llama_set_abort_callback(ctx, self._callback, ctypes.cast(byte, ctypes.c_void_p))
+        own_thread(self._watch, args=(cancel, over, byte), name="tkchat-stop-watch").start()
+        try:
+            yield
+        finally:
+            llama_set_abort_callback(ctx, self._no_callback, None)
+            with self._lock:
+                over.set()
+            LLAMA_LOG.setLevel(quiet_from)
+
+    def _watch(
+        self, cancel: threading.Event, over: threading.Event, byte: ctypes.Array[ctypes.c_char]
+    ) -> None:
+        """The watcher thread: raise the byte once ``cancel`` is set, unless ``over`` first."""
+        while not over.is_set():
+            if cancel.wait(STOP_POLL_S):
+                with self._lock:
+                    if not over.is_set():
+                        # llama.cpp logs the abort it was asked for as an error ("removing
+                        # memory module entries ..."): a Stop is not an error.
+                        LLAMA_LOG.setLevel(logging.CRITICAL)
+                        byte[0] = b"\x01"
+                return
+
+
+def _libc() -> ctypes.CDLL:
+    """The C library, whose ``strlen`` is the abort callback."""
+    if sys.platform == "win32":
+        return ctypes.cdll.msvcrt
+    return ctypes.CDLL(None)
 
 
 class TokenMemory:

@@ -26,6 +26,10 @@ from tkchat.models.catalogue import CatalogueEntry
 from tkchat.threads import own_thread
 
 STALL_S = 30.0  # no byte for this long: the transfer is stalled
+# Before its first byte the child starts an interpreter, imports huggingface_hub and asks the
+# hub about the file: on a busy 2-core laptop that alone took over 1.5 s (a 1.5 s stall watch
+# ended a healthy download at "0 B kept"). Until a byte arrives the watch allows this much.
+START_S = 15.0
 TERMINATE_GRACE_S = 1.0  # after SIGTERM, before SIGKILL
 SPEED_WINDOW_S = 3.0  # the speed shown is the average over this many seconds
 
@@ -166,10 +170,11 @@ class DownloadJob:
                 # Not waiting for the child here: its interpreter may take a tenth of a second
                 # to shut down, a freeze on the main thread. The reader thread reaps it.
                 return final
-        if self.progress.phase != "verify" and now - self._last_activity > self.stall_s:
+        allowed = self._allowed_s()
+        if self.progress.phase != "verify" and now - self._last_activity > allowed:
             self._stop()
             return self._finish(
-                Failed("stalled", {"seconds": round(self.stall_s), "done": self.progress.done})
+                Failed("stalled", {"seconds": round(allowed), "done": self.progress.done})
             )
         return None
 
@@ -183,6 +188,11 @@ class DownloadJob:
         self._finish(Failed("cancelled", {"done": self.progress.done}))
 
     # -- inside --------------------------------------------------------------------------------
+
+    def _allowed_s(self) -> float:
+        """How long the child may stay silent: ``stall_s`` once bytes flow, more before."""
+        started = self.progress.done > self.progress.resumed_from
+        return self.stall_s if started else max(self.stall_s, START_S)
 
     def _take(self, line: dict[str, Any], now: float) -> Result | None:
         """Take in one event; the result when it is the final one."""
