@@ -51,13 +51,19 @@ def display() -> Iterator[None]:
 
 
 class CallbackErrors:
-    """What Tk callbacks raised: Tk's ``report_callback_exception`` for every root."""
+    """What Tk callbacks raised: Tk's ``report_callback_exception`` for every root. Each
+    error names the test that made the root it ran on: a window a test left behind keeps its
+    timers, and the test that next runs Tk's loop is where they fire."""
 
     def __init__(self) -> None:
         self.errors: list[str] = []
 
-    def __call__(self, exc: type[BaseException], value: BaseException, tb: object) -> None:
-        self.errors.append("".join(traceback.format_exception(exc, value, tb)))  # type: ignore[arg-type]
+    def __call__(
+        self, root: tk.Tk, exc: type[BaseException], value: BaseException, tb: object
+    ) -> None:
+        made_in = getattr(root, "made_in_test", None) or "no test"
+        told = traceback.format_exception(exc, value, tb)  # type: ignore[arg-type]
+        self.errors.append(f"(on a root made in {made_in})\n" + "".join(told))
 
 
 # Every Tk root of the test session reports here — the ``root`` fixture's, an app's second
@@ -68,9 +74,9 @@ TK_CALLBACK_ERRORS = CallbackErrors()
 
 
 def _report_callback_exception(
-    _root: tk.Tk, exc: type[BaseException], value: BaseException, tb: object
+    root: tk.Tk, exc: type[BaseException], value: BaseException, tb: object
 ) -> None:
-    TK_CALLBACK_ERRORS(exc, value, tb)
+    TK_CALLBACK_ERRORS(root, exc, value, tb)
 
 
 tk.Tk.report_callback_exception = _report_callback_exception  # type: ignore[method-assign, assignment]
@@ -115,6 +121,7 @@ _tk_init = tk.Tk.__init__
 def _kept_tk_init(self: tk.Tk, *args: Any, **kwargs: Any) -> None:
     _tk_init(self, *args, **kwargs)
     KEEP_ALIVE.append(self)
+    self.made_in_test = os.environ.get("PYTEST_CURRENT_TEST")  # type: ignore[attr-defined]
 
 
 tk.Tk.__init__ = _kept_tk_init  # type: ignore[method-assign]

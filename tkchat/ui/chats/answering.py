@@ -84,7 +84,6 @@ class Answering:
         answer.figures.update(figures or {})
         if self.saved is not None:
             self.saved.archive.answer_started(answer)
-            self.saved.refresh()  # a new conversation shows up at once
         mode = view.teaching.mode
         if self.pipeline.name != mode:
             self.pipeline = self.pipelines(mode)
@@ -99,6 +98,10 @@ class Answering:
             view.status.say("app.generating")
         view.probe.reset_peaks()  # the live figures of a lesson count from this question
         self.pipeline.start(answer, request)
+        if self.saved is not None:
+            # A new conversation shows up at once, the model already at work: the list is
+            # read on this thread, and the worker need not wait for it.
+            self.saved.refresh()
         self.on_change()
         return True
 

@@ -30,6 +30,7 @@ from tkchat.ui.chats.inline_rename import InlineRename
 from tkchat.ui.look.fit import FittedLabel, ellipsize, ellipsize_around
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import FIELD_HINT_STYLE, follow_theme, list_row_height
+from tkchat.ui.look.tree_rows import Row, sync_rows
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.tcl_var import TclVar
 from tkchat.ui.window.translator import Translator
@@ -81,6 +82,8 @@ class ConversationSidebar(ttk.Frame):
     strings (``tkchat/i18n/sidebar.py``) and tells the sidebar when the language changes.
     """
 
+    _rows_query = ""  # the search words the rows' snippets were fitted around
+
     def __init__(
         self,
         master: tk.Misc,
@@ -107,7 +110,7 @@ class ConversationSidebar(ttk.Frame):
         self._order: list[int] = []  # ids of the rows on screen, top to bottom
         self._results: list[tuple[Conversation, str]] | None = None  # None: the list is shown
         self._current_id: int | None = None
-        self._texts: dict[str, str] = {}  # row id -> its whole text; the row shows what fits
+        self._rows: dict[str, Row] = {}  # the rows on screen: whole texts (the row shows what fits)
         # "search" (debounce), "undo" (the bar's timeout), "place-editor" (the inline rename
         # entry follows its row after a refresh)
         self.timers = AfterScheduler(self)
@@ -276,28 +279,29 @@ class ConversationSidebar(ttk.Frame):
         self.timers.when_idle("fit-rows", self._fit_rows)  # the same width holds less text
 
     def _show_rows(self, rows: Sequence[tuple[Conversation, str | None]]) -> None:
-        """Replace the rows; keep the selection, the focus and the scroll offset by id."""
+        """Show these rows; keep the selection, the focus and the scroll offset by id. Only
+        what changed is touched (:func:`sync_rows`): a question sent moves one row."""
         focus = self.tree.focus()
         top = self.tree.yview()[0]
         searching = self._results is not None
-        self.tree.configure(style=RESULTS_STYLE if searching else LIST_STYLE)
-        self.tree.delete(*self.tree.get_children())
-        self._texts = {}
+        style = RESULTS_STYLE if searching else LIST_STYLE
+        if str(self.tree.cget("style")) != style:
+            self.tree.configure(style=style)
         now = time.time()
-        self._order = []
-        for conversation, snippet in rows:
-            iid = str(conversation.id)
-            if self.tree.exists(iid):  # a conversation listed twice is shown once
-                continue
-            self._texts[iid] = self._row_text(conversation, snippet)
-            self.tree.insert(
-                "",
-                "end",
-                iid=iid,
-                text=self._fitted(self._texts[iid]),
-                values=(format_when(conversation.updated_at, now, self.translate),),
+        wanted = [
+            Row(
+                str(conversation.id),
+                self._row_text(conversation, snippet),
+                (format_when(conversation.updated_at, now, self.translate),),
             )
-            self._order.append(conversation.id)
+            for conversation, snippet in rows
+        ]
+        # A snippet is fitted around the words searched for: new words, every row anew.
+        query = self.search_var.get().strip() if searching else ""
+        shown = self._rows if query == self._rows_query else {}
+        self._rows = sync_rows(self.tree, wanted, shown, self._fitter())
+        self._rows_query = query
+        self._order = [int(iid) for iid in self._rows]
         if searching and not self._order:
             self.tree.insert(
                 "",
@@ -322,21 +326,27 @@ class ConversationSidebar(ttk.Frame):
 
     def row_text(self, cid: int) -> str:
         """A row's whole text (what it shows may be cut to the list's width, with "…")."""
-        return self._texts.get(str(cid), "")
+        row = self._rows.get(str(cid))
+        return row.text if row is not None else ""
 
-    def _fitted(self, text: str) -> str:
-        """A row's text as it fits the title column: the title cut with "…", the snippet
-        (search results) cut around the word searched for, which stays in view."""
+    def _fitter(self) -> Callable[[str], str]:
+        """A row's text as it fits the title column now: the title cut with "…", the
+        snippet (search results) cut around the word searched for, which stays in view.
+        (The width, font and query are looked up once for all the rows.)"""
         width = self.tree.column("#0", "width") - self._title_margin()
         font = tkfont.nametofont("TkDefaultFont", root=self)
-        title, _newline, snippet = text.partition("\n")
-        fitted = ellipsize(font, title, width)
-        if not _newline:
-            return fitted
         query = self.search_var.get().strip()
-        found = re.search(re.escape(query), snippet, re.IGNORECASE) if query else None
-        start, end = (found.start(), found.end()) if found else (0, 0)
-        return fitted + "\n" + ellipsize_around(font, snippet, start, end, width)
+
+        def fitted(text: str) -> str:
+            title, newline, snippet = text.partition("\n")
+            title = ellipsize(font, title, width)
+            if not newline:
+                return title
+            found = re.search(re.escape(query), snippet, re.IGNORECASE) if query else None
+            start, end = (found.start(), found.end()) if found else (0, 0)
+            return title + "\n" + ellipsize_around(font, snippet, start, end, width)
+
+        return fitted
 
     def _title_margin(self) -> int:
         """The room left of a row's text (the tree's indent) and a little after it."""
@@ -350,34 +360,25 @@ class ConversationSidebar(ttk.Frame):
         if width > 1:
             title = width - self.tree.column("when", "width") - dp(self, 2)
             self.tree.column("#0", width=max(title, int(self.tree.column("#0", "minwidth"))))
-        for iid, text in self._texts.items():
+        fitted = self._fitter()
+        for iid, row in self._rows.items():
             if self.tree.exists(iid):
-                self.tree.item(iid, text=self._fitted(text))
+                self.tree.item(iid, text=fitted(row.text))
 
     def _row_text(self, conversation: Conversation, snippet: str | None) -> str:
         title = _one_line(conversation.title, 200) or self.translate("sidebar.untitled")
         return title if snippet is None else f"{title}\n{_one_line(snippet, 400)}"
 
     def _refresh_texts(self) -> None:
-        """Re-render every row's text and date in place (after a language change)."""
+        """Show every row's text and date again (after a language change, a rename)."""
         snippets = dict((c.id, s) for c, s in self._results) if self._results is not None else {}
         by_id = {c.id: c for c, _ in self._results} if self._results is not None else {}
-        now = time.time()
-        for cid in self._order:
-            conversation = by_id.get(cid) or self._conversations.get(cid)
-            if conversation is None:
-                continue
-            self._texts[str(cid)] = self._row_text(conversation, snippets.get(cid))
-            self.tree.item(
-                str(cid),
-                text=self._fitted(self._texts[str(cid)]),
-                values=(format_when(conversation.updated_at, now, self.translate),),
-            )
-        if self.tree.exists("empty"):
-            self.tree.item(
-                "empty",
-                text=self.translate("sidebar.no_results", query=self.search_var.get().strip()),
-            )
+        rows = [
+            (conversation, snippets.get(cid))
+            for cid in self._order
+            if (conversation := by_id.get(cid) or self._conversations.get(cid)) is not None
+        ]
+        self._show_rows(rows)  # ("no results" is shown again, in the language of now)
 
     def _title_of(self, cid: int) -> str:
         conversation = self._conversations.get(cid)
