@@ -67,25 +67,48 @@ def bench(tmp_path: Path, *args: str) -> dict:
     return data
 
 
-def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
-    display: None, tmp_path: Path
-) -> None:
-    report = tmp_path / "report"
+# One scripted run and one on the bundled model, each read by several tests: a bench run
+# takes one to four minutes, most of it the scenarios every run has (idle, raw, the long
+# render, the history).
+SCRIPTED_TOKENS = 200  # per-chunk-render is quadratic: 400 tokens took it 13 s of 26
+
+
+@pytest.fixture(scope="module")
+def scripted_run(display: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    """``--busy`` and a report and a trace, three modes: the JSON and the run's folder."""
+    folder = tmp_path_factory.mktemp("scripted-bench")
     data = bench(
-        tmp_path,
+        folder,
         "--backend",
         "scripted",
         "--rate",
         "2000",
         "--tokens",
-        "200",  # per-chunk-render is quadratic: 400 tokens took it 13 s of the test's 26
+        str(SCRIPTED_TOKENS),
         "--modes",
         "fixed,blocking,per-chunk-render",
+        "--busy",
         "--report",
-        str(report),
+        str(folder / "report"),
         "--trace",
-        str(tmp_path / "trace.json"),
+        str(folder / "trace.json"),
     )
+    return data, folder
+
+
+@pytest.fixture(scope="module")
+def model_run(display: None, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The bundled model: the fixed pipeline, and ``--turn2``."""
+    return bench(
+        tmp_path_factory.mktemp("model-bench"), "--tokens", "24", "--modes", "fixed", "--turn2"
+    )
+
+
+def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
+    scripted_run: tuple[dict, Path],
+) -> None:
+    data, tmp_path = scripted_run
+    report = tmp_path / "report"
     runs = {run["mode"]: run for run in data["runs"]}
     assert list(runs) == [
         "idle",
@@ -96,11 +119,14 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
         "per-chunk-render",
         "render",
         "history",
+        "busy-idle",
+        "busy-raw",
+        "busy-fixed",
     ]
     for run in data["runs"]:
         assert set(run) >= REQUIRED, run["mode"]
     fixed, blocking = runs["fixed"], runs["blocking"]
-    assert fixed["tokens"] == 200 and runs["raw"]["tokens"] == 200
+    assert fixed["tokens"] == SCRIPTED_TOKENS and runs["raw"]["tokens"] == SCRIPTED_TOKENS
     assert fixed["cancel_samples"] >= 1 and fixed["cancel_p99_ms"] is not None
     assert fixed["input_p99_ms"] is not None and blocking["input_max_ms"] is not None
     assert fixed["lag_p50_ms"] <= fixed["lag_p99_ms"] <= fixed["lag_max_ms"]
@@ -137,7 +163,13 @@ def test_scripted_bench_measures_every_asked_mode_and_writes_a_report(
     trace = json.loads((tmp_path / "trace.json").read_text())
     assert trace_problems(trace) == []
     names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
-    assert names == ["fixed — 1", "fixed-unsampled — 2", "blocking — 3", "per-chunk-render — 4"]
+    assert names == [
+        "fixed — 1",
+        "fixed-unsampled — 2",
+        "blocking — 3",
+        "per-chunk-render — 4",
+        "fixed — 5",  # --busy: the fixed pipeline again, a hog on every core
+    ]
     text = (report / "report.md").read_text()
     assert "lag-timeline.png" in text and "lag-vs-length.png" in text
     for png in ("lag-timeline.png", "lag-vs-length.png"):
@@ -164,8 +196,8 @@ def test_a_scripted_flood_gives_broken_modes_a_short_answer(display: None, tmp_p
 
 
 @pytest.mark.model
-def test_bench_runs_on_the_bundled_model(display: None, tmp_path: Path) -> None:
-    data = bench(tmp_path, "--tokens", "24", "--modes", "fixed")
+def test_bench_runs_on_the_bundled_model(model_run: dict) -> None:
+    data = model_run
     runs = {run["mode"]: run for run in data["runs"]}
     assert runs["raw"]["tokens_per_s"] > 0 and runs["fixed"]["tokens_per_s"] > 0
     assert data["backend"] == "llama"
@@ -175,27 +207,16 @@ def test_bench_runs_on_the_bundled_model(display: None, tmp_path: Path) -> None:
 
 
 def test_busy_runs_the_fixed_pipeline_again_with_a_hog_per_core(
-    display: None, tmp_path: Path
+    scripted_run: tuple[dict, Path],
 ) -> None:
     """``--busy``: the bench starts one CPU hog per core, measures under them, stops them,
     and holds the busy rows to ratios of the same run's quiet baselines."""
-    data = bench(
-        tmp_path,
-        "--backend",
-        "scripted",
-        "--rate",
-        "2000",
-        "--tokens",
-        "400",
-        "--modes",
-        "fixed",
-        "--busy",
-    )
+    data, _folder = scripted_run
     runs = {run["mode"]: run for run in data["runs"]}
     assert {"idle", "raw", "fixed", "busy-idle", "busy-raw", "busy-fixed"} <= set(runs)
     busy = runs["busy-fixed"]
     assert busy["hogs"] == (os.cpu_count() or 1) and len(busy["hog_pids"]) == busy["hogs"]
-    assert busy["tokens"] == 400 and runs["busy-raw"]["tokens_per_s"] > 0
+    assert busy["tokens"] == SCRIPTED_TOKENS and runs["busy-raw"]["tokens_per_s"] > 0
     assert busy["cancel_samples"] >= 1 and busy["load_1min"] is not None
     for pid in busy["hog_pids"]:  # stopped (and reaped) by the bench before it ended
         with pytest.raises(ProcessLookupError):
@@ -208,11 +229,11 @@ def test_busy_runs_the_fixed_pipeline_again_with_a_hog_per_core(
 
 
 @pytest.mark.model
-def test_turn2_reads_only_the_new_part_in_both_languages(display: None, tmp_path: Path) -> None:
+def test_turn2_reads_only_the_new_part_in_both_languages(model_run: dict) -> None:
     """``--turn2``: rows for English and Chinese, each follow-up evaluating only its new part,
     with the baseline and the ratio reported (their size is the bench's verdict, not this
     test's: nothing here is timed)."""
-    data = bench(tmp_path, "--tokens", "8", "--modes", "fixed", "--turn2")
+    data = model_run
     runs = {run["mode"]: run for run in data["runs"]}
     for lang in ("en", "zh"):
         row = runs[f"turn-2-{lang}"]

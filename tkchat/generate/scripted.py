@@ -202,13 +202,16 @@ class ScriptedBackend:
         """Worker thread."""
         if self.prompt_rate > 0:
             total = self.count_tokens(request.messages)
-            began = time.perf_counter()
+            # A step's worth per step, as a model reads only while it runs: counted from the
+            # clock, a worker kept off the CPU on a busy machine jumped to the end and
+            # showed no progress at all.
+            step = max(1, round(self.prompt_rate * PROMPT_STEP_S))
             done = 0
             while done < total:
                 yield PromptProgress(done, total)
                 if cancel.wait(PROMPT_STEP_S):  # wake at once on Stop
                     return "cancelled"
-                done = min(total, int((time.perf_counter() - began) * self.prompt_rate))
+                done = min(total, done + step)
             yield PromptProgress(total, total)
         question = request.messages[-1].content if self.echo and request.messages else ""
         wanted = self.tokens
