@@ -100,12 +100,46 @@ def no_tk_callback_raised() -> Iterator[None]:
     assert not raised, "a Tk callback raised:\n" + "\n".join(raised)
 
 
+AFTER_LAST_TEST = "tk errors after the last test"  # a worker's report to the controller
+
+
+@pytest.fixture(autouse=True)
+def unwatched_threads() -> Iterator[None]:
+    """A student's pipeline, once loaded, watches every thread started after it for Tk calls
+    (:data:`tkchat.ui.teaching.outside.TK_THREADS`, process-wide): the next tests' threads
+    must not pay for it. Left on, it made a hostile-server test take 29 s instead of 0.3."""
+    yield
+    from tkchat.ui.teaching.outside import TK_THREADS
+
+    TK_THREADS.uninstall()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A callback that raised after the last test (a shared window's teardown) fails the run."""
-    raised = _take_tk_errors()
+    """A callback that raised after the last test (a shared window's teardown) fails the run.
+    In a pytest-xdist worker, whose exit status the controller ignores, it is also handed
+    to the controller (:func:`pytest_testnodedown`); the controller fails the run."""
+    raised = _take_tk_errors() + getattr(session.config, "tk_errors_of_workers", [])
     if raised:
         print("\na Tk callback raised after the last test:\n" + "\n".join(raised))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        worker_output = getattr(session.config, "workeroutput", None)
+        if worker_output is not None:
+            worker_output[AFTER_LAST_TEST] = raised
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker has finished; keep what it said had raised."""
+    raised = getattr(node, "workeroutput", {}).get(AFTER_LAST_TEST, [])
+    if raised:
+        config = node.config
+        config.tk_errors_of_workers = [*getattr(config, "tk_errors_of_workers", []), *raised]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core, at most eight (each starts its own virtual screen)."""
+    return max(1, min(os.cpu_count() or 1, 8))
 
 
 # Every root a test created stays referenced until the interpreter exits. A Tk interpreter

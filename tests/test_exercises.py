@@ -81,14 +81,6 @@ BAD_FILES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _unwatch_threads() -> Iterator[None]:
-    """A loaded pipeline watches every thread started after it (process-wide); the other
-    tests' threads should not pay for that."""
-    yield
-    TK_THREADS.uninstall()
-
-
 @pytest.fixture
 def quick_import(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file with an endless loop is given up on after 3 s rather than 10."""

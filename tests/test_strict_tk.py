@@ -12,6 +12,19 @@ from tests.conftest import KEEP_ALIVE, TK_CALLBACK_ERRORS, pump_for, pump_until
 pytestmark = pytest.mark.gui
 
 
+def test_the_fixture_and_the_tests_share_one_conftest() -> None:
+    """pytest loaded tests/conftest.py as ``conftest`` while the tests imported it as
+    ``tests.conftest``: two modules, two lists of errors, and the fixture read the list that
+    nobody wrote to — no test failed for a raising callback, whatever it raised (found
+    2026-12-02). tests/__init__.py makes the suite one package: one module."""
+    import sys
+
+    import tests.conftest
+
+    assert sys.modules.get("conftest", tests.conftest) is tests.conftest
+    assert tk.Tk.report_callback_exception is tests.conftest._report_callback_exception
+
+
 def test_a_root_made_outside_the_fixture_reports_a_raising_callback(display: None) -> None:
     other = tk.Tk()  # not the ``root`` fixture: as an app's second window or a helper makes it
     KEEP_ALIVE.append(other)
