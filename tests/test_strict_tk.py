@@ -4,6 +4,7 @@ it ran on (tests/conftest.py, ``no_tk_callback_raised``)."""
 from __future__ import annotations
 
 import tkinter as tk
+import tkinter.font as tkfont
 
 import pytest
 
@@ -55,7 +56,8 @@ def test_the_window_leaves_no_tk_variable_to_the_garbage_collector(root: tk.Tk, 
     collected on the model's worker (a closed window's menu check marks, its search box), it
     called Tk from that thread, waited a second for a main loop and raised — a lesson demo
     took 28 s instead of one. The window keeps Tcl variables by name instead
-    (tkchat/ui/tcl_var.py)."""
+    (tkchat/ui/tcl_var.py), and makes fonts that never delete themselves
+    (tkchat/ui/look/lasting_font.py)."""
     import gc
 
     from tkchat.generate.scripted import ScriptedBackend
@@ -69,6 +71,12 @@ def test_the_window_leaves_no_tk_variable_to_the_garbage_collector(root: tk.Tk, 
     assert app.menubar.checked("chat_only")
     app.menubar.set_checked("chat_only", False)
     assert not app.menubar.checked("chat_only")
+    app.send("a question, so that an answer's fonts are made too")
+    pump_until(root, lambda: bool(app.finished), what="the answer")
     gc.collect()
     variables = [o for o in gc.get_objects() if isinstance(o, tk.Variable)]
     assert variables == [], [type(v).__name__ for v in variables]
+    # Nor a font that deletes itself: collected on a worker, each waited a second for a main
+    # loop (the window closed by one test made the next test's stream take 23 s, not 0.3).
+    fonts = [o for o in gc.get_objects() if isinstance(o, tkfont.Font) and o.delete_font]
+    assert fonts == [], [f.actual() for f in fonts]

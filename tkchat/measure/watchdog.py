@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from tkchat.i18n.watchdog import STRINGS
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette, palette_named
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.scheduler import AfterScheduler
@@ -213,9 +214,9 @@ class WatchdogWindow:
             root.attributes("-topmost", True)
         root.protocol("WM_DELETE_WINDOW", self.close)
         family = tkfont.nametofont("TkDefaultFont", root=root).cget("family")
-        self.big_font = tkfont.Font(root=root, family=family, size=30, weight="bold")
-        self.label_font = tkfont.Font(root=root, family=family, size=14, weight="bold")
-        self.axis_font = tkfont.Font(root=root, family=family, size=12)
+        self.big_font = lasting_font(root=root, family=family, size=30, weight="bold")
+        self.label_font = lasting_font(root=root, family=family, size=14, weight="bold")
+        self.axis_font = lasting_font(root=root, family=family, size=12)
         self._points = [(font, int(font.cget("size"))) for font in self.fonts]  # the design
         # The chat window's theme (``--theme``): healthy green, frozen red, the chart's whole
         # background blushing while the chat window is frozen.

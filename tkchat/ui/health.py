@@ -17,6 +17,7 @@ from tkinter import ttk
 
 from tkchat.stats import RateMeter
 from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import WATCH_STYLE
 from tkchat.ui.scheduler import AfterScheduler
@@ -47,7 +48,7 @@ class HealthBar(ttk.Frame):
         self._updates = RateMeter()
         # The heartbeat and the lag are the figures a class watches: in projector mode they
         # get a font of their own, larger than the rest (set_big).
-        self._big = tkfont.Font(root=self, family=_family("TkFixedFont", self), weight="bold")
+        self._big = lasting_font(root=self, family=_family("TkFixedFont", self), weight="bold")
         self.heartbeat = ttk.Label(self, width=11, font="TkFixedFont")
         self.lag = ttk.Label(self, font="TkFixedFont")
         self.rates = ttk.Label(self, font="TkFixedFont")

@@ -23,6 +23,7 @@ from typing import Any
 
 from tkchat.render.safe_markdown import Look, Piece, block_to_html, highlight, lexer_ready, restyle
 from tkchat.ui.look.html_fonts import share_fonts
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.scheduler import AfterScheduler
 
@@ -183,7 +184,7 @@ class MarkdownLooks:
         self.text.tag_configure(QUOTE_TAG, lmargin1=30, lmargin2=30)
         # A rule is an empty line of a 2-pixel font whose newline is painted: Tk paints a
         # newline's background to the right edge, so the rule is as wide as the text.
-        self._rule_font = tkfont.Font(root=self.text, family=base, size=-2)
+        self._rule_font = lasting_font(root=self.text, family=base, size=-2)
         self.text.tag_configure(RULE_TAG, font=self._rule_font)
         self._colour_tags()
 
@@ -212,12 +213,12 @@ class MarkdownLooks:
     ) -> tkfont.Font:
         """A named font at ``html_size`` on tkhtmlview's scale, rescaled with the body."""
         body = int(tkfont.nametofont(str(self.text.cget("font")), root=self.text).actual()["size"])
-        font = tkfont.Font(
+        font = lasting_font(
             root=self.text,
             family=family,
             size=_scaled(html_size, body),
-            weight=weight,  # type: ignore[arg-type]
-            slant=slant,  # type: ignore[arg-type]
+            weight=weight,
+            slant=slant,
             underline=underline,
             overstrike=overstrike,
         )

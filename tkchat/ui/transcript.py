@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import time
 import tkinter as tk
-import tkinter.font as tkfont
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from tkinter import ttk
@@ -36,6 +35,7 @@ from tkinter import ttk
 from tkchat.render.soft_breaks import soft_break, unbreak
 from tkchat.ui.chats.answer_figures import FiguresLines
 from tkchat.ui.look.fit import NO_BREAK
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, set_role
@@ -73,7 +73,7 @@ class Transcript(ttk.Frame):
         super().__init__(master)
         self.t = translate
         # Named fonts are deleted when their Python object is collected: keep them here.
-        self.body_font = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE)
+        self.body_font = lasting_font(family=body_family(master), size=BODY_FONT_SIZE)
         self.text = tk.Text(
             self,
             wrap="word",
@@ -91,13 +91,13 @@ class Transcript(ttk.Frame):
         self.text.configure(yscrollcommand=self._scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
-        bold = tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
+        bold = lasting_font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
         self._fonts = [bold]
         margin = dp(master, 12)
         self.text.tag_configure("who", font=bold, spacing1=dp(master, 10))
         self.text.tag_configure("user", lmargin1=margin, lmargin2=margin)
         self.text.tag_configure("answer", lmargin1=margin, lmargin2=margin)
-        self._fonts.append(tkfont.Font(family=body_family(master), size=BODY_FONT_SIZE - 2))
+        self._fonts.append(lasting_font(family=body_family(master), size=BODY_FONT_SIZE - 2))
         self.text.tag_configure("action", font=self._fonts[-1])
         self.text.tag_configure(COPY_CODE_TAG, font=self._fonts[-1])
         # A widget binding, not a tag binding: only a widget binding's "break" stops the Text

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tkchat.ui.look.lasting_font import lasting_font
+
 
 class _SharedFontFactory:
     """Stands in for ``tkinter.font`` inside tkhtmlview's parser: equal font options give
@@ -29,7 +31,7 @@ class _SharedFontFactory:
         key = tuple(sorted(options.items()))
         font = self._fonts.get(key)
         if font is None:
-            font = self._fonts[key] = tkfont.Font(**options)  # type: ignore[arg-type]
+            font = self._fonts[key] = lasting_font(None, **options)
         return font
 
 

@@ -43,6 +43,7 @@ from typing import Literal
 from tkchat.stats import LagSample
 from tkchat.trace.culprit import Culprit, labels
 from tkchat.ui.lag_probe import LONG_TASK_MS
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, palette_of
@@ -190,8 +191,8 @@ class LagTimeline(tk.Canvas):
         self.redraw_ms: deque[float] = deque(maxlen=240)  # what each redraw cost, for the bench
         family = tkfont.nametofont("TkDefaultFont", root=self).cget("family")
         # Kept here: a named font is deleted when its Python object is collected.
-        self.label_font = tkfont.Font(root=self, family=family, weight="bold")
-        self.axis_font = tkfont.Font(root=self, family=family)
+        self.label_font = lasting_font(root=self, family=family, weight="bold")
+        self.axis_font = lasting_font(root=self, family=family)
         self._line = self._label_line = 0  # the fonts' line heights, read once per size
         self.line_width = 3
         # What the last redraw left for the next: the layout and scale the fixed items were

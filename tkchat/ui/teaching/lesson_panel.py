@@ -22,6 +22,7 @@ from tkinter import ttk
 from tkchat.course.claims import format_figure
 from tkchat.course.lessons import Lesson, expect_text, load_lessons, plan_path, render_body
 from tkchat.ui.look.fit import breakable, configure_breaks, insert_breakable
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import follow_theme, set_role
@@ -96,7 +97,7 @@ class LessonPanel(ttk.Frame):
         base = tkfont.nametofont("TkDefaultFont", root=self).actual()
         mono = tkfont.nametofont("TkFixedFont", root=self).actual()
         self._fonts = {
-            name: tkfont.Font(
+            name: lasting_font(
                 root=self, family=mono["family"] if name == "mono" else base["family"]
             )
             for name in (*FONT_STEPS, *NOTE_FONTS)
