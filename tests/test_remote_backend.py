@@ -798,9 +798,11 @@ def test_tkchat_server_streams_the_script_exactly(tkchat_server: str) -> None:
 def test_tkchat_server_progress_reaches_the_client(
     serve_tkchat: Callable[[ScriptedBackend], str],
 ) -> None:
-    """A prompt the server reads slowly: its progress events arrive as the server sent them."""
+    """A prompt the server reads slowly: its progress events arrive as the server sent them.
+    Long enough (about 2 s) for several of the server's reports to pass the client's own
+    pacing too: a 0.5 s reading, its reports bunched up on a busy machine, showed none."""
     url = serve_tkchat(ScriptedBackend(rate=0, tokens=5, prompt_rate=300.0))
-    question = (Message("user", "tea " * 150),)
+    question = (Message("user", "tea " * 600),)
     events = generate(loaded(url), question)
     progress = [e for e in events if isinstance(e, Progress)]
     assert progress and events[: len(progress)] == progress
