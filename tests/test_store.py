@@ -613,6 +613,39 @@ def test_the_write_ahead_log_is_bounded_and_emptied_after_each_answer(
         writer.close(timeout=10)
 
 
+def _cpu_s(thread: threading.Thread, seconds: float) -> float:
+    """CPU time ``thread`` uses while the test sleeps ``seconds``."""
+    assert thread.ident is not None
+    clock = time.pthread_getcpuclockid(thread.ident)
+    before = time.clock_gettime(clock)
+    time.sleep(seconds)
+    return time.clock_gettime(clock) - before
+
+
+@pytest.mark.skipif(not hasattr(time, "pthread_getcpuclockid"), reason="no per-thread clock")
+def test_a_writer_with_nothing_to_write_sleeps(store: ConversationStore) -> None:
+    """An answer whose end arrived before its text's batch was due took that text with it,
+    and left the batch's deadline set: the writer then polled its queue with no wait, for
+    good, holding the GIL (the window's Tcl calls took 300 x longer after a flood)."""
+    conversation = store.create()
+    others = set(threading.enumerate())
+    writer = StoreWriter(store, flush_interval=0.05)
+    (thread,) = set(threading.enumerate()) - others
+    try:
+        answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
+        assert writer.flush(timeout=10)
+        waiting = _cpu_s(thread, 0.5)  # the same writer, waiting on an empty queue
+        writer.append(answer, "the last words")
+        writer.finish(answer, "complete")  # before the 0.05 s batch is due
+        assert writer.flush(timeout=10)
+        after_an_answer = _cpu_s(thread, 0.5)
+    finally:
+        writer.close(timeout=10)
+    # A spinning writer uses most of a core even beside two busy processes; a sleeping one
+    # next to nothing, as it did before the answer.
+    assert after_an_answer < waiting + 0.05, (waiting, after_an_answer)
+
+
 def test_appends_are_written_by_the_timer_without_a_flush(
     store: ConversationStore, db_path: Path
 ) -> None:

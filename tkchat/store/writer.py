@@ -444,6 +444,9 @@ class StoreWriter:
         is retried at the next deadline (a full disk may get space again); it is reported
         once."""
         if not self._pending and not self._finishes:
+            # Nothing left to write (an answer's end took its own text): no deadline either,
+            # or _next_op would wait 0 s and come back here, spinning with the GIL held.
+            self._deadline = None
             return
         store = self._ensure_store()
         parts: dict[int, str] = {}
