@@ -41,10 +41,14 @@ def is_own(thread: threading.Thread) -> bool:
     return thread in _OWN
 
 
-# How much nicer than the window a model's worker runs: at nice +5 the scheduler weighs it
-# about a third of a nice-0 thread (CFS weights 335 vs 1024), so when both cores are busy the
-# Tk main thread, which sleeps most of the time and wakes for a frame, gets its turn first.
-WORKER_NICE = 5
+# How much nicer than the window a model's worker runs. At nice +2 the scheduler weighs it
+# about two thirds of a nice-0 thread (CFS weights 655 vs 1024), so when every core is busy
+# the Tk main thread, which sleeps most of the time and wakes for a frame, gets its turn
+# first. Measured with `tkchat bench --busy` on the bundled model (2-core machine, a hog per
+# core, 2026-12-02): at nice +5 the model ran at 11-15 tokens/s against 31-34 at nice 0, for
+# a window lag p99 of 1.2-1.3 x the hogs' idle p99 against 1.6 x (no long task at either);
+# nice +2 gave 23-26 tokens/s and 1.5 x.
+WORKER_NICE = 2
 
 
 def lower_this_thread(step: int = WORKER_NICE) -> bool:
