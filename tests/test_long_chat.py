@@ -17,7 +17,9 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.measure.figures import RunFigures
 from tkchat.measure.scenarios.chat_text import long_conversation
+from tkchat.measure.scenarios.long_chat import long_chat_verdicts
 from tkchat.ui.paint_zone import KEEP_CHARS, ZONE_CHARS
 from tkchat.ui.transcript import AnswerView
 
@@ -162,3 +164,34 @@ def test_a_language_change_relabels_a_long_chat_in_slices(root: tk.Tk, make_app)
             assert labels == {word}, (tag, labels)
     # All 300 messages' headers in one callback (as before) took 7 times the short chat's.
     assert costs["long"] <= 3 * max(costs["short"], costs["short again"]), costs
+
+
+def _chat_row(messages: int, cpu_s: float, lag_max_ms: float) -> RunFigures:
+    return RunFigures(
+        mode=f"chat-{messages}",
+        backend="scripted",
+        lag_max_ms=lag_max_ms,
+        long_tasks=0,
+        extra={"messages": messages, "cpu_s": cpu_s, "cpu_x": None, "lag_max_x": None},
+    )
+
+
+@pytest.mark.parametrize(
+    ("cpu_at_1000", "lag_at_1000", "flat"),
+    [(3.0, 30.0, True), (4.6, 30.0, False), (3.0, 145.0, False)],
+)
+def test_the_bench_calls_a_chat_flat_only_if_ten_times_the_messages_cost_about_the_same(
+    cpu_at_1000: float, lag_at_1000: float, flat: bool
+) -> None:
+    """The growth verdict compares 1,000 messages with 100 (the length nearest a tenth), not
+    with the empty chat, which has nothing to open or page through."""
+    rows = [
+        _chat_row(0, 1.0, 5.0),
+        _chat_row(10, 1.5, 10.0),
+        _chat_row(100, 2.8, 30.0),
+        _chat_row(300, 3.0, 40.0),
+        _chat_row(1000, cpu_at_1000, lag_at_1000),
+    ]
+    (growth,) = [v for v in long_chat_verdicts(rows) if v[0].startswith("growth")]
+    assert growth[0].startswith("growth: 1,000 messages against 100:")
+    assert growth[1] is flat, growth
