@@ -44,7 +44,7 @@ from tkchat.qt.consume import make_consumption
 from tkchat.qt.health import HealthBar, QtLagProbe
 from tkchat.qt.reader import start_reader, stop_reader
 from tkchat.render.soft_breaks import LineState, soft_break, unbreak
-from tkchat.threads import WORKER_NICE
+from tkchat.threads import WORKER_NICE, favour_the_gui_thread
 
 
 class Translate:
@@ -147,6 +147,7 @@ class ChatWindow(QMainWindow):
         super().__init__()
         self.controller = controller
         controller.worker_nice = WORKER_NICE  # the model yields a core to the GUI thread
+        favour_the_gui_thread()  # its toolkit calls wait 1 ms for the GIL, not 5
         self.mode = mode
         self.sampling = sampling or Sampling()
         self.t = Translate(language)

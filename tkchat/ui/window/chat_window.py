@@ -23,7 +23,7 @@ from tkchat.events import ModelFailed, ModelReady
 from tkchat.generate.controller import GenerationController
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store.settings import AppSettings
-from tkchat.threads import WORKER_NICE
+from tkchat.threads import WORKER_NICE, favour_the_gui_thread
 from tkchat.ui.chats.answer_versions import AnswerVersions
 from tkchat.ui.chats.chat_view import Control, FlowParts
 from tkchat.ui.chats.context_meter import ContextWatch
@@ -75,6 +75,7 @@ class ChatApp(ChatLayout, FlowFacade):
         self.root = root
         self.controller = controller
         controller.worker_nice = WORKER_NICE  # the model yields a core to this window's thread
+        favour_the_gui_thread()  # its Tcl calls wait 1 ms for the GIL, not 5
         settings = options.app_settings or AppSettings()
         self.t = Translator(options.language or settings.language or default_language())
         self.remembered = Remembered(
