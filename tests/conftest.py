@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import sqlite3
+import sys
 import threading
 import time
 import tkinter as tk
@@ -112,6 +113,16 @@ def unwatched_threads() -> Iterator[None]:
     from tkchat.ui.teaching.outside import TK_THREADS
 
     TK_THREADS.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def default_switch_interval() -> Iterator[None]:
+    """Every window hands the GIL over every millisecond (process-wide:
+    :func:`tkchat.threads.favour_the_gui_thread`); each test starts from CPython's own
+    interval, whichever test ran before it in this process."""
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
