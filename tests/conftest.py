@@ -115,14 +115,17 @@ def unwatched_threads() -> Iterator[None]:
     TK_THREADS.uninstall()
 
 
+CPYTHON_SWITCH_INTERVAL_S = sys.getswitchinterval()  # read before any window changed it
+
+
 @pytest.fixture(autouse=True)
 def default_switch_interval() -> Iterator[None]:
     """Every window hands the GIL over every millisecond (process-wide:
     :func:`tkchat.threads.favour_the_gui_thread`); each test starts from CPython's own
-    interval, whichever test ran before it in this process."""
-    before = sys.getswitchinterval()
+    interval, whichever test (or module-scoped window) ran before it in this process."""
+    sys.setswitchinterval(CPYTHON_SWITCH_INTERVAL_S)
     yield
-    sys.setswitchinterval(before)
+    sys.setswitchinterval(CPYTHON_SWITCH_INTERVAL_S)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -142,7 +142,11 @@ class ThreadClock:
         self._fd = self._wchan = None
 
 
-GIL_WAIT_S = 0.002  # the sampler waited this long for the GIL: Python code was running
+# The sampler waited this share of the interpreter's switch interval for the GIL: Python code
+# was running (a thread in C that lets the GIL go hands it over at once; one running Python
+# keeps it until the interval is up). A share, not a time: a window hands the GIL over every
+# 1 ms (tkchat.threads.favour_the_gui_thread), CPython's default is 5 ms.
+GIL_WAIT_SHARE = 0.4
 
 
 def classify(
@@ -164,7 +168,7 @@ def classify(
         return TK_WORK
     if ran is not None and not busy:
         return WAIT
-    return PYTHON if gil_wait >= GIL_WAIT_S else NATIVE
+    return PYTHON if gil_wait >= GIL_WAIT_SHARE * sys.getswitchinterval() else NATIVE
 
 
 class LoopSampler:
