@@ -11,7 +11,7 @@ Each :class:`Sample` says what the time since the previous one was spent on, its
 - ``python``: Python code of a callback ran;
 - ``native``: a C call that had released the GIL ran (the model's matrix work): the thread
   used a core, yet the sampler got the GIL at once (Python code makes it wait for the
-  interpreter's switch interval, 5 ms);
+  interpreter's switch interval: 5 ms by CPython's default, 1 ms in a window);
 - ``wait``: a callback was blocked (a sleep, a lock, a queue: the thread used no core);
 - ``tk``: Tk's own work — between callbacks (redisplay, layout, geometry: the loop frame
   innermost and the thread busy), or asked for inside one (``update_idletasks``, a widget
