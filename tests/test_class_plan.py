@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import tkinter as tk
@@ -273,9 +274,13 @@ def test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it
 ) -> None:
     """The server the plan starts before class, as its command configures it (on a port of
     the test's own): each broken switch of the page makes it miss frames for a third of a
-    second or more in all, three times what the fixed page missed in the same page (at the 50
-    tokens/s the plan gave, neither switch froze anything; at the page's default length, 512
-    tokens, the main-thread reader did not either)."""
+    second or more in all, three times what the fixed page missed (at the 50 tokens/s the plan
+    gave, neither switch froze anything; at the page's default length, 512 tokens, the
+    main-thread reader did not either). Each is judged by its median of three rounds against
+    the fixed page's median in the same rounds: a busy machine stalls the fixed page too, now
+    and then (170-296 ms in one round of four with both cores busy), and judged round by
+    round against that round's fixed page, the reader switch failed once in three busy runs
+    while its median was 554 ms against the fixed page's 0."""
     from tkchat.cli.from_args import backend_from_args
     from tkchat.generate.scripted import ScriptedBackend
 
@@ -283,23 +288,21 @@ def test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it
     assert isinstance(backend, ScriptedBackend) and PAGE_SERVER in load_lessons("en")[16].body
     page = open_page(serve(backend))
     page.fill("#max-tokens", "1000")  # as the plan says: the page asks for 512 otherwise
-    froze: dict[str, tuple[float, float]] = {}  # a switch, and a round where it froze the page
-    fixed_runs: list[float] = []
-    for _round in range(3):  # more rounds while the machine's own stalls blur the picture
-        fixed_ms = _blocked_ms(page, {})
-        fixed_runs.append(fixed_ms)
+    runs: dict[str, list[float]] = {name: [] for name in ("fixed", *SWITCHES)}
+    for _round in range(3):
+        runs["fixed"].append(_blocked_ms(page, {}))
         for name, switches in SWITCHES.items():
-            if name not in froze and (ms := _blocked_ms(page, switches)) > max(300, 3 * fixed_ms):
-                froze[name] = (ms, fixed_ms)
-        if len(froze) == len(SWITCHES):
-            return
-    if min(fixed_runs) > FIXED_PAGE_BUSY_MS:  # as test_demos does: the machine's, not a verdict
-        pytest.skip(f"the machine stayed too busy: the fixed page itself missed {fixed_runs} ms")
-    pytest.fail(f"only these switches froze the page (ms, the fixed page's ms): {froze}")
+            runs[name].append(_blocked_ms(page, switches))
+    fixed_ms = statistics.median(runs["fixed"])
+    if fixed_ms > FIXED_PAGE_BUSY_MS:  # as test_demos does: the machine's, not a verdict
+        pytest.skip(f"the machine stayed too busy: the fixed page itself missed {runs} ms")
+    froze = {name: statistics.median(runs[name]) > max(300, 3 * fixed_ms) for name in SWITCHES}
+    assert all(froze.values()), f"not every switch froze the page: {froze}; blocked ms: {runs}"
 
 
-# The fixed page misses no frame on a quiet machine; missing this much in every round, it
-# was the machine (with both cores busy: 165 ms), and the switches' freezes are not judged.
+# The fixed page misses no frame on a quiet machine; missing this much in most rounds, it was
+# the machine (with both cores busy it missed 0-296 ms a round), and the switches' freezes are
+# not judged.
 FIXED_PAGE_BUSY_MS = 100.0
 
 
