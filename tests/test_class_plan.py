@@ -278,7 +278,7 @@ def test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it
     gave, neither switch froze anything; at the page's default length, 512 tokens, the
     main-thread reader did not either). Each is judged by its median of three rounds against
     the fixed page's median in the same rounds: a busy machine stalls the fixed page too, now
-    and then (170-296 ms in one round of four with both cores busy), and judged round by
+    and then (170 and 296 ms in two rounds of four with both cores busy), and judged round by
     round against that round's fixed page, the reader switch failed once in three busy runs
     while its median was 554 ms against the fixed page's 0."""
     from tkchat.cli.from_args import backend_from_args
