@@ -114,9 +114,17 @@ class ViewKeeper:
         self._line = None
 
     def restore(self) -> None:
-        """Put the view back: at the bottom, or with the anchor's line at its height."""
+        """Put the view back: at the bottom, or with the anchor's line at its height.
+
+        The bottom by putting the last line at the top (``yview``): Tk's redisplay, which
+        lays out the new view anyway, fills the window up from it, with the last line whole.
+        Not ``see("end")``: that lays out here, inside the callback, the old view and the
+        lines above the end, and a long paragraph at the end twice more (the lesson demos:
+        35-83 ms in one callback on a quiet machine, up to 117 ms on CI, where the window's
+        own long task failed lesson 10's; with ``yview`` 6-13 ms, layout included). The
+        scrollbar may then lag by a frame or two, until Tk has measured the new lines."""
         if self.mode == "bottom" and self.changed:
-            self.text.see("end")
+            self.text.yview("end-1c")
         elif self._anchored:
             put_at(self.text, ANCHOR_MARK, self._y)
             self.text.mark_unset(ANCHOR_MARK)
