@@ -65,6 +65,16 @@ def test_the_wheel_carries_the_course_the_page_and_the_catalogue(wheel: zipfile.
     assert not [name for name in names if name.startswith(("lessons/", "tests/"))]  # no strays
 
 
+def test_the_wheel_carries_the_licence_its_metadata_names(wheel: zipfile.ZipFile) -> None:
+    """``License-Expression: MIT`` with the MIT text beside it (setuptools takes LICENSE)."""
+    names = wheel.namelist()
+    metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
+    assert "License-Expression: MIT" in wheel.read(metadata).decode()
+    licences = [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
+    assert licences and b"MIT License" in wheel.read(licences[0])
+    assert wheel.read(licences[0]) == (REPO / "LICENSE").read_bytes()
+
+
 def test_a_source_tree_reads_its_own_lessons() -> None:
     """From a clone (editable, or on PYTHONPATH) the course is the tree's ``lessons/``, not
     whichever checkout an editable install maps ``tkchat.lessons`` to."""
