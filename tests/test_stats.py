@@ -4,6 +4,9 @@ samples and a counter's rate, driven here by a clock the test sets (no Tk, no Qt
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tkchat import stats
@@ -77,6 +80,74 @@ def test_recording_keeps_every_sample_until_stopped(clock: Clock) -> None:
     samples = probe.stop_recording()
     assert [round(s.lag_ms, 6) for s in samples] == [1.0, 1.0, 1.0]
     assert probe.recorded is None
+
+
+class Schedstat:
+    """What /proc would say: this thread's (ran, waited) and the X server's wait, in ms."""
+
+    def __init__(self) -> None:
+        self.ran, self.waited, self.server_waited = 0.0, 0.0, 0.0
+
+    def times(self, native_id: int | None = None, *, process: int | None = None):
+        assert native_id is None and process is None  # the loop's own thread
+        return self.ran, self.waited
+
+    def wait(self, native_id: int | None = None, *, process: int | None = None):
+        assert process == 4242  # the display server's, by its lock file
+        return self.server_waited
+
+
+@pytest.mark.parametrize("server", [4242, None], ids=["local X server", "no server to read"])
+def test_the_machine_s_share_of_a_late_firing_counts_the_x_server_only_while_waited_on(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch, server: int | None
+) -> None:
+    """A loop asleep 81 ms on an X server that waited 70 ms for a core: the machine's doing.
+    The same 70 ms while the loop computed its own 80 ms: the window's."""
+    proc = Schedstat()
+    monkeypatch.setattr(stats, "cpu_times_ms", proc.times)
+    monkeypatch.setattr(stats, "cpu_wait_ms", proc.wait)
+    monkeypatch.setattr(stats, "display_server_pid", lambda: server)
+    probe = ManualProbe()
+    probe.start()
+    probe.start_recording()
+
+    def late_firing(ran: float, waited: float, server_waited: float) -> stats.LagSample:
+        clock.now += (5 + 81) / 1000  # the interval, then 81 ms late
+        proc.ran += ran
+        proc.waited += waited
+        proc.server_waited += server_waited
+        probe._fire()
+        sample = probe.recent[-1]
+        assert sample.lag_ms == pytest.approx(81)
+        return sample
+
+    asleep_on_x = late_firing(ran=1, waited=2, server_waited=70)
+    computing = late_firing(ran=80, waited=1, server_waited=70)
+    if server is None:
+        assert asleep_on_x.waited_ms == pytest.approx(2)  # its own wait only
+    else:
+        assert asleep_on_x.waited_ms == pytest.approx(72) and asleep_on_x.own_ms < 10
+    assert computing.waited_ms == pytest.approx(1) and computing.own_ms == pytest.approx(80)
+    assert len(probe.stop_recording()) == 2
+
+
+def test_the_x_server_is_found_by_its_lock_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Local displays only: X servers write their pid in /tmp/.X<n>-lock."""
+    number = next(n for n in range(7000, 7100) if not Path(f"/tmp/.X{n}-lock").exists())
+    lock = Path(f"/tmp/.X{number}-lock")
+    lock.write_text(f"{os.getpid():>10}\n")
+    try:
+        for display in (f":{number}", f":{number}.0", f"unix:{number}"):
+            assert stats.display_server_pid(display) == os.getpid(), display
+        monkeypatch.setenv("DISPLAY", f":{number}")
+        assert stats.display_server_pid() == os.getpid()
+        for display in (f"otherhost:{number}", "", "wayland-0", f":{number + 1000}"):
+            assert stats.display_server_pid(display) is None, display
+    finally:
+        lock.unlink()
+    waited = stats.cpu_wait_ms(process=os.getpid())  # a live process: its main thread's
+    assert waited is None or waited >= 0.0
+    assert stats.cpu_wait_ms(process=2**22 + 1) is None  # no such process
 
 
 def test_a_rate_is_over_the_last_second_and_restarts_with_its_counter() -> None:

@@ -10,6 +10,7 @@ could drift: only the timer that drives them is each toolkit's own.
 from __future__ import annotations
 
 import math
+import os
 import resource
 import sys
 import time
@@ -25,9 +26,9 @@ LONG_TASK_MS = 50.0  # a firing this late is a long task (the browsers' Long Tas
 @dataclass(frozen=True, slots=True)
 class LagSample:
     """One firing of an event-loop lag probe (Tk's or Qt's): when, and how late; and, when
-    the system tells (:func:`cpu_wait_ms`), how much of that lateness the loop's thread spent
-    ready to run but waiting for a CPU that other programs held: the machine's share, not
-    the window's."""
+    the system tells (:func:`cpu_wait_ms`), how much of that lateness the loop's thread, or
+    the display server it waits on, spent ready to run but waiting for a CPU that other
+    programs held: the machine's share, not the window's."""
 
     at: float  # perf_counter when the probe fired
     lag_ms: float
@@ -39,17 +40,46 @@ class LagSample:
         return max(0.0, self.lag_ms - self.waited_ms)
 
 
-def cpu_wait_ms(native_id: int | None = None) -> float | None:
+def cpu_wait_ms(native_id: int | None = None, *, process: int | None = None) -> float | None:
     """Any thread: how long a thread of this process (the calling one, or the one whose
-    ``threading.Thread.native_id`` is given) has waited in all, since it started, for a CPU
-    while it was ready to run (Linux: the second field of its ``schedstat``, in ns); None
-    where the system does not say or the thread is gone. On a busy machine a late timer or a
-    slow Stop is mostly this wait: other programs had the cores."""
-    where = "thread-self" if native_id is None else f"self/task/{native_id}"
+    ``threading.Thread.native_id`` is given), or the main thread of another ``process``, has
+    waited in all, since it started, for a CPU while it was ready to run (Linux: the second
+    field of its ``schedstat``, in ns); None where the system does not say or the thread is
+    gone. On a busy machine a late timer or a slow Stop is mostly this wait: other programs
+    had the cores."""
+    times = cpu_times_ms(native_id, process=process)
+    return None if times is None else times[1]
+
+
+def cpu_times_ms(
+    native_id: int | None = None, *, process: int | None = None
+) -> tuple[float, float] | None:
+    """:func:`cpu_wait_ms`, with the time the thread ran on a CPU before it: (ran, waited)."""
+    if process is not None:
+        where = str(process)
+    else:
+        where = "thread-self" if native_id is None else f"self/task/{native_id}"
     try:
         with open(f"/proc/{where}/schedstat", "rb") as handle:
-            return int(handle.read().split()[1]) / 1e6
+            fields = handle.read().split()
+        return int(fields[0]) / 1e6, int(fields[1]) / 1e6
     except (OSError, IndexError, ValueError):
+        return None
+
+
+def display_server_pid(display: str | None = None) -> int | None:
+    """The process id of the X server of ``display`` (``$DISPLAY`` by default) when it runs
+    on this machine: X servers (Xorg, Xvfb, Xwayland) write it in ``/tmp/.X<n>-lock``. None
+    for a display on another host, no display, or no lock file to read."""
+    name = os.environ.get("DISPLAY", "") if display is None else display
+    host, colon, rest = name.rpartition(":")
+    number = rest.split(".")[0]
+    if not colon or host not in ("", "unix") or not number.isdigit():
+        return None
+    try:
+        with open(f"/tmp/.X{number}-lock", "rb") as handle:
+            return int(handle.read().strip() or b"x")
+    except (OSError, ValueError):
         return None
 
 
@@ -102,7 +132,10 @@ class LagWindow:
         self.long_tasks = 0  # firings later than LONG_TASK_MS since reset_peaks()
         self.running = False
         self._expected = 0.0
-        self._waited_at_arm: float | None = None  # cpu_wait_ms() at the last firing, recording
+        # while recording: the local X server, and at the last firing, when, this thread's
+        # CPU times (ran, waited) and the X server's wait (cpu_times_ms, cpu_wait_ms)
+        self._display_pid: int | None = None
+        self._times_at_fire: tuple[float, tuple[float, float] | None, float | None] | None = None
 
     def start(self) -> None:
         self.running = True
@@ -127,15 +160,12 @@ class LagWindow:
     def _fire(self) -> LagSample:
         """The timer ran: record how late, re-arm while running, and return the sample.
         While recording, the sample also says how much of the lateness was a wait for a CPU
-        (one small read of /proc per firing, only then)."""
+        (two small reads of /proc per firing, only then)."""
         now = time.perf_counter()
         lag_ms = max(0.0, (now - self._expected) * 1000)
         waited_ms = 0.0
         if self.recorded is not None:
-            total = cpu_wait_ms()
-            if total is not None and self._waited_at_arm is not None:
-                waited_ms = min(lag_ms, max(0.0, total - self._waited_at_arm))
-            self._waited_at_arm = total
+            waited_ms = min(lag_ms, self._machine_wait_ms(now))
         sample = LagSample(now, lag_ms, waited_ms)
         self.recent.append(sample)
         while self.recent and now - self.recent[0].at > self.window_s:
@@ -173,13 +203,35 @@ class LagWindow:
         self.peak_ms = 0.0
         self.long_tasks = 0
 
+    def _machine_wait_ms(self, now: float) -> float:
+        """Since the last firing, how long the loop's thread waited for a CPU, and how long
+        its display server did while the loop's thread was off the CPU without waiting for
+        one (asleep: in the toolkit, on the X server's reply). A window waits on its X
+        server, and an X server waiting for a core that other programs hold stalls it as
+        much as a wait of its own: on CI one demo's window was held 81 ms "waiting for the
+        display server" while its own thread hardly waited. A server's wait while the loop
+        computes (a callback's own work) or idles on time does not count: it delayed
+        nothing."""
+        own = cpu_times_ms()
+        server = None if self._display_pid is None else cpu_wait_ms(process=self._display_pid)
+        last, self._times_at_fire = self._times_at_fire, (now, own, server)
+        if last is None or own is None or last[1] is None:
+            return 0.0
+        ran, waited = own[0] - last[1][0], own[1] - last[1][1]
+        # asleep beyond the probe's own interval (an idle loop sleeps that long, on time)
+        asleep = max(0.0, (now - last[0]) * 1000 - ran - waited - self.interval_ms)
+        server_waited = 0.0 if server is None or last[2] is None else server - last[2]
+        return max(0.0, waited) + max(0.0, min(server_waited, asleep))
+
     def start_recording(self) -> None:
         self.recorded = []
-        self._waited_at_arm = cpu_wait_ms()
+        self._display_pid = display_server_pid()
+        self._times_at_fire = None
+        self._machine_wait_ms(time.perf_counter())
 
     def stop_recording(self) -> list[LagSample]:
         samples, self.recorded = self.recorded or [], None
-        self._waited_at_arm = None
+        self._times_at_fire = None
         return samples
 
 
