@@ -182,7 +182,11 @@ def test_selftest_tells_fixed_from_broken(
     lines = result.stdout.splitlines()
     # the four questions' lines (the benchmark's targets and the grade follow them)
     verdicts = [line for line in lines if re.match(r"\s+(PASS|FAIL|BUSY)\s+\d\. ", line)]
-    assert len(verdicts) == 4 and all(" ms" in line for line in verdicts)
+    # each with its figure ("never" where the window never answered); a PASS has all four,
+    # while a window that never came back (a broken one, or one on a machine too busy to
+    # judge) ends the report at the question it could not be asked
+    assert verdicts and all(" ms" in line or "never" in line for line in verdicts), result.stdout
+    assert len(verdicts) == 4 or result.returncode != 0, result.stdout
     broken = expected == (1,)
     assert lines[-1].startswith("Grade: FAIL" if broken else ("Grade: PASS", "Grade: machine"))
     if broken:
