@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 PROBE_MS = 5  # a lag probe's timer interval
 LAG_WINDOW_S = 5.0  # the live lag figures cover the last five seconds
@@ -78,7 +79,7 @@ def display_server_pid(display: str | None = None) -> int | None:
         return None
     try:
         with open(f"/tmp/.X{number}-lock", "rb") as handle:
-            return int(handle.read().strip() or b"x")
+            return int(handle.read())  # "      8673\n": int() takes the padding
     except (OSError, ValueError):
         return None
 
@@ -113,6 +114,15 @@ def rss_mb() -> float:
         return peak / 1e6 if sys.platform == "darwin" else peak / 1e3
 
 
+class _Reading(NamedTuple):
+    """What a recording lag probe reads at a firing: when, its thread's CPU times (ran,
+    waited; :func:`cpu_times_ms`) and its display server's wait (:func:`cpu_wait_ms`)."""
+
+    at: float
+    own: tuple[float, float] | None
+    server_waited: float | None
+
+
 class LagWindow:
     """An event-loop lag probe without its timer. A toolkit's probe subclasses it and gives
     :meth:`_schedule` (ask the loop to call :meth:`_fire` in so many ms) and :meth:`_cancel`;
@@ -132,10 +142,8 @@ class LagWindow:
         self.long_tasks = 0  # firings later than LONG_TASK_MS since reset_peaks()
         self.running = False
         self._expected = 0.0
-        # while recording: the local X server, and at the last firing, when, this thread's
-        # CPU times (ran, waited) and the X server's wait (cpu_times_ms, cpu_wait_ms)
-        self._display_pid: int | None = None
-        self._times_at_fire: tuple[float, tuple[float, float] | None, float | None] | None = None
+        self._display_pid: int | None = None  # the local X server, while recording
+        self._last: _Reading | None = None  # the last firing's reading, while recording
 
     def start(self) -> None:
         self.running = True
@@ -165,7 +173,10 @@ class LagWindow:
         lag_ms = max(0.0, (now - self._expected) * 1000)
         waited_ms = 0.0
         if self.recorded is not None:
-            waited_ms = min(lag_ms, self._machine_wait_ms(now))
+            reading = self._reading(now)
+            if self._last is not None:
+                waited_ms = min(lag_ms, self._machine_wait_ms(self._last, reading))
+            self._last = reading
         sample = LagSample(now, lag_ms, waited_ms)
         self.recent.append(sample)
         while self.recent and now - self.recent[0].at > self.window_s:
@@ -203,35 +214,37 @@ class LagWindow:
         self.peak_ms = 0.0
         self.long_tasks = 0
 
-    def _machine_wait_ms(self, now: float) -> float:
-        """Since the last firing, how long the loop's thread waited for a CPU, and how long
-        its display server did while the loop's thread was off the CPU without waiting for
-        one (asleep: in the toolkit, on the X server's reply). A window waits on its X
+    def _reading(self, now: float) -> _Reading:
+        server = None if self._display_pid is None else cpu_wait_ms(process=self._display_pid)
+        return _Reading(now, cpu_times_ms(), server)
+
+    def _machine_wait_ms(self, before: _Reading, after: _Reading) -> float:
+        """From ``before`` to ``after``, how long the loop's thread waited for a CPU, and how
+        long its display server did while the loop's thread was off the CPU without waiting
+        for one (asleep: in the toolkit, on the X server's reply). A window waits on its X
         server, and an X server waiting for a core that other programs hold stalls it as
         much as a wait of its own: on CI one demo's window was held 81 ms "waiting for the
         display server" while its own thread hardly waited. A server's wait while the loop
         computes (a callback's own work) or idles on time does not count: it delayed
         nothing."""
-        own = cpu_times_ms()
-        server = None if self._display_pid is None else cpu_wait_ms(process=self._display_pid)
-        last, self._times_at_fire = self._times_at_fire, (now, own, server)
-        if last is None or own is None or last[1] is None:
+        if before.own is None or after.own is None:
             return 0.0
-        ran, waited = own[0] - last[1][0], own[1] - last[1][1]
+        ran, waited = after.own[0] - before.own[0], after.own[1] - before.own[1]
         # asleep beyond the probe's own interval (an idle loop sleeps that long, on time)
-        asleep = max(0.0, (now - last[0]) * 1000 - ran - waited - self.interval_ms)
-        server_waited = 0.0 if server is None or last[2] is None else server - last[2]
+        asleep = (after.at - before.at) * 1000 - ran - waited - self.interval_ms
+        server_waited = 0.0
+        if before.server_waited is not None and after.server_waited is not None:
+            server_waited = after.server_waited - before.server_waited
         return max(0.0, waited) + max(0.0, min(server_waited, asleep))
 
     def start_recording(self) -> None:
         self.recorded = []
         self._display_pid = display_server_pid()
-        self._times_at_fire = None
-        self._machine_wait_ms(time.perf_counter())
+        self._last = self._reading(time.perf_counter())
 
     def stop_recording(self) -> list[LagSample]:
         samples, self.recorded = self.recorded or [], None
-        self._times_at_fire = None
+        self._last = None
         return samples
 
 
