@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -227,6 +228,22 @@ def run_to_end(channel: EventChannel, gen: int, timeout: float = 120) -> list[Ge
         events.append(event)  # type: ignore[arg-type]
         if isinstance(event, (Done, Error)):
             return events
+
+
+def tkchat_windows() -> list[str]:
+    """Test thread: the ids of the visible windows on this worker's screen whose name starts
+    with "tkchat" (xdotool)."""
+    found = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"], capture_output=True, text=True
+    )
+    return found.stdout.split()
+
+
+def window_name(window: str) -> str:
+    """Test thread: the name of the X window ``window`` (xdotool)."""
+    return subprocess.run(
+        ["xdotool", "getwindowname", window], capture_output=True, text=True
+    ).stdout
 
 
 def wait_until(

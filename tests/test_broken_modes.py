@@ -16,7 +16,7 @@ import tkinter as tk
 
 import pytest
 
-from tests.conftest import pump_until, wait_until
+from tests.conftest import pump_until, tkchat_windows, wait_until, window_name
 from tkchat.conversation import Sampling
 from tkchat.course.compare import window_commands
 from tkchat.events import Done
@@ -117,17 +117,10 @@ def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
     assert left[left.index("--geometry") + 1].endswith("+0+0")
 
 
-def _tkchat_windows() -> set[str]:
-    found = subprocess.run(
-        ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"], capture_output=True, text=True
-    )
-    return set(found.stdout.split())
-
-
 def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
     # A window this worker's earlier tests keep (their roots live until the session ends)
     # is not compare's: only the two that appear are, and they must go with it.
-    before = _tkchat_windows()
+    before = set(tkchat_windows())
     proc = subprocess.Popen(
         [sys.executable, "-m", "tkchat", "compare", "--backend", "scripted", "--rate", "20"],
         stdout=subprocess.PIPE,
@@ -138,15 +131,12 @@ def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
         windows: list[str] = []
 
         def two_windows() -> bool:
-            windows[:] = sorted(_tkchat_windows() - before)
+            windows[:] = sorted(set(tkchat_windows()) - before)
             return len(windows) >= 2
 
         wait_until(two_windows, timeout=30, what="compare to open two windows", interval=0.2)
         assert len(windows) == 2, f"compare opened {len(windows)} windows, not two"
-        names = [
-            subprocess.run(["xdotool", "getwindowname", w], capture_output=True, text=True).stdout
-            for w in windows
-        ]
+        names = [window_name(w) for w in windows]
         assert sum("BROKEN" in name for name in names) == 1
         time.sleep(1.0)  # both are streaming now
         proc.send_signal(signal.SIGTERM)
@@ -158,7 +148,7 @@ def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
     # compare waited for both processes; the X server then drops their windows when it
     # sees their connections close (soon, not at once, on a machine short of CPU)
     wait_until(
-        lambda: not set(windows) & _tkchat_windows(),
+        lambda: not set(windows) & set(tkchat_windows()),
         timeout=10,
         what="compare's two windows gone",
         interval=0.2,

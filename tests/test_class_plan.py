@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests import test_browser
-from tests.conftest import pump_for, pump_until, wait_until
+from tests.conftest import pump_for, pump_until, tkchat_windows, wait_until, window_name
 from tkchat.cli import build_parser, main
 from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons, plan_path
 from tkchat.trace.culprit import Culprit
@@ -351,8 +351,8 @@ def test_compare_as_the_plan_gives_it_opens_two_windows(display: None, command: 
         text=True,
     )
     try:
-        wait_until(lambda: len(_windows()) >= 2, timeout=60, what="two windows", interval=0.2)
-        names = [_window_name(window) for window in _windows()]
+        wait_until(lambda: len(tkchat_windows()) >= 2, timeout=60, what="two windows", interval=0.2)
+        names = [window_name(window) for window in tkchat_windows()]
         assert len(names) == 2 and sum("BROKEN" in name for name in names) == 1
         children = _child_commands(proc.pid)
         assert len(children) == 2
@@ -368,20 +368,7 @@ def test_compare_as_the_plan_gives_it_opens_two_windows(display: None, command: 
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and "Traceback" not in err, err
-    assert _windows() == [], "a compare window outlived compare"
-
-
-def _windows() -> list[str]:
-    found = subprocess.run(
-        ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"], capture_output=True, text=True
-    )
-    return found.stdout.split()
-
-
-def _window_name(window: str) -> str:
-    return subprocess.run(
-        ["xdotool", "getwindowname", window], capture_output=True, text=True
-    ).stdout
+    assert tkchat_windows() == [], "a compare window outlived compare"
 
 
 def _child_commands(pid: int) -> list[list[str]]:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.conftest import wait_until
+from tests.conftest import tkchat_windows, wait_until, window_name
 from tkchat.cli import main
 from tkchat.course.compare import window_commands
 from tkchat.modes import FIXED
@@ -93,17 +93,7 @@ def test_compare_both_opens_a_qt_and_a_tk_window_and_closes_them(display: None) 
     try:
 
         def two_windows() -> bool:
-            found = subprocess.run(
-                ["xdotool", "search", "--onlyvisible", "--name", "^tkchat"],
-                capture_output=True,
-                text=True,
-            ).stdout.split()
-            names[:] = [
-                subprocess.run(
-                    ["xdotool", "getwindowname", w], capture_output=True, text=True
-                ).stdout.strip()
-                for w in found
-            ]
+            names[:] = [window_name(w).strip() for w in tkchat_windows()]
             return len(names) >= 2
 
         wait_until(two_windows, timeout=30, what="compare to open two windows", interval=0.2)
