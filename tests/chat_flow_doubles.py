@@ -21,12 +21,12 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.store.figures import AnswerFigures
 from tkchat.transport.channel import EventChannel
+from tkchat.ui.base.session import ChatSession
 from tkchat.ui.chats.chat_view import Control, FlowParts
 from tkchat.ui.chats.flow import ChatFlow
-from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.pipeline import FixedPipeline, PipelineHost
 from tkchat.ui.pump import EventPump
-from tkchat.ui.transcript import AnswerView, Branch, UserView
+from tkchat.ui.transcript.transcript import AnswerView, Branch, UserView
 
 
 class ManualScheduler:

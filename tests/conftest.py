@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tkchat.events import Done, Error, GenerationEvent
-from tkchat.measure.display import ensure_display
+from tkchat.lab.display import ensure_display
 from tkchat.store import db as store_db
 from tkchat.transport.channel import EventChannel
 
@@ -275,7 +275,7 @@ def pump_until(
 
 
 def run_script(root: tk.Misc, script: Iterator[Any], timeout: float = 600.0) -> None:
-    """Drive a measurement script (``tkchat/measure/script.py``) as the bench's runner does:
+    """Drive a measurement script (``tkchat/lab/bench/script.py``) as the bench's runner does:
     each yielded number is seconds to let the Tk loop run, each callable a condition to run
     it until."""
     for wait in script:

@@ -16,9 +16,9 @@ from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.store.settings import load_settings
-from tkchat.ui.chats.answer_figures import FIGURES_TAG
 from tkchat.ui.look.palette import DARK, LIGHT
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.answer_figures import FIGURES_TAG
+from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
 

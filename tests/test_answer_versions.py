@@ -22,7 +22,7 @@ from tests.test_chat_controls import (
 from tkchat.conversation import Message, Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
-from tkchat.ui.transcript import AnswerView, UserView
+from tkchat.ui.transcript.transcript import AnswerView, UserView
 from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui

@@ -22,7 +22,7 @@ from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.render.safe_markdown import split_blocks
 from tkchat.store.db import ConversationStore
 from tkchat.store.files import DATABASE_NAME
-from tkchat.ui.markdown_view import MAX_BLOCK_CHARS
+from tkchat.ui.transcript.markdown_view import MAX_BLOCK_CHARS
 
 pytestmark = pytest.mark.gui
 

@@ -1,17 +1,26 @@
 """The shape of the code, checked: packages in layers without cycles, and no Tk where a
 server machine (which has none) needs the code.
 
-The layers, top to bottom: ``cli`` → ``measure`` (bench, selftest) → ``antipatterns`` →
+Two houses: the app, and the lab (``tkchat/lab/``: the bench, the grader, the classroom
+simulation, record and replay, the watchdog) that measures it. The app imports nothing of the
+lab; the command line names the lab's commands by import path (:data:`tkchat.cli.LAB_COMMANDS`).
+
+The layers, top to bottom: ``lab`` → ``cli`` → ``antipatterns`` →
 ``ui`` → {``models``, ``serve``, ``course``, ``trace``} → {``consume``, ``generate``,
 ``transport``, ``store``, ``render``, ``i18n``, ``modes``} → ``conversation`` (the values
 every layer shares), ``events``, ``stats``, ``limits`` (the size budgets) and ``installed``
 (the package data and the optional extras).
 The anti-patterns sit above the window they break; the window reaches them only through the
 one registry of modes (:data:`tkchat.modes.PIPELINES`, import paths that
-:func:`tkchat.ui.pipeline.make_pipeline` imports), which this test reads like an import.
+:func:`tkchat.ui.window.pipeline_choice.make_pipeline` imports), which this test reads like an
+import.
 
 ``qt``, the Qt client, stands beside ``ui``: it uses the same Tk-free layers below, imports no
-Tk, and only ``measure`` and ``cli`` (above both windows) may import it.
+Tk, and only ``lab`` and ``cli`` (above both windows) may import it.
+
+Inside ``ui`` each sub-folder and each top-level module is a room; the shared services
+(``ui/base/``: translation, message box, status line, notices, the Services value) are a
+ground floor below the features, and at most three pairs of rooms import each other.
 """
 
 from __future__ import annotations
@@ -128,7 +137,7 @@ def test_the_cycle_check_can_fail() -> None:
 
 def test_lower_layers_never_import_the_window_or_the_tools_above_them() -> None:
     graph = package_graph()
-    above = {"ui", "measure", "antipatterns", "cli"}
+    above = {"ui", "lab", "antipatterns", "cli"}
     for unit in TK_FREE:
         assert not graph[unit] & above, f"{unit} imports {graph[unit] & above}"
     assert "antipatterns" not in graph["ui"]  # only through the registry: the next test
@@ -155,7 +164,86 @@ def test_the_registry_of_modes_is_the_windows_only_way_to_the_anti_patterns() ->
         assert hasattr(importlib.import_module(module), name), f"{module}:{name}"
     graph = package_graph()
     importers = {unit for unit, imported in graph.items() if "antipatterns" in imported}
-    assert importers <= {"measure", "cli"}, f"{importers} import the anti-patterns by name"
+    assert importers <= {"lab", "cli"}, f"{importers} import the anti-patterns by name"
+
+
+# -- two houses: the app imports nothing of the lab -----------------------------------------
+
+
+def test_the_app_imports_nothing_of_the_lab() -> None:
+    graph = package_graph()
+    importers = {unit for unit, imported in graph.items() if "lab" in imported}
+    assert importers == set(), f"{importers} import the lab"
+
+
+def test_the_lab_commands_are_named_in_the_command_table() -> None:
+    """The command line reaches the lab only through :data:`tkchat.cli.LAB_COMMANDS`: each
+    names a module of ``tkchat/lab/commands/`` with the command's name."""
+    import importlib
+
+    from tkchat.cli import LAB_COMMANDS
+
+    for name, module in LAB_COMMANDS.items():
+        assert module.startswith("tkchat.lab.commands."), module
+        assert name == importlib.import_module(module).NAME
+
+
+def test_opening_the_window_loads_no_lab_module() -> None:
+    code = (
+        "import sys, tkchat.cli, tkchat.cli.window, tkchat.ui.window.chat_window\n"
+        "print(sorted(name for name in sys.modules if name.startswith('tkchat.lab')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+# -- the window's rooms: a ground floor, few pairs that import each other -------------------
+
+UI = PACKAGE / "ui"
+
+
+def ui_room_graph() -> dict[str, set[str]]:
+    """Rooms of ``tkchat/ui``: each sub-folder and each top-level module; an arrow for every
+    import of another room, anywhere in a file (under ``TYPE_CHECKING`` too)."""
+    rooms = {p.stem for p in UI.glob("*.py")} | {p.name for p in UI.iterdir() if p.is_dir()}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in UI.rglob("*.py"):
+        room = path.relative_to(UI).parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["tkchat", "ui"] and len(parts) > 2 and parts[2] in rooms:
+                    graph[room].add(parts[2])
+        graph[room].discard(room)
+    return graph
+
+
+def two_way_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, ()))
+
+
+def test_few_rooms_of_the_window_import_each_other() -> None:
+    pairs = two_way_pairs(ui_room_graph())
+    assert len(pairs) <= 3, pairs
+
+
+def test_the_ground_floor_imports_no_feature() -> None:
+    """``ui/base`` serves the features and the window: it imports none of them."""
+    graph = ui_room_graph()
+    features = {"chats", "models", "settings", "teaching", "window", "transcript", "health"}
+    assert not graph["base"] & features, graph["base"] & features
+
+
+def test_the_pair_check_can_fail() -> None:
+    assert two_way_pairs({"a": {"b", "c"}, "b": {"a"}, "c": set()}) == [("a", "b")]
 
 
 HIDE_TK = "import sys; sys.modules['tkinter'] = None; sys.modules['_tkinter'] = None; "
@@ -203,9 +291,9 @@ def test_hiding_tk_is_noticed() -> None:
 def test_qt_stands_beside_the_tk_window() -> None:
     graph = package_graph()
     assert graph["qt"], "tkchat/qt/ imports the shared pipeline"
-    assert not graph["qt"] & {"ui", "antipatterns", "measure", "cli"}, graph["qt"]
+    assert not graph["qt"] & {"ui", "antipatterns", "lab", "cli"}, graph["qt"]
     importers = {unit for unit, imported in graph.items() if "qt" in imported}
-    assert importers <= {"measure", "cli"}, f"{importers} import the Qt client"
+    assert importers <= {"lab", "cli"}, f"{importers} import the Qt client"
 
 
 HIDE_QT = "sys.modules['PySide6'] = None; "
@@ -260,11 +348,11 @@ LONG_MODULES: dict[str, int] = {}
 LONG_FUNCTIONS: dict[str, int] = {
     "ui/settings/dialog.py:ChatSettingsDialog.__init__": 128,
     "ui/chats/sidebar.py:ConversationSidebar.__init__": 115,
-    "measure/report.py:write_report": 111,
-    "measure/sse_bench.py:run_sse_bench": 98,
-    "measure/prompt_bench.py:prompt_verdicts": 97,
+    "lab/bench/report.py:write_report": 111,
+    "lab/bench/sse_bench.py:run_sse_bench": 98,
+    "lab/bench/prompt_bench.py:prompt_verdicts": 97,
     "ui/teaching/lesson_panel.py:markdown_runs": 75,
-    "measure/watchdog.py:WatchdogWindow.draw": 74,
+    "lab/watchdog.py:WatchdogWindow.draw": 74,
     "generate/remote/http.py:HttpClient.open": 74,
     "ui/models/picker.py:ModelPicker._build": 68,
     "models/download_child.py:_download": 68,
@@ -277,7 +365,7 @@ WIDE_CONSTRUCTORS: dict[str, int] = {
     "ui/settings/dialog.py:ChatSettingsDialog": 9,
     "ui/models/catalogue_dialog.py:CatalogueDialog": 9,
     "ui/chats/sidebar.py:ConversationSidebar": 9,
-    "ui/teaching/recorder.py:RunRecorder": 8,
+    "lab/recording/recorder.py:RunRecorder": 8,
     "ui/models/picker.py:ModelPicker": 8,
 }
 

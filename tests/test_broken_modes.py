@@ -23,7 +23,7 @@ from tkchat.events import Done
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
-from tkchat.ui.pipeline import make_pipeline
+from tkchat.ui.window.pipeline_choice import make_pipeline
 
 pytestmark = pytest.mark.gui
 

@@ -32,15 +32,15 @@ from tkchat.models.catalogue import (
 )
 from tkchat.store.settings import AppSettings
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.chats.session import ChatSession
+from tkchat.ui.base.remembered import Remembered
+from tkchat.ui.base.services import Services
+from tkchat.ui.base.session import ChatSession
+from tkchat.ui.base.status import StatusLine
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.models.catalogue_dialog import ERROR_STYLE, CatalogueDialog
 from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.services import Services
-from tkchat.ui.settings.remembered import Remembered
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 

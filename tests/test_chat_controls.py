@@ -32,11 +32,11 @@ from tkchat.render.safe_markdown import split_blocks
 from tkchat.store import settings_from_sampling
 from tkchat.store.settings import AppSettings, load_settings
 from tkchat.ui.look.fit import NO_BREAK
-from tkchat.ui.look.text_size import PROJECTOR_SIZE
-from tkchat.ui.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.models import switch as model_switch
 from tkchat.ui.models.picker import ModelPicker
-from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView, UserView
+from tkchat.ui.settings.text_size import PROJECTOR_SIZE
+from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
+from tkchat.ui.transcript.transcript import BODY_FONT_SIZE, AnswerView, UserView
 from tkchat.ui.window.chat_window import ChatApp
 from tkchat.ui.window.menubar import MENUS
 

@@ -17,7 +17,7 @@ from tests.chat_flow_doubles import ChatRig, FakeSaved
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import Done, GenerationStats, ModelFailed
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.ui.transcript import AnswerView, UserView
+from tkchat.ui.transcript.transcript import AnswerView, UserView
 
 SLOW = "slow " * 400  # at 100 tokens/s: seconds of answer, plenty to stop in the middle of
 

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("uvicorn")
 
-from tkchat.measure.classroom.run import ClassOptions, HealthMonitor, class_figures, run_class_bench  # noqa: E402
-from tkchat.measure.classroom.students import Ask  # noqa: E402
+from tkchat.lab.classroom.run import ClassOptions, HealthMonitor, class_figures, run_class_bench  # noqa: E402
+from tkchat.lab.classroom.students import Ask  # noqa: E402
 
 
 def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path) -> None:

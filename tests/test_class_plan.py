@@ -188,7 +188,7 @@ def test_the_window_opens_with_the_lessons_and_large_text(root: tk.Tk) -> None:
     from tkchat.generate.controller import GenerationController
     from tkchat.store.settings import load_settings
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.look.text_size import PROJECTOR_SIZE
+    from tkchat.ui.settings.text_size import PROJECTOR_SIZE
     from tkchat.ui.window.chat_window import ChatApp
 
     args = build_parser().parse_args(shlex.split("tkchat --teach --projector")[1:])
@@ -213,7 +213,7 @@ def test_the_pre_class_check_checks_changes_nothing_and_says_what_a_failure_mean
     names. The demos themselves are tests/test_demos.py's (run there, once each): here each
     reports its lesson's kept figures, then one fails, to see what the teacher reads."""
     from tkchat.course.claims import figures_path, load_figures
-    from tkchat.measure import lesson_demos
+    from tkchat.lab import lesson_demos
 
     ran: list[tuple[str, str]] = []
     failing: set[str] = set()

@@ -33,7 +33,7 @@ from tkchat.course.kept_run import kept_run_of
 from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import make_backend
-from tkchat.measure.lesson_demos import (
+from tkchat.lab.bench.lesson_demos import (
     DemoResult,
     DemoRun,
     conclude,

@@ -42,10 +42,11 @@ from tkchat.course.lessons import lessons_dir, load_lessons, repo_root
 from tkchat.events import Done, Error
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.i18n import STRINGS
-from tkchat.measure.selftest.report import label
-from tkchat.measure.selftest.verdict import Check
+from tkchat.lab.selftest.report import label
+from tkchat.lab.selftest.verdict import Check
 from tkchat.modes import FIXED, check_mode, is_outside_mode, split_outside_mode
 from tkchat.threads import own_thread
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.teaching import outside
 from tkchat.ui.teaching.outside import (
     TK_THREADS,
@@ -54,7 +55,6 @@ from tkchat.ui.teaching.outside import (
     TkCalledFromThread,
     load_outside_class,
 )
-from tkchat.ui.window.translator import Translator
 
 EXERCISES = lessons_dir() / "exercises"
 SOLUTION = f"{EXERCISES / 'pipeline_solution.py'}:Pipeline"
@@ -430,7 +430,7 @@ import os
 import time
 from pathlib import Path
 
-from tkchat.measure.selftest import protocol, report
+from tkchat.lab.selftest import protocol, report
 from tkchat.ui.pipeline import FixedPipeline
 
 Path({seen!r}).write_text(f"{{Path.home()}}\\n{{os.environ.get('TKCHAT_DATA_DIR')}}\\n")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_recording import sample as sample_recording
-from tkchat.course.recording import RecordingError, load_recording
+from tkchat.lab.recording.file import RecordingError, load_recording
 from tkchat.models.catalogue import CatalogueError, load_catalogue
 from tkchat.store.db import ConversationStore
 from tkchat.store.errors import StoreError

@@ -24,10 +24,10 @@ from tkchat.generate.hardware import ALL_LAYERS, OffloadChoice, layers_to_offloa
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.i18n import STRINGS
 from tkchat.store.settings import AppSettings, load_settings
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.chats.flow import offload_text
 from tkchat.ui.settings.dialog import parse_gpu_layers
 from tkchat.ui.window.chat_window import ChatApp
-from tkchat.ui.window.translator import Translator
 
 LLAMA_ALL = 0x7FFFFFFF  # what llama-cpp-python hands llama.cpp for "all layers" (-1)
 BUNDLED_LAYERS = 31  # SmolLM2-135M: 30 blocks and the output layer

@@ -484,7 +484,7 @@ def long_code_line(conn: Conn) -> None:
 
 @pytest.mark.gui
 def test_copy_code_of_a_long_line_copies_it_as_it_arrived(root: tk.Tk, make_app) -> None:
-    from tkchat.ui.markdown_view import COPY_CODE_TAG
+    from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG
 
     with tkchat_server(long_code_line) as server:
         app = make_app(RemoteBackend(server.url))

@@ -16,8 +16,8 @@ from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import MODES
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.health import REFRESH_MS
-from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 
@@ -152,8 +152,8 @@ def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> Non
     import gc
     import weakref
 
+    from tkchat.ui.base.translator import Translator
     from tkchat.ui.settings.dialog import ChatSettingsDialog
-    from tkchat.ui.window.translator import Translator
 
     translate = Translator("en")
     gone = []

@@ -12,16 +12,16 @@ import tkinter as tk
 import pytest
 
 from tests.conftest import pump_for, pump_until
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LagProbe, LagSample
-from tkchat.ui.look.fonts import FontSizer
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.settings.fonts import FontSizer
 from tkchat.ui.teaching.lag_timeline import (
     LagTimeline,
     answer_arrivals,
     freeze_label,
 )
-from tkchat.ui.transcript import AnswerView
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
 

@@ -17,11 +17,11 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.measure.figures import RunFigures
-from tkchat.measure.scenarios.chat_text import long_conversation
-from tkchat.measure.scenarios.long_chat import long_chat_verdicts
-from tkchat.ui.paint_zone import KEEP_CHARS, ZONE_CHARS
-from tkchat.ui.transcript import AnswerView
+from tkchat.lab.bench.figures import RunFigures
+from tkchat.lab.bench.scenarios.chat_text import long_conversation
+from tkchat.lab.bench.scenarios.long_chat import long_chat_verdicts
+from tkchat.ui.transcript.paint_zone import KEEP_CHARS, ZONE_CHARS
+from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
 

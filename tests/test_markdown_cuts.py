@@ -32,11 +32,11 @@ from tkchat.render.prose import code_spans, split_prose
 from tkchat.render.scan import RawBlock
 from tkchat.render.stream import BlockStream
 from tkchat.render.to_html import block_to_html, markdown_to_safe_html
-from tkchat.ui.markdown_looks import CODE_HEAD_TAG
-from tkchat.ui.markdown_view import HIDDEN_TAG
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript import Transcript
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.transcript.markdown_looks import CODE_HEAD_TAG
+from tkchat.ui.transcript.markdown_view import HIDDEN_TAG
+from tkchat.ui.transcript.transcript import Transcript
 
 MARKDOWN_JS = Path(__file__).resolve().parent.parent / "tkchat" / "serve" / "static" / "markdown.js"
 DELIMITERS = ("`", "~", "*", "_", "#", ">", "-", "+", "=", "|", "[", "]", "(", ")", "!")

@@ -29,8 +29,8 @@ from tkchat.models.finder import (
     lmstudio_folders,
     model_places,
 )
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.models.picker import ERROR_STYLE, ModelPicker
-from tkchat.ui.window.translator import Translator
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 gui = pytest.mark.gui

@@ -17,8 +17,8 @@ from tkchat.generate.model_file import GGUF_MAGIC
 from tkchat.models import finder as model_finder
 from tkchat.models.finder import FoundModel, find_models, model_places
 from tkchat.models.stores import jan_label, ollama_models, ollama_name
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.models.picker import ModelPicker
-from tkchat.ui.window.translator import Translator
 
 DIGEST = "a" * 64
 OTHER = "b" * 64

@@ -23,7 +23,7 @@ from tkchat.ui.look.fit import (
     insert_breakable,
     text_as_written,
 )
-from tkchat.ui.look.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
+from tkchat.ui.settings.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
 from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import pump_until
 from tkchat.events import Done
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
 

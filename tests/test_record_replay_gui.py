@@ -16,18 +16,18 @@ import pytest
 
 from tests.conftest import KEEP_ALIVE, pump_for, pump_until
 from tkchat.cli import main
-from tkchat.course.recording import Recording, load_recording
 from tkchat.events import Done
 from tkchat.generate.backend import Backend
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.lab.recording.file import Recording, load_recording
+from tkchat.lab.recording.recorded_window import open_record_window, open_replay_window
 from tkchat.stats import LagSample
+from tkchat.ui.base.notice import NoticeBanner
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_timeline import LagTimeline
-from tkchat.ui.teaching.recorded_window import open_record_window, open_replay_window
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
-from tkchat.ui.window.notice import NoticeBanner
 
 pytestmark = pytest.mark.gui
 

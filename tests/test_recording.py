@@ -1,5 +1,5 @@
-"""The recording format (tkchat/course/recording.py) and the two backends of record and replay
-(tkchat/generate/replay.py), without a window: a recording survives the file whole, every
+"""The recording format (tkchat/lab/recording/file.py) and the two backends of record and replay
+(tkchat/lab/recording/backends.py), without a window: a recording survives the file whole, every
 kind of bad file gets its one sentence (and ``tkchat replay`` exit code 2, no traceback), a
 recorded stream replays to the same text and end."""
 
@@ -14,7 +14,13 @@ import pytest
 from tests.conftest import run_to_end
 from tkchat.cli import main
 from tkchat.conversation import Message
-from tkchat.course.recording import (
+from tkchat.events import Chunk, Done, Error
+from tkchat.generate.backend import GenerationRequest
+from tkchat.generate.controller import GenerationController
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend
+from tkchat.i18n import STRINGS
+from tkchat.lab.recording.backends import RecordingBackend, ReplayBackend
+from tkchat.lab.recording.file import (
     MAX_LINE_BYTES,
     End,
     Input,
@@ -25,12 +31,6 @@ from tkchat.course.recording import (
     Token,
     load_recording,
 )
-from tkchat.events import Chunk, Done, Error
-from tkchat.generate.backend import GenerationRequest
-from tkchat.generate.controller import GenerationController
-from tkchat.generate.replay import RecordingBackend, ReplayBackend
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend
-from tkchat.i18n import STRINGS
 from tkchat.transport.channel import EventChannel
 
 ASK = GenerationRequest((Message("user", "why?"),))
@@ -210,7 +210,7 @@ def test_replay_keeps_the_recorded_mode_unless_told_and_the_window_keeps_its_def
 def test_a_file_over_the_size_budget_is_refused_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tkchat.course.recording as recording
+    import tkchat.lab.recording.file as recording
 
     path = tmp_path / "big.jsonl"
     sample().save(path)

@@ -18,8 +18,8 @@ from tkchat.conversation import Sampling
 from tkchat.events import Done
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.stats import median
-from tkchat.ui.markdown_view import HIDDEN_TAG
-from tkchat.ui.view_keeper import ViewKeeper
+from tkchat.ui.transcript.markdown_view import HIDDEN_TAG
+from tkchat.ui.transcript.view_keeper import ViewKeeper
 
 pytestmark = pytest.mark.gui
 

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from tkchat.i18n import strings
-from tkchat.measure.selftest.attribution import Span, attribute, outside_calls, spans_of
-from tkchat.measure.selftest.classroom import pipeline_files
-from tkchat.measure.selftest.driver import Question
-from tkchat.measure.selftest.instruments import held_ms
-from tkchat.measure.selftest.protocol import ModelRun, PipelineCall, Probed, SampledLate, Whose
-from tkchat.measure.selftest.questions import after_stop, question_check
-from tkchat.measure.selftest.report import Row, class_table, grade_line, report
-from tkchat.measure.selftest.runner import _unanswered
-from tkchat.measure.selftest.targets import Measured, target_checks
-from tkchat.measure.selftest.verdict import BUSY, FAIL, PASS, Check
+from tkchat.lab.selftest.attribution import Span, attribute, outside_calls, spans_of
+from tkchat.lab.selftest.classroom import pipeline_files
+from tkchat.lab.selftest.driver import Question
+from tkchat.lab.selftest.instruments import held_ms
+from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, SampledLate, Whose
+from tkchat.lab.selftest.questions import after_stop, question_check
+from tkchat.lab.selftest.report import Row, class_table, grade_line, report
+from tkchat.lab.selftest.runner import _unanswered
+from tkchat.lab.selftest.targets import Measured, target_checks
+from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, Check
 
 EN, ZH = strings("en"), strings("zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -23,7 +23,7 @@ from tkchat.antipatterns.blocking_server import BlockingChatServer  # noqa: E402
 from tkchat.cli import build_parser  # noqa: E402
 from tkchat.events import Chunk, Done  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
-from tkchat.measure.server_loop import _serving, compare_servers  # noqa: E402
+from tkchat.lab.bench.server_loop import _serving, compare_servers  # noqa: E402
 from tkchat.serve.server import ChatServer  # noqa: E402
 from tkchat.transport.sse import SSEParser, parse_event  # noqa: E402
 

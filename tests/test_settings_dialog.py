@@ -15,10 +15,10 @@ from tests.conftest import pump_until
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Sampling
 from tkchat.i18n import STRINGS
 from tkchat.i18n.settings_dialog import STRINGS as SETTINGS_STRINGS
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.palette import LIGHT
 from tkchat.ui.look.theme import Theme
 from tkchat.ui.settings.dialog import FIELDS, ChatSettingsDialog
-from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 

@@ -18,9 +18,9 @@ from tests.conftest import pump_for, pump_until
 from tkchat.i18n import STRINGS
 from tkchat.i18n.sidebar import STRINGS as SIDEBAR_STRINGS
 from tkchat.store.db import Conversation
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.chats import sidebar as sidebar_module
 from tkchat.ui.chats.sidebar import ConversationSidebar, format_when
-from tkchat.ui.window.translator import Translator
 
 pytestmark = pytest.mark.gui
 

@@ -27,7 +27,7 @@ import pytest
 
 from tests.conftest import SAVED_CONTENT, Faults, wait_until
 from tkchat.conversation import Sampling
-from tkchat.measure.saving_bench import save_one, written_bytes
+from tkchat.lab.bench.saving_bench import save_one, written_bytes
 from tkchat.store import db
 from tkchat.store import files as damaged
 from tkchat.store.db import (

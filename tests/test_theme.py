@@ -412,7 +412,7 @@ def test_the_teach_and_theme_flags_reach_the_window(
 def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
     import time
 
-    from tkchat.measure.watchdog import WatchdogWindow
+    from tkchat.lab.watchdog import WatchdogWindow
     from tkchat.ui.teaching.watchdog_link import watchdog_command
 
     assert watchdog_command("dark")[-2:] == ["--theme", "dark"]
@@ -434,8 +434,8 @@ def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
 
 @pytest.mark.gui
 def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) -> None:
+    from tkchat.ui.base.translator import Translator
     from tkchat.ui.chats.context_meter import ContextMeter
-    from tkchat.ui.window.translator import Translator
 
     row = ttk.Frame(root, width=200, height=30)
     row.pack_propagate(False)
@@ -453,8 +453,8 @@ def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) 
 @pytest.mark.gui
 def test_the_context_meter_says_one_message_in_the_singular(root: tk.Tk) -> None:
     """Seen by hand: "context 8,055 / 8,192 tokens · 1 earlier messages left out"."""
+    from tkchat.ui.base.translator import Translator
     from tkchat.ui.chats.context_meter import ContextMeter
-    from tkchat.ui.window.translator import Translator
 
     meter = ContextMeter(root, Translator("en"))
     meter.pack()

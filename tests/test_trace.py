@@ -91,7 +91,7 @@ BLOCKING = in_callback(
 TICK = in_callback(
     ref("EventPump._tick", PROJECT, "tkchat/ui/pump.py"),
     ref("FixedPipeline.show", PROJECT, "tkchat/ui/pipeline.py"),
-    ref("Transcript.append", PROJECT, "tkchat/ui/transcript.py"),
+    ref("Transcript.append", PROJECT, "tkchat/ui/transcript/transcript.py"),
     ref("Text.insert", TK, "tkinter/__init__.py"),
 )
 

@@ -28,7 +28,7 @@ import pytest
 
 from tests.conftest import pump_for, pump_until
 from tkchat.generate.scripted import ScriptedBackend
-from tkchat.measure.watchdog import (
+from tkchat.lab.watchdog import (
     FROZEN_AFTER_S,
     SCREEN_SHARE,
     TITLE,

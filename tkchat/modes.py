@@ -4,7 +4,7 @@
 ``tkchat/antipatterns/``. Only names live here, with no import at all: ``tkchat --help`` and
 ``tkchat serve`` need them on machines without Tk, while every pipeline draws with Tk. The
 classes behind the names are named in :data:`PIPELINES` (by import path, so this module
-imports nothing) and made by :func:`tkchat.ui.pipeline.make_pipeline`.
+imports nothing) and made by :func:`tkchat.ui.window.pipeline_choice.make_pipeline`.
 
 A mode may also name a pipeline written outside tkchat — a student's, for the exercises in
 ``lessons/exercises/`` — as ``path/to/file.py:ClassName``. Here it is only recognised by its

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class Pipeline:

@@ -27,7 +27,7 @@ on its own; a Tk text widget given the long line without soft breaks), and the t
 the ratio: baseline / the window's worst lag under the same attack. Lag is load-dependent,
 so the page quotes one run's figures beside the bound a test holds them to.
 
-Main thread only (scripts are resumed by the Tk loop: see ``tkchat/measure/script.py``),
+Main thread only (scripts are resumed by the Tk loop: see ``tkchat/lab/bench/script.py``),
 except the trickling ``/health`` case, whose connect runs on a thread of its own while the
 rest runs, because it takes the whole handshake deadline (20 s of the bench's 22).
 """
@@ -57,9 +57,9 @@ from tests.tools.hostile_serve import (
 from tests.tools.hostile_serve import readme_row as serve_readme_row
 from tests.tools.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
 from tkchat.events import Done, Error
+from tkchat.lab.bench.figures import lag_figures, own_lag_figures
+from tkchat.lab.bench.script import BenchWindow, Script
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
-from tkchat.measure.figures import lag_figures, own_lag_figures
-from tkchat.measure.script import BenchWindow, Script
 from tkchat.stats import rounded, rss_mb
 from tkchat.ui.window.chat_window import ChatApp
 
@@ -503,8 +503,8 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     from tests.tools.hostile_readme import readme_rows  # it reads this module's cases
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.remote.backend import RemoteBackend
-    from tkchat.measure.display import ensure_display
-    from tkchat.measure.script import ScriptRunner
+    from tkchat.lab.bench.script import ScriptRunner
+    from tkchat.lab.display import ensure_display
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import AppOptions
 

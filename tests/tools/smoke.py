@@ -302,7 +302,7 @@ def check_window() -> None:
 
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
-    from tkchat.measure.display import ensure_display
+    from tkchat.lab.display import ensure_display
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
@@ -349,7 +349,7 @@ def check_model() -> None:
     from tkchat.generate.backend import GenerationRequest
     from tkchat.generate.controller import GenerationController
     from tkchat.generate.factory import make_backend
-    from tkchat.measure.figures import run_alone
+    from tkchat.lab.bench.figures import run_alone
     from tkchat.transport.channel import EventChannel
 
     backend = make_backend("llama")

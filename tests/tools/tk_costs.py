@@ -33,8 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tkchat.measure.display import ensure_display
-from tkchat.measure.scenarios.chat_text import long_conversation
+from tkchat.lab.bench.scenarios.chat_text import long_conversation
+from tkchat.lab.display import ensure_display
 
 TAGS = [f"style-{i}" for i in range(40)]
 COLUMNS = ("mode", "widget", "widget_chars", "cpu_ms", "cpu_max_ms", "after_ms", "after_max_ms")

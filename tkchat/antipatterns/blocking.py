@@ -15,7 +15,7 @@ from tkchat.events import Done, Error, GenerationStats
 from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import EndsInTranscript
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class GenerateInClickHandler(EndsInTranscript):

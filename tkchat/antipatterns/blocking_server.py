@@ -14,7 +14,7 @@ read, ``/health`` waits, and a client's disconnect is not even noticed.
 
 :class:`BlockingChatServer` is the real server with only ``POST /chat`` replaced by that
 version; ``tkchat bench --serve-loop`` runs both and measures the loop (see
-``tkchat/measure/server_loop.py``). The fix is ``tkchat/serve/bridge.py``: a worker thread
+``tkchat/lab/bench/server_loop.py``). The fix is ``tkchat/serve/bridge.py``: a worker thread
 iterates, and only finished events cross to the loop.
 """
 

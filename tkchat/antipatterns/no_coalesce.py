@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.ui.pipeline import EndsInTranscript
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class InsertEveryToken(EndsInTranscript):

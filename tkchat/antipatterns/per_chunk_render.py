@@ -17,7 +17,7 @@ from tkchat.render.safe_markdown import convert_whole_document
 from tkchat.ui.look.html_fonts import stock_tkhtmlview
 from tkchat.ui.look.theme import set_role
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 ANSWER_HEIGHT_LINES = 16
 

@@ -129,8 +129,8 @@ def usable(mode: str, command: str) -> bool:
     if not is_outside_mode(mode):
         return True
     from tkchat.course.lessons import default_language
+    from tkchat.ui.base.translator import Translator
     from tkchat.ui.teaching.outside import OutsidePipelineError, load_outside_class
-    from tkchat.ui.window.translator import Translator
 
     try:
         load_outside_class(mode)

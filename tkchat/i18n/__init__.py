@@ -4,7 +4,7 @@ Pure data, no Tk: one module per part of the window (``window.py`` for the chat 
 itself, then the lesson panel, the sidebar, the settings dialog, the model picker, the
 model catalogue, the exercises (a pipeline of one's own), the self-test's report and who held
 the event loop), merged here.
-:class:`tkchat.ui.window.translator.Translator` puts them on widgets.
+:class:`tkchat.ui.base.translator.Translator` puts them on widgets.
 """
 
 from __future__ import annotations

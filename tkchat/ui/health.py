@@ -16,12 +16,12 @@ from collections.abc import Callable
 from tkinter import ttk
 
 from tkchat.stats import RateMeter
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import WATCH_STYLE
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.window.translator import Translator
 
 REFRESH_MS = 250
 

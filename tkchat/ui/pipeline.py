@@ -8,12 +8,11 @@ A pipeline sees only :class:`PipelineHost`: the few parts of the window it may u
 reach the rest of the app, so a pipeline (or a student's) can be read, tested and swapped
 without the whole window in mind. A student's comes from a file of its own
 (``--mode mine.py:Pipeline``): :mod:`tkchat.ui.teaching.outside` loads it and guards the window
-from it.
+from it, and :func:`tkchat.ui.window.pipeline_choice.make_pipeline` makes the one a mode names.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -22,9 +21,7 @@ from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
-from tkchat.modes import PIPELINES, check_mode, is_outside_mode
-from tkchat.ui.teaching.outside import make_outside_pipeline
-from tkchat.ui.transcript import AnswerView, Transcript
+from tkchat.ui.transcript.transcript import AnswerView, Transcript
 
 
 @dataclass(frozen=True)
@@ -80,18 +77,3 @@ class FixedPipeline(EndsInTranscript):
 
     def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         self.host.transcript.append(view, "".join(chunks))  # everything of this tick, one insert
-
-
-def make_pipeline(
-    mode: str, host: PipelineHost, translate: Callable[..., str] | None = None
-) -> Pipeline:
-    """A new pipeline object for one window (some keep per-window state). ``mode`` may name
-    a pipeline of one's own, ``path.py:ClassName`` (:mod:`tkchat.ui.teaching.outside`: it raises
-    :class:`~tkchat.ui.teaching.outside.OutsidePipelineError` with a sentence in ``translate``'s
-    language when the file cannot be used)."""
-    check_mode(mode)
-    if is_outside_mode(mode):
-        return make_outside_pipeline(mode, host, translate)
-    module, _, name = PIPELINES[mode].partition(":")
-    pipeline: Pipeline = getattr(importlib.import_module(module), name)(host)
-    return pipeline

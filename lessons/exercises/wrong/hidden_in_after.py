@@ -18,7 +18,7 @@ from __future__ import annotations
 from tkchat.generate.backend import GenerationRequest
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class Pipeline:

@@ -18,7 +18,7 @@ import threading
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class Pipeline:

@@ -18,7 +18,7 @@ import time
 
 from tkchat.generate.backend import GenerationRequest
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 PACE_S = 0.040
 

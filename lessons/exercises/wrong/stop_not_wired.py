@@ -22,7 +22,7 @@ from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgr
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.transport.channel import GenerationSender
 from tkchat.ui.pipeline import PipelineHost
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class Pipeline:

@@ -3,9 +3,9 @@ the chat goes on from.
 
 A regenerate no longer throws the last answer away: the new one becomes its next version
 ("◀ 3/3 ▶" in the answer's header). Choosing another with ◀ or ▶ puts it on screen in the
-answer's place (:meth:`~tkchat.ui.transcript.Transcript.show_version`, painted in slices), in
-the model's context (so the next question is asked after the version shown) and in the saved
-conversation (the writer thread writes it; export writes the version shown).
+answer's place (:meth:`~tkchat.ui.transcript.transcript.Transcript.show_version`, painted
+in slices), in the model's context (so the next question is asked after the version shown)
+and in the saved conversation (the writer thread writes it; export writes the version shown).
 
 A question edited and sent again keeps its earlier versions the same way, each with the branch
 that followed it: ◀ ▶ on the question show another version with its own branch. On screen the
@@ -23,11 +23,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from tkchat.ui.base.services import Services
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
-from tkchat.ui.services import Services
-from tkchat.ui.transcript import AnswerView, Branch, Transcript, UserView
-from tkchat.ui.view_keeper import put_at, screen_y
+from tkchat.ui.transcript.transcript import AnswerView, Branch, Transcript, UserView
+from tkchat.ui.transcript.view_keeper import put_at, screen_y
 
 _SLICE = "show-branch"
 

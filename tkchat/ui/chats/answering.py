@@ -23,10 +23,10 @@ from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
 from tkchat.store.figures import AnswerFigures
-from tkchat.ui.chats.answer_figures import figures_of, figures_of_stopped
 from tkchat.ui.chats.chat_view import ChatView, FlowParts, Scheduler
 from tkchat.ui.pipeline import Pipeline
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.answer_figures import figures_of, figures_of_stopped
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class Answering:

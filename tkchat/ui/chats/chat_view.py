@@ -21,8 +21,8 @@ from tkchat.events import Done, Error, ModelFailed, ModelReady
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.store.figures import AnswerFigures
-from tkchat.ui.chats.session import ChatSession
-from tkchat.ui.transcript import AnswerView, Branch, UserView
+from tkchat.ui.base.session import ChatSession
+from tkchat.ui.transcript.transcript import AnswerView, Branch, UserView
 
 Control = Literal["send", "stop", "regenerate"]  # the window's buttons the flow switches
 
@@ -44,14 +44,14 @@ class TranscriptOps(Protocol):
 
 
 class Status(Protocol):
-    """The status line (:class:`tkchat.ui.window.status.StatusLine`)."""
+    """The status line (:class:`tkchat.ui.base.status.StatusLine`)."""
 
     def say(self, key: str, **values: object) -> None: ...
     def show(self, make: Callable[[], str]) -> None: ...
 
 
 class DraftBox(Protocol):
-    """The message box's text (:class:`tkchat.ui.window.message_box.MessageBox`)."""
+    """The message box's text (:class:`tkchat.ui.base.message_box.MessageBox`)."""
 
     @property
     def draft(self) -> str: ...

@@ -19,12 +19,12 @@ from tkinter import ttk
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import ContextMeasure
+from tkchat.ui.base.services import Services
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.fit import ellipsize
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, palette_of
-from tkchat.ui.services import Services
-from tkchat.ui.transcript import Transcript
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.transcript.transcript import Transcript
 
 WARN_AT = 0.75
 STATUS_ROOM = 160  # design pixels the meter leaves the status line beside it, when cut

@@ -12,8 +12,8 @@ from pathlib import Path
 from tkinter import filedialog
 
 from tkchat.store import StoreError
+from tkchat.ui.base.services import Services
 from tkchat.ui.chats.history import History
-from tkchat.ui.services import Services
 
 
 class ConversationFiles:

@@ -23,10 +23,10 @@ from tkchat.store import (
     StoreError,
     sampling_from_settings,
 )
+from tkchat.ui.base.services import Services
 from tkchat.ui.chats.history import History
 from tkchat.ui.chats.sidebar import ConversationSidebar
-from tkchat.ui.services import Services
-from tkchat.ui.transcript import AnswerView, Transcript
+from tkchat.ui.transcript.transcript import AnswerView, Transcript
 
 SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
 

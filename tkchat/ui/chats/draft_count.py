@@ -26,9 +26,9 @@ from tkinter import ttk
 
 from tkchat.generate.context import MIN_ANSWER_ROOM
 from tkchat.generate.controller import ContextMeasure
+from tkchat.ui.base.message_box import MessageBox
+from tkchat.ui.base.services import Services
 from tkchat.ui.look.theme import ERROR_STYLE, HINT_STYLE
-from tkchat.ui.services import Services
-from tkchat.ui.window.message_box import MessageBox
 
 DEBOUNCE_MS = 150  # a pause in typing; a count per keystroke would only queue up
 POLL_MS = 20

@@ -23,7 +23,7 @@ from tkchat.ui.chats.answer_versions import versions_after_regenerate
 from tkchat.ui.chats.answering import Answering
 from tkchat.ui.chats.chat_view import ChatView, FlowParts, Scheduler
 from tkchat.ui.pipeline import Pipeline
-from tkchat.ui.transcript import AnswerView, UserView
+from tkchat.ui.transcript.transcript import AnswerView, UserView
 
 
 class ChatFlow:

@@ -4,7 +4,7 @@ The window's buttons, menu and shortcuts, the tests, the bench and the selftest 
 the window (``app.send()``, ``app.finished``, ``app.model_ready``); :class:`FlowFacade` puts
 those names on it and hands each to the window's :class:`~tkchat.ui.chats.flow.ChatFlow`, so
 the window class itself only builds and wires, and the tools' Protocols
-(:mod:`tkchat.measure.script`) find what they read.
+(:mod:`tkchat.lab.bench.script`) find what they read.
 
 Main thread only.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from tkchat.events import Done, Error
 from tkchat.ui.chats.flow import ChatFlow
 from tkchat.ui.pipeline import Pipeline
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 
 class FlowFacade:

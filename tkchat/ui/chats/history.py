@@ -34,7 +34,7 @@ from tkchat.store import (
 )
 from tkchat.threads import own_thread
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript import AnswerView, Branch, UserView
+from tkchat.ui.transcript.transcript import AnswerView, Branch, UserView
 
 TITLE_CHARS = 48
 POLL_MS = 100

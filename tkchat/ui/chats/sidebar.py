@@ -26,6 +26,7 @@ from datetime import datetime
 from tkinter import ttk
 
 from tkchat.store.db import Conversation
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.chats.inline_rename import InlineRename
 from tkchat.ui.look.fit import FittedLabel, ellipsize, ellipsize_around
 from tkchat.ui.look.scaling import dp, dp_pad
@@ -33,7 +34,6 @@ from tkchat.ui.look.theme import FIELD_HINT_STYLE, follow_theme, list_row_height
 from tkchat.ui.look.tree_rows import Row, sync_rows
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.tcl_var import TclVar
-from tkchat.ui.window.translator import Translator
 
 SEARCH_DEBOUNCE_MS = 250  # search once the user pauses, not on every keystroke
 # How long the "Undo" bar stays after a delete; it stays while the pointer is on it, and

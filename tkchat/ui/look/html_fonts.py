@@ -1,7 +1,7 @@
 """tkhtmlview's fonts, shared: one Tk font per distinct style instead of one per run.
 
 tkhtmlview creates a new Tk font for every formatting run it lays out, and font creation
-was most of its cost. The window's markdown painter (:mod:`tkchat.ui.markdown_view`)
+was most of its cost. The window's markdown painter (:mod:`tkchat.ui.transcript.markdown_view`)
 installs :class:`_SharedFontFactory` in tkhtmlview's parser; the benchmark's baseline and
 the per-chunk-render demo put the stock fonts back for a while (:func:`stock_tkhtmlview`)
 to show what an app that just calls ``set_html`` gets. Main thread only.

@@ -4,7 +4,7 @@
 but draws its widgets from fixed-size PNG sprites and sets its own pixel-sized fonts
 (``SunValleyBodyFont``, -14 px, "Segoe UI Variable"): at 192 dpi its scrollbars, arrows and
 check marks stay at their 96-dpi size (its issue #18, open since 2022), and widgets would no
-longer use Tk's named fonts, which the text-size setting scales (``tkchat/ui/look/fonts.py``).
+longer use Tk's named fonts, which the text-size setting scales (``tkchat/ui/settings/fonts.py``).
 Undoing both would leave little of it. So this module builds a theme "tkchat" on Tk's own
 ``clam`` engine, which draws every element with vectors at any size: flat buttons with a
 one-pixel border, an accent colour for the default action and for focus, borderless fields

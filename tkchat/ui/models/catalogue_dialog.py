@@ -21,9 +21,9 @@ from tkchat.models.catalogue import (
     memory_needed,
 )
 from tkchat.models.finder import describe_size
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.scaling import dp, window_size
 from tkchat.ui.look.theme import ERROR_STYLE, HINT_STYLE, follow_theme
-from tkchat.ui.window.translator import Translator
 
 TOO_BIG_TAG = "too_big"  # greyed: a model this computer has not the memory for
 DIALOG_SIZE = (1020, 470)  # pixels at 96 dpi (tkchat/ui/look/scaling.py)

@@ -30,8 +30,8 @@ from tkchat.models.catalogue import (
 )
 from tkchat.models.download_job import STALL_S, DownloadJob, Failed, Finished
 from tkchat.models.download_text import describe_failure, describe_progress, percent
+from tkchat.ui.base.services import Services
 from tkchat.ui.models.catalogue_dialog import CatalogueDialog, LocalState
-from tkchat.ui.services import Services
 
 POLL_MS = 100
 

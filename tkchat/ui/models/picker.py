@@ -27,11 +27,11 @@ from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.models.finder import FoundModel, describe_size, find_models, model_places
 from tkchat.threads import own_thread
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.fit import ellipsize
 from tkchat.ui.look.scaling import dp, dp_pad, window_size
 from tkchat.ui.look.theme import ERROR_STYLE
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.window.translator import Translator
 
 POLL_MS = 50  # how often the dialog looks for the search's result
 COLUMNS = ("size", "where", "path")

@@ -23,8 +23,8 @@ from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.store.settings import forget_model, remember_model
+from tkchat.ui.base.services import Services
 from tkchat.ui.models.picker import ModelPicker
-from tkchat.ui.services import Services
 
 DEMO_ANSWER_CHARS = 4_000  # long enough for a freeze to be seen and felt, the same every time
 

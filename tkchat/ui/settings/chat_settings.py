@@ -18,11 +18,11 @@ from collections.abc import Callable
 
 from tkchat.conversation import Sampling
 from tkchat.generate.llama_backend import LlamaBackend, auto_n_ctx
+from tkchat.ui.base.services import Services
 from tkchat.ui.chats.history import History
-from tkchat.ui.look.text_size import TextSize
-from tkchat.ui.services import Services
 from tkchat.ui.settings.dialog import ChatSettingsDialog, ModelContext, gpu_text
-from tkchat.ui.transcript import BODY_FONT_SIZE
+from tkchat.ui.settings.text_size import TextSize
+from tkchat.ui.transcript.transcript import BODY_FONT_SIZE
 
 
 class ChatSettings:

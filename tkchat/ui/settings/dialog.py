@@ -29,9 +29,9 @@ from tkchat.conversation import (
     Sampling,
 )
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN, MAX_GPU_LAYERS
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.scaling import dp, dp_pad
 from tkchat.ui.look.theme import ERROR_STYLE, HINT_STYLE
-from tkchat.ui.window.translator import Translator
 
 FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the same range
 

@@ -23,9 +23,10 @@ from tkinter import ttk
 
 from tkchat.course.lessons import Lesson
 from tkchat.modes import FIXED, MODES, check_mode, is_outside_mode
+from tkchat.ui.base.services import Services
 from tkchat.ui.look.scaling import dp, window_size
 from tkchat.ui.look.theme import palette_of, recolour, set_role
-from tkchat.ui.services import Places, Services
+from tkchat.ui.places import Places
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.lesson_panel import BODY_SIZE, LessonPanel
 

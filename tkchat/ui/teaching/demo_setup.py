@@ -21,17 +21,17 @@ from tkchat.course.lessons import Lesson
 from tkchat.events import Done, Error
 from tkchat.stats import LagSample
 from tkchat.transport.chaos import Chaos
+from tkchat.ui.base.message_box import MessageBox
+from tkchat.ui.base.services import Services
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.models.switch import ModelSwitch
-from tkchat.ui.services import Services
 from tkchat.ui.teaching.controls import LessonHooks, TeachingControls
 from tkchat.ui.teaching.lag_timeline import LagTimeline, answer_arrivals
 from tkchat.ui.teaching.live_figures import LiveFigures
 from tkchat.ui.teaching.ordering import OrderingCounters, read_ordering
 from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog
-from tkchat.ui.transcript import Transcript
-from tkchat.ui.window.message_box import MessageBox
+from tkchat.ui.transcript.transcript import Transcript
 
 
 class DemoWindow(Protocol):

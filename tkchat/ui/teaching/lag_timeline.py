@@ -42,14 +42,14 @@ from typing import Literal
 
 from tkchat.stats import LagSample
 from tkchat.trace.culprit import Culprit, labels
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LONG_TASK_MS
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, palette_of
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript import BODY_FONT_SIZE, AnswerView
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.transcript.transcript import BODY_FONT_SIZE, AnswerView
 
 Words = Callable[..., str]  # a Translator: key and values in, the window's language out
 

@@ -14,7 +14,7 @@ from tkchat.stats import rss_mb
 from tkchat.transport.channel import GenerationSender
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.teaching.ordering import OrderingCounters
-from tkchat.ui.transcript import Transcript
+from tkchat.ui.transcript.transcript import Transcript
 
 
 class LiveFigures:

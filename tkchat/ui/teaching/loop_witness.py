@@ -31,11 +31,11 @@ from tkchat.trace.chrome import TraceRun, write_trace
 from tkchat.trace.culprit import Culprit, culprit_of, labels, long_task_culprits
 from tkchat.trace.ledger import CallbackLedger
 from tkchat.trace.sampler import KEEP_S, LoopSampler
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_timeline import Freeze, LagTimeline, answer_arrivals
-from tkchat.ui.transcript import Transcript
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.transcript.transcript import Transcript
 
 if TYPE_CHECKING:
     from tkchat.ui.teaching.controls import TeachingControls

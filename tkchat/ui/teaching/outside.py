@@ -50,7 +50,7 @@ from tkchat.i18n import STRINGS
 from tkchat.modes import split_outside_mode
 from tkchat.threads import is_own
 from tkchat.ui.look.fit import NO_BREAK
-from tkchat.ui.transcript import AnswerView
+from tkchat.ui.transcript.transcript import AnswerView
 
 if TYPE_CHECKING:
     from tkchat.ui.pipeline import Pipeline, PipelineHost

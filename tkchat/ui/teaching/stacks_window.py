@@ -11,9 +11,9 @@ import tkinter as tk
 from tkinter import ttk
 
 from tkchat.trace.culprit import Culprit, stacks_text
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import palette_of
-from tkchat.ui.window.translator import Translator
 
 
 class StacksWindow(tk.Toplevel):

@@ -1,7 +1,7 @@
 """The chat window's side of ``tkchat watchdog``: start the watchdog process, send it a beat.
 
 A frozen window cannot show its own freeze (the figures that would show it are painted by the
-loop that is stuck), so a second process draws it: the watchdog (``tkchat/measure/watchdog.py``)
+loop that is stuck), so a second process draws it: the watchdog (``tkchat/lab/watchdog.py``)
 plots how long ago the last beat came. The beats are sent by an ``after`` loop on this
 window's main thread, so when that thread is stuck, they stop — which is the whole point.
 

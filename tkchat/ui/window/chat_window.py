@@ -7,7 +7,7 @@ What Send, Stop, Edit, Regenerate, ◀ ▶ and a chat switch do is the chat flow
 (:class:`~tkchat.ui.chats.chat_view.ChatView`); every result comes back through the 16 ms
 pump. Where the widgets are is :mod:`tkchat.ui.window.layout`; each larger job has its own
 part (saved conversations, model switching, export, the context meter, the live figures),
-which gets the window's shared services (:class:`~tkchat.ui.services.Services`) and what is
+which gets the window's shared services (:class:`~tkchat.ui.base.services.Services`) and what is
 its alone.
 """
 
@@ -24,6 +24,10 @@ from tkchat.generate.controller import GenerationController
 from tkchat.modes import FIXED, is_outside_mode
 from tkchat.store.settings import AppSettings
 from tkchat.threads import WORKER_NICE, favour_the_gui_thread
+from tkchat.ui.base.remembered import Remembered
+from tkchat.ui.base.services import Services
+from tkchat.ui.base.session import ChatSession
+from tkchat.ui.base.translator import Translator, has_cjk_font
 from tkchat.ui.chats.answer_versions import AnswerVersions
 from tkchat.ui.chats.chat_view import Control, FlowParts
 from tkchat.ui.chats.context_meter import ContextWatch
@@ -32,31 +36,27 @@ from tkchat.ui.chats.conversations import ChatHooks, SavedConversations
 from tkchat.ui.chats.draft_count import DraftCounter
 from tkchat.ui.chats.flow import ChatFlow
 from tkchat.ui.chats.flow_facade import FlowFacade
-from tkchat.ui.chats.session import ChatSession
 from tkchat.ui.lag_probe import LagProbe
-from tkchat.ui.look.appearance import Appearance
-from tkchat.ui.look.fonts import FontSizer
 from tkchat.ui.look.scaling import design_size, remembered_size, window_size
-from tkchat.ui.look.text_size import TextSize
 from tkchat.ui.models.download import ModelCatalogue
 from tkchat.ui.models.switch import ModelSwitch
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.pump import EventPump
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.services import Services
 from tkchat.ui.settings.chat_settings import ChatSettings
-from tkchat.ui.settings.remembered import Remembered
+from tkchat.ui.settings.fonts import FontSizer
+from tkchat.ui.settings.text_size import TextSize
 from tkchat.ui.teaching.controls import TeachingControls
 from tkchat.ui.teaching.demo_setup import LessonDemos
 from tkchat.ui.teaching.loop_witness import witness_the_loop
-from tkchat.ui.transcript import BODY_FONT_SIZE
+from tkchat.ui.transcript.transcript import BODY_FONT_SIZE
+from tkchat.ui.window.appearance import Appearance
 from tkchat.ui.window.context_menus import attach_text_menu
 from tkchat.ui.window.layout import ButtonCommands, ChatLayout
 from tkchat.ui.window.menubar import MenuBar, bind_shortcuts
 from tkchat.ui.window.options import AppOptions
 from tkchat.ui.window.pipeline_choice import PipelineChoice
 from tkchat.ui.window.shortcut_sheet import ShortcutSheet
-from tkchat.ui.window.translator import Translator, has_cjk_font
 from tkchat.ui.window.typing_home import TypingHome
 
 __all__ = ["AppOptions", "ChatApp"]  # AppOptions lives in options.py; its callers import it here

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tkinter as tk
 from collections.abc import Callable
 
-from tkchat.ui.window.translator import Translator
+from tkchat.ui.base.translator import Translator
 
 OPEN_SEQUENCES = ("<Button-3>", "<Button-2>")  # Button-2 is the right button on macOS
 KEY_SEQUENCES = ("<Shift-F10>", "<KeyPress-Menu>", "<KeyPress-App>")

@@ -15,20 +15,20 @@ from dataclasses import dataclass
 from tkinter import ttk
 from typing import Literal
 
+from tkchat.ui.base.message_box import MessageBox
+from tkchat.ui.base.notice import ERROR, NoticeBanner
+from tkchat.ui.base.status import StatusLine
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.chats.context_meter import ContextMeter
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.look.fit import FlowRow
 from tkchat.ui.look.scaling import dp, dp_pad, window_size
 from tkchat.ui.look.theme import ACCENT_BUTTON, HINT_STYLE
+from tkchat.ui.places import Places
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.services import Places
-from tkchat.ui.transcript import Transcript
-from tkchat.ui.window.message_box import MessageBox
-from tkchat.ui.window.notice import ERROR, NoticeBanner
+from tkchat.ui.transcript.transcript import Transcript
 from tkchat.ui.window.progress import ProgressLine
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
 
 # Sizes in pixels of the 96-dpi design; tkchat/ui/look/scaling.py turns them into screen pixels.
 MESSAGE_BOX_MIN_WIDTH = 220  # below this, the buttons go under the box
@@ -60,7 +60,7 @@ class ChatLayout:
     (``draft_label``).
 
     The chat sits in ``panes``, so the sidebar (left) and the lesson panel (right) can join it.
-    ``places`` names where the parts add to the window (:class:`~tkchat.ui.services.Places`).
+    ``places`` names where the parts add to the window (:class:`~tkchat.ui.places.Places`).
     """
 
     def _build_layout(

@@ -12,8 +12,8 @@ from __future__ import annotations
 import tkinter as tk
 from collections.abc import Callable, Mapping
 
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.tcl_var import TclVar
-from tkchat.ui.window.translator import Translator
 
 # (menu label key, [(item label key, command name, accelerator text) or None for a separator])
 MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (

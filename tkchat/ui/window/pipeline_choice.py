@@ -9,14 +9,31 @@ Main thread only.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import tkinter as tk
+from collections.abc import Callable
 
-from tkchat.modes import FIXED
-from tkchat.ui.pipeline import Pipeline, PipelineHost, make_pipeline
-from tkchat.ui.teaching.outside import OutsidePipelineError
-from tkchat.ui.window.notice import ERROR, NoticeBanner
-from tkchat.ui.window.translator import Translator
+from tkchat.modes import FIXED, PIPELINES, check_mode, is_outside_mode
+from tkchat.ui.base.notice import ERROR, NoticeBanner
+from tkchat.ui.base.translator import Translator
+from tkchat.ui.pipeline import Pipeline, PipelineHost
+from tkchat.ui.teaching.outside import OutsidePipelineError, make_outside_pipeline
+
+
+def make_pipeline(
+    mode: str, host: PipelineHost, translate: Callable[..., str] | None = None
+) -> Pipeline:
+    """A new pipeline object for one window (some keep per-window state). ``mode`` may name
+    a pipeline of one's own, ``path.py:ClassName`` (:mod:`tkchat.ui.teaching.outside`: it raises
+    :class:`~tkchat.ui.teaching.outside.OutsidePipelineError` with a sentence in ``translate``'s
+    language when the file cannot be used)."""
+    check_mode(mode)
+    if is_outside_mode(mode):
+        return make_outside_pipeline(mode, host, translate)
+    module, _, name = PIPELINES[mode].partition(":")
+    pipeline: Pipeline = getattr(importlib.import_module(module), name)(host)
+    return pipeline
 
 
 class PipelineChoice:

@@ -25,9 +25,9 @@ from tkinter import ttk
 
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import ModelFailed, ModelLoading, ModelReady, Progress
+from tkchat.ui.base.status import StatusLine
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.scaling import dp
-from tkchat.ui.window.status import StatusLine
-from tkchat.ui.window.translator import Translator
 
 ETA_AFTER_S = 0.5  # an estimate needs some speed measured first
 

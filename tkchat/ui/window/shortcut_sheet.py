@@ -9,9 +9,9 @@ from __future__ import annotations
 import tkinter as tk
 from tkinter import ttk
 
+from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.window.menubar import MENUS
-from tkchat.ui.window.translator import Translator
 
 # Keys of the message box and the lists, which have no menu item.
 EDITING_KEYS: tuple[tuple[str, str], ...] = (

@@ -22,8 +22,8 @@ import tkinter as tk
 from collections.abc import Callable
 from tkinter import ttk
 
+from tkchat.ui.base.message_box import MessageBox
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.window.message_box import MessageBox
 
 _COMMAND_MODIFIERS = 0x4 | 0x8  # Control, and Alt (Mod1 on X11): a shortcut, not a letter
 

@@ -1,0 +1,156 @@
+"""Two scenarios every ``tkchat bench`` run ends with: the final markdown render of an
+11,000-character answer (against one whole-document ``set_html``, the "render once at the end"
+that freezes the window), and a saved conversation of 200 messages opened and scrolled from
+top to bottom beside a history of 300 others (with the store calls a user triggers, timed).
+Main thread; scripts the bench's runner drives.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tkchat.generate.scripted import long_answer
+from tkchat.lab.bench.figures import RunFigures, lag_figures
+from tkchat.lab.bench.script import Script
+from tkchat.render.safe_markdown import markdown_to_safe_html
+from tkchat.stats import rounded
+from tkchat.ui.look.html_fonts import stock_tkhtmlview
+from tkchat.ui.window.chat_window import ChatApp
+
+OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
+
+
+def render_long(app: ChatApp, runs: list[RunFigures]) -> Script:
+    """The final markdown render of an 11,000-character answer with code blocks.
+
+    Baseline in the same run: one whole-document ``set_html`` — the "render once at the
+    end" that freezes the window — timed first, on a scratch widget, outside the record."""
+    from tkhtmlview import HTMLText
+
+    app.new_chat()
+    text = long_answer(11_000)
+    html = markdown_to_safe_html(text)
+    with stock_tkhtmlview():
+        scratch = HTMLText(app.root)
+        began = time.perf_counter()
+        scratch.set_html(html)
+        whole_ms = (time.perf_counter() - began) * 1000
+        scratch.destroy()
+    yield 0.3
+    view = app.transcript.begin_answer()
+    app.transcript.append(view, text, live=False)  # as if it had streamed in
+    slices_before = len(app.transcript.painter.slice_ms)
+    app.probe.start_recording()
+    started = time.perf_counter()
+    app.transcript.finish(view)
+    yield lambda: not app.transcript.painter.busy
+    seconds = time.perf_counter() - started
+    yield 0.2
+    samples = app.probe.stop_recording()
+    slices = app.transcript.painter.slice_ms[slices_before:]
+    runs.append(
+        RunFigures(
+            mode="render",
+            backend="markdown",
+            render_slice_max_ms=rounded(max(slices), 2),
+            seconds=rounded(seconds, 3),
+            extra={
+                "answer_chars": len(text),
+                "slices": len(slices),
+                "whole_document_set_html_ms": rounded(whole_ms, 1),
+                # what one stock set_html costs per 1,000 characters of markdown: the
+                # figure the painter's block size (render/) is chosen against
+                "set_html_ms_per_1000_chars": rounded(whole_ms / len(text) * 1000, 2),
+            },
+            **lag_figures(samples),
+        )
+    )
+
+
+def history_open(app: ChatApp, runs: list[RunFigures]) -> Script:
+    """A saved conversation of 200 messages and about 100,000 characters: opened, rendered
+    and scrolled from top to bottom, with the lag probe recording all along."""
+    archive = app.archive
+    if archive is None or archive.store is None:
+        return
+    answer = long_answer(1_000)[:995]  # with the questions: just over 100,000 characters
+    conversation = archive.store.create("bench: a long conversation")
+    for index in range(100):  # set-up, not measured
+        archive.store.add_message(conversation.id, "user", f"Question {index + 1}?")
+        archive.store.add_message(conversation.id, "assistant", answer)
+    for index in range(OTHER_CONVERSATIONS):  # a history of many chats, for the sidebar
+        other = archive.store.create(f"bench: chat {index + 1}")
+        archive.store.add_message(other.id, "user", f"Tell me about mutex {index}.")
+        archive.store.add_message(other.id, "assistant", answer[:400])
+    stored = archive.store.messages(conversation.id)
+    yield 0.3
+    app.probe.start_recording()
+    slices_before = len(app.transcript.painter.slice_ms)
+    started = time.perf_counter()
+    saved = app.conversations
+    assert saved is not None  # history=True
+    saved.show(conversation.id)
+    yield lambda: not app.showing_conversation and not app.transcript.painter.busy
+    opened_s = time.perf_counter() - started
+    for step in range(21):  # scroll through it, top to bottom
+        app.transcript.text.yview_moveto(step / 20)
+        yield 0.05
+    # The store calls a user triggers that run on the main thread (one small transaction
+    # or query each, see tkchat/ui/chats/history.py), timed on this history.
+    calls: dict[str, float | None] = {}
+    for name, call in (
+        ("list", archive.conversations),
+        ("search", lambda: saved.search("mutex 7")),
+        ("rename", lambda: saved.rename(conversation.id, "bench: renamed")),
+        ("delete", lambda: saved.delete(conversation.id)),
+        ("restore", lambda: saved.undelete(conversation.id)),
+    ):
+        began = time.perf_counter()
+        call()
+        calls[f"{name}_ms"] = rounded((time.perf_counter() - began) * 1000, 2)
+        yield 0.05
+    samples = app.probe.stop_recording()
+    slices = app.transcript.painter.slice_ms[slices_before:]
+    runs.append(
+        RunFigures(
+            mode="history",
+            backend="sqlite",
+            seconds=rounded(opened_s, 3),
+            render_slice_max_ms=rounded(max(slices) if slices else None, 2),
+            extra={
+                "messages": 200,
+                "chars": sum(len(m.content) for m in stored),
+                "conversations": OTHER_CONVERSATIONS + 1,
+                **calls,
+            },
+            **lag_figures(samples),
+        )
+    )
+
+
+def saved_verdicts(by: dict[str, RunFigures]) -> list[tuple[str, bool, str]]:
+    """The targets of these two runs: no long task (and the history's lag p99 within a
+    frame)."""
+    out: list[tuple[str, bool, str]] = []
+    history = by.get("history")
+    if history is not None and history.lag_p99_ms is not None:
+        out.append(
+            (
+                "200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
+                history.long_tasks == 0 and history.lag_p99_ms <= 16,
+                f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
+                f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s",
+            )
+        )
+    render = by.get("render")
+    if render is not None and render.lag_max_ms is not None:
+        out.append(
+            (
+                "final render of 11k chars: no long task",
+                render.long_tasks == 0,
+                f"slice max {render.render_slice_max_ms} ms, lag max "
+                f"{render.lag_max_ms:.2f} ms (whole set_html: "
+                f"{render.extra['whole_document_set_html_ms']} ms)",
+            )
+        )
+    return out

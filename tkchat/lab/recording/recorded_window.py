@@ -1,0 +1,136 @@
+"""The chat window of ``tkchat record FILE`` and of ``tkchat replay FILE``.
+
+Both are the ordinary window (same pipelines, same lesson panel) around a different backend:
+recording wraps the model in :class:`~tkchat.lab.recording.backends.RecordingBackend` and lets a
+:class:`~tkchat.lab.recording.recorder.RunRecorder` keep what the window measured; replaying puts a
+:class:`~tkchat.lab.recording.backends.ReplayBackend` where the model was, sends the recorded
+question, and gives the lesson panel's lag timeline the recorded lag to draw. A banner says
+which, so nobody mistakes a replay for a live model.
+
+Main thread only.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from dataclasses import replace
+from pathlib import Path
+
+from tkchat.events import FinishReason
+from tkchat.generate.backend import Backend
+from tkchat.generate.controller import GenerationController
+from tkchat.lab.recording.backends import RecordingBackend, ReplayBackend
+from tkchat.lab.recording.file import Recording
+from tkchat.lab.recording.recorder import RunRecorder
+from tkchat.stats import LagSample
+from tkchat.transport.channel import EventChannel
+from tkchat.ui.base.notice import NoticeBanner
+from tkchat.ui.window.chat_window import AppOptions, ChatApp
+
+FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "cancelled")
+
+
+def open_record_window(
+    root: tk.Tk, backend: Backend, options: AppOptions, recording: Recording, path: Path
+) -> tuple[ChatApp, RunRecorder]:
+    """The window, recording its next answer into ``path`` (``options.autosend`` is the
+    question, as ``--prompt``). The caller saves once more after the main loop ends
+    (:meth:`RunRecorder.save` does nothing the second time): a window closed mid-answer
+    keeps what it had."""
+    wrapped = RecordingBackend(backend)
+    controller = GenerationController(wrapped, EventChannel())
+    app = ChatApp(root, controller, options)
+    recorder = RunRecorder(
+        root,
+        app.scheduler,
+        app.probe,
+        wrapped,
+        app.transcript.answers,
+        app.finished,
+        recording,
+        path,
+    )
+    banner = NoticeBanner(app.chat, app.banner_anchor, app.t)
+    banner.show(app.t("recording.recording", path=path))
+
+    def saved() -> None:
+        if recorder.error is not None:
+            text = app.t("recording.not_saved", path=path, reason=recorder.error)
+        else:
+            text = app.t(
+                "recording.saved",
+                tokens=len(recording.tokens),
+                seconds=f"{recording.duration_s:.2f}",
+                path=path,
+            )
+        if not app.closed:
+            banner.show(text)
+            app.status.show(lambda: text)
+
+    recorder.on_saved = saved
+    controller.load_async()
+    return app, recorder
+
+
+def replay_backend(recording: Recording, speed: float = 1.0) -> ReplayBackend:
+    """The recorded answer as a backend: its tokens at their pace, ending as it ended."""
+    end = recording.end
+    error = end.reason if end is not None and end.kind == "error" else None
+    reason: FinishReason = "stop"
+    for known in FINISH_REASONS:
+        if end is not None and end.reason == known:
+            reason = known
+    return ReplayBackend(
+        [(token.t, token.text) for token in recording.tokens],
+        reason=reason,
+        error=error,
+        speed=speed,
+        name=f"replay of {recording.backend}",
+    )
+
+
+def open_replay_window(
+    root: tk.Tk, recording: Recording, options: AppOptions, speed: float = 1.0
+) -> tuple[ChatApp, ReplayBackend]:
+    """The window on the recorded answer: it sends the recorded question at once (unless
+    ``options.autosend`` says another), through ``options.mode``'s pipeline."""
+    backend = replay_backend(recording, speed)
+    drawn: dict[float, list[LagSample]] = {}
+
+    def recorded_lag() -> list[LagSample]:
+        """The recording's lag, placed where the latest replayed answer began (computed
+        once per answer)."""
+        origin = backend.started
+        if origin is None:
+            return []
+        if origin not in drawn:
+            drawn.clear()
+            drawn[origin] = recording.lag_samples(origin, speed)
+        return drawn[origin]
+
+    options = replace(
+        options,
+        autosend=options.autosend or recording.prompt,
+        recorded_lag=recorded_lag,
+    )
+    controller = GenerationController(backend, EventChannel())
+    app = ChatApp(root, controller, options)
+    machine = recording.machine
+    cpus = machine.get("cpus")
+    where = ", ".join(
+        str(value)
+        for value in (machine.get("platform"), f"{cpus} CPUs" if cpus else None, recording.backend)
+        if value
+    )
+    banner = NoticeBanner(app.chat, app.banner_anchor, app.t)
+    banner.show(
+        app.t(
+            "recording.replaying",
+            started_at=recording.started_at,
+            machine=where,
+            mode=recording.mode,
+            now=app.pipeline.name,
+        )
+    )
+    controller.load_async()
+    return app, backend

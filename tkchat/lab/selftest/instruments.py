@@ -1,0 +1,228 @@
+"""The window's process: what measures the pipeline from inside, as raw figures.
+
+No Tk here. :class:`TimedPipeline` times every call into the pipeline three ways; the
+:class:`TokenMeter` notes every token the model gives, whoever iterates the stream. Neither
+judges anything: the figures go to the grader (:mod:`.protocol`), which does.
+
+**Time waiting for a core is not the pipeline's.** A call's time from call to return counts
+against the pipeline — a ``sleep`` holds the event loop exactly as long as work does — except
+the part the main thread spent *runnable but not running*, waiting for a core that other
+programs held. Linux says how long, per thread (``/proc/self/task/<tid>/schedstat``: time on
+a core, time waiting for one). A call may also wait on another thread of the window that
+waits for a core: for the GIL, held by a worker the machine has just preempted, or in
+``Thread.start``, which returns only once the new thread has had its first turn. So what the
+other threads waited for a core during the call is taken off too (at most the time the call
+itself spent waiting). On a system without these files the wall time counts whole.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from tkchat.conversation import Sampling
+from tkchat.generate.backend import (
+    Backend,
+    GenerationRequest,
+    PromptProgress,
+    TokenStream,
+    WrappedBackend,
+)
+from tkchat.generate.factory import make_backend
+from tkchat.generate.faults import FaultInjector
+from tkchat.generate.scripted import ScriptedBackend, long_answer
+from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, Reporter
+from tkchat.stats import PROBE_MS
+from tkchat.ui.pipeline import Pipeline
+from tkchat.ui.transcript.transcript import AnswerView
+
+_TASKS = "/proc/self/task"
+T = TypeVar("T")
+# per-chunk-render's cost is quadratic in the answer: a 3,000-token scripted answer would keep
+# one question frozen for minutes. 400 tokens show the same failure in seconds.
+SCRIPTED_TOKENS = {"per-chunk-render": 400}
+SCRIPTED_CHARS = 20_000  # about 3,700 tokens: 1.9 s at 2,000 tokens/s, long enough to act in
+
+
+class SchedClock:
+    """How long each thread of this process has waited for a core (ns), from Linux."""
+
+    def __init__(self) -> None:
+        self.available = os.path.exists(f"{_TASKS}/{threading.get_native_id()}/schedstat")
+
+    def waits(self) -> dict[int, int]:
+        """Every thread's total wait for a core so far (empty where Linux does not say)."""
+        found: dict[int, int] = {}
+        if not self.available:
+            return found
+        for name in os.listdir(_TASKS):
+            try:
+                with open(f"{_TASKS}/{name}/schedstat", "rb") as stat:
+                    found[int(name)] = int(stat.read().split()[1])
+            except (OSError, ValueError, IndexError):  # it ended meanwhile
+                continue
+        return found
+
+
+def held_ms(
+    wall_ms: float, cpu_ms: float, before: dict[int, int], after: dict[int, int], me: int
+) -> float:
+    """How long a call held the event loop: its wall time, less the calling thread's wait
+    for a core, less — out of the time it was neither working nor runnable — what the
+    process's other threads waited for a core meanwhile: a call waits for the GIL while the
+    thread holding it waits for a core (a thread born in the call, for its first turn)."""
+    queued = (after.get(me, 0) - before.get(me, 0)) / 1e6
+    waiting = max(0.0, wall_ms - cpu_ms - queued)
+    others = sum(wait - before.get(tid, 0) for tid, wait in after.items() if tid != me) / 1e6
+    return max(cpu_ms, wall_ms - queued - min(waiting, max(0.0, others)))
+
+
+class QueueProbe:
+    """Main thread: the lag probe the grade reads — like the window's own (re-armed every
+    :data:`~tkchat.stats.PROBE_MS`, noting how late each firing is), and besides, how long
+    the main thread waited for a core since the last firing: the part of the lateness that
+    other programs caused (at most all of it). ``schedule(ms, callback)`` is the toolkit's
+    timer."""
+
+    def __init__(self, schedule: Callable[[int, Callable[[], None]], object]) -> None:
+        self.schedule = schedule
+        self.samples: list[Probed] = []
+        self.running = False
+        self._fd: int | None = None
+        self._queued = 0
+        self._expected = 0.0
+
+    def start(self) -> None:
+        """Main thread (``thread-self`` is the thread that opens it)."""
+        try:
+            self._fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+        self._queued = self._read()
+        self.running = True
+        self._arm()
+
+    def _read(self) -> int:
+        if self._fd is None:
+            return 0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return self._queued
+
+    def _arm(self) -> None:
+        self._expected = time.perf_counter() + PROBE_MS / 1000
+        self.schedule(PROBE_MS, self._fire)
+
+    def _fire(self) -> None:
+        now = time.perf_counter()
+        lag = max(0.0, (now - self._expected) * 1000)
+        queued, self._queued = self._queued, self._read()
+        self.samples.append(Probed(now, lag, min(lag, (self._queued - queued) / 1e6)))
+        if self.running:
+            self._arm()
+
+
+class CallTimer:
+    """Times calls three ways — from call to return, the calling thread's CPU time, how long
+    it held the loop (see the module) — and keeps them in ``calls``. Calls come on the main
+    thread — and on a worker, for a pipeline that wrongly ends its answer from one (those are
+    marked: they do not hold the event loop)."""
+
+    def __init__(self, clock: SchedClock) -> None:
+        self.clock = clock
+        self.calls: list[PipelineCall] = []
+
+    def run(self, method: str, call: Callable[[], T]) -> T:
+        main = threading.current_thread() is threading.main_thread()
+        before = self.clock.waits() if main else {}
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return call()
+        finally:
+            wall_ms = (time.perf_counter() - started) * 1000
+            cpu_ms = (time.thread_time() - cpu) * 1000
+            after = self.clock.waits() if main else {}
+            held = held_ms(wall_ms, cpu_ms, before, after, threading.get_native_id())
+            self.calls.append(PipelineCall(method, started, wall_ms, cpu_ms, held, main))
+
+
+class TimedPipeline:
+    """The window's pipeline, with every call into it timed (:class:`CallTimer`)."""
+
+    def __init__(self, inner: Pipeline, timer: CallTimer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.broken = inner.broken
+        self.coalesce = inner.coalesce
+        self.timer = timer
+
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        self.timer.run("start", lambda: self.inner.start(view, request))
+
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
+        self.timer.run("show", lambda: self.inner.show(view, chunks))
+
+    def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
+        self.timer.run("finish", lambda: self.inner.finish(view, stopped=stopped, error=error))
+
+
+class TokenMeter(WrappedBackend):
+    """A backend wrapper that notes every token, whoever iterates the stream — tkchat's
+    worker, a student's thread or a blocking loop on the main thread — so tokens/s, and
+    whether the model went on after Stop, are measured at the backend for every pipeline
+    and for the ``raw`` baseline. Each pass is reported when its loop is left."""
+
+    def __init__(self, inner: Backend, reporter: Reporter) -> None:
+        super().__init__(inner)
+        self.reporter = reporter
+        self.runs = 0
+        self.raw_next = False  # the next pass is the baseline (set by the command thread)
+        self.open: dict[int, ModelRun] = {}  # passes still running (read by the report tick)
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        """The thread that iterates it."""
+        self.runs += 1
+        run = ModelRun(self.runs, self.raw_next, time.perf_counter())
+        self.raw_next = False
+        self.reporter.send("run_start", n=run.number, raw=run.raw, started=run.started)
+        self.open[run.number] = run
+        tokens = self.inner.stream(request, cancel)
+        try:
+            while True:
+                try:
+                    piece = next(tokens)
+                except StopIteration as end:
+                    return end.value or "stop"
+                if not isinstance(piece, PromptProgress):
+                    run.times.append(time.perf_counter())
+                yield piece
+        finally:
+            tokens.close()
+            run.closed = time.perf_counter()
+            self.open.pop(run.number, None)
+            self.reporter.send(
+                "run",
+                n=run.number,
+                raw=run.raw,
+                started=run.started,
+                times=[round(at, 6) for at in run.times],
+                closed=run.closed,
+            )
+
+
+def selftest_backend(
+    mode: str, backend_kind: str, model: str | None, rate: float, tokens: int | None = None
+) -> tuple[FaultInjector, Sampling]:
+    """The backend every window's self-test asks (wrapped so question 2 can kill it), and
+    the sampling of its answers. ``tokens``: the answers' length limit (a flood)."""
+    # scripted: the answer is ``tokens`` long (the text repeated: a flood), and no longer
+    inner = make_backend(backend_kind, model=model, rate=rate, tokens=tokens)
+    sampling = Sampling(max_tokens=tokens or 400, seed=7)  # about 3 s with the bundled model
+    if isinstance(inner, ScriptedBackend):
+        inner.text = long_answer(SCRIPTED_CHARS)
+        sampling = Sampling(max_tokens=tokens or SCRIPTED_TOKENS.get(mode, 0), seed=7)
+    return FaultInjector(inner), sampling

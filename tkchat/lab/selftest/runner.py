@@ -1,0 +1,340 @@
+"""``tkchat selftest``: the grader's process. It starts the window in a child process, plays
+the user (:mod:`.driver`), measures the heartbeat from outside, and computes and prints the
+grade — and it never imports the pipeline's file.
+
+**What the child gets.** A home and a data folder of its own, made for this run and deleted
+after it (``HOME``, ``TKCHAT_DATA_DIR``, the ``XDG_*`` folders), as its working directory too:
+the teacher's saved conversations and settings are not where the student's code looks for
+them. It is *not* a sandbox: the file is Python, run with the teacher's rights, and can read
+or change anything the teacher can (the lessons' README says so to the student and to the
+teacher). What the separate process buys is a grade that the graded code cannot compute:
+patching the grader, or the figures in its own process, cannot change what this process
+measures itself — when it injected each input, and the window's heartbeat.
+
+**Too busy to judge.** A check that was late mostly outside the pipeline's calls is BUSY,
+not FAIL (:mod:`.verdict`). A run with BUSY checks and no FAIL is run again, baselines and
+all; if the machine stays that busy, the grade says so — exit status 3, never advice aimed
+at the student's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tkchat.i18n import strings
+from tkchat.lab.display import ensure_display
+from tkchat.lab.selftest.attribution import outside_calls, spans_of
+from tkchat.lab.selftest.driver import Driver, GaveUp
+from tkchat.lab.selftest.protocol import Commands, Probed, WindowState, read_reports, within
+from tkchat.lab.selftest.questions import question_check
+from tkchat.lab.selftest.report import grade_of, label, report
+from tkchat.lab.selftest.senses import Heartbeat, OwnStalls
+from tkchat.lab.selftest.targets import Measured, target_checks
+from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
+from tkchat.modes import split_outside_mode
+from tkchat.stats import median
+
+ATTEMPTS = 3  # a run that stays too busy to judge after this many is reported as such
+NONE = "none"  # not graded: the pipeline could not be used, or the self-test could not run
+EXIT = {PASS: 0, FAIL: 1, NONE: 2, BUSY: 3}
+CHILDREN = {"tk": "tkchat.lab.selftest.child", "qt": "tkchat.lab.selftest.qt_child"}
+READY_S = 120.0  # model loading
+
+
+@dataclass
+class Setup:
+    """One self-test, as asked on the command line."""
+
+    mode: str
+    backend: str
+    model: str | None
+    rate: float
+    language: str
+    limit_s: float
+    tokens: int | None = None
+    toolkit: str = "tk"
+    quiet: bool = False  # the child's own output goes nowhere (a class at once)
+    deadline: float | None = None  # time.monotonic() past which the window's process is ended
+
+
+@dataclass
+class Graded:
+    grade: str  # PASS, FAIL, BUSY or NONE
+    lines: list[str]
+    checks: list[Check] = field(default_factory=list)
+    sha256: str = ""
+    problem: str | None = None
+    timed_out: bool = False  # the deadline ended it
+
+
+def file_of(mode: str) -> Path | None:
+    parts = split_outside_mode(mode)
+    return None if parts is None else Path(parts[0]).expanduser().resolve()
+
+
+def sha256_of(path: Path | None) -> str:
+    try:
+        return "" if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def run_selftest(setup: Setup) -> int:
+    """The command: grade, print, and exit 0 (PASS), 1 (FAIL), 2 (not graded) or 3 (the
+    machine was too busy to judge)."""
+    t = strings(setup.language)
+    if shutil.which("xdotool") is None:
+        print(t("selftest.no_xdotool"), file=sys.stderr)
+        return 2
+    graded = grade(setup, on_retry=lambda line: print(line, file=sys.stderr, flush=True))
+    print("\n".join(graded.lines))
+    return EXIT[graded.grade]
+
+
+@dataclass
+class Attempt:
+    """One run of the window, judged: its checks (or why there are none)."""
+
+    checks: list[Check] = field(default_factory=list)
+    measured: Measured | None = None
+    complete: bool = False  # every question was asked
+    ending: list[str] = field(default_factory=list)  # why the run ended early, if it did
+    problem: str | None = None  # the pipeline could not be used: nothing was graded
+    timed_out: bool = False
+
+
+def grade(setup: Setup, on_retry: Callable[[str], None] = lambda _line: None) -> Graded:
+    """Grade one pipeline. While some checks are BUSY and none fails, run it again,
+    baselines and all: a check keeps the first verdict that judged it (PASS or FAIL), so a
+    machine busy at different moments in different runs still gets every check judged."""
+    t = strings(setup.language)
+    ensure_display()
+    path = file_of(setup.mode)
+    digest = sha256_of(path)
+    header = _header(setup, path, digest)
+    decided: dict[str, tuple[Check, int]] = {}
+    runs: list[Attempt] = []
+    for number in range(1, ATTEMPTS + 1):
+        run = attempt(setup)
+        runs.append(run)
+        if run.problem is not None:
+            return Graded(NONE, [run.problem, t("selftest.grade.none")], [], digest, run.problem)
+        for check in run.checks:
+            if check.key not in decided or decided[check.key][0].verdict == BUSY:
+                decided[check.key] = (check, number)
+        busy = [check for check, _n in decided.values() if check.verdict == BUSY]
+        failed = any(check.verdict == FAIL for check, _n in decided.values())
+        if failed or not busy or not run.complete or run.timed_out or number == ATTEMPTS:
+            break
+        names = t("selftest.list_separator").join(label(t, check) for check in busy)
+        line = t("selftest.retry", attempt=number + 1, total=ATTEMPTS, names=names)
+        header.append(line)
+        on_retry(line)
+    for check, number in decided.values():
+        if number > 1:
+            check.notes.append(t("selftest.note.attempt", attempt=number))
+    checks = [check for check, _n in decided.values()]
+    complete = set(QUESTIONS) <= set(decided)
+    lines = report(t, header, checks, runs[0].measured, complete=complete)
+    lines[-1:-1] = runs[-1].ending
+    grade_now = grade_of(checks, complete=complete)
+    return Graded(grade_now, lines, checks, digest, timed_out=runs[-1].timed_out)
+
+
+@contextmanager
+def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+    """The window's process, with its own home; yields it and the report and beat pipes."""
+    with tempfile.TemporaryDirectory(prefix="tkchat-selftest-") as home:
+        report_r, report_w = os.pipe()
+        beat_r, beat_w = os.pipe()
+        mode = setup.mode
+        path = file_of(mode)
+        if path is not None:
+            mode = f"{path}:{split_outside_mode(mode)[1]}"  # type: ignore[index]
+        command = [sys.executable, "-m", CHILDREN[setup.toolkit], "--mode", mode]
+        command += ["--backend", setup.backend, "--rate", str(setup.rate), "--lang", setup.language]
+        command += ["--report-fd", str(report_w), "--beat-fd", str(beat_w)]
+        command += ["--limit", str(setup.limit_s)]
+        if setup.model:
+            command += ["--model", str(Path(setup.model).expanduser().resolve())]
+        if setup.tokens is not None:
+            command += ["--tokens", str(setup.tokens)]
+        out = subprocess.DEVNULL if setup.quiet else sys.stderr
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=out,
+            pass_fds=(report_w, beat_w),
+            env=child_env(Path(home)),
+            cwd=home,
+        )
+        os.close(report_w)
+        os.close(beat_w)
+        left = None if setup.deadline is None else setup.deadline - time.monotonic()
+        timer = threading.Timer(max(0.0, left or 0.0), process.kill)
+        if left is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            yield process, report_r, beat_r
+        finally:
+            timer.cancel()
+            _end(process)
+
+
+def child_env(home: Path) -> dict[str, str]:
+    """The environment of the window's process: this one's, with a home of its own."""
+    env = dict(os.environ)
+    if "XAUTHORITY" not in env and (Path.home() / ".Xauthority").exists():
+        env["XAUTHORITY"] = str(Path.home() / ".Xauthority")  # the display's key stays
+    if "TKCHAT_MODEL" in env:
+        env["TKCHAT_MODEL"] = str(Path(env["TKCHAT_MODEL"]).expanduser())
+    root = str(Path(__file__).resolve().parents[3])  # the same tkchat as this process
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
+    paths = [root, *env.get("PYTHONPATH", "").split(os.pathsep), user_site]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    for name, folder in (
+        ("HOME", ""),
+        ("TKCHAT_DATA_DIR", "data"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ):
+        env[name] = str(home / folder)
+    return env
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Ask the window to close; past a few seconds, end it."""
+    if process.stdin is not None:
+        try:
+            process.stdin.write(b"close\n")
+            process.stdin.close()
+        except OSError:
+            pass
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+def attempt(setup: Setup) -> Attempt:
+    """One run of the window, judged."""
+    t = strings(setup.language)
+    with _child(setup) as (process, report_fd, beat_fd):
+        state = WindowState()
+        reader = read_reports(os.fdopen(report_fd, "rb"), state)
+        heartbeat = Heartbeat(beat_fd)
+        heartbeat.start()
+        stalls = OwnStalls()
+        stalls.start()
+        assert process.stdin is not None
+        driver = Driver(
+            state,
+            Commands(process.stdin),
+            heartbeat,
+            backend=setup.backend,
+            limit_s=setup.limit_s,
+            t=t,
+        )
+        within(lambda: bool(state.points or state.problem or state.ended), READY_S)
+        if state.problem is not None or (state.ended and not state.points):
+            reader.join(5)
+            return Attempt(problem=state.problem or t("selftest.window_ended", code=process.poll()))
+        ending: list[str] = []
+        try:
+            driver.run()
+        except GaveUp:
+            ending.append(t("selftest.gave_up"))
+            process.kill()
+        except (TimeoutError, OSError, subprocess.SubprocessError) as exc:
+            ending.append(t("selftest.could_not_finish", error=exc))
+        finally:
+            driver.x.close()
+        stalls.running = False
+    reader.join(5)
+    checks, measured = judge(setup, driver, state, heartbeat, stalls)
+    complete = len(driver.questions) == len(QUESTIONS)
+    if ending and ending[0] == t("selftest.gave_up"):
+        checks = _unanswered(t, checks)
+    late = setup.deadline is not None and time.monotonic() >= setup.deadline
+    return Attempt(checks, measured, complete, ending, timed_out=late)
+
+
+def _unanswered(t: Callable[..., str], checks: list[Check]) -> list[Check]:
+    """The questions a window that never came back was not asked: each a FAIL that says so
+    (the grade is a FAIL anyway; the report names every question the pipeline lost)."""
+    asked = {check.key for check in checks}
+    lost = [
+        Check(key, FAIL, t("selftest.unanswered"), why=t("selftest.why.unanswered"))
+        for key in QUESTIONS
+        if key not in asked
+    ]
+    questions = sorted([c for c in checks if c.key in QUESTIONS] + lost, key=lambda c: c.key)
+    return questions + [c for c in checks if c.key not in QUESTIONS]
+
+
+def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
+    t = strings(setup.language)
+    rate = t("selftest.rate", rate=f"{setup.rate:g}") if setup.backend == "scripted" else ""
+    mode = setup.mode if setup.toolkit == "tk" else f"Qt {setup.mode}"
+    lines = [t("selftest.title", mode=mode, backend=setup.backend, rate=rate)]
+    if path is not None:
+        lines.append(t("selftest.file", path=path, sha256=digest or "?"))
+    lines.append(t("selftest.isolated"))
+    lines.append(t("selftest.limit", seconds=f"{setup.limit_s:g}"))
+    return lines
+
+
+def _lags(probes: list[Probed], spans: list[tuple[float, float]]) -> list[Probed]:
+    return [s for s in probes if any(start <= s.at <= end for start, end in spans)]
+
+
+def judge(
+    setup: Setup, driver: Driver, state: WindowState, heartbeat: Heartbeat, stalls: OwnStalls
+) -> tuple[list[Check], Measured | None]:
+    """The checks, from what the driver gathered and the window reported."""
+    t = strings(setup.language)
+    spans = spans_of(state.calls)
+    probes = outside_calls(state.lag, state.calls)
+    asked = sorted(driver.questions, key=lambda q: q.key)
+    checks = [question_check(t, q, spans, probes, state.whose.get(q.key)) for q in asked]
+    if setup.toolkit != "tk":
+        return checks, None  # the Qt window loads no pipeline of one's own: questions only
+    streamed = [q for q in asked if q.key in ("q1", "q3")]
+    whose = [state.whose[q.key] for q in streamed if q.key in state.whose]
+    runs = [run for q in streamed for run in q.extra.get("runs", [])]
+    raw = driver.raw
+    measured = Measured(
+        idle=_lags(probes, [driver.idle] if driver.idle else []),
+        baseline=_lags(probes, [(r.started, r.closed or r.started) for r in raw]),
+        streaming=_lags(probes, [q.span for q in streamed]),
+        raw_tokens_per_s=median([r.tokens_per_s for r in raw if r.tokens_per_s is not None]),
+        tokens_per_s=median([r.tokens_per_s for r in runs if r.tokens_per_s is not None]),
+        flood=setup.backend == "scripted",
+        calls=state.calls,
+        streamed=[(r.times[0], r.times[-1]) for r in runs if len(r.times) > 1],
+        tk_calls=state.tk_calls,
+        first_tk_call=state.first_tk_call,
+        raised=state.raised,
+        lag_all=state.lag,
+        gaps=heartbeat.gaps(),
+        own_stalls=stalls.stalls,
+        whose=whose,
+    )
+    return checks + target_checks(t, measured), measured

@@ -1,1 +1,0 @@
-"""Measurement: the probes the window shows live, and ``tkchat bench`` that reports them."""
