@@ -377,7 +377,7 @@ def make_app(
         if wait:
             pump_until(
                 root,
-                lambda: app.model_ready or app.send_button.instate(["disabled"]),
+                lambda: app.flow.model_ready or app.send_button.instate(["disabled"]),
                 what="the model to load",
             )
         return app
@@ -406,7 +406,7 @@ def fresh_app(display: None) -> Iterator[Callable[..., Any]]:
         app = ChatApp(tk_root, controller, AppOptions(**kwargs))  # type: ignore[arg-type]
         controller.load_async()
         made.append(app)
-        pump_until(tk_root, lambda: app.model_ready, timeout=60, what="the model to load")
+        pump_until(tk_root, lambda: app.flow.model_ready, timeout=60, what="the model to load")
         return app
 
     yield build

@@ -44,11 +44,13 @@ def answers(app) -> list[AnswerView]:
 
 
 def ask(root: tk.Misc, app, question: str) -> Done | Error:
-    count = len(app.finished)
-    assert app.send(question), app.status.get()
-    pump_until(root, lambda: len(app.finished) > count, timeout=30, what="the answer")
+    count = len(app.flow.answering.finished)
+    assert app.flow.send(question), app.status.get()
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) > count, timeout=30, what="the answer"
+    )
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
-    return app.finished[-1]
+    return app.flow.answering.finished[-1]
 
 
 def reopened(fresh_app, backend: ScriptedBackend, **options: object):
@@ -58,7 +60,7 @@ def reopened(fresh_app, backend: ScriptedBackend, **options: object):
     )
     window = again.root
     pump_until(window, lambda: again.conversations.ready and bool(again.transcript.entries))
-    pump_until(window, lambda: not again.showing_conversation, what="the chat reopened")
+    pump_until(window, lambda: not again.flow.showing_conversation, what="the chat reopened")
     pump_for(window, 0.2)
     return again
 
@@ -74,7 +76,7 @@ def test_every_answer_shows_its_figures_and_they_survive_a_restart(
 ) -> None:
     backend = ScriptedBackend(rate=0, text="A short answer of a few words.")
     app = make_app(backend, history=True, persist_settings=True)
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
     shown = []
     for question in ("first?", "second?"):
         final = ask(root, app, question)
@@ -99,14 +101,14 @@ def test_every_answer_shows_its_figures_and_they_survive_a_restart(
 def test_each_version_of_an_answer_keeps_its_own_figures(root: tk.Tk, make_app, fresh_app) -> None:
     backend = ScriptedBackend(rate=0, text="one two three")
     app = make_app(backend, history=True, persist_settings=True)
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
     first = ask(root, app, "count for me")
     backend.text = "one two three four five six seven eight"
-    count = len(app.finished)
-    assert app.regenerate()
-    pump_until(root, lambda: len(app.finished) > count, what="the second version")
+    count = len(app.flow.answering.finished)
+    assert app.flow.regenerate()
+    pump_until(root, lambda: len(app.flow.answering.finished) > count, what="the second version")
     pump_until(root, lambda: not app.transcript.painter.busy, what="the painting")
-    second = app.finished[-1]
+    second = app.flow.answering.finished[-1]
     assert isinstance(first, Done) and isinstance(second, Done)
     assert first.stats.tokens != second.stats.tokens
     answer = answers(app)[-1]
@@ -135,17 +137,17 @@ def test_the_figures_say_how_each_answer_ended(root: tk.Tk, make_app) -> None:
     """Finished, cut at the length limit, stopped by the user, ended by an error."""
     backend = ScriptedBackend(rate=0, text="one two three four five six")
     app = make_app(backend, history=True, sampling=Sampling(max_tokens=3))
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
     final = ask(root, app, "a long one, please")
     assert isinstance(final, Done) and final.reason == "length"
     assert (line_of(app, answers(app)[-1]) or "").endswith("stopped at the length limit")
 
     app.session.sampling = Sampling()
     backend.text, backend.rate = SLOW, 40.0
-    assert app.send("one to stop")
+    assert app.flow.send("one to stop")
     answer = answers(app)[-1]
     pump_until(root, lambda: answer.text.count("slow") >= 3, what="some of the answer")
-    app.stop()
+    app.flow.stop()
     pump_for(root, 0.2)
     line = line_of(app, answer) or ""
     assert line.endswith("stopped by you"), line

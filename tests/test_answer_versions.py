@@ -55,7 +55,7 @@ def three_versions(root: tk.Misc, app: ChatApp, backend: RecordingBackend) -> An
     assert "◀" not in header(app, last_answer(app))  # one version: no links
     for count, version in ((2, VERSIONS[1]), (3, VERSIONS[2])):
         backend.text = version
-        assert app.regenerate()
+        assert app.flow.regenerate()
         finish(root, app, count)
     return last_answer(app)
 
@@ -96,10 +96,10 @@ def test_regenerate_keeps_every_answer_and_the_one_chosen_is_the_chat(
     assert VERSIONS[2] not in exported
 
     # Another chat, then this one again from the store: the version chosen, still 2/3.
-    app.new_chat()
+    app.flow.new_chat()
     ask(root, app, "something else")
     app.conversations.show(chat)
-    pump_until(root, lambda: not app.showing_conversation, timeout=WAIT_S, what="the chat")
+    pump_until(root, lambda: not app.flow.showing_conversation, timeout=WAIT_S, what="the chat")
     rendered(root, app)
     reopened = last_answer(app)
     assert header(app, reopened).endswith("◀ 2/3 ▶")
@@ -146,15 +146,15 @@ def test_a_stopped_version_shows_its_note_and_links_wait_while_one_streams(
     history_open(root, app)
     ask(root, app, "q")
     backend.rate, backend.text = 40, "slow " * 400
-    assert app.regenerate()
-    streaming = app.answer
+    assert app.flow.regenerate()
+    streaming = app.flow.answering.answer
     assert streaming is not None
     pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
     assert header(app, streaming).endswith("◀ 2/2 ▶")
     # While it streams its links do nothing (drawn, but not links).
     assert app.transcript.link_index(streaming, "prev") is None
     assert not app.flow.show_version(streaming, -1)
-    app.stop()
+    app.flow.stop()
     rendered(root, app)
     stopped = last_answer(app)
     note = app.t("transcript.stopped")
@@ -178,12 +178,12 @@ def test_a_regenerate_after_reopening_takes_a_seed_no_version_had(root: tk.Tk, m
     history_open(root, app)
     three_versions(root, app, backend)
     chat = app.archive.conversation_id
-    app.new_chat()
+    app.flow.new_chat()
     app.conversations.show(chat)
-    pump_until(root, lambda: not app.showing_conversation, timeout=WAIT_S, what="the chat")
+    pump_until(root, lambda: not app.flow.showing_conversation, timeout=WAIT_S, what="the chat")
     assert app.session.regenerations == 0
     backend.text = "Version four."
-    assert app.regenerate()
+    assert app.flow.regenerate()
     finish(root, app, 4)
     assert [request.sampling.seed for request in backend.requests] == [5, 6, 7, 8]
     assert header(app, last_answer(app)).endswith("◀ 4/4 ▶")
@@ -198,10 +198,10 @@ def test_the_real_model_regenerates_and_the_first_answer_is_one_click_back(
     app = make_app(
         LlamaBackend(str(bundled)), sampling=Sampling(seed=11, max_tokens=16, temperature=1.0)
     )
-    app.send("Name a colour.")
+    app.flow.send("Name a colour.")
     finish(root, app, 1)
     first = last_answer(app).text
-    assert app.regenerate()
+    assert app.flow.regenerate()
     finish(root, app, 2)
     answer = last_answer(app)
     assert header(app, answer).endswith("◀ 2/2 ▶")
@@ -228,7 +228,7 @@ def chat_on_screen(app: ChatApp) -> list[tuple[str, str]]:
 
 
 def branch_shown(root: tk.Misc, app: ChatApp) -> None:
-    pump_until(root, lambda: not app.showing_conversation, timeout=WAIT_S, what="the branch")
+    pump_until(root, lambda: not app.flow.showing_conversation, timeout=WAIT_S, what="the branch")
     rendered(root, app)
 
 
@@ -251,8 +251,8 @@ def test_an_edited_question_keeps_the_old_branch_one_click_away(
     click_link(root, app, app.transcript.entries[2], "edit")
     app.input.set_draft("bravo, revised?")
     backend.text = "Revised."
-    count = len(app.finished)
-    assert app.send()
+    count = len(app.flow.answering.finished)
+    assert app.flow.send()
     finish(root, app, count + 1)
     new = [*old[:2], ("user", "bravo, revised?"), ("assistant", "Revised.")]
     assert chat_on_screen(app) == new
@@ -285,7 +285,7 @@ def test_an_edited_question_keeps_the_old_branch_one_click_away(
     )
 
     # Reopened from the store: the branch chosen, and the other one still a click away.
-    app.new_chat()
+    app.flow.new_chat()
     ask(root, app, "elsewhere")
     app.conversations.show(chat)
     branch_shown(root, app)
@@ -311,13 +311,13 @@ def test_showing_another_branch_stops_the_answer_streaming_in_this_one(
     click_link(root, app, app.transcript.entries[0], "edit")
     app.input.set_draft("one, again?")
     backend.rate, backend.text = 40, "slow " * 400
-    assert app.send()
-    streaming = app.answer
+    assert app.flow.send()
+    streaming = app.flow.answering.answer
     assert streaming is not None
     pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
     click_link(root, app, app.transcript.entries[0], "prev")
     branch_shown(root, app)
-    assert app.answer is None and not app.controller.is_generating()
+    assert app.flow.answering.answer is None and not app.controller.is_generating()
     assert chat_on_screen(app) == [("user", "one?"), ("assistant", "First.")]
     click_link(root, app, app.transcript.entries[0], "next")  # kept as it was stopped
     branch_shown(root, app)
@@ -351,9 +351,9 @@ def test_a_long_branch_is_put_on_screen_in_slices(root: tk.Tk, make_app) -> None
     x, y, width, height = text.bbox(index)
     text.event_generate("<Button-1>", x=x + width // 2, y=y + height // 2)  # handled now
     assert len(app.transcript.entries) == 1  # the question; its branch comes in slices
-    assert app.showing_conversation and not app.send("not now")
+    assert app.flow.showing_conversation and not app.flow.send("not now")
     sizes = []
-    while app.showing_conversation:  # one event at a time: how far each slice got
+    while app.flow.showing_conversation:  # one event at a time: how far each slice got
         root.tk.dooneevent(0)
         sizes.append(len(app.transcript.entries))
     assert len(set(sizes)) > 2, sizes
@@ -372,8 +372,8 @@ def test_without_history_the_branches_live_in_the_window(root: tk.Tk, make_app) 
     click_link(root, app, app.transcript.entries[0], "edit")
     app.input.set_draft("alpha, again?")
     backend.text = "Again."
-    count = len(app.finished)
-    assert app.send()
+    count = len(app.flow.answering.finished)
+    assert app.flow.send()
     finish(root, app, count + 1)
     assert chat_on_screen(app) == [("user", "alpha, again?"), ("assistant", "Again.")]
     ask(root, app, "more?")

@@ -28,9 +28,9 @@ pytestmark = pytest.mark.gui
 
 
 def finish(root: tk.Tk, app, count: int = 1) -> Done | Error:
-    pump_until(root, lambda: len(app.finished) >= count, what="the answer to finish")
+    pump_until(root, lambda: len(app.flow.answering.finished) >= count, what="the answer to finish")
     pump_until(root, lambda: not app.transcript.painter.busy, what="markdown to render")
-    return app.finished[count - 1]
+    return app.flow.answering.finished[count - 1]
 
 
 def xdotool(*args: str) -> None:
@@ -48,17 +48,17 @@ def test_window_is_up_before_the_model_loads(root: tk.Tk, make_app) -> None:
     pump_for(root, 0.2)
     assert root.winfo_viewable()
     assert "Loading" in app.status.get()
-    assert not app.send("too early")  # refused, and the status says why
+    assert not app.flow.send("too early")  # refused, and the status says why
     assert "not ready" in app.status.get()
     gate.set()
-    pump_until(root, lambda: app.model_ready, what="model ready")
+    pump_until(root, lambda: app.flow.model_ready, what="model ready")
     assert "Ready" in app.status.get()
 
 
 def test_streamed_text_is_exact_with_split_utf8_and_then_rendered(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0, split_utf8=True))
-    assert app.send("show me")
-    answer = app.answer
+    assert app.flow.send("show me")
+    answer = app.flow.answering.answer
     final = finish(root, app)
     assert isinstance(final, Done) and final.reason == "stop"
     assert answer.text == SCRIPT  # every character whole, nothing lost, nothing doubled
@@ -84,7 +84,7 @@ def test_enter_sends_and_shift_enter_adds_a_line_with_real_keys(root: tk.Tk, mak
     pump_until(root, lambda: "second" in app.input.get("1.0", "end"), what="typed text")
     assert app.input.get("1.0", "end-1c") == "first line\nsecond"
     xdotool("key", "Return")
-    pump_until(root, lambda: bool(app.finished), what="the answer")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     assert app.input.get("1.0", "end-1c") == ""
     assert "first line\nsecond" in app.transcript.plain_text()
 
@@ -93,8 +93,8 @@ def test_stop_keeps_the_partial_answer_and_nothing_leaks_into_the_next(
     root: tk.Tk, make_app
 ) -> None:
     app = make_app(ScriptedBackend(rate=200))
-    app.send("one")
-    first = app.answer
+    app.flow.send("one")
+    first = app.flow.answering.answer
     worker = app.controller.current
     pump_until(root, lambda: len(first.text) > 20, what="some text")
     root.event_generate("<Escape>")  # the Stop key
@@ -102,8 +102,8 @@ def test_stop_keeps_the_partial_answer_and_nothing_leaks_into_the_next(
     partial = first.text
     assert 0 < len(partial) < len(SCRIPT)
     assert worker.exited_at is not None and worker.cancelled_at is not None
-    app.send("two")
-    second = app.answer
+    app.flow.send("two")
+    second = app.flow.answering.answer
     final = finish(root, app)
     assert isinstance(final, Done) and final.reason == "stop"
     assert first.text == partial  # nothing of the stopped generation arrived afterwards
@@ -113,10 +113,10 @@ def test_stop_keeps_the_partial_answer_and_nothing_leaks_into_the_next(
 
 def test_sending_while_streaming_stops_and_starts_at_once(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=100))
-    app.send("one")
-    first = app.answer
+    app.flow.send("one")
+    first = app.flow.answering.answer
     pump_until(root, lambda: len(first.text) > 5, what="some text")
-    app.send("two")
+    app.flow.send("two")
     final = finish(root, app)
     assert isinstance(final, Done) and final.reason == "stop"
     assert app.transcript.answers[-1].text == SCRIPT
@@ -126,14 +126,14 @@ def test_sending_while_streaming_stops_and_starts_at_once(root: tk.Tk, make_app)
 def test_backend_crash_gives_a_message_and_a_usable_window(root: tk.Tk, make_app) -> None:
     backend = ScriptedBackend(rate=0, fail_at=30)
     app = make_app(backend)
-    app.send("crash please")
+    app.flow.send("crash please")
     final = finish(root, app)
     assert isinstance(final, Error)
     assert "crashed at token 30" in final.message
     assert "crashed at token 30" in app.transcript.plain_text()
     assert app.stop_button.instate(["disabled"]) and not app.send_button.instate(["disabled"])
     backend.fail_at = None
-    app.send("again")
+    app.flow.send("again")
     assert isinstance(finish(root, app, 2), Done)
 
 
@@ -156,7 +156,7 @@ def test_bad_model_path_gives_one_clear_message(
         "tilde": ("~/nope.gguf", f"Model file not found: {tmp_path}/nope.gguf"),
     }[kind]
     app = make_app(LlamaBackend(path))
-    assert not app.model_ready
+    assert not app.flow.model_ready
     assert app.model_banner.shown and expected in app.model_banner.text
     assert app.send_button.instate(["disabled"])
     err = capsys.readouterr().err
@@ -166,7 +166,7 @@ def test_bad_model_path_gives_one_clear_message(
 def test_heartbeat_and_health_figures_update(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=300))
     beats = app.health.beats
-    app.send("go")
+    app.flow.send("go")
     pump_for(root, 1.3)
     assert app.health.beats >= beats + 1
     assert "lag" in app.health.lag.cget("text")
@@ -177,7 +177,7 @@ def test_heartbeat_and_health_figures_update(root: tk.Tk, make_app) -> None:
 
 def test_close_mid_generation_leaves_no_thread_and_no_error(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=100))
-    app.send("long")
+    app.flow.send("long")
     worker = app.controller.current
     pump_until(root, lambda: worker.tokens > 3, what="streaming")
     app.close()
@@ -246,8 +246,8 @@ def test_long_answer_renders_in_many_slices_and_loses_nothing(root: tk.Tk, make_
     app = make_app(ScriptedBackend(rate=0, text=answer_text), sampling=Sampling(max_tokens=0))
     painter = app.transcript.painter
     slices_before = len(painter.slice_ms)
-    app.send("a long one")
-    view = app.answer
+    app.flow.send("a long one")
+    view = app.flow.answering.answer
     final = finish(root, app)
     assert isinstance(final, Done) and view.text == answer_text and view.rendered
     slices = len(painter.slice_ms) - slices_before
@@ -268,10 +268,10 @@ def test_long_answer_renders_in_many_slices_and_loses_nothing(root: tk.Tk, make_
 def test_rendering_is_cached_per_block(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0))
     painter = app.transcript.painter
-    app.send("one")
+    app.flow.send("one")
     finish(root, app)
     cached = len(painter._cache)
-    app.send("two")  # the same script: every block is already rendered
+    app.flow.send("two")  # the same script: every block is already rendered
     finish(root, app, 2)
     assert cached > 3 and len(painter._cache) == cached
     assert all(view.rendered for view in app.transcript.answers)
@@ -287,7 +287,7 @@ def test_hostile_answer_in_the_app_touches_no_network_and_no_file(
     local_png.write_bytes(png_bytes())
     text = hostile_answer(port, local_png)
     app = make_app(ScriptedBackend(rate=0, text=text), sampling=Sampling(max_tokens=0))
-    app.send("be hostile")
+    app.flow.send("be hostile")
     final = finish(root, app)
     assert isinstance(final, Done) and app.transcript.answers[0].rendered
     assert hits == [] and io_spies == {"get": [], "open": []}
@@ -302,15 +302,15 @@ def test_new_chat_between_the_workers_end_and_its_final_event(root: tk.Tk, make_
     is cleared: the answer must end there, and its late `done` must not paint into a
     transcript whose marks are gone (it raised "bad text index" in a tick)."""
     app = make_app(ScriptedBackend(rate=0))
-    app.send("one")
+    app.flow.send("one")
     worker = app.controller.current
     assert worker is not None and worker.join(10)  # done, but nobody has drained its events
-    app.new_chat()
-    assert app.answer is None and app.transcript.entries == []
+    app.flow.new_chat()
+    assert app.flow.answering.answer is None and app.transcript.entries == []
     pump_for(root, 0.3)  # the late events arrive: nothing raises, nothing shows
     assert app.transcript.entries == [] and not app.transcript.painter.busy
-    app.send("two")
-    pump_until(root, lambda: app.answer is None, what="the next answer")
+    app.flow.send("two")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the next answer")
     assert app.transcript.answers[-1].text == ScriptedBackend().text
 
 
@@ -325,10 +325,10 @@ def test_new_chat_while_a_saved_conversation_is_being_shown(root: tk.Tk, make_ap
         store.add_message(saved.id, "user", f"question {index}")
         store.add_message(saved.id, "assistant", "answer " * 50)
     app.conversations.show(saved.id)
-    assert app.showing_conversation  # its slices are scheduled, none has run yet
-    app.new_chat()
+    assert app.flow.showing_conversation  # its slices are scheduled, none has run yet
+    app.flow.new_chat()
     pump_for(root, 0.5)
-    assert app.transcript.entries == [] and not app.showing_conversation
+    assert app.transcript.entries == [] and not app.flow.showing_conversation
 
 
 def test_a_model_that_fails_to_load_stays_said_and_disables_what_needs_it(
@@ -349,7 +349,7 @@ def test_a_model_that_fails_to_load_stays_said_and_disables_what_needs_it(
     app = make_app(LlamaBackend(missing), history=True)
     pump_until(
         root,
-        lambda: app.conversations.ready and not app.showing_conversation,
+        lambda: app.conversations.ready and not app.flow.showing_conversation,
         what="the restored chat",
     )
     pump_for(root, 0.2)
@@ -359,7 +359,7 @@ def test_a_model_that_fails_to_load_stays_said_and_disables_what_needs_it(
     assert app.regenerate_button.instate(["disabled"])
     assert not app.menubar.enabled("regenerate")
     app.input.insert("1.0", "my next question")
-    assert not app.send() and not app.regenerate()
+    assert not app.flow.send() and not app.flow.regenerate()
     assert "Model menu" in app.status.get()
     assert app.input.get("1.0", "end-1c") == "my next question"  # kept, as the status says
 
@@ -367,12 +367,12 @@ def test_a_model_that_fails_to_load_stays_said_and_disables_what_needs_it(
 def test_the_status_line_forgets_the_previous_chat(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
-    app.send("first")
+    app.flow.send("first")
     finish(root, app)
     assert app.status.get().startswith("Done")
-    app.new_chat()
+    app.flow.new_chat()
     assert not app.status.get().startswith("Done") and "Ready" in app.status.get()
-    app.send("second")
+    app.flow.send("second")
     finish(root, app, 2)
     first = app.conversations.sidebar.row_ids()[-1]
     app.conversations.show(first)

@@ -90,7 +90,7 @@ def hostile(display: None) -> Iterator[HostileRun]:
         controller = GenerationController(RemoteBackend(server.url), EventChannel())
         app = ChatApp(root, controller, AppOptions(language="en"))
         controller.load_async()
-        pump_until(root, lambda: app.model_ready, what="the hostile server's /health")
+        pump_until(root, lambda: app.flow.model_ready, what="the hostile server's /health")
         runs: list[CaseFigures] = []
         served: list[HalfOpenFigures] = []
         pages: list[PageFigures] = []

@@ -42,16 +42,18 @@ def run_answer(root: tk.Tk, app, mode: str) -> tuple[float, float, str]:
     """Send one question in ``mode``; return the worst probe lag in ms, the window's worst
     own lag (each late probe less the time it waited for a CPU other programs held: what a
     busy machine cannot add), and the answer's text."""
-    app.new_chat()
+    app.flow.new_chat()
     app.teaching.set_mode(mode)
     app.probe.start_recording()
-    finished = len(app.finished)
-    app.send("the same prompt")
-    pump_until(root, lambda: len(app.finished) > finished, timeout=120, what="the answer")
+    finished = len(app.flow.answering.finished)
+    app.flow.send("the same prompt")
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) > finished, timeout=120, what="the answer"
+    )
     pump_until(root, lambda: not app.transcript.painter.busy, what="rendering")
     pump_until(root, lambda: len(app.probe.recorded or []) > 3, what="probe samples")
     samples = app.probe.stop_recording()
-    assert isinstance(app.finished[-1], Done)
+    assert isinstance(app.flow.answering.finished[-1], Done)
     worst, own = max(s.lag_ms for s in samples), max(s.own_ms for s in samples)
     return worst, own, app.transcript.answers[-1].text
 
@@ -78,9 +80,9 @@ def test_modes_are_labelled_and_switch_from_the_next_question(root: tk.Tk, make_
     root.update()
     assert app.teaching.warning.winfo_ismapped() and "BROKEN" in app.teaching.warning.cget("text")
     assert "BROKEN" in root.title()
-    assert app.pipeline.name == FIXED  # nothing changes until the next question
-    app.send("now")
-    assert app.pipeline.name == "blocking"
+    assert app.flow.answering.pipeline.name == FIXED  # nothing changes until the next question
+    app.flow.send("now")
+    assert app.flow.answering.pipeline.name == "blocking"
     app.teaching.mode_box.set("fixed")
     app.teaching.mode_box.event_generate("<<ComboboxSelected>>")
     root.update()

@@ -299,7 +299,10 @@ def test_the_menu_downloads_and_the_window_loads_the_model(
     dialog.endpoint.set(hub.endpoint)
     dialog.main_button.invoke()
     pump_until(
-        root, lambda: FILE in root.title() and app.model_ready, timeout=WAIT_S, what="the model"
+        root,
+        lambda: FILE in root.title() and app.flow.model_ready,
+        timeout=WAIT_S,
+        what="the model",
     )
     assert isinstance(app.controller.backend, LlamaBackend)
     assert app.remembered.current.recent_models[0].endswith(FILE)
@@ -313,7 +316,7 @@ def test_the_first_run_suggests_a_better_model_once(
     monkeypatch.delenv("TKCHAT_MODEL", raising=False)
     monkeypatch.delenv("TKCHAT_CATALOGUE", raising=False)
     app = make_app(LlamaBackend(None))
-    assert app.model_ready
+    assert app.flow.model_ready
     assert app.status.get().endswith(
         "For better answers, and for Chinese, get a larger model: Model ▸ Get a model…"
     )

@@ -21,21 +21,23 @@ pytestmark = pytest.mark.gui
 
 
 def finish(root: tk.Tk, app, count: int = 1, timeout: float = 20.0) -> Done | Error:
-    pump_until(root, lambda: len(app.finished) >= count, timeout, "the answer to finish")
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) >= count, timeout, "the answer to finish"
+    )
     pump_until(root, lambda: not app.transcript.painter.busy, what="markdown to render")
-    return app.finished[count - 1]
+    return app.flow.answering.finished[count - 1]
 
 
 def test_under_chaos_the_window_shows_the_answer_once_in_order(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=400), chaos=Chaos(3))
-    assert app.send("tell me")
-    answer = app.answer
+    assert app.flow.send("tell me")
+    answer = app.flow.answering.answer
     shown: list[str] = []
 
     def streamed() -> bool:
         if not shown or shown[-1] != answer.text:
             shown.append(answer.text)
-        return bool(app.finished)
+        return bool(app.flow.answering.finished)
 
     pump_until(root, streamed, what="the answer to finish")
     final = finish(root, app)
@@ -58,8 +60,8 @@ def test_a_lost_event_ends_the_answer_and_the_next_one_streams(root: tk.Tk, make
     app = make_app(backend, chaos=chaos, sampling=Sampling(max_tokens=0))
     chaos.drop_next(17)
     sent_at = time.monotonic()
-    app.send("count to twenty")
-    answer, worker = app.answer, app.controller.current
+    app.flow.send("count to twenty")
+    answer, worker = app.flow.answering.answer, app.controller.current
     final = finish(root, app, timeout=GAP_TIMEOUT_S + 10)
     waited = time.monotonic() - sent_at
     assert isinstance(final, Error)
@@ -75,8 +77,8 @@ def test_a_lost_event_ends_the_answer_and_the_next_one_streams(root: tk.Tk, make
     assert app.demos.ordering_counters().gaps == 1
 
     backend.tokens = None  # the script once, still through the chaos transport
-    app.send("again")
-    second = app.answer
+    app.flow.send("again")
+    second = app.flow.answering.answer
     assert isinstance(finish(root, app, 2), Done)
     assert second.text == SCRIPT
     counts = app.demos.ordering_counters()
@@ -91,7 +93,7 @@ def test_losing_the_last_words_still_ends_the_answer_in_chinese(root: tk.Tk, mak
     last = len(scripted_tokens(SCRIPT))
     chaos.drop_next(last)
     app = make_app(ScriptedBackend(rate=0), chaos=chaos, language="zh")
-    app.send("hi")
+    app.flow.send("hi")
     final = finish(root, app, timeout=GAP_TIMEOUT_S + 10)
     assert isinstance(final, Error) and final.seq == last
     assert f"第 {last} 个事件始终没有到达" in app.transcript.plain_text()
@@ -99,13 +101,13 @@ def test_losing_the_last_words_still_ends_the_answer_in_chinese(root: tk.Tk, mak
 
 def test_stop_under_chaos_keeps_a_clean_partial_answer(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=200), chaos=Chaos(13))
-    app.send("one")
-    first = app.answer
+    app.flow.send("one")
+    first = app.flow.answering.answer
     pump_until(root, lambda: len(first.text) > 30, what="some text")
-    app.stop()
+    app.flow.stop()
     partial = first.text
-    app.send("two")
-    second = app.answer
+    app.flow.send("two")
+    second = app.flow.answering.answer
     assert isinstance(finish(root, app), Done)
     assert SCRIPT.startswith(partial) and first.text == partial
     assert second.text == SCRIPT
@@ -113,11 +115,11 @@ def test_stop_under_chaos_keeps_a_clean_partial_answer(root: tk.Tk, make_app) ->
 
 def test_chaos_can_be_switched_off_for_the_next_answer(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0), chaos=Chaos(1))
-    app.send("with chaos")
+    app.flow.send("with chaos")
     finish(root, app)
     before = app.demos.ordering_counters()
     app.demos.set_chaos(None)
-    app.send("without")
+    app.flow.send("without")
     assert isinstance(finish(root, app, 2), Done)
     assert app.transcript.answers[-1].text == SCRIPT
     after = app.demos.ordering_counters()

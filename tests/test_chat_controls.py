@@ -70,23 +70,25 @@ class RecordingBackend(ScriptedBackend):
 
 def finish(root: tk.Misc, app: ChatApp, count: int) -> Done | Error:
     """Wait for the ``count``-th final event of the window, and its markdown."""
-    pump_until(root, lambda: len(app.finished) >= count, timeout=WAIT_S, what="the answer")
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) >= count, timeout=WAIT_S, what="the answer"
+    )
     pump_until(
         root, lambda: not app.transcript.painter.busy, timeout=WAIT_S, what="the markdown to render"
     )
-    return app.finished[count - 1]
+    return app.flow.answering.finished[count - 1]
 
 
 def ask(root: tk.Misc, app: ChatApp, text: str) -> Done | Error:
-    count = len(app.finished)
-    assert app.send(text), app.status.get()
+    count = len(app.flow.answering.finished)
+    assert app.flow.send(text), app.status.get()
     return finish(root, app, count + 1)
 
 
 def history_open(root: tk.Misc, app: ChatApp) -> None:
     pump_until(
         root,
-        lambda: app.archive is not None and app.archive.ready and not app.showing_conversation,
+        lambda: app.archive is not None and app.archive.ready and not app.flow.showing_conversation,
         timeout=WAIT_S,
         what="the history to open",
     )
@@ -271,7 +273,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     app.input.delete("1.0", "end")
     app.input.insert("1.0", "bravo revised")
     backend.text = "Replacement reply."
-    count = len(app.finished)
+    count = len(app.flow.answering.finished)
     press(root, app.input, "<Return>")
     assert isinstance(finish(root, app, count + 1), Done)
 
@@ -304,7 +306,7 @@ def test_edit_and_resend_replaces_the_rest_on_screen_in_context_and_on_disk(
     assert app.status.get() == "Edit cancelled."
     app.input.insert("1.0", "delta question")
     backend.text = "Fourth reply."
-    count = len(app.finished)
+    count = len(app.flow.answering.finished)
     press(root, app.input, "<Return>")
     assert isinstance(finish(root, app, count + 1), Done)
     expected += [("user", "delta question"), ("assistant", "Fourth reply.")]
@@ -325,7 +327,7 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
     assert app.input.get("1.0", "end-1c") == "alpha question"
     assert focused(root) == str(app.input)  # fails: the transcript took the focus back
     backend.text = "Second reply."
-    count = len(app.finished)
+    count = len(app.flow.answering.finished)
     root.nametowidget(focused(root)).event_generate("<Return>")  # Enter, where the focus is
     root.update()
     assert isinstance(finish(root, app, count + 1), Done)
@@ -349,8 +351,8 @@ def test_what_was_typed_before_an_edit_comes_back_when_it_is_cancelled_or_sent(
 
     click_link(root, app, app.transcript.entries[0], "edit")
     app.input.set_draft("alpha, edited")
-    count = len(app.finished)
-    assert app.send()
+    count = len(app.flow.answering.finished)
+    assert app.flow.send()
     assert isinstance(finish(root, app, count + 1), Done)
     assert shown(app)[0] == ("user", "alpha, edited")
     assert app.input.draft == "my unsent draft"  # back, for the user to send when ready
@@ -370,16 +372,16 @@ def test_regenerate_with_a_fixed_seed_takes_the_next_seed_and_the_real_model_ans
     app = make_app(
         LlamaBackend(str(bundled)), sampling=Sampling(seed=11, max_tokens=24, temperature=1.0)
     )
-    app.send("Name a colour and a fruit.")
+    app.flow.send("Name a colour and a fruit.")
     finish(root, app, 1)
     answers = [app.transcript.entries[-1].text]
     for count in (2, 3):
-        assert app.regenerate()
+        assert app.flow.regenerate()
         finish(root, app, count)
         answers.append(app.transcript.entries[-1].text)
     assert app.session.sampling.seed == 11  # the conversation's own setting is unchanged
     assert len(set(answers)) > 1, answers
-    app.send("And a vegetable?")  # a new question starts again from the seed itself
+    app.flow.send("And a vegetable?")  # a new question starts again from the seed itself
     finish(root, app, 4)
     assert app.session.regenerations == 0
 
@@ -392,7 +394,7 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk,
     assert not app.menubar.enabled("regenerate")
     press(root, app.input, "<Control-r>")  # nothing to regenerate: refused, and said so
     assert app.status.get() == "There is no answer to regenerate yet."
-    assert app.finished == [] and app.transcript.entries == []
+    assert app.flow.answering.finished == [] and app.transcript.entries == []
 
     assert isinstance(ask(root, app, "tell me a version"), Done)
     assert not app.regenerate_button.instate(["disabled"])
@@ -402,7 +404,7 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk,
     versions = ["Version A."]
     for how, version in (("button", "Version B."), ("key", "Version C."), ("menu", "Version D.")):
         backend.text = version
-        count = len(app.finished)
+        count = len(app.flow.answering.finished)
         if how == "button":
             app.regenerate_button.invoke()
         elif how == "key":
@@ -427,22 +429,24 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk,
 
     # While an answer streams: Regenerate stops it and replaces it.
     backend.rate, backend.text = 40, "slow " * 400
-    assert app.send("stream slowly")
-    streaming = app.answer
+    assert app.flow.send("stream slowly")
+    streaming = app.flow.answering.answer
     worker = app.controller.current
     assert streaming is not None and worker is not None
     pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
     assert not app.regenerate_button.instate(["disabled"])  # enabled while it streams
     backend.rate, backend.text = 0, "Quick replacement."
-    count = len(app.finished)
+    count = len(app.flow.answering.finished)
     app.regenerate_button.invoke()
     pump_until(
         root,
-        lambda: any(isinstance(f, Done) and f.reason == "stop" for f in app.finished[count:]),
+        lambda: any(
+            isinstance(f, Done) and f.reason == "stop" for f in app.flow.answering.finished[count:]
+        ),
         timeout=WAIT_S,
         what="the replacement",
     )
-    finish(root, app, len(app.finished))
+    finish(root, app, len(app.flow.answering.finished))
     pump_until(root, lambda: not worker.is_alive(), timeout=WAIT_S, what="the old worker")
     expected = [
         ("user", "tell me a version"),
@@ -680,7 +684,7 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
 
     run("stop")  # nothing runs: harmless
     assert shown(app) == [("user", "hello menu"), ("assistant", "A menu answer.")]
-    count = len(app.finished)
+    count = len(app.flow.answering.finished)
     run("regenerate")
     assert isinstance(finish(root, app, count + 1), Done)
     run("previous_version")
@@ -915,7 +919,7 @@ def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> N
     assert "context holds 300" in final.message
     assert app.status.get() == f"Error: {final.message}"
     assert f"⚠{NO_BREAK}{final.message}" in app.transcript.plain_text()
-    assert app.model_ready and not app.send_button.instate(["disabled"])
+    assert app.flow.model_ready and not app.send_button.instate(["disabled"])
     assert isinstance(turn("still there?", "Yes."), Done)
 
 
@@ -931,7 +935,7 @@ def test_the_left_out_note_is_still_there_after_a_regenerate(root: tk.Tk, make_a
         assert isinstance(ask(root, app, question), Done)
     assert app.transcript.plain_text().count(DROPPED_NOTE) == 1
     backend.text = "Again."
-    count = len(app.finished)
+    count = len(app.flow.answering.finished)
     app.regenerate_button.invoke()
     final = finish(root, app, count + 1)
     assert isinstance(final, Done) and final.stats.context_dropped == 2
@@ -996,7 +1000,7 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
 
     first = LlamaBackend(str(bundled))
     app = make_app(first, persist_settings=True, sampling=Sampling(max_tokens=12, seed=1))
-    assert app.model_ready and first._llm is not None
+    assert app.flow.model_ready and first._llm is not None
 
     # The new model's load waits at a gate, so "the window works while it loads" is certain.
     gate = threading.Event()
@@ -1018,22 +1022,22 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
 
     monkeypatch.setattr(model_switch, "make_backend", make_backend)
     app.models.load(str(copy))
-    assert not app.model_ready and app.send_button.instate(["disabled"])  # Send waits
+    assert not app.flow.model_ready and app.send_button.instate(["disabled"])  # Send waits
     assert app.status.get() == (
         f"Loading other.gguf … ({bundled.name} stays loaded until it is ready; Send waits)"
     )
     press(root, app.input, "<Control-plus>")  # the window answers while the model loads
     assert app.transcript.body_font.cget("size") == BODY_FONT_SIZE + 1
     app.input.insert("1.0", "typed while loading")
-    answered = len(app.finished)
-    assert not app.send()  # not yet: it is sent once the new model is ready
+    answered = len(app.flow.answering.finished)
+    assert not app.flow.send()  # not yet: it is sent once the new model is ready
     assert app.input.get("1.0", "end-1c") == "typed while loading"  # (kept meanwhile)
     pump_until(root, lambda: app.controller.loading, timeout=WAIT_S, what="the new load")
     pump_for(root, 0.3)
     assert first._llm is not None and app.controller.kept is first  # loaded until replaced
-    assert not app.model_ready
+    assert not app.flow.model_ready
     gate.set()
-    pump_until(root, lambda: app.model_ready, timeout=WAIT_S, what="the new model")
+    pump_until(root, lambda: app.flow.model_ready, timeout=WAIT_S, what="the new model")
 
     [second] = made
     assert app.controller.backend is second and app.models.backends["llama"] is second

@@ -196,7 +196,7 @@ def test_the_window_opens_with_the_lessons_and_large_text(root: tk.Tk) -> None:
     controller = GenerationController(backend_from_args(args, faults=True), EventChannel())
     app = ChatApp(root, controller, _app_options(args, settings, None))
     controller.load_async()
-    pump_until(root, lambda: app.model_ready, timeout=120, what="the bundled model")
+    pump_until(root, lambda: app.flow.model_ready, timeout=120, what="the bundled model")
     panel = app.teaching.lesson_panel
     assert panel is not None and panel.winfo_ismapped()
     assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE

@@ -144,7 +144,7 @@ def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it
     1,024 in Settings is remembered for that file and used when it is next loaded."""
     # (the first-run model suggestion would take the status line)
     app = make_app(LlamaBackend(None), app_settings=AppSettings(model_hint_shown=True))
-    assert app.model_ready
+    assert app.flow.model_ready
     assert app.controller.backend.n_ctx == 8192
     assert "context 8,192 of 8,192 trained" in app.status.get()
     assert app.context_meter.n_ctx == 8192
@@ -167,7 +167,7 @@ def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it
     assert app.controller.backend.n_ctx == 8192  # not until it loads again
 
     app.models.load(None)
-    pump_until(root, lambda: app.model_ready, what="the model to load again")
+    pump_until(root, lambda: app.flow.model_ready, what="the model to load again")
     assert app.controller.backend.n_ctx == 1024
     assert "context 1,024 of 8,192 trained" in app.status.get()
     assert app.context_meter.full == "context — / 1,024 tokens (of 8,192 trained)"
@@ -203,8 +203,8 @@ def test_settings_saved_are_measured_at_once(root: tk.Tk, make_app: Callable[...
     from tkchat.generate.scripted import ScriptedBackend
 
     app = make_app(ScriptedBackend(rate=0, tokens=3))
-    app.send("A first question.")
-    pump_until(root, lambda: len(app.finished) == 1, what="the answer")
+    app.flow.send("A first question.")
+    pump_until(root, lambda: len(app.flow.answering.finished) == 1, what="the answer")
     meter = app.context_meter
     before = meter.used
     assert before is not None
@@ -219,4 +219,6 @@ def test_settings_saved_are_measured_at_once(root: tk.Tk, make_app: Callable[...
         what="the meter to count the new system prompt",
     )
     pump_until(root, lambda: app.draft.counts == counts + 2, what="the draft counted again")
-    assert app.finished and len(app.finished) == 1  # measured, not answered
+    assert (
+        app.flow.answering.finished and len(app.flow.answering.finished) == 1
+    )  # measured, not answered

@@ -85,18 +85,20 @@ def watched_app(root: tk.Tk, make_app) -> Iterator[Any]:
 def answer(root: tk.Tk, app: Any, mode: str) -> Any:
     """One answer in ``mode``, sent from a callback as a click would; the bench's record of
     it (the same recorder ``tkchat bench`` uses)."""
-    app.new_chat()
+    app.flow.new_chat()
     app.teaching.set_mode(mode)
     recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
     recorder.begin()
     app.probe.start_recording()
-    finished = len(app.finished)
-    app.scheduler.once("test-send", 10, lambda: app.send("the same prompt"))
-    pump_until(root, lambda: len(app.finished) > finished, timeout=180, what="the answer")
+    finished = len(app.flow.answering.finished)
+    app.scheduler.once("test-send", 10, lambda: app.flow.send("the same prompt"))
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) > finished, timeout=180, what="the answer"
+    )
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=60, what="rendering")
     pump_for(root, 0.5)  # the watchdog hears the end of the freeze; the probe catches up
     lags = app.probe.stop_recording()
-    assert isinstance(app.finished[-1], Done)
+    assert isinstance(app.flow.answering.finished[-1], Done)
     return recorder.end(mode, lags, app.transcript.answers[-1].arrivals)
 
 

@@ -58,11 +58,13 @@ def test_enter_while_the_model_loads_sends_the_question_once_it_is_ready(
     xdotool("type", "--delay", "8", "asked while it loads")
     xdotool("key", "Return")
     pump_for(root, 0.3)
-    assert not app.model_ready and app.transcript.entries == []
+    assert not app.flow.model_ready and app.transcript.entries == []
     assert app.input.draft == "asked while it loads"  # kept in the box meanwhile
     said = app.status.get()
     backend.loaded.set()
-    pump_until(root, lambda: bool(app.finished), timeout=30, what="the question to be sent")
+    pump_until(
+        root, lambda: bool(app.flow.answering.finished), timeout=30, what="the question to be sent"
+    )
     assert [entry.text for entry in app.transcript.entries] == [
         "asked while it loads",
         "Ready now.",
@@ -83,25 +85,27 @@ def test_after_flipping_to_another_branch_regenerate_and_ctrl_r_agree(
     branch is still being put on screen both refuse: Ctrl+R says "not ready".)"""
     backend = ScriptedBackend(rate=0, text="First answer.")
     app = make_app(backend, history=True)
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
     for question in ("one?", "two?"):
-        assert app.send(question)
-        pump_until(root, lambda: app.answer is None, what="the answer")
+        assert app.flow.send(question)
+        pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     question = app.transcript.entries[2]
     app.flow.edit(question)
     app.input.set_draft("two, again?")
     backend.text = "Second answer."
-    assert app.send()
-    pump_until(root, lambda: app.answer is None, what="the edited question's answer")
+    assert app.flow.send()
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the edited question's answer")
     assert app.flow.show_version(app.transcript.entries[2], -1)  # ◀ on the question: 1/2
-    pump_until(root, lambda: not app.showing_conversation, what="the branch")
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the branch")
     pump_for(root, 0.1)
     assert [entry.text for entry in app.transcript.entries][-1] == "First answer."
     assert app.regenerate_button.instate(["!disabled"]), "the button is greyed out"
     assert app.menubar.enabled("regenerate")
-    finished = len(app.finished)
+    finished = len(app.flow.answering.finished)
     root.event_generate("<Control-r>", when="tail")  # and the shortcut does what it says
-    pump_until(root, lambda: len(app.finished) > finished, what="the regenerated answer")
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) > finished, what="the regenerated answer"
+    )
     answer = app.transcript.entries[-1]
     assert len(answer.versions) == 2 and answer.text == "Second answer."
 
@@ -141,7 +145,7 @@ def under(point: tuple[int, int], box: tuple[int, int, int, int] | None) -> bool
 
 
 def settled(root: tk.Misc, app) -> None:
-    pump_until(root, lambda: not app.showing_conversation, what="the branch")
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the branch")
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
     pump_for(root, 0.2)
 
@@ -153,11 +157,11 @@ def test_the_answers_arrow_stays_under_the_pointer_that_clicked_it(root: tk.Tk, 
     backend = ScriptedBackend(rate=0, text=LONG)
     app = make_app(backend)
     focus_window(root)
-    assert app.send("a question")
-    pump_until(root, lambda: app.answer is None, what="the long answer")
+    assert app.flow.send("a question")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the long answer")
     backend.text = "A short version."
-    assert app.regenerate()
-    pump_until(root, lambda: app.answer is None, what="the short answer")
+    assert app.flow.regenerate()
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the short answer")
     settled(root, app)
     answer = app.transcript.entries[-1]
     pointer = click_arrow(root, app, answer, "◀")
@@ -176,16 +180,16 @@ def test_a_questions_arrow_stays_under_the_pointer_as_its_branch_comes_back(
 ) -> None:
     backend = ScriptedBackend(rate=0, text=LONG)
     app = make_app(backend, history=True)
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
     focus_window(root)
     for question in ("one?", "two?"):
-        assert app.send(question)
-        pump_until(root, lambda: app.answer is None, what="the answer")
+        assert app.flow.send(question)
+        pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     app.flow.edit(app.transcript.entries[2])
     app.input.set_draft("two, shorter?")
     backend.text = "Short."
-    assert app.send()
-    pump_until(root, lambda: app.answer is None, what="the edited question's answer")
+    assert app.flow.send()
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the edited question's answer")
     settled(root, app)
     question = app.transcript.entries[2]
     pointer = click_arrow(root, app, question, "◀")
@@ -206,11 +210,11 @@ def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
     xdotool("key", "alt+Left")
     pump_for(root, 0.2)
     assert app.status.get() == app.t("app.no_versions")
-    assert app.send("a question")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    assert app.flow.send("a question")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     backend.text = "Second version."
-    assert app.regenerate()
-    pump_until(root, lambda: app.answer is None, what="the second version")
+    assert app.flow.regenerate()
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the second version")
     app.input.focus_set()
     app.input.insert("1.0", "half a question")
     answer = app.transcript.entries[-1]
@@ -274,7 +278,7 @@ def test_a_long_pasted_paragraph_is_never_broken_mid_sentence(
     pump_for(root, 0.3)
     assert app.input.draft == paragraph
     xdotool("key", "Return")
-    pump_until(root, lambda: bool(app.finished), what="the answer")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
     question, answer = app.transcript.entries
     body = answer.notes_mark  # (its figures line and notes follow)

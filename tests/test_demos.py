@@ -72,7 +72,7 @@ def window(display: None) -> Iterator[DemoWindow]:
     )
     app.witness.force(True)  # as the bench does: a broken demo names its culprit
     controller.load_async()
-    pump_until(root, lambda: app.model_ready, timeout=120, what="the bundled model")
+    pump_until(root, lambda: app.flow.model_ready, timeout=120, what="the bundled model")
     yield DemoWindow(root, app)
     app.close()
 

@@ -147,11 +147,15 @@ def test_a_draft_too_long_for_the_context_is_refused_and_stays_in_the_box(
     assert "512" in status and "kept in the box" in status
     assert "more than the context of 512" in shown(app)
     assert app.input.draft == long_text  # nothing lost
-    assert app.transcript.entries == [] and app.session.chat == [] and app.finished == []
+    assert (
+        app.transcript.entries == []
+        and app.session.chat == []
+        and app.flow.answering.finished == []
+    )
     assert not app.controller.is_generating()
     # Known now: Send refuses at once, in the window's language.
     app.toggle_language()
-    assert app.send() is False
+    assert app.flow.send() is False
     assert "未发送" in app.status.get() and "512" in app.status.get()
     assert app.input.draft == long_text
     app.toggle_language()
@@ -159,16 +163,16 @@ def test_a_draft_too_long_for_the_context_is_refused_and_stays_in_the_box(
     # Shortened, but still long enough to need a count: it waits for it and is then sent.
     fits = " ".join(["word"] * 60)
     app.input.set_draft(fits)
-    assert app.send() is False and "Counting" in app.status.get()
+    assert app.flow.send() is False and "Counting" in app.status.get()
     pump_until(root, lambda: len(app.transcript.entries) == 2, what="the question to be sent")
     assert app.session.chat[0] == Message("user", fits)
     assert app.input.draft == ""
-    pump_until(root, lambda: len(app.finished) == 1, what="the answer")
+    pump_until(root, lambda: len(app.flow.answering.finished) == 1, what="the answer")
 
     # A short question needs no count at all: it goes at once.
     app.input.set_draft("Hi")
-    assert app.send() is True
-    pump_until(root, lambda: len(app.finished) == 2, what="the second answer")
+    assert app.flow.send() is True
+    pump_until(root, lambda: len(app.flow.answering.finished) == 2, what="the second answer")
 
 
 def test_sending_a_long_draft_while_an_answer_streams_stops_it_and_sends_after_the_count(
@@ -179,18 +183,20 @@ def test_sending_a_long_draft_while_an_answer_streams_stops_it_and_sends_after_t
     from tkchat.generate.scripted import ScriptedBackend
 
     app = make_app(ScriptedBackend(rate=20, tokens=2000))
-    app.send("Tell me a long story.")
+    app.flow.send("Tell me a long story.")
     pump_until(
-        root, lambda: app.answer is not None and app.answer.text != "", what="the answer to stream"
+        root,
+        lambda: app.flow.answering.answer is not None and app.flow.answering.answer.text != "",
+        what="the answer to stream",
     )
     draft = " ".join(["word"] * 2000)  # 10,000 bytes: more than the context could hold unseen
     app.input.set_draft(draft)
-    assert app.send() is False and "Counting" in app.status.get()
-    assert app.answer is None  # the streaming answer ended there, marked stopped
+    assert app.flow.send() is False and "Counting" in app.status.get()
+    assert app.flow.answering.answer is None  # the streaming answer ended there, marked stopped
     pump_until(root, lambda: len(app.transcript.entries) == 4, what="the long draft to be sent")
     assert app.transcript.entries[1].text  # what had streamed stays
     assert app.session.chat[2] == Message("user", draft) and app.input.draft == ""
-    app.stop()
+    app.flow.stop()
 
 
 def test_a_count_that_fails_does_not_hold_the_message_back(
@@ -207,8 +213,8 @@ def test_a_count_that_fails_does_not_hold_the_message_back(
     app = make_app(CannotCountAside(rate=0, tokens=5))
     draft = " ".join(["word"] * 2000)
     app.input.set_draft(draft)
-    assert app.send() is False and "Counting" in app.status.get()
-    pump_until(root, lambda: len(app.finished) == 1, what="the answer")
+    assert app.flow.send() is False and "Counting" in app.status.get()
+    pump_until(root, lambda: len(app.flow.answering.finished) == 1, what="the answer")
     assert app.session.chat[0] == Message("user", draft) and app.input.draft == ""
     assert shown(app) == ""
 
@@ -219,7 +225,7 @@ def test_a_count_begun_before_the_conversation_changed_is_counted_again(
     """The figure must be about the conversation as it is: a count still running when the
     conversation changes (settings saved, another branch shown) is not trusted."""
     app = make_app(LlamaBackend(None))
-    pump_until(root, lambda: app.model_ready, what="the model")
+    pump_until(root, lambda: app.flow.model_ready, what="the model")
     type_text(root, app, QUESTION)
     pump_until(root, lambda: app.draft.figure_for(QUESTION) is not None, what="the count")
     before = app.draft.counts

@@ -20,8 +20,12 @@ def menu_labels(menu: tk.Menu) -> list[str]:
 
 def test_the_transcripts_menu_copies_the_selection_and_selects_all(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0, text="An answer to copy."))
-    app.send("a question")
-    pump_until(root, lambda: app.answer is None and not app.transcript.painter.busy, what="it")
+    app.flow.send("a question")
+    pump_until(
+        root,
+        lambda: app.flow.answering.answer is None and not app.transcript.painter.busy,
+        what="it",
+    )
     text = app.transcript.text
     menu = app.transcript_menu
     assert menu_labels(menu) == ["Copy", "Select all"]  # read-only: no cut, no paste
@@ -72,8 +76,8 @@ def test_the_undo_bar_stays_while_the_pointer_is_on_it(root: tk.Tk, make_app) ->
 
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
-    app.send("a chat to delete")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("a chat to delete")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     bar = app.conversations.sidebar
     bar._delete(bar.row_ids()[0])
     assert bar.undo_visible() and bar.timers.pending("undo")
@@ -86,8 +90,8 @@ def test_the_undo_bar_stays_while_the_pointer_is_on_it(root: tk.Tk, make_app) ->
 def test_the_lists_menu_exports_the_chat_under_the_pointer(root: tk.Tk, make_app, tmp_path) -> None:
     app = make_app(ScriptedBackend(rate=0, text="Exported answer."), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
-    app.send("exported question")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("exported question")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     target = tmp_path / "chat.md"
     app.files.ask_save_path = lambda **_kw: str(target)
     bar = app.conversations.sidebar

@@ -274,14 +274,21 @@ def test_the_window_survives_a_bad_file(
     mode = student_file(tmp_path, name, BAD_FILES[name][0])
     text = long_answer(800)
     app = make_app(ScriptedBackend(rate=0, text=text), mode=mode)
-    assert app.pipeline.name == FIXED and app.teaching.mode == FIXED
+    assert app.flow.answering.pipeline.name == FIXED and app.teaching.mode == FIXED
     assert app.pipelines.problem is not None and f"{name}.py" in app.pipelines.problem
     banner = app.pipelines.banner
     assert banner is not None and banner.shown and app.pipelines.problem in banner.text
     assert "fixed pipeline" in banner.text
-    app.send("and yet it answers")
-    pump_until(root, lambda: app.answer is None and bool(app.finished), what="the answer")
-    assert isinstance(app.finished[-1], Done) and app.transcript.answers[-1].text == text
+    app.flow.send("and yet it answers")
+    pump_until(
+        root,
+        lambda: app.flow.answering.answer is None and bool(app.flow.answering.finished),
+        what="the answer",
+    )
+    assert (
+        isinstance(app.flow.answering.finished[-1], Done)
+        and app.transcript.answers[-1].text == text
+    )
 
 
 @pytest.mark.gui
@@ -290,7 +297,10 @@ def test_a_students_pipeline_streams_in_the_window_and_says_whose_it_is(
 ) -> None:
     text = long_answer(2_000)
     app = make_app(ScriptedBackend(rate=2000, text=text), mode=SOLUTION)
-    assert isinstance(app.pipeline, GuardedPipeline) and app.pipeline.name == SOLUTION
+    assert (
+        isinstance(app.flow.answering.pipeline, GuardedPipeline)
+        and app.flow.answering.pipeline.name == SOLUTION
+    )
     assert app.pipelines.banner is None
     root.update()
     assert SOLUTION in app.teaching.mode_box.cget("values")
@@ -299,11 +309,14 @@ def test_a_students_pipeline_streams_in_the_window_and_says_whose_it_is(
     assert SOLUTION in root.title() and "BROKEN" not in root.title()
     for mode in (SOLUTION, FIXED, SOLUTION):  # away and back: made again, from the same class
         app.teaching.set_mode(mode)
-        app.new_chat()
-        app.send("stream, please")
-        pump_until(root, lambda: app.answer is None, what="the answer")
-        assert app.pipeline.name == mode
-        assert isinstance(app.finished[-1], Done) and app.transcript.answers[-1].text == text
+        app.flow.new_chat()
+        app.flow.send("stream, please")
+        pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+        assert app.flow.answering.pipeline.name == mode
+        assert (
+            isinstance(app.flow.answering.finished[-1], Done)
+            and app.transcript.answers[-1].text == text
+        )
 
 
 @pytest.mark.gui
@@ -311,18 +324,18 @@ def test_the_untouched_template_ends_its_answer_with_a_sentence(root: tk.Tk, mak
     """``start`` raises NotImplementedError (and so does ``finish``): the answer ends at
     once, saying so, and the next answer in the fixed pipeline streams as usual."""
     app = make_app(ScriptedBackend(rate=0, text="hello there"), mode=TEMPLATE)
-    app.send("hello")
-    pump_until(root, lambda: app.answer is None, what="the answer to end")
-    final = app.finished[-1]
+    app.flow.send("hello")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer to end")
+    final = app.flow.answering.finished[-1]
     assert isinstance(final, Error) and "start()" in final.message
     assert "NotImplementedError" in final.message and "line" in final.message
     assert final.message in app.transcript.plain_text()
-    assert isinstance(app.pipeline, GuardedPipeline)
-    assert any("finish()" in sentence for sentence in app.pipeline.raised)
+    assert isinstance(app.flow.answering.pipeline, GuardedPipeline)
+    assert any("finish()" in sentence for sentence in app.flow.answering.pipeline.raised)
     app.teaching.set_mode(FIXED)
-    app.send("again")
-    pump_until(root, lambda: app.answer is None, what="the next answer")
-    assert isinstance(app.finished[-1], Done)
+    app.flow.send("again")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the next answer")
+    assert isinstance(app.flow.answering.finished[-1], Done)
     assert app.transcript.answers[-1].text == "hello there"
 
 
@@ -339,8 +352,8 @@ def test_a_show_that_raises_ends_the_answer_and_the_window_goes_on(
         "        raise KeyError('no such chunk')\n",
     )
     app = make_app(ScriptedBackend(rate=200, text=long_answer(800)), mode=mode)
-    app.send("hello")
-    pump_until(root, lambda: app.answer is None, what="the answer to end")
+    app.flow.send("hello")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer to end")
     said = "Your pipeline's show() raised KeyError: 'no such chunk' (line 6)"
     assert said in app.status.get() and said in app.transcript.plain_text()
     assert not app.controller.is_generating()  # Stop means the model stops

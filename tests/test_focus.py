@@ -77,15 +77,19 @@ def test_send_button_then_the_next_question(root: tk.Tk, window) -> None:
     app.input.focus_set()
     type_text(root, "first question")
     click(root, app.send_button)
-    pump_until(root, lambda: app.answer is None and bool(app.finished), what="the answer")
+    pump_until(
+        root,
+        lambda: app.flow.answering.answer is None and bool(app.flow.answering.finished),
+        what="the answer",
+    )
     type_text(root, "and the second question, forty letters")
     assert typed(app) == "and the second question, forty letters"
 
 
 def test_every_button_gives_the_typing_back_to_the_box(root: tk.Tk, window) -> None:
     app = window
-    app.send("a question")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("a question")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     buttons = [
         app.regenerate_button,
         app.teaching.lessons_button,  # opens the lesson panel
@@ -96,7 +100,7 @@ def test_every_button_gives_the_typing_back_to_the_box(root: tk.Tk, window) -> N
     ]
     for button in buttons:
         click(root, button)
-        pump_until(root, lambda: app.answer is None, what="an answer to end")
+        pump_until(root, lambda: app.flow.answering.answer is None, what="an answer to end")
         app.input.delete("1.0", "end")
         type_text(root, "x y")
         assert typed(app) == "x y", f"after {button}"
@@ -104,11 +108,11 @@ def test_every_button_gives_the_typing_back_to_the_box(root: tk.Tk, window) -> N
 
 def test_a_chat_picked_with_the_mouse_then_typing(root: tk.Tk, window) -> None:
     app = window
-    app.send("the first chat")
-    pump_until(root, lambda: app.answer is None, what="the answer")
-    app.new_chat()
-    app.send("the second chat")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("the first chat")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    app.flow.new_chat()
+    app.flow.send("the second chat")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     sidebar = app.conversations.sidebar
     first = sidebar.row_ids()[-1]
     root.update()
@@ -116,7 +120,9 @@ def test_a_chat_picked_with_the_mouse_then_typing(root: tk.Tk, window) -> None:
     click_at(
         sidebar.tree.winfo_rootx() + x + width // 2, sidebar.tree.winfo_rooty() + y + height // 2
     )
-    pump_until(root, lambda: not app.showing_conversation and app.transcript.entries, what="it")
+    pump_until(
+        root, lambda: not app.flow.showing_conversation and app.transcript.entries, what="it"
+    )
     pump_for(root, 0.2)
     type_text(root, "more")
     assert typed(app) == "more"
@@ -146,8 +152,8 @@ def test_a_rename_from_the_right_click_menu_then_typing(root: tk.Tk, window) -> 
     """Seen by hand: right-click a chat, Rename, type the title, Enter — then the next
     question typed went nowhere: the keyboard focus had been left in the list."""
     app = window
-    app.send("a chat to rename")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("a chat to rename")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     app.input.focus_set()
     pump_for(root, 0.1)
     sidebar = app.conversations.sidebar
@@ -187,11 +193,11 @@ def click_row(root: tk.Misc, sidebar, cid: int) -> None:
 
 
 def two_chats(root: tk.Tk, app):
-    app.send("the first chat")
-    pump_until(root, lambda: app.answer is None, what="the answer")
-    app.new_chat()
-    app.send("the second chat")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("the first chat")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    app.flow.new_chat()
+    app.flow.send("the second chat")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     sidebar = app.conversations.sidebar
     pump_until(root, lambda: len(sidebar.row_ids()) == 2, what="both chats in the list")
     return sidebar
@@ -204,15 +210,17 @@ def test_click_a_chat_then_f2_renames_it_and_nothing_is_sent(root: tk.Tk, window
     sidebar = two_chats(root, app)
     first = sidebar.row_ids()[-1]
     click_row(root, sidebar, first)
-    pump_until(root, lambda: not app.showing_conversation, what="the chat on screen")
-    answers = len(app.finished)
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the chat on screen")
+    answers = len(app.flow.answering.finished)
     xdotool("key", "F2")
     pump_until(root, lambda: sidebar.editor.winfo_ismapped(), what="the inline editor")
     type_text(root, "Renamed by F2")  # over the old title, which the editor selected
     xdotool("key", "Return")
     pump_for(root, 0.3)
     assert sidebar.row_text(first) == "Renamed by F2"
-    assert len(app.finished) == answers and app.answer is None  # nothing was asked
+    assert (
+        len(app.flow.answering.finished) == answers and app.flow.answering.answer is None
+    )  # nothing was asked
     assert typed(app) == ""
     type_text(root, "a question")  # a letter typed in the list goes to the box
     assert typed(app) == "a question"
@@ -223,7 +231,7 @@ def test_click_a_chat_then_delete_deletes_it_and_letters_go_to_the_box(root: tk.
     sidebar = two_chats(root, app)
     first, second = sidebar.row_ids()[-1], sidebar.row_ids()[0]
     click_row(root, sidebar, first)
-    pump_until(root, lambda: not app.showing_conversation, what="the chat on screen")
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the chat on screen")
     assert root.focus_get() is sidebar.tree  # the click left the keys with the list
     xdotool("key", "Delete")
     pump_for(root, 0.3)

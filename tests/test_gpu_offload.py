@@ -149,7 +149,7 @@ def test_the_window_says_cpu_only_plainly_and_settings_change_the_offload(
     app = make_app(
         LlamaBackend(None), app_settings=AppSettings(model_hint_shown=True), persist_settings=True
     )
-    assert app.model_ready
+    assert app.flow.model_ready
     cpu_only = "CPU only: this llama-cpp-python was built without GPU support"
     assert app.status.get().endswith(f"trained · {cpu_only}")
     app.toggle_language()
@@ -172,7 +172,7 @@ def test_the_window_says_cpu_only_plainly_and_settings_change_the_offload(
     assert app.status.get() == "GPU layers: 3 — from the next time a model loads."
 
     app.models.load(None)
-    pump_until(root, lambda: app.model_ready, what="the model to load again")
+    pump_until(root, lambda: app.flow.model_ready, what="the model to load again")
     backend = app.controller.backend
     assert isinstance(backend, LlamaBackend) and backend.llm.model_params.n_gpu_layers == 3
     assert app.status.get().endswith(cpu_only)  # asked for 3, but this build has no GPU
@@ -192,7 +192,7 @@ def test_a_gpu_build_is_said_to_offload_every_layer(
     dialog.gpu.insert(0, "0")
     dialog.save()
     app.models.load(None)
-    pump_until(root, lambda: app.model_ready, what="the model on the CPU")
+    pump_until(root, lambda: app.flow.model_ready, what="the model on the CPU")
     assert app.status.get().endswith("· CPU only: GPU offload is off in Settings")
 
 

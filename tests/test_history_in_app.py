@@ -38,9 +38,9 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def ask(root: tk.Misc, app: ChatApp, text: str) -> None:
-    count = len(app.finished)
-    assert app.send(text)
-    pump_until(root, lambda: len(app.finished) > count, what="the answer")
+    count = len(app.flow.answering.finished)
+    assert app.flow.send(text)
+    pump_until(root, lambda: len(app.flow.answering.finished) > count, what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
 
 
@@ -51,7 +51,7 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     controller.load_async()
     pump_until(
         root,
-        lambda: app.model_ready and app.archive is not None and app.archive.ready,
+        lambda: app.flow.model_ready and app.archive is not None and app.archive.ready,
         what="model and history",
     )
     ask(root, app, "first question")
@@ -326,7 +326,7 @@ def test_a_damaged_database_is_kept_and_the_app_works(
     monkeypatch.setattr(history_module, "open_store", open_store_at_the_gate)
     app = make_app(LoadsAtTheGate(rate=0), wait=False, history=True)
     opened = {
-        "model": lambda: app.model_ready,
+        "model": lambda: app.flow.model_ready,
         "history": lambda: app.archive is not None and app.archive.ready,
     }
     second = "history" if first == "model" else "model"
@@ -339,7 +339,7 @@ def test_a_damaged_database_is_kept_and_the_app_works(
     assert app.storage_banner.shown
     assert "damaged" in app.storage_banner.text and str(kept[0]) in app.storage_banner.text
     ask(root, app, "still works?")
-    assert isinstance(app.finished[-1], Done)
+    assert isinstance(app.flow.answering.finished[-1], Done)
     assert app.storage_banner.shown and str(kept[0]) in app.storage_banner.text  # it stays
     assert app.archive is not None and app.archive.store is not None  # the new, empty history
     [conversation] = app.archive.store.list_conversations()
@@ -362,7 +362,7 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     assert first != second and sidebar.row_ids()[:2] == [second, first]
 
     app.conversations.show(first)  # what a click in the list does (on_select)
-    pump_until(root, lambda: not app.showing_conversation, what="the conversation on screen")
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the conversation on screen")
     assert "about tea" in app.transcript.plain_text()
     assert "about coffee" not in app.transcript.plain_text()
     assert app.session.messages[1].content == "about tea"
@@ -395,9 +395,9 @@ def test_the_title_follows_an_edited_first_question_unless_renamed(
     def resend_first(text: str) -> None:
         app.transcript.act("edit", app.transcript.entries[0])  # the header's Edit link
         app.input.set_draft(text)
-        count = len(app.finished)
-        assert app.send()
-        pump_until(root, lambda: len(app.finished) > count, what="the answer")
+        count = len(app.flow.answering.finished)
+        assert app.flow.send()
+        pump_until(root, lambda: len(app.flow.answering.finished) > count, what="the answer")
 
     resend_first("about green tea")
     assert archive.store.get(chat).title == "about green tea"
@@ -424,7 +424,7 @@ def test_a_prompt_from_the_command_line_starts_its_own_chat(
         autosend="fresh question",
         sampling=Sampling(seed=3, max_tokens=6),
     )
-    pump_until(root, lambda: bool(app.finished), what="the --prompt answer")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the --prompt answer")
     assert "old question" not in app.transcript.plain_text()
     assert app.session.sampling.seed == 3
     assert app.archive is not None and app.archive.store is not None
@@ -463,7 +463,7 @@ def test_a_deleted_chat_leaves_the_file_when_the_window_closes(
     controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
     app = ChatApp(root, controller, AppOptions(history=True, language="en"))
     controller.load_async()
-    pump_until(root, lambda: app.model_ready and app.archive.ready, what="model and history")
+    pump_until(root, lambda: app.flow.model_ready and app.archive.ready, what="model and history")
     ask(root, app, "keep this one")
     kept = app.archive.conversation_id
     root.event_generate("<Control-n>")

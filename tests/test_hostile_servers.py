@@ -368,12 +368,14 @@ def test_a_long_line_is_displayed_in_bounded_time_and_copied_exactly(root: tk.Tk
         unbroken_ms = unbroken_line_ms(len(LONG_LINE) // 12)(root)
         pump_for(root, 0.3)  # the window catches up after the blocked baseline
         app.probe.start_recording()
-        assert app.send("one long line, please")
-        pump_until(root, lambda: bool(app.finished), timeout=60, what="the answer's end")
+        assert app.flow.send("one long line, please")
+        pump_until(
+            root, lambda: bool(app.flow.answering.finished), timeout=60, what="the answer's end"
+        )
         pump_until(root, lambda: not app.transcript.painter.busy, timeout=120, what="render")
         pump_for(root, 0.1)  # the layout after the last insert shows as the next firings' lag
         peak = max(sample.own_ms for sample in app.probe.stop_recording())
-    assert isinstance(app.finished[-1], Done)
+    assert isinstance(app.flow.answering.finished[-1], Done)
     assert peak < unbroken_ms / MIN_BASELINE_RATIO, (peak, unbroken_ms)
     view = app.transcript.answers[-1]
     assert view.text == LONG_LINE  # what Copy, history and export use: the original
@@ -436,13 +438,13 @@ def test_stop_gives_up_connecting_to_a_trickling_server(
     assert "Loading server" in app.status.get()
     assert app.stop_button.instate(["!disabled"])  # Stop is the way out
     stopped_at = time.monotonic()
-    app.stop()
+    app.flow.stop()
     cancelled = f"Connecting to {trickling.url} was cancelled."
     pump_until(root, lambda: app.status.get() == cancelled, timeout=5, what="the load to end")
     # (not given up, the load would have waited for the whole handshake deadline)
     assert time.monotonic() - stopped_at < 0.1 * HANDSHAKE_TIMEOUT_S
     assert not app.controller.loading
-    assert app.stop_button.instate(["disabled"]) and not app.model_ready
+    assert app.stop_button.instate(["disabled"]) and not app.flow.model_ready
 
 
 @pytest.mark.gui
@@ -488,8 +490,10 @@ def test_copy_code_of_a_long_line_copies_it_as_it_arrived(root: tk.Tk, make_app)
 
     with tkchat_server(long_code_line) as server:
         app = make_app(RemoteBackend(server.url))
-        assert app.send("a long line of code")
-        pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer's end")
+        assert app.flow.send("a long line of code")
+        pump_until(
+            root, lambda: bool(app.flow.answering.finished), timeout=30, what="the answer's end"
+        )
         pump_until(root, lambda: not app.transcript.painter.busy, what="render")
     text = app.transcript.text
     link = text.tag_nextrange(COPY_CODE_TAG, "1.0")

@@ -72,7 +72,7 @@ def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_ap
     app = make_app(ScriptedBackend(rate=0), language="en")
     app.teaching.toggle_lessons()
     app.teaching.set_mode("blocking")
-    app.send("hello")  # a blocking answer: the status, title and transcript labels change
+    app.flow.send("hello")  # a blocking answer: the status, title and transcript labels change
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
     root.update()
     english = visible_texts(root)
@@ -121,14 +121,14 @@ def test_every_lesson_demo_sets_its_mode_backend_and_prompt(root: tk.Tk, make_ap
         if lesson.rate is not None and kind == "scripted":
             assert app.controller.backend.rate == lesson.rate
         assert app.input.get("1.0", "end-1c") == (lesson.prompt or "")
-        pump_until(root, lambda: app.model_ready, timeout=60, what=f"{lesson.id}'s backend")
+        pump_until(root, lambda: app.flow.model_ready, timeout=60, what=f"{lesson.id}'s backend")
     assert made.count("llama") <= 1 and made.count("scripted") <= 1  # kept, not remade
 
 
 def test_live_figures_follow_an_answer(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=400))
-    app.send("go")
-    pump_until(root, lambda: bool(app.finished), what="the answer")
+    app.flow.send("go")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     for metric in (
         "lag_max_ms",
         "lag_p99_ms",
@@ -180,10 +180,10 @@ def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> Non
 def test_headers_and_links_already_on_screen_follow_the_language(root: tk.Tk, make_app) -> None:
     fence = "```\nprint('hi')\n```"
     app = make_app(ScriptedBackend(rate=0, text=f"Here:\n\n{fence}\n"), language="en")
-    app.send("hello")
+    app.flow.send("hello")
     pump_until(
         root,
-        lambda: bool(app.finished) and not app.transcript.painter.busy,
+        lambda: bool(app.flow.answering.finished) and not app.transcript.painter.busy,
         what="the rendered answer",
     )
     app.toggle_language()

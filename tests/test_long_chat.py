@@ -37,7 +37,7 @@ def saved(app, messages: int, seed: int = 7) -> int:
 
 
 def settled(app) -> bool:
-    return not app.showing_conversation and not app.transcript.painter.busy
+    return not app.flow.showing_conversation and not app.transcript.painter.busy
 
 
 def open_chat(root: tk.Tk, app, chat: int) -> None:

@@ -423,13 +423,13 @@ def test_choosing_another_model_while_one_loads(root: tk.Tk, make_app) -> None:
     pump_until(root, lambda: app.progress.kind == "loading", timeout=30, what="load progress")
     first = app.controller.backend
     app.controller.switch_backend(LlamaBackend(str(path)), replace=True)
-    pump_until(root, lambda: app.model_ready, timeout=30, what="the other model")
+    pump_until(root, lambda: app.flow.model_ready, timeout=30, what="the other model")
     assert isinstance(first, LlamaBackend) and first._llm is None  # cancelled: nothing kept
     assert app.controller.backend is not first
     assert not app.progress.showing
-    assert app.send("Say hi.")
-    pump_until(root, lambda: bool(app.finished), timeout=60, what="an answer")
-    assert isinstance(app.finished[-1], Done)
+    assert app.flow.send("Say hi.")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=60, what="an answer")
+    assert isinstance(app.flow.answering.finished[-1], Done)
 
 
 @pytest.mark.gui
@@ -458,15 +458,20 @@ def test_the_window_reads_a_long_prompt_with_progress_and_stops_inside_it(
     assert path is not None
     app = make_app(LlamaBackend(str(path)), sampling=SEEDED)
     text = LONG[1].content * 3  # ~1,300 tokens: seconds of reading
-    assert app.send(text)
+    assert app.flow.send(text)
     pump_until(root, lambda: app.progress.kind == "reading", timeout=30, what="reading progress")
     worker = app.controller.current
-    app.stop()
+    app.flow.stop()
     pump_until(root, lambda: not worker.is_alive(), timeout=5, what="the worker to leave")
-    assert not app.progress.showing and app.finished == []  # (the stopped answer ends at once)
-    assert app.send("Thanks, that is all.")
-    pump_until(root, lambda: bool(app.finished), timeout=60, what="the next answer")
-    assert isinstance(app.finished[-1], Done) and app.finished[-1].reason != "cancelled"
+    assert (
+        not app.progress.showing and app.flow.answering.finished == []
+    )  # (the stopped answer ends at once)
+    assert app.flow.send("Thanks, that is all.")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=60, what="the next answer")
+    assert (
+        isinstance(app.flow.answering.finished[-1], Done)
+        and app.flow.answering.finished[-1].reason != "cancelled"
+    )
 
 
 def test_chat_over_sse_carries_progress_and_the_openai_stream_does_not(

@@ -37,8 +37,8 @@ def crowded_window(root: tk.Tk, make_app, lang: str):
     app.teaching.set_mode("blocking")  # the red BROKEN banner, as in a class
     app.teaching.set_mode("fixed")
     app.teaching.set_mode("no-coalesce")
-    app.send("A question with a long answer, to fill the transcript.")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("A question with a long answer, to fill the transcript.")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     pump_for(root, 0.3)
     return app
 
@@ -166,10 +166,10 @@ def test_every_screen_cuts_nothing(
     for mode in ("blocking", "no-coalesce"):  # the BROKEN banner, as in a class
         app.teaching.set_mode(mode)
     long_title = "A question with a long answer, to fill the transcript and the sidebar's row."
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
-    app.new_chat()  # not the latest saved chat, which earlier tests may have left
-    assert app.send(long_title)
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
+    app.flow.new_chat()  # not the latest saved chat, which earlier tests may have left
+    assert app.flow.send(long_title)
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     sidebar = app.conversations.sidebar
     pump_until(
         root,
@@ -258,9 +258,9 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
         scaled(scaling)
     app = make_app(ScriptedBackend(rate=0), history=True)
     root.geometry(geometry)
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
-    assert app.send("a first chat")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
+    assert app.flow.send("a first chat")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     for _ in range(steps):
         app.text_size.change(+1)
     pump_for(root, 0.3)
@@ -325,7 +325,7 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
     lesson and of the plan, the timeline only if it fits beside them, nothing cut."""
     app = teach_projector_window(root, lang)
     root.geometry(SIZES_720P[size])
-    pump_until(root, lambda: app.model_ready, what="the scripted model")
+    pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     pump_for(root, 0.6)  # the health bar's figures are written (every 250 ms) and laid out
     panel = app.teaching.lesson_panel
     assert panel is not None and panel.winfo_ismapped(), "--teach --projector opens the lessons"

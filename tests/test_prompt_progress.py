@@ -313,7 +313,7 @@ def test_the_window_shows_reading_progress_then_the_answer(root: tk.Tk, make_app
     backend = ScriptedBackend(rate=40, tokens=20, prompt_rate=400.0)  # text for half a second
     app = make_app(backend, sampling=Sampling(max_tokens=20))
     assert not app.progress.showing
-    assert app.send(LONG[1].content)
+    assert app.flow.send(LONG[1].content)
     pump_until(root, lambda: app.progress.showing, what="the progress line")
     assert app.progress.kind == "reading"
     said = app.status.get()
@@ -326,7 +326,7 @@ def test_the_window_shows_reading_progress_then_the_answer(root: tk.Tk, make_app
     pump_until(root, lambda: bool(app.transcript.answers[-1].text), timeout=30, what="text")
     assert not app.progress.showing and not app.progress.winfo_ismapped()
     assert app.status.get() == "Generating … (Esc stops)"  # what it said before the reading
-    pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=30, what="the answer")
 
 
 @pytest.mark.gui
@@ -334,17 +334,22 @@ def test_stop_while_reading_hides_the_progress_and_the_next_question_starts(
     root: tk.Tk, make_app
 ) -> None:
     app = make_app(reading_backend(prompt_rate=100.0), sampling=Sampling(max_tokens=20))
-    app.send(LONG[1].content)
+    app.flow.send(LONG[1].content)
     pump_until(root, lambda: app.progress.showing, what="the progress line")
     worker = app.controller.current
-    app.stop()
+    app.flow.stop()
     assert not app.progress.showing
     pump_until(root, lambda: not worker.is_alive(), timeout=5, what="the worker to leave")
-    app.stop()  # a second Stop is harmless
+    app.flow.stop()  # a second Stop is harmless
     app.controller.backend.prompt_rate = 0  # type: ignore[attr-defined]
-    assert app.send("And now?")
-    pump_until(root, lambda: len(app.finished) == 1, timeout=10, what="the next answer")
-    assert isinstance(app.finished[-1], Done) and app.finished[-1].reason != "cancelled"
+    assert app.flow.send("And now?")
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) == 1, timeout=10, what="the next answer"
+    )
+    assert (
+        isinstance(app.flow.answering.finished[-1], Done)
+        and app.flow.answering.finished[-1].reason != "cancelled"
+    )
 
 
 @pytest.mark.gui
@@ -357,7 +362,7 @@ def test_the_window_shows_load_progress_and_a_cancelled_load_in_one_sentence(
     assert str(app.progress.label.cget("text")).endswith(" % loaded")
     assert app.status.get() == "Loading slow.gguf …"
     app.controller.switch_backend(SlowLoading(steps=3, step_s=0.01, name="quick"), replace=True)
-    pump_until(root, lambda: app.model_ready, what="the other model")
+    pump_until(root, lambda: app.flow.model_ready, what="the other model")
     assert not app.progress.showing
     assert slow.freed == 1
     assert not [n for n in app.transcript.plain_text().splitlines() if "cancelled" in n]

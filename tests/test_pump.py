@@ -21,7 +21,7 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
     root: tk.Tk, make_app, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = make_app(ScriptedBackend(rate=200))
-    pipeline = app.pipeline
+    pipeline = app.flow.answering.pipeline
     real_show = pipeline.show
     failures = []
 
@@ -32,18 +32,23 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
         real_show(view, chunks)
 
     pipeline.show = show_that_fails_once
-    app.send("first")
-    pump_until(root, lambda: bool(failures) and app.answer is None, what="the failing tick")
+    app.flow.send("first")
+    pump_until(
+        root, lambda: bool(failures) and app.flow.answering.answer is None, what="the failing tick"
+    )
     assert "a bug in a tick" in app.status.get()
     assert "RuntimeError: a bug in a tick" in app.transcript.plain_text()
     assert app.pump.failures == 1
     assert not app.controller.is_generating()  # the worker was stopped, not left running
     assert app.stop_button.instate(["disabled"]) and app.send_button.instate(["!disabled"])
 
-    finished = len(app.finished)
-    app.send("second")
-    pump_until(root, lambda: len(app.finished) > finished, what="the next answer")
-    assert isinstance(app.finished[-1], Done) and app.finished[-1].reason == "stop"
+    finished = len(app.flow.answering.finished)
+    app.flow.send("second")
+    pump_until(root, lambda: len(app.flow.answering.finished) > finished, what="the next answer")
+    assert (
+        isinstance(app.flow.answering.finished[-1], Done)
+        and app.flow.answering.finished[-1].reason == "stop"
+    )
     assert app.transcript.answers[-1].text == ScriptedBackend().text
     logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(logged) == 1 and "tick failed" in logged[0].getMessage()
@@ -58,14 +63,18 @@ def test_a_tick_failing_every_time_is_logged_once_per_answer(
     def always_fails(_view: AnswerView, _chunks: tuple[str, ...]) -> None:
         raise ValueError("broken for good")
 
-    app.pipeline.show = always_fails
-    app.send("one")
-    pump_until(root, lambda: app.pump.failures >= 1 and app.answer is None, what="a failure")
+    app.flow.answering.pipeline.show = always_fails
+    app.flow.send("one")
+    pump_until(
+        root, lambda: app.pump.failures >= 1 and app.flow.answering.answer is None, what="a failure"
+    )
     beats = app.health.beats
     pump_until(root, lambda: app.health.beats > beats, timeout=3, what="the heartbeat")
     ticks = app.pump.events
-    app.send("two")
-    pump_until(root, lambda: app.pump.failures >= 2 and app.answer is None, what="again")
+    app.flow.send("two")
+    pump_until(
+        root, lambda: app.pump.failures >= 2 and app.flow.answering.answer is None, what="again"
+    )
     assert app.pump.events > ticks  # the pump still drains
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 2  # once per answer, not once per tick

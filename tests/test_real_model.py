@@ -108,19 +108,19 @@ def test_chat_window_with_the_real_model(root: tk.Tk, make_app) -> None:
     path = bundled_model_path()
     assert path is not None
     app = make_app(LlamaBackend(str(path)), sampling=Sampling(max_tokens=48, seed=5))
-    assert app.model_ready, app.status.get()
+    assert app.flow.model_ready, app.status.get()
     assert path.name in app.status.get()
-    assert app.send("Say hello in one short sentence.")
-    pump_until(root, lambda: bool(app.finished), timeout=120, what="the real answer")
-    assert isinstance(app.finished[0], Done)
+    assert app.flow.send("Say hello in one short sentence.")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=120, what="the real answer")
+    assert isinstance(app.flow.answering.finished[0], Done)
     first = app.transcript.answers[0]
     assert first.text.strip() and first.first_text_at is not None
     # a second question with a Stop in the middle, in the real window
-    app.send("Now write a long story about a dragon.")
+    app.flow.send("Now write a long story about a dragon.")
     second = app.transcript.answers[1]
     worker = app.controller.current
     pump_until(root, lambda: len(second.text) > 10, timeout=60, what="streaming")
-    app.stop()
+    app.flow.stop()
     stopped_text = second.text
     pump_until(root, lambda: not worker.is_alive(), timeout=10, what="the worker to exit")
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
@@ -158,17 +158,24 @@ def test_a_chat_template_that_loops_is_stopped_and_the_next_question_works(
     Stop freed the window but every later question said "Generating…" for ever. Now the
     rendering is stopped after CHAT_TEMPLATE_BUDGET_S with one sentence naming the file."""
     app = make_app(LlamaBackend(str(looping_model)), sampling=Sampling(max_tokens=16, seed=5))
-    assert app.model_ready, app.status.get()
-    assert app.send("please loop")
-    pump_until(root, lambda: bool(app.finished), timeout=60, what="the template to be stopped")
-    final = app.finished[-1]
+    assert app.flow.model_ready, app.status.get()
+    assert app.flow.send("please loop")
+    pump_until(
+        root,
+        lambda: bool(app.flow.answering.finished),
+        timeout=60,
+        what="the template to be stopped",
+    )
+    final = app.flow.answering.finished[-1]
     assert isinstance(final, Error) and final.kind == "chat_template", final
     assert "looping-template.gguf" in final.message and "did not finish" in final.message
-    app.new_chat()  # (the chat that says "loop" would loop again: a new one does not)
-    pump_until(root, lambda: app.model_ready, what="the model")
-    assert app.send("Say hello.")
-    pump_until(root, lambda: len(app.finished) == 2, timeout=120, what="the next answer")
-    assert isinstance(app.finished[-1], Done), app.finished[-1]
+    app.flow.new_chat()  # (the chat that says "loop" would loop again: a new one does not)
+    pump_until(root, lambda: app.flow.model_ready, what="the model")
+    assert app.flow.send("Say hello.")
+    pump_until(
+        root, lambda: len(app.flow.answering.finished) == 2, timeout=120, what="the next answer"
+    )
+    assert isinstance(app.flow.answering.finished[-1], Done), app.flow.answering.finished[-1]
     assert app.transcript.answers[-1].text.strip()
 
 

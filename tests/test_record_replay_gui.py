@@ -90,8 +90,10 @@ def test_a_scripted_run_is_recorded_and_replays_the_same_text_at_its_pace(
     recording_app.close()
     replay_root = second_root()
     app, backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
-    pump_until(replay_root, lambda: bool(app.finished), timeout=60, what="the replay")
-    final = app.finished[-1]
+    pump_until(
+        replay_root, lambda: bool(app.flow.answering.finished), timeout=60, what="the replay"
+    )
+    final = app.flow.answering.finished[-1]
     assert isinstance(final, Done) and final.reason == "stop"
     replayed = app.transcript.answers[-1]
     assert replayed.text == recorded.text
@@ -117,9 +119,11 @@ def test_a_blocking_replay_freezes_the_window_as_the_recorded_mode_did(
         replay_root, recorded, AppOptions(language="en", mode="blocking")
     )
     replay.probe.reset_peaks()
-    pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    pump_until(
+        replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
+    )
     pump_for(replay_root, 0.1)
-    assert replay.pipeline.name == "blocking"
+    assert replay.flow.answering.pipeline.name == "blocking"
     banners = [w for w in replay.chat.winfo_children() if isinstance(w, NoticeBanner) and w.shown]
     assert [b.text for b in banners if "REPLAY" in b.text and "(blocking)" in b.text]
     assert replay.transcript.answers[-1].text == recorded.text
@@ -133,7 +137,7 @@ def test_clicks_while_recording_are_kept_with_their_wait(root: tk.Tk, tmp_path: 
     recording = Recording(mode="fixed", backend="scripted", prompt="")
     options = AppOptions(autosend=PROMPT, language="en")
     app, recorder = open_record_window(root, ScriptedBackend(rate=50), options, recording, path)
-    pump_until(root, lambda: app.answer is not None, what="the answer to begin")
+    pump_until(root, lambda: app.flow.answering.answer is not None, what="the answer to begin")
     for _ in range(3):
         click_during(root, app)
         pump_for(root, 0.1)
@@ -217,7 +221,9 @@ def test_the_lesson_panel_of_a_replay_draws_the_recording(
     replay, _backend = open_replay_window(
         replay_root, recorded, AppOptions(language="en", show_lessons=True)
     )
-    pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    pump_until(
+        replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
+    )
     panel = replay.teaching.lesson_panel
     assert panel is not None and panel.timeline is not None
     panel.timeline.redraw()
@@ -257,7 +263,9 @@ def test_a_run_of_the_bundled_model_is_recorded_and_replayed(
     app.close()
     replay_root = second_root()
     replay, _backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
-    pump_until(replay_root, lambda: bool(replay.finished), timeout=120, what="the replay")
+    pump_until(
+        replay_root, lambda: bool(replay.flow.answering.finished), timeout=120, what="the replay"
+    )
     replayed = replay.transcript.answers[-1]
     assert replayed.text == recorded.text
     span = recorded.tokens[-1].t - recorded.tokens[0].t
@@ -280,10 +288,14 @@ def test_a_recorded_freeze_is_in_the_file_and_a_fixed_replay_of_it_does_not_free
     assert recorded.mode == "blocking" and worst > 0.5 * span_ms, (worst, span_ms)
     replay_root = second_root()
     replay, backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
-    assert replay.pipeline.name == "fixed"  # the options choose (the CLI: the recorded mode)
+    assert (
+        replay.flow.answering.pipeline.name == "fixed"
+    )  # the options choose (the CLI: the recorded mode)
     pump_until(replay_root, lambda: backend.started is not None, what="the replay to start")
     replay.probe.reset_peaks()
-    pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    pump_until(
+        replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
+    )
     assert replay.transcript.answers[-1].text == recorded.text
     assert replay.probe.peak_ms < worst / 3, (replay.probe.peak_ms, worst)
 

@@ -229,11 +229,13 @@ def test_window_answers_from_the_llama_server(
     llama_server: tuple[str, Path], root: tk.Tk, make_app
 ) -> None:
     app = make_app(RemoteBackend(llama_server[0]), sampling=Sampling(max_tokens=32, seed=5))
-    assert app.model_ready, app.status.get()
+    assert app.flow.model_ready, app.status.get()
     assert "server SmolLM2-135M-Instruct.Q4_1.gguf at 127.0.0.1" in root.title()
-    assert app.send("Say hello in one short sentence.")
-    pump_until(root, lambda: bool(app.finished), timeout=60, what="the remote answer")
-    assert isinstance(app.finished[0], Done), app.finished[0]
+    assert app.flow.send("Say hello in one short sentence.")
+    pump_until(
+        root, lambda: bool(app.flow.answering.finished), timeout=60, what="the remote answer"
+    )
+    assert isinstance(app.flow.answering.finished[0], Done), app.flow.answering.finished[0]
     assert app.transcript.answers[0].text.strip()
     assert app.send_button.instate(["!disabled"])
 
@@ -615,10 +617,10 @@ def test_a_server_still_loading_fails_load_clearly(fake: FakeServer) -> None:
 def test_window_with_a_dead_server_says_so(root: tk.Tk, make_app) -> None:
     port = free_port()
     app = make_app(RemoteBackend(f"http://127.0.0.1:{port}"))
-    assert not app.model_ready
-    assert app.status.get() == app.t("app.model_failed")
+    assert not app.flow.model_ready
+    assert app.status.get() == app.t("app.flow.model_failed")
     assert f"Cannot reach the server at http://127.0.0.1:{port}" in app.model_banner.text
-    assert not app.send("hello?")  # refused politely, nothing hangs
+    assert not app.flow.send("hello?")  # refused politely, nothing hangs
     root.update()
 
 
@@ -628,19 +630,21 @@ def test_window_survives_the_server_going_away(root: tk.Tk, make_app) -> None:
     port = fake.port
     try:
         app = make_app(RemoteBackend(fake.url))
-        assert app.model_ready
+        assert app.flow.model_ready
         fake.stop()
-        assert app.send("Are you there?")
-        pump_until(root, lambda: bool(app.finished), timeout=10, what="the error")
-        final = app.finished[-1]
+        assert app.flow.send("Are you there?")
+        pump_until(root, lambda: bool(app.flow.answering.finished), timeout=10, what="the error")
+        final = app.flow.answering.finished[-1]
         assert isinstance(final, Error) and "Cannot reach the server" in final.message
         assert app.send_button.instate(["!disabled"])
         assert "Cannot reach the server" in app.status.get()
         # the server comes back on the same port: the same window just works again
         fake = FakeServer(port=port)
-        assert app.send("And now?")
-        pump_until(root, lambda: len(app.finished) == 2, timeout=10, what="the answer")
-        assert isinstance(app.finished[-1], Done)
+        assert app.flow.send("And now?")
+        pump_until(
+            root, lambda: len(app.flow.answering.finished) == 2, timeout=10, what="the answer"
+        )
+        assert isinstance(app.flow.answering.finished[-1], Done)
         assert app.transcript.answers[-1].text == "".join(CONTENT)
     finally:
         fake.stop()
@@ -652,11 +656,13 @@ def test_window_shows_a_malformed_answer_as_one_error(
 ) -> None:
     fake.behaviour = "html"
     app = make_app(RemoteBackend(fake.url))
-    assert app.send("hello")
-    pump_until(root, lambda: bool(app.finished), timeout=10, what="the error")
+    assert app.flow.send("hello")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=10, what="the error")
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
-    assert len(app.finished) == 1 and isinstance(app.finished[0], Error)
-    assert "not a valid event stream" in app.finished[0].message
+    assert len(app.flow.answering.finished) == 1 and isinstance(
+        app.flow.answering.finished[0], Error
+    )
+    assert "not a valid event stream" in app.flow.answering.finished[0].message
     assert app.send_button.instate(["!disabled"])
 
 
@@ -871,8 +877,8 @@ def test_a_second_client_of_the_tkchat_server_waits_its_turn(tkchat_server: str)
 @pytest.mark.gui
 def test_window_answers_from_the_tkchat_server(tkchat_server: str, root: tk.Tk, make_app) -> None:
     app = make_app(RemoteBackend(tkchat_server), sampling=Sampling(max_tokens=4096))
-    assert app.model_ready, app.status.get()
-    assert app.send("Why does the window stay smooth?")
-    pump_until(root, lambda: bool(app.finished), timeout=30, what="the answer")
-    assert isinstance(app.finished[0], Done)
+    assert app.flow.model_ready, app.status.get()
+    assert app.flow.send("Why does the window stay smooth?")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=30, what="the answer")
+    assert isinstance(app.flow.answering.finished[0], Done)
     assert app.transcript.answers[0].text == SCRIPT

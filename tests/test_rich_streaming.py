@@ -60,7 +60,7 @@ def top_y(app) -> int:
 
 
 def rendered(app) -> bool:
-    return app.answer is None and not app.transcript.painter.busy
+    return app.flow.answering.answer is None and not app.transcript.painter.busy
 
 
 def pump_watching(root: tk.Tk, done: Callable[[], bool], watch: Callable[[], None]) -> None:
@@ -86,7 +86,7 @@ def test_a_reader_at_the_bottom_stays_there_while_it_streams_and_after_the_rende
     root: tk.Tk, make_app
 ) -> None:
     app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
-    app.send("a long one")
+    app.flow.send("a long one")
     ends: list[bool] = []
 
     def watch() -> None:
@@ -105,10 +105,12 @@ def test_a_reader_who_scrolled_up_stays_on_the_same_line_through_stream_and_rend
     root: tk.Tk, make_app
 ) -> None:
     app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
-    app.send("a long one")
-    pump_until(root, lambda: "Part 4" in app.answer.text, what="several parts")
+    app.flow.send("a long one")
+    pump_until(root, lambda: "Part 4" in app.flow.answering.answer.text, what="several parts")
     scroll_to(app, HEADING)
-    assert app.answer is not None  # still streaming: the reader scrolled up mid-answer
+    assert (
+        app.flow.answering.answer is not None
+    )  # still streaming: the reader scrolled up mid-answer
     y = top_y(app)
     fraction = app.transcript.text.yview()
     lines: list[str] = []
@@ -123,13 +125,13 @@ def test_a_reader_who_scrolled_up_stays_on_the_same_line_through_stream_and_rend
 
 def test_regenerate_follows_the_bottom_to_the_end(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
-    app.send("a long one")
+    app.flow.send("a long one")
     pump_until(root, lambda: rendered(app), timeout=60, what="the first answer")
     assert settled_at_end(root, app)
-    assert app.regenerate()
+    assert app.flow.regenerate()
     ends: list[bool] = []
     pump_watching(root, lambda: rendered(app), lambda: ends.append(shows_end(app)))
-    assert isinstance(app.finished[-1], Done) and len(app.transcript.answers) == 1
+    assert isinstance(app.flow.answering.finished[-1], Done) and len(app.transcript.answers) == 1
     assert all(ends), f"left the bottom while streaming: {ends.count(False)} times"
     assert settled_at_end(root, app), app.transcript.text.yview()
 
@@ -174,8 +176,8 @@ def test_a_reader_a_few_lines_up_a_long_transcript_is_not_pulled_down(
     mean the last line is on screen, not a fraction."""
     app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
     app.transcript.add_note("".join(f"earlier line {i}\n" for i in range(20_000)))
-    app.send("a long one")
-    pump_until(root, lambda: "Part 3" in app.answer.text, what="some of the answer")
+    app.flow.send("a long one")
+    pump_until(root, lambda: "Part 3" in app.flow.answering.answer.text, what="some of the answer")
     app.transcript.text.yview_scroll(-3, "units")
     root.update()
     assert app.transcript.text.yview()[1] > 0.999  # the premise: a tiny fraction away
@@ -204,11 +206,11 @@ def test_reopening_a_saved_chat_shows_its_end_and_stays_there(root: tk.Tk, make_
     ends: list[bool] = []
 
     def watch() -> None:
-        if not app.showing_conversation:
+        if not app.flow.showing_conversation:
             ends.append(shows_end(app))
 
     pump_watching(
-        root, lambda: not app.showing_conversation and not app.transcript.painter.busy, watch
+        root, lambda: not app.flow.showing_conversation and not app.transcript.painter.busy, watch
     )
     assert all(view.rendered for view in app.transcript.answers)
     assert all(ends), f"left the end while it opened: {ends.count(False)} times"
@@ -244,12 +246,16 @@ def test_blocks_are_rendered_while_the_answer_streams(root: tk.Tk, make_app) -> 
     """Each block is rendered once the next has begun; only the open last one is plain.
     Nothing is ever missing meanwhile, and non-BMP characters split across tokens survive."""
     app = make_app(ScriptedBackend(rate=150, split_utf8=True), sampling=Sampling(max_tokens=0))
-    app.send("show me")
-    view = app.answer
+    app.flow.send("show me")
+    view = app.flow.answering.answer
     seen: dict[str, bool] = {}
 
     def watch() -> None:
-        if app.answer is None or "```python" not in view.text or "流式" not in view.text:
+        if (
+            app.flow.answering.answer is None
+            or "```python" not in view.text
+            or "流式" not in view.text
+        ):
             return
         shown = app.transcript.plain_text()
         # the heading, the list and the code block above are rendered: no markers left ...
@@ -275,11 +281,13 @@ def test_the_open_block_stays_plain_until_the_next_one_starts(root: tk.Tk, make_
         " of its sentence keeps arriving, one word after another, for a while."
     )
     app = make_app(ScriptedBackend(rate=30, text=text), sampling=Sampling(max_tokens=0))
-    app.send("go")
-    pump_until(root, lambda: "open**" in app.answer.text, what="the second paragraph")
+    app.flow.send("go")
+    pump_until(
+        root, lambda: "open**" in app.flow.answering.answer.text, what="the second paragraph"
+    )
     shown = app.transcript.plain_text
     pump_until(root, lambda: "First paragraph with bold." in shown(), what="the first, rendered")
-    assert app.answer is not None  # while the answer still streams ...
+    assert app.flow.answering.answer is not None  # while the answer still streams ...
     assert "Second paragraph, **still open**" in shown()  # ... the open block is plain
     pump_until(root, lambda: rendered(app), what="the end")
     assert shown().count("Second paragraph, still open while the rest") == 1
@@ -292,12 +300,14 @@ def test_a_new_answer_while_the_previous_one_still_renders(root: tk.Tk, make_app
     listing = "\n".join(f"step_{i:03d} = run({i})  # a line of a long listing" for i in range(150))
     backend = ScriptedBackend(rate=0, text=f"{LONG}\n```python\n{listing}")
     app = make_app(backend, sampling=Sampling(max_tokens=0))
-    app.send("one")
-    while app.answer is not None:  # one event at a time: update() could paint it all at once
+    app.flow.send("one")
+    while (
+        app.flow.answering.answer is not None
+    ):  # one event at a time: update() could paint it all at once
         root.tk.dooneevent(_tkinter.DONT_WAIT)
     assert app.transcript.painter.busy  # the premise: its last block is still to be painted
     backend.text = SCRIPT
-    app.send("two")
+    app.flow.send("two")
     pump_until(root, lambda: rendered(app), timeout=60, what="both answers, rendered")
     first, second = app.transcript.answers
     assert first.rendered and second.rendered
@@ -320,7 +330,7 @@ def test_a_block_that_fails_to_render_stays_plain_and_the_rest_renders(
         return real(piece)
 
     monkeypatch.setattr(painter, "_runs_for", broken)
-    app.send("go")
+    app.flow.send("go")
     pump_until(root, lambda: rendered(app), what="the answer, rendered")
     shown = app.transcript.plain_text()
     assert "1. Generation: the model loop" in shown  # the list: plain, and whole

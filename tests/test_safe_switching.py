@@ -196,11 +196,11 @@ def test_a_download_that_did_not_finish_leaves_the_working_model_answering(
 ) -> None:
     first = LlamaBackend(str(bundled()))
     app = make_app(first, persist_settings=True, app_settings=AppSettings(model_hint_shown=True))
-    assert app.model_ready
+    assert app.flow.model_ready
     broken = cut(tmp_path, 20_000_000, "SmolLM2-download.gguf")
     app.models.load(str(broken))
     assert app.send_button.instate(["disabled"])  # Send waits for the switch
-    pump_until(root, lambda: app.model_ready, timeout=WAIT_S, what="the old model back")
+    pump_until(root, lambda: app.flow.model_ready, timeout=WAIT_S, what="the old model back")
 
     assert app.controller.backend is first and first._llm is not None  # never unloaded
     assert app.send_button.instate(["!disabled"])
@@ -217,9 +217,9 @@ def test_a_download_that_did_not_finish_leaves_the_working_model_answering(
     assert str(broken) not in load_settings()[0].recent_models
 
     app.input.insert("1.0", "Say hello.")
-    assert app.send()
-    pump_until(root, lambda: bool(app.finished), timeout=WAIT_S, what="an answer")
-    assert isinstance(app.finished[-1], Done) and app.transcript.answers[-1].text
+    assert app.flow.send()
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=WAIT_S, what="an answer")
+    assert isinstance(app.flow.answering.finished[-1], Done) and app.transcript.answers[-1].text
 
     app.models.choose()
     picker = app.models.picker
@@ -239,7 +239,7 @@ def test_a_file_that_is_not_gguf_leaves_the_working_model_too(
     page = tmp_path / "model.gguf"
     page.write_text("<!doctype html><title>Sign in to download</title>")
     app.models.load(str(page))
-    pump_until(root, lambda: app.model_ready, timeout=WAIT_S, what="the old model back")
+    pump_until(root, lambda: app.flow.model_ready, timeout=WAIT_S, what="the old model back")
     assert app.controller.backend is first and "Not a GGUF model file" in app.model_banner.text
 
 
@@ -253,7 +253,7 @@ def test_a_recent_model_that_no_longer_loads_is_forgotten(
     broken = cut(tmp_path, 20_000_000, "was-fine.gguf")
     settings = AppSettings(model_hint_shown=True, recent_models=[str(broken), str(bundled())])
     app = make_app(LlamaBackend(str(broken)), persist_settings=True, app_settings=settings)
-    assert not app.model_ready and "ends after 20 of 98 MB" in app.model_banner.text
+    assert not app.flow.model_ready and "ends after 20 of 98 MB" in app.model_banner.text
     assert app.remembered.current.recent_models == [str(bundled())]
     assert load_settings()[0].recent_models == [str(bundled())]
 

@@ -201,21 +201,21 @@ def digest(path: Path) -> str:
 
 
 def history_ready(app: ChatApp) -> bool:
-    return app.archive is not None and app.archive.ready and not app.showing_conversation
+    return app.archive is not None and app.archive.ready and not app.flow.showing_conversation
 
 
 def ask(screen: Screen, question: str) -> None:
     """Send ``question`` and check the whole answer arrives and is shown."""
     app = screen.app
-    count = len(app.finished)
-    assert app.send(question), screen.now()
-    screen.until(lambda: len(app.finished) > count, what="the answer's final event")
+    count = len(app.flow.answering.finished)
+    assert app.flow.send(question), screen.now()
+    screen.until(lambda: len(app.flow.answering.finished) > count, what="the answer's final event")
     screen.until(lambda: not app.transcript.painter.busy, what="the answer rendered")
     check_answered(app, question)
 
 
 def check_answered(app: ChatApp, question: str) -> None:
-    final = app.finished[-1]
+    final = app.flow.answering.finished[-1]
     assert isinstance(final, Done) and final.reason == "stop", final
     assert app.transcript.answers[-1].text == SCRIPT  # all of it, nothing cut off
     shown = app.transcript.plain_text()
@@ -243,7 +243,7 @@ def start_in_memory(
     assert not app.archive.store.persistent  # an in-memory session, as the warning says
 
     backend.loaded.set()
-    screen.until(lambda: app.model_ready, what="the model")
+    screen.until(lambda: app.flow.model_ready, what="the model")
     ask(screen, "does it still answer?")
     # The session keeps its conversation in memory: it is listed like a saved one.
     assert [c.title for c in app.archive.conversations()] == ["does it still answer?"]
@@ -318,7 +318,7 @@ def start_read_only(
     assert [c.title for c in app.archive.conversations()] == ["kept from yesterday"]
     assert "A lock only one thread holds." in app.transcript.plain_text()  # reopened
     backend.loaded.set()
-    screen.until(lambda: app.model_ready, what="the model")
+    screen.until(lambda: app.flow.model_ready, what="the model")
     ask(screen, "does it still answer?")
     assert len(screen.shown("read-only")) == 1, screen.seen  # one sentence, said once
     assert screen.shown("could not") == [], screen.seen
@@ -487,8 +487,8 @@ def fill_disk_mid_answer(
     screen = screen_for(app)
     screen.until(lambda: history_ready(app), what="yesterday's conversation reopened")
     question = "explain the event loop"
-    assert app.send(question)
-    view = app.answer
+    assert app.flow.send(question)
+    view = app.flow.answering.answer
     assert view is not None
 
     def saved_answer() -> str | None:
@@ -508,7 +508,7 @@ def fill_disk_mid_answer(
     faults.write_error = FULL
     backend.pauses[FIRST_PAUSE].set()
     screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning")
-    assert app.answer is view  # still streaming (held at the second pause)
+    assert app.flow.answering.answer is view  # still streaming (held at the second pause)
     assert len(view.text) > len(saved_prefix)  # the answer went on on screen...
     assert saved_answer() == saved_prefix  # ...and the failed write left the disk as it was
     return MidAnswer(screen, backend, before, question, saved_prefix)
@@ -525,7 +525,7 @@ def test_disk_fills_while_an_answer_streams_and_the_text_is_saved_when_space_ret
     screen, app = mid.screen, mid.screen.app
     faults.write_error = None  # space was freed before the answer ended
     mid.backend.pauses[SECOND_PAUSE].set()
-    screen.until(lambda: app.finished, what="the answer's final event")
+    screen.until(lambda: app.flow.answering.finished, what="the answer's final event")
     screen.until(lambda: not app.transcript.painter.busy, what="the answer rendered")
     check_answered(app, mid.question)
     # The writer kept the text it could not write and wrote it once it could (its promise):
@@ -554,7 +554,7 @@ def test_disk_still_full_when_the_answer_ends_the_text_is_saved_when_space_retur
     mid = fill_disk_mid_answer(faults, screen_for, make_app, gated)
     screen, app = mid.screen, mid.screen.app
     mid.backend.pauses[SECOND_PAUSE].set()  # the answer ends while the disk is still full
-    screen.until(lambda: app.finished, what="the answer's final event")
+    screen.until(lambda: app.flow.answering.finished, what="the answer's final event")
     screen.until(lambda: not app.transcript.painter.busy, what="the answer rendered")
     check_answered(app, mid.question)
     assert [m[1] for m in messages_after(mid.before)] == [mid.question, mid.saved_prefix]
@@ -581,7 +581,7 @@ def test_disk_still_full_when_the_answer_ends_the_answer_is_saved_as_complete(
     mid = fill_disk_mid_answer(faults, screen_for, make_app, gated)
     screen, app = mid.screen, mid.screen.app
     mid.backend.pauses[SECOND_PAUSE].set()
-    screen.until(lambda: app.finished, what="the answer's final event")
+    screen.until(lambda: app.flow.answering.finished, what="the answer's final event")
     check_answered(app, mid.question)
     faults.write_error = None
     screen.until(
@@ -616,11 +616,11 @@ def test_follow_up_question_while_the_disk_is_full_warns_and_still_answers(
 
     faults.write_error = FULL
     question = "and a semaphore?"
-    assert app.send(question)
+    assert app.flow.send(question)
     assert question in app.transcript.plain_text()  # the question is on screen at once
     screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning")
     gate.set()
-    screen.until(lambda: app.finished, what="the answer's final event")
+    screen.until(lambda: app.flow.answering.finished, what="the answer's final event")
     screen.until(lambda: not app.transcript.painter.busy, what="the answer rendered")
     check_answered(app, question)
     assert rows() == before  # nothing half-saved: no question, no orphan answer row
@@ -645,7 +645,7 @@ def test_first_question_of_a_new_chat_while_the_disk_is_full_still_answers(
     app = make_app(gated(), history=True)
     screen = screen_for(app)
     screen.until(lambda: history_ready(app), what="yesterday's conversation reopened")
-    app.new_chat()
+    app.flow.new_chat()
     faults.write_error = FULL
     ask(screen, "a new topic")  # on screen, whole answer, done
     assert rows() == before  # the failed create left nothing behind
@@ -667,7 +667,7 @@ def test_first_question_of_a_new_chat_while_the_disk_is_full_is_reported(
     screen = screen_for(app)
     screen.until(lambda: history_ready(app), what="the history")
     faults.write_error = FULL
-    assert app.send("a question that cannot be saved")
+    assert app.flow.send("a question that cannot be saved")
     screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning", timeout=5)
 
 
@@ -688,7 +688,7 @@ def test_the_not_saved_warning_stays_on_screen_while_the_session_is_unsaved(
     screen.until(lambda: history_ready(app), what="the history's fallback")
     assert "not be saved" in screen.look()
     backend.loaded.set()
-    screen.until(lambda: app.model_ready, what="the model")
+    screen.until(lambda: app.flow.model_ready, what="the model")
     ask(screen, "is this saved?")
     assert "not be saved" in screen.look(), screen.seen
 
@@ -777,14 +777,14 @@ def test_a_2_mb_disk_filled_mid_answer_keeps_all_of_it_once_space_returns(
     database_before = database_path().stat().st_size
     free_before = small_disk.free()
     small_disk.fill(leave=RESERVE)
-    assert app.send("tell me everything")
+    assert app.flow.send("tell me everything")
     screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning", timeout=60)
-    view = app.answer
+    view = app.flow.answering.answer
     assert view is not None
     screen.until(lambda: len(view.text) > len(text) // 2, what="more of the answer")
     small_disk.empty()  # space returns while the answer still streams
     hold.set()
-    screen.until(lambda: app.finished, what="the answer's end", timeout=120)
+    screen.until(lambda: app.flow.answering.finished, what="the answer's end", timeout=120)
     assert app.transcript.answers[-1].text == text  # on screen: all of it
     screen.until(
         lambda: [m[1:] for m in messages_after([]) if m[0] == "assistant"] == [(text, "complete")],
@@ -819,8 +819,8 @@ def test_a_2_mb_disk_still_full_at_exit_is_left_no_fuller_and_the_next_start_rec
     database_before = database_path().stat().st_size
     small_disk.fill(leave=RESERVE)
     free_before = small_disk.free()
-    assert app.send("tell me everything")
-    screen.until(lambda: app.finished, what="the answer's end", timeout=120)
+    assert app.flow.send("tell me everything")
+    screen.until(lambda: app.flow.answering.finished, what="the answer's end", timeout=120)
     assert app.transcript.answers[-1].text == text  # what was shown stays on screen
     screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning")
     app.close()  # the disk is still full

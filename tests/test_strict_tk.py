@@ -76,8 +76,8 @@ def test_the_window_leaves_no_tk_variable_to_the_garbage_collector(root: tk.Tk, 
     assert app.menubar.checked("chat_only")
     app.menubar.set_checked("chat_only", False)
     assert not app.menubar.checked("chat_only")
-    app.send("a question, so that an answer's fonts are made too")
-    pump_until(root, lambda: bool(app.finished), what="the answer")
+    app.flow.send("a question, so that an answer's fonts are made too")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     gc.collect()
     variables = [o for o in gc.get_objects() if isinstance(o, tk.Variable)]
     assert variables == [], [type(v).__name__ for v in variables]

@@ -246,8 +246,8 @@ def assert_painted(root: tk.Tk, app, palette: Palette) -> None:
 def a_themed_window(make_app, root: tk.Tk, **options):
     app = make_app(ScriptedBackend(rate=2000), show_lessons=True, **options)
     app.teaching.set_mode("blocking")
-    app.send("a question")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("a question")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, what="the markdown")
     return app
 
@@ -494,8 +494,8 @@ def test_highlighted_code_takes_the_themes_pygments_style_and_switches_live(
         ScriptedBackend(rate=4000, text="Code:\n\n```python\ndef steep(x):\n    return x\n```\n"),
         theme="light",
     )
-    app.send("code please")
-    pump_until(root, lambda: app.answer is None, what="the answer")
+    app.flow.send("code please")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, what="the markdown")
     light = code_colours(app)
     assert light["def"][1] == LIGHT.code_background and light["def"][0] != LIGHT.code_text

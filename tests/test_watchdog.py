@@ -349,7 +349,7 @@ def test_the_watchdog_opens_clear_of_the_lesson_picker_and_the_demo_button(
 
     app = teach_projector_window(root, lang)
     root.geometry(SCREEN_720P)
-    pump_until(root, lambda: app.model_ready, what="the scripted model")
+    pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     pump_for(root, 0.3)
     panel = app.teaching.lesson_panel
     assert panel is not None

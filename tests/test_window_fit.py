@@ -44,7 +44,7 @@ def shown_in_full(app) -> bool:
     """The reopened chat is on screen, its markdown painted."""
     return (
         bool(app.transcript.entries)
-        and not app.showing_conversation
+        and not app.flow.showing_conversation
         and not app.transcript.painter.busy
     )
 
@@ -57,10 +57,10 @@ def at_its_end(app) -> bool:
 
 
 def a_long_chat(app, root: tk.Misc, questions: int = 3) -> None:
-    pump_until(root, lambda: app.conversations.ready and not app.showing_conversation)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
     for number in range(questions):
-        assert app.send(f"question {number + 1}")
-        pump_until(root, lambda: app.answer is None, what="the answer")
+        assert app.flow.send(f"question {number + 1}")
+        pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=60, what="the painting")
 
 

@@ -306,7 +306,7 @@ def hostile_script(
     the page's markdown in Chromium (:mod:`.hostile_page`, if there is one), then the
     trickling ``/health`` (started first, on its own thread and server: the others run
     while it waits for the handshake deadline)."""
-    yield lambda: app.model_ready
+    yield lambda: app.flow.model_ready
     trickle: list[CaseFigures] = []
     with HostileServer({"/health": trickle_health()}) as trickling:
         thread = threading.Thread(
@@ -332,26 +332,26 @@ def _one_case(
     app: BenchWindow, server: HostileServer, case: HostileCase, out: list[CaseFigures]
 ) -> Script:
     server.routes["/chat"] = case.answer
-    app.new_chat()
+    app.flow.new_chat()
     yield SETTLE_S
-    before = len(app.finished)
+    before = len(app.flow.answering.finished)
     start_rss = peak_rss = rss_mb()
 
     def ended() -> bool:  # polled by the runner: the RSS peak is sampled with it
         nonlocal peak_rss
         peak_rss = max(peak_rss, rss_mb())
-        return len(app.finished) > before and not app.transcript.painter.busy
+        return len(app.flow.answering.finished) > before and not app.transcript.painter.busy
 
     app.probe.start_recording()
     started = time.perf_counter()
-    if not app.send(f"attack: {case.id}"):
+    if not app.flow.send(f"attack: {case.id}"):
         raise RuntimeError(f"{case.id}: the window did not send")
     yield ended
     seconds = time.perf_counter() - started
     yield SETTLE_S
     peak_rss = max(peak_rss, rss_mb())
     samples = app.probe.stop_recording()
-    finals = app.finished[before:]
+    finals = app.flow.answering.finished[before:]
     final = finals[-1]
     lags = lag_figures(samples)
     figures = CaseFigures(

@@ -322,7 +322,7 @@ def check_window() -> None:
             root.update()
             time.sleep(0.01)
 
-    pump_until(lambda: app.model_ready, "the scripted model ready")
+    pump_until(lambda: app.flow.model_ready, "the scripted model ready")
     panel = app.teaching.lesson_panel
     check(panel is not None, "the lessons panel did not open")
     assert panel is not None
@@ -333,7 +333,7 @@ def check_window() -> None:
     panel.select("04-blocking")
     shown = panel.text.get("1.0", "end")
     check("GenerateInClickHandler" in shown, f"lesson 4 without its quote: {shown[:300]}")
-    check(app.send("Hello"), "Send did not start an answer")
+    check(app.flow.send("Hello"), "Send did not start an answer")
     pump_until(lambda: not controller.is_generating(), "the answer's end")
     pump_until(lambda: "Done" in app.status.get(), "'Done' in the status line")
     answer = app.transcript.answers[-1].text if app.transcript.answers else ""

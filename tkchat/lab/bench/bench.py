@@ -155,8 +155,8 @@ class Bench:
 
     def _script(self) -> Script:
         app = self.app
-        yield lambda: app.model_ready or bool(app.transcript.plain_text().strip())
-        if not app.model_ready:
+        yield lambda: app.flow.model_ready or bool(app.transcript.plain_text().strip())
+        if not app.flow.model_ready:
             raise RuntimeError("the model did not load: " + app.status.get())
         yield 0.5  # let the window settle after loading
         self.prober.locate()
@@ -272,14 +272,14 @@ class Bench:
         rss = _RssSampler(self.root)
         result["rss_start"] = rss.start()
         clearing = time.perf_counter()
-        app.new_chat()  # the same one-question prompt as raw, not a growing conversation
+        app.flow.new_chat()  # the same one-question prompt as raw, not a growing conversation
         result["new_chat_ms"] = (time.perf_counter() - clearing) * 1000
         # Clearing the last run's answer (650,000 characters after a flood) is a cost of its
         # own, reported as new_chat_ms: let the loop catch up before this run's record starts.
         yield 0.1
         app.session.sampling = sampling  # after new_chat, which starts from the defaults
         inserts_before = app.transcript.inserts
-        finished_before = len(app.finished)
+        finished_before = len(app.flow.answering.finished)
         slices_before = len(app.transcript.painter.slice_ms)
         streaming_before = len(app.transcript.painter.streaming_slice_ms)
         recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
@@ -289,10 +289,10 @@ class Bench:
         cpu_began = time.thread_time()
         handled_from = self.prober.begin()
         started = time.perf_counter()
-        app.send(self.options.prompt)  # in the blocking modes, this returns at the end
+        app.flow.send(self.options.prompt)  # in the blocking modes, this returns at the end
         answer = app.transcript.answers[-1]
-        yield lambda: len(app.finished) > finished_before
-        final = app.finished[-1]
+        yield lambda: len(app.flow.answering.finished) > finished_before
+        final = app.flow.answering.finished[-1]
         streamed_s = time.perf_counter() - started
         yield lambda: not app.transcript.painter.busy  # the final render is part of the run
         yield 0.3  # late clicks of a frozen window arrive now
@@ -319,7 +319,7 @@ class Bench:
         result["slices"] = app.transcript.painter.slice_ms[slices_before:]
         result["streaming_slices"] = app.transcript.painter.streaming_slice_ms[streaming_before:]
         result["seconds"] = time.perf_counter() - started
-        costs = list(getattr(app.pipeline, "render_costs", []))
+        costs = list(getattr(app.flow.answering.pipeline, "render_costs", []))
         self.timelines.append(
             Timeline(mode, started, result["samples"], list(answer.arrivals), costs)
         )
@@ -330,15 +330,15 @@ class Bench:
         rng = random.Random(self.options.seed)
         latencies: list[float] = []
         for _ in range(self.options.cancels):
-            app.new_chat()
-            app.send(self.options.prompt)
+            app.flow.new_chat()
+            app.flow.send(self.options.prompt)
             worker = app.controller.current
             assert worker is not None
             yield _started_or_gone(worker)
             yield rng.uniform(0.02, 0.3)
             if not worker.is_alive():
                 continue  # finished before the stop: not a cancel sample
-            app.stop()
+            app.flow.stop()
             yield _gone(worker)
             if worker.cancelled_at is not None and worker.exited_at is not None:
                 latencies.append((worker.exited_at - worker.cancelled_at) * 1000)

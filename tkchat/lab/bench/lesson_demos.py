@@ -189,7 +189,7 @@ def run_demo(
     demo in the other language)."""
     lessons = [lesson, *also]
     app.demos.setup(lesson)
-    yield lambda: app.model_ready
+    yield lambda: app.flow.model_ready
     yield 0.2  # the switch of backend settles; the probe's peaks start from here
     # This machine's lag floor right before the demo: the claims compare with it, and the
     # load may have changed since the last demo.
@@ -223,16 +223,16 @@ def _one_answer(
     inserts_before = app.transcript.inserts
     events_before = app.pump.events
     ordering_before = asdict(app.demos.ordering_counters())
-    finished_before = len(app.finished)
+    finished_before = len(app.flow.answering.finished)
     slices_before = len(app.transcript.painter.slice_ms)
     app.probe.start_recording()
     started = time.perf_counter()
-    app.send()  # what Enter does with the demo's prompt; a blocking mode returns at the end
+    app.flow.send()  # what Enter does with the demo's prompt; a blocking mode returns at the end
     worker = app.controller.current
     answer = app.transcript.answers[-1]
-    yield lambda: len(app.finished) > finished_before
+    yield lambda: len(app.flow.answering.finished) > finished_before
     streamed_s = time.perf_counter() - started
-    final = app.finished[-1]
+    final = app.flow.answering.finished[-1]
     yield lambda: not app.transcript.painter.busy
     yield SETTLE_S
     samples = app.probe.stop_recording()
@@ -274,7 +274,7 @@ def _cancels(app: ChatApp, figures: dict[str, float | None]) -> Script:
     prompt = app.input.draft
     for _ in range(CANCELS):
         app.input.set_draft(prompt)
-        app.send()
+        app.flow.send()
         worker = app.controller.current
         assert worker is not None
         yield _started(worker)
@@ -282,7 +282,7 @@ def _cancels(app: ChatApp, figures: dict[str, float | None]) -> Script:
         if not worker.is_alive():
             continue  # it ended before the Stop: not a cancel sample
         waited = _WaitWatch(worker)
-        app.stop()
+        app.flow.stop()
         yield waited.until_gone
         if worker.cancelled_at is not None and worker.exited_at is not None:
             latency = (worker.exited_at - worker.cancelled_at) * 1000
@@ -373,7 +373,7 @@ def run_demos(
     languages share runs once (in one of them, in turn), and both lessons' claims are checked
     on that run — what the test does; the bench runs each, so that each language's quotes
     come from its own answer."""
-    yield lambda: app.model_ready
+    yield lambda: app.flow.model_ready
     for number, group in enumerate(demo_groups(lessons)):
         runs: list[DemoRun] = []
         if once:
@@ -449,7 +449,7 @@ def _bench_script(
 ) -> Script:
     """The idle window first (is this machine quiet enough to keep figures?), then every
     demo, then the idle window again (the load may have come meanwhile)."""
-    yield lambda: app.model_ready
+    yield lambda: app.flow.model_ready
     before: Baselines = {}
     yield from measure_idle(app, before, seconds=BENCH_IDLE_S)
     yield from run_demos(app, lessons, results)

@@ -147,10 +147,10 @@ class PromptBench:
     def _send(self, text: str, *, fresh: bool = True) -> tuple[GenerationWorker, float]:
         app = self.app
         if fresh:
-            app.new_chat()
+            app.flow.new_chat()
             app.session.sampling = self.sampling  # after new_chat, which starts from defaults
         started = time.perf_counter()
-        if not app.send(text):
+        if not app.flow.send(text):
             raise RuntimeError("the window refused the long prompt: " + app.status.get())
         worker = app.controller.current
         assert worker is not None
@@ -161,16 +161,18 @@ class PromptBench:
         app = self.app
         with app.controller.model_lock:
             self.backend.forget_prompt()
-        finished = len(app.finished)
+        finished = len(app.flow.answering.finished)
         app.probe.start_recording()
         handled_from = self.prober.begin()
         worker, _ = self._send(self.text)
         answer = app.transcript.answers[-1]
-        yield lambda: answer.first_text_at is not None or len(app.finished) > finished
+        yield (
+            lambda: answer.first_text_at is not None or len(app.flow.answering.finished) > finished
+        )
         out["samples"] = app.probe.stop_recording()
         out["inputs"] = self.prober.end(handled_from)
-        yield lambda: len(app.finished) > finished
-        final = app.finished[-1]
+        yield lambda: len(app.flow.answering.finished) > finished
+        final = app.flow.answering.finished[-1]
         if not isinstance(final, Done) or final.reason == "cancelled":
             raise RuntimeError(f"the long prompt did not complete: {_describe(final)}")
         stats = final.stats
@@ -197,12 +199,12 @@ class PromptBench:
             yield self.rng.uniform(0.02, max(0.05, step))
             if worker.first_token_at is not None or not worker.is_alive():
                 finished_early += 1  # read to the end before the Stop: not a sample
-                app.stop()
+                app.flow.stop()
                 yield _gone(worker)
                 with app.controller.model_lock:
                     self.backend.forget_prompt()
                 continue
-            app.stop()
+            app.flow.stop()
             yield _gone(worker)
             if worker.cancelled_at is not None and worker.exited_at is not None:
                 latencies.append((worker.exited_at - worker.cancelled_at) * 1000)
@@ -245,11 +247,11 @@ class PromptBench:
         for _ in range(TURNS):
             with app.controller.model_lock:
                 self.backend.forget_prompt()
-            finished = len(app.finished)
+            finished = len(app.flow.answering.finished)
             self._send(FOLLOW_UP)
             alone = app.transcript.answers[-1]
             yield _answered(app, finished)
-            last = app.finished[-1]
+            last = app.flow.answering.finished[-1]
             if not isinstance(last, Done) or alone.first_text_at is None:
                 raise RuntimeError(f"the follow-up alone did not answer: {_describe(last)}")
             ttfts.append((alone.first_text_at - alone.started_at) * 1000)
@@ -264,11 +266,11 @@ class PromptBench:
         app = self.app
         ttfts: list[float] = []
         for _ in range(TURNS):
-            finished = len(app.finished)
+            finished = len(app.flow.answering.finished)
             self._send(FOLLOW_UP, fresh=False)
             answer = app.transcript.answers[-1]
             yield _answered(app, finished)
-            final = app.finished[-1]
+            final = app.flow.answering.finished[-1]
             if not isinstance(final, Done) or answer.first_text_at is None:
                 raise RuntimeError(f"turn 2 did not answer: {_describe(final)}")
             ttfts.append((answer.first_text_at - answer.started_at) * 1000)
@@ -314,10 +316,10 @@ class PromptBench:
         app.probe.start_recording()
         started = time.perf_counter()
         app.models.load(self.backend.model)
-        yield lambda: app.model_ready or app.model_failed  # (news the window has handled)
+        yield lambda: app.flow.model_ready or app.flow.model_failed  # (news the window has handled)
         seconds = time.perf_counter() - started
         samples = app.probe.stop_recording()
-        if not app.model_ready:
+        if not app.flow.model_ready:
             raise RuntimeError("the model did not load again: " + app.status.get())
         runs.append(
             RunFigures(
@@ -431,7 +433,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
 
 def _answered(app: BenchWindow, finished: int) -> Callable[[], bool]:
     """Whether the window has handled a final event beyond the first ``finished``."""
-    return lambda: len(app.finished) > finished
+    return lambda: len(app.flow.answering.finished) > finished
 
 
 def _gone(worker: GenerationWorker) -> Callable[[], bool]:

@@ -46,7 +46,7 @@ def open_record_window(
         app.probe,
         wrapped,
         app.transcript.answers,
-        app.finished,
+        app.flow.answering.finished,
         recording,
         path,
     )
@@ -129,7 +129,7 @@ def open_replay_window(
             started_at=recording.started_at,
             machine=where,
             mode=recording.mode,
-            now=app.pipeline.name,
+            now=app.flow.answering.pipeline.name,
         )
     )
     controller.load_async()

@@ -23,8 +23,10 @@ import signal
 import threading
 import time
 import tkinter as tk
+from collections.abc import Sequence
 from types import FrameType, TracebackType
 
+from tkchat.events import Done, Error
 from tkchat.generate.controller import GenerationController
 from tkchat.lab.selftest.instruments import (
     CallTimer,
@@ -208,12 +210,44 @@ def main(argv: list[str] | None = None) -> int:
     root.report_callback_exception = errors
     controller = GenerationController(commands.meter, EventChannel())
     app = ChatApp(root, controller, AppOptions(mode=args.mode, sampling=sampling, language=t.lang))
-    if app.pipeline.name != args.mode:  # the class would not even be made: said in the window
+    if app.flow.answering.pipeline.name != args.mode:  # the class was not made: said in the window
         out.send("problem", text=app.pipelines.problem or args.mode)
         app.close()
         return 2
     run_window(app, commands, errors, out, args)
     return 0
+
+
+class TkWindowSeen:
+    """The Tk window as the report reads it (:class:`~.observe.SelftestWindow`): its parts,
+    and the answer on its way from its chat flow. Main thread only."""
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+        self.transcript = app.transcript
+        self.health = app.health
+        self.probe = app.probe
+        self.controller = app.controller
+
+    @property
+    def model_ready(self) -> bool:
+        return self.app.flow.model_ready
+
+    @property
+    def answer(self) -> object | None:
+        return self.app.flow.answering.answer
+
+    @property
+    def finished(self) -> Sequence[Done | Error]:
+        return self.app.flow.answering.finished
+
+    @property
+    def last_error(self) -> str | None:
+        return self.app.flow.answering.last_error
+
+    @property
+    def final_handled_at(self) -> float | None:
+        return self.app.flow.answering.final_handled_at
 
 
 def run_window(
@@ -224,9 +258,10 @@ def run_window(
     args: argparse.Namespace,
 ) -> None:
     """Main thread: time the pipeline, report, beat, obey, until the grader says close."""
-    guarded = app.pipeline
+    guarded = app.flow.answering.pipeline
     timer = CallTimer(SchedClock())
-    app.pipeline = TimedPipeline(app.pipeline, timer)  # (the same name: the window keeps it)
+    # (the same name: the window keeps it)
+    app.flow.answering.pipeline = TimedPipeline(app.flow.answering.pipeline, timer)
     tk_before = TK_THREADS.count
 
     def tk_calls() -> tuple[int, dict[str, str] | None]:
@@ -240,7 +275,7 @@ def run_window(
     commands.witness = _witness(app, guarded, probe, out)
     app.root.geometry(GEOMETRY)
     _bind_inputs(app, sources)
-    report = WindowReport(app, commands.meter, commands.faults, sources, out)
+    report = WindowReport(TkWindowSeen(app), commands.meter, commands.faults, sources, out)
 
     def closing() -> None:
         if commands.closing.is_set():

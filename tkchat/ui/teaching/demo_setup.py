@@ -18,11 +18,11 @@ from typing import Protocol
 
 from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.course.lessons import Lesson
-from tkchat.events import Done, Error
 from tkchat.stats import LagSample
 from tkchat.transport.chaos import Chaos
 from tkchat.ui.base.message_box import MessageBox
 from tkchat.ui.base.services import Services
+from tkchat.ui.chats.flow import ChatFlow
 from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.models.switch import ModelSwitch
@@ -51,10 +51,7 @@ class DemoWindow(Protocol):
     @property
     def transcript(self) -> Transcript: ...
     @property
-    def finished(self) -> Sequence[Done | Error]: ...
-    @property
-    def last_cancel_ms(self) -> float | None: ...
-    def new_chat(self) -> None: ...
+    def flow(self) -> ChatFlow: ...
 
 
 class LessonDemos:
@@ -83,8 +80,8 @@ class LessonDemos:
         self.live_figure = LiveFigures(
             window.probe,
             window.transcript,
-            lambda: window.finished,
-            lambda: window.last_cancel_ms,
+            lambda: window.flow.answering.finished,
+            lambda: window.flow.answering.last_cancel_ms,
             self.ordering_counters,
             lambda: self.controller.current.sender if self.controller.current else None,
         )
@@ -112,7 +109,7 @@ class LessonDemos:
         answer limit and seed, its prompt in the box, what to watch highlighted."""
         window = self.window
         if lesson.fresh:
-            window.new_chat()
+            window.flow.new_chat()
         window.teaching.set_mode(lesson.mode)
         window.models.use(
             lesson.backend, rate=lesson.rate, tokens=lesson.tokens, language=lesson.language

@@ -35,7 +35,6 @@ from tkchat.ui.chats.conversation_files import ConversationFiles
 from tkchat.ui.chats.conversations import ChatHooks, SavedConversations
 from tkchat.ui.chats.draft_count import DraftCounter
 from tkchat.ui.chats.flow import ChatFlow
-from tkchat.ui.chats.flow_facade import FlowFacade
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.look.scaling import design_size, remembered_size, window_size
 from tkchat.ui.models.download import ModelCatalogue
@@ -64,9 +63,12 @@ __all__ = ["AppOptions", "ChatApp"]  # AppOptions lives in options.py; its calle
 WINDOW_SIZE_WITH_SIDEBAR = (1140, 680)  # pixels at 96 dpi (tkchat/ui/look/scaling.py)
 
 
-class ChatApp(ChatLayout, FlowFacade):
-    """One chat window around one controller; the view its chat flow (``flow``) sees, and
-    the flow's commands and state on it (:class:`FlowFacade`). Main thread only."""
+class ChatApp(ChatLayout):
+    """One chat window around one controller: it builds the parts and wires them, and is the
+    view its chat flow (``flow``: send, Stop, regenerate, the answer on its way) sees.
+    Main thread only."""
+
+    flow: ChatFlow  # made last, from the parts (:meth:`_build_parts`)
 
     def __init__(
         self, root: tk.Tk, controller: GenerationController, options: AppOptions | None = None
@@ -93,7 +95,10 @@ class ChatApp(ChatLayout, FlowFacade):
         self.typing = TypingHome(root, lambda: self.input, self.scheduler)
         home = self.typing.then
         commands = ButtonCommands(
-            home(self.send), home(self.stop), home(self.regenerate), home(self.toggle_language)
+            home(lambda: self.flow.send()),
+            home(lambda: self.flow.stop()),
+            home(lambda: self.flow.regenerate()),
+            home(self.toggle_language),
         )
         self._build_layout(root, self.t, self.scheduler, self.probe, self._tokens_so_far, commands)
         self.services = Services(
@@ -103,7 +108,7 @@ class ChatApp(ChatLayout, FlowFacade):
         self.witness = witness_the_loop(self)  # who held the loop: tkchat/trace/, sampled
         self._bind_commands()
         self._restore(options, settings)
-        self.new_chat()
+        self.flow.new_chat()
         self.pump = EventPump(
             self.scheduler,
             controller.channel,
@@ -138,9 +143,9 @@ class ChatApp(ChatLayout, FlowFacade):
             self.draft_label,
             self.input,
             self.services,
-            model_ready=lambda: self.model_ready,
-            stop=self.stop,
-            send=self.send,
+            model_ready=lambda: self.flow.model_ready,
+            stop=lambda: self.flow.stop(),
+            send=lambda: self.flow.send(),
         )
         self._build_teaching_and_look(options, first.name)
         self._build_saved(options)
@@ -205,7 +210,7 @@ class ChatApp(ChatLayout, FlowFacade):
         self.conversations: SavedConversations | None = None
         if options.history:
             chat = ChatHooks(
-                new_chat=self.new_chat,
+                new_chat=lambda: self.flow.new_chat(),
                 clear_chat=lambda: self.flow.clear_chat(),
                 shown=lambda: self.flow.conversation_shown(),
                 ready=lambda found: self.flow.history_ready(found),
@@ -223,7 +228,7 @@ class ChatApp(ChatLayout, FlowFacade):
             # A chat clicked keeps the keys (F2 renames it, Delete deletes it); a letter typed
             # there goes to the box.
             self.typing.letters_to_box(sidebar.tree)
-            sidebar.new_button.configure(command=self.typing.then(self.new_chat))
+            sidebar.new_button.configure(command=self.typing.then(lambda: self.flow.new_chat()))
             self.fonts.on_change(lambda _size: sidebar.fonts_changed())
             self.root.geometry(window_size(self.root, *WINDOW_SIZE_WITH_SIDEBAR))
         self.archive = self.conversations.archive if self.conversations else None
@@ -235,7 +240,7 @@ class ChatApp(ChatLayout, FlowFacade):
             self.services,
             self.archive,
             self.text_size,
-            model_ready=lambda: self.model_ready,
+            model_ready=lambda: self.flow.model_ready,
             measure_context=lambda: self.flow.measure_context(),
             on_closed=self.typing.soon,
         )
@@ -263,12 +268,12 @@ class ChatApp(ChatLayout, FlowFacade):
     def _bind_commands(self) -> None:
         """The menu bar, the window's shortcuts and the message box's own keys."""
         commands: dict[str, Callable[[], object]] = {
-            "new": self.new_chat,
+            "new": lambda: self.flow.new_chat(),
             "quit": self.close,
-            "regenerate": self.regenerate,
+            "regenerate": lambda: self.flow.regenerate(),
             "previous_version": lambda: self.flow.step_version(-1),
             "next_version": lambda: self.flow.step_version(+1),
-            "stop": self.stop,
+            "stop": lambda: self.flow.stop(),
             "stop_or_cancel_edit": lambda: self.flow.escape(),
             "focus_input": self.focus_input,
             "settings": self.chat_settings.open,
@@ -374,7 +379,7 @@ class ChatApp(ChatLayout, FlowFacade):
             return
         self.closed = True
         cancelled_load = self.controller.cancel_load()
-        self.stop()
+        self.flow.stop()
         self.catalogue.close()
         self.probe.stop()
         self.scheduler.close()

@@ -116,11 +116,11 @@ class LongChatBench:
         costs = app.scheduler.costs = CallbackCosts()
         phases.begin()
         if conversation is None:
-            app.new_chat()
+            app.flow.new_chat()
         else:
             assert app.conversations is not None
             app.conversations.show(conversation)
-        yield lambda: not app.showing_conversation and not app.transcript.painter.busy
+        yield lambda: not app.flow.showing_conversation and not app.transcript.painter.busy
         phases.end("open")
         yield 0.2
         yield from self._page(phases)
@@ -179,11 +179,11 @@ class LongChatBench:
         # A scripted flood; a model answers at its own pace, for as many tokens as asked.
         tokens = FLOOD_TOKENS if self.options.backend == "scripted" else self.options.tokens
         app.session.sampling = Sampling(max_tokens=tokens, seed=self.options.seed)
-        finished_before = len(app.finished)
+        finished_before = len(app.flow.answering.finished)
         phases.begin()
-        if not app.send(QUESTION):
+        if not app.flow.send(QUESTION):
             raise RuntimeError("the long-chat bench could not send its question")
-        yield lambda: len(app.finished) > finished_before
+        yield lambda: len(app.flow.answering.finished) > finished_before
         yield lambda: not painter.busy
         yield 0.3
         phases.end("flood")

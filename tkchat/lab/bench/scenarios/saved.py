@@ -27,7 +27,7 @@ def render_long(app: ChatApp, runs: list[RunFigures]) -> Script:
     end" that freezes the window — timed first, on a scratch widget, outside the record."""
     from tkhtmlview import HTMLText
 
-    app.new_chat()
+    app.flow.new_chat()
     text = long_answer(11_000)
     html = markdown_to_safe_html(text)
     with stock_tkhtmlview():
@@ -90,7 +90,7 @@ def history_open(app: ChatApp, runs: list[RunFigures]) -> Script:
     saved = app.conversations
     assert saved is not None  # history=True
     saved.show(conversation.id)
-    yield lambda: not app.showing_conversation and not app.transcript.painter.busy
+    yield lambda: not app.flow.showing_conversation and not app.transcript.painter.busy
     opened_s = time.perf_counter() - started
     for step in range(21):  # scroll through it, top to bottom
         app.transcript.text.yview_moveto(step / 20)

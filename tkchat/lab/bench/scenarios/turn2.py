@@ -70,15 +70,15 @@ def _chat(
 ) -> Script:
     """Main thread: the first question in a fresh chat, then the follow-ups, each timed."""
     app = bench.app
-    app.new_chat()
+    app.flow.new_chat()
     app.session.sampling = Sampling(max_tokens=ANSWER_TOKENS, temperature=0.0, seed=1)
     for turn in range(TURNS + 1):
-        finished = len(app.finished)
-        if not app.send(first if turn == 0 else follow_up):
+        finished = len(app.flow.answering.finished)
+        if not app.flow.send(first if turn == 0 else follow_up):
             raise RuntimeError("the window refused the question: " + app.status.get())
         answer = app.transcript.answers[-1]
         yield _answered(app, finished)
-        final = app.finished[-1]
+        final = app.flow.answering.finished[-1]
         if not isinstance(final, Done) or answer.first_text_at is None:
             raise RuntimeError(f"turn {turn + 1} did not answer")
         if turn > 0:
