@@ -40,7 +40,7 @@ from tkchat.generate.backend import (
     TokenStream,
 )
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.generate.worker import GenerationWorker, Utf8Assembler
 from tkchat.threads import WORKER_NICE
 from tkchat.transport.channel import EventChannel
@@ -463,6 +463,32 @@ def test_cancel_mid_stream_ends_with_cancelled_and_the_thread_exits() -> None:
     repeats = len(text) // len(SCRIPT) + 2
     assert (SCRIPT * repeats).startswith(text)  # a prefix of the repeating script, nothing else
     assert worker.exited_at is not None
+
+
+def test_a_gated_answer_sends_exactly_the_tokens_let_through_and_stops_at_the_gate() -> None:
+    """The stepped scripted backend: no clock paces it, the test does. Stop reaches a worker
+    waiting at the gate: the answer ends cancelled with nothing more, and the thread exits."""
+    channel = EventChannel()
+    gate = TokenGate()
+    backend = ScriptedBackend(gate=gate, tokens=1_000)
+    worker = GenerationWorker(backend, make_request(), 1, channel, threading.Lock())
+    worker.start()
+    gate.release(5)
+    assert gate.wait_passed(5, DEADLINE_S)
+    collector = Collector(channel)
+    collector.until(lambda: "".join(collector_texts(collector)) == "".join(SCRIPT_TOKENS[:5]), "5")
+    assert gate.passed == 5  # the sixth waits at the gate
+    worker.cancel()
+    collector.until_final(1)
+    assert worker.join(DEADLINE_S), "Stop must reach a worker waiting at the gate"
+    collector.settle()
+    text, final = check_generation(collector.of(1), 1)
+    assert isinstance(final, Done) and final.reason == "cancelled"
+    assert text == "".join(SCRIPT_TOKENS[:5]) and gate.passed == 5
+
+
+def collector_texts(collector: Collector) -> list[str]:
+    return [e.text for e in collector.of(1) if isinstance(e, Chunk)]
 
 
 def test_cancel_closes_the_backend_generator() -> None:

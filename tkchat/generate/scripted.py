@@ -142,6 +142,40 @@ def _split_bytes(token: str) -> Iterator[bytes]:
             yield raw[1:]
 
 
+class TokenGate:
+    """Lets a scripted answer through a given number of tokens at a time: whoever steps it (a
+    test, a class walking through an answer) calls :meth:`release`; the worker waits at the
+    gate before each token. No clock decides what arrives when, so a test can ask exactly
+    "after 300 tokens, one tick: how many inserts?". Any thread."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._allowed = 0
+        self.passed = 0  # tokens through the gate so far
+
+    def release(self, tokens: int = 1) -> None:
+        """Let ``tokens`` more tokens through."""
+        with self._changed:
+            self._allowed += tokens
+            self._changed.notify_all()
+
+    def wait_passed(self, tokens: int, timeout: float = 60.0) -> bool:
+        """Until ``tokens`` have gone through in all (False: ``timeout`` seconds passed)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.passed >= tokens, timeout)
+
+    def enter(self, cancel: threading.Event) -> bool:
+        """Worker thread: wait for the next token's turn; False when Stop came first."""
+        with self._changed:
+            while self._allowed <= self.passed:
+                if cancel.is_set():
+                    return False
+                self._changed.wait(0.005)  # (Stop sets an Event, not this condition)
+            self.passed += 1
+            self._changed.notify_all()
+            return not cancel.is_set()
+
+
 @dataclass
 class ScriptedBackend:
     """Plays ``text`` (repeated up to ``tokens`` tokens) at ``rate`` tokens per second.
@@ -153,7 +187,8 @@ class ScriptedBackend:
     window test or a class can watch a long prompt being read without the model.
     ``echo`` begins every answer with the question it answers (then the script): a class of
     simulated students can check that each answer went to the one who asked
-    (``tkchat bench --class``).
+    (``tkchat bench --class``). ``gate`` (a :class:`TokenGate`) paces it instead of ``rate``:
+    each token waits to be let through.
     """
 
     rate: float = 50.0
@@ -166,6 +201,7 @@ class ScriptedBackend:
     text: str = SCRIPT
     n_ctx: int = 8192
     name: str = "scripted"
+    gate: TokenGate | None = None
     # It counts its own tokens exactly (the worker fits long chats into n_ctx); it has no
     # model file or server model to name.
     context_known: ClassVar[bool] = True
@@ -224,7 +260,10 @@ class ScriptedBackend:
         for index, piece in enumerate(self.pieces(limit, question)):
             if self.fail_at is not None and index + 1 >= self.fail_at:
                 raise RuntimeError(f"the scripted backend crashed at token {index + 1}, as asked")
-            if period:
+            if self.gate is not None:
+                if not self.gate.enter(cancel):
+                    return "cancelled"
+            elif period:
                 delay = started + index * period - time.perf_counter()
                 if delay > 0 and cancel.wait(delay):  # wake at once on Stop
                     return "cancelled"
