@@ -118,17 +118,25 @@ class FrameBook:
         return OTHER
 
     def stack(self, frame: FrameType | None) -> tuple[FrameRef, ...]:
-        """``frame`` and its callers, outermost first (at most :data:`MAX_DEPTH`)."""
+        """``frame`` and its callers, outermost first (at most :data:`MAX_DEPTH`).
+
+        The chain is read whole first, with nothing in the loop that lets the GIL go; only
+        then are the frames named, which may look up a file's real path (system calls, which
+        let the GIL go). Let go in the middle of the walk, the GIL let the sampled thread run
+        on and return from the frames still to be read — and CPython 3.11 can crash in
+        ``f_back`` of such a frame (seen once in the suite: a segmentation fault in this loop
+        while the main thread was in a Tcl call; python/cpython#99110 and its followers)."""
+        chain: list[tuple[CodeType, int]] = []
+        while frame is not None and len(chain) < MAX_DEPTH:
+            chain.append((frame.f_code, frame.f_lineno or 0))
+            frame = frame.f_back
         refs: list[FrameRef] = []
-        while frame is not None and len(refs) < MAX_DEPTH:
-            code, line = frame.f_code, frame.f_lineno or 0
+        for code, line in reversed(chain):
             ref = self._refs.get((code, line))
             if ref is None:
                 role, name = self.role_of(code)
                 ref = self._refs[(code, line)] = FrameRef(code.co_filename, line, name, role)
             refs.append(ref)
-            frame = frame.f_back
-        refs.reverse()
         return tuple(refs)
 
 
