@@ -19,7 +19,6 @@ from collections.abc import Callable
 from tkchat.consume.stream_consumer import TRANSPORT_GAP
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
-from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
 from tkchat.store.figures import AnswerFigures
@@ -126,8 +125,6 @@ class Answering:
             # (no worker: it ended by itself, and how is in the final event dropped here)
             figures = None if worker is None else figures_of_stopped(worker, self._began)
             self._end(stopped=worker is not None, figures=figures)
-        elif isinstance(self.controller.backend, RemoteBackend) and self.controller.cancel_load():
-            self.view.enable("stop", False)  # connecting to a server, given up
         self.consumer.follow(-1)  # nothing of that generation may show up later
 
     def failed(self, exc: Exception) -> None:

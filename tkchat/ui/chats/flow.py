@@ -83,7 +83,8 @@ class ChatFlow:
         if text is None and not self.draft.fits(prompt):
             return False  # said why in the status line; the box keeps the text
         if self.controller.is_generating():
-            self.stop()  # the partial answer stays, marked stopped; the new one starts at once
+            # the partial answer stays, marked stopped; the new one starts at once
+            self.answering.stop()
         if text is None:
             self.view.input.clear()
             if self.editing is not None:
@@ -107,6 +108,11 @@ class ChatFlow:
         box's text, sent with Enter: if the window is only not ready YET (the model loading,
         the history opening, a chat being put on screen), it is sent once it is
         (:meth:`_send_queued`) rather than refused."""
+        if self._reconnect():
+            if draft is not None:
+                self.queued = draft
+            self.view.status.say("app.not_ready" if draft is None else "app.send_when_ready")
+            return False
         if self.model_failed and not self.controller.loading:
             self.view.status.say("app.no_model")  # the box keeps the text: nothing is lost
             return False
@@ -119,13 +125,31 @@ class ChatFlow:
         self.queued = None
         return True
 
+    def _reconnect(self) -> bool:
+        """A server the window could not reach, or gave up connecting to (Stop, Esc): Send
+        connects again, rather than leaving a window that can never send. Whether it does
+        (a local model that failed to load stays failed: its file will not change)."""
+        remote = isinstance(self.controller.backend, RemoteBackend)
+        if not remote or self.model_ready or self.controller.loading:
+            return False
+        self.model_failed = False
+        self.view.model_banner.hide()
+        self.controller.load_async()
+        self.model_loading()
+        return True
+
     def _history_open(self) -> bool:
         return self.saved is None or self.saved.ready
 
     def stop(self) -> None:
-        """Stop: the answer streaming (if any) ends here, marked stopped
-        (:meth:`Answering.stop`)."""
+        """The user's Stop (the button, the menu, Esc): the answer streaming (if any) ends
+        here, marked stopped (:meth:`Answering.stop`); while the window connects to a server,
+        it gives up connecting (the next Send connects again: :meth:`_reconnect`). The flow's
+        own stops (another chat shown, a regenerate, an edit) stop the answer only: opening
+        a saved chat while the server connects must not give the connection up."""
         self.answering.stop()
+        if isinstance(self.controller.backend, RemoteBackend) and self.controller.cancel_load():
+            self.view.enable("stop", False)  # connecting to a server, given up
 
     def escape(self) -> None:
         """Esc stops an answer; with none running it cancels an edit."""
@@ -141,7 +165,8 @@ class ChatFlow:
         screen and on disk; the earlier ones stay a click away (◀ ▶)."""
         if not self._can_generate():
             return False
-        self.stop()  # an answer still streaming or ending ends now: its version is kept so
+        # an answer still streaming or ending ends now: its version is kept so
+        self.answering.stop()
         entries = self.view.transcript.entries
         last = entries[-1] if entries else None
         if not isinstance(last, AnswerView):
@@ -159,7 +184,7 @@ class ChatFlow:
         if isinstance(view, UserView):
             if self.showing_conversation or not self.versions.can_show(view, step):
                 return False
-            self.stop()
+            self.answering.stop()
             self.context.rewound(self.view.transcript.entries.index(view))
         if not self.versions.show(view, step):
             return False
@@ -206,7 +231,7 @@ class ChatFlow:
     def _resend(self, view: UserView, prompt: str) -> None:
         """Send an edited question: it becomes the question's next version, in place of it
         and all that followed, which stay a click away (◀ on the question)."""
-        self.stop()  # an answer still ending ends now: the branch keeps it as it ended
+        self.answering.stop()  # an answer still ending ends now: the branch keeps it as it ended
         versions, branches = self.versions.resent(view, prompt)
         index = self.view.transcript.entries.index(view)
         self._rewind_to(view)
@@ -239,7 +264,7 @@ class ChatFlow:
     def _rewind_to(self, view: UserView | AnswerView) -> None:
         """Take ``view`` and everything after it off the screen and out of the model's
         context (the saved conversation keeps them as versions: see the callers)."""
-        self.stop()
+        self.answering.stop()
         keep = self.view.transcript.entries.index(view)
         self.view.transcript.remove_from(view)
         self.context.rewound(keep)
@@ -275,7 +300,7 @@ class ChatFlow:
     def clear_chat(self) -> None:
         """Before another conversation: nothing running, nothing on screen, nothing of a saved
         conversation still on its way to the screen, nothing said about the previous one."""
-        self.stop()
+        self.answering.stop()
         if self.model_ready:  # "Done — 512 tokens" was about the chat that is going away
             self.view.status.say("app.ready_again", name=self.controller.backend.name)
         if self.saved is not None:
@@ -384,7 +409,7 @@ class ChatFlow:
 
     def model_unloading(self) -> None:
         """Another backend is about to replace the current one."""
-        self.stop()
+        self.answering.stop()
         self.model_ready = False
         self.model_failed = False
         self.view.model_banner.hide()
@@ -397,6 +422,10 @@ class ChatFlow:
         before is still in use (``kept``): then it answers on, and the banner says so. A load
         cancelled on purpose (another model was chosen) is one sentence in the status line,
         not an error."""
+        if event.cancelled and (self.controller.loading or self.controller.loaded):
+            return  # a load given up, and another begun since (Send connects again): its news
+        if event.cancelled and self.queued is not None and self._reconnect():
+            return  # Send came after Stop, before the load had ended: the question waits on
         message = cut(event.message)
         self.queued = None  # the box keeps it: Send (again) once a model is there to answer
         if self.answering.answer is None:
