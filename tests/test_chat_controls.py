@@ -24,6 +24,7 @@ from tests.conftest import pump_for, pump_until
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
+from tkchat.generate.factory import BackendOptions
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
@@ -1013,8 +1014,8 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
 
     real_make_backend = model_switch.make_backend
 
-    def make_backend(kind: str, **kwargs: object) -> object:
-        backend = real_make_backend(kind, **kwargs)
+    def make_backend(options: BackendOptions) -> object:
+        backend = real_make_backend(options)
         assert isinstance(backend, LlamaBackend)
         gated = GatedLlama(backend.model, n_ctx=backend.n_ctx, n_threads=backend.n_threads)
         made.append(gated)

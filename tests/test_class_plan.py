@@ -183,9 +183,10 @@ def test_every_command_of_the_plan_is_run_by_a_test() -> None:
 def test_the_window_opens_with_the_lessons_and_large_text(root: tk.Tk) -> None:
     """ "`tkchat --teach --projector` opens the window with the lesson panel and large text"
     (it opened without the panel); the bundled model, as the command gives it."""
-    from tkchat.cli.from_args import backend_from_args
+    from tkchat.cli.from_args import backend_options
     from tkchat.cli.window import _app_options
     from tkchat.generate.controller import GenerationController
+    from tkchat.generate.factory import make_backend
     from tkchat.store.settings import load_settings
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.settings.text_size import PROJECTOR_SIZE
@@ -193,7 +194,8 @@ def test_the_window_opens_with_the_lessons_and_large_text(root: tk.Tk) -> None:
 
     args = build_parser().parse_args(shlex.split("tkchat --teach --projector")[1:])
     settings, _warning = load_settings()
-    controller = GenerationController(backend_from_args(args, faults=True), EventChannel())
+    backend = make_backend(backend_options(args, faults=True))
+    controller = GenerationController(backend, EventChannel())
     app = ChatApp(root, controller, _app_options(args, settings, None))
     controller.load_async()
     pump_until(root, lambda: app.flow.model_ready, timeout=120, what="the bundled model")
@@ -281,10 +283,11 @@ def test_the_page_server_floods_fast_enough_for_the_broken_switches_to_freeze_it
     and then (170 and 296 ms in two rounds of four with both cores busy), and judged round by
     round against that round's fixed page, the reader switch failed once in three busy runs
     while its median was 554 ms against the fixed page's 0."""
-    from tkchat.cli.from_args import backend_from_args
+    from tkchat.cli.from_args import backend_options
+    from tkchat.generate.factory import make_backend
     from tkchat.generate.scripted import ScriptedBackend
 
-    backend = backend_from_args(build_parser().parse_args(shlex.split(PAGE_SERVER)[1:]))
+    backend = make_backend(backend_options(build_parser().parse_args(shlex.split(PAGE_SERVER)[1:])))
     assert isinstance(backend, ScriptedBackend) and PAGE_SERVER in load_lessons("en")[16].body
     page = open_page(serve(backend))
     page.fill("#max-tokens", "1000")  # as the plan says: the page asks for 512 otherwise

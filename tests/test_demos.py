@@ -32,7 +32,7 @@ from tkchat.course.claims import figures_path, load_figures, parse_claims, quote
 from tkchat.course.kept_run import kept_run_of
 from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.factory import make_backend
+from tkchat.generate.factory import LlamaOptions, make_backend
 from tkchat.lab.bench.lesson_demos import (
     DemoResult,
     DemoRun,
@@ -64,12 +64,8 @@ def window(display: None) -> Iterator[DemoWindow]:
     is loaded once); each demo starts a fresh chat, as its button does."""
     root = tk.Tk()
     KEEP_ALIVE.append(root)
-    controller = GenerationController(make_backend("llama"), EventChannel())
-    app = ChatApp(
-        root,
-        controller,
-        AppOptions(language="en", backend_factory=lambda kind: make_backend(kind)),
-    )
+    controller = GenerationController(make_backend(LlamaOptions()), EventChannel())
+    app = ChatApp(root, controller, AppOptions(language="en"))
     app.witness.force(True)  # as the bench does: a broken demo names its culprit
     controller.load_async()
     pump_until(root, lambda: app.flow.model_ready, timeout=120, what="the bundled model")

@@ -17,9 +17,10 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.cli import build_parser
-from tkchat.cli.from_args import backend_from_args, child_model_args
+from tkchat.cli.from_args import backend_options, child_model_args
 from tkchat.events import Offload
 from tkchat.generate import hardware as offload
+from tkchat.generate.factory import LlamaOptions
 from tkchat.generate.hardware import ALL_LAYERS, OffloadChoice, layers_to_offload
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.i18n import STRINGS
@@ -67,15 +68,15 @@ def test_the_command_line_option() -> None:
         parser.parse_args(["--gpu-layers", "-3"])
     given = parser.parse_args(["--gpu-layers", "5"])
     assert child_model_args(given)[-2:] == ["--gpu-layers", "5"]  # compare's windows too
-    backend = backend_from_args(given, gpu_layers=20)
-    assert isinstance(backend, LlamaBackend) and backend.gpu_layers == 5  # over Settings
+    options = backend_options(given, gpu_layers=20)
+    assert isinstance(options, LlamaOptions) and options.gpu_layers == 5  # over Settings
     not_given = parser.parse_args([])
     assert "--gpu-layers" not in child_model_args(not_given)
-    backend = backend_from_args(not_given, gpu_layers=20)
-    assert isinstance(backend, LlamaBackend) and backend.gpu_layers == 20  # Settings decide
+    options = backend_options(not_given, gpu_layers=20)
+    assert isinstance(options, LlamaOptions) and options.gpu_layers == 20  # Settings decide
     serve = parser.parse_args(["serve"])
-    backend = backend_from_args(serve)
-    assert isinstance(backend, LlamaBackend) and backend.gpu_layers is None  # automatic
+    options = backend_options(serve)
+    assert isinstance(options, LlamaOptions) and options.gpu_layers is None  # automatic
 
 
 def test_the_settings_field() -> None:

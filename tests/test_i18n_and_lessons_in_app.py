@@ -12,12 +12,14 @@ from tests.conftest import pump_for, pump_until
 from tkchat.conversation import Sampling
 from tkchat.course.lessons import load_lessons
 from tkchat.generate.backend import Backend
+from tkchat.generate.factory import BackendOptions, ScriptedOptions
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import MODES
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.health import REFRESH_MS
+from tkchat.ui.models import switch as model_switch
 
 pytestmark = pytest.mark.gui
 
@@ -97,14 +99,18 @@ def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_ap
 
 
 @pytest.mark.model
-def test_every_lesson_demo_sets_its_mode_backend_and_prompt(root: tk.Tk, make_app) -> None:
+def test_every_lesson_demo_sets_its_mode_backend_and_prompt(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
     made: list[str] = []
 
-    def factory(kind: str) -> Backend:
+    def factory(options: BackendOptions) -> Backend:
+        kind = "scripted" if isinstance(options, ScriptedOptions) else "llama"
         made.append(kind)
         return ScriptedBackend(rate=0) if kind == "scripted" else LlamaBackend()
 
-    app = make_app(ScriptedBackend(rate=0), backend_factory=factory)
+    monkeypatch.setattr(model_switch, "make_backend", factory)
+    app = make_app(ScriptedBackend(rate=0))
     app.teaching.toggle_lessons()
     panel = app.teaching.lesson_panel
     assert panel is not None

@@ -181,10 +181,10 @@ def test_a_crash_mid_answer_gives_one_clear_message_and_a_usable_window(
 def test_a_model_that_cannot_load_is_said_and_send_stays_off(
     make_window: Callable[..., ChatWindow], tmp_path: Any
 ) -> None:
-    from tkchat.generate.factory import make_backend
+    from tkchat.generate.factory import LlamaOptions, make_backend
 
     missing = tmp_path / "no-such-model.gguf"
-    window = make_window(make_backend("llama", model=str(missing)))
+    window = make_window(make_backend(LlamaOptions(str(missing))))
     assert not window.model_ready and window.last_error
     assert str(missing) in window.last_error
     assert window.status.text() == f"Error: {window.last_error}"

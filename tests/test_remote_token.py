@@ -16,7 +16,7 @@ import pytest
 
 from tests.test_remote_backend import generate, text_of
 from tkchat.cli import build_parser
-from tkchat.cli.from_args import child_model_args
+from tkchat.cli.from_args import backend_options, child_model_args
 from tkchat.conversation import Sampling
 from tkchat.events import Done
 from tkchat.generate.backend import BackendError
@@ -88,7 +88,7 @@ def test_server_token_on_the_command_line_reaches_the_backend(
 ) -> None:
     url, token = remote_server
     args = build_parser().parse_args(["--server", url, "--server-token", token])
-    backend = make_backend(args.backend, server=args.server, server_token=args.server_token)
+    backend = make_backend(backend_options(args, remote=True))
     backend.load()
     assert isinstance(backend, RemoteBackend) and backend.protocol == "tkchat"
     # a compare window opened from this one gets the same server and token

@@ -301,7 +301,7 @@ def check_window() -> None:
     import tkinter as tk
 
     from tkchat.generate.controller import GenerationController
-    from tkchat.generate.factory import make_backend
+    from tkchat.generate.factory import ScriptedOptions, make_backend
     from tkchat.lab.display import ensure_display
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import AppOptions, ChatApp
@@ -309,7 +309,7 @@ def check_window() -> None:
     ensure_display()
     root = tk.Tk(className="tkchat")
     controller = GenerationController(
-        make_backend("scripted", rate=2000, tokens=60), EventChannel()
+        make_backend(ScriptedOptions(rate=2000, tokens=60)), EventChannel()
     )
     options = AppOptions(language="en", show_lessons=True, history=False, persist_settings=False)
     app = ChatApp(root, controller, options)
@@ -348,11 +348,11 @@ def check_model() -> None:
     from tkchat.conversation import Message, Sampling
     from tkchat.generate.backend import GenerationRequest
     from tkchat.generate.controller import GenerationController
-    from tkchat.generate.factory import make_backend
+    from tkchat.generate.factory import LlamaOptions, make_backend
     from tkchat.lab.bench.figures import run_alone
     from tkchat.transport.channel import EventChannel
 
-    backend = make_backend("llama")
+    backend = make_backend(LlamaOptions())
     backend.load()
     request = GenerationRequest((Message("user", "Say hello."),), Sampling(max_tokens=8, seed=1))
     stats = run_alone(GenerationController(backend, EventChannel()), request)

@@ -10,14 +10,11 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from tkchat.conversation import Sampling
+from tkchat.generate.factory import BackendOptions, LlamaOptions, RemoteOptions, ScriptedOptions
 from tkchat.modes import is_outside_mode
 from tkchat.transport.chaos import Chaos
-
-if TYPE_CHECKING:  # for the annotations only
-    from tkchat.generate.backend import Backend
 
 SCRIPTED_RATE = 50.0  # tokens per second of the scripted backend when --rate is not given
 
@@ -27,7 +24,7 @@ def rate_or(args: argparse.Namespace, default: float) -> float:
     return default if args.rate is None else float(args.rate)
 
 
-def backend_from_args(
+def backend_options(
     args: argparse.Namespace,
     *,
     faults: bool = False,
@@ -35,26 +32,27 @@ def backend_from_args(
     model: str | None = None,
     context_for: Callable[[str], int | None] | None = None,
     gpu_layers: int | None = None,
-) -> Backend:
-    """The backend the model options ask for. ``faults``: the command's window has the
-    scripted faults (``--fail-at``, ``--split-utf8``); ``remote``: it streams from
-    ``--server`` when one is given. Both are off elsewhere, where these options, given before
-    the command's name, are not the command's. ``model``: the window's choice instead of
-    ``--model`` (None: ``--model``); ``context_for``: the contexts chosen in Settings;
-    ``gpu_layers``: the Settings' offload, used when ``--gpu-layers`` is not given."""
-    from tkchat.generate.factory import make_backend
-
-    return make_backend(
-        args.backend,
-        model=model or args.model,
-        rate=rate_or(args, SCRIPTED_RATE),
-        tokens=args.tokens,
-        fail_at=args.fail_at if faults else None,
-        split_utf8=args.split_utf8 if faults else False,
-        prompt_rate=args.prompt_rate,
-        echo=args.echo,
-        server=args.server if remote else None,
-        server_token=args.server_token if remote else None,
+) -> BackendOptions:
+    """The backend the model options ask for (:func:`~tkchat.generate.factory.make_backend`
+    makes it). ``faults``: the command's window has the scripted faults (``--fail-at``,
+    ``--split-utf8``); ``remote``: it streams from ``--server`` when one is given. Both are
+    off elsewhere, where these options, given before the command's name, are not the
+    command's. ``model``: the window's choice instead of ``--model`` (None: ``--model``);
+    ``context_for``: the contexts chosen in Settings; ``gpu_layers``: the Settings' offload,
+    used when ``--gpu-layers`` is not given."""
+    if remote and args.server:
+        return RemoteOptions(args.server, token=args.server_token)
+    if args.backend == "scripted":
+        return ScriptedOptions(
+            rate=rate_or(args, SCRIPTED_RATE),
+            tokens=args.tokens,
+            prompt_rate=args.prompt_rate,
+            echo=args.echo,
+            fail_at=args.fail_at if faults else None,
+            split_utf8=args.split_utf8 if faults else False,
+        )
+    return LlamaOptions(
+        model or args.model,
         n_ctx=args.n_ctx,
         context_for=context_for,
         gpu_layers=gpu_choice(args, gpu_layers),

@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tkchat.cli.from_args import backend_from_args, has_extra
+from tkchat.cli.from_args import backend_options, has_extra
 from tkchat.cli.options import Subcommands, add_server_option, model_options
+from tkchat.generate.factory import make_backend
 
 NAME = "serve"
 
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    backend = backend_from_args(args, remote=True)
+    backend = make_backend(backend_options(args, remote=True))
     server_type = ChatServer
     if args.broken:
         from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer

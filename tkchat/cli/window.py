@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tkchat import __version__
 from tkchat.cli.from_args import (
     SCRIPTED_RATE,
-    backend_from_args,
+    backend_options,
     chaos_from_args,
     child_model_args,
     gpu_choice,
@@ -23,6 +23,7 @@ from tkchat.cli.from_args import (
     sampling_from_args,
 )
 from tkchat.cli.options import TOOLKITS, add_server_option, model_options, window_options
+from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
 from tkchat.generate.model_file import ENV_VAR
 
 if TYPE_CHECKING:  # for the annotations only: the window's modules load when it runs
@@ -94,7 +95,7 @@ def run_qt(args: argparse.Namespace) -> int:
     from tkchat.qt.launch import QtOptions, run_qt_app
 
     return run_qt_app(
-        backend_from_args(args, faults=True, remote=True),
+        make_backend(backend_options(args, faults=True, remote=True)),
         QtOptions(
             mode=args.mode,
             sampling=sampling_from_args(args),
@@ -120,14 +121,16 @@ def run_app(args: argparse.Namespace) -> int:
         return 2
     settings, settings_warning = (AppSettings(), None) if args.no_history else load_settings()
     model = window_model(args.model, settings.recent_models, os.environ)
-    backend = backend_from_args(
-        args,
-        faults=True,
-        remote=True,
-        model=model,
-        # the context chosen in Settings for this model file (--n-ctx wins over it)
-        context_for=settings.model_contexts.get,
-        gpu_layers=settings.gpu_layers,  # (--gpu-layers wins over it)
+    backend = make_backend(
+        backend_options(
+            args,
+            faults=True,
+            remote=True,
+            model=model,
+            # the context chosen in Settings for this model file (--n-ctx wins over it)
+            context_for=settings.model_contexts.get,
+            gpu_layers=settings.gpu_layers,  # (--gpu-layers wins over it)
+        )
     )
     controller = GenerationController(backend, EventChannel())
     app = ChatApp(root, controller, _app_options(args, settings, model))
@@ -144,28 +147,18 @@ def run_app(args: argparse.Namespace) -> int:
 def _app_options(args: argparse.Namespace, settings: AppSettings, model: str | None) -> AppOptions:
     """The chat window's options: the command line's over the settings kept."""
     from tkchat.course.compare import compare_command
-    from tkchat.generate.backend import Backend
-    from tkchat.generate.factory import make_backend
     from tkchat.ui.window.chat_window import AppOptions
 
     model_args = child_model_args(args)
-
-    def backend_for(kind: str) -> Backend:
-        """A lesson's demo asks for a backend: the same model file, or the scripted one."""
-        return make_backend(
-            kind,
-            model=model,
-            rate=rate_or(args, SCRIPTED_RATE),
-            gpu_layers=gpu_choice(args, settings.gpu_layers),
-        )
-
     return AppOptions(
         sampling=sampling_from_args(args, settings.sampling),
         mode=args.mode,
         autosend=args.prompt,
         compare_command=lambda broken: compare_command(broken, model_args),
         language=args.lang,
-        backend_factory=backend_for,
+        # a lesson's demo switches to the same model file, or to the scripted backend
+        demo_llama=LlamaOptions(model, gpu_layers=gpu_choice(args, settings.gpu_layers)),
+        demo_scripted=ScriptedOptions(rate=rate_or(args, SCRIPTED_RATE)),
         # a class: the teaching controls on a projector open the lessons (the class plan)
         show_lessons=args.lessons or (args.teach and args.projector),
         history=not args.no_history,

@@ -37,7 +37,7 @@ from tkchat.conversation import Message, Sampling
 from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.factory import make_backend
+from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.lab.bench.figures import (
     FLOOD_LAG_P99_MS,
@@ -120,7 +120,8 @@ class Bench:
     def run(self) -> list[RunFigures]:
         ensure_display()
         opts = self.options
-        backend = make_backend(opts.backend, model=opts.model, rate=opts.rate, tokens=opts.tokens)
+        scripted = ScriptedOptions(rate=opts.rate, tokens=opts.tokens)
+        backend = make_backend(scripted if opts.backend == "scripted" else LlamaOptions(opts.model))
         root = tk.Tk()
         controller = GenerationController(backend, EventChannel())
         # Conversations are saved during the whole run, as in the app, so every figure includes

@@ -414,15 +414,15 @@ def run_lesson_bench(
 
     from tkchat.course.lessons import load_lessons
     from tkchat.generate.controller import GenerationController
-    from tkchat.generate.factory import make_backend
+    from tkchat.generate.factory import LlamaOptions, make_backend
     from tkchat.lab.bench.script import ScriptRunner
     from tkchat.lab.display import ensure_display
     from tkchat.ui.window.chat_window import AppOptions
 
     ensure_display()
     root = tk.Tk()
-    controller = GenerationController(make_backend("llama"), EventChannel())
-    app = ChatApp(root, controller, AppOptions(language="en", backend_factory=make_backend))
+    controller = GenerationController(make_backend(LlamaOptions()), EventChannel())
+    app = ChatApp(root, controller, AppOptions(language="en"))
     app.witness.force(True)  # a broken demo must name its culprit, whatever the view shows
     controller.load_async()
     wanted = tuple(only)

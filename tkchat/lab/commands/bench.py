@@ -8,8 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tkchat.cli.from_args import backend_from_args, has_extra, rate_or, usable
+from tkchat.cli.from_args import backend_options, has_extra, rate_or, usable
 from tkchat.cli.options import Subcommands, model_options
+from tkchat.generate.factory import make_backend
 from tkchat.modes import MODES, OUTSIDE_FORM, is_outside_mode
 
 NAME = "bench"
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     if args.serve_loop:
         from tkchat.lab.bench.server_loop import run_server_loop_bench
 
-        backend = backend_from_args(args)
+        backend = make_backend(backend_options(args))
         return run_server_loop_bench(backend, max_tokens=args.tokens or 64, json_out=args.json)
     return _bench_modes(args)
 

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 from tkchat.cli.from_args import (
     SCRIPTED_RATE,
-    backend_from_args,
+    backend_options,
     rate_or,
     sampling_from_args,
     usable,
 )
 from tkchat.cli.options import Subcommands, model_options, window_options
 from tkchat.cli.window import open_root
+from tkchat.generate.factory import make_backend
 from tkchat.i18n import LANGUAGES
 
 if TYPE_CHECKING:  # for the annotations only: the window's modules load when a command runs
@@ -88,7 +89,7 @@ def _record(args: argparse.Namespace, recording: Recording) -> int:
     root = open_root("tkchat record")
     if root is None:
         return 2
-    backend = backend_from_args(args, faults=True)
+    backend = make_backend(backend_options(args, faults=True))
     options = recording_window_options(args, args.mode)
     app, recorder = open_record_window(root, backend, options, recording, args.file)
     if args.geometry:

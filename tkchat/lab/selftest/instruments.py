@@ -31,7 +31,7 @@ from tkchat.generate.backend import (
     TokenStream,
     WrappedBackend,
 )
-from tkchat.generate.factory import make_backend
+from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, Reporter
@@ -220,7 +220,10 @@ def selftest_backend(
     """The backend every window's self-test asks (wrapped so question 2 can kill it), and
     the sampling of its answers. ``tokens``: the answers' length limit (a flood)."""
     # scripted: the answer is ``tokens`` long (the text repeated: a flood), and no longer
-    inner = make_backend(backend_kind, model=model, rate=rate, tokens=tokens)
+    scripted = backend_kind == "scripted"
+    inner = make_backend(
+        ScriptedOptions(rate=rate, tokens=tokens) if scripted else LlamaOptions(model)
+    )
     sampling = Sampling(max_tokens=tokens or 400, seed=7)  # about 3 s with the bundled model
     if isinstance(inner, ScriptedBackend):
         inner.text = long_answer(SCRIPTED_CHARS)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from tkchat.events import ModelFailed
 from tkchat.generate.backend import Backend
-from tkchat.generate.factory import make_backend
+from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import ScriptedBackend, long_answer
@@ -32,15 +32,16 @@ DEMO_ANSWER_CHARS = 4_000  # long enough for a freeze to be seen and felt, the s
 class ModelSwitch:
     """The window's backends by kind ("llama", "scripted"), and the Model menu's commands.
 
-    ``make(kind)`` builds a backend a lesson asks for (None: the usual ones,
-    :func:`~tkchat.generate.factory.make_backend`); ``on_unloading()`` is called before the
-    current backend is replaced (the window stops the answer and waits for ``ModelReady``)."""
+    ``demo_llama``, ``demo_scripted``: the backends a lesson asks for, made the first time;
+    ``on_unloading()`` is called before the current backend is replaced (the window stops
+    the answer and waits for ``ModelReady``)."""
 
     def __init__(
         self,
         services: Services,
         *,
-        make: Callable[[str], Backend] | None = None,
+        demo_llama: LlamaOptions,
+        demo_scripted: ScriptedOptions,
         on_unloading: Callable[[], None],
         on_dialog_closed: Callable[[], None] = lambda: None,
     ) -> None:
@@ -49,7 +50,8 @@ class ModelSwitch:
         self.status = services.status
         self.controller = controller = services.controller
         self.remembered = services.remembered
-        self.make = make or make_backend
+        self.demo_llama = demo_llama
+        self.demo_scripted = demo_scripted
         self.on_unloading = on_unloading
         self.on_dialog_closed = on_dialog_closed
         self.backends: dict[str, Backend] = {kind_of(controller.backend): controller.backend}
@@ -91,11 +93,12 @@ class ModelSwitch:
         chosen = path if path is not None else bundled_model_path()
         old = self.backends.get("llama")
         backend = self.backends["llama"] = make_backend(
-            "llama",
-            model=path,
-            context_for=self._chosen_context,
-            gpu_layers=self.remembered.current.gpu_layers,
-            label=label,
+            LlamaOptions(
+                path,
+                context_for=self._chosen_context,
+                gpu_layers=self.remembered.current.gpu_layers,
+                label=label,
+            )
         )
         self.pending = (backend, str(chosen), True) if chosen is not None else None
         current = self.controller.backend
@@ -155,7 +158,8 @@ class ModelSwitch:
         self._sync()
         backend = self.backends.get(kind)
         if backend is None:
-            backend = self.backends[kind] = self.make(kind)
+            demo = self.demo_scripted if kind == "scripted" else self.demo_llama
+            backend = self.backends[kind] = make_backend(demo)
         if isinstance(backend, ScriptedBackend):
             backend.text = long_answer(DEMO_ANSWER_CHARS, language)
             backend.tokens = tokens

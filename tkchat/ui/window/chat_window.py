@@ -190,7 +190,8 @@ class ChatApp(ChatLayout):
         )
         self.models = ModelSwitch(
             self.services,
-            make=options.backend_factory,
+            demo_llama=options.demo_llama,
+            demo_scripted=options.demo_scripted,
             on_unloading=lambda: self.flow.model_unloading(),
             on_dialog_closed=self.typing.soon,
         )

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tkchat.conversation import Sampling
-from tkchat.generate.backend import Backend
+from tkchat.generate.factory import LlamaOptions, ScriptedOptions
 from tkchat.modes import FIXED
 from tkchat.stats import LagSample
 from tkchat.store.settings import AppSettings
@@ -24,7 +24,8 @@ class AppOptions:
     :mod:`tkchat.modes`. ``compare_command(broken_mode)`` gives the command line of
     ``tkchat compare`` (None: no Compare button). ``autosend`` is sent once the model is
     ready (``--prompt``). ``language``: "en" or "zh" (default: remembered, else the system's).
-    ``backend_factory(kind)`` makes the "llama" or "scripted" backend a lesson's demo asks for.
+    ``demo_llama``, ``demo_scripted``: the backends a lesson's demo switches to (made once,
+    when one first asks; a window started on a model keeps that one).
     ``history``: keep conversations in the user's data folder and reopen the latest.
     ``app_settings``: what was remembered (``settings.json``); with ``persist_settings``
     every change is written back. ``projector``: start in projector mode (large text).
@@ -41,7 +42,8 @@ class AppOptions:
     compare_command: Callable[[str], list[str]] | None = None
     autosend: str | None = None
     language: str | None = None
-    backend_factory: Callable[[str], Backend] | None = None
+    demo_llama: LlamaOptions = LlamaOptions()
+    demo_scripted: ScriptedOptions = ScriptedOptions()
     show_lessons: bool = False
     history: bool = False
     app_settings: AppSettings | None = None
