@@ -237,8 +237,8 @@ def _listed(text: str) -> list[str]:
 
 def _bench_modes(args: argparse.Namespace) -> int:
     """The measurement of the modes, beside the idle and raw baselines."""
-    from tkchat.lab.bench.bench import run_bench
     from tkchat.lab.bench.figures import BenchOptions
+    from tkchat.lab.bench.run import run_bench
 
     modes = MODES if args.modes == "all" else tuple(m.strip() for m in args.modes.split(","))
     unknown = [m for m in modes if m not in MODES and not is_outside_mode(m)]

@@ -35,6 +35,7 @@ from tkchat.conversation import Sampling
 from tkchat.lab.bench.figures import (
     LONG_CHAT_LAG_MAX_MS,
     BenchOptions,
+    Check,
     RunFigures,
     lag_figures,
 )
@@ -214,15 +215,15 @@ def _ratio(value: float | None, baseline: float | None) -> float | None:
     return rounded(value / baseline, 2)
 
 
-def long_chat_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
+def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
     """No long task and lag max within budget at every length; the growth, as the longest
     chat's worst frame and main-thread CPU against the empty chat's."""
     rows = [r for r in runs if r.mode.startswith("chat-") and r.lag_max_ms is not None]
-    out: list[tuple[str, bool, str]] = []
+    out: list[Check] = []
     for row in rows:
         phases = ", ".join(f"{name} {row.extra.get(f'{name}_lag_max_ms')}" for name in PHASES)
         out.append(
-            (
+            Check(
                 f"{row.extra['messages']:,} messages: no long task, lag max <= "
                 f"{LONG_CHAT_LAG_MAX_MS:g} ms",
                 row.long_tasks == 0 and (row.lag_max_ms or 0.0) <= LONG_CHAT_LAG_MAX_MS,
@@ -241,7 +242,7 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
         cpu = _ratio(longest.extra["cpu_s"], tenth.extra["cpu_s"])
         lag = _ratio(longest.lag_max_ms, tenth.lag_max_ms)
         out.append(
-            (
+            Check(
                 f"growth: {longest.extra['messages']:,} messages against "
                 f"{tenth.extra['messages']:,}: main-thread CPU <= {GROWTH_CPU_MAX:g} x, "
                 f"lag max <= {GROWTH_LAG_MAX:g} x",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from tkchat.generate.scripted import long_answer
-from tkchat.lab.bench.figures import RunFigures, lag_figures
+from tkchat.lab.bench.figures import Check, RunFigures, lag_figures
 from tkchat.lab.bench.script import Script
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import rounded
@@ -128,14 +128,14 @@ def history_open(app: ChatApp, runs: list[RunFigures]) -> Script:
     )
 
 
-def saved_verdicts(by: dict[str, RunFigures]) -> list[tuple[str, bool, str]]:
+def saved_verdicts(by: dict[str, RunFigures]) -> list[Check]:
     """The targets of these two runs: no long task (and the history's lag p99 within a
     frame)."""
-    out: list[tuple[str, bool, str]] = []
+    out: list[Check] = []
     history = by.get("history")
     if history is not None and history.lag_p99_ms is not None:
         out.append(
-            (
+            Check(
                 "200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms",
                 history.long_tasks == 0 and history.lag_p99_ms <= 16,
                 f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
@@ -145,7 +145,7 @@ def saved_verdicts(by: dict[str, RunFigures]) -> list[tuple[str, bool, str]]:
     render = by.get("render")
     if render is not None and render.lag_max_ms is not None:
         out.append(
-            (
+            Check(
                 "final render of 11k chars: no long task",
                 render.long_tasks == 0,
                 f"slice max {render.render_slice_max_ms} ms, lag max "
