@@ -24,7 +24,7 @@ The benchmark drives the window from a *script*: a generator that yields what to
 loop stays free while the benchmark waits — the bench must not be the thing that freezes it.
 :class:`Bench` measures with four public scripts (:meth:`Bench.idle`, :meth:`Bench.raw_once`,
 :meth:`Bench.stream_once`, :meth:`Bench.cancels`): the scenarios use them through the
-:class:`~tkchat.lab.bench.runs.BenchRuns` Protocol, never this module. Main thread only.
+:class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` Protocol, never this module. Main thread only.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _gone(worker: GenerationWorker) -> Callable[[], bool]:
 class Bench:
     """One run of the bench: the window, its script, the rows it measured (``runs``), each
     streamed answer's record (``recorded``: culprits, trace) and lag timeline (``timelines``).
-    Satisfies :class:`~tkchat.lab.bench.runs.BenchRuns` (mypy checks it where
+    Satisfies :class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` (mypy checks it where
     :func:`~tkchat.lab.bench.scenarios.scenarios` is given one)."""
 
     def __init__(self, options: BenchOptions) -> None:

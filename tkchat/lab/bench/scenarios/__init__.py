@@ -4,13 +4,14 @@ the final render of a long answer and a saved conversation opened and scrolled
 a chat's second turn (``--turn2``, :mod:`.turn2`) and a machine with every core busy
 (``--busy``, :mod:`.busy`). Each is a script the bench's runner drives
 (tkchat/lab/bench/script.py), driving the bench through
-:class:`~tkchat.lab.bench.runs.BenchRuns` (never the bench's module, which imports this one)."""
+:class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` (never the bench's module, which imports
+this one)."""
 
 from __future__ import annotations
 
 from tkchat.lab.bench.figures import Check, RunFigures
-from tkchat.lab.bench.runs import BenchRuns
 from tkchat.lab.bench.scenarios.busy import busy_scenario, busy_verdicts
+from tkchat.lab.bench.scenarios.runs import BenchRuns
 from tkchat.lab.bench.scenarios.turn2 import turn_two_scenario, turn_two_verdicts
 from tkchat.lab.bench.script import Script
 

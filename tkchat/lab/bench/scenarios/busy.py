@@ -24,7 +24,7 @@ import sys
 from typing import Any
 
 from tkchat.lab.bench.figures import Check, RunFigures, StreamResult, lag_p99_bound, stream_figures
-from tkchat.lab.bench.runs import BenchRuns
+from tkchat.lab.bench.scenarios.runs import BenchRuns
 from tkchat.lab.bench.script import Script
 from tkchat.modes import FIXED
 from tkchat.stats import median, rounded

@@ -27,7 +27,7 @@ from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import long_answer
 from tkchat.lab.bench.figures import Check, RunFigures
 from tkchat.lab.bench.prompt_bench import _answered
-from tkchat.lab.bench.runs import BenchRuns
+from tkchat.lab.bench.scenarios.runs import BenchRuns
 from tkchat.lab.bench.script import Script
 from tkchat.stats import median, rounded
 from tkchat.threads import lower_this_thread, own_thread
