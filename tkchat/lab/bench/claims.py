@@ -133,6 +133,7 @@ class ClaimBook:
 
 # -- the table -------------------------------------------------------------------------------
 
+FIGURE_WIDTH = 32  # a figure without a number of its own is cut to this (the JSON has all)
 HEADERS = ("claim", "figure", "baseline", "ratio", "target", "1", "2", "3", "outcome")
 
 
@@ -148,6 +149,8 @@ def row(claim: Claim) -> tuple[str, ...]:
     its value), their ratio, the target, each attempt's verdict and the outcome."""
     check = claim.check
     figure = _number(check.value, check.unit) if check.value is not None else check.figure
+    if len(figure) > FIGURE_WIDTH:
+        figure = figure[: FIGURE_WIDTH - 1] + "…"
     baseline = "-"
     if check.baseline is not None:
         baseline = f"{check.baseline_of} {_number(check.baseline, check.unit)}".strip()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tkchat.course.claims import Figures, Verdict, figures_path
+from tkchat.course.claims import Figures, Verdict, figures_path, quoted_figures
 from tkchat.course.kept_run import KeptRun, keep, now_run, too_busy
 from tkchat.course.lessons import Lesson, default_language, lessons_dir
 from tkchat.i18n.lesson_panel import STRINGS
@@ -399,6 +399,10 @@ def claim_checks(result: DemoResult) -> list[Check]:
                 verdict.judged,
             )
         )
+    quoted = sorted(quoted_figures(lesson.expect + lesson.body))
+    missing = [metric for metric in quoted if figures.get(metric) is None]
+    figure = f"missing: {', '.join(missing)}" if missing else f"{len(quoted)} figures"
+    checks.append(Check("every figure it quotes is measured", not missing, figure))
     if lesson.mode in BROKEN_MODES and figures.get("long_tasks"):
         wanted = PIPELINES[lesson.mode].rpartition(":")[2]
         held = result.run.culprit.held_by if result.run.culprit is not None else "nothing"

@@ -220,6 +220,7 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
     chat's worst frame and main-thread CPU against the empty chat's."""
     rows = [r for r in runs if r.mode.startswith("chat-") and r.lag_max_ms is not None]
     out: list[Check] = []
+    empty = next((r.lag_max_ms for r in rows if not r.extra["messages"]), None)
     for row in rows:
         phases = ", ".join(f"{name} {row.extra.get(f'{name}_lag_max_ms')}" for name in PHASES)
         out.append(
@@ -229,6 +230,11 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
                 row.long_tasks == 0 and (row.lag_max_ms or 0.0) <= LONG_CHAT_LAG_MAX_MS,
                 f"{row.long_tasks} long tasks, lag max {row.lag_max_ms:.1f} ms ({phases}); "
                 f"the costliest callback: {row.extra.get('callback_cpu_max_ms')} ms of CPU",
+                row.lag_max_ms,
+                empty if row.extra["messages"] else None,
+                "empty chat lag max",
+                f"<= {LONG_CHAT_LAG_MAX_MS:g} ms (so no long task)",
+                "ms",
             )
         )
     sized = [r for r in rows if r.extra["messages"]]
@@ -253,6 +259,11 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
                 f"CPU {cpu} x, lag max {lag} x "
                 f"(against the empty chat: {longest.extra.get('cpu_x')} x, "
                 f"{longest.extra.get('lag_max_x')} x)",
+                longest.extra["cpu_s"],
+                tenth.extra["cpu_s"],
+                f"{tenth.extra['messages']:,} messages' CPU",
+                f"<= {GROWTH_CPU_MAX:g} x (and lag max <= {GROWTH_LAG_MAX:g} x)",
+                "s",
             )
         )
     return out
