@@ -53,6 +53,7 @@ from tkchat.lab.bench.lesson_demos import (
     same_setup,
 )
 from tkchat.lab.bench.scenarios.busy import busy_verdicts
+from tkchat.lab.bench.server_loop import ServerLoopFigures, server_loop_verdicts
 from tkchat.lab.bench.verdicts import verdicts
 
 QUIET = Machine(0.02, 2, 30.0)
@@ -150,6 +151,19 @@ def test_busy_rows_are_held_to_the_idle_window_under_the_same_hogs() -> None:
     assert ok and "1.88 x 4.00 ms of busy idle, 7.50 x 1.00 ms of quiet idle" in figure
     assert "bound 8.00 ms" in figure
     assert checks["busy: fixed tokens/s >= 0.9 x busy raw"][0]  # 0.925 x
+
+
+def test_the_broken_server_is_held_to_its_answer_and_to_the_fixed_server() -> None:
+    def server(name: str, answer_s: float, lag: float, health: float) -> ServerLoopFigures:
+        return ServerLoopFigures(name, answer_s, 80, lag, lag, health, 3.0, 10)
+
+    fixed = server("fixed", 0.8, 50.0, 60.0)
+    checks = server_loop_verdicts(fixed, server("broken", 0.8, 790.0, 770.0))
+    assert all(c.ok for c in checks), checks
+    assert [round(c.ratio or 0, 2) for c in checks] == [0.99, 15.8, 12.83]
+    # a loop that stalled for a third of the answer, or only 5 x the fixed one's wait
+    checks = server_loop_verdicts(fixed, server("broken", 0.8, 260.0, 290.0))
+    assert [c.ok for c in checks] == [False, False, False]
 
 
 def test_a_scripted_flood_gives_broken_modes_a_short_answer() -> None:
@@ -472,3 +486,11 @@ def test_the_scenarios_see_the_bench_only_through_their_protocol() -> None:
     code = "import sys, tkchat.lab.bench.scenarios; print('tkchat.lab.bench.bench' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_ci_judges_the_claims_after_the_tests() -> None:
+    """.ci/run runs the claims step after the README's test command (which ends with
+    pytest), on its own line, so that its exit status fails the run."""
+    lines = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().splitlines()
+    tests = next(i for i, line in enumerate(lines) if line.endswith("&& python -m pytest"))
+    assert lines.index("tkchat bench --claims") > tests

@@ -13,7 +13,9 @@ The runs (:data:`RUNS`), each an ordinary ``tkchat bench`` in a process of its o
 - ``flood``: the scripted backend at 5,000 tokens/s (lag, long tasks, memory), and
   no-coalesce's freeze at that pace, blamed on its function (the lessons show the other
   three broken modes');
-- ``long chat``: chats of 100 and 1,000 messages against an empty one.
+- ``long chat``: chats of 100 and 1,000 messages against an empty one;
+- ``serve loop``: ``tkchat serve`` and ``tkchat serve --broken`` streaming one answer each,
+  the broken server's event loop stalled for it (lesson 16), the fixed one's not.
 
 Main thread; the runs are child processes, which the machine's accounting tells apart from
 other programs (:func:`measure_machine`).
@@ -66,6 +68,9 @@ RUNS = (
         + ("--repeats", "1", "--cancels", "0", "--idle-seconds", "2"),
     ),
     ClaimRun("long chat", ("--backend", "scripted", "--long-chat", "100,1000")),
+    ClaimRun(
+        "serve loop", ("--serve-loop", "--backend", "scripted", "--rate", "100", "--tokens", "80")
+    ),
 )
 
 
