@@ -51,11 +51,13 @@ from tkchat.lab.bench.lesson_demos import (
     demo_groups,
     judge,
     same_setup,
+    write_results,
 )
 from tkchat.lab.bench.scenarios.busy import busy_verdicts
 from tkchat.lab.bench.server_loop import ServerLoopFigures, server_loop_verdicts
 from tkchat.lab.bench.verdicts import verdicts
 
+LANGS = ("en", "zh")
 QUIET = Machine(0.02, 2, 30.0)
 LOADED = Machine(BUSY_SHARE + 0.3, 2, 30.0)
 UNKNOWN = Machine(None, 2, 30.0)
@@ -407,6 +409,21 @@ def test_a_lesson_s_verdicts_carry_their_baselines_and_its_culprit() -> None:
     every = {metric: 1.0 for metric in quoted}
     complete = claim_checks(judge(lesson, DemoRun(lesson, every, baselines)))
     assert next(c for c in complete if c.name == "every figure it quotes is measured").ok
+
+
+def test_the_lessons_verdicts_are_written_as_the_claims_step_reads_them(tmp_path: Path) -> None:
+    """``tkchat bench --lessons --json``: each lesson's checks, read back as one claim per
+    demo run and claim (both languages of lesson 03 judged on one run)."""
+    en, zh = (next(x for x in load_lessons(lang) if x.id.startswith("03")) for lang in LANGS)
+    figures = {"own_long_tasks": 1.0, "lag_max_ms": 900.0, "answer_ms": 1000.0}
+    run = DemoRun(en, figures, {"idle": {"lag_p99_ms": 0.5}})
+    path = tmp_path / "lessons.json"
+    write_results(path, [judge(en, run), judge(zh, run)], {"before": {"lag_p99_ms": 0.5}})
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    assert payload["idle"] == {"before": {"lag_p99_ms": 0.5}}
+    checks = {c.name: c for c in lesson_checks(payload)}
+    freeze = checks[f"{en.id} (en, zh): lag_max_ms >= 0.8 x answer_ms"]
+    assert freeze.ok and freeze.baseline == 1000.0 and freeze.unit == "ms"
 
 
 # -- one short scripted run: every figure, the JSON, the trace, the report --------------------

@@ -86,19 +86,17 @@ def lesson_checks(payload: dict[str, Any]) -> list[Check]:
     """The checks ``tkchat bench --lessons --json`` wrote, named after their lessons. The
     same claim of a lesson in both languages, judged on one run, is one claim (lesson 10's
     are two: its demos differ by language)."""
-    checks: dict[str, Check] = {}
-    languages: dict[str, list[str]] = {}
+    checks: dict[tuple[str, str, str], Check] = {}  # by lesson, the run, the claim
+    languages: dict[tuple[str, str, str], list[str]] = {}
     for entry in payload.get("lessons", []):
         for target in entry.get("targets", []):
-            key = f"{entry['lesson']} [{entry['ran_as']}] {target['target']}"
+            key = (entry["lesson"], entry["ran_as"], target["target"])
             checks.setdefault(key, Check.from_json(target))
             languages.setdefault(key, []).append(entry["language"])
-    out = []
-    for key, check in checks.items():
-        lesson = key.split(" [", 1)[0]
-        name = f"{lesson} ({', '.join(languages[key])}): {check.name}"
-        out.append(check._replace(name=name))
-    return out
+    return [
+        check._replace(name=f"{key[0]} ({', '.join(languages[key])}): {check.name}")
+        for key, check in checks.items()
+    ]
 
 
 def read_attempt(run: ClaimRun, json_path: Path, code: int | str, log: str) -> list[Check]:
