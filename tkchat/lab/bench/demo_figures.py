@@ -31,7 +31,6 @@ IDLE_S = 1.0  # the idle baseline before each demo: the window open, nothing str
 SETTLE_S = 0.3  # after an answer: late timers of a frozen window fire, the render finishes
 CANCELS = 5  # Stops at random points, for the cancellation lesson
 Baselines = dict[str, dict[str, float | None]]
-Figures = dict[str, float | None]
 
 
 def measure_idle(app: ChatApp, baselines: Baselines, *, seconds: float = IDLE_S) -> Script:
