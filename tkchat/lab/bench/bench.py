@@ -10,28 +10,31 @@ Modes (each one object in the JSON ``runs`` list):
   latency. ``streaming_slices`` and ``streaming_slice_max_ms`` give what rendering cost
   while the answer streamed; ``long_task_culprits``, who held the loop in each long task
   (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off.
-- with ``--prompt-tokens N``, a long prompt too: the rows of :mod:`tkchat.lab.bench.prompt_bench`.
+- each broken mode asked for, on the same prompt (a scripted flood's answer cut short:
+  :meth:`BenchOptions.broken_sampling`);
+- then the scenarios (tkchat/lab/bench/scenarios/): the final render of a long answer, a
+  saved chat opened, and what the options ask for (``--prompt-tokens``, ``--turn2``,
+  ``--busy``); or, with ``--long-chat``, a long chat instead of the modes.
 
 Everything is timed with ``perf_counter`` on the main thread; targets are ratios against the
-baselines of the same run, because these machines are noisy.
+baselines of the same run (tkchat/lab/bench/verdicts.py), because these machines are noisy.
 
 The benchmark drives the window from a *script*: a generator that yields what to wait for
 (a number of seconds or a condition). A poller re-arms ``after`` to resume it, so the main
 loop stays free while the benchmark waits — the bench must not be the thing that freezes it.
+:class:`Bench` measures with four public scripts (:meth:`Bench.idle`, :meth:`Bench.raw_once`,
+:meth:`Bench.stream_once`, :meth:`Bench.cancels`): the scenarios use them through the
+:class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` Protocol, never this module. Main thread only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shlex
-import sys
 import tempfile
 import time
 import tkinter as tk
 from collections.abc import Callable
-from typing import Any
 
 from tkchat.conversation import Message, Sampling
 from tkchat.events import Error
@@ -40,27 +43,21 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
 from tkchat.generate.worker import GenerationWorker
 from tkchat.lab.bench.figures import (
-    FLOOD_LAG_P99_MS,
-    LAG_MAX_MS,
     SYSTEM,
-    TOKENS_RATIO_MIN,
     BenchOptions,
     RunFigures,
+    StreamResult,
     Timeline,
-    format_table,
-    input_figures,
     lag_figures,
-    lag_p99_bound,
     run_alone,
-    sampler_verdicts,
+    stream_figures,
 )
-from tkchat.lab.bench.scenarios import scenario_verdicts, scenarios
-from tkchat.lab.bench.scenarios.saved import history_open, render_long, saved_verdicts
+from tkchat.lab.bench.scenarios import scenarios
+from tkchat.lab.bench.scenarios.saved import history_open, render_long
 from tkchat.lab.bench.script import BenchWindow, Script, ScriptRunner
 from tkchat.lab.display import InputProber, ensure_display
-from tkchat.modes import BROKEN_MODES, FIXED, is_outside_mode
-from tkchat.stats import median, percentile, rounded, rss_mb
-from tkchat.trace.chrome import write_trace
+from tkchat.modes import FIXED
+from tkchat.stats import median, rounded, rss_mb
 from tkchat.trace.recorder import RecordedRun, RunRecorder
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.scheduler import CallbackCosts
@@ -104,11 +101,17 @@ def _gone(worker: GenerationWorker) -> Callable[[], bool]:
 
 
 class Bench:
+    """One run of the bench: the window, its script, the rows it measured (``runs``), each
+    streamed answer's record (``recorded``: culprits, trace) and lag timeline (``timelines``).
+    Satisfies :class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` (mypy checks it where
+    :func:`~tkchat.lab.bench.scenarios.scenarios` is given one)."""
+
     def __init__(self, options: BenchOptions) -> None:
         self.options = options
         self.runs: list[RunFigures] = []
-        self.recorded: list[RecordedRun] = []  # each streaming run: culprits, trace
-        self.sampling = Sampling(max_tokens=options.tokens, seed=options.seed)
+        self.recorded: list[RecordedRun] = []
+        self.timelines: list[Timeline] = []
+        self.sampling = options.sampling()
 
     def request(self) -> GenerationRequest:
         return GenerationRequest(
@@ -138,7 +141,6 @@ class Bench:
         self.app: BenchWindow = self.window
         self.root = root
         self.prober = InputProber(self.app.health)
-        self.timelines: list[Timeline] = []
         controller.load_async()
         freeze_startup_objects()  # as the app does (tkchat/ui/window/heap.py)
         runner = ScriptRunner(root, self._script())
@@ -161,18 +163,39 @@ class Bench:
             raise RuntimeError("the model did not load: " + app.status.get())
         yield 0.5  # let the window settle after loading
         self.prober.locate()
-        self._raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
+        self.raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
         yield 0.3
-        yield from self._idle()
+        yield from self.idle()
         if self.options.long_chat:
             yield from self._long_chat()
             return
+        yield from self._raw_and_fixed()
+        broken_sampling = self.options.broken_sampling()
+        for mode in self.options.modes:
+            if mode == FIXED:
+                continue
+            result: StreamResult = {}
+            yield from self.stream_once(mode, broken_sampling, result)
+            self.runs.append(stream_figures(mode, self.options.backend, [result]))
+        app.teaching.set_mode(FIXED)
+        yield from render_long(self.window, self.runs)
+        yield from history_open(self.window, self.runs)
+        if self.options.prompt_tokens and self.options.backend == "llama":
+            from tkchat.lab.bench.prompt_bench import PromptBench
+
+            yield from PromptBench(app, self.prober, self.options).run(self.runs)
+        yield from scenarios(self)  # --turn2, --busy (tkchat/lab/bench/scenarios/)
+        app.close()
+
+    def _raw_and_fixed(self) -> Script:
+        """The model alone and the fixed pipeline, in turn (so drift hits both alike), then
+        the Stops: rows ``raw``, ``fixed`` and ``fixed-unsampled``."""
         raw_tps: list[float] = []
         raw_ttft: list[float] = []
-        fixed: list[dict[str, Any]] = []
-        unsampled: list[dict[str, Any]] = []
-        for _ in range(self.options.repeats):  # alternate, so drift hits both alike
-            tps, ttft = self._raw_once()
+        fixed: list[StreamResult] = []
+        unsampled: list[StreamResult] = []
+        for _ in range(self.options.repeats):
+            tps, ttft = self.raw_once()
             raw_tps.append(tps)
             raw_ttft.append(ttft)
             # raw held the main loop on purpose: let the overdue timers fire before measuring
@@ -189,31 +212,11 @@ class Bench:
             )
         )
         if fixed:
-            cancel: dict[str, Any] = {}
-            yield from self._cancels(cancel)
-            self.runs.append(self._stream_figures(FIXED, fixed, cancel))
-            self.runs.append(self._stream_figures(UNSAMPLED, unsampled, {}))
-        broken_sampling = self.sampling
-        if self.options.backend == "scripted":
-            broken_sampling = Sampling(
-                max_tokens=min(self.options.tokens, self.options.broken_tokens),
-                seed=self.options.seed,
-            )
-        for mode in self.options.modes:
-            if mode == FIXED:
-                continue
-            result: dict[str, Any] = {}
-            yield from self._stream_once(mode, broken_sampling, result)
-            self.runs.append(self._stream_figures(mode, [result], {}))
-        app.teaching.set_mode(FIXED)
-        yield from render_long(self.window, self.runs)
-        yield from history_open(self.window, self.runs)
-        if self.options.prompt_tokens and self.options.backend == "llama":
-            from tkchat.lab.bench.prompt_bench import PromptBench
-
-            yield from PromptBench(app, self.prober, self.options).run(self.runs)
-        yield from scenarios(self)  # --turn2, --busy (tkchat/lab/bench/scenarios/)
-        app.close()
+            latencies: list[float] = []
+            yield from self.cancels(latencies)
+            backend = self.options.backend
+            self.runs.append(stream_figures(FIXED, backend, fixed, latencies))
+            self.runs.append(stream_figures(UNSAMPLED, backend, unsampled))
 
     def _long_chat(self) -> Script:
         """``--long-chat``: instead of the modes, a long conversation at several lengths."""
@@ -224,7 +227,9 @@ class Bench:
 
     # -- idle ----------------------------------------------------------------------------------
 
-    def _idle(self) -> Script:
+    def idle(self, mode: str = "idle") -> Script:
+        """The window open, nothing streaming, for ``--idle-seconds``: a row ``mode`` (lag,
+        memory), this machine's lag floor right now."""
         rss = _RssSampler(self.root)
         start = rss.start()
         self.app.probe.start_recording()
@@ -233,7 +238,7 @@ class Bench:
         peak = rss.stop()
         self.runs.append(
             RunFigures(
-                mode="idle",
+                mode=mode,
                 backend=self.options.backend,
                 rss_start_mb=rounded(start, 1),
                 rss_peak_mb=rounded(peak, 1),
@@ -245,8 +250,9 @@ class Bench:
 
     # -- raw: the model loop with no UI ---------------------------------------------------------
 
-    def _raw_once(self) -> tuple[float, float]:
-        """Main thread, deliberately not returning to the Tk loop: no UI work competes."""
+    def raw_once(self) -> tuple[float, float]:
+        """The model alone, no window reading its events: (tokens/s, TTFT ms). Main thread,
+        deliberately not returning to the Tk loop: no UI work competes."""
         stats = run_alone(self.app.controller, self.request())
         self._raw_tokens = stats.tokens
         return stats.tokens_per_s or 0.0, stats.ttft_ms or 0.0
@@ -254,20 +260,21 @@ class Bench:
     # -- fixed: the real pipeline ---------------------------------------------------------------
 
     def _fixed_with_and_without_sampler(
-        self, fixed: list[dict[str, Any]], unsampled: list[dict[str, Any]]
+        self, fixed: list[StreamResult], unsampled: list[StreamResult]
     ) -> Script:
         """The fixed pipeline as a class runs it (the sampler on), then the same answer with
         the sampler off: its cost, measured in the same run."""
         for runs, sampling in ((fixed, True), (unsampled, False)):
             self.app.witness.force(sampling)
-            result: dict[str, Any] = {}
-            yield from self._stream_once(FIXED, self.sampling, result)
+            result: StreamResult = {}
+            yield from self.stream_once(FIXED, self.sampling, result)
             runs.append(result)
         self.app.witness.force(None)
 
-    def _stream_once(self, mode: str, sampling: Sampling, result: dict[str, Any]) -> Script:
-        """One answer in ``mode``, measured from Send to the end of its markdown render,
-        with real clicks on Ping all along."""
+    def stream_once(self, mode: str, sampling: Sampling, result: StreamResult) -> Script:
+        """One answer in ``mode`` with ``sampling``, measured from Send to the end of its
+        markdown render, with real clicks on Ping all along, into ``result`` (for
+        :func:`~tkchat.lab.bench.figures.stream_figures`)."""
         app = self.app
         app.teaching.set_mode(mode)
         rss = _RssSampler(self.root)
@@ -325,11 +332,11 @@ class Bench:
             Timeline(mode, started, result["samples"], list(answer.arrivals), costs)
         )
 
-    def _cancels(self, cancel: dict[str, Any]) -> Script:
-        """Stop at random points; measure Stop -> the worker has left the model loop."""
+    def cancels(self, latencies: list[float]) -> Script:
+        """Stop at random points (``--cancels`` times); append each Stop's latency, Stop ->
+        the worker has left the model loop, in ms to ``latencies``."""
         app = self.app
         rng = random.Random(self.options.seed)
-        latencies: list[float] = []
         for _ in range(self.options.cancels):
             app.flow.new_chat()
             app.flow.send(self.options.prompt)
@@ -344,256 +351,3 @@ class Bench:
             if worker.cancelled_at is not None and worker.exited_at is not None:
                 latencies.append((worker.exited_at - worker.cancelled_at) * 1000)
         yield lambda: not app.transcript.painter.busy
-        cancel["latencies"] = latencies
-
-    def _stream_figures(
-        self, mode: str, fixed: list[dict[str, Any]], cancel: dict[str, Any]
-    ) -> RunFigures:
-        samples = [s for r in fixed for s in r["samples"]]
-        inputs = [x for r in fixed for x in r["inputs"]]
-        slices = [s for r in fixed for s in r["slices"]]
-        streaming = [s for r in fixed for s in r["streaming_slices"]]
-        tps = median([r["tps"] for r in fixed])
-        latencies = cancel.get("latencies", [])
-        p99 = percentile(latencies, 99)
-        start = min(r["rss_start"] for r in fixed)
-        peak = max(r["rss_peak"] for r in fixed)
-        return RunFigures(
-            mode=mode,
-            backend=self.options.backend,
-            tokens=fixed[-1]["tokens"],
-            tokens_per_s=rounded(tps, 1),
-            ttft_ms=rounded(median([r["ttft"] for r in fixed if r["ttft"] is not None]), 1),
-            ui_updates_per_s=rounded(median([r["ups"] for r in fixed]), 1),
-            cancel_p50_ms=rounded(percentile(latencies, 50), 2),
-            cancel_p99_ms=rounded(p99, 2),
-            cancel_p99_token_periods=(
-                rounded(p99 * tps / 1000, 2) if p99 is not None and tps else None
-            ),
-            rss_start_mb=rounded(start, 1),
-            rss_peak_mb=rounded(peak, 1),
-            rss_growth_mb=rounded(peak - start, 1),
-            render_slice_max_ms=rounded(max(slices) if slices else None, 2),
-            seconds=rounded(sum(r["seconds"] for r in fixed), 2),
-            extra={
-                "cancel_samples": len(latencies),
-                "repeats": len(fixed),
-                "input_events": len(inputs),
-                # markdown rendered while the answer streamed (per generation, median)
-                "streaming_slices": rounded(median([len(r["streaming_slices"]) for r in fixed])),
-                "streaming_slice_max_ms": rounded(max(streaming) if streaming else None, 2),
-                # every long task, with who held the loop (tkchat/trace/culprit.py)
-                "long_task_culprits": [c for r in fixed for c in r.get("culprits", [])],
-                "sampler_cpu_percent": rounded(median([r["sampler_cpu"] or 0 for r in fixed])),
-                # the main thread's own work: its CPU per second, its costliest callback
-                "main_cpu_per_s": rounded(
-                    sum(r["cpu_s"] for r in fixed) / sum(r["seconds"] for r in fixed), 3
-                ),
-                "callback_cpu_max_ms": rounded(max(r["callback_cpu_max"] for r in fixed), 2),
-                # New chat before each run: clearing the previous run's answer (the worst)
-                "new_chat_max_ms": rounded(max(r["new_chat_ms"] for r in fixed), 1),
-            },
-            **lag_figures(samples),
-            **input_figures(inputs),
-        )
-
-
-# -- verdicts and output ---------------------------------------------------------------------
-
-
-def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[tuple[str, bool, str]]:
-    """The issue's targets, checked against this run's own baselines.
-
-    On the model: lag p99 within 2x idle (or 2 ms), lag max 16 ms, no long task, tokens/s
-    at least 0.95x raw, cancel within 2 token periods. For a scripted flood: lag p99 16 ms,
-    lag max 16 ms, no long task, and resident memory growing less than 100 MB. Both: no
-    markdown slice over 16 ms while the answer streams."""
-    by = {r.mode: r for r in runs}
-    idle, raw, fixed = by.get("idle"), by.get("raw"), by.get(FIXED)
-    out: list[tuple[str, bool, str]] = []
-    for mode in BROKEN_MODES:
-        broken = by.get(mode)
-        if broken is None or broken.lag_max_ms is None or fixed is None:
-            continue
-        base = fixed.lag_max_ms or 0.0
-        out.append(
-            (
-                f"{mode} (broken) freezes: lag max >= 5 x fixed's",
-                broken.lag_max_ms >= 5 * max(base, 1.0),
-                f"{broken.lag_max_ms:.0f} ms vs {base:.1f} ms, input max {broken.input_max_ms} ms",
-            )
-        )
-    if any(r.mode.startswith("chat-") for r in runs):
-        from tkchat.lab.bench.scenarios.long_chat import long_chat_verdicts
-
-        out += long_chat_verdicts(runs)
-    out += saved_verdicts(by)
-    if by.get("prompt") is not None:
-        from tkchat.lab.bench.prompt_bench import prompt_verdicts
-
-        idle_p99 = idle.lag_p99_ms if idle is not None else None
-        out += prompt_verdicts(runs, lag_p99_bound(idle_p99) if idle_p99 is not None else 2.0)
-    if fixed is not None:
-        streaming_max = fixed.extra.get("streaming_slice_max_ms")
-        if streaming_max is not None:
-            out.append(
-                (
-                    "markdown slices while streaming <= 16 ms",
-                    streaming_max <= 16.0,
-                    f"max {streaming_max:.2f} ms over {fixed.extra['streaming_slices']:.0f} "
-                    "slices per answer",
-                )
-            )
-    flood = options.backend == "scripted"
-    if fixed is not None:
-        out += stream_verdicts(FIXED, fixed, idle, raw, flood=flood)
-    for run in runs:  # pipelines of one's own (--modes mine.py:Pipeline): held to the same
-        if is_outside_mode(run.mode):
-            out += stream_verdicts(run.mode, run, idle, raw, flood=flood)
-    return out
-
-
-def stream_verdicts(
-    name: str,
-    run: RunFigures,
-    idle: RunFigures | None,
-    raw: RunFigures | None,
-    *,
-    flood: bool,
-) -> list[tuple[str, bool, str]]:
-    """The targets a streaming pipeline is held to (see :func:`verdicts`), for ``run``."""
-    out: list[tuple[str, bool, str]] = []
-    if run.lag_p99_ms is None or run.lag_max_ms is None:
-        return out
-    prefix = "" if name == FIXED else f"{name}: "
-    if flood:
-        return _flood_verdicts(prefix, run)
-    if idle is not None and idle.lag_p99_ms is not None:
-        bound = lag_p99_bound(idle.lag_p99_ms)
-        out.append(
-            (
-                f"{name} lag p99 <= {bound:.2f} ms",
-                run.lag_p99_ms <= bound,
-                f"{run.lag_p99_ms:.2f} ms",
-            )
-        )
-    out.append(
-        (
-            f"{name} lag max <= {LAG_MAX_MS:g} ms",
-            run.lag_max_ms <= LAG_MAX_MS,
-            f"{run.lag_max_ms:.2f} ms",
-        )
-    )
-    out.append((f"{name} long tasks == 0", run.long_tasks == 0, str(run.long_tasks)))
-    if raw is not None and raw.tokens_per_s and run.tokens_per_s:
-        ratio = run.tokens_per_s / raw.tokens_per_s
-        out.append(
-            (
-                f"{name} tokens/s >= {TOKENS_RATIO_MIN:g} x raw",
-                ratio >= TOKENS_RATIO_MIN,
-                f"{ratio:.3f} x",
-            )
-        )
-    if run.cancel_p99_token_periods is not None:
-        out.append(
-            (
-                f"{prefix}cancel p99 <= 2 token periods",
-                run.cancel_p99_token_periods <= 2,
-                f"{run.cancel_p99_token_periods:.2f} periods ({run.cancel_p99_ms} ms)",
-            )
-        )
-    return out
-
-
-def _flood_verdicts(prefix: str, run: RunFigures) -> list[tuple[str, bool, str]]:
-    """A scripted flood's targets: a frame at p99 and at most, no long task, bounded memory."""
-    assert run.lag_p99_ms is not None and run.lag_max_ms is not None
-    worst = run.extra.get("callback_cpu_max_ms")
-    out = [
-        (
-            f"{prefix}flood lag p99 <= {FLOOD_LAG_P99_MS:g} ms",
-            run.lag_p99_ms <= FLOOD_LAG_P99_MS,
-            f"{run.lag_p99_ms:.2f} ms",
-        ),
-        (
-            f"{prefix}flood lag max <= {LAG_MAX_MS:g} ms",
-            run.lag_max_ms <= LAG_MAX_MS,
-            f"{run.lag_max_ms:.2f} ms"
-            + (f" (the costliest callback: {worst:.1f} ms of CPU)" if worst else ""),
-        ),
-        (f"{prefix}flood long tasks == 0", run.long_tasks == 0, str(run.long_tasks)),
-    ]
-    if run.rss_growth_mb is not None:
-        out.append(
-            (
-                f"{prefix}flood RSS growth < 100 MB",
-                run.rss_growth_mb < 100,
-                f"{run.rss_growth_mb:.1f} MB",
-            )
-        )
-    return out
-
-
-def _load() -> float | None:
-    """The machine's 1-minute load average (None where there is none: Windows)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
-
-
-def run_bench(options: BenchOptions) -> int:
-    started = time.time()
-    load_before = _load()
-    if options.transport == "sse":
-        from tkchat.lab.bench.sse_bench import run_sse_bench, sse_verdicts
-
-        runs = run_sse_bench(
-            model=options.model,
-            tokens=options.tokens,
-            repeats=options.repeats,
-            cancels=options.cancels,
-            seed=options.seed,
-        )
-        checks = sse_verdicts(runs)
-        options.report_dir = None  # the plots are of the window's lag; there is none here
-    else:
-        bench = Bench(options)
-        runs = bench.run()
-        checks = verdicts(runs, options) + sampler_verdicts(runs) + scenario_verdicts(runs)
-    columns: tuple[str, ...] = ()
-    if options.long_chat:
-        from tkchat.lab.bench.scenarios.long_chat import COLUMNS as columns
-    print(format_table(runs, columns))
-    print()
-    for name, ok, figure in checks:
-        print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
-    if options.json_path is not None:
-        payload = {
-            "command": "tkchat " + shlex.join(sys.argv[1:]),
-            "backend": options.backend,
-            "tokens": options.tokens,
-            "rate": options.rate if options.backend == "scripted" else None,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-            "python": sys.version.split()[0],
-            "tk": tk.TkVersion,
-            "load_1min": [load_before, _load()],  # before and after: how busy the machine was
-            "runs": [r.as_json() for r in runs],
-            **({"columns": list(columns)} if columns else {}),
-            "targets": [{"target": n, "pass": ok, "figure": f} for n, ok, f in checks],
-        }
-        options.json_path.parent.mkdir(parents=True, exist_ok=True)
-        options.json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"\nwrote {options.json_path}")
-    if options.trace_path is not None and options.transport != "sse":
-        command = "tkchat " + shlex.join(sys.argv[1:])
-        traces = [r.trace for r in bench.recorded]
-        print(f"wrote {write_trace(options.trace_path, traces, command=command)}")
-    if options.report_dir is not None:
-        from tkchat.lab.bench.report import write_report
-
-        path = write_report(
-            options.report_dir, runs, bench.timelines, checks, options, format_table(runs)
-        )
-        print(f"wrote {path}")
-    return 0

@@ -7,16 +7,17 @@ report (``report.py``) all speak these types, so none of them needs another.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from tkchat.conversation import Sampling
 from tkchat.events import Done, Error, GenerationStats
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.modes import MODES
-from tkchat.stats import LagSample, percentile, rounded
+from tkchat.stats import LagSample, median, percentile, rounded
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.lag_probe import LONG_TASK_MS
 
@@ -64,6 +65,17 @@ class BenchOptions:
     busy: bool = False  # the fixed pipeline again with a CPU hog per core (scenarios/busy.py)
     turn2: bool = False  # a chat's second turn, en and zh (scenarios/turn2.py)
 
+    def sampling(self) -> Sampling:
+        """The answer every mode streams: ``tokens`` long, seeded."""
+        return Sampling(max_tokens=self.tokens, seed=self.seed)
+
+    def broken_sampling(self) -> Sampling:
+        """A broken mode's answer: on the scripted backend at most ``broken_tokens`` (a
+        flood's length in per-chunk-render, which is quadratic, would run for hours)."""
+        if self.backend != "scripted":
+            return self.sampling()
+        return Sampling(max_tokens=min(self.tokens, self.broken_tokens), seed=self.seed)
+
 
 @dataclass
 class RunFigures:
@@ -94,6 +106,61 @@ class RunFigures:
         data = {k: v for k, v in self.__dict__.items() if k != "extra"}
         data.update(self.extra)
         return data
+
+
+class Check(NamedTuple):
+    """One target checked on one run: its name (which says the target), whether it holds,
+    and the figure as printed. Where the target compares the run with a baseline measured in
+    the same run, also the figure judged (``value``, in ``unit``), that baseline (``baseline``,
+    and ``baseline_of``: which it is) and the target as a bound (``bound``: "<= 2 x idle");
+    ``tkchat bench --claims`` prints them as columns. ``judged`` False: it failed where the
+    machine's load alone could explain it (a lesson's claim on a run that waited for a CPU)."""
+
+    name: str
+    ok: bool
+    figure: str
+    value: float | None = None
+    baseline: float | None = None
+    baseline_of: str = ""
+    bound: str = ""
+    unit: str = ""
+    judged: bool = True
+
+    @property
+    def ratio(self) -> float | None:
+        """The figure as a multiple of its baseline (None without one, or a zero one)."""
+        if self.value is None or not self.baseline:
+            return None
+        return self.value / self.baseline
+
+    @property
+    def line(self) -> str:
+        """How a run prints it: ``  PASS  name: figure``."""
+        return f"  {'PASS' if self.ok else 'FAIL'}  {self.name}: {self.figure}"
+
+    def as_json(self) -> dict[str, Any]:
+        """As a run's JSON keeps it (``target``, ``pass``, ``figure``; the rest when set)."""
+        data: dict[str, Any] = {"target": self.name, "pass": self.ok, "figure": self.figure}
+        for key in ("value", "baseline", "baseline_of", "bound", "unit"):
+            if getattr(self, key) not in (None, ""):
+                data[key] = getattr(self, key)
+        if not self.judged:
+            data["judged"] = False
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Check:
+        return cls(
+            str(data["target"]),
+            bool(data["pass"]),
+            str(data.get("figure", "")),
+            data.get("value"),
+            data.get("baseline"),
+            str(data.get("baseline_of", "")),
+            str(data.get("bound", "")),
+            str(data.get("unit", "")),
+            bool(data.get("judged", True)),
+        )
 
 
 def input_figures(latencies: list[float]) -> dict[str, Any]:
@@ -162,10 +229,65 @@ def run_alone(controller: GenerationController, request: GenerationRequest) -> G
     return event.stats
 
 
+# What one streamed answer measured (:meth:`Bench.stream_once` writes it): its lag samples
+# and clicks, its tokens/s, its render slices, its CPU, its memory, its culprits.
+StreamResult = dict[str, Any]
+
+
+def stream_figures(
+    mode: str, backend: str, results: Sequence[StreamResult], cancels: Sequence[float] = ()
+) -> RunFigures:
+    """One row of the table from ``results`` (the same mode's answers, each a
+    :data:`StreamResult`) and the Stops' latencies in ms (``cancels``). Any thread."""
+    samples = [s for r in results for s in r["samples"]]
+    inputs = [x for r in results for x in r["inputs"]]
+    slices = [s for r in results for s in r["slices"]]
+    streaming = [s for r in results for s in r["streaming_slices"]]
+    tps = median([r["tps"] for r in results])
+    p99 = percentile(list(cancels), 99)
+    start = min(r["rss_start"] for r in results)
+    peak = max(r["rss_peak"] for r in results)
+    seconds = sum(r["seconds"] for r in results)
+    return RunFigures(
+        mode=mode,
+        backend=backend,
+        tokens=results[-1]["tokens"],
+        tokens_per_s=rounded(tps, 1),
+        ttft_ms=rounded(median([r["ttft"] for r in results if r["ttft"] is not None]), 1),
+        ui_updates_per_s=rounded(median([r["ups"] for r in results]), 1),
+        cancel_p50_ms=rounded(percentile(list(cancels), 50), 2),
+        cancel_p99_ms=rounded(p99, 2),
+        cancel_p99_token_periods=rounded(p99 * tps / 1000, 2) if p99 is not None and tps else None,
+        rss_start_mb=rounded(start, 1),
+        rss_peak_mb=rounded(peak, 1),
+        rss_growth_mb=rounded(peak - start, 1),
+        render_slice_max_ms=rounded(max(slices) if slices else None, 2),
+        seconds=rounded(seconds, 2),
+        extra={
+            "cancel_samples": len(cancels),
+            "repeats": len(results),
+            "input_events": len(inputs),
+            # markdown rendered while the answer streamed (per generation, median)
+            "streaming_slices": rounded(median([len(r["streaming_slices"]) for r in results])),
+            "streaming_slice_max_ms": rounded(max(streaming) if streaming else None, 2),
+            # every long task, with who held the loop (tkchat/trace/culprit.py)
+            "long_task_culprits": [c for r in results for c in r.get("culprits", [])],
+            "sampler_cpu_percent": rounded(median([r["sampler_cpu"] or 0 for r in results])),
+            # the main thread's own work: its CPU per second, its costliest callback
+            "main_cpu_per_s": rounded(sum(r["cpu_s"] for r in results) / seconds, 3),
+            "callback_cpu_max_ms": rounded(max(r["callback_cpu_max"] for r in results), 2),
+            # New chat before each run: clearing the previous run's answer (the worst)
+            "new_chat_max_ms": rounded(max(r["new_chat_ms"] for r in results), 1),
+        },
+        **lag_figures(samples),
+        **input_figures(inputs),
+    )
+
+
 SAMPLER_TOKENS_MIN = 0.95  # the sampler may cost the pipeline at most 5 % of its tokens/s
 
 
-def sampler_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
+def sampler_verdicts(runs: list[RunFigures]) -> list[Check]:
     """The sampler's cost, measured in the same run: the fixed pipeline with the window's
     sampler on (as in a class) beside the same answers with it off."""
     by = {r.mode: r for r in runs}
@@ -174,11 +296,16 @@ def sampler_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
         return []
     ratio = on.tokens_per_s / off.tokens_per_s
     return [
-        (
+        Check(
             "the sampler costs the fixed pipeline <= 5 % of its tokens/s",
             ratio >= SAMPLER_TOKENS_MIN,
             f"{on.tokens_per_s:g} vs {off.tokens_per_s:g} tokens/s ({ratio:.3f} x); lag p99 "
             f"{on.lag_p99_ms} vs {off.lag_p99_ms} ms, max {on.lag_max_ms} vs {off.lag_max_ms} ms",
+            on.tokens_per_s,
+            off.tokens_per_s,
+            "fixed-unsampled tokens/s",
+            f">= {SAMPLER_TOKENS_MIN:g} x",
+            "tokens/s",
         )
     ]
 

@@ -16,34 +16,37 @@ Main thread only (scripts are resumed by the Tk loop: see ``tkchat/lab/bench/scr
 
 from __future__ import annotations
 
-import random
-import time
+import json
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tkchat.course.claims import Figures, Verdict, figures_path, quoted_figures
 from tkchat.course.kept_run import KeptRun, keep, now_run, too_busy
 from tkchat.course.lessons import Lesson, default_language, lessons_dir
-from tkchat.events import Error
-from tkchat.generate.backend import GenerationRequest
-from tkchat.generate.worker import GenerationWorker
 from tkchat.i18n.lesson_panel import STRINGS
-from tkchat.lab.bench.figures import lag_figures, own_lag_figures, run_alone
+from tkchat.lab.bench.demo_figures import (
+    SETTLE_S,
+    Baselines,
+    measure_answer,
+    measure_cancels,
+    measure_idle,
+    measure_raw,
+    measure_whole_render,
+    needs_raw,
+    quotes_or_claims,
+)
+from tkchat.lab.bench.figures import Check
 from tkchat.lab.bench.script import Script
 from tkchat.modes import BROKEN_MODES, PIPELINES
-from tkchat.stats import cpu_wait_ms, median, percentile, rounded
+from tkchat.stats import rounded
 from tkchat.trace.culprit import Culprit, describe
-from tkchat.trace.recorder import RecordedRun, RunRecorder
+from tkchat.trace.recorder import RecordedRun
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.teaching.live_figures import ORDERING_METRICS
 from tkchat.ui.window.chat_window import ChatApp
 
-IDLE_S = 1.0  # the idle baseline before each demo: the window open, nothing streaming
 BENCH_IDLE_S = 3.0  # the bench's idle window before and after the demos: is the machine quiet?
-SETTLE_S = 0.3  # after an answer: late timers of a frozen window fire, the render finishes
-CANCELS = 5  # Stops at random points, for the cancellation lesson
-Baselines = dict[str, dict[str, float | None]]
 
 
 @dataclass
@@ -136,8 +139,14 @@ def same_demo(a: Lesson, b: Lesson) -> bool:
 
 
 def _demo_key(lesson: Lesson) -> tuple[object, ...]:
+    return (lesson.id, *setup_key(lesson), lesson.claims, lesson.expect_metric)
+
+
+def setup_key(lesson: Lesson) -> tuple[object, ...]:
+    """What a demo's run is, whichever lesson sets it up: its mode, backend, pace, answer
+    length and limit, seed, fresh chat, chaos, and whether it answers or is stopped. Lessons
+    01, 03, 04 and 14 set up the same blocking answer to make different points about it."""
     return (
-        lesson.id,
         lesson.mode,
         lesson.backend,
         lesson.rate,
@@ -146,34 +155,7 @@ def _demo_key(lesson: Lesson) -> tuple[object, ...]:
         lesson.seed,
         lesson.fresh,
         lesson.chaos,
-        lesson.claims,
-        lesson.expect_metric,
-    )
-
-
-# -- baselines -------------------------------------------------------------------------------
-
-
-def measure_idle(app: ChatApp, baselines: Baselines, *, seconds: float = IDLE_S) -> Script:
-    """The window open and doing nothing: this machine's lag floor, right now."""
-    app.probe.start_recording()
-    yield seconds
-    samples = app.probe.stop_recording()
-    baselines["idle"] = {**lag_figures(samples), **own_lag_figures(samples)}
-
-
-def measure_raw(app: ChatApp, request: GenerationRequest, baselines: Baselines) -> None:
-    """The model alone, no window: its tokens/s for this request. Main thread, deliberately
-    not returning to the Tk loop while it waits (nothing of the UI competes)."""
-    stats = run_alone(app.controller, request)
-    baselines["raw"] = {"tokens_per_s": stats.tokens_per_s, "ttft_ms": stats.ttft_ms}
-
-
-def _needs_raw(lessons: Iterable[Lesson]) -> bool:
-    return any(
-        claim.ref is not None and claim.ref.startswith("raw.")
-        for lesson in lessons
-        for claim in lesson.claims
+        lesson.expect_metric.startswith("cancel_"),
     )
 
 
@@ -195,17 +177,17 @@ def run_demo(
     # load may have changed since the last demo.
     baselines: Baselines = {}
     yield from measure_idle(app, baselines)
-    if _needs_raw(lessons):
+    if needs_raw(lessons):
         measure_raw(app, app.session.request_for(lesson.prompt or ""), baselines)
         yield SETTLE_S  # raw held the loop on purpose: let the overdue timers fire first
     figures: dict[str, float | None] = {}
     recorded: list[RecordedRun] = []
     if lesson.expect_metric.startswith("cancel_"):
-        yield from _cancels(app, figures)
+        yield from measure_cancels(app, figures)
     else:
-        yield from _one_answer(app, figures, recorded)
-    if any(_quotes_or_claims(x, "whole_render_ms") for x in lessons):
-        yield from _whole_render(app, figures)
+        yield from measure_answer(app, figures, recorded)
+    if any(quotes_or_claims(x, "whole_render_ms") for x in lessons):
+        yield from measure_whole_render(app, figures)
     # The baselines the lesson compares with travel with its figures (and its quotes).
     figures["idle_lag_p99_ms"] = baselines["idle"].get("lag_p99_ms")
     if "raw" in baselines:
@@ -215,150 +197,19 @@ def run_demo(
     out.append(DemoRun(lesson, figures, baselines, culprit))
 
 
-def _one_answer(
-    app: ChatApp, figures: dict[str, float | None], recorded: list[RecordedRun]
-) -> Script:
-    recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
-    recorder.begin()  # who held the loop, for each long task
-    inserts_before = app.transcript.inserts
-    events_before = app.pump.events
-    ordering_before = asdict(app.demos.ordering_counters())
-    finished_before = len(app.flow.answering.finished)
-    slices_before = len(app.transcript.painter.slice_ms)
-    app.probe.start_recording()
-    started = time.perf_counter()
-    app.flow.send()  # what Enter does with the demo's prompt; a blocking mode returns at the end
-    worker = app.controller.current
-    answer = app.transcript.answers[-1]
-    yield lambda: len(app.flow.answering.finished) > finished_before
-    streamed_s = time.perf_counter() - started
-    final = app.flow.answering.finished[-1]
-    yield lambda: not app.transcript.painter.busy
-    yield SETTLE_S
-    samples = app.probe.stop_recording()
-    recorded.append(recorder.end("demo", samples, answer.arrivals))
-    if isinstance(final, Error):
-        raise RuntimeError(f"the demo's answer failed: {final.message}")
-    figures.update(lag_figures(samples))
-    figures.update(own_lag_figures(samples))
-    stats = final.stats
-    figures["tokens"] = stats.tokens
-    figures["tokens_per_s"] = rounded(stats.tokens_per_s or stats.tokens / streamed_s, 1)
-    figures["seconds"] = rounded(streamed_s, 2)
-    figures["answer_ms"] = rounded(streamed_s * 1000, 1)
-    figures["chars"] = len(answer.text)
-    figures["ui_updates_per_s"] = rounded((app.transcript.inserts - inserts_before) / streamed_s, 1)
-    if answer.first_text_at is not None:
-        figures["ttft_ms"] = rounded((answer.first_text_at - answer.started_at) * 1000, 1)
-    slices = app.transcript.painter.slice_ms[slices_before:]
-    figures["render_slice_max_ms"] = rounded(max(slices), 2) if slices else None
-    figures["events"] = app.pump.events - events_before
-    ordering = asdict(app.demos.ordering_counters())
-    for name in ORDERING_METRICS:  # what the chaos transport did to this answer's events
-        figures[name] = ordering[name] - ordering_before[name]
-    if worker is not None and worker.gen == final.gen:  # the fixed pipeline's own worker
-        sender = worker.sender
-        figures["chunks"] = sender.chunks
-        figures["merged"] = sender.pieces - sender.chunks
-        figures["events_per_token"] = rounded(sender.chunks / max(1, stats.tokens), 4)
-
-
-def _cancels(app: ChatApp, figures: dict[str, float | None]) -> Script:
-    """Stop the demo's answer at random points, as a student pressing Stop would. Each
-    Stop's delay is also counted without the time the worker waited for a CPU meanwhile
-    (``own_``): on a busy machine that wait is the machine's, not the cancellation's."""
-    rng = random.Random(7)
-    latencies: list[float] = []
-    own: list[float] = []
-    speeds: list[float] = []
-    prompt = app.input.draft
-    for _ in range(CANCELS):
-        app.input.set_draft(prompt)
-        app.flow.send()
-        worker = app.controller.current
-        assert worker is not None
-        yield _started(worker)
-        yield rng.uniform(0.1, 0.5)
-        if not worker.is_alive():
-            continue  # it ended before the Stop: not a cancel sample
-        waited = _WaitWatch(worker)
-        app.flow.stop()
-        yield waited.until_gone
-        if worker.cancelled_at is not None and worker.exited_at is not None:
-            latency = (worker.exited_at - worker.cancelled_at) * 1000
-            latencies.append(latency)
-            own.append(max(0.0, latency - waited.ms))
-        first, last = worker.first_token_at, worker.exited_at
-        if first is not None and last is not None and last > first and worker.tokens > 1:
-            speeds.append((worker.tokens - 1) / (last - first))
-        yield lambda: not app.transcript.painter.busy
-    tps = median(speeds)
-    figures["cancels"] = len(latencies)
-    figures["cancel_p50_ms"] = rounded(percentile(latencies, 50), 2)
-    figures["tokens_per_s"] = rounded(tps, 1)
-    for prefix, values in (("", latencies), ("own_", own)):
-        p99 = percentile(values, 99)
-        figures[f"{prefix}cancel_p99_ms"] = rounded(p99, 2)
-        figures[f"{prefix}cancel_p99_token_periods"] = (
-            rounded(p99 * tps / 1000, 2) if p99 is not None and tps else None
-        )
-
-
-class _WaitWatch:
-    """How long a worker thread waits for a CPU from now until it ends: read while it lives
-    (the last reading is at most one poll before its end)."""
-
-    def __init__(self, worker: GenerationWorker) -> None:
-        self.worker = worker
-        self.start = cpu_wait_ms(worker.native_id)
-        self.ms = 0.0
-
-    def until_gone(self) -> bool:
-        now = cpu_wait_ms(self.worker.native_id)
-        if now is not None and self.start is not None:
-            self.ms = max(self.ms, now - self.start)
-        return not self.worker.is_alive()
-
-
-def _quotes_or_claims(lesson: Lesson, metric: str) -> bool:
-    return metric in quoted_figures(lesson.expect + lesson.body) or any(
-        metric in (claim.metric, claim.ref) for claim in lesson.claims
-    )
-
-
-def _whole_render(app: ChatApp, figures: dict[str, float | None]) -> Script:
-    """The last answer given to a stock tkhtmlview in one ``set_html`` call, as an app that
-    "renders once at the end" would: the freeze that slicing avoids (measured in a scratch
-    widget, off screen)."""
-    from tkhtmlview import HTMLText
-
-    from tkchat.render.safe_markdown import markdown_to_safe_html
-    from tkchat.ui.look.html_fonts import stock_tkhtmlview
-
-    html = markdown_to_safe_html(app.transcript.answers[-1].text)
-    with stock_tkhtmlview():
-        scratch = HTMLText(app.root)
-        began = time.perf_counter()
-        scratch.set_html(html)
-        figures["whole_render_ms"] = rounded((time.perf_counter() - began) * 1000, 1)
-        scratch.destroy()
-    yield SETTLE_S
-
-
-def _started(worker: GenerationWorker) -> Callable[[], bool]:
-    return lambda: worker.tokens > 0 or not worker.is_alive()
-
-
 # -- every demo ----------------------------------------------------------------------------------
 
 
-def demo_groups(lessons: Iterable[Lesson]) -> list[list[Lesson]]:
+def demo_groups(
+    lessons: Iterable[Lesson], same: Callable[[Lesson, Lesson], bool] = same_demo
+) -> list[list[Lesson]]:
     """The lessons grouped by the demo they set up, in course order: a lesson and its
     translation share a demo when their headers describe the same one (lesson 10's do not:
-    a Chinese answer needs more tokens for the same length)."""
+    a Chinese answer needs more tokens for the same length). ``same``: another way to tell
+    (:func:`same_setup`: any lessons whose demos are the same run)."""
     groups: list[list[Lesson]] = []
     for lesson in lessons:
-        group = next((g for g in groups if same_demo(g[0], lesson)), None)
+        group = next((g for g in groups if same(g[0], lesson)), None)
         if group is None:
             groups.append([lesson])
         else:
@@ -366,15 +217,26 @@ def demo_groups(lessons: Iterable[Lesson]) -> list[list[Lesson]]:
     return groups
 
 
+def same_setup(a: Lesson, b: Lesson) -> bool:
+    """Whether two lessons' demos are the same run (:func:`setup_key`), whatever they claim."""
+    return setup_key(a) == setup_key(b)
+
+
 def run_demos(
-    app: ChatApp, lessons: Iterable[Lesson], out: list[DemoResult], *, once: bool = False
+    app: ChatApp,
+    lessons: Iterable[Lesson],
+    out: list[DemoResult],
+    *,
+    once: bool = False,
+    same: Callable[[Lesson, Lesson], bool] = same_demo,
 ) -> Script:
     """Every lesson's demo, its claims checked. ``once``: a demo the lessons of both
     languages share runs once (in one of them, in turn), and both lessons' claims are checked
     on that run — what the test does; the bench runs each, so that each language's quotes
-    come from its own answer."""
+    come from its own answer. ``same``: which lessons share a demo (:func:`same_setup`: every
+    lesson whose demo is the same run, as ``tkchat bench --claims`` runs them)."""
     yield lambda: app.flow.model_ready
-    for number, group in enumerate(demo_groups(lessons)):
+    for number, group in enumerate(demo_groups(lessons, same)):
         runs: list[DemoRun] = []
         if once:
             first = group[number % len(group)]
@@ -402,9 +264,20 @@ def write_figures(results: Iterable[DemoResult], run: KeptRun, path: Path | None
     return target
 
 
-def run_lesson_bench(
-    languages: Iterable[str], *, only: Iterable[str] = (), write: bool = False
-) -> int:
+@dataclass(frozen=True)
+class LessonBenchOptions:
+    """``tkchat bench --lessons``'s options: the languages, only some lessons (ids or
+    numbers), keep the figures (``write``), each demo run once for every lesson that sets it
+    up (``once``: :func:`same_setup`), and every verdict as JSON (``json_path``)."""
+
+    languages: tuple[str, ...] = ("en", "zh")
+    only: tuple[str, ...] = ()
+    write: bool = False
+    once: bool = False
+    json_path: Path | None = None
+
+
+def run_lesson_bench(options: LessonBenchOptions) -> int:
     """``tkchat bench --lessons``: every lesson's demo in one real window (on a virtual
     screen if there is none), its claims checked and reported. Read-only unless ``write``:
     then the figures are kept for the lessons to quote — unless the idle window says this
@@ -425,34 +298,39 @@ def run_lesson_bench(
     app = ChatApp(root, controller, AppOptions(language="en"))
     app.witness.force(True)  # a broken demo must name its culprit, whatever the view shows
     controller.load_async()
-    wanted = tuple(only)
     lessons = [
         lesson
-        for lang in languages
+        for lang in options.languages
         for lesson in load_lessons(lang)
-        if not wanted or lesson.id.startswith(wanted)
+        if not options.only or lesson.id.startswith(options.only)
     ]
     results: list[DemoResult] = []
     idle: Baselines = {}
-    runner = ScriptRunner(root, _bench_script(app, lessons, results, idle))
+    runner = ScriptRunner(root, _bench_script(app, lessons, results, idle, options.once))
     runner.start()
     root.mainloop()
     if not app.closed:
         app.close()
     if runner.error is not None:
         raise runner.error
-    return conclude(results, idle, write)
+    if options.json_path is not None:
+        write_results(options.json_path, results, idle)
+    return conclude(results, idle, options.write)
 
 
 def _bench_script(
-    app: ChatApp, lessons: list[Lesson], results: list[DemoResult], idle: Baselines
+    app: ChatApp, lessons: list[Lesson], results: list[DemoResult], idle: Baselines, once: bool
 ) -> Script:
     """The idle window first (is this machine quiet enough to keep figures?), then every
-    demo, then the idle window again (the load may have come meanwhile)."""
+    demo (``once``: each run once for all the lessons that set it up), then the idle window
+    again (the load may have come meanwhile)."""
     yield lambda: app.flow.model_ready
     before: Baselines = {}
     yield from measure_idle(app, before, seconds=BENCH_IDLE_S)
-    yield from run_demos(app, lessons, results)
+    if once:
+        yield from run_demos(app, lessons, results, once=True, same=same_setup)
+    else:
+        yield from run_demos(app, lessons, results)
     after: Baselines = {}
     yield from measure_idle(app, after, seconds=BENCH_IDLE_S)
     idle["before"], idle["after"] = before["idle"], after["idle"]
@@ -488,3 +366,71 @@ def conclude(
     kept = now_run(idle["before"].get("lag_p99_ms"))
     print(f"\nwrote {write_figures(results, kept, path)}: {kept.describe('en')}")
     return code
+
+
+# -- the verdicts as JSON (for tkchat bench --claims) ----------------------------------------
+
+
+def claim_checks(result: DemoResult) -> list[Check]:
+    """``result``'s verdicts as the bench's checks, each named by its claim: the figure,
+    the baseline it is compared with (the figure or baseline the claim names; for a bound
+    in numbers, the idle window's same figure, for scale) and whether it was judged; and, for
+    a broken mode's demo, whether its longest long task was blamed on the lesson's function."""
+    lesson, figures, baselines = result.lesson, result.figures, result.baselines
+    checks = []
+    for verdict in result.verdicts:
+        claim = verdict.claim
+        if claim.ref is not None:
+            baseline = replace(claim, number=1.0).bound(figures, baselines)
+            of = claim.ref
+        else:
+            baseline = baselines.get("idle", {}).get(claim.metric)
+            of = f"idle.{claim.metric}" if baseline is not None else ""
+        checks.append(
+            Check(
+                str(claim),
+                verdict.holds,
+                verdict.line,
+                figures.get(claim.metric),
+                baseline,
+                of,
+                str(claim)[len(claim.metric) + 1 :],
+                _unit(claim.metric),
+                verdict.judged,
+            )
+        )
+    quoted = sorted(quoted_figures(lesson.expect + lesson.body))
+    missing = [metric for metric in quoted if figures.get(metric) is None]
+    figure = f"missing: {', '.join(missing)}" if missing else f"{len(quoted)} figures"
+    checks.append(Check("every figure it quotes is measured", not missing, figure))
+    if lesson.mode in BROKEN_MODES and figures.get("long_tasks"):
+        wanted = PIPELINES[lesson.mode].rpartition(":")[2]
+        held = result.run.culprit.held_by if result.run.culprit is not None else "nothing"
+        checks.append(Check(f"its freeze is blamed on {wanted}", result.named, held))
+    return checks
+
+
+def _unit(metric: str) -> str:
+    for suffix, unit in (("_ms", "ms"), ("_per_s", "/s"), ("token_periods", "periods")):
+        if metric.endswith(suffix):
+            return unit
+    return ""
+
+
+def write_results(path: Path, results: Iterable[DemoResult], idle: Baselines) -> None:
+    """Every lesson's verdicts (as :func:`claim_checks`), figures and baselines, and the
+    idle window before and after the demos, as JSON."""
+    lessons: list[dict[str, Any]] = [
+        {
+            "lesson": result.lesson.id,
+            "language": result.lesson.language,
+            "ran_as": f"{result.run.lesson.id} ({result.run.lesson.language})",
+            "figures": result.figures,
+            "baselines": result.baselines,
+            "targets": [check.as_json() for check in claim_checks(result)],
+        }
+        for result in results
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"idle": idle, "lessons": lessons}
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

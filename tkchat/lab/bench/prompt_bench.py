@@ -37,6 +37,7 @@ from tkchat.generate.worker import GenerationWorker
 from tkchat.lab.bench.figures import (
     SYSTEM,
     BenchOptions,
+    Check,
     RunFigures,
     input_figures,
     lag_figures,
@@ -332,17 +333,17 @@ class PromptBench:
         )
 
 
-def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[str, bool, str]]:
+def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[Check]:
     """Issue 13's targets, against this run's own baselines."""
     by = {r.mode: r for r in runs}
     raw, prompt = by.get("prompt-raw"), by.get("prompt")
     alt, turn2 = by.get("prompt-chunks-only"), by.get("turn-2")
-    out: list[tuple[str, bool, str]] = []
+    out: list[Check] = []
     if prompt is None:
         return out
     if prompt.cancel_p99_ms is not None:
         out.append(
-            (
+            Check(
                 "Stop while reading the prompt: p99 <= 100 ms",
                 prompt.cancel_p99_ms <= 100,
                 f"p50 {prompt.cancel_p50_ms} ms, p99 {prompt.cancel_p99_ms} ms "
@@ -351,7 +352,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
         )
     if prompt.lag_p99_ms is not None and prompt.lag_max_ms is not None:
         out.append(
-            (
+            Check(
                 f"lag while reading the prompt: p99 <= {lag_p99_bound:.2f} ms, max <= 16 ms",
                 prompt.lag_p99_ms <= lag_p99_bound and prompt.lag_max_ms <= 16,
                 f"p99 {prompt.lag_p99_ms:.2f} ms, max {prompt.lag_max_ms:.2f} ms, "
@@ -367,7 +368,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
         and prompt.lag_max_ms is not None
     ):
         out.append(
-            (
+            Check(
                 "lag while reading the prompt no worse than while generating (this run)",
                 prompt.lag_p99_ms <= fixed.lag_p99_ms and prompt.lag_max_ms <= fixed.lag_max_ms,
                 f"p99 {prompt.lag_p99_ms:.2f} vs {fixed.lag_p99_ms:.2f} ms, max "
@@ -377,18 +378,16 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
     if raw is not None and raw.tokens_per_s and prompt.tokens_per_s:
         ratio = prompt.tokens_per_s / raw.tokens_per_s
         out.append(
-            (
+            Check(
                 "prompt tokens/s >= 0.95 x llama-cpp-python in one call",
                 ratio >= 0.95,
                 f"{ratio:.3f} x ({prompt.tokens_per_s} vs {raw.tokens_per_s} tokens/s)",
             )
         )
-    per_s = prompt.extra.get("progress_per_s")
-    if per_s is not None:
-        out.append(("progress events: at most a few a second (<= 5)", per_s <= 5, f"{per_s}/s"))
+    out += _progress_verdicts(prompt)
     if alt is not None and alt.tokens_per_s and prompt.tokens_per_s:
         out.append(
-            (
+            Check(
                 "abort callback beats chunks-only (tokens/s and cancel p99)",
                 prompt.tokens_per_s >= alt.tokens_per_s
                 and (prompt.cancel_p99_ms or 0) <= (alt.cancel_p99_ms or 0),
@@ -399,7 +398,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
     if turn2 is not None and turn2.ttft_ms is not None:
         alone = turn2.extra["new_tokens_alone_ttft_ms"]
         out.append(
-            (
+            Check(
                 "turn-2 TTFT <= 1.5 x the new tokens alone",
                 turn2.ttft_ms <= 1.5 * alone,
                 f"{turn2.ttft_ms} ms vs {alone} ms ({turn2.ttft_ms / alone:.2f} x); turn 1 "
@@ -410,7 +409,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
     if turn2 is not None and turn2.ttft_ms is not None:
         in_place = turn2.extra["raw_new_tokens_in_place_ms"]
         out.append(
-            (
+            Check(
                 "turn-2 TTFT <= 1.5 x llama-cpp-python reading the same new tokens in place",
                 turn2.ttft_ms <= 1.5 * in_place,
                 f"{turn2.ttft_ms} ms vs {in_place} ms ({turn2.ttft_ms / in_place:.2f} x): what "
@@ -421,7 +420,7 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
     load = by.get("load")
     if load is not None and load.lag_max_ms is not None:
         out.append(
-            (
+            Check(
                 "lag while the model loads: max <= 16 ms",
                 load.lag_max_ms <= 16,
                 f"p99 {load.lag_p99_ms} ms, max {load.lag_max_ms} ms, load {load.seconds} s, "
@@ -429,6 +428,14 @@ def prompt_verdicts(runs: list[RunFigures], lag_p99_bound: float) -> list[tuple[
             )
         )
     return out
+
+
+def _progress_verdicts(prompt: RunFigures) -> list[Check]:
+    """The reading's progress events: a few a second, whatever the prompt's length."""
+    per_s = prompt.extra.get("progress_per_s")
+    if per_s is None:
+        return []
+    return [Check("progress events: at most a few a second (<= 5)", per_s <= 5, f"{per_s}/s")]
 
 
 def _answered(app: BenchWindow, finished: int) -> Callable[[], bool]:

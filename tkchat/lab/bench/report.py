@@ -22,7 +22,7 @@ from tkchat.installed import extra_missing
 from tkchat.ui.lag_probe import LONG_TASK_MS
 
 if TYPE_CHECKING:
-    from tkchat.lab.bench.figures import BenchOptions, RunFigures, Timeline
+    from tkchat.lab.bench.figures import BenchOptions, Check, RunFigures, Timeline
 
 
 def chars_at(arrivals: Sequence[tuple[float, int]], when: float) -> int:
@@ -35,7 +35,7 @@ def write_report(
     folder: Path,
     runs: list[RunFigures],
     timelines: list[Timeline],
-    checks: list[tuple[str, bool, str]],
+    checks: list[Check],
     options: BenchOptions,
     table: str,
 ) -> Path:
@@ -121,7 +121,7 @@ def write_report(
         table,
         "```",
         "",
-        *[f"- {'PASS' if ok else 'FAIL'} {name}: {figure}" for name, ok, figure in checks],
+        *[f"- {'PASS' if c.ok else 'FAIL'} {c.name}: {c.figure}" for c in checks],
         "",
         "## Lag over time",
         "",

@@ -32,6 +32,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tkchat.lab.bench.figures import Check
 from tkchat.store.db import ConversationStore
 from tkchat.store.writer import FLUSH_INTERVAL_S, StoreWriter
 
@@ -114,16 +115,16 @@ def measure_saving(
         return [save_one(Path(folder), chars, rate) for rate in rates for chars in sizes]
 
 
-def saving_verdicts(runs: list[SavingFigures]) -> list[tuple[str, bool, str]]:
+def saving_verdicts(runs: list[SavingFigures]) -> list[Check]:
     """Per rate: bytes per character of the largest answer within :data:`LINEAR_RATIO` of
     the smallest's (linear), and the log empty after every answer."""
-    checks: list[tuple[str, bool, str]] = []
+    checks: list[Check] = []
     for rate in dict.fromkeys(r.rate for r in runs):
         mine = sorted((r for r in runs if r.rate == rate), key=lambda r: r.chars)
         small, large = mine[0], mine[-1]
         ratio = large.bytes_per_char / small.bytes_per_char
         checks.append(
-            (
+            Check(
                 f"saving grows linearly ({rate})",
                 ratio <= LINEAR_RATIO,
                 f"{small.bytes_per_char:.1f} B/char at {small.chars:,}, "
@@ -131,7 +132,9 @@ def saving_verdicts(runs: list[SavingFigures]) -> list[tuple[str, bool, str]]:
             )
         )
     leftover = max(r.wal_bytes for r in runs)
-    checks.append(("write-ahead log emptied after each answer", leftover == 0, f"{leftover} B"))
+    checks.append(
+        Check("write-ahead log emptied after each answer", leftover == 0, f"{leftover} B")
+    )
     return checks
 
 
@@ -156,8 +159,8 @@ def run_saving_bench(json_out: Path | None = None, sizes: tuple[int, ...] = SIZE
     print(f"bytes written to save one streamed answer (commit every {FLUSH_INTERVAL_S} s)")
     print(format_saving(runs))
     print()
-    for name, ok, figure in checks:
-        print(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
+    for check in checks:
+        print(check.line)
     if json_out is not None:
         payload = {
             "command": "tkchat " + shlex.join(sys.argv[1:]),
@@ -168,12 +171,12 @@ def run_saving_bench(json_out: Path | None = None, sizes: tuple[int, ...] = SIZE
             "flush_interval_s": FLUSH_INTERVAL_S,
             "rates_chars_per_s": RATES,
             "runs": [{**asdict(r), "bytes_per_char": round(r.bytes_per_char, 2)} for r in runs],
-            "targets": [{"target": n, "pass": ok, "figure": f} for n, ok, f in checks],
+            "targets": [check.as_json() for check in checks],
         }
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"\nwrote {json_out}")
-    return 0 if all(ok for _, ok, _ in checks) else 1
+    return 0 if all(check.ok for check in checks) else 1
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from typing import Any
 
 from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
 from tkchat.generate.backend import Backend
+from tkchat.lab.bench.figures import Check
 from tkchat.serve.server import ChatServer, create_app
 from tkchat.stats import median, percentile, rounded
 from tkchat.threads import own_thread
@@ -191,6 +192,58 @@ def run_server_loop_bench(backend: Backend, *, max_tokens: int, json_out: Any = 
     fixed, broken = runs
     ratio = broken.loop_lag_max_ms / max(fixed.loop_lag_max_ms, 0.001)
     print(f"broken / fixed loop lag max: {ratio:.0f} x", file=sys.stdout)
+    checks = server_loop_verdicts(fixed, broken)
+    print()
+    for check in checks:
+        print(check.line)
     if json_out is not None:
-        json_out.write_text(json.dumps([asdict(r) for r in runs], indent=2) + "\n")
+        payload = {
+            "runs": [asdict(r) for r in runs],
+            "targets": [check.as_json() for check in checks],
+        }
+        json_out.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
+
+
+BROKEN_LOOP_SHARE = 0.5  # the broken server's loop stands still for at least half the answer
+BROKEN_LOOP_X = 8  # ... at least this many times the fixed server's worst wait
+BROKEN_HEALTH_X = 5  # and the second client's worst /health, this many times the fixed one's
+
+
+def server_loop_verdicts(fixed: ServerLoopFigures, broken: ServerLoopFigures) -> list[Check]:
+    """Lesson 16's claims, as ratios within the run: the broken server's event loop stalls
+    for the answer, the fixed one's does not, and a second client sees the difference."""
+    stalled = broken.loop_lag_max_ms
+    return [
+        Check(
+            f"broken server: loop lag max >= {BROKEN_LOOP_SHARE:g} x its answer",
+            stalled >= BROKEN_LOOP_SHARE * broken.answer_s * 1000,
+            f"{stalled:.0f} ms of a {broken.answer_s:.2f} s answer",
+            stalled,
+            broken.answer_s * 1000,
+            "its answer",
+            f">= {BROKEN_LOOP_SHARE:g} x",
+            "ms",
+        ),
+        Check(
+            f"broken server: loop lag max >= {BROKEN_LOOP_X} x the fixed one's",
+            stalled >= BROKEN_LOOP_X * fixed.loop_lag_max_ms,
+            f"{stalled:.0f} ms vs {fixed.loop_lag_max_ms:.1f} ms",
+            stalled,
+            fixed.loop_lag_max_ms,
+            "fixed loop lag max",
+            f">= {BROKEN_LOOP_X} x",
+            "ms",
+        ),
+        Check(
+            f"broken server: /health max >= {BROKEN_HEALTH_X} x the fixed one's",
+            broken.health_max_ms >= BROKEN_HEALTH_X * fixed.health_max_ms,
+            f"{broken.health_max_ms:.0f} ms vs {fixed.health_max_ms:.1f} ms, answered "
+            f"{broken.health_requests} vs {fixed.health_requests} times",
+            broken.health_max_ms,
+            fixed.health_max_ms,
+            "fixed /health max",
+            f">= {BROKEN_HEALTH_X} x",
+            "ms",
+        ),
+    ]

@@ -39,7 +39,7 @@ from tkchat.generate.hardware import LLAMA_CPP_SERVER
 from tkchat.generate.llama_backend import LlamaBackend, default_n_threads
 from tkchat.generate.model_file import bundled_model_path, choose_model_path
 from tkchat.generate.remote import RemoteBackend
-from tkchat.lab.bench.figures import BENCH_PROMPT, SYSTEM, RunFigures
+from tkchat.lab.bench.figures import BENCH_PROMPT, SYSTEM, Check, RunFigures
 from tkchat.stats import median, percentile, rounded
 from tkchat.transport.channel import EventChannel
 
@@ -264,17 +264,17 @@ def _last_cancel(
         time.sleep(0.02)
 
 
-def sse_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
+def sse_verdicts(runs: list[RunFigures]) -> list[Check]:
     by = {r.mode: r for r in runs}
     local, sse = by.get("in-process"), by.get("sse-tkchat")
-    out: list[tuple[str, bool, str]] = []
+    out: list[Check] = []
     if local and sse and local.tokens_per_s and sse.tokens_per_s:
         ratio = sse.tokens_per_s / local.tokens_per_s
-        out.append(("SSE tokens/s >= 0.95 x in-process", ratio >= 0.95, f"{ratio:.3f} x"))
+        out.append(Check("SSE tokens/s >= 0.95 x in-process", ratio >= 0.95, f"{ratio:.3f} x"))
     if sse is not None and "tokens_after_disconnect_max" in sse.extra:
         worst = sse.extra["tokens_after_disconnect_max"]
         out.append(
-            (
+            Check(
                 "at most one token after the disconnect is seen",
                 worst is not None and worst <= 1,
                 f"worst {worst}",

@@ -21,15 +21,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tkchat.lab.bench.figures import RunFigures, lag_p99_bound
+from tkchat.lab.bench.figures import Check, RunFigures, StreamResult, lag_p99_bound, stream_figures
+from tkchat.lab.bench.scenarios.runs import BenchRuns
 from tkchat.lab.bench.script import Script
 from tkchat.modes import FIXED
 from tkchat.stats import median, rounded
-
-if TYPE_CHECKING:
-    from tkchat.lab.bench.bench import Bench
 
 BUSY_TOKENS_RATIO_MIN = 0.9  # the window may cost the model 10 % of its busy speed
 HOG_MAX_S = 900.0  # a hog ends by itself after this, whatever happens to the bench
@@ -60,7 +58,7 @@ class CpuHogs:
         self._procs = []
 
 
-def busy_scenario(bench: Bench) -> Script:
+def busy_scenario(bench: BenchRuns) -> Script:
     """The bench's script, after its quiet modes: the same measurements under the hogs
     (nothing without ``--busy``)."""
     if not bench.options.busy:
@@ -69,28 +67,27 @@ def busy_scenario(bench: Bench) -> Script:
     hogs.start()
     try:
         yield 0.5  # the hogs are spinning
-        yield from bench._idle()
-        bench.runs[-1].mode = "busy-idle"
+        yield from bench.idle("busy-idle")
         raw: list[float] = []
-        fixed: list[dict[str, Any]] = []
+        fixed: list[StreamResult] = []
         for _ in range(bench.options.repeats):  # alternate, as the quiet run does
-            raw.append(bench._raw_once()[0])
+            raw.append(bench.raw_once()[0])
             yield 0.3
-            result: dict[str, Any] = {}
-            yield from bench._stream_once(FIXED, bench.sampling, result)
+            result: StreamResult = {}
+            yield from bench.stream_once(FIXED, bench.sampling, result)
             fixed.append(result)
-        cancel: dict[str, Any] = {}
-        yield from bench._cancels(cancel)
+        latencies: list[float] = []
+        yield from bench.cancels(latencies)
         load = os.getloadavg()[0]  # the hogs' share of it included
     finally:
         hogs.stop()
     extra: dict[str, Any] = {"hogs": hogs.count, "hog_pids": hogs.pids}
     extra["load_1min"] = rounded(load, 2)
     busy_raw = RunFigures("busy-raw", bench.options.backend, tokens_per_s=rounded(median(raw), 1))
-    busy_fixed = bench._stream_figures("busy-fixed", fixed, cancel)
+    busy_fixed = stream_figures("busy-fixed", bench.options.backend, fixed, latencies)
     for row in (bench.runs[-1], busy_raw, busy_fixed):
         row.extra.update(extra)
-    bench.runs += [busy_raw, busy_fixed]
+    bench.runs.extend([busy_raw, busy_fixed])
 
 
 def _times(value: float, baseline: float) -> str:
@@ -99,7 +96,7 @@ def _times(value: float, baseline: float) -> str:
     return f"{ratio:.2f} x {baseline:.2f} ms of"
 
 
-def busy_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
+def busy_verdicts(runs: list[RunFigures]) -> list[Check]:
     """The busy machine's targets, as ratios to the same run's baselines (none without
     ``--busy``)."""
     by = {r.mode: r for r in runs}
@@ -113,17 +110,22 @@ def busy_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
     if quiet is not None and quiet.lag_p99_ms is not None:
         figure += f", {_times(fixed.lag_p99_ms, quiet.lag_p99_ms)} quiet idle"
     out = [
-        (
-            f"busy ({hogs} hogs): fixed lag p99 <= {bound:.2f} ms (2 x busy idle)",
+        Check(
+            f"busy ({hogs} hogs): fixed lag p99 <= 2 x busy idle's",
             fixed.lag_p99_ms <= bound,
-            f"{figure}; max {fixed.lag_max_ms} ms",
+            f"{figure}; bound {bound:.2f} ms; max {fixed.lag_max_ms} ms",
+            fixed.lag_p99_ms,
+            idle.lag_p99_ms,
+            "busy idle lag p99",
+            f"<= {bound:.2f} ms",
+            "ms",
         ),
-        ("busy: fixed long tasks == 0", fixed.long_tasks == 0, str(fixed.long_tasks)),
+        Check("busy: fixed long tasks == 0", fixed.long_tasks == 0, str(fixed.long_tasks)),
     ]
     if raw is not None and raw.tokens_per_s and fixed.tokens_per_s:
         tokens = fixed.tokens_per_s / raw.tokens_per_s
         out.append(
-            (
+            Check(
                 f"busy: fixed tokens/s >= {BUSY_TOKENS_RATIO_MIN:g} x busy raw",
                 tokens >= BUSY_TOKENS_RATIO_MIN,
                 f"{tokens:.3f} x ({fixed.tokens_per_s:g} vs {raw.tokens_per_s:g} tokens/s)",
@@ -131,7 +133,7 @@ def busy_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
         )
     if fixed.cancel_p99_token_periods is not None:
         out.append(
-            (
+            Check(
                 "busy: cancel p99 <= 2 token periods",
                 fixed.cancel_p99_token_periods <= 2,
                 f"{fixed.cancel_p99_token_periods:.2f} periods ({fixed.cancel_p99_ms} ms)",

@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tkchat.conversation import Sampling
 from tkchat.events import Done
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import long_answer
-from tkchat.lab.bench.figures import RunFigures
+from tkchat.lab.bench.figures import Check, RunFigures
 from tkchat.lab.bench.prompt_bench import _answered
+from tkchat.lab.bench.scenarios.runs import BenchRuns
 from tkchat.lab.bench.script import Script
 from tkchat.stats import median, rounded
 from tkchat.threads import lower_this_thread, own_thread
-
-if TYPE_CHECKING:
-    from tkchat.lab.bench.bench import Bench
 
 TURN2_TTFT_RATIO_MAX = 1.2  # turn 2 within 1.2 x reading just its new part
 TURNS = 3
@@ -52,7 +50,7 @@ TEXTS = {
 }
 
 
-def turn_two_scenario(bench: Bench) -> Script:
+def turn_two_scenario(bench: BenchRuns) -> Script:
     """The bench's script: both languages (nothing without ``--turn2`` or on a backend that
     reads no prompt)."""
     backend = bench.app.controller.backend
@@ -66,7 +64,7 @@ def turn_two_scenario(bench: Bench) -> Script:
 
 
 def _chat(
-    bench: Bench, backend: LlamaBackend, first: str, follow_up: str, out: dict[str, Any]
+    bench: BenchRuns, backend: LlamaBackend, first: str, follow_up: str, out: dict[str, Any]
 ) -> Script:
     """Main thread: the first question in a fresh chat, then the follow-ups, each timed."""
     app = bench.app
@@ -92,7 +90,7 @@ def _chat(
     app.session.sampling = bench.sampling
 
 
-def _new_part_alone(bench: Bench, backend: LlamaBackend) -> float:
+def _new_part_alone(bench: BenchRuns, backend: LlamaBackend) -> float:
     """Main thread, model lock held: llama-cpp-python's TTFT for the last follow-up's prompt
     with the cache cut back to where its new part begins (ms, the median of :data:`TURNS`).
     On a thread of its own at the worker's priority (:func:`lower_this_thread`), the main
@@ -141,15 +139,15 @@ def _figures(lang: str, out: dict[str, Any]) -> RunFigures:
     )
 
 
-def turn_two_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
+def turn_two_verdicts(runs: list[RunFigures]) -> list[Check]:
     """Each language's turn 2 against its own baseline (none without ``--turn2``)."""
-    out: list[tuple[str, bool, str]] = []
+    out: list[Check] = []
     for run in runs:
         if not run.mode.startswith("turn-2-") or run.ttft_ms is None:
             continue
         ratio, new = run.extra["ttft_ratio"], run.tokens or 0
         out.append(
-            (
+            Check(
                 f"{run.mode} TTFT <= {TURN2_TTFT_RATIO_MAX:g} x reading just the new part",
                 ratio is not None and ratio <= TURN2_TTFT_RATIO_MAX,
                 f"{run.ttft_ms} ms vs {run.extra['new_part_alone_ttft_ms']} ms ({ratio} x)",
@@ -157,7 +155,7 @@ def turn_two_verdicts(runs: list[RunFigures]) -> list[tuple[str, bool, str]]:
         )
         most = max(e for e in run.extra["evaluated"] if e is not None)
         out.append(
-            (
+            Check(
                 f"{run.mode} evaluates only the new part (+1)",
                 most <= new + 1,
                 f"evaluated {run.extra['evaluated']} of {run.extra['prompt_tokens']} tokens, "

@@ -1,0 +1,168 @@
+"""``tkchat bench --claims``'s rules and its table: every timing claim, judged on bench runs
+against baselines of the same run, measured again when it fails, and failed only on a quiet
+machine.
+
+- An *attempt* is one bench run; each claim it measures gets a verdict: ``PASS`` (it
+  holds), ``BUSY`` (it failed, but the machine was too busy to judge it: :class:`Machine`,
+  or a lesson's own rule, its window having waited for a CPU) or ``FAIL``.
+- A claim without a ``PASS`` is measured again, :data:`MAX_ATTEMPTS` times in all.
+- Its outcome: ``PASS`` if an attempt passed; ``FAIL`` if none did and one failed on a quiet
+  machine (it failed every time it could be judged); ``NOT JUDGED`` if every attempt was busy.
+  The step fails on a ``FAIL`` only.
+
+*Too busy to judge* is decided by what the machine did besides the bench during the attempt:
+the CPU time every other program used (the machine's, from ``/proc/stat``, less the bench's
+own processes'), as a share of all its cores over the attempt. On a quiet machine that is a
+few percent; with a CPU hog on each core, most of it. Above :data:`BUSY_SHARE` the attempt is
+busy. Where the system does not say (no ``/proc/stat``), every attempt is judged.
+
+Tk-free: plain data and arithmetic, any thread (tkchat/lab/bench/claim_runs.py runs the
+attempts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tkchat.lab.bench.figures import Check
+
+MAX_ATTEMPTS = 3
+BUSY_SHARE = 0.2  # other programs' share of the machine's CPU that makes an attempt too busy
+PASS, FAIL, BUSY = "PASS", "FAIL", "BUSY"
+NOT_JUDGED = "NOT JUDGED"
+COMPLETES = "the run completes"  # a run that crashed or hung: the code's fault, never the load
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the machine did besides the bench during one attempt: ``others_share``, the CPU
+    time of every other program over ``seconds`` on ``cores`` cores (None: unknown)."""
+
+    others_share: float | None
+    cores: int
+    seconds: float
+
+    @property
+    def busy(self) -> bool:
+        """Too busy to judge a claim that failed: other programs used more than
+        :data:`BUSY_SHARE` of the machine's CPU."""
+        return self.others_share is not None and self.others_share > BUSY_SHARE
+
+    def describe(self) -> str:
+        if self.others_share is None:
+            return f"{self.seconds:.0f} s; other programs' CPU unknown: judged"
+        verdict = "too busy to judge a failure" if self.busy else "quiet enough to judge"
+        return (
+            f"{self.seconds:.0f} s; other programs used {self.others_share:.0%} of "
+            f"{self.cores} cores' CPU (judged under {BUSY_SHARE:.0%}): {verdict}"
+        )
+
+
+def attempt_verdict(check: Check, machine: Machine) -> str:
+    """One attempt's verdict on one claim (a run that did not complete fails, busy or not)."""
+    if check.ok:
+        return PASS
+    if (machine.busy and check.name != COMPLETES) or not check.judged:
+        return BUSY
+    return FAIL
+
+
+@dataclass
+class Claim:
+    """One claim across its attempts: which run measures it, its name, each attempt's
+    verdict, and the check of its latest attempt (its figure, baseline, bound)."""
+
+    run: str
+    name: str
+    check: Check
+    attempts: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        if PASS in self.attempts:
+            return PASS
+        return FAIL if FAIL in self.attempts else NOT_JUDGED
+
+    @property
+    def open(self) -> bool:
+        """Measured again in the next attempt of its run: no pass yet, attempts left."""
+        return PASS not in self.attempts and len(self.attempts) < MAX_ATTEMPTS
+
+
+class ClaimBook:
+    """Every claim of every run, attempt after attempt, in the order first measured."""
+
+    def __init__(self) -> None:
+        self.claims: dict[tuple[str, str], Claim] = {}
+
+    def note(self, run: str, checks: Iterable[Check], machine: Machine) -> None:
+        """An attempt of ``run``: each claim measured for the first time, or still open,
+        gets its verdict; a claim already settled keeps its attempts (it is not re-judged)."""
+        for check in checks:
+            claim = self.claims.get((run, check.name))
+            if claim is None:
+                claim = self.claims[(run, check.name)] = Claim(run, check.name, check)
+            elif not claim.open:
+                continue
+            claim.check = check
+            claim.attempts.append(attempt_verdict(check, machine))
+
+    def open_runs(self, runs: Sequence[str]) -> list[str]:
+        """Which of ``runs`` have a claim to measure again."""
+        return [run for run in runs if any(c.open for c in self.of(run))]
+
+    def open_claims(self, run: str) -> list[Claim]:
+        return [claim for claim in self.of(run) if claim.open]
+
+    def of(self, run: str) -> list[Claim]:
+        return [claim for claim in self.claims.values() if claim.run == run]
+
+    @property
+    def failed(self) -> list[Claim]:
+        return [claim for claim in self.claims.values() if claim.outcome == FAIL]
+
+    def summary(self) -> str:
+        outcomes = [claim.outcome for claim in self.claims.values()]
+        return (
+            f"{len(outcomes)} claims: {outcomes.count(PASS)} hold, {outcomes.count(FAIL)} "
+            f"fail on a quiet machine, {outcomes.count(NOT_JUDGED)} not judged (the machine "
+            "was too busy every time)"
+        )
+
+
+# -- the table -------------------------------------------------------------------------------
+
+FIGURE_WIDTH = 32  # a figure without a number of its own is cut to this (the JSON has all)
+HEADERS = ("claim", "figure", "baseline", "ratio", "target", "1", "2", "3", "outcome")
+
+
+def _number(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{text} {unit}".strip()
+
+
+def row(claim: Claim) -> tuple[str, ...]:
+    """A claim as the table shows it: its latest figure, the baseline beside it (which, and
+    its value), their ratio, the target, each attempt's verdict and the outcome."""
+    check = claim.check
+    figure = _number(check.value, check.unit) if check.value is not None else check.figure
+    if len(figure) > FIGURE_WIDTH:
+        figure = figure[: FIGURE_WIDTH - 1] + "…"
+    baseline = "-"
+    if check.baseline is not None:
+        baseline = f"{check.baseline_of} {_number(check.baseline, check.unit)}".strip()
+    ratio = f"{check.ratio:.2f} x" if check.ratio is not None else "-"
+    attempts = [*claim.attempts, *["-"] * (MAX_ATTEMPTS - len(claim.attempts))]
+    name = f"{claim.run}: {claim.name}"
+    return (name, figure, baseline, ratio, check.bound or "-", *attempts, claim.outcome)
+
+
+def format_claims(claims: Iterable[Claim]) -> str:
+    """Every claim as a text table (:data:`HEADERS`), one claim a line."""
+    rows = [HEADERS, *(row(claim) for claim in claims)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)

@@ -1,0 +1,239 @@
+"""``tkchat bench``'s targets for the modes, each against baselines measured in the same run.
+
+On the model: lag p99 within 2 x idle's (or 2 ms), lag max 16 ms, no long task, tokens/s at
+least 0.95 x raw's, cancel within 2 token periods. For a scripted flood: lag p99 16 ms, lag
+max 16 ms, no long task, resident memory growing less than 100 MB. Both: no markdown slice
+over 16 ms while the answer streams; a broken mode's worst freeze at least 5 x the fixed
+pipeline's. Each :class:`~tkchat.lab.bench.figures.Check` carries the figure judged and the
+baseline beside it, for ``tkchat bench --claims``'s table.
+
+Tk-free: plain data and arithmetic, any thread.
+"""
+
+from __future__ import annotations
+
+from tkchat.lab.bench.figures import (
+    FLOOD_LAG_P99_MS,
+    LAG_MAX_MS,
+    LAG_P99_FLOOR_MS,
+    TOKENS_RATIO_MIN,
+    BenchOptions,
+    Check,
+    RunFigures,
+    lag_p99_bound,
+)
+from tkchat.lab.bench.scenarios.saved import saved_verdicts
+from tkchat.modes import BROKEN_MODES, FIXED, PIPELINES, is_outside_mode
+
+BROKEN_LAG_X = 5  # a broken mode's worst freeze: at least this many times the fixed one's
+CANCEL_TOKEN_PERIODS = 2  # Stop reaches the model loop within this many token periods
+FLOOD_RSS_GROWTH_MB = 100
+
+
+def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[Check]:
+    """The targets of a run of the modes (and of the scenarios every such run has)."""
+    by = {r.mode: r for r in runs}
+    idle, raw, fixed = by.get("idle"), by.get("raw"), by.get(FIXED)
+    out: list[Check] = []
+    if fixed is not None and fixed.lag_max_ms is not None:
+        out += [_freezes(by[m], fixed.lag_max_ms) for m in BROKEN_MODES if _has_lag(by.get(m))]
+    out += [_blamed(by[m]) for m in BROKEN_MODES if by.get(m) and by[m].long_tasks]
+    if any(r.mode.startswith("chat-") for r in runs):
+        from tkchat.lab.bench.scenarios.long_chat import long_chat_verdicts
+
+        out += long_chat_verdicts(runs)
+    out += saved_verdicts(by)
+    if by.get("prompt") is not None:
+        from tkchat.lab.bench.prompt_bench import prompt_verdicts
+
+        idle_p99 = idle.lag_p99_ms if idle is not None else None
+        bound = lag_p99_bound(idle_p99) if idle_p99 is not None else LAG_P99_FLOOR_MS
+        out += prompt_verdicts(runs, bound)
+    if fixed is not None:
+        streaming_max = fixed.extra.get("streaming_slice_max_ms")
+        if streaming_max is not None:
+            out.append(
+                Check(
+                    "markdown slices while streaming <= 16 ms",
+                    streaming_max <= LAG_MAX_MS,
+                    f"max {streaming_max:.2f} ms over {fixed.extra['streaming_slices']:.0f} "
+                    "slices per answer",
+                    streaming_max,
+                    _figure(idle, "lag_max_ms"),
+                    "idle lag max",
+                    f"<= {LAG_MAX_MS:g} ms",
+                    "ms",
+                )
+            )
+    flood = options.backend == "scripted"
+    if fixed is not None:
+        out += stream_verdicts(FIXED, fixed, idle, raw, flood=flood)
+    for run in runs:  # pipelines of one's own (--modes mine.py:Pipeline): held to the same
+        if is_outside_mode(run.mode):
+            out += stream_verdicts(run.mode, run, idle, raw, flood=flood)
+    return out
+
+
+def _has_lag(run: RunFigures | None) -> bool:
+    return run is not None and run.lag_max_ms is not None
+
+
+def _figure(run: RunFigures | None, name: str) -> float | None:
+    """A figure of a baseline's row (None without the row or the figure)."""
+    value = getattr(run, name, None) if run is not None else None
+    return float(value) if value is not None else None
+
+
+def _freezes(broken: RunFigures, fixed_max: float) -> Check:
+    assert broken.lag_max_ms is not None
+    return Check(
+        f"{broken.mode} (broken) freezes: lag max >= {BROKEN_LAG_X} x fixed's",
+        broken.lag_max_ms >= BROKEN_LAG_X * max(fixed_max, 1.0),
+        f"{broken.lag_max_ms:.0f} ms vs {fixed_max:.1f} ms, input max {broken.input_max_ms} ms",
+        broken.lag_max_ms,
+        fixed_max,
+        "fixed lag max",
+        f">= {BROKEN_LAG_X} x (at least {BROKEN_LAG_X} ms)",
+        "ms",
+    )
+
+
+def _blamed(broken: RunFigures) -> Check:
+    """The sampler names, as who held the loop in a broken mode's longest long task, the
+    function the mode is about (the class the registry of modes names)."""
+    wanted = PIPELINES[broken.mode].rpartition(":")[2]
+    culprits = broken.extra.get("long_task_culprits") or []
+    longest = max(culprits, key=lambda c: c["lag_ms"], default=None)
+    held_by = str(longest["culprit"]["held_by"]) if longest else "no culprit recorded"
+    return Check(
+        f"{broken.mode} (broken): its longest long task is blamed on {wanted}",
+        held_by.startswith(wanted + "."),
+        held_by,
+    )
+
+
+def stream_verdicts(
+    name: str,
+    run: RunFigures,
+    idle: RunFigures | None,
+    raw: RunFigures | None,
+    *,
+    flood: bool,
+) -> list[Check]:
+    """The targets a streaming pipeline is held to (see :func:`verdicts`), for ``run``."""
+    out: list[Check] = []
+    if run.lag_p99_ms is None or run.lag_max_ms is None:
+        return out
+    prefix = "" if name == FIXED else f"{name}: "
+    if flood:
+        return _flood_verdicts(prefix, run, idle)
+    idle_p99 = _figure(idle, "lag_p99_ms")
+    if idle_p99 is not None:
+        bound = lag_p99_bound(idle_p99)
+        out.append(
+            Check(
+                f"{name} lag p99 <= 2 x idle's (at least {LAG_P99_FLOOR_MS:g} ms)",
+                run.lag_p99_ms <= bound,
+                f"{run.lag_p99_ms:.2f} ms (bound {bound:.2f} ms)",
+                run.lag_p99_ms,
+                idle_p99,
+                "idle lag p99",
+                f"<= {bound:.2f} ms",
+                "ms",
+            )
+        )
+    out.append(_lag_max(f"{name} lag max", run, idle, ""))
+    out.append(_long_tasks(f"{name} long tasks", run, idle))
+    if raw is not None and raw.tokens_per_s and run.tokens_per_s:
+        ratio = run.tokens_per_s / raw.tokens_per_s
+        out.append(
+            Check(
+                f"{name} tokens/s >= {TOKENS_RATIO_MIN:g} x raw",
+                ratio >= TOKENS_RATIO_MIN,
+                f"{ratio:.3f} x",
+                run.tokens_per_s,
+                raw.tokens_per_s,
+                "raw tokens/s",
+                f">= {TOKENS_RATIO_MIN:g} x",
+                "tokens/s",
+            )
+        )
+    if run.cancel_p99_token_periods is not None and run.cancel_p99_ms is not None:
+        out.append(_cancel(prefix, run, run.cancel_p99_token_periods, run.cancel_p99_ms))
+    return out
+
+
+def _cancel(prefix: str, run: RunFigures, periods: float, p99_ms: float) -> Check:
+    return Check(
+        f"{prefix}cancel p99 <= {CANCEL_TOKEN_PERIODS} token periods",
+        periods <= CANCEL_TOKEN_PERIODS,
+        f"{periods:.2f} periods ({p99_ms} ms)",
+        p99_ms,
+        1000 / run.tokens_per_s if run.tokens_per_s else None,
+        "a token period",
+        f"<= {CANCEL_TOKEN_PERIODS} x",
+        "ms",
+    )
+
+
+def _lag_max(name: str, run: RunFigures, idle: RunFigures | None, note: str) -> Check:
+    assert run.lag_max_ms is not None
+    return Check(
+        f"{name} <= {LAG_MAX_MS:g} ms",
+        run.lag_max_ms <= LAG_MAX_MS,
+        f"{run.lag_max_ms:.2f} ms{note}",
+        run.lag_max_ms,
+        _figure(idle, "lag_max_ms"),
+        "idle lag max",
+        f"<= {LAG_MAX_MS:g} ms",
+        "ms",
+    )
+
+
+def _long_tasks(name: str, run: RunFigures, idle: RunFigures | None) -> Check:
+    return Check(
+        f"{name} == 0",
+        run.long_tasks == 0,
+        str(run.long_tasks),
+        _figure(run, "long_tasks"),
+        _figure(idle, "long_tasks"),
+        "idle long tasks",
+        "== 0",
+    )
+
+
+def _flood_verdicts(prefix: str, run: RunFigures, idle: RunFigures | None) -> list[Check]:
+    """A scripted flood's targets: a frame at p99 and at most, no long task, bounded memory."""
+    assert run.lag_p99_ms is not None and run.lag_max_ms is not None
+    worst = run.extra.get("callback_cpu_max_ms")
+    out = [
+        Check(
+            f"{prefix}flood lag p99 <= {FLOOD_LAG_P99_MS:g} ms",
+            run.lag_p99_ms <= FLOOD_LAG_P99_MS,
+            f"{run.lag_p99_ms:.2f} ms",
+            run.lag_p99_ms,
+            _figure(idle, "lag_p99_ms"),
+            "idle lag p99",
+            f"<= {FLOOD_LAG_P99_MS:g} ms",
+            "ms",
+        ),
+        _lag_max(
+            f"{prefix}flood lag max",
+            run,
+            idle,
+            f" (the costliest callback: {worst:.1f} ms of CPU)" if worst else "",
+        ),
+        _long_tasks(f"{prefix}flood long tasks", run, idle),
+    ]
+    if run.rss_growth_mb is not None:
+        out.append(
+            Check(
+                f"{prefix}flood RSS growth < {FLOOD_RSS_GROWTH_MB} MB",
+                run.rss_growth_mb < FLOOD_RSS_GROWTH_MB,
+                f"{run.rss_growth_mb:.1f} MB",
+                run.rss_growth_mb,
+                bound=f"< {FLOOD_RSS_GROWTH_MB} MB",
+                unit="MB",
+            )
+        )
+    return out
