@@ -42,7 +42,7 @@ CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
-TIMEOUT_MS = 15_000
+TIMEOUT_MS = 30_000  # a hang guard: generous, for a machine with every core busy
 
 Page = Any  # playwright.sync_api.Page (the module is imported lazily, above)
 ASGIApp = Callable[..., Any]
@@ -138,7 +138,7 @@ class LiveServer:
     def health(self) -> dict[str, Any]:
         # No proxy: a proxy from the environment would never reach our loopback server.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(self.url + "health", timeout=5) as response:
+        with opener.open(self.url + "health", timeout=30) as response:
             return json.load(response)
 
     def stop(self) -> None:

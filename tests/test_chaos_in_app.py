@@ -122,7 +122,7 @@ def test_a_lost_event_ends_the_answer_at_the_deadline_and_the_next_one_streams(
     assert expected in app.transcript.plain_text()
     assert expected in app.status.get()
     # Stop reached the model: its loop, waiting for its next token, ended
-    pump_until(root, lambda: not worker.is_alive(), 5, "the unseen answer's model loop to stop")
+    pump_until(root, lambda: not worker.is_alive(), 30, "the unseen answer's model loop to stop")
     assert app.stop_button.instate(["disabled"]) and not app.send_button.instate(["disabled"])
     assert app.demos.ordering_counters().gaps == 1
 
