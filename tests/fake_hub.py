@@ -10,7 +10,9 @@ with ``Range`` support (206, 416). A missing file gets the hub's 404 with
 
 Faults on demand, set as attributes at any time: ``throttle`` (bytes per second), ``cut_after``
 (each response closes the connection after that many bytes), ``stall_after`` (each response
-stops sending after that many bytes and holds the connection), ``corrupt`` (one byte
+stops sending after that many bytes and holds the connection), ``pause_after`` (each
+response stops after that many bytes until ``go_on`` is set, then sends the rest: a
+download held at a known point, for as long as a test needs), ``corrupt`` (one byte
 flipped), ``truncate_to`` (the file served is shorter than the size advertised), ``status``
 (the resolve URL answers with this HTTP status), ``html`` (it answers with a web page),
 ``lie_size`` (the advertised size). ``requests`` records (method, path, Range header).
@@ -45,6 +47,8 @@ class FakeHub:
         self.throttle: float | None = None
         self.cut_after: int | None = None
         self.stall_after: int | None = None
+        self.pause_after: int | None = None
+        self.go_on = threading.Event()  # a paused response sends the rest (set at shutdown too)
         self.corrupt = False
         self.truncate_to: int | None = None
         self.status: int | None = None
@@ -69,7 +73,10 @@ class FakeHub:
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: 0.5 s by default, at every test's end.
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def start(self) -> FakeHub:
         self.thread.start()
@@ -77,6 +84,7 @@ class FakeHub:
 
     def stop(self) -> None:
         self.release.set()
+        self.go_on.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -180,11 +188,18 @@ class FakeHub:
                     self.release.wait(120)  # nothing more is sent until shutdown
                     request.close_connection = True
                     return
+                if self.pause_after is not None and sent >= self.pause_after:
+                    self.go_on.wait(120)  # held here until the test lets it go on
+                    if self.release.is_set():
+                        request.close_connection = True
+                        return
                 piece = data[position : position + CHUNK]
                 if self.cut_after is not None:
                     piece = piece[: self.cut_after - sent]
                 if self.stall_after is not None:
                     piece = piece[: max(self.stall_after - sent, 1)]
+                if self.pause_after is not None and not self.go_on.is_set():
+                    piece = piece[: max(self.pause_after - sent, 1)]
                 request.wfile.write(piece)
                 sent += len(piece)
                 position += len(piece)

@@ -9,7 +9,6 @@ pages at once as several students' tabs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +54,7 @@ def short_answers(page: Page, tokens: int = 8) -> Page:
 
 
 def test_a_student_in_line_sees_their_place_then_their_answer(
-    serve: Callable[..., LiveServer], open_page: Callable[..., Page], tmp_path: Path
+    serve: Callable[..., LiveServer], open_page: Callable[..., Page]
 ) -> None:
     server = serve(ScriptedBackend(**SLOW))
     first, second, third = (short_answers(open_page(server)) for _ in range(3))
@@ -71,7 +70,6 @@ def test_a_student_in_line_sees_their_place_then_their_answer(
     assert place_text(second).startswith("1st in line, about ")
     assert place_text(third).startswith("2nd in line, about ")
     assert "waiting for the model: 2nd in line" in str(third.text_content("#status"))
-    third.screenshot(path=str(tmp_path / "in-line.png"))
     first.click("#stop")
     assert state(first)["status"] == "stopped"
     for page in (second, third):

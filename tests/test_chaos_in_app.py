@@ -1,23 +1,68 @@
 """Lesson 13 on a real window: events shuffled, duplicated, delayed and lost between the worker
-and the window, and what the window makes of them (scripted backend, Xvfb)."""
+and the window, and what the window makes of them (scripted backend, Xvfb).
+
+The answers are stepped by the test (``ScriptedBackend(gate=TokenGate())``), and the window's
+reorder buffer reads a clock the test moves (``StreamConsumer(clock=)``): a lost event ends
+the answer when the clock passes the gap deadline, not when the machine gets round to it.
+"""
 
 from __future__ import annotations
 
-import time
+import functools
 import tkinter as tk
+from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import pump_until
 from tkchat.cli import build_parser
 from tkchat.consume.reorder import GAP_TIMEOUT_S
-from tkchat.consume.stream_consumer import TRANSPORT_GAP
+from tkchat.consume.stream_consumer import TRANSPORT_GAP, StreamConsumer
 from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.transport.chaos import Chaos
+from tkchat.ui.window import chat_window
 
 pytestmark = pytest.mark.gui
+
+
+class Clock:
+    """The reorder buffer's clock, moved by hand; ``reads`` counts how often it was asked (the
+    buffer asks at each tick while it waits for a missing event)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    """Every window made in this test reads this clock for its gap deadline."""
+    made = Clock()
+    monkeypatch.setattr(
+        chat_window, "StreamConsumer", functools.partial(StreamConsumer, clock=made)
+    )
+    yield made
+
+
+def stuck_at(root: tk.Tk, app, clock: Clock, shown: str) -> None:
+    """Until the answer shows ``shown`` (the text before the gap) with events held behind the
+    gap, and two more ticks have checked the deadline with the clock not moved: nothing ends
+    before it."""
+    answer = app.flow.answering.answer
+    pump_until(
+        root,
+        lambda: answer.text == shown and app.consumer.waiting > 0,
+        what="the text before the gap, and events held behind it",
+    )
+    seen = clock.reads
+    pump_until(root, lambda: clock.reads >= seen + 2, what="two ticks checking the deadline")
+    assert not app.flow.answering.finished, "ended before the deadline"
 
 
 def finish(root: tk.Tk, app, count: int = 1, timeout: float = 20.0) -> Done | Error:
@@ -29,12 +74,14 @@ def finish(root: tk.Tk, app, count: int = 1, timeout: float = 20.0) -> Done | Er
 
 
 def test_under_chaos_the_window_shows_the_answer_once_in_order(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=400), chaos=Chaos(3))
+    gate = TokenGate()
+    app = make_app(ScriptedBackend(rate=0, gate=gate), chaos=Chaos(3))
     assert app.flow.send("tell me")
     answer = app.flow.answering.answer
     shown: list[str] = []
 
-    def streamed() -> bool:
+    def streamed() -> bool:  # one more token each turn of the loop: the answer takes many ticks
+        gate.release(1)
         if not shown or shown[-1] != answer.text:
             shown.append(answer.text)
         return bool(app.flow.answering.finished)
@@ -53,30 +100,33 @@ def test_under_chaos_the_window_shows_the_answer_once_in_order(root: tk.Tk, make
     assert counts.duplicates_dropped > 0, "and dropped the replays"
 
 
-def test_a_lost_event_ends_the_answer_and_the_next_one_streams(root: tk.Tk, make_app) -> None:
+def test_a_lost_event_ends_the_answer_at_the_deadline_and_the_next_one_streams(
+    root: tk.Tk, make_app, clock: Clock
+) -> None:
     chaos = Chaos(5)
-    # 100 tokens/s: the 3 s deadline comes before the held bound (512 events) would.
-    backend = ScriptedBackend(rate=100, tokens=10**6)  # would run for ages unless stopped
+    gate = TokenGate()
+    backend = ScriptedBackend(rate=0, tokens=10**6, gate=gate)  # goes on until stopped
     app = make_app(backend, chaos=chaos, sampling=Sampling(max_tokens=0))
     chaos.drop_next(17)
-    sent_at = time.monotonic()
     app.flow.send("count to twenty")
     answer, worker = app.flow.answering.answer, app.controller.current
-    final = finish(root, app, timeout=GAP_TIMEOUT_S + 10)
-    waited = time.monotonic() - sent_at
+    gate.release(40)  # event 17 is lost; 18 to 40 are held behind it
+    before = "".join(scripted_tokens(SCRIPT)[:16])
+    stuck_at(root, app, clock, before)
+    clock.now += GAP_TIMEOUT_S
+    final = finish(root, app)
     assert isinstance(final, Error)
     assert (final.kind, final.seq) == (TRANSPORT_GAP, 17)
-    # ended at the deadline, not before it, nor after 10**6 tokens (10,000 s)
-    assert GAP_TIMEOUT_S <= waited < 3 * GAP_TIMEOUT_S, "ended at the deadline"
-    assert answer.text == "".join(scripted_tokens(SCRIPT)[:16]), "the text before the loss"
+    assert answer.text == before, "the text before the loss, and nothing after it"
     expected = "Event 17 never arrived (lost in transport); the answer was ended."
     assert expected in app.transcript.plain_text()
     assert expected in app.status.get()
-    pump_until(root, lambda: not worker.is_alive(), 5, "the unseen answer's model loop to stop")
+    # Stop reached the model: its loop, waiting for its next token, ended
+    pump_until(root, lambda: not worker.is_alive(), 30, "the unseen answer's model loop to stop")
     assert app.stop_button.instate(["disabled"]) and not app.send_button.instate(["disabled"])
     assert app.demos.ordering_counters().gaps == 1
 
-    backend.tokens = None  # the script once, still through the chaos transport
+    backend.tokens, backend.gate = None, None  # the script once, still through chaos
     app.flow.send("again")
     second = app.flow.answering.answer
     assert isinstance(finish(root, app, 2), Done)
@@ -86,7 +136,9 @@ def test_a_lost_event_ends_the_answer_and_the_next_one_streams(root: tk.Tk, make
     assert counts.stale_dropped > 0, "what the lost answer's worker still sent was ignored"
 
 
-def test_losing_the_last_words_still_ends_the_answer_in_chinese(root: tk.Tk, make_app) -> None:
+def test_losing_the_last_words_still_ends_the_answer_in_chinese(
+    root: tk.Tk, make_app, clock: Clock
+) -> None:
     """Only the final event is left behind the gap and nothing else ever arrives: the window's
     tick must still look at the buffer, or it would wait forever."""
     chaos = Chaos(8)
@@ -94,18 +146,24 @@ def test_losing_the_last_words_still_ends_the_answer_in_chinese(root: tk.Tk, mak
     chaos.drop_next(last)
     app = make_app(ScriptedBackend(rate=0), chaos=chaos, language="zh")
     app.flow.send("hi")
-    final = finish(root, app, timeout=GAP_TIMEOUT_S + 10)
+    stuck_at(root, app, clock, "".join(scripted_tokens(SCRIPT)[: last - 1]))
+    clock.now += GAP_TIMEOUT_S
+    final = finish(root, app)
     assert isinstance(final, Error) and final.seq == last
     assert f"第 {last} 个事件始终没有到达" in app.transcript.plain_text()
 
 
 def test_stop_under_chaos_keeps_a_clean_partial_answer(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=200), chaos=Chaos(13))
+    gate = TokenGate()
+    backend = ScriptedBackend(rate=0, gate=gate)
+    app = make_app(backend, chaos=Chaos(13))
     app.flow.send("one")
     first = app.flow.answering.answer
+    gate.release(20)
     pump_until(root, lambda: len(first.text) > 30, what="some text")
     app.flow.stop()
     partial = first.text
+    backend.gate = None
     app.flow.send("two")
     second = app.flow.answering.answer
     assert isinstance(finish(root, app), Done)

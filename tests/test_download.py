@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,8 +29,8 @@ from tkchat.models.catalogue import (
     partial_path,
     partial_size,
 )
-from tkchat.models.download_job import DownloadJob, Failed, Finished, Result
-from tkchat.models.download_text import describe_failure
+from tkchat.models.download_job import START_S, DownloadJob, Failed, Finished, Result
+from tkchat.models.download_text import describe_failure, describe_progress
 from tkchat.models.finder import find_models
 
 REPO = "tkchat-test/SmolLM2-135M-Instruct-GGUF"
@@ -134,28 +134,22 @@ def test_a_download_lands_in_the_standard_cache_checked_and_loadable(
     # And the model picker lists it under the Hugging Face cache.
     found = find_models(folder=None, recent=[], environ={"HF_HUB_CACHE": str(cache)})
     assert [m.path for m in found if m.source == "huggingface"] == [path]
-
-
-def test_a_second_download_of_the_same_file_fetches_nothing(
-    entry: CatalogueEntry, hub: FakeHub, cache: Path
-) -> None:
-    first = finish(start(entry, hub, cache))
-    fetched = len(hub.byte_requests())
+    # A second download of the same file fetches nothing: the child finds it there.
     second = finish(start(entry, hub, cache))
-    assert isinstance(second, Finished) and second.already and second.path == first.path
-    assert len(hub.byte_requests()) == fetched == 1
+    assert isinstance(second, Finished) and second.already and second.path == result.path
+    assert len(hub.byte_requests()) == 1
 
 
 def test_two_downloads_of_the_same_file_at_once_do_no_double_work(
     entry: CatalogueEntry, hub: FakeHub, cache: Path
 ) -> None:
-    hub.throttle = 20 * MB
+    hub.pause_after = 2 * MB  # the first download is held there until the second has asked
     first = start(entry, hub, cache)
     wait_for_bytes(first, 2 * MB)
     second = finish(start(entry, hub, cache))
     assert isinstance(second, Failed) and second.kind == "busy"
     assert "already being downloaded" in sentence(second)
-    hub.throttle = None
+    hub.go_on.set()
     assert isinstance(finish(first), Finished)
     assert len(hub.byte_requests()) == 1
 
@@ -192,8 +186,7 @@ def test_no_network(entry: CatalogueEntry, cache: Path) -> None:
     ("fault", "kind", "words"),
     [
         ({"status": 404}, "not_found", "HTTP 404"),
-        ({"status": 500}, "server_error", "HTTP 500"),
-        ({"status": 503}, "server_error", "HTTP 503"),
+        ({"status": 500}, "server_error", "HTTP 500"),  # (503 takes the same path)
         ({"html": True}, "not_a_hub", "web page"),
     ],
 )
@@ -223,14 +216,31 @@ def test_a_file_missing_from_the_hub(
     assert "no-such-model.gguf" in describe_failure("en", result, endpoint=hub.endpoint)
 
 
+class Clock:
+    """A clock the test moves by hand (the stall watch's ``clock``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_a_stalled_transfer_is_ended_and_said(
     entry: CatalogueEntry, hub: FakeHub, cache: Path
 ) -> None:
     hub.stall_after = 5 * MB
-    result = finish(start(entry, hub, cache, stall_s=1.5))  # (a hang fails in finish())
+    clock = Clock()
+    job = DownloadJob(entry, endpoint=hub.endpoint, cache=cache, stall_s=30, clock=clock)
+    job.start()
+    wait_for_bytes(job, 5 * MB)  # then nothing more comes
+    clock.now += 30
+    assert job.poll() is None  # silent for the whole watch, not longer: not stalled yet
+    clock.now += 0.5
+    result = job.poll()
     assert isinstance(result, Failed) and result.kind == "stalled", result
     assert sentence(result) == (
-        "The download stalled: no data for 2 s. 5 MB are kept; Download again to continue."
+        "The download stalled: no data for 30 s. 5 MB are kept; Download again to continue."
     )
     assert partial_size(entry, cache) == 5 * MB
     nothing_offered(entry, cache)
@@ -307,7 +317,7 @@ def test_not_enough_free_disk_is_said_before_starting(
 def test_kill_9_mid_download_then_restart_resumes(
     entry: CatalogueEntry, hub: FakeHub, cache: Path, gguf_bytes: bytes
 ) -> None:
-    hub.throttle = 25 * MB
+    hub.pause_after = 10 * MB  # held there: the kill comes mid-download
     job = start(entry, hub, cache)
     wait_for_bytes(job, 10 * MB)
     assert job.pid is not None
@@ -316,9 +326,9 @@ def test_kill_9_mid_download_then_restart_resumes(
     assert isinstance(crashed, Failed) and crashed.kind == "crashed"
     assert "Download again to continue" in sentence(crashed)
     kept = partial_size(entry, cache)
-    assert kept >= 10 * MB
+    assert kept == 10 * MB  # every byte it was sent was on disk (written unbuffered)
     nothing_offered(entry, cache)
-    hub.throttle = None
+    hub.pause_after = None
     again = start(entry, hub, cache)
     result = finish(again)
     assert isinstance(result, Finished), result
@@ -330,7 +340,7 @@ def test_kill_9_mid_download_then_restart_resumes(
 def test_cancel_stops_at_once_and_offers_nothing(
     entry: CatalogueEntry, hub: FakeHub, cache: Path
 ) -> None:
-    hub.throttle = 20 * MB
+    hub.pause_after = 3 * MB  # held there: Cancel comes mid-download
     job = start(entry, hub, cache)
     wait_for_bytes(job, 3 * MB)
     job.cancel()
@@ -341,7 +351,7 @@ def test_cancel_stops_at_once_and_offers_nothing(
     assert job._process.returncode == -signal.SIGTERM
     assert not job.running and job.poll() is None
     assert sentence(job.result).startswith("Download cancelled.")
-    assert partial_size(entry, cache) >= 3 * MB
+    assert partial_size(entry, cache) == 3 * MB
     nothing_offered(entry, cache)
 
 
@@ -382,38 +392,128 @@ def test_every_failure_has_one_sentence_in_both_languages() -> None:
             assert text and "{" not in text and "\n" not in text, (kind, lang, text)
 
 
+class ScriptedChild:
+    """A stand-in for the download child: a program that writes on its stdout, as the child
+    does, the lines the test gives it, when the test gives them (through a FIFO). With a clock
+    the test moves, what the job makes of each line is exact."""
+
+    def __init__(self, folder: Path) -> None:
+        self.fifo = folder / "child-says"
+        os.mkfifo(self.fifo)
+        self.program = folder / "child"
+        self.program.write_text(f'#!/bin/sh\nexec cat "{self.fifo}"\n')
+        self.program.chmod(0o755)
+        self._out: int | None = None
+
+    def say(self, **line: object) -> None:
+        if self._out is None:  # (opening blocks until the child has opened its end)
+            self._out = os.open(self.fifo, os.O_WRONLY)
+        os.write(self._out, (json.dumps(line) + "\n").encode())
+
+    def end(self) -> None:
+        if self._out is not None:
+            os.close(self._out)
+
+
+def poll_until(job: DownloadJob, ready: Callable[[], bool]) -> None:
+    """Poll (at the clock's time, which does not move here) until ``ready()``."""
+    deadline = time.monotonic() + WAIT_S
+    while not ready():
+        assert job.poll() is None, job.result
+        assert time.monotonic() < deadline, job.progress
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def child(tmp_path: Path) -> Iterator[ScriptedChild]:
+    made = ScriptedChild(tmp_path)
+    yield made
+    made.end()
+
+
 def test_a_child_slow_to_start_is_not_a_stall(
-    tmp_path: Path, entry: CatalogueEntry, hub: FakeHub, cache: Path
+    entry: CatalogueEntry, cache: Path, child: ScriptedChild
 ) -> None:
     """The stall watch counts silence in a transfer, not a child still starting: on a busy
     laptop its interpreter and imports took longer than a short watch (CI: "0 B are kept")."""
-    slow_python = tmp_path / "slow-python"
-    slow_python.write_text(f'#!/bin/sh\nsleep 2\nexec {sys.executable} "$@"\n')
-    slow_python.chmod(0o755)
-    hub.stall_after = 5 * MB
+    clock = Clock()
     job = DownloadJob(
-        entry, endpoint=hub.endpoint, cache=cache, stall_s=0.5, python=str(slow_python)
+        entry, endpoint="http://hub", cache=cache, stall_s=5, python=str(child.program),
+        clock=clock,
+    )  # fmt: skip
+    job.start()
+    clock.now += START_S - 1  # silent far longer than the watch, but still starting
+    assert job.poll() is None and job.result is None
+    child.say(event="meta", size=100 * MB, have=0, sha256="ab" * 32)
+    child.say(event="progress", phase="download", done=5 * MB, total=100 * MB)
+    poll_until(job, lambda: job.progress.done == 5 * MB)
+    clock.now += 5
+    assert job.poll() is None  # bytes flowed: now the watch is ``stall_s``...
+    clock.now += 0.5
+    result = job.poll()  # ... and past it, the transfer is stalled
+    assert isinstance(result, Failed) and result.kind == "stalled", result
+    assert result.fields == {"seconds": 5, "done": 5 * MB}  # where it stalled, not at start
+
+
+def test_the_speed_and_time_left_are_measured_over_the_last_seconds(
+    entry: CatalogueEntry, cache: Path, child: ScriptedChild
+) -> None:
+    clock = Clock()
+    job = DownloadJob(
+        entry, endpoint="http://hub", cache=cache, python=str(child.program), clock=clock
     )
     job.start()
-    result = finish(job)
-    assert isinstance(result, Failed) and result.kind == "stalled", result
-    assert result.fields["done"] == 5 * MB  # it stalled where the hub stopped, not at start
+    child.say(event="meta", size=100 * MB, have=10 * MB, sha256="ab" * 32)
+    poll_until(job, lambda: job.progress.phase == "download")
+    assert job.progress.resumed_from == job.progress.done == 10 * MB
+    for seconds, done in ((1, 20), (2, 40), (3, 60)):
+        clock.now += 1
+        child.say(event="progress", phase="download", done=done * MB, total=100 * MB)
+        poll_until(job, lambda done=done: job.progress.done == done * MB)
+        if seconds == 1:  # one figure is no speed yet
+            assert job.progress.speed is None
+    assert job.progress.speed == 20 * MB  # (60 - 20) MB in the last 2 s
+    assert job.progress.seconds_left == pytest.approx(2.0)  # 40 MB left at 20 MB/s
+    shown = describe_progress("en", job.progress, endpoint="http://hub", file=FILE)
+    assert shown == "60 MB of 100 MB (continued from 10 MB) · 20 MB/s · 2 s left"
+    child.say(event="done", path="/x", already=False)
+    assert finish(job) == Finished("/x", already=False)
 
 
 def test_the_reader_thread_never_blocks_poll(
     entry: CatalogueEntry, hub: FakeHub, cache: Path
 ) -> None:
-    """poll() is called from the Tk main thread: it must return at once even while the child
-    says nothing (here: stalled)."""
+    """poll() is called from the Tk main thread: the pipe is read by the reader thread alone,
+    and poll() only takes what it queued, never waiting for more (here the child says
+    nothing: stalled)."""
     hub.stall_after = 1 * MB
-    job = start(entry, hub, cache, stall_s=30)
+    job = DownloadJob(entry, endpoint=hub.endpoint, cache=cache, stall_s=30)
+    lines = TakenWithoutWaiting()
+    job._lines = lines  # (before start: the reader thread is given this queue)
+    job.start()
     wait_for_bytes(job, 1 * MB)
-    worst = 0.0
     for _ in range(50):
-        began = time.perf_counter()
-        job.poll()
-        worst = max(worst, time.perf_counter() - began)
-        time.sleep(0.01)
+        assert job.poll() is None
     job.cancel()
-    assert worst < 0.05, worst
+    main = threading.main_thread().name
+    assert lines.put_by and main not in lines.put_by  # the pipe's lines: the reader's
+    assert lines.taken_by == {main}  # poll(), on the main thread, only ever took
     assert threading.active_count() < 50
+
+
+class TakenWithoutWaiting(queue.Queue):  # type: ignore[type-arg]
+    """A queue that says which threads put and took, and fails a get that would wait."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.put_by: set[str] = set()
+        self.taken_by: set[str] = set()
+
+    def put(self, item: object, block: bool = True, timeout: float | None = None) -> None:
+        self.put_by.add(threading.current_thread().name)
+        super().put(item, block, timeout)
+
+    def get(self, block: bool = True, timeout: float | None = None) -> object:
+        assert not block, "poll() waited for the child"
+        self.taken_by.add(threading.current_thread().name)
+        return super().get(block, timeout)

@@ -22,15 +22,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import pump_for, pump_until, run_to_end, wait_until
+from tests.conftest import pump_until, run_to_end, wait_until
 from tests.tools.hostile import (
-    MIN_BASELINE_RATIO,
     blank_lines_forever,
     chunks_forever,
     deep_json,
     huge_error,
     trickle_health,
-    unbroken_line_ms,
 )
 from tests.tools.hostile_server import Conn, HostileServer, event, tkchat_health
 from tkchat.conversation import Message, Sampling
@@ -39,7 +37,8 @@ from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote import http as remote_http
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
-from tkchat.generate.remote.errors import RemoteError, error_detail
+from tkchat.generate.remote.errors import Cancelled, RemoteError, error_detail
+from tkchat.generate.remote.watch import Watch
 from tkchat.limits import (
     DISPLAY_LINE_CHARS,
     EVENT_TIMEOUT_S,
@@ -55,6 +54,7 @@ from tkchat.transport.channel import EventChannel
 from tkchat.transport.sse import SSEParser
 
 QUESTION = (Message("user", "Hello?"),)
+HOUR = 3600.0  # a deadline no test waits for: only giving up can end such a load
 
 
 def generate(backend: RemoteBackend, max_tokens: int = 32) -> list[GenerationEvent]:
@@ -62,7 +62,7 @@ def generate(backend: RemoteBackend, max_tokens: int = 32) -> list[GenerationEve
     gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=max_tokens)))
     worker = controller.current
     events = run_to_end(controller.channel, gen, timeout=60)
-    assert worker is not None and worker.join(5), "the worker thread did not exit"
+    assert worker is not None and worker.join(30), "the worker thread did not exit"
     return events
 
 
@@ -134,7 +134,7 @@ def test_a_stream_of_nothing_ends_with_one_error_and_bounded_memory(answer: obje
         before = rss_mb()
         events = generate(backend)
         grown = rss_mb() - before
-        assert server.gone.wait(5), "the connection was not closed"
+        assert server.gone.wait(30), "the connection was not closed"
     final = the_final(events)
     assert isinstance(final, Error) and final.kind == "bad_stream", final
     assert "without one event" in final.message
@@ -143,28 +143,82 @@ def test_a_stream_of_nothing_ends_with_one_error_and_bounded_memory(answer: obje
 
 
 def slow_keepalives(conn: Conn) -> None:
-    """One event, then a keep-alive comment every 50 ms and nothing else, for ever: a few
+    """One event, then a keep-alive comment every 10 ms and nothing else, for ever: a few
     bytes a second never reach the 2 MB no-event cap (at 9 B/s, 2.6 days)."""
     conn.head()
     conn.send(event({"type": "chunk", "gen": 1, "seq": 1, "text": "Hel"}))
     while True:
         conn.send(b": still working\n\n")
-        time.sleep(0.05)
+        time.sleep(0.01)  # the attack's pace: bytes keep coming, events do not
 
 
 def test_a_stream_of_keepalives_alone_ends_after_the_event_timeout() -> None:
     """It kept an answer "Generating…" for good (Stop worked). Now no event for
     ``event_timeout`` seconds ends it with one sentence, keep-alives or not; the text that
-    came before stays."""
+    came before stays. (The idle timeout, a minute, is not what ends it: bytes keep coming.)"""
     with tkchat_server(slow_keepalives) as server:
-        backend = RemoteBackend(server.url, event_timeout=1.0)
+        backend = RemoteBackend(server.url, event_timeout=0.2)
         backend.load()
         events = generate(backend)
-        assert server.gone.wait(5), "the connection was not closed"
+        assert server.gone.wait(30), "the connection was not closed"
     final = the_final(events)
     assert isinstance(final, Error) and final.kind == "server_timeout", final
-    assert "sent nothing for 1 s" in final.message
+    assert "sent nothing for 0.2 s (no event, only keep-alives)" in final.message
     assert "".join(e.text for e in events if isinstance(e, Chunk)) == "Hel"
+
+
+class Clock:
+    """A clock moved by hand (the watch's ``clock``)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_keepalives_move_the_idle_clock_and_only_events_the_event_clock() -> None:
+    """The watch itself, on a clock moved by hand: bytes without an event reset the idle
+    deadline, never the event deadline; an event resets both."""
+    clock = Clock()
+    watch = Watch(None, idle_timeout=10, event_timeout=3, clock=clock)
+    watch.sent()
+    for _ in range(5):  # a keep-alive every 2 s, for 10 s: never idle...
+        clock.now += 2
+        watch.touch()
+        if clock.now <= 3:
+            watch.check()
+    with pytest.raises(RemoteError, match="sent nothing for 3 s"):
+        watch.check()  # ... but 10 s without an event
+    watch.heard()
+    watch.check()  # an event: both clocks start again
+    clock.now += 10.5
+    with pytest.raises(RemoteError, match="no data for 10 s"):
+        watch.check()
+
+
+def test_the_handshake_deadline_is_not_pushed_back_by_bytes() -> None:
+    clock = Clock()
+    watch = Watch(None, idle_timeout=60, handshake_timeout=20, clock=clock)
+    watch.sent()
+    for _ in range(20):  # a byte a second, for 20 s
+        clock.now += 1
+        watch.touch()
+        watch.check()
+    clock.now += 0.5
+    with pytest.raises(RemoteError, match="did not finish answering within 20 s") as raised:
+        watch.check()
+    assert raised.value.kind == "server_timeout"
+
+
+def test_stop_is_checked_before_any_deadline() -> None:
+    clock = Clock()
+    stopped = [False]
+    watch = Watch(lambda: stopped[0], idle_timeout=1, handshake_timeout=1, clock=clock)
+    clock.now += 5
+    stopped[0] = True
+    with pytest.raises(Cancelled):
+        watch.check()
 
 
 def test_the_event_timeout_defaults_to_a_minute() -> None:
@@ -227,7 +281,7 @@ def test_max_tokens_is_enforced_whatever_the_server_does(max_tokens: int) -> Non
         backend = RemoteBackend(server.url)
         backend.load()
         events = generate(backend, max_tokens=max_tokens)
-        assert server.gone.wait(5), "the stream was not closed at max_tokens"
+        assert server.gone.wait(30), "the stream was not closed at max_tokens"
     final = the_final(events)
     assert isinstance(final, Done) and final.reason == "length"
     assert final.stats.tokens == max_tokens
@@ -276,26 +330,28 @@ def test_deeply_nested_json_from_an_openai_server_is_one_sentence() -> None:
 
 @pytest.fixture
 def trickling() -> Iterator[HostileServer]:
-    with HostileServer({"/health": trickle_health(0.2)}) as server:  # finding 9
+    with HostileServer({"/health": trickle_health(0.02)}) as server:  # finding 9
         yield server
 
 
-def test_a_trickling_health_meets_the_handshake_deadline(
-    trickling: HostileServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(remote_http, "HANDSHAKE_TIMEOUT_S", 1.0)
-    backend = RemoteBackend(trickling.url)
-    started = time.monotonic()
-    with pytest.raises(RemoteError, match="did not finish answering within 1 s"):
+def test_a_trickling_health_meets_the_handshake_deadline(trickling: HostileServer) -> None:
+    """Per read, the trickle would never time out (a byte every 20 ms, for minutes, and the
+    idle timeout is a minute): what ends it is the deadline for the whole answer."""
+    backend = RemoteBackend(trickling.url, handshake_timeout=0.3)
+    with pytest.raises(RemoteError, match="did not finish answering within 0.3 s") as raised:
         backend.load()
-    # Per read, the trickle would never time out (a byte every 0.2 s, for minutes): it ends
-    # at the deadline for the whole answer, not at a small multiple of it.
-    assert time.monotonic() - started < 5 * remote_http.HANDSHAKE_TIMEOUT_S
+    assert raised.value.kind == "server_timeout"
+    assert len(trickling.requests) == 1  # the /health it waited for: nothing was retried
+
+
+def test_the_handshake_deadline_defaults_to_the_limit() -> None:
+    backend = RemoteBackend("http://127.0.0.1:9")
+    assert backend._http.handshake_timeout == HANDSHAKE_TIMEOUT_S == 20.0
 
 
 @pytest.mark.parametrize("how", ["cancel the load", "close the backend"])
 def test_a_trickling_health_can_be_given_up(trickling: HostileServer, how: str) -> None:
-    backend = RemoteBackend(trickling.url)
+    backend = RemoteBackend(trickling.url, handshake_timeout=HOUR)
     watch = LoadWatch()
     failed: list[BaseException] = []
 
@@ -307,21 +363,20 @@ def test_a_trickling_health_can_be_given_up(trickling: HostileServer, how: str) 
 
     thread = threading.Thread(target=load, daemon=True)
     thread.start()
-    pump_free = time.monotonic() + 10
-    while len(trickling.requests) == 0 and time.monotonic() < pump_free:
-        time.sleep(0.01)
-    time.sleep(0.3)
-    given_up = time.monotonic()
+    # Inside the load: the server has begun to answer (its first bytes are sent).
+    wait_until(lambda: trickling.sent() > 0, what="the trickle to start")
     if how == "cancel the load":
         watch.cancel()
     else:
         backend.close()
-    thread.join(HANDSHAKE_TIMEOUT_S)
-    # Not given up, the load would have waited for the whole handshake deadline.
-    assert not thread.is_alive() and time.monotonic() - given_up < 0.1 * HANDSHAKE_TIMEOUT_S
+    thread.join(30)
+    assert not thread.is_alive()  # not given up, it would wait for its deadline: an hour
+    # Given up, not timed out: the load ended with its own exception, not the deadline's
     assert len(failed) == 1
     if how == "cancel the load":
         assert isinstance(failed[0], LoadCancelled)
+    else:
+        assert not (isinstance(failed[0], RemoteError) and "within" in str(failed[0]))
 
 
 @pytest.mark.parametrize("n_ctx", [10**30, MAX_N_CTX + 1, -5, "8192", True])
@@ -359,24 +414,19 @@ def one_long_line(conn: Conn) -> None:
 
 
 @pytest.mark.gui
-def test_a_long_line_is_displayed_in_bounded_time_and_copied_exactly(root: tk.Tk, make_app) -> None:
-    """The window's worst stall, streaming and rendering the line, against what the harm
-    costs on this machine now: Tk laying out a line a twelfth as long unbroken (measured
-    here; the cost grows faster than the line, and the whole line took seconds)."""
+def test_a_long_line_is_displayed_in_short_lines_and_copied_exactly(root: tk.Tk, make_app) -> None:
+    """Tk lays out an unbroken line of hundreds of kilobytes for seconds: on screen the line
+    is cut into lines of at most ``DISPLAY_LINE_CHARS``, while Copy gives the original. (The
+    stall this spares, against Tk laying the line out unbroken, is the hostile bench's
+    ``line-330k`` figure: ``python -m tests.tools.hostile``.)"""
     with tkchat_server(one_long_line) as server:
         app = make_app(RemoteBackend(server.url))
-        unbroken_ms = unbroken_line_ms(len(LONG_LINE) // 12)(root)
-        pump_for(root, 0.3)  # the window catches up after the blocked baseline
-        app.probe.start_recording()
         assert app.flow.send("one long line, please")
         pump_until(
             root, lambda: bool(app.flow.answering.finished), timeout=60, what="the answer's end"
         )
         pump_until(root, lambda: not app.transcript.painter.busy, timeout=120, what="render")
-        pump_for(root, 0.1)  # the layout after the last insert shows as the next firings' lag
-        peak = max(sample.own_ms for sample in app.probe.stop_recording())
     assert isinstance(app.flow.answering.finished[-1], Done)
-    assert peak < unbroken_ms / MIN_BASELINE_RATIO, (peak, unbroken_ms)
     view = app.transcript.answers[-1]
     assert view.text == LONG_LINE  # what Copy, history and export use: the original
     app.transcript.act("copy", view)
@@ -433,16 +483,14 @@ def test_soft_breaks_cut_long_runs_among_words_and_sentences_in_any_chunking(see
 def test_stop_gives_up_connecting_to_a_trickling_server(
     root: tk.Tk, make_app, trickling: HostileServer
 ) -> None:
-    app = make_app(RemoteBackend(trickling.url), wait=False)
+    app = make_app(RemoteBackend(trickling.url, handshake_timeout=HOUR), wait=False)
     pump_until(root, lambda: bool(trickling.requests), what="the /health request")
     assert "Loading server" in app.status.get()
     assert app.stop_button.instate(["!disabled"])  # Stop is the way out
-    stopped_at = time.monotonic()
     app.flow.stop()
+    # Given up, not timed out (the deadline's error would say "did not finish answering")
     cancelled = f"Connecting to {trickling.url} was cancelled."
-    pump_until(root, lambda: app.status.get() == cancelled, timeout=5, what="the load to end")
-    # (not given up, the load would have waited for the whole handshake deadline)
-    assert time.monotonic() - stopped_at < 0.1 * HANDSHAKE_TIMEOUT_S
+    pump_until(root, lambda: app.status.get() == cancelled, what="the load to end")
     assert not app.controller.loading
     assert app.stop_button.instate(["disabled"]) and not app.flow.model_ready
 
@@ -451,13 +499,12 @@ def test_stop_gives_up_connecting_to_a_trickling_server(
 def test_closing_the_window_gives_up_connecting(
     root: tk.Tk, make_app, trickling: HostileServer
 ) -> None:
-    app = make_app(RemoteBackend(trickling.url), wait=False)
+    app = make_app(RemoteBackend(trickling.url, handshake_timeout=HOUR), wait=False)
     pump_until(root, lambda: bool(trickling.requests), what="the /health request")
     loader = app.controller
-    closing = time.monotonic()
     app.close()
-    assert time.monotonic() - closing < 0.15 * HANDSHAKE_TIMEOUT_S  # not the whole deadline
-    wait_until(lambda: not loader.loading, timeout=2, what="the loader thread to end")
+    # Not given up, the load would wait for its deadline: an hour here
+    wait_until(lambda: not loader.loading, what="the loader thread to end")
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -9,14 +9,12 @@ one clear error, or ``done(cancelled)`` after Stop — and a worker thread that 
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import socket
 import subprocess
 import sys
 import threading
-import time
 import tkinter as tk
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,8 +34,7 @@ from tkchat.generate.remote import RemoteBackend, split_server_url
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.transport.channel import EventChannel
 
-# what an unanswered connect would wait: RemoteBackend's default connect timeout
-CONNECT_TIMEOUT_S: float = inspect.signature(RemoteBackend).parameters["connect_timeout"].default
+HOUR = 3600.0  # a timeout no test waits for: whatever ends the exchange, it is not that
 
 QUESTION = (
     Message("system", "You are a helpful assistant."),
@@ -56,7 +53,7 @@ def generate(
     gen = controller.start(GenerationRequest(question, sampling or Sampling(max_tokens=32)))
     worker = controller.current
     events = run_to_end(controller.channel, gen)
-    assert worker is not None and worker.join(5), "the worker thread did not exit"
+    assert worker is not None and worker.join(30), "the worker thread did not exit"
     return events
 
 
@@ -207,7 +204,7 @@ def test_llama_server_stop_closes_the_stream(llama_server: tuple[str, Path]) -> 
     assert isinstance(first, Chunk), first
     before = disconnects_seen(log_path)
     controller.stop()
-    assert worker.join(5), "the worker did not leave the stream after Stop"
+    assert worker.join(30), "the worker did not leave the stream after Stop"
     events = [first, *run_to_end(controller.channel, gen)]
     final = events[-1]
     assert isinstance(final, Done) and final.reason == "cancelled", final
@@ -215,7 +212,7 @@ def test_llama_server_stop_closes_the_stream(llama_server: tuple[str, Path]) -> 
     # The server itself saw the client go (it prints so when it stops generating) ...
     wait_until(
         lambda: disconnects_seen(log_path) > before,
-        timeout=10,
+        timeout=30,
         what="the server to see the disconnect",
     )
     # ... and is free for the next question at once.
@@ -565,12 +562,10 @@ def test_a_malformed_answer_is_one_clear_error(
 
 def test_dead_server_fails_load_fast() -> None:
     port = free_port()  # nobody listens here
-    backend = RemoteBackend(f"http://127.0.0.1:{port}/v1")
-    started = time.monotonic()
+    # An hour to connect: only a refusal can end this load (an unanswered connect would wait)
+    backend = RemoteBackend(f"http://127.0.0.1:{port}/v1", connect_timeout=HOUR)
     with pytest.raises(BackendError) as caught:
         backend.load()
-    # refused at once: not after the connect timeout (5 s) that an unanswered connect waits
-    assert time.monotonic() - started < 0.5 * CONNECT_TIMEOUT_S
     assert str(caught.value).startswith(f"Cannot reach the server at http://127.0.0.1:{port}: ")
     assert "connection refused" in str(caught.value)
     assert caught.value.kind == "server_unreachable"
@@ -587,11 +582,10 @@ def test_unknown_host_fails_load_clearly() -> None:
 
 
 def test_a_server_that_is_gone_by_the_question_is_one_error(fake: FakeServer) -> None:
-    backend = loaded(fake.url)
+    backend = loaded(fake.url, connect_timeout=HOUR)  # refused, not timed out
     fake.stop()
-    started = time.monotonic()
     error = only_error(generate(backend))
-    assert time.monotonic() - started < 0.5 * CONNECT_TIMEOUT_S  # refused, not timed out
+    assert "connection refused" in error.message
     assert error.message.startswith(f"Cannot reach the server at {fake.url}")
     assert error.kind == "server_unreachable"
 
@@ -633,7 +627,7 @@ def test_window_survives_the_server_going_away(root: tk.Tk, make_app) -> None:
         assert app.flow.model_ready
         fake.stop()
         assert app.flow.send("Are you there?")
-        pump_until(root, lambda: bool(app.flow.answering.finished), timeout=10, what="the error")
+        pump_until(root, lambda: bool(app.flow.answering.finished), timeout=30, what="the error")
         final = app.flow.answering.finished[-1]
         assert isinstance(final, Error) and "Cannot reach the server" in final.message
         assert app.send_button.instate(["!disabled"])
@@ -642,7 +636,7 @@ def test_window_survives_the_server_going_away(root: tk.Tk, make_app) -> None:
         fake = FakeServer(port=port)
         assert app.flow.send("And now?")
         pump_until(
-            root, lambda: len(app.flow.answering.finished) == 2, timeout=10, what="the answer"
+            root, lambda: len(app.flow.answering.finished) == 2, timeout=30, what="the answer"
         )
         assert isinstance(app.flow.answering.finished[-1], Done)
         assert app.transcript.answers[-1].text == "".join(CONTENT)
@@ -657,7 +651,7 @@ def test_window_shows_a_malformed_answer_as_one_error(
     fake.behaviour = "html"
     app = make_app(RemoteBackend(fake.url))
     assert app.flow.send("hello")
-    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=10, what="the error")
+    pump_until(root, lambda: bool(app.flow.answering.finished), timeout=30, what="the error")
     pump_until(root, lambda: not app.transcript.painter.busy, what="render")
     assert len(app.flow.answering.finished) == 1 and isinstance(
         app.flow.answering.finished[0], Error
@@ -697,23 +691,23 @@ def silent_listener() -> Iterator[str]:
 
 
 def test_silent_server_fails_load_after_the_idle_timeout(silent_listener: str) -> None:
-    backend = RemoteBackend(silent_listener, idle_timeout=0.5)
-    started = time.monotonic()
-    with pytest.raises(BackendError, match=r"^The server stopped sending \(no data for 0.5 s\)"):
+    """The idle timeout ends it, not the handshake deadline (an hour here): the message says
+    which. (Each deadline on a clock moved by hand: tests/test_hostile_servers.py.)"""
+    backend = RemoteBackend(silent_listener, idle_timeout=0.2, handshake_timeout=HOUR)
+    with pytest.raises(BackendError, match=r"^The server stopped sending \(no data for 0.2 s\)"):
         backend.load()
-    assert time.monotonic() - started < 10 * 0.5  # at the idle timeout, not at a later one
 
 
 @pytest.mark.parametrize("behaviour", ["stall-before-headers", "stall-after-one"])
 def test_stalled_stream_is_a_clear_error(fake: FakeServer, behaviour: str) -> None:
-    backend = loaded(fake.url, idle_timeout=0.5)
+    backend = loaded(fake.url, idle_timeout=0.2)
     fake.behaviour = behaviour
     events = generate(backend)
     error = only_error(events)
-    assert error.message == "The server stopped sending (no data for 0.5 s)"
+    assert error.message == "The server stopped sending (no data for 0.2 s)"
     assert error.kind == "server_timeout"
     assert text_of(events) == ("Once upon" if behaviour == "stall-after-one" else "")
-    wait_until(fake.disconnected.is_set, timeout=5, what="the server to see the client go")
+    wait_until(fake.disconnected.is_set, timeout=30, what="the server to see the client go")
 
 
 @pytest.mark.parametrize("behaviour", ["stall-before-headers", "stall-after-one"])
@@ -725,15 +719,15 @@ def test_stop_during_a_stall_ends_at_once(fake: FakeServer, behaviour: str) -> N
     worker = controller.current
     assert worker is not None
     if behaviour == "stall-after-one":
-        assert isinstance(controller.channel.get(timeout=10), Chunk)
+        assert isinstance(controller.channel.get(timeout=30), Chunk)
     else:
-        wait_until(lambda: bool(fake.bodies), timeout=10, what="the request to arrive")
+        wait_until(lambda: bool(fake.bodies), timeout=30, what="the request to arrive")
     controller.stop()
-    assert worker.join(5), "Stop was not honoured while the server was silent"
+    assert worker.join(30), "Stop was not honoured while the server was silent"
     final = run_to_end(controller.channel, gen)[-1]
     assert isinstance(final, Done) and final.reason == "cancelled"
     # Stop closed the HTTP connection itself: the server sees the client leave.
-    wait_until(fake.disconnected.is_set, timeout=5, what="the server to see the disconnect")
+    wait_until(fake.disconnected.is_set, timeout=30, what="the server to see the disconnect")
 
 
 def test_close_aborts_an_open_stream(fake: FakeServer) -> None:
@@ -742,12 +736,12 @@ def test_close_aborts_an_open_stream(fake: FakeServer) -> None:
     fake.behaviour = "stall-after-one"
     controller = GenerationController(backend, EventChannel())
     gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=32)))
-    assert isinstance(controller.channel.get(timeout=10), Chunk)
+    assert isinstance(controller.channel.get(timeout=30), Chunk)
     backend.close()
     worker = controller.current
-    assert worker is not None and worker.join(5)
+    assert worker is not None and worker.join(30)
     assert isinstance(run_to_end(controller.channel, gen)[-1], Error)
-    wait_until(fake.disconnected.is_set, timeout=5, what="the server to see the disconnect")
+    wait_until(fake.disconnected.is_set, timeout=30, what="the server to see the disconnect")
 
 
 # -- tkchat's own server ---------------------------------------------------------------------
@@ -804,16 +798,19 @@ def test_tkchat_server_streams_the_script_exactly(tkchat_server: str) -> None:
 def test_tkchat_server_progress_reaches_the_client(
     serve_tkchat: Callable[[ScriptedBackend], str],
 ) -> None:
-    """A prompt the server reads slowly: its progress events arrive as the server sent them.
-    Long enough (about 2 s) for several of the server's reports to pass the client's own
-    pacing too: a 0.5 s reading, its reports bunched up on a busy machine, showed none."""
-    url = serve_tkchat(ScriptedBackend(rate=0, tokens=5, prompt_rate=300.0))
-    question = (Message("user", "tea " * 600),)
-    events = generate(loaded(url), question)
-    progress = [e for e in events if isinstance(e, Progress)]
-    assert progress and events[: len(progress)] == progress
-    assert progress[-1].done == progress[-1].total > 100
-    assert isinstance(events[-1], Done)
+    """A prompt the server reads slowly (seven steps of at least 50 ms: its own pacing lets
+    a report through after 200 ms, then the last): the client's stream gives each report the
+    server sent, before the answer, as the model's own would. (Which of them the window
+    shows is the worker's pacing: tests/test_prompt_progress.py.)"""
+    url = serve_tkchat(ScriptedBackend(rate=0, tokens=5, prompt_rate=200.0))
+    question = (Message("user", "tea " * 60),)
+    request = GenerationRequest(question, Sampling(max_tokens=32))
+    items = list(loaded(url).stream(request, threading.Event()))
+    reports = [item for item in items if isinstance(item, PromptProgress)]
+    assert len(reports) >= 2 and items[: len(reports)] == reports  # all before the answer
+    assert [r.done for r in reports] == sorted(r.done for r in reports)
+    assert reports[-1].done == reports[-1].total > 50
+    assert b"".join(item for item in items if isinstance(item, bytes))
 
 
 def test_tkchat_server_length_limit(tkchat_server: str) -> None:
@@ -829,16 +826,16 @@ def test_tkchat_server_stop_cancels_on_the_server(tkchat_server: str) -> None:
     gen = controller.start(GenerationRequest(QUESTION, Sampling(max_tokens=4096)))
     worker = controller.current
     assert worker is not None
-    assert isinstance(controller.channel.get(timeout=10), Chunk)
+    assert isinstance(controller.channel.get(timeout=30), Chunk)
     controller.stop()
-    assert worker.join(5)
+    assert worker.join(30)
     final = run_to_end(controller.channel, gen)[-1]
     assert isinstance(final, Done) and final.reason == "cancelled"
 
     def cancels() -> list[dict[str, Any]]:
         return get_json(f"{tkchat_server}/health").get("cancels") or []
 
-    wait_until(lambda: bool(cancels()), timeout=5, what="the server to record the cancel")
+    wait_until(lambda: bool(cancels()), timeout=30, what="the server to record the cancel")
     assert cancels()[-1]["tokens_after_disconnect"] <= 1
 
 
@@ -858,7 +855,7 @@ def test_a_second_client_of_the_tkchat_server_waits_its_turn(tkchat_server: str)
     events it is sent are not the window's business: it sees nothing until its answer)."""
     first = GenerationController(loaded(tkchat_server), EventChannel())
     gen = first.start(GenerationRequest(QUESTION, Sampling(max_tokens=4096)))
-    assert isinstance(first.channel.get(timeout=10), Chunk)
+    assert isinstance(first.channel.get(timeout=30), Chunk)
     second = GenerationController(loaded(tkchat_server), EventChannel())
     gen2 = second.start(GenerationRequest(QUESTION, Sampling(max_tokens=5)))
     wait_until(

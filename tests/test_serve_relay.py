@@ -65,7 +65,9 @@ def test_an_openai_client_through_the_relay_gets_usage_and_stop(relay: Live) -> 
     assert model.id.startswith("server SmolLM2-135M-Instruct")
 
 
-def test_students_through_the_relay_wait_their_turn_and_are_all_answered(relay: Live) -> None:
+def test_students_through_the_relay_wait_their_turn_and_are_answered_in_order(
+    relay: Live,
+) -> None:
     story = {
         "messages": [{"role": "user", "content": "Write a long story about a dragon."}],
         "max_tokens": 400,
@@ -76,14 +78,14 @@ def test_students_through_the_relay_wait_their_turn_and_are_all_answered(relay: 
     others = [Reader(relay, {**story, "max_tokens": 8}, name=f"student-{i}") for i in (2, 3)]
     wait_until(lambda: all(r.places for r in others), timeout=30, what="both told their place")
     assert [r.places[0]["position"] for r in others] == [1, 2]
-    for reader in (first, *others):
-        reader.join(120)
+    hang_up(first.conn)  # the first student leaves mid-story: the others' turns come
     finals = []
-    for reader in (first, *others):
+    for reader in others:
+        reader.join(120)
         text, final = check_contract(reader.events)
         assert isinstance(final, Done) and text.strip(), reader.events[-1]
         finals.append(final)
-    assert [f.gen for f in finals] == sorted(f.gen for f in finals)
+    assert finals[0].gen < finals[1].gen  # answered in the order they joined
 
 
 def test_a_student_who_leaves_stops_the_engine_too(
@@ -95,9 +97,9 @@ def test_a_student_who_leaves_stops_the_engine_too(
     reader = Reader(relay, story)
     wait_until(lambda: len(reader.events) >= 2, timeout=60, what="the answer to stream")
     hang_up(reader.conn)
-    wait_until(lambda: relay.health()["cancels"], timeout=10, what="tkchat's cancel")
+    wait_until(lambda: relay.health()["cancels"], timeout=30, what="tkchat's cancel")
     assert relay.health()["cancels"][-1]["tokens_after_disconnect"] <= 1
-    wait_until(lambda: disconnects_seen(log_path) > before, timeout=10, what="the engine to see it")
+    wait_until(lambda: disconnects_seen(log_path) > before, timeout=30, what="the engine to see it")
 
 
 def test_the_command_line_serves_a_lab_engine(llama_server: tuple[str, Path]) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ uvicorn = pytest.importorskip("uvicorn")
 from tests.conftest import wait_until  # noqa: E402
 from tkchat.events import Chunk, Done, Error, GenerationEvent, Progress  # noqa: E402
 from tkchat.generate.backend import Backend  # noqa: E402
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend  # noqa: E402
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate  # noqa: E402
 from tkchat.serve.line import LineLimits  # noqa: E402
 from tkchat.serve.server import ChatServer, create_app, run_server  # noqa: E402
 from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E402
@@ -185,8 +184,10 @@ def check_contract(events: list[GenerationEvent]) -> tuple[str, Done | Error]:
 
 
 def test_chat_carries_progress_and_the_openai_stream_leaves_it_out() -> None:
-    reading = {"messages": [{"role": "user", "content": "tea " * 150}], "max_tokens": 5}
-    with serve(ScriptedBackend(rate=0, tokens=5, prompt_rate=300.0)) as live:
+    # The reading: 7 steps of at least 50 ms (65 tokens, 10 a step), so the server's pacing
+    # lets a report through after 200 ms, then the last.
+    reading = {"messages": [{"role": "user", "content": "tea " * 60}], "max_tokens": 5}
+    with serve(ScriptedBackend(rate=0, tokens=5, prompt_rate=200.0)) as live:
         events = live.events(reading)
         messages, raw = live.stream("/v1/chat/completions", {**reading, "stream": True})
         status, _, whole = live.fetch_json(
@@ -226,9 +227,23 @@ def test_requests_right_after_done_are_never_refused_as_busy(fast: Live) -> None
 
 
 def test_a_keep_alive_comment_fills_silences() -> None:
-    with serve(ScriptedBackend(rate=5, tokens=3), keepalive_s=0.05) as live:
-        messages, raw = live.stream("/chat", HELLO)
-    assert b"\n: keep-alive\n\n" in raw
+    """The model held before its first token (a gate the test opens): the stream says
+    "still here" while nothing else comes, then the answer follows."""
+    gate = TokenGate()
+    with serve(ScriptedBackend(rate=0, tokens=3, gate=gate), keepalive_s=0.05) as live:
+        conn, response = live.send("POST", "/chat", HELLO)
+        try:
+            assert response.status == 200
+            raw = bytearray()
+            while b"\n: keep-alive\n\n" not in raw:
+                raw += response.read1(65536)
+            assert gate.passed == 0  # a silence: not one token yet
+            gate.release(3)
+            while piece := response.read1(65536):
+                raw += piece
+        finally:
+            conn.close()
+    messages = SSEParser().feed(bytes(raw))
     text, final = check_contract([parse_event(m) for m in messages])
     assert isinstance(final, Done) and text == "## Why the"
 
@@ -271,9 +286,8 @@ def test_client_disconnect_stops_the_model(slow: Live, path: str, extra: dict[st
     assert cancel["tokens_after_disconnect"] <= 1
     assert cancel["disconnect_to_exit_ms"] >= 0
     assert not job.running and not slow.health()["busy"]
-    tokens = job.worker.tokens
-    time.sleep(0.1)  # ten token periods: nothing more is generated
-    assert job.worker.tokens == tokens == cancel["tokens"]
+    assert job.worker.join(30)  # the worker has ended: nothing more can be generated
+    assert job.worker.tokens == cancel["tokens"]
 
 
 def test_client_disconnect_stops_a_non_streaming_completion(slow: Live) -> None:

@@ -82,6 +82,7 @@ class HostileServer:
         self.routes = routes
         self.gone = threading.Event()
         self.requests: list[tuple[str, str, bytes]] = []  # (method, path, body)
+        self.conns: list[Conn] = []  # every connection answered, in order
         self._stop = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.05)
@@ -89,6 +90,10 @@ class HostileServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
+
+    def sent(self) -> int:
+        """Bytes written to clients so far, all connections together (any thread)."""
+        return sum(conn.sent for conn in list(self.conns))
 
     def close(self) -> None:
         self._stop.set()
@@ -117,6 +122,7 @@ class HostileServer:
             self.requests.append((method, path, body))
             handler = self.routes.get(path)
             conn = Conn(sock, self._stop)
+            self.conns.append(conn)
             if handler is None:
                 conn.json({"detail": "Not Found"}, status="404 Not Found")
             else:

@@ -6,7 +6,8 @@ through its ``AfterScheduler``, the command line in its loop); it never blocks. 
 thread only puts parsed lines on a ``queue.Queue``. Cancel terminates the child: the transfer
 stops within milliseconds whatever it is doing (even blocked in a socket read), and the
 unfinished file stays for the next attempt to continue. A transfer that brings no byte for
-``stall_s`` seconds is ended the same way and reported as stalled.
+``stall_s`` seconds is ended the same way and reported as stalled. Time comes from ``clock``
+(``time.monotonic`` unless a test passes another, to move past the stall watch at will).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -75,12 +77,14 @@ class DownloadJob:
         cache: Path,
         stall_s: float = STALL_S,
         python: str = sys.executable,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.entry = entry
         self.endpoint = endpoint
         self.cache = cache
         self.stall_s = stall_s
         self.python = python
+        self._clock = clock
         self.progress = Progress()
         self.result: Result | None = None
         self.cancel_ms: float | None = None  # from cancel() to the child's exit
@@ -144,7 +148,7 @@ class DownloadJob:
             encoding="utf-8",
             env=env,
         )
-        self._last_activity = time.monotonic()
+        self._last_activity = self._clock()
         assert self._process.stdout is not None
         own_thread(
             _read_lines,
@@ -157,7 +161,7 @@ class DownloadJob:
         :attr:`result` keeps it). Never blocks."""
         if self.result is not None or self._process is None:
             return None
-        now = time.monotonic()
+        now = self._clock()
         while True:
             try:
                 line = self._lines.get_nowait()

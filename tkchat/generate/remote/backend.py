@@ -22,7 +22,7 @@ from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch,
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
 from tkchat.generate.remote.http import TOKEN_ENV_VAR, HttpClient, split_server_url
-from tkchat.limits import EVENT_TIMEOUT_S, MAX_NAME_CHARS, cut
+from tkchat.limits import EVENT_TIMEOUT_S, HANDSHAKE_TIMEOUT_S, MAX_NAME_CHARS, cut
 
 DEFAULT_N_CTX = 4096  # when the server does not say (OpenAI-compatible servers never do)
 
@@ -37,7 +37,8 @@ class RemoteBackend:
     seconds the server may stay silent — before the answer starts or in its middle — before
     the generation fails with a clear message. ``event_timeout``: seconds a streamed answer
     may go without an event, keep-alive comments or not (a server that only says "still
-    here" is not answering). ``token``: the bearer token of a
+    here" is not answering). ``handshake_timeout``: seconds each request of :meth:`load`
+    may take in all, however slowly its answer trickles in. ``token``: the bearer token of a
     ``tkchat serve --allow-remote`` server, or an OpenAI-compatible server's API key, sent
     with every request; None: ``$TKCHAT_SERVER_TOKEN`` (unset or empty: no token). The
     environment is the advised way: a token on a command line shows in ``ps``.
@@ -57,6 +58,7 @@ class RemoteBackend:
         idle_timeout: float = 60.0,
         token: str | None = None,
         event_timeout: float = EVENT_TIMEOUT_S,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT_S,
     ) -> None:
         """Nothing is contacted (or raised) here: :meth:`load` reports problems, on the loader
         thread, when the window is already up to show them."""
@@ -83,6 +85,7 @@ class RemoteBackend:
             token=os.environ.get(TOKEN_ENV_VAR) if token is None else token,
         )
         self._http.event_timeout = event_timeout
+        self._http.handshake_timeout = handshake_timeout
         self.name = self._make_name()
 
     # -- settings and naming ------------------------------------------------------------------
@@ -127,7 +130,7 @@ class RemoteBackend:
         other server is taken as OpenAI-compatible, and ``/v1/models`` must answer. (Two
         short requests: there is no progress to report in ``watch``.)
 
-        Each request must be over within ``HANDSHAKE_TIMEOUT_S``, and a cancelled ``watch``
+        Each request must be over within ``handshake_timeout``, and a cancelled ``watch``
         (the user gave the load up) or :meth:`close` ends it at the next poll."""
         try:
             self._load(None if watch is None else lambda: watch.cancelled)

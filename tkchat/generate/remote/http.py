@@ -47,6 +47,7 @@ from tkchat.generate.remote.errors import (
     error_detail,
     snippet,
 )
+from tkchat.generate.remote.watch import Watch
 from tkchat.limits import (
     EVENT_TIMEOUT_S,
     HANDSHAKE_TIMEOUT_S,
@@ -60,67 +61,6 @@ TOKEN_ENV_VAR = "TKCHAT_SERVER_TOKEN"  # the bearer token, when none is given in
 POLL_S = 0.1  # longest a read blocks before Stop and the idle deadline are checked again
 READ_BYTES = 64 * 1024  # one read from the socket, and the response's buffer
 UTF8_BOM = b"\xef\xbb\xbf"  # may start an event stream (the parser skips it)
-
-
-class Watch:
-    """The reasons to stop waiting during one exchange: Stop (``cancelled()`` says so), the
-    server staying silent for ``idle_timeout`` seconds, and — for the short requests of a
-    load — a ``deadline`` for the whole exchange, which a server trickling one byte a second
-    cannot push back.
-
-    Used by the one thread that reads the exchange (the worker, or the loader)."""
-
-    def __init__(
-        self,
-        cancelled: Callable[[], bool] | None,
-        idle_timeout: float,
-        deadline: float | None = None,
-        event_timeout: float | None = None,
-    ) -> None:
-        self._cancelled = cancelled
-        self.idle_timeout = idle_timeout
-        self.deadline = deadline  # time.monotonic() by which the exchange must be over
-        self.event_timeout = event_timeout  # an event stream: longest without an event
-        self.last_data = self.last_event = time.monotonic()
-
-    def sent(self) -> None:
-        """The request is sent: both clocks start now."""
-        self.touch()
-        self.heard()
-
-    def heard(self) -> None:
-        """An event arrived (or the request was just sent): the event clock starts again."""
-        self.last_event = time.monotonic()
-
-    def touch(self) -> None:
-        """Bytes arrived (or a request was just sent): the idle clock starts again."""
-        self.last_data = time.monotonic()
-
-    def cancelled(self) -> bool:
-        return self._cancelled is not None and self._cancelled()
-
-    def check(self) -> None:
-        """Raise :class:`Cancelled` after Stop, or the idle or deadline :class:`RemoteError`."""
-        if self.cancelled():
-            raise Cancelled
-        now = time.monotonic()
-        if now - self.last_data > self.idle_timeout:
-            raise RemoteError(
-                f"The server stopped sending (no data for {self.idle_timeout:g} s)",
-                kind="server_timeout",
-            )
-        if self.event_timeout is not None and now - self.last_event > self.event_timeout:
-            # Keep-alive comments prove a connection, not an answer: 2 MB of them is days.
-            raise RemoteError(
-                f"The server sent nothing for {self.event_timeout:g} s (no event, only "
-                "keep-alives), so the answer was given up",
-                kind="server_timeout",
-            )
-        if self.deadline is not None and now > self.deadline:
-            raise RemoteError(
-                f"The server did not finish answering within {HANDSHAKE_TIMEOUT_S:g} s",
-                kind="server_timeout",
-            )
 
 
 class PollingReader(io.RawIOBase):
@@ -263,6 +203,7 @@ class HttpClient:
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
         self.event_timeout = EVENT_TIMEOUT_S  # an event stream's longest silence (see Watch)
+        self.handshake_timeout = HANDSHAKE_TIMEOUT_S  # a load's whole request (see Watch)
         self.token = token
         self._lock = threading.Lock()
         self._exchanges: set[Exchange] = set()  # the open ones, so abort_all() can reach them
@@ -287,10 +228,9 @@ class HttpClient:
 
     def get_json(self, path: str, cancelled: Callable[[], bool] | None = None) -> tuple[int, Any]:
         """Loader thread. ``(status, parsed JSON or None)`` of ``GET path``, all of it within
-        ``HANDSHAKE_TIMEOUT_S``. ``cancelled``: polled as the exchange waits (a load given
+        ``handshake_timeout`` seconds. ``cancelled``: polled as the exchange waits (a load given
         up); then :class:`Cancelled` is raised. :meth:`abort_all` (closing) ends it too."""
-        deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
-        watch = Watch(cancelled, self.idle_timeout, deadline)
+        watch = Watch(cancelled, self.idle_timeout, handshake_timeout=self.handshake_timeout)
         exchange = self.open("GET", path, None, watch, accept="application/json")
         try:
             assert exchange.response is not None
