@@ -13,12 +13,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.chat_flow_doubles import ChatRig
+from tkchat.generate.faults import FaultInjector
+from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import strings
 from tkchat.lab.selftest.attribution import Span, attribute, outside_calls, spans_of
 from tkchat.lab.selftest.classroom import pipeline_files
 from tkchat.lab.selftest.driver import Question
 from tkchat.lab.selftest.instruments import held_ms
-from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, SampledLate, Whose
+from tkchat.lab.selftest.observe import Sources, WindowReport
+from tkchat.lab.selftest.protocol import (
+    ModelRun,
+    PipelineCall,
+    Probed,
+    SampledLate,
+    Whose,
+    WindowState,
+)
 from tkchat.lab.selftest.questions import after_stop, question_check
 from tkchat.lab.selftest.report import Row, class_table, grade_line, report
 from tkchat.lab.selftest.runner import _unanswered
@@ -133,6 +144,92 @@ def test_stop_means_the_model_stops_counted_at_the_backend() -> None:
     assert _stopped([still]).verdict == FAIL
     shown = _stopped([stopped], text_after=40)
     assert shown.verdict == FAIL and "text appeared after Stop" in str(shown.why)
+
+
+# -- question 2: the report of an answer the model died in -------------------------------------
+
+
+class Lines:
+    """The report pipe, kept: each line as the grader's reader would parse it."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, object]] = []
+
+    def send(self, kind: str, **fields: object) -> None:
+        self.lines.append({"k": kind, **fields})
+
+
+class RigSeen:
+    """A chat flow (:class:`ChatRig`) as the report reads a window (what ``TkWindowSeen`` is
+    to the Tk window): the same :class:`~tkchat.ui.chats.answering.Answering`."""
+
+    def __init__(self, rig: ChatRig) -> None:
+        self.rig = rig
+        self.transcript = rig.view.transcript
+        self.health = type("Health", (), {"ping_times": []})()
+        self.probe = type("Probe", (), {"recorded": None})()
+        self.controller = rig.controller
+
+    model_ready = property(lambda self: self.rig.flow.model_ready)
+    answer = property(lambda self: self.rig.flow.answering.answer)
+    finished = property(lambda self: self.rig.flow.answering.finished)
+    last_error = property(lambda self: self.rig.flow.answering.last_error)
+    final_handled_at = property(lambda self: self.rig.flow.answering.final_handled_at)
+
+
+class TickOnAppend(list):  # type: ignore[type-arg]
+    """``finished``, with the report's thread taking its turn the moment a final joins it."""
+
+    def __init__(self, tick: object) -> None:
+        super().__init__()
+        self.tick = tick
+
+    def append(self, item: object) -> None:
+        super().append(item)
+        self.tick()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("report_runs", ["as the final joins the list", "after the answer ends"])
+def test_the_grader_never_sees_the_dead_models_answer_closed_without_its_error(
+    report_runs: str,
+) -> None:
+    """Issue 35: the reference solution got "2. the model dies mid-answer: error shown ∞ ms
+    after the crash, no clear error message" now and then on a loaded machine. The error was
+    neither lost nor late: the report sent, in one tick, the answer closed *before* the final
+    event that closed it (and, taken mid-way through the window's handling, a final without
+    its time). The grader, taking the closed answer for its end, read the finals a line too
+    early: none. Here the report's thread takes its turn at each of those moments; the
+    grader's picture, line by line, never has the answer closed without its final, with its
+    time and its clear message — and question 2 passes on it."""
+    faults = FaultInjector(ScriptedBackend(rate=0))
+    rig = ChatRig(faults)  # type: ignore[arg-type]
+    try:
+        rig.load()
+        lines = Lines()
+        meter = type("Meter", (), {"open": {}})()
+        report = WindowReport(RigSeen(rig), meter, faults, Sources(), lines)  # type: ignore[arg-type]
+        if report_runs == "as the final joins the list":
+            rig.flow.answering.finished = TickOnAppend(report.tick)
+        report.tick()
+        faults.arm(after_tokens=20)
+        assert rig.flow.send("Write a long explanation.")
+        report.tick()  # the answer open
+        rig.until(lambda: rig.flow.answering.answer is None, what="the answer to end")
+        report.tick()
+    finally:
+        rig.close()
+    state = WindowState()
+    for line in lines.lines:
+        state.take(line)
+        if state.opened and not state.answer_open:  # the grader's "the answer is over"
+            assert state.finals, f"the answer closed before its final: {lines.lines}"
+    (final,) = state.finals
+    assert final["end"] == "error" and "stopped responding" in str(final["message"])
+    assert isinstance(final["t"], float) and state.died and final["t"] >= state.died[0]
+    q = Question("q2", inputs=[(final["t"], final["t"] + 0.005)])
+    q.extra.update(died=state.died[0], final=final)
+    check = question_check(EN, q, [])
+    assert check.verdict == PASS and "∞" not in check.detail, check
 
 
 # -- the second witness: the main-thread sampler -----------------------------------------------
