@@ -22,9 +22,10 @@ from tests.test_exercises import answers_of, readme
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import strings
+from tkchat.lab.selftest import driver as driver_module
 from tkchat.lab.selftest.attribution import Span, attribute, outside_calls, spans_of
 from tkchat.lab.selftest.classroom import pipeline_files
-from tkchat.lab.selftest.driver import Question, paired
+from tkchat.lab.selftest.driver import Driver, GaveUp, Question, paired
 from tkchat.lab.selftest.instruments import held_ms
 from tkchat.lab.selftest.observe import LATE_MS, Sources, WindowReport
 from tkchat.lab.selftest.protocol import (
@@ -565,6 +566,46 @@ def test_a_machine_too_busy_to_judge_is_busy_and_hides_no_mistake() -> None:
     assert baseline["lag_p99"].verdict == PASS
     blocking = GradingRun(replace(KINDS["blocking_loop"], machine=busy.machine)).grade()
     assert {blocking[key].verdict for key in ("q1", "q3", "q4", "lag_p99")} == {FAIL}
+
+
+# -- past an answer's limit ------------------------------------------------------------------
+
+
+class ClicksStop:
+    """The driver's X input: a click on Stop ends the answer (as the window reports)."""
+
+    def __init__(self, state: WindowState) -> None:
+        self.state = state
+        self.clicks: list[tuple[int, int]] = []
+
+    def click(self, point: tuple[int, int], button: int = 1) -> float:
+        self.clicks.append(point)
+        self.state.answer_open = False
+        return 0.0
+
+
+def test_past_the_limit_a_stuck_window_is_interrupted_then_its_answer_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver's recovery: the heartbeat silent (seen from outside), it asks the window's
+    process to interrupt its main thread, and once the beat is back it presses Stop — each
+    noted on the question. A window that never comes back ends the self-test (GaveUp)."""
+    state = WindowState(points={"stop": (5, 5)}, answer_open=True)
+    monkeypatch.setattr(driver_module, "XInput", lambda: ClicksStop(state))
+    sent: list[tuple[object, ...]] = []
+    commands = SimpleNamespace(send=lambda *words: sent.append(words) or True)
+    beating = SimpleNamespace(stuck=lambda: ("interrupt",) not in sent)
+    driver = Driver(state, commands, beating, backend="scripted", limit_s=2.0, t=EN)  # type: ignore[arg-type]
+    notes: list[str] = []
+    driver._recover(notes)
+    assert sent == [("interrupt",)] and driver.x.clicks == [(5, 5)]  # type: ignore[attr-defined]
+    said = [EN(f"selftest.note.{key}", seconds="2") for key in ("interrupted", "stopped")]
+    assert notes == said
+    monkeypatch.setattr(driver_module, "RECOVER_S", 0.01)  # (how long it waits: beside the point)
+    frozen = SimpleNamespace(stuck=lambda: True)
+    state.answer_open = True
+    with pytest.raises(GaveUp):
+        Driver(state, commands, frozen, backend="scripted", limit_s=2.0, t=EN)._recover([])  # type: ignore[arg-type]
 
 
 # -- the second witness: the main-thread sampler -----------------------------------------------
