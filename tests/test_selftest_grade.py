@@ -320,6 +320,7 @@ class Kind:
     machine: Holds = lambda _start, _end: []  # other programs, while answers stream
     queued_seen: float = 0.0  # of their holds, the share Linux reports as a wait for a core
     baseline_lag_ms: float = 0.5  # the model running alone, in the same run
+    forged: bool = False  # the window's process reports every probe firing on time
 
 
 KINDS = {
@@ -450,7 +451,8 @@ class GradingRun:
         self.send("lag", s=[[at, self.kind.baseline_lag_ms, 0.0] for at, _lag, _q in raw])
         for key, start in ANSWERS.items():
             rows = self.main.probe(start, start + ANSWER_S + 0.1)
-            self.send("lag", s=rows)
+            forged = [[at, 0.1, 0.0] for at, _lag, _queued in rows]
+            self.send("lag", s=forged if self.kind.forged else rows)
             self.whose(key, start, rows)
 
     def whose(self, key: str, start: float, rows: list[list[float]]) -> None:
@@ -566,6 +568,14 @@ def test_a_machine_too_busy_to_judge_is_busy_and_hides_no_mistake() -> None:
     assert baseline["lag_p99"].verdict == PASS
     blocking = GradingRun(replace(KINDS["blocking_loop"], machine=busy.machine)).grade()
     assert {blocking[key].verdict for key in ("q1", "q3", "q4", "lag_p99")} == {FAIL}
+
+
+def test_figures_made_smooth_inside_the_window_fail_against_its_heartbeat_seen_outside() -> None:
+    """A blocking loop whose window reports every probe firing on time (its process
+    patched): the heartbeat the grader saw stand still for each answer contradicts it."""
+    checks = GradingRun(replace(KINDS["blocking_loop"], forged=True)).grade()
+    assert checks["figures"].verdict == FAIL and "heartbeat" in said(checks["figures"])
+    assert checks["q1"].verdict == FAIL  # the click waited all the same: seen from outside
 
 
 # -- past an answer's limit ------------------------------------------------------------------
