@@ -76,6 +76,17 @@ BAD_FILES = {
     ),
 }
 
+# A start() that never returns: the self-test interrupts it at the answer's time limit.
+ENDLESS = """\
+from tkchat.ui.pipeline import FixedPipeline
+
+
+class Pipeline(FixedPipeline):
+    def start(self, view, request):
+        while True:
+            pass
+"""
+
 
 @pytest.fixture
 def quick_import(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
@@ -498,15 +509,6 @@ def test_a_thread_is_known_by_what_started_it_never_by_its_name(root: tk.Tk) -> 
 # plumbing, end to end once, and what needs no timing.
 
 REPORTED = ("q1", "q2", "q3", "q4", "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread")
-ENDLESS = """\
-from tkchat.ui.pipeline import FixedPipeline
-
-
-class Pipeline(FixedPipeline):
-    def start(self, view, request):
-        while True:
-            pass
-"""
 # Two lines a graded file might add: where it ran, as its own process sees it.
 NOTES_ITS_HOME = """
 import os as _os
