@@ -8,9 +8,9 @@
   a student's pipeline streams; one that raises ends its answer with a sentence, and Stop
   reaches its model; a ``start`` that never returns is interrupted as the self-test does it;
   a Tk call from another thread is stopped, not made — whatever the thread is called.
-- ``tkchat selftest``: one real run end to end (real X input, the window's own process and
-  home, a report with every check, nothing left behind); a class folder graded into a table;
-  a bad file not graded. Which grade each README command gives is a timing on the machine
+- ``tkchat selftest``: one real grading end to end (the window's own process and home, real
+  X input, a report with every check, nothing left behind); a class folder graded into a
+  table; a bad file not graded. Which grade each README command gives is a timing on the machine
   that runs it: the grade is tested from figures in ``tests/test_selftest_grade.py`` (each
   shipped wrong pipeline gets its published answer there), the real runs are the selftest
   bench's claim.
@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import tkinter as tk
@@ -297,7 +296,8 @@ def test_the_readme_commands_parse_and_name_pipelines_that_load(
         args = parser.parse_args(command.split()[1:])
         mode = getattr(args, "broken", None) or args.mode
         if mode != "submissions/":
-            load_outside_class(mode.replace("mine.py", TEMPLATE.split(":")[0]))
+            path, name = split_outside_mode(mode.replace("mine.py", TEMPLATE.split(":")[0]))  # type: ignore[misc]
+            import_outside_class(Path(path), name)
 
 
 # -- in the window -------------------------------------------------------------------------------
@@ -531,19 +531,6 @@ def verdicts_of(out: str) -> dict[str, str]:
     return found
 
 
-def run_readme(command: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """One of the README's commands, as a student types it (``tkchat`` is this tkchat)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tkchat", *command.split()[1:]],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
-    return done.returncode, done.stdout, done.stderr
-
-
 def processes_marked(mark: str) -> list[int]:
     """The processes whose environment holds ``RUN_MARK=mark`` (Linux's /proc)."""
     found = []
@@ -631,11 +618,14 @@ def test_a_class_folder_is_graded_file_by_file_into_a_table(
 @pytest.mark.gui
 def test_selftest_does_not_grade_a_file_it_cannot_load(display: None, tmp_path: Path) -> None:
     """The window's process finds the file unusable and says so in one sentence; the grader
-    prints it and grades nothing (exit status 2). (The sentence in Chinese: the bad files'
-    test above.)"""
+    reports it and grades nothing (``tkchat selftest`` exits 2). (The sentence in Chinese:
+    the bad files' test above.)"""
+    from tkchat.lab.selftest.runner import EXIT, Setup, grade
+
     mode = student_file(tmp_path, "typo", "class Pipeline:\n    def start(self\n")
-    code, out, err = run_readme(f"tkchat selftest --lang en --mode {mode}", tmp_path)
-    assert code == 2, out + err
-    assert "is not valid Python" in out and "typo.py" in out
-    assert STRINGS["en"]["selftest.grade.none"] in out
-    assert "Traceback" not in out + err
+    graded = grade(Setup(mode, "scripted", None, 2000.0, "en", 20.0))
+    out = "\n".join(graded.lines)
+    assert EXIT[graded.grade] == 2 and graded.checks == [], out
+    assert graded.problem is not None and "is not valid Python" in graded.problem
+    assert "typo.py" in out and STRINGS["en"]["selftest.grade.none"] in out
+    assert "Traceback" not in out
