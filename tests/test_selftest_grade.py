@@ -2,7 +2,11 @@
 
 How a late thing is attributed (inside the pipeline's calls or outside them), how each check
 turns figures into PASS, FAIL or BUSY, what counts as the model stopping, how the report and
-the class table read. The windows these figures come from are driven in
+the class table read; a whole grading run written as the window's process reports it, for
+each kind of pipeline (the fixed one PASSes, each shipped wrong one gets the exercise README's
+published answer with a reason naming its mistake, a busy machine is BUSY and hides no
+mistake); the window's report of an answer the model died in, in the order the grader needs
+(issue 35); the driver's recovery past an answer's limit. One real grading end to end:
 ``tests/test_exercises.py``.
 """
 
