@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -282,22 +283,28 @@ def test_the_readme_gives_the_same_commands_and_answers_in_both_languages() -> N
 def test_the_readme_commands_parse_and_name_pipelines_that_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every ``tkchat`` command of the README parses where a student types it (the
-    repository's folder, ``mine.py`` copied, a class's ``submissions/``), and what it names
-    loads. (What ``tkchat selftest`` then grades each file is the selftest bench's claim; the
-    grade from such figures, tests/test_selftest_grade.py's.)"""
+    """The README's commands, in order, where a student types them (the repository's
+    folder, a class's ``submissions/``): its ``cp`` copies the template out as ``mine.py``;
+    every ``tkchat`` command parses, and the file it names loads. (What ``tkchat selftest``
+    then grades each file is the selftest bench's claim; the grade from such figures,
+    tests/test_selftest_grade.py's.)"""
     (tmp_path / "lessons").symlink_to(repo_root() / "lessons")
     (tmp_path / "submissions").mkdir()
     monkeypatch.chdir(tmp_path)
     parser = build_parser()
-    commands = [c for c in commands_of(readme("en")) if c.startswith("tkchat ")]
+    commands = commands_of(readme("en"))
     assert sum(c.startswith("tkchat selftest") for c in commands) == len(WRONG) + 4
     for command in commands:
+        if command.startswith("cp "):
+            source, target = command.split()[1:]
+            shutil.copyfile(source, target)
+            continue
         args = parser.parse_args(command.split()[1:])
         mode = getattr(args, "broken", None) or args.mode
         if mode != "submissions/":
-            path, name = split_outside_mode(mode.replace("mine.py", TEMPLATE.split(":")[0]))  # type: ignore[misc]
-            import_outside_class(Path(path), name)
+            path, name = split_outside_mode(mode)  # type: ignore[misc]
+            import_outside_class(Path(path).resolve(), name)
+    assert (tmp_path / "mine.py").read_bytes() == (EXERCISES / "pipeline_template.py").read_bytes()
 
 
 # -- in the window -------------------------------------------------------------------------------
