@@ -3,44 +3,39 @@
 - Unit: ``FILE.py:CLASS`` is a mode; a file that raises, never returns, is not Python, lacks
   the class or does not fit the protocol gets one sentence, in English and Chinese; the
   shipped template, solution and wrong solutions all load; the README's two languages give
-  the same commands and the same published answers. (The grade's arithmetic, without a
-  window: ``tests/test_selftest_grade.py``.)
+  the same commands and the same published answers, and its commands parse.
 - Window: the window survives every bad file (banner, fixed pipeline, answers still stream);
-  a student's pipeline streams; one that raises ends its answer with a sentence; a Tk call
-  from another thread is stopped, not made — whatever the thread is called.
-- ``tkchat selftest`` (real X input, subprocesses): every command of the README, run as
-  written, gives its published answer — each shipped wrong pipeline FAILs the checks the
-  answers name, the reference solution is never FAILed; a class folder is graded into a
-  table, with a file that tampers with the window's figures caught and a throwaway home; a
-  ``start`` that never returns is interrupted at the time limit and fails with figures; a
-  bad file is not graded.
-
-Each run of the self-test costs seconds, so each is made once and asserted on fully: no
-two tests run the same command.
+  a student's pipeline streams; one that raises ends its answer with a sentence, and Stop
+  reaches its model; a ``start`` that never returns is interrupted as the self-test does it;
+  a Tk call from another thread is stopped, not made — whatever the thread is called.
+- ``tkchat selftest``: one real grading end to end (the window's own process and home, real
+  X input, a report with every check, nothing left behind); a class folder graded into a
+  table; a bad file not graded. Which grade each README command gives is a timing on the machine
+  that runs it: the grade is tested from figures in ``tests/test_selftest_grade.py`` (each
+  shipped wrong pipeline gets its published answer there), the real runs are the selftest
+  bench's claim.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import re
-import subprocess
+import shutil
+import signal
 import sys
 import threading
-import time
 import tkinter as tk
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import pump_until
+from tests.conftest import pump_until, wait_until
 from tkchat.cli import build_parser, main
 from tkchat.course.lessons import lessons_dir, load_lessons, repo_root
 from tkchat.events import Done, Error
-from tkchat.generate.scripted import ScriptedBackend, long_answer
+from tkchat.generate.scripted import ScriptedBackend, TokenGate, long_answer
 from tkchat.i18n import STRINGS
 from tkchat.lab.selftest.report import label
 from tkchat.lab.selftest.verdict import Check
@@ -53,6 +48,7 @@ from tkchat.ui.teaching.outside import (
     GuardedPipeline,
     OutsidePipelineError,
     TkCalledFromThread,
+    import_outside_class,
     load_outside_class,
 )
 
@@ -80,11 +76,29 @@ BAD_FILES = {
     ),
 }
 
+# A start() that never returns: the self-test interrupts it at the answer's time limit.
+ENDLESS = """\
+from tkchat.ui.pipeline import FixedPipeline
+
+
+class Pipeline(FixedPipeline):
+    def start(self, view, request):
+        while True:
+            pass
+"""
+
 
 @pytest.fixture
-def quick_import(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file with an endless loop is given up on after 3 s rather than 10."""
-    monkeypatch.setattr(outside, "IMPORT_LIMIT_S", 3.0)
+def quick_import(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """``quick_import(name)``: the file that loops for ever at import is given up on at once
+    (a tenth of a second) rather than after 10 s — what is tested is that it is killed and
+    said, not how long the limit is; any other file keeps the limit it has in class."""
+
+    def limit_for(name: str) -> None:
+        if name == "hangs":
+            monkeypatch.setattr(outside, "IMPORT_LIMIT_S", 0.1)
+
+    return limit_for
 
 
 def student_file(folder: Path, name: str, source: str) -> str:
@@ -144,8 +158,9 @@ def test_bench_and_compare_refuse_a_bad_file_with_its_sentence(
 
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
 def test_a_bad_file_gets_one_clear_sentence_in_both_languages(
-    tmp_path: Path, quick_import: None, name: str
+    tmp_path: Path, quick_import: Callable[[str], None], name: str
 ) -> None:
+    quick_import(name)
     source, kind, said = BAD_FILES[name]
     mode = student_file(tmp_path, name, source)
     with pytest.raises(OutsidePipelineError) as caught:
@@ -168,19 +183,33 @@ def test_a_missing_file_is_said_too(tmp_path: Path) -> None:
 
 
 def test_the_hang_check_can_tell_a_slow_file_from_an_endless_one(tmp_path: Path) -> None:
-    """The child process is killed at the limit, not before: a file that takes a moment at
-    import (here 0.5 s) loads."""
+    """The child process is killed at the limit, not before: a file that waits at import
+    (here, until the test lets it go on, once it has seen it waiting) loads."""
+    waiting, go = tmp_path / "waiting", tmp_path / "go"
     source = (
-        "import time\n\ntime.sleep(0.5)\n\n"
+        f"import time\nfrom pathlib import Path\n\nPath({str(waiting)!r}).touch()\n"
+        f"while not Path({str(go)!r}).exists():\n    time.sleep(0.01)\n\n"
         "from tkchat.ui.pipeline import FixedPipeline as Pipeline  # noqa: E402\n"
     )
     mode = student_file(tmp_path, "slow", source)
+
+    def release() -> None:
+        wait_until(waiting.exists, timeout=60, what="the checking child to wait at import")
+        go.touch()
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
     assert load_outside_class(mode).__name__ == "FixedPipeline"
+    releaser.join(10)
+    assert not releaser.is_alive()
 
 
 @pytest.mark.parametrize("mode", [SOLUTION, TEMPLATE, *WRONG.values()])
 def test_the_shipped_exercise_files_load(mode: str) -> None:
-    cls = load_outside_class(mode)
+    """Imported and checked against the protocol, here (the child process that guards
+    against a file that never returns is the bad files' test above)."""
+    path, name = split_outside_mode(mode)  # type: ignore[misc]
+    cls = import_outside_class(Path(path), name)
     assert {"start", "show", "finish"} <= set(vars(cls))
 
 
@@ -251,26 +280,42 @@ def test_the_readme_gives_the_same_commands_and_answers_in_both_languages() -> N
         assert fails and not fails & passes
 
 
-def test_the_readme_window_commands_parse_and_name_pipelines_that_load(tmp_path: Path) -> None:
-    """The commands that open a window (run by hand in class) parse, and what they name
-    loads; the self-test's commands are run as written below."""
+def test_the_readme_commands_parse_and_name_pipelines_that_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's commands, in order, where a student types them (the repository's
+    folder, a class's ``submissions/``): its ``cp`` copies the template out as ``mine.py``;
+    every ``tkchat`` command parses, and the file it names loads. (What ``tkchat selftest``
+    then grades each file is the selftest bench's claim; the grade from such figures,
+    tests/test_selftest_grade.py's.)"""
+    (tmp_path / "lessons").symlink_to(repo_root() / "lessons")
+    (tmp_path / "submissions").mkdir()
+    monkeypatch.chdir(tmp_path)
     parser = build_parser()
-    for command in commands_of(readme("en")):
-        if not command.startswith("tkchat ") or command.startswith("tkchat selftest"):
+    commands = commands_of(readme("en"))
+    assert sum(c.startswith("tkchat selftest") for c in commands) == len(WRONG) + 4
+    for command in commands:
+        if command.startswith("cp "):
+            source, target = command.split()[1:]
+            shutil.copyfile(source, target)
             continue
         args = parser.parse_args(command.split()[1:])
         mode = getattr(args, "broken", None) or args.mode
-        load_outside_class(mode.replace("mine.py", TEMPLATE.split(":")[0]))
+        if mode != "submissions/":
+            path, name = split_outside_mode(mode)  # type: ignore[misc]
+            import_outside_class(Path(path).resolve(), name)
+    assert (tmp_path / "mine.py").read_bytes() == (EXERCISES / "pipeline_template.py").read_bytes()
 
 
 # -- in the window -------------------------------------------------------------------------------
 
 
 @pytest.mark.gui
-@pytest.mark.parametrize("name", ["raises", "hangs", "not_python", "no_class", "no_show"])
+@pytest.mark.parametrize("name", ["raises", "hangs"])  # (every other kind: the same banner)
 def test_the_window_survives_a_bad_file(
-    root: tk.Tk, make_app, tmp_path: Path, quick_import: None, name: str
+    root: tk.Tk, make_app, tmp_path: Path, quick_import: Callable[[str], None], name: str
 ) -> None:
+    quick_import(name)
     mode = student_file(tmp_path, name, BAD_FILES[name][0])
     text = long_answer(800)
     app = make_app(ScriptedBackend(rate=0, text=text), mode=mode)
@@ -296,7 +341,7 @@ def test_a_students_pipeline_streams_in_the_window_and_says_whose_it_is(
     root: tk.Tk, make_app
 ) -> None:
     text = long_answer(2_000)
-    app = make_app(ScriptedBackend(rate=2000, text=text), mode=SOLUTION)
+    app = make_app(ScriptedBackend(rate=0, text=text), mode=SOLUTION)
     assert (
         isinstance(app.flow.answering.pipeline, GuardedPipeline)
         and app.flow.answering.pipeline.name == SOLUTION
@@ -351,14 +396,65 @@ def test_a_show_that_raises_ends_the_answer_and_the_window_goes_on(
         "    def show(self, view, chunks):\n"
         "        raise KeyError('no such chunk')\n",
     )
-    app = make_app(ScriptedBackend(rate=200, text=long_answer(800)), mode=mode)
+    gate = TokenGate()
+    app = make_app(ScriptedBackend(gate=gate, text=long_answer(800)), mode=mode)
     app.flow.send("hello")
+    worker = app.controller.current
+    assert worker is not None
+    gate.release(5)  # the first tick's text: show() raises
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer to end")
     said = "Your pipeline's show() raised KeyError: 'no such chunk' (line 6)"
     assert said in app.status.get() and said in app.transcript.plain_text()
-    assert not app.controller.is_generating()  # Stop means the model stops
+    # Stop means the model stops: the worker, waiting at the gate for its 6th token, has left
+    assert worker.join(10) and worker.cancelled_at is not None and gate.passed <= 5
+    assert not app.controller.is_generating()
     assert any("tick failed" in r.getMessage() for r in caplog.records)
     caplog.clear()  # the pump logs a failing tick once: expected here
+
+
+@pytest.mark.gui
+def test_a_start_that_never_returns_is_interrupted_and_its_answer_ends_saying_so(
+    root: tk.Tk, make_app, tmp_path: Path
+) -> None:
+    """What the self-test does past an answer's time limit, in its window's process: the
+    grader's ``interrupt`` sends the main thread a SIGINT; stuck in a Tk callback (here
+    ``start``, an endless loop, called from Send's ``after``), it raises there, and the
+    answer ends with a sentence naming the method and the limit. The window goes on."""
+    from tkchat.lab.selftest.child import Interrupter
+
+    mode = student_file(tmp_path, "endless", ENDLESS)
+    app = make_app(ScriptedBackend(rate=0, text="and then it answers"), mode=mode)
+    commands = SimpleNamespace(interrupt_requested=False)
+    main_thread = threading.get_ident()
+
+    def looping() -> bool:
+        frame = sys._current_frames().get(main_thread)
+        while frame is not None and not frame.f_code.co_filename.endswith("endless.py"):
+            frame = frame.f_back
+        return frame is not None
+
+    def grader() -> None:  # the command thread, told "interrupt" by the grader
+        wait_until(looping, timeout=60, what="start() to loop")
+        commands.interrupt_requested = True
+        signal.pthread_kill(main_thread, signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    Interrupter(commands, 2.0).install()  # type: ignore[arg-type]
+    try:
+        thread = threading.Thread(target=grader, daemon=True)
+        thread.start()
+        root.after(0, lambda: app.flow.send("hello"))
+        pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer to end")
+        thread.join(10)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    final = app.flow.answering.finished[-1]
+    assert isinstance(final, Error) and "start() had not returned after 2 s" in final.message
+    assert final.message in app.transcript.plain_text()
+    app.teaching.set_mode(FIXED)
+    app.flow.send("again")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the next answer")
+    assert app.transcript.answers[-1].text == "and then it answers"
 
 
 @pytest.mark.gui
@@ -411,94 +507,23 @@ def test_a_thread_is_known_by_what_started_it_never_by_its_name(root: tk.Tk) -> 
     assert TK_THREADS.count == before + 1
 
 
-# -- tkchat selftest: the grade, with real X input ----------------------------------------------
+# -- tkchat selftest: the grader's process ---------------------------------------------------
+#
+# Whether a pipeline PASSes or FAILs depends on how its window kept time on this machine: the
+# grade is tested from figures in tests/test_selftest_grade.py (every shipped wrong pipeline
+# gets the README's published answer there, from the figures its mistake makes), and the
+# real runs of the README's commands are a claim of the self-test's bench. Here: the
+# plumbing, end to end once, and what needs no timing.
 
 REPORTED = ("q1", "q2", "q3", "q4", "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread")
-CORRECT = """\
-class Pipeline:
-    name = "mine"
-    broken = False
-    coalesce = True
+# Two lines a graded file might add: where it ran, as its own process sees it.
+NOTES_ITS_HOME = """
+import os as _os
+from pathlib import Path as _Path
 
-    def __init__(self, host):
-        self.host = host
-
-    def start(self, view, request):
-        gen = self.host.controller.start(request)
-        self.host.consumer.follow(gen)
-
-    def show(self, view, chunks):
-        text = ""
-        for chunk in chunks:
-            text += chunk
-        self.host.transcript.append(view, text)
-
-    def finish(self, view, *, stopped, error):
-        self.host.transcript.finish(view, stopped=stopped, error=error)
+_Path({seen!r}).write_text(f"{{_Path.home()}}\\n{{_os.environ.get('TKCHAT_DATA_DIR')}}\\n")
 """
-# A blocking pipeline that hides it: the figures the window reports are made smooth, the
-# grader's own functions are replaced in the window's process, and it notes where it ran.
-TAMPER = """\
-import os
-import time
-from pathlib import Path
-
-from tkchat.lab.selftest import protocol, report
-from tkchat.ui.pipeline import FixedPipeline
-
-Path({seen!r}).write_text(f"{{Path.home()}}\\n{{os.environ.get('TKCHAT_DATA_DIR')}}\\n")
-send = protocol.Reporter.send
-
-
-def smooth(self, kind, **fields):
-    if kind == "lag":
-        fields["s"] = [[at, 0.0] for at, _lag in fields["s"]]
-    return send(self, kind, **fields)
-
-
-protocol.Reporter.send = smooth
-report.grade_line = lambda *a, **k: "Grade: PASS - patched."
-
-
-class Pipeline(FixedPipeline):
-    def start(self, view, request):
-        time.sleep(0.6)
-        super().start(view, request)
-"""
-
-
-ENDLESS = """\
-from tkchat.ui.pipeline import FixedPipeline
-
-
-class Pipeline(FixedPipeline):
-    def start(self, view, request):
-        while True:
-            pass
-"""
-# Not a README command: a start() that never returns, interrupted at a short limit.
-INTERRUPTED = "tkchat selftest --lang en --mode endless.py:Pipeline --limit 2"
-
-
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the README's commands run as written: the repository's lessons, the
-    ``cp`` of the template done, and a class's folder of submissions."""
-    folder = tmp_path_factory.mktemp("exercise")
-    (folder / "lessons").symlink_to(repo_root() / "lessons")
-    for command in commands_of(readme("en")):
-        if command.startswith("cp "):
-            source, target = command.split()[1:]
-            (folder / target).write_bytes((folder / source).read_bytes())
-    submissions = folder / "submissions"
-    submissions.mkdir()
-    (submissions / "correct.py").write_text(CORRECT, encoding="utf-8")
-    seen = folder / "seen.txt"
-    (submissions / "tamper.py").write_text(TAMPER.format(seen=str(seen)), encoding="utf-8")
-    (submissions / "broken.py").write_text("class Pipeline(:\n", encoding="utf-8")
-    (submissions / "helper.py").write_text("HELP = 1\n", encoding="utf-8")
-    (folder / "endless.py").write_text(ENDLESS, encoding="utf-8")
-    return folder
+RUN_MARK = "TKCHAT_TEST_SELFTEST_RUN"
 
 
 def verdicts_of(out: str) -> dict[str, str]:
@@ -507,160 +532,107 @@ def verdicts_of(out: str) -> dict[str, str]:
     for key in REPORTED:
         name = label(EN, Check(key, "pass", "", {"bound_ms": 16.0}))
         name = re.escape(name).replace("16", r"[\d.]+")
-        verdict = re.search(rf"^  (PASS|FAIL|BUSY)\s+{name}:", out, flags=re.M)
+        verdict = re.search(rf"^  (PASS|FAIL|BUSY)\s+{name}:(.*)$", out, flags=re.M)
         if verdict:
             found[key] = verdict.group(1)
     return found
 
 
-def run_readme(command: str, cwd: Path, display: str | None = None) -> tuple[int, str, str]:
-    """One of the README's commands, as a student types it (``tkchat`` is this tkchat)."""
-    env = dict(os.environ, **({"DISPLAY": display} if display else {}))
-    done = subprocess.run(
-        [sys.executable, "-m", "tkchat", *command.split()[1:]],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=cwd,
-        env=env,
-    )
-    return done.returncode, done.stdout, done.stderr
-
-
-SELFTESTS = [c for c in commands_of(readme("en")) if c.startswith("tkchat selftest")]
-
-
-@contextmanager
-def second_screen() -> Iterator[str]:
-    """A virtual screen of its own, so that two self-tests can run at once: each clicks
-    where its own window is."""
-    for number in range(200, 300):
-        if Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
-            continue
-        xvfb = subprocess.Popen(
-            ["Xvfb", f":{number}", "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+def processes_marked(mark: str) -> list[int]:
+    """The processes whose environment holds ``RUN_MARK=mark`` (Linux's /proc)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
-            pump = time.monotonic() + 10
-            while not Path(f"/tmp/.X11-unix/X{number}").exists() and xvfb.poll() is None:
-                if time.monotonic() > pump:
-                    break
-                time.sleep(0.05)
-            if xvfb.poll() is None:
-                yield f":{number}"
-                return
-        finally:
-            xvfb.terminate()
-            xvfb.wait(10)
-    raise RuntimeError("no free display number for a second virtual screen")
-
-
-@pytest.fixture(scope="module")
-def readme_runs(display: None, workspace: Path) -> dict[str, tuple[int, str, str]]:
-    """Every self-test command of the README, run as written, and the endless ``start``,
-    two at a time (each on a screen of its own): a wrong pipeline must FAIL whatever else
-    the machine does, and the right ones may come out BUSY but never FAIL — so the load they
-    put on each other is part of the test, and the file takes half the time."""
-    order = sorted([*SELFTESTS, INTERRUPTED], key=lambda c: "submissions" not in c)
-    with second_screen() as screen, ThreadPoolExecutor(2) as pool:
-        free: queue.Queue[str | None] = queue.Queue()
-        for one in (None, screen):  # None: the session's own screen
-            free.put(one)
-
-        def run(command: str) -> tuple[int, str, str]:
-            mine = free.get()  # one self-test a screen at a time
-            try:
-                return run_readme(command, workspace, mine)
-            finally:
-                free.put(mine)
-
-        futures = {command: pool.submit(run, command) for command in order}
-        return {command: future.result() for command, future in futures.items()}
-
-
-def _command_id(command: str) -> str:
-    words = command.split()[2:]
-    return "-".join(Path(w.split(":")[0]).stem if ":" in w else w.strip("-/") for w in words)
+            if f"{RUN_MARK}={mark}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:  # another user's, or gone meanwhile
+            continue
+    return found
 
 
 @pytest.mark.gui
-@pytest.mark.parametrize("command", SELFTESTS, ids=[_command_id(c) for c in SELFTESTS])
-def test_the_readme_selftest_command_gives_its_published_answer(
-    readme_runs: dict[str, tuple[int, str, str]], workspace: Path, command: str
+def test_a_selftest_runs_end_to_end_and_leaves_nothing_behind(
+    display: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = readme_runs[command]
-    # (what the student's code itself prints, a traceback included, goes to stderr)
-    assert "Traceback" not in out, out + err
-    if "submissions/" in command:
-        return check_the_class(code, out, workspace)
-    verdicts = verdicts_of(out)
-    wrong = re.search(r"wrong/(\w+)\.py", command)
-    if "--lang zh" in command:
-        assert code == 1 and STRINGS["zh"]["selftest.pass"] in out  # the template, in Chinese
-        assert re.search("^评分：未通过", out, flags=re.M), out
-    elif wrong:
-        fails, passes = answers_of(readme("en"))[wrong.group(1)]
-        assert code == 1, out
-        assert {key for key in fails if verdicts.get(key) != "FAIL"} == set(), out
-        assert {key for key in passes if verdicts.get(key, "PASS") == "FAIL"} == set(), out
-    elif "mine.py" in command:  # the untouched template: start() raises
-        assert code == 1 and verdicts["q2"] == "FAIL", out
-        assert "start() raised NotImplementedError" in out
-    else:  # the reference solution: never FAILed
-        assert "pipeline_solution.py" in command
-        assert code in (0, 3) and "FAIL" not in verdicts.values(), out
-        assert len(verdicts) == len(REPORTED) and re.search(r"SHA-256 [0-9a-f]{64}", out)
+    """The grade of the reference solution (two lines added that note where it ran), as
+    ``tkchat selftest`` makes it: the window's own process, the four questions asked with
+    real X input, a report with every check, the file's SHA-256 and a grade. The window ran
+    in a home made for the run, gone after it, and no process of the run outlives it. Which
+    verdicts come out depends on this machine's load: not asserted (the selftest bench's
+    claim); so one attempt, whatever it finds, and short answers."""
+    from tkchat.lab.selftest import runner
 
-
-def check_the_class(code: int, out: str, workspace: Path) -> None:
-    """The class at once: a table of the folder's pipelines (not the helper), the tampering
-    file FAILed on its figures whatever it patched, and every file run with a home of its
-    own."""
-    folder = workspace / "submissions"
-    table = (folder / "selftest-grades.md").read_text(encoding="utf-8")
-    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
-    assert set(rows) == {"broken.py", "correct.py", "tamper.py"}, table
-    assert code == 1 and table in out + "\n", out
-    assert " NONE " in rows["broken.py"] and "SyntaxError" in rows["broken.py"]
-    assert " FAIL " not in rows["correct.py"], rows["correct.py"]
-    tamper = rows["tamper.py"].split(" | ")
-    assert tamper[-2] == "FAIL" and tamper[-3] == "FAIL", rows["tamper.py"]  # figures, grade
-    assert "patched" not in out
-    home, data = (workspace / "seen.txt").read_text(encoding="utf-8").split()
+    seen = tmp_path / "seen.txt"
+    source = (EXERCISES / "pipeline_solution.py").read_text(encoding="utf-8")
+    mode = student_file(tmp_path, "solution", source + NOTES_ITS_HOME.format(seen=str(seen)))
+    mark = tmp_path.name
+    monkeypatch.setenv(RUN_MARK, mark)  # (the window's process and the X helper inherit it)
+    monkeypatch.setattr(runner, "ATTEMPTS", 1)
+    graded = runner.grade(runner.Setup(mode, "scripted", None, 2000.0, "en", 20.0, tokens=1000))
+    out = "\n".join(graded.lines)
+    assert graded.problem is None and "Traceback" not in out, out
+    assert set(verdicts_of(out)) == set(REPORTED), out
+    assert EN("selftest.unanswered") not in out, out  # the four questions were asked
+    assert re.search(r"SHA-256 [0-9a-f]{64}", out) and out.splitlines()[-1].startswith("Grade: ")
+    assert [p for p in processes_marked(mark) if p != os.getpid()] == [], "a process outlived it"
+    home, data = seen.read_text(encoding="utf-8").split()
     assert Path(home) != Path.home() and not Path(home).exists()  # made for the run, gone
     assert Path(data).is_relative_to(home)
+
+
+def test_a_class_folder_is_graded_file_by_file_into_a_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tkchat selftest --mode submissions/``: every file with a ``Pipeline`` class is
+    graded in turn, each quiet and with a deadline (here by a stand-in for the grade, which
+    tests/test_selftest_grade.py tests); one that is not Python is listed, not graded; a
+    helper without the class is left out. The table is printed and written as Markdown and
+    CSV, and the exit status is the worst grade."""
+    from tkchat.lab.selftest import classroom
+    from tkchat.lab.selftest.report import KEYS
+    from tkchat.lab.selftest.runner import Graded, Setup, file_of, sha256_of
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "correct.py").write_text("class Pipeline:\n    pass\n", encoding="utf-8")
+    (folder / "wrong.py").write_text("class Pipeline:\n    broken = True\n", encoding="utf-8")
+    (folder / "broken.py").write_text("class Pipeline(:\n", encoding="utf-8")
+    (folder / "helper.py").write_text("HELP = 1\n", encoding="utf-8")
+    graded: list[str] = []
+
+    def grade(setup: Setup) -> Graded:
+        path = file_of(setup.mode)
+        assert path is not None and setup.quiet and setup.deadline is not None
+        graded.append(path.name)
+        verdict = "fail" if path.name == "wrong.py" else "pass"
+        checks = [Check(key, verdict, "a figure") for key in KEYS]
+        return Graded(verdict, [], checks, sha256_of(path))
+
+    monkeypatch.setattr(classroom, "grade", grade)
+    assert main(["selftest", "--lang", "en", "--mode", f"{folder}/"]) == 1
+    assert graded == ["correct.py", "wrong.py"]
+    out = capsys.readouterr().out
+    table = (folder / "selftest-grades.md").read_text(encoding="utf-8")
+    assert table in out
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
+    assert set(rows) == {"broken.py", "correct.py", "wrong.py"}, table
+    assert " NONE " in rows["broken.py"] and "SyntaxError" in rows["broken.py"]
+    assert rows["wrong.py"].split(" | ")[-2] == "FAIL" and " FAIL " not in rows["correct.py"]
     csv_rows = (folder / "selftest-grades.csv").read_text(encoding="utf-8").splitlines()
     assert len(csv_rows) == 4 and csv_rows[0].startswith("file,sha256,q1,")
 
 
 @pytest.mark.gui
-def test_selftest_interrupts_a_start_that_never_returns(
-    readme_runs: dict[str, tuple[int, str, str]],
-) -> None:
-    code, out, err = readme_runs[INTERRUPTED]
-    assert code == 1, out + err
-    verdicts = verdicts_of(out)
-    assert verdicts["q1"] == verdicts["q3"] == "FAIL"
-    assert "wall-clock limit of 2 s" in out and "the self-test interrupted it" in out
-    clicks = re.search(r"worst click handled ([\d.]+) ms", out)
-    assert clicks and float(clicks.group(1)) > 100  # handled, late: a figure, not "never"
-    assert "start() had not returned after 2 s" in out
-
-
-@pytest.mark.gui
 def test_selftest_does_not_grade_a_file_it_cannot_load(display: None, tmp_path: Path) -> None:
+    """The window's process finds the file unusable and says so in one sentence; the grader
+    reports it and grades nothing (``tkchat selftest`` exits 2). (The sentence in Chinese:
+    the bad files' test above.)"""
+    from tkchat.lab.selftest.runner import EXIT, Setup, grade
+
     mode = student_file(tmp_path, "typo", "class Pipeline:\n    def start(self\n")
-    said = {"en": "is not valid Python", "zh": "不是合法的 Python"}
-    with ThreadPoolExecutor(2) as pool:  # no window opens: the two languages at once
-        futures = {
-            lang: pool.submit(run_readme, f"tkchat selftest --lang {lang} --mode {mode}", tmp_path)
-            for lang in said
-        }
-    runs = {lang: future.result() for lang, future in futures.items()}
-    for lang, (code, out, err) in runs.items():
-        assert code == 2, out + err
-        assert said[lang] in out and "typo.py" in out
-        assert STRINGS[lang]["selftest.grade.none"] in out
-        assert "Traceback" not in out + err
+    graded = grade(Setup(mode, "scripted", None, 2000.0, "en", 20.0))
+    out = "\n".join(graded.lines)
+    assert EXIT[graded.grade] == 2 and graded.checks == [], out
+    assert graded.problem is not None and "is not valid Python" in graded.problem
+    assert "typo.py" in out and STRINGS["en"]["selftest.grade.none"] in out
+    assert "Traceback" not in out

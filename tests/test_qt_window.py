@@ -1,6 +1,7 @@
 """The Qt client (``tkchat --toolkit qt``) on a real X display: the same events as the Tk
-window, streamed exactly, stopped for real, failing clearly, measured the same way — in-process,
-from a real ``tkchat serve``, and through the self-test's real X input.
+window, streamed exactly (one append per tick, the model stepped by the test), stopped for
+real, failing clearly, measured the same way, reported to the self-test in order — in-process,
+and from a real ``tkchat serve``.
 
 The Qt window runs in this process's GUI thread (the test's own thread), on Xvfb through Qt's
 X11 platform ("xcb": the "offscreen" one takes no real input). A test fails if a slot raised.
@@ -8,27 +9,31 @@ X11 platform ("xcb": the "offscreen" one takes no real input). A test fails if a
 
 from __future__ import annotations
 
+import codecs
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tests.conftest import free_port, get_json, wait_until
+from tkchat.consume.stream_consumer import StreamConsumer, TickResult
 from tkchat.conversation import Sampling
-from tkchat.events import Done, Error
+from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import Backend
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
 
 QtWidgets = pytest.importorskip(
     "PySide6.QtWidgets", reason="the Qt client needs PySide6: pip install -e '.[qt]'"
 )
 
-from PySide6.QtCore import QTimer  # noqa: E402 - after the skip above
+from PySide6.QtCore import QObject  # noqa: E402 - after the skip above
 
+from tkchat.qt.consume import AppendPerSignal, TimerDrain  # noqa: E402
 from tkchat.qt.launch import QtOptions, application, open_window  # noqa: E402
 from tkchat.qt.window import ChatWindow  # noqa: E402
 
@@ -67,11 +72,6 @@ def qt_until(ready: Callable[[], object], timeout: float = 20.0, what: str = "co
         time.sleep(0.002)
 
 
-def qt_for(seconds: float) -> None:
-    end = time.monotonic() + seconds
-    qt_until(lambda: time.monotonic() >= end, timeout=seconds + 5)
-
-
 @pytest.fixture
 def make_window(qapp: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ChatWindow]]:
     """Open Qt windows on a backend and wait for their model; close them all at the end. The
@@ -103,27 +103,89 @@ def ask(window: ChatWindow, question: str = "Why does the window stay smooth?") 
 # -- in-process: the same worker, channel and consumer as the Tk window ------------------------
 
 
+def test_the_fixed_drain_appends_once_per_tick_whatever_arrived(qapp: Any) -> None:
+    """:class:`TimerDrain`: the reader's batches are only collected; the first arms the 16 ms
+    timer, and its firing hands everything since to the consumer: one tick, one append of
+    all of it, in order. No timer while nothing arrives."""
+    shown: list[TickResult] = []
+    consumer = StreamConsumer()
+    consumer.follow(7)
+    parent = QObject()
+    drain = TimerDrain(consumer, shown.append, parent)
+    assert not drain.timer.isActive()
+    drain.arrive([Chunk(7, 1, "one ")])
+    drain.arrive([Chunk(7, 2, "two "), Chunk(7, 3, "three")])  # before the tick
+    assert shown == [] and drain.timer.isActive()
+    qt_until(lambda: shown, what="the tick")
+    (tick,) = shown
+    assert tick.chunks == ("one ", "two ", "three") and tick.text == "one two three"
+    assert not drain.timer.isActive()  # idle again: no timer until the next batch
+
+
+def test_the_broken_variant_appends_per_event() -> None:
+    """:class:`AppendPerSignal`: each event straight to the widget, as it arrives."""
+    shown: list[TickResult] = []
+    consumer = StreamConsumer()
+    consumer.follow(7)
+    AppendPerSignal(consumer, shown.append, QObject()).arrive(
+        [Chunk(7, 1, "one "), Chunk(7, 2, "two "), Chunk(7, 3, "three")]
+    )
+    assert [tick.text for tick in shown] == ["one ", "two ", "three"]
+
+
+def first_text(backend: ScriptedBackend, pieces: int) -> str:
+    """The text of the backend's first ``pieces`` pieces, as the worker sends it (a
+    character whose bytes are not all in yet waits)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    return decoder.decode(b"".join(backend.pieces(pieces)))
+
+
 @pytest.mark.parametrize("split_utf8", [False, True])
-def test_fixed_streams_the_scripted_answer_exactly_in_few_appends(
+def test_fixed_streams_the_scripted_answer_exactly_one_append_per_tick(
     make_window: Callable[..., ChatWindow], split_utf8: bool
 ) -> None:
-    window = make_window(ScriptedBackend(rate=500, split_utf8=split_utf8))
+    """The window as a whole, its model stepped: while the window reads nothing, what the
+    model gives merges into the chunk still waiting (the reader holds one batch at a time:
+    what it found at once), so 61 tokens come in at most three chunks and two batches, and
+    at most two appends; every tick that brought text made one append; the answer is exactly
+    the script (characters split across tokens too)."""
+    gate = TokenGate()
+    backend = ScriptedBackend(gate=gate, split_utf8=split_utf8)
+    window = make_window(backend)
     assert "tkchat (Qt)" in window.windowTitle() and "BROKEN" not in window.windowTitle()
-    ask(window)
+    ticks: list[int] = []  # chunks of each tick that brought text
+    show = window.consumption.show
+
+    def counted(tick: TickResult) -> None:
+        if tick.chunks:
+            ticks.append(len(tick.chunks))
+        show(tick)
+
+    window.consumption.show = counted  # type: ignore[attr-defined]
+    assert window.send("Why does the window stay smooth?")
+    worker = window.controller.current
+    assert worker is not None
+    gate.release(61)  # the window's thread is here, not reading
+    wait_until(lambda: worker.sender.pieces == 61, what="the worker to send 61 tokens")
+    assert worker.sender.chunks <= 3  # (the first, one the reader drained with it, the rest)
+    shown = first_text(backend, 61)
+    qt_until(lambda: window.transcript.answers[0].text == shown, what="them on screen")
+    assert window.transcript.updates == len(ticks) <= 2
+    gate.release(1_000_000)
+    qt_until(lambda: window.finished, what="the answer to end")
     final = window.finished[0]
     assert isinstance(final, Done) and final.reason == "stop"
     assert window.transcript.answers[0].text == SCRIPT
     assert SCRIPT in window.transcript.view.toPlainText()  # on screen too, not just kept
-    # 146 tokens (242 pieces when split) in about 0.3 s: the 16 ms drain appended far fewer
-    # times than that
-    assert window.transcript.updates < final.stats.tokens / 3
-    assert window.status.text().startswith(f"Done — {final.stats.tokens} tokens at ")
+    assert window.transcript.updates == len(ticks)  # one insert per tick that brought text
+    assert sum(ticks) == worker.sender.chunks
+    assert window.status.text().startswith(f"Done — {final.stats.tokens} tokens")
 
 
 def test_broken_variant_appends_once_per_token_and_says_so(
     make_window: Callable[..., ChatWindow],
 ) -> None:
-    window = make_window(ScriptedBackend(rate=500), mode="no-coalesce")
+    window = make_window(ScriptedBackend(rate=0), mode="no-coalesce")
     assert "BROKEN" in window.windowTitle()
     ask(window)
     final = window.finished[0]
@@ -143,21 +205,29 @@ def test_the_window_speaks_chinese_too(make_window: Callable[..., ChatWindow]) -
 def test_stop_stops_the_worker_and_nothing_of_it_shows_later(
     make_window: Callable[..., ChatWindow],
 ) -> None:
-    window = make_window(ScriptedBackend(rate=200, tokens=100_000))
+    """Stop: the worker, waiting at its 21st token, leaves the model loop; what it sent
+    after — its text still on the way, its final event — reaches the window and is dropped
+    (the consumer counts it stale), and the next question starts at once."""
+    gate = TokenGate()
+    window = make_window(ScriptedBackend(gate=gate, tokens=100_000))
     assert window.send("Go on for ever.")
+    gate.release(20)
     qt_until(lambda: len(window.transcript.answers[0].text) > 40, what="text to stream")
     worker = window.controller.current
     assert worker is not None
+    stale = window.consumer.counts().stale_dropped
     window.stop_button.click()
-    assert worker.join(2.0), "the worker did not leave the model loop"
+    assert worker.join(10), "the worker did not leave the model loop"
     assert worker.cancelled_at is not None and worker.exited_at is not None
-    assert worker.tokens < 1000  # it stopped: 100,000 were asked for
+    assert gate.passed <= 20  # it stopped at the gate: no token after Stop
     shown = window.transcript.answers[0].text
-    qt_for(0.3)
-    assert window.transcript.answers[0].text == shown  # the cancelled generation's tail
+    # Its last event (the cancelled final) arrived and was dropped: nothing more can come.
+    qt_until(lambda: window.consumer.counts().stale_dropped > stale, what="its final event")
+    assert window.transcript.answers[0].text == shown
     assert window.transcript.view.toPlainText().endswith("[stopped]")
     assert window.send_button.isEnabled() and not window.stop_button.isEnabled()
     assert window.send("And now?")  # the next question starts at once
+    gate.release(20)
     qt_until(lambda: len(window.transcript.answers[1].text) > 40, what="the next answer")
     assert window.transcript.answers[0].text == shown
     window.stop()
@@ -191,22 +261,39 @@ def test_a_model_that_cannot_load_is_said_and_send_stays_off(
     assert not window.send_button.isEnabled() and not window.send("Hello?")
 
 
-def test_the_lag_probe_records_and_sees_a_blocked_gui_thread(
+def test_the_lag_probe_fires_on_qts_loop_and_records_a_late_firing(
+    qapp: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe's Qt half: its timer fires on Qt's loop and re-arms; a firing 300 ms after
+    it was due (by the clock the probe reads, here the test's) records 300 ms, a long task.
+    (The arithmetic is ``tkchat.stats``': tests/test_stats.py.)"""
+    from tkchat import stats
+    from tkchat.qt.health import QtLagProbe
+
+    clock = [1000.0]
+    monkeypatch.setattr(stats, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    owner = QObject()  # (Qt deletes a timer with its owner: kept alive here)
+    probe = QtLagProbe(owner)
+    probe.start()  # due at 1000.005
+    clock[0] = 1000.305  # the GUI thread held 300 ms past it
+    qt_until(lambda: probe.recent, what="the probe's timer to fire")
+    assert probe.recent[-1].lag_ms == pytest.approx(300.0) and probe.long_tasks == 1
+    assert probe._timer.isActive()  # re-armed: due at 1000.310
+    clock[0] = 1000.310
+    qt_until(lambda: len(probe.recent) == 2, what="the next firing")
+    assert probe.recent[-1].lag_ms == pytest.approx(0.0) and probe.max_ms() == pytest.approx(300)
+    probe.stop()
+    assert not probe._timer.isActive()
+
+
+def test_the_health_bar_keeps_its_timers_and_shows_the_lag(
     make_window: Callable[..., ChatWindow],
 ) -> None:
-    window = make_window(ScriptedBackend(rate=50))
-    probe = window.health.probe
-    beats = window.health.beats
-    qt_for(1.2)
-    assert len(probe.recent) >= 20  # every 5 ms: about 240 in 1.2 s, on a quiet machine
-    assert all(sample.lag_ms >= 0 for sample in probe.recent)
-    assert window.health.beats > beats  # the heartbeat ticked
-    long_tasks = probe.long_tasks
-    QTimer.singleShot(0, window, lambda: time.sleep(0.3))  # a slot that holds the GUI thread
-    qt_for(0.6)
-    assert probe.max_ms() >= 250 and probe.long_tasks > long_tasks
-    qt_for(0.3)  # the bar refreshes every 250 ms
-    assert "max" in window.health.lag.text() and "p99" in window.health.lag.text()
+    window = make_window(ScriptedBackend(rate=0))
+    health = window.health
+    assert health._beat_timer.isActive() and health.probe._timer.isActive()
+    qt_until(lambda: "p99" in health.lag.text(), what="the bar's refresh")
+    assert "max" in health.lag.text()
 
 
 def test_rates_and_lag_are_the_tk_windows_own_definition() -> None:
@@ -290,89 +377,67 @@ def test_streams_from_tkchat_serve_and_stop_reaches_the_server(
     assert cancels()[-1]["tokens_after_disconnect"] <= 1
 
 
-# -- the self-test, with real X input -----------------------------------------------------------
+# -- the self-test's report of the Qt window --------------------------------------------------
+# (Whether ``tkchat selftest --toolkit qt`` PASSes the fixed window and FAILs no-coalesce in a
+# flood is a timing on the machine that runs it: the selftest bench's claim.)
 
 
-def selftest(*args: str) -> tuple[int, list[str], str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "tkchat", "selftest", "--toolkit", "qt", "--backend", "scripted"]
-        + list(args),
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    verdicts = [line.strip() for line in result.stdout.splitlines()]
-    verdicts = [line for line in verdicts if line.startswith(("PASS", "FAIL", "BUSY"))]
-    return result.returncode, verdicts, result.stdout + result.stderr
+def test_the_self_tests_report_never_sees_a_qt_answer_closed_without_its_error(
+    make_window: Callable[..., ChatWindow],
+) -> None:
+    """Issue 35: "2. the model dies mid-answer: error shown ∞ ms" failed the Qt window's
+    self-test on a loaded machine. The report (the Qt child's, the Tk one's) takes its turn as
+    the final joins ``finished`` and after the answer ended: line by line, the grader never
+    has the answer closed without its final, with its time and message."""
+    from tests.test_selftest_grade import Lines, TickOnAppend
+    from tkchat.generate.faults import FaultInjector
+    from tkchat.lab.selftest.observe import Sources, WindowReport
+    from tkchat.lab.selftest.protocol import WindowState
 
-
-def test_selftest_passes_the_qt_window(display: None) -> None:
-    code, verdicts, output = selftest()
-    assert code in (0, 3), output  # PASS, or a machine too busy to judge: never FAIL
-    assert len(verdicts) == 4 and not any(line.startswith("FAIL") for line in verdicts), output
-    assert "mode Qt fixed" in output
-
-
-def test_selftest_fails_the_broken_qt_variant_in_a_flood(display: None) -> None:
-    # At 2,000 tokens/s Qt's own repaint batching hides the per-token append (docs/teaching.md); at
-    # 20,000 tokens/s over 30,000 tokens the appends cannot keep up, and clicks wait seconds.
-    flood = ("--rate", "20000", "--tokens", "30000")
-    code, verdicts, output = selftest("--mode", "no-coalesce", *flood)
-    assert code == 1, output
-    assert len(verdicts) == 4, output
-    failed = [line for line in verdicts if line.startswith("FAIL")]
-    assert any("1. a click" in line or "3. scrolling" in line for line in failed), output
+    faults = FaultInjector(ScriptedBackend(rate=0))
+    window = make_window(faults)
+    lines = Lines()
+    meter = SimpleNamespace(open={})
+    report = WindowReport(window, meter, faults, Sources(), lines)  # type: ignore[arg-type]
+    window.finished = TickOnAppend(report.tick)
+    faults.arm(after_tokens=20)
+    assert window.send("Write a long explanation.")
+    report.tick()  # the answer open
+    qt_until(lambda: window.answer is None, what="the answer to end")
+    report.tick()
+    state = WindowState()
+    for line in lines.lines:
+        state.take(line)
+        if state.opened and not state.answer_open:
+            assert state.finals, f"the answer closed before its final: {lines.lines}"
+    (final,) = state.finals
+    assert final["end"] == "error" and "stopped responding" in str(final["message"])
+    assert isinstance(final["t"], float) and state.died and final["t"] >= state.died[0]
 
 
 # -- a hostile server's one long line -----------------------------------------------------------
 
 
-def _unbroken_line_ms(line: str) -> float:
-    """Qt laying out ``line`` as one paragraph, as a plain text view does without the line
-    ends the transcript adds (blocked on purpose)."""
-    view = QtWidgets.QPlainTextEdit()
-    view.resize(800, 400)
-    view.show()
-    qt_for(0.05)
-    started = time.perf_counter()
-    view.appendPlainText(line)
-    view.ensureCursorVisible()
-    application().processEvents()
-    view.repaint()
-    elapsed = (time.perf_counter() - started) * 1000
-    view.close()
-    view.deleteLater()
-    return elapsed
-
-
-def test_a_long_line_is_displayed_in_bounded_time_and_kept_exactly(
+def test_a_long_line_is_displayed_with_line_ends_and_kept_exactly(
     make_window: Callable[..., ChatWindow],
 ) -> None:
     """600 KB in one line, streamed from a server: Qt lays a paragraph out as a whole, so the
-    transcript shows it with line ends added (the Tk transcript's soft breaks), and the
-    answer keeps what arrived."""
+    transcript shows it with line ends added (the Tk transcript's soft breaks) — no shown
+    line over ``DISPLAY_LINE_CHARS`` — and the answer keeps what arrived, as does a copied
+    selection. (How long the window then stays late, against Qt laying out the line
+    unbroken, is the hostile bench's claim.)"""
     from tests.test_hostile_servers import LONG_LINE, one_long_line, tkchat_server
-    from tests.tools.hostile import MIN_BASELINE_RATIO
     from tkchat.generate.remote import RemoteBackend
     from tkchat.limits import DISPLAY_LINE_CHARS
 
     with tkchat_server(one_long_line) as server:
         window = make_window(RemoteBackend(server.url))
-        unbroken_ms = _unbroken_line_ms(LONG_LINE[: len(LONG_LINE) // 6])
-        qt_for(0.3)
-        window.probe.start_recording()  # every firing from here on
         ask(window, "one long line, please")
-        qt_for(0.3)  # the layout after the last insert shows up as the next firings' lag
-        peak = max(sample.own_ms for sample in window.probe.stop_recording())
     assert isinstance(window.finished[-1], Done)
     assert window.transcript.answers[-1].text == LONG_LINE  # what the history keeps
     shown = window.transcript.view.toPlainText()
     assert max(map(len, shown.split("\n"))) <= DISPLAY_LINE_CHARS
     assert shown.replace("\n", "").endswith(LONG_LINE)
-    # against the harm on this machine now: Qt laying out a sixth of the line unbroken (the
-    # whole line costs far more: the cost grows faster than the line). A twelfth (127-210 ms
-    # here) left too thin a margin: on CI one firing of 37 ms against a twelfth's 80 failed.
-    assert peak < unbroken_ms / MIN_BASELINE_RATIO, (peak, unbroken_ms)
     # a selection copies what arrived, not the line ends the view added
     window.transcript.view.selectAll()
     window.transcript.view.copy()

@@ -1,26 +1,31 @@
 """Record a run in a real window, replay it in another real window: the same text reaches the
-screen, at the recorded pace (within wide margins), through the consumer asked for; the lag
-timeline draws the recording beside the live lag; ``bench --report`` plots a recording."""
+screen, in order, through the consumer asked for (the model on the main thread in
+``blocking``, on a worker in ``fixed``, whatever mode it was recorded in); clicks are kept; a
+window closed mid-answer keeps what it had; the lag timeline draws the recording beside the
+live lag; ``bench --report`` plots a recording. (The recorded pace is kept exactly, by the
+replay's own clock: tests/test_recording.py. How frozen a replayed window is: a bench claim.)"""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
-import time
+import threading
 import tkinter as tk
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, pump_for, pump_until
+from tests.conftest import KEEP_ALIVE, pump_until, tkchat_windows, wait_until
 from tkchat.cli import main
 from tkchat.events import Done
-from tkchat.generate.backend import Backend
+from tkchat.generate.backend import Backend, GenerationRequest, TokenStream
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
+from tkchat.lab.recording.backends import ReplayBackend
 from tkchat.lab.recording.file import Recording, load_recording
 from tkchat.lab.recording.recorded_window import open_record_window, open_replay_window
 from tkchat.stats import LagSample
@@ -65,28 +70,41 @@ def record(root: tk.Tk, backend: Backend, path: Path, mode: str = "fixed") -> Ch
     return app
 
 
+def streamed_on(backend: ReplayBackend) -> list[int]:
+    """The threads the replay's model loop runs on, one per answer (noted as it starts)."""
+    threads: list[int] = []
+    stream = backend.stream
+
+    def noted(request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        threads.append(threading.get_ident())
+        return stream(request, cancel)
+
+    backend.stream = noted  # type: ignore[method-assign]
+    return threads
+
+
 def click_during(root: tk.Tk, app: ChatApp) -> None:
-    """Real clicks on the window while it streams (X events, stamped by the server)."""
-    if shutil.which("xdotool") is None:
-        return
+    """A real click on the window (an X event, stamped by the server)."""
     root.update()
     x = app.input.winfo_rootx() + 10
     y = app.input.winfo_rooty() + 10
     subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=True, timeout=20)
 
 
-def test_a_scripted_run_is_recorded_and_replays_the_same_text_at_its_pace(
+def test_a_scripted_run_is_recorded_and_replays_the_same_text(
     root: tk.Tk, second_root: Callable[[], tk.Tk], tmp_path: Path
 ) -> None:
     path = tmp_path / "run.jsonl"
-    recording_app = record(root, ScriptedBackend(rate=100), path)
+    recording_app = record(root, ScriptedBackend(rate=0), path)
     answer = recording_app.transcript.answers[-1]
     recorded = load_recording(path)
     assert recorded.prompt == PROMPT and recorded.mode == "fixed"
-    assert recorded.text == answer.text and len(recorded.tokens) > 100
+    assert recorded.text == answer.text == SCRIPT and len(recorded.tokens) == len(scripted_tokens())
+    assert [token.text for token in recorded.tokens] == scripted_tokens()  # in order
     assert recorded.end is not None and recorded.end.kind == "done"
     assert recorded.end.reason == "stop"
-    assert len(recorded.lags) > 50 and recorded.screen[-1].chars == len(answer.text)
+    assert recorded.lags and all(0 <= lag.t <= recorded.end.t for lag in recorded.lags)
+    assert recorded.screen[-1].chars == len(answer.text)
     recording_app.close()
     replay_root = second_root()
     app, backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
@@ -95,74 +113,85 @@ def test_a_scripted_run_is_recorded_and_replays_the_same_text_at_its_pace(
     )
     final = app.flow.answering.finished[-1]
     assert isinstance(final, Done) and final.reason == "stop"
-    replayed = app.transcript.answers[-1]
-    assert replayed.text == recorded.text
-    assert app.transcript.answers and backend.generations == 1
-    # The pace: the replayed tokens span as long as the recorded ones (wide margins: a
-    # shared 2-core machine).
-    recorded_span = recorded.tokens[-1].t - recorded.tokens[0].t
-    replayed_span = replayed.arrivals[-1][0] - replayed.arrivals[0][0]
-    assert 0.6 < replayed_span / recorded_span < 1.8, (replayed_span, recorded_span)
+    assert final.stats.tokens == len(recorded.tokens)
+    assert app.transcript.answers[-1].text == recorded.text
+    assert backend.generations == 1
 
 
-def test_a_blocking_replay_freezes_the_window_as_the_recorded_mode_did(
-    root: tk.Tk, second_root: Callable[[], tk.Tk], tmp_path: Path
+@pytest.mark.parametrize(
+    ("recorded_in", "replayed_in"), [("fixed", "blocking"), ("blocking", "fixed")]
+)
+def test_a_replay_goes_through_the_consumer_asked_for(
+    root: tk.Tk,
+    second_root: Callable[[], tk.Tk],
+    tmp_path: Path,
+    recorded_in: str,
+    replayed_in: str,
 ) -> None:
-    """The same recording through another consumer: replayed in ``blocking`` mode, the main
-    loop is stuck for the whole answer (one long task), where ``fixed`` never was."""
+    """The same recording through another consumer: replayed in ``blocking`` mode, the
+    recorded model loop runs on the main thread (the window frozen for the whole answer);
+    a ``blocking`` run replayed through ``fixed`` runs on a worker. The banner says which."""
     path = tmp_path / "run.jsonl"
-    app = record(root, ScriptedBackend(rate=200, tokens=120), path)
+    app = record(root, ScriptedBackend(rate=0, tokens=120), path, mode=recorded_in)
     recorded = load_recording(path)
     app.close()
+    assert recorded.mode == recorded_in and len(recorded.tokens) == 120
     replay_root = second_root()
-    replay, _backend = open_replay_window(
-        replay_root, recorded, AppOptions(language="en", mode="blocking")
+    replay, backend = open_replay_window(
+        replay_root, recorded, AppOptions(language="en", mode=replayed_in)
     )
-    replay.probe.reset_peaks()
+    threads = streamed_on(backend)
     pump_until(
         replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
     )
-    pump_for(replay_root, 0.1)
-    assert replay.flow.answering.pipeline.name == "blocking"
+    assert replay.flow.answering.pipeline.name == replayed_in
+    on_main = threads == [threading.main_thread().ident]
+    assert on_main == (replayed_in == "blocking"), threads
     banners = [w for w in replay.chat.winfo_children() if isinstance(w, NoticeBanner) and w.shown]
-    assert [b.text for b in banners if "REPLAY" in b.text and "(blocking)" in b.text]
+    said = f"REPLAY of a run recorded in mode {recorded_in}"
+    assert [b.text for b in banners if said in b.text and f"pipeline ({replayed_in})" in b.text]
     assert replay.transcript.answers[-1].text == recorded.text
-    assert replay.probe.peak_ms > 0.5 * recorded.tokens[-1].t * 1000  # frozen throughout
 
 
 def test_clicks_while_recording_are_kept_with_their_wait(root: tk.Tk, tmp_path: Path) -> None:
+    """Real clicks while the answer streams (held at its 10th token until they are in): each
+    kept as a click, with its wait from the X server's stamp to its handler — the quickest
+    taken as handled at once, the two clocks sharing no origin."""
     if shutil.which("xdotool") is None:
         pytest.skip("xdotool is not installed")
     path = tmp_path / "run.jsonl"
     recording = Recording(mode="fixed", backend="scripted", prompt="")
     options = AppOptions(autosend=PROMPT, language="en")
-    app, recorder = open_record_window(root, ScriptedBackend(rate=50), options, recording, path)
-    pump_until(root, lambda: app.flow.answering.answer is not None, what="the answer to begin")
+    gate = TokenGate()
+    backend = ScriptedBackend(gate=gate)
+    app, recorder = open_record_window(root, backend, options, recording, path)
+    gate.release(10)
+    pump_until(root, lambda: len(recorder.backend.tokens) == 10, what="the answer to stream")
     for _ in range(3):
         click_during(root, app)
-        pump_for(root, 0.1)
+    pump_until(root, lambda: len(recorder.inputs) >= 3, what="the clicks to be handled")
+    gate.release(1_000)
     pump_until(root, lambda: recorder.done, timeout=60, what="the answer to end")
     recorded = load_recording(path)
     clicks = [put for put in recorded.inputs if put.what == "click"]
     assert len(clicks) >= 3
     assert min(put.handled_ms for put in clicks) == 0.0  # the quickest is the origin
-    # Handled while the answer streamed: a frozen window would have made a click wait for
-    # the rest of the answer, most of its length.
-    span_ms = (recorded.tokens[-1].t - recorded.tokens[0].t) * 1000
-    assert all(put.handled_ms < 0.5 * span_ms for put in clicks), (clicks, span_ms)
+    assert all(put.handled_ms >= 0 and put.t >= 0 for put in clicks)
 
 
 def test_closing_the_window_mid_answer_keeps_what_was_recorded(root: tk.Tk, tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     recording = Recording(mode="fixed", backend="scripted", prompt="")
     options = AppOptions(autosend=PROMPT, language="en")
-    app, recorder = open_record_window(root, ScriptedBackend(rate=20), options, recording, path)
-    pump_until(root, lambda: len(recorder.backend.tokens) > 5, what="some tokens")
+    gate = TokenGate()
+    app, recorder = open_record_window(root, ScriptedBackend(gate=gate), options, recording, path)
+    gate.release(6)
+    pump_until(root, lambda: len(recorder.backend.tokens) == 6, what="some tokens")
     recorder.save()  # what `tkchat record` does when the main loop ends
     app.close()
     kept = load_recording(path)
     assert kept.end is not None and kept.end.reason == "cancelled"
-    assert len(kept.tokens) > 5
+    assert [token.text for token in kept.tokens] == scripted_tokens()[:6]
 
 
 def test_the_timeline_draws_a_recording_beside_the_live_lag(root: tk.Tk) -> None:
@@ -181,7 +210,7 @@ def test_the_timeline_draws_a_recording_beside_the_live_lag(root: tk.Tk) -> None
     )
     timeline.pack(fill="both", expand=True)
     root.geometry("900x320")
-    pump_for(root, 0.1)
+    root.update()  # laid out at its size
     timeline.redraw(now)
     (item,) = timeline.find_withtag("recorded")
     assert timeline.itemcget(item, "state") == "normal"
@@ -214,7 +243,7 @@ def test_the_lesson_panel_of_a_replay_draws_the_recording(
     root: tk.Tk, second_root: Callable[[], tk.Tk], tmp_path: Path
 ) -> None:
     path = tmp_path / "run.jsonl"
-    app = record(root, ScriptedBackend(rate=100, tokens=80), path)
+    app = record(root, ScriptedBackend(rate=0, tokens=80), path)
     recorded = load_recording(path)
     app.close()
     replay_root = second_root()
@@ -234,7 +263,7 @@ def test_the_lesson_panel_of_a_replay_draws_the_recording(
 def test_bench_report_takes_a_recording(root: tk.Tk, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     path = tmp_path / "run.jsonl"
-    record(root, ScriptedBackend(rate=200, tokens=100), path).close()
+    record(root, ScriptedBackend(rate=0, tokens=100), path).close()
     out = tmp_path / "report"
     assert main(["bench", "--report", str(out), "--recording", str(path)]) == 0
     report = (out / "report.md").read_text(encoding="utf-8")
@@ -266,57 +295,28 @@ def test_a_run_of_the_bundled_model_is_recorded_and_replayed(
     pump_until(
         replay_root, lambda: bool(replay.flow.answering.finished), timeout=120, what="the replay"
     )
-    replayed = replay.transcript.answers[-1]
-    assert replayed.text == recorded.text
-    span = recorded.tokens[-1].t - recorded.tokens[0].t
-    replayed_span = replayed.arrivals[-1][0] - replayed.arrivals[0][0]
-    assert 0.5 < replayed_span / span < 2.0, (replayed_span, span)
-
-
-def test_a_recorded_freeze_is_in_the_file_and_a_fixed_replay_of_it_does_not_freeze(
-    root: tk.Tk, second_root: Callable[[], tk.Tk], tmp_path: Path
-) -> None:
-    """Recorded in ``blocking`` mode, the file holds the freeze (the probe's firing after it,
-    which comes only once the freeze is over); replayed through the fixed pipeline, the same
-    tokens at the same pace leave this window's loop free."""
-    path = tmp_path / "blocking.jsonl"
-    app = record(root, ScriptedBackend(rate=200, tokens=120), path, mode="blocking")
-    app.close()
-    recorded = load_recording(path)
-    span_ms = (recorded.tokens[-1].t - recorded.tokens[0].t) * 1000
-    worst = max(lag.ms for lag in recorded.lags)
-    assert recorded.mode == "blocking" and worst > 0.5 * span_ms, (worst, span_ms)
-    replay_root = second_root()
-    replay, backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
-    assert (
-        replay.flow.answering.pipeline.name == "fixed"
-    )  # the options choose (the CLI: the recorded mode)
-    pump_until(replay_root, lambda: backend.started is not None, what="the replay to start")
-    replay.probe.reset_peaks()
-    pump_until(
-        replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
-    )
     assert replay.transcript.answers[-1].text == recorded.text
-    assert replay.probe.peak_ms < worst / 3, (replay.probe.peak_ms, worst)
 
 
 def test_tkchat_record_and_replay_run_from_the_command_line(display: None, tmp_path: Path) -> None:
     """The commands themselves, as a user types them: ``record`` writes the file when the
-    answer ends (the window stays open: it is closed here), ``replay`` opens on it."""
+    answer ends (the window stays open: it is closed here), ``replay`` opens its window on it."""
     path = tmp_path / "cli.jsonl"
     command = [sys.executable, "-m", "tkchat"]
-    record_args = ["record", str(path), "--backend", "scripted", "--rate", "400"]
+    record_args = ["record", str(path), "--backend", "scripted", "--rate", "0"]
     record_args += ["--tokens", "60", "--prompt", "hi", "--lang", "en"]
-    for args in (record_args, ["replay", str(path), "--speed", "4", "--lang", "en"]):
+    replay_args = ["replay", str(path), "--speed", "4", "--lang", "en"]
+    for args, up in ((record_args, path.exists), (replay_args, lambda: tkchat_windows())):
         proc = subprocess.Popen(
             [*command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
-            deadline = time.monotonic() + 60
-            while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
-                time.sleep(0.1)
-            time.sleep(1.5)  # the replay: its window up, its answer streaming
-            assert proc.poll() is None, proc.communicate()
+
+            def running_and(ready: Callable[[], object] = up, proc: Any = proc) -> bool:
+                assert proc.poll() is None, proc.communicate()
+                return bool(ready())
+
+            wait_until(running_and, timeout=60, what=f"tkchat {args[0]}", interval=0.1)
         finally:
             proc.terminate()
             _out, err = proc.communicate(timeout=20)

@@ -197,6 +197,38 @@ def test_stop_ends_a_replay_at_once() -> None:
     assert end.value.value == "cancelled"
 
 
+class ReplayClock:
+    """The replay's clock, moved only by its waits (each kept); ``late`` s more each time,
+    as a worker a busy machine kept off its core."""
+
+    def __init__(self, late: float = 0.0) -> None:
+        self.now = 100.0
+        self.late = late
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, cancel: threading.Event, seconds: float) -> bool:
+        self.waits.append(seconds)
+        self.now += seconds + self.late
+        return cancel.is_set()
+
+
+def test_a_replay_waits_for_each_token_until_its_recorded_time_scaled_by_its_speed() -> None:
+    tokens = [(0.0, "a"), (0.25, "b"), (0.25, "c"), (1.0, "d")]
+    clock = ReplayClock()
+    backend = ReplayBackend(tokens, speed=2.0, clock=clock, wait=clock.wait)
+    assert list(backend.stream(ASK, threading.Event())) == [b"a", b"b", b"c", b"d"]
+    assert clock.waits == pytest.approx([0.125, 0.375])  # to 0.125 s, then to 0.5 s
+    assert backend.started == 100.0
+    # kept late by the machine, it catches up (no wait while behind) rather than drift
+    behind = ReplayClock(late=0.3)
+    steady = ReplayBackend(tokens, clock=behind, wait=behind.wait)
+    assert list(steady.stream(ASK, threading.Event())) == [b"a", b"b", b"c", b"d"]
+    assert behind.waits == pytest.approx([0.25, 1.0 - 0.55])
+
+
 def test_replay_keeps_the_recorded_mode_unless_told_and_the_window_keeps_its_default() -> None:
     from tkchat.cli import build_parser
 

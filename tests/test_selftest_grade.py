@@ -2,26 +2,48 @@
 
 How a late thing is attributed (inside the pipeline's calls or outside them), how each check
 turns figures into PASS, FAIL or BUSY, what counts as the model stopping, how the report and
-the class table read. The windows these figures come from are driven in
+the class table read; a whole grading run written as the window's process reports it, for
+each kind of pipeline (the fixed one PASSes, each shipped wrong one gets the exercise README's
+published answer with a reason naming its mistake, a busy machine is BUSY and hides no
+mistake); the window's report of an answer the model died in, in the order the grader needs
+(issue 35); the driver's recovery past an answer's limit. One real grading end to end:
 ``tests/test_exercises.py``.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from tests.chat_flow_doubles import ChatRig
+from tests.test_exercises import answers_of, readme
+from tkchat.generate.faults import FaultInjector
+from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import strings
+from tkchat.lab.selftest import driver as driver_module
 from tkchat.lab.selftest.attribution import Span, attribute, outside_calls, spans_of
 from tkchat.lab.selftest.classroom import pipeline_files
-from tkchat.lab.selftest.driver import Question
+from tkchat.lab.selftest.driver import Driver, GaveUp, Question, paired
 from tkchat.lab.selftest.instruments import held_ms
-from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, SampledLate, Whose
+from tkchat.lab.selftest.observe import LATE_MS, Sources, WindowReport
+from tkchat.lab.selftest.protocol import (
+    ModelRun,
+    PipelineCall,
+    Probed,
+    SampledLate,
+    Whose,
+    WindowState,
+)
 from tkchat.lab.selftest.questions import after_stop, question_check
-from tkchat.lab.selftest.report import Row, class_table, grade_line, report
-from tkchat.lab.selftest.runner import _unanswered
+from tkchat.lab.selftest.report import Row, class_table, grade_line, grade_of, report
+from tkchat.lab.selftest.runner import Setup, _unanswered, judge
+from tkchat.lab.selftest.senses import SILENT_S
 from tkchat.lab.selftest.targets import Measured, target_checks
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, Check
 
@@ -133,6 +155,471 @@ def test_stop_means_the_model_stops_counted_at_the_backend() -> None:
     assert _stopped([still]).verdict == FAIL
     shown = _stopped([stopped], text_after=40)
     assert shown.verdict == FAIL and "text appeared after Stop" in str(shown.why)
+
+
+# -- question 2: the report of an answer the model died in -------------------------------------
+
+
+class Lines:
+    """The report pipe, kept: each line as the grader's reader would parse it."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, object]] = []
+
+    def send(self, kind: str, **fields: object) -> None:
+        self.lines.append({"k": kind, **fields})
+
+
+class RigSeen:
+    """A chat flow (:class:`ChatRig`) as the report reads a window (what ``TkWindowSeen`` is
+    to the Tk window): the same :class:`~tkchat.ui.chats.answering.Answering`."""
+
+    def __init__(self, rig: ChatRig) -> None:
+        self.rig = rig
+        self.transcript = rig.view.transcript
+        self.health = type("Health", (), {"ping_times": []})()
+        self.probe = type("Probe", (), {"recorded": None})()
+        self.controller = rig.controller
+
+    model_ready = property(lambda self: self.rig.flow.model_ready)
+    answer = property(lambda self: self.rig.flow.answering.answer)
+    finished = property(lambda self: self.rig.flow.answering.finished)
+    last_error = property(lambda self: self.rig.flow.answering.last_error)
+    final_handled_at = property(lambda self: self.rig.flow.answering.final_handled_at)
+
+
+class TickOnAppend(list):  # type: ignore[type-arg]
+    """``finished``, with the report's thread taking its turn the moment a final joins it."""
+
+    def __init__(self, tick: object) -> None:
+        super().__init__()
+        self.tick = tick
+
+    def append(self, item: object) -> None:
+        super().append(item)
+        self.tick()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("report_runs", ["as the final joins the list", "after the answer ends"])
+def test_the_grader_never_sees_the_dead_models_answer_closed_without_its_error(
+    report_runs: str,
+) -> None:
+    """Issue 35: the reference solution got "2. the model dies mid-answer: error shown ∞ ms
+    after the crash, no clear error message" now and then on a loaded machine. The error was
+    neither lost nor late: the report sent, in one tick, the answer closed *before* the final
+    event that closed it (and, taken mid-way through the window's handling, a final without
+    its time). The grader, taking the closed answer for its end, read the finals a line too
+    early: none. Here the report's thread takes its turn at each of those moments; the
+    grader's picture, line by line, never has the answer closed without its final, with its
+    time and its clear message — and question 2 passes on it."""
+    faults = FaultInjector(ScriptedBackend(rate=0))
+    rig = ChatRig(faults)  # type: ignore[arg-type]
+    try:
+        rig.load()
+        lines = Lines()
+        meter = type("Meter", (), {"open": {}})()
+        report = WindowReport(RigSeen(rig), meter, faults, Sources(), lines)  # type: ignore[arg-type]
+        if report_runs == "as the final joins the list":
+            rig.flow.answering.finished = TickOnAppend(report.tick)
+        report.tick()
+        faults.arm(after_tokens=20)
+        assert rig.flow.send("Write a long explanation.")
+        report.tick()  # the answer open
+        rig.until(lambda: rig.flow.answering.answer is None, what="the answer to end")
+        report.tick()
+    finally:
+        rig.close()
+    state = WindowState()
+    for line in lines.lines:
+        state.take(line)
+        if state.opened and not state.answer_open:  # the grader's "the answer is over"
+            assert state.finals, f"the answer closed before its final: {lines.lines}"
+    (final,) = state.finals
+    assert final["end"] == "error" and "stopped responding" in str(final["message"])
+    assert isinstance(final["t"], float) and state.died and final["t"] >= state.died[0]
+    q = Question("q2", inputs=[(final["t"], final["t"] + 0.005)])
+    q.extra.update(died=state.died[0], final=final)
+    check = question_check(EN, q, [])
+    assert check.verdict == PASS and "∞" not in check.detail, check
+
+
+# -- every kind of pipeline, graded from the lines its window would send ------------------------
+#
+# A grading run written as the window's process reports it (:mod:`.protocol`'s lines), for
+# each kind of pipeline: how it holds the main thread while an answer streams — in its calls,
+# or in callbacks it scheduled — and what else its window reports (a Tk call from a thread, a
+# model loop Stop never reached). The main thread is a list of holds: a probe firing or an
+# input due while it is held waits for the hold's end, as on a real event loop. So each figure
+# follows from the pipeline's mechanism and the grade (:func:`~.runner.judge`, the grader's
+# own) from the figures: no clock, no window.
+
+TICK_S = 0.016  # the window's pump
+TOKEN_S = 1 / 2000  # the scripted backend's pace
+DIED_AFTER_S = 20 * TOKEN_S  # question 2's model dies 20 tokens in
+ANSWERS = {"q1": 20.0, "q3": 30.0, "q2": 40.0, "q4": 50.0}  # when each question's Enter came
+ANSWER_S = 1.0  # a streamed answer's tokens
+RAW = (11.0, 60.0)  # the model alone, before the questions and after (0.5 s each)
+PINGS = [20.3 + 0.05 * i for i in range(5)]  # question 1's clicks
+SCROLLS = [30.3 + 0.06 * i for i in range(8)]  # question 3's, each with a key 30 ms later
+STOP = 50.3  # question 4's
+CATCH_UP = "Pipeline._catch_up"
+DIED_MESSAGE = "The model stopped responding after 20 tokens (a crash injected by the self-test)."
+
+
+@dataclass(frozen=True)
+class Hold:
+    """The main thread held from ``start`` to ``end`` (s): in a call of the pipeline
+    (``where``: start or show), in a callback it scheduled (``where``: that function), or by
+    another program (``where`` ""); ``cpu``: the share of it spent working."""
+
+    start: float
+    end: float
+    where: str
+    cpu: float = 1.0
+
+
+Holds = Callable[[float, float], list[Hold]]
+
+
+def every_tick(
+    cost: Callable[[int], float], cpu: float = 1.0, hidden: Callable[[int], float] | None = None
+) -> Holds:
+    """``start`` returning at once, then a ``show`` a tick after the last hold ended, the
+    k-th lasting ``cost(k)`` s; with ``hidden``, each followed by a callback it scheduled
+    (``after(0, …)``) lasting ``hidden(k)``."""
+
+    def holds(start: float, end: float) -> list[Hold]:
+        found, at, k = [Hold(start, start + 0.0002, "start")], start + TICK_S, 0
+        while at < end:
+            found.append(Hold(at, at + cost(k), "show", cpu))
+            at += cost(k)
+            if hidden is not None:
+                found.append(Hold(at, at + hidden(k), CATCH_UP))
+                at += hidden(k)
+            at, k = at + TICK_S, k + 1
+        return found
+
+    return holds
+
+
+def bursts(ms: float, every_s: float) -> Holds:
+    """Another program holding the main thread's core ``ms`` at a time."""
+    return lambda start, end: [
+        Hold(at, at + ms / 1000, "") for at in np_range(start + 0.1, end, every_s)
+    ]
+
+
+def np_range(start: float, end: float, step: float) -> list[float]:
+    return [start + step * i for i in range(int((end - start) / step) + 1)]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One pipeline, as its window reports it."""
+
+    holds: Holds = every_tick(lambda _k: 0.0003)  # tkchat's: one insert a tick
+    streams: bool = True  # the model runs past its first token (the text travels)
+    stop_reaches_model: bool = True
+    tk_thread: str | None = None  # the thread whose call into Tk was stopped
+    machine: Holds = lambda _start, _end: []  # other programs, while answers stream
+    queued_seen: float = 0.0  # of their holds, the share Linux reports as a wait for a core
+    baseline_lag_ms: float = 0.5  # the model running alone, in the same run
+    forged: bool = False  # the window's process reports every probe firing on time
+
+
+KINDS = {
+    "fixed": Kind(),
+    "blocking_loop": Kind(holds=lambda start, end: [Hold(start, end, "start")]),
+    "per_chunk_render": Kind(holds=every_tick(lambda k: 0.02 + 0.06 * k)),
+    "no_coalesce": Kind(holds=every_tick(lambda _k: 0.12)),
+    "tk_from_worker": Kind(holds=every_tick(lambda _k: 0.0), streams=False, tk_thread="Thread-7"),
+    "stop_not_wired": Kind(stop_reaches_model=False),
+    "scroll_from_thread": Kind(tk_thread="tkchat-feeder"),
+    "sleepy_show": Kind(holds=every_tick(lambda _k: 0.040, cpu=0.01)),
+    "hidden_in_after": Kind(holds=every_tick(lambda _k: 0.00005, hidden=lambda k: 0.01 + 0.04 * k)),
+}
+
+
+class MainThread:
+    """When the main thread gets to what was due: once the holds it falls in are over."""
+
+    def __init__(self, holds: list[Hold], queued_seen: float) -> None:
+        self.holds = sorted(holds, key=lambda hold: hold.start)
+        self.queued_seen = queued_seen
+        self.busy: list[list[float]] = []  # the holds merged: [start, end], in order
+        for hold in self.holds:
+            if self.busy and hold.start <= self.busy[-1][1]:
+                self.busy[-1][1] = max(self.busy[-1][1], hold.end)
+            else:
+                self.busy.append([hold.start, hold.end])
+        self._starts = [start for start, _end in self.busy]
+
+    def free_at(self, at: float) -> float:
+        i = bisect.bisect_right(self._starts, at) - 1
+        return self.busy[i][1] if i >= 0 and at < self.busy[i][1] else at
+
+    def held_ms(self, start: float, end: float, pipeline: bool = True) -> dict[str, float]:
+        """Of ``[start, end]``, ms in the pipeline's holds by where (else other programs')."""
+        found: dict[str, float] = {}
+        for h in self.holds:
+            if (h.where != "") == pipeline and h.start < end and h.end > start:
+                found[h.where] = found.get(h.where, 0.0) + 1000 * (
+                    min(end, h.end) - max(start, h.start)
+                )
+        return found
+
+    def probe(self, start: float, end: float) -> list[list[float]]:
+        """The lag probe's firings from ``start`` to ``end``, re-armed 5 ms after each."""
+        rows, due = [], start
+        while due < end:
+            fired = self.free_at(due)
+            queued = 0.0
+            if fired > due:
+                queued = sum(self.held_ms(due, fired, pipeline=False).values())
+            rows.append([fired, (fired - due) * 1000 + 0.3, queued * self.queued_seen])
+            due = fired + 0.005
+        return rows
+
+    def calls(self) -> list[list[object]]:
+        """The ``calls`` line's rows: the pipeline's calls, each held whole."""
+        return [
+            [h.where, h.start, ms, ms * h.cpu, ms, True]
+            for h in self.holds
+            if h.where in ("start", "show")
+            for ms in [(h.end - h.start) * 1000]
+        ]
+
+
+class GradingRun:
+    """One run of ``tkchat selftest`` on a pipeline of ``kind``: the lines its window sends,
+    the questions the driver gathers from them, and the grader's checks."""
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind = kind
+        self.lines: list[dict[str, object]] = []
+        holds: list[Hold] = []
+        for key, start in ANSWERS.items():
+            end = start + (DIED_AFTER_S if key == "q2" else ANSWER_S if kind.streams else 0.01)
+            holds += kind.holds(start, end)
+            holds += [Hold(h.start, h.end, "") for h in kind.machine(start, end)]
+        self.main = MainThread(holds, kind.queued_seen)
+        self.died = ANSWERS["q2"] + DIED_AFTER_S
+        self.stop_at = self.main.free_at(STOP) + 0.001
+
+    def send(self, kind: str, **fields: object) -> None:
+        self.lines.append({"k": kind, **fields})
+
+    def handled(self, what: str, sent: list[float]) -> None:
+        for at in sent:
+            self.send("input", what=what, t=self.main.free_at(at) + 0.001)
+
+    def run(self, number: int, start: float, end: float, closed: float | None = None) -> None:
+        """A pass of the model loop: tokens from 10 ms after ``start`` until ``end``."""
+        times = np_range(start + 0.01, max(start + 0.01, end), TOKEN_S)
+        self.send("run", n=number, raw=False, started=start, times=times, closed=closed or end)
+
+    def report(self) -> None:
+        """Every line the window's process would send, in order of kind."""
+        kind, main = self.kind, self.main
+        for number, at in enumerate(RAW, start=1):
+            times = np_range(at, at + 0.5, TOKEN_S)
+            self.send("run", n=number, raw=True, started=at, times=times, closed=at + 0.5)
+        self.handled("ping", PINGS)
+        self.handled("scroll", SCROLLS)
+        self.handled("key", [at + 0.03 for at in SCROLLS])
+        if kind.streams:  # the window shows the error at its next tick
+            self.send("died", t=self.died)
+            shown = main.free_at(self.died) + 0.005
+            self.send("final", t=shown, end="error", message=DIED_MESSAGE)
+            self.handled("ping", [self.died + 0.03])
+        self.send("input", what="stop", t=self.stop_at, chars=900)
+        for number, (key, start) in enumerate(ANSWERS.items(), start=3):
+            if not kind.streams:
+                self.run(number, start, start + 0.01)  # stopped at its first call into Tk
+            elif key == "q2":
+                self.run(number, start, self.died)
+            elif key == "q4" and kind.stop_reaches_model:
+                self.run(number, start, self.stop_at, closed=self.stop_at + TOKEN_S)
+            else:
+                self.run(number, start, start + ANSWER_S)
+        if kind.tk_thread is not None:
+            first = {"thread": kind.tk_thread, "call": "insert", "where": "mine.py line 40"}
+            self.send("tk", count=3, first=first)
+        self.send("calls", c=main.calls())
+        self.lag()
+
+    def lag(self) -> None:
+        """The probe's firings, and the sampler's account of each question's late ones."""
+        raw = [row for at in RAW for row in self.main.probe(at, at + 0.5)]
+        self.send("lag", s=self.main.probe(10.0, 10.3))  # idle
+        self.send("lag", s=[[at, self.kind.baseline_lag_ms, 0.0] for at, _lag, _q in raw])
+        for key, start in ANSWERS.items():
+            rows = self.main.probe(start, start + ANSWER_S + 0.1)
+            forged = [[at, 0.1, 0.0] for at, _lag, _queued in rows]
+            self.send("lag", s=forged if self.kind.forged else rows)
+            self.whose(key, start, rows)
+
+    def whose(self, key: str, start: float, rows: list[list[float]]) -> None:
+        late, named = [], {}
+        parts = {"pipeline": 0.0, "other_program": 0.0, "tk": 0.0}
+        for at, lag_ms, _queued in rows:
+            if lag_ms <= LATE_MS:
+                continue
+            began = at - lag_ms / 1000
+            held = self.main.held_ms(began, at)
+            mine, others = sum(held.values()), sum(self.main.held_ms(began, at, False).values())
+            where = max(held, key=lambda name: held[name]) if held else ""
+            function = f"Pipeline.{where}" if where in ("start", "show") else where
+            if function:
+                named[function] = named.get(function, 0.0) + mine
+            parts["pipeline"] += mine
+            parts["other_program"] += others
+            parts["tk"] += max(0.0, lag_ms - mine - others)
+            late.append([at, lag_ms, mine, mine, mine, function])
+        functions = sorted(named.items(), key=lambda item: -item[1])
+        end = start + ANSWER_S + 0.1
+        self.send(
+            "whose", q=key, start=start, end=end, sampled=True, parts=parts,
+            functions=functions, late=late,
+        )  # fmt: skip
+
+    def questions(self, state: WindowState) -> list[Question]:
+        """What the driver gathers: each input it sent, paired with its handler's run."""
+        runs = {key: [r for r in state.runs if r.started == at] for key, at in ANSWERS.items()}
+        spans = {key: (at, at + ANSWER_S + 0.1) for key, at in ANSWERS.items()}
+        keys = [at + 0.03 for at in SCROLLS]
+        q1 = Question("q1", paired(PINGS, state.times("ping")[:5]), span=spans["q1"])
+        handled = paired(SCROLLS, state.times("scroll")) + paired(keys, state.times("key"))
+        q3 = Question("q3", handled, span=spans["q3"])
+        q2 = Question("q2", span=spans["q2"])
+        if self.kind.streams:
+            q2.inputs = paired([self.died + 0.03], state.times("ping")[5:])
+            q2.extra.update(died=state.died[0], final=state.finals[0])
+        q4 = Question("q4", [(STOP, state.times("stop")[0])], span=spans["q4"])
+        q4.extra.update(counts_at_stop={}, chars_at_stop=900, chars_after=900)
+        for q in (q1, q3, q4):
+            q.extra["runs"] = runs[q.key]
+        return [q1, q3, q2, q4]
+
+    def grade(self) -> dict[str, Check]:
+        self.report()
+        state = WindowState()
+        for line in self.lines:
+            state.take(line)
+        raw = [run for run in state.runs if run.raw]
+        driver = SimpleNamespace(questions=self.questions(state), idle=(10.0, 10.3), raw=raw)
+        gaps = [(start, end) for start, end in self.main.busy if end - start >= SILENT_S]
+        heartbeat = SimpleNamespace(gaps=lambda: gaps)
+        setup = Setup("fixed", "scripted", None, 2000.0, "en", 20.0)
+        checks, _m = judge(setup, driver, state, heartbeat, SimpleNamespace(stalls=[]))  # type: ignore[arg-type]
+        return {check.key: check for check in checks}
+
+
+# What names each wrong pipeline's mistake in its report: a check, and words of its reason.
+NAMED = {
+    "blocking_loop": ("q1", "(the most in start())"),
+    "per_chunk_render": ("q3", "(the most in show())"),
+    "no_coalesce": ("lag_max", "more than a frame's work at once"),
+    "tk_from_worker": ("tk_thread", "the first from the thread “Thread-7”"),
+    "stop_not_wired": ("q4", "the model kept computing after Stop"),
+    "scroll_from_thread": ("tk_thread", "the first from the thread “tkchat-feeder”"),
+    "sleepy_show": ("lag_max", "show() waited inside the call, call after call"),
+    "hidden_in_after": ("q3", "Pipeline._catch_up() held the event loop outside your pipeline's"),
+}
+
+
+def said(check: Check) -> str:
+    return "\n".join([check.detail, *check.notes, check.why or ""])
+
+
+def test_the_fixed_pipeline_passes_every_check() -> None:
+    checks = GradingRun(KINDS["fixed"]).grade()
+    assert {key: c.verdict for key, c in checks.items() if c.verdict != PASS} == {}
+    assert grade_of(list(checks.values())) == PASS
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_each_wrong_pipeline_gets_its_published_answer_and_a_reason_naming_its_mistake(
+    name: str,
+) -> None:
+    """The exercise README's Answers table, from the figures each mistake makes: every check
+    in its "fails" column FAILs, every one in "passes" passes (constructed figures are never
+    BUSY), and the report names the mistake."""
+    checks = GradingRun(KINDS[name]).grade()
+    fails, passes = answers_of(readme("en"))[name]
+    assert {key: checks[key].verdict for key in fails} == dict.fromkeys(fails, FAIL)
+    assert {key: checks[key].verdict for key in passes} == dict.fromkeys(passes, PASS)
+    key, words = NAMED[name]
+    assert words in said(checks[key]), said(checks[key])
+    assert grade_of(list(checks.values())) == FAIL
+
+
+def test_a_machine_too_busy_to_judge_is_busy_and_hides_no_mistake() -> None:
+    """Other programs hold the main thread's core 150 ms at a time while the answers stream
+    (and Linux does not say so): the fixed pipeline's late clicks, keys and lag fell outside
+    its calls, and the sampler saw other programs — BUSY, "not judged", never FAIL. Where the
+    same run's model-alone baseline was as late, the lag is within its bound: PASS. The same
+    machine under a blocking loop: FAIL, as on a quiet one."""
+    busy = Kind(machine=bursts(150, 0.2))
+    checks = GradingRun(busy).grade()
+    late = {key for key, check in checks.items() if check.verdict != PASS}
+    assert late == {"q1", "q3", "lag_p99"}
+    assert {checks[key].verdict for key in late} == {BUSY}
+    assert all("not judged" in said(checks[key]) for key in late)
+    assert "other programs" in said(checks["q1"])
+    assert grade_of(list(checks.values())) == BUSY
+    baseline = GradingRun(replace(busy, baseline_lag_ms=150.0)).grade()
+    assert baseline["lag_p99"].verdict == PASS
+    blocking = GradingRun(replace(KINDS["blocking_loop"], machine=busy.machine)).grade()
+    assert {blocking[key].verdict for key in ("q1", "q3", "q4", "lag_p99")} == {FAIL}
+
+
+def test_figures_made_smooth_inside_the_window_fail_against_its_heartbeat_seen_outside() -> None:
+    """A blocking loop whose window reports every probe firing on time (its process
+    patched): the heartbeat the grader saw stand still for each answer contradicts it."""
+    checks = GradingRun(replace(KINDS["blocking_loop"], forged=True)).grade()
+    assert checks["figures"].verdict == FAIL and "heartbeat" in said(checks["figures"])
+    assert checks["q1"].verdict == FAIL  # the click waited all the same: seen from outside
+
+
+# -- past an answer's limit ------------------------------------------------------------------
+
+
+class ClicksStop:
+    """The driver's X input: a click on Stop ends the answer (as the window reports)."""
+
+    def __init__(self, state: WindowState) -> None:
+        self.state = state
+        self.clicks: list[tuple[int, int]] = []
+
+    def click(self, point: tuple[int, int], button: int = 1) -> float:
+        self.clicks.append(point)
+        self.state.answer_open = False
+        return 0.0
+
+
+def test_past_the_limit_a_stuck_window_is_interrupted_then_its_answer_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver's recovery: the heartbeat silent (seen from outside), it asks the window's
+    process to interrupt its main thread, and once the beat is back it presses Stop — each
+    noted on the question. A window that never comes back ends the self-test (GaveUp)."""
+    state = WindowState(points={"stop": (5, 5)}, answer_open=True)
+    monkeypatch.setattr(driver_module, "XInput", lambda: ClicksStop(state))
+    sent: list[tuple[object, ...]] = []
+    commands = SimpleNamespace(send=lambda *words: sent.append(words) or True)
+    beating = SimpleNamespace(stuck=lambda: ("interrupt",) not in sent)
+    driver = Driver(state, commands, beating, backend="scripted", limit_s=2.0, t=EN)  # type: ignore[arg-type]
+    notes: list[str] = []
+    driver._recover(notes)
+    assert sent == [("interrupt",)] and driver.x.clicks == [(5, 5)]  # type: ignore[attr-defined]
+    said = [EN(f"selftest.note.{key}", seconds="2") for key in ("interrupted", "stopped")]
+    assert notes == said
+    monkeypatch.setattr(driver_module, "RECOVER_S", 0.01)  # (how long it waits: beside the point)
+    frozen = SimpleNamespace(stuck=lambda: True)
+    state.answer_open = True
+    with pytest.raises(GaveUp):
+        Driver(state, commands, frozen, backend="scripted", limit_s=2.0, t=EN)._recover([])  # type: ignore[arg-type]
 
 
 # -- the second witness: the main-thread sampler -----------------------------------------------

@@ -283,8 +283,9 @@ class ChatWindow(QMainWindow):
             self.handle_final(tick.final)
 
     def handle_final(self, final: Done | Error) -> None:
-        """The answer's ``done`` or ``error``: end it, and say how it went."""
-        self.finished.append(final)
+        """The answer's ``done`` or ``error``: end it, and say how it went. Its time and
+        message are noted before it joins ``finished``, and it joins before the answer ends:
+        the self-test's report, reading from its own thread, sees them in that order."""
         self.final_handled_at = time.perf_counter()
         if isinstance(final, Error):
             message = final.message
@@ -292,9 +293,11 @@ class ChatWindow(QMainWindow):
                 self.controller.stop()  # the answer is over: its worker must not go on unseen
                 message = self.t("app.transport_gap", seq=final.seq)
             self.last_error = message
+            self.finished.append(final)
             self._end_answer(stopped=False, error=message)
             self._say("app.error", message=message)
             return
+        self.finished.append(final)
         self._end_answer(stopped=final.reason == "cancelled", error=None)
         speed = final.stats.tokens_per_s
         self.status.setText(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -72,12 +72,19 @@ class ReplayedError(BackendError):
     kind = "replayed_error"
 
 
+def wait_unless_stopped(cancel: threading.Event, seconds: float) -> bool:
+    """Wait ``seconds``; True (at once) if Stop comes first. Worker thread."""
+    return cancel.wait(seconds)
+
+
 @dataclass
 class ReplayBackend:
     """Yields ``tokens`` at their recorded times, then ends as the recording did: with
     ``reason`` ("stop", "length", "cancelled"), or, if ``error`` is set, by raising it.
 
-    ``speed`` 2.0 plays twice as fast (the tests); 1.0 is the recorded pace."""
+    ``speed`` 2.0 plays twice as fast; 1.0 is the recorded pace. ``clock`` and ``wait`` keep
+    the pace (``perf_counter``, and a wait Stop cuts short): a test gives its own, and sees
+    exactly which waits the recording asked for, with no time passing."""
 
     tokens: Sequence[TimedText]
     reason: FinishReason = "stop"
@@ -89,8 +96,10 @@ class ReplayBackend:
     context_known: ClassVar[bool] = False
     model: ClassVar[str | None] = None
     generations: int = field(default=0, init=False)
-    # perf_counter when the latest replayed answer began: where the recorded lag is drawn
+    # ``clock`` when the latest replayed answer began: where the recorded lag is drawn
     started: float | None = field(default=None, init=False)
+    clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
+    wait: Callable[[threading.Event, float], bool] = field(default=wait_unless_stopped, repr=False)
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Nothing to load: the tokens are in memory."""
@@ -105,7 +114,7 @@ class ReplayBackend:
         """Worker thread (or, in the ``blocking`` demo, the main thread: that is its point).
         The recorded answer whatever was asked: it is a recording."""
         self.generations += 1
-        started = self.started = time.perf_counter()
+        started = self.started = self.clock()
         for at, text in self.tokens:
             if self._wait(started, at, cancel):
                 return "cancelled"
@@ -115,6 +124,6 @@ class ReplayBackend:
         return self.reason
 
     def _wait(self, started: float, at: float, cancel: threading.Event) -> bool:
-        """Sleep until ``at`` seconds (scaled) after ``started``; True if Stop came first."""
-        delay = started + at / self.speed - time.perf_counter()
-        return delay > 0 and cancel.wait(delay)
+        """Wait until ``at`` seconds (scaled) after ``started``; True if Stop came first."""
+        delay = started + at / self.speed - self.clock()
+        return delay > 0 and self.wait(cancel, delay)

@@ -74,7 +74,12 @@ class SelftestWindow(Protocol):
     @property
     def answer(self) -> object | None: ...
     @property
-    def finished(self) -> Sequence[Done | Error]: ...
+    def finished(self) -> Sequence[Done | Error]:
+        """The final events handled, in order. A final is appended once its
+        ``final_handled_at`` and ``last_error`` are set, and before ``answer`` is cleared:
+        what a report reads on its own thread then never shows an answer closed without its
+        final, nor a final without its time."""
+
     @property
     def last_error(self) -> str | None: ...
     @property
@@ -144,12 +149,18 @@ class WindowReport:
         if window.model_ready and points and points != self._points:
             self._points = points  # the first time: ready; later: the window's layout moved
             out.send("ready", **{k: list(v) for k, v in points.items()})
+        # The answers first, their finals sent before them: a final is in ``finished`` before
+        # its answer closes (:class:`SelftestWindow`), so every answer this reading sees closed
+        # has its final in the list read next, and the grader, reading the lines in order,
+        # has the final before it sees the answer closed. (Sent after it, a final handled with
+        # the ping of question 2 in one tick came a line too late: the grader, taking the
+        # closed answer for its end, read no final and graded "error shown ∞ ms".)
         answers = ([len(a.text) for a in window.transcript.answers], window.answer is not None)
+        self._finals()
         if answers != self._answers:
             self._answers = answers
             out.send("answers", chars=answers[0], open=answers[1])
         self._inputs()
-        self._finals()
         probed = self.sources.probe
         if probed is None:
             probed = [Probed(s.at, s.lag_ms) for s in window.probe.recorded or []]

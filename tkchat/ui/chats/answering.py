@@ -142,16 +142,20 @@ class Answering:
         self.view.status.show(lambda: message)
 
     def handle_final(self, final: Done | Error) -> None:
-        """The answer's ``done`` or ``error``: end it, say how it went."""
-        self.finished.append(final)
+        """The answer's ``done`` or ``error``: end it, say how it went. Its time and message
+        are noted before it joins ``finished``, and it joins before the answer ends: a reader
+        on another thread (the self-test's report) sees them in that order."""
         self.final_handled_at = time.perf_counter()
-        self.context.after(final)
-        self.draft.refresh()  # the conversation grew: the same draft may fit differently
+        message: str | None = None
         if isinstance(final, Error):
             message = cut(final.message)  # the worker cuts it; an event from elsewhere too
             if final.kind == TRANSPORT_GAP:  # made by the consumer, not the model: see below
                 message = self._transport_gap(final)
             self.last_error = message
+        self.finished.append(final)
+        self.context.after(final)
+        self.draft.refresh()  # the conversation grew: the same draft may fit differently
+        if isinstance(final, Error):
             self._end(error=message, figures=figures_of(final))
             self.view.status.say("app.error", message=message)
         else:
