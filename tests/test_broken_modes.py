@@ -21,9 +21,6 @@ bench --lessons``), against baselines of the same run.
 from __future__ import annotations
 
 import dataclasses
-import signal
-import subprocess
-import sys
 import threading
 import tkinter as tk
 from collections.abc import Callable
@@ -32,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import pump_until, tkchat_windows, wait_until, window_name
+from tests.conftest import pump_until, wait_until
 from tkchat.conversation import Sampling
 from tkchat.course.compare import window_commands
 from tkchat.events import Done
@@ -308,39 +305,5 @@ def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
     assert left[left.index("--geometry") + 1].endswith("+0+0")
 
 
-def test_compare_starts_two_windows_and_closes_both(display: None) -> None:
-    # A window this worker's earlier tests keep (their roots live until the session ends)
-    # is not compare's: only the two that appear are, and they must go with it.
-    before = set(tkchat_windows())
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tkchat", "compare", "--backend", "scripted", "--rate", "20"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        windows: list[str] = []
-
-        def two_windows() -> bool:
-            windows[:] = sorted(set(tkchat_windows()) - before)
-            return len(windows) >= 2
-
-        wait_until(two_windows, timeout=30, what="compare to open two windows", interval=0.2)
-        assert len(windows) == 2, f"compare opened {len(windows)} windows, not two"
-        names = [window_name(w) for w in windows]
-        assert sum("BROKEN" in name for name in names) == 1
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=15)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err
-    # compare waited for both processes; the X server then drops their windows when it
-    # sees their connections close (soon, not at once, on a machine short of CPU)
-    wait_until(
-        lambda: not set(windows) & set(tkchat_windows()),
-        timeout=10,
-        what="compare's two windows gone",
-        interval=0.2,
-    )
-    assert "Traceback" not in err
+# (That compare opens the two windows, one of them BROKEN, and closes both on SIGTERM is
+# tests/test_class_plan.py::test_compare_as_the_plan_gives_it_opens_two_windows.)

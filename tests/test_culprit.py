@@ -39,6 +39,7 @@ from tkchat.trace.chrome import HELD, LONG
 from tkchat.trace.culprit import long_task_culprits
 from tkchat.trace.frames import FrameRef
 from tkchat.trace.sampler import PYTHON, TK_WORK, WAIT, LoopSampler, Sample
+from tkchat.ui.teaching import loop_witness
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.stacks_window import StacksWindow
 from tkchat.ui.teaching.watchdog_link import HeartbeatSender
@@ -412,7 +413,10 @@ def test_the_lesson_panel_offers_to_save_the_trace_in_both_languages(root: tk.Tk
     assert panel.trace_button.cget("text") == "保存追踪…"
 
 
-def test_the_chat_only_view_does_not_sample_unless_asked(root: tk.Tk, make_app) -> None:
+def test_the_chat_only_view_does_not_sample_unless_asked(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_witness, "CHECK_MS", 10)  # it looks every 10 ms, not every second
     app = make_app(ScriptedBackend(rate=0))
     pump_until(root, lambda: app.witness.sampler.running, what="the sampler")
     app.appearance.set_chat_only(True, save=False)
