@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import pump_until, wait_until
+from tests.conftest import pump_until, wait_until, window_name
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.lab.watchdog import (
     FROZEN_AFTER_S,
@@ -144,14 +144,12 @@ def test_the_watchdog_receives_beats_and_shows_the_window_alive(watched, root: t
         what="ten beats, and the window shown alive",
     )
     assert handle.sender.sent >= 10 and handle.sender.dropped == 0
-    window = subprocess.run(
-        ["xdotool", "search", "--name", "^tkchat watchdog"], capture_output=True, text=True
-    )
-    assert window.stdout.split(), "no window titled like the watchdog"
-    name = subprocess.run(
-        ["xdotool", "getwindowname", window.stdout.split()[0]], capture_output=True, text=True
-    )
-    assert name.stdout.strip() == TITLE
+    # (xdotool gives up on its search when a window it lists is gone before it reads it:
+    # searched again until it answers)
+    found: set[str] = set()
+    wait_until(lambda: found.update(_watchdog_windows()) or found, what="the watchdog's window")
+    names = {window_name(window).strip() for window in found}
+    assert TITLE in names, names
 
 
 def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -> None:
@@ -255,9 +253,12 @@ PARENT = textwrap.dedent(
     """
     import sys, tkinter as tk
     from tkchat.ui.scheduler import AfterScheduler
-    from tkchat.ui.teaching.watchdog_link import open_watchdog
+    from tkchat.ui.teaching.watchdog_link import open_watchdog, watchdog_command
     root = tk.Tk()
-    handle = open_watchdog(AfterScheduler(root))
+    # the watchdog prints what it shows to this process's stdout: the test reads it
+    handle = open_watchdog(
+        AfterScheduler(root), command=[*watchdog_command(), "--state"], stdout=sys.stdout
+    )
     print(handle.process.pid, flush=True)
     root.mainloop()
     """
@@ -285,7 +286,6 @@ def _watchdog_windows() -> set[str]:
 
 def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
     watchdog_pid: int | None = None
-    before = _watchdog_windows()
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT],
         stdout=subprocess.PIPE,
@@ -295,9 +295,9 @@ def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
     )
     try:
         assert parent.stdout is not None
-        watchdog_pid = int(parent.stdout.readline())
-        pid = watchdog_pid
-        wait_until(lambda: _watchdog_windows() - before, timeout=60, what="the watchdog's window")
+        watchdog_pid = pid = int(parent.stdout.readline())
+        lines = StateLines(parent.stdout)  # (read to the end: the watchdog never waits on it)
+        wait_until(lambda: lines.latest.get("beats", 0) >= 1, timeout=60, what="a beat shown")
         assert _running(watchdog_pid)
         parent.kill()  # SIGKILL: the app gets no chance to close anything
         parent.wait(5)
@@ -314,9 +314,14 @@ def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
 
 def test_closing_the_watchdog_window_ends_it(root: tk.Tk) -> None:
     beats: list[float] = []
-    window = WatchdogWindow(root, lambda: [beats.pop() for _ in range(len(beats))], lambda: False)
+    window = WatchdogWindow(
+        root,
+        lambda: [beats.pop() for _ in range(len(beats))],
+        lambda: False,
+        clock=lambda: 100.0,  # its clock stands still: a beat at 100.0 is never late
+    )
     window.start()
-    beats.append(time.monotonic())
+    beats.append(100.0)
     pump_until(root, lambda: window.shown_text(window.counter).startswith("alive"))
     root.tk.eval(root.protocol("WM_DELETE_WINDOW"))  # what the window manager's close does
     assert window.closed and not window.scheduler.pending("watchdog-tick")
