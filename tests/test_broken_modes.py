@@ -37,6 +37,7 @@ from tkchat.generate.backend import GenerationRequest, TokenStream
 from tkchat.generate.scripted import ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.transport.chaos import Chaos
 from tkchat.ui.window.pipeline_choice import make_pipeline
 
 pytestmark = pytest.mark.gui
@@ -105,6 +106,22 @@ def count_redraws(app: Any) -> Redraws:
     counter = Redraws(app.pipeline_host.redraw)
     app.pipelines.host = dataclasses.replace(app.pipeline_host, redraw=counter)
     return counter
+
+
+def parsed_texts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, how many characters each whole-answer markdown conversion of the
+    ``per-chunk-render`` mode was given, in order."""
+    from tkchat.antipatterns import per_chunk_render
+
+    convert = per_chunk_render.convert_whole_document
+    parsed: list[int] = []
+
+    def counted(text: str) -> str:
+        parsed.append(len(text))
+        return convert(text)
+
+    monkeypatch.setattr(per_chunk_render, "convert_whole_document", counted)
+    return parsed
 
 
 def click_send(app: Any, prompt: str = "the same prompt") -> None:
@@ -180,24 +197,24 @@ def test_the_main_thread_reader_reads_every_event_itself_inside_the_click(
 
 
 def test_per_chunk_render_parses_the_whole_answer_again_for_every_chunk(
-    root: tk.Tk, stepped_app
+    root: tk.Tk, stepped_app, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app, backend = stepped_app("per-chunk-render")
+    parsed = parsed_texts(monkeypatch)
     click_send(app)  # returns at once: a worker generates
-    pipeline = app.flow.answering.pipeline
-    assert pipeline.name == "per-chunk-render"
+    assert app.flow.answering.pipeline.name == "per-chunk-render"
     shown = 0
     for count in (3, 4, 5):
         backend.step(count)
-        before = len(pipeline.render_costs)
+        before = len(parsed)
         one_tick(root, app)
-        parsed = [chars for chars, _ms in pipeline.render_costs[before:]]
-        # one render per chunk (a token, here), each of the whole answer so far
-        assert parsed == [len("".join(TOKENS[: shown + k + 1])) for k in range(count)]
+        # one conversion per chunk (a token, here), each of the whole answer so far
+        assert parsed[before:] == [len("".join(TOKENS[: shown + k + 1])) for k in range(count)]
         shown += count
     assert finish(root, app, backend) == TEXT
-    parsed = [chars for chars, _ms in pipeline.render_costs]
     assert parsed == [len("".join(TOKENS[: k + 1])) for k in range(len(TOKENS))]
+    # what the k-th chunk cost, it cost again for every chunk after it: quadratic
+    assert sum(parsed) == sum(len(token) * (len(TOKENS) - k) for k, token in enumerate(TOKENS))
 
 
 def test_no_coalesce_inserts_and_redraws_once_per_token(root: tk.Tk, stepped_app) -> None:
@@ -235,6 +252,22 @@ def test_fixed_puts_everything_a_tick_brings_on_screen_in_one_insert(
         assert answer.text == "".join(TOKENS[:shown])
     assert finish(root, app, backend) == TEXT
     assert backend.threads and MAIN not in backend.threads  # a worker generated
+
+
+def test_fixed_shows_the_chunks_a_tick_brings_in_one_insert(root: tk.Tk, stepped_app) -> None:
+    """Over a transport that never merges (the chaos transport, here doing nothing else),
+    every token travels as its own chunk: one tick still shows them all in one insert."""
+    app, backend = stepped_app(FIXED)
+    app.demos.set_chaos(Chaos(seed=1, shuffle=1, duplicate=0.0, delay=0.0))
+    click_send(app)
+    worker = app.controller.current
+    backend.step(6)
+    assert worker.sender.chunks == 6  # six chunk events queued
+    inserts = app.transcript.inserts
+    one_tick(root, app)
+    assert app.transcript.inserts - inserts == 1
+    assert app.transcript.answers[-1].text == "".join(TOKENS[:6])
+    assert finish(root, app, backend) == TEXT
 
 
 @pytest.mark.parametrize("mode", BROKEN_MODES)

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KEEP_ALIVE, pump_until
-from tests.test_broken_modes import MAIN, Stepped, click_send, one_tick
+from tests.test_broken_modes import MAIN, Stepped, click_send, one_tick, parsed_texts
 from tkchat.course.claims import figures_path, load_figures, parse_claims, quoted_figures
 from tkchat.course.kept_run import kept_run_of
 from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
@@ -188,8 +188,9 @@ def the_answer_it_is_set_up_for(demo: DemoWindow, lesson: Lesson) -> str:
     return b"".join(stepped.pieces(limit)).decode()
 
 
-def run_mechanism(demo: DemoWindow, lesson: Lesson) -> dict[str, float | None]:
-    """Send the demo's prompt and see the lesson's mechanism; return what was counted."""
+def run_mechanism(demo: DemoWindow, lesson: Lesson, parsed: list[int]) -> dict[str, float | None]:
+    """Send the demo's prompt and see the lesson's mechanism; return what was counted.
+    ``parsed``: the characters of each whole-answer conversion, as they happen."""
     root, app, backend = demo.root, demo.app, demo.stepped()
     backend.gate, backend.threads = TokenGate(), []
     backend.handled = 0
@@ -220,12 +221,11 @@ def run_mechanism(demo: DemoWindow, lesson: Lesson) -> dict[str, float | None]:
     backend.step(STEP)
     inserts = app.transcript.inserts
     if lesson.mode == "per-chunk-render":
-        pipeline = app.flow.answering.pipeline
-        before = len(pipeline.render_costs)
+        before = len(parsed)
         one_tick(root, app)
-        answer = app.transcript.answers[-1].text
-        parsed = [chars for chars, _ms in pipeline.render_costs[before:]]
-        assert len(parsed) == STEP and parsed[-1] == len(answer) and parsed == sorted(parsed)
+        # a conversion per chunk (a token), each of the whole answer so far
+        arrivals = [chars for _at, chars in app.transcript.answers[-1].arrivals]
+        assert parsed[before:] == arrivals[-STEP:] and len(arrivals) == STEP
     else:
         assert lesson.mode == FIXED
         one_tick(root, app)
@@ -254,8 +254,9 @@ def finish_answer(root: tk.Tk, app: ChatApp) -> None:
 
 @pytest.mark.gui
 @pytest.mark.parametrize("group", GROUPS, ids=[_group_id(g) for g in GROUPS])
-def test_demo(window: DemoWindow, group: list[Lesson]) -> None:
+def test_demo(window: DemoWindow, group: list[Lesson], monkeypatch: pytest.MonkeyPatch) -> None:
     app = window.app
+    parsed = parsed_texts(monkeypatch)
     for lesson in group:  # the same demo, described in each language
         assert lesson.claims, f"{lesson.id}: a demo must claim something a run can check"
         app.demos.setup(lesson)  # what its "Set up the demo" button does
@@ -263,7 +264,7 @@ def test_demo(window: DemoWindow, group: list[Lesson]) -> None:
         pump_until(window.root, lambda: app.flow.model_ready, what=f"{lesson.id}'s backend")
     lesson = group[-1]
     answer = the_answer_it_is_set_up_for(window, lesson)
-    counted = {"chars": float(len(answer)), **run_mechanism(window, lesson)}
+    counted = {"chars": float(len(answer)), **run_mechanism(window, lesson, parsed)}
     assert app.demos.live_figure(lesson.expect_metric) is not None  # what it asks to watch
     for each in group:  # what the lessons count rather than time holds on what was counted
         claims = [claim for claim in each.claims if claim.metric in COUNTED]
