@@ -1,38 +1,51 @@
-"""Every lesson's demo, run in the real window as a student would run it, shows what its
-lesson claims — on a quiet machine and on a busy one.
+"""Every lesson's demo is set up as its lesson says, and shows the mechanism the lesson is about.
 
-One test per demo (``pytest -k demo``; ids like ``test_demo[11-backpressure]``). The demo is
-set up by the lesson's own button logic and run once, in English or in Chinese in turn: the
-two languages' lessons describe the same demo (lesson 10's do not, so it runs in each), and
-the claims of both are checked on that one run, against the idle window and the model alone
-measured just before it. Claims about the fixed window's smoothness are about its own lag
-(less the time it waited for a CPU other programs held); a claim that a busy machine alone
-could still break, failing on a run where the window waited for a CPU much of the time, is
-not judged: the demo runs again, and if the machine stays that busy the test says so (skip).
+One test per demo (``pytest -k demo``; ids like ``test_demo[11-backpressure]``), in one
+window kept open through the class. Each lesson of the group (the same demo in English and in
+Chinese) is set up as its *Set up the demo* button does, and the window is checked against
+the lesson's header: its mode, its backend (rate, answer length, language), its answer limit
+and seed, the chaos transport and the watchdog it asks for, its prompt in the box, what it
+asks the class to watch. Then the demo's answer is sent, on a scripted answer the test steps
+(``tests.test_broken_modes.Stepped``), and what the lesson is about is seen happening:
 
-No test compares a run with the figures a lesson quotes: those come from a kept run
-(``lessons/figures.json``, written by ``tkchat bench --lessons --write``), which says where
-and when it measured them. What is checked: every figure a lesson quotes is one its demo
-measures (this run measured it) and is kept with the run it came from, and the kept figures
-satisfy the lesson's claims.
+- ``blocking``: the tokens are generated on the main thread, inside the click;
+- ``main-thread-reader``: a worker generates, the main thread reads every event, inside the
+  click;
+- ``per-chunk-render``: each chunk re-renders the whole answer so far;
+- ``fixed``: a worker generates and one tick shows what arrived since the last in one insert;
+  Stop reaches the model loop (lesson 12); the chaos transport's disorder is put back in
+  order, and counted (lesson 13).
+
+A lesson's claims about time (a freeze as long as the answer, tokens/s against the model
+alone, a frame's lag) are not judged here: ``tkchat bench --lessons`` runs every demo for
+real and judges them against baselines of the same run. What a lesson counts rather than
+times (the chaos transport's counts, the answer's length) is judged here. No test compares a
+run with the figures a lesson quotes: those come from a kept run (``lessons/figures.json``,
+written by ``tkchat bench --lessons --write``); what is checked is that every quoted figure
+is kept with the run it came from and satisfies the lesson's claims.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import tkinter as tk
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, pump_until, run_script
+from tests.conftest import KEEP_ALIVE, pump_until
+from tests.test_broken_modes import MAIN, Stepped, click_send, one_tick, parsed_texts
 from tkchat.course.claims import figures_path, load_figures, parse_claims, quoted_figures
 from tkchat.course.kept_run import kept_run_of
 from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
+from tkchat.events import Done
+from tkchat.generate.backend import Backend, WrappedBackend
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.factory import LlamaOptions, make_backend
+from tkchat.generate.factory import BackendOptions, ScriptedOptions
+from tkchat.generate.scripted import TokenGate, long_answer
 from tkchat.lab.bench.lesson_demos import (
     DemoResult,
     DemoRun,
@@ -40,36 +53,90 @@ from tkchat.lab.bench.lesson_demos import (
     demo_groups,
     judge,
     kept_baselines,
-    run_demo,
 )
+from tkchat.modes import BROKEN_MODES, FIXED, PIPELINES
+from tkchat.trace.culprit import Culprit
 from tkchat.transport.channel import EventChannel
+from tkchat.ui.look.theme import WATCH_STYLE
+from tkchat.ui.models.switch import DEMO_ANSWER_CHARS
+from tkchat.ui.teaching.live_figures import LIVE_METRICS, ORDERING_METRICS
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 LESSONS = [lesson for lang in LANGUAGES for lesson in load_lessons(lang)]
 GROUPS = demo_groups(LESSONS)
 FIGURES_FILE = figures_path(lessons_dir())
 FIGURES = load_figures(FIGURES_FILE)
-TRIES = 2  # a demo the machine was too busy to judge runs once more
+SHORT = 12  # tokens of a demo's answer here: the mechanism shows in a few
+STEP = 5  # tokens let through before the first tick
+# What a lesson counts rather than times: its claims on these are judged here.
+COUNTED = {"chars", *ORDERING_METRICS}
+
+
+class StandIn(WrappedBackend):
+    """The bundled model's place in a demo, held by a scripted answer: the window takes it
+    for the model (it is not a scripted backend), the test steps it like one."""
+
+    def __init__(self) -> None:
+        super().__init__(Stepped(name="the model (stood in for)"))
+
+
+@dataclass
+class FakeWatchdog:
+    """The watchdog a demo opens, without its process (tests/test_watchdog.py runs it)."""
+
+    alive: bool = True
+    closed: int = 0
+
+    def close(self) -> None:
+        self.closed += 1
+        self.alive = False
 
 
 @dataclass
 class DemoWindow:
     root: tk.Tk
     app: ChatApp
+    kinds: dict[int, str]  # id of each backend the window was given -> the kind it was asked
+    watchdogs: list[FakeWatchdog] = field(default_factory=list)
+
+    def stepped(self) -> Stepped:
+        """The scripted answer behind the backend in use."""
+        backend = self.app.controller.backend
+        inner = backend.inner if isinstance(backend, WrappedBackend) else backend
+        assert isinstance(inner, Stepped)
+        return inner
 
 
 @pytest.fixture(scope="module")
 def window(display: None) -> Iterator[DemoWindow]:
-    """One window for every demo, as a teacher would keep it open through a class (the model
-    is loaded once); each demo starts a fresh chat, as its button does."""
+    """One window for every demo, as a teacher would keep it open through a class; each
+    demo starts a fresh chat, as its button does."""
     root = tk.Tk()
     KEEP_ALIVE.append(root)
-    controller = GenerationController(make_backend(LlamaOptions()), EventChannel())
+    first = Stepped()
+    kinds = {id(first): "scripted"}
+
+    def factory(options: BackendOptions) -> Backend:
+        kind = "scripted" if isinstance(options, ScriptedOptions) else "llama"
+        backend: Backend = StandIn() if kind == "llama" else Stepped()
+        kinds[id(backend)] = kind
+        return backend
+
+    controller = GenerationController(first, EventChannel())
     app = ChatApp(root, controller, AppOptions(language="en"))
-    app.witness.force(True)  # as the bench does: a broken demo names its culprit
+    app.witness.force(False)  # who held the loop is tests/test_culprit.py's
     controller.load_async()
-    pump_until(root, lambda: app.flow.model_ready, timeout=120, what="the bundled model")
-    yield DemoWindow(root, app)
+    demo = DemoWindow(root, app, kinds)
+
+    def open_watchdog(*_args: object, **_kwargs: object) -> FakeWatchdog:
+        demo.watchdogs.append(FakeWatchdog())
+        return demo.watchdogs[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("tkchat.ui.teaching.demo_setup.open_watchdog", open_watchdog)
+        patch.setattr("tkchat.ui.models.switch.make_backend", factory)
+        pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
+        yield demo
     app.close()
 
 
@@ -78,37 +145,134 @@ def _group_id(group: list[Lesson]) -> str:
     return group[0].id if languages == set(LANGUAGES) else f"{group[0].id}-{group[0].language}"
 
 
-def _run_once(window: DemoWindow, group: list[Lesson], turn: int) -> list[DemoResult]:
-    runs: list[DemoRun] = []
-    first = group[turn % len(group)]
-    others = [lesson for lesson in group if lesson is not first]
-    # (a Tk callback that raised fails this demo alone: conftest's no_tk_callback_raised)
-    run_script(window.root, run_demo(window.app, first, runs, also=others))
-    return [judge(lesson, runs[-1]) for lesson in group]
+def check_setup(demo: DemoWindow, lesson: Lesson) -> None:
+    """The window as ``lesson``'s header describes its demo, right after *Set up the demo*
+    (no Tk loop has run since)."""
+    app = demo.app
+    assert app.teaching.mode == lesson.mode and app.teaching.mode_box.get() == lesson.mode
+    backend = app.controller.backend
+    assert demo.kinds[id(backend)] == lesson.backend
+    stepped = demo.stepped()
+    if lesson.backend == "scripted":
+        assert stepped.rate == lesson.rate and stepped.tokens == lesson.tokens
+        assert stepped.text == long_answer(DEMO_ANSWER_CHARS, lesson.language)
+    sampling = app.demos.session.sampling
+    if lesson.max_tokens or lesson.tokens:
+        assert sampling.max_tokens == (lesson.max_tokens or lesson.tokens)
+    if lesson.seed is not None:
+        assert sampling.seed == lesson.seed
+    chaos = app.demos.chaos
+    if lesson.chaos is None:
+        assert chaos is None and app.controller.sink_wrapper is None
+    else:
+        assert chaos is not None and chaos.seed == lesson.chaos
+        assert app.controller.sink_wrapper is chaos
+    if lesson.watchdog:
+        assert app.demos.watchdog is demo.watchdogs[-1] and demo.watchdogs[-1].alive
+    assert app.input.draft == (lesson.prompt or "")
+    if lesson.fresh:
+        assert app.transcript.answers == []
+    health = app.health
+    for name, label in (
+        ("heartbeat", health.heartbeat),
+        ("lag", health.lag),
+        ("rates", health.rates),
+    ):
+        assert (str(label.cget("style")) == WATCH_STYLE) == (name == lesson.watch), name
+    assert lesson.expect_metric in LIVE_METRICS  # the lesson panel can show it live
+    assert app.probe.peak_ms == 0.0  # the live figures count from the demo on
+
+
+def the_answer_it_is_set_up_for(demo: DemoWindow, lesson: Lesson) -> str:
+    """The text of the answer ``lesson``'s demo is set up to give: its backend's script, cut
+    at the answer's limit."""
+    stepped = demo.stepped()
+    limit = min(x for x in (stepped.tokens, demo.app.demos.session.sampling.max_tokens) if x)
+    return b"".join(stepped.pieces(limit)).decode()
+
+
+def run_mechanism(demo: DemoWindow, lesson: Lesson, parsed: list[int]) -> dict[str, float | None]:
+    """Send the demo's prompt and see the lesson's mechanism; return what was counted.
+    ``parsed``: the characters of each whole-answer conversion, as they happen."""
+    root, app, backend = demo.root, demo.app, demo.stepped()
+    backend.gate, backend.threads = TokenGate(), []
+    backend.handled = 0
+    counted: dict[str, float | None] = {}
+    if lesson.chaos is not None:  # the whole answer, as the lesson shows it
+        ordering = asdict(app.demos.ordering_counters())
+        backend.release_all()
+        click_send(app, lesson.prompt or "")
+        finish_answer(root, app)
+        after = asdict(app.demos.ordering_counters())
+        counted.update({name: after[name] - ordering[name] for name in ORDERING_METRICS})
+        counted["chars"] = len(app.transcript.answers[-1].text)
+        return counted
+    backend.tokens = SHORT  # (checked above: the lesson's own length; a few tokens show it)
+    finished, events = len(app.flow.answering.finished), app.pump.events
+    if lesson.mode in ("blocking", "main-thread-reader"):
+        backend.release_all()
+        click_send(app, lesson.prompt or "")
+        # no Tk loop has run since the click, and the answer has ended: inside the handler
+        assert len(app.flow.answering.finished) == finished + 1
+        assert app.pump.events == events  # no event went through the tick
+        on_main = set(backend.threads) == {MAIN}
+        assert on_main == (lesson.mode == "blocking"), backend.threads
+        return counted
+    click_send(app, lesson.prompt or "")
+    worker = app.controller.current
+    assert worker is not None
+    backend.step(STEP)
+    inserts = app.transcript.inserts
+    if lesson.mode == "per-chunk-render":
+        before = len(parsed)
+        one_tick(root, app)
+        # a conversion per chunk (a token), each of the whole answer so far
+        arrivals = [chars for _at, chars in app.transcript.answers[-1].arrivals]
+        assert parsed[before:] == arrivals[-STEP:] and len(arrivals) == STEP
+    else:
+        assert lesson.mode == FIXED
+        one_tick(root, app)
+        assert app.transcript.inserts - inserts == 1  # the tick's tokens in one insert
+        assert threading.main_thread().ident not in backend.threads
+    if lesson.expect_metric.startswith("cancel_"):
+        app.flow.stop()
+        assert worker.join(10) and not worker.is_alive()  # Stop reached the model loop
+        assert worker.tokens == STEP  # and no token came after it
+        pump_until(root, lambda: app.flow.answering.last_cancel_ms is not None, what="the Stop")
+        return counted
+    finish_answer(root, app)
+    return counted
+
+
+def finish_answer(root: tk.Tk, app: ChatApp) -> None:
+    finished = len(app.flow.answering.finished)
+    stepped = app.controller.backend
+    inner = stepped.inner if isinstance(stepped, WrappedBackend) else stepped
+    assert isinstance(inner, Stepped)
+    inner.release_all()
+    pump_until(root, lambda: len(app.flow.answering.finished) > finished, what="the answer")
+    assert isinstance(app.flow.answering.finished[-1], Done)
+    pump_until(root, lambda: not app.transcript.painter.busy, what="its markdown painted")
 
 
 @pytest.mark.gui
-@pytest.mark.model
 @pytest.mark.parametrize("group", GROUPS, ids=[_group_id(g) for g in GROUPS])
-def test_demo(window: DemoWindow, group: list[Lesson]) -> None:
-    for lesson in group:
+def test_demo(window: DemoWindow, group: list[Lesson], monkeypatch: pytest.MonkeyPatch) -> None:
+    app = window.app
+    parsed = parsed_texts(monkeypatch)
+    for lesson in group:  # the same demo, described in each language
         assert lesson.claims, f"{lesson.id}: a demo must claim something a run can check"
-    turn = GROUPS.index(group)
-    for attempt in range(TRIES):
-        results = _run_once(window, group, turn + attempt)
-        failed = [result.report() for result in results if not result.ok]
-        assert not failed, "the demo does not show what the lesson claims:\n" + "\n".join(failed)
-        if all(result.judged for result in results):
-            break
-    for result in results:
-        for metric in sorted(quoted_figures(result.lesson.expect + result.lesson.body)):
-            assert result.figures.get(metric) is not None, (
-                f"{result.lesson.language}/{result.lesson.id} quotes {metric}, which its demo "
-                "did not measure"
-            )
-    if not all(result.judged for result in results):
-        busy = "\n".join(result.report() for result in results if not result.judged)
-        pytest.skip(f"the machine stayed too busy to judge every claim:\n{busy}")
+        app.demos.setup(lesson)  # what its "Set up the demo" button does
+        check_setup(window, lesson)
+        pump_until(window.root, lambda: app.flow.model_ready, what=f"{lesson.id}'s backend")
+    lesson = group[-1]
+    answer = the_answer_it_is_set_up_for(window, lesson)
+    counted = {"chars": float(len(answer)), **run_mechanism(window, lesson, parsed)}
+    assert app.demos.live_figure(lesson.expect_metric) is not None  # what it asks to watch
+    for each in group:  # what the lessons count rather than time holds on what was counted
+        claims = [claim for claim in each.claims if claim.metric in COUNTED]
+        failed = [v.line for v in (c.judge(counted, {}) for c in claims) if not v.holds]
+        assert not failed, f"{each.language}/{each.id}: {failed}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[f"{x.id}-{x.language}" for x in LESSONS])
@@ -128,7 +292,7 @@ def test_quoted_figures_come_from_a_kept_run_and_satisfy_the_claims(lesson: Less
         f"{lesson.id}: its figures say nowhere where they were measured"
     )
     # A kept run from before a figure existed (the window's own lag, the answer's length)
-    # cannot answer the claims on it: test_demo checks those on every run.
+    # cannot answer the claims on it: tkchat bench --lessons judges those on every run.
     baselines = kept_baselines(kept)
     claims = [
         claim
@@ -137,6 +301,25 @@ def test_quoted_figures_come_from_a_kept_run_and_satisfy_the_claims(lesson: Less
     ]
     stale = [v.line for claim in claims if not (v := claim.judge(kept, baselines)).holds]
     assert not stale, f"{lesson.id}: the quoted figures break a claim: {stale}"
+
+
+def _culprit(held_by: str) -> Culprit:
+    return Culprit(1.0, 2.0, held_by, None, None, "wait", 1000.0, 1.0)
+
+
+@pytest.mark.parametrize("mode", sorted({x.mode for x in LESSONS} & set(BROKEN_MODES)))
+def test_a_broken_demo_must_name_the_function_its_lesson_is_about(mode: str) -> None:
+    """(No window.) The bench fails a broken mode's demo whose longest long task was blamed
+    on anything but the class the mode registry names (``tkchat bench --lessons``)."""
+    lesson = next(x for x in LESSONS if x.mode == mode)
+    function = PIPELINES[mode].rpartition(":")[2] + ".start"
+    froze = {"long_tasks": 1.0}
+    assert DemoRun(lesson, froze, {}, _culprit(function)).named
+    assert not DemoRun(lesson, froze, {}, _culprit("Transcript.append")).named
+    assert not DemoRun(lesson, froze, {}, None).named
+    assert DemoRun(lesson, {"long_tasks": 0.0}, {}, None).named  # nothing froze: no one to name
+    fixed = next(x for x in LESSONS if x.mode == FIXED)
+    assert DemoRun(fixed, froze, {}, None).named
 
 
 def test_a_busy_machine_leaves_a_claim_unjudged_but_never_a_freeze() -> None:

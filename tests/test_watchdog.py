@@ -5,12 +5,15 @@ The watchdog runs as the app starts it (``python -m tkchat watchdog``) and, with
 prints what its window shows as a JSON line per redraw. A reader thread in the test records
 when each line arrived, so the test sees the watchdog's screen *during* a freeze of the test's
 own main thread (the thread that sends the beats): a watchdog that only caught up afterwards
-would have nothing to say while the freeze lasted.
+would have nothing to say while the freeze lasted. That freeze is held by the test until the
+watchdog has been seen counting it up — not for a time: how long the gaps and silences are is
+checked on :class:`HeartbeatTrace` and :class:`WatchdogWindow` with given times.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -26,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until, wait_until, window_name
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.lab.watchdog import (
     FROZEN_AFTER_S,
@@ -38,7 +41,13 @@ from tkchat.lab.watchdog import (
     placement,
 )
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog, watchdog_command
+from tkchat.ui.teaching import watchdog_link
+from tkchat.ui.teaching.watchdog_link import (
+    HeartbeatSender,
+    WatchdogHandle,
+    open_watchdog,
+    watchdog_command,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,7 +107,17 @@ class StateLines:
 
 
 @pytest.fixture
-def watched(root: tk.Tk) -> Iterator[tuple[AfterScheduler, WatchdogHandle, StateLines]]:
+def leaving_by_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Closing a watchdog waits for it to leave by itself for as long as it takes here (the
+    app gives it half a second before terminating it): whether it leaves at the end of its
+    pipe is what is tested, not how soon a busy machine lets it."""
+    monkeypatch.setattr(watchdog_link, "CLOSE_WAIT_S", 60.0)
+
+
+@pytest.fixture
+def watched(
+    root: tk.Tk, leaving_by_itself: None
+) -> Iterator[tuple[AfterScheduler, WatchdogHandle, StateLines]]:
     """A real watchdog process fed by beats from this test's Tk main thread."""
     scheduler = AfterScheduler(root)
     handle = open_watchdog(
@@ -113,52 +132,73 @@ def watched(root: tk.Tk) -> Iterator[tuple[AfterScheduler, WatchdogHandle, State
     handle.process.wait(5)
 
 
+def alive(state: dict[str, Any]) -> bool:
+    return str(state.get("counter", "")).startswith("alive") and not state["frozen"]
+
+
 def test_the_watchdog_receives_beats_and_shows_the_window_alive(watched, root: tk.Tk) -> None:
     _scheduler, handle, lines = watched
-    pump_until(root, lambda: lines.latest.get("beats", 0) >= 10, what="ten beats")
+    pump_until(
+        root,
+        lambda: lines.latest.get("beats", 0) >= 10 and alive(lines.latest),
+        what="ten beats, and the window shown alive",
+    )
     assert handle.sender.sent >= 10 and handle.sender.dropped == 0
-    state = lines.latest
-    assert state["counter"].startswith("alive") and not state["frozen"]
-    assert state["silence_ms"] < FROZEN_AFTER_S * 1000
-    window = subprocess.run(
-        ["xdotool", "search", "--name", "^tkchat watchdog"], capture_output=True, text=True
-    )
-    assert window.stdout.split(), "no window titled like the watchdog"
-    name = subprocess.run(
-        ["xdotool", "getwindowname", window.stdout.split()[0]], capture_output=True, text=True
-    )
-    assert name.stdout.strip() == TITLE
+    # (xdotool gives up on its search when a window it lists is gone before it reads it:
+    # searched again until it answers)
+    found: set[str] = set()
+    wait_until(lambda: found.update(_watchdog_windows()) or found, what="the watchdog's window")
+    names = {window_name(window).strip() for window in found}
+    assert TITLE in names, names
 
 
 def test_a_freeze_shows_in_the_watchdog_while_it_happens(watched, root: tk.Tk) -> None:
-    scheduler, handle, lines = watched
+    """The main thread is stuck in a callback (no beat goes out) until a helper thread has
+    read three state lines of the watchdog counting the freeze up: printed while the main
+    thread was stuck, so the watchdog's loop drew the freeze as it happened."""
+    scheduler, _handle, lines = watched
     pump_until(root, lambda: lines.latest.get("beats", 0) >= 10, what="the first beats")
     freeze: dict[str, float] = {}
+    seen = threading.Event()
+
+    def counting_up() -> list[dict[str, Any]]:
+        frozen = [s for s in lines.between(freeze.get("start", math.inf), math.inf) if s["frozen"]]
+        counters = [s["counter"] for s in frozen]
+        return frozen if len(set(counters)) >= 3 else []
+
+    def watch() -> None:  # helper thread: reads the watchdog's lines, touches no widget
+        try:
+            wait_until(lambda: "start" in freeze and counting_up(), timeout=120, what="FROZEN")
+        finally:
+            seen.set()
 
     def stuck() -> None:  # the app's main thread, stuck in a callback: no beat goes out
         freeze["start"] = time.monotonic()
-        time.sleep(2.0)
+        seen.wait(150)
         freeze["end"] = time.monotonic()
 
+    helper = threading.Thread(target=watch, daemon=True)
+    helper.start()
     scheduler.once("freeze", 0, stuck)
-    pump_until(root, lambda: "end" in freeze, what="the freeze")
-    during = lines.between(freeze["start"] + 0.5, freeze["end"])
-    # Printed while this thread slept: the watchdog's loop went on drawing the freeze.
-    assert len(during) >= 10, f"only {len(during)} watchdog updates during a 2 s freeze"
-    assert all(state["frozen"] for state in during)
-    counters = [float(state["counter"].split()[1]) for state in during]
-    assert all(state["counter"].startswith("FROZEN ") for state in during)
-    assert counters == sorted(counters) and counters[-1] - counters[0] >= 1.0  # counting up
-    frozen_s = freeze["end"] - freeze["start"]
-    # it counted the silence up to about the freeze's length (the first half second excluded)
-    assert max(state["silence_ms"] for state in during) >= 0.9 * (frozen_s - 0.5) * 1000
+    pump_until(root, lambda: "end" in freeze, timeout=180, what="the freeze")
+    helper.join(5)
+    during = [s for s in lines.between(freeze["start"], freeze["end"]) if s["frozen"]]
+    assert len({s["counter"] for s in during}) >= 3, "the watchdog did not count the freeze up"
+    counters = [float(s["counter"].split()[1]) for s in during]
+    assert all(s["counter"].startswith("FROZEN ") for s in during)
+    assert counters == sorted(counters)  # counting up
+    assert all(s["silence_ms"] >= FROZEN_AFTER_S * 1000 for s in during)
     # Afterwards the window is alive again and the gap stays on the chart, labelled.
-    pump_until(root, lambda: lines.latest.get("gaps_ms"), what="the gap to be recorded")
-    pump_until(root, lambda: not lines.latest["frozen"], what="the window to show alive")
-    (gap_ms,) = lines.latest["gaps_ms"]
-    assert 0.95 * frozen_s * 1000 <= gap_ms <= 1.5 * frozen_s * 1000, (gap_ms, frozen_s)
-    assert lines.latest["gap_labels"] == [f"frozen {gap_ms / 1000:.1f} s"]
-    assert lines.latest["counter"].startswith("alive")
+    pump_until(
+        root,
+        lambda: bool(lines.latest.get("gaps_ms")) and alive(lines.latest),
+        what="the gap recorded and the window shown alive",
+    )
+    state = lines.latest
+    longest = max(state["gaps_ms"])  # from its last beat before to its first after
+    assert longest >= max(s["silence_ms"] for s in during)
+    shown = [float(m[1]) for x in state["gap_labels"] if (m := re.fullmatch(r"frozen (\S+) s", x))]
+    assert any(abs(seconds - longest / 1000) <= 0.051 for seconds in shown), (state, longest)
 
 
 def test_the_watchdog_exits_when_the_app_side_closes_it(watched, root: tk.Tk) -> None:
@@ -176,9 +216,12 @@ def test_the_app_carries_on_when_the_watchdog_is_gone(watched, root: tk.Tk) -> N
     handle.process.kill()
     handle.process.wait(5)
     pump_until(root, lambda: handle.sender.gone, what="the sender to notice")
+    # It stopped: no beat is due any more, so nothing more is sent.
+    assert not handle.sender.running and not handle.alive
+    assert not handle.sender.scheduler.pending(HeartbeatSender.TIMER)
     sent = handle.sender.sent
-    pump_for(root, 0.3)
-    assert handle.sender.sent == sent and not handle.sender.running and not handle.alive
+    root.update()
+    assert handle.sender.sent == sent
     assert handle.sender.beat() is False  # asking again is harmless
 
 
@@ -210,9 +253,12 @@ PARENT = textwrap.dedent(
     """
     import sys, tkinter as tk
     from tkchat.ui.scheduler import AfterScheduler
-    from tkchat.ui.teaching.watchdog_link import open_watchdog
+    from tkchat.ui.teaching.watchdog_link import open_watchdog, watchdog_command
     root = tk.Tk()
-    handle = open_watchdog(AfterScheduler(root))
+    # the watchdog prints what it shows to this process's stdout: the test reads it
+    handle = open_watchdog(
+        AfterScheduler(root), command=[*watchdog_command(), "--state"], stdout=sys.stdout
+    )
     print(handle.process.pid, flush=True)
     root.mainloop()
     """
@@ -228,6 +274,16 @@ def _running(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
+def _watchdog_windows() -> set[str]:
+    """The visible X windows titled like the watchdog (xdotool)."""
+    found = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", "^tkchat watchdog"],
+        capture_output=True,
+        text=True,
+    )
+    return set(found.stdout.split())
+
+
 def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
     watchdog_pid: int | None = None
     parent = subprocess.Popen(
@@ -239,15 +295,13 @@ def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
     )
     try:
         assert parent.stdout is not None
-        watchdog_pid = int(parent.stdout.readline())
-        time.sleep(1.5)  # the watchdog is up and beating
+        watchdog_pid = pid = int(parent.stdout.readline())
+        lines = StateLines(parent.stdout)  # (read to the end: the watchdog never waits on it)
+        wait_until(lambda: lines.latest.get("beats", 0) >= 1, timeout=60, what="a beat shown")
         assert _running(watchdog_pid)
         parent.kill()  # SIGKILL: the app gets no chance to close anything
         parent.wait(5)
-        deadline = time.monotonic() + 10
-        while _running(watchdog_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _running(watchdog_pid), "the watchdog outlived the killed app"
+        wait_until(lambda: not _running(pid), what="the watchdog to exit after the killed app")
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -260,12 +314,17 @@ def test_the_watchdog_exits_when_the_app_is_killed(display: None) -> None:
 
 def test_closing_the_watchdog_window_ends_it(root: tk.Tk) -> None:
     beats: list[float] = []
-    window = WatchdogWindow(root, lambda: [beats.pop() for _ in range(len(beats))], lambda: False)
+    window = WatchdogWindow(
+        root,
+        lambda: [beats.pop() for _ in range(len(beats))],
+        lambda: False,
+        clock=lambda: 100.0,  # its clock stands still: a beat at 100.0 is never late
+    )
     window.start()
-    beats.append(time.monotonic())
+    beats.append(100.0)
     pump_until(root, lambda: window.shown_text(window.counter).startswith("alive"))
     root.tk.eval(root.protocol("WM_DELETE_WINDOW"))  # what the window manager's close does
-    assert window.closed and window.scheduler.pending_ids() == set()
+    assert window.closed and not window.scheduler.pending("watchdog-tick")
     with pytest.raises(tk.TclError):
         root.winfo_exists()
 
@@ -273,8 +332,8 @@ def test_closing_the_watchdog_window_ends_it(root: tk.Tk) -> None:
 def test_the_window_closes_itself_when_the_beats_end(root: tk.Tk) -> None:
     ended = {"now": False}
     window = WatchdogWindow(root, list, lambda: ended["now"])
-    window.start()
-    pump_for(root, 0.2)
+    window.start()  # its first look: no beat yet, the beats not ended
+    root.update()
     assert not window.closed
     assert window.shown_text(window.counter) == "waiting for the chat window…"
     ended["now"] = True
@@ -302,7 +361,7 @@ def test_at_192_dpi_the_window_grows_with_its_text(root: tk.Tk, scaled) -> None:
     window = WatchdogWindow(root, list, lambda: False)
     root.geometry(default_geometry(root))
     window.start()
-    pump_for(root, 0.3)
+    root.update()  # laid out at that size
     canvas = window.canvas
     share_w, share_h = (
         int(SCREEN_SHARE * side) for side in (root.winfo_screenwidth(), root.winfo_screenheight())
@@ -319,7 +378,7 @@ def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) 
     clock = [100.0]
     window = WatchdogWindow(root, list, lambda: False, clock=lambda: clock[0], language=lang)
     root.geometry("576x324")
-    pump_for(root, 0.2)
+    root.update()
     for at in (96.0, 96.05, 99.0, 99.05):  # beats, a 3 s silence, beats again
         window.trace.beat(at)
         window.trace.update(at)
@@ -350,7 +409,7 @@ def test_the_watchdog_opens_clear_of_the_lesson_picker_and_the_demo_button(
     app = teach_projector_window(root, lang)
     root.geometry(SCREEN_720P)
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
-    pump_for(root, 0.3)
+    root.update()
     panel = app.teaching.lesson_panel
     assert panel is not None
     keep_clear = [panel.picker, panel.setup_button, app.send_button, app.stop_button]
@@ -368,7 +427,9 @@ def test_the_watchdog_opens_clear_of_the_lesson_picker_and_the_demo_button(
 # -- from the chat window ------------------------------------------------------------------
 
 
-def test_the_app_opens_one_watchdog_and_closes_it_with_itself(root: tk.Tk, make_app) -> None:
+def test_the_app_opens_one_watchdog_and_closes_it_with_itself(
+    root: tk.Tk, make_app, leaving_by_itself: None
+) -> None:
     app = make_app(ScriptedBackend(rate=50))
     handle = app.demos.open_watchdog()
     assert app.demos.open_watchdog() is handle  # once

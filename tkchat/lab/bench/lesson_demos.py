@@ -1,9 +1,11 @@
 """Every lesson's demo, run in the real window and measured, and its claims checked.
 
-This is how a lesson's words stay true: tests/test_demos.py runs each demo on a virtual
-screen and fails when a claim stops holding; ``tkchat bench --lessons`` runs them all and
-writes ``lessons/figures.json``, the figures the lessons quote (``{{figure lag_max_ms}}``).
-Both run the same script below, so the text, the test and the bench measure one thing.
+This is how a lesson's words stay true: ``tkchat bench --lessons`` runs every demo on a
+virtual screen, fails when a claim stops holding (judged against baselines of the same run),
+and with ``--write`` keeps ``lessons/figures.json``, the figures the lessons quote
+(``{{figure lag_max_ms}}``). tests/test_demos.py checks, without the clock, that each demo is
+set up as its lesson says and shows its lesson's mechanism; the claims about time are this
+script's.
 
 A demo is run as a student would: *Set up the demo* (a fresh chat, the lesson's mode,
 backend, rate, answer length, limit, seed, and its prompt in the box), then Send, then wait
