@@ -353,7 +353,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "lab/bench/prompt_bench.py:prompt_verdicts": 97,
     "ui/teaching/lesson_panel.py:markdown_runs": 75,
     "lab/watchdog.py:WatchdogWindow.draw": 74,
-    "generate/remote/http.py:HttpClient.open": 74,
     "ui/models/picker.py:ModelPicker._build": 68,
     "models/download_child.py:_download": 68,
     "render/scan.py:scan_spans": 67,
