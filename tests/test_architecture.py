@@ -351,7 +351,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "lab/bench/report.py:write_report": 111,
     "lab/bench/sse_bench.py:run_sse_bench": 98,
     "lab/bench/prompt_bench.py:prompt_verdicts": 97,
-    "ui/teaching/lesson_panel.py:markdown_runs": 75,
     "lab/watchdog.py:WatchdogWindow.draw": 74,
     "ui/models/picker.py:ModelPicker._build": 68,
     "models/download_child.py:_download": 68,
