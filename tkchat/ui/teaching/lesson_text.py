@@ -10,16 +10,16 @@ Two threads share the work:
   (:func:`~tkchat.course.lessons.render_body`: tens of milliseconds, more on a busy machine),
   and the lines its paragraphs are wrapped at are joined
   (:func:`~tkchat.render.reflow.join_wrapped_lines`: the chat's renderer keeps a line break);
-- the main thread looks for it every ``POLL_MS``, writes it plain — not shown: its colour is
-  the page's — and hands it to the :class:`~tkchat.ui.transcript.markdown_view.
+- the main thread looks for it every ``POLL_MS``, writes it plain — elided: it shows nothing
+  and costs no layout — and hands it to the :class:`~tkchat.ui.transcript.markdown_view.
   MarkdownPainter`, which puts each block's rendered form in its place within a few
-  milliseconds a callback (tkhtmlview off-screen for prose, Pygments for code).
+  milliseconds a callback (tkhtmlview off-screen for prose, Pygments for code), from the top.
 
-The looks are the transcript's, with three things a lesson needs: its tables drawn as aligned
-columns, Chinese that breaks between characters as in print (never inside "125 token/s"), and
-its own headings (bold, in the theme's heading colour) and unwrapped code. A code block's
-"Copy code" link copies the code as the lesson quotes it. Main thread only, but for the
-worker's ``make``.
+The looks are the transcript's, as a page (``MarkdownLooks(page=True)``: tables as aligned
+columns, list items hung under their text, Chinese that breaks between characters as in print
+but never inside "125 token/s"), with the panel's own headings (bold, in the theme's heading
+colour, a small gap under them) and unwrapped code. A code block's "Copy code" link copies
+the code as the lesson quotes it. Main thread only, but for the worker's ``make``.
 """
 
 from __future__ import annotations
