@@ -516,7 +516,7 @@ def hostile_answer(port: int, local_png: Path) -> str:
 
 
 # A message's saved text read with plain SQL: its content, then (while it streams) the parts
-# written since, in order (tkchat/store/parts.py). For tests that read the file directly.
+# written since, in order (tkchat/store/messages.py). For tests that read the file directly.
 SAVED_CONTENT = (
     "content || COALESCE((SELECT group_concat(text, '') FROM (SELECT text FROM message_parts p "
     "WHERE p.message_id = messages.id ORDER BY p.rowid)), '')"

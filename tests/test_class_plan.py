@@ -135,16 +135,18 @@ def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
     root.update()
     assert panel.plan_button.cget("text") == "Class plan"
     panel.plan_button.invoke()
+    pump_until(root, lambda: not panel.rendering, what="the plan painted")
     shown = text_as_written(panel.text)
     assert "The 90-minute class" in shown and "Predict:" in shown
     panel.picker.current(3)  # picking a lesson brings the lesson back
     panel.picker.event_generate("<<ComboboxSelected>>")
-    root.update()
+    pump_until(root, lambda: not panel.rendering, what="the lesson painted")
     assert "The 90-minute class" not in text_as_written(panel.text)
     language["now"] = "zh"
     panel.set_language("zh")
     assert panel.plan_button.cget("text") == "课堂计划"
     panel.plan_button.invoke()
+    pump_until(root, lambda: not panel.rendering, what="the plan painted")
     assert "先猜" in text_as_written(panel.text)  # without the break spaces
     panel.destroy()
 

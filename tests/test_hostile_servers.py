@@ -35,7 +35,7 @@ from tkchat.conversation import Message, Sampling
 from tkchat.events import Chunk, Done, Error, GenerationEvent
 from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch
 from tkchat.generate.controller import GenerationController
-from tkchat.generate.remote import http as remote_http
+from tkchat.generate.remote import bodies as remote_bodies
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
 from tkchat.generate.remote.errors import Cancelled, RemoteError, error_detail
 from tkchat.generate.remote.watch import Watch
@@ -259,7 +259,7 @@ def test_blank_lines_before_the_first_event_are_still_fine() -> None:
 def test_the_response_budget_ends_a_stream_of_useless_events(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(remote_http, "MAX_RESPONSE_BYTES", 2 << 20)
+    monkeypatch.setattr(remote_bodies, "MAX_RESPONSE_BYTES", 2 << 20)
 
     def answer(conn: Conn) -> None:  # events, but of a kind this client skips
         conn.head()

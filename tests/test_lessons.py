@@ -23,6 +23,7 @@ from tkchat.course.lessons import (
     resolve_reference,
 )
 from tkchat.ui.look.fit import text_as_written, unbreakable
+from tkchat.ui.transcript.markdown_looks import CODE_BLOCK_TAG, HEADING_TAGS, INLINE_CODE_TAG
 
 EN = load_lessons("en")
 ZH = load_lessons("zh")
@@ -332,12 +333,12 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     # pick lesson 4 as a user would: choose it in the combobox
     panel.picker.current(3)
     panel.picker.event_generate("<<ComboboxSelected>>")
-    root.update()
+    pump_until(root, lambda: not panel.rendering, what="the lesson painted")
     assert panel.current is not None and panel.current.id == "04-blocking"
     body = text_as_written(panel.text)
     assert "What you see" in body and "def start(self" in body  # the live code is quoted
     assert "{{code" not in body
-    assert {"h2", "code", "code_inline"} <= _tags_in(panel.text)
+    assert {HEADING_TAGS[1], CODE_BLOCK_TAG, INLINE_CODE_TAG} <= _tags_in(panel.text)
 
     panel.setup_button.invoke()
     assert [lesson.id for lesson in received] == ["04-blocking"]
@@ -392,10 +393,10 @@ def test_lesson_panel_renders_every_lesson(root: tk.Tk) -> None:
         panel.pack()
         for lesson in panel.lessons:
             panel.select(lesson.id)
-            root.update()
+            pump_until(root, lambda p=panel: not p.rendering, what=f"{lesson.id} painted")
             shown = text_as_written(panel.text)
             assert "##" not in shown and "```" not in shown, lesson.id
-            assert _tags_in(panel.text) >= {"h2", "code"}, lesson.id
+            assert _tags_in(panel.text) >= {HEADING_TAGS[1], CODE_BLOCK_TAG}, lesson.id
             assert PANEL_STRINGS[lang]["lesson.no_value"] in unbreakable(
                 str(panel.figure_label.cget("text"))
             )

@@ -124,7 +124,7 @@ def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app
     panel = app.teaching.lesson_panel
     for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
         panel.select(lesson)
-        pump_for(root, 0.2)
+        pump_until(root, lambda: not panel.rendering, what=f"{lesson} painted")
         assert layout_problems(root) == [], lesson
 
 
@@ -332,11 +332,11 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
     assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
     for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
         panel.select(lesson)
-        pump_for(root, 0.2)
+        pump_until(root, lambda: not panel.rendering, what=f"{lesson} painted")
         assert visible_lines(panel.text) >= 8, (lesson, visible_lines(panel.text))
         assert layout_problems(root) == [], lesson
     panel.show_plan()
-    pump_for(root, 0.2)
+    pump_until(root, lambda: not panel.rendering, what="the plan painted")
     assert visible_lines(panel.text) >= 8
     if panel.timeline is not None and panel.timeline.winfo_ismapped():
         assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()

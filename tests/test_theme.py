@@ -27,6 +27,7 @@ from tkchat.ui.look.system_theme import (
     portal_scheme,
     scheme_of_theme_name,
 )
+from tkchat.ui.transcript.markdown_looks import CODE_BLOCK_TAG
 
 # -- detection, without a desktop -------------------------------------------------------------
 
@@ -218,7 +219,7 @@ def assert_painted(root: tk.Tk, app, palette: Palette) -> None:
     panel = app.teaching.lesson_panel
     assert panel is not None
     assert str(panel.text.cget("background")) == palette.surface
-    assert str(panel.text.tag_cget("code", "background")) == palette.code_background
+    assert str(panel.text.tag_cget(CODE_BLOCK_TAG, "background")) == palette.code_background
     assert panel.timeline is not None
     assert str(panel.timeline.cget("background")) == palette.surface
     assert panel.timeline.palette is palette

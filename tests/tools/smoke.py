@@ -331,6 +331,7 @@ def check_window() -> None:
         listed = panel.picker.cget("values")
         check(len(listed) == LESSONS, f"the panel lists {len(listed)} lessons in {lang}")
     panel.select("04-blocking")
+    pump_until(lambda: not panel.rendering, "lesson 4 painted")
     shown = panel.text.get("1.0", "end")
     check("GenerateInClickHandler" in shown, f"lesson 4 without its quote: {shown[:300]}")
     check(app.flow.send("Hello"), "Send did not start an answer")

@@ -19,6 +19,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.line": "{label}: {text}",
         "lesson.no_value": "not measured yet",
         "lesson.unavailable": "The lessons could not be loaded: {error}",
+        "lesson.copy_code": "Copy code",
         "lesson.kept.run": (
             "The figures this lesson quotes were measured on {date} {where}, by `{command}`, "
             "and are kept in {file}. The live figures under the lesson are this machine's, "
@@ -69,6 +70,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.line": "{label}：{text}",
         "lesson.no_value": "尚未测得",
         "lesson.unavailable": "无法加载课程：{error}",
+        "lesson.copy_code": "复制代码",
         "lesson.kept.run": (
             "本课引用的数字是 {date} {where}用 `{command}` 测得的，保存在 {file}。"
             "课程下方的实时数字是这台机器此刻的数字：机器更慢或更忙时，数字也不同。"

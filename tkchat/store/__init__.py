@@ -7,10 +7,12 @@
   read-only or full database: a fallback and one warning sentence). Around it, one concern
   each: ``errors`` (:class:`StoreError`), ``records`` (:class:`Conversation`,
   :class:`StoredMessage`), ``schema`` (tables, migrations), ``search_index`` (FTS5),
-  ``parts`` (a streaming answer as appended parts), ``variants`` (versions and branches),
-  ``sampling_json``, ``export_format`` (Markdown/JSON), ``opening`` (connections, the
-  fallbacks, a read-only history) and
-  ``figures`` (each answer's tokens, speed, time to its first token and how it ended).
+  ``messages`` (reading and writing messages; a streaming answer as appended parts),
+  ``variants`` (versions and branches), ``sampling_json``, ``export_format`` (Markdown/JSON
+  out, JSON in), ``opening`` (connections, the fallbacks, a read-only history) and
+  ``figures`` (each answer's tokens, speed, time to its first token and how it ended);
+  ``messages``, ``variants``, ``export_format`` and ``figures`` each hold their part of the
+  store's methods, mixed into it.
 - :mod:`tkchat.store.writer` — :class:`StoreWriter`: the background thread that saves while an
   answer streams, so no write ever runs on the Tk main thread.
 - :mod:`tkchat.store.settings` — :class:`AppSettings` in ``settings.json`` next to the history:

@@ -1,12 +1,14 @@
-"""The conversation history's CRUD: :class:`ConversationStore`, and :func:`open_store`.
+"""The conversation history: :class:`ConversationStore`, and :func:`open_store`.
 
-This module owns the SQLite connection and the transactions; the other concerns live beside
-it, one module each: ``errors``, ``records`` (the records handed out, the checks on what may
-be stored), ``schema``, ``opening`` (the fallbacks of :func:`open_store`), ``parts`` (a
-streaming answer as appended parts: linear saving), ``variants`` (versions and branches),
-``search_index`` (FTS5), ``sampling_json``, ``export_format``, ``files`` (where; a damaged
-file moved aside) and ``figures`` (each answer's, mixed into the store). Their public names
-are importable from here too (``from tkchat.store.db import open_store, close_fences``).
+This module owns the SQLite connection, the transactions and the conversations themselves
+(create, rename, delete, search, export, import); the other concerns live beside it, one
+module each: ``messages`` (reading, adding and editing messages; a streaming answer as
+appended parts: linear saving), ``variants`` (versions and branches) and ``figures`` (each
+answer's), each a part of the store mixed into it; ``errors``, ``records`` (the records
+handed out, the checks on what may be stored), ``schema``, ``opening`` (the fallbacks of
+:func:`open_store`), ``search_index`` (FTS5), ``sampling_json``, ``export_format``, ``files``
+(where; a damaged file moved aside). Their public names are importable from here too
+(``from tkchat.store.db import open_store, close_fences``).
 
 Threads
 -------
@@ -27,8 +29,9 @@ A failed write is rolled back whole, so what was stored before it is intact.
 Seams
 -----
 Tests replace ``_connect`` (to inject a full disk or a read-only file) and ``_now`` (a
-ticking clock) on this module, so both are looked up here at call time. The export
-functions get the time from ``_now`` as an argument for the same reason.
+ticking clock) on this module, so both are looked up here at call time (the store's parts
+in other modules ask :meth:`ConversationStore._clock`). The export functions get the time
+from ``_now`` as an argument for the same reason.
 """
 
 from __future__ import annotations
@@ -41,11 +44,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from tkchat.store import variants
-from tkchat.store.errors import StoreError, classify, rollback, store_error
+from tkchat.store.errors import StoreError, classify, not_found, rollback, store_error
 from tkchat.store.export_format import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
+    ExportStore,
     ParsedExport,
     close_fences,
     parse_export,
@@ -60,13 +63,6 @@ from tkchat.store.opening import (
     open_read_only,
     open_with_fallbacks,
 )
-from tkchat.store.parts import (
-    append_parts,
-    collapse,
-    drop_parts,
-    read_messages,
-    streaming_ids,
-)
 from tkchat.store.records import (
     CONVERSATION_COLUMNS,
     DEFAULT_TITLE,
@@ -76,7 +72,6 @@ from tkchat.store.records import (
     Role,
     Status,
     StoredMessage,
-    check_choice,
     clean_title,
     conversation_from_row,
     settings_json,
@@ -92,7 +87,7 @@ from tkchat.store.search_index import (
     snippet,
     sync_fts,
 )
-from tkchat.store.variants import not_found, touch
+from tkchat.store.variants import VariantsStore
 
 BUSY_TIMEOUT_S = 2.0  # how long a write waits for another connection's lock before failing
 
@@ -118,7 +113,7 @@ def _now() -> float:
 # --- the store ------------------------------------------------------------------------------
 
 
-class ConversationStore(FiguresStore):
+class ConversationStore(VariantsStore, ExportStore, FiguresStore):
     """Conversations and their messages in one SQLite database (a file, or memory).
 
     Construct it through :func:`open_store` in the app (it never raises); the constructor
@@ -179,6 +174,10 @@ class ConversationStore(FiguresStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _clock(self) -> float:
+        """Now, for the store's parts: this module's ``_now``, looked up at call time."""
+        return _now()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -329,92 +328,6 @@ class ConversationStore(FiguresStore):
             cursor = conn.execute(f"DELETE FROM conversations WHERE id IN ({doomed})", args)
             return cursor.rowcount
 
-    # -- messages ------------------------------------------------------------------------------
-
-    def messages(self, conversation_id: int) -> list[StoredMessage]:
-        """The conversation's messages in order (empty for an unknown id); an answer still
-        streaming holds the text saved so far."""
-        with self._reading("read the messages") as conn:
-            return read_messages(
-                conn, "WHERE conversation_id = ? ORDER BY position", (conversation_id,)
-            )
-
-    def message(self, message_id: int) -> StoredMessage:
-        """One message; ``StoreError(kind="not_found")`` if unknown."""
-        with self._reading("read a message") as conn:
-            found = read_messages(conn, "WHERE id = ?", (message_id,))
-        if not found:
-            raise StoreError(f"There is no message {message_id}.", kind="not_found")
-        return found[0]
-
-    def add_message(
-        self, conversation_id: int, role: Role, content: str, status: Status = "complete"
-    ) -> int:
-        """Append a message at the end of the conversation; return its id. It is committed
-        before this returns (a sent question is durable before generation starts)."""
-        check_choice(role, ROLES, "role")
-        check_choice(status, STATUSES, "status")
-        text = text_value(content, "message")
-        now = _now()
-        with self._writing("save the message") as conn:
-            touch(conn, conversation_id, now)
-            # Inside BEGIN IMMEDIATE: no other connection can take the same position.
-            (position,) = conn.execute(
-                "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?",
-                (conversation_id,),
-            ).fetchone()
-            cursor = conn.execute(
-                "INSERT INTO messages (conversation_id, position, role, content, status, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, position, role, text, status, now),
-            )
-            return cast(int, cursor.lastrowid)
-
-    def update_message(
-        self,
-        message_id: int,
-        *,
-        content: str | None = None,
-        status: Status | None = None,
-        more: str = "",
-    ) -> None:
-        """Replace a message's content and/or status (edit a past message; end an answer),
-        in one transaction. ``content=None`` keeps what was saved, with ``more`` added (the
-        last text of an answer, so its text and its end are one commit: a kill between two
-        commits left a whole answer marked interrupted). A streaming message's parts are
-        collapsed into it (see :mod:`tkchat.store.parts`)."""
-        if status is not None:
-            check_choice(status, STATUSES, "status")
-        if content is not None:
-            text_value(content, "message")
-        with self._writing("update the message") as conn:
-            row = conn.execute(
-                "SELECT conversation_id FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"There is no message {message_id}.", kind="not_found")
-            if content is None:
-                append_parts(conn, {message_id: text_value(more, "answer")})
-                collapse(conn, [message_id])
-            else:
-                drop_parts(conn, message_id)
-            conn.execute(
-                "UPDATE messages SET content = COALESCE(?, content), "
-                "status = COALESCE(?, status) WHERE id = ?",
-                (content, status, message_id),
-            )
-            touch(conn, row[0], _now())
-
-    def append_text(self, parts: Mapping[int, str]) -> None:
-        """Append text to several streaming messages in ONE transaction (the writer's batched
-        flush): one new part each, so a flush writes only its own text. Ids of messages that
-        are gone or no longer streaming are skipped (an edit may have removed the answer
-        while it streamed). The conversation's ``updated_at`` moves when the answer ends."""
-        if parts:
-            texts = {message_id: text_value(text, "answer") for message_id, text in parts.items()}
-            with self._writing("save the answer") as conn:
-                append_parts(conn, texts)
-
     def checkpoint(self, *, grown_only: bool = False) -> bool:
         """Copy the write-ahead log into the file and empty it: after an answer, and after a
         write a full disk refused, so the log never keeps space it no longer needs. With
@@ -425,70 +338,6 @@ class ConversationStore(FiguresStore):
             if self._conn is None or self.path is None or self.read_only:
                 return False
             return checkpoint_log(self._conn, self.path, grown_only=grown_only)
-
-    # -- versions of a regenerated answer, branches of an edited question -------------------
-
-    def new_variant(self, conversation_id: int) -> int:
-        """Regenerate: the conversation's last message (an answer) gets a new, empty version,
-        ``streaming``, which is shown from now on; the one shown so far is kept as a version.
-        Returns the message's id (the new text streams into it like into a new message)."""
-        with self._writing("keep the earlier answer") as conn:
-            return variants.new_variant(conn, conversation_id, _now())
-
-    def variant_texts(self, message_id: int) -> list[tuple[str, Status]]:
-        """Every version of a message, by slot, as (content, status); the one shown is read
-        from the message itself. A slot never written (cannot happen through this class)
-        reads as an empty complete message."""
-        shown = self.message(message_id)
-        with self._reading("read the answer's versions") as conn:
-            kept = variants.kept_versions(conn, message_id)
-        kept[shown.variant] = (shown.content, shown.status)
-        return [kept.get(slot, ("", "complete")) for slot in range(shown.variants)]
-
-    def new_question_variant(self, conversation_id: int, position: int, text: str) -> int:
-        """Edit and resend: the question at ``position`` gets a new version, ``text``, shown
-        from now on, with nothing after it yet; the one shown so far is kept as a version
-        with the messages that followed it (its branch). Returns the question's id (its
-        answer is then added after it as usual)."""
-        content = text_value(text, "message")
-        with self._writing("keep the earlier question") as conn:
-            return variants.new_question_variant(conn, conversation_id, position, content, _now())
-
-    def variant_tails(self, message_id: int) -> list[list[tuple[Role, str, Status]]]:
-        """For each version of a question, by slot, the messages of its branch as (role,
-        content, status); the version shown has [] here (its branch is the conversation
-        itself), and so has every version of an answer."""
-        shown = self.message(message_id)
-        with self._reading("read the question's branches") as conn:
-            rows = variants.kept_tails(conn, message_id)
-        tails = {
-            slot: variants.tail_from_json(tail)
-            for slot, tail in rows.items()
-            if slot != shown.variant
-        }
-        return [tails.get(slot, []) for slot in range(shown.variants)]
-
-    def choose_variant(self, message_id: int, slot: int) -> None:
-        """Show version ``slot`` of a message: the conversation continues from it, export
-        writes it. The version shown so far is kept. For a question, the branches are
-        swapped too: the messages after it are put aside with the version shown so far,
-        and those of the chosen version's branch take their place (one transaction)."""
-        with self._writing("choose the version shown") as conn:
-            variants.choose_variant(conn, message_id, slot, _now())
-
-    def mark_interrupted(self) -> int:
-        """At start-up: every message still ``streaming`` (its writer was killed) becomes
-        ``interrupted``, its saved parts collapsed into it; return how many. Call it once,
-        before any answer starts: a second tkchat process started later would otherwise
-        mark this one's live answer (its ``finish`` would set the right status again, but
-        the mark would show meanwhile)."""
-        with self._writing("mark interrupted answers") as conn:
-            ids = streaming_ids(conn)
-            collapse(conn, ids)
-            cursor = conn.execute(
-                "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'"
-            )
-            return cursor.rowcount
 
     # -- search ------------------------------------------------------------------------------
 
@@ -502,41 +351,6 @@ class ConversationStore(FiguresStore):
             return []
         with self._reading("search") as conn:
             return search_conversations(conn, query, use_fts=self.fts, limit=limit)
-
-    # -- export and import -------------------------------------------------------------------
-
-    def export_markdown(self, conversation_id: int) -> str:
-        """The conversation as readable Markdown: the title as ``#``, each message under a
-        ``##`` role heading, content verbatim (a code fence an interrupted answer left open
-        is closed, so it cannot swallow the headings after it)."""
-        conversation = self.get(conversation_id)
-        return to_markdown(conversation, self.messages(conversation_id))
-
-    def export_json(self, conversation_id: int) -> dict[str, Any]:
-        """The conversation in the versioned export shape (see :func:`to_export`)."""
-        conversation = self.get(conversation_id)
-        return to_export(conversation, self.messages(conversation_id), exported_at=_now())
-
-    def import_json(self, data: Mapping[str, Any] | str | bytes) -> Conversation:
-        """Add a conversation from an export (the dict, or the file's text/bytes) as a new
-        conversation with new ids, in one transaction. Anything malformed raises
-        ``StoreError(kind="invalid")`` naming the bad field; nothing is stored then."""
-        parsed = parse_export(data, now=_now())
-        now = _now()
-        with self._writing("import the conversation") as conn:
-            cursor = conn.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, "
-                "settings) VALUES (?, ?, ?, ?, ?)",
-                (parsed.title, parsed.created_at, now, parsed.system_prompt, parsed.settings),
-            )
-            conversation_id = cast(int, cursor.lastrowid)
-            for position, (role, content, status, created_at) in enumerate(parsed.messages):
-                conn.execute(
-                    "INSERT INTO messages (conversation_id, position, role, content, status, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (conversation_id, position, role, content, status, created_at),
-                )
-        return self.get(conversation_id)
 
 
 # --- opening with fallbacks -----------------------------------------------------------------

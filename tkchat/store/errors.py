@@ -91,6 +91,11 @@ def invalid(message: str) -> StoreError:
     return StoreError(message, kind="invalid", detail=message)
 
 
+def not_found(conversation_id: int) -> StoreError:
+    """There is no conversation with this id (never was, or removed for good)."""
+    return StoreError(f"There is no conversation {conversation_id}.", kind="not_found")
+
+
 def rollback(conn: sqlite3.Connection) -> None:
     """Roll back if a transaction is open, keeping the error that caused it (a failing
     ROLLBACK, e.g. on a vanished disk, must not replace the original, clearer error).
@@ -103,4 +108,12 @@ def rollback(conn: sqlite3.Connection) -> None:
         pass
 
 
-__all__ = ["StoreError", "classify", "error_detail", "invalid", "rollback", "store_error"]
+__all__ = [
+    "StoreError",
+    "classify",
+    "error_detail",
+    "invalid",
+    "not_found",
+    "rollback",
+    "store_error",
+]

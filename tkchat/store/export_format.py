@@ -1,12 +1,15 @@
 """A conversation as a file: readable Markdown out, versioned JSON out and back in.
 
-Nothing here touches the database. The store reads a conversation and hands it to
+:class:`ExportStore` is the store's part that does it (mixed into
+:class:`~tkchat.store.db.ConversationStore`): it reads a conversation and hands it to
 :func:`to_markdown` or :func:`to_export`; for an import it runs :func:`parse_export` first and
-inserts only what came back, so a bad file is refused whole before anything is written. The
-JSON shape is a promise to files already on people's disks: see :func:`to_export` before
-changing it.
+inserts only what came back, in one transaction, so a bad file is refused whole before
+anything is written. The JSON shape is a promise to files already on people's disks: see
+:func:`to_export` before changing it.
 
-Pure; any thread (in the app, the Tk thread that runs the Export/Import menu commands).
+The store's methods run on their caller's thread (in the app, the Tk thread that runs the
+Export/Import menu commands), each one short transaction; everything else here is pure
+and touches no database (any thread).
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tkchat.limits import cut
 from tkchat.store.errors import StoreError, invalid
+from tkchat.store.messages import MessagesStore
 from tkchat.store.records import (
     DEFAULT_TITLE,
     ROLES,
@@ -34,6 +38,49 @@ from tkchat.store.records import (
 
 EXPORT_FORMAT = "tkchat-conversation"
 EXPORT_VERSION = 1
+
+
+class ExportStore(MessagesStore):
+    """Export and import, the store's part (mixed into
+    :class:`~tkchat.store.db.ConversationStore`, which gives the transactions, the clock and
+    the conversations). Each method runs on its caller's thread."""
+
+    def get(self, conversation_id: int) -> Conversation:
+        raise NotImplementedError  # ConversationStore's
+
+    def export_markdown(self, conversation_id: int) -> str:
+        """The conversation as readable Markdown: the title as ``#``, each message under a
+        ``##`` role heading, content verbatim (a code fence an interrupted answer left open
+        is closed, so it cannot swallow the headings after it)."""
+        conversation = self.get(conversation_id)
+        return to_markdown(conversation, self.messages(conversation_id))
+
+    def export_json(self, conversation_id: int) -> dict[str, Any]:
+        """The conversation in the versioned export shape (see :func:`to_export`)."""
+        conversation = self.get(conversation_id)
+        return to_export(conversation, self.messages(conversation_id), exported_at=self._clock())
+
+    def import_json(self, data: Mapping[str, Any] | str | bytes) -> Conversation:
+        """Add a conversation from an export (the dict, or the file's text/bytes) as a new
+        conversation with new ids, in one transaction. Anything malformed raises
+        ``StoreError(kind="invalid")`` naming the bad field; nothing is stored then."""
+        parsed = parse_export(data, now=self._clock())
+        now = self._clock()
+        with self._writing("import the conversation") as conn:
+            cursor = conn.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, "
+                "settings) VALUES (?, ?, ?, ?, ?)",
+                (parsed.title, parsed.created_at, now, parsed.system_prompt, parsed.settings),
+            )
+            conversation_id = cast(int, cursor.lastrowid)
+            for position, (role, content, status, created_at) in enumerate(parsed.messages):
+                conn.execute(
+                    "INSERT INTO messages (conversation_id, position, role, content, status, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (conversation_id, position, role, content, status, created_at),
+                )
+        return self.get(conversation_id)
+
 
 # --- Markdown -------------------------------------------------------------------------------
 
@@ -237,6 +284,7 @@ def _bad_file(problem: str) -> StoreError:
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "ExportStore",
     "ParsedExport",
     "close_fences",
     "parse_export",

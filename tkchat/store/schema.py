@@ -22,7 +22,7 @@ Schema (version 3)
 ``message_parts(message_id, text)``
     the text of an answer still streaming, one row per flush, in ``rowid`` order; moved into
     the message's ``content`` (and deleted) when the answer ends or the message is otherwise
-    written: see :mod:`tkchat.store.parts`. (Added in version 3: before it, every flush
+    written: see :mod:`tkchat.store.messages`. (Added in version 3: before it, every flush
     rewrote the whole answer.)
 ``answer_figures(message_id, slot, tokens, tokens_per_s, ttft_s, ended)``
     each answer version's figures, as LM Studio shows them under an answer: tokens, tokens/s,
@@ -89,7 +89,7 @@ _SCHEMA_2 = (
 )
 
 # Version 3: a streaming answer is saved as appended parts (linear bytes written, see
-# tkchat/store/parts.py). No index on message_id: the table holds only the parts of answers
+# tkchat/store/messages.py). No index on message_id: the table holds only the parts of answers
 # still streaming (a handful of rows per flush), so a scan costs nothing.
 _SCHEMA_3 = (
     """CREATE TABLE message_parts (

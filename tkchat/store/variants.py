@@ -1,13 +1,13 @@
-"""Versions of a regenerated answer and branches of an edited question: the statements.
+"""Versions of a regenerated answer and branches of an edited question.
 
-:class:`~tkchat.store.db.ConversationStore` owns the transactions and the public methods
-(their docstrings say what each does for a caller); the statements are here, as functions of
-the connection it holds, so the store's module stays about conversations and messages. How
-the versions are kept is in :mod:`tkchat.store.schema` (``message_variants``).
+:class:`VariantsStore` is their part of :class:`~tkchat.store.db.ConversationStore` (mixed
+into it, which owns the transactions): its methods' docstrings say what each does for a
+caller; the statements follow, as functions of the connection a transaction holds. How the
+versions are kept is in :mod:`tkchat.store.schema` (``message_variants``).
 
-A message that may still be streaming is collapsed first (:func:`~tkchat.store.parts.
-collapse`): the version put aside must hold all of its text. Every function runs inside the
-caller's transaction, on the caller's thread.
+A message that may still be streaming is collapsed first (:func:`~tkchat.store.messages.
+collapse`): the version put aside must hold all of its text. Everything runs on the
+caller's thread, inside the store's transaction.
 """
 
 from __future__ import annotations
@@ -16,24 +16,62 @@ import json
 import sqlite3
 
 from tkchat.store.errors import StoreError
-from tkchat.store.parts import collapse, read_messages
-from tkchat.store.records import ROLES, STATUSES, Role, Status, StoredMessage
+from tkchat.store.messages import MessagesStore, collapse, read_messages, touch
+from tkchat.store.records import ROLES, STATUSES, Role, Status, StoredMessage, text_value
 
 
-def not_found(conversation_id: int) -> StoreError:
-    return StoreError(f"There is no conversation {conversation_id}.", kind="not_found")
+class VariantsStore(MessagesStore):
+    """The versions' and branches' part of the conversation store, on its messages' part
+    (mixed into :class:`~tkchat.store.db.ConversationStore`, which gives the transactions and
+    the clock). Each method runs on its caller's thread, one short transaction, under the
+    store's lock."""
+
+    def new_variant(self, conversation_id: int) -> int:
+        """Regenerate: the conversation's last message (an answer) gets a new, empty version,
+        ``streaming``, which is shown from now on; the one shown so far is kept as a version.
+        Returns the message's id (the new text streams into it like into a new message)."""
+        with self._writing("keep the earlier answer") as conn:
+            return insert_variant(conn, conversation_id, self._clock())
+
+    def variant_texts(self, message_id: int) -> list[tuple[str, Status]]:
+        """Every version of a message, by slot, as (content, status); the one shown is read
+        from the message itself. A slot never written (cannot happen through this class)
+        reads as an empty complete message."""
+        shown = self.message(message_id)
+        with self._reading("read the answer's versions") as conn:
+            kept = kept_versions(conn, message_id)
+        kept[shown.variant] = (shown.content, shown.status)
+        return [kept.get(slot, ("", "complete")) for slot in range(shown.variants)]
+
+    def new_question_variant(self, conversation_id: int, position: int, text: str) -> int:
+        """Edit and resend: the question at ``position`` gets a new version, ``text``, shown
+        from now on, with nothing after it yet; the one shown so far is kept as a version
+        with the messages that followed it (its branch). Returns the question's id (its
+        answer is then added after it as usual)."""
+        content = text_value(text, "message")
+        with self._writing("keep the earlier question") as conn:
+            return insert_question_variant(conn, conversation_id, position, content, self._clock())
+
+    def variant_tails(self, message_id: int) -> list[list[tuple[Role, str, Status]]]:
+        """For each version of a question, by slot, the messages of its branch as (role,
+        content, status); the version shown has [] here (its branch is the conversation
+        itself), and so has every version of an answer."""
+        shown = self.message(message_id)
+        with self._reading("read the question's branches") as conn:
+            rows = kept_tails(conn, message_id)
+        tails = {slot: tail_from_json(tail) for slot, tail in rows.items() if slot != shown.variant}
+        return [tails.get(slot, []) for slot in range(shown.variants)]
+
+    def choose_variant(self, message_id: int, slot: int) -> None:
+        """Show version ``slot`` of a message: the conversation continues from it, export
+        writes it. The version shown so far is kept. For a question, the branches are
+        swapped too: the messages after it are put aside with the version shown so far,
+        and those of the chosen version's branch take their place (one transaction)."""
+        with self._writing("choose the version shown") as conn:
+            swap_in_variant(conn, message_id, slot, self._clock())
 
 
-def touch(conn: sqlite3.Connection, conversation_id: int, now: float) -> None:
-    """The conversation was written to now (it moves to the top of the list)."""
-    cursor = conn.execute(
-        "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
-    )
-    if cursor.rowcount == 0:
-        raise not_found(conversation_id)
-
-
-def new_variant(conn: sqlite3.Connection, conversation_id: int, now: float) -> int:
+def insert_variant(conn: sqlite3.Connection, conversation_id: int, now: float) -> int:
     """See ``ConversationStore.new_variant``."""
     touch(conn, conversation_id, now)
     last = _last_message(conn, conversation_id)
@@ -63,7 +101,7 @@ def kept_tails(conn: sqlite3.Connection, message_id: int) -> dict[int, str | Non
     return dict(rows)
 
 
-def new_question_variant(
+def insert_question_variant(
     conn: sqlite3.Connection, conversation_id: int, position: int, content: str, now: float
 ) -> int:
     """See ``ConversationStore.new_question_variant``."""
@@ -82,7 +120,7 @@ def new_question_variant(
     return question.id
 
 
-def choose_variant(conn: sqlite3.Connection, message_id: int, slot: int, now: float) -> None:
+def swap_in_variant(conn: sqlite3.Connection, message_id: int, slot: int, now: float) -> None:
     """See ``ConversationStore.choose_variant``."""
     collapse(conn, [message_id])
     found = read_messages(conn, "WHERE id = ?", (message_id,))
@@ -159,14 +197,13 @@ def _last_message(conn: sqlite3.Connection, conversation_id: int) -> StoredMessa
 
 
 __all__ = [
-    "choose_variant",
+    "VariantsStore",
     "cut_tail",
     "keep_shown",
     "kept_tails",
     "kept_versions",
-    "new_question_variant",
-    "new_variant",
-    "not_found",
+    "swap_in_variant",
+    "insert_question_variant",
+    "insert_variant",
     "tail_from_json",
-    "touch",
 ]

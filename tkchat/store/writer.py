@@ -9,7 +9,7 @@ A streaming answer grows through :meth:`StoreWriter.append`: the text is coalesc
 and written in one transaction at most ``flush_interval`` seconds (0.15 s) after it arrived,
 so a ``kill -9`` loses at most about the last 0.2 s of an answer, from its first moments on,
 and a flood of tokens costs a few small transactions a second, not one per token. Each
-flush writes only its own text (an appended part, :mod:`tkchat.store.parts`), so the bytes
+flush writes only its own text (an appended part, :mod:`tkchat.store.messages`), so the bytes
 written grow linearly with the answer. Its end — the last text, the final content and the
 status — is one transaction; then the write-ahead log is emptied
 (:meth:`~tkchat.store.db.ConversationStore.checkpoint`).

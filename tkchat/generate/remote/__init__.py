@@ -2,8 +2,12 @@
 
 - :mod:`.backend` — :class:`RemoteBackend`, the :class:`~tkchat.generate.backend.Backend`
   the worker streams from; it picks the protocol when it loads;
-- :mod:`.http` — the plumbing: connecting, reads that poll so Stop is noticed, the connect
-  and idle timeouts, the caps on bodies, and the check that an answer is an event stream;
+- :mod:`.http` — the client: a server's address and token, one connection per request,
+  the failures of a request in one sentence each;
+- :mod:`.polling` — no wait longer than a poll, so Stop is noticed: the connect, the reads,
+  the idle and event timeouts and a short request's deadline;
+- :mod:`.bodies` — reading the answers: an event stream as it arrives (checked on its first
+  line), a JSON body, each within its cap;
 - :mod:`.tkchat_protocol` — ``tkchat serve``'s own event contract over SSE;
 - :mod:`.openai_protocol` — ``/v1/chat/completions`` streaming, as llama.cpp's server,
   llama-cpp-python's, Ollama, vLLM and LM Studio speak it;

@@ -10,6 +10,7 @@ Pure functions and exception classes: safe on any thread.
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from tkchat.generate.backend import BackendError
@@ -72,3 +73,16 @@ def error_detail(body: Any) -> str:
 def snippet(text: str, limit: int = 80) -> str:
     """Quoted, with escapes: what a broken answer looked like, garbage bytes included."""
     return repr(cut(text, limit))
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong with a connection, in a few words (for the end of a sentence)."""
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror or exc})"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (is the server running?)"
+    if isinstance(exc, TimeoutError):
+        return str(exc) or "timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -8,12 +8,12 @@ the window, never as a hang or a traceback:
 - an HTTP error status (the server's own error message is shown when it sent JSON);
 - an answer that is not an event stream (checked on its first line, before parsing).
 
-Stop has to reach the server at once, even while the server says nothing. So no read blocks
-for long: once the request is sent the socket's timeout is ``POLL_S``, and the raw reader
-under ``http.client`` (:class:`PollingReader`) retries each timed-out read after checking
-Stop and the idle deadline (:class:`Watch`). The connect is non-blocking and polled the same
-way. On Stop the connection is shut down, so a good server sees the disconnect and stops
-generating.
+This module is the client: a server's address, its requests and their failures
+(:class:`HttpClient`, :class:`Exchange`). Beside it, :mod:`.polling` makes every wait short
+(Stop has to reach the server at once, even while the server says nothing: no read blocks
+for longer than ``POLL_S``, and the connect is polled the same way), and :mod:`.bodies`
+reads the answers. On Stop the connection is shut down, so a good server sees the
+disconnect and stops generating.
 
 Everything runs on the thread that owns the exchange — the worker for a generation, the
 loader for the ``GET`` requests of ``load()`` — except :meth:`Exchange.abort` and
@@ -24,99 +24,26 @@ the typical server is on this machine or this network.
 
 from __future__ import annotations
 
-import errno
 import functools
 import http.client
-import io
 import json
-import os
-import select
 import socket
 import ssl
 import threading
-import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tkchat.generate.remote.errors import (
-    Cancelled,
-    RemoteError,
-    bad_stream,
-    closed_mid_answer,
-    error_detail,
-    snippet,
-)
+from tkchat.generate.remote.bodies import read_events, read_json
+from tkchat.generate.remote.errors import RemoteError, bad_stream, describe, error_detail
+from tkchat.generate.remote.polling import POLL_S, PollingResponse, connect
 from tkchat.generate.remote.watch import Watch
-from tkchat.limits import (
-    EVENT_TIMEOUT_S,
-    HANDSHAKE_TIMEOUT_S,
-    MAX_BYTES_WITHOUT_EVENT,
-    MAX_JSON_BYTES,
-    MAX_RESPONSE_BYTES,
-)
-from tkchat.transport.sse import SSEError, SSEMessage, SSEParser, can_start_stream, first_line
+from tkchat.limits import EVENT_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
+from tkchat.transport.sse import SSEMessage
 
 TOKEN_ENV_VAR = "TKCHAT_SERVER_TOKEN"  # the bearer token, when none is given in code
-POLL_S = 0.1  # longest a read blocks before Stop and the idle deadline are checked again
-READ_BYTES = 64 * 1024  # one read from the socket, and the response's buffer
-UTF8_BOM = b"\xef\xbb\xbf"  # may start an event stream (the parser skips it)
 
-
-class PollingReader(io.RawIOBase):
-    """The socket as a raw stream for ``http.client``, whose reads never block for long.
-
-    The socket's timeout is ``POLL_S``; a read that times out is retried once the watch has
-    been checked. (``socket.makefile`` cannot do this: after one timeout its file refuses
-    every further read.) Any byte received counts as the server being alive, SSE keep-alive
-    comments included: a server that says "still working" is not stalled.
-    """
-
-    def __init__(self, sock: socket.socket, watch: Watch) -> None:
-        super().__init__()
-        self._sock = sock
-        self._watch = watch
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while True:
-            self._watch.check()
-            try:
-                count = self._sock.recv_into(buffer)
-            except (TimeoutError, InterruptedError):
-                continue
-            if count:
-                self._watch.touch()
-            return count
-
-
-class PollingResponse(http.client.HTTPResponse):
-    """An ``HTTPResponse`` that reads through a :class:`PollingReader`."""
-
-    def __init__(
-        self,
-        sock: socket.socket,
-        debuglevel: int = 0,
-        method: str | None = None,
-        url: str | None = None,
-        *,
-        watch: Watch,
-    ) -> None:
-        super().__init__(sock, debuglevel, method=method, url=url)
-        self.watch = watch  # (read_events tells it of each event)
-        # The stdlib's socket file is kept (unread) only for its reference on the socket:
-        # ``getresponse`` closes the connection when the answer is close-delimited, and the
-        # socket must live on until this response is closed — as with a plain HTTPResponse.
-        self._socket_file = self.fp
-        self.fp = io.BufferedReader(PollingReader(sock, watch), buffer_size=READ_BYTES)
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._socket_file.close()
+__all__ = ["POLL_S", "TOKEN_ENV_VAR", "Exchange", "HttpClient", "split_server_url"]
 
 
 class Exchange:
@@ -244,6 +171,23 @@ class HttpClient:
         """Worker or loader thread. Connect, send, read the status line and headers. Raises
         RemoteError (or Cancelled); on success the caller owns the exchange and must
         :meth:`release` it."""
+        exchange = Exchange(*self._connection(watch))
+        with self._lock:
+            self._exchanges.add(exchange)
+        try:
+            self._send(exchange, method, path, body, watch, accept)
+            assert exchange.response is not None
+            if exchange.response.status == 401:
+                # Whatever the request (a load's /health or a chat), a refused token is
+                # the same one sentence, never "not tkchat nor OpenAI-compatible".
+                raise self.unauthorized(path)
+        except BaseException:
+            self.release(exchange)
+            raise
+        return exchange
+
+    def _connection(self, watch: Watch) -> tuple[http.client.HTTPConnection, socket.socket]:
+        """A connection on a socket of ours (TLS for https), whose reads are short polls."""
         sock = self._connect(watch)
         conn: http.client.HTTPConnection
         if self.scheme == "https":
@@ -264,54 +208,55 @@ class HttpClient:
         conn.response_class = functools.partial(  # type: ignore[assignment]
             PollingResponse, watch=watch
         )
-        exchange = Exchange(conn, sock)
-        with self._lock:
-            self._exchanges.add(exchange)
+        return conn, sock
+
+    def _send(
+        self,
+        exchange: Exchange,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        watch: Watch,
+        accept: str,
+    ) -> None:
+        """Send the request and read the answer's status line and headers into
+        ``exchange.response``; each way this fails is one sentence (RemoteError)."""
+        headers = {"Accept": accept}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
         try:
-            headers = {"Accept": accept}
-            if self.token:
-                headers["Authorization"] = f"Bearer {self.token}"
-            data = None
-            if body is not None:
-                data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-                headers["Content-Type"] = "application/json"
-            try:
-                conn.request(method, self.base + path, body=data, headers=headers)
-            except OSError as exc:
-                raise RemoteError(
-                    f"The server at {self.base_url} closed the connection while "
-                    f"the request was sent: {_describe(exc)}",
-                    kind="server_disconnected",
-                ) from exc
-            # From here every read is a short poll (see PollingReader).
-            sock.settimeout(POLL_S)
-            watch.sent()
-            try:
-                exchange.response = conn.getresponse()
-            except (http.client.RemoteDisconnected, ConnectionError) as exc:
-                raise RemoteError(
-                    f"The server at {self.base_url} closed the connection "
-                    f"without answering ({_describe(exc)})",
-                    kind="server_disconnected",
-                ) from exc
-            except http.client.HTTPException as exc:
-                raise RemoteError(
-                    f"The server at {self.base_url} did not answer in HTTP ({_describe(exc)})",
-                    kind="bad_stream",
-                ) from exc
-            except OSError as exc:
-                raise RemoteError(
-                    f"The connection to {self.base_url} failed: {_describe(exc)}",
-                    kind="server_disconnected",
-                ) from exc
-            if exchange.response.status == 401:
-                # Whatever the request (a load's /health or a chat), a refused token is
-                # the same one sentence, never "not tkchat nor OpenAI-compatible".
-                raise self.unauthorized(path)
-        except BaseException:
-            self.release(exchange)
-            raise
-        return exchange
+            exchange.conn.request(method, self.base + path, body=data, headers=headers)
+        except OSError as exc:
+            raise RemoteError(
+                f"The server at {self.base_url} closed the connection while "
+                f"the request was sent: {describe(exc)}",
+                kind="server_disconnected",
+            ) from exc
+        # From here every read is a short poll (see PollingReader).
+        exchange.sock.settimeout(POLL_S)
+        watch.sent()
+        try:
+            exchange.response = exchange.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError) as exc:
+            raise RemoteError(
+                f"The server at {self.base_url} closed the connection "
+                f"without answering ({describe(exc)})",
+                kind="server_disconnected",
+            ) from exc
+        except http.client.HTTPException as exc:
+            raise RemoteError(
+                f"The server at {self.base_url} did not answer in HTTP ({describe(exc)})",
+                kind="bad_stream",
+            ) from exc
+        except OSError as exc:
+            raise RemoteError(
+                f"The connection to {self.base_url} failed: {describe(exc)}",
+                kind="server_disconnected",
+            ) from exc
 
     def release(self, exchange: Exchange) -> None:
         """The owning thread. Close the exchange (at once: Stop, an error, or the end)."""
@@ -365,176 +310,16 @@ class HttpClient:
 
     def unreachable(self, exc: BaseException) -> RemoteError:
         return RemoteError(
-            f"Cannot reach the server at {self.base_url}: {_describe(exc)}",
+            f"Cannot reach the server at {self.base_url}: {describe(exc)}",
             kind="server_unreachable",
         )
 
     # -- connecting -------------------------------------------------------------------------
 
     def _connect(self, watch: Watch) -> socket.socket:
-        """Worker or loader thread. A connected TCP socket, or RemoteError("Cannot reach
-        ..."). The connect is non-blocking, polled every ``POLL_S``, so that Stop is honoured
-        even while a firewall drops our packets; the whole attempt (all addresses of the host)
-        takes at most ``connect_timeout``. (Name resolution itself cannot be interrupted.)"""
+        """Worker or loader thread. A connected TCP socket (:func:`.polling.connect`: Stop is
+        honoured while it waits), or RemoteError("Cannot reach ...")."""
         try:
-            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
-        except OSError as exc:  # socket.gaierror: unknown host, no DNS
+            return connect(self.host, self.port, self.connect_timeout, watch)
+        except OSError as exc:  # socket.gaierror too: unknown host, no DNS
             raise self.unreachable(exc) from exc
-        deadline = time.monotonic() + self.connect_timeout
-        error: OSError = TimeoutError("no address to connect to")
-        for family, kind, proto, _name, address in infos:
-            sock = socket.socket(family, kind, proto)
-            try:
-                sock.setblocking(False)
-                code = sock.connect_ex(address)
-                if code not in (
-                    0,
-                    errno.EINPROGRESS,
-                    errno.EWOULDBLOCK,
-                    errno.EAGAIN,
-                    getattr(errno, "WSAEWOULDBLOCK", -1),
-                ):
-                    raise OSError(code, _strerror(code))
-                while code != 0:
-                    if watch.cancelled():
-                        raise Cancelled
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise TimeoutError(f"no answer within {self.connect_timeout:g} s")
-                    _, writable, failed = select.select([], [sock], [sock], min(POLL_S, left))
-                    if writable or failed:
-                        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                        if code:
-                            raise OSError(code, _strerror(code))
-                        break
-                sock.settimeout(self.connect_timeout)  # blocking again, for TLS and sending
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return sock
-            except Cancelled:
-                sock.close()
-                raise
-            except OSError as exc:
-                sock.close()
-                error = exc
-        raise self.unreachable(error)
-
-
-# -- reading bodies (the owning thread) ------------------------------------------------------
-
-
-def read_events(  # noqa: C901 - a debt (tests/test_architecture.py)
-    response: http.client.HTTPResponse, on_event: Callable[[], None] | None = None
-) -> Iterator[SSEMessage]:
-    """The SSE messages of a streaming answer, as they arrive; ends at the end of the body.
-    The first line is checked before anything is parsed, so that an HTML page or a JSON
-    document says what it is instead of "closed mid-answer".
-
-    Memory stays bounded whatever the server sends (:mod:`tkchat.limits`): at most
-    ``MAX_RESPONSE_BYTES`` in all, and at most ``MAX_BYTES_WITHOUT_EVENT`` in a row that
-    complete no event — a server sending blank lines or comments forever keeps the idle
-    timer happy, but is not answering. ``on_event`` is told of each event (the watch's
-    event clock: a stream of keep-alives alone ends after ``event_timeout``)."""
-    parser = SSEParser()
-    head = bytearray()
-    checked = False
-    total = 0
-    idle_bytes = 0  # bytes since the last event (or the start)
-    while True:
-        try:
-            data = response.read1(READ_BYTES)
-        except http.client.IncompleteRead as exc:
-            raise closed_mid_answer() from exc
-        except http.client.HTTPException as exc:  # e.g. a garbage chunk-size line
-            raise bad_stream(f"broken HTTP framing ({_describe(exc)})") from exc
-        except OSError as exc:  # reset by the peer, or aborted by close()
-            raise closed_mid_answer() from exc
-        total += len(data)
-        idle_bytes += len(data)
-        if total > MAX_RESPONSE_BYTES:
-            raise bad_stream(f"it is longer than {MAX_RESPONSE_BYTES >> 20} MB")
-        if idle_bytes > MAX_BYTES_WITHOUT_EVENT:
-            raise bad_stream(f"{idle_bytes >> 10} kB in a row without one event")
-        if not checked:
-            if not data and not head:
-                return  # an empty body: the protocol reports "closed mid-answer"
-            # Blank lines in front are legal: drop them as they come, so that the head
-            # never holds more than one read and the sniffed first line.
-            head += data
-            bom = len(UTF8_BOM) if head.startswith(UTF8_BOM) else 0
-            blank = len(head) - bom - len(bytes(head[bom:]).lstrip(b"\r\n"))
-            del head[bom : bom + blank]
-            if len(head) == bom and data:
-                continue
-            line = first_line(bytes(head), at_end=not data)
-            if line is None:
-                continue  # not a whole line yet
-            _check_stream_start(line)
-            checked, data = True, bytes(head)
-            head.clear()
-        if not data:
-            return
-        try:
-            messages = parser.feed(data)
-        except SSEError as exc:  # a line or an event of megabytes: not a chat answer
-            raise bad_stream(str(exc)) from exc
-        if messages:
-            idle_bytes = 0
-            if on_event is not None:
-                on_event()
-        yield from messages
-
-
-def _check_stream_start(line: bytes) -> None:
-    """Raise unless ``line`` (the first of a body) can begin an event stream."""
-    if not line or can_start_stream(line):
-        return  # an empty body: the protocol reports "closed mid-answer"
-    if line.startswith(b"error:"):
-        # llama.cpp's server writes a failure before the first token as an ``error:`` line.
-        try:
-            detail = json.loads(line[len(b"error:") :])
-        except (ValueError, RecursionError):
-            detail = None
-        if detail is not None:
-            raise RemoteError(
-                "The server reported an error" + error_detail(detail), kind="server_error"
-            )
-    raise bad_stream(f"it starts with {snippet(line.decode('utf-8', 'replace'))}")
-
-
-def read_json(response: http.client.HTTPResponse) -> Any:
-    """The body as JSON, or a string (short text bodies), or None. Reads at most
-    ``MAX_JSON_BYTES`` (give or take one read)."""
-    body = b""
-    while len(body) < MAX_JSON_BYTES:
-        try:
-            data = response.read1(READ_BYTES)
-        except (http.client.HTTPException, OSError):
-            break  # the status line already tells the story; the body is a bonus
-        if not data:
-            break
-        body += data
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested thousands deep
-        content_type = (response.getheader("Content-Type") or "").lower()
-        return text if text and content_type.startswith("text/plain") else None
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, socket.gaierror):
-        return f"unknown host ({exc.strerror or exc})"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused (is the server running?)"
-    if isinstance(exc, TimeoutError):
-        return str(exc) or "timed out"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
-def _strerror(code: int) -> str:
-    try:
-        return os.strerror(code)
-    except ValueError:
-        return f"error {code}"

@@ -3,7 +3,7 @@
 A remote server can fail by saying nothing (a hung model), by saying "still here" and nothing
 else (keep-alive comments forever), or by answering a byte at a time (a ``/health`` that
 trickles). Each has its deadline here, each checked at every poll of the reader
-(:class:`tkchat.generate.remote.http.PollingReader`), and each ends the exchange with one
+(:class:`tkchat.generate.remote.polling.PollingReader`), and each ends the exchange with one
 sentence:
 
 - ``idle_timeout``: no byte at all for that long (reset by every byte);

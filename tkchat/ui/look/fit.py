@@ -163,6 +163,25 @@ def insert_breakable(widget: tk.Text, text: str, tags: tuple[str, ...]) -> None:
         widget.insert("end", args[0], *args[1:])
 
 
+def breakable_runs(
+    runs: list[tuple[str, tuple[str, ...]]], keep: Callable[[tuple[str, ...]], bool]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """(text, tags) runs made :func:`breakable`, each break mark a run of its own: a space in
+    :data:`BREAK_TAG` (what :func:`insert_breakable` inserts). Runs whose tags ``keep``
+    (code) stay as they are."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for text, tags in runs:
+        if keep(tags):
+            out.append((text, tags))
+            continue
+        for number, piece in enumerate(breakable(text).split(BREAK_OPPORTUNITY)):
+            if number:
+                out.append((" ", (*tags, BREAK_TAG)))
+            if piece:
+                out.append((piece, tags))
+    return out
+
+
 def text_as_written(widget: tk.Text, start: str = "1.0", end: str = "end-1c") -> str:
     """The text of ``widget`` between ``start`` and ``end`` without the break spaces of
     :func:`insert_breakable` (what the reader sees, as it was written)."""

@@ -7,6 +7,16 @@ rule, and code gets Pygments' colours). tkhtmlview tags every run with a fresh t
 fresh font; copying maps each style to one shared transcript tag, so 200 answers still mean a
 few dozen tags, not thousands.
 
+A page rather than a chat (``page=True``: the lesson panel) gets a little more: pipe tables
+drawn as aligned columns (a table that fits one piece), list items whose wrapped lines hang
+under their text (both laid out in :mod:`.markdown_layout`), Chinese that breaks between its
+characters as in print (:func:`~tkchat.ui.look.fit.breakable`), and runs that also say what
+they are, for the view to style as it likes (the panel gives headings its fonts and colour,
+and code no wrapping): a heading's level (:data:`HEADING_TAGS`), the code of a code block
+(:data:`CODE_BLOCK_TAG`), inline code (:data:`INLINE_CODE_TAG`), the blank line under a
+heading (:data:`HEADING_GAP_TAG`, which the painter asks for: :meth:`MarkdownLooks.gap_tags`).
+The transcript's answers get none of it: every tag a Text widget has slows its deletes down.
+
 A style's tag is configured once, when the style is first seen, and only again when the
 user changes the theme or the font size. Configuring a tag no text has yet costs Tk nothing
 afterwards; configuring the font of a tag that covers text makes Tk measure every line it
@@ -22,10 +32,19 @@ import tkinter.font as tkfont
 from typing import Any
 
 from tkchat.render.safe_markdown import Look, Piece, block_to_html, highlight, lexer_ready, restyle
+from tkchat.render.syntax import ATX_RE
+from tkchat.render.tables import pipe_table
+from tkchat.ui.look.fit import breakable_runs
 from tkchat.ui.look.html_fonts import share_fonts
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript.markdown_layout import (
+    TABLE_HEAD_TAG,
+    TABLE_TAG,
+    ListHanging,
+    TableLayout,
+)
 
 LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lexer to load
 COPY_CODE_TAG = "copy-code"  # the "Copy code" link in each fenced code block's header
@@ -34,6 +53,14 @@ CODE_HEAD_TAG = "md-code-head"  # a code block's header line: its background
 CODE_LANG_TAG = "md-code-lang"  # the language's name in it
 QUOTE_TAG = "md-quote"
 RULE_TAG = "md-rule"
+# What a run is, for a view to style (the looks configure none of them):
+HEADING_TAGS = tuple(f"md-h{level}" for level in range(1, 7))  # a heading, by its level
+CODE_BLOCK_TAG = "md-codeblock"  # the code of a code block (not its header line)
+HEADING_GAP_TAG = "md-heading-gap"  # the blank line between a heading and the next block
+INLINE_CODE_TAG = "md-inline-code"
+_UNBREAKABLE = frozenset(
+    {CODE_BLOCK_TAG, CODE_HEAD_TAG, INLINE_CODE_TAG, TABLE_TAG, TABLE_HEAD_TAG}
+)
 # Sizes on tkhtmlview's scale (a 14-point body), so a new body size rescales them all.
 CODE_HTML_SIZE = 13
 LABEL_HTML_SIZE = 11
@@ -45,15 +72,26 @@ StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ..
 class MarkdownLooks:
     """The runs of a piece, and every tag and font they use. Main thread only."""
 
-    def __init__(self, text: tk.Text, scheduler: AfterScheduler) -> None:
+    def __init__(
+        self,
+        text: tk.Text,
+        scheduler: AfterScheduler,
+        *,
+        page: bool = False,
+    ) -> None:
+        """``page``: the looks of a page rather than a chat (see the module docstring)."""
         from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
 
         share_fonts(html_parser)
         self.text = text
         self.scheduler = scheduler
+        self.page = page
+        self._lists = ListHanging(text)
         # Off-screen, never packed: tkhtmlview renders here, we copy the result out.
         self._scratch = HTMLText(text.winfo_toplevel(), background=text.cget("background"))
         self._styles: dict[StyleKey, str] = {}
+        self._mono_styles: set[str] = set()  # the styles of code
+        self._code_roles = (CODE_BLOCK_TAG,) if page else ()  # a code block's code says so
         self._code_tags: dict[Look, str] = {}
         # Named fonts, kept alive while tags use them, with tkhtmlview's size for each (a
         # 14-point body), so a new body size can rescale them all.
@@ -62,21 +100,41 @@ class MarkdownLooks:
         self._configure_tags()
 
     def runs(self, piece: Piece) -> list[Run]:
-        """One piece's runs, rendered now (code and rules here, the rest off-screen by
+        """One piece's runs, rendered now (code, rules and tables here, the rest off-screen by
         tkhtmlview and copied out)."""
         if piece.kind in ("fence", "code"):
-            return self._code_runs(piece)
-        if piece.kind == "hr":
+            runs = self._code_runs(piece)
+        elif piece.kind == "hr":
             return [("\n", (RULE_TAG,))]
-        runs = self._html_runs(piece.markdown)
-        if piece.kind == "quote":
-            runs = [(chunk, (*tags, QUOTE_TAG)) for chunk, tags in runs]
+        elif self.page and piece.kind == "para" and (rows := pipe_table(piece.markdown)):
+            return self._tables.runs(rows)
+        else:
+            runs = self._html_runs(piece.markdown)
+            if self.page and piece.kind == "list":
+                runs = self._lists.hang(runs)
+            extra = (
+                QUOTE_TAG if piece.kind == "quote" else _heading_tag(piece) if self.page else None
+            )
+            if extra:
+                runs = [(chunk, (*tags, extra)) for chunk, tags in runs]
+        if self.page:
+            runs = breakable_runs(runs, lambda tags: not _UNBREAKABLE.isdisjoint(tags))
         return runs
+
+    def gap_tags(self, after: str) -> tuple[str, ...]:
+        """The tags of the blank line between a block of kind ``after`` and the next."""
+        return (HEADING_GAP_TAG,) if self.page and after == "heading" else ()
 
     def set_body_size(self, size: int) -> None:
         """Rescale every rendered style to a new body font size (the font size setting)."""
         for font, html_size in self._fonts:
             font.configure(size=_scaled(html_size, size))
+        if self.page:
+            self._tables.measure_again()
+
+    def close(self) -> None:
+        """The view is going away: so does the off-screen widget (a child of the window)."""
+        self._scratch.destroy()
 
     # -- a piece -> runs -----------------------------------------------------------------------
 
@@ -95,7 +153,7 @@ class MarkdownLooks:
                 if value in active:
                     active.remove(value)
             elif key == "text" and value:
-                style = (self._style_tag(active[-1] if active else None),)
+                style = self._style_tags(active[-1] if active else None)
                 if runs and runs[-1][1] == style:
                     runs[-1] = (runs[-1][0] + value, style)
                 else:
@@ -110,8 +168,13 @@ class MarkdownLooks:
             runs[0] = (chunk.lstrip("\n"), style)
             if not runs[0][0]:
                 runs.pop(0)
-        runs.append(("\n", runs[-1][1] if runs else (self._style_tag(None),)))
+        runs.append(("\n", runs[-1][1] if runs else self._style_tags(None)))
         return runs
+
+    def _style_tags(self, scratch_tag: str | None) -> tuple[str, ...]:
+        """The run's style tag, and :data:`INLINE_CODE_TAG` if it is code."""
+        tag = self._style_tag(scratch_tag)
+        return (tag, INLINE_CODE_TAG) if self.page and tag in self._mono_styles else (tag,)
 
     def _code_runs(self, piece: Piece) -> list[Run]:
         """A code block: on its first piece a header line (the language, then the copy link,
@@ -125,7 +188,7 @@ class MarkdownLooks:
         for chunk, look in highlight(
             piece.code_text() + "\n", piece.lang, self.palette.pygments_style
         ):
-            runs.append((chunk, (self._code_tag(look),)))
+            runs.append((chunk, (self._code_tag(look), *self._code_roles)))
         return runs
 
     def _code_tag(self, look: Look) -> str:
@@ -186,6 +249,9 @@ class MarkdownLooks:
         # newline's background to the right edge, so the rule is as wide as the text.
         self._rule_font = lasting_font(root=self.text, family=base, size=-2)
         self.text.tag_configure(RULE_TAG, font=self._rule_font)
+        if self.page:
+            head = self._font(base, 14, weight="bold")
+            self._tables = TableLayout(self.text, self._font(base, 14), head)
         self._colour_tags()
 
     def _colour_tags(self) -> None:
@@ -200,6 +266,8 @@ class MarkdownLooks:
             foreground=palette.muted,
         )
         self.text.tag_configure(RULE_TAG, background=palette.border)
+        if self.page:
+            self._tables.set_palette(palette)
 
     def _font(
         self,
@@ -246,6 +314,8 @@ class MarkdownLooks:
         if tag is None:
             tag = f"md-style-{len(self._styles)}"
             self._styles[key] = tag
+            if dict(key[0]).get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
+                self._mono_styles.add(tag)
             self.text.tag_configure(tag, **self._tag_options(key))
             self.text.tag_lower(tag)  # message tags (colours, margins) stay on top
         return tag
@@ -295,6 +365,12 @@ class MarkdownLooks:
             if wanted in families:
                 return families[wanted]
         return "TkFixedFont"
+
+
+def _heading_tag(piece: Piece) -> str | None:
+    """The tag of a heading's level (an ``#`` heading; None for any other piece)."""
+    found = ATX_RE.match(piece.markdown) if piece.kind == "heading" else None
+    return HEADING_TAGS[len(found.group("marks")) - 1] if found else None
 
 
 def body_family(widget: tk.Misc) -> str:

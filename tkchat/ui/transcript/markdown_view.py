@@ -35,6 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tkchat.limits import DISPLAY_LINE_CHARS
 from tkchat.render.safe_markdown import (
     BlockStream,
     Piece,
@@ -100,6 +101,7 @@ class PaintJob:
     pieces: list[Piece] = field(default_factory=list)  # its pieces
     next_piece: int = 0
     inserted_any: bool = False
+    last_kind: str = ""  # the kind of block the last piece inserted was of
 
     @property
     def ended(self) -> bool:
@@ -115,12 +117,20 @@ class MarkdownPainter:
         scheduler: AfterScheduler,
         *,
         copy_code_label: Callable[[], str] = lambda: "Copy code",
+        looks: MarkdownLooks | None = None,
+        follow_end: bool = True,
+        display_limit: int = DISPLAY_LINE_CHARS,
     ) -> None:
         """``copy_code_label()`` is the text of each code block's copy link (translated by
-        the caller)."""
+        the caller); ``looks``: how the text looks (by default the transcript's);
+        ``follow_end=False``: a reader at the end is not kept there (:class:`ViewKeeper`);
+        ``display_limit``: the longest line shown without a line end added, as the text
+        was written (:func:`~tkchat.render.soft_breaks.soft_break` with that limit)."""
         self.text = text
         self.scheduler = scheduler
-        self.looks = MarkdownLooks(text, scheduler)
+        self.follow_end = follow_end
+        self.display_limit = display_limit
+        self.looks = MarkdownLooks(text, scheduler) if looks is None else looks
         self.copy_code_label = copy_code_label
         # Each "Copy code" link has a mark at its start, named "code_N", and this maps the
         # mark to the code the link copies. Marks, not a tag per link: every tag a Text
@@ -178,7 +188,13 @@ class MarkdownPainter:
         number = next(_job_numbers)
         # No "-" in these names: in "md_plain_3 + 2 lines" Tk would split the name there.
         job = PaintJob(
-            start_mark, end_mark, f"md_shown_{number}", f"md_plain_{number}", extra_tags, on_done
+            start_mark,
+            end_mark,
+            f"md_shown_{number}",
+            f"md_plain_{number}",
+            extra_tags,
+            on_done,
+            BlockStream(self.display_limit),
         )
         for mark in (job.shown_mark, job.plain_mark):
             self.text.mark_set(mark, start_mark)
@@ -218,10 +234,17 @@ class MarkdownPainter:
             self.drop(job)
         self.scheduler.cancel("markdown")
 
+    def close(self) -> None:
+        """The text widget is going away before the window does (the lesson panel closed):
+        forget every job, and let the looks' off-screen widget go."""
+        self.cancel()
+        self.looks.close()
+
     # -- one slice per callback ----------------------------------------------------------------
 
     def _slice(self) -> None:
-        self._paint(ViewKeeper(self.text), SLICE_BUDGET_MS, in_tick=False)
+        keeper = ViewKeeper(self.text, follow_end=self.follow_end)
+        self._paint(keeper, SLICE_BUDGET_MS, in_tick=False)
 
     def _paint(self, keeper: ViewKeeper, budget_ms: float, *, in_tick: bool) -> None:
         """Paint within ``budget_ms``, then arrange for the rest: another slice soon, or
@@ -365,8 +388,9 @@ class MarkdownPainter:
         tags = (HIDDEN_TAG, *job.extra_tags) if hidden else job.extra_tags
         args: list[object] = []
         newlines = 0
-        if job.inserted_any:
-            args += ["\n", tags]  # blocks are separated by one blank line
+        if job.inserted_any and piece.first:  # (a block's pieces follow each other)
+            # blocks are separated by one blank line (on a page, one after a heading says so)
+            args += ["\n", (*tags, *self.looks.gap_tags(job.last_kind))]
             newlines += 1
         link = False
         for chunk, run_tags in runs:
@@ -384,6 +408,7 @@ class MarkdownPainter:
             self.codes[mark] = piece.code or ""
         self.text.mark_set(job.plain_mark, f"{job.plain_mark} + {newlines} lines")
         job.inserted_any = True
+        job.last_kind = piece.kind
 
     def _swap(self, job: PaintJob, keeper: ViewKeeper) -> None:
         """The block's pieces are all in: delete its plain lines, show the rendered ones (two
@@ -448,7 +473,7 @@ class MarkdownPainter:
             self._cache.move_to_end(piece)
             return cached
         began = time.perf_counter()
-        self._cache[piece] = runs = soft_break_runs(self.looks.runs(piece))
+        self._cache[piece] = runs = soft_break_runs(self.looks.runs(piece), self.display_limit)
         if len(piece.markdown) >= 40:  # learn the cost per character; short ones are overhead
             observed = (time.perf_counter() - began) * 1000 / len(piece.markdown)
             self._ms_per_char = max(observed, 0.7 * self._ms_per_char + 0.3 * observed)

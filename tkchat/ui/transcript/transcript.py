@@ -9,18 +9,13 @@ A line longer than :data:`~tkchat.limits.DISPLAY_LINE_CHARS` is shown with line 
 line of megabytes froze the window. Only the widget sees them; a message's ``text`` (what Copy,
 export and history use) is always exactly what arrived.
 
-Every message starts with a header line ("You · Copy · Edit", "Assistant · Copy"): the links
-are text with a tag, not widgets, so 200 messages cost no widgets at all. A click finds its
-message by comparing the click's index with each message's ``head_mark`` (a binary search).
-
-An answer regenerated keeps its earlier versions: its header then also shows "◀ 2/3 ▶", links
-drawn the same way (not links while that answer streams). Showing another version replaces
-the answer's text and its end note ([stopped], the error) in place, and paints it in slices
-like a saved answer; what follows it on screen does not move. A question edited and sent
-again has versions too, each with the branch that followed it (ui/chats/answer_versions.py).
-
-Only the answers near the reader's view are rich text (:mod:`.paint_zone`): a saved chat is
-written plain and painted around the view; an answer far away goes back to plain text.
+This module builds the widget and writes the messages: a question, an answer as it streams
+and its end, a saved chat, what an edit or a regenerate removes. Beside it, the transcript's
+other parts, mixed into :class:`Transcript`: :mod:`.header_links` (every message's header
+line: its links, a click on one, its labels in a new language) and :mod:`.rewrites` (an
+answer written again in place: another version shown, painted near the view, plain far from
+it: :mod:`.paint_zone` decides which). A saved chat is written plain and painted around the
+view.
 """
 
 from __future__ import annotations
@@ -31,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from tkinter import ttk
 
-from tkchat.render.soft_breaks import soft_break, unbreak
+from tkchat.render.soft_breaks import soft_break
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.look.lasting_font import lasting_font
@@ -41,32 +36,26 @@ from tkchat.ui.look.theme import follow_theme, set_role
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript.answer_figures import FiguresLines
+from tkchat.ui.transcript.header_links import ACTIONS, HeaderLinks
 from tkchat.ui.transcript.markdown_looks import body_family
-from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG, MarkdownPainter, PaintJob
+from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG, MarkdownPainter
 from tkchat.ui.transcript.message_views import (
-    NAV_TAG,
-    VERSION_STEPS,
     AnswerView,
     Branch,
     UserView,
     header_args,
-    label_tag,
-    version_links,
 )
 from tkchat.ui.transcript.paint_zone import PaintZone
+from tkchat.ui.transcript.rewrites import AnswerRewrites
 from tkchat.ui.transcript.view_keeper import EndFollower, ViewKeeper
 
 __all__ = ["BODY_FONT_SIZE", "AnswerView", "Branch", "Transcript", "UserView"]
 
 BODY_FONT_SIZE = 11
-RELABEL_MARK = "relabel_from"  # (no "-": it is used in index arithmetic)
-RELABEL_LINES = 400  # lines relabelled at a time, from the end back
-RELABEL_BUDGET_MS = 6.0  # per callback
-ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
 
 
-class Transcript(ttk.Frame):
-    """Main thread only."""
+class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
+    """The conversation on screen. Main thread only."""
 
     def __init__(self, master: tk.Misc, scheduler: AfterScheduler, translate: Translator) -> None:
         super().__init__(master)
@@ -320,8 +309,7 @@ class Transcript(ttk.Frame):
         # text, 118 ms of CPU that way, 12 ms the other).
         self.painter.cancel()
         self.zone.forget()
-        self.scheduler.cancel("relabel")  # (the new text is written in the new language)
-        self.text.mark_unset(RELABEL_MARK)
+        self._stop_relabelling()
         self._unset_marks(self.entries)
         self.painter.forget_all_codes()
         with writable(self.text):
@@ -356,77 +344,6 @@ class Transcript(ttk.Frame):
         if names:
             self.text.mark_unset(*names)
 
-    # -- versions of an answer -----------------------------------------------------------------
-
-    def show_version(self, view: AnswerView, number: int) -> None:
-        """Show version ``number`` of an answer that has ended, in its place: its text and
-        end note are replaced, and its markdown is painted in slices (as a saved answer's
-        is). Its header stays where it is on screen."""
-        if view.job is not None:
-            self.painter.drop(view.job)
-        view.versions[view.shown] = (view.text, view.status)
-        text, status = view.versions[number]
-        keeper = ViewKeeper(self.text)
-        keeper.hold(view.head_mark)  # its ◀ ▶ stay under the pointer that clicked one
-        self.painter.forget_codes_in(view.start_mark, view.end_mark)
-        with writable(self.text):
-            # The newline after the text stays: it ends the new note's last line, so nothing
-            # is ever inserted where the next message's header mark is.
-            self.text.delete(view.notes_mark, view.tail_mark)
-            self.text.delete(view.start_mark, view.end_mark)
-            note = self._end_note(status)
-            if note:
-                self.text.insert(view.start_mark, "\n" + note[0], note[1])
-            self.text.mark_set(view.notes_mark, f"{self.text.index(view.start_mark)} + 1c")
-            self.text.mark_set(view.end_mark, view.start_mark)
-        view.shown, view.status, view.rendered = number, status, False
-        view.text, view.column = text, 0
-        view.job = self._paint_job(view)
-        shown, view.column = soft_break(text, 0)
-        self._write(view.end_mark, shown, ("answer",))
-        self.painter.feed(view.job, text, None)
-        if text.strip():
-            self.painter.end(view.job)
-        else:
-            self.painter.drop(view.job)
-        self._redraw_version_links(view)
-        keeper.restore()
-
-    # -- painted near the view, plain far from it (the zone's calls) ----------------------
-
-    def _paint_job(self, view: AnswerView) -> PaintJob:
-        return self.painter.begin(
-            view.start_mark, view.end_mark, extra_tags=("answer",), on_done=lambda: _rendered(view)
-        )
-
-    def paint(self, view: AnswerView) -> None:
-        """Paint an answer that ended and is shown as plain text (it came near the view)."""
-        view.job = self._paint_job(view)
-        self.painter.feed(view.job, view.text, None)  # as it arrived (see append)
-        self.painter.end(view.job)
-
-    def unpaint(self, view: AnswerView) -> None:
-        """Put a painted answer far from the view back to its plain text (its markdown
-        source, with the line ends the display adds), as it was before it was painted."""
-        keeper = ViewKeeper(self.text)
-        keeper.changing()
-        shown, view.column = soft_break(view.text, 0)
-        with writable(self.text):
-            self.painter.forget_codes_in(view.start_mark, view.end_mark)
-            self.text.delete(view.start_mark, view.end_mark)
-            self.text.insert(view.end_mark, shown, ("answer",))
-        view.rendered, view.job = False, None
-        keeper.restore()
-
-    def _end_note(self, status: str) -> tuple[str, tuple[str, ...]] | None:
-        """The note under an answer that ended this way, as :meth:`finish` writes it (an
-        error's own message is not kept with a version: it says that it failed)."""
-        if status in ("stopped", "interrupted"):
-            return self.t(f"transcript.{status}"), ("note",)
-        if status == "error":
-            return "⚠" + NO_BREAK + self.t("transcript.failed"), ("error",)
-        return None
-
     def add_saved(
         self,
         role: str,
@@ -453,20 +370,6 @@ class Transcript(ttk.Frame):
         )
         return view
 
-    def _redraw_version_links(self, view: UserView | AnswerView) -> None:
-        """Write an answer's "◀ n/m ▶" again (after a regenerate ended, or another version
-        was shown); in its header line, where it was or at the line's end."""
-        # (The index first: in "head-3 lineend" Tk would read the mark's name up to its "-".)
-        line_end = self.text.index(f"{self.text.index(view.head_mark)} lineend")
-        with writable(self.text):
-            found = self.text.tag_nextrange(NAV_TAG, view.head_mark, line_end)
-            where = str(found[0]) if found else self.text.index(line_end)
-            if found:
-                self.text.delete(*found)
-            links = version_links(view)
-            if links:
-                self.text.insert(where, *links)  # type: ignore[arg-type]
-
     def set_font_size(self, size: int) -> None:
         """The font size setting: body, headers, links and rendered markdown."""
         self.body_font.configure(size=size)
@@ -489,111 +392,6 @@ class Transcript(ttk.Frame):
             self.text.tag_configure(tag, foreground=colour)
         self.painter.set_palette(palette)
 
-    def relabel(self) -> None:
-        """After a language change: the headers and links already on screen, in the new
-        language (the messages themselves are content, and stay as they are). From the end
-        back, in slices: a thousand messages' headers in one callback took 85 ms."""
-        labels = [(label_tag(key), key) for key in ("transcript.you", "transcript.assistant")]
-        labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
-        labels.append((COPY_CODE_TAG, "transcript.copy_code"))
-        self._labels = [(tag, self.t(key)) for tag, key in labels]
-        self.text.mark_set(RELABEL_MARK, "end")  # what is above it is still to do
-        self.text.mark_gravity(RELABEL_MARK, "left")
-        self._relabel_some()
-
-    def _relabel_some(self) -> None:
-        """Relabel blocks of lines, from the mark up, until this callback's budget is spent.
-        (A label never spans a line end, so no label is cut by a block's edge.)"""
-        started = time.perf_counter()
-        with writable(self.text):
-            while self.text.compare(RELABEL_MARK, ">", "1.0"):
-                if (time.perf_counter() - started) * 1000 > RELABEL_BUDGET_MS:
-                    self.scheduler.once("relabel", 1, self._relabel_some)
-                    return
-                top = self.text.index(f"{RELABEL_MARK} - {RELABEL_LINES} lines linestart")
-                for tag, new in self._labels:
-                    below = RELABEL_MARK
-                    # Last first, so the indices of the ranges still to do stay valid.
-                    while found := self.text.tag_prevrange(tag, below, top):
-                        start, end = str(found[0]), str(found[1])
-                        self.text.insert(end, new, self.text.tag_names(start))
-                        self.text.delete(start, end)
-                        below = start
-                self.text.mark_set(RELABEL_MARK, top)
-        self.text.mark_unset(RELABEL_MARK)
-
-    # -- links ---------------------------------------------------------------------------------
-
-    def entry_at(self, index: str) -> UserView | AnswerView | None:
-        """The message whose header starts at or before ``index``."""
-        number = self.entry_number(index)
-        return None if number is None else self.entries[number]
-
-    def entry_number(self, index: str) -> int | None:
-        """Where in ``entries`` the message whose header starts at or before ``index`` is."""
-        low, high = 0, len(self.entries)
-        while low < high:
-            middle = (low + high) // 2
-            if self.text.compare(self.entries[middle].head_mark, "<=", index):
-                low = middle + 1
-            else:
-                high = middle
-        return low - 1 if low else None
-
-    def link_index(self, view: UserView | AnswerView, action: str) -> str | None:
-        """Where ``view``'s link for ``action`` is (for tests and keyboard users)."""
-        found = self.text.tag_nextrange(f"act-{action}", view.head_mark)
-        if not found or self.entry_at(found[0]) is not view:
-            return None
-        return str(found[0])
-
-    def _on_click(self, event: tk.Event) -> str | None:
-        """A click on a link does what the link says; anywhere else, what Text does."""
-        index = self.text.index(f"@{event.x},{event.y}")
-        tags = self.text.tag_names(index)
-        if COPY_CODE_TAG in tags:
-            self.copy_code_at(index)
-            return "break"
-        for action in (*ACTIONS, *VERSION_STEPS):
-            if f"act-{action}" in tags:
-                view = self.entry_at(index)
-                if view is not None:
-                    self.act(action, view)
-                return "break"  # no focus change, no selection starts from a link
-        if NAV_TAG in tags:
-            return "break"  # the disabled links of an answer streaming, or "n/m"
-        return None
-
-    def copy_code_at(self, index: str) -> None:
-        """The "Copy code" link at ``index``: its code as it arrived (the display may have
-        added line ends to a long line; the message's own text has none)."""
-        code = self.painter.code_at(index)
-        if code is None:
-            return
-        view = self.entry_at(index)
-        self.copy(code if view is None else unbreak(code, view.text), "code")
-
-    def act(self, action: str, view: UserView | AnswerView) -> None:
-        """What a header link does: copy the message (its markdown source) or edit it."""
-        if action == "copy":
-            self.copy(view.text, "message")
-        elif action == "edit" and isinstance(view, UserView) and self.on_edit is not None:
-            self.on_edit(view)
-        elif action in VERSION_STEPS and self.on_version is not None:
-            self.on_version(view, VERSION_STEPS[action])
-
-    def copy(self, text: str, what: str) -> None:
-        """Put ``text`` on the clipboard (Tk's, which the desktop's paste reads)."""
-        self.clipboard_clear()
-        self.clipboard_append(text)
-        if self.on_copied is not None:
-            self.on_copied(what)
-
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
         return str(self.text.tk.call(str(self.text), "get", "-displaychars", "1.0", "end-1c"))
-
-
-def _rendered(view: AnswerView) -> None:
-    view.rendered = True
-    view.job = None  # done: the painter has let go of it

@@ -60,9 +60,13 @@ class ViewKeeper:
     :meth:`restore` once at the end. What the reader sees is looked at before the first
     change; the anchor is only set when text that is not at the end changes."""
 
-    def __init__(self, text: tk.Text) -> None:
+    def __init__(self, text: tk.Text, *, follow_end: bool = True) -> None:
+        """``follow_end=False``: a page read from its top (a lesson): a reader at its top
+        stays at the top, one at its end is not pulled along (nor a widget not on screen
+        yet, which would otherwise follow the end)."""
         self.text = text
-        self.mode: str | None = None  # None (not looked yet), "bottom" or "anchor"
+        self.follow_end = follow_end
+        self.mode: str | None = None  # None (not looked yet), "bottom", "top" or "anchor"
         self.changed = False  # was anything changed?
         self._anchored = False  # is the anchor mark set?
         self._y = 0  # where the anchor's display line was drawn, in pixels
@@ -72,7 +76,10 @@ class ViewKeeper:
         """The text is about to change; ``at_end``: only by text added at its end (which
         moves nothing a reader who scrolled up is looking at)."""
         if self.mode is None:
-            self.mode = "bottom" if at_bottom(self.text) else "anchor"
+            if self.follow_end:
+                self.mode = "bottom" if at_bottom(self.text) else "anchor"
+            else:
+                self.mode = "top" if float(self.text.yview()[0]) <= 0.0 else "anchor"
         self.changed = True
         if self.mode == "anchor" and not at_end and not self._anchored:
             top = self.text.index("@0,0")
@@ -114,7 +121,8 @@ class ViewKeeper:
         self._line = None
 
     def restore(self) -> None:
-        """Put the view back: at the bottom, or with the anchor's line at its height.
+        """Put the view back: at the bottom (or the top), or with the anchor's line at its
+        height.
 
         The bottom by putting the last line at the top (``yview``): Tk's redisplay, which
         lays out the new view anyway, fills the window up from it, with the last line whole.
@@ -125,6 +133,8 @@ class ViewKeeper:
         scrollbar may then lag by a frame or two, until Tk has measured the new lines."""
         if self.mode == "bottom" and self.changed:
             self.text.yview("end-1c")
+        elif self.mode == "top" and self.changed:
+            self.text.yview_moveto(0.0)
         elif self._anchored:
             put_at(self.text, ANCHOR_MARK, self._y)
             self.text.mark_unset(ANCHOR_MARK)
