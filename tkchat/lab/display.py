@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tkchat.threads import own_thread
@@ -26,7 +25,13 @@ class DisplayError(RuntimeError):
 
 
 def ensure_display(size: str = "1600x1000x24") -> subprocess.Popen[bytes] | None:
-    """Return the Xvfb process started (or None if a display was already set)."""
+    """Return the Xvfb process started (or None if a display was already set).
+
+    Xvfb chooses a free display number itself and writes it to a pipe (``-displayfd``): two
+    processes starting a screen at once (the suite's workers, a bench beside them) each get
+    their own. (Picking the number here, from the lock files, let the loser of such a race
+    see the winner's socket and use its screen — and die with it when the winner's session
+    stopped it.)"""
     if os.environ.get("DISPLAY"):
         return None
     xvfb = shutil.which("Xvfb")
@@ -35,25 +40,27 @@ def ensure_display(size: str = "1600x1000x24") -> subprocess.Popen[bytes] | None
             "No display (DISPLAY is unset) and Xvfb is not installed: "
             "apt-get install xvfb, or run on a desktop."
         )
-    for number in range(90, 190):
-        if Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
-            continue
+    read_end, write_end = os.pipe()
+    try:
         proc = subprocess.Popen(
-            [xvfb, f":{number}", "-screen", "0", size, "-nolisten", "tcp"],
+            [xvfb, "-displayfd", str(write_end), "-screen", "0", size, "-nolisten", "tcp"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            pass_fds=(write_end,),
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if Path(f"/tmp/.X11-unix/X{number}").exists():
-                os.environ["DISPLAY"] = f":{number}"
-                atexit.register(_stop, proc)
-                return proc
-            if proc.poll() is not None:
-                break  # that number was taken after all; try the next
-            time.sleep(0.05)
+    finally:
+        os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as said:
+            number = said.readline().strip().decode()  # once the screen is ready; "" if it died
+    except OSError:
+        number = ""
+    if not number.isdigit():
         _stop(proc)
-    raise DisplayError("Could not start Xvfb on any display number from :90 to :189")
+        raise DisplayError("Xvfb did not start (it named no display)")
+    os.environ["DISPLAY"] = f":{number}"
+    atexit.register(_stop, proc)
+    return proc
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
