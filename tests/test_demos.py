@@ -42,8 +42,8 @@ from tkchat.lab.bench.lesson_demos import (
     kept_baselines,
     run_demo,
 )
+from tkchat.lab.window import AppOptions, TkLabWindow, open_lab_window
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 LESSONS = [lesson for lang in LANGUAGES for lesson in load_lessons(lang)]
 GROUPS = demo_groups(LESSONS)
@@ -55,7 +55,7 @@ TRIES = 2  # a demo the machine was too busy to judge runs once more
 @dataclass
 class DemoWindow:
     root: tk.Tk
-    app: ChatApp
+    app: TkLabWindow
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +65,10 @@ def window(display: None) -> Iterator[DemoWindow]:
     root = tk.Tk()
     KEEP_ALIVE.append(root)
     controller = GenerationController(make_backend(LlamaOptions()), EventChannel())
-    app = ChatApp(root, controller, AppOptions(language="en"))
-    app.witness.force(True)  # as the bench does: a broken demo names its culprit
+    app = open_lab_window(root, controller, AppOptions(language="en"))
+    app.instruments.sample_loop(True)  # as the bench does: a broken demo names its culprit
     controller.load_async()
-    pump_until(root, lambda: app.flow.model_ready, timeout=120, what="the bundled model")
+    pump_until(root, lambda: app.model_ready, timeout=120, what="the bundled model")
     yield DemoWindow(root, app)
     app.close()
 
