@@ -116,8 +116,9 @@ class LabWindow(Protocol):
     def stop(self) -> None: ...
     def close(self) -> None: ...
     def later(self, name: str, ms: int, callback: Callable[[], object]) -> None:
-        """Run ``callback`` on the window's loop in ``ms`` (a timer named ``name``: a later
-        one of that name replaces it)."""
+        """Run ``callback`` on the window's loop in ``ms``, unless the window has closed.
+        ``name`` names the timer where the toolkit keeps names (Tk: the sampler's ledger
+        says whose callback ran; a later timer of the name replaces it)."""
 
     def points(self) -> dict[str, tuple[int, int]]:
         """Where to click, on the screen: the centres of ``ping``, ``transcript``, ``input``
