@@ -3,7 +3,9 @@ server machine (which has none) needs the code.
 
 Two houses: the app, and the lab (``tkchat/lab/``: the bench, the grader, the classroom
 simulation, record and replay, the watchdog) that measures it. The app imports nothing of the
-lab; the command line names the lab's commands by import path (:data:`tkchat.cli.LAB_COMMANDS`).
+lab; the command line names the lab's commands by import path (:data:`tkchat.cli.LAB_COMMANDS`);
+the lab sees a window through one seam (``tkchat/lab/window.py``) and imports of the window
+only a few toolkit pieces besides.
 
 The layers, top to bottom: ``lab`` → ``cli`` → ``antipatterns`` →
 ``ui`` → {``models``, ``serve``, ``course``, ``trace``} → {``consume``, ``generate``,
@@ -200,6 +202,118 @@ def test_opening_the_window_loads_no_lab_module() -> None:
     assert result.stdout.strip() == "[]"
 
 
+# -- the lab sees a window through one seam ------------------------------------------------
+#
+# A tool of the lab sees a chat window only as :class:`tkchat.lab.window.LabWindow`;
+# ``tkchat/lab/window.py`` is the one lab module that knows the Tk window's parts (its adapter)
+# and makes a window for the lab. Elsewhere the lab imports from ``tkchat.ui`` only these
+# toolkit pieces, none of them a part of the window.
+
+LAB = PACKAGE / "lab"
+SEAM = LAB / "window.py"
+LAB_MAY_IMPORT_FROM_UI: dict[str, set[str]] = {
+    # the watchdog's own window: its look, its timers, the heartbeat it reads
+    "tkchat.ui.look.lasting_font": {"lasting_font"},
+    "tkchat.ui.look.palette": {"LIGHT", "Palette", "palette_named"},
+    "tkchat.ui.look.scaling": {"dp"},
+    "tkchat.ui.scheduler": {"AfterScheduler"},
+    "tkchat.ui.teaching.watchdog_link": {"HeartbeatSender"},
+    # the bench's baseline: what one stock tkhtmlview ``set_html`` costs
+    "tkchat.ui.look.html_fonts": {"stock_tkhtmlview"},
+    # the pipeline contract the self-test times, and how a student's pipeline is loaded and
+    # guarded (the self-test's subject)
+    "tkchat.ui.pipeline": {"Pipeline"},
+    "tkchat.ui.transcript.transcript": {"AnswerView"},
+    "tkchat.ui.teaching.outside": {
+        "TK_THREADS",
+        "GuardedPipeline",
+        "OutsidePipelineError",
+        "PipelineInterrupted",
+        "TkCalledFromThread",
+        "in_tk_callback",
+        "load_outside_class",
+    },
+}
+
+
+def _is_ui(module: str) -> bool:
+    return module == "tkchat.ui" or module.startswith("tkchat.ui.")
+
+
+def window_reach(tree: ast.AST, allowed: dict[str, set[str]]) -> list[str]:
+    """What a module takes of the window beyond ``allowed`` (module: names): each other
+    name imported from ``tkchat.ui`` (``TYPE_CHECKING`` imports too), each ``import
+    tkchat.ui…``, and each reach past the lab's adapter to the window behind it
+    (``.chat_app``)."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "tkchat" and any(alias.name == "ui" for alias in node.names):
+                found.append("tkchat.ui")
+            elif _is_ui(node.module):
+                names = allowed.get(node.module, set())
+                found += [f"{node.module}.{a.name}" for a in node.names if a.name not in names]
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if _is_ui(alias.name)]
+        elif isinstance(node, ast.Attribute) and node.attr == "chat_app":
+            found.append(".chat_app")
+    return found
+
+
+def _lab_modules() -> list[Path]:
+    return [path for path in sorted(LAB.rglob("*.py")) if path != SEAM]
+
+
+def test_the_lab_sees_a_window_only_through_its_seam() -> None:
+    reach = {
+        _name(path): found
+        for path in _lab_modules()
+        if (
+            found := window_reach(
+                ast.parse(path.read_text(encoding="utf-8")), LAB_MAY_IMPORT_FROM_UI
+            )
+        )
+    }
+    assert reach == {}, "outside tkchat/lab/window.py, the lab reaches into the window"
+
+
+def test_every_piece_the_lab_may_import_is_used() -> None:
+    """The allow-list says what the lab still needs: a piece nobody imports leaves it."""
+    used = {
+        (node.module, alias.name)
+        for path in _lab_modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module and _is_ui(node.module)
+        for alias in node.names
+    }
+    listed = {(module, name) for module, names in LAB_MAY_IMPORT_FROM_UI.items() for name in names}
+    assert listed - used == set()
+
+
+def test_the_seam_check_can_fail() -> None:
+    code = (
+        "from tkchat.ui.window.chat_window import ChatApp\n"
+        "from tkchat.ui.scheduler import AfterScheduler, CallbackCosts\n"
+        "import tkchat.ui.health\n"
+        "from tkchat import ui\n"
+        "window.chat_app.flow.send()\n"
+    )
+    assert window_reach(ast.parse(code), {"tkchat.ui.scheduler": {"AfterScheduler"}}) == [
+        "tkchat.ui.window.chat_window.ChatApp",
+        "tkchat.ui.scheduler.CallbackCosts",
+        "tkchat.ui.health",
+        "tkchat.ui",
+        ".chat_app",
+    ]
+    assert (
+        window_reach(
+            ast.parse("from tkchat.ui.scheduler import AfterScheduler"),
+            {"tkchat.ui.scheduler": {"AfterScheduler"}},
+        )
+        == []
+    )
+
+
 # -- the window's rooms: a ground floor, few pairs that import each other -------------------
 
 UI = PACKAGE / "ui"
@@ -363,7 +477,6 @@ WIDE_CONSTRUCTORS: dict[str, int] = {
     "ui/settings/dialog.py:ChatSettingsDialog": 9,
     "ui/models/catalogue_dialog.py:CatalogueDialog": 9,
     "ui/chats/sidebar.py:ConversationSidebar": 9,
-    "lab/recording/recorder.py:RunRecorder": 8,
     "ui/models/picker.py:ModelPicker": 8,
 }
 

@@ -67,9 +67,9 @@ from tests.tools.hostile_serve import readme_row as serve_readme_row
 from tests.tools.hostile_server import HostileServer, tkchat_health
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote.backend import RemoteBackend
+from tkchat.lab.window import AppOptions, open_lab_window
 from tkchat.limits import HANDSHAKE_TIMEOUT_S
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
 
@@ -107,9 +107,9 @@ def hostile(display: None) -> Iterator[HostileRun]:
     worker_log.setLevel(logging.ERROR)
     with HostileServer({"/health": tkchat_health()}) as server:
         controller = GenerationController(RemoteBackend(server.url), EventChannel())
-        app = ChatApp(root, controller, AppOptions(language="en"))
+        app = open_lab_window(root, controller, AppOptions(language="en"))
         controller.load_async()
-        pump_until(root, lambda: app.flow.model_ready, what="the hostile server's /health")
+        pump_until(root, lambda: app.model_ready, what="the hostile server's /health")
         runs: list[CaseFigures] = []
         run_script(root, hostile_script(root, app, server, runs, [], [], QUICK), timeout=60)
         app.close()

@@ -393,12 +393,13 @@ def test_the_self_tests_report_never_sees_a_qt_answer_closed_without_its_error(
     from tkchat.generate.faults import FaultInjector
     from tkchat.lab.selftest.observe import Sources, WindowReport
     from tkchat.lab.selftest.protocol import WindowState
+    from tkchat.lab.selftest.qt_child import QtLabWindow
 
     faults = FaultInjector(ScriptedBackend(rate=0))
     window = make_window(faults)
     lines = Lines()
     meter = SimpleNamespace(open={})
-    report = WindowReport(window, meter, faults, Sources(), lines)  # type: ignore[arg-type]
+    report = WindowReport(QtLabWindow(window), meter, faults, Sources(), lines)  # type: ignore[arg-type]
     window.finished = TickOnAppend(report.tick)
     faults.arm(after_tokens=20)
     assert window.send("Write a long explanation.")

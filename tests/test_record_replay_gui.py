@@ -28,11 +28,11 @@ from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripte
 from tkchat.lab.recording.backends import ReplayBackend
 from tkchat.lab.recording.file import Recording, load_recording
 from tkchat.lab.recording.recorded_window import open_record_window, open_replay_window
+from tkchat.lab.window import AppOptions, TkLabWindow
 from tkchat.stats import LagSample
 from tkchat.ui.base.notice import NoticeBanner
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_timeline import LagTimeline
-from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
 
@@ -61,7 +61,7 @@ def second_root(root: tk.Tk) -> Iterator[Callable[[], tk.Tk]]:
             pass
 
 
-def record(root: tk.Tk, backend: Backend, path: Path, mode: str = "fixed") -> ChatApp:
+def record(root: tk.Tk, backend: Backend, path: Path, mode: str = "fixed") -> TkLabWindow:
     recording = Recording(mode=mode, backend="scripted", prompt="")
     options = AppOptions(mode=mode, autosend=PROMPT, language="en")
     app, recorder = open_record_window(root, backend, options, recording, path)
@@ -83,11 +83,10 @@ def streamed_on(backend: ReplayBackend) -> list[int]:
     return threads
 
 
-def click_during(root: tk.Tk, app: ChatApp) -> None:
-    """A real click on the window (an X event, stamped by the server)."""
+def click_during(root: tk.Tk, app: TkLabWindow) -> None:
+    """A real click on the window's input box (an X event, stamped by the server)."""
     root.update()
-    x = app.input.winfo_rootx() + 10
-    y = app.input.winfo_rooty() + 10
+    x, y = app.points()["input"]
     subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=True, timeout=20)
 
 
@@ -96,7 +95,7 @@ def test_a_scripted_run_is_recorded_and_replays_the_same_text(
 ) -> None:
     path = tmp_path / "run.jsonl"
     recording_app = record(root, ScriptedBackend(rate=0), path)
-    answer = recording_app.transcript.answers[-1]
+    answer = recording_app.answers[-1]
     recorded = load_recording(path)
     assert recorded.prompt == PROMPT and recorded.mode == "fixed"
     assert recorded.text == answer.text == SCRIPT and len(recorded.tokens) == len(scripted_tokens())
@@ -108,13 +107,11 @@ def test_a_scripted_run_is_recorded_and_replays_the_same_text(
     recording_app.close()
     replay_root = second_root()
     app, backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
-    pump_until(
-        replay_root, lambda: bool(app.flow.answering.finished), timeout=60, what="the replay"
-    )
-    final = app.flow.answering.finished[-1]
+    pump_until(replay_root, lambda: bool(app.finished), timeout=60, what="the replay")
+    final = app.finished[-1]
     assert isinstance(final, Done) and final.reason == "stop"
     assert final.stats.tokens == len(recorded.tokens)
-    assert app.transcript.answers[-1].text == recorded.text
+    assert app.answers[-1].text == recorded.text
     assert backend.generations == 1
 
 
@@ -141,16 +138,15 @@ def test_a_replay_goes_through_the_consumer_asked_for(
         replay_root, recorded, AppOptions(language="en", mode=replayed_in)
     )
     threads = streamed_on(backend)
-    pump_until(
-        replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
-    )
-    assert replay.flow.answering.pipeline.name == replayed_in
+    pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    assert replay.instruments.pipeline.name == replayed_in
     on_main = threads == [threading.main_thread().ident]
     assert on_main == (replayed_in == "blocking"), threads
-    banners = [w for w in replay.chat.winfo_children() if isinstance(w, NoticeBanner) and w.shown]
+    chat = replay.chat_app.chat
+    banners = [w for w in chat.winfo_children() if isinstance(w, NoticeBanner) and w.shown]
     said = f"REPLAY of a run recorded in mode {recorded_in}"
     assert [b.text for b in banners if said in b.text and f"pipeline ({replayed_in})" in b.text]
-    assert replay.transcript.answers[-1].text == recorded.text
+    assert replay.answers[-1].text == recorded.text
 
 
 def test_clicks_while_recording_are_kept_with_their_wait(root: tk.Tk, tmp_path: Path) -> None:
@@ -250,10 +246,8 @@ def test_the_lesson_panel_of_a_replay_draws_the_recording(
     replay, _backend = open_replay_window(
         replay_root, recorded, AppOptions(language="en", show_lessons=True)
     )
-    pump_until(
-        replay_root, lambda: bool(replay.flow.answering.finished), timeout=60, what="the replay"
-    )
-    panel = replay.teaching.lesson_panel
+    pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    panel = replay.chat_app.teaching.lesson_panel
     assert panel is not None and panel.timeline is not None
     panel.timeline.redraw()
     (item,) = panel.timeline.find_withtag("recorded")
@@ -288,14 +282,12 @@ def test_a_run_of_the_bundled_model_is_recorded_and_replayed(
     pump_until(root, lambda: recorder.done, timeout=300, what="the model's recorded answer")
     recorded = load_recording(path)
     assert recorded.machine["llama_cpp"] and len(recorded.tokens) > 10
-    assert recorded.text.strip() and recorded.text == app.transcript.answers[-1].text
+    assert recorded.text.strip() and recorded.text == app.answers[-1].text
     app.close()
     replay_root = second_root()
     replay, _backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
-    pump_until(
-        replay_root, lambda: bool(replay.flow.answering.finished), timeout=120, what="the replay"
-    )
-    assert replay.transcript.answers[-1].text == recorded.text
+    pump_until(replay_root, lambda: bool(replay.finished), timeout=120, what="the replay")
+    assert replay.answers[-1].text == recorded.text
 
 
 def test_tkchat_record_and_replay_run_from_the_command_line(display: None, tmp_path: Path) -> None:

@@ -171,14 +171,14 @@ class Lines:
 
 
 class RigSeen:
-    """A chat flow (:class:`ChatRig`) as the report reads a window (what ``TkWindowSeen`` is
-    to the Tk window): the same :class:`~tkchat.ui.chats.answering.Answering`."""
+    """A chat flow (:class:`ChatRig`) as the report reads a window (what
+    :class:`~tkchat.lab.window.TkLabWindow` is to the Tk window): the same
+    :class:`~tkchat.ui.chats.answering.Answering`."""
 
     def __init__(self, rig: ChatRig) -> None:
         self.rig = rig
-        self.transcript = rig.view.transcript
-        self.health = type("Health", (), {"ping_times": []})()
-        self.probe = type("Probe", (), {"recorded": None})()
+        self.answers = rig.view.transcript.answers
+        self.ping_times: list[float] = []
         self.controller = rig.controller
 
     model_ready = property(lambda self: self.rig.flow.model_ready)

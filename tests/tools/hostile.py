@@ -58,10 +58,10 @@ from tests.tools.hostile_serve import readme_row as serve_readme_row
 from tests.tools.hostile_server import Conn, Handler, HostileServer, event, tkchat_health
 from tkchat.events import Done, Error
 from tkchat.lab.bench.figures import lag_figures, own_lag_figures
-from tkchat.lab.bench.script import BenchWindow, Script
+from tkchat.lab.bench.script import Script
+from tkchat.lab.window import LabWindow, instruments_of
 from tkchat.limits import HANDSHAKE_TIMEOUT_S, cut
 from tkchat.stats import rounded, rss_mb
-from tkchat.ui.window.chat_window import ChatApp
 
 SETTLE_S = 0.3  # after an answer: a late timer of a frozen window fires, the render finishes
 # The window's worst lag under any attack: a freeze was seconds. Wide, because CI shares two
@@ -312,7 +312,7 @@ QUICK = Pace(settle_s=0.0, measure=False, trickle_every_s=0.05, handshake_timeou
 
 def hostile_script(
     root: tk.Tk,
-    app: BenchWindow,
+    app: LabWindow,
     server: HostileServer,
     out: list[CaseFigures],
     serve_out: list[HalfOpenFigures],
@@ -324,7 +324,7 @@ def hostile_script(
     (:mod:`.hostile_serve`) and the page's markdown in Chromium (:mod:`.hostile_page`, if
     there is one), then the trickling ``/health`` (started first, on its own thread and
     server: the others run while it waits for the handshake deadline)."""
-    yield lambda: app.flow.model_ready
+    yield lambda: app.model_ready
     trickle: list[CaseFigures] = []
     with HostileServer({"/health": trickle_health(pace.trickle_every_s)}) as trickling:
         thread = threading.Thread(
@@ -350,40 +350,41 @@ def hostile_script(
 
 
 def _one_case(
-    app: BenchWindow,
+    app: LabWindow,
     server: HostileServer,
     case: HostileCase,
     out: list[CaseFigures],
     settle_s: float,
 ) -> Script:
     server.routes["/chat"] = case.answer
-    app.flow.new_chat()
+    tools = instruments_of(app)
+    tools.new_chat()
     yield settle_s
-    before = len(app.flow.answering.finished)
+    before = len(app.finished)
     start_rss = peak_rss = rss_mb()
 
     def ended() -> bool:  # polled by the runner: the RSS peak is sampled with it
         nonlocal peak_rss
         peak_rss = max(peak_rss, rss_mb())
-        return len(app.flow.answering.finished) > before and not app.transcript.painter.busy
+        return len(app.finished) > before and not tools.painting
 
-    app.probe.start_recording()
+    app.start_lag_recording()
     started = time.perf_counter()
-    if not app.flow.send(f"attack: {case.id}"):
+    if not app.send(f"attack: {case.id}"):
         raise RuntimeError(f"{case.id}: the window did not send")
     yield ended
     seconds = time.perf_counter() - started
     yield settle_s
     peak_rss = max(peak_rss, rss_mb())
-    samples = app.probe.stop_recording()
-    finals = app.flow.answering.finished[before:]
+    samples = app.stop_lag_recording()
+    finals = app.finished[before:]
     final = finals[-1]
     lags = lag_figures(samples)
     figures = CaseFigures(
         case.id,
         final=_final_name(final),
         errors_shown=sum(isinstance(f, Error) for f in finals),
-        status_chars=len(app.status.get()),
+        status_chars=len(tools.status_text),
         lag_max_ms=rounded(lags["lag_max_ms"], 1),
         own_lag_max_ms=rounded(own_lag_figures(samples)["own_lag_max_ms"], 1),
         lag_p99_ms=rounded(lags["lag_p99_ms"], 1),
@@ -395,8 +396,8 @@ def _one_case(
         figures.message = final.message
     else:
         figures.pieces = final.stats.tokens
-        figures.answer_chars = len(app.transcript.answers[-1].text)
-        figures.line_max = max(map(len, app.transcript.plain_text().split("\n")))
+        figures.answer_chars = len(app.answers[-1].text)
+        figures.line_max = max(map(len, tools.shown_text().split("\n")))
     out.append(figures)
 
 
@@ -561,8 +562,8 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     from tkchat.generate.remote.backend import RemoteBackend
     from tkchat.lab.bench.script import ScriptRunner
     from tkchat.lab.display import ensure_display
+    from tkchat.lab.window import AppOptions, open_lab_window
     from tkchat.transport.channel import EventChannel
-    from tkchat.ui.window.chat_window import AppOptions
 
     ensure_display()
     # The attacks are logged in full (up to 64,000 characters each), on purpose; on the
@@ -573,7 +574,7 @@ def run_hostile_bench(json_out: Path | None = None) -> int:
     server = HostileServer({"/health": tkchat_health()})
     root = tk.Tk()
     controller = GenerationController(RemoteBackend(server.url), EventChannel())
-    app = ChatApp(root, controller, AppOptions(language="en"))
+    app = open_lab_window(root, controller, AppOptions(language="en"))
     controller.load_async()
     runs: list[CaseFigures] = []
     served: list[HalfOpenFigures] = []

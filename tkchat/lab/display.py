@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from tkchat.threads import own_thread
 
 if TYPE_CHECKING:
-    from tkchat.ui.health import HealthBar
+    from tkchat.lab.window import LabWindow
 
 
 class DisplayError(RuntimeError):
@@ -76,8 +76,8 @@ class InputProber:
     """Clicks the window's Ping button every 100 ms with real X events, from its own thread,
     noting the time just before each click; the button's handler notes when it ran."""
 
-    def __init__(self, health: HealthBar) -> None:
-        self.health = health
+    def __init__(self, window: LabWindow) -> None:
+        self.window = window
         self.point: tuple[int, int] | None = None
         self.sent: list[float] = []
         self._active = threading.Event()
@@ -86,12 +86,8 @@ class InputProber:
         self.available = shutil.which("xdotool") is not None
 
     def locate(self) -> None:
-        """Main thread: where the Ping button is on the screen."""
-        button = self.health.ping_button
-        self.point = (
-            button.winfo_rootx() + button.winfo_width() // 2,
-            button.winfo_rooty() + button.winfo_height() // 2,
-        )
+        """Main thread: where the Ping button is on the screen (the window shown)."""
+        self.point = self.window.points().get("ping")
         if self.available:
             self._thread.start()
 
@@ -99,12 +95,12 @@ class InputProber:
         """Main thread: start clicking; returns the handler count to pair from."""
         self.sent = []
         self._active.set()
-        return len(self.health.ping_times)
+        return len(self.window.ping_times)
 
     def end(self, handled_from: int) -> list[float]:
         """Main thread: stop clicking; the latencies (ms) of the clicks handled so far."""
         self._active.clear()
-        handled = self.health.ping_times[handled_from:]
+        handled = self.window.ping_times[handled_from:]
         return [(h - s) * 1000 for s, h in zip(self.sent, handled, strict=False)]
 
     def close(self) -> None:

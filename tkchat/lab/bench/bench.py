@@ -54,15 +54,13 @@ from tkchat.lab.bench.figures import (
 )
 from tkchat.lab.bench.scenarios import scenarios
 from tkchat.lab.bench.scenarios.saved import history_open, render_long
-from tkchat.lab.bench.script import BenchWindow, Script, ScriptRunner
+from tkchat.lab.bench.script import Script, ScriptRunner
 from tkchat.lab.display import InputProber, ensure_display
+from tkchat.lab.window import AppOptions, Instruments, LabWindow, open_lab_window
 from tkchat.modes import FIXED
 from tkchat.stats import median, rounded, rss_mb
-from tkchat.trace.recorder import RecordedRun, RunRecorder
+from tkchat.trace.recorder import RecordedRun
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.scheduler import CallbackCosts
-from tkchat.ui.window.chat_window import AppOptions, ChatApp
-from tkchat.ui.window.heap import freeze_startup_objects
 
 UNSAMPLED = "fixed-unsampled"  # the fixed pipeline with the window's sampler off: its cost
 
@@ -131,18 +129,15 @@ class Bench:
         # saving; they go to a folder of the run's own, never into the user's history.
         self._data_dir = tempfile.TemporaryDirectory(prefix="tkchat-bench-")
         os.environ["TKCHAT_DATA_DIR"] = self._data_dir.name
-        # The scenarios of a saved or long chat reach into the window itself (its Text, its
-        # root); the modes' runs only read what the BenchWindow Protocol says.
-        self.window = ChatApp(
-            root,
-            controller,
-            AppOptions(sampling=self.sampling, system_prompt=SYSTEM, history=True, language="en"),
+        options = AppOptions(
+            sampling=self.sampling, system_prompt=SYSTEM, history=True, language="en"
         )
-        self.app: BenchWindow = self.window
+        window = open_lab_window(root, controller, options, freeze=True)  # as the app runs
+        self.app: LabWindow = window
+        self.tools: Instruments = window.instruments
         self.root = root
-        self.prober = InputProber(self.app.health)
+        self.prober = InputProber(self.app)
         controller.load_async()
-        freeze_startup_objects()  # as the app does (tkchat/ui/window/heap.py)
         runner = ScriptRunner(root, self._script())
         runner.start()
         try:
@@ -157,10 +152,10 @@ class Bench:
         return self.runs
 
     def _script(self) -> Script:
-        app = self.app
-        yield lambda: app.flow.model_ready or bool(app.transcript.plain_text().strip())
-        if not app.flow.model_ready:
-            raise RuntimeError("the model did not load: " + app.status.get())
+        app, tools = self.app, self.tools
+        yield lambda: app.model_ready or tools.model_failed
+        if not app.model_ready:
+            raise RuntimeError("the model did not load: " + tools.status_text)
         yield 0.5  # let the window settle after loading
         self.prober.locate()
         self.raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
@@ -177,9 +172,9 @@ class Bench:
             result: StreamResult = {}
             yield from self.stream_once(mode, broken_sampling, result)
             self.runs.append(stream_figures(mode, self.options.backend, [result]))
-        app.teaching.set_mode(FIXED)
-        yield from render_long(self.window, self.runs)
-        yield from history_open(self.window, self.runs)
+        tools.set_mode(FIXED)
+        yield from render_long(app, self.runs)
+        yield from history_open(app, self.runs)
         if self.options.prompt_tokens and self.options.backend == "llama":
             from tkchat.lab.bench.prompt_bench import PromptBench
 
@@ -222,7 +217,7 @@ class Bench:
         """``--long-chat``: instead of the modes, a long conversation at several lengths."""
         from tkchat.lab.bench.scenarios.long_chat import LongChatBench
 
-        yield from LongChatBench(self.window, self.options, self.options.long_chat).run(self.runs)
+        yield from LongChatBench(self.app, self.options, self.options.long_chat).run(self.runs)
         self.app.close()
 
     # -- idle ----------------------------------------------------------------------------------
@@ -232,9 +227,9 @@ class Bench:
         memory), this machine's lag floor right now."""
         rss = _RssSampler(self.root)
         start = rss.start()
-        self.app.probe.start_recording()
+        self.app.start_lag_recording()
         yield self.options.idle_s
-        samples = self.app.probe.stop_recording()
+        samples = self.app.stop_lag_recording()
         peak = rss.stop()
         self.runs.append(
             RunFigures(
@@ -265,56 +260,54 @@ class Bench:
         """The fixed pipeline as a class runs it (the sampler on), then the same answer with
         the sampler off: its cost, measured in the same run."""
         for runs, sampling in ((fixed, True), (unsampled, False)):
-            self.app.witness.force(sampling)
+            self.tools.sample_loop(sampling)
             result: StreamResult = {}
             yield from self.stream_once(FIXED, self.sampling, result)
             runs.append(result)
-        self.app.witness.force(None)
+        self.tools.sample_loop(None)
 
     def stream_once(self, mode: str, sampling: Sampling, result: StreamResult) -> Script:
         """One answer in ``mode`` with ``sampling``, measured from Send to the end of its
         markdown render, with real clicks on Ping all along, into ``result`` (for
         :func:`~tkchat.lab.bench.figures.stream_figures`)."""
-        app = self.app
-        app.teaching.set_mode(mode)
+        app, tools = self.app, self.tools
+        tools.set_mode(mode)
         rss = _RssSampler(self.root)
         result["rss_start"] = rss.start()
         clearing = time.perf_counter()
-        app.flow.new_chat()  # the same one-question prompt as raw, not a growing conversation
+        tools.new_chat()  # the same one-question prompt as raw, not a growing conversation
         result["new_chat_ms"] = (time.perf_counter() - clearing) * 1000
         # Clearing the last run's answer (650,000 characters after a flood) is a cost of its
         # own, reported as new_chat_ms: let the loop catch up before this run's record starts.
         yield 0.1
-        app.session.sampling = sampling  # after new_chat, which starts from the defaults
-        inserts_before = app.transcript.inserts
-        finished_before = len(app.flow.answering.finished)
-        slices_before = len(app.transcript.painter.slice_ms)
-        streaming_before = len(app.transcript.painter.streaming_slice_ms)
-        recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
+        tools.sampling = sampling  # after new_chat, which starts from the defaults
+        before = tools.counts()
+        finished_before = len(app.finished)
+        recorder = tools.run_recorder()
         recorder.begin()  # the sampler's samples, the callbacks, the tokens: culprits, trace
-        app.probe.start_recording()
-        callbacks = app.scheduler.costs = CallbackCosts()  # the window's own callbacks' cost
+        app.start_lag_recording()
+        callbacks = tools.time_callbacks()  # the window's own callbacks' cost
         cpu_began = time.thread_time()
         handled_from = self.prober.begin()
         started = time.perf_counter()
-        app.flow.send(self.options.prompt)  # in the blocking modes, this returns at the end
-        answer = app.transcript.answers[-1]
-        yield lambda: len(app.flow.answering.finished) > finished_before
-        final = app.flow.answering.finished[-1]
+        app.send(self.options.prompt)  # in the blocking modes, this returns at the end
+        yield lambda: len(app.finished) > finished_before
+        final = app.finished[-1]
         streamed_s = time.perf_counter() - started
-        yield lambda: not app.transcript.painter.busy  # the final render is part of the run
+        yield lambda: not tools.painting  # the final render is part of the run
         yield 0.3  # late clicks of a frozen window arrive now
+        answer = tools.answer_times()
         result["inputs"] = self.prober.end(handled_from)
-        result["samples"] = app.probe.stop_recording()
-        name = f"{mode if app.witness.sampler.running else UNSAMPLED} — {len(self.recorded) + 1}"
+        result["samples"] = app.stop_lag_recording()
+        name = f"{mode if tools.sampler.running else UNSAMPLED} — {len(self.recorded) + 1}"
         self.recorded.append(recorder.end(name, result["samples"], answer.arrivals))
         result["culprits"] = self.recorded[-1].culprits_json(started)
         result["sampler_cpu"] = self.recorded[-1].cost_percent
-        app.scheduler.costs = None
+        tools.stop_timing_callbacks()
         result["cpu_s"] = time.thread_time() - cpu_began
         result["callback_cpu_max"] = callbacks.worst_ms
         result["rss_peak"] = rss.stop()
-        app.session.sampling = self.sampling
+        tools.sampling = self.sampling
         if isinstance(final, Error):
             raise RuntimeError(f"{mode} generation failed: {final.message}")
         result["tokens"] = final.stats.tokens
@@ -323,11 +316,11 @@ class Bench:
         )
         first = answer.first_text_at
         result["ttft"] = (first - answer.started_at) * 1000 if first else None
-        result["ups"] = (app.transcript.inserts - inserts_before) / streamed_s
-        result["slices"] = app.transcript.painter.slice_ms[slices_before:]
-        result["streaming_slices"] = app.transcript.painter.streaming_slice_ms[streaming_before:]
+        result["ups"] = (tools.counts().inserts - before.inserts) / streamed_s
+        result["slices"] = tools.slice_ms(before.slices)
+        result["streaming_slices"] = tools.streaming_slice_ms(before.streaming_slices)
         result["seconds"] = time.perf_counter() - started
-        costs = list(getattr(app.flow.answering.pipeline, "render_costs", []))
+        costs = list(getattr(tools.pipeline, "render_costs", []))
         self.timelines.append(
             Timeline(mode, started, result["samples"], list(answer.arrivals), costs)
         )
@@ -335,19 +328,19 @@ class Bench:
     def cancels(self, latencies: list[float]) -> Script:
         """Stop at random points (``--cancels`` times); append each Stop's latency, Stop ->
         the worker has left the model loop, in ms to ``latencies``."""
-        app = self.app
+        app, tools = self.app, self.tools
         rng = random.Random(self.options.seed)
         for _ in range(self.options.cancels):
-            app.flow.new_chat()
-            app.flow.send(self.options.prompt)
+            tools.new_chat()
+            app.send(self.options.prompt)
             worker = app.controller.current
             assert worker is not None
             yield _started_or_gone(worker)
             yield rng.uniform(0.02, 0.3)
             if not worker.is_alive():
                 continue  # finished before the stop: not a cancel sample
-            app.flow.stop()
+            app.stop()
             yield _gone(worker)
             if worker.cancelled_at is not None and worker.exited_at is not None:
                 latencies.append((worker.exited_at - worker.cancelled_at) * 1000)
-        yield lambda: not app.transcript.painter.busy
+        yield lambda: not tools.painting

@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
 
 from tkchat.course.claims import quoted_figures
 from tkchat.course.lessons import Lesson
@@ -22,10 +21,9 @@ from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.worker import GenerationWorker
 from tkchat.lab.bench.figures import lag_figures, own_lag_figures, run_alone
 from tkchat.lab.bench.script import Script
+from tkchat.lab.window import LabWindow, instruments_of
 from tkchat.stats import cpu_wait_ms, median, percentile, rounded
-from tkchat.trace.recorder import RecordedRun, RunRecorder
-from tkchat.ui.teaching.live_figures import ORDERING_METRICS
-from tkchat.ui.window.chat_window import ChatApp
+from tkchat.trace.recorder import RecordedRun
 
 IDLE_S = 1.0  # the idle baseline before each demo: the window open, nothing streaming
 SETTLE_S = 0.3  # after an answer: late timers of a frozen window fire, the render finishes
@@ -33,15 +31,15 @@ CANCELS = 5  # Stops at random points, for the cancellation lesson
 Baselines = dict[str, dict[str, float | None]]
 
 
-def measure_idle(app: ChatApp, baselines: Baselines, *, seconds: float = IDLE_S) -> Script:
+def measure_idle(app: LabWindow, baselines: Baselines, *, seconds: float = IDLE_S) -> Script:
     """The window open and doing nothing: this machine's lag floor, right now."""
-    app.probe.start_recording()
+    app.start_lag_recording()
     yield seconds
-    samples = app.probe.stop_recording()
+    samples = app.stop_lag_recording()
     baselines["idle"] = {**lag_figures(samples), **own_lag_figures(samples)}
 
 
-def measure_raw(app: ChatApp, request: GenerationRequest, baselines: Baselines) -> None:
+def measure_raw(app: LabWindow, request: GenerationRequest, baselines: Baselines) -> None:
     """The model alone, no window: its tokens/s for this request. Main thread, deliberately
     not returning to the Tk loop while it waits (nothing of the UI competes)."""
     stats = run_alone(app.controller, request)
@@ -57,27 +55,25 @@ def needs_raw(lessons: Iterable[Lesson]) -> bool:
 
 
 def measure_answer(
-    app: ChatApp, figures: dict[str, float | None], recorded: list[RecordedRun]
+    app: LabWindow, figures: dict[str, float | None], recorded: list[RecordedRun]
 ) -> Script:
-    recorder = RunRecorder(app.witness.sampler, app.witness.ledger, app.controller)
+    tools = instruments_of(app)
+    recorder = tools.run_recorder()
     recorder.begin()  # who held the loop, for each long task
-    inserts_before = app.transcript.inserts
-    events_before = app.pump.events
-    ordering_before = asdict(app.demos.ordering_counters())
-    finished_before = len(app.flow.answering.finished)
-    slices_before = len(app.transcript.painter.slice_ms)
-    app.probe.start_recording()
+    before = tools.counts()
+    finished_before = len(app.finished)
+    app.start_lag_recording()
     started = time.perf_counter()
-    app.flow.send()  # what Enter does with the demo's prompt; a blocking mode returns at the end
+    app.send()  # what Enter does with the demo's prompt; a blocking mode returns at the end
     worker = app.controller.current
-    answer = app.transcript.answers[-1]
-    yield lambda: len(app.flow.answering.finished) > finished_before
+    yield lambda: len(app.finished) > finished_before
     streamed_s = time.perf_counter() - started
-    final = app.flow.answering.finished[-1]
-    yield lambda: not app.transcript.painter.busy
+    final = app.finished[-1]
+    yield lambda: not tools.painting
     yield SETTLE_S
-    samples = app.probe.stop_recording()
-    recorded.append(recorder.end("demo", samples, answer.arrivals))
+    samples = app.stop_lag_recording()
+    answer, times, after = app.answers[-1], tools.answer_times(), tools.counts()
+    recorded.append(recorder.end("demo", samples, times.arrivals))
     if isinstance(final, Error):
         raise RuntimeError(f"the demo's answer failed: {final.message}")
     figures.update(lag_figures(samples))
@@ -88,15 +84,14 @@ def measure_answer(
     figures["seconds"] = rounded(streamed_s, 2)
     figures["answer_ms"] = rounded(streamed_s * 1000, 1)
     figures["chars"] = len(answer.text)
-    figures["ui_updates_per_s"] = rounded((app.transcript.inserts - inserts_before) / streamed_s, 1)
-    if answer.first_text_at is not None:
-        figures["ttft_ms"] = rounded((answer.first_text_at - answer.started_at) * 1000, 1)
-    slices = app.transcript.painter.slice_ms[slices_before:]
+    figures["ui_updates_per_s"] = rounded((after.inserts - before.inserts) / streamed_s, 1)
+    if times.first_text_at is not None:
+        figures["ttft_ms"] = rounded((times.first_text_at - times.started_at) * 1000, 1)
+    slices = tools.slice_ms(before.slices)
     figures["render_slice_max_ms"] = rounded(max(slices), 2) if slices else None
-    figures["events"] = app.pump.events - events_before
-    ordering = asdict(app.demos.ordering_counters())
-    for name in ORDERING_METRICS:  # what the chaos transport did to this answer's events
-        figures[name] = ordering[name] - ordering_before[name]
+    figures["events"] = after.events - before.events
+    for name, count in after.ordering.items():  # what the chaos transport did to its events
+        figures[name] = count - before.ordering[name]
     if worker is not None and worker.gen == final.gen:  # the fixed pipeline's own worker
         sender = worker.sender
         figures["chunks"] = sender.chunks
@@ -104,18 +99,18 @@ def measure_answer(
         figures["events_per_token"] = rounded(sender.chunks / max(1, stats.tokens), 4)
 
 
-def measure_cancels(app: ChatApp, figures: dict[str, float | None]) -> Script:
-    """Stop the demo's answer at random points, as a student pressing Stop would. Each
-    Stop's delay is also counted without the time the worker waited for a CPU meanwhile
-    (``own_``): on a busy machine that wait is the machine's, not the cancellation's."""
+def measure_cancels(app: LabWindow, prompt: str, figures: dict[str, float | None]) -> Script:
+    """Stop the demo's answer to ``prompt`` at random points, as a student pressing Stop
+    would. Each Stop's delay is also counted without the time the worker waited for a CPU
+    meanwhile (``own_``): on a busy machine that wait is the machine's, not the
+    cancellation's."""
+    tools = instruments_of(app)
     rng = random.Random(7)
     latencies: list[float] = []
     own: list[float] = []
     speeds: list[float] = []
-    prompt = app.input.draft
     for _ in range(CANCELS):
-        app.input.set_draft(prompt)
-        app.flow.send()
+        app.send(prompt)
         worker = app.controller.current
         assert worker is not None
         yield _started(worker)
@@ -123,7 +118,7 @@ def measure_cancels(app: ChatApp, figures: dict[str, float | None]) -> Script:
         if not worker.is_alive():
             continue  # it ended before the Stop: not a cancel sample
         waited = _WaitWatch(worker)
-        app.flow.stop()
+        app.stop()
         yield waited.until_gone
         if worker.cancelled_at is not None and worker.exited_at is not None:
             latency = (worker.exited_at - worker.cancelled_at) * 1000
@@ -132,7 +127,7 @@ def measure_cancels(app: ChatApp, figures: dict[str, float | None]) -> Script:
         first, last = worker.first_token_at, worker.exited_at
         if first is not None and last is not None and last > first and worker.tokens > 1:
             speeds.append((worker.tokens - 1) / (last - first))
-        yield lambda: not app.transcript.painter.busy
+        yield lambda: not tools.painting
     tps = median(speeds)
     figures["cancels"] = len(latencies)
     figures["cancel_p50_ms"] = rounded(percentile(latencies, 50), 2)
@@ -167,7 +162,7 @@ def quotes_or_claims(lesson: Lesson, metric: str) -> bool:
     )
 
 
-def measure_whole_render(app: ChatApp, figures: dict[str, float | None]) -> Script:
+def measure_whole_render(app: LabWindow, figures: dict[str, float | None]) -> Script:
     """The last answer given to a stock tkhtmlview in one ``set_html`` call, as an app that
     "renders once at the end" would: the freeze that slicing avoids (measured in a scratch
     widget, off screen)."""
@@ -176,9 +171,9 @@ def measure_whole_render(app: ChatApp, figures: dict[str, float | None]) -> Scri
     from tkchat.render.safe_markdown import markdown_to_safe_html
     from tkchat.ui.look.html_fonts import stock_tkhtmlview
 
-    html = markdown_to_safe_html(app.transcript.answers[-1].text)
+    html = markdown_to_safe_html(app.answers[-1].text)
     with stock_tkhtmlview():
-        scratch = HTMLText(app.root)
+        scratch = HTMLText(instruments_of(app).root)
         began = time.perf_counter()
         scratch.set_html(html)
         figures["whole_render_ms"] = rounded((time.perf_counter() - began) * 1000, 1)

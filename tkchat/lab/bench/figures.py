@@ -17,9 +17,8 @@ from tkchat.events import Done, Error, GenerationStats
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.modes import MODES
-from tkchat.stats import LagSample, median, percentile, rounded
+from tkchat.stats import LONG_TASK_MS, LagSample, median, percentile, rounded
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.lag_probe import LONG_TASK_MS
 
 BENCH_PROMPT = (
     "Write a long, detailed guide to brewing tea, with a heading, a numbered list of steps, "

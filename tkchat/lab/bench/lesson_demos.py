@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkchat.course.claims import Figures, Verdict, figures_path, quoted_figures
 from tkchat.course.kept_run import KeptRun, keep, now_run, too_busy
@@ -46,7 +46,9 @@ from tkchat.stats import rounded
 from tkchat.trace.culprit import Culprit, describe
 from tkchat.trace.recorder import RecordedRun
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.window.chat_window import ChatApp
+
+if TYPE_CHECKING:
+    from tkchat.lab.window import LabWindow
 
 BENCH_IDLE_S = 3.0  # the bench's idle window before and after the demos: is the machine quiet?
 
@@ -165,27 +167,30 @@ def setup_key(lesson: Lesson) -> tuple[object, ...]:
 
 
 def run_demo(
-    app: ChatApp, lesson: Lesson, out: list[DemoRun], *, also: Iterable[Lesson] = ()
+    app: LabWindow, lesson: Lesson, out: list[DemoRun], *, also: Iterable[Lesson] = ()
 ) -> Script:
     """Set up ``lesson``'s demo in ``app`` as its button does, measure the idle window (and,
     for a claim about it, the model alone), run the demo and measure it; append the run to
     ``out``. ``also``: other lessons whose claims and quotes this run must serve (the same
     demo in the other language)."""
+    from tkchat.lab.window import instruments_of
+
     lessons = [lesson, *also]
-    app.demos.setup(lesson)
-    yield lambda: app.flow.model_ready
+    tools = instruments_of(app)
+    tools.set_up_demo(lesson)
+    yield lambda: app.model_ready
     yield 0.2  # the switch of backend settles; the probe's peaks start from here
     # This machine's lag floor right before the demo: the claims compare with it, and the
     # load may have changed since the last demo.
     baselines: Baselines = {}
     yield from measure_idle(app, baselines)
     if needs_raw(lessons):
-        measure_raw(app, app.session.request_for(lesson.prompt or ""), baselines)
+        measure_raw(app, tools.request(lesson.prompt or ""), baselines)
         yield SETTLE_S  # raw held the loop on purpose: let the overdue timers fire first
     figures: dict[str, float | None] = {}
     recorded: list[RecordedRun] = []
     if lesson.expect_metric.startswith("cancel_"):
-        yield from measure_cancels(app, figures)
+        yield from measure_cancels(app, lesson.prompt or "", figures)
     else:
         yield from measure_answer(app, figures, recorded)
     if any(quotes_or_claims(x, "whole_render_ms") for x in lessons):
@@ -225,7 +230,7 @@ def same_setup(a: Lesson, b: Lesson) -> bool:
 
 
 def run_demos(
-    app: ChatApp,
+    app: LabWindow,
     lessons: Iterable[Lesson],
     out: list[DemoResult],
     *,
@@ -237,7 +242,7 @@ def run_demos(
     on that run — what the test does; the bench runs each, so that each language's quotes
     come from its own answer. ``same``: which lessons share a demo (:func:`same_setup`: every
     lesson whose demo is the same run, as ``tkchat bench --claims`` runs them)."""
-    yield lambda: app.flow.model_ready
+    yield lambda: app.model_ready
     for number, group in enumerate(demo_groups(lessons, same)):
         runs: list[DemoRun] = []
         if once:
@@ -292,13 +297,13 @@ def run_lesson_bench(options: LessonBenchOptions) -> int:
     from tkchat.generate.factory import LlamaOptions, make_backend
     from tkchat.lab.bench.script import ScriptRunner
     from tkchat.lab.display import ensure_display
-    from tkchat.ui.window.chat_window import AppOptions
+    from tkchat.lab.window import AppOptions, open_lab_window
 
     ensure_display()
     root = tk.Tk()
     controller = GenerationController(make_backend(LlamaOptions()), EventChannel())
-    app = ChatApp(root, controller, AppOptions(language="en"))
-    app.witness.force(True)  # a broken demo must name its culprit, whatever the view shows
+    app = open_lab_window(root, controller, AppOptions(language="en"))
+    app.instruments.sample_loop(True)  # a broken demo must name its culprit, whatever it shows
     controller.load_async()
     lessons = [
         lesson
@@ -321,12 +326,12 @@ def run_lesson_bench(options: LessonBenchOptions) -> int:
 
 
 def _bench_script(
-    app: ChatApp, lessons: list[Lesson], results: list[DemoResult], idle: Baselines, once: bool
+    app: LabWindow, lessons: list[Lesson], results: list[DemoResult], idle: Baselines, once: bool
 ) -> Script:
     """The idle window first (is this machine quiet enough to keep figures?), then every
     demo (``once``: each run once for all the lessons that set it up), then the idle window
     again (the load may have come meanwhile)."""
-    yield lambda: app.flow.model_ready
+    yield lambda: app.model_ready
     before: Baselines = {}
     yield from measure_idle(app, before, seconds=BENCH_IDLE_S)
     if once:

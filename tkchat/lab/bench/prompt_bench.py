@@ -42,7 +42,8 @@ from tkchat.lab.bench.figures import (
     input_figures,
     lag_figures,
 )
-from tkchat.lab.bench.script import BenchWindow, Script
+from tkchat.lab.bench.script import Script
+from tkchat.lab.window import LabWindow, instruments_of
 from tkchat.stats import median, percentile, rounded
 
 ANSWER_TOKENS = 16  # the answers here only need to start: the prompt is what is measured
@@ -61,8 +62,9 @@ class Prober(Protocol):
 
 
 class PromptBench:
-    def __init__(self, app: BenchWindow, prober: Prober, options: BenchOptions) -> None:
+    def __init__(self, app: LabWindow, prober: Prober, options: BenchOptions) -> None:
         self.app = app
+        self.tools = instruments_of(app)
         self.prober = prober
         self.options = options
         self.rng = random.Random(options.seed)
@@ -146,34 +148,32 @@ class PromptBench:
     # -- in the window ---------------------------------------------------------------------
 
     def _send(self, text: str, *, fresh: bool = True) -> tuple[GenerationWorker, float]:
-        app = self.app
+        app, tools = self.app, self.tools
         if fresh:
-            app.flow.new_chat()
-            app.session.sampling = self.sampling  # after new_chat, which starts from defaults
+            tools.new_chat()
+            tools.sampling = self.sampling  # after new_chat, which starts from defaults
         started = time.perf_counter()
-        if not app.flow.send(text):
-            raise RuntimeError("the window refused the long prompt: " + app.status.get())
+        if not app.send(text):
+            raise RuntimeError("the window refused the long prompt: " + tools.status_text)
         worker = app.controller.current
         assert worker is not None
         return worker, started
 
     def _read_in_window(self, out: dict[str, Any]) -> Script:
         """One whole reading, cold cache, with the lag probe and real clicks during it."""
-        app = self.app
+        app, tools = self.app, self.tools
         with app.controller.model_lock:
             self.backend.forget_prompt()
-        finished = len(app.flow.answering.finished)
-        app.probe.start_recording()
+        finished = len(app.finished)
+        app.start_lag_recording()
         handled_from = self.prober.begin()
         worker, _ = self._send(self.text)
-        answer = app.transcript.answers[-1]
-        yield (
-            lambda: answer.first_text_at is not None or len(app.flow.answering.finished) > finished
-        )
-        out["samples"] = app.probe.stop_recording()
+        yield lambda: tools.answer_times().first_text_at is not None or len(app.finished) > finished
+        out["samples"] = app.stop_lag_recording()
         out["inputs"] = self.prober.end(handled_from)
-        yield lambda: len(app.flow.answering.finished) > finished
-        final = app.flow.answering.finished[-1]
+        yield lambda: len(app.finished) > finished
+        final = app.finished[-1]
+        answer = tools.answer_times()
         if not isinstance(final, Done) or final.reason == "cancelled":
             raise RuntimeError(f"the long prompt did not complete: {_describe(final)}")
         stats = final.stats
@@ -200,16 +200,16 @@ class PromptBench:
             yield self.rng.uniform(0.02, max(0.05, step))
             if worker.first_token_at is not None or not worker.is_alive():
                 finished_early += 1  # read to the end before the Stop: not a sample
-                app.flow.stop()
+                app.stop()
                 yield _gone(worker)
                 with app.controller.model_lock:
                     self.backend.forget_prompt()
                 continue
-            app.flow.stop()
+            app.stop()
             yield _gone(worker)
             if worker.cancelled_at is not None and worker.exited_at is not None:
                 latencies.append((worker.exited_at - worker.cancelled_at) * 1000)
-        yield lambda: not app.transcript.painter.busy
+        yield lambda: not self.tools.painting
         out["cancels"] = latencies
         out["cancels_after_the_end"] = finished_early
 
@@ -248,11 +248,11 @@ class PromptBench:
         for _ in range(TURNS):
             with app.controller.model_lock:
                 self.backend.forget_prompt()
-            finished = len(app.flow.answering.finished)
+            finished = len(app.finished)
             self._send(FOLLOW_UP)
-            alone = app.transcript.answers[-1]
             yield _answered(app, finished)
-            last = app.flow.answering.finished[-1]
+            last = app.finished[-1]
+            alone = self.tools.answer_times()
             if not isinstance(last, Done) or alone.first_text_at is None:
                 raise RuntimeError(f"the follow-up alone did not answer: {_describe(last)}")
             ttfts.append((alone.first_text_at - alone.started_at) * 1000)
@@ -267,11 +267,11 @@ class PromptBench:
         app = self.app
         ttfts: list[float] = []
         for _ in range(TURNS):
-            finished = len(app.flow.answering.finished)
+            finished = len(app.finished)
             self._send(FOLLOW_UP, fresh=False)
-            answer = app.transcript.answers[-1]
             yield _answered(app, finished)
-            final = app.flow.answering.finished[-1]
+            final = app.finished[-1]
+            answer = self.tools.answer_times()
             if not isinstance(final, Done) or answer.first_text_at is None:
                 raise RuntimeError(f"turn 2 did not answer: {_describe(final)}")
             ttfts.append((answer.first_text_at - answer.started_at) * 1000)
@@ -279,7 +279,7 @@ class PromptBench:
             out["history_tokens"] = final.stats.prompt_reused
             yield 0.2
         out["ttft"] = median(ttfts)
-        last_turn = app.session.request().messages[:-1]  # the chat the last turn read
+        last_turn = self.tools.request().messages[:-1]  # the chat the last turn read
         with app.controller.model_lock:
             tokens = self.backend.chat_tokens(last_turn)
             reused = out["history_tokens"]
@@ -314,14 +314,15 @@ class PromptBench:
         app = self.app
         controller = app.controller
         reports = controller.load_reports
-        app.probe.start_recording()
+        tools = self.tools
+        app.start_lag_recording()
         started = time.perf_counter()
-        app.models.load(self.backend.model)
-        yield lambda: app.flow.model_ready or app.flow.model_failed  # (news the window has handled)
+        tools.load_model(self.backend.model)
+        yield lambda: app.model_ready or tools.model_failed  # (news the window has handled)
         seconds = time.perf_counter() - started
-        samples = app.probe.stop_recording()
-        if not app.flow.model_ready:
-            raise RuntimeError("the model did not load again: " + app.status.get())
+        samples = app.stop_lag_recording()
+        if not app.model_ready:
+            raise RuntimeError("the model did not load again: " + tools.status_text)
         runs.append(
             RunFigures(
                 mode="load",
@@ -438,9 +439,9 @@ def _progress_verdicts(prompt: RunFigures) -> list[Check]:
     return [Check("progress events: at most a few a second (<= 5)", per_s <= 5, f"{per_s}/s")]
 
 
-def _answered(app: BenchWindow, finished: int) -> Callable[[], bool]:
+def _answered(app: LabWindow, finished: int) -> Callable[[], bool]:
     """Whether the window has handled a final event beyond the first ``finished``."""
-    return lambda: len(app.flow.answering.finished) > finished
+    return lambda: len(app.finished) > finished
 
 
 def _gone(worker: GenerationWorker) -> Callable[[], bool]:

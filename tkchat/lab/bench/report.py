@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tkchat.installed import extra_missing
-from tkchat.ui.lag_probe import LONG_TASK_MS
+from tkchat.stats import LONG_TASK_MS
 
 if TYPE_CHECKING:
     from tkchat.lab.bench.figures import BenchOptions, Check, RunFigures, Timeline

@@ -22,7 +22,7 @@ from tkchat.i18n import LANGUAGES
 
 if TYPE_CHECKING:  # for the annotations only: the window's modules load when a command runs
     from tkchat.lab.recording.file import Recording
-    from tkchat.ui.window.chat_window import AppOptions
+    from tkchat.lab.window import AppOptions
 
 NAME = "record"
 
@@ -69,7 +69,7 @@ def load_or_say(path: Path, name: str, lang: str | None) -> Recording | None:
 def recording_window_options(args: argparse.Namespace, mode: str) -> AppOptions:
     """The window's options for record and replay: the command line's, nothing remembered
     and nothing kept (a recorded run is a demonstration, not a conversation)."""
-    from tkchat.ui.window.chat_window import AppOptions
+    from tkchat.lab.window import AppOptions
 
     return AppOptions(
         sampling=sampling_from_args(args),
@@ -91,19 +91,20 @@ def _record(args: argparse.Namespace, recording: Recording) -> int:
         return 2
     backend = make_backend(backend_options(args, faults=True))
     options = recording_window_options(args, args.mode)
-    app, recorder = open_record_window(root, backend, options, recording, args.file)
+    window, recorder = open_record_window(root, backend, options, recording, args.file)
+    say = window.instruments.say
     if args.geometry:
         root.geometry(args.geometry)
     root.mainloop()
     recorder.save()  # the window closed before the answer ended: keep what there is
     if recorder.error is not None:
         print(
-            f"tkchat record: {app.t('recording.not_saved', path=args.file, reason=recorder.error)}",
+            f"tkchat record: {say('recording.not_saved', path=args.file, reason=recorder.error)}",
             file=sys.stderr,
         )
         return 1
     print(
-        app.t(
+        say(
             "recording.saved",
             tokens=len(recording.tokens),
             seconds=f"{recording.duration_s:.2f}",

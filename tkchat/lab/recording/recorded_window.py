@@ -22,54 +22,43 @@ from tkchat.generate.controller import GenerationController
 from tkchat.lab.recording.backends import RecordingBackend, ReplayBackend
 from tkchat.lab.recording.file import Recording
 from tkchat.lab.recording.recorder import RunRecorder
+from tkchat.lab.window import AppOptions, TkLabWindow, open_lab_window
 from tkchat.stats import LagSample
 from tkchat.transport.channel import EventChannel
-from tkchat.ui.base.notice import NoticeBanner
-from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "cancelled")
 
 
 def open_record_window(
     root: tk.Tk, backend: Backend, options: AppOptions, recording: Recording, path: Path
-) -> tuple[ChatApp, RunRecorder]:
+) -> tuple[TkLabWindow, RunRecorder]:
     """The window, recording its next answer into ``path`` (``options.autosend`` is the
     question, as ``--prompt``). The caller saves once more after the main loop ends
     (:meth:`RunRecorder.save` does nothing the second time): a window closed mid-answer
     keeps what it had."""
     wrapped = RecordingBackend(backend)
     controller = GenerationController(wrapped, EventChannel())
-    app = ChatApp(root, controller, options)
-    recorder = RunRecorder(
-        root,
-        app.scheduler,
-        app.probe,
-        wrapped,
-        app.transcript.answers,
-        app.flow.answering.finished,
-        recording,
-        path,
-    )
-    banner = NoticeBanner(app.chat, app.banner_anchor, app.t)
-    banner.show(app.t("recording.recording", path=path))
+    window = open_lab_window(root, controller, options)
+    recorder = RunRecorder(window, wrapped, recording, path)
+    say = window.instruments.say
+    window.instruments.notice(say("recording.recording", path=path))
 
     def saved() -> None:
         if recorder.error is not None:
-            text = app.t("recording.not_saved", path=path, reason=recorder.error)
+            text = say("recording.not_saved", path=path, reason=recorder.error)
         else:
-            text = app.t(
+            text = say(
                 "recording.saved",
                 tokens=len(recording.tokens),
                 seconds=f"{recording.duration_s:.2f}",
                 path=path,
             )
-        if not app.closed:
-            banner.show(text)
-            app.status.show(lambda: text)
+        if not window.closed:
+            window.instruments.notice(text, status=True)
 
     recorder.on_saved = saved
     controller.load_async()
-    return app, recorder
+    return window, recorder
 
 
 def replay_backend(recording: Recording, speed: float = 1.0) -> ReplayBackend:
@@ -91,7 +80,7 @@ def replay_backend(recording: Recording, speed: float = 1.0) -> ReplayBackend:
 
 def open_replay_window(
     root: tk.Tk, recording: Recording, options: AppOptions, speed: float = 1.0
-) -> tuple[ChatApp, ReplayBackend]:
+) -> tuple[TkLabWindow, ReplayBackend]:
     """The window on the recorded answer: it sends the recorded question at once (unless
     ``options.autosend`` says another), through ``options.mode``'s pipeline."""
     backend = replay_backend(recording, speed)
@@ -114,7 +103,8 @@ def open_replay_window(
         recorded_lag=recorded_lag,
     )
     controller = GenerationController(backend, EventChannel())
-    app = ChatApp(root, controller, options)
+    window = open_lab_window(root, controller, options)
+    tools = window.instruments
     machine = recording.machine
     cpus = machine.get("cpus")
     where = ", ".join(
@@ -122,15 +112,14 @@ def open_replay_window(
         for value in (machine.get("platform"), f"{cpus} CPUs" if cpus else None, recording.backend)
         if value
     )
-    banner = NoticeBanner(app.chat, app.banner_anchor, app.t)
-    banner.show(
-        app.t(
+    tools.notice(
+        tools.say(
             "recording.replaying",
             started_at=recording.started_at,
             machine=where,
             mode=recording.mode,
-            now=app.flow.answering.pipeline.name,
+            now=tools.pipeline.name,
         )
     )
     controller.load_async()
-    return app, backend
+    return window, backend

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import time
 import tkinter as tk
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from tkchat.events import Done, Error
+from tkchat.events import Error
 from tkchat.lab.recording.backends import RecordingBackend
 from tkchat.lab.recording.file import MAX_HEADER_TEXT, End, Input, Lag, Recording, Screen, Token
-from tkchat.ui.lag_probe import LagProbe
-from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript.transcript import AnswerView
+from tkchat.lab.window import LabWindow, instruments_of
 
 WATCH_MS = 100  # how often the recorder looks whether the answer has ended
 # After the answer's end, the recording goes on this long before it is written: a frozen
@@ -42,27 +40,15 @@ INPUT_EVENTS = {
 
 
 class RunRecorder:
-    """Records the window's next answer into ``recording``, then writes it to ``path``
-    (once). ``on_saved()``, if set, is called after the write; :attr:`error` then says
-    whether it failed. ``answers`` and ``finished`` are the window's own lists, read as they
-    grow."""
+    """Records ``window``'s next answer (its tokens from ``backend``) into ``recording``,
+    then writes it to ``path`` (once). ``on_saved()``, if set, is called after the write;
+    :attr:`error` then says whether it failed."""
 
     def __init__(
-        self,
-        root: tk.Misc,
-        scheduler: AfterScheduler,
-        probe: LagProbe,
-        backend: RecordingBackend,
-        answers: Sequence[AnswerView],
-        finished: Sequence[Done | Error],
-        recording: Recording,
-        path: Path,
+        self, window: LabWindow, backend: RecordingBackend, recording: Recording, path: Path
     ) -> None:
-        self.scheduler = scheduler
-        self.probe = probe
+        self.window = window
         self.backend = backend
-        self.answers = answers
-        self.finished = finished
         self.recording = recording
         self.path = path
         self.opened = time.perf_counter()
@@ -71,10 +57,11 @@ class RunRecorder:
         # (perf_counter when handled, X server time in ms, what it was)
         self.inputs: list[tuple[float, int, str]] = []
         self.on_saved: Callable[[], None] | None = None
+        root = instruments_of(window).root  # every X event of the window's toplevel
         for sequence, what in INPUT_EVENTS.items():
             root.bind_all(sequence, self._input_handler(what), add="+")
-        probe.start_recording()
-        self.scheduler.once("recorder", WATCH_MS, self._watch)
+        window.start_lag_recording()
+        window.later("recorder", WATCH_MS, self._watch)
 
     def _input_handler(self, what: str) -> Callable[[tk.Event], None]:
         def note(event: tk.Event) -> None:
@@ -85,10 +72,10 @@ class RunRecorder:
         return note
 
     def _watch(self) -> None:
-        if self.finished:
-            self.scheduler.once("recorder", SETTLE_MS, self.save)
+        if self.window.finished:
+            self.window.later("recorder", SETTLE_MS, self.save)
         elif not self.done:
-            self.scheduler.once("recorder", WATCH_MS, self._watch)
+            self.window.later("recorder", WATCH_MS, self._watch)
 
     def save(self) -> None:
         """Write the recording (once). Called when the answer ended, or as the window
@@ -98,21 +85,22 @@ class RunRecorder:
         self.done = True
         now = time.perf_counter()
         origin = self.backend.started or self.opened
-        final = self.finished[0] if self.finished else None
+        finished = self.window.finished
+        final = finished[0] if finished else None
         ended = now
         rec = self.recording
         asked = self.backend.request
         if asked is not None and asked.messages:
             rec.prompt = asked.messages[-1].content[:MAX_HEADER_TEXT]
         rec.tokens = [Token(round(t, 6), text) for t, text in self.backend.tokens]
-        samples = self.probe.stop_recording()
+        samples = self.window.stop_lag_recording()
         rec.lags = [
             Lag(round(s.at - origin, 6), round(s.lag_ms, 3))
             for s in samples
             if origin <= s.at <= ended
         ]
-        answer = self.answers[-1] if self.answers else None
-        arrivals = answer.arrivals if answer is not None else []
+        window = self.window
+        arrivals = instruments_of(window).answer_times().arrivals if window.answers else []
         rec.screen = [
             Screen(round(at - origin, 6), chars) for at, chars in arrivals if at >= origin
         ]

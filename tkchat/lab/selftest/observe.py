@@ -2,7 +2,8 @@
 
 Toolkit-free: the Tk child (:mod:`.child`) and the Qt child (:mod:`.qt_child`) each start a
 :class:`WindowReport` and :class:`ChildCommands`, both on threads of their own. The report
-reads plain attributes the window's handlers leave behind (never a widget: only the main
+reads the window as every lab tool does (:class:`~tkchat.lab.window.LabWindow`): plain
+attributes the window's handlers leave behind (never a widget: only the main
 thread touches those) and sends what is new every :data:`TICK_S` — from its own thread, so
 that a main thread stuck in the pipeline does not stop it: the text a blocking loop pushes
 onto the screen is seen as it comes. A time in a line is the time the handler noted, not the
@@ -18,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from tkchat.conversation import Message, Sampling
 from tkchat.events import Done, Error
@@ -33,57 +34,11 @@ from tkchat.trace.sampler import LoopSampler, Sample
 from tkchat.trace.whose import add_whose, whose_each_late
 from tkchat.transport.channel import EventChannel
 
+if TYPE_CHECKING:
+    from tkchat.lab.window import LabWindow
+
 # Long answers, from the bundled model too: every question needs one to act in.
 PROMPT = "Write a long explanation, with code, of why a chat window can freeze."
-
-
-class _Answer(Protocol):
-    @property
-    def text(self) -> str: ...
-
-
-class _Transcript(Protocol):
-    @property
-    def answers(self) -> Sequence[_Answer]: ...
-
-
-class _Health(Protocol):
-    @property
-    def ping_times(self) -> list[float]: ...
-
-
-class _Probe(Protocol):
-    @property
-    def recorded(self) -> list[LagSample] | None: ...
-
-
-class SelftestWindow(Protocol):
-    """What the report reads of a window, whichever toolkit draws it (the Tk ``ChatApp`` or
-    the Qt ``ChatWindow``): plain attributes its main thread writes, never a widget."""
-
-    @property
-    def model_ready(self) -> bool: ...
-    @property
-    def transcript(self) -> _Transcript: ...
-    @property
-    def health(self) -> _Health: ...
-    @property
-    def probe(self) -> _Probe: ...
-    @property
-    def controller(self) -> GenerationController: ...
-    @property
-    def answer(self) -> object | None: ...
-    @property
-    def finished(self) -> Sequence[Done | Error]:
-        """The final events handled, in order. A final is appended once its
-        ``final_handled_at`` and ``last_error`` are set, and before ``answer`` is cleared:
-        what a report reads on its own thread then never shows an answer closed without its
-        final, nor a final without its time."""
-
-    @property
-    def last_error(self) -> str | None: ...
-    @property
-    def final_handled_at(self) -> float | None: ...
 
 
 @dataclass
@@ -96,10 +51,33 @@ class Sources:
     tk_calls: Callable[[], tuple[int, dict[str, str] | None]] = lambda: (0, None)
     raised: list[list[str]] = field(default_factory=list)  # lists that grow: sentences
     points: dict[str, Point] = field(default_factory=dict)  # where to click, kept up to date
-    probe: list[Probed] | None = None  # the grade's own probe (else the window's)
+    probe: list[Probed] = field(default_factory=list)  # the grade's own lag probe
 
 
 TICK_S = 0.02
+
+
+def note_inputs(window: LabWindow, sources: Sources) -> None:
+    """Main thread: from now on, when the window handled each of the driver's scrolls, keys
+    and Stops (:data:`~tkchat.lab.window.INPUTS`), and the answer's length at each Stop."""
+    for kind in ("scroll", "key", "stop"):
+        sources.inputs.setdefault(kind, [])
+
+    def note(kind: str) -> None:
+        if kind == "stop":
+            answers = window.answers
+            sources.stop_chars.append(len(answers[-1].text) if answers else 0)
+        sources.inputs[kind].append(time.perf_counter())
+
+    window.watch_inputs(note)
+
+
+def publish_points(window: LabWindow, sources: Sources) -> None:
+    """Main thread: where the driver's clicks go, once the window is shown — again and
+    again, since its layout may still move (its size applied late, a banner shown)."""
+    points = window.points()
+    if points:
+        sources.points.update(points)
 
 
 class WindowReport:
@@ -107,7 +85,7 @@ class WindowReport:
 
     def __init__(
         self,
-        window: SelftestWindow,
+        window: LabWindow,
         meter: TokenMeter,
         faults: FaultInjector,
         sources: Sources,
@@ -150,21 +128,18 @@ class WindowReport:
             self._points = points  # the first time: ready; later: the window's layout moved
             out.send("ready", **{k: list(v) for k, v in points.items()})
         # The answers first, their finals sent before them: a final is in ``finished`` before
-        # its answer closes (:class:`SelftestWindow`), so every answer this reading sees closed
+        # its answer closes (``LabWindow.finished``), so every answer this reading sees closed
         # has its final in the list read next, and the grader, reading the lines in order,
         # has the final before it sees the answer closed. (Sent after it, a final handled with
         # the ping of question 2 in one tick came a line too late: the grader, taking the
         # closed answer for its end, read no final and graded "error shown ∞ ms".)
-        answers = ([len(a.text) for a in window.transcript.answers], window.answer is not None)
+        answers = ([len(a.text) for a in window.answers], window.answer is not None)
         self._finals()
         if answers != self._answers:
             self._answers = answers
             out.send("answers", chars=answers[0], open=answers[1])
         self._inputs()
-        probed = self.sources.probe
-        if probed is None:
-            probed = [Probed(s.at, s.lag_ms) for s in window.probe.recorded or []]
-        lag = self._new("lag", probed)
+        lag = self._new("lag", self.sources.probe)
         if lag:
             rows = [[s.at, round(s.lag_ms, 3), round(s.queued_ms, 3)] for s in lag]  # type: ignore[attr-defined]
             out.send("lag", s=rows)
@@ -186,7 +161,7 @@ class WindowReport:
             self.out.send("running", r=rows)
 
     def _inputs(self) -> None:
-        kinds = {"ping": self.window.health.ping_times, **self.sources.inputs}
+        kinds = {"ping": self.window.ping_times, **self.sources.inputs}
         for what, times in kinds.items():
             new = self._new(what, times)
             chars = self._new("stop-chars", self.sources.stop_chars) if what == "stop" else []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tkchat.lab.bench.figures import LAG_MAX_MS
 from tkchat.lab.selftest.targets import TOKENS_RATIO_MIN, Measured, lag_bound, p99
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check, Translate
-from tkchat.ui.lag_probe import LONG_TASK_MS
+from tkchat.stats import LONG_TASK_MS
 
 KEYS = QUESTIONS + ("lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread", "raised", "figures")
 

@@ -52,8 +52,7 @@ from tkchat.lab.selftest.verdict import (
     top_function,
     witness_notes,
 )
-from tkchat.stats import percentile
-from tkchat.ui.lag_probe import LONG_TASK_MS
+from tkchat.stats import LONG_TASK_MS, percentile
 
 # The model's speed with the window, against the same run's model alone. ``tkchat bench``
 # asks 0.95 of a quiet machine; the grade must hold with both cores busy, where two passes of

@@ -6,8 +6,9 @@ For each length (messages: 0, then ``--long-chat`` sizes, 10, 100, 300 and 1,000
 lists, code and Chinese (:mod:`tkchat.lab.bench.scenarios.chat_text`, ~3,333 characters a message:
 300 messages are a million characters) is saved, then, with the lag probe recording:
 
-1. ``open``: the sidebar's way of opening it (:meth:`SavedConversations.show`), until it is
-   on screen and its painting near the view is done;
+1. ``open``: the sidebar's way of opening it
+   (:meth:`~tkchat.lab.window.Instruments.open_saved`), until it is on screen and its
+   painting near the view is done;
 2. ``page``: Page Up through it (a page every 50 ms), a jump to the top, Page Down, a jump to
    the middle, and back to the end;
 3. ``resize``: the window made narrower and wider (every line wraps again);
@@ -41,9 +42,8 @@ from tkchat.lab.bench.figures import (
 )
 from tkchat.lab.bench.scenarios.chat_text import long_conversation
 from tkchat.lab.bench.script import Script
+from tkchat.lab.window import LabWindow, instruments_of
 from tkchat.stats import LagSample, rounded
-from tkchat.ui.scheduler import CallbackCosts
-from tkchat.ui.window.chat_window import ChatApp
 
 SIZES = (10, 100, 300, 1000)
 FLOOD_TOKENS = 20_000  # four seconds at 5,000 tokens/s
@@ -93,8 +93,9 @@ class _Phases:
 class LongChatBench:
     """The scenario, one length after another, in the window of a running ``tkchat bench``."""
 
-    def __init__(self, app: ChatApp, options: BenchOptions, sizes: tuple[int, ...] = SIZES):
+    def __init__(self, app: LabWindow, options: BenchOptions, sizes: tuple[int, ...] = SIZES):
         self.app = app
+        self.tools = instruments_of(app)
         self.options = options
         self.sizes = sizes
 
@@ -109,26 +110,25 @@ class LongChatBench:
         runs += rows
 
     def _one(self, messages: int, rows: list[RunFigures]) -> Script:
-        app = self.app
+        app, tools = self.app, self.tools
         conversation, chars = self._save(messages)
         yield 0.3
         phases = _Phases()
-        app.probe.start_recording()
-        costs = app.scheduler.costs = CallbackCosts()
+        app.start_lag_recording()
+        costs = tools.time_callbacks()
         phases.begin()
         if conversation is None:
-            app.flow.new_chat()
+            tools.new_chat()
         else:
-            assert app.conversations is not None
-            app.conversations.show(conversation)
-        yield lambda: not app.flow.showing_conversation and not app.transcript.painter.busy
+            tools.open_saved(conversation)
+        yield lambda: not tools.showing_conversation and not tools.painting
         phases.end("open")
         yield 0.2
         yield from self._page(phases)
         yield from self._resize(phases)
         yield from self._flood(phases)
-        samples = app.probe.stop_recording()
-        app.scheduler.costs = None
+        samples = app.stop_lag_recording()
+        tools.stop_timing_callbacks()
         row = self._figures(messages, chars, samples, phases)
         row.extra["callback_cpu_max_ms"] = rounded(costs.worst_ms, 2)
         row.extra["callback_cpu_max_in"] = costs.worst
@@ -138,10 +138,9 @@ class LongChatBench:
         """The conversation in the store (set-up, not measured): its id and its characters."""
         if messages == 0:
             return None, 0
-        archive = self.app.archive
-        if archive is None or archive.store is None:
+        store = self.tools.store
+        if store is None:
             raise RuntimeError("the long-chat bench needs the history (the store)")
-        store = archive.store
         conversation = store.create(f"bench: {messages} messages")
         chat = long_conversation(messages, self.options.seed)
         for role, text in chat:
@@ -149,24 +148,24 @@ class LongChatBench:
         return conversation.id, sum(len(text) for _role, text in chat)
 
     def _page(self, phases: _Phases) -> Script:
-        text = self.app.transcript.text
+        tools = self.tools
         phases.begin()
         for _ in range(PAGES):
-            text.yview_scroll(-1, "pages")
+            tools.scroll_pages(-1)
             yield PAGE_S
-        text.yview_moveto(0.0)
+        tools.scroll_to(0.0)
         yield PAGE_S * 4
         for _ in range(PAGES // 2):
-            text.yview_scroll(1, "pages")
+            tools.scroll_pages(1)
             yield PAGE_S
-        text.yview_moveto(0.5)
+        tools.scroll_to(0.5)
         yield PAGE_S * 4
-        text.see("end")
+        tools.scroll_to(1.0)  # the end
         yield PAGE_S * 4
         phases.end("page")
 
     def _resize(self, phases: _Phases) -> Script:
-        root = self.app.root
+        root = self.tools.root
         height = root.winfo_height()
         phases.begin()
         for width in WIDTHS:
@@ -175,17 +174,16 @@ class LongChatBench:
         phases.end("resize")
 
     def _flood(self, phases: _Phases) -> Script:
-        app = self.app
-        painter = app.transcript.painter
+        app, tools = self.app, self.tools
         # A scripted flood; a model answers at its own pace, for as many tokens as asked.
         tokens = FLOOD_TOKENS if self.options.backend == "scripted" else self.options.tokens
-        app.session.sampling = Sampling(max_tokens=tokens, seed=self.options.seed)
-        finished_before = len(app.flow.answering.finished)
+        tools.sampling = Sampling(max_tokens=tokens, seed=self.options.seed)
+        finished_before = len(app.finished)
         phases.begin()
-        if not app.flow.send(QUESTION):
+        if not app.send(QUESTION):
             raise RuntimeError("the long-chat bench could not send its question")
-        yield lambda: len(app.flow.answering.finished) > finished_before
-        yield lambda: not painter.busy
+        yield lambda: len(app.finished) > finished_before
+        yield lambda: not tools.painting
         yield 0.3
         phases.end("flood")
 

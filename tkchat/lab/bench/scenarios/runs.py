@@ -10,11 +10,14 @@ Main thread only: each measurement is a script the bench's runner resumes
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tkchat.conversation import Sampling
 from tkchat.lab.bench.figures import BenchOptions, RunFigures, StreamResult
-from tkchat.lab.bench.script import BenchWindow, Script
+from tkchat.lab.bench.script import Script
+
+if TYPE_CHECKING:
+    from tkchat.lab.window import LabWindow
 
 
 class BenchRuns(Protocol):
@@ -25,7 +28,7 @@ class BenchRuns(Protocol):
     @property
     def options(self) -> BenchOptions: ...
     @property
-    def app(self) -> BenchWindow: ...
+    def app(self) -> LabWindow: ...
     @property
     def runs(self) -> list[RunFigures]: ...
     @property

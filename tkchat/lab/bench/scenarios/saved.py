@@ -12,42 +12,42 @@ import time
 from tkchat.generate.scripted import long_answer
 from tkchat.lab.bench.figures import Check, RunFigures, lag_figures
 from tkchat.lab.bench.script import Script
+from tkchat.lab.window import LabWindow, instruments_of
 from tkchat.render.safe_markdown import markdown_to_safe_html
 from tkchat.stats import LONG_TASK_MS, rounded
 from tkchat.ui.look.html_fonts import stock_tkhtmlview
-from tkchat.ui.window.chat_window import ChatApp
 
 OTHER_CONVERSATIONS = 300  # besides the long one, in the history run
 
 
-def render_long(app: ChatApp, runs: list[RunFigures]) -> Script:
+def render_long(app: LabWindow, runs: list[RunFigures]) -> Script:
     """The final markdown render of an 11,000-character answer with code blocks.
 
     Baseline in the same run: one whole-document ``set_html`` — the "render once at the
     end" that freezes the window — timed first, on a scratch widget, outside the record."""
     from tkhtmlview import HTMLText
 
-    app.flow.new_chat()
+    tools = instruments_of(app)
+    tools.new_chat()
     text = long_answer(11_000)
     html = markdown_to_safe_html(text)
     with stock_tkhtmlview():
-        scratch = HTMLText(app.root)
+        scratch = HTMLText(tools.root)
         began = time.perf_counter()
         scratch.set_html(html)
         whole_ms = (time.perf_counter() - began) * 1000
         scratch.destroy()
     yield 0.3
-    view = app.transcript.begin_answer()
-    app.transcript.append(view, text, live=False)  # as if it had streamed in
-    slices_before = len(app.transcript.painter.slice_ms)
-    app.probe.start_recording()
+    written = tools.write_answer(text)  # as if it had streamed in
+    slices_before = tools.counts().slices
+    app.start_lag_recording()
     started = time.perf_counter()
-    app.transcript.finish(view)
-    yield lambda: not app.transcript.painter.busy
+    tools.finish_answer(written)
+    yield lambda: not tools.painting
     seconds = time.perf_counter() - started
     yield 0.2
-    samples = app.probe.stop_recording()
-    slices = app.transcript.painter.slice_ms[slices_before:]
+    samples = app.stop_lag_recording()
+    slices = tools.slice_ms(slices_before)
     runs.append(
         RunFigures(
             mode="render",
@@ -67,50 +67,49 @@ def render_long(app: ChatApp, runs: list[RunFigures]) -> Script:
     )
 
 
-def history_open(app: ChatApp, runs: list[RunFigures]) -> Script:
+def history_open(app: LabWindow, runs: list[RunFigures]) -> Script:
     """A saved conversation of 200 messages and about 100,000 characters: opened, rendered
     and scrolled from top to bottom, with the lag probe recording all along."""
-    archive = app.archive
-    if archive is None or archive.store is None:
+    tools = instruments_of(app)
+    store = tools.store
+    if store is None:
         return
     answer = long_answer(1_000)[:995]  # with the questions: just over 100,000 characters
-    conversation = archive.store.create("bench: a long conversation")
+    conversation = store.create("bench: a long conversation")
     for index in range(100):  # set-up, not measured
-        archive.store.add_message(conversation.id, "user", f"Question {index + 1}?")
-        archive.store.add_message(conversation.id, "assistant", answer)
+        store.add_message(conversation.id, "user", f"Question {index + 1}?")
+        store.add_message(conversation.id, "assistant", answer)
     for index in range(OTHER_CONVERSATIONS):  # a history of many chats, for the sidebar
-        other = archive.store.create(f"bench: chat {index + 1}")
-        archive.store.add_message(other.id, "user", f"Tell me about mutex {index}.")
-        archive.store.add_message(other.id, "assistant", answer[:400])
-    stored = archive.store.messages(conversation.id)
+        other = store.create(f"bench: chat {index + 1}")
+        store.add_message(other.id, "user", f"Tell me about mutex {index}.")
+        store.add_message(other.id, "assistant", answer[:400])
+    stored = store.messages(conversation.id)
     yield 0.3
-    app.probe.start_recording()
-    slices_before = len(app.transcript.painter.slice_ms)
+    app.start_lag_recording()
+    slices_before = tools.counts().slices
     started = time.perf_counter()
-    saved = app.conversations
-    assert saved is not None  # history=True
-    saved.show(conversation.id)
-    yield lambda: not app.flow.showing_conversation and not app.transcript.painter.busy
+    tools.open_saved(conversation.id)
+    yield lambda: not tools.showing_conversation and not tools.painting
     opened_s = time.perf_counter() - started
     for step in range(21):  # scroll through it, top to bottom
-        app.transcript.text.yview_moveto(step / 20)
+        tools.scroll_to(step / 20)
         yield 0.05
     # The store calls a user triggers that run on the main thread (one small transaction
     # or query each, see tkchat/ui/chats/history.py), timed on this history.
     calls: dict[str, float | None] = {}
     for name, call in (
-        ("list", archive.conversations),
-        ("search", lambda: saved.search("mutex 7")),
-        ("rename", lambda: saved.rename(conversation.id, "bench: renamed")),
-        ("delete", lambda: saved.delete(conversation.id)),
-        ("restore", lambda: saved.undelete(conversation.id)),
+        ("list", tools.list_saved),
+        ("search", lambda: tools.search_saved("mutex 7")),
+        ("rename", lambda: tools.rename_saved(conversation.id, "bench: renamed")),
+        ("delete", lambda: tools.delete_saved(conversation.id)),
+        ("restore", lambda: tools.restore_saved(conversation.id)),
     ):
         began = time.perf_counter()
         call()
         calls[f"{name}_ms"] = rounded((time.perf_counter() - began) * 1000, 2)
         yield 0.05
-    samples = app.probe.stop_recording()
-    slices = app.transcript.painter.slice_ms[slices_before:]
+    samples = app.stop_lag_recording()
+    slices = tools.slice_ms(slices_before)
     runs.append(
         RunFigures(
             mode="history",

@@ -29,6 +29,7 @@ from tkchat.lab.bench.figures import Check, RunFigures
 from tkchat.lab.bench.prompt_bench import _answered
 from tkchat.lab.bench.scenarios.runs import BenchRuns
 from tkchat.lab.bench.script import Script
+from tkchat.lab.window import instruments_of
 from tkchat.stats import median, rounded
 from tkchat.threads import lower_this_thread, own_thread
 
@@ -68,15 +69,16 @@ def _chat(
 ) -> Script:
     """Main thread: the first question in a fresh chat, then the follow-ups, each timed."""
     app = bench.app
-    app.flow.new_chat()
-    app.session.sampling = Sampling(max_tokens=ANSWER_TOKENS, temperature=0.0, seed=1)
+    tools = instruments_of(app)
+    tools.new_chat()
+    tools.sampling = Sampling(max_tokens=ANSWER_TOKENS, temperature=0.0, seed=1)
     for turn in range(TURNS + 1):
-        finished = len(app.flow.answering.finished)
-        if not app.flow.send(first if turn == 0 else follow_up):
-            raise RuntimeError("the window refused the question: " + app.status.get())
-        answer = app.transcript.answers[-1]
+        finished = len(app.finished)
+        if not app.send(first if turn == 0 else follow_up):
+            raise RuntimeError("the window refused the question: " + tools.status_text)
         yield _answered(app, finished)
-        final = app.flow.answering.finished[-1]
+        final = app.finished[-1]
+        answer = tools.answer_times()
         if not isinstance(final, Done) or answer.first_text_at is None:
             raise RuntimeError(f"turn {turn + 1} did not answer")
         if turn > 0:
@@ -87,7 +89,7 @@ def _chat(
             out["reused"].append(reader.reused if reader else None)
             out["prompt"], out["remembered"] = len(backend.last_read[0]), backend.last_read[1]
         yield 0.2
-    app.session.sampling = bench.sampling
+    tools.sampling = bench.sampling
 
 
 def _new_part_alone(bench: BenchRuns, backend: LlamaBackend) -> float:
