@@ -14,11 +14,12 @@ machine alone could still break a claim (:attr:`Claim.load_can_break`) and the r
 (the window waited for a CPU more than :data:`BUSY_CPU_WAIT_SHARE` of the time), a failure
 is reported as *not judged*, never as the lesson being wrong.
 
-The test of each lesson's demo (tests/test_demos.py) and ``tkchat bench --lessons`` check
-every claim on a real run. No test compares a run with the figures a lesson *quotes*
-(``{{figure lag_max_ms}}``): those come from a kept run (``lessons/figures.json``, written by
-``tkchat bench --lessons --write``, which says where and when it measured them), so no
-number in a lesson is typed by hand and none pretends to be this machine's.
+``tkchat bench --lessons`` (and ``tkchat bench --claims``, a step of CI) checks every claim
+on a real run; tests/test_demos.py checks, without the clock, that each demo is set up as its
+lesson says and that its mechanism happens. No test compares a run with the figures a lesson
+*quotes* (``{{figure lag_max_ms}}``): those come from a kept run (``lessons/figures.json``,
+written by ``tkchat bench --lessons --write``, which says where and when it measured them), so
+no number in a lesson is typed by hand and none pretends to be this machine's.
 
 Tk-free: plain data and arithmetic, any thread.
 """

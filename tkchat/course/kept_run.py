@@ -152,7 +152,7 @@ def keep(
     data["runs"] = {key: value for key, value in runs.items() if key in used}
     data.pop("measured", None)  # the old single date: each run has its own now
     data["how"] = (
-        "tkchat bench --lessons --write (the demos of tests/test_demos.py); "
+        "tkchat bench --lessons --write (every lesson's demo, in the real window); "
         "runs: where and when each was measured"
     )
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")

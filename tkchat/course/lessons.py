@@ -64,7 +64,8 @@ REQUIRED_KEYS: tuple[str, ...] = (
 )
 # The demo, fully described: the scripted answer's length, the answer limit and seed, whether
 # it starts a fresh chat (default yes), how long it should last, what it claims (checked on a
-# real run by tests/test_demos.py), and whether the watchdog window shows it from outside.
+# real run by ``tkchat bench --lessons``, the CI's claims step), and whether the watchdog
+# window shows it from outside.
 OPTIONAL_KEYS: tuple[str, ...] = (
     "rate",
     "prompt",
@@ -110,7 +111,7 @@ class Lesson:
     seed: int | None = None  # the sampling seed (the real model answers the same every time)
     fresh: bool = True  # start a new chat, so earlier demos do not lengthen the prompt
     seconds: float | None = None  # about how long the demo runs (Send to the answer's end)
-    claims: tuple[Claim, ...] = ()  # what a run of the demo must show (tests/test_demos.py)
+    claims: tuple[Claim, ...] = ()  # what a run of the demo must show (tkchat bench --lessons)
     watchdog: bool = False  # open the watchdog window: the freeze, seen from outside
     chaos: int | None = None  # the chaos transport's seed (lesson 13): shuffled, duplicated
 
