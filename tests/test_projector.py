@@ -13,8 +13,10 @@ from tkinter import ttk
 
 import pytest
 
-from tests.conftest import layout_problems, pump_for, pump_until
+from tests.conftest import layout_problems, pump_until
+from tests.x_input import laid_out
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.ui.chats.history import auto_title
 from tkchat.ui.look.fit import (
     BREAK_OPPORTUNITY,
     NO_BREAK,
@@ -32,22 +34,28 @@ SCREEN_720P = "1280x690+0+0"  # the client area of a 1280×720 screen, below the
 
 
 def crowded_window(root: tk.Tk, make_app, lang: str):
-    app = make_app(ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True)
+    app = make_app(ScriptedBackend(rate=0), language=lang, history=True, show_lessons=True)
     root.geometry(SCREEN_720P)
     app.teaching.set_mode("blocking")  # the red BROKEN banner, as in a class
     app.teaching.set_mode("fixed")
     app.teaching.set_mode("no-coalesce")
     app.flow.send("A question with a long answer, to fill the transcript.")
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
-    pump_for(root, 0.3)
+    painted(root, app)
     return app
+
+
+def painted(root: tk.Tk, app) -> None:
+    """The answer is all on screen (its markdown painted) and the window laid out."""
+    pump_until(root, lambda: not app.transcript.painter.busy, what="the painting")
+    laid_out(root)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -> None:
     app = crowded_window(root, make_app, lang)
     app.text_size.set_projector(True)
-    pump_for(root, 0.3)
+    laid_out(root)
     assert app.fonts.size >= PROJECTOR_SIZE
     panel = app.teaching.lesson_panel
     assert panel is not None
@@ -57,7 +65,7 @@ def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -
     assert big > app.fonts.size
     assert layout_problems(root) == []
     app.text_size.set_projector(False)
-    pump_for(root, 0.2)
+    laid_out(root)
     assert app.fonts.size < PROJECTOR_SIZE
     assert layout_problems(root) == []
 
@@ -95,7 +103,7 @@ def test_four_steps_bigger_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str
     app = crowded_window(root, make_app, lang)
     for _ in range(4):
         app.text_size.change(+1)
-    pump_for(root, 0.3)
+    laid_out(root)
     assert layout_problems(root) == []
 
 
@@ -104,7 +112,7 @@ def test_the_layout_check_can_fail(root: tk.Tk) -> None:
     frame.pack_propagate(False)
     frame.pack()
     tk.Label(frame, text="a label far too long for its hundred pixels").pack()
-    pump_for(root, 0.1)
+    laid_out(root)
     assert any("text cut" in problem for problem in layout_problems(root))
 
 
@@ -118,13 +126,13 @@ def test_chinese_breaks_between_characters_but_never_inside_a_figure() -> None:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app, lang) -> None:
     """As a class sees it: projector on, a lesson's demo set up from the panel, sent."""
-    app = make_app(ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True)
+    app = make_app(ScriptedBackend(rate=0), language=lang, history=True, show_lessons=True)
     root.geometry(SCREEN_720P)
     app.text_size.set_projector(True)
     panel = app.teaching.lesson_panel
     for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
         panel.select(lesson)
-        pump_for(root, 0.2)
+        laid_out(root)
         assert layout_problems(root) == [], lesson
 
 
@@ -150,17 +158,16 @@ def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_screen_cuts_nothing(
-    root: tk.Tk, make_app, screen: str, lang: str, theme, scaled
-) -> None:
+def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str, scaled) -> None:
+    """Each screen in each language, in the light theme and then the dark one (switched
+    live, as View ▸ Dark theme does: one window for both)."""
     scaling, geometry, steps = SCREENS[screen]
     if scaling is not None:  # as an X server started with -dpi 192 reports it
         scaled(scaling)
     app = make_app(
-        ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True, theme=theme
+        ScriptedBackend(rate=0), language=lang, history=True, show_lessons=True, theme="light"
     )
     root.geometry(geometry)
     for mode in ("blocking", "no-coalesce"):  # the BROKEN banner, as in a class
@@ -171,42 +178,47 @@ def test_every_screen_cuts_nothing(
     assert app.flow.send(long_title)
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     sidebar = app.conversations.sidebar
-    pump_until(
-        root,
-        lambda: (
-            bool(sidebar.row_ids())
-            and sidebar.row_text(sidebar.row_ids()[0])[:20] == long_title[:20]
-        ),
-        what="the chat in the sidebar",
-    )
+    title = auto_title(long_title)  # the conversation's title: its first question
+
+    def first_row() -> str:
+        rows = sidebar.tree.get_children()
+        return str(sidebar.tree.item(rows[0], "text")) if rows else ""
+
+    pump_until(root, lambda: shows(first_row(), title), what="the chat in the sidebar")
     for _ in range(steps):
         app.text_size.change(+1)
-    pump_for(root, 0.4)
-    assert layout_problems(root) == []
-    if scaling is not None:
-        # The window's own sizes followed the density: the sidebar and the paddings are
-        # twice as wide as at 96 dpi, the scrollbars too.
-        assert sidebar.tree.column("when", "width") >= 2 * 60
-        assert app.transcript.text.cget("padx") >= 2 * 12
-        scrollbar = next(
-            w for w in app.transcript.winfo_children() if w.winfo_class() == "TScrollbar"
-        )
-        assert scrollbar.winfo_width() >= 2 * 12
-    # The sidebar's title is cut with "…" to its column, never cut silently by the list.
-    font = tkfont.nametofont("TkDefaultFont", root=root)
-    assert fits_its_column(sidebar.tree, font) == []
-    columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
-    assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
-    row = str(sidebar.row_ids()[0])
-    title = sidebar.row_text(int(row))  # the conversation's title: its first question
-    assert title[:20] == long_title[:20]
-    shown = sidebar.tree.item(row, "text")
-    assert shown == title or (shown.endswith("…") and title.startswith(shown[:-1]))
-    # The same with the teaching controls folded into one line.
-    app.appearance.set_chat_only(True, save=False)
-    pump_for(root, 0.3)
-    assert app.health.compact.winfo_ismapped() and app.teaching.warning.winfo_ismapped()
-    assert layout_problems(root) == []
+    for theme in ("light", "dark"):
+        app.appearance.set_theme(theme, save=False)
+        app.appearance.set_chat_only(False, save=False)
+        painted(root, app)
+        assert layout_problems(root) == [], theme
+        if scaling is not None:
+            # The window's own sizes followed the density: the sidebar and the paddings are
+            # twice as wide as at 96 dpi, the scrollbars too.
+            assert sidebar.tree.column("when", "width") >= 2 * 60
+            assert app.transcript.text.cget("padx") >= 2 * 12
+            scrollbar = next(
+                w for w in app.transcript.winfo_children() if w.winfo_class() == "TScrollbar"
+            )
+            assert scrollbar.winfo_width() >= 2 * 12
+        # The sidebar's title is cut with "…" to its column, never cut silently by the list.
+        font = tkfont.nametofont("TkDefaultFont", root=root)
+        assert fits_its_column(sidebar.tree, font) == [], theme
+        columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
+        assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
+        assert shows(first_row(), title)
+        # The same with the teaching controls folded into one line.
+        app.appearance.set_chat_only(True, save=False)
+        laid_out(root)
+        assert app.health.compact.winfo_ismapped() and app.teaching.warning.winfo_ismapped()
+        assert layout_problems(root) == [], theme
+
+
+def shows(shown: str, title: str) -> bool:
+    """A row shows ``title`` whole, or its start with "…" (cut to its column)."""
+    return shown == title or (
+        len(shown) > 1 and shown.endswith("…") and title.startswith(shown[:-1])
+    )
 
 
 def test_the_overlap_check_can_fail(root: tk.Tk) -> None:
@@ -214,7 +226,7 @@ def test_the_overlap_check_can_fail(root: tk.Tk) -> None:
     frame.pack()
     tk.Label(frame, text="one").grid(row=0, column=0)
     tk.Label(frame, text="two").grid(row=0, column=0)  # the same cell: on top of each other
-    pump_for(root, 0.1)
+    laid_out(root)
     assert any("overlap" in problem for problem in layout_problems(root))
 
 
@@ -240,7 +252,7 @@ def test_chinese_lines_are_filled_and_figures_stay_whole(root: tk.Tk) -> None:
     configure_breaks(text)
     source = "点 准备演示，把问题发出去，看窗口是否冻结了整整六秒钟。模型每秒 125 token/s。"
     insert_breakable(text, breakable(source), ())
-    pump_for(root, 0.05)
+    laid_out(root)
     lines = display_lines(text)
     assert len(lines[0]) > 3, lines  # "点" is not left alone: the line is filled
     assert "".join(lines).replace(" ", "").replace(NO_BREAK, "") == source.replace(" ", "")
@@ -263,7 +275,7 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     for _ in range(steps):
         app.text_size.change(+1)
-    pump_for(root, 0.3)
+    laid_out(root)
     line = tkfont.nametofont("TkDefaultFont", root=root).metrics("linespace")
     tree = app.conversations.sidebar.tree
     row = tree.get_children()[0]
@@ -273,7 +285,7 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     other = ttk.Treeview(dialog, show="tree")
     other.insert("", "end", iid="one", text="SmolLM2-135M-Instruct.Q4_1.gguf")
     other.pack()
-    pump_for(root, 0.2)
+    laid_out(root)
     assert other.bbox("one")[3] >= line + 4
     # The search results hold two lines a row.
     results = ttk.Style(root).lookup("SidebarResults.Treeview", "rowheight")
@@ -326,21 +338,26 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
     app = teach_projector_window(root, lang)
     root.geometry(SIZES_720P[size])
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
-    pump_for(root, 0.6)  # the health bar's figures are written (every 250 ms) and laid out
+    bar = app.health
+    pump_until(
+        root,
+        lambda: all(label.cget("text") for label in (bar.heartbeat, bar.lag, bar.rates)),
+        what="the health bar's figures (written every 250 ms)",
+    )
+    laid_out(root)
     panel = app.teaching.lesson_panel
     assert panel is not None and panel.winfo_ismapped(), "--teach --projector opens the lessons"
     assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
     for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
         panel.select(lesson)
-        pump_for(root, 0.2)
+        laid_out(root)
         assert visible_lines(panel.text) >= 8, (lesson, visible_lines(panel.text))
         assert layout_problems(root) == [], lesson
     panel.show_plan()
-    pump_for(root, 0.2)
+    laid_out(root)
     assert visible_lines(panel.text) >= 8
     if panel.timeline is not None and panel.timeline.winfo_ismapped():
         assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()
-    bar = app.health
     for label in (bar.heartbeat, bar.lag, bar.rates):
         assert label.cget("text")
         right = label.winfo_rootx() + label.winfo_width()

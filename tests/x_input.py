@@ -1,5 +1,7 @@
-"""Real X input for window tests (xdotool), and the one wait that follows it: until Tk has
-handled every event the input made. No fixed pause: the X protocol orders it.
+"""Real X input for window tests (xdotool), and the waits that follow input or a change of
+layout: until Tk has handled every event the input made (:func:`handled`), until every
+widget's geometry has stopped changing (:func:`laid_out`). No fixed pause: the X protocol
+orders it.
 
 Why :func:`handled` is enough: xdotool syncs with the X server before it exits (XCloseDisplay
 does XSync), so the server has turned its keys and clicks into events by then; one round trip
@@ -31,6 +33,41 @@ def handled(root: tk.Misc) -> None:
     for _ in range(2):  # the second round brings the events the first one's work caused
         root.winfo_pointerxy()  # a round trip: every event before the reply is in Tk's queue
         root.update()
+
+
+def _geometry(root: tk.Misc) -> list[tuple[str, int, int, int, int, int]]:
+    """Every widget's place, size and whether it is mapped."""
+    found = []
+    todo = [root]
+    while todo:
+        widget = todo.pop()
+        found.append(
+            (
+                str(widget),
+                widget.winfo_rootx(),
+                widget.winfo_rooty(),
+                widget.winfo_width(),
+                widget.winfo_height(),
+                widget.winfo_ismapped(),
+            )
+        )
+        todo.extend(widget.winfo_children())
+    return found
+
+
+def laid_out(root: tk.Misc) -> None:
+    """Test thread: run Tk until a round of events and idle work (geometry management, the
+    ``<Configure>`` handlers it sets off, the X server's answers to a resize) changes no
+    widget's geometry. Work a timer does later (a health bar's refresh) is not waited for:
+    wait for its result with ``pump_until``."""
+    before = None
+    for _ in range(1000):
+        handled(root)
+        now = _geometry(root)
+        if now == before:
+            return
+        before = now
+    raise AssertionError("the layout never settles")  # a loop in it, not a slow machine
 
 
 def focus_window(root: tk.Tk, geometry: str = "1140x680+0+0") -> None:
