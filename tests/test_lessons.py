@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
 from tkchat.course import lessons as teach
 from tkchat.course.lessons import (
     HEADER_KEYS,
@@ -314,6 +314,12 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     received: list[Lesson] = []
     asked: list[str] = []
 
+    def timers() -> set[str]:
+        """Tk's ids of the ``after`` timers (and idle callbacks) not yet run."""
+        return set(root.tk.splitlist(root.tk.call("after", "info")))
+
+    before = timers()
+
     def read_figure(metric: str) -> float | None:
         asked.append(metric)
         return 1234.4
@@ -362,14 +368,9 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.setup_button.invoke()
     assert received[-1].language == "zh" and received[-1].id == "04-blocking"
 
-    pending = panel.timers.pending_ids()
-    assert pending and pending <= set(root.tk.splitlist(root.tk.call("after", "info")))
+    assert panel.timers.pending("refresh") and timers() - before
     panel.destroy()
-    assert not panel.timers.pending_ids()
-    assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
-    calls = len(asked)
-    pump_for(root, 1.2)  # a surviving timer would fire into the dead widgets and fail the test
-    assert len(asked) == calls
+    assert timers() <= before  # none of the panel's timers is left to fire into dead widgets
 
 
 def _tags_in(text: tk.Text) -> set[str]:
