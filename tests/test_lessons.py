@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import tkinter as tk
 import unicodedata
@@ -482,10 +483,12 @@ def _with_holes(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"…(?:\s*…)*", "…", text)).strip()
 
 
-def window_lines(lang: str) -> list[str]:
+@functools.cache
+def window_lines(lang: str) -> tuple[str, ...]:
     """Everything the window in ``lang`` shows, a variable part written "…": each string, cut
     at the health bar's "│", and each string followed by its continuations (``app.done`` and
-    ``app.done.speed``), which the window shows as one line."""
+    ``app.done.speed``), which the window shows as one line. (Worked out once per language:
+    every lesson is checked against it.)"""
     from tkchat.i18n import STRINGS
 
     strings = STRINGS[lang]
@@ -495,17 +498,34 @@ def window_lines(lang: str) -> list[str]:
         for more in strings
         if more.startswith(key + ".")
     ]
-    return [
+    return tuple(
         _with_holes(part)
         for text in [*strings.values(), *joined]
         for part in text.split("│")
         if part.strip()
-    ]
+    )
 
 
 # Words of a window's sentence that are also the name of a technology a lesson may use in
 # either language ("Event {seq} never arrived" and Server-Sent Events).
 TECHNICAL_TERMS = {"Event"}
+
+
+@functools.cache
+def foreign_words(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The pieces of the other language's window (three characters or more, and not shown by
+    the window in ``lang`` too) that its lessons must not use, each with the pattern that
+    finds it as a word."""
+    own = window_lines(lang)
+    other = next(x for x in LANGUAGES if x != lang)
+    found: dict[str, re.Pattern[str]] = {}
+    for line in window_lines(other):
+        for piece in line.split("…"):
+            piece = piece.strip(" —–-:：,，.。;；()（）[]")
+            if len(piece) < 3 or piece in TECHNICAL_TERMS or any(piece in mine for mine in own):
+                continue
+            found[piece] = re.compile(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])")
+    return tuple(found.items())
 
 
 def ui_quote_problems(lesson: Lesson) -> list[str]:
@@ -539,17 +559,9 @@ def ui_quote_problems(lesson: Lesson) -> list[str]:
             problems.append(f"not in the {lang} window: {quoted!r}")
     other = next(x for x in LANGUAGES if x != lang)
     words = re.sub(r"`[^`\n]*`", "", text)  # code is the same in both languages
-    for line in window_lines(other):
-        pieces = line.split("…")
-        for piece in pieces:
-            piece = piece.strip(" —–-:：,，.。;；()（）[]")
-            if len(piece) < 3 or any(piece in mine for mine in own):
-                continue
-            if piece in TECHNICAL_TERMS:
-                continue
-
-            if re.search(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])", words):
-                problems.append(f"the {other} window's words: {piece!r}")
+    for piece, pattern in foreign_words(lang):
+        if pattern.search(words):
+            problems.append(f"the {other} window's words: {piece!r}")
     return sorted(set(problems))
 
 
