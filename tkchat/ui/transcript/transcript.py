@@ -540,13 +540,6 @@ class Transcript(ttk.Frame):
                 high = middle
         return low - 1 if low else None
 
-    def link_index(self, view: UserView | AnswerView, action: str) -> str | None:
-        """Where ``view``'s link for ``action`` is (for tests and keyboard users)."""
-        found = self.text.tag_nextrange(f"act-{action}", view.head_mark)
-        if not found or self.entry_at(found[0]) is not view:
-            return None
-        return str(found[0])
-
     def _on_click(self, event: tk.Event) -> str | None:
         """A click on a link does what the link says; anywhere else, what Text does."""
         index = self.text.index(f"@{event.x},{event.y}")
