@@ -316,7 +316,7 @@ def teach_projector_window(root: tk.Tk, lang: str) -> ChatApp:
     args = build_parser().parse_args(
         ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
     )
-    controller = GenerationController(ScriptedBackend(rate=300), EventChannel())
+    controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
     app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
     controller.load_async()
     return app

@@ -245,7 +245,7 @@ def assert_painted(root: tk.Tk, app, palette: Palette) -> None:
 
 
 def a_themed_window(make_app, root: tk.Tk, **options):
-    app = make_app(ScriptedBackend(rate=2000), show_lessons=True, **options)
+    app = make_app(ScriptedBackend(rate=0), show_lessons=True, **options)
     app.teaching.set_mode("blocking")
     app.flow.send("a question")
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
@@ -278,7 +278,7 @@ def test_the_system_theme_is_followed_and_the_choice_is_remembered(
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
     said = {"scheme": "dark"}
     app = make_app(
-        ScriptedBackend(rate=2000),
+        ScriptedBackend(rate=0),
         app_settings=AppSettings(),
         persist_settings=True,
         detect_theme=lambda: Detected(said["scheme"], "a test desktop"),
@@ -304,7 +304,7 @@ def test_the_system_theme_is_followed_and_the_choice_is_remembered(
 @pytest.mark.gui
 def test_a_remembered_theme_beats_the_desktop(root: tk.Tk, make_app) -> None:
     app = make_app(
-        ScriptedBackend(rate=2000),
+        ScriptedBackend(rate=0),
         app_settings=AppSettings(theme="dark"),
         detect_theme=lambda: Detected("light", "a test desktop"),
     )
@@ -325,7 +325,7 @@ def test_chat_only_folds_the_teaching_controls_into_one_line(
 ) -> None:
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
     app = make_app(
-        ScriptedBackend(rate=2000),
+        ScriptedBackend(rate=0),
         app_settings=AppSettings(),
         persist_settings=True,
         compare_command=lambda broken: ["true"],
@@ -367,7 +367,7 @@ def test_chat_only_folds_the_teaching_controls_into_one_line(
 
 @pytest.mark.gui
 def test_chat_only_is_remembered(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=2000), app_settings=AppSettings(chat_only=True))
+    app = make_app(ScriptedBackend(rate=0), app_settings=AppSettings(chat_only=True))
     laid_out(root)
     assert app.appearance.chat_only and not app.health.winfo_ismapped()
     app.teaching.toggle_lessons()  # the Lessons menu item brings the controls back too
@@ -377,7 +377,7 @@ def test_chat_only_is_remembered(root: tk.Tk, make_app) -> None:
 
 @pytest.mark.gui
 def test_teach_shows_the_controls_although_chat_only_was_remembered(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=2000), app_settings=AppSettings(chat_only=True), teach=True)
+    app = make_app(ScriptedBackend(rate=0), app_settings=AppSettings(chat_only=True), teach=True)
     laid_out(root)
     assert not app.appearance.chat_only and app.health.winfo_ismapped()
 
@@ -498,7 +498,7 @@ def test_highlighted_code_takes_the_themes_pygments_style_and_switches_live(
 
     pump_until(root, lambda: lexer_ready("python", DARK.pygments_style), what="the dark style")
     app = make_app(
-        ScriptedBackend(rate=4000, text="Code:\n\n```python\ndef steep(x):\n    return x\n```\n"),
+        ScriptedBackend(rate=0, text="Code:\n\n```python\ndef steep(x):\n    return x\n```\n"),
         theme="light",
     )
     app.flow.send("code please")
