@@ -230,3 +230,24 @@ def test_headers_and_links_already_on_screen_follow_the_language(root: tk.Tk, ma
     # ... and the code copied is the right code
     start = app.transcript.text.tag_ranges("copy-code")[0]
     assert app.transcript.painter.code_at(str(start)) == "print('hi')"
+
+
+def test_a_second_language_switch_while_the_first_relabels_leaves_no_stale_slice(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen on a busy machine: the first switch's relabelling ran over its budget and left
+    its next slice waiting; the second switch relabelled everything at once and removed the
+    mark that slice starts from, and the slice then raised ("bad text index")."""
+    from tkchat.ui.transcript import transcript as transcript_module
+
+    app = make_app(ScriptedBackend(rate=0, text="An answer."), language="en")
+    app.flow.send("hello")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
+    monkeypatch.setattr(transcript_module, "RELABEL_BUDGET_MS", -1)  # every slice over budget
+    app.toggle_language()
+    assert app.transcript.scheduler.pending("relabel")  # the first switch is not done
+    monkeypatch.setattr(transcript_module, "RELABEL_BUDGET_MS", 10_000)
+    app.toggle_language()  # the second one is done at once
+    root.update()  # (a stale slice would raise here)
+    shown = app.transcript.plain_text()
+    assert STRINGS["en"]["transcript.you"] in shown and STRINGS["zh"]["transcript.you"] not in shown

@@ -497,6 +497,9 @@ class Transcript(ttk.Frame):
         labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
         labels.append((COPY_CODE_TAG, "transcript.copy_code"))
         self._labels = [(tag, self.t(key)) for tag, key in labels]
+        # A relabelling still under way (a switch back before it was done) starts again from
+        # the end: its next slice must not run after this one has removed the mark.
+        self.scheduler.cancel("relabel")
         self.text.mark_set(RELABEL_MARK, "end")  # what is above it is still to do
         self.text.mark_gravity(RELABEL_MARK, "left")
         self._relabel_some()
