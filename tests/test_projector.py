@@ -98,15 +98,6 @@ def test_projector_mode_off_gives_back_the_chats_list_and_the_size_and_remembers
     assert app.remembered.current.font_size == 13  # the projector's sizes were not kept
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_four_steps_bigger_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -> None:
-    app = crowded_window(root, make_app, lang)
-    for _ in range(4):
-        app.text_size.change(+1)
-    laid_out(root)
-    assert layout_problems(root) == []
-
-
 def test_the_layout_check_can_fail(root: tk.Tk) -> None:
     frame = tk.Frame(root, width=100, height=40)
     frame.pack_propagate(False)
