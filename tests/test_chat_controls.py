@@ -605,11 +605,13 @@ def test_text_size_keys_and_view_menu_scale_everything_clamped_and_saved(
         check(size)
     assert app.input.get("1.0", "end-1c") == ""  # the keys type nothing into the box
 
-    for _ in range(35):
+    app.text_size.set(38)  # (near the largest size: the keys' and menu's steps clamp there)
+    for _ in range(4):
         press(root, app.input, "<Control-plus>")
     check(40)
     assert load_settings()[0].font_size == 40
-    for _ in range(40):
+    app.text_size.set(10)  # and near the smallest
+    for _ in range(4):
         app.menubar.invoke("smaller")
     check(8)
     assert load_settings()[0].font_size == 8
