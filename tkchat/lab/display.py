@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import shutil
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tkchat.threads import own_thread
@@ -26,7 +26,12 @@ class DisplayError(RuntimeError):
 
 
 def ensure_display(size: str = "1600x1000x24") -> subprocess.Popen[bytes] | None:
-    """Return the Xvfb process started (or None if a display was already set)."""
+    """Return the Xvfb process started (or None if a display was already set).
+
+    Xvfb picks a free display number itself and says which (``-displayfd``) once it accepts
+    connections. Picking one here was a race: two processes starting at once (the test
+    suite's workers, two suites) both saw :93 free; one server failed, and its process took
+    the other's socket for its own, so two test sessions typed and clicked on one screen."""
     if os.environ.get("DISPLAY"):
         return None
     xvfb = shutil.which("Xvfb")
@@ -35,25 +40,43 @@ def ensure_display(size: str = "1600x1000x24") -> subprocess.Popen[bytes] | None
             "No display (DISPLAY is unset) and Xvfb is not installed: "
             "apt-get install xvfb, or run on a desktop."
         )
-    for number in range(90, 190):
-        if Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
-            continue
+    read, write = os.pipe()
+    try:
         proc = subprocess.Popen(
-            [xvfb, f":{number}", "-screen", "0", size, "-nolisten", "tcp"],
+            [xvfb, "-displayfd", str(write), "-screen", "0", size, "-nolisten", "tcp"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            pass_fds=(write,),
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if Path(f"/tmp/.X11-unix/X{number}").exists():
-                os.environ["DISPLAY"] = f":{number}"
-                atexit.register(_stop, proc)
-                return proc
-            if proc.poll() is not None:
-                break  # that number was taken after all; try the next
-            time.sleep(0.05)
+        os.close(write)
+        write = -1
+        number = _read_line(read, timeout=10.0)
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+    if not number.isdigit():
         _stop(proc)
-    raise DisplayError("Could not start Xvfb on any display number from :90 to :189")
+        raise DisplayError("Xvfb did not start (it named no display within 10 s)")
+    os.environ["DISPLAY"] = f":{number}"
+    atexit.register(_stop, proc)
+    return proc
+
+
+def _read_line(fd: int, timeout: float) -> str:
+    """What ``fd`` holds up to its first line end, or "" if it closed or ``timeout`` seconds
+    passed first (a deadline that only turns a hang into an error)."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return ""
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return ""
+        data += chunk
+    return data.split(b"\n", 1)[0].decode("ascii", "replace").strip()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
