@@ -230,9 +230,11 @@ def test_undo_bar_hides_itself(root: tk.Tk, parts: Any, monkeypatch: pytest.Monk
     bar, _, _ = parts
     monkeypatch.setattr(sidebar_module, "UNDO_TIMEOUT_MS", 30)
     bar.tree.focus("2")
-    press(root, bar.tree, "Delete")
-    assert undo_shown(bar)
-    pump_until(root, lambda: not undo_shown(bar), timeout=5, what="the undo bar to hide")
+    bar.tree.focus_force()
+    root.update()
+    bar.tree.event_generate("<KeyPress-Delete>")  # handled now; the loop has not run since,
+    assert bar.undo_bar.winfo_manager() and bar.timers.pending("undo")  # so its timer waits
+    pump_until(root, lambda: not bar.undo_bar.winfo_manager(), timeout=5, what="it to hide")
 
 
 def test_search_is_debounced_to_one_call_with_the_final_text(root: tk.Tk, parts: Any) -> None:
