@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable, Iterator
 from tkinter import ttk
 
 import pytest
@@ -296,21 +297,33 @@ def visible_lines(text: tk.Text) -> int:
     return count
 
 
-def teach_projector_window(root: tk.Tk, lang: str) -> ChatApp:
-    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend)."""
+@pytest.fixture
+def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
+    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend),
+    closed after the test: a window only destroyed with its root kept its loop sampler
+    running, and the next tests' frames (a closed dialog's) in that sampler's keeping."""
     from tkchat.cli import build_parser
     from tkchat.cli.window import _app_options
     from tkchat.generate.controller import GenerationController
     from tkchat.store.settings import AppSettings
     from tkchat.transport.channel import EventChannel
 
-    args = build_parser().parse_args(
-        ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
-    )
-    controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
-    app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
-    controller.load_async()
-    return app
+    apps: list[ChatApp] = []
+
+    def build(lang: str) -> ChatApp:
+        args = build_parser().parse_args(
+            ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
+        )
+        controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+        app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
+        controller.load_async()
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        if not app.closed:
+            app.close()
 
 
 # the client area of a 1280×720 screen, and the size the window opens at on one (92 %)
@@ -320,13 +333,13 @@ SIZES_720P = {"full": SCREEN_720P, "as opened": "1140x662+0+0"}
 @pytest.mark.parametrize("size", list(SIZES_720P))
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_row(
-    root: tk.Tk, lang: str, size: str
+    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str, size: str
 ) -> None:
     """As the class plan starts a class: the lesson panel open beside the chat, large text.
     Seen by hand at 1280×720: a line and a half of the lesson under the lag timeline, then
     one line; the health bar's lag cut at the right edge. Now: at least eight lines of the
     lesson and of the plan, the timeline only if it fits beside them, nothing cut."""
-    app = teach_projector_window(root, lang)
+    app = teach_projector_window(lang)
     root.geometry(SIZES_720P[size])
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     bar = app.health
