@@ -7,6 +7,7 @@ panel, the BROKEN banner and a streamed answer all on screen, in English and in 
 
 from __future__ import annotations
 
+import re
 import tkinter as tk
 import tkinter.font as tkfont
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui
 
+CJK = re.compile(r"[\u4e00-\u9fff]")
 SCREEN_720P = "1280x690+0+0"  # the client area of a 1280×720 screen, below the menu bar
 
 
@@ -65,6 +67,11 @@ def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -
     big = tkfont.Font(root=root, font=app.health.heartbeat.cget("font")).actual()["size"]
     assert big > app.fonts.size
     assert layout_problems(root) == []
+    # as a class sees it: projector on, one lesson after another picked in the panel
+    for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
+        panel.select(lesson)
+        laid_out(root)
+        assert layout_problems(root) == [], lesson
     app.text_size.set_projector(False)
     laid_out(root)
     assert app.fonts.size < PROJECTOR_SIZE
@@ -115,19 +122,6 @@ def test_chinese_breaks_between_characters_but_never_inside_a_figure() -> None:
     assert "token/s" in text and BREAK_OPPORTUNITY not in "".join(c for c in text if c.isascii())
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app, lang) -> None:
-    """As a class sees it: projector on, a lesson's demo set up from the panel, sent."""
-    app = make_app(ScriptedBackend(rate=0), language=lang, history=True, show_lessons=True)
-    root.geometry(SCREEN_720P)
-    app.text_size.set_projector(True)
-    panel = app.teaching.lesson_panel
-    for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
-        panel.select(lesson)
-        laid_out(root)
-        assert layout_problems(root) == [], lesson
-
-
 # -- every screen: 192 dpi, +4 text steps, 1280×720; light and dark; English and Chinese ------
 
 SCREENS = {
@@ -150,16 +144,31 @@ def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+def in_language(root: tk.Tk, app, lang: str) -> None:
+    """Switch the window to ``lang`` (the 中文/English button) and wait until all of it
+    says so: the transcript relabels in slices, the health bar at its next refresh."""
+    if app.t.lang != lang:
+        app.toggle_language()
+    pump_until(
+        root,
+        lambda: (
+            not app.transcript.scheduler.pending("relabel")
+            and bool(CJK.search(str(app.health.lag.cget("text")))) == (lang == "zh")
+        ),
+        what=f"the window in {lang}",
+    )
+
+
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str, scaled) -> None:
-    """Each screen in each language, in the light theme and then the dark one (switched
-    live, as View ▸ Dark theme does: one window for both)."""
+def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, scaled) -> None:
+    """Each screen in English and in Chinese, each in the light theme and the dark one: one
+    window for the four, the language and the theme switched live (the button and View ▸
+    Dark theme). (The window started in Chinese: test_teach_projector_at_720p_...)"""
     scaling, geometry, steps = SCREENS[screen]
     if scaling is not None:  # as an X server started with -dpi 192 reports it
         scaled(scaling)
     app = make_app(
-        ScriptedBackend(rate=0), language=lang, history=True, show_lessons=True, theme="light"
+        ScriptedBackend(rate=0), language="en", history=True, show_lessons=True, theme="light"
     )
     root.geometry(geometry)
     for mode in ("blocking", "no-coalesce"):  # the BROKEN banner, as in a class
@@ -179,11 +188,12 @@ def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str
     pump_until(root, lambda: shows(first_row(), title), what="the chat in the sidebar")
     for _ in range(steps):
         app.text_size.change(+1)
-    for theme in ("light", "dark"):
+    for lang, theme in (("en", "light"), ("en", "dark"), ("zh", "dark"), ("zh", "light")):
+        in_language(root, app, lang)
         app.appearance.set_theme(theme, save=False)
         app.appearance.set_chat_only(False, save=False)
         painted(root, app)
-        assert layout_problems(root) == [], theme
+        assert layout_problems(root) == [], (lang, theme)
         if scaling is not None:
             # The window's own sizes followed the density: the sidebar and the paddings are
             # twice as wide as at 96 dpi, the scrollbars too.
@@ -195,7 +205,7 @@ def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str
             assert scrollbar.winfo_width() >= 2 * 12
         # The sidebar's title is cut with "…" to its column, never cut silently by the list.
         font = tkfont.nametofont("TkDefaultFont", root=root)
-        assert fits_its_column(sidebar.tree, font) == [], theme
+        assert fits_its_column(sidebar.tree, font) == [], (lang, theme)
         columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
         assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
         assert shows(first_row(), title)
@@ -203,7 +213,7 @@ def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, lang: str
         app.appearance.set_chat_only(True, save=False)
         laid_out(root)
         assert app.health.compact.winfo_ismapped() and app.teaching.warning.winfo_ismapped()
-        assert layout_problems(root) == [], theme
+        assert layout_problems(root) == [], (lang, theme)
 
 
 def shows(shown: str, title: str) -> bool:
@@ -330,17 +340,16 @@ def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
 SIZES_720P = {"full": SCREEN_720P, "as opened": "1140x662+0+0"}
 
 
-@pytest.mark.parametrize("size", list(SIZES_720P))
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_row(
-    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str, size: str
+    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str
 ) -> None:
     """As the class plan starts a class: the lesson panel open beside the chat, large text.
     Seen by hand at 1280×720: a line and a half of the lesson under the lag timeline, then
     one line; the health bar's lag cut at the right edge. Now: at least eight lines of the
-    lesson and of the plan, the timeline only if it fits beside them, nothing cut."""
+    lesson and of the plan, the timeline only if it fits beside them, nothing cut. At the
+    size the window opens at on such a screen, then made as large as the screen."""
     app = teach_projector_window(lang)
-    root.geometry(SIZES_720P[size])
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     bar = app.health
     pump_until(
@@ -348,29 +357,32 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
         lambda: all(label.cget("text") for label in (bar.heartbeat, bar.lag, bar.rates)),
         what="the health bar's figures (written every 250 ms)",
     )
-    laid_out(root)
     panel = app.teaching.lesson_panel
-    assert panel is not None and panel.winfo_ismapped(), "--teach --projector opens the lessons"
-    assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
-    for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
-        panel.select(lesson)
+    assert panel is not None, "--teach --projector opens the lessons"
+    for size in ("as opened", "full"):
+        root.geometry(SIZES_720P[size])
         laid_out(root)
-        assert visible_lines(panel.text) >= 8, (lesson, visible_lines(panel.text))
-        assert layout_problems(root) == [], lesson
-    panel.show_plan()
-    laid_out(root)
-    assert visible_lines(panel.text) >= 8
-    if panel.timeline is not None and panel.timeline.winfo_ismapped():
-        assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()
-    for label in (bar.heartbeat, bar.lag, bar.rates):
-        assert label.cget("text")
-        right = label.winfo_rootx() + label.winfo_width()
-        assert label.winfo_reqwidth() <= label.winfo_width() + 1, label.cget("text")
-        assert right <= bar.winfo_rootx() + bar.winfo_width() + 1, label.cget("text")
-    window_right = root.winfo_rootx() + root.winfo_width()
-    window_bottom = root.winfo_rooty() + root.winfo_height()
-    for part in (app.input, app.send_button, app.stop_button):
-        assert part.winfo_ismapped()
-        assert part.winfo_rootx() + part.winfo_width() <= window_right + 1, part
-        assert part.winfo_rooty() + part.winfo_height() <= window_bottom + 1, part
-    assert layout_problems(root) == []
+        assert panel.winfo_ismapped(), size
+        assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
+        for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
+            panel.select(lesson)
+            laid_out(root)
+            assert visible_lines(panel.text) >= 8, (size, lesson, visible_lines(panel.text))
+            assert layout_problems(root) == [], (size, lesson)
+        panel.show_plan()
+        laid_out(root)
+        assert visible_lines(panel.text) >= 8, size
+        if panel.timeline is not None and panel.timeline.winfo_ismapped():
+            assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height(), size
+        for label in (bar.heartbeat, bar.lag, bar.rates):
+            assert label.cget("text")
+            right = label.winfo_rootx() + label.winfo_width()
+            assert label.winfo_reqwidth() <= label.winfo_width() + 1, (size, label.cget("text"))
+            assert right <= bar.winfo_rootx() + bar.winfo_width() + 1, (size, label.cget("text"))
+        window_right = root.winfo_rootx() + root.winfo_width()
+        window_bottom = root.winfo_rooty() + root.winfo_height()
+        for part in (app.input, app.send_button, app.stop_button):
+            assert part.winfo_ismapped()
+            assert part.winfo_rootx() + part.winfo_width() <= window_right + 1, (size, part)
+            assert part.winfo_rooty() + part.winfo_height() <= window_bottom + 1, (size, part)
+        assert layout_problems(root) == [], size
