@@ -3,8 +3,9 @@
 :class:`FakeView` implements the flow's own Protocol of the window
 (:class:`tkchat.ui.chats.chat_view.ChatView`) with plain Python: it records what the window
 would show. The model side stays real: a scripted backend behind a real controller, the real
-consumer and the real 16 ms pump, ticked by :class:`ManualScheduler` instead of Tk's ``after``.
-:class:`ChatRig` puts them together as the window does.
+consumer and the real 16 ms pump, ticked by :class:`ManualScheduler` instead of Tk's ``after``,
+on a clock of its own that each tick moves 16 ms on. :class:`ChatRig` puts them together as
+the window does.
 """
 
 from __future__ import annotations
@@ -25,20 +26,22 @@ from tkchat.ui.base.session import ChatSession
 from tkchat.ui.chats.chat_view import Control, FlowParts
 from tkchat.ui.chats.flow import ChatFlow
 from tkchat.ui.pipeline import FixedPipeline, PipelineHost
-from tkchat.ui.pump import EventPump
+from tkchat.ui.pump import TICK_MS, EventPump
 from tkchat.ui.transcript.transcript import AnswerView, Branch, UserView
 
 
 class ManualScheduler:
     """The AfterScheduler's contract (one pending timer per name; scheduling a name again
-    replaces it) on real time, fired by :meth:`run_due` instead of a Tk loop."""
+    replaces it) on a clock of its own: each :meth:`run_due` moves it one pump tick on and
+    fires the timers then due. No real time decides which timer has fired."""
 
     def __init__(self) -> None:
-        self.pending: dict[str, tuple[float, Callable[[], object]]] = {}
+        self.pending: dict[str, tuple[int, Callable[[], object]]] = {}
         self.closed = False
+        self.now_ms = 0
 
     def once(self, name: str, delay_ms: int, callback: Callable[[], object]) -> None:
-        self.pending[name] = (time.monotonic() + delay_ms / 1000, callback)
+        self.pending[name] = (self.now_ms + delay_ms, callback)
 
     def when_idle(self, name: str, callback: Callable[[], object]) -> None:
         self.once(name, 0, callback)
@@ -47,9 +50,9 @@ class ManualScheduler:
         self.pending.pop(name, None)
 
     def run_due(self) -> None:
-        now = time.monotonic()
+        self.now_ms += TICK_MS
         for name, timer in list(self.pending.items()):
-            if timer[0] <= now and self.pending.get(name) is timer:
+            if timer[0] <= self.now_ms and self.pending.get(name) is timer:
                 del self.pending[name]
                 timer[1]()
 
@@ -359,11 +362,19 @@ class ChatRig:
             self.scheduler.run_due()
             time.sleep(0.002)
 
-    def run_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+    def settle(self, ms: int = 500) -> None:
+        """Everything still to come has come: the model's threads have left, the pump has
+        taken every event they sent, and then ``ms`` more of the scheduler's clock has run
+        (every timer the flow set for less than that has fired). What a test asserts after
+        this cannot change later."""
+        controller = self.controller
+        self.until(
+            lambda: not controller.is_generating() and not controller.loading,
+            what="the model's threads to leave",
+        )
+        self.until(lambda: controller.channel.qsize() == 0, what="the pump to take every event")
+        for _ in range(-(-ms // TICK_MS)):
             self.scheduler.run_due()
-            time.sleep(0.002)
 
     def load(self) -> None:
         self.controller.load_async()

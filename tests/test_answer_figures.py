@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
 from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.store.settings import load_settings
 from tkchat.ui.look.palette import DARK, LIGHT
 from tkchat.ui.transcript.answer_figures import FIGURES_TAG
@@ -22,7 +22,7 @@ from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
 
-SLOW = "slow " * 400  # at 40 tokens/s: ten seconds, plenty to stop in the middle of
+SLOW = "slow " * 400  # an answer the test lets through a few tokens at a time (a TokenGate)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +61,7 @@ def reopened(fresh_app, backend: ScriptedBackend, **options: object):
     window = again.root
     pump_until(window, lambda: again.conversations.ready and bool(again.transcript.entries))
     pump_until(window, lambda: not again.flow.showing_conversation, what="the chat reopened")
-    pump_for(window, 0.2)
+    pump_until(window, lambda: not again.transcript.painter.busy, what="the painting")
     return again
 
 
@@ -143,18 +143,22 @@ def test_the_figures_say_how_each_answer_ended(root: tk.Tk, make_app) -> None:
     assert (line_of(app, answers(app)[-1]) or "").endswith("stopped at the length limit")
 
     app.session.sampling = Sampling()
-    backend.text, backend.rate = SLOW, 40.0
+    backend.text, backend.gate = SLOW, TokenGate()  # 3 tokens, then it waits at the gate
     assert app.flow.send("one to stop")
     answer = answers(app)[-1]
-    pump_until(root, lambda: answer.text.count("slow") >= 3, what="some of the answer")
+    backend.gate.release(3)
+    pump_until(root, lambda: answer.text.count("slow") == 3, what="some of the answer")
     app.flow.stop()
-    pump_for(root, 0.2)
+    pump_until(
+        root,
+        lambda: (line_of(app, answer) or "").endswith("stopped by you"),
+        what="the stopped answer's figures",
+    )
     line = line_of(app, answer) or ""
-    assert line.endswith("stopped by you"), line
     tokens = int(line.split(" ", 1)[0])
     assert tokens >= 3 and "s to first token" in line  # what the worker had counted
 
-    backend.text, backend.rate, backend.fail_at = "one two three four", 0.0, 2
+    backend.text, backend.gate, backend.fail_at = "one two three four", None, 2
     final = ask(root, app, "one that fails")
     assert isinstance(final, Error)
     assert (line_of(app, answers(app)[-1]) or "").endswith("ended with an error")

@@ -17,11 +17,13 @@ from tests.test_chat_controls import (
     click_link,
     finish,
     history_open,
+    link_index,
     saved,
 )
 from tkchat.conversation import Message, Sampling
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
+from tkchat.generate.scripted import TokenGate
 from tkchat.ui.transcript.transcript import AnswerView, UserView
 from tkchat.ui.window.chat_window import ChatApp
 
@@ -73,7 +75,7 @@ def test_regenerate_keeps_every_answer_and_the_one_chosen_is_the_chat(
     history_open(root, app)
     answer = three_versions(root, app, backend)
     assert header(app, answer).endswith("◀ 3/3 ▶")
-    assert app.transcript.link_index(answer, "next") is None  # nothing after the newest
+    assert link_index(app, answer, "next") is None  # nothing after the newest
     assert only(app.transcript.plain_text(), SHOWN[2])
 
     click_link(root, app, answer, "prev")
@@ -145,14 +147,15 @@ def test_a_stopped_version_shows_its_note_and_links_wait_while_one_streams(
     app = make_app(backend, history=True)
     history_open(root, app)
     ask(root, app, "q")
-    backend.rate, backend.text = 40, "slow " * 400
+    backend.gate, backend.text = TokenGate(), "slow " * 400  # 5 tokens, then it waits
     assert app.flow.regenerate()
     streaming = app.flow.answering.answer
     assert streaming is not None
-    pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
+    backend.gate.release(5)
+    pump_until(root, lambda: streaming.text.count("slow") == 5, timeout=WAIT_S, what="some text")
     assert header(app, streaming).endswith("◀ 2/2 ▶")
     # While it streams its links do nothing (drawn, but not links).
-    assert app.transcript.link_index(streaming, "prev") is None
+    assert link_index(app, streaming, "prev") is None
     assert not app.flow.show_version(streaming, -1)
     app.flow.stop()
     rendered(root, app)
@@ -310,11 +313,12 @@ def test_showing_another_branch_stops_the_answer_streaming_in_this_one(
     ask(root, app, "one?")
     click_link(root, app, app.transcript.entries[0], "edit")
     app.input.set_draft("one, again?")
-    backend.rate, backend.text = 40, "slow " * 400
+    backend.gate, backend.text = TokenGate(), "slow " * 400  # 5 tokens, then it waits
     assert app.flow.send()
     streaming = app.flow.answering.answer
     assert streaming is not None
-    pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
+    backend.gate.release(5)
+    pump_until(root, lambda: streaming.text.count("slow") == 5, timeout=WAIT_S, what="some text")
     click_link(root, app, app.transcript.entries[0], "prev")
     branch_shown(root, app)
     assert app.flow.answering.answer is None and not app.controller.is_generating()
@@ -344,7 +348,7 @@ def test_a_long_branch_is_put_on_screen_in_slices(root: tk.Tk, make_app) -> None
     assert len(app.transcript.entries) == 2
 
     text = app.transcript.text
-    index = app.transcript.link_index(app.transcript.entries[0], "prev")
+    index = link_index(app, app.transcript.entries[0], "prev")
     assert index is not None
     text.see(index)
     root.update()

@@ -152,6 +152,23 @@ def test_models_list(tmp_path: Path) -> None:
     assert any(line.startswith("qwen2.5-1.5b") and "1.1 GB" in line for line in lines)
 
 
+def test_models_get_refuses_a_name_or_an_endpoint_it_cannot_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """(In this process: nothing is downloaded, so no child process is needed.)"""
+    from tkchat.cli import main
+
+    catalogue = tmp_path / "c.json"
+    catalogue.write_text(
+        json.dumps({"models": [{"name": "smol", "repo": "tkchat-test/smol", "file": "s.gguf"}]})
+    )
+    monkeypatch.setenv("TKCHAT_CATALOGUE", str(catalogue))
+    assert main(["models", "get", "nope"]) == 2
+    assert "No model called nope" in capsys.readouterr().err
+    assert main(["models", "get", "smol", "--endpoint", "ftp://x"]) == 2
+    assert "is not a web address" in capsys.readouterr().err
+
+
 def test_models_get_downloads_and_resumes_from_the_command_line(tmp_path: Path) -> None:
     gguf = bundled_model_path()
     if gguf is None:
@@ -167,10 +184,6 @@ def test_models_get_downloads_and_resumes_from_the_command_line(tmp_path: Path) 
             )
         )
         env = {"HF_HUB_CACHE": str(tmp_path / "cache"), "TKCHAT_CATALOGUE": str(catalogue)}
-        missing = tkchat("models", "get", "nope", env=env)
-        assert missing.returncode == 2 and "No model called nope" in missing.stderr
-        bad = tkchat("models", "get", "smol", "--endpoint", "ftp://x", env=env)
-        assert bad.returncode == 2 and "is not a web address" in bad.stderr
         hub.status = 404
         failed = tkchat("models", "get", "smol", "--endpoint", hub.endpoint, env=env)
         assert failed.returncode == 1 and "(HTTP 404)" in failed.stderr

@@ -20,21 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.factory import BackendOptions
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend, scripted_tokens
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.i18n import STRINGS
 from tkchat.render.safe_markdown import split_blocks
 from tkchat.store import settings_from_sampling
 from tkchat.store.settings import AppSettings, load_settings
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.models import switch as model_switch
-from tkchat.ui.models.picker import ModelPicker
+from tkchat.ui.models.picker import CURRENT_TAG, ModelPicker
 from tkchat.ui.settings.text_size import PROJECTOR_SIZE
 from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG, MAX_BLOCK_CHARS
 from tkchat.ui.transcript.transcript import BODY_FONT_SIZE, AnswerView, UserView
@@ -117,10 +117,25 @@ def click(root: tk.Misc, text: tk.Text, index: str) -> None:
     root.update()
 
 
+def link_index(app: ChatApp, view: UserView | AnswerView, action: str) -> str | None:
+    """Where ``view``'s link for ``action`` ("copy", "edit", "prev", "next") is drawn in its
+    header, read from the transcript's Text: the range it tags as that link (None: no link
+    there, or one drawn but not a link, as while the answer streams)."""
+    text = app.transcript.text
+    head = text.index(view.head_mark)
+    found = text.tag_nextrange(f"act-{action}", head, f"{head} lineend")
+    return str(found[0]) if found else None
+
+
 def click_link(root: tk.Misc, app: ChatApp, view: UserView | AnswerView, action: str) -> None:
-    index = app.transcript.link_index(view, action)
+    index = link_index(app, view, action)
     assert index is not None, f"no {action} link on message {view.number}"
     click(root, app.transcript.text, index)
+
+
+def chat_rows(app: ChatApp) -> list[int]:
+    """The chats' ids in the sidebar's list."""
+    return [int(iid) for iid in app.conversations.sidebar.tree.get_children()]
 
 
 def code_links(app: ChatApp) -> list[str]:
@@ -428,15 +443,17 @@ def test_regenerate_by_button_key_and_menu_replaces_the_last_answer(root: tk.Tk,
         assert not app.regenerate_button.instate(["disabled"])
         versions.append(version)
 
-    # While an answer streams: Regenerate stops it and replaces it.
-    backend.rate, backend.text = 40, "slow " * 400
+    # While an answer streams: Regenerate stops it and replaces it. (It streams as far as
+    # the test lets it: 5 tokens, then it waits at the gate.)
+    backend.gate, backend.text = TokenGate(), "slow " * 400
     assert app.flow.send("stream slowly")
     streaming = app.flow.answering.answer
     worker = app.controller.current
     assert streaming is not None and worker is not None
-    pump_until(root, lambda: len(streaming.text) > 20, timeout=WAIT_S, what="some text")
+    backend.gate.release(5)
+    pump_until(root, lambda: streaming.text.count("slow") == 5, timeout=WAIT_S, what="some text")
     assert not app.regenerate_button.instate(["disabled"])  # enabled while it streams
-    backend.rate, backend.text = 0, "Quick replacement."
+    backend.gate, backend.text = None, "Quick replacement."
     count = len(app.flow.answering.finished)
     app.regenerate_button.invoke()
     pump_until(
@@ -589,11 +606,13 @@ def test_text_size_keys_and_view_menu_scale_everything_clamped_and_saved(
         check(size)
     assert app.input.get("1.0", "end-1c") == ""  # the keys type nothing into the box
 
-    for _ in range(35):
+    app.text_size.set(38)  # (near the largest size: the keys' and menu's steps clamp there)
+    for _ in range(4):
         press(root, app.input, "<Control-plus>")
     check(40)
     assert load_settings()[0].font_size == 40
-    for _ in range(40):
+    app.text_size.set(10)  # and near the smallest
+    for _ in range(4):
         app.menubar.invoke("smaller")
     check(8)
     assert load_settings()[0].font_size == 8
@@ -816,7 +835,7 @@ def test_export_markdown_and_json_import_and_their_failures(
     assert app.status.get().startswith("Imported")
     assert saved(app, imported) == saved(app, first)
     assert shown(app) == [("user", question), ("assistant", answer)]
-    assert sorted(app.conversations.sidebar.row_ids()) == sorted([first, imported])
+    assert sorted(chat_rows(app)) == sorted([first, imported])
     assert app.session.messages[1:] == [Message("user", question), Message("assistant", answer)]
 
     # A malformed file: the reason is shown and nothing is added.
@@ -842,7 +861,7 @@ def test_export_markdown_and_json_import_and_their_failures(
         assert reason in app.status.get()
         assert app.archive.conversation_id == imported
         assert len(app.archive.conversations()) == 2
-        assert sorted(app.conversations.sidebar.row_ids()) == sorted([first, imported])
+        assert sorted(chat_rows(app)) == sorted([first, imported])
 
     # A folder that does not exist: "Could not save", and no file.
     missing = tmp_path / "missing" / "chat.md"
@@ -1034,7 +1053,7 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     assert not app.flow.send()  # not yet: it is sent once the new model is ready
     assert app.input.get("1.0", "end-1c") == "typed while loading"  # (kept meanwhile)
     pump_until(root, lambda: app.controller.loading, timeout=WAIT_S, what="the new load")
-    pump_for(root, 0.3)
+    root.update()  # (the load waits at the gate: nothing more can happen)
     assert first._llm is not None and app.controller.kept is first  # loaded until replaced
     assert not app.flow.model_ready
     gate.set()
@@ -1055,11 +1074,14 @@ def test_load_model_switches_to_a_second_real_model_and_the_picker_opens(
     app.models.choose()
     picker = app.models.picker
     assert isinstance(picker, ModelPicker) and picker.winfo_exists()
-    pump_until(root, lambda: not picker.scanning, timeout=WAIT_S, what="the model search")
+    pump_until(
+        root, lambda: not picker.timers.pending("poll"), timeout=WAIT_S, what="the model search"
+    )  # (the dialog polls for the search's result until it has shown it)
     names = [model.name for model in picker.rows()]
     assert "other.gguf" in names
-    current = picker.current_model()
-    assert current is not None and current.path.name == "other.gguf"
+    rows = zip(picker.tree.get_children(), picker.rows(), strict=True)
+    current = [model for iid, model in rows if CURRENT_TAG in picker.tree.item(iid, "tags")]
+    assert [model.path.name for model in current] == ["other.gguf"]  # marked as in use
     picker.cancel()
     root.update()
     assert not picker.winfo_exists()

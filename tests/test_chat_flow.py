@@ -16,10 +16,10 @@ import pytest
 from tests.chat_flow_doubles import ChatRig, FakeSaved
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import Done, GenerationStats, ModelFailed
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.ui.transcript.transcript import AnswerView, UserView
 
-SLOW = "slow " * 400  # at 100 tokens/s: seconds of answer, plenty to stop in the middle of
+SLOW = "slow " * 400  # an answer the test lets through a few tokens at a time (a TokenGate)
 
 
 @pytest.fixture
@@ -52,11 +52,24 @@ def answered(rig: ChatRig, question: str) -> AnswerView:
     return rig.view.transcript.answers[-1]
 
 
-def streaming(rig: ChatRig, question: str) -> AnswerView:
-    """Send ``question`` and run the pump until its answer has some text on screen."""
+def gated(rigs: list[ChatRig], **kwargs: object) -> ChatRig:
+    """A flow whose model has loaded; its answer (:data:`SLOW`) streams only as far as the
+    test lets it (:func:`streaming`), so it is still streaming whatever the machine's pace."""
+    rig = rig_for(rigs, ScriptedBackend(gate=TokenGate(), text=SLOW), **kwargs)
+    rig.load()
+    return rig
+
+
+def streaming(rig: ChatRig, question: str, tokens: int = 5) -> AnswerView:
+    """Send ``question``, let ``tokens`` of its answer through the gate and run the pump
+    until they are on screen; the answer then waits, mid-stream, at the gate."""
+    gate = rig.backend.gate
+    assert gate is not None
     assert rig.flow.send(question)
     answer = rig.view.transcript.answers[-1]
-    rig.until(lambda: len(answer.text) > 20, what="some text")
+    gate.release(tokens)
+    text = "".join(scripted_tokens(SLOW)[:tokens])
+    rig.until(lambda: answer.text == text, what=f"{tokens} tokens on screen")
     return answer
 
 
@@ -92,7 +105,7 @@ def test_a_question_queued_before_the_model_is_ready_waits_if_the_box_changed(
     assert not rig.flow.send()
     rig.view.input.draft = "first thought, then more"  # typed on: not what Enter sent
     rig.load()
-    rig.run_for(0.1)
+    rig.settle()
     assert rig.view.transcript.entries == []
     assert rig.view.input.draft == "first thought, then more"
     rig.view.input.draft = "queued, then the model fails"
@@ -145,8 +158,7 @@ def test_a_draft_the_counter_holds_back_is_not_sent_and_stays_in_the_box(
 def test_send_while_an_answer_streams_stops_it_and_starts_the_next_at_once(
     rigs: list[ChatRig],
 ) -> None:
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
-    rig.load()
+    rig = gated(rigs)
     first = streaming(rig, "first")
     assert rig.flow.send("second")
     assert first.status == "stopped" and rig.flow.answering.answer is not first
@@ -165,8 +177,7 @@ def test_stop_mid_answer_ends_it_marked_stopped_and_nothing_of_it_arrives_later(
     rigs: list[ChatRig],
 ) -> None:
     saved = FakeSaved()
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW), saved=saved)
-    rig.load()
+    rig = gated(rigs, saved=saved)
     answer = streaming(rig, "tell me")
     worker = rig.controller.current
     assert worker is not None and rig.view.enabled["stop"]
@@ -177,16 +188,16 @@ def test_stop_mid_answer_ends_it_marked_stopped_and_nothing_of_it_arrives_later(
     assert rig.view.transcript.ended == [(answer, "stopped")]
     assert saved.archive.saved[-1] == "answer stopped"
     assert rig.session.chat[-1].content == shown  # the model's context has what was shown
+    rig.backend.gate.release(100)  # had the worker not seen Stop, these would follow
     rig.until(lambda: not worker.is_alive(), what="the worker to leave")
     rig.until(lambda: rig.flow.answering.last_cancel_ms is not None, what="the cancel figure")
-    rig.run_for(0.2)  # its last events (and its "cancelled" done) are dropped
+    rig.settle()  # its last events (and its "cancelled" done) are dropped
     assert answer.text == shown and rig.flow.answering.finished == []
     assert rig.view.enabled["regenerate"]  # a stopped answer can be asked for again
 
 
 def test_escape_stops_an_answer_and_otherwise_cancels_an_edit(rigs: list[ChatRig]) -> None:
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
-    rig.load()
+    rig = gated(rigs)
     answer = streaming(rig, "tell me")
     rig.flow.escape()
     assert answer.status == "stopped"
@@ -269,8 +280,7 @@ def test_regenerate_asks_again_and_keeps_the_earlier_answer_as_a_version(
 def test_showing_another_version_of_a_question_stops_the_answer_after_it(
     rigs: list[ChatRig],
 ) -> None:
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
-    rig.load()
+    rig = gated(rigs)
     answer = streaming(rig, "tell me")
     question = rig.view.transcript.entries[0]
     assert isinstance(question, UserView)
@@ -304,7 +314,7 @@ def test_the_final_event_ends_the_answer_exactly_once(rigs: list[ChatRig]) -> No
     # ... and one that arrives through the channel is dropped by the consumer.
     handled = len(rig.flow.answering.finished)
     rig.controller.channel.put(Done(final.gen, final.seq + 1, "stop", GenerationStats()))
-    rig.run_for(0.1)
+    rig.settle()
     assert len(rig.flow.answering.finished) == handled
     assert rig.view.transcript.ended == [(answer, "complete")]
 
@@ -321,8 +331,7 @@ def test_an_error_ends_the_answer_with_its_message(rigs: list[ChatRig]) -> None:
 
 
 def test_a_failing_tick_ends_the_answer_and_stops_its_worker(rigs: list[ChatRig]) -> None:
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
-    rig.load()
+    rig = gated(rigs)
     answer = streaming(rig, "tell me")
     rig.flow.answering.failed(RuntimeError("a bug in a tick"))
     assert answer.status == "error" and rig.flow.answering.answer is None
@@ -334,16 +343,16 @@ def test_a_failing_tick_ends_the_answer_and_stops_its_worker(rigs: list[ChatRig]
 
 
 def test_a_new_chat_never_receives_the_old_generations_text(rigs: list[ChatRig]) -> None:
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
-    rig.load()
+    rig = gated(rigs)
     old = streaming(rig, "in the old chat")
     rig.flow.new_chat()
     assert rig.view.transcript.entries == [] and rig.session.chat == []
     assert old.status == "stopped" and "reset" in rig.context.calls
     kept = old.text
-    rig.run_for(0.2)  # the old worker's last events arrive, and are dropped
+    rig.backend.gate.release(100)  # had the old worker not seen Stop, these would follow
+    rig.settle()  # the old worker's last events arrive, and are dropped
     assert rig.view.transcript.entries == [] and rig.flow.answering.finished == []
-    rig.backend.text = "fresh"
+    rig.backend.text, rig.backend.gate = "fresh", None
     new = answered(rig, "in the new chat")
     assert new.text == "fresh" and old.text == kept
     assert [entry.text for entry in rig.view.transcript.entries] == ["in the new chat", "fresh"]
@@ -375,7 +384,7 @@ def test_autosend_waits_for_the_model_and_the_history_then_sends_once(
         rigs, ScriptedBackend(rate=0, text="Hi."), saved=saved, autosend="from the command line"
     )
     rig.load()
-    rig.run_for(0.1)
+    rig.settle()
     assert rig.view.transcript.entries == []  # the history is not open yet
     saved.ready = True
     rig.flow.history_ready([])
@@ -383,13 +392,12 @@ def test_autosend_waits_for_the_model_and_the_history_then_sends_once(
     assert [entry.text for entry in rig.view.transcript.entries] == ["from the command line", "Hi."]
     assert rig.flow.autosend is None
     rig.flow.conversation_shown()  # later news does not send it again
-    rig.run_for(0.1)
+    rig.settle()
     assert len(rig.view.transcript.entries) == 2
 
 
 def test_unloading_the_model_stops_the_answer_and_disables_sending(rigs: list[ChatRig]) -> None:
-    rig = rig_for(rigs, ScriptedBackend(rate=100, text=SLOW))
-    rig.load()
+    rig = gated(rigs)
     answer = streaming(rig, "tell me")
     rig.flow.model_unloading()
     assert answer.status == "stopped" and not rig.flow.model_ready
@@ -413,14 +421,14 @@ def test_each_answer_ends_with_its_figures_saved_and_drawn(rigs: list[ChatRig]) 
     assert figures.tokens == final.stats.tokens and figures.tokens_per_s is not None
     assert answer.figures == {0: figures}
     assert rig.view.transcript.figured[-1] == (answer, figures)  # drawn under it
-    rig.backend.text, rig.backend.rate = SLOW, 100.0
+    rig.backend.text, rig.backend.gate = SLOW, TokenGate()
     stopped = streaming(rig, "and a long one")
     rig.flow.stop()
     figures = saved.archive.figures[-1]
     assert figures is not None and figures.ended == "stopped" and figures.tokens >= 3
     assert stopped.figures == {0: figures}
     # A regenerate keeps the earlier version's figures with it.
-    rig.backend.rate = 0.0
+    rig.backend.gate = None
     rig.backend.text = "Again."
     assert rig.flow.regenerate()
     rig.until(lambda: rig.flow.answering.answer is None, what="the new version")

@@ -14,23 +14,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
+from tests.x_input import click_at, focus_window, handled, move_to, needs_xdotool, press, type_text
 from tkchat.generate.backend import LoadWatch
 from tkchat.generate.scripted import ScriptedBackend
 
 pytestmark = pytest.mark.gui
-
-needs_xdotool = pytest.mark.skipif(shutil.which("xdotool") is None, reason="needs xdotool")
-
-
-def xdotool(*args: str) -> None:
-    subprocess.run(["xdotool", *args], check=True, timeout=20)
-
-
-def focus_window(root: tk.Tk) -> None:
-    root.geometry("1140x680+0+0")
-    root.focus_force()
-    pump_for(root, 0.3)
 
 
 @dataclass
@@ -55,9 +44,8 @@ def test_enter_while_the_model_loads_sends_the_question_once_it_is_ready(
     app = make_app(backend, wait=False)
     focus_window(root)
     app.input.focus_set()
-    xdotool("type", "--delay", "8", "asked while it loads")
-    xdotool("key", "Return")
-    pump_for(root, 0.3)
+    type_text(root, "asked while it loads")
+    press(root, "Return")
     assert not app.flow.model_ready and app.transcript.entries == []
     assert app.input.draft == "asked while it loads"  # kept in the box meanwhile
     said = app.status.get()
@@ -97,7 +85,7 @@ def test_after_flipping_to_another_branch_regenerate_and_ctrl_r_agree(
     pump_until(root, lambda: app.flow.answering.answer is None, what="the edited question's answer")
     assert app.flow.show_version(app.transcript.entries[2], -1)  # ◀ on the question: 1/2
     pump_until(root, lambda: not app.flow.showing_conversation, what="the branch")
-    pump_for(root, 0.1)
+    root.update()
     assert [entry.text for entry in app.transcript.entries][-1] == "First answer."
     assert app.regenerate_button.instate(["!disabled"]), "the button is greyed out"
     assert app.menubar.enabled("regenerate")
@@ -130,9 +118,7 @@ def click_arrow(root: tk.Misc, app, view, arrow: str) -> tuple[int, int]:
     assert box is not None, f"{arrow} is not on screen"
     x, y = box[0] + box[2] // 2, box[1] + box[3] // 2
     text = app.transcript.text
-    xdotool("mousemove", "--sync", str(text.winfo_rootx() + x), str(text.winfo_rooty() + y))
-    xdotool("click", "1")
-    pump_for(root, 0.2)
+    click_at(root, text.winfo_rootx() + x, text.winfo_rooty() + y)
     return x, y
 
 
@@ -147,7 +133,7 @@ def under(point: tuple[int, int], box: tuple[int, int, int, int] | None) -> bool
 def settled(root: tk.Misc, app) -> None:
     pump_until(root, lambda: not app.flow.showing_conversation, what="the branch")
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
-    pump_for(root, 0.2)
+    root.update_idletasks()  # the view scrolled to where the transcript put it
 
 
 @needs_xdotool
@@ -207,8 +193,7 @@ def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
     app = make_app(backend)
     focus_window(root)
     app.input.focus_set()
-    xdotool("key", "alt+Left")
-    pump_for(root, 0.2)
+    press(root, "alt+Left")
     assert app.status.get() == app.t("app.no_versions")
     assert app.flow.send("a question")
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
@@ -218,11 +203,11 @@ def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
     app.input.focus_set()
     app.input.insert("1.0", "half a question")
     answer = app.transcript.entries[-1]
-    xdotool("key", "alt+Left")
-    pump_for(root, 0.3)
+    press(root, "alt+Left")
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the first version")
     assert answer.shown == 0 and answer.text == "First version."
-    xdotool("key", "alt+Right")
-    pump_for(root, 0.3)
+    press(root, "alt+Right")
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the second version")
     assert answer.shown == 1 and answer.text == "Second version."
     assert app.input.draft == "half a question"  # the keys did not type, nor move the cursor
     assert app.input.index("insert") == app.input.index("end-1c")
@@ -234,7 +219,7 @@ def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
         assert sheet is not None
         assert ("Alt+Left", previous) in sheet.rows and len(sheet.rows) == len(set(sheet.rows))
         sheet.destroy()
-        pump_for(root, 0.1)
+        root.update()
 
 
 # -- a long pasted paragraph --------------------------------------------------------------------
@@ -274,10 +259,9 @@ def test_a_long_pasted_paragraph_is_never_broken_mid_sentence(
     root.clipboard_clear()
     root.clipboard_append(paragraph)
     app.input.focus_set()
-    xdotool("key", "ctrl+v")
-    pump_for(root, 0.3)
+    press(root, "ctrl+v")
     assert app.input.draft == paragraph
-    xdotool("key", "Return")
+    press(root, "Return")
     pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     pump_until(root, lambda: not app.transcript.painter.busy, timeout=30, what="the painting")
     question, answer = app.transcript.entries
@@ -295,11 +279,13 @@ def test_a_long_pasted_paragraph_is_never_broken_mid_sentence(
 # -- a long status message ----------------------------------------------------------------------
 
 
-def pointer_on(root: tk.Misc, widget: tk.Misc) -> None:
+def pointer_on(root: tk.Misc, widget: tk.Misc) -> tuple[int, int]:
+    """Move the pointer onto ``widget`` (a third of the way in); returns where it is."""
     root.update()
     x = widget.winfo_rootx() + widget.winfo_width() // 3
     y = widget.winfo_rooty() + widget.winfo_height() // 2
-    xdotool("mousemove", "--sync", str(x), str(y))
+    move_to(root, x, y)
+    return x, y
 
 
 def tip_text(label) -> str | None:
@@ -313,30 +299,30 @@ def test_a_long_status_message_can_be_read_whole(root: tk.Tk, make_app, lang: st
     """Reported: a long status message was cut with "…" and there was no way to read the
     rest. Now the pointer resting on it, or a click, shows all of it."""
     app = make_app(ScriptedBackend(rate=0), language=lang)
-    root.geometry("900x600+0+0")
-    pump_for(root, 0.3)
+    focus_window(root, "900x600+0+0")
     folder = "/home/someone/models/" + "a-folder-with-a-long-name/" * 6
     app.status.say("app.error", message=f"the model file {folder}model.gguf could not be read")
-    pump_for(root, 0.2)
+    root.update()
     status = app.status
     assert status.cget("text").endswith("…") and status.cut  # cut to the window's width
-    xdotool("mousemove", "0", "500")
-    pump_for(root, 0.1)
-    pointer_on(root, status)
+    move_to(root, 0, 500)
+    spot = pointer_on(root, status)
+    assert status.tip.timers.pending("tip")  # the pointer rests: the tip is on its way
     pump_until(root, lambda: tip_text(status) is not None, what="the tip")
     assert tip_text(status) == status.get()  # the whole message, in the window's language
     tip = status.tip.tip
     assert tip is not None and tip.winfo_rootx() + tip.winfo_width() <= root.winfo_screenwidth()
-    xdotool("mousemove", "0", "500")  # the pointer leaves: the tip goes
-    pump_until(root, lambda: tip_text(status) is None, what="the tip to go")
-    pointer_on(root, status)
-    xdotool("click", "1")  # a click shows it at once
-    pump_for(root, 0.1)
-    assert tip_text(status) == status.get()
+    move_to(root, 0, 500)  # the pointer leaves: the tip goes
+    assert tip_text(status) is None and not status.tip.timers.pending("tip")
+    # A click shows it at once: the pointer arrives with the click (one batch of events),
+    # so the resting timer its arrival starts has not fired when the click is handled.
+    click_at(root, *spot)
+    shown = status.tip.shown
+    assert shown is not None and str(shown.cget("text")) == status.get()
     status.say("app.stopped")  # a short message: nothing is cut, and the tip goes
-    pump_for(root, 0.1)
-    assert not status.cut and tip_text(status) is None
-    xdotool("mousemove", "0", "500")
+    root.update()
+    assert not status.cut and status.tip.shown is None
+    move_to(root, 0, 500)
 
 
 # -- the menus' border ----------------------------------------------------------------------------
@@ -366,7 +352,8 @@ def test_a_menu_has_an_edge_that_is_not_its_background(
     menu.post(root.winfo_rootx() + 300, root.winfo_rooty() + 160)
     try:
         pump_until(root, menu.winfo_ismapped, what="the menu")
-        pump_for(root, 0.3)
+        handled(root)  # its Expose handled: drawn
+        root.winfo_pointerxy()  # a round trip: the X server has done the drawing Tk asked
         shot = tmp_path / "menu.png"
         subprocess.run(["import", "-window", str(menu.winfo_id()), str(shot)], check=True)
     finally:

@@ -7,7 +7,7 @@ import tkinter as tk
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.ui.window.shortcut_sheet import shortcut_rows
 
@@ -68,7 +68,7 @@ def test_f1_lists_every_shortcut_in_the_windows_language(root: tk.Tk, make_app) 
     app.show_shortcuts()  # a second F1 brings the same sheet forward
     assert app.shortcut_sheet is sheet
     sheet.destroy()
-    pump_for(root, 0.1)
+    root.update()
 
 
 def test_the_undo_bar_stays_while_the_pointer_is_on_it(root: tk.Tk, make_app) -> None:
@@ -79,8 +79,9 @@ def test_the_undo_bar_stays_while_the_pointer_is_on_it(root: tk.Tk, make_app) ->
     app.flow.send("a chat to delete")
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     bar = app.conversations.sidebar
-    bar._delete(bar.row_ids()[0])
-    assert bar.undo_visible() and bar.timers.pending("undo")
+    bar._delete(int(bar.tree.get_children()[0]))
+    root.update()
+    assert bar.undo_bar.winfo_ismapped() and bar.timers.pending("undo")
     bar.undo_bar.event_generate("<Enter>")
     assert not bar.timers.pending("undo")  # the pointer is on it: it waits
     bar.undo_bar.event_generate("<Leave>")
@@ -95,7 +96,7 @@ def test_the_lists_menu_exports_the_chat_under_the_pointer(root: tk.Tk, make_app
     target = tmp_path / "chat.md"
     app.files.ask_save_path = lambda **_kw: str(target)
     bar = app.conversations.sidebar
-    bar._menu_target = bar.row_ids()[0]
+    bar._menu_target = int(bar.tree.get_children()[0])
     assert menu_labels(bar.menu) == ["Rename", "Delete", "Export as Markdown…"]
     bar.menu.invoke(2)
     assert "exported question" in target.read_text() and "Exported answer." in target.read_text()

@@ -7,66 +7,58 @@ pressed the language button again; click Send, type the next question — all of
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import tkinter as tk
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
+from tests.x_input import click, click_at, focus_window, needs_xdotool, press, type_text
 from tkchat.generate.scripted import ScriptedBackend
 
-pytestmark = pytest.mark.gui
-
-if shutil.which("xdotool") is None:
-    pytest.skip("xdotool is not installed", allow_module_level=True)
-
-
-def xdotool(*args: str) -> None:
-    subprocess.run(["xdotool", *args], check=True, timeout=20)
-
-
-def click_at(x: int, y: int, button: str = "1") -> None:
-    """A real click at (x, y) on the screen. One xdotool call moves and clicks, so the X
-    server takes the two in order; ``mousemove --sync`` would wait for a motion, and when the
-    pointer is already there none comes (it waited 15 s for a second click on one button)."""
-    xdotool("mousemove", str(x), str(y), "click", button)
-
-
-def click(root: tk.Misc, widget: tk.Misc) -> None:
-    """A real click in the middle of ``widget``."""
-    root.update()
-    x = widget.winfo_rootx() + widget.winfo_width() // 2
-    y = widget.winfo_rooty() + widget.winfo_height() // 2
-    click_at(x, y)
-    pump_for(root, 0.15)
-
-
-def type_text(root: tk.Misc, text: str) -> None:
-    xdotool("type", "--delay", "8", text)
-    pump_for(root, 0.2)
+pytestmark = [pytest.mark.gui, needs_xdotool]
 
 
 def typed(app) -> str:
     return str(app.input.get("1.0", "end-1c"))
 
 
+def rows(sidebar) -> list[int]:
+    """The chats' ids in the list, top to bottom."""
+    return [int(iid) for iid in sidebar.tree.get_children()]
+
+
+def row_title(sidebar, cid: int) -> str:
+    return str(sidebar.tree.item(str(cid), "text"))
+
+
+def click_row(root: tk.Misc, sidebar, cid: int, button: str = "1") -> None:
+    """A real click on the middle of a chat's row."""
+    root.update()
+    x, y, width, height = sidebar.tree.bbox(str(cid))
+    tree = sidebar.tree
+    click_at(
+        root, tree.winfo_rootx() + x + width // 2, tree.winfo_rooty() + y + height // 2, button
+    )
+
+
 @pytest.fixture
 def window(root: tk.Tk, make_app):
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
-    root.geometry("1140x680+0+0")
-    root.focus_force()
-    pump_for(root, 0.3)
+    focus_window(root)
     return app
+
+
+def answered(root: tk.Tk, app, question: str) -> None:
+    app.flow.send(question)
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
 
 
 def test_language_button_then_ctrl_n_then_typing(root: tk.Tk, window) -> None:
     app = window
     click(root, app.language_button)
     assert app.t.lang == "zh"
-    xdotool("key", "ctrl+n")
-    pump_for(root, 0.2)
+    press(root, "ctrl+n")
     type_text(root, "abc def")
     assert typed(app) == "abc def"
     assert app.t.lang == "zh"  # the space did not press the language button again
@@ -88,8 +80,7 @@ def test_send_button_then_the_next_question(root: tk.Tk, window) -> None:
 
 def test_every_button_gives_the_typing_back_to_the_box(root: tk.Tk, window) -> None:
     app = window
-    app.flow.send("a question")
-    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    answered(root, app, "a question")
     buttons = [
         app.regenerate_button,
         app.teaching.lessons_button,  # opens the lesson panel
@@ -108,22 +99,14 @@ def test_every_button_gives_the_typing_back_to_the_box(root: tk.Tk, window) -> N
 
 def test_a_chat_picked_with_the_mouse_then_typing(root: tk.Tk, window) -> None:
     app = window
-    app.flow.send("the first chat")
-    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    answered(root, app, "the first chat")
     app.flow.new_chat()
-    app.flow.send("the second chat")
-    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    answered(root, app, "the second chat")
     sidebar = app.conversations.sidebar
-    first = sidebar.row_ids()[-1]
-    root.update()
-    x, y, width, height = sidebar.tree.bbox(str(first))
-    click_at(
-        sidebar.tree.winfo_rootx() + x + width // 2, sidebar.tree.winfo_rooty() + y + height // 2
-    )
+    click_row(root, sidebar, rows(sidebar)[-1])
     pump_until(
         root, lambda: not app.flow.showing_conversation and app.transcript.entries, what="it"
     )
-    pump_for(root, 0.2)
     type_text(root, "more")
     assert typed(app) == "more"
 
@@ -133,7 +116,7 @@ def test_the_mode_menu_then_typing(root: tk.Tk, window) -> None:
     box = app.teaching.mode_box
     box.set("blocking")
     box.event_generate("<<ComboboxSelected>>")  # as picking an item does
-    pump_for(root, 0.2)
+    root.update()
     type_text(root, "q r")
     assert typed(app) == "q r" and app.teaching.mode == "blocking"
 
@@ -141,9 +124,10 @@ def test_the_mode_menu_then_typing(root: tk.Tk, window) -> None:
 def test_a_dialog_closed_then_typing(root: tk.Tk, window) -> None:
     app = window
     app.chat_settings.open()
-    pump_for(root, 0.3)
-    app.chat_settings.dialog.cancel()
-    pump_for(root, 0.3)
+    dialog = app.chat_settings.dialog
+    pump_until(root, dialog.winfo_ismapped, what="the dialog")
+    dialog.cancel()
+    root.update()
     type_text(root, "after the dialog")
     assert typed(app) == "after the dialog"
 
@@ -152,54 +136,30 @@ def test_a_rename_from_the_right_click_menu_then_typing(root: tk.Tk, window) -> 
     """Seen by hand: right-click a chat, Rename, type the title, Enter — then the next
     question typed went nowhere: the keyboard focus had been left in the list."""
     app = window
-    app.flow.send("a chat to rename")
-    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    answered(root, app, "a chat to rename")
     app.input.focus_set()
-    pump_for(root, 0.1)
-    sidebar = app.conversations.sidebar
-    cid = sidebar.row_ids()[0]
     root.update()
-    x, y, width, height = sidebar.tree.bbox(str(cid))
-    click_at(
-        sidebar.tree.winfo_rootx() + x + width // 2,
-        sidebar.tree.winfo_rooty() + y + height // 2,
-        "3",
-    )
+    sidebar = app.conversations.sidebar
+    cid = rows(sidebar)[0]
+    click_row(root, sidebar, cid, "3")
     pump_until(root, lambda: sidebar.menu.winfo_ismapped(), what="the menu")
     menu = sidebar.menu
     entry_y = menu.winfo_rooty() + int(menu.yposition(0)) + 6
-    click_at(menu.winfo_rootx() + 30, entry_y)
+    click_at(root, menu.winfo_rootx() + 30, entry_y)
     pump_until(root, lambda: sidebar.editor.winfo_ismapped(), what="the inline editor")
     type_text(root, "Renamed")
-    xdotool("key", "Return")
-    pump_for(root, 0.3)
-    assert sidebar.row_text(cid) == "Renamed"
+    press(root, "Return")
+    assert row_title(sidebar, cid) == "Renamed"
     type_text(root, "next question")
     assert typed(app) == "next question"
 
 
-def click_row(root: tk.Misc, sidebar, cid: int) -> None:
-    """A real click on the middle of a chat's row."""
-    root.update()
-    x, y, width, height = sidebar.tree.bbox(str(cid))
-    xdotool(
-        "mousemove",
-        "--sync",
-        str(sidebar.tree.winfo_rootx() + x + width // 2),
-        str(sidebar.tree.winfo_rooty() + y + height // 2),
-    )
-    xdotool("click", "1")
-    pump_for(root, 0.2)
-
-
 def two_chats(root: tk.Tk, app):
-    app.flow.send("the first chat")
-    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    answered(root, app, "the first chat")
     app.flow.new_chat()
-    app.flow.send("the second chat")
-    pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    answered(root, app, "the second chat")
     sidebar = app.conversations.sidebar
-    pump_until(root, lambda: len(sidebar.row_ids()) == 2, what="both chats in the list")
+    pump_until(root, lambda: len(rows(sidebar)) == 2, what="both chats in the list")
     return sidebar
 
 
@@ -208,16 +168,15 @@ def test_click_a_chat_then_f2_renames_it_and_nothing_is_sent(root: tk.Tk, window
     model as a question — the click had moved the focus to the message box."""
     app = window
     sidebar = two_chats(root, app)
-    first = sidebar.row_ids()[-1]
+    first = rows(sidebar)[-1]
     click_row(root, sidebar, first)
     pump_until(root, lambda: not app.flow.showing_conversation, what="the chat on screen")
     answers = len(app.flow.answering.finished)
-    xdotool("key", "F2")
+    press(root, "F2")
     pump_until(root, lambda: sidebar.editor.winfo_ismapped(), what="the inline editor")
     type_text(root, "Renamed by F2")  # over the old title, which the editor selected
-    xdotool("key", "Return")
-    pump_for(root, 0.3)
-    assert sidebar.row_text(first) == "Renamed by F2"
+    press(root, "Return")
+    assert row_title(sidebar, first) == "Renamed by F2"
     assert (
         len(app.flow.answering.finished) == answers and app.flow.answering.answer is None
     )  # nothing was asked
@@ -229,13 +188,12 @@ def test_click_a_chat_then_f2_renames_it_and_nothing_is_sent(root: tk.Tk, window
 def test_click_a_chat_then_delete_deletes_it_and_letters_go_to_the_box(root: tk.Tk, window) -> None:
     app = window
     sidebar = two_chats(root, app)
-    first, second = sidebar.row_ids()[-1], sidebar.row_ids()[0]
+    first, second = rows(sidebar)[-1], rows(sidebar)[0]
     click_row(root, sidebar, first)
     pump_until(root, lambda: not app.flow.showing_conversation, what="the chat on screen")
     assert root.focus_get() is sidebar.tree  # the click left the keys with the list
-    xdotool("key", "Delete")
-    pump_for(root, 0.3)
-    assert sidebar.row_ids() == [second] and sidebar.undo_visible()
+    press(root, "Delete")
+    assert rows(sidebar) == [second] and sidebar.undo_bar.winfo_ismapped()
     assert typed(app) == ""
     type_text(root, "next")
     assert typed(app) == "next" and root.focus_get() is app.input

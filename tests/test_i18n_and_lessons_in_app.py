@@ -8,17 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
 from tkchat.conversation import Sampling
 from tkchat.course.lessons import load_lessons
 from tkchat.generate.backend import Backend
 from tkchat.generate.factory import BackendOptions, ScriptedOptions
 from tkchat.generate.llama_backend import LlamaBackend
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import MODES
 from tkchat.ui.base.translator import Translator
-from tkchat.ui.health import REFRESH_MS
 from tkchat.ui.models import switch as model_switch
 
 pytestmark = pytest.mark.gui
@@ -28,8 +27,18 @@ PLACEHOLDER = re.compile(r"{(\w+)}")
 # language, and the heartbeat clock. (Any other text must contain Chinese: an English label such
 # as "Send" left untranslated must fail the test, so plain ASCII is not excused.)
 SAME_IN_BOTH = re.compile(r"^(English|中文|♥ \d\d:\d\d:\d\d)$")
-# The health bar's figures follow a language switch at their next refresh.
-FIGURES_FOLLOW_S = REFRESH_MS / 1000 + 0.15
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def figures_in(root: tk.Misc, app, lang: str) -> None:
+    """Until the health bar's figures are written in ``lang``: they follow a language
+    switch at their next refresh (a timer, every 250 ms)."""
+    labels = (app.health.lag, app.health.rates)
+    pump_until(
+        root,
+        lambda: all(bool(CJK.search(str(x.cget("text")))) == (lang == "zh") for x in labels),
+        what=f"the health bar's figures in {lang}",
+    )
 
 
 def widgets(root: tk.Misc) -> Iterator[tk.Misc]:
@@ -79,7 +88,7 @@ def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_ap
     root.update()
     english = visible_texts(root)
     app.toggle_language()
-    pump_for(root, FIGURES_FOLLOW_S)
+    figures_in(root, app, "zh")
     assert app.t.lang == "zh" and app.teaching.lesson_panel is not None
     assert app.teaching.lesson_panel.current is not None
     assert re.search(r"[\u4e00-\u9fff]", app.teaching.lesson_panel.current.title)
@@ -93,7 +102,7 @@ def test_the_chinese_window_shows_no_english_interface_text(root: tk.Tk, make_ap
     assert len(chinese) == len(english)  # the same widgets, relabelled
     assert "故障模式" in root.title()
     app.toggle_language()
-    pump_for(root, FIGURES_FOLLOW_S)
+    figures_in(root, app, "en")
     assert app.t.lang == "en"
     assert without_figures(visible_texts(root)) == without_figures(english)  # all back
 
@@ -132,9 +141,15 @@ def test_every_lesson_demo_sets_its_mode_backend_and_prompt(
 
 
 def test_live_figures_follow_an_answer(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=400))
+    gate = TokenGate()  # the answer reaches the screen in two updates, whatever the pace
+    app = make_app(ScriptedBackend(gate=gate, text="One two three four."))
     app.flow.send("go")
+    answer = app.transcript.answers[-1]
+    gate.release(2)
+    pump_until(root, lambda: len(answer.arrivals) == 1, what="the answer's first update")
+    gate.release(100)
     pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
+    assert len(answer.arrivals) >= 2
     for metric in (
         "lag_max_ms",
         "lag_p99_ms",
@@ -206,10 +221,39 @@ def test_headers_and_links_already_on_screen_follow_the_language(root: tk.Tk, ma
     for key in ("transcript.you", "transcript.assistant", "transcript.copy_code"):
         assert STRINGS["en"][key] not in shown, key
     assert "hello" in shown and "print('hi')" in shown  # content is not translated
-    # the links still work: the right message, the right code
+    # the links still work: a click on the question's "编辑" edits that question, ...
     question = app.transcript.entries[0]
-    assert app.transcript.link_index(question, "edit") is not None
-    app.transcript.act("edit", question)
+    text = app.transcript.text
+    head = text.index(question.head_mark)
+    link = text.search(zh["transcript.edit"], head, f"{head} lineend")
+    assert link, "no edit link in the question's header"
+    text.see(link)
+    root.update()
+    x, y, width, height = text.bbox(link)
+    text.event_generate("<Button-1>", x=x + width // 2, y=y + height // 2)
+    root.update()
     assert app.input.get("1.0", "end-1c") == "hello"
+    # ... and the code copied is the right code
     start = app.transcript.text.tag_ranges("copy-code")[0]
     assert app.transcript.painter.code_at(str(start)) == "print('hi')"
+
+
+def test_a_second_language_switch_while_the_first_relabels_leaves_no_stale_slice(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen on a busy machine: the first switch's relabelling ran over its budget and left
+    its next slice waiting; the second switch relabelled everything at once and removed the
+    mark that slice starts from, and the slice then raised ("bad text index")."""
+    from tkchat.ui.transcript import transcript as transcript_module
+
+    app = make_app(ScriptedBackend(rate=0, text="An answer."), language="en")
+    app.flow.send("hello")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
+    monkeypatch.setattr(transcript_module, "RELABEL_BUDGET_MS", -1)  # every slice over budget
+    app.toggle_language()
+    assert app.transcript.scheduler.pending("relabel")  # the first switch is not done
+    monkeypatch.setattr(transcript_module, "RELABEL_BUDGET_MS", 10_000)
+    app.toggle_language()  # the second one is done at once
+    root.update()  # (a stale slice would raise here)
+    shown = app.transcript.plain_text()
+    assert STRINGS["en"]["transcript.you"] in shown and STRINGS["zh"]["transcript.you"] not in shown

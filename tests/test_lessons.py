@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import tkinter as tk
 import unicodedata
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until
 from tkchat.course import lessons as teach
 from tkchat.course.lessons import (
     HEADER_KEYS,
@@ -315,6 +316,12 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     received: list[Lesson] = []
     asked: list[str] = []
 
+    def timers() -> set[str]:
+        """Tk's ids of the ``after`` timers (and idle callbacks) not yet run."""
+        return set(root.tk.splitlist(root.tk.call("after", "info")))
+
+    before = timers()
+
     def read_figure(metric: str) -> float | None:
         asked.append(metric)
         return 1234.4
@@ -363,14 +370,9 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.setup_button.invoke()
     assert received[-1].language == "zh" and received[-1].id == "04-blocking"
 
-    pending = panel.timers.pending_ids()
-    assert pending and pending <= set(root.tk.splitlist(root.tk.call("after", "info")))
+    assert panel.timers.pending("refresh") and timers() - before
     panel.destroy()
-    assert not panel.timers.pending_ids()
-    assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
-    calls = len(asked)
-    pump_for(root, 1.2)  # a surviving timer would fire into the dead widgets and fail the test
-    assert len(asked) == calls
+    assert timers() <= before  # none of the panel's timers is left to fire into dead widgets
 
 
 def _tags_in(text: tk.Text) -> set[str]:
@@ -482,10 +484,12 @@ def _with_holes(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"…(?:\s*…)*", "…", text)).strip()
 
 
-def window_lines(lang: str) -> list[str]:
+@functools.cache
+def window_lines(lang: str) -> tuple[str, ...]:
     """Everything the window in ``lang`` shows, a variable part written "…": each string, cut
     at the health bar's "│", and each string followed by its continuations (``app.done`` and
-    ``app.done.speed``), which the window shows as one line."""
+    ``app.done.speed``), which the window shows as one line. (Worked out once per language:
+    every lesson is checked against it.)"""
     from tkchat.i18n import STRINGS
 
     strings = STRINGS[lang]
@@ -495,17 +499,34 @@ def window_lines(lang: str) -> list[str]:
         for more in strings
         if more.startswith(key + ".")
     ]
-    return [
+    return tuple(
         _with_holes(part)
         for text in [*strings.values(), *joined]
         for part in text.split("│")
         if part.strip()
-    ]
+    )
 
 
 # Words of a window's sentence that are also the name of a technology a lesson may use in
 # either language ("Event {seq} never arrived" and Server-Sent Events).
 TECHNICAL_TERMS = {"Event"}
+
+
+@functools.cache
+def foreign_words(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The pieces of the other language's window (three characters or more, and not shown by
+    the window in ``lang`` too) that its lessons must not use, each with the pattern that
+    finds it as a word."""
+    own = window_lines(lang)
+    other = next(x for x in LANGUAGES if x != lang)
+    found: dict[str, re.Pattern[str]] = {}
+    for line in window_lines(other):
+        for piece in line.split("…"):
+            piece = piece.strip(" —–-:：,，.。;；()（）[]")
+            if len(piece) < 3 or piece in TECHNICAL_TERMS or any(piece in mine for mine in own):
+                continue
+            found[piece] = re.compile(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])")
+    return tuple(found.items())
 
 
 def ui_quote_problems(lesson: Lesson) -> list[str]:
@@ -539,17 +560,9 @@ def ui_quote_problems(lesson: Lesson) -> list[str]:
             problems.append(f"not in the {lang} window: {quoted!r}")
     other = next(x for x in LANGUAGES if x != lang)
     words = re.sub(r"`[^`\n]*`", "", text)  # code is the same in both languages
-    for line in window_lines(other):
-        pieces = line.split("…")
-        for piece in pieces:
-            piece = piece.strip(" —–-:：,，.。;；()（）[]")
-            if len(piece) < 3 or any(piece in mine for mine in own):
-                continue
-            if piece in TECHNICAL_TERMS:
-                continue
-
-            if re.search(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])", words):
-                problems.append(f"the {other} window's words: {piece!r}")
+    for piece, pattern in foreign_words(lang):
+        if pattern.search(words):
+            problems.append(f"the {other} window's words: {piece!r}")
     return sorted(set(problems))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import pump_for, pump_until
+from tests.conftest import pump_until, wait_until
 from tkchat.generate.model_file import GGUF_MAGIC
 from tkchat.i18n import STRINGS
 from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
@@ -30,7 +30,7 @@ from tkchat.models.finder import (
     model_places,
 )
 from tkchat.ui.base.translator import Translator
-from tkchat.ui.models.picker import ERROR_STYLE, ModelPicker
+from tkchat.ui.models.picker import CURRENT_TAG, ERROR_STYLE, ModelPicker
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 gui = pytest.mark.gui
@@ -364,8 +364,25 @@ def open_picker(root: tk.Tk, calls: Calls, tmp_path: Path) -> Iterator[Callable[
 
 
 def wait_for_list(root: tk.Tk, picker: ModelPicker) -> None:
-    pump_until(root, lambda: not picker.scanning, what="the search to finish")
+    """Until the search's result is on screen (the dialog polls for it until then)."""
+    pump_until(root, lambda: not picker.timers.pending("poll"), what="the search to finish")
     root.update()
+
+
+def status(picker: ModelPicker) -> str:
+    """The status line as shown."""
+    return str(picker.status.cget("text"))
+
+
+def marked_current(picker: ModelPicker) -> list[FoundModel]:
+    """The rows marked as the model in use (a ✓, in bold)."""
+    tree = picker.tree
+    rows = zip(tree.get_children(), picker.rows(), strict=True)
+    return [model for iid, model in rows if CURRENT_TAG in tree.item(iid, "tags")]
+
+
+def searches_running() -> bool:
+    return any(t.name == "tkchat-model-search" and t.is_alive() for t in threading.enumerate())
 
 
 def press(root: tk.Tk, widget: tk.Misc, keysym: str) -> None:
@@ -401,12 +418,11 @@ def test_the_list_fills_with_the_current_model_marked(
     picker = open_picker(folder=str(models), current=str(beta))
     wait_for_list(root, picker)
     assert names(picker.rows()) == ["beta.gguf", "alpha.gguf", "gamma.gguf"]  # current first
-    assert picker.status_text() == "3 models found"
-    assert picker.current_model() is not None
-    assert picker.current_model().path == beta  # type: ignore[union-attr]
+    assert status(picker) == "3 models found"
+    assert [model.path for model in marked_current(picker)] == [beta]
     assert picker.tree.item(row_of(picker, "beta.gguf"), "text") == "✓ beta.gguf"
     assert picker.tree.item(row_of(picker, "alpha.gguf"), "text") == "alpha.gguf"
-    assert picker.selected() == picker.current_model()
+    assert [picker.selected()] == marked_current(picker)
     alpha = row_of(picker, "alpha.gguf")
     assert picker.cell(alpha, "path") == str(models / "alpha.gguf")
     # A path longer than its column is cut with "…" (its start kept), never silently.
@@ -430,13 +446,13 @@ def test_searching_status_shows_while_the_search_runs(root: tk.Tk, open_picker: 
         return []
 
     picker = open_picker(finder=slow)
-    pump_for(root, 0.1)
-    assert picker.scanning
-    assert picker.status_text() == "Searching…"
+    root.update()
+    assert picker.timers.pending("poll")  # the result is waited for
+    assert status(picker) == "Searching…"
     assert picker.use_button.instate(["disabled"])
     release.set()
     wait_for_list(root, picker)
-    assert picker.status_text().startswith("No GGUF files found in:")
+    assert status(picker).startswith("No GGUF files found in:")
 
 
 @gui
@@ -454,7 +470,7 @@ def test_the_bundled_model_is_current_when_current_is_none(
     wait_for_list(root, picker)
     assert picker.rows()[0].source == "bundled"
     assert picker.tree.set(row_of(picker, bundled.name), "where") == "Bundled with tkchat"
-    assert picker.current_model() == picker.rows()[0]
+    assert marked_current(picker) == [picker.rows()[0]]
     picker.use_button.invoke()
     assert calls.chosen == [None]  # None means the bundled model
     assert not picker.winfo_exists()
@@ -517,7 +533,7 @@ def test_a_model_that_vanished_is_not_chosen(
     picker.use_button.invoke()
     assert calls.chosen == []
     assert picker.winfo_exists()
-    assert "Model file not found" in picker.status_text()
+    assert "Model file not found" in status(picker)
 
 
 @gui
@@ -551,7 +567,7 @@ def test_open_file_rejects_a_file_that_is_not_gguf(
     root.update()
     assert calls.chosen == []
     assert picker.winfo_exists()
-    assert picker.status_text().startswith("Not a GGUF model file:")
+    assert status(picker).startswith("Not a GGUF model file:")
     assert str(picker.status.cget("style")) == ERROR_STYLE
     # Cancelling the file chooser changes nothing.
     picker.ask_file = lambda **_kw: ""
@@ -582,7 +598,7 @@ def test_choose_folder_reports_it_and_searches_it(
     wait_for_list(root, picker)
     assert names(picker.rows()) == ["zulu.gguf"]
     assert picker.rows()[0].source == "folder"
-    assert picker.status_text() == "1 model found"
+    assert status(picker) == "1 model found"
     assert calls.chosen == []
     assert picker.winfo_exists()  # choosing a folder is not choosing a model
 
@@ -608,9 +624,10 @@ def test_a_newer_search_wins_over_a_slower_older_one(
     picker.ask_folder = lambda **_kw: str(tmp_path / "new")
     picker.folder_button.invoke()
     wait_for_list(root, picker)
-    pump_for(root, 0.2)  # the old search's late result arrives and must be ignored
     assert cancels[0].is_set()
-    assert names(picker.rows()) == ["new.gguf"]
+    wait_until(lambda: not searches_running(), what="the old search's late result")
+    root.update()
+    assert names(picker.rows()) == ["new.gguf"] and not picker.timers.pending("poll")
 
 
 @gui
@@ -621,7 +638,7 @@ def test_no_models_lists_the_places_looked_at(
     empty.mkdir()
     picker = open_picker(folder=str(empty), finder=lambda **_kw: [])
     wait_for_list(root, picker)
-    text = picker.status_text()
+    text = status(picker)
     assert text.startswith("No GGUF files found in:")
     assert str(empty) in text
     assert "the bundled model" in text and "huggingface" in text and "lm" in text.lower()
@@ -636,7 +653,7 @@ def test_a_failing_search_says_so(root: tk.Tk, open_picker: Any) -> None:
 
     picker = open_picker(finder=broken)
     wait_for_list(root, picker)
-    assert picker.status_text() == "The search failed: RuntimeError: disk on fire"
+    assert status(picker) == "The search failed: RuntimeError: disk on fire"
 
 
 @gui
@@ -670,16 +687,21 @@ def test_closing_mid_search_cancels_it_cleanly(root: tk.Tk, open_picker: Any, ca
         finished.set()
         return [FoundModel(Path("/late.gguf"), 1, "folder")]
 
+    def timers() -> set[str]:
+        """Tk's ids of the ``after`` timers not yet fired."""
+        return set(root.tk.splitlist(root.tk.call("after", "info")))
+
+    before = timers()
     picker = open_picker(finder=slow)
     assert started.wait(5)
-    pump_for(root, 0.15)  # a poll or two are scheduled and run
-    pending = picker.timers.pending_ids()
-    assert pending and picker.scanning
+    root.update()
+    assert picker.timers.pending("poll") and timers() - before  # the result is polled for
     picker.destroy()
     assert seen[0].is_set()
     assert finished.wait(5)  # the search saw the cancel and ended
-    assert not pending & set(root.tk.splitlist(root.tk.call("after", "info")))
-    pump_for(root, 0.3)  # the late result lands in the queue; nobody polls it
+    assert timers() <= before  # none of the dialog's timers is left to fire
+    wait_until(lambda: not searches_running(), what="the late result")  # in the queue now;
+    root.update()  # nobody polls it
     assert calls.chosen == []
 
 
@@ -691,7 +713,7 @@ def test_language_switch(root: tk.Tk, open_picker: Any, models: Path) -> None:
     translator.set_language("zh")
     root.update()
     assert picker.title() == "选择模型"
-    assert picker.status_text() == "找到 3 个模型"
+    assert status(picker) == "找到 3 个模型"
     assert picker.tree.set(row_of(picker, "alpha.gguf"), "where") == "你选的文件夹"
     for text in (
         picker.use_button.cget("text"),

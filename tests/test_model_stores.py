@@ -211,7 +211,9 @@ def test_the_picker_labels_each_model_with_where_it_came_from(root: tk.Tk, tmp_p
         on_folder=lambda _folder: None,
         finder=functools.partial(find_models, environ={}, home=home),
     )
-    pump_until(root, lambda: not picker.scanning, what="the search")
+    pump_until(
+        root, lambda: not picker.timers.pending("poll"), what="the search"
+    )  # (polled for until shown)
     ids = list(picker.tree.get_children())
     rows = {picker.cell(iid, "#0"): picker.cell(iid, "where") for iid in ids}
     assert rows == {

@@ -7,14 +7,18 @@ panel, the BROKEN banner and a streamed answer all on screen, in English and in 
 
 from __future__ import annotations
 
+import re
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable, Iterator
 from tkinter import ttk
 
 import pytest
 
-from tests.conftest import layout_problems, pump_for, pump_until
+from tests.conftest import layout_problems, pump_until
+from tests.x_input import laid_out
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.ui.chats.history import auto_title
 from tkchat.ui.look.fit import (
     BREAK_OPPORTUNITY,
     NO_BREAK,
@@ -28,26 +32,33 @@ from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui
 
+CJK = re.compile(r"[\u4e00-\u9fff]")
 SCREEN_720P = "1280x690+0+0"  # the client area of a 1280×720 screen, below the menu bar
 
 
 def crowded_window(root: tk.Tk, make_app, lang: str):
-    app = make_app(ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True)
+    app = make_app(ScriptedBackend(rate=0), language=lang, history=True, show_lessons=True)
     root.geometry(SCREEN_720P)
     app.teaching.set_mode("blocking")  # the red BROKEN banner, as in a class
     app.teaching.set_mode("fixed")
     app.teaching.set_mode("no-coalesce")
     app.flow.send("A question with a long answer, to fill the transcript.")
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
-    pump_for(root, 0.3)
+    painted(root, app)
     return app
+
+
+def painted(root: tk.Tk, app) -> None:
+    """The answer is all on screen (its markdown painted) and the window laid out."""
+    pump_until(root, lambda: not app.transcript.painter.busy, what="the painting")
+    laid_out(root)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -> None:
     app = crowded_window(root, make_app, lang)
     app.text_size.set_projector(True)
-    pump_for(root, 0.3)
+    laid_out(root)
     assert app.fonts.size >= PROJECTOR_SIZE
     panel = app.teaching.lesson_panel
     assert panel is not None
@@ -56,8 +67,13 @@ def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -
     big = tkfont.Font(root=root, font=app.health.heartbeat.cget("font")).actual()["size"]
     assert big > app.fonts.size
     assert layout_problems(root) == []
+    # as a class sees it: projector on, one lesson after another picked in the panel
+    for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
+        panel.select(lesson)
+        laid_out(root)
+        assert layout_problems(root) == [], lesson
     app.text_size.set_projector(False)
-    pump_for(root, 0.2)
+    laid_out(root)
     assert app.fonts.size < PROJECTOR_SIZE
     assert layout_problems(root) == []
 
@@ -90,21 +106,12 @@ def test_projector_mode_off_gives_back_the_chats_list_and_the_size_and_remembers
     assert app.remembered.current.font_size == 13  # the projector's sizes were not kept
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_four_steps_bigger_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -> None:
-    app = crowded_window(root, make_app, lang)
-    for _ in range(4):
-        app.text_size.change(+1)
-    pump_for(root, 0.3)
-    assert layout_problems(root) == []
-
-
 def test_the_layout_check_can_fail(root: tk.Tk) -> None:
     frame = tk.Frame(root, width=100, height=40)
     frame.pack_propagate(False)
     frame.pack()
     tk.Label(frame, text="a label far too long for its hundred pixels").pack()
-    pump_for(root, 0.1)
+    laid_out(root)
     assert any("text cut" in problem for problem in layout_problems(root))
 
 
@@ -113,19 +120,6 @@ def test_chinese_breaks_between_characters_but_never_inside_a_figure() -> None:
     assert f"125{NO_BREAK}token/s" in text and f"16{NO_BREAK}毫秒" in text
     assert f"模{BREAK_OPPORTUNITY}型" in text
     assert "token/s" in text and BREAK_OPPORTUNITY not in "".join(c for c in text if c.isascii())
-
-
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_projector_mode_with_a_lesson_running_cuts_nothing(root: tk.Tk, make_app, lang) -> None:
-    """As a class sees it: projector on, a lesson's demo set up from the panel, sent."""
-    app = make_app(ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True)
-    root.geometry(SCREEN_720P)
-    app.text_size.set_projector(True)
-    panel = app.teaching.lesson_panel
-    for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
-        panel.select(lesson)
-        pump_until(root, lambda: not panel.rendering, what=f"{lesson} painted")
-        assert layout_problems(root) == [], lesson
 
 
 # -- every screen: 192 dpi, +4 text steps, 1280×720; light and dark; English and Chinese ------
@@ -150,17 +144,31 @@ def fits_its_column(tree: tk.Misc, font: tkfont.Font) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-@pytest.mark.parametrize("lang", ["en", "zh"])
+def in_language(root: tk.Tk, app, lang: str) -> None:
+    """Switch the window to ``lang`` (the 中文/English button) and wait until all of it
+    says so: the transcript relabels in slices, the health bar at its next refresh."""
+    if app.t.lang != lang:
+        app.toggle_language()
+    pump_until(
+        root,
+        lambda: (
+            not app.transcript.scheduler.pending("relabel")
+            and bool(CJK.search(str(app.health.lag.cget("text")))) == (lang == "zh")
+        ),
+        what=f"the window in {lang}",
+    )
+
+
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_screen_cuts_nothing(
-    root: tk.Tk, make_app, screen: str, lang: str, theme, scaled
-) -> None:
+def test_every_screen_cuts_nothing(root: tk.Tk, make_app, screen: str, scaled) -> None:
+    """Each screen in English and in Chinese, each in the light theme and the dark one: one
+    window for the four, the language and the theme switched live (the button and View ▸
+    Dark theme). (The window started in Chinese: test_teach_projector_at_720p_...)"""
     scaling, geometry, steps = SCREENS[screen]
     if scaling is not None:  # as an X server started with -dpi 192 reports it
         scaled(scaling)
     app = make_app(
-        ScriptedBackend(rate=400), language=lang, history=True, show_lessons=True, theme=theme
+        ScriptedBackend(rate=0), language="en", history=True, show_lessons=True, theme="light"
     )
     root.geometry(geometry)
     for mode in ("blocking", "no-coalesce"):  # the BROKEN banner, as in a class
@@ -171,42 +179,48 @@ def test_every_screen_cuts_nothing(
     assert app.flow.send(long_title)
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     sidebar = app.conversations.sidebar
-    pump_until(
-        root,
-        lambda: (
-            bool(sidebar.row_ids())
-            and sidebar.row_text(sidebar.row_ids()[0])[:20] == long_title[:20]
-        ),
-        what="the chat in the sidebar",
-    )
+    title = auto_title(long_title)  # the conversation's title: its first question
+
+    def first_row() -> str:
+        rows = sidebar.tree.get_children()
+        return str(sidebar.tree.item(rows[0], "text")) if rows else ""
+
+    pump_until(root, lambda: shows(first_row(), title), what="the chat in the sidebar")
     for _ in range(steps):
         app.text_size.change(+1)
-    pump_for(root, 0.4)
-    assert layout_problems(root) == []
-    if scaling is not None:
-        # The window's own sizes followed the density: the sidebar and the paddings are
-        # twice as wide as at 96 dpi, the scrollbars too.
-        assert sidebar.tree.column("when", "width") >= 2 * 60
-        assert app.transcript.text.cget("padx") >= 2 * 12
-        scrollbar = next(
-            w for w in app.transcript.winfo_children() if w.winfo_class() == "TScrollbar"
-        )
-        assert scrollbar.winfo_width() >= 2 * 12
-    # The sidebar's title is cut with "…" to its column, never cut silently by the list.
-    font = tkfont.nametofont("TkDefaultFont", root=root)
-    assert fits_its_column(sidebar.tree, font) == []
-    columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
-    assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
-    row = str(sidebar.row_ids()[0])
-    title = sidebar.row_text(int(row))  # the conversation's title: its first question
-    assert title[:20] == long_title[:20]
-    shown = sidebar.tree.item(row, "text")
-    assert shown == title or (shown.endswith("…") and title.startswith(shown[:-1]))
-    # The same with the teaching controls folded into one line.
-    app.appearance.set_chat_only(True, save=False)
-    pump_for(root, 0.3)
-    assert app.health.compact.winfo_ismapped() and app.teaching.warning.winfo_ismapped()
-    assert layout_problems(root) == []
+    for lang, theme in (("en", "light"), ("en", "dark"), ("zh", "dark"), ("zh", "light")):
+        in_language(root, app, lang)
+        app.appearance.set_theme(theme, save=False)
+        app.appearance.set_chat_only(False, save=False)
+        painted(root, app)
+        assert layout_problems(root) == [], (lang, theme)
+        if scaling is not None:
+            # The window's own sizes followed the density: the sidebar and the paddings are
+            # twice as wide as at 96 dpi, the scrollbars too.
+            assert sidebar.tree.column("when", "width") >= 2 * 60
+            assert app.transcript.text.cget("padx") >= 2 * 12
+            scrollbar = next(
+                w for w in app.transcript.winfo_children() if w.winfo_class() == "TScrollbar"
+            )
+            assert scrollbar.winfo_width() >= 2 * 12
+        # The sidebar's title is cut with "…" to its column, never cut silently by the list.
+        font = tkfont.nametofont("TkDefaultFont", root=root)
+        assert fits_its_column(sidebar.tree, font) == [], (lang, theme)
+        columns = sidebar.tree.column("#0", "width") + sidebar.tree.column("when", "width")
+        assert columns <= sidebar.tree.winfo_width() + 1  # the date is not cut off at the edge
+        assert shows(first_row(), title)
+        # The same with the teaching controls folded into one line.
+        app.appearance.set_chat_only(True, save=False)
+        laid_out(root)
+        assert app.health.compact.winfo_ismapped() and app.teaching.warning.winfo_ismapped()
+        assert layout_problems(root) == [], (lang, theme)
+
+
+def shows(shown: str, title: str) -> bool:
+    """A row shows ``title`` whole, or its start with "…" (cut to its column)."""
+    return shown == title or (
+        len(shown) > 1 and shown.endswith("…") and title.startswith(shown[:-1])
+    )
 
 
 def test_the_overlap_check_can_fail(root: tk.Tk) -> None:
@@ -214,7 +228,7 @@ def test_the_overlap_check_can_fail(root: tk.Tk) -> None:
     frame.pack()
     tk.Label(frame, text="one").grid(row=0, column=0)
     tk.Label(frame, text="two").grid(row=0, column=0)  # the same cell: on top of each other
-    pump_for(root, 0.1)
+    laid_out(root)
     assert any("overlap" in problem for problem in layout_problems(root))
 
 
@@ -240,7 +254,7 @@ def test_chinese_lines_are_filled_and_figures_stay_whole(root: tk.Tk) -> None:
     configure_breaks(text)
     source = "点 准备演示，把问题发出去，看窗口是否冻结了整整六秒钟。模型每秒 125 token/s。"
     insert_breakable(text, breakable(source), ())
-    pump_for(root, 0.05)
+    laid_out(root)
     lines = display_lines(text)
     assert len(lines[0]) > 3, lines  # "点" is not left alone: the line is filled
     assert "".join(lines).replace(" ", "").replace(NO_BREAK, "") == source.replace(" ", "")
@@ -263,7 +277,7 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
     for _ in range(steps):
         app.text_size.change(+1)
-    pump_for(root, 0.3)
+    laid_out(root)
     line = tkfont.nametofont("TkDefaultFont", root=root).metrics("linespace")
     tree = app.conversations.sidebar.tree
     row = tree.get_children()[0]
@@ -273,7 +287,7 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     other = ttk.Treeview(dialog, show="tree")
     other.insert("", "end", iid="one", text="SmolLM2-135M-Instruct.Q4_1.gguf")
     other.pack()
-    pump_for(root, 0.2)
+    laid_out(root)
     assert other.bbox("one")[3] >= line + 4
     # The search results hold two lines a row.
     results = ttk.Style(root).lookup("SidebarResults.Treeview", "rowheight")
@@ -293,63 +307,82 @@ def visible_lines(text: tk.Text) -> int:
     return count
 
 
-def teach_projector_window(root: tk.Tk, lang: str) -> ChatApp:
-    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend)."""
+@pytest.fixture
+def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
+    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend),
+    closed after the test: a window only destroyed with its root kept its loop sampler
+    running, and the next tests' frames (a closed dialog's) in that sampler's keeping."""
     from tkchat.cli import build_parser
     from tkchat.cli.window import _app_options
     from tkchat.generate.controller import GenerationController
     from tkchat.store.settings import AppSettings
     from tkchat.transport.channel import EventChannel
 
-    args = build_parser().parse_args(
-        ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
-    )
-    controller = GenerationController(ScriptedBackend(rate=300), EventChannel())
-    app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
-    controller.load_async()
-    return app
+    apps: list[ChatApp] = []
+
+    def build(lang: str) -> ChatApp:
+        args = build_parser().parse_args(
+            ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
+        )
+        controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+        app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
+        controller.load_async()
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        if not app.closed:
+            app.close()
 
 
 # the client area of a 1280×720 screen, and the size the window opens at on one (92 %)
 SIZES_720P = {"full": SCREEN_720P, "as opened": "1140x662+0+0"}
 
 
-@pytest.mark.parametrize("size", list(SIZES_720P))
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_row(
-    root: tk.Tk, lang: str, size: str
+    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str
 ) -> None:
     """As the class plan starts a class: the lesson panel open beside the chat, large text.
     Seen by hand at 1280×720: a line and a half of the lesson under the lag timeline, then
     one line; the health bar's lag cut at the right edge. Now: at least eight lines of the
-    lesson and of the plan, the timeline only if it fits beside them, nothing cut."""
-    app = teach_projector_window(root, lang)
-    root.geometry(SIZES_720P[size])
+    lesson and of the plan, the timeline only if it fits beside them, nothing cut. At the
+    size the window opens at on such a screen, then made as large as the screen."""
+    app = teach_projector_window(lang)
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
-    pump_for(root, 0.6)  # the health bar's figures are written (every 250 ms) and laid out
-    panel = app.teaching.lesson_panel
-    assert panel is not None and panel.winfo_ismapped(), "--teach --projector opens the lessons"
-    assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
-    for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
-        panel.select(lesson)
-        pump_until(root, lambda: not panel.rendering, what=f"{lesson} painted")
-        assert visible_lines(panel.text) >= 8, (lesson, visible_lines(panel.text))
-        assert layout_problems(root) == [], lesson
-    panel.show_plan()
-    pump_until(root, lambda: not panel.rendering, what="the plan painted")
-    assert visible_lines(panel.text) >= 8
-    if panel.timeline is not None and panel.timeline.winfo_ismapped():
-        assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height()
     bar = app.health
-    for label in (bar.heartbeat, bar.lag, bar.rates):
-        assert label.cget("text")
-        right = label.winfo_rootx() + label.winfo_width()
-        assert label.winfo_reqwidth() <= label.winfo_width() + 1, label.cget("text")
-        assert right <= bar.winfo_rootx() + bar.winfo_width() + 1, label.cget("text")
-    window_right = root.winfo_rootx() + root.winfo_width()
-    window_bottom = root.winfo_rooty() + root.winfo_height()
-    for part in (app.input, app.send_button, app.stop_button):
-        assert part.winfo_ismapped()
-        assert part.winfo_rootx() + part.winfo_width() <= window_right + 1, part
-        assert part.winfo_rooty() + part.winfo_height() <= window_bottom + 1, part
-    assert layout_problems(root) == []
+    pump_until(
+        root,
+        lambda: all(label.cget("text") for label in (bar.heartbeat, bar.lag, bar.rates)),
+        what="the health bar's figures (written every 250 ms)",
+    )
+    panel = app.teaching.lesson_panel
+    assert panel is not None, "--teach --projector opens the lessons"
+    for size in ("as opened", "full"):
+        root.geometry(SIZES_720P[size])
+        laid_out(root)
+        assert panel.winfo_ismapped(), size
+        assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
+        for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
+            panel.select(lesson)
+            laid_out(root)
+            assert visible_lines(panel.text) >= 8, (size, lesson, visible_lines(panel.text))
+            assert layout_problems(root) == [], (size, lesson)
+        panel.show_plan()
+        laid_out(root)
+        assert visible_lines(panel.text) >= 8, size
+        if panel.timeline is not None and panel.timeline.winfo_ismapped():
+            assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height(), size
+        for label in (bar.heartbeat, bar.lag, bar.rates):
+            assert label.cget("text")
+            right = label.winfo_rootx() + label.winfo_width()
+            assert label.winfo_reqwidth() <= label.winfo_width() + 1, (size, label.cget("text"))
+            assert right <= bar.winfo_rootx() + bar.winfo_width() + 1, (size, label.cget("text"))
+        window_right = root.winfo_rootx() + root.winfo_width()
+        window_bottom = root.winfo_rooty() + root.winfo_height()
+        for part in (app.input, app.send_button, app.stop_button):
+            assert part.winfo_ismapped()
+            assert part.winfo_rootx() + part.winfo_width() <= window_right + 1, (size, part)
+            assert part.winfo_rooty() + part.winfo_height() <= window_bottom + 1, (size, part)
+        assert layout_problems(root) == [], size

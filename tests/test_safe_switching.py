@@ -224,7 +224,9 @@ def test_a_download_that_did_not_finish_leaves_the_working_model_answering(
     app.models.choose()
     picker = app.models.picker
     assert picker is not None
-    pump_until(root, lambda: not picker.scanning, timeout=WAIT_S, what="the model search")
+    pump_until(
+        root, lambda: not picker.timers.pending("poll"), timeout=WAIT_S, what="the model search"
+    )
     assert [m for m in picker.rows() if m.path == broken] == []
     picker.cancel()
 

@@ -19,6 +19,7 @@ wait at gates the test opens, and every wait is a bounded ``pump_until``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import os
@@ -39,6 +40,8 @@ from tkchat.events import Done
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
 from tkchat.store import ConversationStore, database_path, open_store
+from tkchat.store import writer as writer_module
+from tkchat.ui.chats import history as history_module
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.window.chat_window import ChatApp
 
@@ -48,7 +51,7 @@ FULL = "database or disk is full"  # SQLite's own text for SQLITE_FULL
 READ_ONLY = "attempt to write a readonly database"  # SQLITE_READONLY
 CANNOT_OPEN = "unable to open database file"  # SQLITE_CANTOPEN
 SCRIPT_PHRASE = "never block the thread that draws"  # in SCRIPT, shown as plain text
-WAIT_S = 30.0  # generous: opening a locked database alone waits out a 2 s busy timeout
+WAIT_S = 30.0  # generous: a hang becomes a failure, a slow machine does not
 
 
 # --- fixtures and helpers -------------------------------------------------------------------
@@ -60,6 +63,13 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "data"
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(folder))
     return folder
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer tries a write the full disk refused again after RETRY_FULL_S (1 s): what
+    these tests check is that it does, and what it writes then, not how long it waits."""
+    monkeypatch.setattr(writer_module, "RETRY_FULL_S", 0.05)
 
 
 @dataclass
@@ -240,7 +250,7 @@ def start_in_memory(
     for word in cause:
         assert word in shown, shown
     assert app.archive is not None and app.archive.store is not None
-    assert not app.archive.store.persistent  # an in-memory session, as the warning says
+    assert app.archive.store.path is None  # an in-memory session, as the warning says
 
     backend.loaded.set()
     screen.until(lambda: app.flow.model_ready, what="the model")
@@ -277,7 +287,12 @@ def test_locked_database_gives_an_in_memory_session_and_keeps_the_file(
     make_app: Callable[..., ChatApp],
     gated: Callable[..., GatedScript],
     how: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The window opens the history with a busy timeout that is only waited out here: the
+    # lock is never released while it waits. A short one gives the same failure at once.
+    short = functools.partial(open_store, busy_timeout_s=0.05)
+    monkeypatch.setattr(history_module, "open_store", short)
     seed_history()
     before, before_bytes = rows(), digest(database_path())
     holder = hold_lock(database_path(), how)
@@ -314,7 +329,7 @@ def start_read_only(
     shown = screen.look()
     assert "read-only" in shown and "nothing new will be saved" in shown, shown
     assert app.archive is not None and app.archive.store is not None
-    assert app.archive.store.read_only and app.archive.store.persistent
+    assert app.archive.store.read_only and app.archive.store.path is not None
     assert [c.title for c in app.archive.conversations()] == ["kept from yesterday"]
     assert "A lock only one thread holds." in app.transcript.plain_text()  # reopened
     backend.loaded.set()
@@ -453,7 +468,7 @@ def test_full_disk_at_start_gives_an_in_memory_session_and_keeps_the_file(
     assert digest(database_path()) == before_bytes
     store, warning = open_store()
     with store:
-        assert warning is None and store.persistent
+        assert warning is None and store.path is not None  # on disk, not in memory
         assert [c.title for c in store.list_conversations()] == ["kept from yesterday"]
 
 
@@ -698,7 +713,7 @@ def test_the_not_saved_warning_stays_on_screen_while_the_session_is_unsaved(
 SMALL_DISK = "size=2m"
 LONG_ANSWER_TOKENS = 65_000  # SCRIPT again and again: over 300,000 characters
 RESERVE = 160 * 1024  # free bytes left beside the filler: the answer fills them mid-way
-FLOOD = 20_000.0  # tokens/s: the answer streams for about three seconds, flush after flush
+FIRST_PART_TOKENS = 2_000  # about 12 kB of the answer: it fits in RESERVE
 
 
 @dataclass
@@ -769,7 +784,7 @@ def test_a_2_mb_disk_filled_mid_answer_keeps_all_of_it_once_space_returns(
     text = long_answer()
     assert len(text) > 300_000
     hold = threading.Event()
-    backend = gated(rate=FLOOD, tokens=LONG_ANSWER_TOKENS, pauses={LONG_ANSWER_TOKENS - 10: hold})
+    backend = gated(tokens=LONG_ANSWER_TOKENS, pauses={LONG_ANSWER_TOKENS - 10: hold})
     app = make_app(backend, history=True, sampling=Sampling(max_tokens=0))
     screen = screen_for(app)
     screen.until(lambda: history_ready(app), what="the history on the small disk")
@@ -811,7 +826,8 @@ def test_a_2_mb_disk_still_full_at_exit_is_left_no_fuller_and_the_next_start_rec
     the way out (it held 1,944 kB of a 2 MB disk), and once space is back the next start
     opens the history, with the part of the answer that was saved."""
     text = long_answer()
-    backend = gated(rate=FLOOD, tokens=LONG_ANSWER_TOKENS)
+    first_part = threading.Event()  # the answer waits there until its start is on disk
+    backend = gated(tokens=LONG_ANSWER_TOKENS, pauses={FIRST_PART_TOKENS: first_part})
     app = make_app(backend, history=True, sampling=Sampling(max_tokens=0))
     screen = screen_for(app)
     screen.until(lambda: history_ready(app), what="the history on the small disk")
@@ -820,6 +836,11 @@ def test_a_2_mb_disk_still_full_at_exit_is_left_no_fuller_and_the_next_start_rec
     small_disk.fill(leave=RESERVE)
     free_before = small_disk.free()
     assert app.flow.send("tell me everything")
+    screen.until(
+        lambda: any(m[0] == "assistant" and m[1] for m in messages_after([])),
+        what="the start of the answer saved (it fits the space left)",
+    )
+    first_part.set()  # and the rest does not
     screen.until(lambda: app.flow.answering.finished, what="the answer's end", timeout=120)
     assert app.transcript.answers[-1].text == text  # what was shown stays on screen
     screen.until(lambda: screen.shown("disk is full"), what="a full-disk warning")
@@ -832,7 +853,7 @@ def test_a_2_mb_disk_still_full_at_exit_is_left_no_fuller_and_the_next_start_rec
     small_disk.empty()
     store, warning = open_store()  # the next start: space is back
     with store:
-        assert warning is None and store.persistent
+        assert warning is None and store.path is not None  # on disk, not in memory
         assert store.mark_interrupted() <= 1
         [conversation] = store.list_conversations()
         question, reply = store.messages(conversation.id)

@@ -71,8 +71,12 @@ def test_what_is_not_a_figure_is_refused_before_the_file(figures: AnswerFigures)
         with pytest.raises(StoreError) as raised:
             store.set_figures(answer, figures)
         assert raised.value.kind == "invalid"
-    with pytest.raises(ValueError):  # the writer refuses it on the caller's thread
-        StoreWriter(ConversationStore(None)).save_figures(1, figures)
+    writer = StoreWriter(ConversationStore(None))
+    try:
+        with pytest.raises(ValueError):  # the writer refuses it on the caller's thread
+            writer.save_figures(1, figures)
+    finally:
+        assert writer.close(timeout=10)  # (its thread left running would outlive the test)
 
 
 def test_the_writer_saves_figures_after_the_answers_end(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from tkinter import ttk
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, pump_for, pump_until
+from tests.conftest import KEEP_ALIVE, pump_until
+from tests.x_input import laid_out
 from tkchat.cli import build_parser
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.store.settings import AppSettings, load_settings
@@ -245,7 +246,7 @@ def assert_painted(root: tk.Tk, app, palette: Palette) -> None:
 
 
 def a_themed_window(make_app, root: tk.Tk, **options):
-    app = make_app(ScriptedBackend(rate=2000), show_lessons=True, **options)
+    app = make_app(ScriptedBackend(rate=0), show_lessons=True, **options)
     app.teaching.set_mode("blocking")
     app.flow.send("a question")
     pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
@@ -263,7 +264,7 @@ def test_light_and_dark_paint_every_widget_and_switch_live(root: tk.Tk, make_app
     app.chat_settings.open()
     dialog = app.chat_settings.dialog
     assert dialog is not None
-    pump_for(root, 0.1)
+    root.update()
     assert str(dialog.prompt.cget("background")) == DARK.field
     assert str(dialog.cget("background")) == DARK.background
     dialog.cancel()
@@ -278,7 +279,7 @@ def test_the_system_theme_is_followed_and_the_choice_is_remembered(
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
     said = {"scheme": "dark"}
     app = make_app(
-        ScriptedBackend(rate=2000),
+        ScriptedBackend(rate=0),
         app_settings=AppSettings(),
         persist_settings=True,
         detect_theme=lambda: Detected(said["scheme"], "a test desktop"),
@@ -304,7 +305,7 @@ def test_the_system_theme_is_followed_and_the_choice_is_remembered(
 @pytest.mark.gui
 def test_a_remembered_theme_beats_the_desktop(root: tk.Tk, make_app) -> None:
     app = make_app(
-        ScriptedBackend(rate=2000),
+        ScriptedBackend(rate=0),
         app_settings=AppSettings(theme="dark"),
         detect_theme=lambda: Detected("light", "a test desktop"),
     )
@@ -325,19 +326,19 @@ def test_chat_only_folds_the_teaching_controls_into_one_line(
 ) -> None:
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
     app = make_app(
-        ScriptedBackend(rate=2000),
+        ScriptedBackend(rate=0),
         app_settings=AppSettings(),
         persist_settings=True,
         compare_command=lambda broken: ["true"],
         show_lessons=True,
     )
-    pump_for(root, 0.2)
+    laid_out(root)
     assert all(widget.winfo_ismapped() for widget in teaching_widgets(app))
     assert not app.health.compact.winfo_ismapped()
     top_before = app.transcript.winfo_rooty()
 
     app.menubar.invoke("chat_only")  # View ▸ Chat only
-    pump_for(root, 1.2)
+    laid_out(root)
     assert not any(widget.winfo_ismapped() for widget in teaching_widgets(app))
     assert app.teaching.lesson_panel is None  # the lessons are teaching controls too
     assert app.transcript.winfo_rooty() < top_before  # the chat got the room
@@ -347,15 +348,17 @@ def test_chat_only_folds_the_teaching_controls_into_one_line(
     assert abs(line.winfo_rooty() - app.language_button.winfo_rooty()) < line.winfo_height()
     first = str(line.cget("text"))
     assert first.startswith("♥ ") and "lag" in first
-    pump_until(root, lambda: str(line.cget("text"))[:10] != first[:10], 3, "the heartbeat")
+    beats = app.health.beats
+    pump_until(root, lambda: app.health.beats > beats, what="the next heartbeat (each second)")
+    assert str(line.cget("text")).startswith(str(app.health.heartbeat.cget("text")))
     assert load_settings()[0].chat_only is True and app.menubar.checked("chat_only")
     # a broken mode still shows its red banner
     app.teaching.set_mode("per-chunk-render")
-    pump_for(root, 0.1)
+    laid_out(root)
     assert app.teaching.warning.winfo_ismapped()
 
     app.teaching.teach_button.invoke()  # one click: a class gets its controls back
-    pump_for(root, 0.2)
+    laid_out(root)
     assert all(widget.winfo_ismapped() for widget in teaching_widgets(app))
     assert not line.winfo_ismapped() and not app.teaching.teach_button.winfo_ismapped()
     assert load_settings()[0].chat_only is False and not app.menubar.checked("chat_only")
@@ -365,18 +368,18 @@ def test_chat_only_folds_the_teaching_controls_into_one_line(
 
 @pytest.mark.gui
 def test_chat_only_is_remembered(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=2000), app_settings=AppSettings(chat_only=True))
-    pump_for(root, 0.2)
+    app = make_app(ScriptedBackend(rate=0), app_settings=AppSettings(chat_only=True))
+    laid_out(root)
     assert app.appearance.chat_only and not app.health.winfo_ismapped()
     app.teaching.toggle_lessons()  # the Lessons menu item brings the controls back too
-    pump_for(root, 0.2)
+    laid_out(root)
     assert not app.appearance.chat_only and app.teaching.lesson_panel is not None
 
 
 @pytest.mark.gui
 def test_teach_shows_the_controls_although_chat_only_was_remembered(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=2000), app_settings=AppSettings(chat_only=True), teach=True)
-    pump_for(root, 0.2)
+    app = make_app(ScriptedBackend(rate=0), app_settings=AppSettings(chat_only=True), teach=True)
+    laid_out(root)
     assert not app.appearance.chat_only and app.health.winfo_ismapped()
 
 
@@ -411,22 +414,26 @@ def test_the_teach_and_theme_flags_reach_the_window(
 
 @pytest.mark.gui
 def test_the_watchdog_window_takes_the_chat_windows_theme(root: tk.Tk) -> None:
-    import time
-
-    from tkchat.lab.watchdog import WatchdogWindow
+    from tkchat.lab.watchdog import FROZEN_AFTER_S, WatchdogWindow
     from tkchat.ui.teaching.watchdog_link import watchdog_command
 
     assert watchdog_command("dark")[-2:] == ["--theme", "dark"]
     assert "--theme" not in watchdog_command()
     assert build_parser().parse_args(["watchdog", "--theme", "dark"]).theme == "dark"
-    beats = [time.monotonic()]
+    now = [100.0]  # the watchdog's clock: moved by the test
+    beats = [now[0]]
     window = WatchdogWindow(
-        root, lambda: [beats.pop() for _ in range(len(beats))], lambda: False, palette=DARK
+        root,
+        lambda: [beats.pop() for _ in range(len(beats))],
+        lambda: False,
+        clock=lambda: now[0],
+        palette=DARK,
     )
     window.start()
     pump_until(root, lambda: window.shown_text(window.counter).startswith("alive"))
     assert str(window.canvas.cget("background")) == DARK.surface
     assert str(window.canvas.itemcget(window.counter, "fill")) == DARK.chart_good
+    now[0] += 2 * FROZEN_AFTER_S  # no beat for that long: the chat window is frozen
     pump_until(root, lambda: window.trace.open_gap is not None, what="a silence")
     assert str(window.canvas.cget("background")) == DARK.chart_frozen_background
     assert str(window.canvas.itemcget(window.counter, "fill")) == DARK.chart_frozen_ink
@@ -444,7 +451,7 @@ def test_the_context_meter_is_cut_with_an_ellipsis_in_a_narrow_row(root: tk.Tk) 
     meter = ContextMeter(row, Translator("en"))
     meter.pack(side="right")
     meter.show(7808, 8192, dropped=160)
-    pump_for(root, 0.1)
+    laid_out(root)
     assert meter.full.endswith("160 earlier messages left out")
     shown = str(meter.cget("text"))
     assert shown.endswith("…") and meter.full.startswith(shown[:-1])
@@ -492,7 +499,7 @@ def test_highlighted_code_takes_the_themes_pygments_style_and_switches_live(
 
     pump_until(root, lambda: lexer_ready("python", DARK.pygments_style), what="the dark style")
     app = make_app(
-        ScriptedBackend(rate=4000, text="Code:\n\n```python\ndef steep(x):\n    return x\n```\n"),
+        ScriptedBackend(rate=0, text="Code:\n\n```python\ndef steep(x):\n    return x\n```\n"),
         theme="light",
     )
     app.flow.send("code please")

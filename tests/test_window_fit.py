@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KEEP_ALIVE, pump_for, pump_until
+from tests.conftest import KEEP_ALIVE, pump_until
+from tests.x_input import laid_out
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.store.settings import AppSettings, load_settings
 from tkchat.ui.look.scaling import design_size, remembered_size
@@ -70,7 +71,7 @@ def test_a_window_left_at_96_dpi_reopens_as_large_at_192_dpi_at_the_chats_end(
     scaled(96 / 72)
     first = make_app(ScriptedBackend(rate=0), history=True, persist_settings=True)
     root.geometry("1140x680+0+0")
-    pump_for(root, 0.2)
+    laid_out(root)
     a_long_chat(first, root)
     left = root.winfo_width(), root.winfo_height()
     first.close()
@@ -83,7 +84,7 @@ def test_a_window_left_at_96_dpi_reopens_as_large_at_192_dpi_at_the_chats_end(
     )
     window = again.root
     pump_until(window, lambda: shown_in_full(again), timeout=60, what="the chat reopened")
-    pump_for(window, 0.3)
+    laid_out(window)
     screen_w, screen_h = window.winfo_screenwidth(), window.winfo_screenheight()
     wanted = min(2 * left[0], int(screen_w * 0.97)), min(2 * left[1], int(screen_h * 0.97))
     assert window.winfo_width() >= wanted[0] - 2, (window.winfo_width(), wanted)
@@ -113,7 +114,7 @@ def test_a_chat_reopened_in_a_small_window_at_192_dpi_is_at_its_end(
     )
     window = again.root
     pump_until(window, lambda: shown_in_full(again), timeout=60, what="the chat reopened")
-    pump_for(window, 0.3)
+    laid_out(window)
     assert at_its_end(again)
 
 

@@ -154,11 +154,6 @@ class ConversationStore(VariantsStore, ExportStore, FiguresStore):
             raise store_error(exc, "open the conversation history") from exc
         add_contains_function(self._conn)
 
-    @property
-    def persistent(self) -> bool:
-        """Whether conversations survive the process (False for the in-memory fallback)."""
-        return self.path is not None
-
     # -- plumbing --------------------------------------------------------------------------
 
     def close(self) -> None:

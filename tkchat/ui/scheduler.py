@@ -91,10 +91,6 @@ class AfterScheduler:
     def pending(self, name: str) -> bool:
         return name in self._pending
 
-    def pending_ids(self) -> set[str]:
-        """Tk's ids of the timers not yet fired (a test checks they are gone after close)."""
-        return set(self._pending.values())
-
     def close(self) -> None:
         self.closed = True
         for name in list(self._pending):

@@ -239,18 +239,10 @@ class ConversationSidebar(ttk.Frame):
         self.search_entry.select_range(0, "end")
         self.search_entry.icursor("end")
 
-    def row_ids(self) -> list[int]:
-        """The conversation ids on screen, top to bottom (the list or the search results)."""
-        return list(self._order)
-
     def selected_id(self) -> int | None:
         """The highlighted conversation's id, or None."""
         selection = self.tree.selection()
         return int(selection[0]) if selection and selection[0].isdigit() else None
-
-    def undo_visible(self) -> bool:
-        """Whether the "Undo" bar is on screen."""
-        return bool(self.undo_bar.winfo_manager())
 
     def destroy(self) -> None:
         """Cancel every pending timer, then destroy the widget."""
@@ -323,11 +315,6 @@ class ConversationSidebar(ttk.Frame):
             self.tree.focus(current)
         self.tree.yview_moveto(top)
         self.rename.rows_changed()
-
-    def row_text(self, cid: int) -> str:
-        """A row's whole text (what it shows may be cut to the list's width, with "…")."""
-        row = self._rows.get(str(cid))
-        return row.text if row is not None else ""
 
     def _fitter(self) -> Callable[[str], str]:
         """A row's text as it fits the title column now: the title cut with "…", the

@@ -109,9 +109,6 @@ class CatalogueDialog(tk.Toplevel):
                 )
         self._update_buttons()
 
-    def state_text(self, name: str) -> str:
-        return str(self.tree.set(name, "state"))
-
     def show_progress(self, text: str, percent: float | None) -> None:
         if percent is None:
             self.bar.configure(mode="indeterminate")
@@ -123,12 +120,6 @@ class CatalogueDialog(tk.Toplevel):
         """Show what ``make()`` returns (called again after a language switch)."""
         self._message = (make, error)
         self.message.configure(text=make(), style=ERROR_STYLE if error else "TLabel")
-
-    def message_text(self) -> str:
-        return str(self.message.cget("text"))
-
-    def progress_text(self) -> str:
-        return str(self.progress_label.cget("text"))
 
     def set_downloading(self, name: str | None) -> None:
         """A download of ``name`` runs (None: none does): Cancel is offered, Download not."""

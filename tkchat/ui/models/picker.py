@@ -143,11 +143,6 @@ class ModelPicker(tk.Toplevel):
 
     # -- public --------------------------------------------------------------------------------
 
-    @property
-    def scanning(self) -> bool:
-        """Whether a search is running (its result has not been shown yet)."""
-        return self._scan_cancel is not None
-
     def rows(self) -> list[FoundModel]:
         """The models on screen, top to bottom."""
         return [self._models[iid] for iid in self._order]
@@ -156,17 +151,6 @@ class ModelPicker(tk.Toplevel):
         """The highlighted model, or None."""
         selection = self.tree.selection()
         return self._models.get(selection[0]) if selection else None
-
-    def current_model(self) -> FoundModel | None:
-        """The row marked as the model in use, or None when it is not listed."""
-        for iid in self._order:
-            if CURRENT_TAG in self.tree.item(iid, "tags"):
-                return self._models[iid]
-        return None
-
-    def status_text(self) -> str:
-        """The status line as shown."""
-        return str(self.status.cget("text"))
 
     def rescan(self) -> None:
         """Search again (the previous search, if any, is cancelled and its result ignored)."""

@@ -58,6 +58,9 @@ class HeaderLinks:
         labels += [(f"act-{action}", f"transcript.{action}") for action in ACTIONS]
         labels.append((COPY_CODE_TAG, "transcript.copy_code"))
         self._labels = [(tag, self.t(key)) for tag, key in labels]
+        # A relabelling still under way (a switch back before it was done) starts again from
+        # the end: its next slice must not run after this one has removed the mark.
+        self.scheduler.cancel("relabel")
         self.text.mark_set(RELABEL_MARK, "end")  # what is above it is still to do
         self.text.mark_gravity(RELABEL_MARK, "left")
         self._relabel_some()
@@ -105,13 +108,6 @@ class HeaderLinks:
             else:
                 high = middle
         return low - 1 if low else None
-
-    def link_index(self, view: UserView | AnswerView, action: str) -> str | None:
-        """Where ``view``'s link for ``action`` is (for tests and keyboard users)."""
-        found = self.text.tag_nextrange(f"act-{action}", view.head_mark)
-        if not found or self.entry_at(found[0]) is not view:
-            return None
-        return str(found[0])
 
     def _on_click(self, event: tk.Event) -> str | None:
         """A click on a link does what the link says; anywhere else, what Text does."""
