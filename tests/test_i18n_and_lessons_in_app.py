@@ -244,7 +244,7 @@ def test_a_second_language_switch_while_the_first_relabels_leaves_no_stale_slice
     """Seen on a busy machine: the first switch's relabelling ran over its budget and left
     its next slice waiting; the second switch relabelled everything at once and removed the
     mark that slice starts from, and the slice then raised ("bad text index")."""
-    from tkchat.ui.transcript import transcript as transcript_module
+    from tkchat.ui.transcript import header_links as transcript_module
 
     app = make_app(ScriptedBackend(rate=0, text="An answer."), language="en")
     app.flow.send("hello")
