@@ -109,7 +109,7 @@ def test_turn_two_evaluates_fewer_tokens_and_starts_as_a_cold_read(
     call between two tokens may later go the other way (measured: the first 156 characters
     agree in English, the first 11 in Chinese)."""
     controller = GenerationController(backend, EventChannel())
-    greedy = Sampling(max_tokens=16, temperature=0.0, seed=1)
+    greedy = Sampling(max_tokens=8, temperature=0.0, seed=1)
     question, follow_up = QUESTIONS[lang]
     with controller.model_lock:
         backend.forget_prompt()
