@@ -42,6 +42,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.prompt_eval import CHUNK_TOKENS, PromptReader
+from tkchat.generate.scripted import ScriptedBackend
 from tkchat.stats import rss_mb
 from tkchat.transport.channel import EventChannel
 
@@ -483,7 +484,8 @@ def test_choosing_another_model_while_one_loads(root: tk.Tk, make_app) -> None:
     app = make_app(HeldLoad(str(path)), wait=False, sampling=GREEDY)
     pump_until(root, lambda: app.progress.kind == "loading", timeout=30, what="load progress")
     first = app.controller.backend
-    app.controller.switch_backend(LlamaBackend(str(path)), replace=True)
+    # (the other one need not be a model: what is asked of llama.cpp is the load given up)
+    app.controller.switch_backend(ScriptedBackend(rate=0, tokens=4), replace=True)
     pump_until(root, lambda: app.flow.model_ready, timeout=30, what="the other model")
     assert isinstance(first, LlamaBackend) and first._llm is None  # cancelled: nothing kept
     assert app.controller.backend is not first
