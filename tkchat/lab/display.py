@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tkchat.stats import display_server_pid
 from tkchat.threads import own_thread
 
 if TYPE_CHECKING:
@@ -45,7 +46,11 @@ def ensure_display(size: str = "1600x1000x24") -> subprocess.Popen[bytes] | None
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if Path(f"/tmp/.X11-unix/X{number}").exists():
+            # Ours only if its lock names our server: two processes starting a display at
+            # once (two pytest-xdist workers) both saw the number free, and the one whose
+            # server lost the race took the other's socket for its own: both shared a screen.
+            socket = Path(f"/tmp/.X11-unix/X{number}")
+            if socket.exists() and display_server_pid(f":{number}") == proc.pid:
                 os.environ["DISPLAY"] = f":{number}"
                 atexit.register(_stop, proc)
                 return proc
