@@ -106,6 +106,8 @@ def test_stop_keeps_the_partial_answer_and_nothing_leaks_into_the_next(
     worker = app.controller.current
     gate.release(10)  # ten tokens, then the answer waits at the gate: it is streaming
     pump_until(root, lambda: first.text == "".join(scripted_tokens()[:10]), what="some text")
+    root.focus_force()  # a generated key goes where the X focus is: here, first
+    pump_until(root, lambda: root.focus_get() is not None, what="the keyboard focus")
     root.event_generate("<Escape>")  # the Stop key
     pump_until(root, lambda: not worker.is_alive(), what="the worker to exit")
     partial = first.text

@@ -138,7 +138,9 @@ def test_a_draft_too_long_for_the_context_is_refused_and_stays_in_the_box(
     assert app.controller.backend.n_ctx == 512
     long_text = " ".join(["tokens"] * 600)
     app.input.insert("1.0", long_text)
+    root.focus_force()  # a generated key goes where the X focus is: here, first
     app.input.focus_set()
+    pump_until(root, lambda: root.focus_get() is app.input, what="the keyboard focus")
     # Sent before its count is in: it waits for the count, then is refused.
     app.input.event_generate("<Return>")
     assert "Counting" in app.status.get()

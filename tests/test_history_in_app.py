@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pump_until, wait_until
+from tests.conftest import pump_until, saved_content, wait_until
 from tkchat.events import Done
 from tkchat.generate.backend import LoadWatch
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
-from tkchat.store import ConversationStore, StoreError, database_path, open_store
+from tkchat.store import ConversationStore, database_path, open_store
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.chats import history as history_module
 from tkchat.ui.chats.sidebar import ConversationSidebar
@@ -100,16 +101,24 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
 
 
 def saved_answer() -> str:
-    """The first answer in the history another process is writing ("" when there is none)."""
+    """The first answer in the history another process is writing ("" when there is none),
+    read through a read-only connection: opening the store writes, and a test that opened it
+    while the app opened its own made the app find the file locked (its history then went
+    to memory, and nothing ever reached the disk)."""
     if not database_path().exists():
         return ""
     try:
-        store = ConversationStore(database_path(), check_integrity=False)
-    except StoreError:
-        return ""  # the app holds the write lock this very moment: look again
-    messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
-    store.close()
-    return next((m.content for m in messages if m.role == "assistant"), "")
+        conn = sqlite3.connect(f"{database_path().resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                f"SELECT {saved_content(conn)} FROM messages WHERE role = 'assistant'"
+                " ORDER BY id LIMIT 1"
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return ""  # not all there yet (the app is creating it): look again
+    return str(row[0]) if row is not None and row[0] else ""
 
 
 def test_kill_9_mid_answer_keeps_what_was_saved(data_dir: Path, display: None) -> None:
@@ -226,7 +235,7 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     assert sidebar is not None and archive is not None
     ask(root, app, "about tea")
     first = archive.conversation_id
-    root.event_generate("<Control-n>")
+    app.flow.new_chat()  # (what Ctrl+N does; no key: the X focus may be elsewhere)
     ask(root, app, "about coffee")
     second = archive.conversation_id
     assert first != second and rows(sidebar)[:2] == [second, first]
@@ -313,7 +322,7 @@ def test_undo_while_searching_brings_the_chat_back_into_the_results(
     sidebar = app.conversations.sidebar
     ask(root, app, "about coffee")
     found = app.archive.conversation_id
-    root.event_generate("<Control-n>")
+    app.flow.new_chat()  # (what Ctrl+N does; no key: the X focus may be elsewhere)
     ask(root, app, "about tea")
     sidebar.search_var.set("coffee")  # as typing in the search box does (debounced)
     pump_until(root, lambda: rows(sidebar) == [found], what="the search results")
@@ -336,7 +345,7 @@ def test_a_deleted_chat_leaves_the_file_when_the_window_closes(
     pump_until(root, lambda: app.flow.model_ready and app.archive.ready, what="model and history")
     ask(root, app, "keep this one")
     kept = app.archive.conversation_id
-    root.event_generate("<Control-n>")
+    app.flow.new_chat()  # (what Ctrl+N does; no key: the X focus may be elsewhere)
     ask(root, app, "a secret to forget")
     doomed = app.archive.conversation_id
     app.conversations.delete(doomed)
