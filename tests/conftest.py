@@ -23,7 +23,7 @@ import traceback
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from tkchat.events import Done, Error, GenerationEvent
 from tkchat.lab.display import ensure_display
 from tkchat.store import db as store_db
 from tkchat.transport.channel import EventChannel
+
+if TYPE_CHECKING:
+    from tkchat.ui.window.chat_window import ChatApp
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -576,3 +579,34 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
 
     monkeypatch.setattr(store_db, "_connect", connect)
     return state
+
+
+@pytest.fixture
+def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
+    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend),
+    closed after the test: a window only destroyed with its root kept its loop sampler
+    running, and the next tests' frames (a closed dialog's) in that sampler's keeping."""
+    from tkchat.cli import build_parser
+    from tkchat.cli.window import _app_options
+    from tkchat.generate.controller import GenerationController
+    from tkchat.generate.scripted import ScriptedBackend
+    from tkchat.store.settings import AppSettings
+    from tkchat.transport.channel import EventChannel
+    from tkchat.ui.window.chat_window import ChatApp
+
+    apps: list[ChatApp] = []
+
+    def build(lang: str) -> ChatApp:
+        args = build_parser().parse_args(
+            ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
+        )
+        controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+        app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
+        controller.load_async()
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        if not app.closed:
+            app.close()

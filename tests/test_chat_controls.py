@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pump_until
+from tests.x_input import keyboard_focus
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Message, Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest, LoadWatch, TokenStream
@@ -96,9 +97,9 @@ def history_open(root: tk.Misc, app: ChatApp) -> None:
 
 
 def press(root: tk.Misc, widget: tk.Misc, sequence: str) -> None:
-    """A real key event: Tk sends key events to the focus window, so focus it first."""
-    widget.focus_force()
-    root.update()
+    """A real key event: Tk sends key events to the X focus window, so focus it first, and
+    wait until the X server says it is focused (with none, Tk drops the key)."""
+    keyboard_focus(root, widget)
     widget.event_generate(sequence)
     root.update()
 
@@ -337,8 +338,7 @@ def test_after_clicking_edit_the_cursor_is_in_the_box_and_enter_resends(
     backend = ScriptedBackend(rate=0, text="First reply.")
     app = make_app(backend)
     assert isinstance(ask(root, app, "alpha question"), Done)
-    app.input.focus_force()
-    root.update()
+    keyboard_focus(root, app.input)
     click_link(root, app, app.transcript.entries[0], "edit")
     assert app.input.get("1.0", "end-1c") == "alpha question"
     assert focused(root) == str(app.input)  # fails: the transcript took the focus back
@@ -361,8 +361,7 @@ def test_what_was_typed_before_an_edit_comes_back_when_it_is_cancelled_or_sent(
     app.input.set_draft("my unsent draft")
     click_link(root, app, app.transcript.entries[0], "edit")
     assert app.input.draft == "alpha question"
-    app.input.event_generate("<Escape>")
-    root.update()
+    press(root, app.input, "<Escape>")
     assert app.input.draft == "my unsent draft" and app.flow.editing is None
 
     click_link(root, app, app.transcript.entries[0], "edit")
@@ -643,8 +642,7 @@ def test_ctrl_l_and_the_menu_put_the_cursor_at_the_end_of_the_message_box(
     text = app.transcript.text
     for how in ("key", "menu"):
         app.input.mark_set("insert", "1.0")
-        text.focus_force()
-        root.update()
+        keyboard_focus(root, text)
         assert focused(root) == str(text)  # the premise: the focus is elsewhere
         if how == "key":
             text.event_generate("<Control-l>")

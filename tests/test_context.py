@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import run_to_end
 from tkchat.conversation import Message, Sampling
-from tkchat.events import Done, Error
+from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import ContextOverflowError, GenerationRequest
 from tkchat.generate.context import answer_room, fit_to_context
 from tkchat.generate.controller import GenerationController
@@ -115,7 +115,7 @@ def test_the_worker_reports_what_it_left_out_in_the_final_stats() -> None:
 def small_model() -> LlamaBackend:
     path = bundled_model_path()
     assert path is not None, "the bundled model is part of the test install"
-    backend = LlamaBackend(str(path), n_ctx=512)
+    backend = LlamaBackend(str(path), n_ctx=256)  # (llama.cpp's smallest: a short read)
     backend.load()
     yield backend
     backend.close()
@@ -125,15 +125,21 @@ def small_model() -> LlamaBackend:
 def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
     small_model: LlamaBackend,
 ) -> None:
-    """Before the policy, llama.cpp's context overflow ended such a chat with an error."""
+    """Before the policy, llama.cpp's context overflow ended such a chat with an error. Room
+    is left for a 128-token answer (so what is read is short), and the answer is stopped at
+    its first token: it was answered."""
     controller = GenerationController(small_model, EventChannel())
-    messages = tuple(chat(15, words=25))
-    assert small_model.count_tokens(messages) > 512  # really too long
-    gen = controller.start(GenerationRequest(messages, Sampling(max_tokens=16, seed=1)))
-    final = run_to_end(controller.channel, gen)[-1]
+    messages = tuple(chat(2, words=25))
+    assert small_model.count_tokens(messages) > 128  # really too long, with that room
+    gen = controller.start(GenerationRequest(messages, Sampling(max_tokens=128, seed=1)))
+    first = controller.channel.get(timeout=120)
+    while not isinstance(first, Chunk | Error):
+        first = controller.channel.get(timeout=120)
+    controller.stop()
+    final = run_to_end(controller.channel, gen)[-1] if isinstance(first, Chunk) else first
     assert isinstance(final, Done), final
     assert final.stats.context_dropped > 0 and final.stats.tokens > 0
-    assert final.stats.prompt_tokens + 16 <= 512
+    assert final.stats.prompt_tokens + 128 <= 256
 
 
 @pytest.mark.model
@@ -146,4 +152,4 @@ def test_a_single_huge_message_on_the_real_model_says_how_long_it_is(
     )
     final = run_to_end(controller.channel, gen)[-1]
     assert isinstance(final, Error) and final.kind == "context_overflow"
-    assert "context holds 512" in final.message and "Shorten the message" in final.message
+    assert "context holds 256" in final.message and "Shorten the message" in final.message

@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from tests.conftest import pump_until
-from tests.x_input import click_at, focus_window, handled, move_to, needs_xdotool, press, type_text
+from tests.x_input import (
+    click_at,
+    focus_window,
+    handled,
+    keyboard_focus,
+    move_to,
+    needs_xdotool,
+    press,
+    type_text,
+)
 from tkchat.generate.backend import LoadWatch
 from tkchat.generate.scripted import ScriptedBackend
 
@@ -90,6 +99,7 @@ def test_after_flipping_to_another_branch_regenerate_and_ctrl_r_agree(
     assert app.regenerate_button.instate(["!disabled"]), "the button is greyed out"
     assert app.menubar.enabled("regenerate")
     finished = len(app.flow.answering.finished)
+    keyboard_focus(root, app.input)
     root.event_generate("<Control-r>", when="tail")  # and the shortcut does what it says
     pump_until(
         root, lambda: len(app.flow.answering.finished) > finished, what="the regenerated answer"

@@ -8,9 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import threading
-import time
 import tkinter as tk
 from pathlib import Path
 
@@ -21,10 +19,10 @@ from tkchat.events import Done
 from tkchat.generate.backend import LoadWatch
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend
-from tkchat.store import ConversationStore, StoreError, database_path, open_store
-from tkchat.store.writer import FLUSH_INTERVAL_S
+from tkchat.store import ConversationStore, database_path, open_store
 from tkchat.transport.channel import EventChannel
 from tkchat.ui.chats import history as history_module
+from tkchat.ui.chats.sidebar import ConversationSidebar
 from tkchat.ui.window.chat_window import AppOptions, ChatApp
 
 pytestmark = pytest.mark.gui
@@ -35,6 +33,11 @@ REPO = Path(__file__).resolve().parent.parent
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
     return tmp_path
+
+
+def rows(sidebar: ConversationSidebar) -> list[int]:
+    """The conversation ids the sidebar lists, top to bottom (read off its tree)."""
+    return [int(iid) for iid in sidebar.tree.get_children() if iid.isdigit()]
 
 
 def ask(root: tk.Misc, app: ChatApp, text: str) -> None:
@@ -74,7 +77,7 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
     try:
         pump_until(
             root2,
-            lambda: len(app2.transcript.answers) == 2 and not app2.showing_conversation,
+            lambda: len(app2.transcript.answers) == 2 and not app2.flow.showing_conversation,
             what="the reopened chat",
         )
         pump_until(root2, lambda: not app2.transcript.painter.busy, what="render")
@@ -87,8 +90,8 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
             "user",
             "assistant",
         ]
-        app2.new_chat()
-        pump_until(root2, lambda: app2.model_ready, what="model")
+        app2.flow.new_chat()
+        pump_until(root2, lambda: app2.flow.model_ready, what="model")
         ask(root2, app2, "a new chat")
     finally:
         app2.close()
@@ -98,19 +101,31 @@ def test_conversation_is_saved_and_reopened_after_a_restart(data_dir: Path, disp
 
 
 def saved_answer() -> str:
-    """The first answer in the history another process is writing ("" when there is none)."""
+    """The first answer in the history another process is writing ("" when there is none),
+    read through a read-only connection: opening the store writes, and a test that opened it
+    while the app opened its own made the app find the file locked (its history then went
+    to memory, and nothing ever reached the disk)."""
     if not database_path().exists():
         return ""
     try:
-        store = ConversationStore(database_path(), check_integrity=False)
-    except StoreError:
-        return ""  # the app holds the write lock this very moment: look again
-    messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
-    store.close()
-    return next((m.content for m in messages if m.role == "assistant"), "")
+        conn = sqlite3.connect(f"{database_path().resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                f"SELECT {saved_content(conn)} FROM messages WHERE role = 'assistant'"
+                " ORDER BY id LIMIT 1"
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return ""  # not all there yet (the app is creating it): look again
+    return str(row[0]) if row is not None and row[0] else ""
 
 
-def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display: None) -> None:
+def test_kill_9_mid_answer_keeps_what_was_saved(data_dir: Path, display: None) -> None:
+    """The window killed mid-answer: the question and all of the answer that had reached
+    the disk are there at the next start, the answer marked interrupted. (How much a kill
+    loses at most, FLUSH_INTERVAL_S of text, is the bench's to measure; what the writer does
+    at a kill: tests/test_store.py.)"""
     env = {**os.environ, "TKCHAT_DATA_DIR": str(data_dir)}
     proc = subprocess.Popen(
         [
@@ -120,9 +135,9 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
             "--backend",
             "scripted",
             "--rate",
-            "20",
+            "200",
             "--tokens",
-            "2000",
+            "100000",
             "--max-tokens",
             "0",
             "--lang",
@@ -142,9 +157,8 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
         return len(answer) >= 40
 
     try:
-        wait_until(answer_saved, timeout=60, what="the streaming answer to be saved", interval=0.3)
-        time.sleep(1.0)  # streaming goes on: these last tokens may be lost, nothing before
-        proc.send_signal(signal.SIGKILL)
+        wait_until(answer_saved, timeout=60, what="the streaming answer to be saved", interval=0.1)
+        proc.send_signal(signal.SIGKILL)  # while it streams on
         proc.wait(10)
     finally:
         if proc.poll() is None:
@@ -161,143 +175,8 @@ def test_kill_9_mid_answer_loses_at_most_the_last_second(data_dir: Path, display
     )
     assert reply.status == "interrupted", reply
     assert len(reply.content) >= len(answer), (reply.content, answer)
-    assert (SCRIPT * 20).startswith(reply.content), reply.content
+    assert (SCRIPT * 1000).startswith(reply.content), reply.content
     store.close()
-
-
-def saved_reply() -> tuple[str, str] | None:
-    """(content, status) of the first answer in the history, after ``mark_interrupted``."""
-    store, warning = open_store()
-    assert warning is None
-    with store:
-        store.mark_interrupted()
-        messages = [m for c in store.list_conversations() for m in store.messages(c.id)]
-    return next(((m.content, m.status) for m in messages if m.role == "assistant"), None)
-
-
-def assistant_row_exists() -> bool:
-    """Whether the window has stored the (empty, streaming) answer row yet."""
-    if not database_path().exists():
-        return False
-    try:
-        conn = sqlite3.connect(f"{database_path().resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("SELECT COUNT(*) FROM messages WHERE role = 'assistant'")
-            return bool(rows.fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return False
-
-
-def test_kill_9_in_the_first_moments_of_a_flood_keeps_the_answer_so_far(
-    data_dir: Path, display: None
-) -> None:
-    """The first flush came 0.5 s after the first text, so a kill in an answer's first half
-    second kept none of it (3 of 5 kills at 2,000 tokens/s). Now text is saved within
-    FLUSH_INTERVAL_S (0.15 s) of reaching the window, from the answer's first moments."""
-    env = {**os.environ, "TKCHAT_DATA_DIR": str(data_dir)}
-    arguments = ["--backend", "scripted", "--rate", "2000", "--tokens", "20000"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tkchat", *arguments, "--max-tokens", "0", "--lang", "en"]
-        + ["--prompt", "tell me everything"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until(assistant_row_exists, timeout=60, what="the answer to start", interval=0.01)
-        time.sleep(min(0.45, 3 * FLUSH_INTERVAL_S))  # under the old first flush (0.5 s)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    reply = saved_reply()
-    assert reply is not None
-    content, status = reply
-    assert status == "interrupted" and content, reply  # some of it, not nothing
-    assert (SCRIPT * 200).startswith(content)
-
-
-KILLED_WRITER = textwrap.dedent(
-    """
-    import sys, time
-    from pathlib import Path
-    from tkchat.store.db import ConversationStore
-    from tkchat.store.writer import StoreWriter
-
-    path = Path(sys.argv[1])
-    with ConversationStore(path) as store:
-        conversation = store.create("flood")
-    writer = StoreWriter(path)  # the app's writer, with its own flush interval
-    answer = writer.add_message(conversation.id, "assistant", "", status="streaming")
-    total = 0
-    while True:  # what the window does at a flood: one append a tick, thousands of chars
-        writer.append(answer, "0123456789" * 300)
-        total += 3000
-        print(total, time.monotonic(), flush=True)
-        time.sleep(0.016)
-    """
-)
-
-
-def test_kill_9_at_a_flood_loses_at_most_a_fraction_of_a_second(tmp_path: Path) -> None:
-    """Killed 0.45 s after a flush reached the disk, the writer must have saved everything
-    appended until 0.4 s before the kill (its promise: at most about 0.2 s lost, whatever the
-    rate). The old writer flushed every 0.5 s, so it lost all of the last 0.45 s."""
-    path = tmp_path / "conversations.sqlite3"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", KILLED_WRITER, str(path)],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    appended: list[tuple[float, int]] = []  # (when, total appended by then)
-    reader = threading.Thread(target=_read_progress, args=(proc, appended), daemon=True)
-    reader.start()
-    try:
-        wait_until(lambda: saved_length(path) > 0, timeout=60, what="a first flush", interval=0.005)
-        seen = saved_length(path)
-        wait_until(
-            lambda: saved_length(path) > seen, timeout=10, what="the next flush", interval=0.005
-        )
-        time.sleep(0.45)
-        killed_at = time.monotonic()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(5)
-    promised = max((total for when, total in appended if when <= killed_at - 0.4), default=0)
-    assert promised > 0
-    assert saved_length(path) >= promised, (saved_length(path), promised)
-
-
-def _read_progress(proc: subprocess.Popen[str], into: list[tuple[float, int]]) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        total, when = line.split()
-        into.append((float(when), int(total)))
-
-
-def saved_length(path: Path) -> int:
-    """How much of the killed writer's answer is on disk (0 before there is any)."""
-    if not path.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            row = conn.execute(f"SELECT SUM(LENGTH({saved_content(conn)})) FROM messages")
-            row = row.fetchone()
-            return int(row[0] or 0)
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
 
 
 @pytest.mark.parametrize("first", ["model", "history"])
@@ -356,10 +235,10 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     assert sidebar is not None and archive is not None
     ask(root, app, "about tea")
     first = archive.conversation_id
-    root.event_generate("<Control-n>")
+    app.flow.new_chat()  # (what Ctrl+N does; no key: the X focus may be elsewhere)
     ask(root, app, "about coffee")
     second = archive.conversation_id
-    assert first != second and sidebar.row_ids()[:2] == [second, first]
+    assert first != second and rows(sidebar)[:2] == [second, first]
 
     app.conversations.show(first)  # what a click in the list does (on_select)
     pump_until(root, lambda: not app.flow.showing_conversation, what="the conversation on screen")
@@ -370,9 +249,9 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     app.conversations.rename(first, "Tea notes")
     assert archive.store is not None and archive.store.get(first).title == "Tea notes"
     app.conversations.delete(second)
-    assert second not in sidebar.row_ids()
+    assert second not in rows(sidebar)
     app.conversations.undelete(second)
-    assert second in sidebar.row_ids()
+    assert second in rows(sidebar)
 
     sidebar.focus_search()
     root.update()
@@ -443,14 +322,14 @@ def test_undo_while_searching_brings_the_chat_back_into_the_results(
     sidebar = app.conversations.sidebar
     ask(root, app, "about coffee")
     found = app.archive.conversation_id
-    root.event_generate("<Control-n>")
+    app.flow.new_chat()  # (what Ctrl+N does; no key: the X focus may be elsewhere)
     ask(root, app, "about tea")
     sidebar.search_var.set("coffee")  # as typing in the search box does (debounced)
-    pump_until(root, lambda: sidebar.row_ids() == [found], what="the search results")
+    pump_until(root, lambda: rows(sidebar) == [found], what="the search results")
     app.conversations.delete(found)  # the Delete key or the menu's Delete
-    pump_until(root, lambda: sidebar.row_ids() == [], what="the chat to leave the results")
+    pump_until(root, lambda: rows(sidebar) == [], what="the chat to leave the results")
     app.conversations.undelete(found)  # the Undo button
-    pump_until(root, lambda: sidebar.row_ids() == [found], what="the chat back in the results")
+    pump_until(root, lambda: rows(sidebar) == [found], what="the chat back in the results")
     assert sidebar.search_var.get() == "coffee"
 
 
@@ -466,7 +345,7 @@ def test_a_deleted_chat_leaves_the_file_when_the_window_closes(
     pump_until(root, lambda: app.flow.model_ready and app.archive.ready, what="model and history")
     ask(root, app, "keep this one")
     kept = app.archive.conversation_id
-    root.event_generate("<Control-n>")
+    app.flow.new_chat()  # (what Ctrl+N does; no key: the X focus may be elsewhere)
     ask(root, app, "a secret to forget")
     doomed = app.archive.conversation_id
     app.conversations.delete(doomed)

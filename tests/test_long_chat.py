@@ -3,15 +3,19 @@
 Real window on Xvfb, generated saved chats (paragraphs, lists, code, Chinese; ~3,333
 characters a message). Only the answers near the view are painted as rich text; far ones
 stay (or go back to) plain text; the whole conversation is still there for select-all, copy
-and search; the reader's view never moves while the painting near it changes. The one figure
-here is a ratio between two chats opened in the same test (main-thread CPU time, which a
-busy second core does not inflate the way it inflates wall-clock time).
+and search; the reader's view never moves while the painting near it changes.
+
+The work is counted, not timed: what opening and paging hand to the painter (answers and
+their characters), and how a language change is cut into callbacks (with the transcript's
+clock stepped, each callback does one block of lines). What that costs in CPU time, a long
+chat against a short one, is the bench's (``tkchat bench --long-chat``).
 """
 
 from __future__ import annotations
 
-import time
 import tkinter as tk
+from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,6 +24,8 @@ from tkchat.generate.scripted import ScriptedBackend
 from tkchat.lab.bench.figures import RunFigures
 from tkchat.lab.bench.scenarios.chat_text import long_conversation
 from tkchat.lab.bench.scenarios.long_chat import long_chat_verdicts
+from tkchat.ui.transcript import header_links
+from tkchat.ui.transcript.header_links import RELABEL_LINES
 from tkchat.ui.transcript.paint_zone import KEEP_CHARS, ZONE_CHARS
 from tkchat.ui.transcript.transcript import AnswerView
 
@@ -38,6 +44,11 @@ def saved(app, messages: int, seed: int = 7) -> int:
 
 def settled(app) -> bool:
     return not app.flow.showing_conversation and not app.transcript.painter.busy
+
+
+def quiet(app) -> bool:
+    """Settled, and no look of the paint zone due (a far answer still to put back)."""
+    return settled(app) and not app.transcript.scheduler.pending("paint-zone")
 
 
 def open_chat(root: tk.Tk, app, chat: int) -> None:
@@ -62,25 +73,48 @@ def page(root: tk.Tk, app, pages: int) -> None:
         pump_until(root, lambda: settled(app), timeout=WAIT_S, what="the painting near the view")
 
 
-def test_a_long_chat_opens_and_pages_for_about_the_cost_of_a_short_one(
+def painted_while(app, act: Callable[[], None]) -> list[int]:
+    """The length of each answer handed to the painter while ``act()`` runs (the zone's
+    paint; an answer that streams is painted as it arrives, which does not happen here)."""
+    transcript = app.transcript
+    painted: list[int] = []
+    real = transcript.paint
+
+    def counting(view: AnswerView) -> None:
+        painted.append(view.length)
+        real(view)
+
+    transcript.paint = counting
+    try:
+        act()
+    finally:
+        del transcript.paint
+    return painted
+
+
+def test_a_long_chat_opens_and_pages_painting_only_what_is_near_the_view(
     root: tk.Tk, make_app
 ) -> None:
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
     # Each chat its own text (a seed of its own), so that none reuses another's rendering.
-    chats = {"short": saved(app, 10, 1), "short 2": saved(app, 10, 3), "long": saved(app, 300, 2)}
-    costs = {}
+    chats = {"short": saved(app, 10, 1), "long": saved(app, 40, 2)}
+    painted = {}
     for name, chat in chats.items():
-        started = time.thread_time()
-        open_chat(root, app, chat)
-        page(root, app, -6)
-        costs[name] = time.thread_time() - started
-    baseline = max(costs["short"], costs["short 2"])
-    # Painting everything (as before) made the long chat cost 33 times the short ones here.
-    assert costs["long"] <= 4 * baseline, costs
-    # What is rich text is what is near the view: not the 300 messages' million characters.
+
+        def open_and_page(chat: int = chat) -> None:
+            open_chat(root, app, chat)
+            page(root, app, -6)
+
+        painted[name] = painted_while(app, open_and_page)
+    answer_chars = max(painted["short"])  # (about two messages' worth)
+    assert len(painted["short"]) == 5  # a short chat: every answer, once
+    # A long chat: the answers within the zone of where the reader went, not its 20.
+    assert len(painted["long"]) <= 2 * len(painted["short"]), painted
+    assert sum(painted["long"]) <= 2 * ZONE_CHARS + 2 * answer_chars, painted
+    # What is rich text is what is near the view: not the chat's 130,000 characters.
     assert rendered_chars(app) <= 3 * ZONE_CHARS
-    assert sum(len(v.text) for v in app.transcript.entries) > 1_000_000
+    assert sum(len(v.text) for v in app.transcript.entries) > 5 * ZONE_CHARS
 
 
 def test_far_answers_go_back_to_plain_and_are_painted_again_when_the_reader_returns(
@@ -88,7 +122,7 @@ def test_far_answers_go_back_to_plain_and_are_painted_again_when_the_reader_retu
 ) -> None:
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
-    open_chat(root, app, saved(app, 120))
+    open_chat(root, app, saved(app, 40))
     answers: list[AnswerView] = app.transcript.answers
     first, last = answers[0], answers[-1]
     assert last.rendered and not first.rendered  # the end is on screen, the start is far
@@ -96,12 +130,12 @@ def test_far_answers_go_back_to_plain_and_are_painted_again_when_the_reader_retu
     root.update()
     pump_until(root, lambda: settled(app) and first.rendered, timeout=WAIT_S, what="the top")
     pump_until(root, lambda: not last.rendered, timeout=WAIT_S, what="the end, back to plain")
-    # Nothing far stayed rich, and the reader's line did not move while that was done.
+    # Nothing far stayed rich, and the reader's line did not move while that was done:
+    # once nothing is left to paint or to put back, a turn of the loop leaves it there.
+    pump_until(root, lambda: quiet(app), timeout=WAIT_S, what="the zone to be done")
     line = top_line(app)
-    for _ in range(20):
-        root.update()
-        time.sleep(0.01)
-    assert top_line(app) == line
+    root.update()
+    assert quiet(app) and top_line(app) == line
     distance = sum(len(v.text) for v in app.transcript.entries[answers.index(first) * 2 :])
     assert distance > KEEP_CHARS  # (the premise: the end is far from the top)
     app.transcript.text.see("end")  # back to the end: it is painted again
@@ -113,8 +147,8 @@ def test_far_answers_go_back_to_plain_and_are_painted_again_when_the_reader_retu
 def test_select_all_copy_and_search_reach_the_whole_long_chat(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
-    chat = long_conversation(120)
-    open_chat(root, app, saved(app, 120))
+    chat = long_conversation(20)  # ~66,000 characters: its start far from the view
+    open_chat(root, app, saved(app, 20))
     text = app.transcript.text
     first_question, last_question = chat[0][1], chat[-2][1]
     assert text.search(first_question[:60], "1.0")  # far from the view, plain, still there
@@ -128,42 +162,73 @@ def test_select_all_copy_and_search_reach_the_whole_long_chat(root: tk.Tk, make_
 def test_the_scheduler_tells_the_bench_which_callback_cost_the_most(root: tk.Tk) -> None:
     from tkchat.ui.scheduler import AfterScheduler, CallbackCosts
 
+    cpu = SimpleNamespace(now=0.0)  # the main thread's CPU clock, moved by the callbacks
+
+    def costing(name: str, seconds: float) -> Callable[[], None]:
+        def callback() -> None:
+            cpu.now += seconds
+            fired.append(name)
+
+        return callback
+
     scheduler = AfterScheduler(root)
-    costs = scheduler.costs = CallbackCosts()
+    costs = scheduler.costs = CallbackCosts(clock=lambda: cpu.now)
     fired: list[str] = []
-    scheduler.once("light", 0, lambda: fired.append("light"))
-    scheduler.once("heavy", 0, lambda: fired.append(str(sum(range(300_000)))))
+    scheduler.once("light", 0, costing("light", 0.001))
+    scheduler.once("heavy", 0, costing("heavy", 0.3))
     pump_until(root, lambda: len(fired) == 2, what="both callbacks")
-    assert costs.count == 2 and costs.worst == "heavy" and costs.worst_ms > 0
+    assert costs.count == 2 and costs.worst == "heavy" and costs.worst_ms == pytest.approx(300)
     scheduler.costs = None  # handed back: nothing is measured any more
-    scheduler.once("after", 0, lambda: fired.append("after"))
+    scheduler.once("after", 0, costing("after", 1.0))
     pump_until(root, lambda: len(fired) == 3, what="the last one")
-    assert costs.count == 2
+    assert costs.count == 2 and costs.worst == "heavy"
     scheduler.close()
 
 
-def test_a_language_change_relabels_a_long_chat_in_slices(root: tk.Tk, make_app) -> None:
+def test_a_language_change_relabels_a_long_chat_in_slices(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """All the headers of a long chat in one callback took 7 times a short chat's. Each
+    callback relabels blocks of RELABEL_LINES lines while its budget lasts; with the
+    transcript's clock moving 4 ms at each reading (RELABEL_BUDGET_MS: 6), exactly one."""
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
     transcript = app.transcript
     relabelled = lambda: not transcript.scheduler.pending("relabel")  # noqa: E731
-    costs = {}
-    for name, messages in (("short", 10), ("long", 300), ("short again", 10)):
+    clock = SimpleNamespace(now=0.0)
+
+    def perf_counter() -> float:
+        clock.now += 0.004
+        return clock.now
+
+    callbacks: dict[str, int] = {}
+    real = transcript._relabel_some
+    for name, messages in (("short", 4), ("long", 20)):
         open_chat(root, app, saved(app, messages, seed=messages))
-        began = time.thread_time()
-        app.toggle_language()
-        costs[name] = time.thread_time() - began
-        if name == "long":
-            assert not relabelled()  # the premise: too much for one callback, so sliced
-        pump_until(root, relabelled, timeout=WAIT_S, what="every header in the new language")
+        lines = int(transcript.text.index("end").split(".")[0])
+        calls = 0
+
+        def counting() -> None:
+            nonlocal calls
+            calls += 1
+            real()
+
+        with monkeypatch.context() as patch:
+            patch.setattr(header_links, "time", SimpleNamespace(perf_counter=perf_counter))
+            patch.setattr(transcript, "_relabel_some", counting)
+            app.toggle_language()
+            if name == "long":
+                assert not relabelled()  # too much for one callback: sliced
+            pump_until(root, relabelled, timeout=WAIT_S, what="every header in the new language")
+        callbacks[name] = calls
+        assert calls == -(-(lines - 1) // RELABEL_LINES), (name, lines, calls)  # one block each
         words = (app.t("transcript.you"), app.t("transcript.assistant"))
         for tag, word in zip(("label-you", "label-assistant"), words, strict=True):
             ranges = transcript.text.tag_ranges(tag)
             pairs = zip(ranges[::2], ranges[1::2], strict=True)
             labels = {transcript.text.get(start, end) for start, end in pairs}
             assert labels == {word}, (tag, labels)
-    # All 300 messages' headers in one callback (as before) took 7 times the short chat's.
-    assert costs["long"] <= 3 * max(costs["short"], costs["short again"]), costs
+    assert callbacks["short"] == 1 and callbacks["long"] > 2, callbacks
 
 
 def _chat_row(messages: int, cpu_s: float, lag_max_ms: float) -> RunFigures:

@@ -87,7 +87,7 @@ class Window:
         self.transcript = Transcript(root, AfterScheduler(root), Translator("en"))
         self.transcript.pack(fill="both", expand=True)
 
-    def shows(self, answer: str, chunk: int = 97) -> str:
+    def shows(self, answer: str, chunk: int = 331) -> str:
         view = self.transcript.begin_answer()
         for start in range(0, len(answer), chunk):
             self.transcript.append(view, answer[start : start + chunk])

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_until, wait_until
+from tests.x_input import keyboard_focus
 from tkchat.generate.model_file import GGUF_MAGIC
 from tkchat.i18n import STRINGS
 from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
@@ -386,8 +387,7 @@ def searches_running() -> bool:
 
 
 def press(root: tk.Tk, widget: tk.Misc, keysym: str) -> None:
-    widget.focus_force()
-    root.update()
+    keyboard_focus(root, widget)
     widget.event_generate(f"<KeyPress-{keysym}>")
     if widget.winfo_exists():  # the key may have closed the dialog
         widget.event_generate(f"<KeyRelease-{keysym}>")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from tkinter import ttk
 
 import pytest
@@ -305,35 +305,6 @@ def visible_lines(text: tk.Text) -> int:
             break
         index = following
     return count
-
-
-@pytest.fixture
-def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
-    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend),
-    closed after the test: a window only destroyed with its root kept its loop sampler
-    running, and the next tests' frames (a closed dialog's) in that sampler's keeping."""
-    from tkchat.cli import build_parser
-    from tkchat.cli.window import _app_options
-    from tkchat.generate.controller import GenerationController
-    from tkchat.store.settings import AppSettings
-    from tkchat.transport.channel import EventChannel
-
-    apps: list[ChatApp] = []
-
-    def build(lang: str) -> ChatApp:
-        args = build_parser().parse_args(
-            ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
-        )
-        controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
-        app = ChatApp(root, controller, _app_options(args, AppSettings(), None))
-        controller.load_async()
-        apps.append(app)
-        return app
-
-    yield build
-    for app in apps:
-        if not app.closed:
-            app.close()
 
 
 # the client area of a 1280×720 screen, and the size the window opens at on one (92 %)

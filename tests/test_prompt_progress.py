@@ -3,15 +3,15 @@
 The scripted backend reads its prompt at a chosen rate (``prompt_rate``) and reports progress
 as the real model does, so the contract, the window's progress line and Stop during reading
 are checked here quickly and exactly; ``test_long_prompt.py`` does the same with the bundled
-model. Which progress reports become events is decided by ``ProgressPacer`` — tested with
-the clock passed in, so no timing is asserted.
+model. Which progress reports become events is decided by ``ProgressPacer`` and the load's
+throttle — tested with the clock passed in (a :class:`SteppingClock` given to the controller),
+and the window is looked at while a reading or a load is held at a gate: no timing is
+asserted, and nothing waits for the clock.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
-import time
 import tkinter as tk
 from dataclasses import dataclass, field
 
@@ -37,11 +37,12 @@ from tkchat.generate.backend import (
     LoadWatch,
     PromptProgress,
     TokenStream,
+    WrappedBackend,
 )
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.remote import openai_protocol
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.generate.worker import PROGRESS_INTERVAL_S, ProgressPacer
 from tkchat.transport.channel import EventChannel
 
@@ -49,7 +50,8 @@ LONG = (Message("system", "Be brief."), Message("user", "tea " * 400))  # ~400 s
 
 
 def reading_backend(prompt_rate: float = 2000.0, **kwargs: object) -> ScriptedBackend:
-    """Reads ``LONG`` in about 0.2 s per 400 tokens at 2,000 tokens/s, then answers."""
+    """Reads ``LONG`` (411 tokens) with a report every ``prompt_rate / 20`` tokens (0.05 s
+    apart: a report every 100 tokens at 2,000 tokens/s), then answers."""
     return ScriptedBackend(rate=0, tokens=20, prompt_rate=prompt_rate, **kwargs)  # type: ignore[arg-type]
 
 
@@ -118,34 +120,78 @@ def test_the_consumer_keeps_the_latest_progress_of_the_current_generation() -> N
 # -- the worker, with a backend that reads slowly ------------------------------------------------
 
 
+class SteppingClock:
+    """A clock for the progress throttles (``GenerationController.progress_clock``) that moves
+    ``step`` seconds each time it is read, once per report: which reports become events
+    then follows from the reports alone, however fast or busy the machine."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+class HeldReading(WrappedBackend):
+    """Reads as ``inner`` does, but after the report that reaches ``hold_at`` tokens, waits
+    until :attr:`release` is set (or Stop comes): a window can be looked at, or stopped,
+    while the prompt is certainly being read. Worker thread."""
+
+    def __init__(self, inner: ScriptedBackend, hold_at: int) -> None:
+        super().__init__(inner)
+        self.hold_at = hold_at
+        self.release = threading.Event()
+        self.holding = threading.Event()
+
+    def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
+        tokens = self.inner.stream(request, cancel)
+        try:
+            while True:
+                try:
+                    piece = next(tokens)
+                except StopIteration as end:
+                    return end.value or "stop"
+                yield piece
+                if isinstance(piece, PromptProgress) and piece.done >= self.hold_at:
+                    self.holding.set()
+                    while not self.release.wait(0.005):  # (a gate poll that also sees Stop)
+                        if cancel.is_set():
+                            return "cancelled"
+        finally:
+            tokens.close()
+
+
 def test_progress_events_count_order_and_total() -> None:
-    backend = reading_backend(prompt_rate=1000.0)  # ~0.4 s of reading
+    """Reports every 100 tokens, the clock moving 0.11 s per report: the first report starts
+    the reading (no event in its first 0.2 s), then one event per 0.2 s, and the last."""
+    backend = reading_backend(prompt_rate=2000.0)  # a report every 100 tokens
     total = backend.count_tokens(LONG)
     controller = GenerationController(backend, EventChannel())
-    started = time.perf_counter()
+    controller.progress_clock = SteppingClock(step=0.11)
     gen = controller.start(GenerationRequest(LONG, Sampling(max_tokens=20)))
     events = run_to_end(controller.channel, gen)
-    elapsed = time.perf_counter() - started
     progress = [e for e in events if isinstance(e, Progress)]
     first_chunk = next(i for i, e in enumerate(events) if isinstance(e, Chunk))
-    assert progress and events[: len(progress)] == progress and first_chunk == len(progress)
+    assert events[: len(progress)] == progress and first_chunk == len(progress)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert {p.total for p in progress} == {total}
-    assert [p.done for p in progress] == sorted(p.done for p in progress)
-    assert progress[-1].done == total  # the bar fills up before the answer
-    assert len(progress) <= elapsed / PROGRESS_INTERVAL_S + 2  # a few a second, no more
+    assert {p.total for p in progress} == {total} and total == 411
+    # reports 0, 100, 200, 300, 400, 411 at 0.11, 0.22, ... 0.66 s
+    assert [p.done for p in progress] == [200, 400, total]
     final = events[-1]
     assert isinstance(final, Done) and final.reason == "stop" and final.stats.tokens == 20
-    assert final.stats.prompt_eval_ms is not None and final.stats.prompt_reused == 0
+    assert final.stats.prompt_eval_ms == pytest.approx(550)  # the first report to the last
+    assert final.stats.prompt_reused == 0
     assert controller.current is not None and controller.current.progress_sent == len(progress)
 
 
 @pytest.mark.parametrize("at", ["first report", "mid-way", "last report"])
 def test_stop_while_the_prompt_is_read(at: str) -> None:
-    backend = reading_backend(prompt_rate=100.0)  # a report every 5 tokens or so
+    backend = reading_backend(prompt_rate=2000.0)  # a report every 100 tokens
     total = backend.count_tokens(LONG)
     controller = GenerationController(backend, EventChannel())
-    stop_at = {"first report": 0, "mid-way": total // 2, "last report": total - 20}[at]
+    stop_at = {"first report": 0, "mid-way": 200, "last report": 400}[at]  # of 411
     seen: list[int] = []
 
     class Watching(FaultInjector):
@@ -222,47 +268,68 @@ def test_llama_cpp_prompt_progress_is_read_when_sane(
 
 
 @dataclass
-class SlowLoading(ScriptedBackend):
-    """Loads in ``steps`` steps of ``step_s``, reporting progress and honouring cancel."""
+class StepLoading(ScriptedBackend):
+    """Loads in ``steps`` steps, reporting each, at once."""
 
-    steps: int = 50
-    step_s: float = 0.02
-    loads: list[str] = field(default_factory=list)
-    freed: int = 0
+    steps: int = 20
 
     def load(self, watch: LoadWatch | None = None) -> None:
-        self.loads.append("started")
         for step in range(self.steps + 1):
-            if watch is not None and not watch.progress(step / self.steps):
-                self.freed += 1  # what a real backend frees when the load is given up
-                raise LoadCancelled(f"Loading {self.name} was cancelled; its memory is free.")
-            time.sleep(self.step_s)
+            if watch is not None:
+                watch.progress(step / self.steps)
+
+
+@dataclass
+class HeldLoading(ScriptedBackend):
+    """Reports that its load began, then waits until :attr:`release` is set (and loads) or
+    the load is cancelled (and frees what it took). Loader thread."""
+
+    loads: list[str] = field(default_factory=list)
+    freed: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def load(self, watch: LoadWatch | None = None) -> None:
+        watch = watch or LoadWatch()
+        self.loads.append("started")
+        watch.progress(0.0)
+        while not self.release.wait(0.005):  # (a gate poll that also sees the cancel)
+            if watch.cancelled:
+                break
+        if not watch.progress(1.0):
+            self.freed += 1  # what a real backend frees when the load is given up
+            raise LoadCancelled(f"Loading {self.name} was cancelled; its memory is free.")
         self.loads.append("loaded")
 
 
-def load_events(channel: EventChannel, until: type, timeout: float = 10.0) -> list[object]:
+def loaded_at_once(name: str) -> HeldLoading:
+    backend = HeldLoading(name=name)
+    backend.release.set()
+    return backend
+
+
+def load_events(channel: EventChannel, until: type, timeout: float = 30.0) -> list[object]:
     events: list[object] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         event = channel.get(timeout=timeout)
         events.append(event)
         if isinstance(event, until):
             return events
-    raise AssertionError(f"no {until.__name__} in {events}")
 
 
-def test_load_reports_progress_then_ready() -> None:
-    backend = SlowLoading(steps=20, step_s=0.02)
-    controller = GenerationController(backend, EventChannel())
+def test_load_progress_is_throttled_by_its_clock() -> None:
+    """21 reports, the clock moving 30 ms per report: the first, then one per 0.1 s (every
+    fourth report), and the last."""
+    controller = GenerationController(StepLoading(steps=20), EventChannel())
+    controller.progress_clock = SteppingClock(step=0.03)
     controller.load_async()
     events = load_events(controller.channel, ModelReady)
     progress = [e.fraction for e in events if isinstance(e, ModelLoading)]
-    assert progress and progress == sorted(progress) and progress[-1] == 1.0
-    assert len(progress) < 20  # throttled: not one event per report
+    assert progress == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert controller.load_reports == len(progress)
 
 
 def test_cancel_a_load_twice_gives_one_sentence() -> None:
-    backend = SlowLoading(steps=1000, step_s=0.01)  # ten seconds unless cancelled
+    backend = HeldLoading()
     controller = GenerationController(backend, EventChannel())
     controller.load_async()
     load_events(controller.channel, ModelLoading)
@@ -275,14 +342,14 @@ def test_cancel_a_load_twice_gives_one_sentence() -> None:
     assert backend.freed == 1 and "loaded" not in backend.loads
     assert controller._loader is not None
     controller._loader.join(5)
+    assert not controller._loader.is_alive()
     assert not controller.loading and not controller.loaded
-    with pytest.raises(queue.Empty):  # nothing more arrives: exactly one sentence
-        controller.channel.get(timeout=0.3)
+    assert controller.channel.drain() == []  # the loader is gone: exactly one sentence
 
 
 def test_choosing_another_backend_while_one_loads_cancels_it() -> None:
-    first = SlowLoading(steps=1000, step_s=0.01, name="first")
-    second = SlowLoading(steps=5, step_s=0.01, name="second")
+    first = HeldLoading(name="first")
+    second = loaded_at_once("second")
     controller = GenerationController(first, EventChannel())
     controller.load_async()
     load_events(controller.channel, ModelLoading)
@@ -297,7 +364,7 @@ def test_choosing_another_backend_while_one_loads_cancels_it() -> None:
 
 
 def test_shutdown_during_a_load_cancels_it_and_returns() -> None:
-    backend = SlowLoading(steps=1000, step_s=0.01)
+    backend = HeldLoading()
     controller = GenerationController(backend, EventChannel())
     controller.load_async()
     load_events(controller.channel, ModelLoading)
@@ -310,22 +377,33 @@ def test_shutdown_during_a_load_cancels_it_and_returns() -> None:
 
 @pytest.mark.gui
 def test_the_window_shows_reading_progress_then_the_answer(root: tk.Tk, make_app) -> None:
-    backend = ScriptedBackend(rate=40, tokens=20, prompt_rate=400.0)  # text for half a second
+    tokens = TokenGate()  # the answer, a token at a time after the reading
+    backend = HeldReading(reading_backend(prompt_rate=2000.0, gate=tokens), hold_at=200)
     app = make_app(backend, sampling=Sampling(max_tokens=20))
+    app.controller.progress_clock = SteppingClock(step=0.11)  # an event at 200 tokens
     assert not app.progress.showing
     assert app.flow.send(LONG[1].content)
     pump_until(root, lambda: app.progress.showing, what="the progress line")
-    assert app.progress.kind == "reading"
-    said = app.status.get()
-    assert said.startswith("Reading your message … ") and said.endswith(" tokens (Esc stops)")
-    pump_until(root, lambda: " left (Esc" in app.status.get(), what="an estimate")
-    assert 0 < float(app.progress.bar.cget("value")) < 1
+    assert app.progress.kind == "reading" and backend.holding.is_set()
+    total = app.controller.current.prompt_tokens  # (with the window's system prompt)
+    assert app.status.get() == f"Reading your message … 200 / {total} tokens (Esc stops)"
+    assert float(app.progress.bar.cget("value")) == pytest.approx(200 / total)
     app.toggle_language()
     assert app.status.get().startswith("正在读取你的消息")
     app.toggle_language()
+    # The estimate, from the speed since a prompt's first report (the times given here):
+    app.progress.reading(Progress(-1, 1, 100, 410), now=50.0)
+    assert " left" not in app.status.get()  # no speed measured yet
+    app.progress.reading(Progress(-1, 2, 300, 410), now=51.0)  # 200 tokens a second
+    assert (
+        app.status.get() == "Reading your message … 300 / 410 tokens · about 1 s left (Esc stops)"
+    )
+    backend.release.set()
+    tokens.release(1)
     pump_until(root, lambda: bool(app.transcript.answers[-1].text), timeout=30, what="text")
     assert not app.progress.showing and not app.progress.winfo_ismapped()
     assert app.status.get() == "Generating … (Esc stops)"  # what it said before the reading
+    tokens.release(19)
     pump_until(root, lambda: bool(app.flow.answering.finished), timeout=30, what="the answer")
 
 
@@ -333,15 +411,17 @@ def test_the_window_shows_reading_progress_then_the_answer(root: tk.Tk, make_app
 def test_stop_while_reading_hides_the_progress_and_the_next_question_starts(
     root: tk.Tk, make_app
 ) -> None:
-    app = make_app(reading_backend(prompt_rate=100.0), sampling=Sampling(max_tokens=20))
+    inner = reading_backend(prompt_rate=2000.0)
+    app = make_app(HeldReading(inner, hold_at=200), sampling=Sampling(max_tokens=20))
+    app.controller.progress_clock = SteppingClock(step=0.11)
     app.flow.send(LONG[1].content)
     pump_until(root, lambda: app.progress.showing, what="the progress line")
     worker = app.controller.current
     app.flow.stop()
     assert not app.progress.showing
-    pump_until(root, lambda: not worker.is_alive(), timeout=5, what="the worker to leave")
+    pump_until(root, lambda: not worker.is_alive(), timeout=10, what="the worker to leave")
     app.flow.stop()  # a second Stop is harmless
-    app.controller.backend.prompt_rate = 0  # type: ignore[attr-defined]
+    inner.prompt_rate = 0
     assert app.flow.send("And now?")
     pump_until(
         root, lambda: len(app.flow.answering.finished) == 1, timeout=10, what="the next answer"
@@ -356,12 +436,12 @@ def test_stop_while_reading_hides_the_progress_and_the_next_question_starts(
 def test_the_window_shows_load_progress_and_a_cancelled_load_in_one_sentence(
     root: tk.Tk, make_app
 ) -> None:
-    slow = SlowLoading(steps=1000, step_s=0.01, name="slow.gguf")
+    slow = HeldLoading(name="slow.gguf")
     app = make_app(slow, wait=False)
     pump_until(root, lambda: app.progress.kind == "loading", what="the load progress")
-    assert str(app.progress.label.cget("text")).endswith(" % loaded")
+    assert str(app.progress.label.cget("text")) == "0 % loaded"
     assert app.status.get() == "Loading slow.gguf …"
-    app.controller.switch_backend(SlowLoading(steps=3, step_s=0.01, name="quick"), replace=True)
+    app.controller.switch_backend(loaded_at_once("quick"), replace=True)
     pump_until(root, lambda: app.flow.model_ready, what="the other model")
     assert not app.progress.showing
     assert slow.freed == 1

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.events import Done
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.gui
 def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
     root: tk.Tk, make_app, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = make_app(ScriptedBackend(rate=200))
+    gate = TokenGate()  # the first answer: five tokens, then it waits (the app must stop it)
+    app = make_app(ScriptedBackend(gate=gate))
     pipeline = app.flow.answering.pipeline
     real_show = pipeline.show
     failures = []
@@ -33,6 +34,7 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
 
     pipeline.show = show_that_fails_once
     app.flow.send("first")
+    gate.release(5)
     pump_until(
         root, lambda: bool(failures) and app.flow.answering.answer is None, what="the failing tick"
     )
@@ -43,6 +45,7 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
     assert app.stop_button.instate(["disabled"]) and app.send_button.instate(["!disabled"])
 
     finished = len(app.flow.answering.finished)
+    gate.release(10**6)
     app.flow.send("second")
     pump_until(root, lambda: len(app.flow.answering.finished) > finished, what="the next answer")
     assert (
@@ -58,7 +61,7 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
 def test_a_tick_failing_every_time_is_logged_once_per_answer(
     root: tk.Tk, make_app, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = make_app(ScriptedBackend(rate=500))
+    app = make_app(ScriptedBackend(rate=0))
 
     def always_fails(_view: AnswerView, _chunks: tuple[str, ...]) -> None:
         raise ValueError("broken for good")

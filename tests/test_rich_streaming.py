@@ -1,31 +1,89 @@
 """Markdown rendered while an answer streams, and a view that never jumps (issue 12, bug 2).
 
 Real window, scripted answers long enough to scroll. The view is read back with ``yview()``
-and with the text of the line at the top of the window, before and after each change.
+and with the text of the line at the top of the window, before and after each change. The
+answers stream through a token gate, a step at a time: each step's text is on screen before
+the view is looked at, so "while it streams" is a number of steps, not a race with a pace.
+Where the painter's time budget decides how a block is cut into callbacks, its clock is
+stepped.
 """
 
 from __future__ import annotations
 
 import _tkinter
-import time
+import itertools
 import tkinter as tk
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
 from tests.conftest import pump_until
 from tkchat.conversation import Sampling
 from tkchat.events import Done
-from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
-from tkchat.stats import median
+from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, long_answer
+from tkchat.ui.transcript import markdown_view
 from tkchat.ui.transcript.markdown_view import HIDDEN_TAG
 from tkchat.ui.transcript.view_keeper import ViewKeeper
 
 pytestmark = pytest.mark.gui
 
 LONG = long_answer(8_000)  # headings, lists, code; several screens
-RATE = 1_500  # tokens/s: the long answer streams for about 1.5 s
 HEADING = "Part 2: what the main loop does"
+
+
+@pytest.fixture
+def painter_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The painter's clock moves a millisecond at each reading: a callback's budget (a few
+    ms) holds a piece or two, however fast the machine."""
+    clock = SimpleNamespace(now=0.0)
+
+    def perf_counter() -> float:
+        clock.now += 0.001
+        return clock.now
+
+    monkeypatch.setattr(markdown_view, "time", SimpleNamespace(perf_counter=perf_counter))
+
+
+def gated(text: str = LONG, **kwargs: object) -> tuple[ScriptedBackend, TokenGate]:
+    gate = TokenGate()
+    return ScriptedBackend(text=text, gate=gate, **kwargs), gate  # type: ignore[arg-type]
+
+
+def tokens_until(backend: ScriptedBackend, words: str) -> int:
+    """How many of the backend's pieces bring ``words`` into its answer."""
+    data = b""
+    for count, piece in enumerate(backend.pieces(None), start=1):
+        data += piece
+        if words in data.decode("utf-8", errors="ignore"):
+            return count
+    raise AssertionError(f"{words!r} is not in the answer")
+
+
+def step(root: tk.Tk, app, backend: ScriptedBackend, gate: TokenGate, tokens: int) -> None:
+    """Let ``tokens`` more through and run the loop until their text is on screen."""
+    gate.release(tokens)
+    passed = gate.passed + tokens
+    wanted = b"".join(itertools.islice(backend.pieces(None), passed)).decode(errors="ignore")
+    answer = app.flow.answering.answer
+    pump_until(root, lambda: answer.text == wanted, timeout=60, what=f"{passed} tokens shown")
+
+
+def stream_in_steps(
+    root: tk.Tk, app, backend: ScriptedBackend, gate: TokenGate, watch: Callable[[], None]
+) -> int:
+    """The rest of the answer in steps of 75 tokens (the long answer: 20 of them),
+    ``watch()`` after each; then its end and its render, ``watch()`` after every turn of the
+    loop. Returns the number of steps."""
+    total = sum(1 for _ in backend.pieces(None))
+    steps = 0
+    while gate.passed + 75 < total:
+        step(root, app, backend, gate, 75)
+        watch()
+        steps += 1
+    gate.release(total)
+    pump_watching(root, lambda: rendered(app), watch)
+    return steps
 
 
 def shows_end(app) -> bool:
@@ -85,7 +143,8 @@ def scroll_to(app, words: str) -> None:
 def test_a_reader_at_the_bottom_stays_there_while_it_streams_and_after_the_render(
     root: tk.Tk, make_app
 ) -> None:
-    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    backend, gate = gated()
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.flow.send("a long one")
     ends: list[bool] = []
 
@@ -93,8 +152,8 @@ def test_a_reader_at_the_bottom_stays_there_while_it_streams_and_after_the_rende
         if app.transcript.text.yview()[0] > 0 or ends:  # once the answer fills the window
             ends.append(shows_end(app))
 
-    pump_watching(root, lambda: rendered(app), watch)
-    assert len(ends) > 20  # the premise: it streamed across many turns of the loop
+    assert stream_in_steps(root, app, backend, gate, watch) > 10
+    assert len(ends) > 10  # the premise: it went on streaming after it filled the window
     assert all(ends), f"left the bottom while streaming: {ends.count(False)} times"
     # and the final render did not jump back
     assert settled_at_end(root, app), app.transcript.text.yview()
@@ -104,17 +163,15 @@ def test_a_reader_at_the_bottom_stays_there_while_it_streams_and_after_the_rende
 def test_a_reader_who_scrolled_up_stays_on_the_same_line_through_stream_and_render(
     root: tk.Tk, make_app
 ) -> None:
-    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    backend, gate = gated()
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.flow.send("a long one")
-    pump_until(root, lambda: "Part 4" in app.flow.answering.answer.text, what="several parts")
-    scroll_to(app, HEADING)
-    assert (
-        app.flow.answering.answer is not None
-    )  # still streaming: the reader scrolled up mid-answer
+    step(root, app, backend, gate, tokens_until(backend, "Part 4"))
+    scroll_to(app, HEADING)  # still streaming: the reader scrolled up mid-answer
     y = top_y(app)
     fraction = app.transcript.text.yview()
     lines: list[str] = []
-    pump_watching(root, lambda: rendered(app), lambda: lines.append(top_line(app)))
+    stream_in_steps(root, app, backend, gate, lambda: lines.append(top_line(app)))
     root.update()
     moved = [line for line in lines if HEADING not in line]
     assert not moved, f"the view moved to {moved[0]!r}"
@@ -124,13 +181,16 @@ def test_a_reader_who_scrolled_up_stays_on_the_same_line_through_stream_and_rend
 
 
 def test_regenerate_follows_the_bottom_to_the_end(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    backend, gate = gated()
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.flow.send("a long one")
+    gate.release(10**6)
     pump_until(root, lambda: rendered(app), timeout=60, what="the first answer")
     assert settled_at_end(root, app)
+    gate = backend.gate = TokenGate()
     assert app.flow.regenerate()
     ends: list[bool] = []
-    pump_watching(root, lambda: rendered(app), lambda: ends.append(shows_end(app)))
+    stream_in_steps(root, app, backend, gate, lambda: ends.append(shows_end(app)))
     assert isinstance(app.flow.answering.finished[-1], Done) and len(app.transcript.answers) == 1
     assert all(ends), f"left the bottom while streaming: {ends.count(False)} times"
     assert settled_at_end(root, app), app.transcript.text.yview()
@@ -138,35 +198,40 @@ def test_regenerate_follows_the_bottom_to_the_end(root: tk.Tk, make_app) -> None
 
 def test_following_the_bottom_leaves_the_layout_to_tks_redisplay(root: tk.Tk) -> None:
     """A reader at the bottom, and a long paragraph written at the end (a rendered block):
-    the keeper moves the view without laying it out in the callback; Tk's redisplay, which
-    lays out the new view anyway, does it once. ``see("end")`` laid out the old view and the
-    paragraph again in the callback: 21 ms there against 2.5 ms of redisplay, where this
-    takes 0.06 ms against 5.6 (a quiet machine: 24 ms in all against 6). Ratios to the same
-    round's redisplay, the median of five rounds."""
+    the keeper moves the view without laying it out in the callback (one ``yview``: no
+    ``see``, no line metrics asked for); Tk's redisplay, which lays out the new view anyway,
+    does it once. ``see("end")`` laid out the old view and the paragraph again in the
+    callback (21 ms there against 2.5 ms of redisplay: the bench's lesson demos time it)."""
     text = tk.Text(root, wrap="word", width=80, height=25)
     text.pack()
-    calls: list[float] = []
-    layouts: list[float] = []
-    for _round in range(5):
-        text.delete("1.0", "end")
-        text.insert("end", "".join(f"line {i} " + "word " * (i % 60) + "\n" for i in range(400)))
-        text.yview_moveto(1.0)
-        root.update()
-        keeper = ViewKeeper(text)
-        keeper.changing(at_end=True)
-        text.insert("end", "paragraph " * 2000 + "\n")
-        started = time.perf_counter()
-        keeper.restore()
-        moved = time.perf_counter()
-        text.update_idletasks()  # the redisplay
-        calls.append(moved - started)
-        layouts.append(time.perf_counter() - moved)
-        last = text.dlineinfo("end-1c")
-        assert last is not None and last[1] + last[3] <= text.winfo_height(), last  # whole
-        assert text.dlineinfo("end-2c") is not None  # the paragraph's end above it
-    call, layout = median(calls), median(layouts)
-    assert call is not None and layout is not None
-    assert call < 0.5 * layout, (calls, layouts)
+    text.insert("end", "".join(f"line {i} " + "word " * (i % 60) + "\n" for i in range(400)))
+    text.yview_moveto(1.0)
+    root.update()
+    keeper = ViewKeeper(text)
+    keeper.changing(at_end=True)
+    text.insert("end", "paragraph " * 2000 + "\n")
+    asked: list[tuple[str, tuple[object, ...]]] = []
+
+    def spying(name: str) -> Callable[..., object]:
+        real = getattr(text, name)
+
+        def spy(*args: object) -> object:
+            asked.append((name, args))
+            return real(*args)
+
+        return spy
+
+    watched = ("yview", "see", "dlineinfo", "bbox", "count", "update", "update_idletasks")
+    for name in watched:
+        setattr(text, name, spying(name))
+    keeper.restore()
+    for name in watched:
+        delattr(text, name)
+    assert asked == [("yview", ("end-1c",))]
+    text.update_idletasks()  # the redisplay
+    last = text.dlineinfo("end-1c")
+    assert last is not None and last[1] + last[3] <= text.winfo_height(), last  # whole
+    assert text.dlineinfo("end-2c") is not None  # the paragraph's end above it
 
 
 def test_a_reader_a_few_lines_up_a_long_transcript_is_not_pulled_down(
@@ -174,17 +239,18 @@ def test_a_reader_a_few_lines_up_a_long_transcript_is_not_pulled_down(
 ) -> None:
     """In 20,000 lines, three lines up is 0.9998 of the scroll range: "at the bottom" must
     mean the last line is on screen, not a fraction."""
-    app = make_app(ScriptedBackend(rate=RATE, text=LONG), sampling=Sampling(max_tokens=0))
+    backend, gate = gated()
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.transcript.add_note("".join(f"earlier line {i}\n" for i in range(20_000)))
     app.flow.send("a long one")
-    pump_until(root, lambda: "Part 3" in app.flow.answering.answer.text, what="some of the answer")
+    step(root, app, backend, gate, tokens_until(backend, "Part 3"))
     app.transcript.text.yview_scroll(-3, "units")
     root.update()
     assert app.transcript.text.yview()[1] > 0.999  # the premise: a tiny fraction away
     pulled: list[bool] = []
-    pump_watching(root, lambda: rendered(app), lambda: pulled.append(shows_end(app)))
+    steps = stream_in_steps(root, app, backend, gate, lambda: pulled.append(shows_end(app)))
     root.update()
-    assert len(pulled) > 10 and not any(pulled), "pulled down to the end of the answer"
+    assert steps > 5 and not any(pulled), "pulled down to the end of the answer"
 
 
 def saved_chat(app, answers: int) -> int:
@@ -245,34 +311,28 @@ def test_reopening_a_saved_chat_keeps_a_reader_who_scrolled_up_in_place(
 def test_blocks_are_rendered_while_the_answer_streams(root: tk.Tk, make_app) -> None:
     """Each block is rendered once the next has begun; only the open last one is plain.
     Nothing is ever missing meanwhile, and non-BMP characters split across tokens survive."""
-    app = make_app(ScriptedBackend(rate=150, split_utf8=True), sampling=Sampling(max_tokens=0))
+    backend, gate = gated(SCRIPT, split_utf8=True)
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.flow.send("show me")
     view = app.flow.answering.answer
-    seen: dict[str, bool] = {}
-
-    def watch() -> None:
-        if (
-            app.flow.answering.answer is None
-            or "```python" not in view.text
-            or "流式" not in view.text
-        ):
-            return
-        shown = app.transcript.plain_text()
-        # the heading, the list and the code block above are rendered: no markers left ...
-        seen["rendered above"] = "## Why" not in shown and "```" not in shown
-        # ... and every word of them is there, once
-        seen["nothing lost"] = shown.count("Why the window stays smooth") == 1 and (
-            shown.count("def drain(self) -> None:") == 1
-        )
-
-    pump_watching(root, lambda: rendered(app), watch)
-    assert seen == {"rendered above": True, "nothing lost": True}
+    # The heading, the list and the code block are done; the Chinese paragraph has begun.
+    step(root, app, backend, gate, tokens_until(backend, "流式"))
+    shown = app.transcript.plain_text
+    pump_until(
+        root,
+        lambda: "## Why" not in shown() and "```" not in shown(),
+        what="the blocks above, rendered",
+    )
+    assert app.flow.answering.answer is view  # while the answer still streams
+    assert shown().count("Why the window stays smooth") == 1  # every word of them, once
+    assert shown().count("def drain(self) -> None:") == 1
     assert app.transcript.painter.streaming_slice_ms  # it painted while streaming
+    gate.release(10**6)
+    pump_until(root, lambda: rendered(app), what="the answer, rendered")
     assert view.text == SCRIPT and view.rendered
-    shown = app.transcript.plain_text()
     for piece in ("😀 🚀 🧠 𝄞", "中文", "never block the thread that draws", "queue.Queue"):
-        assert shown.count(piece) == 1, piece
-    assert "**" not in shown and "\ufffd" not in shown
+        assert shown().count(piece) == 1, piece
+    assert "**" not in shown() and "\ufffd" not in shown()
 
 
 def test_the_open_block_stays_plain_until_the_next_one_starts(root: tk.Tk, make_app) -> None:
@@ -280,23 +340,25 @@ def test_the_open_block_stays_plain_until_the_next_one_starts(root: tk.Tk, make_
         "First paragraph with **bold**.\n\nSecond paragraph, **still open** while the rest"
         " of its sentence keeps arriving, one word after another, for a while."
     )
-    app = make_app(ScriptedBackend(rate=30, text=text), sampling=Sampling(max_tokens=0))
+    backend, gate = gated(text)
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
     app.flow.send("go")
-    pump_until(
-        root, lambda: "open**" in app.flow.answering.answer.text, what="the second paragraph"
-    )
+    step(root, app, backend, gate, tokens_until(backend, "open**"))
     shown = app.transcript.plain_text
     pump_until(root, lambda: "First paragraph with bold." in shown(), what="the first, rendered")
     assert app.flow.answering.answer is not None  # while the answer still streams ...
     assert "Second paragraph, **still open**" in shown()  # ... the open block is plain
+    gate.release(10**6)
     pump_until(root, lambda: rendered(app), what="the end")
     assert shown().count("Second paragraph, still open while the rest") == 1
     assert "**" not in shown()
 
 
-def test_a_new_answer_while_the_previous_one_still_renders(root: tk.Tk, make_app) -> None:
+def test_a_new_answer_while_the_previous_one_still_renders(
+    root: tk.Tk, make_app, painter_clock: None
+) -> None:
     # It ends with a long code block never closed: complete only when the answer ends, then
-    # painted in many pieces.
+    # painted in many pieces (a piece or two per callback: the painter's clock is stepped).
     listing = "\n".join(f"step_{i:03d} = run({i})  # a line of a long listing" for i in range(150))
     backend = ScriptedBackend(rate=0, text=f"{LONG}\n```python\n{listing}")
     app = make_app(backend, sampling=Sampling(max_tokens=0))

@@ -12,6 +12,7 @@ from tkinter import ttk
 import pytest
 
 from tests.conftest import pump_until
+from tests.x_input import keyboard_focus
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, Sampling
 from tkchat.i18n import STRINGS
 from tkchat.i18n.settings_dialog import STRINGS as SETTINGS_STRINGS
@@ -81,8 +82,7 @@ def prompt_text(dialog: ChatSettingsDialog) -> str:
 
 def press(root: tk.Tk, widget: tk.Misc, sequence: str) -> None:
     # Tk sends key events to the focus window: give the widget the focus first.
-    widget.focus_force()
-    root.update()
+    keyboard_focus(root, widget)
     widget.event_generate(sequence)
     root.update()
 

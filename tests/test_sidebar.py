@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_until
+from tests.x_input import keyboard_focus
 from tkchat.i18n import STRINGS
 from tkchat.i18n.sidebar import STRINGS as SIDEBAR_STRINGS
 from tkchat.store.db import Conversation
@@ -98,8 +99,7 @@ def click(root: tk.Tk, bar: ConversationSidebar, cid: int, button: int = 1) -> N
 
 def press(root: tk.Tk, widget: tk.Misc, *keysyms: str) -> None:
     # Tk sends key events to the focus window: give the widget the focus first.
-    widget.focus_force()
-    root.update()
+    keyboard_focus(root, widget)
     for keysym in keysyms:
         widget.event_generate(f"<KeyPress-{keysym}>")
         widget.event_generate(f"<KeyRelease-{keysym}>")
@@ -230,8 +230,7 @@ def test_undo_bar_hides_itself(root: tk.Tk, parts: Any, monkeypatch: pytest.Monk
     bar, _, _ = parts
     monkeypatch.setattr(sidebar_module, "UNDO_TIMEOUT_MS", 30)
     bar.tree.focus("2")
-    bar.tree.focus_force()
-    root.update()
+    keyboard_focus(root, bar.tree)
     bar.tree.event_generate("<KeyPress-Delete>")  # handled now; the loop has not run since,
     assert bar.undo_bar.winfo_manager() and bar.timers.pending("undo")  # so its timer waits
     pump_until(root, lambda: not bar.undo_bar.winfo_manager(), timeout=5, what="it to hide")

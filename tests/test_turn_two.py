@@ -29,6 +29,9 @@ pytestmark = pytest.mark.model
 
 SYSTEM = Message("system", "You are a helpful assistant.")
 QUESTIONS = {"en": ("Tell me about tea.", "And coffee?"), "zh": ("请介绍一下茶。", "那咖啡呢？")}
+# Seed 6 is the first whose 24-token answer tokenises otherwise (llama-cpp-python 0.3, the
+# bundled model); the others are tried if another build samples otherwise.
+SEEDS = (6, 1, 2, 3, 4, 5, 7, 8)
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +68,14 @@ def test_turn_two_keeps_the_answer_as_sampled_and_reads_only_the_new_part(
     backend: LlamaBackend,
 ) -> None:
     """An answer whose text tokenises otherwise than the model wrote it (sampled at
-    temperature 1 with a seed: the first seed that gives one); the follow-up still finds
-    the whole answer in the cache."""
+    temperature 1 with a seed: the first seed that gives one, tried first the one that does
+    with today's llama.cpp); the follow-up still finds the whole answer in the cache."""
     controller = GenerationController(backend, EventChannel())
     first = [SYSTEM, Message("user", QUESTIONS["en"][0])]
-    for seed in range(1, 9):
+    for seed in SEEDS:
         with controller.model_lock:
             backend.forget_prompt()
-        one, text = ask(controller, first, Sampling(max_tokens=80, temperature=1.0, seed=seed))
+        one, text = ask(controller, first, Sampling(max_tokens=24, temperature=1.0, seed=seed))
         history = [*first, Message("assistant", text)]
         written = backend.memory.segments  # the prompt's segment, then one per token
         sampled = [t for _, ids in written for t in ids]
@@ -106,7 +109,7 @@ def test_turn_two_evaluates_fewer_tokens_and_starts_as_a_cold_read(
     call between two tokens may later go the other way (measured: the first 156 characters
     agree in English, the first 11 in Chinese)."""
     controller = GenerationController(backend, EventChannel())
-    greedy = Sampling(max_tokens=48, temperature=0.0, seed=1)
+    greedy = Sampling(max_tokens=8, temperature=0.0, seed=1)
     question, follow_up = QUESTIONS[lang]
     with controller.model_lock:
         backend.forget_prompt()

@@ -23,7 +23,7 @@ import textwrap
 import threading
 import time
 import tkinter as tk
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -399,14 +399,14 @@ def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_watchdog_opens_clear_of_the_lesson_picker_and_the_demo_button(
-    root: tk.Tk, lang: str
+    root: tk.Tk, teach_projector_window: Callable[[str], Any], lang: str
 ) -> None:
     """On a 1280×720 projector, at 96 and at 192 dpi, in both languages: bottom right, over
     the lag timeline, not over the lesson panel's picker, "Set up the demo" or the Send row
     of the window ``tkchat --teach --projector`` opens."""
-    from tests.test_projector import SCREEN_720P, teach_projector_window
+    from tests.test_projector import SCREEN_720P
 
-    app = teach_projector_window(root, lang)
+    app = teach_projector_window(lang)
     root.geometry(SCREEN_720P)
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     root.update()

@@ -84,6 +84,13 @@ def focus_window(root: tk.Tk, geometry: str = "1140x680+0+0") -> None:
     handled(root)
 
 
+def keyboard_focus(root: tk.Misc, widget: tk.Misc) -> None:
+    """Give ``widget`` the keyboard and wait until the X server has: Tk sends a generated key
+    event to the window that has the X focus, and drops it while none has."""
+    widget.focus_force()
+    pump_until(root, lambda: root.focus_get() is widget, what=f"the keyboard focus on {widget}")
+
+
 def click_at(root: tk.Misc, x: int, y: int, button: str = "1") -> None:
     """A real click at (x, y) on the screen, handled. One xdotool call moves and clicks, so
     the X server takes the two in order (``mousemove --sync`` waits for a motion, and when

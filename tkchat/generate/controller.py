@@ -61,6 +61,11 @@ class GenerationController:
         # machine; a server has no window to protect, and its model would only yield to
         # other programs.
         self.worker_nice = 0
+        # What the progress throttles read (seconds): the load's (a ModelLoading event at
+        # most every LOAD_PROGRESS_INTERVAL_S) and each new worker's prompt-reading pacer.
+        # Set it from the consumer thread; a test hands in a clock it steps, so which reports
+        # become events follows from the test alone.
+        self.progress_clock: Callable[[], float] = time.perf_counter
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -86,13 +91,16 @@ class GenerationController:
         return True
 
     def _progress_reporter(self, backend: Backend) -> Callable[[float], None]:
-        """The loader's progress report: a ModelLoading event at most every
-        :data:`LOAD_PROGRESS_INTERVAL_S`, and the last one (fully loaded)."""
-        last = [0.0]
+        """The loader's progress report: a ModelLoading event for the first report, then at
+        most one every :data:`LOAD_PROGRESS_INTERVAL_S` (by :attr:`progress_clock`), and the
+        last one (fully loaded)."""
+        last: list[float | None] = [None]
+        clock = self.progress_clock
 
         def report(fraction: float) -> None:
-            now = time.perf_counter()
-            if fraction >= 1.0 or now - last[0] >= LOAD_PROGRESS_INTERVAL_S:
+            now = clock()
+            before = last[0]
+            if fraction >= 1.0 or before is None or now - before >= LOAD_PROGRESS_INTERVAL_S:
                 last[0] = now
                 self.load_reports += 1
                 self.channel.put(ModelLoading(backend.name, fraction))
@@ -221,6 +229,7 @@ class GenerationController:
         The benchmark's ``raw`` mode uses it to run the same loop with no UI."""
         worker = GenerationWorker(self.backend, request, gen, channel, self._model_lock)
         worker.nice = self.worker_nice
+        worker.progress_clock = self.progress_clock
         if self.keep_token_times:
             worker.sender.times = deque(maxlen=self.keep_token_times)
         return worker

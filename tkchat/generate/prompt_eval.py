@@ -104,6 +104,13 @@ class PromptReader:
         self.read_to = 0
         self._flag = AbortFlag()
 
+    @property
+    def aborts_raised(self) -> int:
+        """How many readings Stop reached inside llama.cpp: the abort callback's byte was
+        raised (:class:`AbortFlag`), so the decode under way or the next one ends at its
+        next graph node. Any thread."""
+        return self._flag.raised
+
     def read(self, prompt: list[int], cancel: threading.Event) -> PromptReading:
         """Yield progress while evaluating; return True once the cache holds exactly
         ``prompt`` with fresh logits for its last token, False if stopped first."""
@@ -206,6 +213,9 @@ class AbortFlag:
         self._callback = ggml_abort_callback(strlen)
         self._no_callback = ggml_abort_callback()  # NULL: no callback
         self._lock = threading.Lock()  # orders a watcher's abort against the reading's end
+        # Readings whose byte a watcher raised (Stop came while llama.cpp read): a test waits
+        # for it to know the next decode will be ended by the callback. Any thread reads it.
+        self.raised = 0
 
     @contextlib.contextmanager
     def installed(self, llm: Llama, cancel: threading.Event) -> Iterator[None]:
@@ -244,6 +254,7 @@ class AbortFlag:
                         # memory module entries ..."): a Stop is not an error.
                         LLAMA_LOG.setLevel(logging.CRITICAL)
                         byte[0] = b"\x01"
+                        self.raised += 1
                 return
 
 

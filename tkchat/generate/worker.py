@@ -179,6 +179,9 @@ class GenerationWorker:
         self.progress_sent = 0  # progress events sent while the prompt was read
         self.nice = 0  # how far below its starter's priority it runs (the controller sets it)
         self.lowered = False  # this thread's scheduling priority is below the window's
+        # What the prompt-reading pacer reads (seconds): which progress reports become
+        # events. The controller sets it (a test hands in a clock it steps).
+        self.progress_clock: Callable[[], float] = time.perf_counter
         self._on_exit = on_exit
         self._thread = own_thread(self._run, name=f"tkchat-gen-{gen}")
 
@@ -267,7 +270,7 @@ class GenerationWorker:
                 except StopIteration as end:  # the backend's return value
                     return end.value or "stop"
                 if isinstance(piece, PromptProgress):
-                    if answer.pacer.note(piece, time.perf_counter()):
+                    if answer.pacer.note(piece, self.progress_clock()):
                         self._send_progress(piece)
                     continue
                 if 0 < max_tokens <= answer.tokens:

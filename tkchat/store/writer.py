@@ -150,6 +150,12 @@ class StoreWriter:
     the writer thread — except for a call made after :meth:`close`, which is reported on the
     caller's thread since the writer is gone. Without ``on_error``, errors are logged. Either
     way the last 100 are kept in ``errors``.
+
+    ``clock`` is what the flush timer reads (seconds; :func:`time.monotonic`): appended text
+    is due ``flush_interval`` after it by this clock, a refused write is tried again
+    :data:`RETRY_FULL_S` after it. The writer waits for that in real time (a queue wait of at
+    most the time the clock leaves, then it looks again), so a test that hands in a clock it
+    moves decides when text is due, and the writer writes it within one such wait.
     """
 
     def __init__(
@@ -159,12 +165,14 @@ class StoreWriter:
         on_error: Callable[[str], None] | None = None,
         flush_interval: float = FLUSH_INTERVAL_S,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Start the writer thread. Runs on the caller's thread and returns at once: the
         database is opened on the writer thread (a failure there goes to ``on_error``)."""
         self._target = target
         self._on_error = on_error
         self._flush_interval = flush_interval
+        self._clock = clock
         self._busy_timeout_s = busy_timeout_s
         self._queue: queue.SimpleQueue[_Op] = queue.SimpleQueue()
         self._tickets = itertools.count(1)
@@ -331,7 +339,7 @@ class StoreWriter:
             saved_id = self._ids.get(op.ref) if isinstance(op.ref, MessageTicket) else None
             self._pending.setdefault(saved_id or op.ref, []).append(op.text)
             if self._deadline is None:
-                self._deadline = time.monotonic() + self._flush_interval
+                self._deadline = self._clock() + self._flush_interval
         elif op is not None:
             if isinstance(op, _Finish):
                 # Its own text goes with its end, in one commit; the final content, when
@@ -343,7 +351,7 @@ class StoreWriter:
                 self._pass_barrier(op)
                 return op.stop
             self._apply(op)
-        if self._deadline is not None and time.monotonic() >= self._deadline:
+        if self._deadline is not None and self._clock() >= self._deadline:
             self._write_pending()
         return False
 
@@ -358,7 +366,7 @@ class StoreWriter:
         return self._ids.get(ref) if isinstance(ref, MessageTicket) else ref
 
     def _next_op(self) -> _Op | None:
-        timeout = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+        timeout = None if self._deadline is None else max(0.0, self._deadline - self._clock())
         try:
             return self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -437,7 +445,7 @@ class StoreWriter:
         """A write was refused (a full disk, a lock): give back the log's space (a failed
         write may have grown it) and try again in :data:`RETRY_FULL_S`."""
         store.checkpoint()
-        self._deadline = time.monotonic() + max(self._flush_interval, RETRY_FULL_S)
+        self._deadline = self._clock() + max(self._flush_interval, RETRY_FULL_S)
 
     def _write_pending(self) -> None:
         """Write all coalesced text in one transaction. On failure the text stays pending and
@@ -473,7 +481,7 @@ class StoreWriter:
             self._pending.clear()
             self._deadline = None
         else:
-            self._deadline = time.monotonic() + self._flush_interval
+            self._deadline = self._clock() + self._flush_interval
 
     def _resolve(self, ref: MessageRef) -> int | None:
         if not isinstance(ref, MessageTicket):
