@@ -36,8 +36,10 @@ from tkchat.lab.bench.claims import (
     COMPLETES,
     FAIL,
     HEADERS,
+    KNOWN_SHORTFALLS,
     NOT_JUDGED,
     PASS,
+    SHORT,
     ClaimBook,
     Machine,
     attempt_verdict,
@@ -252,10 +254,24 @@ def test_a_claim_is_measured_at_most_three_times_and_fails_only_if_no_attempt_pa
 def test_a_claim_that_failed_only_on_a_busy_machine_is_not_judged() -> None:
     book = ClaimBook()
     for _ in range(3):
-        book.note("flood", [Check("flood lag max <= 16 ms", False, "")], LOADED)
+        book.note("flood", [Check("flood lag p99 <= 16 ms", False, "")], LOADED)
     (claim,) = book.of("flood")
     assert claim.attempts == [BUSY, BUSY, BUSY] and claim.outcome == NOT_JUDGED
     assert book.failed == [] and "0 fail on a quiet machine, 1 not judged" in book.summary()
+
+
+def test_a_known_shortfall_is_measured_once_and_does_not_fail_the_step() -> None:
+    """A claim an open issue owns (KNOWN_SHORTFALLS): one attempt, SHORT not FAIL, its issue
+    named; once it passes, the summary says to take it off the list."""
+    (run, name), issue = next(iter(KNOWN_SHORTFALLS.items()))
+    book = ClaimBook()
+    book.note(run, [Check(name, False, ""), Check("other", False, "")], QUIET)
+    short, other = book.of(run)
+    assert short.outcome == SHORT and not short.open and other.open
+    assert book.failed == [other] and issue in book.summary()
+    mended = ClaimBook()
+    mended.note(run, [Check(name, True, "")], QUIET)
+    assert "take it off KNOWN_SHORTFALLS" in mended.summary() and mended.failed == []
 
 
 def test_the_table_shows_figure_baseline_ratio_target_and_each_attempt() -> None:
