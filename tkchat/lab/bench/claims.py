@@ -40,13 +40,19 @@ SHORT = "SHORT"  # a known shortfall that fell short again (not the step's failu
 COMPLETES = "the run completes"  # a run that crashed or hung: the code's fault, never the load
 
 SMOOTHNESS = "issue 38 (smoother than the simplest peer)"
-# (run, claim) -> the open issue that owns it. Each failed every attempt on a quiet 2-core
-# machine on 2026-12-03 (tkchat bench --claims, load 0.1-1): lesson 11's p99 21.8 ms, the
-# flood's max 24 ms (its p99 9.9 ms holds), the 1,000-message chat's max 76 ms.
+OPENS_200 = "200-message conversation opens and scrolls: no long task, lag p99 <= 16 ms"
+# (run, claim) -> the open issue that owns it. On a quiet 2-core machine on 2026-12-03
+# (tkchat bench --claims, load 0.1-1), the first three failed every attempt: lesson 11's p99
+# 21.8 ms, the flood's max 24 ms (its p99 9.9 ms holds), the 1,000-message chat's max 76 ms;
+# the others failed one or two attempts of three, each a long task at the edge (issue 38:
+# "no long task at any size").
 KNOWN_SHORTFALLS: dict[tuple[str, str], str] = {
     ("lessons", "11-backpressure (en, zh): own_lag_p99_ms <= 16"): SMOOTHNESS,
     ("flood", "flood lag max <= 16 ms"): SMOOTHNESS,
     ("long chat", "1,000 messages: no long task, lag max <= 50 ms"): SMOOTHNESS,
+    ("model", OPENS_200): SMOOTHNESS,
+    ("flood", OPENS_200): SMOOTHNESS,
+    ("lessons", "10-plain-then-rich (zh): own_long_tasks == 0"): SMOOTHNESS,
 }
 
 
