@@ -67,7 +67,12 @@ class FakeTranscript:
         self.figured: list[tuple[AnswerView, AnswerFigures | None]] = []  # lines drawn
 
     def add_user(
-        self, message: str, versions: list[str] | None = None, branches: list[Branch] | None = None
+        self,
+        message: str,
+        versions: list[str] | None = None,
+        branches: list[Branch] | None = None,
+        *,
+        follow: bool = False,
     ) -> UserView:
         view = UserView(
             len(self.entries) + 1,

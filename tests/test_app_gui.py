@@ -123,19 +123,29 @@ def test_stop_keeps_the_partial_answer_and_nothing_leaks_into_the_next(
     assert "[stopped]" in app.transcript.plain_text()
 
 
-def test_sending_while_streaming_stops_and_starts_at_once(root: tk.Tk, make_app) -> None:
+def test_sending_while_streaming_waits_until_the_answer_is_stopped(root: tk.Tk, make_app) -> None:
+    """Send (the button's command) while an answer streams: the answer goes on, the box keeps
+    the draft, Send is greyed; after Stop the same Send goes, and its answer is whole."""
     gate = TokenGate()
     app = make_app(ScriptedBackend(gate=gate))
     app.flow.send("one")
     first = app.flow.answering.answer
     gate.release(5)  # five tokens, then the answer waits at the gate
     pump_until(root, lambda: len(first.text) > 5, what="some text")
-    app.flow.send("two")
+    assert app.send_button.instate(["disabled"]) and app.stop_button.instate(["!disabled"])
+    app.input.set_draft("two")
+    assert app.flow.send() is False
+    assert app.flow.answering.answer is first and app.input.draft == "two"
+    assert app.status.get() == app.t("app.busy_answering")
+    app.stop_button.invoke()
+    assert app.send_button.instate(["!disabled"])
+    app.send_button.invoke()
+    assert app.input.draft == "" and app.transcript.entries[2].text == "two"
     gate.release(10**6)
     final = finish(root, app)
     assert isinstance(final, Done) and final.reason == "stop"
     assert app.transcript.answers[-1].text == SCRIPT
-    assert len(first.text) < len(SCRIPT)
+    assert len(first.text) < len(SCRIPT) and first.status == "stopped"
 
 
 def test_backend_crash_gives_a_message_and_a_usable_window(root: tk.Tk, make_app) -> None:

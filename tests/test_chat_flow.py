@@ -155,19 +155,27 @@ def test_a_draft_the_counter_holds_back_is_not_sent_and_stays_in_the_box(
     assert rig.flow.send("a question from elsewhere")  # not the box's: not counted
 
 
-def test_send_while_an_answer_streams_stops_it_and_starts_the_next_at_once(
+def test_send_while_an_answer_streams_leaves_it_streaming_and_the_draft_in_the_box(
     rigs: list[ChatRig],
 ) -> None:
+    """Reported (issue 37): Enter while an answer streamed stopped it and sent the new
+    question, without a word. Now the answer goes on, Send is greyed, the box keeps the
+    draft and the status line says how to send it; once the answer has ended, it goes."""
     rig = gated(rigs)
     first = streaming(rig, "first")
-    assert rig.flow.send("second")
-    assert first.status == "stopped" and rig.flow.answering.answer is not first
-    assert [entry.text for entry in rig.view.transcript.entries[:3]] == [
-        "first",
-        first.text,
-        "second",
-    ]
-    assert rig.controller.is_generating()
+    assert not rig.view.enabled["send"] and rig.view.enabled["stop"]
+    rig.view.input.draft = "second"
+    assert not rig.flow.send()
+    assert not rig.flow.send("from elsewhere")  # no caller stops an answer by asking
+    assert rig.view.status.last == "app.busy_answering"
+    assert rig.view.input.draft == "second"  # untouched
+    assert rig.flow.answering.answer is first and rig.controller.is_generating()
+    assert [entry.text for entry in rig.view.transcript.entries] == ["first", first.text]
+    rig.flow.stop()  # the way to end it (Esc, Stop)
+    assert first.status == "stopped" and rig.view.enabled["send"]
+    assert rig.flow.send()
+    assert rig.view.input.draft == "" and rig.view.transcript.entries[2].text == "second"
+    assert rig.controller.is_generating() and not rig.view.enabled["send"]
 
 
 # -- Stop ------------------------------------------------------------------------------------

@@ -177,26 +177,29 @@ def test_a_draft_too_long_for_the_context_is_refused_and_stays_in_the_box(
     pump_until(root, lambda: len(app.flow.answering.finished) == 2, what="the second answer")
 
 
-def test_sending_a_long_draft_while_an_answer_streams_stops_it_and_sends_after_the_count(
+def test_a_long_draft_sent_while_an_answer_streams_waits_in_the_box_then_goes_after_stop(
     root: tk.Tk, make_app: Callable[..., ChatApp]
 ) -> None:
-    """Send stops a streaming answer, as always; a draft long enough to need its count is
-    counted once the model is free, then sent."""
+    """Send does not stop a streaming answer (issue 37): a draft long enough to need its count
+    stays in the box; after Stop, Send counts it with the model free, then sends it."""
     from tkchat.generate.scripted import ScriptedBackend, TokenGate
 
     gate = TokenGate()  # one token, then the answer waits: it is streaming, for good
     app = make_app(ScriptedBackend(gate=gate, tokens=2000))
     gate.release(1)
     app.flow.send("Tell me a long story.")
+    answer = app.flow.answering.answer
     pump_until(
         root,
-        lambda: app.flow.answering.answer is not None and app.flow.answering.answer.text != "",
+        lambda: answer is not None and answer.text != "",
         what="the answer to stream",
     )
     draft = " ".join(["word"] * 2000)  # 10,000 bytes: more than the context could hold unseen
     app.input.set_draft(draft)
+    assert app.flow.send() is False and app.status.get() == app.t("app.busy_answering")
+    assert app.flow.answering.answer is answer and app.input.draft == draft
+    app.flow.stop()
     assert app.flow.send() is False and "Counting" in app.status.get()
-    assert app.flow.answering.answer is None  # the streaming answer ended there, marked stopped
     pump_until(root, lambda: len(app.transcript.entries) == 4, what="the long draft to be sent")
     assert app.transcript.entries[1].text  # what had streamed stays
     assert app.session.chat[2] == Message("user", draft) and app.input.draft == ""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pump_until, saved_content, wait_until
+from tests.x_input import keyboard_focus
 from tkchat.events import Done
 from tkchat.generate.backend import LoadWatch
 from tkchat.generate.controller import GenerationController
@@ -258,6 +259,70 @@ def test_sidebar_switches_renames_deletes_with_undo_and_searches(
     app.conversations.search("coffee")
     results = archive.search("coffee")
     assert [c.id for c, _snippet in results] == [second]
+
+
+def on_screen(root: tk.Misc, app: ChatApp) -> str:
+    """The transcript's text once the chat being opened is all on screen."""
+    pump_until(root, lambda: not app.flow.showing_conversation, what="the chat on screen")
+    return app.transcript.plain_text()
+
+
+def delete_key(root: tk.Misc, sidebar: ConversationSidebar, cid: int) -> None:
+    """The Delete key on a chat's row, as the user presses it there."""
+    sidebar.tree.focus(str(cid))
+    keyboard_focus(root, sidebar.tree)
+    sidebar.tree.event_generate("<KeyPress-Delete>")
+    root.update()
+
+
+def test_deleting_the_open_chat_opens_the_next_and_undo_brings_it_back_on_screen(
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
+    """Reported (issue 37): after Delete no other chat opened (the pane showed the chat that
+    was gone), and after Delete then Undo the chat came back in the list but not in the
+    pane. Now the chat listed after it opens (before it, for the last; a new empty chat
+    when none is left), and Undo puts the deleted chat back in the list and on screen,
+    unless the user has moved on to another chat since."""
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
+    sidebar, archive = app.conversations.sidebar, app.archive
+    chats = []
+    for question in ("about tea", "about coffee", "about cocoa"):
+        app.flow.new_chat()
+        ask(root, app, question)
+        chats.append(archive.conversation_id)
+    tea, coffee, cocoa = chats
+    assert rows(sidebar) == [cocoa, coffee, tea] and sidebar.selected_id() == cocoa
+
+    delete_key(root, sidebar, cocoa)  # the open chat
+    shown = on_screen(root, app)
+    assert archive.conversation_id == coffee and "about coffee" in shown
+    assert "about cocoa" not in shown and app.session.messages[1].content == "about coffee"
+    assert rows(sidebar) == [coffee, tea] and sidebar.selected_id() == coffee
+
+    sidebar.undo_button.invoke()  # Undo: in the list and in the pane
+    shown = on_screen(root, app)
+    assert rows(sidebar) == [cocoa, coffee, tea] and sidebar.selected_id() == cocoa
+    assert archive.conversation_id == cocoa and "about cocoa" in shown
+    assert app.session.messages[1].content == "about cocoa"
+
+    delete_key(root, sidebar, cocoa)  # again: coffee opens; the user moves on to tea
+    assert archive.conversation_id == coffee
+    app.conversations.show(tea)  # what a click in the list does
+    on_screen(root, app)
+    sidebar.undo_button.invoke()  # back in the list; the pane stays where the user went
+    assert rows(sidebar) == [cocoa, coffee, tea]
+    assert archive.conversation_id == tea and "about tea" in on_screen(root, app)
+
+    delete_key(root, sidebar, tea)  # the last row: the one before it opens
+    assert archive.conversation_id == coffee and "about coffee" in on_screen(root, app)
+    delete_key(root, sidebar, coffee)
+    delete_key(root, sidebar, cocoa)  # the only one left: a new, empty chat
+    on_screen(root, app)
+    assert rows(sidebar) == [] and archive.conversation_id is None
+    assert app.transcript.entries == [] and len(app.session.messages) == 1  # (the system's)
+    sidebar.undo_button.invoke()
+    assert rows(sidebar) == [cocoa] and "about cocoa" in on_screen(root, app)
 
 
 def test_the_title_follows_an_edited_first_question_unless_renamed(

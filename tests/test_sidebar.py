@@ -199,7 +199,7 @@ def test_delete_key_then_undo(root: tk.Tk, parts: Any) -> None:
     assert not undo_shown(bar)
     bar.tree.focus("3")
     press(root, bar.tree, "Delete")
-    assert calls.of("delete") == [(3,)]
+    assert calls.of("delete") == [(3, 2)]  # (2: the chat listed after it, to open instead)
     assert rows(bar) == [2, 1]
     assert undo_shown(bar)
     assert bar.undo_label.cget("text") == "Deleted “Tk event loop”."
@@ -210,6 +210,18 @@ def test_delete_key_then_undo(root: tk.Tk, parts: Any) -> None:
     assert not undo_shown(bar)
 
 
+def test_delete_names_the_chat_to_open_in_its_place(root: tk.Tk, parts: Any) -> None:
+    """The row after the deleted one (before it, for the last row; none for the only one):
+    the app opens it when the deleted chat was open."""
+    bar, calls, _ = parts
+    assert [bar.neighbour_of(cid) for cid in (3, 2, 1)] == [2, 1, 2]
+    for cid in (2, 1, 3):
+        bar.tree.focus(str(cid))
+        press(root, bar.tree, "Delete")
+    assert calls.of("delete") == [(2, 1), (1, 3), (3, None)]
+    assert rows(bar) == [] and bar.neighbour_of(3) is None
+
+
 def test_context_menu_delete_and_rename(root: tk.Tk, parts: Any) -> None:
     bar, calls, _ = parts
     click(root, bar, 1, button=3)
@@ -217,7 +229,7 @@ def test_context_menu_delete_and_rename(root: tk.Tk, parts: Any) -> None:
     bar.menu.unpost()
     bar.menu.invoke(1)  # Delete
     root.update()
-    assert calls.of("delete") == [(1,)]
+    assert calls.of("delete") == [(1, 2)]  # the last row: the one before it
     click(root, bar, 3, button=3)
     bar.menu.unpost()
     bar.menu.invoke(0)  # Rename

@@ -35,6 +35,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done.speed": " at {speed} tokens/s",
         "app.done.length": " (length limit reached)",
         "app.stopped": "Stopped.",
+        "app.busy_answering": "An answer is still being written — your message stays in the box. "
+        "Stop the answer first (Esc or Stop), then Enter sends it.",
         "app.error": "Error: {message}",
         "app.model_failed": "The model failed to load — see the message above.",
         "app.tick_failed": "Showing the answer failed ({error}); the answer was ended. The "
@@ -182,6 +184,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done.speed": "，每秒 {speed} 个",
         "app.done.length": "（已到长度上限）",
         "app.stopped": "已停止。",
+        "app.busy_answering": "回答还在生成 —— 你的消息留在输入框里。"
+        "请先停止回答（按 Esc 或“停止”），再按回车发送。",
         "app.error": "出错：{message}",
         "app.model_failed": "模型加载失败 —— 见上方说明。",
         "app.tick_failed": "显示回答时出错（{error}），这段回答已结束。窗口仍可正常使用。",

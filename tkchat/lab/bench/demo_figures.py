@@ -110,6 +110,9 @@ def measure_cancels(app: LabWindow, prompt: str, figures: dict[str, float | None
     own: list[float] = []
     speeds: list[float] = []
     for _ in range(CANCELS):
+        # An answer that ended by itself is closed a tick later; Send waits for it (it never
+        # stops an answer), so the next question goes once it is.
+        yield lambda: app.answer is None
         app.send(prompt)
         worker = app.controller.current
         assert worker is not None

@@ -163,6 +163,8 @@ class Driver:
         # Every question begins with the model idle: a loop that went on after an earlier
         # Stop would otherwise take this question's fault, or hold the model through it.
         self._within(lambda: all(run.closed is not None for run in state.runs), RECOVER_S)
+        # ... and the window's answer closed: Enter while one is open is kept in the box.
+        self._within(lambda: not state.answer_open, RECOVER_S)
         asked = Asked(len(state.answers), len(state.finals), len(state.runs), state.tk_calls)
         self.x.click(state.points["input"])
         self.x.type(PROMPT)

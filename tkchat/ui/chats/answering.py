@@ -91,6 +91,7 @@ class Answering:
         # Broken demos are naive all the way: their sender does not coalesce either.
         self.controller.channel.coalesce = self.pipeline.coalesce
         view.enable("stop", True)
+        view.enable("send", False)  # the next question waits for this answer (even a blocking one)
         if self.pipeline.broken:
             view.status.say("app.generating_broken", mode=mode)
         else:

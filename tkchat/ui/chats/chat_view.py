@@ -35,7 +35,12 @@ class TranscriptOps(Protocol):
     @property
     def answers(self) -> Sequence[AnswerView]: ...
     def add_user(
-        self, message: str, versions: list[str] | None = None, branches: list[Branch] | None = None
+        self,
+        message: str,
+        versions: list[str] | None = None,
+        branches: list[Branch] | None = None,
+        *,
+        follow: bool = False,
     ) -> UserView: ...
     def begin_answer(self, versions: list[tuple[str, str]] | None = None) -> AnswerView: ...
     def remove_from(self, view: UserView | AnswerView) -> None: ...

@@ -70,6 +70,9 @@ class SavedConversations:
         # their figures, by message and version (tkchat/store/figures.py)
         self._figures: dict[int, dict[int, AnswerFigures]] = {}
         self._deleted_here: set[int] = set()  # removed for good at close (see delete)
+        # The chat on screen when it was deleted, and the one (None: a new chat) shown in its
+        # place: Undo puts it back on screen while that is still so (see undelete).
+        self._reopen: tuple[int, int | None] | None = None
         self.archive = History(scheduler, on_ready=self._ready, on_warning=on_warning)
         self.sidebar = ConversationSidebar(
             parent,
@@ -115,19 +118,41 @@ class SavedConversations:
         self.archive.run(lambda store: store.rename(conversation_id, title))
         self.refresh()
 
-    def delete(self, conversation_id: int) -> None:
+    def delete(self, conversation_id: int, after: int | None = None) -> None:
         """Soft delete: the sidebar offers Undo for a few seconds; the chat leaves the file
-        when this window closes (or, after a crash, at a later start: History's opening)."""
+        when this window closes (or, after a crash, at a later start: History's opening).
+        The chat on screen deleted, ``after`` opens in its place (the sidebar's next row;
+        by default the one listed after it now), or a new empty chat when none is left: the
+        pane never stays on a chat that is gone."""
+        if after is None:
+            after = self.sidebar.neighbour_of(conversation_id)
         self.archive.run(lambda store: store.delete(conversation_id))
         self._deleted_here.add(conversation_id)
+        self._reopen = None  # only the latest delete can be undone (the sidebar's one bar)
         if self.archive.conversation_id == conversation_id:
-            self.on_deleted_current()
+            if after is not None:
+                self.show(after)
+            else:
+                self.on_deleted_current()
+            self._reopen = (conversation_id, self.archive.conversation_id)
         self.refresh()
 
     def undelete(self, conversation_id: int) -> None:
+        """Undo: the chat is back in the list and, if it was on screen when it was deleted,
+        on screen again, unless the user has moved on since (another chat opened, a question
+        asked in the one that took its place: an answer streaming is not stopped for it)."""
+        reopen, self._reopen = self._reopen, None
         self.archive.run(lambda store: store.restore(conversation_id))
         self._deleted_here.discard(conversation_id)
-        self.refresh()
+        if (
+            reopen is not None
+            and reopen[0] == conversation_id
+            and self.archive.conversation_id == reopen[1]
+            and not self.archive.answer_open
+        ):
+            self.show(conversation_id)  # (it refreshes the list too)
+        else:
+            self.refresh()
         # Under a search the sidebar keeps its results (a refresh only drops deleted chats
         # from them): run the search again, or the restored chat stays missing from them.
         query = self.sidebar.search_var.get().strip()

@@ -52,8 +52,7 @@ class DraftCounter:
 
     A count is the conversation (the services' ``session``) plus the draft as the next
     question, measured by the ``controller`` with its model; ``model_ready()`` says whether
-    there is one to count with. ``stop()`` ends a streaming answer (a draft that must wait
-    for its count needs the model); ``send()`` sends the box's text, once a count that a
+    there is one to count with; ``send()`` sends the box's text, once a count that a
     waiting draft needed is in. What Send is told is said in the status line.
     """
 
@@ -64,7 +63,6 @@ class DraftCounter:
         services: Services,
         *,
         model_ready: Callable[[], bool],
-        stop: Callable[[], object],
         send: Callable[[], object],
     ) -> None:
         self.label = label
@@ -75,7 +73,6 @@ class DraftCounter:
         self.controller = services.controller
         self.session = services.session
         self.model_ready = model_ready
-        self.stop = stop
         self.send = send
         self.figure: DraftFigure | None = None  # the latest figure, maybe of an older text
         self.waiting: str | None = None  # a draft sent before its count was known
@@ -109,9 +106,7 @@ class DraftCounter:
             return True
         figure = self.figure_for(prompt)
         if figure is None:
-            # Send stops a streaming answer, as it always does: the count needs the model
-            # too, and the user asked for the new question, not for the rest of this answer.
-            self.stop()
+            # (No answer streams now: Send waits for it. The count needs the model lock.)
             self.waiting = prompt
             self.status.say("app.draft_counting")
             self.refresh()

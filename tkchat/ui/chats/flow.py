@@ -51,6 +51,9 @@ class ChatFlow:
         self.saved = parts.saved
         self.scheduler = scheduler
         self.t = translate
+        # Whether a question may be asked at all (False: no model, or one being switched);
+        # Send is also greyed while an answer streams (:meth:`update_actions`).
+        self.send_allowed = True
         self.answering = Answering(
             view,
             parts,
@@ -75,16 +78,13 @@ class ChatFlow:
     def send(self, text: str | None = None) -> bool:
         """Send the input box's text (or ``text``). Returns whether a generation started.
         While a past question is being edited, the box's text replaces it and everything
-        after it."""
+        after it. Never while an answer streams: Enter does not stop it (:meth:`_busy`)."""
         prompt = (self.view.input.draft if text is None else text).strip()
         self.draft.waiting = None  # this send lets go of a draft that waited for its count
-        if not prompt or not self._can_generate(prompt if text is None else None):
+        if not prompt or self._busy() or not self._can_generate(prompt if text is None else None):
             return False
         if text is None and not self.draft.fits(prompt):
             return False  # said why in the status line; the box keeps the text
-        if self.controller.is_generating():
-            # the partial answer stays, marked stopped; the new one starts at once
-            self.answering.stop()
         if text is None:
             self.view.input.clear()
             if self.editing is not None:
@@ -93,7 +93,7 @@ class ChatFlow:
                 self._take_back_set_aside()
                 return self.answering.start(self.session.request())
         self.editing = None
-        self.view.transcript.add_user(prompt)
+        self.view.transcript.add_user(prompt, follow=True)  # in sight, even if scrolled up
         self.session.ask(prompt)
         if self.saved is not None:
             self.saved.archive.question(
@@ -102,6 +102,16 @@ class ChatFlow:
                 settings_from=self.session.sampling,
             )
         return self.answering.start(self.session.request())
+
+    def _busy(self) -> bool:
+        """Whether an answer is streaming: then a question waits in the box, untouched, and
+        the status line says how to send it. (Enter used to stop the answer and send at once;
+        users of GPT4All or LM Studio, whose Send waits, found their answers cut short by a
+        question typed ahead. Stop and Esc are the ways to end an answer.)"""
+        if self.answering.answer is None:
+            return False
+        self.view.status.say("app.busy_answering")
+        return True
 
     def _can_generate(self, draft: str | None = None) -> bool:
         """Whether an answer can start now; if not, the status line says why. ``draft``: the
@@ -235,7 +245,7 @@ class ChatFlow:
         versions, branches = self.versions.resent(view, prompt)
         index = self.view.transcript.entries.index(view)
         self._rewind_to(view)
-        question = self.view.transcript.add_user(prompt, versions, branches)
+        question = self.view.transcript.add_user(prompt, versions, branches, follow=True)
         self.session.ask(prompt)
         if self.saved is not None:
             question.saved_as = self.saved.archive.question(
@@ -273,11 +283,13 @@ class ChatFlow:
 
     def update_actions(self) -> None:
         """Regenerate needs an answer to replace, and a model to answer; not while a chat
-        or a branch is still being put on screen (Ctrl+R refuses then: the two agree)."""
+        or a branch is still being put on screen (Ctrl+R refuses then: the two agree). Send
+        needs a model, and waits while an answer streams (Enter then says why: :meth:`_busy`)."""
         entries = self.view.transcript.entries
         last_is_answer = bool(entries) and isinstance(entries[-1], AnswerView)
         possible = self.model_ready and last_is_answer and not self.showing_conversation
         self.view.enable("regenerate", possible)
+        self.view.enable("send", self.send_allowed and self.answering.answer is None)
 
     def measure_context(self) -> None:
         """The meter's figure and the draft's, for the conversation as it stands now (also
@@ -377,7 +389,7 @@ class ChatFlow:
         self.model_ready = True
         self.model_failed = False
         self.view.model_banner.hide()
-        self.view.enable("send", True)
+        self.send_allowed = True
         self.update_actions()
         self.view.status.show(lambda: self._ready_text(event))
         self.view.model_loaded(event)
@@ -413,7 +425,7 @@ class ChatFlow:
         self.model_ready = False
         self.model_failed = False
         self.view.model_banner.hide()
-        self.view.enable("send", False)
+        self.send_allowed = False
         self.update_actions()
 
     def _model_failed(self, event: ModelFailed) -> None:
@@ -440,13 +452,13 @@ class ChatFlow:
             self.model_ready, self.model_failed = True, False
             self.view.model_banner.show(self.t("app.kept_banner", message=message, name=kept))
             self.view.status.say("app.model_kept", name=kept)
-            self.view.enable("send", True)
+            self.send_allowed = True
             self.measure_context()
         else:
             self.model_failed = True
             self.view.model_banner.show(message)
             self.view.status.say("app.model_failed")
-            self.view.enable("send", False)
+            self.send_allowed = False
         self.update_actions()
 
 

@@ -205,6 +205,11 @@ class History:
             self.on_warning(str(exc))
             return []
 
+    @property
+    def answer_open(self) -> bool:
+        """Whether an answer is streaming into the current conversation (saved as it grows)."""
+        return self._answer is not None
+
     def answer_grew(self) -> None:
         """Queue the text shown since the last call (the writer batches it)."""
         if self._answer is None or self.writer is None:

@@ -76,10 +76,12 @@ class ConversationSidebar(ttk.Frame):
     Main thread only. The callbacks are called on the main thread, from Tk event handlers:
     ``on_new()`` for the "New chat" button; ``on_select(id)`` when the user picks a conversation
     other than the current one (click, arrow keys, Enter); ``on_rename(id, title)`` after an
-    inline rename that changed the title; ``on_delete(id)`` for the Delete key or menu item,
-    ``on_undo_delete(id)`` for the "Undo" bar's button; ``on_search(text)`` 250 ms after the
-    search text stopped changing (``""`` means "show all again"). ``translate`` gives the fixed
-    strings (``tkchat/i18n/sidebar.py``) and tells the sidebar when the language changes.
+    inline rename that changed the title; ``on_delete(id, after)`` for the Delete key or menu
+    item (``after``: the chat listed after it, or before it for the last one, None for the
+    only one: :meth:`neighbour_of`), ``on_undo_delete(id)`` for the "Undo" bar's button;
+    ``on_search(text)`` 250 ms after the search text stopped changing (``""`` means "show all
+    again"). ``translate`` gives the fixed strings (``tkchat/i18n/sidebar.py``) and tells the
+    sidebar when the language changes.
     """
 
     _rows_query = ""  # the search words the rows' snippets were fitted around
@@ -92,7 +94,7 @@ class ConversationSidebar(ttk.Frame):
         on_new: Callable[[], None],
         on_select: Callable[[int], None],
         on_rename: Callable[[int, str], None],
-        on_delete: Callable[[int], None],
+        on_delete: Callable[[int, int | None], None],
         on_undo_delete: Callable[[int], None],
         on_search: Callable[[str], None],
         on_export: Callable[[int], object] | None = None,
@@ -447,10 +449,22 @@ class ConversationSidebar(ttk.Frame):
 
     # -- delete and undo -----------------------------------------------------------------------
 
+    def neighbour_of(self, cid: int) -> int | None:
+        """The chat listed after ``cid`` (before it, for the last one), None when it is the
+        only one, or not listed: what opens in its place if the open chat is deleted."""
+        iid = str(cid)
+        if not self.tree.exists(iid):
+            return None
+        for other in (self.tree.next(iid), self.tree.prev(iid)):
+            if other.isdigit():
+                return int(other)
+        return None
+
     def _delete(self, cid: int | None) -> None:
         if cid is None or not self.tree.exists(str(cid)):
             return
         title = self._title_of(cid) or self.translate("sidebar.untitled")
+        after = self.neighbour_of(cid)
         # The row goes at once (the app's refresh confirms it); keyboard focus moves to a
         # neighbour without selecting it, so deleting does not also open another chat.
         neighbour = self.tree.next(str(cid)) or self.tree.prev(str(cid))
@@ -458,7 +472,7 @@ class ConversationSidebar(ttk.Frame):
         self._order = [i for i in self._order if i != cid]
         if neighbour:
             self.tree.focus(neighbour)
-        self.on_delete(cid)
+        self.on_delete(cid, after)
         self._show_undo(cid, title)
 
     def _show_undo(self, cid: int, title: str) -> None:

@@ -167,10 +167,16 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         versions: list[str] | None = None,
         branches: list[Branch] | None = None,
         shown: int | None = None,
+        *,
+        follow: bool = False,
     ) -> UserView:
         """A question at the end; ``versions`` (with their ``branches``), if it was edited:
-        ``shown`` is the one this is (by default the last)."""
+        ``shown`` is the one this is (by default the last). ``follow``: the user has just
+        sent it: the view goes to the end even if they had scrolled up, so the question is
+        in sight and the answer is followed."""
         keeper = self._adding_at_end()
+        if follow:
+            keeper.to_end()
         view = UserView(
             len(self.entries) + 1,
             self._head_mark(),

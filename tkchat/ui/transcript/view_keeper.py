@@ -8,6 +8,8 @@ view jumped from the end of a long answer back to its first screen.
 The rule, for every callback that changes the transcript:
 
 - a reader at the bottom stays at the bottom (the view follows the answer);
+- a question the reader sends brings the view to the bottom, wherever they had scrolled
+  (:meth:`ViewKeeper.to_end`): they asked for what comes next;
 - anywhere else, the first character on screen is remembered by a mark, with the height at
   which its line is drawn; if the lines it is in are replaced by their rendered form, the
   mark moves to the same line of the rendered block (or its last one); afterwards that line
@@ -102,6 +104,13 @@ class ViewKeeper:
         self.text.mark_set(ANCHOR_MARK, index)
         self.text.mark_gravity(ANCHOR_MARK, "right")
         self._y = info[1]
+
+    def to_end(self) -> None:
+        """The reader asked for the end (they sent a question): :meth:`restore` puts the view
+        there, wherever they had scrolled, and from then on it follows the answer."""
+        if self._anchored:
+            self.text.mark_unset(ANCHOR_MARK)
+        self.mode, self.changed, self._anchored, self._line = "bottom", True, False, None
 
     def replacing(self, start: str, end: str) -> None:
         """The text from ``start`` to ``end`` is about to be deleted: if the anchor is in it,

@@ -144,7 +144,6 @@ class ChatApp(ChatLayout):
             self.input,
             self.services,
             model_ready=lambda: self.flow.model_ready,
-            stop=lambda: self.flow.stop(),
             send=lambda: self.flow.send(),
         )
         self._build_teaching_and_look(options, first.name)
