@@ -261,6 +261,20 @@ def test_a_model_that_cannot_load_is_said_and_send_stays_off(
     assert not window.send_button.isEnabled() and not window.send("Hello?")
 
 
+def test_without_llama_cpp_the_qt_window_says_what_the_model_needs_in_its_language(
+    make_window: Callable[..., ChatWindow], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama-cpp-python not importable: the one sentence (tests/test_without_llama_cpp.py),
+    in the window's language, not a traceback."""
+    from tkchat.generate.factory import LlamaOptions, make_backend
+    from tkchat.i18n import strings
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # an import of it fails
+    window = make_window(make_backend(LlamaOptions(None)), language="zh")
+    assert window.last_error == strings("zh")("app.engine_missing")
+    assert not window.send_button.isEnabled()
+
+
 def test_the_lag_probe_fires_on_qts_loop_and_records_a_late_firing(
     qapp: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

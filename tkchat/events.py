@@ -137,6 +137,9 @@ class ModelFailed:
     # to load (None: there is none, nothing can be sent until another loads).
     kept: str | None = None
     name: str | None = None  # the model that did not load, as the window names it
+    # The translator's key of ``message`` (None: it has none): the window says it in the
+    # user's language (llama-cpp-python missing: what the local model needs, how to get it).
+    key: str | None = None
     type: Literal["model_failed"] = field(default="model_failed", init=False)
 
 

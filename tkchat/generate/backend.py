@@ -30,9 +30,12 @@ class GenerationRequest:
 
 
 class BackendError(Exception):
-    """A failure the user should read: ``kind`` names it, ``str(exc)`` explains it."""
+    """A failure the user should read: ``kind`` names it, ``str(exc)`` explains it (in
+    English: a command line's sentence, the log). ``key``, where set, is the translator's key
+    of the same sentence: the window says that one, in the user's language."""
 
     kind = "backend_error"
+    key: str | None = None
 
 
 class ModelLoadError(BackendError):

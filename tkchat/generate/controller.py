@@ -130,11 +130,11 @@ class GenerationController:
             self.channel.put(ModelFailed(str(exc), cancelled=True))
             return
         except Exception as exc:  # never a silent dead thread: the user reads what happened
-            message = str(exc)
+            message, key = str(exc), exc.key if isinstance(exc, BackendError) else None
             if not isinstance(exc, BackendError):
                 message = f"Could not load the model: {type(exc).__name__}: {exc}"
             kept = self._fall_back(backend)
-            self.channel.put(ModelFailed(cut(message), kept=kept, name=backend.name))
+            self.channel.put(ModelFailed(cut(message), kept=kept, name=backend.name, key=key))
             return
         elapsed = time.perf_counter() - started
         # Only a local GGUF says what it was trained with and where it runs (a server or

@@ -125,6 +125,8 @@ class LlamaBackend:
         at the next tensor, and llama.cpp frees what it had allocated."""
         if self._llm is not None:
             return  # already loaded (switching back to this backend)
+        # First: without llama-cpp-python no model file matters, and its sentence says so
+        make_llama, eog = _llama_cpp()
         given = choose_model_path(self.model)
         path = check_gguf(given)
         # as the user knows it (a linked file's target may be a hash)
@@ -137,15 +139,11 @@ class LlamaBackend:
         check_complete(path)  # the header holds together: is all the data it names there?
         chosen = self.context_for(given.name) if self.context_for is not None else None
         n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(header.context_length)
-        try:
-            from llama_cpp import Llama, llama_vocab_is_eog
-        except ImportError as exc:  # pragma: no cover - the package depends on it
-            raise ModelLoadError(f"llama-cpp-python is not installed: {exc}") from exc
         watch = watch or LoadWatch()
         offload = OffloadChoice.for_setting(self.gpu_layers)
         try:
             with _load_progress(watch):
-                llm = Llama(
+                llm = make_llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
                     n_threads=self.n_threads,
@@ -165,7 +163,7 @@ class LlamaBackend:
 
         def is_end(token: int) -> bool:
             """<|im_end|>, eos and the like: the model is done."""
-            return bool(llama_vocab_is_eog(vocab, token))
+            return bool(eog(vocab, token))
 
         self._is_end = is_end
         self.n_ctx = llm.n_ctx()
@@ -290,6 +288,34 @@ class LlamaBackend:
             if produced >= budget:
                 return "length"
         return "stop"
+
+
+class EngineMissing(ModelLoadError):
+    """llama-cpp-python cannot be imported: not installed (its compile failed, or tkchat was
+    installed without it), or its native library does not load. Only a local model needs it:
+    the scripted backend, ``--server``, a replay and the lessons run on without it."""
+
+    kind = "engine_missing"
+    key = "app.engine_missing"  # tkchat/i18n/window.py: this sentence, in English and Chinese
+
+
+ENGINE_MISSING = (
+    "The local model needs llama-cpp-python: pip install llama-cpp-python (it compiles "
+    "llama.cpp, several minutes); meanwhile --server URL, --backend scripted and the "
+    "lessons work."
+)
+
+
+def _llama_cpp() -> tuple[type[Llama], Callable[[object, int], bool]]:
+    """llama-cpp-python's model class and its end-of-generation test, imported here, on the
+    loader thread (the import loads the native library): nothing else at start-up imports
+    it, so tkchat runs without it. :class:`EngineMissing` when it cannot be imported."""
+    try:
+        from llama_cpp import Llama, llama_vocab_is_eog
+    except (ImportError, OSError, RuntimeError) as exc:  # a library that fails to load: OSError
+        log.info("llama-cpp-python cannot be imported: %s: %s", type(exc).__name__, exc)
+        raise EngineMissing(ENGINE_MISSING) from exc
+    return Llama, cast(Callable[[object, int], bool], llama_vocab_is_eog)
 
 
 def _chat_formatter(llm: Llama, file_name: str) -> Jinja2ChatFormatter:

@@ -39,6 +39,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "Stop the answer first (Esc or Stop), then Enter sends it.",
         "app.error": "Error: {message}",
         "app.model_failed": "The model failed to load — see the message above.",
+        "app.engine_missing": "The local model needs llama-cpp-python: pip install "
+        "llama-cpp-python (it compiles llama.cpp, several minutes); meanwhile --server URL, "
+        "--backend scripted and the lessons work.",
         "app.tick_failed": "Showing the answer failed ({error}); the answer was ended. The "
         "window keeps working.",
         "app.transport_gap": "Event {seq} never arrived (lost in transport); the answer was ended.",
@@ -188,6 +191,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "请先停止回答（按 Esc 或“停止”），再按回车发送。",
         "app.error": "出错：{message}",
         "app.model_failed": "模型加载失败 —— 见上方说明。",
+        "app.engine_missing": "本地模型需要 llama-cpp-python：pip install llama-cpp-python"
+        "（它会编译 llama.cpp，需要几分钟）；在此之前，--server URL、--backend scripted "
+        "和课程都可以用。",
         "app.tick_failed": "显示回答时出错（{error}），这段回答已结束。窗口仍可正常使用。",
         "app.transport_gap": "第 {seq} 个事件始终没有到达（在传输中丢失），这段回答已结束。",
         "app.compare_open": "对比窗口已经开着了。",

@@ -276,7 +276,7 @@ class ChatWindow(QMainWindow):
             if isinstance(event, ModelReady):
                 self._model_ready(event)
             elif isinstance(event, ModelFailed):
-                self._model_failed(event.message)
+                self._model_failed(self.t(event.key) if event.key else event.message)
         if self.answer is not None and tick.chunks:
             self.transcript.append(self.answer, tick.text)  # one insert for the whole tick
         if tick.final is not None:

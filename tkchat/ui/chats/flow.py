@@ -438,14 +438,15 @@ class ChatFlow:
             return  # a load given up, and another begun since (Send connects again): its news
         if event.cancelled and self.queued is not None and self._reconnect():
             return  # Send came after Stop, before the load had ended: the question waits on
-        message = cut(event.message)
+        # a failure the translator knows is said in the user's language (the log: English)
+        message = self.t(event.key) if event.key else cut(event.message)
         self.queued = None  # the box keeps it: Send (again) once a model is there to answer
         if self.answering.answer is None:
             self.view.enable("stop", False)  # (enabled while connecting)
         if event.cancelled:
             self.view.status.show(lambda: message)
             return
-        print(f"tkchat: {message}", file=sys.stderr)
+        print(f"tkchat: {cut(event.message)}", file=sys.stderr)
         self.view.model_not_loaded(event)
         kept = event.kept
         if kept is not None and self.controller.loaded:
@@ -457,7 +458,8 @@ class ChatFlow:
         else:
             self.model_failed = True
             self.view.model_banner.show(message)
-            self.view.status.say("app.model_failed")
+            # a known failure's sentence is the status line itself (it says what to do)
+            self.view.status.say(event.key or "app.model_failed")
             self.send_allowed = False
         self.update_actions()
 
