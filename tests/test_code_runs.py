@@ -13,6 +13,7 @@ import re
 import shutil
 import tkinter as tk
 import tkinter.font as tkfont
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.conftest import pump_until
 from tkchat.conversation import Sampling
 from tkchat.events import Done
 from tkchat.generate.scripted import ScriptedBackend
+from tkchat.render import code_runs
 from tkchat.render.code_runs import looks_like_python
 from tkchat.render.scan import scan
 from tkchat.render.stream import BlockStream
@@ -165,6 +167,32 @@ def test_keywords_are_lowercase_and_sentences_end_with_a_full_stop() -> None:
     assert not looks_like_python("for each item in the list:")
     assert looks_like_python("for key, value in pairs.items():")
     assert not looks_like_python("x" * 390 + " = " + "y" * 10)  # too long to be code
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [["# h"] * 5_000, ["# h", "x = 1"] * 2_500, ["x = 1", "prose"] * 2_500, ["x = 1"] * 5_000],
+    ids=["comment lines", "comments and code", "code and prose", "one long run"],
+)
+def test_the_rules_read_each_line_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch, lines: list[str]
+) -> None:
+    """The scan asks at every line whether a run starts there: the comment lines above a run
+    are walked at most 8 deep, and a run once, so a hostile answer costs linear work."""
+    calls = 0
+
+    def counted(rule: Callable[[str], bool]) -> Callable[[str], bool]:
+        def counting(line: str) -> bool:
+            nonlocal calls
+            calls += 1
+            return rule(line)
+
+        return counting
+
+    for name in ("looks_like_python", "is_comment"):  # what the rules read a line with
+        monkeypatch.setattr(code_runs, name, counted(getattr(code_runs, name)))
+    list(scan(lines))
+    assert calls <= 20 * len(lines)
 
 
 @pytest.mark.parametrize("name", [*FOUND, *PROSE])

@@ -17,16 +17,17 @@ The rules:
    ...:``, ``else:``, ``try:``, ``finally:``, ``except ...:``; ``import a.b [as c], ...``,
    ``from a.b import ...``; ``return``/``yield`` [value], ``raise``, ``pass``, ``break``,
    ``continue``, ``assert``/``del``/``global``/``nonlocal ...``; a decorator ``@name``; an
-   assignment whose target is a name, an attribute, a subscript or a tuple of them
-   (``x = 1``, ``a, b = b, a``, ``d["k"] += 1``); a bare call
-   (``print(x)``, ``main()``, ``items.sort()``). Keywords are lowercase, as in Python, so a
-   sentence ("If you...", "Return to...") never matches, and no line ending in a full stop
-   (one ".", not "...") looks like Python.
+   assignment whose target is a name, an attribute, a subscript or a tuple of them (``x = 1``,
+   ``a, b = b, a``, ``d["k"] += 1``); a bare call (``print(x)``, ``main()``,
+   ``items.sort()``). Keywords are lowercase, as in Python, so a sentence ("If you...",
+   "Return to...") never matches; no line ending in a full stop (one ".", not "...") and no
+   line over 400 characters looks like Python.
 2. A **run starts** at a line indented at most 3 columns that looks like Python when the
-   line right after it looks like Python too, is indented deeper, or is a bare fence
-   (```` ``` ```` or ``~~~`` alone: the model forgot the opening fence, so that one closes the
-   run and is not shown). Comment lines (``#`` ...) right above such a start belong to the run:
-   ``# Add two numbers`` over ``def add(a, b):`` is a comment, not a heading.
+   next line that is not a comment looks like Python too or is indented deeper, or when the
+   line right after it is a bare fence (```` ``` ```` or ``~~~`` alone: the model forgot the
+   opening fence, so that one closes the run and is not shown). Up to 8 comment lines
+   (``#`` ...) right above such a start belong to the run: ``# Add two numbers`` over
+   ``def add(a, b):`` is a comment, not a heading.
 3. A **run goes on** with every line that looks like Python, is a comment (``#`` ... —
    inside a run never a heading), is indented deeper than the run's first line, or holds
    only closing brackets (``}``, ``])``); across blank lines when the next line that is not
@@ -38,10 +39,11 @@ The rules:
    show as code, and prose lines — a list, a numbered list, "if you want ... :" followed by
    prose, a ``# Title`` above prose or above a blank line — never start one.
 
-A run's decision can need the lines after it (rule 2 and 3 look ahead up to two lines past
-a line). While an answer streams, those may not have arrived: :func:`code_run_end` then
-raises :class:`NeedMoreLines` (``final=False``), and the scanner hands out nothing from that
-line on until they have — so a block is never painted as prose and then found to be code.
+Whether a run starts at a line can depend on the lines after it (rule 2 looks past the
+comments and one line of code). While an answer streams, those may not have arrived:
+:func:`code_run_end` then raises :class:`NeedMoreLines` (``final=False``), and the scanner
+hands out nothing from that line on until they have — so a block is never painted as prose
+and then found to be code. (Where a run *ends* needs no such wait: see :func:`_run_end`.)
 
 Pure functions, no shared state: any thread may call them.
 """
@@ -84,6 +86,9 @@ _LOOKS_LIKE_PYTHON = re.compile(
 # Longer lines never look like Python: a code line is short, and the patterns above may
 # backtrack over a line (quadratic in its length at worst: bounded by this).
 MAX_CODE_LINE_CHARS = 400
+# At most this many comment lines above a run's first line of code belong to it: a scan
+# asks at every line, and a thousand "#" lines must not be walked a thousand times.
+MAX_COMMENTS_ABOVE = 8
 _TRAILING_COMMENT = re.compile(r"[ \t]+#[^'\"]*$")
 _CLOSING_BRACKETS = re.compile(r"[\]})]+[,;:]?")
 
@@ -139,9 +144,10 @@ def code_run_end(lines: list[str], i: int, *, final: bool = True) -> tuple[int, 
 
     ``final``: the text is complete. If it is still arriving and the answer depends on lines
     not yet there, :class:`NeedMoreLines` is raised."""
+    first = i
     while is_comment(lines[i]) and indent_width(lines[i]) <= 3:  # comments above the code
         i += 1
-        if _line(lines, i, final) is None:
+        if i - first > MAX_COMMENTS_ABOVE or _line(lines, i, final) is None:
             return None
     line = lines[i]
     if indent_width(line) > 3 or not looks_like_python(line):

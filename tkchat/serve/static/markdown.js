@@ -156,6 +156,7 @@
     `${TARGET}\\(.*\\)`,
   ].join('|') + ')$');
   const MAX_CODE_LINE_CHARS = 400; // longer lines never look like Python (and bound a regex)
+  const MAX_COMMENTS_ABOVE = 8; // comment lines above a run's code: walked from every line
   const TRAILING_COMMENT = /[ \t]+#[^'"]*$/;
   const CLOSING_BRACKETS = /^[\]})]+[,;:]?$/;
   const RAW = { lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' };
@@ -196,9 +197,10 @@
 
   /** {end, closed} if a run of unfenced Python starts at lines[i], else null (rule 2). */
   function codeRunEnd(lines, i) {
+    const first = i;
     while (isComment(lines[i]) && indentWidth(lines[i]) <= 3) {
       i += 1;
-      if (lineAt(lines, i) === null) return null;
+      if (i - first > MAX_COMMENTS_ABOVE || lineAt(lines, i) === null) return null;
     }
     const line = lines[i];
     if (indentWidth(line) > 3 || !looksLikePython(line)) return null;
