@@ -468,7 +468,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "lab/watchdog.py:WatchdogWindow.draw": 74,
     "ui/models/picker.py:ModelPicker._build": 68,
     "models/download_child.py:_download": 68,
-    "render/scan.py:scan_spans": 67,
     "ui/window/layout.py:ChatLayout._build_layout": 62,
     "ui/models/catalogue_dialog.py:CatalogueDialog._build": 62,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -113,30 +114,44 @@ def test_the_last_block_runs_to_the_end_and_trailing_blanks_go_with_it() -> None
     assert stream.next_block() is None and stream.exhausted
 
 
+def unfenced_code(index: int) -> str:
+    """The lines of a long run of unfenced Python, a function every five: dedents and blank
+    lines, which end indented code and paragraphs, go on with it."""
+    return ("def f{0}(x):\n", "    y = x + {0}\n", "\n", "    return y\n", "\n")[index % 5].format(
+        index // 5
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [lambda index: f"line {index} of a very long poem\n", unfenced_code],
+    ids=["a poem", "unfenced code"],
+)
 def test_an_enormous_open_block_is_scanned_a_bounded_number_of_times(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, line: Callable[[int], str]
 ) -> None:
-    """A 4,000-line paragraph fed line by line: rescanning it at every line would be
-    quadratic; the lines scanned in all stay linear in its length."""
+    """A 4,000-line paragraph (or run of unfenced code) fed line by line: rescanning it at
+    every line would be quadratic; the lines scanned in all stay linear in its length."""
     scanned: list[int] = []
     real = stream_module.scan_spans
 
-    def counting(lines: list[str], start: int = 0):  # type: ignore[no-untyped-def]
+    def counting(lines: list[str], start: int = 0, *, final: bool = True):  # type: ignore[no-untyped-def]
         scanned.append(len(lines) - start)
-        return real(lines, start)
+        return real(lines, start, final=final)
 
     monkeypatch.setattr(stream_module, "scan_spans", counting)
     stream = BlockStream()
     lines = 4_000
     for index in range(lines):
-        if stream.feed(f"line {index} of a very long poem\n"):
+        if stream.feed(line(index)):
             assert stream.next_block() is None
     assert len(scanned) < 400
     # 256 lines scanned at every line, then every time the block grew by an eighth
     assert sum(scanned) < 20 * lines
-    stream.feed("\n")
+    stream.feed("\nThe end.\n\n")
     block = stream.next_block()
-    assert block is not None and block.lines == lines
+    text = "".join(line(index) for index in range(lines))
+    assert block is not None and block.lines == text.rstrip("\n").count("\n") + 1
 
 
 def test_feeding_after_the_end_is_refused() -> None:

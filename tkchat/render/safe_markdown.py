@@ -4,6 +4,8 @@ Callers import from here; the work is done by small modules, one concern each:
 
 - :mod:`tkchat.render.syntax` — line-level markdown: block openers, code fences.
 - :mod:`tkchat.render.scan` — grouping lines into top-level blocks.
+- :mod:`tkchat.render.code_runs` — Python written without fences, which ``scan`` calls
+  fenced code (the rules, kept line for line by the page's ``markdown.js``).
 - :mod:`tkchat.render.prose` — cutting long prose at sentence ends and spaces.
 - :mod:`tkchat.render.blocks` — blocks small enough for one main-thread callback
   (:func:`split_blocks`, :func:`block_pieces`); why the size matters is there.

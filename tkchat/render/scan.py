@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
+from tkchat.render.code_runs import LANGUAGE, NeedMoreLines, code_run_end
 from tkchat.render.syntax import (
     ATX_RE,
     HR_RE,
@@ -33,7 +34,7 @@ BlockKind = Literal["fence", "heading", "hr", "quote", "list", "code", "para"]
 
 class RawBlock(NamedTuple):
     """One top-level block as :func:`scan` found it: its kind and its lines, unchanged
-    (except that an unclosed fence gets its closing line)."""
+    (except that an unclosed fence gets its closing line, and unfenced code its fences)."""
 
     kind: BlockKind
     lines: list[str]
@@ -46,10 +47,11 @@ def _next_nonblank(lines: list[str], start: int) -> int:
     return j
 
 
-def _list_end(lines: list[str], start: int) -> int:
+def _list_end(lines: list[str], start: int, final: bool) -> int:
     """Index just past a list: items, indented continuations (fenced code included, across
     blank lines), and lazy continuation lines; it ends at a blank line followed by an
-    unindented non-item line, or at an unindented line that starts another kind of block."""
+    unindented non-item line, or at an unindented line that starts another kind of block or
+    a run of unfenced code (:mod:`~tkchat.render.code_runs`)."""
     j = start + 1
     n = len(lines)
     while j < n:
@@ -65,7 +67,9 @@ def _list_end(lines: list[str], start: int) -> int:
             if fm:
                 j, _ = fence_end(lines, j, fm.group("fence"), indented=True)
                 continue
-        elif not is_list_start(line) and interrupts(line):
+        elif not is_list_start(line) and (
+            interrupts(line) or code_run_end(lines, j, final=final) is not None
+        ):
             return j
         j += 1
     return j
@@ -78,70 +82,93 @@ def scan(lines: list[str]) -> Iterator[RawBlock]:
         yield raw
 
 
-def scan_spans(lines: list[str], start: int = 0) -> Iterator[tuple[int, int, RawBlock]]:  # noqa: C901 - a debt (tests/test_architecture.py)
+def scan_spans(
+    lines: list[str], start: int = 0, *, final: bool = True
+) -> Iterator[tuple[int, int, RawBlock]]:
     """:func:`scan` from line ``start`` on, each block with the indices of its first line and
-    of the line after it (blank lines between blocks belong to neither)."""
-    n = len(lines)
+    of the line after it (blank lines between blocks belong to neither).
+
+    ``final``: ``lines`` are the whole text. When more may still arrive (an answer that
+    streams), the scan stops before the first block whose kind or end depends on lines not
+    there yet (whether unfenced code starts or goes on: :mod:`~tkchat.render.code_runs`)."""
+    try:
+        yield from _spans(lines, start, final)
+    except NeedMoreLines:
+        return
+
+
+def _spans(lines: list[str], start: int, final: bool) -> Iterator[tuple[int, int, RawBlock]]:
     i = start
-    while i < n:
-        line = lines[i]
-        if is_blank(line):
+    while i < len(lines):
+        if is_blank(lines[i]):
             i += 1
             continue
-        fm = fence_open(line)
-        if fm:
-            j, closed = fence_end(lines, i, fm.group("fence"))
-            block = lines[i:j]
-            if not closed:
-                block = block[:1] + trim_blank_edges(block[1:])
-                block.append(fm.group("indent") + fm.group("fence"))  # close it: valid markdown
-            yield i, j, RawBlock("fence", block)
-            i = j
-            continue
-        if ATX_RE.match(line):
-            yield i, i + 1, RawBlock("heading", [line])
-            i += 1
-            continue
-        if HR_RE.match(line):
-            yield i, i + 1, RawBlock("hr", [line])
-            i += 1
-            continue
-        if QUOTE_RE.match(line):
-            j = i + 1
-            while j < n and not is_blank(lines[j]):
-                if not QUOTE_RE.match(lines[j]) and interrupts(lines[j]):
-                    break
-                j += 1
-            yield i, j, RawBlock("quote", lines[i:j])
-            i = j
-            continue
-        if is_list_start(line):
-            j = _list_end(lines, i)
-            yield i, j, RawBlock("list", lines[i:j])
-            i = j
-            continue
-        if INDENTED_CODE_RE.match(line):
-            j = i + 1
-            while j < n:
-                if is_blank(lines[j]):
-                    k = _next_nonblank(lines, j)
-                    if k < n and INDENTED_CODE_RE.match(lines[k]):
-                        j = k
-                        continue
-                    break
-                if not INDENTED_CODE_RE.match(lines[j]):
-                    break
-                j += 1
-            yield i, j, RawBlock("code", lines[i:j])
-            i = j
-            continue
+        j, raw = _block(lines, i, final)
+        yield i, j, raw
+        i = j
+
+
+def _block(lines: list[str], i: int, final: bool) -> tuple[int, RawBlock]:
+    """The block that starts at the line ``lines[i]`` (not blank), and the index past it."""
+    line = lines[i]
+    fm = fence_open(line)
+    if fm:
+        j, closed = fence_end(lines, i, fm.group("fence"))
+        block = lines[i:j]
+        if not closed:
+            block = block[:1] + trim_blank_edges(block[1:])
+            block.append(fm.group("indent") + fm.group("fence"))  # close it: valid markdown
+        return j, RawBlock("fence", block)
+    run = code_run_end(lines, i, final=final)
+    if run is not None:  # unfenced code: shown as the fenced code it is
+        j, closed = run
+        code = lines[i : j - 1] if closed else lines[i:j]
+        return j, RawBlock("fence", [f"```{LANGUAGE}", *code, "```"])
+    if ATX_RE.match(line):
+        return i + 1, RawBlock("heading", [line])
+    if HR_RE.match(line):
+        return i + 1, RawBlock("hr", [line])
+    if QUOTE_RE.match(line):
         j = i + 1
-        while j < n and not is_blank(lines[j]):
-            if SETEXT_RE.match(lines[j]):
-                j += 1  # a setext underline belongs to its heading text
-                break
-            if interrupts(lines[j]):
+        while j < len(lines) and not is_blank(lines[j]):
+            if not QUOTE_RE.match(lines[j]) and interrupts(lines[j]):
                 break
             j += 1
-        yield i, j, RawBlock("para", lines[i:j])
-        i = j
+        return j, RawBlock("quote", lines[i:j])
+    if is_list_start(line):
+        j = _list_end(lines, i, final)
+        return j, RawBlock("list", lines[i:j])
+    if INDENTED_CODE_RE.match(line):
+        j = _indented_code_end(lines, i)
+        return j, RawBlock("code", lines[i:j])
+    j = _para_end(lines, i, final)
+    return j, RawBlock("para", lines[i:j])
+
+
+def _indented_code_end(lines: list[str], i: int) -> int:
+    """Index just past indented code: indented lines, across blank lines."""
+    j = i + 1
+    while j < len(lines):
+        if is_blank(lines[j]):
+            k = _next_nonblank(lines, j)
+            if k < len(lines) and INDENTED_CODE_RE.match(lines[k]):
+                j = k
+                continue
+            break
+        if not INDENTED_CODE_RE.match(lines[j]):
+            break
+        j += 1
+    return j
+
+
+def _para_end(lines: list[str], i: int, final: bool) -> int:
+    """Index just past a paragraph: up to a blank line, a line that starts another block or
+    a run of unfenced code; a setext underline belongs to its heading text."""
+    j = i + 1
+    while j < len(lines) and not is_blank(lines[j]):
+        if SETEXT_RE.match(lines[j]):
+            return j + 1
+        if interrupts(lines[j]) or code_run_end(lines, j, final=final) is not None:
+            break
+        j += 1
+    return j

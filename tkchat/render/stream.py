@@ -7,6 +7,10 @@ A block is complete when nothing that can still arrive would change it:
 - a list or indented code: when the line after the blank lines has begun and cannot go on
   with it (a list goes on with an indented line or another item, indented code with an
   indented line), or when the next block has started;
+- unfenced code (:mod:`~tkchat.render.code_runs`): when the next block has started. Whether
+  a line starts or goes on with such code can depend on the line or two after it; until
+  they have arrived, the scan hands out nothing from that line on, so no block is painted
+  as prose that turns out to be code;
 - the last block: when the answer ends.
 
 Line by line, a line is judged only once it is complete, since its start can still change
@@ -42,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tkchat.limits import DISPLAY_LINE_CHARS
+from tkchat.render.code_runs import may_change_run, may_end_run
 from tkchat.render.scan import RawBlock, scan_spans
 from tkchat.render.soft_breaks import SOFT_ZONE, soft_break
 from tkchat.render.syntax import (
@@ -81,6 +86,7 @@ class BlockStream:
         self._partial: list[str] = []  # the pieces of the line still open
         self._start = 0  # the first line of the first block not handed out yet
         self._rescan_at = 0  # scan the open block again once it has this many lines
+        self._open_run = False  # is the open block, as last scanned, unfenced code?
         self._begun = False  # does the open line have a character that is not a space?
         self.ended = False
 
@@ -107,7 +113,7 @@ class BlockStream:
         if len(self._lines) + len(new) - self._start < self._rescan_at:  # a long open block
             previous = self._lines[-1] if self._lines else ""
             for line in new:
-                if _may_end_block(previous, line):
+                if _may_end_block(previous, line, open_run=self._open_run):
                     self._rescan_at = 0
                     break
                 previous = line
@@ -137,7 +143,7 @@ class BlockStream:
         open_lines = len(self._lines) - self._start
         if open_lines <= 0 or (not self.ended and open_lines < self._rescan_at):
             return None
-        spans = scan_spans(self._lines, self._start)
+        spans = scan_spans(self._lines, self._start, final=self.ended)
         first = next(spans, None)
         if first is None:  # only blank lines so far
             if not self.ended:
@@ -153,10 +159,13 @@ class BlockStream:
             self._rescan_at = (
                 open_lines + 1 if open_lines < RESCAN_ALWAYS_BELOW else open_lines * 9 // 8
             )
+            # (unfenced code: a fenced block whose first line opens no fence)
+            self._open_run = first[2].kind == "fence" and fence_open(self._lines[first[0]]) is None
             return None
         block = StreamBlock(first[2], self._shown[first[1]] - self._shown[self._start])
         self._start = first[1]
         self._rescan_at = 0
+        self._open_run = False
         return block
 
     def _count_shown(self, lines: list[str]) -> None:
@@ -191,13 +200,17 @@ class BlockStream:
         return indent_width(begun) < 2 and begun.lstrip()[0] not in _LIST_MARKER_STARTS
 
 
-def _may_end_block(previous: str, line: str) -> bool:
+def _may_end_block(previous: str, line: str, *, open_run: bool) -> bool:
     """Could ``line``, after ``previous``, end the block they are in? (Cheap; True whenever
-    the scan might end a block there, so a block is never handed out late.)"""
+    the scan might end a block there, so a block is never handed out late.) ``open_run``:
+    that block is unfenced code, which blank lines and dedents do not end."""
+    if open_run:
+        return may_end_run(previous, line)
     return (
         is_blank(line)
         or is_blank(previous)
         or interrupts(line)
         or (indent_width(line) < 4 <= indent_width(previous))
         or SETEXT_RE.match(previous) is not None
+        or may_change_run(previous, line)
     )

@@ -129,6 +129,121 @@
       QUOTE.test(line) || ITEM.test(line);
   }
 
+  // Unfenced code: the rules of tkchat/render/code_runs.py, line for line (its docstring says
+  // them; tests/test_code_runs.py checks that the window and this page find the same runs).
+  // Only top-level lines are asked (depth 0), as the window's block scanner does; the text is
+  // whole here, so nothing waits for lines still to come. The lines are escaped: the rules
+  // read them as the model wrote them (rawLine).
+  const NAME = '[A-Za-z_]\\w*';
+  const TARGET = `${NAME}(?:\\.${NAME})*(?:\\[[^\\]]*\\])*`;
+  const LOOKS_LIKE_PYTHON = new RegExp('^(?:' + [
+    `(?:async[ \\t]+)?def[ \\t]+${NAME}[ \\t]*\\(.*\\)(?:[ \\t]*->.+)?:`,
+    `class[ \\t]+${NAME}(?:[ \\t]*\\(.*\\))?:`,
+    '(?:if|elif|while)[ \\t]+\\S.*:',
+    `for[ \\t]+\\(?${NAME}(?:[ \\t]*,[ \\t]*${NAME})*\\)?[ \\t]+in[ \\t]+\\S.*:`,
+    'with[ \\t]+(?:\\S.*[ \\t]+as[ \\t]+\\S.*|[\\w.]+\\(.*\\)):',
+    '(?:else|try|finally):',
+    'except(?:[ \\t]+\\S.*)?:',
+    `import[ \\t]+[\\w.]+(?:[ \\t]+as[ \\t]+${NAME})?(?:[ \\t]*,[ \\t]*[\\w.]+(?:[ \\t]+as[ \\t]+${NAME})?)*`,
+    'from[ \\t]+\\.*[\\w.]*[ \\t]+import[ \\t]+\\S.*',
+    '(?:return|yield)(?:[ \\t]+\\S.*)?',
+    'raise(?:[ \\t]+[\\w.]+(?:\\(.*\\))?)?',
+    'pass|break|continue',
+    '(?:assert|del|global|nonlocal)[ \\t]+\\S.*',
+    `@${NAME}(?:\\.${NAME})*(?:\\(.*\\))?`,
+    `\\(?${TARGET}(?:[ \\t]*,[ \\t]*${TARGET})*\\)?[ \\t]*` +
+      '(?://|\\*\\*|>>|<<|[-+*/%&|^@])?=(?!=)[ \\t]*\\S.*',
+    `${TARGET}\\(.*\\)`,
+  ].join('|') + ')$');
+  const MAX_CODE_LINE_CHARS = 400; // longer lines never look like Python (and bound a regex)
+  const MAX_COMMENTS_ABOVE = 8; // comment lines above a run's code: walked from every line
+  const TRAILING_COMMENT = /[ \t]+#[^'"]*$/;
+  const CLOSING_BRACKETS = /^[\]})]+[,;:]?$/;
+  const RAW = { lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' };
+
+  /** An escaped line as the model wrote it (one pass, so "&amp;lt;" stays "&lt;"). */
+  const rawLine = (line) => line.replace(/&(lt|gt|quot|#39|amp);/g, (_, n) => RAW[n])
+    .replaceAll(REF, '&');
+  function stripSpaces(text) {
+    const start = text.replace(/^[ \t]+/, '');
+    return start.slice(0, trimmedEnd(start));
+  }
+
+  /** Columns of indentation, a tab to the next multiple of 4 (syntax.indent_width). */
+  function indentWidth(line) {
+    let col = 0;
+    for (const ch of line) {
+      if (ch === ' ') col += 1;
+      else if (ch === '\t') col = (Math.floor(col / 4) + 1) * 4;
+      else break;
+    }
+    return col;
+  }
+
+  function looksLikePython(line) {
+    const text = stripSpaces(rawLine(line));
+    if (!text || text.length > MAX_CODE_LINE_CHARS || (text.endsWith('.') && !text.endsWith('...'))) {
+      return false;
+    }
+    if (LOOKS_LIKE_PYTHON.test(text)) return true;
+    const bare = text.replace(TRAILING_COMMENT, '');
+    return bare !== text && LOOKS_LIKE_PYTHON.test(bare);
+  }
+
+  const isComment = (line) => line.replace(/^[ \t]+/, '').startsWith('#');
+  const codeLine = (line) => looksLikePython(line) || CLOSING_BRACKETS.test(stripSpaces(line));
+  const bareFence = (line) => openFence(line) !== null && stripSpaces(FENCE.exec(line)[3]) === '';
+  const lineAt = (lines, k) => (k < lines.length ? lines[k] : null);
+
+  /** {end, closed} if a run of unfenced Python starts at lines[i], else null (rule 2). */
+  function codeRunEnd(lines, i) {
+    const first = i;
+    while (isComment(lines[i]) && indentWidth(lines[i]) <= 3) {
+      i += 1;
+      if (i - first > MAX_COMMENTS_ABOVE || lineAt(lines, i) === null) return null;
+    }
+    const line = lines[i];
+    if (indentWidth(line) > 3 || !looksLikePython(line)) return null;
+    let k = i + 1;
+    let after = lineAt(lines, k);
+    while (after !== null && isComment(after)) after = lineAt(lines, ++k);
+    if (after === null || isBlank(after)) return null;
+    if (k === i + 1 && bareFence(after)) return { end: k + 1, closed: true };
+    if (!(looksLikePython(after) || indentWidth(after) > indentWidth(line))) return null;
+    return runEnd(lines, k + 1, indentWidth(line));
+  }
+
+  /** Rule 3: follow a run from lines[j]. */
+  function runEnd(lines, j, base) {
+    for (;;) {
+      const line = lineAt(lines, j);
+      if (line === null) return { end: j, closed: false };
+      if (isBlank(line)) {
+        let k = j;
+        while (lineAt(lines, k) !== null && isBlank(lines[k])) k += 1;
+        if (k >= lines.length || !goesOnAfterBlank(lines, k, base)) return { end: j, closed: false };
+        j = k;
+        continue;
+      }
+      if (bareFence(line)) return { end: j + 1, closed: true };
+      if (openFence(line) !== null) return { end: j, closed: false };
+      if (!(codeLine(line) || isComment(line) || indentWidth(line) > base)) {
+        return { end: j, closed: false };
+      }
+      j += 1;
+    }
+  }
+
+  function goesOnAfterBlank(lines, k, base) {
+    const line = lines[k];
+    if (openFence(line) !== null) return false;
+    if (codeLine(line) || indentWidth(line) > base) return true;
+    if (!isComment(line)) return false;
+    const after = lineAt(lines, k + 1);
+    return after !== null && !isBlank(after) && openFence(after) === null &&
+      (codeLine(after) || indentWidth(after) > base);
+  }
+
   /** Thrown when a top-level block runs over its budget; renderBlocks shows it as text. */
   const OVER_BUDGET = new Error('markdown block over its time budget');
   let deadline = Infinity;
@@ -177,6 +292,11 @@
       }
       return { block: { html: '<pre><code>' + asCode(body.join('\n')) + '</code></pre>' }, next: i };
     }
+    const run = depth === 0 ? codeRunEnd(lines, i) : null;
+    if (run) { // unfenced code, shown as the fenced code it is (a forgotten opener's closer goes)
+      const body = lines.slice(i, run.closed ? run.end - 1 : run.end);
+      return { block: { html: '<pre><code>' + asCode(body.join('\n')) + '</code></pre>' }, next: run.end };
+    }
     const h = heading(line);
     if (h) {
       return { block: { html: `<h${h.level}>${inline(h.text)}</h${h.level}>` }, next: i + 1 };
@@ -200,7 +320,8 @@
     // Leading spaces go; trailing ones stay until inline() has seen them (two = a <br>).
     const para = [line.trimStart()];
     i += 1;
-    while (i < lines.length && !isBlank(lines[i]) && !(nested && startsBlock(lines[i]))) {
+    while (i < lines.length && !isBlank(lines[i]) && !(nested && startsBlock(lines[i])) &&
+      !(depth === 0 && codeRunEnd(lines, i))) {
       para.push(lines[i].trimStart());
       i += 1;
     }
@@ -237,6 +358,7 @@
         }
         if (indentOf(line) >= contentIndent) body.push(line.slice(contentIndent));
         else if (startsBlock(line)) break;
+        else if (depth === 0 && indentWidth(line) === 0 && codeRunEnd(lines, i)) break;
         else body.push(line.trim()); // lazy continuation
         i += 1;
       }
