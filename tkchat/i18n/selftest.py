@@ -83,8 +83,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "judge it before)",
         "selftest.note.q4_ended_before": "the answer had already ended when Stop was handled: "
         "there was nothing left to stop",
-        "selftest.note.rare": "{count} call(s) worked over {bound} ms, but rarely — not held "
-        "against the pipeline (a garbage collection does that once in a while)",
+        "selftest.note.rare": "{count} call(s) waited over {bound} ms, but rarely — not held "
+        "against the pipeline (a thread the machine preempted does that once in a while)",
+        "selftest.note.collected": "{count} call(s) over {bound} ms only with the garbage "
+        "collector's pauses in them — those pauses are not counted against the pipeline",
         "selftest.note.unlucky": "{count} call(s) that normally return at once waited over "
         "{bound} ms, once — on the machine (the GIL, held by a thread the machine had "
         "preempted; the disk), not on the pipeline: only their work is counted",
@@ -252,8 +254,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "是机器让模型变慢了——不作判断",
         "selftest.note.attempt": "（在第 {attempt} 次测量时判断：之前机器太忙，无法判断）",
         "selftest.note.q4_ended_before": "处理“停止”时回答已经结束：没有什么可停的了",
-        "selftest.note.rare": "有 {count} 次调用工作超过 {bound} 毫秒，但很少见——"
-        "不算在管线头上（垃圾回收偶尔会这样）",
+        "selftest.note.rare": "有 {count} 次调用等待超过 {bound} 毫秒，但很少见——"
+        "不算在管线头上（机器偶尔会抢占某个线程）",
+        "selftest.note.collected": "有 {count} 次调用只是算上垃圾回收的暂停才超过 {bound} 毫秒——"
+        "这些暂停不算在管线头上",
         "selftest.note.unlucky": "有 {count} 次平时立刻返回的调用偶尔等待超过 {bound} 毫秒——"
         "等的是机器（GIL 被一个被抢占的线程占着；磁盘），不是管线：只计算它们的工作时间",
         "selftest.note.whose": "迟到的时间是谁的（对主线程调用栈的采样）：迟到的 {late} 毫秒中，"

@@ -70,8 +70,14 @@ def waiters(calls: Iterable[PipelineCall]) -> set[str]:
     return {method for method, found in waits.items() if (median(found) or 0.0) > WAIT_HABIT_MS}
 
 
+def work_ms(call: PipelineCall) -> float:
+    """The call's own work: its CPU time, less the garbage collector's pauses in it (a
+    collection runs in whatever code allocated last; the call did not ask for it)."""
+    return max(0.0, call.cpu_ms - call.gc_ms)
+
+
 def charged_ms(call: PipelineCall, waiting: set[str]) -> float:
-    """How long a call is held to have held the loop.
+    """How long a call is held to have held the loop (the collector's pauses never count).
 
     - A call that *worked* over a frame (:data:`WAIT_HABIT_MS` of CPU): all of its wall
       time — a busy machine only stretched a call that was too long already (and a loop that
@@ -81,9 +87,10 @@ def charged_ms(call: PipelineCall, waiting: set[str]) -> float:
       long was waiting on the machine — for a core, for the GIL held by a thread the machine
       had preempted, for the disk — not on anything the pipeline does.
     """
-    if call.cpu_ms > WAIT_HABIT_MS:
-        return call.wall_ms
-    return call.held_ms if call.method in waiting else min(call.held_ms, call.cpu_ms)
+    if work_ms(call) > WAIT_HABIT_MS:
+        return max(0.0, call.wall_ms - call.gc_ms)
+    held = max(0.0, call.held_ms - call.gc_ms)
+    return held if call.method in waiting else min(held, work_ms(call))
 
 
 def spans_of(calls: Iterable[PipelineCall]) -> list[Span]:

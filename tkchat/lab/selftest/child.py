@@ -29,6 +29,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.i18n import strings
 from tkchat.lab.selftest.instruments import (
     CallTimer,
+    GcClock,
     QueueProbe,
     SchedClock,
     TimedPipeline,
@@ -190,7 +191,7 @@ def run_window(
     """Main thread: time the pipeline, report, beat, obey, until the grader says close."""
     instruments = window.instruments
     guarded = instruments.pipeline
-    timer = CallTimer(SchedClock())
+    timer = CallTimer(SchedClock(), GcClock())
     instruments.pipeline = TimedPipeline(guarded, timer)  # (the same name: the window keeps it)
     tk_before = TK_THREADS.count
 

@@ -17,6 +17,7 @@ itself spent waiting). On a system without these files the wall time counts whol
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -126,19 +127,49 @@ class QueueProbe:
             self._arm()
 
 
+class GcClock:
+    """How long the main thread has spent in the garbage collector so far (``total_s``):
+    ``gc.callbacks`` say when each collection starts and stops, on the thread it runs on.
+    A collection pauses whatever code allocated the object that triggered it; once in a
+    while that is a pipeline's call, which did not ask for it. Runs on the thread that
+    collects; :meth:`close` on the main thread."""
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+        self._began: float | None = None
+        self._main = threading.main_thread().ident
+        gc.callbacks.append(self._note)
+
+    def _note(self, phase: str, _info: dict[str, int]) -> None:
+        if threading.get_ident() != self._main:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        elif self._began is not None:
+            self.total_s += time.perf_counter() - self._began
+            self._began = None
+
+    def close(self) -> None:
+        if self._note in gc.callbacks:
+            gc.callbacks.remove(self._note)
+
+
 class CallTimer:
-    """Times calls three ways — from call to return, the calling thread's CPU time, how long
-    it held the loop (see the module) — and keeps them in ``calls``. Calls come on the main
+    """Times calls four ways — from call to return, the calling thread's CPU time, how long
+    it held the loop (see the module), and how much of it the garbage collector paused the
+    main thread (:class:`GcClock`) — and keeps them in ``calls``. Calls come on the main
     thread — and on a worker, for a pipeline that wrongly ends its answer from one (those are
     marked: they do not hold the event loop)."""
 
-    def __init__(self, clock: SchedClock) -> None:
+    def __init__(self, clock: SchedClock, collector: GcClock | None = None) -> None:
         self.clock = clock
+        self.collector = collector
         self.calls: list[PipelineCall] = []
 
     def run(self, method: str, call: Callable[[], T]) -> T:
         main = threading.current_thread() is threading.main_thread()
         before = self.clock.waits() if main else {}
+        collected = self.collector.total_s if self.collector is not None else 0.0
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             return call()
@@ -147,7 +178,10 @@ class CallTimer:
             cpu_ms = (time.thread_time() - cpu) * 1000
             after = self.clock.waits() if main else {}
             held = held_ms(wall_ms, cpu_ms, before, after, threading.get_native_id())
-            self.calls.append(PipelineCall(method, started, wall_ms, cpu_ms, held, main))
+            gc_ms = 0.0
+            if main and self.collector is not None:
+                gc_ms = min(cpu_ms, (self.collector.total_s - collected) * 1000)
+            self.calls.append(PipelineCall(method, started, wall_ms, cpu_ms, held, main, gc_ms))
 
 
 class TimedPipeline:

@@ -97,13 +97,22 @@ class PipelineCall:
     cpu_ms: float  # the calling thread's CPU time in it: the work it did
     held_ms: float  # wall minus the time spent waiting for a core: how long the call held it
     main: bool = True  # made on the main thread (it held the event loop)
+    gc_ms: float = 0.0  # of its time, the garbage collector's pauses on the main thread
 
     @property
     def end(self) -> float:
         return self.at + self.wall_ms / 1000
 
     def row(self) -> list[Any]:
-        return [self.method, self.at, self.wall_ms, self.cpu_ms, self.held_ms, self.main]
+        return [
+            self.method,
+            self.at,
+            self.wall_ms,
+            self.cpu_ms,
+            self.held_ms,
+            self.main,
+            self.gc_ms,
+        ]
 
 
 @dataclass(frozen=True)

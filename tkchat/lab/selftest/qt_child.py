@@ -20,6 +20,7 @@ from tkchat.events import Done, Error
 from tkchat.lab.selftest.child import BEAT_MS, parse
 from tkchat.lab.selftest.instruments import (
     CallTimer,
+    GcClock,
     QueueProbe,
     SchedClock,
     TokenMeter,
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     seen = QtLabWindow(window)
     probe = QueueProbe(lambda ms, then: seen.later("selftest-probe", ms, then))
-    timer = CallTimer(SchedClock())
+    timer = CallTimer(SchedClock(), GcClock())
     _time_the_appends(window, timer)
     sources = Sources(calls=timer.calls, probe=probe.samples)
     commands.witness = QuestionWitness(None, probe.samples, out, toolkit="Qt")  # no sampler
