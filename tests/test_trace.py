@@ -304,16 +304,19 @@ def test_a_thread_running_python_is_seen_in_the_function_it_runs(target) -> None
 
 
 class GivenClocks:
-    """``ThreadClock.read`` as the test sets it: each read, the thread has run ``ran`` and
-    waited ``queued`` seconds for a core more than at the last one."""
+    """``ThreadClock.read`` as the test sets it: each read of a clock, its thread has run
+    ``ran`` and waited ``queued`` seconds for a core more than at that clock's last read.
+    (Per clock: a sampler another test left running in this process reads its own clock
+    through the same patched method, and must not move this one's.)"""
 
     def __init__(self, ran: float, queued: float) -> None:
         self.step = (ran, queued)
-        self.total = (0.0, 0.0)
+        self.totals: dict[int, tuple[float, float]] = {}
 
-    def __call__(self) -> tuple[float | None, float | None]:
-        self.total = (self.total[0] + self.step[0], self.total[1] + self.step[1])
-        return self.total
+    def __call__(self, clock: ThreadClock) -> tuple[float | None, float | None]:
+        ran, queued = self.totals.get(id(clock), (0.0, 0.0))
+        self.totals[id(clock)] = (ran + self.step[0], queued + self.step[1])
+        return self.totals[id(clock)]
 
 
 @pytest.mark.parametrize(
@@ -328,7 +331,7 @@ def test_the_sampler_tells_the_kind_of_each_sample_from_the_thread_s_clocks(
     clocks given: every sample is of the kind those clocks say (Python against C code is
     told by how long the sampler waited for the GIL: test_each_kind_of_time_is_told_apart)."""
     given = GivenClocks(ran, queued)
-    monkeypatch.setattr(ThreadClock, "read", lambda _clock: given())
+    monkeypatch.setattr(ThreadClock, "read", lambda clock: given(clock))
     samples = sampled(target(held_in_a_named_function), 10)
     assert {s.kind for s in samples} == {kind}
     assert all(s.ran == ran and s.queued == queued for s in samples)
