@@ -11,6 +11,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ pytest.importorskip("uvicorn")
 
 from tests.test_openai_client import ASK, client  # noqa: E402
 from tests.test_remote_backend import FakeServer, loaded  # noqa: E402
+from tests.test_remote_backend import llama_server as llama_cpp_server  # noqa: E402, F401 - a fixture
 from tests.test_server import Live, serve  # noqa: E402
 from tkchat.generate import json_grammar  # noqa: E402
 from tkchat.generate.remote import RemoteBackend  # noqa: E402
@@ -241,3 +243,18 @@ def test_a_schemas_grammar_is_made_once() -> None:
     first = json_grammar.grammar_for(schema)
     assert json_grammar.grammar_for(json.dumps(PERSON)) is first  # the same object: remembered
     assert 'root ::= "{" space name-kv "," space age-kv "}" space' in first
+
+
+@pytest.mark.model
+def test_llama_cpp_servers_json_mode_reaches_the_client_through_tkchat(
+    llama_cpp_server: tuple[str, Path],  # noqa: F811 - the fixture, imported above
+) -> None:
+    """The real peer behind --server: llama-cpp-python's server honours json_object with its
+    own grammar (the answer is JSON) and refuses json_schema, which it does not know (it
+    answers 422): the client reads that refusal, relayed as a server error, not prose."""
+    with serve(loaded(llama_cpp_server[0])) as live:
+        text, finish = ask(live, CAPITAL, False, response_format={"type": "json_object"})
+        assert finish == "stop" and isinstance(json.loads(text), dict), text
+        with pytest.raises(openai.InternalServerError) as caught:
+            ask(live, INVENT, False, response_format=PERSON_FORMAT)
+    assert "response_format" in caught.value.message, caught.value.message

@@ -7,7 +7,8 @@ how they are honoured depends on the backend (:data:`~tkchat.generate.backend.Js
 - the local model samples under a grammar (:mod:`tkchat.generate.json_grammar`), so its
   answer is valid JSON — of the schema, for ``json_schema`` — unless ``max_tokens`` cuts it
   first (``finish_reason`` is then ``"length"``, as OpenAI's);
-- an OpenAI-compatible server behind ``--server`` gets ``response_format`` as it was sent;
+- an OpenAI-compatible server behind ``--server`` gets ``response_format`` as it was sent,
+  and decides (a refusal of its own reaches the client as a server error quoting it);
 - the scripted backend, a replay, and a tkchat server behind ``--server`` cannot: 400
   ``unsupported_value``, rather than prose where a client expects JSON.
 

@@ -171,8 +171,9 @@ class RemoteBackend:
     @property
     def json_support(self) -> JsonSupport:
         """An OpenAI-compatible server gets ``response_format`` as the client sent it and
-        decides (llama.cpp's and llama-cpp-python's servers honour both kinds with a grammar);
-        a tkchat server's ``/chat`` takes none (its own ``/v1`` does: ask it there)."""
+        decides (llama-cpp-python's server honours ``json_object`` and refuses ``json_schema``
+        with a 422, which reaches the client as an error); a tkchat server's ``/chat`` takes
+        none (its own ``/v1`` does: ask it there)."""
         return "passed_on" if self.protocol == "openai" else "none"
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
