@@ -21,7 +21,7 @@ class JsonFormat:
     """An OpenAI ``response_format`` asking for JSON (``json_object`` or ``json_schema``):
     ``wire``, the object as the client sent it (JSON text), for a backend that passes it on
     to the server behind it; ``grammar``, the GBNF grammar that constrains sampling, for a
-    backend that samples itself (built by :mod:`tkchat.serve.json_mode`; None otherwise)."""
+    backend that samples itself (:mod:`tkchat.generate.json_grammar`; None otherwise)."""
 
     wire: str
     grammar: str | None = None
