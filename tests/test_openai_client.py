@@ -166,6 +166,7 @@ REFUSED = [
         "tools",
         "unsupported_parameter",
     ),
+    # the scripted text cannot be JSON; the bundled model can (tests/test_json_mode.py)
     ({"response_format": {"type": "json_object"}}, "response_format", "unsupported_value"),
     ({"logprobs": True}, "logprobs", "unsupported_parameter"),
     ({"logit_bias": {"50256": -100}}, "logit_bias", "unsupported_parameter"),

@@ -170,6 +170,7 @@ class FakeBackend:
     n_ctx: int = 2048
     context_known: bool = True
     model: str | None = None
+    json_support: str = "none"
     closed: int = 0
 
     def load(self, watch: LoadWatch | None = None) -> None:

@@ -10,10 +10,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from tkchat.conversation import Message, Sampling
 from tkchat.events import FinishReason
+
+
+@dataclass(frozen=True, slots=True)
+class JsonFormat:
+    """An OpenAI ``response_format`` asking for JSON (``json_object`` or ``json_schema``):
+    ``wire``, the object as the client sent it (JSON text), for a backend that passes it on
+    to the server behind it; ``grammar``, the GBNF grammar that constrains sampling, for a
+    backend that samples itself (:mod:`tkchat.generate.json_grammar`; None otherwise)."""
+
+    wire: str
+    grammar: str | None = None
+
+
+# How a backend honours a JsonFormat: "grammar", it samples under ``JsonFormat.grammar``
+# (a local model); "passed_on", the server behind it gets ``response_format`` and decides; "none",
+# it cannot (the scripted text, a replay), and ``tkchat serve`` answers 400.
+JsonSupport = Literal["grammar", "passed_on", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +44,8 @@ class GenerationRequest:
     # Strings that end the answer where they begin, never shown (an OpenAI client's ``stop``:
     # at most four). The worker enforces them for every backend (tkchat/generate/stop.py).
     stop: tuple[str, ...] = ()
+    # An OpenAI client's JSON mode (``response_format``); None: plain text, as always.
+    json_format: JsonFormat | None = None
 
 
 class BackendError(Exception):
@@ -125,6 +144,11 @@ class Backend(Protocol):
         one ``$TKCHAT_MODEL`` or the bundled wheel gives), the model's name on a server
         (known after :meth:`load`), None where there is no model to name (scripted)."""
 
+    @property
+    def json_support(self) -> JsonSupport:
+        """How :attr:`GenerationRequest.json_format` is honoured (see :data:`JsonSupport`); read
+        after :meth:`load` (a remote backend knows then which server it talks to)."""
+
     def load(self, watch: LoadWatch | None = None) -> None:
         """Load weights; raise :class:`ModelLoadError` with a clear message on failure, or
         :class:`LoadCancelled` once ``watch`` is cancelled (a backend that loads in an
@@ -167,6 +191,10 @@ class WrappedBackend:
     @property
     def model(self) -> str | None:
         return self.inner.model
+
+    @property
+    def json_support(self) -> JsonSupport:
+        return self.inner.json_support
 
     def load(self, watch: LoadWatch | None = None) -> None:
         self.inner.load(watch)

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, cast
 from tkchat.conversation import Message
 from tkchat.events import Offload
 from tkchat.generate.backend import (
+    BackendError,
     ContextOverflowError,
     GenerationRequest,
+    JsonSupport,
     LoadCancelled,
     LoadWatch,
     ModelLoadError,
@@ -31,6 +33,7 @@ from tkchat.generate.backend import (
 )
 from tkchat.generate.chat_template import TemplateCancelled, check_prompt_size, render_bounded
 from tkchat.generate.hardware import OffloadChoice, adjust, model_layers
+from tkchat.generate.json_grammar import parses
 from tkchat.generate.model_file import (
     InvalidModelFile,
     check_complete,
@@ -44,6 +47,7 @@ from tkchat.limits import MAX_NAME_CHARS, cut
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_grammar import LlamaGrammar
     from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,7 @@ class LlamaBackend:
     """
 
     context_known = True  # the model's own tokenizer counts, and n_ctx is the real context
+    json_support: JsonSupport = "grammar"  # llama.cpp samples under a GBNF grammar
 
     def __init__(
         self,
@@ -275,6 +280,7 @@ class LlamaBackend:
             top_p=sampling.top_p,
             top_k=sampling.top_k,
             repeat_penalty=sampling.repeat_penalty,
+            grammar=_grammar(request),
             # The reader left exactly this prompt in the cache, with its last logits:
             # generate's own prefix check finds it whole and samples at once.
             reset=True,
@@ -316,6 +322,22 @@ def _llama_cpp() -> tuple[type[Llama], Callable[[object, int], bool]]:
         log.info("llama-cpp-python cannot be imported: %s: %s", type(exc).__name__, exc)
         raise EngineMissing(ENGINE_MISSING) from exc
     return Llama, cast(Callable[[object, int], bool], llama_vocab_is_eog)
+
+
+def _grammar(request: GenerationRequest) -> LlamaGrammar | None:
+    """Worker thread. The grammar of the request's JSON mode, if any (built by
+    :mod:`tkchat.generate.json_grammar`). Checked again here, at the cost of a cache look-up:
+    llama.cpp's sampler takes a grammar it cannot parse as no sampler, and the process
+    crashes at the first token."""
+    fmt = request.json_format
+    if fmt is None or fmt.grammar is None:
+        return None
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    if not parses(fmt.grammar):
+        raise BackendError("The JSON grammar of this request cannot be read by llama.cpp.")
+
+    return LlamaGrammar.from_string(fmt.grammar, verbose=False)
 
 
 def _chat_formatter(llm: Llama, file_name: str) -> Jinja2ChatFormatter:

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tkchat.conversation import Message
-from tkchat.generate.backend import GenerationRequest, LoadWatch, PromptProgress, TokenStream
+from tkchat.generate.backend import (
+    GenerationRequest,
+    JsonSupport,
+    LoadWatch,
+    PromptProgress,
+    TokenStream,
+)
 
 PROMPT_STEP_S = 0.05  # how often a scripted prompt reading reports progress
 
@@ -206,6 +212,8 @@ class ScriptedBackend:
     # model file or server model to name.
     context_known: ClassVar[bool] = True
     model: ClassVar[str | None] = None
+    # Its text is fixed: JSON mode would be a promise it cannot keep (tkchat serve says 400).
+    json_support: ClassVar[JsonSupport] = "none"
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Nothing to load."""

@@ -5,7 +5,8 @@ line and its generations) plus one handler per route. It extends the slot rather
 one so that the slot's state stays reachable under a single name: ``run_server`` and the
 tests reach ``server.controller``, ``server.line`` and ``server.job`` directly. The handlers
 only put the other modules together: :mod:`~tkchat.serve.validation` checks the request, the
-slot puts it in the line (or refuses with 429/503), and the response sends its place while it
+slot puts it in the line (or refuses with 429/503) — after :mod:`~tkchat.serve.json_mode`
+made the grammar of an OpenAI client's JSON mode — and the response sends its place while it
 waits, then the events as tkchat SSE or in the OpenAI shape
 (:mod:`~tkchat.serve.openai_format`).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 import time
 import uuid
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from tkchat.generate.backend import Backend
 from tkchat.limits import MAX_NAME_CHARS, cut
 from tkchat.serve.errors import RequestRejected, bad_request
 from tkchat.serve.generations import GenerationSlot, Job, News
+from tkchat.serve.json_mode import json_format_for
 from tkchat.serve.line import Client, LineLimits
 from tkchat.serve.openai_format import (
     OpenAIIds,
@@ -145,6 +148,8 @@ class ChatServer(GenerationSlot):
         generation = parse_chat_request(payload, self.max_prompt_chars, fit_context=False)
         refuse_unsupported(payload)
         stream, include_usage = parse_stream_flags(payload)
+        # JSON mode: its grammar is built before the request joins the line (off the loop).
+        generation = replace(generation, json_format=await json_format_for(payload, self.backend))
         job = self.enqueue(
             generation, "/v1/chat/completions", client_of(request, parse_user(payload))
         )

@@ -8,10 +8,11 @@ prompt size (413 ``prompt_too_long``), and the shape of the JSON (400 ``bad_requ
 too, rather than run with a value clipped in silence.
 
 The OpenAI endpoint also refuses what tkchat does not do (:func:`refuse_unsupported`: ``n`` >
-1, ``tools``, a ``response_format`` other than text, ``logprobs``...) with ``code``
-``unsupported_parameter`` or ``unsupported_value``: a client asking for a JSON object or a
-tool call must not get prose in its place. Other unknown keys are ignored on purpose: OpenAI
-clients send many that mean nothing to a local model (``model``, ``store``, ``metadata``...).
+1, ``tools``, ``logprobs``...) with ``code`` ``unsupported_parameter`` or
+``unsupported_value``: a client asking for a tool call must not get prose in its place.
+``response_format`` (JSON mode) is read by :mod:`tkchat.serve.json_mode`. Other unknown keys
+are ignored on purpose: OpenAI clients send many that mean nothing to a local model
+(``model``, ``store``, ``metadata``...).
 
 :func:`read_json` is a coroutine on the server's event loop; the rest are plain functions
 the handlers call there. None of them waits for the model.
@@ -137,7 +138,7 @@ def parse_user(payload: dict[str, Any]) -> str | None:
 
 
 # What OpenAI has and tkchat does not, each with the values that ask for nothing
-# (clients often send those: an empty tool list, ``n`` 1, a text response format).
+# (clients often send those: an empty tool list, ``n`` 1).
 _UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "n": (None, 1),
     "tools": (None, []),
@@ -145,7 +146,6 @@ _UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "functions": (None, []),
     "function_call": (None, "none"),
     "parallel_tool_calls": (None, True, False),
-    "response_format": (None, {"type": "text"}),
     "logprobs": (None, False),
     "top_logprobs": (None, 0),
     "logit_bias": (None, {}),
@@ -163,10 +163,10 @@ def refuse_unsupported(payload: dict[str, Any]) -> None:
         value = payload.get(name)
         if any(value == ok and type(value) is type(ok) for ok in harmless):
             continue
-        code = "unsupported_value" if name in ("n", "response_format") else "unsupported_parameter"
+        code = "unsupported_value" if name == "n" else "unsupported_parameter"
         raise bad_request(
             f'"{name}" is not supported by this server (tkchat serve: one local chat model, '
-            f"one answer of plain text per request): {_shown(value)}.",
+            f"one answer per request, without tools): {_shown(value)}.",
             name,
             code,
         )

@@ -18,7 +18,13 @@ import threading
 from collections.abc import Callable, Sequence
 
 from tkchat.conversation import Message
-from tkchat.generate.backend import GenerationRequest, LoadCancelled, LoadWatch, TokenStream
+from tkchat.generate.backend import (
+    GenerationRequest,
+    JsonSupport,
+    LoadCancelled,
+    LoadWatch,
+    TokenStream,
+)
 from tkchat.generate.remote import openai_protocol, tkchat_protocol
 from tkchat.generate.remote.errors import Cancelled, RemoteError
 from tkchat.generate.remote.http import TOKEN_ENV_VAR, HttpClient, split_server_url
@@ -161,6 +167,14 @@ class RemoteBackend:
                     )
                 self.model = names[0]
         self.name = self._make_name()
+
+    @property
+    def json_support(self) -> JsonSupport:
+        """An OpenAI-compatible server gets ``response_format`` as the client sent it and
+        decides (llama-cpp-python's server honours ``json_object`` and refuses ``json_schema``
+        with a 422, which reaches the client as an error); a tkchat server's ``/chat`` takes
+        none (its own ``/v1`` does: ask it there)."""
+        return "passed_on" if self.protocol == "openai" else "none"
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """A rough estimate, not a count: about four characters per token plus a few tokens

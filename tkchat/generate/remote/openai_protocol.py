@@ -86,6 +86,8 @@ def request_body(
         body["seed"] = sampling.seed
     if request.stop:  # the server stops there too; the worker enforces them all the same
         body["stop"] = list(request.stop)
+    if request.json_format is not None:  # JSON mode: the server constrains its own sampling
+        body["response_format"] = json.loads(request.json_format.wire)
     if progress:
         body["return_progress"] = True
     return body

@@ -24,6 +24,7 @@ from tkchat.generate.backend import (
     Backend,
     BackendError,
     GenerationRequest,
+    JsonSupport,
     LoadWatch,
     PromptProgress,
     TokenStream,
@@ -95,6 +96,7 @@ class ReplayBackend:
     # The recording holds no tokenizer: the chat goes as it is, counted roughly.
     context_known: ClassVar[bool] = False
     model: ClassVar[str | None] = None
+    json_support: ClassVar[JsonSupport] = "none"  # it plays what was recorded, whatever is asked
     generations: int = field(default=0, init=False)
     # ``clock`` when the latest replayed answer began: where the recorded lag is drawn
     started: float | None = field(default=None, init=False)
