@@ -850,16 +850,21 @@ def test_tkchat_server_error_event_keeps_its_kind(
     assert SCRIPT.startswith(text_of(events)) and text_of(events)
 
 
-def test_a_second_client_of_the_tkchat_server_waits_its_turn(tkchat_server: str) -> None:
+def test_a_second_client_of_the_tkchat_server_waits_its_turn(
+    serve_tkchat: Callable[[ScriptedBackend], str],
+) -> None:
     """No "busy" error any more: the second client waits in the server's line (the queued
-    events it is sent are not the window's business: it sees nothing until its answer)."""
-    first = GenerationController(loaded(tkchat_server), EventChannel())
-    gen = first.start(GenerationRequest(QUESTION, Sampling(max_tokens=4096)))
+    events it is sent are not the window's business: it sees nothing until its answer). The
+    first answer is 100,000 tokens long, so it is still streaming however slow the machine
+    (the script's length at 200 tokens/s once ended before the second request was in line)."""
+    url = serve_tkchat(ScriptedBackend(rate=200, tokens=100_000))
+    first = GenerationController(loaded(url), EventChannel())
+    gen = first.start(GenerationRequest(QUESTION, Sampling(max_tokens=100_000)))
     assert isinstance(first.channel.get(timeout=30), Chunk)
-    second = GenerationController(loaded(tkchat_server), EventChannel())
+    second = GenerationController(loaded(url), EventChannel())
     gen2 = second.start(GenerationRequest(QUESTION, Sampling(max_tokens=5)))
     wait_until(
-        lambda: get_json(f"{tkchat_server}/health")["line"]["waiting"] == 1,
+        lambda: get_json(f"{url}/health")["line"]["waiting"] == 1,
         what="the second request in line",
     )
     assert second.channel.qsize() == 0
