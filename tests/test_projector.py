@@ -28,6 +28,7 @@ from tkchat.ui.look.fit import (
     text_as_written,
 )
 from tkchat.ui.settings.text_size import BIG_FIGURE_STEP, PROJECTOR_SIZE
+from tkchat.ui.teaching.lesson_panel import LessonPanel
 from tkchat.ui.window.chat_window import ChatApp
 
 pytestmark = pytest.mark.gui
@@ -70,7 +71,7 @@ def test_projector_mode_at_720p_cuts_nothing(root: tk.Tk, make_app, lang: str) -
     # as a class sees it: projector on, one lesson after another picked in the panel
     for lesson in ("11-backpressure", "02-two-metrics", "14-heartbeat-selftest"):
         panel.select(lesson)
-        laid_out(root)
+        lesson_painted(root, panel)
         assert layout_problems(root) == [], lesson
     app.text_size.set_projector(False)
     laid_out(root)
@@ -294,6 +295,13 @@ def test_list_rows_are_as_tall_as_their_text(root: tk.Tk, make_app, screen: str,
     assert int(results) >= 2 * line + 4
 
 
+def lesson_painted(root: tk.Tk, panel: LessonPanel) -> None:
+    """Until the lesson panel's text is prepared (off the Tk thread) and painted (in slices),
+    then laid out: on a busy machine one line of it was on screen when a test looked."""
+    pump_until(root, lambda: not panel.rendering, what="the lesson painted")
+    laid_out(root)
+
+
 def visible_lines(text: tk.Text) -> int:
     """Lines of text wholly inside ``text``'s window (blank ones not counted)."""
     text.update_idletasks()
@@ -337,11 +345,11 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
         assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
         for lesson in ("01-streaming-is-half", "07-three-stages", "12-cancellation"):
             panel.select(lesson)
-            laid_out(root)
+            lesson_painted(root, panel)
             assert visible_lines(panel.text) >= 8, (size, lesson, visible_lines(panel.text))
             assert layout_problems(root) == [], (size, lesson)
         panel.show_plan()
-        laid_out(root)
+        lesson_painted(root, panel)
         assert visible_lines(panel.text) >= 8, size
         if panel.timeline is not None and panel.timeline.winfo_ismapped():
             assert panel.timeline.winfo_height() <= 0.45 * panel.winfo_height(), size
