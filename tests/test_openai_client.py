@@ -185,6 +185,23 @@ def test_what_openai_refuses_or_tkchat_lacks_is_a_bad_request(
     assert param in error.message
 
 
+RANGES = [
+    ({"max_tokens": 0}, '"max_tokens" must be between 1 and 1,048,576, not 0.'),
+    ({"max_completion_tokens": 2_000_000}, "between 1 and 1,048,576, not 2000000."),
+    ({"temperature": 5}, '"temperature" must be between 0 and 2, not 5.'),
+    ({"top_p": 1.5}, '"top_p" must be between 0 and 1, not 1.5.'),
+    ({"seed": -1}, '"seed" must be between 0 and 4,294,967,295.'),
+]
+
+
+@pytest.mark.parametrize("extra,message", RANGES, ids=[str(r[0]) for r in RANGES])
+def test_a_range_is_said_in_whole_numbers(fast: Live, extra: dict[str, Any], message: str) -> None:
+    """The issue's case: ``max_tokens=0`` was told "between 1 and 1.04858e+06"."""
+    with pytest.raises(openai.BadRequestError) as caught:
+        client(fast).chat.completions.create(model="any", messages=ASK, **extra)
+    assert message in caught.value.message and "e+" not in caught.value.message
+
+
 def test_stream_options_without_a_stream_is_a_bad_request(fast: Live) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client(fast).chat.completions.create(
