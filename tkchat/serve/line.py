@@ -6,22 +6,29 @@ answering them one after another (the model's tokens per second barely grow with
 streams), it only makes every answer slow; refusing the twenty-nine with an error is worse.
 So a request that finds every slot taken joins a line:
 
-- **First come, first served.** The line is a FIFO; a request leaves it for a slot (one slot
-  for a local model; ``--parallel N`` in front of a server that answers N at once), or when its
-  client leaves (the socket closes: :meth:`Line.leave`).
+- **First come, first served, one turn each.** Requests are served in the order they came,
+  by rounds: a client's first request in line takes the round being served now, its second the
+  next round, and so on; within a round, first come first served. So a client that sends five
+  requests at once has them all answered, in its own order, but a student who asks one
+  question meanwhile waits behind at most one of the five, not all of them (the others'
+  places may then move back one: they are told). A request leaves the line for a slot (one
+  slot for a local model; ``--parallel N`` in front of a server that answers N at once), or
+  when its client leaves (the socket closes: :meth:`Line.leave`).
 - **Told its place.** Whenever the line moves, every waiting request is told its position, how
   many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`); the estimate is
   the mean of the last :data:`TURNS_KEPT` turns, applied to the turns still ahead (None until
   a first turn has been timed).
 - **Bounded.** At most ``LineLimits.waiting`` requests wait; the next is refused at once with
-  503 and a ``Retry-After`` (when the first place should free), never left hanging.
-- **One at a time per client**, so one student cannot hold the model: a client with a request
-  in line or being answered gets 429 for a second one. A client is its address (beyond the
-  loopback) with, where given, its name: the page's per-tab id (``X-Tkchat-Client``) or the
-  OpenAI ``user`` field. A program on this machine that names itself nowhere (a script, the
-  teacher's own OpenAI client) is not limited: every program here is the same user. Since a
-  name is the client's own word, a machine beyond the loopback also has at most
-  ``LineLimits.per_address`` requests in line or being answered.
+  503 and a ``Retry-After`` (when the first place should free), never left hanging. One
+  client has at most ``LineLimits.per_client`` requests in line or being answered: the next
+  is refused with 429 and a ``Retry-After`` (when the first of its own should be answered).
+- **Who a client is.** A client is its address (beyond the loopback) with, where given, its
+  name: the page's per-tab id (``X-Tkchat-Client``) or the OpenAI ``user`` field. Programs
+  on this machine that name themselves nowhere (a script, the teacher's own OpenAI client)
+  have no ``per_client`` bound and take their turns as one client: every program here is the
+  same user. Since a name is the client's own word, a machine beyond the loopback takes its
+  turns as one client whatever names it gives, and has at most ``LineLimits.per_address``
+  requests in line or being answered.
 
 Everything here runs on the server's event loop (one thread: no locks). The line knows nothing
 of HTTP or of workers: it calls ``start`` when an item's turn comes and ``tell`` when an item
@@ -30,6 +37,7 @@ should hear its place.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time
@@ -53,7 +61,8 @@ class LineLimits:
 
     waiting: int = 64  # requests in line, besides those being answered: 503 past it
     parallel: int = 1  # generations at once
-    per_address: int = 4  # requests in line or being answered from one address beyond loopback
+    per_client: int = 8  # requests in line or being answered from one client: 429 past it
+    per_address: int = 8  # requests in line or being answered from one address beyond loopback
     answer_tokens: int = 1024  # the longest answer one request gets (its max_tokens is cut to it)
 
 
@@ -70,10 +79,18 @@ class Client:
 
     @property
     def key(self) -> tuple[str, str] | None:
-        """Whom the one-at-a-time rule counts; None: an unnamed program on this machine."""
+        """Whom ``per_client`` counts; None: an unnamed program on this machine."""
         if self.address is None and self.name is None:
             return None
         return (self.address or "", self.name or "")
+
+    @property
+    def share(self) -> str:
+        """Whose turns the rounds count: a machine beyond the loopback (whatever names it
+        gives), a named program here, or all the unnamed programs here together."""
+        if self.address is not None:
+            return f"address {self.address}"
+        return f"name {self.name}" if self.name is not None else "this machine"
 
 
 class TurnClock:
@@ -103,34 +120,46 @@ class Line(Generic[T]):
         self.limits = limits
         self._start = start
         self._tell = tell
-        self.waiting: deque[T] = deque()
+        self.waiting: list[T] = []  # in the order they will be served: by (round, arrival)
+        self._order: dict[T, tuple[int, int]] = {}  # waiting item -> (round, arrival)
         self.serving: dict[T, float] = {}  # item -> when its turn began (monotonic)
         self.clock = TurnClock()
         self._clients: dict[T, Client] = {}  # items whose client still holds a place
         self._holders: Counter[tuple[str, str]] = Counter()
         self._addresses: Counter[str] = Counter()
-        self.counts: Counter[str] = Counter()  # joined, served, left, full, one_at_a_time...
+        self._round = 0  # the round of the request that started last
+        self._last_round: dict[str, int] = {}  # a share -> the round of its latest request
+        self._served_round: dict[str, int] = {}  # a share -> the round of its latest start
+        self.counts: Counter[str] = Counter()  # joined, served, left, full, per_client...
         self.closed = False
 
     # -- joining and leaving --------------------------------------------------------------
 
     def join(self, item: T, client: Client) -> None:
         """Take ``item`` into the line (and to a free slot at once, if there is one), or refuse
-        it: 429 (its client already has one), 503 (the line is full). No await inside: on one
-        loop, two requests cannot both pass a check."""
+        it: 429 (its client, or its machine, holds its most), 503 (the line is full). No await
+        inside: on one loop, two requests cannot both pass a check."""
         self._check(client)
         self.counts["joined"] += 1
         self._hold(item, client)
-        self.waiting.append(item)
+        turn = max(self._round, self._last_round.get(client.share, -1) + 1)
+        self._last_round[client.share] = turn
+        order = (turn, self.counts["joined"])
+        self._order[item] = order
+        self.waiting.insert(bisect.bisect(self.waiting, order, key=self._order.__getitem__), item)
         self._dispatch()
 
     def leave(self, item: T) -> None:
         """The client left (or the response ended). A waiting item leaves the line, and those
         behind it move up; either way its client's place is free for its next request."""
+        client = self._clients.get(item)
         self.release(item)
-        if item in self.waiting:
+        if item in self._order:
             self.waiting.remove(item)
+            del self._order[item]
             self.counts["left"] += 1
+            if client is not None:
+                self._forget_turn(client.share)
             self._tell_everyone()
 
     def release(self, item: T) -> None:
@@ -162,10 +191,9 @@ class Line(Generic[T]):
 
     def place(self, item: T) -> QueuePlace | None:
         """Where ``item`` stands, or None once it is not waiting."""
-        try:
-            position = self.waiting.index(item) + 1
-        except ValueError:
+        if item not in self._order:
             return None
+        position = self.waiting.index(item) + 1
         return QueuePlace(position, len(self.waiting), self.eta(position))
 
     def eta(self, position: int) -> float | None:
@@ -188,19 +216,38 @@ class Line(Generic[T]):
         eta = self.eta(1)
         return max(1, math.ceil(eta)) if eta is not None else 1
 
+    def client_retry_after(self, key: tuple[str, str]) -> int:
+        """Whole seconds until the first of this client's requests should be answered (at
+        least 1): the one being answered at the end of its mean turn, or the first waiting at
+        the end of its own turn."""
+        mean = self.clock.mean
+        if mean is None:
+            return 1
+        now = time.monotonic()
+        ends = []
+        for item, client in self._clients.items():
+            if client.key != key:
+                continue
+            if item in self.serving:
+                ends.append(mean - (now - self.serving[item]))
+            elif item in self._order:
+                eta = self.eta(self.waiting.index(item) + 1)
+                ends.append((eta or 0.0) + mean)
+        return max(1, math.ceil(min(ends))) if ends else 1
+
     # -- inside -----------------------------------------------------------------------------
 
     def _check(self, client: Client) -> None:
         if self.closed:
             raise RequestRejected(503, "shutting_down", "The server is shutting down.")
-        if client.key is not None and self._holders[client.key]:
-            self.counts["one_at_a_time"] += 1
+        if client.key is not None and self._holders[client.key] >= self.limits.per_client:
+            self.counts["per_client"] += 1
             raise RequestRejected(
                 429,
-                "one_at_a_time",
-                "You already have a question waiting or being answered: wait for its answer "
-                "(or stop it) before you ask the next one.",
-                {"Retry-After": "1"},
+                "per_client",
+                f"You already have {self.limits.per_client} questions waiting or being "
+                "answered: wait for one of their answers before you ask the next one.",
+                {"Retry-After": str(self.client_retry_after(client.key))},
                 code="rate_limit_exceeded",
             )
         if client.address is not None and (
@@ -234,19 +281,47 @@ class Line(Generic[T]):
         if client.address is not None:
             self._addresses[client.address] += 1
 
+    def _forget_turn(self, share: str) -> None:
+        """A share's request left the line: its next one takes the round after its latest
+        one still waiting (or started), not after the one that left."""
+        rounds = [
+            self._order[item][0]
+            for item, client in self._clients.items()
+            if item in self._order and client.share == share
+        ]
+        latest = max(rounds, default=self._served_round.get(share, -1))
+        if latest < self._round:
+            self._last_round.pop(share, None)  # the current round is what it takes anyway
+        else:
+            self._last_round[share] = latest
+
     def _dispatch(self) -> None:
         """Fill the free slots from the head of the line, then tell the rest their places."""
         if self.closed:
             return
         moved = False
         while self.waiting and len(self.serving) < self.limits.parallel:
-            item = self.waiting.popleft()
+            item = self.waiting.pop(0)
+            turn, _ = self._order.pop(item)
+            if turn > self._round:
+                self._round = turn
+                self._forget_past_rounds()
+            client = self._clients.get(item)
+            if client is not None:
+                self._served_round[client.share] = turn
             self.serving[item] = time.monotonic()
             self.counts["served"] += 1
             moved = True
             self._start(item)
         if moved or self.waiting:
             self._tell_everyone()
+
+    def _forget_past_rounds(self) -> None:
+        """A share whose latest round is over takes the current one anyway: forget it (the
+        maps stay as small as the clients with a request in this round or later)."""
+        for rounds in (self._last_round, self._served_round):
+            for share in [s for s, turn in rounds.items() if turn < self._round]:
+                del rounds[share]
 
     def _tell_everyone(self) -> None:
         for item in self.waiting:
