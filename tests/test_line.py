@@ -1,5 +1,5 @@
 """The fair line in front of the model (tkchat/serve/line.py): first come first served, told
-their place, bounded, a client's requests one turn per round, and nothing of one client's
+their place, bounded, one place in line per client, and nothing of one client's
 conversation reaching another's answer.
 
 The line alone (its clock made by hand), then the line behind real HTTP (uvicorn on the
@@ -137,47 +137,45 @@ def test_a_clients_parallel_requests_all_wait_their_turns_in_its_order(clock: Cl
     ann = Client(None, "ann")
     for index in range(1, 6):
         rec.line.join(f"ann{index}", ann)
+    assert rec.last("ann5")[:2] == (4, 4)
     rec.line.join("bob1", Client(None, "bob"))
-    assert rec.line.waiting == ["bob1", "ann2", "ann3", "ann4", "ann5"]
-    assert rec.last("ann2")[:2] == (2, 5)  # told it moved back, behind bob
-    rec.line.join("bob2", Client(None, "bob"))  # bob's second: the round after his first
-    rec.line.join("cy1", Client(None, "cy"))  # a newcomer: the round being served now
-    for item in list(rec.started):
-        rec.line.finished(item)
-    while rec.line.waiting:
+    assert rec.line.waiting == ["ann2", "bob1", "ann3", "ann4", "ann5"]
+    assert rec.last("ann5")[:2] == (5, 5)  # told it moved back, behind bob
+    rec.line.join("bob2", Client(None, "bob"))  # behind bob's first
+    rec.line.join("cy1", Client(None, "cy"))  # a newcomer: at the end of the line
+    while rec.line.serving:
         rec.line.finished(rec.started[-1])
-    assert rec.started == ["ann1", "bob1", "cy1", "ann2", "bob2", "ann3", "ann4", "ann5"]
+    assert rec.started == ["ann1", "ann2", "bob1", "cy1", "ann3", "bob2", "ann4", "ann5"]
     assert rec.line.counts["served"] == 8 and rec.line.counts["per_client"] == 0
 
 
-def test_a_client_asking_again_takes_the_round_after_its_last(clock: Clock) -> None:
-    """A client whose answer is done and who asks at once does not go ahead of those whose
-    turn in this round has not come yet, nor of a client waiting for its second turn."""
+def test_one_request_at_a_time_is_first_come_first_served(clock: Clock) -> None:
+    """A client whose answer is done and who asks at once goes to the end of the line, as
+    anyone would; a client's second request joins the end when its first starts."""
     rec = Recorder()
     ann, bob = Client(None, "ann"), Client(None, "bob")
     rec.line.join("ann1", ann)
     rec.line.join("bob1", bob)
     rec.line.join("bob2", bob)
+    rec.line.join("cy1", Client(None, "cy"))
     rec.line.release("ann1")
-    rec.line.finished("ann1")  # bob1 starts
+    rec.line.finished("ann1")  # bob1 starts: bob2 joins the end of the line
     rec.line.join("ann2", ann)
-    assert rec.line.waiting == ["bob2", "ann2"]  # bob2 is round 1 and came first
+    assert rec.line.waiting == ["cy1", "bob2", "ann2"]
 
 
-def test_leaving_gives_back_the_turn_it_held(clock: Clock) -> None:
+def test_a_request_that_leaves_gives_its_place_to_its_clients_next(clock: Clock) -> None:
     rec = Recorder()
     ann, bob = Client(None, "ann"), Client(None, "bob")
-    rec.line.join("ann1", ann)
-    for index in range(2, 5):
-        rec.line.join(f"ann{index}", ann)  # rounds 1, 2, 3
-    for index in range(2, 5):
-        rec.line.leave(f"ann{index}")  # she stops them all
-    rec.line.join("bob1", bob)  # round 0
-    rec.line.join("bob2", bob)  # round 1
-    rec.line.join("ann5", ann)  # round 1 again, not 4: after bob2, who came first
-    rec.line.join("bob3", bob)  # round 2
-    assert rec.line.waiting == ["bob1", "bob2", "ann5", "bob3"]
-    assert rec.line.counts["left"] == 3
+    for index in range(1, 5):
+        rec.line.join(f"ann{index}", ann)
+    rec.line.join("bob1", bob)
+    assert rec.line.waiting == ["ann2", "bob1", "ann3", "ann4"]
+    rec.line.leave("ann2")  # she stops her second: her third takes its place
+    assert rec.line.waiting == ["ann3", "bob1", "ann4"]
+    rec.line.leave("ann4")  # and her last
+    assert rec.line.waiting == ["ann3", "bob1"] and rec.last("bob1")[:2] == (2, 2)
+    assert rec.line.counts["left"] == 2
 
 
 def test_a_client_has_a_bounded_share_then_429_with_when_its_first_is_done(
@@ -209,15 +207,15 @@ def test_unnamed_programs_here_take_their_turns_as_one_client(clock: Clock) -> N
     for index in range(3):
         rec.line.join(f"script{index}", Client(None))
     rec.line.join("ann1", Client(None, "ann"))
-    assert rec.line.waiting == ["ann1", "script1", "script2"]
+    assert rec.line.waiting == ["script1", "ann1", "script2"]
 
 
 def test_a_machine_takes_its_turns_as_one_client_whatever_names_it_gives(clock: Clock) -> None:
     rec = Recorder()
-    rec.line.join("x1", Client("192.0.2.7", "one"))
-    rec.line.join("x2", Client("192.0.2.7", "two"))
-    rec.line.join("y1", Client("192.0.2.8", "three"))
-    assert rec.line.waiting == ["y1", "x2"]
+    for index in range(1, 4):
+        rec.line.join(f"x{index}", Client("192.0.2.7", f"name{index}"))
+    rec.line.join("y1", Client("192.0.2.8", "other"))
+    assert rec.line.waiting == ["x2", "y1", "x3"]
 
 
 def test_another_machine_has_a_few_places_at_most_whatever_names_it_gives(clock: Clock) -> None:

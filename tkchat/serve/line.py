@@ -6,14 +6,16 @@ answering them one after another (the model's tokens per second barely grow with
 streams), it only makes every answer slow; refusing the twenty-nine with an error is worse.
 So a request that finds every slot taken joins a line:
 
-- **First come, first served, one turn each.** Requests are served in the order they came,
-  by rounds: a client's first request in line takes the round being served now, its second the
-  next round, and so on; within a round, first come first served. So a client that sends five
-  requests at once has them all answered, in its own order, but a student who asks one
-  question meanwhile waits behind at most one of the five, not all of them (the others'
-  places may then move back one: they are told). A request leaves the line for a slot (one
-  slot for a local model; ``--parallel N`` in front of a server that answers N at once), or
-  when its client leaves (the socket closes: :meth:`Line.leave`).
+- **First come, first served, one place each.** The line is a FIFO holding at most one
+  request of each client; a client's further requests wait behind its own, and the next one
+  joins the end of the line when the one before leaves it (for a slot, or because its client
+  left: then the next takes its place). So one client that sends five requests at once has all
+  five answered, in its own order, and a student who asks meanwhile waits behind one of them
+  at most, not four; a client with one request at a time is served exactly first come, first
+  served. A request leaves the line for a slot (one slot for a local model; ``--parallel N``
+  in front of a server that answers N at once), or when its client leaves (the socket
+  closes: :meth:`Line.leave`). A place told is the place if nobody else came: a client's
+  second request moves back when another client joins.
 - **Told its place.** Whenever the line moves, every waiting request is told its position, how
   many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`); the estimate is
   the mean of the last :data:`TURNS_KEPT` turns, applied to the turns still ahead (None until
@@ -37,7 +39,6 @@ should hear its place.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import time
@@ -120,16 +121,14 @@ class Line(Generic[T]):
         self.limits = limits
         self._start = start
         self._tell = tell
-        self.waiting: list[T] = []  # in the order they will be served: by (round, arrival)
-        self._order: dict[T, tuple[int, int]] = {}  # waiting item -> (round, arrival)
+        self._line: deque[T] = deque()  # first come, first served; one request per share
+        self._behind: dict[str, deque[T]] = {}  # a share's further requests, in its order
+        self._shares: dict[T, str] = {}  # every waiting item -> its share
         self.serving: dict[T, float] = {}  # item -> when its turn began (monotonic)
         self.clock = TurnClock()
         self._clients: dict[T, Client] = {}  # items whose client still holds a place
         self._holders: Counter[tuple[str, str]] = Counter()
         self._addresses: Counter[str] = Counter()
-        self._round = 0  # the round of the request that started last
-        self._last_round: dict[str, int] = {}  # a share -> the round of its latest request
-        self._served_round: dict[str, int] = {}  # a share -> the round of its latest start
         self.counts: Counter[str] = Counter()  # joined, served, left, full, per_client...
         self.closed = False
 
@@ -142,25 +141,36 @@ class Line(Generic[T]):
         self._check(client)
         self.counts["joined"] += 1
         self._hold(item, client)
-        turn = max(self._round, self._last_round.get(client.share, -1) + 1)
-        self._last_round[client.share] = turn
-        order = (turn, self.counts["joined"])
-        self._order[item] = order
-        self.waiting.insert(bisect.bisect(self.waiting, order, key=self._order.__getitem__), item)
+        share = client.share
+        self._shares[item] = share
+        if share in self._behind:  # it has one in line already: this one waits behind it
+            self._behind[share].append(item)
+        elif any(self._shares[waiting] == share for waiting in self._line):
+            self._behind[share] = deque([item])
+        else:
+            self._line.append(item)
         self._dispatch()
 
     def leave(self, item: T) -> None:
         """The client left (or the response ended). A waiting item leaves the line, and those
-        behind it move up; either way its client's place is free for its next request."""
-        client = self._clients.get(item)
+        behind it move up (its client's next request, if any, takes its place); either way
+        its client's place is free for its next request."""
         self.release(item)
-        if item in self._order:
-            self.waiting.remove(item)
-            del self._order[item]
-            self.counts["left"] += 1
-            if client is not None:
-                self._forget_turn(client.share)
-            self._tell_everyone()
+        share = self._shares.pop(item, None)
+        if share is None:
+            return
+        if item in self._line:
+            index = self._line.index(item)
+            del self._line[index]
+            following = self._next_of(share)
+            if following is not None:
+                self._line.insert(index, following)
+        else:
+            self._behind[share].remove(item)
+            if not self._behind[share]:
+                del self._behind[share]
+        self.counts["left"] += 1
+        self._tell_everyone()
 
     def release(self, item: T) -> None:
         """The item's client may ask again (its answer is complete, or it left). Idempotent."""
@@ -189,12 +199,28 @@ class Line(Generic[T]):
 
     # -- what the line looks like ---------------------------------------------------------
 
+    @property
+    def waiting(self) -> list[T]:
+        """Every waiting request, in the order they will start if nobody else joins or leaves:
+        the line, each client's next request joining its end as the one before starts."""
+        line = deque(self._line)
+        behind = {share: deque(items) for share, items in self._behind.items()}
+        order: list[T] = []
+        while line:
+            item = line.popleft()
+            order.append(item)
+            following = behind.get(self._shares[item])
+            if following:
+                line.append(following.popleft())
+        return order
+
     def place(self, item: T) -> QueuePlace | None:
         """Where ``item`` stands, or None once it is not waiting."""
-        if item not in self._order:
+        if item not in self._shares:
             return None
-        position = self.waiting.index(item) + 1
-        return QueuePlace(position, len(self.waiting), self.eta(position))
+        waiting = self.waiting
+        position = waiting.index(item) + 1
+        return QueuePlace(position, len(waiting), self.eta(position))
 
     def eta(self, position: int) -> float | None:
         """Seconds until the request at ``position`` (1: next) should start: each slot frees
@@ -230,9 +256,8 @@ class Line(Generic[T]):
                 continue
             if item in self.serving:
                 ends.append(mean - (now - self.serving[item]))
-            elif item in self._order:
-                eta = self.eta(self.waiting.index(item) + 1)
-                ends.append((eta or 0.0) + mean)
+            elif (place := self.place(item)) is not None:
+                ends.append((place.eta_s or 0.0) + mean)
         return max(1, math.ceil(min(ends))) if ends else 1
 
     # -- inside -----------------------------------------------------------------------------
@@ -263,13 +288,13 @@ class Line(Generic[T]):
                 code="rate_limit_exceeded",
             )
         slot_free = len(self.serving) < self.limits.parallel
-        if not slot_free and len(self.waiting) >= self.limits.waiting:
+        if not slot_free and len(self._shares) >= self.limits.waiting:
             self.counts["full"] += 1
             retry = self.retry_after()
             raise RequestRejected(
                 503,
                 "line_full",
-                f"The line is full: {len(self.waiting)} questions are waiting for the model. "
+                f"The line is full: {len(self._shares)} questions are waiting for the model. "
                 f"Try again in about {retry} s.",
                 {"Retry-After": str(retry)},
             )
@@ -281,50 +306,35 @@ class Line(Generic[T]):
         if client.address is not None:
             self._addresses[client.address] += 1
 
-    def _forget_turn(self, share: str) -> None:
-        """A share's request left the line: its next one takes the round after its latest
-        one still waiting (or started), not after the one that left."""
-        rounds = [
-            self._order[item][0]
-            for item, client in self._clients.items()
-            if item in self._order and client.share == share
-        ]
-        latest = max(rounds, default=self._served_round.get(share, -1))
-        if latest < self._round:
-            self._last_round.pop(share, None)  # the current round is what it takes anyway
-        else:
-            self._last_round[share] = latest
+    def _next_of(self, share: str) -> T | None:
+        """The share's next request, out of its own queue (None: it has none)."""
+        following = self._behind.get(share)
+        if not following:
+            return None
+        item = following.popleft()
+        if not following:
+            del self._behind[share]
+        return item
 
     def _dispatch(self) -> None:
-        """Fill the free slots from the head of the line, then tell the rest their places."""
+        """Fill the free slots from the head of the line (each client's next request joining
+        its end), then tell the rest their places."""
         if self.closed:
             return
         moved = False
-        while self.waiting and len(self.serving) < self.limits.parallel:
-            item = self.waiting.pop(0)
-            turn, _ = self._order.pop(item)
-            if turn > self._round:
-                self._round = turn
-                self._forget_past_rounds()
-            client = self._clients.get(item)
-            if client is not None:
-                self._served_round[client.share] = turn
+        while self._line and len(self.serving) < self.limits.parallel:
+            item = self._line.popleft()
+            following = self._next_of(self._shares.pop(item))
+            if following is not None:
+                self._line.append(following)
             self.serving[item] = time.monotonic()
             self.counts["served"] += 1
             moved = True
             self._start(item)
-        if moved or self.waiting:
+        if moved or self._line:
             self._tell_everyone()
 
-    def _forget_past_rounds(self) -> None:
-        """A share whose latest round is over takes the current one anyway: forget it (the
-        maps stay as small as the clients with a request in this round or later)."""
-        for rounds in (self._last_round, self._served_round):
-            for share in [s for s, turn in rounds.items() if turn < self._round]:
-                del rounds[share]
-
     def _tell_everyone(self) -> None:
-        for item in self.waiting:
-            place = self.place(item)
-            if place is not None:
-                self._tell(item, place)
+        waiting = self.waiting
+        for position, item in enumerate(waiting, start=1):
+            self._tell(item, QueuePlace(position, len(waiting), self.eta(position)))
