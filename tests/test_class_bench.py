@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("uvicorn")
 
+from tests.test_server import HELLO, serve  # noqa: E402
+from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.lab.classroom.run import ClassOptions, HealthMonitor, class_figures, run_class_bench  # noqa: E402
 from tkchat.lab.classroom.students import Ask  # noqa: E402
 
@@ -41,6 +44,49 @@ def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path
     assert figures["health_ms"]["count"] > 0 and figures["health_failures"] == 0
     assert figures["health_twin_ms"]["count"] == figures["health_ms"]["count"]
     assert figures["where"]["cores"] and figures["started"]
+    rows = figures["per_student"]
+    assert [row["student"] for row in rows] == [f"s{i:02d}" for i in range(6)]
+    assert sum(row["requests"] for row in rows) == figures["requests"]
+    assert all(row["answered"] == row["requests"] >= 1 for row in rows)
+    assert all(row["refused"] == row["failed"] == 0 for row in rows)
+    assert sum(row["waited"] for row in rows) == figures["waited_in_line"]
+
+
+def test_a_class_on_a_server_already_running_at_a_port(tmp_path: Path, capsys: Any) -> None:
+    """``--port``: the class uses the server the teacher started (here one in this process),
+    counts only its own requests there, and prints a line for each student."""
+    out = tmp_path / "class.json"
+    with serve(ScriptedBackend(rate=100)) as live:
+        live.fetch("POST", "/chat", {**HELLO, "max_tokens": 2})  # before the class
+        options = ClassOptions(
+            students=3,
+            duration_s=1.0,
+            read_s=(0.2, 0.4),
+            arrive_s=0.0,
+            max_tokens=8,
+            idle_s=0.3,
+            echo=False,
+            json_path=out,
+            port=live.port,
+        )
+        assert run_class_bench(options) == 0
+    figures = json.loads(out.read_text())
+    assert figures["server_counts"]["joined"] == figures["requests"] == figures["answered"]
+    assert figures["lost"] == figures["mixed_up"] == figures["out_of_order"] == 0
+    assert [row["student"] for row in figures["per_student"]] == ["s00", "s01", "s02"]
+    assert "--port" in figures["command"]
+    printed = capsys.readouterr().out.splitlines()
+    table = printed[printed.index("  each student:") + 1 :]
+    assert table[0].split()[:3] == ["student", "asked", "answered"]
+    for line, row in zip(table[1:], figures["per_student"], strict=True):
+        assert line.split()[:4] == [row["student"], str(row["requests"]), str(row["answered"]), "0"]
+
+
+def test_no_server_at_the_port_is_said_at_once(capsys: Any) -> None:
+    from tkchat.lab.bench.sse_bench import free_port
+
+    assert run_class_bench(ClassOptions(students=1, port=free_port())) == 2
+    assert "no tkchat serve answers" in capsys.readouterr().out
 
 
 def _ask(student: str, ticket: int, gen: int, text: str | None = None) -> Ask:
@@ -69,6 +115,21 @@ def test_the_accounting_can_say_mixed_up_out_of_order_and_lost() -> None:
     untold = _ask("c", 3, 3)
     untold.places = []  # it joined second in line, and was never told
     assert class_figures([*fine[:2], untold], monitor, options)["not_told_place"] == 1
+
+
+def test_each_students_figures_are_counted_apart() -> None:
+    options = ClassOptions(students=3)  # s00, s01 and s02; s02 never got to ask
+    refused = Ask("s01", 1, "[s01, question 1] Why?", sent=0.0, status=429, kind="per_client")
+    asks = [_ask("s00", 1, 1), _ask("s01", 2, 2), _ask("s00", 3, 3), refused]
+    asks[2].places = []  # s00's second was served at once
+    rows = class_figures(asks, HealthMonitor(0), options)["per_student"]
+    keys = ("student", "requests", "answered", "refused", "waited")
+    assert [tuple(row[k] for k in keys) for row in rows] == [
+        ("s00", 2, 2, 0, 1),
+        ("s01", 2, 1, 1, 1),
+        ("s02", 0, 0, 0, 0),
+    ]
+    assert rows[2]["wait_max_s"] is None and rows[2]["first_text_p50_s"] is None
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """The fair line in front of the model (tkchat/serve/line.py): first come first served, told
-their place, bounded, one request at a time per client, and nothing of one client's
+their place, bounded, one place in line per client, and nothing of one client's
 conversation reaching another's answer.
 
 The line alone (its clock made by hand), then the line behind real HTTP (uvicorn on the
@@ -130,19 +130,92 @@ def test_a_full_line_refuses_with_503_and_retry_after(clock: Clock) -> None:
     assert list(rec.line.waiting) == ["c", "d"]
 
 
-def test_one_request_at_a_time_per_client(clock: Clock) -> None:
+def test_a_clients_parallel_requests_all_wait_their_turns_in_its_order(clock: Clock) -> None:
+    """The issue's case: five at once under one ``user`` got two 429s. Now all five wait, in
+    the client's order, and a student who asks meanwhile waits behind one of them only."""
     rec = Recorder()
-    ann = Client(None, "tab-ann")
-    rec.line.join("a1", ann)
-    rec.line.join("b1", Client(None, "tab-bob"))
+    ann = Client(None, "ann")
+    for index in range(1, 6):
+        rec.line.join(f"ann{index}", ann)
+    assert rec.last("ann5")[:2] == (4, 4)
+    rec.line.join("bob1", Client(None, "bob"))
+    assert rec.line.waiting == ["ann2", "bob1", "ann3", "ann4", "ann5"]
+    assert rec.last("ann5")[:2] == (5, 5)  # told it moved back, behind bob
+    rec.line.join("bob2", Client(None, "bob"))  # behind bob's first
+    rec.line.join("cy1", Client(None, "cy"))  # a newcomer: at the end of the line
+    while rec.line.serving:
+        rec.line.finished(rec.started[-1])
+    assert rec.started == ["ann1", "ann2", "bob1", "cy1", "ann3", "bob2", "ann4", "ann5"]
+    assert rec.line.counts["served"] == 8 and rec.line.counts["per_client"] == 0
+
+
+def test_one_request_at_a_time_is_first_come_first_served(clock: Clock) -> None:
+    """A client whose answer is done and who asks at once goes to the end of the line, as
+    anyone would; a client's second request joins the end when its first starts."""
+    rec = Recorder()
+    ann, bob = Client(None, "ann"), Client(None, "bob")
+    rec.line.join("ann1", ann)
+    rec.line.join("bob1", bob)
+    rec.line.join("bob2", bob)
+    rec.line.join("cy1", Client(None, "cy"))
+    rec.line.release("ann1")
+    rec.line.finished("ann1")  # bob1 starts: bob2 joins the end of the line
+    rec.line.join("ann2", ann)
+    assert rec.line.waiting == ["cy1", "bob2", "ann2"]
+
+
+def test_a_request_that_leaves_gives_its_place_to_its_clients_next(clock: Clock) -> None:
+    rec = Recorder()
+    ann, bob = Client(None, "ann"), Client(None, "bob")
+    for index in range(1, 5):
+        rec.line.join(f"ann{index}", ann)
+    rec.line.join("bob1", bob)
+    assert rec.line.waiting == ["ann2", "bob1", "ann3", "ann4"]
+    rec.line.leave("ann2")  # she stops her second: her third takes its place
+    assert rec.line.waiting == ["ann3", "bob1", "ann4"]
+    rec.line.leave("ann4")  # and her last
+    assert rec.line.waiting == ["ann3", "bob1"] and rec.last("bob1")[:2] == (2, 2)
+    assert rec.line.counts["left"] == 2
+
+
+def test_a_client_has_a_bounded_share_then_429_with_when_its_first_is_done(
+    clock: Clock,
+) -> None:
+    rec = Recorder(LineLimits(per_client=3))
+    rec.line.join("x", Client(None))
+    clock.now += 10.0
+    rec.line.finished("x")  # one 10 s turn timed
+    ann = Client(None, "ann")
+    for index in range(1, 4):
+        rec.line.join(f"ann{index}", ann)
+    clock.now += 4.0  # ann1 has had 4 s of its 10
     with pytest.raises(RequestRejected) as caught:
-        rec.line.join("a2", ann)  # ann's first is still being answered
-    assert caught.value.status == 429 and caught.value.kind == "one_at_a_time"
-    rec.line.release("a1")  # her answer is complete (or she left)
-    rec.line.join("a2", ann)
-    for _ in range(3):
-        rec.line.join(f"anon-{_}", Client(None))  # programs of this machine without a name
-    assert rec.line.counts["one_at_a_time"] == 1
+        rec.line.join("ann4", ann)
+    assert caught.value.status == 429 and caught.value.kind == "per_client"
+    assert caught.value.headers == {"Retry-After": "6"}  # when ann1 should be done
+    rec.line.join("bob1", Client(None, "bob"))  # another client is not affected
+    for index in range(3):
+        rec.line.join(f"anon-{index}", Client(None))  # programs here without a name: no bound
+    rec.line.release("ann1")
+    rec.line.finished("ann1")
+    rec.line.join("ann4", ann)  # a place of hers freed
+    assert rec.line.counts["per_client"] == 1
+
+
+def test_unnamed_programs_here_take_their_turns_as_one_client(clock: Clock) -> None:
+    rec = Recorder()
+    for index in range(3):
+        rec.line.join(f"script{index}", Client(None))
+    rec.line.join("ann1", Client(None, "ann"))
+    assert rec.line.waiting == ["script1", "ann1", "script2"]
+
+
+def test_a_machine_takes_its_turns_as_one_client_whatever_names_it_gives(clock: Clock) -> None:
+    rec = Recorder()
+    for index in range(1, 4):
+        rec.line.join(f"x{index}", Client("192.0.2.7", f"name{index}"))
+    rec.line.join("y1", Client("192.0.2.8", "other"))
+    assert rec.line.waiting == ["x2", "y1", "x3"]
 
 
 def test_another_machine_has_a_few_places_at_most_whatever_names_it_gives(clock: Clock) -> None:
@@ -279,18 +352,26 @@ def test_a_full_line_answers_503_in_the_usual_error_shape() -> None:
     assert isinstance(second.events[-1], Done)
 
 
-def test_one_question_at_a_time_per_browser_tab(slow: Live) -> None:
-    first = Reader(slow, {**HELLO, "max_tokens": 50_000}, name="tab-1")
-    wait_until(lambda: first.events, what="the first answer")
-    headers = {"X-Tkchat-Client": "tab-1"}
-    status, retry, payload = slow.fetch_json("POST", "/chat", SHORT, headers)
-    assert status == 429 and retry["retry-after"] == "1"
-    assert payload["error"]["kind"] == "one_at_a_time"
-    hang_up(first.conn)  # Stop: the tab may ask again at once
-    wait_until(lambda: not slow.health()["busy"], what="the model to be free")
-    again = Reader(slow, SHORT, name="tab-1")
-    again.join()
-    assert isinstance(again.events[-1], Done)
+def test_a_tabs_second_question_waits_behind_its_first_and_then_a_429_past_its_share() -> None:
+    """No 429 for a second question from one tab: it is told its place and answered after the
+    first; only past ``per_client`` is a request refused, with when its first should end."""
+    limits = LineLimits(per_client=2, answer_tokens=1 << 20)
+    with serve(ScriptedBackend(rate=100, tokens=100_000), limits=limits) as live:
+        first = Reader(live, {**HELLO, "max_tokens": 50_000}, name="tab-1")
+        wait_until(lambda: first.events, what="the first answer")
+        second = Reader(live, SHORT, name="tab-1")
+        wait_until(lambda: second.places, what="the second told its place")
+        assert second.places[0]["position"] == 1
+        headers = {"X-Tkchat-Client": "tab-1"}
+        status, retry, payload = live.fetch_json("POST", "/chat", SHORT, headers)
+        assert status == 429 and int(retry["retry-after"]) >= 1
+        assert payload["error"]["kind"] == "per_client"
+        hang_up(first.conn)  # Stop: the second is answered
+        second.join()
+        counts = live.health()["line"]["counts"]
+    text, final = check_contract(second.events)
+    assert isinstance(final, Done) and text == "## Why the"
+    assert counts["served"] == 2 and counts["per_client"] == 1
 
 
 def test_health_shows_the_line_and_stays_fast_while_it_is_long(slow: Live) -> None:

@@ -186,6 +186,23 @@ def test_what_openai_refuses_or_tkchat_lacks_is_a_bad_request(
     assert param in error.message
 
 
+RANGES = [
+    ({"max_tokens": 0}, '"max_tokens" must be between 1 and 1,048,576, not 0.'),
+    ({"max_completion_tokens": 2_000_000}, "between 1 and 1,048,576, not 2000000."),
+    ({"temperature": 5}, '"temperature" must be between 0 and 2, not 5.'),
+    ({"top_p": 1.5}, '"top_p" must be between 0 and 1, not 1.5.'),
+    ({"seed": -1}, '"seed" must be between 0 and 4,294,967,295.'),
+]
+
+
+@pytest.mark.parametrize("extra,message", RANGES, ids=[str(r[0]) for r in RANGES])
+def test_a_range_is_said_in_whole_numbers(fast: Live, extra: dict[str, Any], message: str) -> None:
+    """The issue's case: ``max_tokens=0`` was told "between 1 and 1.04858e+06"."""
+    with pytest.raises(openai.BadRequestError) as caught:
+        client(fast).chat.completions.create(model="any", messages=ASK, **extra)
+    assert message in caught.value.message and "e+" not in caught.value.message
+
+
 def test_stream_options_without_a_stream_is_a_bad_request(fast: Live) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         client(fast).chat.completions.create(
@@ -246,7 +263,7 @@ def test_three_requests_at_once_all_get_their_answers() -> None:
         counts = live.health()["line"]["counts"]
     assert sorted(answers) == [0, 1, 2]
     assert {a.choices[0].finish_reason for a in answers.values()} == {"length"}
-    assert counts["joined"] == 3 and counts.get("one_at_a_time", 0) == 0
+    assert counts["joined"] == 3 and counts.get("per_client", 0) == 0
 
 
 def test_a_streaming_request_waits_in_line_with_keep_alive_comments(slow: Live) -> None:
@@ -271,27 +288,52 @@ def test_a_streaming_request_waits_in_line_with_keep_alive_comments(slow: Live) 
     assert got == ["## Why the"]
 
 
-def test_a_second_request_from_the_same_user_is_rate_limited(slow: Live) -> None:
-    api = client(slow)
-    first = api.chat.completions.create(
-        model="any", messages=ASK, stream=True, max_tokens=50_000, user="ann"
-    )
-    next(iter(first))
-    with pytest.raises(openai.RateLimitError) as caught:
-        api.chat.completions.create(model="any", messages=ASK, user="ann")
-    assert caught.value.code == "rate_limit_exceeded" and caught.value.body["kind"] == (
-        "one_at_a_time"
-    )
-    answers: list[Any] = []
-    bob = threading.Thread(
-        target=lambda: answers.append(
-            api.chat.completions.create(model="any", messages=ASK, max_tokens=1, user="bob")
+def test_five_requests_at_once_from_one_user_all_wait_their_turn() -> None:
+    """The issue's case: five at once under one ``user`` got two 429s, despite the client's
+    retries. Now they wait in line, and none is refused (the client retries nothing here)."""
+    with serve(ScriptedBackend(rate=200)) as live:
+        api = client(live)
+        answers: dict[int, Any] = {}
+
+        def ask(index: int) -> None:
+            answers[index] = api.chat.completions.create(
+                model="any", messages=ASK, max_tokens=20, user="ann"
+            )
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        counts = live.health()["line"]["counts"]
+    assert sorted(answers) == [0, 1, 2, 3, 4]
+    assert {a.choices[0].finish_reason for a in answers.values()} == {"length"}
+    assert counts["served"] == 5 and counts.get("per_client", 0) == 0
+
+
+def test_past_its_share_a_user_is_rate_limited_with_retry_after() -> None:
+    limits = LineLimits(per_client=1, answer_tokens=1 << 20)
+    with serve(ScriptedBackend(rate=100, tokens=100_000), limits=limits) as live:
+        api = client(live)
+        first = api.chat.completions.create(
+            model="any", messages=ASK, stream=True, max_tokens=50_000, user="ann"
         )
-    )
-    bob.start()  # another user is not refused: he waits his turn
-    wait_until(lambda: slow.health()["line"]["waiting"] == 1, what="bob in line")
-    first.close()
-    bob.join(30)
+        next(iter(first))
+        with pytest.raises(openai.RateLimitError) as caught:
+            api.chat.completions.create(model="any", messages=ASK, user="ann")
+        answers: list[Any] = []
+        bob = threading.Thread(
+            target=lambda: answers.append(
+                api.chat.completions.create(model="any", messages=ASK, max_tokens=1, user="bob")
+            )
+        )
+        bob.start()  # another user is not refused: he waits his turn
+        wait_until(lambda: live.health()["line"]["waiting"] == 1, what="bob in line")
+        first.close()
+        bob.join(30)
+    assert caught.value.code == "rate_limit_exceeded"
+    assert caught.value.body["kind"] == "per_client"
+    assert int(caught.value.response.headers["retry-after"]) >= 1
     assert answers and answers[0].choices[0].message.content == "##"
 
 

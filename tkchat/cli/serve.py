@@ -87,12 +87,20 @@ def _add_line_options(serve: argparse.ArgumentParser) -> None:
         "holds the model for long",
     )
     group.add_argument(
+        "--per-client",
+        type=_positive,
+        default=LIMITS.per_client,
+        metavar="N",
+        help=f"requests one client (a browser tab, an OpenAI user) may have waiting or being "
+        f"answered (default {LIMITS.per_client}); one more gets 429 with Retry-After",
+    )
+    group.add_argument(
         "--per-address",
         type=_positive,
         default=LIMITS.per_address,
         metavar="N",
-        help=f"requests one other machine may have waiting or being answered (default "
-        f"{LIMITS.per_address}); each browser tab has one at a time",
+        help=f"requests one other machine may have waiting or being answered, whatever names "
+        f"it gives (default {LIMITS.per_address})",
     )
 
 
@@ -124,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     limits = LineLimits(
         waiting=args.queue,
         parallel=args.parallel,
+        per_client=args.per_client,
         per_address=args.per_address,
         answer_tokens=args.max_answer_tokens,
     )

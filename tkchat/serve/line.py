@@ -6,22 +6,31 @@ answering them one after another (the model's tokens per second barely grow with
 streams), it only makes every answer slow; refusing the twenty-nine with an error is worse.
 So a request that finds every slot taken joins a line:
 
-- **First come, first served.** The line is a FIFO; a request leaves it for a slot (one slot
-  for a local model; ``--parallel N`` in front of a server that answers N at once), or when its
-  client leaves (the socket closes: :meth:`Line.leave`).
+- **First come, first served, one place each.** The line is a FIFO holding at most one
+  request of each client; a client's further requests wait behind its own, and the next one
+  joins the end of the line when the one before leaves it (for a slot, or because its client
+  left: then the next takes its place). So one client that sends five requests at once has all
+  five answered, in its own order, and a student who asks meanwhile waits behind one of them
+  at most, not four; a client with one request at a time is served exactly first come, first
+  served. A request leaves the line for a slot (one slot for a local model; ``--parallel N``
+  in front of a server that answers N at once), or when its client leaves (the socket
+  closes: :meth:`Line.leave`). A place told is the place if nobody else came: a client's
+  second request moves back when another client joins.
 - **Told its place.** Whenever the line moves, every waiting request is told its position, how
   many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`); the estimate is
   the mean of the last :data:`TURNS_KEPT` turns, applied to the turns still ahead (None until
   a first turn has been timed).
 - **Bounded.** At most ``LineLimits.waiting`` requests wait; the next is refused at once with
-  503 and a ``Retry-After`` (when the first place should free), never left hanging.
-- **One at a time per client**, so one student cannot hold the model: a client with a request
-  in line or being answered gets 429 for a second one. A client is its address (beyond the
-  loopback) with, where given, its name: the page's per-tab id (``X-Tkchat-Client``) or the
-  OpenAI ``user`` field. A program on this machine that names itself nowhere (a script, the
-  teacher's own OpenAI client) is not limited: every program here is the same user. Since a
-  name is the client's own word, a machine beyond the loopback also has at most
-  ``LineLimits.per_address`` requests in line or being answered.
+  503 and a ``Retry-After`` (when the first place should free), never left hanging. One
+  client has at most ``LineLimits.per_client`` requests in line or being answered: the next
+  is refused with 429 and a ``Retry-After`` (when the first of its own should be answered).
+- **Who a client is.** A client is its address (beyond the loopback) with, where given, its
+  name: the page's per-tab id (``X-Tkchat-Client``) or the OpenAI ``user`` field. Programs
+  on this machine that name themselves nowhere (a script, the teacher's own OpenAI client)
+  have no ``per_client`` bound and take their turns as one client: every program here is the
+  same user. Since a name is the client's own word, a machine beyond the loopback takes its
+  turns as one client whatever names it gives, and has at most ``LineLimits.per_address``
+  requests in line or being answered.
 
 Everything here runs on the server's event loop (one thread: no locks). The line knows nothing
 of HTTP or of workers: it calls ``start`` when an item's turn comes and ``tell`` when an item
@@ -53,7 +62,8 @@ class LineLimits:
 
     waiting: int = 64  # requests in line, besides those being answered: 503 past it
     parallel: int = 1  # generations at once
-    per_address: int = 4  # requests in line or being answered from one address beyond loopback
+    per_client: int = 8  # requests in line or being answered from one client: 429 past it
+    per_address: int = 8  # requests in line or being answered from one address beyond loopback
     answer_tokens: int = 1024  # the longest answer one request gets (its max_tokens is cut to it)
 
 
@@ -70,10 +80,18 @@ class Client:
 
     @property
     def key(self) -> tuple[str, str] | None:
-        """Whom the one-at-a-time rule counts; None: an unnamed program on this machine."""
+        """Whom ``per_client`` counts; None: an unnamed program on this machine."""
         if self.address is None and self.name is None:
             return None
         return (self.address or "", self.name or "")
+
+    @property
+    def share(self) -> str:
+        """Whose turns the rounds count: a machine beyond the loopback (whatever names it
+        gives), a named program here, or all the unnamed programs here together."""
+        if self.address is not None:
+            return f"address {self.address}"
+        return f"name {self.name}" if self.name is not None else "this machine"
 
 
 class TurnClock:
@@ -103,35 +121,56 @@ class Line(Generic[T]):
         self.limits = limits
         self._start = start
         self._tell = tell
-        self.waiting: deque[T] = deque()
+        self._line: deque[T] = deque()  # first come, first served; one request per share
+        self._behind: dict[str, deque[T]] = {}  # a share's further requests, in its order
+        self._shares: dict[T, str] = {}  # every waiting item -> its share
         self.serving: dict[T, float] = {}  # item -> when its turn began (monotonic)
         self.clock = TurnClock()
         self._clients: dict[T, Client] = {}  # items whose client still holds a place
         self._holders: Counter[tuple[str, str]] = Counter()
         self._addresses: Counter[str] = Counter()
-        self.counts: Counter[str] = Counter()  # joined, served, left, full, one_at_a_time...
+        self.counts: Counter[str] = Counter()  # joined, served, left, full, per_client...
         self.closed = False
 
     # -- joining and leaving --------------------------------------------------------------
 
     def join(self, item: T, client: Client) -> None:
         """Take ``item`` into the line (and to a free slot at once, if there is one), or refuse
-        it: 429 (its client already has one), 503 (the line is full). No await inside: on one
-        loop, two requests cannot both pass a check."""
+        it: 429 (its client, or its machine, holds its most), 503 (the line is full). No await
+        inside: on one loop, two requests cannot both pass a check."""
         self._check(client)
         self.counts["joined"] += 1
         self._hold(item, client)
-        self.waiting.append(item)
+        share = client.share
+        self._shares[item] = share
+        if share in self._behind:  # it has one in line already: this one waits behind it
+            self._behind[share].append(item)
+        elif any(self._shares[waiting] == share for waiting in self._line):
+            self._behind[share] = deque([item])
+        else:
+            self._line.append(item)
         self._dispatch()
 
     def leave(self, item: T) -> None:
         """The client left (or the response ended). A waiting item leaves the line, and those
-        behind it move up; either way its client's place is free for its next request."""
+        behind it move up (its client's next request, if any, takes its place); either way
+        its client's place is free for its next request."""
         self.release(item)
-        if item in self.waiting:
-            self.waiting.remove(item)
-            self.counts["left"] += 1
-            self._tell_everyone()
+        share = self._shares.pop(item, None)
+        if share is None:
+            return
+        if item in self._line:
+            index = self._line.index(item)
+            del self._line[index]
+            following = self._next_of(share)
+            if following is not None:
+                self._line.insert(index, following)
+        else:
+            self._behind[share].remove(item)
+            if not self._behind[share]:
+                del self._behind[share]
+        self.counts["left"] += 1
+        self._tell_everyone()
 
     def release(self, item: T) -> None:
         """The item's client may ask again (its answer is complete, or it left). Idempotent."""
@@ -160,13 +199,28 @@ class Line(Generic[T]):
 
     # -- what the line looks like ---------------------------------------------------------
 
+    @property
+    def waiting(self) -> list[T]:
+        """Every waiting request, in the order they will start if nobody else joins or leaves:
+        the line, each client's next request joining its end as the one before starts."""
+        line = deque(self._line)
+        behind = {share: deque(items) for share, items in self._behind.items()}
+        order: list[T] = []
+        while line:
+            item = line.popleft()
+            order.append(item)
+            following = behind.get(self._shares[item])
+            if following:
+                line.append(following.popleft())
+        return order
+
     def place(self, item: T) -> QueuePlace | None:
         """Where ``item`` stands, or None once it is not waiting."""
-        try:
-            position = self.waiting.index(item) + 1
-        except ValueError:
+        if item not in self._shares:
             return None
-        return QueuePlace(position, len(self.waiting), self.eta(position))
+        waiting = self.waiting
+        position = waiting.index(item) + 1
+        return QueuePlace(position, len(waiting), self.eta(position))
 
     def eta(self, position: int) -> float | None:
         """Seconds until the request at ``position`` (1: next) should start: each slot frees
@@ -188,19 +242,37 @@ class Line(Generic[T]):
         eta = self.eta(1)
         return max(1, math.ceil(eta)) if eta is not None else 1
 
+    def client_retry_after(self, key: tuple[str, str]) -> int:
+        """Whole seconds until the first of this client's requests should be answered (at
+        least 1): the one being answered at the end of its mean turn, or the first waiting at
+        the end of its own turn."""
+        mean = self.clock.mean
+        if mean is None:
+            return 1
+        now = time.monotonic()
+        ends = []
+        for item, client in self._clients.items():
+            if client.key != key:
+                continue
+            if item in self.serving:
+                ends.append(mean - (now - self.serving[item]))
+            elif (place := self.place(item)) is not None:
+                ends.append((place.eta_s or 0.0) + mean)
+        return max(1, math.ceil(min(ends))) if ends else 1
+
     # -- inside -----------------------------------------------------------------------------
 
     def _check(self, client: Client) -> None:
         if self.closed:
             raise RequestRejected(503, "shutting_down", "The server is shutting down.")
-        if client.key is not None and self._holders[client.key]:
-            self.counts["one_at_a_time"] += 1
+        if client.key is not None and self._holders[client.key] >= self.limits.per_client:
+            self.counts["per_client"] += 1
             raise RequestRejected(
                 429,
-                "one_at_a_time",
-                "You already have a question waiting or being answered: wait for its answer "
-                "(or stop it) before you ask the next one.",
-                {"Retry-After": "1"},
+                "per_client",
+                f"You already have {self.limits.per_client} questions waiting or being "
+                "answered: wait for one of their answers before you ask the next one.",
+                {"Retry-After": str(self.client_retry_after(client.key))},
                 code="rate_limit_exceeded",
             )
         if client.address is not None and (
@@ -216,13 +288,13 @@ class Line(Generic[T]):
                 code="rate_limit_exceeded",
             )
         slot_free = len(self.serving) < self.limits.parallel
-        if not slot_free and len(self.waiting) >= self.limits.waiting:
+        if not slot_free and len(self._shares) >= self.limits.waiting:
             self.counts["full"] += 1
             retry = self.retry_after()
             raise RequestRejected(
                 503,
                 "line_full",
-                f"The line is full: {len(self.waiting)} questions are waiting for the model. "
+                f"The line is full: {len(self._shares)} questions are waiting for the model. "
                 f"Try again in about {retry} s.",
                 {"Retry-After": str(retry)},
             )
@@ -234,22 +306,35 @@ class Line(Generic[T]):
         if client.address is not None:
             self._addresses[client.address] += 1
 
+    def _next_of(self, share: str) -> T | None:
+        """The share's next request, out of its own queue (None: it has none)."""
+        following = self._behind.get(share)
+        if not following:
+            return None
+        item = following.popleft()
+        if not following:
+            del self._behind[share]
+        return item
+
     def _dispatch(self) -> None:
-        """Fill the free slots from the head of the line, then tell the rest their places."""
+        """Fill the free slots from the head of the line (each client's next request joining
+        its end), then tell the rest their places."""
         if self.closed:
             return
         moved = False
-        while self.waiting and len(self.serving) < self.limits.parallel:
-            item = self.waiting.popleft()
+        while self._line and len(self.serving) < self.limits.parallel:
+            item = self._line.popleft()
+            following = self._next_of(self._shares.pop(item))
+            if following is not None:
+                self._line.append(following)
             self.serving[item] = time.monotonic()
             self.counts["served"] += 1
             moved = True
             self._start(item)
-        if moved or self.waiting:
+        if moved or self._line:
             self._tell_everyone()
 
     def _tell_everyone(self) -> None:
-        for item in self.waiting:
-            place = self.place(item)
-            if place is not None:
-                self._tell(item, place)
+        waiting = self.waiting
+        for position, item in enumerate(waiting, start=1):
+            self._tell(item, QueuePlace(position, len(waiting), self.eta(position)))

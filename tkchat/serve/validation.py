@@ -253,7 +253,7 @@ def _parse_sampling(payload: dict[str, Any]) -> Sampling:
     if seed is not None and not _is_int(seed):
         raise bad_request('"seed" must be an integer or null.', "seed", "invalid_type")
     if seed is not None and not 0 <= seed <= SEED_MAX:
-        raise bad_request(f'"seed" must be between 0 and {SEED_MAX}.', "seed")
+        raise bad_request(f'"seed" must be between 0 and {_figure(SEED_MAX)}.', "seed")
     # max_completion_tokens is OpenAI's newer name for max_tokens; it wins when both are sent.
     length = (
         "max_completion_tokens"
@@ -275,6 +275,15 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not 1
 
 
+def _figure(bound: float) -> str:
+    """A range's end as a person reads it: a whole number in full with thousands separators
+    (``1,048,576``, never ``1.04858e+06`` as ``:g`` writes it), a fraction as Python writes
+    it (``0.5``)."""
+    if float(bound).is_integer():
+        return f"{int(bound):,}"
+    return repr(float(bound))
+
+
 def _number(
     name: str,
     payload: dict[str, Any],
@@ -291,7 +300,9 @@ def _number(
         return default
     if _is_int(value) or (not integer and isinstance(value, float)):
         if not low <= value <= high:
-            raise bad_request(f'"{name}" must be between {low:g} and {high:g}, not {value}.', name)
+            raise bad_request(
+                f'"{name}" must be between {_figure(low)} and {_figure(high)}, not {value}.', name
+            )
         return value
     raise bad_request(
         f'"{name}" must be {"an integer" if integer else "a number"}.', name, "invalid_type"

@@ -3,7 +3,7 @@
 ``GET /health`` names the server (``{"server": "tkchat", ...}``) and its model and context
 size; ``POST /chat`` answers a chat with the same ``chunk`` / ``done`` / ``error`` events the
 worker sends in-process, one ``data:`` line each. Because both ends share the contract, a
-server-side error keeps its ``kind`` (``one_at_a_time``, ``line_full``, ``context_overflow``...)
+server-side error keeps its ``kind`` (``per_client``, ``line_full``, ``context_overflow``...)
 on the client. While a request waits in the server's line, the server also sends its place
 (an SSE event named ``queued``): the window does not show it, and skips it.
 

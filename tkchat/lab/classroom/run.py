@@ -15,7 +15,15 @@ accounted for:
 - **in order**: sorted by ticket (the order of arrival), the generations only grow (FIFO);
 - the **line's waits** (send → the turn, p50/p90/p99/max), the **estimates** it told against
   the waits that followed, and ``/health``'s latency (p50/p99/max) while the line was long,
-  beside an idle twin server's at the same moments (the machine's share of it).
+  beside an idle twin server's at the same moments (the machine's share of it);
+- **each student's** figures (``per_student``): requests, answered, refused, how many waited
+  in line, the median and longest wait, the median time to the first text.
+
+With ``port`` (``--port``) the class uses a ``tkchat serve`` already running on this machine
+(the one the class will use, with its model and limits: the class plan starts it before the
+class) instead of starting one; the server's counts are then those of the class alone (the
+difference from before it), and answers are not checked for their owner's question (that
+needs the scripted backend's ``--echo``).
 
 Figures, not verdicts: the run is kept (``--json``) with where and when it ran; no test asserts
 its absolute figures (tests/test_class_bench.py runs a short class and checks the accounting).
@@ -30,6 +38,7 @@ import platform
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -55,6 +64,7 @@ class ClassOptions:
     seed: int = 23
     idle_s: float = IDLE_S
     json_path: Path | None = None
+    port: int | None = None  # a tkchat serve already running here: the class uses it
 
 
 class HealthMonitor(threading.Thread):
@@ -78,6 +88,7 @@ class HealthMonitor(threading.Thread):
         self.waiting: list[int] = []
         self.failures = 0
         self.last: dict[str, Any] = {}
+        self.counts_before: dict[str, int] = {}  # the server's line counts as the class began
 
     def run(self) -> None:
         while not self.stop.wait(HEALTH_EVERY_S):
@@ -91,6 +102,7 @@ class HealthMonitor(threading.Thread):
         took, health = answer
         if not self.class_began:
             self.idle_ms.append(took)
+            self.counts_before = dict(health.get("line", {}).get("counts", {}))
             return
         self.latencies_ms.append(took)
         self.waiting.append(int(health["line"]["waiting"]))
@@ -116,18 +128,26 @@ def _timed_health(port: int) -> tuple[float, dict[str, Any]] | None:
 
 def run_class_bench(options: ClassOptions) -> int:
     """Run the class; print the figures (and write them to ``json_path``); exit status 1 if a
-    request was lost, mixed up or served out of order."""
-    port = free_port()
+    request was lost, mixed up or served out of order; 2 if ``port`` was given and no
+    tkchat serve answers there."""
+    port = options.port or free_port()
+    if options.port is not None and _timed_health(port) is None:
+        print(f"tkchat bench --class: no tkchat serve answers /health at 127.0.0.1:{port}")
+        return 2
     command = [sys.executable, "-m", "tkchat", "serve", *options.model_args]
     command += ["--port", str(port), "--max-answer-tokens", str(max(options.max_tokens, 1))]
     started = datetime.now().isoformat(timespec="seconds")
     load_before = os.getloadavg()
     twin_port = free_port()
     twin = [sys.executable, "-m", "tkchat", "serve", "--backend", "scripted"]
-    with (
-        server_process(command, f"http://127.0.0.1:{port}/health"),
-        server_process([*twin, "--port", str(twin_port)], f"http://127.0.0.1:{twin_port}/health"),
-    ):
+    with ExitStack() as servers:
+        if options.port is None:
+            servers.enter_context(server_process(command, f"http://127.0.0.1:{port}/health"))
+        servers.enter_context(
+            server_process(
+                [*twin, "--port", str(twin_port)], f"http://127.0.0.1:{twin_port}/health"
+            )
+        )
         asks, monitor, seconds = _run_class(port, twin_port, options)
     figures = class_figures(asks, monitor, options)
     figures = {
@@ -152,13 +172,14 @@ def _run_class(
     monitor = HealthMonitor(port, twin_port)
     monitor.start()
     time.sleep(options.idle_s)
+    monitor.ask()  # one idle reading for sure: the server's counts before the class
     monitor.class_began = True
     began = time.perf_counter()
     deadline = began + options.duration_s
     extra = {"max_tokens": options.max_tokens, "read_s": options.read_s}
     students = [
         Student(
-            f"s{index:02d}",
+            student_name(index),
             port,
             deadline,
             {**extra, "arrive_s": options.arrive_s},
@@ -206,9 +227,78 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "health_twin_ms": _spread(monitor.twin_ms, digits=1) | {"count": len(monitor.twin_ms)},
         "health_failures": monitor.failures,
         "line_length": _line_length(monitor.waiting),
-        "server_counts": monitor.last.get("line", {}).get("counts", {}),
+        "server_counts": _counts_since(monitor),
         "server_turn_s": monitor.last.get("line", {}).get("turn_s"),
+        "per_student": per_student(asks, [student_name(i) for i in range(options.students)]),
     }
+
+
+def _counts_since(monitor: HealthMonitor) -> dict[str, int]:
+    """The server's line counts during the class: after it, less before it (a server started
+    for the class had none; one already running has its earlier requests)."""
+    after: dict[str, int] = monitor.last.get("line", {}).get("counts", {})
+    return {kind: n - monitor.counts_before.get(kind, 0) for kind, n in after.items()}
+
+
+def student_name(index: int) -> str:
+    return f"s{index:02d}"
+
+
+def per_student(asks: list[Ask], names: list[str]) -> list[dict[str, Any]]:
+    """Each student's requests and what became of them, in the students' order (``names``,
+    and any other that asked; one who never got to ask has a row of zeros): answered, refused
+    (429/503), failed or lost; how many waited in line; the median and longest wait (send →
+    its turn) and the median time to the first text (send → first text)."""
+    rows = []
+    for student in sorted(set(names) | {a.student for a in asks}):
+        own = [a for a in asks if a.student == student]
+        answered = [a for a in own if a.answered]
+        waits = [a.wait_s for a in answered if a.places and a.wait_s is not None]
+        firsts = [a.first_text_at - a.sent for a in answered if a.first_text_at is not None]
+        rows.append(
+            {
+                "student": student,
+                "requests": len(own),
+                "answered": len(answered),
+                "refused": sum(1 for a in own if a.status not in (0, 200)),
+                "failed": sum(1 for a in own if a.final == "error" or a.status == 0 or a.lost),
+                "waited": len(waits),
+                "wait_p50_s": rounded(percentile(waits, 50)),
+                "wait_max_s": rounded(max(waits)) if waits else None,
+                "first_text_p50_s": rounded(percentile(firsts, 50)),
+            }
+        )
+    return rows
+
+
+STUDENT_COLUMNS = (
+    ("student", "student"),
+    ("requests", "asked"),
+    ("answered", "answered"),
+    ("refused", "refused"),
+    ("failed", "failed"),
+    ("waited", "waited"),
+    ("wait_p50_s", "wait p50 s"),
+    ("wait_max_s", "wait max s"),
+    ("first_text_p50_s", "first text p50 s"),
+)
+
+
+def student_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The per-student figures as a text table, one line a student (``-``: no figure)."""
+    cells = [[title for _, title in STUDENT_COLUMNS]]
+    cells += [
+        ["-" if row[key] is None else str(row[key]) for key, _ in STUDENT_COLUMNS] for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(STUDENT_COLUMNS))]
+    return [
+        "  "
+        + "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in cells
+    ]
 
 
 def _line_length(samples: list[int]) -> dict[str, float | None]:
@@ -298,13 +388,14 @@ def _machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
 
 
 def _shown_args(options: ClassOptions) -> list[str]:
+    model = ["--port", str(options.port)] if options.port is not None else options.model_args
     return [
         str(options.students),
         "--duration",
         f"{options.duration_s:g}",
         "--tokens",
         str(options.max_tokens),
-        *options.model_args,
+        *model,
     ]
 
 
@@ -328,5 +419,7 @@ def summary(figures: dict[str, Any]) -> str:
             f"  /health ms: p50 {health['p50']}, p99 {health['p99']}, max {health['max']} "
             f"({health['count']} asked, {figures['health_failures']} failed); an idle twin "
             f"server at the same moments: p50 {twin['p50']}, p99 {twin['p99']}, max {twin['max']}",
+            "  each student:",
+            *student_table(figures.get("per_student", [])),
         ]
     )

@@ -126,6 +126,14 @@ def _add_class_options(bench: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --class --server: answers the server generates at once (default 1)",
     )
+    bench.add_argument(
+        "--port",
+        type=int,
+        metavar="PORT",
+        help="with --class: the class uses the `tkchat serve` already running on this machine "
+        "at this port (the one started for the class, with its model and limits) instead of "
+        "starting one; the model options are then the server's own",
+    )
 
 
 def _add_other_runs(bench: argparse.ArgumentParser) -> None:
@@ -238,7 +246,7 @@ def _bench_class(args: argparse.Namespace) -> int:
     from tkchat.cli.from_args import child_model_args
     from tkchat.lab.classroom.run import ClassOptions, run_class_bench
 
-    scripted = args.backend == "scripted" and not args.server
+    scripted = args.backend == "scripted" and not args.server and args.port is None
     model_args = [*child_model_args(args), *(["--echo"] if scripted else [])]
     if args.server:
         model_args += ["--parallel", str(args.parallel)]
@@ -250,6 +258,7 @@ def _bench_class(args: argparse.Namespace) -> int:
             model_args=tuple(model_args),
             echo=scripted,
             json_path=args.json,
+            port=args.port,
         )
     )
 

@@ -144,10 +144,10 @@
 
   /**
    * POST the chat and resolve with the streaming response. A question that finds the model
-   * busy waits in the server's line (the stream says where it stands), but the server answers
-   * one question at a time per client: a Send right after Stop can arrive before the server
-   * has seen the Stop, and get 429 "one_at_a_time" for a moment, so it retries briefly
-   * instead of showing an error. Used by the worker and by the BROKEN main-thread reader.
+   * busy waits in the server's line (the stream says where it stands), even behind this tab's
+   * own earlier one; only past its share (--per-client) does the server answer 429, for a
+   * moment, so it retries briefly instead of showing an error. Used by the worker and by the
+   * BROKEN main-thread reader.
    * `token`: the server's, when it listens beyond this machine (null otherwise); `client`:
    * this tab's name in the line (X-Tkchat-Client).
    */
