@@ -190,6 +190,21 @@ def test_the_hint_names_the_install_this_tkchat_has(
         installed.install_hint("gpu")
 
 
+def test_without_llama_cpp_the_hint_names_the_extras_own_packages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``pip install -e '.[serve]'`` would pull llama-cpp-python back in (the compile that
+    failed, or that a student skipped): without it, the hint names Starlette and Uvicorn."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        installed.importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "llama_cpp" else real(name, *rest),
+    )
+    assert installed.install_hint("serve") == "pip install starlette uvicorn"
+    assert installed.install_hint("qt") == "pip install PySide6-Essentials"
+
+
 def test_serve_says_at_start_when_the_page_is_missing(tmp_path: Path) -> None:
     from tkchat.serve.static_files import STATIC_DIR, client_missing
 

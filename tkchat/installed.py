@@ -99,9 +99,32 @@ def install_hint(extra: str) -> str:
     keeps that install and adds only the extra's packages."""
     if extra not in EXTRAS:
         raise ValueError(f"unknown extra {extra!r}; choose one of {', '.join(EXTRAS)}")
+    if importlib.util.find_spec("llama_cpp") is None:
+        # Installing tkchat's extra would pull llama-cpp-python back in (a compile of
+        # minutes, the one that may have failed): name the extra's own packages instead.
+        return "pip install " + " ".join(_extra_requirements(extra))
     if source_tree() is not None:
         return f"pip install -e '.[{extra}]'"
     return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+def _extra_requirements(extra: str) -> list[str]:
+    """The packages ``extra`` adds, as this installation's metadata declares them (their
+    version bounds dropped), quoted for a shell; its module names where there is none."""
+    import importlib.metadata
+    import re
+
+    try:
+        declared = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    names = []
+    for requirement in declared:
+        if f'extra == "{extra}"' in requirement:
+            name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+            if name not in names:
+                names.append(name)
+    return names or list(EXTRAS[extra])
 
 
 def extra_missing(what: str, extra: str) -> str | None:
