@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +25,8 @@ import pytest
 
 from tests.chat_flow_doubles import ChatRig
 from tests.test_exercises import answers_of, readme
+from tkchat.conversation import Message, Sampling
+from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.i18n import strings
@@ -30,7 +34,7 @@ from tkchat.lab.selftest import driver as driver_module
 from tkchat.lab.selftest.attribution import Span, attribute, outside_calls, spans_of
 from tkchat.lab.selftest.classroom import pipeline_files
 from tkchat.lab.selftest.driver import Driver, GaveUp, Question, paired
-from tkchat.lab.selftest.instruments import held_ms
+from tkchat.lab.selftest.instruments import TokenMeter, held_ms
 from tkchat.lab.selftest.observe import LATE_MS, Sources, WindowReport
 from tkchat.lab.selftest.protocol import (
     ModelRun,
@@ -783,6 +787,54 @@ def test_a_slow_model_is_the_pipelines_when_the_answers_ran_inside_its_calls() -
     assert verdicts(measured(tokens_per_s=1000.0))["tokens"] == BUSY
     assert verdicts(measured(tokens_per_s=1700.0))["tokens"] == PASS  # 0.85: within the margin
     assert verdicts(measured(tokens_per_s=None))["tokens"] == FAIL  # nothing streamed
+
+
+def test_a_reader_that_sleeps_per_token_fails_and_a_busy_machine_does_not() -> None:
+    """The model at 200 tokens/s against 2,000 alone: 4.5 ms of each token's extra 4.5 ms
+    the reading thread slept (a time.sleep per token) while the window's threads waited
+    0.2 ms for a core — the pipeline's; the same slowdown with 4 ms of waiting for a core and
+    the reader asleep no more than alone — the machine's (BUSY, as before); no figures from
+    Linux — BUSY, as before."""
+    slow = {"tokens_per_s": 200.0, "raw_tokens_per_s": 2000.0, "raw_slept_per_token_s": 0.0003}
+    throttled = measured(**slow, slept_per_token_s=0.0048, queued_per_token_s=0.0002)
+    check = {c.key: c for c in target_checks(EN, throttled)}["tokens"]
+    assert check.verdict == FAIL and "slept between tokens" in str(check.why)
+    assert any("slept through 96 %" in note for note in check.notes), check.notes
+    busy = measured(**slow, slept_per_token_s=0.0004, queued_per_token_s=0.004)
+    assert verdicts(busy)["tokens"] == BUSY
+    assert verdicts(measured(**slow))["tokens"] == BUSY  # Linux did not say
+    # half the extra asleep but the machine could explain it (a preempted GIL holder)
+    both = measured(**slow, slept_per_token_s=0.0033, queued_per_token_s=0.002)
+    assert verdicts(both)["tokens"] == BUSY
+    zh = {c.key: c for c in target_checks(ZH, throttled)}["tokens"]
+    assert zh.verdict == FAIL and CJK.search(str(zh.why))
+
+
+def test_the_meter_says_how_long_the_reading_thread_slept_in_a_pass() -> None:
+    """TokenMeter over a backend that sleeps 10 ms before each of 5 tokens: the pass reports
+    the reading thread asleep at least those 50 ms (time.sleep leaves the core: neither
+    running nor waiting for one), and the process's wait for a core, both from Linux."""
+
+    class Sent:
+        def __init__(self) -> None:
+            self.lines: list[dict[str, object]] = []
+
+        def send(self, kind: str, **fields: object) -> None:
+            self.lines.append({"kind": kind, **fields})
+
+    class Sleepy(ScriptedBackend):
+        def stream(self, request, cancel):  # type: ignore[no-untyped-def]
+            for piece in super().stream(request, cancel):
+                time.sleep(0.01)
+                yield piece
+
+    sent = Sent()
+    meter = TokenMeter(Sleepy(rate=0, tokens=5), sent)  # type: ignore[arg-type]
+    request = GenerationRequest((Message("user", "hi"),), Sampling(max_tokens=5))
+    assert len(list(meter.stream(request, threading.Event()))) == 5
+    (run,) = [line for line in sent.lines if line["kind"] == "run"]
+    assert isinstance(run["slept"], float) and run["slept"] >= 0.05 - 1e-3, run
+    assert isinstance(run["queued"], float) and run["queued"] >= 0.0
 
 
 def test_counted_targets_fail_on_what_was_counted() -> None:

@@ -79,6 +79,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "inside your pipeline's calls",
         "selftest.note.tokens_busy": "the main thread spent only {share} % of the answers' "
         "time inside your pipeline's calls: the machine slowed the model — not judged",
+        "selftest.note.tokens_slept": "the thread that reads the model slept through {share} % "
+        "of each token's extra time, beyond what waiting for a core could explain",
         "selftest.note.attempt": "(judged in attempt {attempt}: the machine was too busy to "
         "judge it before)",
         "selftest.note.q4_ended_before": "the answer had already ended when Stop was handled: "
@@ -156,6 +158,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "it off the main thread.",
         "selftest.why.tokens": "the model ran slower than with no window, while the main "
         "thread was in your pipeline's calls: the model loop waits for the window.",
+        "selftest.why.tokens_slept": "the model ran slower than with no window because the "
+        "thread that reads it slept between tokens (a sleep, or a wait on a lock, per token), "
+        "not because the machine was busy: the reading loop should only read and queue.",
         "selftest.why.tk_thread": "widgets belong to the main thread, whatever a thread is "
         "called: a worker puts events on a queue, and show() (on the main thread) writes "
         "them.",
@@ -252,6 +257,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.tokens_fail": "回答期间主线程有 {share}% 的时间在你的管线的调用里",
         "selftest.note.tokens_busy": "回答期间主线程只有 {share}% 的时间在你的管线的调用里："
         "是机器让模型变慢了——不作判断",
+        "selftest.note.tokens_slept": "读取模型的线程在每个词元多花的时间里有 {share}% 在睡眠，"
+        "超出了等待 CPU 核心所能解释的部分",
         "selftest.note.attempt": "（在第 {attempt} 次测量时判断：之前机器太忙，无法判断）",
         "selftest.note.q4_ended_before": "处理“停止”时回答已经结束：没有什么可停的了",
         "selftest.note.rare": "有 {count} 次调用等待超过 {bound} 毫秒，但很少见——"
@@ -315,6 +322,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "让这份工作变小，或者把它移出主线程。",
         "selftest.why.tokens": "模型比不带窗口时慢，而这时主线程在你的管线的调用里："
         "模型循环在等窗口。",
+        "selftest.why.tokens_slept": "模型比不带窗口时慢，是因为读取它的线程在词元之间睡眠"
+        "（每个词元一次 sleep 或等锁），而不是因为机器忙：读取循环只应读取并放进队列。",
         "selftest.why.tk_thread": "控件属于主线程，不管线程叫什么名字：工作线程把事件放进队列，"
         "由 show()（在主线程上）写到屏幕。",
         "selftest.why.raised": "有异常从 start()、show() 或 finish() 里抛了出来；"

@@ -204,15 +204,45 @@ class TimedPipeline:
         self.timer.run("finish", lambda: self.inner.finish(view, stopped=stopped, error=error))
 
 
+def own_schedstat() -> tuple[int, int] | None:
+    """The calling thread's time on a core and waiting for one so far (ns), from Linux."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stat:
+            ran, queued = stat.read().split()[:2]
+        return int(ran), int(queued)
+    except (OSError, ValueError):
+        return None
+
+
+def pass_waits(
+    wall_s: float,
+    own_before: tuple[int, int] | None,
+    own_after: tuple[int, int] | None,
+    waits_before: dict[int, int],
+    clock: SchedClock,
+) -> tuple[float | None, float | None]:
+    """Over a pass of ``wall_s`` seconds: how long the thread that read the model slept (it
+    neither ran nor waited for a core), and how long every thread of the process waited for a
+    core. (None, None) where Linux does not say."""
+    if own_before is None or own_after is None or not clock.available:
+        return None, None
+    ran = (own_after[0] - own_before[0]) / 1e9
+    own_queued = (own_after[1] - own_before[1]) / 1e9
+    after = clock.waits()
+    queued = sum(wait - waits_before.get(tid, 0) for tid, wait in after.items()) / 1e9
+    return round(max(0.0, wall_s - ran - own_queued), 6), round(max(0.0, queued), 6)
+
+
 class TokenMeter(WrappedBackend):
     """A backend wrapper that notes every token, whoever iterates the stream — tkchat's
     worker, a student's thread or a blocking loop on the main thread — so tokens/s, and
     whether the model went on after Stop, are measured at the backend for every pipeline
     and for the ``raw`` baseline. Each pass is reported when its loop is left."""
 
-    def __init__(self, inner: Backend, reporter: Reporter) -> None:
+    def __init__(self, inner: Backend, reporter: Reporter, clock: SchedClock | None = None) -> None:
         super().__init__(inner)
         self.reporter = reporter
+        self.clock = clock or SchedClock()
         self.runs = 0
         self.raw_next = False  # the next pass is the baseline (set by the command thread)
         self.open: dict[int, ModelRun] = {}  # passes still running (read by the report tick)
@@ -224,6 +254,7 @@ class TokenMeter(WrappedBackend):
         self.raw_next = False
         self.reporter.send("run_start", n=run.number, raw=run.raw, started=run.started)
         self.open[run.number] = run
+        own_before, waits_before = own_schedstat(), self.clock.waits()
         tokens = self.inner.stream(request, cancel)
         try:
             while True:
@@ -238,6 +269,9 @@ class TokenMeter(WrappedBackend):
             tokens.close()
             run.closed = time.perf_counter()
             self.open.pop(run.number, None)
+            slept, queued = pass_waits(
+                run.closed - run.started, own_before, own_schedstat(), waits_before, self.clock
+            )
             self.reporter.send(
                 "run",
                 n=run.number,
@@ -245,6 +279,8 @@ class TokenMeter(WrappedBackend):
                 started=run.started,
                 times=[round(at, 6) for at in run.times],
                 closed=run.closed,
+                slept=slept,
+                queued=queued,
             )
 
 

@@ -176,6 +176,11 @@ class ModelRun:
     closed: float | None = None  # when the loop was left (None: still running)
     tokens: int = 0  # so far (a pass still running reports only this, and ``last``)
     last: float | None = None  # when its latest token came out
+    # Over the pass (None where Linux does not say): how long the thread that read the model
+    # neither ran nor waited for a core — it slept, or waited on a lock — and how long every
+    # thread of the process waited for a core (what the machine took).
+    slept_s: float | None = None
+    queued_s: float | None = None
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -260,6 +265,7 @@ def _run(state: WindowState, line: dict[str, Any]) -> None:
     run.tokens = len(run.times)
     run.last = run.times[-1] if run.times else None
     run.closed = line["closed"]
+    run.slept_s, run.queued_s = line.get("slept"), line.get("queued")
 
 
 _HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {

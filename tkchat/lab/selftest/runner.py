@@ -37,7 +37,14 @@ from tkchat.i18n import strings
 from tkchat.lab.display import ensure_display
 from tkchat.lab.selftest.attribution import outside_calls, spans_of
 from tkchat.lab.selftest.driver import Driver, GaveUp
-from tkchat.lab.selftest.protocol import Commands, Probed, WindowState, read_reports, within
+from tkchat.lab.selftest.protocol import (
+    Commands,
+    ModelRun,
+    Probed,
+    WindowState,
+    read_reports,
+    within,
+)
 from tkchat.lab.selftest.questions import question_check
 from tkchat.lab.selftest.report import grade_of, label, report
 from tkchat.lab.selftest.senses import Heartbeat, OwnStalls
@@ -305,6 +312,16 @@ def _lags(probes: list[Probed], spans: list[tuple[float, float]]) -> list[Probed
     return [s for s in probes if any(start <= s.at <= end for start, end in spans)]
 
 
+def _per_token(runs: list[ModelRun], figure: str) -> float | None:
+    """A pass figure (``slept_s``, ``queued_s``) summed over ``runs``, per token they gave;
+    None where a pass did not say, or no token came."""
+    values = [getattr(run, figure) for run in runs]
+    tokens = sum(len(run.times) for run in runs)
+    if not runs or tokens == 0 or any(value is None for value in values):
+        return None
+    return float(sum(values)) / tokens
+
+
 def judge(
     setup: Setup, driver: Driver, state: WindowState, heartbeat: Heartbeat, stalls: OwnStalls
 ) -> tuple[list[Check], Measured | None]:
@@ -329,6 +346,9 @@ def judge(
         flood=setup.backend == "scripted",
         calls=state.calls,
         streamed=[(r.times[0], r.times[-1]) for r in runs if len(r.times) > 1],
+        slept_per_token_s=_per_token(runs, "slept_s"),
+        raw_slept_per_token_s=_per_token(raw, "slept_s"),
+        queued_per_token_s=_per_token(runs, "queued_s"),
         tk_calls=state.tk_calls,
         first_tk_call=state.first_tk_call,
         raised=state.raised,

@@ -16,7 +16,9 @@
   the machine preempted). The reason says whether they worked or waited.
 - **tokens/s**: at least :data:`TOKENS_RATIO_MIN` of the model alone's, measured in the same
   run; under it, FAIL if the streamed answers' time was mostly spent inside the pipeline's
-  calls (a model loop in ``start``), BUSY otherwise.
+  calls (a model loop in ``start``), or if the thread that reads the model slept through
+  each token's extra time while no thread of the window waited for a core (a worker that
+  sleeps per token: the machine was not slow, the pipeline was); BUSY otherwise.
 - **the second witness**: where the window's main-thread sampler saw the pipeline's code hold
   the loop far longer than its calls did (its work done in a callback it scheduled), the lag
   is attributed on the sampler's account, and its long holds outside the calls count
@@ -61,6 +63,10 @@ from tkchat.stats import LONG_TASK_MS, percentile
 # asks 0.95 of a quiet machine; the grade must hold with both cores busy, where two passes of
 # the same loop differ by more than that.
 TOKENS_RATIO_MIN = 0.8
+# A model slowed by the thread that reads it sleeping (a sleep per token, a lock held), not
+# by the machine: at least this share of each token's extra time asleep, beyond anything the
+# machine could have caused (:func:`_slept_share`).
+SLEPT_MIN = 0.5
 BASELINE_MIN_SAMPLES = 20
 
 
@@ -83,6 +89,12 @@ class Measured:
     gaps: list[tuple[float, float]] = field(default_factory=list)  # heartbeat silences, outside
     own_stalls: list[tuple[float, float]] = field(default_factory=list)  # the grader's own
     whose: list[Whose] = field(default_factory=list)  # the sampler's, of the streamed questions
+    # Seconds per token, over the passes (None: Linux did not say): the thread that read the
+    # model asleep (neither running nor waiting for a core), in the graded answers and in the
+    # model alone; and every thread of the window's process waiting for a core.
+    slept_per_token_s: float | None = None
+    raw_slept_per_token_s: float | None = None
+    queued_per_token_s: float | None = None
 
 
 def p99(samples: Sequence[Probed]) -> float | None:
@@ -266,13 +278,35 @@ def _tokens(t: Translate, m: Measured, spans: Sequence[Span]) -> Check:
     )
     notes: list[str] = []
     verdict = PASS
+    why = None
     if ratio < TOKENS_RATIO_MIN:
         inside = sum(attribute(start, end, spans).inside_s for start, end in m.streamed)
         share = inside / max(1e-9, sum(end - start for start, end in m.streamed))
         verdict = FAIL if share >= INSIDE_MIN else BUSY
         notes.append(t(f"selftest.note.tokens_{verdict}", share=percent(share)))
-    why = t("selftest.why.tokens") if verdict == FAIL else None
+        why = t("selftest.why.tokens") if verdict == FAIL else None
+        slept = _slept_share(m)
+        if verdict == BUSY and slept is not None:
+            notes.append(t("selftest.note.tokens_slept", share=percent(slept)))
+            if slept >= SLEPT_MIN:
+                verdict, why = FAIL, t("selftest.why.tokens_slept")
     return Check("tokens", verdict, detail, figures, notes, why)
+
+
+def _slept_share(m: Measured) -> float | None:
+    """Of the time each token took beyond the model alone's, the share the thread reading
+    the model spent asleep — neither running nor waiting for a core — beyond what it slept
+    per token with the model alone, less every second any thread of the window waited for a
+    core meanwhile (a thread the machine preempted while it held the GIL makes the reader
+    sleep too: the machine's, so it is taken off). A throttled worker (a sleep per token)
+    sleeps nearly all of it; a busy machine makes threads wait for a core instead."""
+    slept, raw_slept, queued = m.slept_per_token_s, m.raw_slept_per_token_s, m.queued_per_token_s
+    if slept is None or raw_slept is None or queued is None:
+        return None
+    if not m.tokens_per_s or not m.raw_tokens_per_s or m.tokens_per_s >= m.raw_tokens_per_s:
+        return None
+    extra = 1 / m.tokens_per_s - 1 / m.raw_tokens_per_s
+    return max(0.0, min(1.0, (slept - raw_slept - queued) / extra))
 
 
 def _tk_thread(t: Translate, m: Measured) -> Check:
