@@ -417,10 +417,13 @@ def test_help_works_without_qt_and_the_qt_client_says_how_to_get_it() -> None:
     result = _run_without_tk(HIDE_QT + "from tkchat.cli import main; main(['--help'])")
     assert result.returncode == 0, result.stderr
     assert "--toolkit" in result.stdout
-    # importlib.util.find_spec() cannot see the hidden module: hide it from it as well
+    # importlib.util.find_spec() cannot see the hidden module: hide it from it as well (and
+    # only it: without llama_cpp either, the hint would name the extra's packages instead)
     code = (
         HIDE_QT
-        + "import importlib.util; importlib.util.find_spec = lambda name, *a: None; "
+        + "import importlib.util; real = importlib.util.find_spec; "
+        + "importlib.util.find_spec = lambda name, *a: "
+        + "None if name.split('.')[0] == 'PySide6' else real(name, *a); "
         + "from tkchat.cli import main; raise SystemExit(main(['--toolkit', 'qt']))"
     )
     result = _run_without_tk(code)
