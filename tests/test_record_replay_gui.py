@@ -113,6 +113,7 @@ def test_a_scripted_run_is_recorded_and_replays_the_same_text(
     assert final.stats.tokens == len(recorded.tokens)
     assert app.answers[-1].text == recorded.text
     assert backend.generations == 1
+    app.close()  # (its loop sampler stops: one left running kept other tests' frames)
 
 
 @pytest.mark.parametrize(
@@ -147,6 +148,7 @@ def test_a_replay_goes_through_the_consumer_asked_for(
     said = f"REPLAY of a run recorded in mode {recorded_in}"
     assert [b.text for b in banners if said in b.text and f"pipeline ({replayed_in})" in b.text]
     assert replay.answers[-1].text == recorded.text
+    replay.close()
 
 
 def test_clicks_while_recording_are_kept_with_their_wait(root: tk.Tk, tmp_path: Path) -> None:
@@ -173,6 +175,7 @@ def test_clicks_while_recording_are_kept_with_their_wait(root: tk.Tk, tmp_path: 
     assert len(clicks) >= 3
     assert min(put.handled_ms for put in clicks) == 0.0  # the quickest is the origin
     assert all(put.handled_ms >= 0 and put.t >= 0 for put in clicks)
+    app.close()
 
 
 def test_closing_the_window_mid_answer_keeps_what_was_recorded(root: tk.Tk, tmp_path: Path) -> None:
@@ -252,6 +255,7 @@ def test_the_lesson_panel_of_a_replay_draws_the_recording(
     panel.timeline.redraw()
     (item,) = panel.timeline.find_withtag("recorded")
     assert panel.timeline.itemcget(item, "state") == "normal"
+    replay.close()
 
 
 def test_bench_report_takes_a_recording(root: tk.Tk, tmp_path: Path) -> None:
@@ -288,6 +292,7 @@ def test_a_run_of_the_bundled_model_is_recorded_and_replayed(
     replay, _backend = open_replay_window(replay_root, recorded, AppOptions(language="en"))
     pump_until(replay_root, lambda: bool(replay.finished), timeout=120, what="the replay")
     assert replay.answers[-1].text == recorded.text
+    replay.close()
 
 
 def test_tkchat_record_and_replay_run_from_the_command_line(display: None, tmp_path: Path) -> None:
