@@ -800,6 +800,7 @@ def test_a_reader_that_sleeps_per_token_fails_and_a_busy_machine_does_not() -> N
     check = {c.key: c for c in target_checks(EN, throttled)}["tokens"]
     assert check.verdict == FAIL and "slept between tokens" in str(check.why)
     assert any("slept through 96 %" in note for note in check.notes), check.notes
+    assert not any("the machine slowed the model" in note for note in check.notes)
     busy = measured(**slow, slept_per_token_s=0.0004, queued_per_token_s=0.004)
     assert verdicts(busy)["tokens"] == BUSY
     assert verdicts(measured(**slow))["tokens"] == BUSY  # Linux did not say

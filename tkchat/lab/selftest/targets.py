@@ -287,9 +287,9 @@ def _tokens(t: Translate, m: Measured, spans: Sequence[Span]) -> Check:
         why = t("selftest.why.tokens") if verdict == FAIL else None
         slept = _slept_share(m)
         if verdict == BUSY and slept is not None:
+            if slept >= SLEPT_MIN:  # not the machine: the note that said so goes
+                verdict, why, notes = FAIL, t("selftest.why.tokens_slept"), []
             notes.append(t("selftest.note.tokens_slept", share=percent(slept)))
-            if slept >= SLEPT_MIN:
-                verdict, why = FAIL, t("selftest.why.tokens_slept")
     return Check("tokens", verdict, detail, figures, notes, why)
 
 
