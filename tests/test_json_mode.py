@@ -22,7 +22,7 @@ pytest.importorskip("uvicorn")
 from tests.test_openai_client import ASK, client  # noqa: E402
 from tests.test_remote_backend import FakeServer, loaded  # noqa: E402
 from tests.test_remote_backend import llama_server as llama_cpp_server  # noqa: E402, F401 - a fixture
-from tests.test_server import Live, serve  # noqa: E402
+from tests.test_server import Live, serve, serve_bundled_model  # noqa: E402
 from tkchat.generate import json_grammar  # noqa: E402
 from tkchat.generate.remote import RemoteBackend  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
@@ -46,15 +46,8 @@ ENOUGH = 64
 @pytest.fixture(scope="module")
 def model() -> Iterator[Live]:
     """The bundled model behind ``tkchat serve``, once for the module."""
-    from tkchat.generate.llama_backend import LlamaBackend
-
-    backend = LlamaBackend(n_ctx=512)
-    backend.load()
-    try:
-        with serve(backend) as live:
-            yield live
-    finally:
-        backend.close()
+    with serve_bundled_model(512) as live:
+        yield live
 
 
 def ask(live: Live, messages: list[dict[str, str]], stream: bool, **extra: Any) -> tuple[str, str]:

@@ -22,7 +22,15 @@ pytest.importorskip("uvicorn")
 from starlette.requests import Request  # noqa: E402
 
 from tests.conftest import wait_until  # noqa: E402
-from tests.test_server import HELLO, LONG_ANSWERS, Live, check_contract, hang_up, serve  # noqa: E402
+from tests.test_server import (  # noqa: E402
+    HELLO,
+    LONG_ANSWERS,
+    Live,
+    check_contract,
+    hang_up,
+    serve,
+    serve_bundled_model,
+)
 from tkchat.events import Done, GenerationEvent, QueuePlace  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve import line as line_module  # noqa: E402
@@ -415,15 +423,8 @@ def test_the_window_client_and_openai_streams_skip_the_place(slow: Live) -> None
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[Live]:
-    from tkchat.generate.llama_backend import LlamaBackend
-
-    backend = LlamaBackend(n_ctx=1024)
-    backend.load()
-    try:
-        with serve(backend) as live:
-            yield live
-    finally:
-        backend.close()
+    with serve_bundled_model(1024) as live:
+        yield live
 
 
 SYSTEM = {

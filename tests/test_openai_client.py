@@ -20,7 +20,7 @@ openai = pytest.importorskip("openai")
 pytest.importorskip("uvicorn")
 
 from tests.conftest import wait_until  # noqa: E402
-from tests.test_server import LONG_ANSWERS, Live, serve  # noqa: E402
+from tests.test_server import LONG_ANSWERS, Live, serve, serve_bundled_model  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve.line import LineLimits  # noqa: E402
 
@@ -362,15 +362,8 @@ def test_a_full_line_is_a_503_with_retry_after() -> None:
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[Live]:
-    from tkchat.generate.llama_backend import LlamaBackend
-
-    backend = LlamaBackend(n_ctx=512)
-    backend.load()
-    try:
-        with serve(backend) as live:
-            yield live
-    finally:
-        backend.close()
+    with serve_bundled_model(512) as live:
+        yield live
 
 
 COUNT = [{"role": "user", "content": "Count from 1 to 10, one number per line."}]

@@ -124,6 +124,21 @@ def serve(backend: Backend, **options: Any) -> Iterator[Live]:
         sock.close()
 
 
+@contextmanager
+def serve_bundled_model(n_ctx: int) -> Iterator[Live]:
+    """The bundled model, loaded with ``n_ctx``, behind ``tkchat serve`` until the block
+    ends (then the model is freed)."""
+    from tkchat.generate.llama_backend import LlamaBackend
+
+    backend = LlamaBackend(n_ctx=n_ctx)
+    backend.load()
+    try:
+        with serve(backend) as live:
+            yield live
+    finally:
+        backend.close()
+
+
 @pytest.fixture(scope="module")
 def fast() -> Iterator[Live]:
     """The scripted answer as fast as it goes, every multi-byte character split across tokens."""
@@ -570,15 +585,8 @@ def test_run_server_reports_a_busy_port(capsys: pytest.CaptureFixture[str]) -> N
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[Live]:
-    from tkchat.generate.llama_backend import LlamaBackend
-
-    backend = LlamaBackend(n_ctx=512)
-    backend.load()
-    try:
-        with serve(backend) as live:
-            yield live
-    finally:
-        backend.close()
+    with serve_bundled_model(512) as live:
+        yield live
 
 
 STORY = {
