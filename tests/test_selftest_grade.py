@@ -813,8 +813,11 @@ def test_a_reader_that_sleeps_per_token_fails_and_a_busy_machine_does_not() -> N
 
 def test_the_meter_says_how_long_the_reading_thread_slept_in_a_pass() -> None:
     """TokenMeter over a backend that sleeps 10 ms before each of 5 tokens: the pass reports
-    the reading thread asleep at least those 50 ms (time.sleep leaves the core: neither
-    running nor waiting for one), and the process's wait for a core, both from Linux."""
+    the reading thread asleep (time.sleep leaves the core: neither running nor waiting for
+    one) for most of those 50 ms, and the process's wait for a core, both from Linux. Most,
+    not all: with a CPU hog on each core Linux's accounts put 2-3 ms of the 50 in the
+    thread's run or wait time (47.9 ms asleep in 54.1 ms, 2026-12-03); a meter that did
+    not count sleeping as asleep would say about 0."""
 
     class Sent:
         def __init__(self) -> None:
@@ -834,7 +837,7 @@ def test_the_meter_says_how_long_the_reading_thread_slept_in_a_pass() -> None:
     request = GenerationRequest((Message("user", "hi"),), Sampling(max_tokens=5))
     assert len(list(meter.stream(request, threading.Event()))) == 5
     (run,) = [line for line in sent.lines if line["kind"] == "run"]
-    assert isinstance(run["slept"], float) and run["slept"] >= 0.05 - 1e-3, run
+    assert isinstance(run["slept"], float) and run["slept"] >= 0.05 / 2, run
     assert isinstance(run["queued"], float) and run["queued"] >= 0.0
 
 

@@ -5,6 +5,7 @@ samples and a counter's rate, driven here by a clock the test sets (no Tk, no Qt
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -82,19 +83,29 @@ def test_recording_keeps_every_sample_until_stopped(clock: Clock) -> None:
     assert probe.recorded is None
 
 
-class Schedstat:
-    """What /proc would say: this thread's (ran, waited) and the X server's wait, in ms."""
+class Proc:
+    """What /proc would say: this thread's (ran, waited) and the X server's wait, in ms;
+    ``reader`` stands in for :class:`stats.Schedstat` (the loop thread's or the server's)."""
 
     def __init__(self) -> None:
         self.ran, self.waited, self.server_waited = 0.0, 0.0, 0.0
+        self.closed = 0
+        proc = self
 
-    def times(self, native_id: int | None = None, *, process: int | None = None):
-        assert native_id is None and process is None  # the loop's own thread
-        return self.ran, self.waited
+        class Reader:
+            def __init__(self, where: str = "thread-self") -> None:
+                assert where in ("thread-self", "4242")  # the loop's; the server's, by its lock
+                self.where = where
 
-    def wait(self, native_id: int | None = None, *, process: int | None = None):
-        assert process == 4242  # the display server's, by its lock file
-        return self.server_waited
+            def times_ms(self) -> tuple[float, float]:
+                if self.where == "4242":
+                    return 0.0, proc.server_waited
+                return proc.ran, proc.waited
+
+            def close(self) -> None:
+                proc.closed += 1
+
+        self.reader = Reader
 
 
 @pytest.mark.parametrize("server", [4242, None], ids=["local X server", "no server to read"])
@@ -103,9 +114,8 @@ def test_the_machine_s_share_of_a_late_firing_counts_the_x_server_only_while_wai
 ) -> None:
     """A loop asleep 81 ms on an X server that waited 70 ms for a core: the machine's doing.
     The same 70 ms while the loop computed its own 80 ms: the window's."""
-    proc = Schedstat()
-    monkeypatch.setattr(stats, "cpu_times_ms", proc.times)
-    monkeypatch.setattr(stats, "cpu_wait_ms", proc.wait)
+    proc = Proc()
+    monkeypatch.setattr(stats, "Schedstat", proc.reader)
     monkeypatch.setattr(stats, "display_server_pid", lambda: server)
     probe = ManualProbe()
     probe.start()
@@ -129,6 +139,7 @@ def test_the_machine_s_share_of_a_late_firing_counts_the_x_server_only_while_wai
         assert asleep_on_x.waited_ms == pytest.approx(72) and asleep_on_x.own_ms < 10
     assert computing.waited_ms == pytest.approx(1) and computing.own_ms == pytest.approx(80)
     assert len(probe.stop_recording()) == 2
+    assert proc.closed == (1 if server is None else 2)  # what recording opened, it closes
 
 
 def test_the_x_server_is_found_by_its_lock_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,3 +166,21 @@ def test_a_rate_is_over_the_last_second_and_restarts_with_its_counter() -> None:
     samples = [(0.0, 0), (0.25, 40), (0.5, 90), (1.4, 200), (1.6, 5), (1.9, 60)]
     rates = [meter.sample(count, at) for at, count in samples]
     assert rates == pytest.approx([0.0, 160.0, 180.0, 110 / 0.9, 0.0, 55 / 0.3])
+
+
+def test_a_kept_open_schedstat_reads_the_thread_that_opened_it_anew_each_time() -> None:
+    """The recording probe's reader: opened once, read in place; what it reads moves with
+    the thread's CPU time, and a reader of a process that is gone says None."""
+    if not Path("/proc/thread-self/schedstat").exists():
+        pytest.skip("no /proc/thread-self/schedstat on this system")
+    reader = stats.Schedstat()
+    before = reader.times_ms()
+    assert before is not None
+    started = time.thread_time()
+    while time.thread_time() - started < 0.02:  # 20 ms of this thread's CPU
+        pass
+    after = reader.times_ms()
+    assert after is not None and after[0] - before[0] >= 15
+    reader.close()
+    assert reader.times_ms() is None
+    assert stats.Schedstat("999999999").times_ms() is None

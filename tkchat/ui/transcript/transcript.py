@@ -33,7 +33,7 @@ from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, set_role
-from tkchat.ui.readonly import writable
+from tkchat.ui.readonly import read_only, writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript.answer_figures import FiguresLines
 from tkchat.ui.transcript.header_links import ACTIONS, HeaderLinks
@@ -54,6 +54,12 @@ __all__ = ["BODY_FONT_SIZE", "AnswerView", "Branch", "Transcript", "UserView"]
 BODY_FONT_SIZE = 11
 
 
+# A tick's text up to this long is a few lines: a reader at the end follows it with ``see``,
+# which scrolls by its height (ViewKeeper.restore); more (a tick after a stall) is followed
+# as any other change.
+STREAMED_MAX_CHARS = 2000
+
+
 class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
     """The conversation on screen. Main thread only."""
 
@@ -65,7 +71,6 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self.text = tk.Text(
             self,
             wrap="word",
-            state="disabled",
             padx=dp(master, 12),
             pady=dp(master, 8),
             borderwidth=0,
@@ -74,6 +79,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
             spacing3=2,
             font=self.body_font,
         )
+        read_only(self.text)  # not state="disabled": a relayout per streamed insert (readonly.py)
         scroll = ttk.Scrollbar(self, orient="vertical", command=self.text.yview)
         self._follower = EndFollower(self.text, scroll.set)  # a reader at the end stays there
         self.text.configure(yscrollcommand=self._scrolled)
@@ -126,13 +132,14 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         with writable(self.text):
             self.text.insert(index, *args)  # type: ignore[arg-type]
 
-    def _adding_at_end(self) -> ViewKeeper:
+    def _adding_at_end(self, *, streamed: bool = False) -> ViewKeeper:
         """Before writing at the end: a reader at the bottom will follow (``_restore()``
-        after writing); someone who scrolled up to read keeps their place."""
+        after writing); someone who scrolled up to read keeps their place. ``streamed``: a
+        few lines of a tick's tokens (:meth:`ViewKeeper.changing`)."""
         if self._bulk is not None:
             return self._bulk
         keeper = ViewKeeper(self.text)
-        keeper.changing(at_end=True)
+        keeper.changing(at_end=True, streamed=streamed)
         return keeper
 
     def _restore(self, keeper: ViewKeeper) -> None:
@@ -244,10 +251,10 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         markdown blocks this text completed, within a few milliseconds (the rest in its
         own slices). ``live=False``: text put on screen in bulk (a saved answer), whose
         blocks are all left to the painter's slices."""
-        keeper = self._adding_at_end()
         # The widget shows long lines cut (soft_break); the painter reads the markdown as it
         # arrived, and counts its lines as shown (a display-only cut must not open a fence).
         shown, view.column = soft_break(text, view.column)
+        keeper = self._adding_at_end(streamed=live and len(shown) <= STREAMED_MAX_CHARS)
         self._write(view.end_mark, shown, ("answer",))
         self.record(view, text)
         if view.job is not None:

@@ -70,19 +70,22 @@ class ViewKeeper:
         self.follow_end = follow_end
         self.mode: str | None = None  # None (not looked yet), "bottom", "top" or "anchor"
         self.changed = False  # was anything changed?
+        self.streamed_only = True  # was every change a few lines added at the end?
         self._anchored = False  # is the anchor mark set?
         self._y = 0  # where the anchor's display line was drawn, in pixels
         self._line: int | None = None  # the anchor's line within a block being replaced
 
-    def changing(self, *, at_end: bool = False) -> None:
+    def changing(self, *, at_end: bool = False, streamed: bool = False) -> None:
         """The text is about to change; ``at_end``: only by text added at its end (which
-        moves nothing a reader who scrolled up is looking at)."""
+        moves nothing a reader who scrolled up is looking at); ``streamed``: by a few lines
+        added at its end (a tick's tokens), which :meth:`restore` follows with ``see``."""
         if self.mode is None:
             if self.follow_end:
                 self.mode = "bottom" if at_bottom(self.text) else "anchor"
             else:
                 self.mode = "top" if float(self.text.yview()[0]) <= 0.0 else "anchor"
         self.changed = True
+        self.streamed_only &= at_end and streamed
         if self.mode == "anchor" and not at_end and not self._anchored:
             top = self.text.index("@0,0")
             info = self.text.dlineinfo(top)
@@ -111,6 +114,7 @@ class ViewKeeper:
         if self._anchored:
             self.text.mark_unset(ANCHOR_MARK)
         self.mode, self.changed, self._anchored, self._line = "bottom", True, False, None
+        self.streamed_only = False  # from wherever they were: not a few lines away
 
     def replacing(self, start: str, end: str) -> None:
         """The text from ``start`` to ``end`` is about to be deleted: if the anchor is in it,
@@ -133,14 +137,23 @@ class ViewKeeper:
         """Put the view back: at the bottom (or the top), or with the anchor's line at its
         height.
 
-        The bottom by putting the last line at the top (``yview``): Tk's redisplay, which
+        The bottom, after a few lines were only added at the end (a tick's tokens), by ``see``:
+        the end was on screen a moment ago, so Tk scrolls by the new lines' height, and its
+        redisplay lays out only those (an insert and its redisplay on a screenful of wrapped
+        text, 2026-12-03: 0.1 ms with ``see``, 3.4 ms with ``yview``, whose redisplay fills
+        the window upwards from the last line, measuring every line on screen again).
+
+        The bottom after any other change by putting the last line at the top (``yview``):
+        Tk's redisplay, which
         lays out the new view anyway, fills the window up from it, with the last line whole.
         Not ``see("end")``: that lays out here, inside the callback, the old view and the
         lines above the end, and a long paragraph at the end twice more (the lesson demos:
         35-83 ms in one callback on a quiet machine, up to 117 ms on CI, where the window's
         own long task failed lesson 10's; with ``yview`` 6-13 ms, layout included). The
         scrollbar may then lag by a frame or two, until Tk has measured the new lines."""
-        if self.mode == "bottom" and self.changed:
+        if self.mode == "bottom" and self.changed and self.streamed_only:
+            self.text.see("end")
+        elif self.mode == "bottom" and self.changed:
             self.text.yview("end-1c")
         elif self.mode == "top" and self.changed:
             self.text.yview_moveto(0.0)
@@ -148,6 +161,7 @@ class ViewKeeper:
             put_at(self.text, ANCHOR_MARK, self._y)
             self.text.mark_unset(ANCHOR_MARK)
         self.mode, self.changed, self._anchored = None, False, False
+        self.streamed_only = True
 
 
 class EndFollower:
