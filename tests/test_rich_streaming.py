@@ -425,3 +425,19 @@ def test_a_job_whose_marks_were_removed_never_raises(root: tk.Tk, make_app) -> N
     transcript.text.mark_unset(job.start_mark, job.end_mark, job.shown_mark, job.plain_mark)
     painter._give_up(job)
     assert not painter.busy and not view.rendered
+
+
+def test_code_of_every_look_shares_the_four_fonts_of_code(root: tk.Tk, make_app) -> None:
+    """Highlighted code is a tag per look (keyword, name, string, ...), but its fonts are
+    four at most (bold or not, italic or not): a font per look cost the first code block of
+    a session its own 12-16 ms slice."""
+    backend, gate = gated()
+    app = make_app(backend, sampling=Sampling(max_tokens=0))
+    app.flow.send("a long one")
+    gate.release(sum(1 for _ in backend.pieces(None)))
+    pump_until(root, lambda: rendered(app), timeout=60, what="the answer, rendered")
+    text = app.transcript.text
+    code_tags = [tag for tag in text.tag_names() if tag.startswith("md-code-")]
+    fonts = {str(text.tag_cget(tag, "font")) for tag in code_tags}
+    assert len(code_tags) > 4  # the premise: more looks than fonts
+    assert len(fonts) <= 4, fonts

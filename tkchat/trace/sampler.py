@@ -1,10 +1,11 @@
 """The main-thread sampler: every few milliseconds, what the Tk main thread is doing.
 
-A helper thread wakes every ``interval_s`` and reads the main thread's Python stack with
-``sys._current_frames()``. That works however stuck the main thread is: Tkinter releases the
-GIL while Tcl runs, a blocked call (a sleep, a lock, a queue, the model's C code) releases it
-too, and Python code hands it over every few milliseconds — and a blocked thread's stack
-still shows the frame it is blocked in.
+A helper thread wakes every ``interval_s`` while the loop is late (every ``calm_interval_s``
+while it keeps time, when it is told how: ``overdue``) and reads the main thread's Python
+stack with ``sys._current_frames()``. That works however stuck the main thread is: Tkinter
+releases the GIL while Tcl runs, a blocked call (a sleep, a lock, a queue, the model's C
+code) releases it too, and Python code hands it over every few milliseconds — and a blocked
+thread's stack still shows the frame it is blocked in.
 
 Each :class:`Sample` says what the time since the previous one was spent on, its *kind*:
 
@@ -58,7 +59,13 @@ IDLE = "idle"
 OTHER_PROGRAM = "other-program"
 KINDS = (PYTHON, NATIVE, WAIT, TK_WORK, IDLE, OTHER_PROGRAM)
 
-INTERVAL_S = 0.005
+INTERVAL_S = 0.005  # between samples while the loop is late
+# Between looks while the loop keeps time. Each wake takes the GIL, and the main thread pays
+# for getting it back (a switch, and on a busy core the wait for its turn): at a look every
+# 5 ms the fixed pipeline on the bundled model had a lag max of 21-25 ms, at one every 16 ms
+# 14-16 ms (without the sampler 8-15 ms; three runs each, 2026-12-03). A freeze is still
+# found within a frame, and sampled every INTERVAL_S from then on.
+CALM_INTERVAL_S = 0.016
 KEEP_S = 30.0  # what the lag timeline (20 s) and a saved trace can ask for
 RECORD_LIMIT = 240_000  # samples kept by one recording: 20 minutes at 5 ms
 BUSY = 0.3  # a thread that ran this share of a sample's time was working, not waiting
@@ -184,12 +191,14 @@ class LoopSampler:
         target: threading.Thread | None = None,
         *,
         interval_s: float = INTERVAL_S,
+        calm_interval_s: float = CALM_INTERVAL_S,
         keep_s: float = KEEP_S,
         ledger: CallbackLedger | None = None,
         book: FrameBook | None = None,
     ) -> None:
         self.target = target or threading.main_thread()
         self.interval_s = interval_s
+        self.calm_interval_s = max(interval_s, calm_interval_s)
         self.ledger = ledger
         self.book = book or FrameBook()
         self.counters: dict[str, Callable[[], float]] = {}
@@ -273,17 +282,20 @@ class LoopSampler:
         clock = ThreadClock(self.target.native_id, self.target.ident or 0)
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
+        calm = False  # did the last look find the loop keeping time?
         try:
             while True:
-                due = time.perf_counter() + self.interval_s
-                if self._stop.wait(self.interval_s):
+                wait = self.calm_interval_s if calm else self.interval_s
+                due = time.perf_counter() + wait
+                if self._stop.wait(wait):
                     return
                 began = time.thread_time()
                 now = time.perf_counter()
                 # (woken this late, the sampler itself was held up: what happened meanwhile
                 # may have been a late moment that has just ended; sample it)
                 on_time = self.overdue is not None and self.overdue() is None
-                if on_time and now - due < self.interval_s:
+                calm = on_time and now - due < self.interval_s
+                if calm:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
                     state.at, state.ran, state.queued = now, None, None

@@ -27,6 +27,7 @@ Main thread only.
 
 from __future__ import annotations
 
+import contextlib
 import tkinter as tk
 import tkinter.font as tkfont
 from typing import Any
@@ -96,8 +97,16 @@ class MarkdownLooks:
         # Named fonts, kept alive while tags use them, with tkhtmlview's size for each (a
         # 14-point body), so a new body size can rescale them all.
         self._fonts: list[tuple[tkfont.Font, int]] = []
+        # The same font for every tag that asks for it: Pygments' looks are a dozen tags or
+        # more, but code takes four fonts (bold or not, italic or not). A new font costs Tk
+        # 0.7 ms and the first list of families 5.6 ms: made for each new look, the first
+        # code block of a session was painted in one 12-16 ms slice (2026-12-03).
+        self._font_cache: dict[tuple[str, int, str, str, bool, bool], tkfont.Font] = {}
+        self._mono: str | None = None
         self.palette = LIGHT  # colours; the transcript hands in the theme's (set_palette)
         self._configure_tags()
+        # ... and those four are made while the window has nothing else to do
+        scheduler.when_idle(f"markdown-fonts-{id(self)}", self._code_fonts)
 
     def runs(self, piece: Piece) -> list[Run]:
         """One piece's runs, rendered now (code, rules and tables here, the rest off-screen by
@@ -197,15 +206,21 @@ class MarkdownLooks:
         if tag is None:
             tag = f"md-code-{len(self._code_tags)}"
             self._code_tags[look] = tag
-            font = self._font(
-                self._mono_family(),
-                CODE_HTML_SIZE,
-                weight="bold" if look.bold else "normal",
-                slant="italic" if look.italic else "roman",
-            )
+            font = self._code_font(bold=look.bold, italic=look.italic)
             self.text.tag_configure(tag, font=font, lmargin1=24, lmargin2=24)
             self._colour_code_tag(tag, look)
         return tag
+
+    def _code_font(self, *, bold: bool, italic: bool) -> tkfont.Font:
+        weight, slant = "bold" if bold else "normal", "italic" if italic else "roman"
+        return self._font(self._mono_family(), CODE_HTML_SIZE, weight=weight, slant=slant)
+
+    def _code_fonts(self) -> None:
+        """The four fonts of code, made before a code block needs them (an idle callback)."""
+        with contextlib.suppress(tk.TclError):  # the widget went first
+            for bold in (False, True):
+                for italic in (False, True):
+                    self._code_font(bold=bold, italic=italic)
 
     def _colour_code_tag(self, tag: str, look: Look) -> None:
         self.text.tag_configure(
@@ -279,7 +294,12 @@ class MarkdownLooks:
         underline: bool = False,
         overstrike: bool = False,
     ) -> tkfont.Font:
-        """A named font at ``html_size`` on tkhtmlview's scale, rescaled with the body."""
+        """A named font at ``html_size`` on tkhtmlview's scale, rescaled with the body; one
+        per family, size and style."""
+        key = (family, html_size, weight, slant, underline, overstrike)
+        kept = self._font_cache.get(key)
+        if kept is not None:
+            return kept
         body = int(tkfont.nametofont(str(self.text.cget("font")), root=self.text).actual()["size"])
         font = lasting_font(
             root=self.text,
@@ -291,6 +311,7 @@ class MarkdownLooks:
             overstrike=overstrike,
         )
         self._fonts.append((font, html_size))
+        self._font_cache[key] = font
         return font
 
     def _style_tag(self, scratch_tag: str | None) -> str:
@@ -360,11 +381,12 @@ class MarkdownLooks:
         return str(body.actual()["family"])
 
     def _mono_family(self) -> str:
-        families = {name.lower(): name for name in tkfont.families(self.text)}
-        for wanted in ("dejavu sans mono", "liberation mono", "noto sans mono", "courier"):
-            if wanted in families:
-                return families[wanted]
-        return "TkFixedFont"
+        if self._mono is None:
+            families = {name.lower(): name for name in tkfont.families(self.text)}
+            wanted = ("dejavu sans mono", "liberation mono", "noto sans mono", "courier")
+            found = [families[name] for name in wanted if name in families]
+            self._mono = found[0] if found else "TkFixedFont"
+        return self._mono
 
 
 def _heading_tag(piece: Piece) -> str | None:
