@@ -50,6 +50,11 @@ OPENS_200 = "200-message conversation opens and scrolls: no long task, lag p99 <
 # of 2 ms (idle 0.83 ms), and the flood's markdown slices while streaming, 22.6 ms.
 KNOWN_SHORTFALLS: dict[tuple[str, str], str] = {
     ("model", "fixed lag p99 <= 2 x idle's (at least 2 ms)"): SMOOTHNESS,
+    # its lag max half is the 1,000-message max (below) against the 100-message one (failed
+    # two attempts of three here, 2026-12-03, at a main-thread CPU of 1.17 x)
+    ("long chat", "growth: 1,000 messages against 100: main-thread CPU <= 1.5 x, lag max <= 2 x"): (
+        SMOOTHNESS
+    ),
     ("flood", "markdown slices while streaming <= 16 ms"): SMOOTHNESS,
     ("lessons", "11-backpressure (en, zh): own_lag_p99_ms <= 16"): SMOOTHNESS,
     ("flood", "flood lag max <= 16 ms"): SMOOTHNESS,
