@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -490,3 +492,56 @@ def test_the_trace_check_can_fail() -> None:
     }
     problems = trace_problems(bad)
     assert any("overlaps" in p for p in problems) and any("flow 3" in p for p in problems)
+
+
+def test_a_finished_frame_of_another_thread_is_freed_by_bury_not_on_the_sampler_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``sys._current_frames()`` reads every thread's frame. One that finishes before the
+    sampler drops what it read is then the sampler's alone: its locals must be freed by
+    ``bury()`` (the main thread, in the window), never on the sampler thread (a Tk object
+    freed there aborts the process). Made to happen every time: the read returns only once
+    the other thread's function has returned."""
+    freed_on: list[str] = []
+
+    class Witness:
+        def __del__(self) -> None:
+            freed_on.append(threading.current_thread().name)
+
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def holds_a_witness() -> None:
+        witness = Witness()  # a local: a frame read before it returned keeps it alive
+        entered.set()
+        release.wait(10)
+        assert witness is not None
+
+    def other_thread() -> None:
+        holds_a_witness()
+        finished.set()
+        release.wait(10)
+
+    read = sys._current_frames
+
+    def read_then_let_it_finish() -> dict[int, FrameType]:
+        frames = read()
+        del frames[threading.get_ident()]  # this very frame: kept, it would hold the dict
+        if not finished.is_set():
+            release.set()
+            finished.wait(10)
+        return frames
+
+    thread = threading.Thread(target=other_thread, daemon=True)
+    thread.start()
+    assert entered.wait(10)
+    monkeypatch.setattr(sys, "_current_frames", read_then_let_it_finish)
+    sampler = LoopSampler(threading.main_thread(), interval_s=0.001)
+    sampler.start()
+    wait_until(lambda: finished.is_set() and sampler.taken >= 3, timeout=60, what="samples")
+    sampler.request_stop()
+    assert sampler._thread is not None
+    sampler._thread.join(10)
+    assert freed_on == []  # not on the sampler thread: it waits for bury()
+    sampler.bury()
+    assert freed_on == [threading.current_thread().name]
+    thread.join(10)

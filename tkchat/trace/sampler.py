@@ -319,7 +319,15 @@ class LoopSampler:
             clock.close()
 
     def _take(self, clock: ThreadClock, state: _State, late: float) -> Sample | None:
-        frame = sys._current_frames().get(self.target.ident or 0)
+        frames = sys._current_frames()
+        frame = frames.pop(self.target.ident or 0, None)
+        # Every other thread's frame too may have finished since it was read, leaving this
+        # dict its last holder: dropped here, its locals would be freed on this thread (an
+        # OpenAI client's __del__ ran here once). They wait for bury() as well.
+        for other in frames.values():
+            if sys.getrefcount(other) <= 3:  # (the dict, this name, getrefcount's)
+                self._graveyard.append(other)
+        del frames
         if frame is None:
             return None
         now = time.perf_counter()
