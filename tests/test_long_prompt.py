@@ -15,6 +15,7 @@ does not slow the stoppable reading down. Here: that the callback runs no Python
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import threading
@@ -548,3 +549,15 @@ def test_the_window_reads_a_long_prompt_with_progress_and_stops_inside_it(
         isinstance(app.flow.answering.finished[-1], Done)
         and app.flow.answering.finished[-1].reason != "cancelled"
     )
+
+
+def test_a_prompt_is_read_on_every_core_and_an_answer_leaves_the_window_one(
+    model: LlamaBackend,
+) -> None:
+    """llama.cpp reads a batch (a prompt) with n_threads_batch and writes each token with
+    n_threads: the loaded model has every core for the first, all but the window's for the
+    second (on a one-core machine, that one core for both)."""
+    llm = model.llm
+    cores = os.cpu_count() or 1
+    assert llm.context_params.n_threads_batch == cores
+    assert llm.context_params.n_threads == max(1, cores - 1)
