@@ -41,6 +41,34 @@ class LagSample:
         return max(0.0, self.lag_ms - self.waited_ms)
 
 
+class Schedstat:
+    """A thread's or process's ``schedstat`` (Linux), kept open and read again in place:
+    (ran, waited) in ms, as :func:`cpu_times_ms`, or None where it cannot be read. For a
+    reader read hundreds of times a second (the recording lag probe): an ``open`` of /proc
+    each time cost the loop 0.05 ms a firing, 0.09 ms with the rest of the read (2026-12-03).
+    ``/proc/thread-self`` is the thread that opens it: open it on the thread it describes."""
+
+    def __init__(self, where: str = "thread-self") -> None:
+        try:
+            self._fd: int | None = os.open(f"/proc/{where}/schedstat", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+
+    def times_ms(self) -> tuple[float, float] | None:
+        if self._fd is None:
+            return None
+        try:
+            fields = os.pread(self._fd, 128, 0).split()
+            return int(fields[0]) / 1e6, int(fields[1]) / 1e6
+        except (OSError, IndexError, ValueError):  # the process is gone
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 def cpu_wait_ms(native_id: int | None = None, *, process: int | None = None) -> float | None:
     """Any thread: how long a thread of this process (the calling one, or the one whose
     ``threading.Thread.native_id`` is given), or the main thread of another ``process``, has
@@ -60,12 +88,11 @@ def cpu_times_ms(
         where = str(process)
     else:
         where = "thread-self" if native_id is None else f"self/task/{native_id}"
+    reader = Schedstat(where)
     try:
-        with open(f"/proc/{where}/schedstat", "rb") as handle:
-            fields = handle.read().split()
-        return int(fields[0]) / 1e6, int(fields[1]) / 1e6
-    except (OSError, IndexError, ValueError):
-        return None
+        return reader.times_ms()
+    finally:
+        reader.close()
 
 
 def display_server_pid(display: str | None = None) -> int | None:
@@ -112,34 +139,6 @@ def rss_mb() -> float:
     except OSError:  # not Linux: peak is the best we can read
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / 1e6 if sys.platform == "darwin" else peak / 1e3
-
-
-class Schedstat:
-    """A thread's or process's ``schedstat`` (Linux), kept open and read again in place:
-    (ran, waited) in ms, as :func:`cpu_times_ms`, or None where it cannot be read. For a
-    reader read hundreds of times a second (the recording lag probe): an ``open`` of /proc
-    each time cost the loop 0.05 ms a firing, 0.09 ms with the rest of the read (2026-12-03).
-    ``/proc/thread-self`` is the thread that opens it: open it on the thread it describes."""
-
-    def __init__(self, where: str = "thread-self") -> None:
-        try:
-            self._fd: int | None = os.open(f"/proc/{where}/schedstat", os.O_RDONLY)
-        except OSError:
-            self._fd = None
-
-    def times_ms(self) -> tuple[float, float] | None:
-        if self._fd is None:
-            return None
-        try:
-            fields = os.pread(self._fd, 128, 0).split()
-            return int(fields[0]) / 1e6, int(fields[1]) / 1e6
-        except (OSError, IndexError, ValueError):  # the process is gone
-            return None
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 class _Reading(NamedTuple):

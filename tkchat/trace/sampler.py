@@ -62,9 +62,9 @@ KINDS = (PYTHON, NATIVE, WAIT, TK_WORK, IDLE, OTHER_PROGRAM)
 INTERVAL_S = 0.005  # between samples while the loop is late
 # Between looks while the loop keeps time. Each wake takes the GIL, and the main thread pays
 # for getting it back (a switch, and on a busy core the wait for its turn): at a look every
-# 5 ms the fixed pipeline on the bundled model had a lag max of 21-25 ms, at one every 16 ms
-# 14-16 ms (without the sampler 8-15 ms; three runs each, 2026-12-03). A freeze is still
-# found within a frame, and sampled every INTERVAL_S from then on.
+# 5 ms the fixed pipeline on the bundled model had a lag max of 21-25 ms, with every look
+# 16 ms apart 14-16 ms (without the sampler 8-15 ms; three runs each, 2026-12-03). A freeze
+# is still found within a frame, and sampled every INTERVAL_S from then on.
 CALM_INTERVAL_S = 0.016
 KEEP_S = 30.0  # what the lag timeline (20 s) and a saved trace can ask for
 RECORD_LIMIT = 240_000  # samples kept by one recording: 20 minutes at 5 ms
