@@ -207,8 +207,9 @@ class MarkdownLooks:
             tag = f"md-code-{len(self._code_tags)}"
             self._code_tags[look] = tag
             font = self._code_font(bold=look.bold, italic=look.italic)
-            self.text.tag_configure(tag, font=font, lmargin1=24, lmargin2=24)
-            self._colour_code_tag(tag, look)
+            # one configure (each costs Tk a relayout of the text that has the tag)
+            colours = self._code_colours(look)
+            self.text.tag_configure(tag, colours, font=font, lmargin1=24, lmargin2=24)
         return tag
 
     def _code_font(self, *, bold: bool, italic: bool) -> tkfont.Font:
@@ -222,12 +223,14 @@ class MarkdownLooks:
                 for italic in (False, True):
                     self._code_font(bold=bold, italic=italic)
 
+    def _code_colours(self, look: Look) -> dict[str, Any]:
+        return {
+            "background": self.palette.code_background,
+            "foreground": look.colour or self.palette.code_text,
+        }
+
     def _colour_code_tag(self, tag: str, look: Look) -> None:
-        self.text.tag_configure(
-            tag,
-            background=self.palette.code_background,
-            foreground=look.colour or self.palette.code_text,
-        )
+        self.text.tag_configure(tag, self._code_colours(look))
 
     def set_palette(self, palette: Palette) -> None:
         """The theme changed: everything drawn here takes its colours, text already rendered
