@@ -48,6 +48,9 @@ OPENS_200 = "200-message conversation opens and scrolls: no long task, lag p99 <
 # "no long task at any size"). CI's machine (2026-12-03, quiet: 0 attempts too busy) failed
 # two more every attempt: the fixed pipeline's lag p99 on the model, 3.75 ms against a bound
 # of 2 ms (idle 0.83 ms), and the flood's markdown slices while streaming, 22.6 ms.
+# Taken off after holding on CI's machine and here, quiet, on the code of 2026-12-03 evening
+# (the transcript read-only by its bindings, code fonts shared): lesson 11's p99 (4.1-8.2 ms),
+# lesson 10's Chinese demo with no long task, the flood's 200-message chat.
 KNOWN_SHORTFALLS: dict[tuple[str, str], str] = {
     ("model", "fixed lag p99 <= 2 x idle's (at least 2 ms)"): SMOOTHNESS,
     # its lag max half is the 1,000-message max (below) against the 100-message one (failed
@@ -56,12 +59,9 @@ KNOWN_SHORTFALLS: dict[tuple[str, str], str] = {
         SMOOTHNESS
     ),
     ("flood", "markdown slices while streaming <= 16 ms"): SMOOTHNESS,
-    ("lessons", "11-backpressure (en, zh): own_lag_p99_ms <= 16"): SMOOTHNESS,
     ("flood", "flood lag max <= 16 ms"): SMOOTHNESS,
     ("long chat", "1,000 messages: no long task, lag max <= 50 ms"): SMOOTHNESS,
     ("model", OPENS_200): SMOOTHNESS,
-    ("flood", OPENS_200): SMOOTHNESS,
-    ("lessons", "10-plain-then-rich (zh): own_long_tasks == 0"): SMOOTHNESS,
 }
 
 
