@@ -262,6 +262,38 @@ def test_the_smoke_test_is_well_formed() -> None:
     assert "python tests/tools/smoke.py --wheel" in ci
 
 
+GRADED = """\
+  PASS  4. Stop, pressed mid-answer: Stop handled 17 ms after the click
+        stop_ms 17.4, text_after 0, tokens_after 0, loop_left_ms -15.7
+  FAIL  event-loop lag p99 <= 25.77 ms: 48.99 ms
+  FAIL  no call into the pipeline holds the event loop over 16 ms (the bench's lag max): 26.88 ms
+  PASS  Tk called only from the main thread: none from another thread
+  PASS  nothing raised out of the pipeline: nothing
+  PASS  the window's own figures agree with its heartbeat, seen from outside: 0 ms
+Grade: FAIL — 2 of 11 checks fail
+"""
+
+
+def test_the_smoke_test_fails_a_selftest_on_its_mechanisms_and_leaves_timing_to_the_bench() -> None:
+    """A grade that failed only on lag (a shared machine) is the bench's to judge; a call into
+    Tk from another thread, an exception, a token after Stop, or a check missing from the
+    report fails the smoke test."""
+    sys.path.insert(0, str(SMOKE.parent))
+    try:
+        smoke = importlib.import_module("smoke")
+    finally:
+        sys.path.remove(str(SMOKE.parent))
+    assert smoke.mechanism_failures(GRADED.splitlines()) == []
+    for broken in (
+        GRADED.replace("PASS  Tk called", "FAIL  Tk called"),
+        GRADED.replace("PASS  nothing raised", "FAIL  nothing raised"),
+        GRADED.replace("tokens_after 0,", "tokens_after 12,"),
+        GRADED.replace("text_after 0,", "text_after 0.5,"),
+        "\n".join(line for line in GRADED.splitlines() if "heartbeat" not in line),
+    ):
+        assert smoke.mechanism_failures(broken.splitlines()), broken
+
+
 def test_ci_runs_the_readmes_test_command_verbatim() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     command = readme.split("## Run the tests", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
