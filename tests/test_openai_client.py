@@ -244,22 +244,28 @@ def test_a_missing_or_wrong_token_is_an_authentication_error() -> None:
 # -- the line, as an OpenAI client meets it --------------------------------------------------
 
 
+def at_once(api: Any, users: list[str]) -> dict[int, Any]:
+    """One request per entry of ``users`` (its OpenAI ``user`` field), all sent at once, each
+    on a thread of its own: the answers, by index."""
+    answers: dict[int, Any] = {}
+
+    def ask(index: int) -> None:
+        answers[index] = api.chat.completions.create(
+            model="any", messages=ASK, max_tokens=20, user=users[index]
+        )
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(users))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return answers
+
+
 def test_three_requests_at_once_all_get_their_answers() -> None:
     """The issue's case: one answered, two 429s — also after the client's own retries."""
     with serve(ScriptedBackend(rate=200)) as live:
-        api = client(live, max_retries=2)
-        answers: dict[int, Any] = {}
-
-        def ask(index: int) -> None:
-            answers[index] = api.chat.completions.create(
-                model="any", messages=ASK, max_tokens=20, user=f"student-{index}"
-            )
-
-        threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        answers = at_once(client(live, max_retries=2), [f"student-{i}" for i in range(3)])
         counts = live.health()["line"]["counts"]
     assert sorted(answers) == [0, 1, 2]
     assert {a.choices[0].finish_reason for a in answers.values()} == {"length"}
@@ -292,19 +298,7 @@ def test_five_requests_at_once_from_one_user_all_wait_their_turn() -> None:
     """The issue's case: five at once under one ``user`` got two 429s, despite the client's
     retries. Now they wait in line, and none is refused (the client retries nothing here)."""
     with serve(ScriptedBackend(rate=200)) as live:
-        api = client(live)
-        answers: dict[int, Any] = {}
-
-        def ask(index: int) -> None:
-            answers[index] = api.chat.completions.create(
-                model="any", messages=ASK, max_tokens=20, user="ann"
-            )
-
-        threads = [threading.Thread(target=ask, args=(i,)) for i in range(5)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        answers = at_once(client(live), ["ann"] * 5)
         counts = live.health()["line"]["counts"]
     assert sorted(answers) == [0, 1, 2, 3, 4]
     assert {a.choices[0].finish_reason for a in answers.values()} == {"length"}
