@@ -140,6 +140,7 @@ def saved_verdicts(by: dict[str, RunFigures]) -> list[Check]:
                 history.long_tasks == 0 and history.lag_p99_ms <= 16,
                 f"{history.long_tasks} long tasks, lag p99 {history.lag_p99_ms:.2f} ms, "
                 f"max {history.lag_max_ms:.2f} ms, open {history.seconds} s",
+                history.lag_p99_ms,
                 baseline=idle.lag_p99_ms if idle is not None else None,
                 baseline_of="idle lag p99",
                 bound="no long task, lag p99 <= 16 ms",
