@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -237,6 +238,27 @@ def test_replay_keeps_the_recorded_mode_unless_told_and_the_window_keeps_its_def
     assert parser.parse_args(["replay", "run.jsonl", "--mode", "fixed"]).mode == "fixed"
     assert parser.parse_args([]).mode == "fixed"
     assert parser.parse_args(["record", "run.jsonl"]).mode == "fixed"
+
+
+def test_a_recording_never_chooses_code_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recording's header naming a student's file (``helper.py:Pipeline``) replays through
+    the fixed pipeline unless the user names the file: the file is never imported."""
+    from tkchat.lab.commands.replay import replay_mode
+
+    monkeypatch.chdir(tmp_path)
+    ran = tmp_path / "ran"
+    (tmp_path / "helper.py").write_text(f"open({str(ran)!r}, 'w').write('ran')\n")
+    mode, note = replay_mode(None, "helper.py:Pipeline")
+    assert mode == "fixed" and note is not None and "--mode helper.py:Pipeline" in note
+    assert replay_mode(None, "no-coalesce") == ("no-coalesce", None)  # built in: kept
+    assert replay_mode("helper.py:Pipeline", "fixed") == ("helper.py:Pipeline", None)
+    # and the command, as a user runs it, with no window to open: it says so and stops there
+    path = tmp_path / "run.jsonl"
+    replace(sample(), mode="helper.py:Pipeline").save(path)
+    monkeypatch.setattr("tkchat.lab.commands.replay.open_root", lambda name: None)
+    assert main(["replay", str(path)]) == 2 and not ran.exists()
 
 
 def test_a_file_over_the_size_budget_is_refused_unread(
