@@ -15,7 +15,9 @@ response stops after that many bytes until ``go_on`` is set, then sends the rest
 download held at a known point, for as long as a test needs), ``corrupt`` (one byte
 flipped), ``truncate_to`` (the file served is shorter than the size advertised), ``status``
 (the resolve URL answers with this HTTP status), ``html`` (it answers with a web page),
-``lie_size`` (the advertised size). ``requests`` records (method, path, Range header).
+``lie_size`` (the advertised size), ``pad`` (that many junk bytes served after the file: a
+mirror that sends more than the file has), ``chunk`` (the bytes written at a time: small,
+with ``throttle``, for a drip). ``requests`` records (method, path, Range header).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class FakeHub:
         self.status: int | None = None
         self.html = False
         self.lie_size: int | None = None
+        self.pad = 0
+        self.chunk = CHUNK
         self.release = threading.Event()  # set at shutdown: stalled responses end
         hub = self
 
@@ -145,7 +149,7 @@ class FakeHub:
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
         if self.truncate_to is not None:
             data = data[: self.truncate_to]
-        return data
+        return data + b"\0" * self.pad
 
     def _serve_bytes(
         self, request: http.server.BaseHTTPRequestHandler, sha: str, *, body: bool
@@ -193,7 +197,7 @@ class FakeHub:
                     if self.release.is_set():
                         request.close_connection = True
                         return
-                piece = data[position : position + CHUNK]
+                piece = data[position : position + self.chunk]
                 if self.cut_after is not None:
                     piece = piece[: self.cut_after - sent]
                 if self.stall_after is not None:

@@ -470,7 +470,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "lab/bench/prompt_bench.py:prompt_verdicts": 97,
     "lab/watchdog.py:WatchdogWindow.draw": 74,
     "ui/models/picker.py:ModelPicker._build": 68,
-    "models/download_child.py:_download": 68,
     "ui/window/layout.py:ChatLayout._build_layout": 62,
     "ui/models/catalogue_dialog.py:CatalogueDialog._build": 62,
 }

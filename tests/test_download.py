@@ -29,6 +29,7 @@ from tkchat.models.catalogue import (
     partial_path,
     partial_size,
 )
+from tkchat.models.download_child import MAX_TRIES
 from tkchat.models.download_job import START_S, DownloadJob, Failed, Finished, Result
 from tkchat.models.download_text import describe_failure, describe_progress
 from tkchat.models.finder import find_models
@@ -286,6 +287,49 @@ def test_a_connection_that_keeps_breaking_is_continued(
         f"bytes={60 * MB}-",
         f"bytes={90 * MB}-",
     ]
+
+
+def test_a_mirror_sending_more_than_the_file_has_never_writes_past_its_size(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path, gguf_bytes: bytes
+) -> None:
+    """A mirror that sends 50 MB of junk after the file: nothing past the stated size is
+    written (the file is whole and checked); a partial file already longer than the stated
+    size is known wrong, deleted, and the download starts over."""
+    hub.pad = 50 * MB
+    assert entry.sha256 is not None
+    partial = partial_path(entry, cache, entry.sha256)
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(b"\0" * (len(gguf_bytes) + 1))  # an oversized leftover
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Finished), result
+    assert Path(result.path).read_bytes() == gguf_bytes
+    assert hub.byte_requests() == [None]  # started over: the leftover was not continued
+
+
+def test_a_mirror_that_closes_after_every_byte_is_given_up(
+    entry: CatalogueEntry, hub: FakeHub, cache: Path
+) -> None:
+    """Each connection brings one byte: progress, but not real progress. MAX_TRIES of them
+    in a row end the download with its sentence (not ~500 connections a second for ever)."""
+    hub.cut_after = 1
+    result = finish(start(entry, hub, cache))
+    assert isinstance(result, Failed) and result.kind == "cut", result
+    assert len(hub.byte_requests()) == MAX_TRIES
+    assert partial_size(entry, cache) == MAX_TRIES  # the bytes it did send are kept
+    assert "without real progress" in sentence(result)
+    nothing_offered(entry, cache)
+
+
+def test_a_mirror_that_drips_is_too_slow(entry: CatalogueEntry, hub: FakeHub, cache: Path) -> None:
+    """A mirror that never stalls but sends 1 kB a second (under MIN_RATE) is given up once
+    a rate window has passed, the bytes kept, its sentence naming the rate."""
+    hub.throttle, hub.chunk = 1000, 100
+    job = DownloadJob(entry, endpoint=hub.endpoint, cache=cache, rate_window_s=1.0)
+    job.start()
+    result = finish(job)
+    assert isinstance(result, Failed) and result.kind == "too_slow", result
+    assert sentence(result).startswith("http://hub sent less than 4 KB/s over 1 s;")
+    nothing_offered(entry, cache)
 
 
 def test_a_full_disk_mid_download_keeps_what_was_written(

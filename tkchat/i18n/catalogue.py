@@ -21,6 +21,7 @@ ERROR_KINDS = (
     "busy",
     "stalled",
     "cut",
+    "too_slow",
     "short",
     "damaged",
     "cancelled",
@@ -94,8 +95,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "window or `tkchat models get`.",
         "catalogue.error.stalled": "The download stalled: no data for {seconds} s. "
         "{done} are kept; Download again to continue.",
-        "catalogue.error.cut": "The connection broke {tries} times in a row; {done} are kept: "
-        "Download again to continue.",
+        "catalogue.error.cut": "The connection broke {tries} times in a row without real "
+        "progress; {done} are kept: Download again to continue, or try another address.",
+        "catalogue.error.too_slow": "{endpoint} sent less than {rate}/s over {seconds} s; "
+        "{done} are kept: Download again to continue, or try another address.",
         "catalogue.error.short": "The server sent only {got} of {size}; the file was deleted "
         "and nothing was loaded. Download again.",
         "catalogue.error.damaged": "The downloaded file is damaged (its SHA-256 is not the "
@@ -175,8 +178,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "（由另一个 tkchat 窗口或 `tkchat models get`）。",
         "catalogue.error.stalled": "下载停滞：{seconds} 秒内没有收到数据。已下载的 {done} "
         "会保留；再次下载即可继续。",
-        "catalogue.error.cut": "连接连续中断了 {tries} 次；已下载的 {done} 会保留："
-        "再次下载即可继续。",
+        "catalogue.error.cut": "连接连续中断了 {tries} 次，几乎没有进展；已下载的 {done} 会保留："
+        "再次下载即可继续，或换一个下载地址。",
+        "catalogue.error.too_slow": "{endpoint} 在 {seconds} 秒内的速度低于 {rate}/s；"
+        "已下载的 {done} 会保留：再次下载即可继续，或换一个下载地址。",
         "catalogue.error.short": "服务器只发送了 {got} / {size}；文件已删除，没有加载任何模型。"
         "请重新下载。",
         "catalogue.error.damaged": "下载的文件已损坏（SHA-256 与模型站的不一致）：文件已删除，"

@@ -38,8 +38,11 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 PROGRESS_EVERY_S = 0.1
-MAX_TRIES = 5  # attempts in a row that bring no new byte before giving up ("cut")
+MAX_TRIES = 5  # connections in a row without real progress before giving up ("cut")
+REAL_PROGRESS = 1 << 20  # a connection that brings less (and not the end) made no real progress
 DISK_MARGIN = 50_000_000  # leave this much free besides the file itself
+MIN_RATE = 4096  # bytes a second, on average over RATE_WINDOW_S, or the mirror is too slow
+RATE_WINDOW_S = 60.0
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
@@ -63,6 +66,7 @@ class FetchRequest:
     sha256: str | None = None  # the catalogue's, when it has one
     size: int | None = None
     read_timeout_s: float = 60.0
+    rate_window_s: float = RATE_WINDOW_S
 
 
 class Reporter:
@@ -162,83 +166,150 @@ def fetch(request: FetchRequest, out: Reporter) -> tuple[Path, bool]:
     return pointer, False
 
 
-def _download(  # noqa: C901 - a debt (tests/test_architecture.py)
+def _download(
     request: FetchRequest, location: str, partial: Path, sha: str, size: int | None, out: Reporter
 ) -> None:
-    """Bring ``partial`` to the whole file (continuing what is there), then check it."""
-    import httpx2
-    from huggingface_hub import get_session, hf_raise_for_status
+    """Bring ``partial`` to the whole file (continuing what is there), then check it.
 
-    from tkchat import __version__
+    A hostile or broken mirror cannot fill the disk or hold the download for ever: nothing is
+    written past the stated size (or, with none stated, past the free space less
+    :data:`DISK_MARGIN`), :data:`MAX_TRIES` connections in a row that bring less than
+    :data:`REAL_PROGRESS` end it, and so does an average under :data:`MIN_RATE` over
+    ``rate_window_s``."""
+    import httpx2
 
     partial.parent.mkdir(parents=True, exist_ok=True)
     have = partial.stat().st_size if partial.exists() else 0
+    if size is not None and have > size:
+        partial.unlink()  # longer than the file: known wrong, never continued
+        have = 0
     out.send("meta", size=size, sha256=sha, have=have)
-    if size is not None:
+    free = shutil.disk_usage(partial.parent).free
+    if size is not None and free < max(size - have, 0) + DISK_MARGIN:
         need = max(size - have, 0) + DISK_MARGIN
-        free = shutil.disk_usage(partial.parent).free
-        if free < need:
-            raise FetchError("no_space", folder=str(partial.parent), need=need, free=free)
+        raise FetchError("no_space", folder=str(partial.parent), need=need, free=free)
+    ceiling = size if size is not None else have + max(free - DISK_MARGIN, 0)
 
-    session = get_session()
-    # No token (see the module docstring); byte ranges must count the file's own bytes.
-    headers = {"User-Agent": f"tkchat/{__version__}", "Accept-Encoding": "identity"}
-    timeout = httpx2.Timeout(30.0, read=request.read_timeout_s)
+    transfer = _Transfer(request, location, partial, size, ceiling, out)
     tries = 0
     # Unbuffered: every chunk reaches the file at once, so a kill loses nothing written and a
     # full disk is reported by the write that hits it.
     with partial.open("ab", buffering=0) as handle:
         done = handle.tell()
-        while size is None or done < size:
-            got = 0
-            range_header = {"Range": f"bytes={done}-"} if done else {}
+        while done < ceiling:
+            before = done
             try:
-                with session.stream(
-                    "GET",
-                    location,
-                    headers={**headers, **range_header},
-                    timeout=timeout,
-                    follow_redirects=True,
-                ) as response:
-                    if response.status_code == 416:
-                        break  # the server has nothing past ``done``: the size check decides
-                    try:
-                        hf_raise_for_status(response)
-                    except Exception as exc:
-                        _raise_for(exc, request)
-                    if "text/html" in response.headers.get("Content-Type", ""):
-                        raise FetchError("not_a_hub", endpoint=request.endpoint)
-                    if done and response.status_code == 200:
-                        handle.seek(0)  # the server ignored the range: start over
-                        handle.truncate()
-                        done = 0
-                    for chunk in response.iter_bytes():  # as they arrive
-                        _write(handle, chunk, partial, done)
-                        done += len(chunk)
-                        got += len(chunk)
-                        out.progress("download", done, size)
+                done, ended = transfer.connect(handle, done)
             except httpx2.TransportError:
-                tries = 0 if got else tries + 1
-                if tries >= MAX_TRIES:
-                    raise FetchError("cut", tries=tries, done=done) from None
-                time.sleep(min(0.5 * tries, 2.0))
-                continue
-            if size is None or got == 0:
-                break  # the whole body came, or the server has no more to give
+                done, ended = handle.tell(), False
+            if ended or done >= ceiling:
+                break
+            tries = 0 if done - before >= REAL_PROGRESS else tries + 1
+            if tries >= MAX_TRIES:
+                raise FetchError("cut", tries=tries, done=done)
+            time.sleep(min(0.5 * tries, 2.0))
     out.progress("download", done, size, force=True)
+    if size is None and done >= ceiling:
+        raise FetchError("disk_full", folder=str(partial.parent), done=done)
     if size is not None and done != size:
         partial.unlink(missing_ok=True)
         raise FetchError("short", got=done, size=size)
     _verify(partial, sha, out)
 
 
+class _Pace:
+    """The download's average rate over the last ``window_s``: under :data:`MIN_RATE` the
+    mirror is too slow (a drip that never stalls long enough to be called stalled)."""
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self.since = time.monotonic()
+        self.got = 0
+
+    def add(self, count: int, done: int) -> None:
+        self.got += count
+        elapsed = time.monotonic() - self.since
+        if elapsed < self.window_s:
+            return
+        if self.got < MIN_RATE * elapsed:
+            raise FetchError("too_slow", rate=MIN_RATE, seconds=round(self.window_s), done=done)
+        self.since, self.got = time.monotonic(), 0
+
+
+class _Transfer:
+    """The GETs of one download: each continues the file from where it stands, writes at
+    most up to ``ceiling`` and reports progress (against ``size``, None: unknown)."""
+
+    def __init__(
+        self,
+        request: FetchRequest,
+        location: str,
+        partial: Path,
+        size: int | None,
+        ceiling: int,
+        out: Reporter,
+    ) -> None:
+        import httpx2
+        from huggingface_hub import get_session
+
+        from tkchat import __version__
+
+        self.request, self.location, self.partial = request, location, partial
+        self.size, self.ceiling, self.out = size, ceiling, out
+        self.session = get_session()
+        # No token (see the module docstring); byte ranges must count the file's own bytes.
+        self.headers = {"User-Agent": f"tkchat/{__version__}", "Accept-Encoding": "identity"}
+        self.timeout = httpx2.Timeout(30.0, read=request.read_timeout_s)
+        self.pace = _Pace(request.rate_window_s)
+
+    def connect(self, handle: IO[bytes], done: int) -> tuple[int, bool]:
+        """One GET from ``done`` on; returns the bytes now in the file and whether the
+        server has no more to give (416, a whole body of unknown size, or the ceiling)."""
+        from huggingface_hub import hf_raise_for_status
+
+        headers = {**self.headers, **({"Range": f"bytes={done}-"} if done else {})}
+        with self.session.stream(
+            "GET", self.location, headers=headers, timeout=self.timeout, follow_redirects=True
+        ) as response:
+            if response.status_code == 416:
+                return done, True  # nothing past ``done``: the size check decides
+            try:
+                hf_raise_for_status(response)
+            except Exception as exc:
+                _raise_for(exc, self.request)
+            if "text/html" in response.headers.get("Content-Type", ""):
+                raise FetchError("not_a_hub", endpoint=self.request.endpoint)
+            if done and response.status_code == 200:
+                handle.seek(0)  # the server ignored the range: start over
+                handle.truncate()
+                done = 0
+            for chunk in response.iter_bytes():  # as they arrive
+                chunk = chunk[: self.ceiling - done]  # never past the stated size
+                _write(handle, chunk, self.partial, done)
+                done += len(chunk)
+                self.out.progress("download", done, self.size)
+                self.pace.add(len(chunk), done)
+                if done >= self.ceiling:
+                    return done, True  # what a mirror sends past it is never read
+        return done, self.size is None  # a body that ended: whole, if no size was stated
+
+
+DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
+
+
 def _write(handle: IO[bytes], chunk: bytes, partial: Path, done: int) -> None:
     try:
         handle.write(chunk)
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG):
+        if exc.errno in DISK_FULL:
             raise FetchError("disk_full", folder=str(partial.parent), done=done) from None
         raise
+
+
+def _kept(request: FetchRequest) -> int:
+    """The bytes of unfinished downloads kept for ``request``'s model (to say, not to use)."""
+    folder = request.cache / ("models--" + request.repo.replace("/", "--")) / "blobs"
+    return sum(p.stat().st_size for p in folder.glob("*.incomplete") if p.is_file())
 
 
 def _verify(partial: Path, sha: str, out: Reporter) -> None:
@@ -332,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sha256")
     parser.add_argument("--size", type=int)
     parser.add_argument("--read-timeout", type=float, default=60.0)
+    parser.add_argument("--rate-window", type=float, default=RATE_WINDOW_S)
     return parser
 
 
@@ -347,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         sha256=args.sha256,
         size=args.size,
         read_timeout_s=args.read_timeout,
+        rate_window_s=args.rate_window,
     )
     try:
         path, already = fetch(request, out)
@@ -354,7 +427,11 @@ def main(argv: list[str] | None = None) -> int:
         out.send("error", kind=exc.kind, **exc.fields)
         return EXIT_FAILED
     except Exception as exc:  # one sentence in the window, not a traceback in a pipe
-        out.send("error", kind="failed", detail=f"{type(exc).__name__}: {exc}"[:300])
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            # a full disk met before the first byte (a lock file, a ref): the same sentence
+            out.send("error", kind="disk_full", folder=str(request.cache), done=_kept(request))
+        else:
+            out.send("error", kind="failed", detail=f"{type(exc).__name__}: {exc}"[:300])
         return EXIT_FAILED
     out.send("done", path=str(path), already=already)
     return EXIT_OK

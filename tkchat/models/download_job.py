@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tkchat.models.catalogue import CatalogueEntry
+from tkchat.models.download_child import RATE_WINDOW_S
 from tkchat.threads import own_thread
 
 STALL_S = 30.0  # no byte for this long: the transfer is stalled
@@ -76,6 +77,7 @@ class DownloadJob:
         endpoint: str,
         cache: Path,
         stall_s: float = STALL_S,
+        rate_window_s: float = RATE_WINDOW_S,
         python: str = sys.executable,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -83,6 +85,7 @@ class DownloadJob:
         self.endpoint = endpoint
         self.cache = cache
         self.stall_s = stall_s
+        self.rate_window_s = rate_window_s
         self.python = python
         self._clock = clock
         self.progress = Progress()
@@ -123,6 +126,8 @@ class DownloadJob:
             # decides (and says) that the transfer stalled.
             "--read-timeout",
             str(max(2 * self.stall_s, 5.0)),
+            "--rate-window",
+            str(self.rate_window_s),
         ]
         if entry.sha256:
             command += ["--sha256", entry.sha256]

@@ -9,7 +9,7 @@ from tkchat.i18n import STRINGS
 from tkchat.models.download_job import Failed, Progress
 from tkchat.models.finder import describe_size
 
-SIZE_FIELDS = ("done", "size", "got", "need", "free", "total", "resumed")
+SIZE_FIELDS = ("done", "size", "got", "need", "free", "total", "resumed", "rate")
 
 
 def say(lang: str, key: str, **values: object) -> str:
