@@ -10,6 +10,7 @@ are constructed; the short run is checked for what it writes, not how fast it wa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.test_trace import trace_problems
+from tkchat.cli.from_args import output_problem
 from tkchat.course.claims import quoted_figures
 from tkchat.course.lessons import load_lessons
 from tkchat.lab.bench.claim_runs import (
@@ -538,3 +540,49 @@ def test_ci_judges_the_claims_after_the_tests() -> None:
     lines = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().splitlines()
     tests = next(i for i, line in enumerate(lines) if line.endswith("&& python -m pytest"))
     assert lines.index("tkchat bench --claims") > tests
+
+
+def test_a_trace_or_json_path_that_cannot_be_written_is_refused_before_the_bench(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace``/``--json`` naming a folder, a link, a path under a file or a read-only
+    folder: one sentence and exit 2 before anything is measured (the run would otherwise
+    end in a traceback with its figures lost, or overwrite a link's target)."""
+    from tkchat.cli import main
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    cases = {
+        tmp_path: "is a folder",
+        link: "is a link",
+        target / "trace.json": "is a file, not a folder",
+    }
+    if not os.access(locked, os.W_OK):  # (root may write anywhere)
+        cases[locked / "trace.json"] = "cannot be written"
+    for path, said in cases.items():
+        for option in ("--trace", "--json"):
+            # --idle-seconds 3600: were the check after the bench, this would hang here
+            args = ["bench", "--backend", "scripted", option, str(path), "--idle-seconds", "3600"]
+            assert main(args) == 2
+            assert said in capsys.readouterr().err
+    assert target.read_text() == "keep me"
+    assert output_problem(tmp_path / "new" / "deeper" / "t.json", "--trace") is None  # made
+
+
+def test_a_trace_is_written_whole_and_replaces_a_link_instead_of_its_target(
+    tmp_path: Path,
+) -> None:
+    from tkchat.trace.chrome import write_trace
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link = tmp_path / "trace.json"
+    link.symlink_to(target)
+    write_trace(link, [])
+    assert target.read_text() == "keep me" and not link.is_symlink()
+    assert json.loads(link.read_text())["traceEvents"] is not None
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

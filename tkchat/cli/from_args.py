@@ -7,9 +7,11 @@ The heavy modules (a model, a window) are imported inside the functions, when a 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from tkchat.conversation import Sampling
 from tkchat.generate.factory import BackendOptions, LlamaOptions, RemoteOptions, ScriptedOptions
@@ -156,3 +158,22 @@ def qt_problem(mode: str) -> str | None:
     if mode not in QT_MODES:
         return f"the Qt client has the modes {' and '.join(QT_MODES)}, not {mode}"
     return qt_missing()
+
+
+def output_problem(path: Path, option: str) -> str | None:
+    """Why a command could not write its output file ``path`` (``option`` names it), in one
+    sentence; None when it can. Asked before the work, so that a bench of minutes does not
+    end in a traceback with its figures lost. A link is refused rather than followed: the
+    file it points at would be overwritten."""
+    if path.is_symlink():
+        return f"{option} {path}: is a link; name the file itself"
+    if path.is_dir():
+        return f"{option} {path}: is a folder; name a file in it"
+    existing = path if path.exists() else path.parent
+    while not existing.exists():
+        existing = existing.parent  # a folder to be made: judged by the nearest one there
+    if not existing.is_dir() and existing != path:
+        return f"{option} {path}: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK):
+        return f"{option} {path}: {existing} cannot be written"
+    return None

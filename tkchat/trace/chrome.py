@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,5 +244,9 @@ def write_trace(path: Path, runs: Iterable[TraceRun], lang: str = "en", **about:
     ``otherData`` (the command, the machine)."""
     document = trace_document(runs, lang, **about)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
+    # whole or not at all, and a link at ``path`` is replaced, never its target overwritten
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
     return path

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tkchat.cli.from_args import backend_options, has_extra, rate_or, usable
+from tkchat.cli.from_args import backend_options, has_extra, output_problem, rate_or, usable
 from tkchat.cli.options import Subcommands, model_options
 from tkchat.generate.factory import make_backend
 from tkchat.modes import MODES, OUTSIDE_FORM, is_outside_mode
@@ -208,6 +208,11 @@ def _add_lesson_options(bench: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not _extras_present(args):
         return 2
+    for option, path in (("--trace", args.trace), ("--json", args.json)):
+        problem = output_problem(path, option) if path is not None else None
+        if problem is not None:
+            print(f"tkchat bench: {problem}", file=sys.stderr)
+            return 2
     if args.recording:
         return _recording_report(args)
     if args.claims:
