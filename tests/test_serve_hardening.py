@@ -521,13 +521,17 @@ def half_closed(port: int, request: bytes) -> bytes:
         return answer
 
 
-def test_a_half_closed_client_gets_its_answer() -> None:
+@pytest.mark.parametrize("close", [b"", b"Connection: close\r\n"])
+def test_a_half_closed_client_gets_its_answer(close: bytes) -> None:
     """Request, then shutdown of the write side: GET / and a non-streaming /v1 answered
-    nothing (uvicorn took the end of the input for a departure)."""
+    nothing (uvicorn took the end of the input for a departure); with ``Connection: close``
+    still nothing (h11 puts such a request in MUST_CLOSE, not DONE), HEAD / too."""
     with serve() as (server, errors):
-        host = f"Host: 127.0.0.1:{server.port}\r\n".encode()
+        host = f"Host: 127.0.0.1:{server.port}\r\n".encode() + close
         page = half_closed(server.port, b"GET / HTTP/1.1\r\n" + host + b"\r\n")
         assert page.startswith(b"HTTP/1.1 200") and b"<html" in page.lower()
+        head = half_closed(server.port, b"HEAD / HTTP/1.1\r\n" + host + b"\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head[:200]
         body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5})
         answer = half_closed(
             server.port,

@@ -123,7 +123,9 @@ class GuardedH11Protocol(H11Protocol):
         answered: True keeps the socket open for writing (see the module docstring)."""
         cycle = self.cycle
         unanswered = cycle is not None and not cycle.response_complete and not self.streaming
-        if unanswered and self.conn.their_state is h11.DONE:
+        # DONE, or MUST_CLOSE for a request that said "Connection: close" (h11 moves a
+        # whole request there at once): either way, whole and waiting for its answer
+        if unanswered and self.conn.their_state in (h11.DONE, h11.MUST_CLOSE):
             self.half_closed = True
             return True
         super().eof_received()
