@@ -94,6 +94,7 @@ class LiveServer:
     backend: ScriptedBackend
     wrap: Callable[[ASGIApp], ASGIApp] | None = None
     token: str | None = None  # as when it listens beyond the loopback (run_server's token)
+    join_code: str | None = None  # the printed link's (with a token; None: a fresh one)
     limits: Any = None  # the line's (tkchat.serve.line.LineLimits); None: the defaults
     port: int = 0
     _server: Any = field(default=None, repr=False)
@@ -108,7 +109,9 @@ class LiveServer:
         self.port = sock.getsockname()[1]
         self.backend.load()
         options = {} if self.limits is None else {"limits": self.limits}
-        self._app = create_app(self.backend, port=self.port, token=self.token, **options)
+        self._app = create_app(
+            self.backend, port=self.port, token=self.token, join_code=self.join_code, **options
+        )
         app = self.wrap(self._app) if self.wrap else self._app
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, timeout_graceful_shutdown=1

@@ -110,39 +110,45 @@ def test_a_block_over_its_budget_is_shown_as_plain_text(md_page: Page) -> None:
         assert piece in text
 
 
-# -- finding 6: the page gets the server's token from its URL, and keeps it to itself ------
+# -- finding 6 and issue 39: the page joins with the link's code, keeps nothing another port sees
 
 
-def test_the_page_takes_the_token_from_its_url_and_keeps_it_in_memory_only(browser: Any) -> None:
-    token = "T0ken-from_the-URL"
-    server = LiveServer(ScriptedBackend(rate=0, tokens=30), token=token).start()
+def test_the_page_joins_with_the_links_code_and_keeps_its_session_to_this_origin(
+    browser: Any,
+) -> None:
+    """The link carries a join code (never the token); the page takes it out of the address
+    bar, trades it for a session kept in this origin's sessionStorage (a reload works), and no
+    cookie is set: another server on another port of this host gets nothing. A browser
+    without the link gets the 401's sentence and a field for the token, which lets it in."""
+    token, code = "T0ken-of_the-server", "J0in-code_of-the-link"
+    server = LiveServer(ScriptedBackend(rate=0, tokens=30), token=token, join_code=code).start()
+    neighbour = LiveServer(ScriptedBackend(rate=0, tokens=5)).start()  # another port, same host
     context = browser.new_context()
     try:
         page = context.new_page()
         seen: list[str | None] = []
         page.on("request", lambda r: seen.append(r.headers.get("authorization")))
-        page.goto(server.url + "#token=" + token)
-        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
+        page.goto(server.url + "#join=" + code)
+        page.wait_for_function("() => window.tkchat && sessionStorage.length === 1")
         assert page.evaluate("() => location.hash") == ""  # out of the address bar
         html = page.evaluate("() => document.documentElement.outerHTML")
-        storage = page.evaluate("() => [localStorage.length, sessionStorage.length]")
-        assert token not in html and token not in page.url and storage == [0, 0]
-        ask(page)
-        st = wait_answer(page)
-        assert st["lastEvent"]["type"] == "done" and st["text"]
-        assert f"Bearer {token}" in seen  # the worker's POST /chat carried it
-        # The page traded the token for a session: a reload (the token is gone from its
-        # address) still works, and no script can read the session's cookie.
-        page.reload()
-        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
-        assert page.evaluate("() => location.hash") == "" and token not in page.url
-        assert page.evaluate("() => document.cookie") == ""  # HttpOnly
+        assert code not in html and code not in page.url and token not in html
+        session = page.evaluate("() => sessionStorage.getItem('tkchat-session')")
+        assert session.startswith("tks_") and page.evaluate("() => localStorage.length") == 0
         ask(page)
         assert wait_answer(page)["lastEvent"]["type"] == "done"
+        assert f"Bearer {session}" in seen  # the worker's POST /chat carried the session
+        page.reload()  # the code is gone from the address; the session is not
+        page.wait_for_function("() => window.tkchat && window.TkMarkdown")
+        ask(page)
+        assert wait_answer(page)["lastEvent"]["type"] == "done"
+        assert context.cookies() == []  # nothing the browser would send to another port
+        other_port = context.new_page()
+        other_port.goto(neighbour.url)
+        assert other_port.evaluate("() => sessionStorage.length") == 0
     finally:
         context.close()
-    # Another browser, without the token or the session: the page loads, the server refuses.
-    other = browser.new_context()
+    other = browser.new_context()  # no link, no session
     try:
         page = other.new_page()
         page.goto(server.url)
@@ -150,9 +156,21 @@ def test_the_page_takes_the_token_from_its_url_and_keeps_it_in_memory_only(brows
         ask(page)
         wait_answer(page, "error")
         assert "token" in page.locator("#transcript .note.error").last.inner_text()
+        page.fill(".token-form input", "not-the-token")
+        page.press(".token-form input", "Enter")
+        page.wait_for_function(
+            "() => document.querySelector('.token-form input').placeholder.includes('not')"
+        )
+        page.fill(".token-form input", token)
+        page.press(".token-form input", "Enter")
+        page.wait_for_function("() => sessionStorage.length === 1")
+        assert page.locator(".token-form").count() == 0
+        ask(page)
+        assert wait_answer(page)["lastEvent"]["type"] == "done"
     finally:
         other.close()
         server.stop()
+        neighbour.stop()
 
 
 # -- issue 12, the browser's part: the system's dark mode, and a stopped answer rendered ----

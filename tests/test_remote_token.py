@@ -55,7 +55,7 @@ def test_without_a_token_the_load_says_to_set_the_variable(
     assert caught.value.kind == "unauthorized"
     assert str(caught.value) == (
         f"The server at {url} wants a token for /health: "
-        f"set {TOKEN_ENV_VAR} to the token it printed after #token="
+        f"set {TOKEN_ENV_VAR} to the token it printed on its terminal"
     )
 
 

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -37,6 +38,14 @@ from tkchat.events import Done  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.limits import MAX_NAME_CHARS
 from tkchat.serve.connections import server_config  # noqa: E402
+from tkchat.serve.guard import (  # noqa: E402
+    JOIN_TTL_S,
+    LINK_EXPIRED,
+    MAX_SESSIONS,
+    SESSION_ENDED,
+    SESSION_PREFIX,
+    SESSION_TTL_S,
+)
 from tkchat.serve.listen import reachable_address  # noqa: E402
 from tkchat.serve.server import create_app  # noqa: E402
 
@@ -64,13 +73,20 @@ class Guarded(Live):
 
 
 @contextmanager
-def serve(token: str | None = None, **config: Any) -> Iterator[tuple[Guarded, ErrorLog]]:
+def serve(
+    token: str | None = None,
+    join_code: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    **config: Any,
+) -> Iterator[tuple[Guarded, ErrorLog]]:
     """The app under uvicorn with ``run_server``'s settings (``config`` overrides some), and a
     log of the errors it writes."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = create_app(ScriptedBackend(rate=0), port=port, token=token)
+    app = create_app(
+        ScriptedBackend(rate=0), port=port, token=token, join_code=join_code, clock=clock
+    )
     server = uvicorn.Server(server_config(app, timeout_graceful_shutdown=1, **config))
     errors = ErrorLog()
     loggers = [logging.getLogger(name) for name in ("uvicorn.error", "uvicorn", "asyncio", "")]
@@ -487,27 +503,68 @@ def test_the_bearer_scheme_is_read_in_any_case(scheme: str) -> None:
         assert errors.records == []
 
 
-def test_the_token_is_traded_for_a_session_cookie() -> None:
-    """The page's reload had no token and failed. Now the token buys a session (an HttpOnly,
-    SameSite=Strict cookie), which authorizes requests as the token does."""
-    with serve(token=TOKEN) as (server, errors):
-        assert server.fetch("POST", "/session")[0] == 401  # no token: no session
-        status, headers, _ = server.fetch(
-            "POST", "/session", None, {"Authorization": f"Bearer {TOKEN}"}
-        )
-        assert status == 204
-        cookie = headers["set-cookie"]
-        assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
-        pair = cookie.split(";", 1)[0]
-        assert pair.startswith(f"tkchat-session-{server.port}=") and TOKEN not in pair
-        assert server.fetch_json("GET", "/health", None, {"Cookie": pair})[0] == 200
-        status, _, answer = server.fetch("POST", "/chat", HELLO, {"Cookie": pair})
-        assert status == 200 and b'"type": "done"' in answer
-        forged = {"Cookie": pair[:-4] + "AAAA"}
-        assert server.fetch_json("GET", "/health", None, forged)[0] == 401
-        other_site = {"Cookie": pair, "Origin": "http://evil.example"}
-        assert server.fetch_json("GET", "/health", None, other_site)[0] == 403
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _session(server: Guarded, secret: str) -> str:
+    status, headers, payload = server.fetch_json(
+        "POST", "/session", None, {"Authorization": f"Bearer {secret}"}
+    )
+    assert status == 200 and "set-cookie" not in headers, (status, payload)
+    assert headers["cache-control"] == "no-store"
+    session = payload["session"]
+    assert isinstance(session, str) and session.startswith(SESSION_PREFIX)
+    assert secret not in session
+    return session
+
+
+def test_a_join_code_or_the_token_buys_a_session_and_no_cookie_is_set() -> None:
+    """The link's join code (or the token) buys a session, sent as a bearer like the token:
+    nothing a browser sends to every port of the host (a cookie) is ever set."""
+    with serve(token=TOKEN, join_code="join-code-1") as (server, errors):
+        assert server.fetch("POST", "/session")[0] == 401  # no credential: no session
+        for secret in ("join-code-1", TOKEN):
+            bearer = {"Authorization": f"Bearer {_session(server, secret)}"}
+            assert server.fetch_json("GET", "/health", None, bearer)[0] == 200
+            status, headers, answer = server.fetch("POST", "/chat", HELLO, bearer)
+            assert status == 200 and b'"type": "done"' in answer
+            assert "set-cookie" not in headers
+        forged = {"Authorization": f"Bearer {SESSION_PREFIX}AAAA"}
+        status, _, payload = server.fetch_json("GET", "/health", None, forged)
+        assert status == 401 and payload["error"]["message"] == SESSION_ENDED
         assert errors.records == []
+
+
+def test_the_link_expires_and_sessions_end_by_age_each_with_its_sentence() -> None:
+    """On a fake clock: the join code works until JOIN_TTL_S after the start and then gets
+    the link's sentence (the token still works); a session ends SESSION_TTL_S after it
+    started; past MAX_SESSIONS the oldest ends first, and says so."""
+    clock = FakeClock()
+    with serve(token=TOKEN, join_code="join-code-2", clock=clock) as (server, errors):
+        first = _session(server, "join-code-2")
+        clock.now += JOIN_TTL_S - 1
+        assert server.fetch_json("GET", "/health", None, _bearer("join-code-2"))[0] == 200
+        clock.now += 1
+        status, _, payload = server.fetch_json("GET", "/health", None, _bearer("join-code-2"))
+        assert status == 401 and payload["error"]["message"] == LINK_EXPIRED
+        assert server.fetch_json("POST", "/session", None, _bearer("join-code-2"))[0] == 401
+        assert server.fetch_json("GET", "/health", None, _bearer(first))[0] == 200
+        clock.now += SESSION_TTL_S - JOIN_TTL_S
+        status, _, payload = server.fetch_json("GET", "/health", None, _bearer(first))
+        assert status == 401 and payload["error"]["message"] == SESSION_ENDED
+        sessions = [_session(server, TOKEN) for _ in range(MAX_SESSIONS + 1)]
+        assert server.fetch_json("GET", "/health", None, _bearer(sessions[0]))[0] == 401
+        assert server.fetch_json("GET", "/health", None, _bearer(sessions[1]))[0] == 200
+        assert errors.records == []
+
+
+def _bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
 
 
 def half_closed(port: int, request: bytes) -> bytes:
@@ -586,15 +643,18 @@ def _start_cli(*args: str, **popen: Any) -> subprocess.Popen[str]:
 
 @contextmanager
 def cli_server(*args: str) -> Iterator[tuple[str, str, str]]:
-    """``tkchat serve`` as a user runs it: (printed URL, the token or "", stderr so far)."""
+    """``tkchat serve`` as a user runs it: (printed URL without its #join= code, the token from
+    the warning or "", stderr so far). The token is never in the URL."""
     process = _start_cli(*args)
     try:
         assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()
-        match = re.fullmatch(r"tkchat serve: (http://\S+?/)(?:#token=(\S+))? \(model .*\)\n", line)
+        match = re.fullmatch(r"tkchat serve: (http://\S+?/)(?:#join=(\S+))? \(model .*\)\n", line)
         assert match, (line, process.stderr.read() if process.poll() is not None else "")
         warning = process.stderr.readline() if match.group(2) else ""
-        yield match.group(1), match.group(2) or "", warning
+        token = re.search(r"asks for the token: (\S+) ", warning)
+        assert bool(token) == bool(match.group(2)), warning
+        yield match.group(1), token.group(1) if token else "", warning
     finally:
         process.send_signal(signal.SIGINT)
         try:

@@ -8,18 +8,25 @@ name one of the allowed hosts in ``Host`` (with or without this server's port) a
 carries an ``Origin``, that origin must be ``http://<allowed host>:<port>``; anything else
 gets 403. The server sends no CORS headers at all, so no other origin is ever invited in.
 
-With a ``token`` (the server listens beyond the loopback, :mod:`~tkchat.serve.listen`) the
-Host header proves nothing, since any machine on the network can send any Host. Then every
+With an :class:`Access` (the server listens beyond the loopback, :mod:`~tkchat.serve.listen`)
+the Host header proves nothing, since any machine on the network can send any Host. Then every
 request except the page's own files (``GET /`` and ``/static/…``, which hold no secret) must
-carry ``Authorization: Bearer <token>`` (the scheme in any case, as HTTP wants) or a session
-cookie (401 without either), and an ``Origin``, when sent, must be the origin its own Host
-names (a cross-site form still gets 403).
+carry ``Authorization: Bearer <credential>`` (the scheme in any case, as HTTP wants; 401
+without one), and an ``Origin``, when sent, must be the origin its own Host names (a
+cross-site form still gets 403). A credential is one of:
 
-The session is what the page trades its URL's token for (``POST /session`` with the token,
-answered here: 204 and an ``HttpOnly``, ``SameSite=Strict`` cookie). The page can then take
-the token out of its address bar and history at once, and a reload still works: it carries
-the cookie, not the token. Sessions live in the server's memory (at most
-:data:`MAX_SESSIONS`, the oldest forgotten first) and end with it.
+- the server's **token**, for programs (OpenAI clients, curl). It is printed on the terminal
+  only, never in a URL: a browser keeps the URLs it opened (history, sessions, tabs) on a lab
+  PC that the next student uses.
+- the **join code** in the link the server prints (``/#join=…``): it lets a browser in for
+  :data:`JOIN_TTL_S` after the server starts, and nothing after, so the link left in a
+  browser's history is dead by the next lesson.
+- a **session**, which the page gets for the join code or the token (``POST /session``,
+  answered ``{"session": "tks_…"}``). The page keeps it in ``sessionStorage``: bound to this
+  origin (scheme, host *and port*, so another server on another port of the same host never
+  sees it, as it would a cookie), kept across a reload, gone with the tab. A session lasts
+  :data:`SESSION_TTL_S`; at most :data:`MAX_SESSIONS` are kept, the oldest ended first; one
+  that ended gets a 401 that says so, and the page asks for the token.
 
 The middleware runs on the server's event loop, in front of every route.
 """
@@ -29,12 +36,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
@@ -42,7 +50,23 @@ from tkchat.serve.errors import error_response
 
 DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost")
 SESSION_PATH = "/session"
-MAX_SESSIONS = 64
+JOIN_TTL_S = 15 * 60.0  # the printed link lets browsers in this long after the start
+SESSION_TTL_S = 8 * 3600.0  # a school day
+MAX_SESSIONS = 256  # a class of 30, a few tabs and reloads each
+SESSION_PREFIX = "tks_"
+NEEDS_TOKEN = (
+    "This server needs its token: send 'Authorization: Bearer <token>', or open the link"
+    " tkchat serve printed (with #join=) within 15 minutes of its start, or enter the token"
+    " it printed."
+)
+LINK_EXPIRED = (
+    "This link has expired (a link works for 15 minutes after tkchat serve starts): enter the"
+    " token tkchat serve printed."
+)
+SESSION_ENDED = (
+    "This page's session has ended (a session lasts 8 hours, and the server keeps the newest"
+    " 256): enter the token tkchat serve printed, or open a new link."
+)
 
 
 def bracketed(host: str) -> str:
@@ -56,11 +80,10 @@ class HostOriginGuard:
     127.0.0.1 still sends its own name in ``Host`` and its own origin in ``Origin``."""
 
     def __init__(
-        self, app: ASGIApp, allowed_hosts: Sequence[str], port: int, token: str | None = None
+        self, app: ASGIApp, allowed_hosts: Sequence[str], port: int, access: Access | None = None
     ) -> None:
         self.app = app
-        self.token = token
-        self.sessions = Sessions(f"tkchat-session-{port}")  # (a cookie per port: one host)
+        self.access = access
         names = [bracketed(h.lower()) for h in allowed_hosts]
         self.hosts = {form for name in names for form in (name, f"{name}:{port}")}
         self.origins = {f"http://{name}:{port}" for name in names}
@@ -73,23 +96,25 @@ class HostOriginGuard:
             return
         safe_send = partial(_send_with_safety_headers, send)  # every answer, the 403 too
         headers = Headers(scope=scope)
-        problem = self.problem(headers) if self.token is None else self.remote_problem(headers)
+        access = self.access
+        problem = self.problem(headers) if access is None else self.remote_problem(headers)
         if problem is not None:
             await error_response(403, "forbidden", problem)(scope, receive, safe_send)
             return
-        if self.token is not None and not _public(scope) and not self.authorized(headers):
-            await error_response(
-                401,
-                "unauthorized",
-                "This server needs its token: send 'Authorization: Bearer <token>', or open the"
-                " URL tkchat serve printed (with #token=) in this browser once.",
-                {"www-authenticate": "Bearer"},
-                code="invalid_api_key",  # what OpenAI calls a wrong key, so its clients agree
-            )(scope, receive, safe_send)
-            return
-        if self.token is not None and _is_session_request(scope):
-            await self.sessions.start()(scope, receive, safe_send)
-            return
+        if access is not None and not _public(scope):
+            refused = access.refusal(headers)
+            if refused is not None:
+                await error_response(
+                    401,
+                    "unauthorized",
+                    refused,
+                    {"www-authenticate": "Bearer"},
+                    code="invalid_api_key",  # what OpenAI calls a wrong key, so its clients agree
+                )(scope, receive, safe_send)
+                return
+            if _is_session_request(scope):
+                await access.sessions.start()(scope, receive, safe_send)
+                return
         await self.app(scope, receive, safe_send)
 
     def problem(self, headers: Headers) -> str | None:
@@ -112,15 +137,6 @@ class HostOriginGuard:
             return f"Origin {origin} may not use this server"
         return None
 
-    def authorized(self, headers: Headers) -> bool:
-        """Whether the request carries the token (compared in constant time) or a session
-        this server started."""
-        assert self.token is not None
-        sent = bearer_credentials(headers.get("authorization", ""))
-        if sent is not None and hmac.compare_digest(sent, self.token.encode()):
-            return True
-        return self.sessions.valid(headers)
-
 
 def bearer_credentials(value: str) -> bytes | None:
     """The credentials of ``Authorization: Bearer <credentials>``; the scheme's name is
@@ -131,43 +147,66 @@ def bearer_credentials(value: str) -> bytes | None:
     return credentials.strip().encode("utf-8", "replace")
 
 
-class Sessions:
-    """The sessions pages traded their token for (see the module docstring). Loop thread.
-    Only a hash of each session id is kept: the ids themselves exist in the cookies alone."""
+class Access:
+    """Who may use a server that listens beyond the loopback: the token, the join code until
+    :data:`JOIN_TTL_S` after ``clock()`` at making, and the sessions (see the module
+    docstring). Loop thread. ``clock``: ``time.monotonic``, or a test's."""
 
-    def __init__(self, cookie: str) -> None:
-        self.cookie = cookie
-        self._hashes: OrderedDict[bytes, None] = OrderedDict()
+    def __init__(
+        self, token: str, join_code: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.token = token.encode()
+        self.join_code = join_code.encode()
+        self.clock = clock
+        self.join_until = clock() + JOIN_TTL_S
+        self.sessions = Sessions(clock)
+
+    def refusal(self, headers: Headers) -> str | None:
+        """None if the request carries a credential that is good now; else the 401's
+        sentence (a link that expired and a session that ended each say so)."""
+        sent = bearer_credentials(headers.get("authorization", ""))
+        if sent is None:
+            return NEEDS_TOKEN
+        if hmac.compare_digest(sent, self.token):  # (constant time: no timing oracle)
+            return None
+        if hmac.compare_digest(sent, self.join_code):
+            return None if self.clock() < self.join_until else LINK_EXPIRED
+        if sent.startswith(SESSION_PREFIX.encode()):
+            return None if self.sessions.valid(sent) else SESSION_ENDED
+        return NEEDS_TOKEN
+
+
+class Sessions:
+    """The sessions pages traded a join code or the token for. Loop thread. Only a hash of
+    each session id is kept (with when it started): the ids exist in the pages alone."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._started: OrderedDict[bytes, float] = OrderedDict()  # oldest first
 
     def start(self) -> Response:
-        """A new session: 204, and its cookie (the token's own request proved the right)."""
-        session = secrets.token_urlsafe(32)
-        self._hashes[_digest(session)] = None
-        while len(self._hashes) > MAX_SESSIONS:
-            self._hashes.popitem(last=False)
-        response = Response(status_code=204)
-        response.set_cookie(
-            self.cookie, session, httponly=True, samesite="strict", path="/", secure=False
+        """A new session, as JSON (the request's credential proved the right)."""
+        session = SESSION_PREFIX + secrets.token_urlsafe(32)
+        self._started[_digest(session.encode())] = self.clock()
+        while len(self._started) > MAX_SESSIONS:
+            self._started.popitem(last=False)
+        return JSONResponse(
+            {"session": session, "expires_in_s": SESSION_TTL_S},
+            headers={"cache-control": "no-store"},
         )
-        return response
 
-    def valid(self, headers: Headers) -> bool:
-        sent = _cookie(headers.get("cookie", ""), self.cookie)
-        return sent is not None and _digest(sent) in self._hashes
+    def valid(self, sent: bytes) -> bool:
+        started = self._started.get(_digest(sent))
+        if started is None:
+            return False
+        if self.clock() - started >= SESSION_TTL_S:
+            del self._started[_digest(sent)]
+            return False
+        return True
 
 
-def _digest(session: str) -> bytes:
-    return hashlib.sha256(session.encode("utf-8", "replace")).digest()
-
-
-def _cookie(header: str, name: str) -> str | None:
-    """The value of cookie ``name`` in a ``Cookie`` header (bounded: a header is at most
-    what uvicorn accepts)."""
-    for pair in header.split(";"):
-        key, _, value = pair.strip().partition("=")
-        if key == name:
-            return value
-    return None
+def _digest(session: bytes) -> bytes:
+    return hashlib.sha256(session).digest()
 
 
 def _is_session_request(scope: Scope) -> bool:

@@ -5,9 +5,10 @@ against other web sites (:mod:`~tkchat.serve.guard`). Anything else (``0.0.0.0``
 address or name) lets other machines in, and there the Host header proves nothing: a client on
 the LAN can send ``Host: 127.0.0.1`` and was served a full completion. So a non-loopback
 address needs an explicit opt-in (``--allow-remote``), and then every request but the page's
-own files needs a token (``Authorization: Bearer <token>``) that the server makes at start and
-prints once, inside the URL to open (``/#token=…``: the fragment never leaves the browser, and
-the page keeps the token in memory only).
+own files needs a credential (:mod:`~tkchat.serve.guard`): the token the server makes at start
+and prints on the terminal (``Authorization: Bearer <token>``, for programs), or what a browser
+gets from the printed link (``/#join=…``, good for 15 minutes: never the token, since a browser
+keeps the links it opened).
 
 Addresses:
 

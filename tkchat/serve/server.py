@@ -61,9 +61,11 @@ that never finishes its request can hold.
 
 from __future__ import annotations
 
+import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -74,7 +76,13 @@ from starlette.middleware import Middleware
 from tkchat.generate.backend import Backend, BackendError
 from tkchat.serve.errors import RequestRejected, on_http_error, on_internal_error, on_rejected
 from tkchat.serve.generations import KEEPALIVE_S
-from tkchat.serve.guard import DEFAULT_ALLOWED_HOSTS, HostOriginGuard, bracketed
+from tkchat.serve.guard import (
+    DEFAULT_ALLOWED_HOSTS,
+    JOIN_TTL_S,
+    Access,
+    HostOriginGuard,
+    bracketed,
+)
 from tkchat.serve.line import DEFAULT_LIMITS, LineLimits
 from tkchat.serve.routes import ChatServer
 from tkchat.serve.static_files import STATIC_DIR
@@ -93,14 +101,18 @@ def create_app(
     static_dir: Path | None = None,
     server_type: type[ChatServer] = ChatServer,
     token: str | None = None,
+    join_code: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
     limits: LineLimits = DEFAULT_LIMITS,
 ) -> Starlette:
     """The Starlette app around a **loaded** ``backend``. ``port`` is the one the server
     listens on: Host and Origin are checked against it. ``app.state.chat_server`` is the
     :class:`ChatServer` (its ``controller`` frees the model at the end); ``server_type`` lets
     ``tkchat serve --broken`` swap in the anti-pattern (tkchat/antipatterns/blocking_server.py).
-    With a ``token``, every API request must carry it (a server reachable beyond the loopback:
-    see :mod:`~tkchat.serve.listen`). ``limits``: the line's (:mod:`~tkchat.serve.line`)."""
+    With a ``token``, every API request must carry a credential (a server reachable beyond the
+    loopback: see :mod:`~tkchat.serve.listen` and :mod:`~tkchat.serve.guard`): the token, the
+    ``join_code`` of the printed link (a fresh one if None) until it expires on ``clock``, or
+    a session. ``limits``: the line's (:mod:`~tkchat.serve.line`)."""
     server = server_type(
         backend,
         max_body_bytes=max_body_bytes,
@@ -110,6 +122,10 @@ def create_app(
         limits=limits,
     )
 
+    access = None
+    if token is not None:
+        access = Access(token, join_code or secrets.token_urlsafe(24), clock)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
@@ -118,7 +134,7 @@ def create_app(
     app = Starlette(
         routes=server.routes(),
         middleware=[
-            Middleware(HostOriginGuard, allowed_hosts=allowed_hosts, port=port, token=token)
+            Middleware(HostOriginGuard, allowed_hosts=allowed_hosts, port=port, access=access)
         ],
         exception_handlers={
             RequestRejected: on_rejected,
@@ -128,6 +144,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.chat_server = server
+    app.state.access = access  # (its join code goes into the link run_server prints)
     return app
 
 
@@ -174,15 +191,17 @@ def run_server(
         return 1
     port = sockets[0].getsockname()[1]  # the real one, if 0 asked for any free port
     token = new_token() if remote else None
+    join_code = new_token() if remote else None
     app = create_app(
         backend,
         allowed_hosts=_allowed_hosts(host),
         port=port,
         server_type=server_type,
         token=token,
+        join_code=join_code,
         limits=limits,
     )
-    _announce(host, port, token, backend.name)
+    _announce(host, port, token, join_code, backend.name)
     return _serve(app, sockets)
 
 
@@ -195,19 +214,21 @@ def _allowed_hosts(host: str) -> list[str]:
     return allowed
 
 
-def _announce(host: str, port: int, token: str | None, model: str) -> None:
-    """The one line with the address to open (and, beyond the loopback, the warning)."""
+def _announce(host: str, port: int, token: str | None, join_code: str | None, model: str) -> None:
+    """The one line with the address to open (and, beyond the loopback, the warning with
+    the token: on the terminal only, never in a link a browser would keep)."""
     from tkchat.serve.listen import reachable_address
 
     shown = bracketed(reachable_address(host))
-    fragment = f"#token={token}" if token else ""
+    fragment = f"#join={join_code}" if join_code else ""
     print(f"tkchat serve: http://{shown}:{port}/{fragment} (model {model})", flush=True)
     if token:
         print(
-            f"tkchat serve: WARNING: listening on {host}, reachable from other machines. Every"
-            f" request needs the token (header 'Authorization: Bearer {token}'; a browser takes"
-            " it from the URL above). This is plain HTTP: anyone on the network path can read"
-            " the conversation and the token.",
+            f"tkchat serve: WARNING: listening on {host}, reachable from other machines. The"
+            f" link above lets browsers in for {JOIN_TTL_S / 60:.0f} minutes; after that, a"
+            f" page asks for the token: {token} (programs send 'Authorization: Bearer"
+            " <token>'). This is plain HTTP: anyone on the network path can read the"
+            " conversation and the token.",
             file=sys.stderr,
             flush=True,
         )

@@ -302,7 +302,7 @@ class HttpClient:
         if self.token:
             advice = f"it refused the token given (check ${TOKEN_ENV_VAR})"
         else:
-            advice = f"set {TOKEN_ENV_VAR} to the token it printed after #token="
+            advice = f"set {TOKEN_ENV_VAR} to the token it printed on its terminal"
         return RemoteError(
             f"The server at {self.base_url} wants a token for {path}: {advice}",
             kind="unauthorized",

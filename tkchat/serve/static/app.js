@@ -77,7 +77,9 @@
     place: null, placeEvents: 0, placeShown: false, clientId: newClientId(),
   };
 
-  const token = takeToken();
+  const SESSION_KEY = 'tkchat-session';
+  let credential = sessionStorage.getItem(SESSION_KEY); // this tab's session, if it has one
+  takeJoinCode();
   const history = []; // the conversation, sent whole with every question
   let active = null; // the answer being streamed, or null
   let lastId = 0; // id of the newest request; anything older is stale
@@ -91,23 +93,71 @@
   };
 
   /**
-   * A server that listens beyond this machine needs its token with every request; it prints
-   * the page's URL with the token after "#token=". The fragment is never sent to the server
-   * and is not in the page's HTML; the page takes it, keeps it in memory only (not in storage)
-   * and removes it from the address bar (and so from this entry of the history) at once. It
-   * also trades it for a session (POST /session: an HttpOnly cookie that no script reads),
-   * so that a reload, which no longer has the token, still works.
+   * A server that listens beyond this machine needs a credential with every request (see
+   * tkchat/serve/guard.py). The link it prints carries a join code after "#join=", never its
+   * token: a browser keeps the links it opened, and a lab PC has a next user. The fragment is
+   * never sent to the server; the page takes it out of the address bar (and this entry of the
+   * history) at once and trades it for a session (POST /session), kept in sessionStorage:
+   * this origin's alone (another server on another port of this host cannot read it, as it
+   * could a cookie), kept across a reload, gone with the tab. Until the session arrives the
+   * code itself is sent.
    */
-  function takeToken() {
-    const m = /^#token=([A-Za-z0-9_-]{1,256})$/.exec(location.hash);
-    if (!m) return null;
+  function takeJoinCode() {
+    const m = /^#join=([A-Za-z0-9_-]{1,256})$/.exec(location.hash);
+    if (!m) return;
     window.history.replaceState(null, '', location.pathname + location.search);
-    fetch('/session', {
-      method: 'POST',
-      headers: { Authorization: 'Bearer ' + m[1] },
-      credentials: 'same-origin',
-    }).catch(() => {}); // (without a session, this page still has the token in memory)
-    return m[1];
+    credential = m[1];
+    startSession(m[1]);
+  }
+
+  /** Trade a join code or the token for a session; resolves to whether this tab has one. */
+  async function startSession(secret) {
+    try {
+      const response = await fetch('/session', {
+        method: 'POST',
+        headers: { Authorization: 'Bearer ' + secret },
+        cache: 'no-store',
+      });
+      const data = response.ok ? await response.json() : null;
+      if (!data || typeof data.session !== 'string') return false;
+      credential = data.session;
+      sessionStorage.setItem(SESSION_KEY, data.session);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * A 401 (no credential, a link that expired, a session that ended): the server's sentence,
+   * and under it a field for the token tkchat serve printed on its terminal. The field is a
+   * password field that the browser is asked not to remember; the token goes straight into a
+   * session and is not kept.
+   */
+  function askForToken(note) {
+    const form = document.createElement('form');
+    form.className = 'token-form';
+    const field = document.createElement('input');
+    field.type = 'password';
+    field.autocomplete = 'off';
+    field.placeholder = self.TkI18n.t('token.placeholder');
+    field.setAttribute('aria-label', self.TkI18n.t('token.placeholder'));
+    const button = document.createElement('button');
+    button.type = 'submit';
+    button.textContent = self.TkI18n.t('token.use');
+    form.append(field, button);
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const ok = await startSession(field.value.trim());
+      field.value = '';
+      if (ok) {
+        form.replaceWith(document.createTextNode(' ' + self.TkI18n.t('token.accepted')));
+        ui.prompt.focus();
+      } else {
+        field.placeholder = self.TkI18n.t('token.refused');
+      }
+    });
+    note.append(form);
   }
 
   /**
@@ -137,7 +187,7 @@
     if (broken.mainThread) {
       readOnMainThread(req, body);
     } else {
-      worker.postMessage({ cmd: 'start', id: req.id, url: '/chat', body, token, client: state.clientId });
+      worker.postMessage({ cmd: 'start', id: req.id, url: '/chat', body, token: credential, client: state.clientId });
     }
     return true;
   }
@@ -211,7 +261,7 @@
     } else if (msg.kind === 'closed') {
       finish(req, { error: 'the server closed the stream without a final event' });
     } else if (msg.kind === 'failed') {
-      finish(req, { error: refusal(msg.status, msg.retryAfter, msg.message) });
+      finish(req, { error: refusal(msg.status, msg.retryAfter, msg.message), needsToken: msg.status === 401 });
     } else if (msg.kind === 'aborted') {
       finish(req, { stopped: true });
     }
@@ -394,10 +444,11 @@
     const controller = new AbortController();
     req.abort = () => controller.abort();
     try {
-      const response = await self.TkSSE.fetchChat('/chat', body, controller.signal, token, state.clientId);
+      const response = await self.TkSSE.fetchChat('/chat', body, controller.signal, credential, state.clientId);
       if (!response.ok || !response.body) {
         const message = await self.TkSSE.describeRefusal(response);
-        finish(req, { error: refusal(response.status, response.headers.get('retry-after'), message) });
+        const error = refusal(response.status, response.headers.get('retry-after'), message);
+        finish(req, { error, needsToken: response.status === 401 });
         return;
       }
       const parser = new self.TkSSE.SSEParser();
@@ -468,7 +519,8 @@
       showStatus('stopped');
     } else if (outcome.error) {
       state.status = 'error';
-      addNote(req, outcome.error, 'error');
+      const note = addNote(req, outcome.error, 'error');
+      if (outcome.needsToken) askForToken(note);
       history.pop(); // the question got no answer: leave it out of the next request
       showStatus('error');
     } else {
@@ -484,6 +536,7 @@
     note.className = 'note ' + kind;
     note.textContent = text;
     req.body.after(note);
+    return note;
   }
 
   /**

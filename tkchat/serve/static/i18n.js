@@ -19,12 +19,20 @@
       'line.place_eta': '{ordinal} in line, about {seconds} s',
       'line.waiting': 'waiting for the model: {place}',
       'line.full': 'the line is full; try again in about {seconds} s',
+      'token.placeholder': 'the token tkchat serve printed',
+      'token.use': 'Use it',
+      'token.accepted': 'accepted: ask again.',
+      'token.refused': 'not that token; try again',
     },
     zh: {
       'line.place': '排在第 {n} 位',
       'line.place_eta': '排在第 {n} 位，大约 {seconds} 秒',
       'line.waiting': '正在等待模型：{place}',
       'line.full': '排队人数已满，请大约 {seconds} 秒后再试',
+      'token.placeholder': 'tkchat serve 打印的令牌',
+      'token.use': '使用',
+      'token.accepted': '已接受：请再问一次。',
+      'token.refused': '令牌不对，请再试',
     },
   };
 
