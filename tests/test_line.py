@@ -31,6 +31,7 @@ from tests.test_server import (  # noqa: E402
     serve,
     serve_bundled_model,
 )
+from tkchat.conversation import Message  # noqa: E402
 from tkchat.events import Done, GenerationEvent, QueuePlace  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve import line as line_module  # noqa: E402
@@ -101,6 +102,20 @@ def test_the_estimate_is_the_mean_turn_for_each_turn_ahead(clock: Clock) -> None
     assert rec.last("c") == (1, 2, 6.0) and rec.last("d") == (2, 2, 16.0)
     clock.now += 30.0  # b runs long: its estimate does not go below zero
     assert rec.line.eta(1) == 0.0
+
+
+def test_a_turn_that_answered_nothing_is_not_timed(clock: Clock) -> None:
+    """Instant failures (a prompt over the cap, a refusal) must not pull the estimate of a
+    real turn towards zero."""
+    rec = Recorder()
+    for name in "abcd":
+        rec.line.join(name, Client(None))
+    clock.now += 10.0
+    rec.line.finished("a")  # a real 10 s turn
+    for name in "bc":
+        clock.now += 0.01
+        rec.line.finished(name, answered=False)  # failed at once
+    assert rec.line.clock.mean == 10.0 and rec.started == ["a", "b", "c", "d"]
 
 
 def test_parallel_slots_share_the_line(clock: Clock) -> None:
@@ -340,6 +355,33 @@ def test_a_client_that_leaves_while_waiting_leaves_the_line(slow: Live) -> None:
     assert isinstance(final, Done)
     assert slow.health()["line"]["counts"]["left"] == 1
     assert slow.health()["generations"] == 2  # the one who left never took the model
+
+
+def test_a_prompt_over_the_servers_cap_is_refused_or_cut_before_the_model_reads_it() -> None:
+    """``--max-prompt-tokens``: a /v1 prompt over it gets OpenAI's 400 before any token
+    (the model read nothing); the page's chat loses its oldest turns and is answered."""
+    limits = LineLimits(prompt_tokens=60)
+    backend = ScriptedBackend(rate=0, tokens=5)
+    long_chat = [
+        {"role": role, "content": f"turn {i} " + "word " * 20}
+        for i, role in enumerate(["user", "assistant"] * 3)
+    ] + [{"role": "user", "content": "and now?"}]
+    assert backend.count_tokens([Message(m["role"], m["content"]) for m in long_chat]) > 60
+    with serve(backend, limits=limits) as live:
+        status, _, payload = live.fetch_json(
+            "POST", "/v1/chat/completions", {"messages": long_chat, "max_tokens": 5}
+        )
+        assert status == 400, payload
+        error = payload["error"]
+        assert (
+            error["code"] == "context_length_exceeded" and "--max-prompt-tokens" in error["message"]
+        )
+        status, _, body = live.fetch("POST", "/chat", {"messages": long_chat, "max_tokens": 5})
+        events = [parse_event(m) for m in SSEParser().feed(body)]
+        done = events[-1]
+        assert status == 200 and isinstance(done, Done), events[-1]
+        assert 0 < done.stats.prompt_tokens <= 60 and done.stats.context_dropped > 0
+        assert live.chat.line.clock.mean is not None  # the answered turn was timed
 
 
 def test_a_full_line_answers_503_in_the_usual_error_shape() -> None:

@@ -87,6 +87,15 @@ def _add_line_options(serve: argparse.ArgumentParser) -> None:
         "holds the model for long",
     )
     group.add_argument(
+        "--max-prompt-tokens",
+        type=_positive,
+        default=LIMITS.prompt_tokens,
+        metavar="N",
+        help=f"the most prompt tokens one request has the model read (default "
+        f"{LIMITS.prompt_tokens}): the page's chats lose their oldest turns, a longer /v1 "
+        "prompt gets 400; reading a prompt holds the model as answering does",
+    )
+    group.add_argument(
         "--per-client",
         type=_positive,
         default=LIMITS.per_client,
@@ -135,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         per_client=args.per_client,
         per_address=args.per_address,
         answer_tokens=args.max_answer_tokens,
+        prompt_tokens=args.max_prompt_tokens,
     )
     return run_server(
         backend,

@@ -46,6 +46,10 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     # An OpenAI client's JSON mode (``response_format``); None: plain text, as always.
     json_format: JsonFormat | None = None
+    # The most prompt tokens this request may have the model read (a server's per-request
+    # cap, ``tkchat serve --max-prompt-tokens``): with ``fit_context`` the oldest turns go
+    # first, as for the context; without, a longer prompt fails with ``prompt_cap``. None: no cap.
+    max_prompt_tokens: int | None = None
 
 
 class BackendError(Exception):
@@ -63,6 +67,12 @@ class ModelLoadError(BackendError):
 
 class ContextOverflowError(BackendError):
     kind = "context_overflow"
+
+
+class PromptCapError(BackendError):
+    """A prompt longer than the request's ``max_prompt_tokens`` (the server's cap)."""
+
+    kind = "prompt_cap"
 
 
 class LoadCancelled(BackendError):

@@ -27,9 +27,16 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from tkchat.events import FinishReason, GenerationStats, Progress
-from tkchat.generate.backend import Backend, BackendError, GenerationRequest, PromptProgress
+from tkchat.generate.backend import (
+    Backend,
+    BackendError,
+    ContextOverflowError,
+    GenerationRequest,
+    PromptCapError,
+    PromptProgress,
+)
 from tkchat.generate.chat_template import TemplateCancelled, stop_with
-from tkchat.generate.context import fit_to_context
+from tkchat.generate.context import MIN_ANSWER_ROOM, answer_room, fit_to_context
 from tkchat.generate.stop import StopScanner
 from tkchat.limits import MAX_ANSWER_CHARS, MAX_ERROR_CHARS, MAX_LOGGED_ERROR_CHARS, cut
 from tkchat.threads import lower_this_thread, own_thread
@@ -222,16 +229,24 @@ class GenerationWorker:
 
     def _fitted(self) -> GenerationRequest:
         request = self.request
+        cap = request.max_prompt_tokens
         if not request.fit_context or not self.backend.context_known:
             # the backend's count (an estimate, for a remote server)
             self.prompt_tokens = self.backend.count_tokens(request.messages)
+            if cap is not None and self.prompt_tokens > cap:
+                raise _over_cap(self.prompt_tokens, cap)
             return request
-        fit = fit_to_context(
-            request.messages,
-            self.backend.count_tokens,
-            self.backend.n_ctx,
-            request.sampling.max_tokens,
-        )
+        n_ctx, max_tokens = self.backend.n_ctx, request.sampling.max_tokens
+        if cap is not None and cap < n_ctx:  # the cap as a smaller context: oldest turns go first
+            room = max(answer_room(max_tokens, n_ctx), MIN_ANSWER_ROOM)
+            try:
+                fit = fit_to_context(
+                    request.messages, self.backend.count_tokens, min(n_ctx, cap + room), max_tokens
+                )
+            except ContextOverflowError:  # its newest message alone is over the cap
+                raise _over_cap(self.backend.count_tokens(request.messages[-1:]), cap) from None
+        else:
+            fit = fit_to_context(request.messages, self.backend.count_tokens, n_ctx, max_tokens)
         self.prompt_tokens, self.context_dropped = fit.used, fit.dropped
         return replace(request, messages=fit.messages) if fit.dropped else request
 
@@ -337,3 +352,11 @@ class GenerationWorker:
         gen = self.gen
         self.sender.event(lambda seq: Progress(gen, seq, report.done, report.total))
         self.progress_sent += 1
+
+
+def _over_cap(tokens: int, cap: int) -> PromptCapError:
+    return PromptCapError(
+        f"This prompt is {tokens:,} tokens; this server reads at most {cap:,} per request "
+        "(tkchat serve --max-prompt-tokens), so that one long question does not hold the model "
+        "from everyone else. Shorten it."
+    )

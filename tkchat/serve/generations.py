@@ -110,7 +110,11 @@ class GenerationSlot:
         with 429/503 (:mod:`~tkchat.serve.line`)."""
         sampling = request.sampling
         answer = min(sampling.max_tokens or self.limits.answer_tokens, self.limits.answer_tokens)
-        request = replace(request, sampling=replace(sampling, max_tokens=answer))
+        request = replace(
+            request,
+            sampling=replace(sampling, max_tokens=answer),
+            max_prompt_tokens=self.limits.prompt_tokens,
+        )
         job = Job(AsyncEventBridge(asyncio.get_running_loop()), endpoint, request)
         job.ticket = self.line.counts["joined"] + 1
         self.line.join(job, client)
@@ -152,8 +156,8 @@ class GenerationSlot:
     def _worker_exited(self, job: Job) -> None:
         """Scheduled onto the loop by the worker thread as it ends: free the slot for the next
         in line, and record a disconnect."""
-        self.line.finished(job)
         worker = job.worker
+        self.line.finished(job, answered=worker is not None and worker.tokens > 0)
         if job.disconnect_at is None or worker is None:
             return
         exited_at = worker.exited_at if worker.exited_at is not None else time.perf_counter()

@@ -119,7 +119,7 @@ def completion_error(error: Error) -> tuple[int, dict[str, Any]]:
 
 
 def _error(error: Error) -> tuple[int, dict[str, Any]]:
-    if error.kind == "context_overflow":
+    if error.kind in ("context_overflow", "prompt_cap"):  # (both: the prompt is too long)
         return 400, error_object(
             400, error.kind, error.message, param="messages", code="context_length_exceeded"
         )

@@ -231,6 +231,7 @@ class ChatServer(GenerationSlot):
                     "capacity": self.limits.waiting,
                     "parallel": self.limits.parallel,
                     "answer_tokens": self.limits.answer_tokens,
+                    "prompt_tokens": self.limits.prompt_tokens,
                     "turn_s": _rounded(line.clock.mean),
                     "next_eta_s": line.eta(1) if line.waiting else None,
                     "counts": dict(line.counts),
