@@ -623,6 +623,9 @@ def test_health_bounds_what_a_model_is_called() -> None:
         server.chat.backend.name = "m" * 1_000_000
         status, _, payload = server.fetch_json("GET", "/health")
         assert status == 200 and len(payload["model"]) <= MAX_NAME_CHARS
+        # and a request's own long name is not echoed whole (a 60 kB name came back whole)
+        status, _, payload = server.fetch_json("GET", "/v1/models/" + "x" * 60_000)
+        assert status == 404 and len(payload["error"]["message"]) < 4 * MAX_NAME_CHARS
         assert errors.records == []
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tkchat.generate.backend import Backend, JsonFormat
+from tkchat.limits import MAX_NAME_CHARS, cut
 from tkchat.serve.errors import bad_request
 
 PARAM = "response_format"
@@ -103,7 +104,8 @@ async def json_format_for(payload: dict[str, Any], backend: Backend) -> JsonForm
         return JsonFormat(asked.wire)
     if support == "none":
         raise bad_request(
-            f'"{PARAM}" asks for JSON, which this server\'s model ({backend.name}) cannot '
+            f'"{PARAM}" asks for JSON, which this server\'s model '
+            f"({cut(backend.name, MAX_NAME_CHARS)}) cannot "
             "promise: JSON mode needs the local model, or an OpenAI-compatible server behind "
             "--server.",
             PARAM,

@@ -204,7 +204,8 @@ class ChatServer(GenerationSlot):
             raise RequestRejected(
                 404,
                 "not_found",
-                f"The model {name!r} does not exist here; this server has {self.backend.name!r}.",
+                f"The model {cut(name, MAX_NAME_CHARS)!r} does not exist here; this server has "
+                f"{cut(self.backend.name, MAX_NAME_CHARS)!r}.",
                 param="model",
                 code="model_not_found",
             )

@@ -55,8 +55,21 @@ async def read_json(request: Request, limit: int) -> Any:
         ) from None
     try:
         return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise bad_request(f"The body is not valid JSON: {exc}", code="invalid_json") from exc
+    except UnicodeDecodeError as exc:
+        raise bad_request(
+            f"The body is not UTF-8 text (byte {exc.start} is not): send JSON in UTF-8.",
+            code="invalid_json",
+        ) from None
+    except RecursionError:
+        raise bad_request(
+            "The body's JSON nests too deeply to read: no field of a request needs that.",
+            code="invalid_json",
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise bad_request(
+            f"The body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
+            code="invalid_json",
+        ) from None
     except ValueError as exc:
         # Python refuses to convert an integer of more than 4,300 digits (a guard against
         # its quadratic int parsing); no field of ours needs one, so it is the client's error.
