@@ -31,6 +31,7 @@ from tkchat.lab.recording.file import (
     Screen,
     Token,
     load_recording,
+    worst_per_slice,
 )
 from tkchat.transport.channel import EventChannel
 
@@ -272,3 +273,29 @@ def test_a_file_over_the_size_budget_is_refused_unread(
     with pytest.raises(RecordingError) as caught:
         load_recording(path)
     assert caught.value.key == "too_big"
+
+
+def test_a_recording_of_a_million_lag_lines_hands_the_timeline_a_bounded_worst_case_set() -> None:
+    """A crafted recording with far more lag lines than any timeline has columns: the replay
+    hands the lesson panel at most MAX_DRAWN_LAGS samples (counted), thinned once before the
+    window runs, and the worst freeze of every slice is still there (the recording's worst
+    among them, at its own time)."""
+    from tkchat.lab.recording.recorded_window import (
+        MAX_DRAWN_LAGS,
+        recorded_lag_source,
+        replay_backend,
+    )
+
+    lags = [Lag(i * 0.001, 1.0 + (i % 7)) for i in range(1_000_000)]
+    lags[654_321] = Lag(654.321, 2_400.0)
+    recording = replace(sample(), lags=lags)
+    backend = replay_backend(recording)
+    source = recorded_lag_source(recording, backend, speed=2.0)
+    assert source() == []  # no answer yet
+    backend.started = 100.0
+    drawn = source()
+    assert len(drawn) <= MAX_DRAWN_LAGS
+    worst = max(drawn, key=lambda s: s.lag_ms)
+    assert worst.lag_ms == 2_400.0 and worst.at == pytest.approx(100.0 + 654.321 / 2)
+    assert source() is drawn  # once per answer, not per redraw
+    assert worst_per_slice(lags[:10], MAX_DRAWN_LAGS) == lags[:10]  # a small one: all of it

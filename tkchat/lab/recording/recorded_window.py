@@ -13,6 +13,7 @@ Main thread only.
 from __future__ import annotations
 
 import tkinter as tk
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tkchat.events import FinishReason
 from tkchat.generate.backend import Backend
 from tkchat.generate.controller import GenerationController
 from tkchat.lab.recording.backends import RecordingBackend, ReplayBackend
-from tkchat.lab.recording.file import Recording
+from tkchat.lab.recording.file import Recording, worst_per_slice
 from tkchat.lab.recording.recorder import RunRecorder
 from tkchat.lab.window import AppOptions, TkLabWindow, open_lab_window
 from tkchat.stats import LagSample
@@ -78,29 +79,41 @@ def replay_backend(recording: Recording, speed: float = 1.0) -> ReplayBackend:
     )
 
 
+MAX_DRAWN_LAGS = 20_000  # lag samples a replay hands the timeline (far more than its columns)
+
+
+def recorded_lag_source(
+    recording: Recording, backend: ReplayBackend, speed: float
+) -> Callable[[], list[LagSample]]:
+    """What the lesson panel's timeline calls for the recorded lag: the recording's, placed
+    where the latest replayed answer began. Thinned once, here, before the window runs
+    (:func:`~tkchat.lab.recording.file.worst_per_slice`), so an answer's start costs the main
+    thread at most :data:`MAX_DRAWN_LAGS` samples, whatever the file holds."""
+    lags = worst_per_slice(recording.lags, MAX_DRAWN_LAGS)
+    drawn: dict[float, list[LagSample]] = {}
+
+    def recorded_lag() -> list[LagSample]:
+        origin = backend.started
+        if origin is None:
+            return []
+        if origin not in drawn:
+            drawn.clear()
+            drawn[origin] = recording.lag_samples(origin, speed, lags)
+        return drawn[origin]
+
+    return recorded_lag
+
+
 def open_replay_window(
     root: tk.Tk, recording: Recording, options: AppOptions, speed: float = 1.0
 ) -> tuple[TkLabWindow, ReplayBackend]:
     """The window on the recorded answer: it sends the recorded question at once (unless
     ``options.autosend`` says another), through ``options.mode``'s pipeline."""
     backend = replay_backend(recording, speed)
-    drawn: dict[float, list[LagSample]] = {}
-
-    def recorded_lag() -> list[LagSample]:
-        """The recording's lag, placed where the latest replayed answer began (computed
-        once per answer)."""
-        origin = backend.started
-        if origin is None:
-            return []
-        if origin not in drawn:
-            drawn.clear()
-            drawn[origin] = recording.lag_samples(origin, speed)
-        return drawn[origin]
-
     options = replace(
         options,
         autosend=options.autosend or recording.prompt,
-        recorded_lag=recorded_lag,
+        recorded_lag=recorded_lag_source(recording, backend, speed),
     )
     controller = GenerationController(backend, EventChannel())
     window = open_lab_window(root, controller, options)
