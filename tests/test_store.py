@@ -1200,3 +1200,25 @@ def test_streaming_answers_enter_the_search_index_only_when_they_end(tmp_path: P
     )
     assert integrity is not None and gone != interrupted
     store.close()
+
+
+def test_a_second_process_on_the_same_history_leaves_the_firsts_live_answer_alone(
+    tmp_path: Path,
+) -> None:
+    """A second window (or tkchat --server) opened on the folder while the first streams:
+    its start-up marked the first's live answer ``interrupted``. Only a store that opened
+    alone marks; once the others are closed, the next one alone does (a crash's answers)."""
+    path = tmp_path / "history.sqlite3"
+    first = ConversationStore(path)
+    assert not first.others_open
+    conversation = first.create()
+    live = first.add_message(conversation.id, "assistant", "still streaming", "streaming")
+    second = ConversationStore(path)  # its own open file: as another process's
+    assert second.others_open and second.mark_interrupted() == 0
+    assert second.message(live).status == "streaming"
+    first.close()
+    second.close()
+    third = ConversationStore(path)  # alone: what is still streaming is a dead process's
+    assert not third.others_open and third.mark_interrupted() == 1
+    assert third.message(live).status == "interrupted"
+    third.close()

@@ -57,6 +57,7 @@ from tkchat.store.export_format import (
 )
 from tkchat.store.figures import FiguresStore
 from tkchat.store.files import database_path, move_aside
+from tkchat.store.liveness import LiveLock
 from tkchat.store.opening import (
     checkpoint_log,
     open_connection,
@@ -142,6 +143,9 @@ class ConversationStore(VariantsStore, ExportStore, FiguresStore):
         self.commits = 0  # committed write transactions: lets tests count batches
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        # another tkchat process has this history open (tkchat/store/liveness.py)
+        self._live = LiveLock(path) if path is not None and not self.read_only else None
+        self.others_open = self._live is not None and not self._live.alone
         try:
             if path is not None and self.read_only:
                 self._conn = open_read_only(_connect, path, busy_timeout_s)
@@ -163,6 +167,8 @@ class ConversationStore(VariantsStore, ExportStore, FiguresStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._live is not None:
+                self._live.close()
 
     def __enter__(self) -> ConversationStore:
         return self

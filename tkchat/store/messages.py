@@ -228,12 +228,15 @@ class MessagesStore:
             with self._writing("save the answer") as conn:
                 append_parts(conn, texts)
 
+    others_open = False  # ConversationStore's: another tkchat process has the history open
+
     def mark_interrupted(self) -> int:
         """At start-up: every message still ``streaming`` (its writer was killed) becomes
         ``interrupted``, its saved parts collapsed into it; return how many. Call it once,
-        before any answer starts: a second tkchat process started later would otherwise
-        mark this one's live answer (its ``finish`` would set the right status again, but
-        the mark would show meanwhile)."""
+        before any answer starts. Nothing is marked while another tkchat process has the
+        history open (:mod:`~tkchat.store.liveness`): its live answer is ``streaming`` too."""
+        if self.others_open:
+            return 0
         with self._writing("mark interrupted answers") as conn:
             ids = streaming_ids(conn)
             collapse(conn, ids)
