@@ -118,6 +118,79 @@ def test_a_turn_that_answered_nothing_is_not_timed(clock: Clock) -> None:
     assert rec.line.clock.mean == 10.0 and rec.started == ["a", "b", "c", "d"]
 
 
+def test_a_long_prompt_hog_gets_its_share_of_model_time_not_of_turns(clock: Clock) -> None:
+    """Ten askers whose turns take 1 s and a hog whose turns take 30 s (a long prompt to
+    read), each asking again the moment its answer ends: in turns, the hog held the model
+    30 / 40 of the time (84 % in the real run); counted in model time, its share is about
+    one in eleven, and it is still served (never starved). The order told is the order
+    served."""
+    rec = Recorder()
+    cost = {**{f"s{i}": 1.0 for i in range(10)}, "hog": 30.0}
+    ask = {name: 0 for name in cost}
+    used = dict.fromkeys(cost, 0.0)
+
+    def join(name: str) -> None:
+        ask[name] += 1
+        rec.line.join(f"{name}#{ask[name]}", Client(None, name))
+
+    for name in cost:
+        join(name)
+    predicted: list[str] = []
+    while clock.now < 1000.0 + 3000.0:
+        (running,) = [item for item in rec.line.serving]
+        if not predicted:
+            predicted = list(rec.line.waiting)
+        name = running.split("#")[0]
+        clock.now += cost[name]
+        used[name] += cost[name]
+        rec.line.finished(running)
+        rec.line.release(running)  # its answer is complete: its client may ask again
+        join(name)
+    share = used["hog"] / sum(used.values())
+    assert 0.07 <= share <= 0.12, share  # one in eleven: 0.09 (in turns: 0.75)
+    assert ask["hog"] >= 8  # served again and again, only less often
+    assert rec.line.counts["deferred"] > 0
+    started = [item for item in rec.started if item in predicted]
+    assert started[: len(predicted)] == predicted[: len(started)]
+
+
+def test_ordinary_turns_never_reorder_the_line(clock: Clock) -> None:
+    """Turns of ordinary length (under twice the median, or under HEAVY_MIN_S) owe nothing:
+    first come, first served, exactly."""
+    rec = Recorder()
+    for name in "abcdef":
+        rec.line.join(name, Client(None, name))
+    for took, name in zip([1.0, 1.9, 0.5, 1.0, 1.5], "abcde", strict=True):
+        clock.now += took
+        rec.line.finished(name)
+    assert rec.started == list("abcdef") and rec.line.counts["deferred"] == 0
+    assert rec.line.owed == {}
+
+
+def test_a_heavy_share_alone_is_never_held_back_and_debts_end_with_the_line(
+    clock: Clock,
+) -> None:
+    rec = Recorder()
+    for name in ("a", "b"):
+        rec.line.join(name, Client(None, name))
+    clock.now += 1.0
+    rec.line.finished("a")  # a median turn: 1 s
+    rec.line.join("hog1", Client(None, "hog"))
+    clock.now += 1.0
+    rec.line.finished("b")  # the hog starts: nobody else waits
+    clock.now += 60.0
+    rec.line.join("c", Client(None, "c"))
+    rec.line.join("hog2", Client(None, "hog"))
+    rec.line.finished("hog1")  # 60 s: it owes, and c waits: c first
+    assert rec.started[-1] == "c" and rec.line.owed["name hog"] == 59.0  # 60 s less a fair 1
+    clock.now += 1.0
+    rec.line.finished("c")  # only the hog waits now: it is not held back
+    assert rec.started[-1] == "hog2"
+    clock.now += 1.0
+    rec.line.finished("hog2")  # the line is empty: what was owed is forgiven
+    assert rec.line.owed == {}
+
+
 def test_parallel_slots_share_the_line(clock: Clock) -> None:
     rec = Recorder(LineLimits(parallel=2))
     for name in "abcde":

@@ -16,6 +16,15 @@ So a request that finds every slot taken joins a line:
   in front of a server that answers N at once), or when its client leaves (the socket
   closes: :meth:`Line.leave`). A place told is the place if nobody else came: a client's
   second request moves back when another client joins.
+- **Fair in model time, not only in turns.** Reading a long prompt holds the model as
+  answering does: one request with a 3,500-token prompt took 84 % of the model's time against
+  ten short askers, one turn each. So a turn longer than :data:`HEAVY_X` times the median turn
+  (and than :data:`HEAVY_MIN_S`) leaves its share owing the excess over a median turn; a share
+  that owes gives up its place at the head of the line, a median turn paid back each time,
+  while others wait (deficit round robin, paid after the turn, since a turn's cost is known
+  only then). Turns of ordinary length owe nothing, so the line stays first come, first
+  served; nobody owes once the line has emptied; a share alone in the line is never held
+  back. ``counts["deferred"]`` says how often a place was given up.
 - **Told its place.** Whenever the line moves, every waiting request is told its position, how
   many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`); the estimate is
   the mean of the last :data:`TURNS_KEPT` turns, applied to the turns still ahead (None until
@@ -41,6 +50,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import statistics
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
@@ -51,6 +61,8 @@ from tkchat.events import QueuePlace
 from tkchat.serve.errors import RequestRejected
 
 TURNS_KEPT = 20  # the ETA is the mean of this many of the last turns
+HEAVY_X = 2.0  # a turn this many times the median turn (and HEAVY_MIN_S) leaves a debt
+HEAVY_MIN_S = 2.0  # shorter turns never owe: a class of short answers is served in order
 
 T = TypeVar("T", bound=Hashable)
 
@@ -111,6 +123,11 @@ class TurnClock:
     def mean(self) -> float | None:
         return sum(self._turns) / len(self._turns) if self._turns else None
 
+    @property
+    def median(self) -> float | None:
+        """The fair turn's length: a few long turns do not move it (the mean they do)."""
+        return statistics.median(self._turns) if self._turns else None
+
 
 class Line(Generic[T]):
     """The line and the slots it feeds (see the module). Loop thread only."""
@@ -128,6 +145,8 @@ class Line(Generic[T]):
         self._behind: dict[str, deque[T]] = {}  # a share's further requests, in its order
         self._shares: dict[T, str] = {}  # every waiting item -> its share
         self.serving: dict[T, float] = {}  # item -> when its turn began (monotonic)
+        self._serving_share: dict[T, str] = {}
+        self.owed: dict[str, float] = {}  # share -> model seconds it owes (see the module)
         self.clock = TurnClock()
         self._clients: dict[T, Client] = {}  # items whose client still holds a place
         self._holders: Counter[tuple[str, str]] = Counter()
@@ -198,26 +217,49 @@ class Line(Generic[T]):
         A turn that answered nothing (refused at once, a prompt too long, a crash) is not
         timed: failures in an instant would pull the estimate of a real turn towards zero."""
         began = self.serving.pop(item, None)
+        share = self._serving_share.pop(item, None)
         if began is not None and answered:
-            self.clock.add(time.monotonic() - began)
+            took = time.monotonic() - began
+            fair = self.clock.median
+            if share is not None and fair is not None and took > max(HEAVY_X * fair, HEAVY_MIN_S):
+                self.owed[share] = self.owed.get(share, 0.0) + took - fair
+            self.clock.add(took)
         self._dispatch()
 
     # -- what the line looks like ---------------------------------------------------------
 
     @property
     def waiting(self) -> list[T]:
-        """Every waiting request, in the order they will start if nobody else joins or leaves:
-        the line, each client's next request joining its end as the one before starts."""
+        """Every waiting request, in the order they will start if nobody else joins or leaves
+        and every turn from now is a median one: the line, a share that owes giving up its
+        place, each client's next request joining the end as the one before starts."""
         line = deque(self._line)
         behind = {share: deque(items) for share, items in self._behind.items()}
+        owed = dict(self.owed)
         order: list[T] = []
         while line:
-            item = line.popleft()
+            item = self._next_in(line, owed)
             order.append(item)
             following = behind.get(self._shares[item])
             if following:
                 line.append(following.popleft())
         return order
+
+    def _next_in(self, line: deque[T], owed: dict[str, float]) -> T:
+        """The item to start next, out of ``line``: its head, unless the head's share owes
+        and another share waits; then the head gives up its place (to the end), a median
+        turn paid back. Both :meth:`_dispatch` and :attr:`waiting` pick through here."""
+        fair = self.clock.median
+        while fair:
+            share = self._shares[line[0]]
+            debt = owed.get(share, 0.0)
+            if debt <= 0 or all(self._shares[other] == share for other in line):
+                break
+            owed[share] = max(0.0, debt - fair)
+            line.rotate(-1)
+            if line is self._line:
+                self.counts["deferred"] += 1
+        return line.popleft()
 
     def place(self, item: T) -> QueuePlace | None:
         """Where ``item`` stands, or None once it is not waiting."""
@@ -328,14 +370,18 @@ class Line(Generic[T]):
             return
         moved = False
         while self._line and len(self.serving) < self.limits.parallel:
-            item = self._line.popleft()
-            following = self._next_of(self._shares.pop(item))
+            item = self._next_in(self._line, self.owed)
+            share = self._shares.pop(item)
+            following = self._next_of(share)
             if following is not None:
                 self._line.append(following)
             self.serving[item] = time.monotonic()
+            self._serving_share[item] = share
             self.counts["served"] += 1
             moved = True
             self._start(item)
+        if not self._line and not self.serving:
+            self.owed.clear()  # the line emptied: nobody was kept waiting by what was owed
         if moved or self._line:
             self._tell_everyone()
 

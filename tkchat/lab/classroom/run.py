@@ -12,7 +12,9 @@ accounted for:
 - **told its place**: a request that waited got a ``queued`` event before its turn;
 - **not mixed up**: each stream is one generation, seq 1..n without a gap, no generation went
   to two students, and with ``--echo`` every answer begins with its own student's question;
-- **in order**: sorted by ticket (the order of arrival), the generations only grow (FIFO);
+- **in order**: sorted by ticket (the order of arrival), the generations only grow (FIFO),
+  but for the places the line deferred (a share that owed model time gave its place up:
+  ``counts["deferred"]``, :mod:`tkchat.serve.line`);
 - the **line's waits** (send → the turn, p50/p90/p99/max), the **estimates** it told against
   the waits that followed, and ``/health``'s latency (p50/p99/max) while the line was long,
   beside an idle twin server's at the same moments (the machine's share of it);
@@ -212,7 +214,13 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "client_errors": _count(a.kind for a in asks if a.status == 0),
         "lost": sum(a.lost for a in asks),
         "mixed_up": _mixed(answered, options.echo),
-        "out_of_order": sum(1 for x, y in zip(gens, gens[1:], strict=False) if y <= x),
+        # a share that owed model time gave up its place (tkchat/serve/line.py): each such
+        # deferral puts one answer after a later ticket, and is the line's rule, not a slip
+        "out_of_order": max(
+            0,
+            sum(1 for x, y in zip(gens, gens[1:], strict=False) if y <= x)
+            - _counts_since(monitor).get("deferred", 0),
+        ),
         "waited_in_line": len(waited),
         # The server said (x-tkchat-place) it joined behind others, yet no place came first.
         "not_told_place": sum(1 for a in answered if (a.joined_at or 0) > 0 and not a.places),
