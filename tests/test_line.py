@@ -36,7 +36,7 @@ from tkchat.events import Done, GenerationEvent, QueuePlace  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve import line as line_module  # noqa: E402
 from tkchat.serve.errors import RequestRejected  # noqa: E402
-from tkchat.serve.line import Client, Line, LineLimits  # noqa: E402
+from tkchat.serve.line import HEAVY_MIN_S, Client, Line, LineLimits  # noqa: E402
 from tkchat.serve.routes import client_of  # noqa: E402
 from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E402
 
@@ -152,6 +152,24 @@ def test_a_long_prompt_hog_gets_its_share_of_model_time_not_of_turns(clock: Cloc
     assert rec.line.counts["deferred"] > 0
     started = [item for item in rec.started if item in predicted]
     assert started[: len(predicted)] == predicted[: len(started)]
+
+
+def test_a_long_first_turn_owes_too(clock: Clock) -> None:
+    """The hog asked first, before any turn was timed: its 30 s turn still owes (a fair turn
+    is HEAVY_MIN_S until one is timed), so the askers behind it go first next time."""
+    rec = Recorder()
+    for name in ("hog1", "a", "b"):
+        rec.line.join(name, Client(None, name[0]))
+    clock.now += 30.0
+    rec.line.join("hog2", Client(None, "h"))
+    rec.line.finished("hog1")
+    assert rec.line.owed == {"name h": 30.0 - HEAVY_MIN_S}
+    clock.now += 1.0
+    rec.line.join("c", Client(None, "c"))
+    rec.line.finished("a")
+    clock.now += 1.0
+    rec.line.finished("b")
+    assert rec.started == ["hog1", "a", "b", "c"]  # hog2 gave its place to c
 
 
 def test_ordinary_turns_never_reorder_the_line(clock: Clock) -> None:

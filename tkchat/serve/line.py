@@ -220,8 +220,9 @@ class Line(Generic[T]):
         share = self._serving_share.pop(item, None)
         if began is not None and answered:
             took = time.monotonic() - began
-            fair = self.clock.median
-            if share is not None and fair is not None and took > max(HEAVY_X * fair, HEAVY_MIN_S):
+            # before any turn is timed, a fair turn is HEAVY_MIN_S (a long first turn owes too)
+            fair = self.clock.median or HEAVY_MIN_S
+            if share is not None and took > max(HEAVY_X * fair, HEAVY_MIN_S):
                 self.owed[share] = self.owed.get(share, 0.0) + took - fair
             self.clock.add(took)
         self._dispatch()
