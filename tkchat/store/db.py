@@ -57,8 +57,8 @@ from tkchat.store.export_format import (
 )
 from tkchat.store.figures import FiguresStore
 from tkchat.store.files import database_path, move_aside
-from tkchat.store.liveness import LiveLock
 from tkchat.store.opening import (
+    LiveLock,
     checkpoint_log,
     open_connection,
     open_read_only,
@@ -143,7 +143,7 @@ class ConversationStore(VariantsStore, ExportStore, FiguresStore):
         self.commits = 0  # committed write transactions: lets tests count batches
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        # another tkchat process has this history open (tkchat/store/liveness.py)
+        # another tkchat process has this history open (tkchat/store/opening.py)
         self._live = LiveLock(path) if path is not None and not self.read_only else None
         self.others_open = self._live is not None and not self._live.alone
         try:

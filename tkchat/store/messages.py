@@ -234,7 +234,8 @@ class MessagesStore:
         """At start-up: every message still ``streaming`` (its writer was killed) becomes
         ``interrupted``, its saved parts collapsed into it; return how many. Call it once,
         before any answer starts. Nothing is marked while another tkchat process has the
-        history open (:mod:`~tkchat.store.liveness`): its live answer is ``streaming`` too."""
+        history open (:class:`~tkchat.store.opening.LiveLock`): its live answer is
+        ``streaming`` too."""
         if self.others_open:
             return 0
         with self._writing("mark interrupted answers") as conn:
