@@ -449,3 +449,42 @@ def test_a_chat_deleted_long_ago_leaves_the_file_at_the_next_start(
     with ConversationStore(database_path()) as store:
         ids = {row[0] for row in store._conn.execute("SELECT id FROM conversations")}  # noqa: SLF001
         assert ids == {recent}
+
+
+def test_a_chat_opened_from_a_search_opens_at_the_match_with_every_match_marked(
+    data_dir: Path, root: tk.Tk, make_app
+) -> None:
+    """Reported (issue 37): search opened the chat at its end and highlighted nothing. Now it
+    opens at the first match, every match highlighted (case ignored), and a match in an
+    answer stays highlighted after the answer's markdown is painted over its plain text."""
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.archive is not None and app.archive.ready, what="history")
+    store = app.archive.store
+    assert store is not None
+    chat = store.create("long chat")
+    for i in range(40):
+        store.add_message(chat.id, "user", f"question {i}" + (" about a zebra" if i == 3 else ""))
+        answer = f"answer {i}: " + "some words " * 30
+        store.add_message(chat.id, "assistant", answer + ("**Zebra** facts" if i == 4 else ""))
+    other = store.create("other")
+    store.add_message(other.id, "user", "nothing to find")
+    app.conversations.refresh()
+    sidebar = app.conversations.sidebar
+    sidebar.search_var.set("zebra")
+    app.conversations.search("zebra")
+    app.conversations.show(chat.id)  # a click on the result
+    on_screen(root, app)
+    pump_until(root, lambda: not app.transcript.painter.busy, what="the paint near the match")
+    root.update()
+    text = app.transcript.text
+    ranges = text.tag_ranges("found")
+    found = [text.get(a, b) for a, b in zip(ranges[::2], ranges[1::2], strict=True)]
+    assert [f.lower() for f in found] == ["zebra", "zebra"], found
+    assert text.bbox(ranges[0]) is not None  # the first match is in view...
+    assert text.yview()[1] < 1.0  # ...and the view is not the chat's end
+    bold = [tag for tag in text.tag_names(ranges[2]) if tag != "found"]
+    assert bold, "the answer's match was painted as markdown and marked again"
+    sidebar.search_var.set("")  # opened from the list, not a search: nothing marked
+    app.conversations.show(other.id)
+    on_screen(root, app)
+    assert text.tag_ranges("found") == ()

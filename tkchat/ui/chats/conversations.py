@@ -73,6 +73,7 @@ class SavedConversations:
         # The chat on screen when it was deleted, and the one (None: a new chat) shown in its
         # place: Undo puts it back on screen while that is still so (see undelete).
         self._reopen: tuple[int, int | None] | None = None
+        self._find: str | None = None  # the search the chat on screen was opened from
         self.archive = History(scheduler, on_ready=self._ready, on_warning=on_warning)
         self.sidebar = ConversationSidebar(
             parent,
@@ -168,7 +169,9 @@ class SavedConversations:
     # -- opening ---------------------------------------------------------------------------------
 
     def show(self, conversation_id: int) -> None:
-        """Put a saved conversation on screen and make it the model's context."""
+        """Put a saved conversation on screen and make it the model's context. Opened from a
+        search's results, it opens at the search's first match, every match highlighted."""
+        self._find = self.sidebar.search_query()
         self.clear_chat()
         stored = self.archive.open(conversation_id)
         try:
@@ -224,6 +227,11 @@ class SavedConversations:
         else:
             self.transcript.zone.release()
             self.on_shown()
+            if self._find:
+                first = self.transcript.found.show(self._find)
+                if first is not None:
+                    self.transcript.text.see(first)
+                    self.transcript.zone.moved()  # paint what is near the match
 
     def close(self) -> None:
         """At exit: the chats deleted in this window leave the file (their Undo bar is gone

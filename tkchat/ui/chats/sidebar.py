@@ -235,6 +235,10 @@ class ConversationSidebar(ttk.Frame):
         self._results = list(results)
         self._show_rows(self._results)
 
+    def search_query(self) -> str | None:
+        """The search whose results the list shows (None: the whole list is shown)."""
+        return self.search_var.get().strip() or None
+
     def focus_search(self) -> None:
         """Put the keyboard focus in the search box, its text selected (for Ctrl+F)."""
         self.search_entry.focus_set()

@@ -145,6 +145,9 @@ class MarkdownPainter:
         self._painted = False  # did the running slice change the text?
         self._painted_streaming = False  # did it paint an answer still streaming?
         self.text.tag_configure(HIDDEN_TAG, elide=True)
+        # Told each swap's new text (its start and end): the transcript marks a search's
+        # matches in it again (tkchat/ui/transcript/found.py).
+        self.swapped: Callable[[str, str], None] = lambda start, end: None
         # Painting still to come that the painter has no job for yet (the transcript's
         # answers near the view, not yet handed over): it counts as busy too.
         self.also_busy: Callable[[], bool] = lambda: False
@@ -420,6 +423,7 @@ class MarkdownPainter:
         if len(job.pieces) > 1:
             self.text.tag_remove(HIDDEN_TAG, job.shown_mark, job.plain_mark)
         keeper.replaced(job.shown_mark, job.plain_mark)
+        self.swapped(job.shown_mark, job.plain_mark)
         self.text.mark_set(job.shown_mark, job.plain_mark)
         job.block = None
 

@@ -36,6 +36,7 @@ from tkchat.ui.look.theme import follow_theme, set_role
 from tkchat.ui.readonly import read_only, writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript.answer_figures import FiguresLines
+from tkchat.ui.transcript.found import FoundMarks
 from tkchat.ui.transcript.header_links import ACTIONS, HeaderLinks
 from tkchat.ui.transcript.markdown_looks import body_family
 from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG, MarkdownPainter
@@ -107,6 +108,8 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
             self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
         )
         self.zone = PaintZone(self, scheduler)  # which answers are painted: those near the view
+        self.found = FoundMarks(self.text)  # a search's matches, in the chat it opened
+        self.painter.swapped = self.found.repaint
         self._bulk: ViewKeeper | None = None  # the one keeper of several writes (adding_many)
         set_role(self.text, "surface")
         follow_theme(self, self.apply_palette)
@@ -325,6 +328,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self._stop_relabelling()
         self._unset_marks(self.entries)
         self.painter.forget_all_codes()
+        self.found.clear()
         with writable(self.text):
             self.text.delete("1.0", "end")
         self.answers.clear()
@@ -404,6 +408,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         ):
             self.text.tag_configure(tag, foreground=colour)
         self.painter.set_palette(palette)
+        self.found.set_palette(palette)
 
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
