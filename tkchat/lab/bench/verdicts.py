@@ -4,8 +4,8 @@ On the model: lag p99 within 2 x idle's (or 2 ms), lag max 16 ms, no long task, 
 least 0.95 x raw's, cancel within 2 token periods. For a scripted flood: lag p99 16 ms, lag
 max 16 ms, no long task, resident memory growing less than 100 MB. Both: no markdown slice
 over 16 ms while the answer streams; a broken mode's worst freeze at least 5 x the fixed
-pipeline's. Each :class:`~tkchat.lab.bench.figures.Check` carries the figure judged and the
-baseline beside it, for ``tkchat bench --claims``'s table.
+pipeline's lag p99, and 5 frames. Each :class:`~tkchat.lab.bench.figures.Check` carries the
+figure judged and the baseline beside it, for ``tkchat bench --claims``'s table.
 
 Tk-free: plain data and arithmetic, any thread.
 """
@@ -25,7 +25,7 @@ from tkchat.lab.bench.figures import (
 from tkchat.lab.bench.scenarios.saved import saved_verdicts
 from tkchat.modes import BROKEN_MODES, FIXED, PIPELINES, is_outside_mode
 
-BROKEN_LAG_X = 5  # a broken mode's worst freeze: at least this many times the fixed one's
+BROKEN_LAG_X = 5  # a broken mode's worst freeze: this many times fixed's p99, and frames
 CANCEL_TOKEN_PERIODS = 2  # Stop reaches the model loop within this many token periods
 FLOOD_RSS_GROWTH_MB = 100
 
@@ -35,8 +35,8 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[Check]:
     by = {r.mode: r for r in runs}
     idle, raw, fixed = by.get("idle"), by.get("raw"), by.get(FIXED)
     out: list[Check] = []
-    if fixed is not None and fixed.lag_max_ms is not None:
-        out += [_freezes(by[m], fixed.lag_max_ms) for m in BROKEN_MODES if _has_lag(by.get(m))]
+    if fixed is not None and fixed.lag_p99_ms is not None:
+        out += [_freezes(by[m], fixed.lag_p99_ms) for m in BROKEN_MODES if _has_lag(by.get(m))]
     out += [_blamed(by[m]) for m in BROKEN_MODES if by.get(m) and by[m].long_tasks]
     if any(r.mode.startswith("chat-") for r in runs):
         from tkchat.lab.bench.scenarios.long_chat import long_chat_verdicts
@@ -84,16 +84,23 @@ def _figure(run: RunFigures | None, name: str) -> float | None:
     return float(value) if value is not None else None
 
 
-def _freezes(broken: RunFigures, fixed_max: float) -> Check:
+def _freezes(broken: RunFigures, fixed_p99: float) -> Check:
+    """A broken mode's worst freeze against the fixed pipeline's usual lag (its p99), and at
+    least :data:`BROKEN_LAG_X` frames. Not against the fixed pipeline's own worst: a maximum
+    is one moment, and CI's machine once put the fixed flood's at 35 ms, leaving a 188 ms
+    freeze 5.4 x from failing the claim it plainly showed."""
     assert broken.lag_max_ms is not None
+    bound = BROKEN_LAG_X * max(fixed_p99, LAG_MAX_MS)
     return Check(
-        f"{broken.mode} (broken) freezes: lag max >= {BROKEN_LAG_X} x fixed's",
-        broken.lag_max_ms >= BROKEN_LAG_X * max(fixed_max, 1.0),
-        f"{broken.lag_max_ms:.0f} ms vs {fixed_max:.1f} ms, input max {broken.input_max_ms} ms",
+        f"{broken.mode} (broken) freezes: lag max >= {BROKEN_LAG_X} x fixed's lag p99 "
+        f"(at least {BROKEN_LAG_X} frames)",
+        broken.lag_max_ms >= bound,
+        f"{broken.lag_max_ms:.0f} ms vs fixed p99 {fixed_p99:.1f} ms (bound {bound:.0f} ms), "
+        f"input max {broken.input_max_ms} ms",
         broken.lag_max_ms,
-        fixed_max,
-        "fixed lag max",
-        f">= {BROKEN_LAG_X} x (at least {BROKEN_LAG_X} ms)",
+        fixed_p99,
+        "fixed lag p99",
+        f">= {bound:.0f} ms",
         "ms",
     )
 
