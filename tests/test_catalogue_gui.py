@@ -315,9 +315,12 @@ def test_the_first_run_suggests_a_better_model_once(
     monkeypatch.delenv("TKCHAT_CATALOGUE", raising=False)
     app = make_app(LlamaBackend(None))
     assert app.flow.model_ready
-    assert app.status.get().endswith(
-        "For better answers, and for Chinese, get a larger model: Model ▸ Get a model…"
+    assert app.status.get() == (
+        "Ready. Larger models answer better, and in Chinese: Model ▸ Get a model…"
     )
+    root.geometry("1280x720")
+    root.update()
+    assert app.status.cget("text") == app.status.get()  # shown whole, not cut
     assert app.remembered.current.model_hint_shown
     app.catalogue.suggest("again", app.controller.backend)
     assert "again" not in app.status.get()  # once ever

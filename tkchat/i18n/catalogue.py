@@ -67,8 +67,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "catalogue.done": "{title} is downloaded and checked; loading it now.",
         "catalogue.already": "{title} was already downloaded; loading it now.",
         "catalogue.status.downloading": "Downloading {title}: {percent}",
-        "catalogue.hint": "{name} is ready. For better answers, and for Chinese, "
-        "get a larger model: Model ▸ Get a model…",
+        # short enough for the status line at 1280 px: it was cut ("…get a larger…")
+        "catalogue.hint": "Ready. Larger models answer better, and in Chinese: "
+        "Model ▸ Get a model…",
         "catalogue.error.no_network": "Cannot reach {endpoint}: check the network connection, "
         "or the address to download from.",
         "catalogue.error.offline": "HF_HUB_OFFLINE is set, so nothing is downloaded; "
@@ -153,8 +154,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "catalogue.done": "{title} 已下载并核对无误，正在加载。",
         "catalogue.already": "{title} 之前已下载，正在加载。",
         "catalogue.status.downloading": "正在下载 {title}：{percent}",
-        "catalogue.hint": "{name} 已就绪。想要更好的回答（以及中文），请获取更大的模型："
-        "模型 ▸ 获取模型……",
+        "catalogue.hint": "已就绪。更大的模型回答更好，也能用中文：模型 ▸ 获取模型……",
         "catalogue.error.no_network": "无法连接 {endpoint}：请检查网络连接或下载地址。",
         "catalogue.error.offline": "已设置 HF_HUB_OFFLINE，因此不会下载；取消该设置后即可下载。",
         "catalogue.error.not_found": "{endpoint} 上没有 {repo} 中的文件 {file}（HTTP 404）："
