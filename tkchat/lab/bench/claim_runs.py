@@ -64,7 +64,9 @@ RUNS = (
     ClaimRun(
         "flood",
         ("--backend", "scripted", "--rate", "5000", "--tokens", "25000")
-        + ("--modes", "fixed,no-coalesce")
+        # 2,000 tokens for no-coalesce: at 600 its freeze was bounded by the run's own length
+        # (102-188 ms), a few frames from the claim's 80 ms; at 2,000, 649 ms here
+        + ("--modes", "fixed,no-coalesce", "--broken-tokens", "2000")
         + ("--repeats", "1", "--cancels", "0", "--idle-seconds", "2"),
     ),
     ClaimRun("long chat", ("--backend", "scripted", "--long-chat", "100,1000")),

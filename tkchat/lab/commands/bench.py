@@ -64,6 +64,13 @@ def add_parser(commands: Subcommands) -> None:
     bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
     bench.add_argument("--idle-seconds", type=float, default=3.0)
     bench.add_argument(
+        "--broken-tokens",
+        type=int,
+        metavar="N",
+        help="on the scripted backend, a broken mode's answer is cut at N tokens (default "
+        "600: per-chunk-render's cost grows with the square of the answer)",
+    )
+    bench.add_argument(
         "--prompt-tokens",
         type=int,
         nargs="?",
@@ -306,6 +313,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             repeats=args.repeats,
             cancels=args.cancels,
             idle_s=args.idle_seconds,
+            **({"broken_tokens": args.broken_tokens} if args.broken_tokens else {}),
             json_path=args.json,
             report_dir=args.report,
             trace_path=args.trace,
