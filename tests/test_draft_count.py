@@ -60,11 +60,24 @@ def counted_threads(backend: LlamaBackend, monkeypatch: pytest.MonkeyPatch) -> l
 
 
 def exact(app: ChatApp, text: str) -> int:
-    """The draft's tokens, counted here (not through the recorded count_tokens)."""
+    """The draft's own tokens, counted here (not through the recorded count_tokens): the
+    message in the chat template, less the template around an empty one."""
     backend = app.controller.backend
     assert isinstance(backend, LlamaBackend)
     with app.controller.model_lock:
-        return len(backend.chat_tokens((Message("user", text),)))
+        whole = len(backend.chat_tokens((Message("user", text),)))
+        return whole - len(backend.chat_tokens((Message("user", ""),)))
+
+
+def test_the_draft_count_is_the_text_s_own_not_the_chat_template_s(
+    root: tk.Tk, make_app: Callable[..., ChatApp], model: KeptModel
+) -> None:
+    """Reported (issue 37): "ab" showed 31 tokens, 29 of them the chat template's."""
+    app = make_app(model)
+    app.input.insert("1.0", "ab")
+    pump_until(root, lambda: shown(app).endswith(" tokens"), what="the draft's count")
+    assert shown(app) == f"{exact(app, 'ab')} tokens"
+    assert 1 <= exact(app, "ab") <= 2  # a word, not a template
 
 
 def type_text(root: tk.Tk, app: ChatApp, text: str) -> None:

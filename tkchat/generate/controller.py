@@ -10,6 +10,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
 from tkchat.events import ModelFailed, ModelLoading, ModelReady
 from tkchat.generate.backend import (
@@ -274,7 +275,8 @@ class GenerationController:
 class ContextMeasure:
     """One context count on a daemon thread; read ``result`` once ``done`` (None: the count
     failed, and the meter keeps what it showed). For a ``draft`` (a message not sent yet, the
-    request's last): ``draft_tokens``, what it takes alone, and ``too_long``, whether the
+    request's last): ``draft_tokens``, its text's own tokens (the chat template's around it
+    left out: they are not the user's), and ``too_long``, whether the
     policy of :mod:`tkchat.generate.context` would refuse it — the same test the worker makes,
     so the window refuses exactly what the model could not read."""
 
@@ -306,7 +308,12 @@ class ContextMeasure:
             with self.model_lock:
                 self.n_ctx = self.backend.n_ctx
                 if self.draft:
-                    self.draft_tokens = self.backend.count_tokens(self.request.messages[-1:])
+                    # the message's own tokens: without the chat template's around it (31
+                    # tokens were shown for "ab", 29 of them the template's)
+                    last = self.request.messages[-1]
+                    whole = self.backend.count_tokens([last])
+                    bare = self.backend.count_tokens([replace(last, content="")])
+                    self.draft_tokens = max(0, whole - bare)
                 self.result = fit_to_context(
                     self.request.messages,
                     self.backend.count_tokens,

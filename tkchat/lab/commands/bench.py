@@ -60,16 +60,7 @@ def add_parser(commands: Subcommands) -> None:
         help="the server's event loop: one answer through `tkchat serve` and through "
         "`tkchat serve --broken`, measuring asyncio loop lag and a second client's /health",
     )
-    bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
-    bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
-    bench.add_argument("--idle-seconds", type=float, default=3.0)
-    bench.add_argument(
-        "--broken-tokens",
-        type=int,
-        metavar="N",
-        help="on the scripted backend, a broken mode's answer is cut at N tokens (default "
-        "600: per-chunk-render's cost grows with the square of the answer)",
-    )
+    _add_sizes(bench)
     bench.add_argument(
         "--prompt-tokens",
         type=int,
@@ -83,6 +74,20 @@ def add_parser(commands: Subcommands) -> None:
     _add_class_options(bench)
     _add_other_runs(bench)
     _add_lesson_options(bench)
+
+
+def _add_sizes(bench: argparse.ArgumentParser) -> None:
+    """How much each mode is measured."""
+    bench.add_argument("--repeats", type=int, default=3, help="generations per mode")
+    bench.add_argument("--cancels", type=int, default=20, help="stops at random points")
+    bench.add_argument("--idle-seconds", type=float, default=3.0)
+    bench.add_argument(
+        "--broken-tokens",
+        type=int,
+        metavar="N",
+        help="on the scripted backend, a broken mode's answer is cut at N tokens (default "
+        "600: per-chunk-render's cost grows with the square of the answer)",
+    )
 
 
 def _add_scenarios(bench: argparse.ArgumentParser) -> None:
