@@ -592,3 +592,28 @@ def test_a_trace_is_written_whole_and_replaces_a_link_instead_of_its_target(
     assert target.read_text() == "keep me" and not link.is_symlink()
     assert json.loads(link.read_text())["traceEvents"] is not None
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_the_sampled_and_unsampled_answers_take_turns_going_first() -> None:
+    """The window's first answer pays costs of its own (the first code block's tags and
+    fonts): with the sampler's run always first, all of it was charged to the sampler. The
+    order alternates by repeat: on, off; off, on."""
+    from types import SimpleNamespace
+
+    from tkchat.lab.bench.bench import Bench
+
+    order: list[bool | None] = []
+    bench: Any = SimpleNamespace(
+        tools=SimpleNamespace(sample_loop=order.append),
+        sampling=None,
+        stream_once=lambda mode, sampling, result: iter(()),
+    )
+    fixed: list[Any] = []
+    unsampled: list[Any] = []
+    for repeat in range(2):
+        run = Bench._fixed_with_and_without_sampler(
+            bench, fixed, unsampled, sampled_first=repeat % 2 == 0
+        )
+        list(run)
+    assert order == [True, False, None, False, True, None]
+    assert len(fixed) == len(unsampled) == 2
