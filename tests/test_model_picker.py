@@ -411,6 +411,27 @@ def models(tmp_path: Path) -> Path:
 
 
 @gui
+def test_a_file_that_failed_to_load_is_marked_and_says_why_when_selected(
+    root: tk.Tk, open_picker: Any, models: Path
+) -> None:
+    """Reported (issue 37): the picker kept a file that had failed to load unmarked, like any
+    other. Marked now (⚠), and selecting it shows the sentence the load said."""
+    alpha = models / "alpha.gguf"
+    reason = "alpha.gguf ends after 20 of 98 MB: the download did not finish."
+    picker = open_picker(folder=str(models), failed={os.path.abspath(alpha): reason})
+    wait_for_list(root, picker)
+    failed, other = row_of(picker, "alpha.gguf"), row_of(picker, "beta.gguf")
+    assert picker.tree.item(failed, "text") == "⚠ alpha.gguf"
+    assert picker.tree.item(other, "text") == "beta.gguf"
+    picker.tree.selection_set(failed)
+    root.update()
+    assert status(picker) == reason
+    picker.tree.selection_set(other)
+    root.update()
+    assert status(picker) == "3 models found"
+
+
+@gui
 def test_the_list_fills_with_the_current_model_marked(
     root: tk.Tk, open_picker: Any, models: Path
 ) -> None:

@@ -9,6 +9,7 @@ real bundled model and real files cut short, as a download that stopped would le
 
 from __future__ import annotations
 
+import os
 import threading
 import tkinter as tk
 from collections.abc import Callable
@@ -228,6 +229,8 @@ def test_a_download_that_did_not_finish_leaves_the_working_model_answering(
         root, lambda: not picker.timers.pending("poll"), timeout=WAIT_S, what="the model search"
     )
     assert [m for m in picker.rows() if m.path == broken] == []
+    # the picker knows it failed, and why (a row for it, in a folder searched, is marked)
+    assert "ends after 20 of 98 MB" in picker.failed[os.path.abspath(broken)]
     picker.cancel()
 
 

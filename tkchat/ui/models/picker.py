@@ -18,7 +18,7 @@ import queue
 import threading
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from tkinter import filedialog, ttk
 from typing import Any
@@ -41,6 +41,7 @@ COLUMN_WIDTHS = {"#0": (330, 120), "size": (80, 60), "where": (140, 90), "path":
 CELL_MARGIN = 12  # a cell's padding on both sides, which its text must leave free
 CURRENT_MARK = "✓ "
 CURRENT_TAG = "current"
+FAILED_MARK = "⚠ "  # a file that failed to load in this session (its reason when selected)
 
 
 Finder = Callable[..., list[FoundModel]]
@@ -104,9 +105,13 @@ class ModelPicker(tk.Toplevel):
         on_choose: Callable[[str | None, str | None], None],
         on_folder: Callable[[str], None],
         finder: Finder = find_models,
+        failed: Mapping[str, str] | None = None,
     ) -> None:
+        """``failed``: the files that failed to load in this session (absolute path -> the
+        sentence that said why): marked, and the sentence shown when one is selected."""
         super().__init__(master)
         self.translate = translate
+        self.failed = dict(failed or {})
         self.current = current
         self.recent = list(recent)
         self.folder = folder
@@ -299,7 +304,7 @@ class ModelPicker(tk.Toplevel):
         self.cancel_button.grid(row=0, column=4)
         self.use_button.state(["disabled"])
 
-        self.tree.bind("<<TreeviewSelect>>", lambda _e: self._update_use_button())
+        self.tree.bind("<<TreeviewSelect>>", lambda _e: self._selected_changed())
         self.tree.bind("<Double-Button-1>", self._on_double_click)
         # On the dialog, so Enter and Esc work wherever the focus is inside it.
         self.bind("<Return>", self._on_return)
@@ -423,13 +428,29 @@ class ModelPicker(tk.Toplevel):
         self.choose_selected()
         return "break"
 
+    def _selected_changed(self) -> None:
+        """The selection moved: the Use button, and a failed file's reason (or the list's
+        own status again)."""
+        self._update_use_button()
+        model = self.selected()
+        reason = self._failed_reason(model) if model is not None else None
+        if reason is not None:
+            self._show_error(reason)
+        elif self._error is not None:
+            self._error = None
+            self._render_status()
+
+    def _failed_reason(self, model: FoundModel) -> str | None:
+        return self.failed.get(os.path.abspath(model.path))
+
     def _update_use_button(self) -> None:
         self.use_button.state(["!disabled"] if self.selected() else ["disabled"])
 
     # -- texts ---------------------------------------------------------------------------------
 
     def _name_text(self, model: FoundModel, is_current: bool) -> str:
-        return (CURRENT_MARK if is_current else "") + model.name
+        mark = FAILED_MARK if self._failed_reason(model) is not None else ""
+        return (CURRENT_MARK if is_current else "") + mark + model.name
 
     def _where_text(self, model: FoundModel) -> str:
         try:

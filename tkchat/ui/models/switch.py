@@ -14,6 +14,7 @@ Main thread only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from tkchat.events import ModelFailed
@@ -60,6 +61,8 @@ class ModelSwitch:
         # loaded (a choice in the window does; the one the command line named is only
         # forgotten there, should it fail).
         self.pending: tuple[Backend, str, bool] | None = None
+        # files that failed to load in this session, and why: the picker marks them
+        self.failed_files: dict[str, str] = {}
         first = controller.backend
         if isinstance(first, LlamaBackend) and first.model:
             self.pending = (first, first.model, False)
@@ -78,6 +81,7 @@ class ModelSwitch:
             current=backend.model if isinstance(backend, LlamaBackend) else None,
             recent=settings.recent_models,
             folder=settings.model_folder,
+            failed=self.failed_files,
             on_choose=self.load,
             on_folder=lambda folder: self.remembered.change(model_folder=folder),
         )
@@ -126,6 +130,7 @@ class ModelSwitch:
         pending = self.pending
         if pending is not None and not event.cancelled and event.name == pending[0].name:
             self.pending = None
+            self.failed_files[os.path.abspath(pending[1])] = event.message
             current = self.remembered.current
             kept = forget_model(current, pending[1]).recent_models
             if kept != current.recent_models:
