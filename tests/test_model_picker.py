@@ -418,7 +418,8 @@ def test_a_file_that_failed_to_load_is_marked_and_says_why_when_selected(
     other. Marked now (⚠), and selecting it shows the sentence the load said."""
     alpha = models / "alpha.gguf"
     reason = "alpha.gguf ends after 20 of 98 MB: the download did not finish."
-    picker = open_picker(folder=str(models), failed={os.path.abspath(alpha): reason})
+    picker = open_picker(folder=str(models))
+    picker.mark_failed({os.path.abspath(alpha): reason})  # (as the window does, at once)
     wait_for_list(root, picker)
     failed, other = row_of(picker, "alpha.gguf"), row_of(picker, "beta.gguf")
     assert picker.tree.item(failed, "text") == "⚠ alpha.gguf"

@@ -105,13 +105,10 @@ class ModelPicker(tk.Toplevel):
         on_choose: Callable[[str | None, str | None], None],
         on_folder: Callable[[str], None],
         finder: Finder = find_models,
-        failed: Mapping[str, str] | None = None,
     ) -> None:
-        """``failed``: the files that failed to load in this session (absolute path -> the
-        sentence that said why): marked, and the sentence shown when one is selected."""
         super().__init__(master)
         self.translate = translate
-        self.failed = dict(failed or {})
+        self.failed: dict[str, str] = {}  # :meth:`mark_failed`
         self.current = current
         self.recent = list(recent)
         self.folder = folder
@@ -427,6 +424,17 @@ class ModelPicker(tk.Toplevel):
     def _on_return(self, _event: tk.Event[Any]) -> str:
         self.choose_selected()
         return "break"
+
+    def mark_failed(self, failed: Mapping[str, str]) -> None:
+        """The files that failed to load in this session (absolute path -> the sentence
+        that said why): marked ⚠ in the list, now or when it arrives, and the sentence shown
+        when one is selected."""
+        self.failed = dict(failed)
+        for iid, model in self._models.items():
+            is_current = CURRENT_TAG in self.tree.item(iid, "tags")
+            self._cells[iid]["#0"] = self._name_text(model, is_current)
+        self._fit_cells()
+        self._selected_changed()
 
     def _selected_changed(self) -> None:
         """The selection moved: the Use button, and a failed file's reason (or the list's

@@ -81,10 +81,10 @@ class ModelSwitch:
             current=backend.model if isinstance(backend, LlamaBackend) else None,
             recent=settings.recent_models,
             folder=settings.model_folder,
-            failed=self.failed_files,
             on_choose=self.load,
             on_folder=lambda folder: self.remembered.change(model_folder=folder),
         )
+        self.picker.mark_failed(self.failed_files)
         self.picker.bind("<Destroy>", lambda _e: self.on_dialog_closed(), add="+")
 
     def load(self, path: str | None, label: str | None = None) -> None:
