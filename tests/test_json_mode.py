@@ -244,7 +244,8 @@ def test_llama_cpp_servers_json_mode_reaches_the_client_through_tkchat(
 ) -> None:
     """The real peer behind --server: llama-cpp-python's server honours json_object with its
     own grammar (the answer is JSON) and refuses json_schema, which it does not know (it
-    answers 422): the client reads that refusal, relayed as a server error, not prose."""
+    answers 500, with its validation error): the client reads that refusal, relayed as the
+    server error it is, not prose (a 4xx would be relayed as a 400: test_remote_backend.py)."""
     with serve(loaded(llama_cpp_server[0])) as live:
         text, finish = ask(live, CAPITAL, False, response_format={"type": "json_object"})
         assert finish == "stop" and isinstance(json.loads(text), dict), text

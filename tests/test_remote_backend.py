@@ -443,6 +443,9 @@ class FakeServer:
     def answer_status_500(self, h: BaseHTTPRequestHandler) -> None:
         h.send_json(500, {"error": {"message": "model exploded", "type": "server_error"}})
 
+    def answer_status_422(self, h: BaseHTTPRequestHandler) -> None:
+        h.send_json(422, {"error": {"message": "Input should be 'text' or 'json_object'"}})
+
     def answer_status_404_html(self, h: BaseHTTPRequestHandler) -> None:
         data = b"<html><body>no such page</body></html>"
         h.send_response(404)
@@ -837,6 +840,30 @@ def test_tkchat_server_stop_cancels_on_the_server(tkchat_server: str) -> None:
 
     wait_until(lambda: bool(cancels()), timeout=30, what="the server to record the cancel")
     assert cancels()[-1]["tokens_after_disconnect"] <= 1
+
+
+def test_a_4xx_of_the_server_behind_reaches_a_client_of_tkchat_serve_as_a_400(
+    fake: FakeServer,
+) -> None:
+    """``tkchat serve --server URL``: the engine refusing a request (422 here) is the
+    request's fault, and an OpenAI client of tkchat gets it as a 400 ``upstream_refused``
+    quoting the engine (it was a 500, which clients retry); the engine's 500 stays a 500."""
+    openai = pytest.importorskip("openai")
+    from tests.test_server import serve
+
+    fake.behaviour = "status-422"
+    events = generate(loaded(fake.url))
+    assert only_error(events).kind == "upstream_refused"
+    with serve(loaded(fake.url)) as live:
+        api = openai.OpenAI(
+            base_url=f"http://127.0.0.1:{live.port}/v1", api_key="-", max_retries=0, timeout=30
+        )
+        with pytest.raises(openai.BadRequestError) as refused:
+            api.chat.completions.create(model="any", messages=[{"role": "user", "content": "hi"}])
+        assert refused.value.code == "upstream_refused" and "json_object" in refused.value.message
+        fake.behaviour = "status-500"
+        with pytest.raises(openai.InternalServerError):
+            api.chat.completions.create(model="any", messages=[{"role": "user", "content": "hi"}])
 
 
 def test_tkchat_server_error_event_keeps_its_kind(

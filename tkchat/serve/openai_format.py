@@ -123,6 +123,8 @@ def _error(error: Error) -> tuple[int, dict[str, Any]]:
         return 400, error_object(
             400, error.kind, error.message, param="messages", code="context_length_exceeded"
         )
+    if error.kind == "upstream_refused":  # the server behind --server refused the request
+        return 400, error_object(400, error.kind, error.message)
     return 500, error_object(500, error.kind, error.message)
 
 

@@ -288,7 +288,9 @@ class HttpClient:
     # -- errors -----------------------------------------------------------------------------
 
     def status_error(self, response: http.client.HTTPResponse, path: str, body: Any) -> RemoteError:
-        kind = "server_error"
+        # A 4xx is the server refusing this request (a field it does not know, a prompt too
+        # long for it): ``upstream_refused``, which tkchat serve relays as a 400, not a 500.
+        kind = "upstream_refused" if 400 <= response.status < 500 else "server_error"
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             kind = str(body["error"].get("kind") or kind)  # tkchat's errors say, e.g. "line_full"
         return RemoteError(
