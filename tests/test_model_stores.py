@@ -233,3 +233,25 @@ def test_the_picker_labels_each_model_with_where_it_came_from(root: tk.Tk, tmp_p
     picker.choose_selected()
     blob = home / ".ollama" / "models" / "blobs" / f"sha256-{DIGEST}"
     assert chosen == [(str(blob), "llama3.2:3b")]  # the window shows and loads it by this name
+
+
+def test_a_jan_model_opened_by_its_path_keeps_jans_name(tmp_path: Path) -> None:
+    """Reported (issue 37): a Jan model was "smollm2-135m-jan" in the picker and
+    "model.gguf" in the title after a restart (the last model opens by its path, with no
+    label). The window's model options now name it by its folder, as the picker does."""
+    import argparse
+
+    from tkchat.cli import build_parser
+    from tkchat.cli.from_args import backend_options
+    from tkchat.generate.factory import LlamaOptions
+    from tkchat.models.stores import stored_label
+
+    path = tmp_path / "Jan" / "data" / "llamacpp" / "models" / "smollm2-135m-jan" / "model.gguf"
+    assert stored_label(str(path)) == "smollm2-135m-jan"
+    assert stored_label(str(tmp_path / "models" / "a" / "b" / "model.gguf")) == "a/b"
+    assert stored_label(str(tmp_path / "models" / "tiny.Q4_K_M.gguf")) is None  # named already
+    args: argparse.Namespace = build_parser().parse_args([])
+    options = backend_options(args, model=str(path))
+    assert isinstance(options, LlamaOptions) and options.label == "smollm2-135m-jan"
+    plain = backend_options(args, model=str(tmp_path / "tiny.gguf"))
+    assert isinstance(plain, LlamaOptions) and plain.label is None

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tkchat.conversation import Sampling
 from tkchat.generate.factory import BackendOptions, LlamaOptions, RemoteOptions, ScriptedOptions
+from tkchat.models.stores import stored_label
 from tkchat.modes import is_outside_mode
 from tkchat.transport.chaos import Chaos
 
@@ -53,11 +54,13 @@ def backend_options(
             fail_at=args.fail_at if faults else None,
             split_utf8=args.split_utf8 if faults else False,
         )
+    path = model or args.model
     return LlamaOptions(
-        model or args.model,
+        path,
         n_ctx=args.n_ctx,
         context_for=context_for,
         gpu_layers=gpu_choice(args, gpu_layers),
+        label=stored_label(path) if path else None,
     )
 
 

@@ -134,6 +134,17 @@ def jan_label(path: Path, root: Path) -> str | None:
     return folder.as_posix() if folder.parts else None
 
 
+def stored_label(path: str) -> str | None:
+    """The name to show for a model opened by its path (the one used last, ``--model``) whose
+    file's own name says nothing: Jan's ``…/models/<id>/model.gguf`` is ``<id>``, as the
+    picker names it (it was "model.gguf" in the title after a restart). None otherwise."""
+    file = Path(path)
+    for parent in file.parents:
+        if parent.name == "models":
+            return jan_label(file, parent)
+    return None
+
+
 def ollama_name(host: str, namespace: str, model: str, tag: str) -> str:
     """A model's name as ``ollama list`` shows it: ``llama3.2:3b``, ``me/mine:latest``,
     ``hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M``."""
