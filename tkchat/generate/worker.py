@@ -237,16 +237,18 @@ class GenerationWorker:
                 raise _over_cap(self.prompt_tokens, cap)
             return request
         n_ctx, max_tokens = self.backend.n_ctx, request.sampling.max_tokens
-        if cap is not None and cap < n_ctx:  # the cap as a smaller context: oldest turns go first
+        narrowing = cap if cap is not None and cap < n_ctx else None
+        if narrowing is not None:  # the cap as a smaller context: the oldest turns go first
             room = max(answer_room(max_tokens, n_ctx), MIN_ANSWER_ROOM)
-            try:
-                fit = fit_to_context(
-                    request.messages, self.backend.count_tokens, min(n_ctx, cap + room), max_tokens
-                )
-            except ContextOverflowError:  # its newest message alone is over the cap
-                raise _over_cap(self.backend.count_tokens(request.messages[-1:]), cap) from None
-        else:
+            n_ctx = min(n_ctx, narrowing + room)
+        try:
             fit = fit_to_context(request.messages, self.backend.count_tokens, n_ctx, max_tokens)
+        except ContextOverflowError:
+            if narrowing is None:
+                raise
+            # its newest message alone is over the cap
+            count = self.backend.count_tokens(request.messages[-1:])
+            raise _over_cap(count, narrowing) from None
         self.prompt_tokens, self.context_dropped = fit.used, fit.dropped
         return replace(request, messages=fit.messages) if fit.dropped else request
 

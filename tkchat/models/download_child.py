@@ -185,8 +185,8 @@ def _download(
         have = 0
     out.send("meta", size=size, sha256=sha, have=have)
     free = shutil.disk_usage(partial.parent).free
-    if size is not None and free < max(size - have, 0) + DISK_MARGIN:
-        need = max(size - have, 0) + DISK_MARGIN
+    need = max(size - have, 0) + DISK_MARGIN if size is not None else 0
+    if free < need:
         raise FetchError("no_space", folder=str(partial.parent), need=need, free=free)
     ceiling = size if size is not None else have + max(free - DISK_MARGIN, 0)
 

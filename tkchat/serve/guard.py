@@ -196,11 +196,12 @@ class Sessions:
         )
 
     def valid(self, sent: bytes) -> bool:
-        started = self._started.get(_digest(sent))
+        key = _digest(sent)
+        started = self._started.get(key)
         if started is None:
             return False
         if self.clock() - started >= SESSION_TTL_S:
-            del self._started[_digest(sent)]
+            del self._started[key]
             return False
         return True
 

@@ -61,7 +61,6 @@ that never finishes its request can hold.
 
 from __future__ import annotations
 
-import secrets
 import socket
 import sys
 import time
@@ -84,6 +83,7 @@ from tkchat.serve.guard import (
     bracketed,
 )
 from tkchat.serve.line import DEFAULT_LIMITS, LineLimits
+from tkchat.serve.listen import new_token
 from tkchat.serve.routes import ChatServer
 from tkchat.serve.static_files import STATIC_DIR
 
@@ -124,7 +124,7 @@ def create_app(
 
     access = None
     if token is not None:
-        access = Access(token, join_code or secrets.token_urlsafe(24), clock)
+        access = Access(token, join_code or new_token(), clock)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -144,7 +144,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.chat_server = server
-    app.state.access = access  # (its join code goes into the link run_server prints)
     return app
 
 
@@ -165,7 +164,7 @@ def run_server(
     loopback ``host`` is served as before (``localhost`` on both 127.0.0.1 and ::1); any other
     address is refused unless ``allow_remote``, and then needs a token
     (:mod:`~tkchat.serve.listen`), printed once in the URL, with a warning."""
-    from tkchat.serve.listen import is_loopback, new_token, open_sockets
+    from tkchat.serve.listen import is_loopback, open_sockets
 
     remote = not is_loopback(host)
     if remote and not allow_remote:

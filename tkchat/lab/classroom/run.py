@@ -205,6 +205,7 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
     served = sorted((a for a in asks if a.gen is not None and a.ticket is not None), key=_ticket)
     gens = [a.gen for a in served if a.gen is not None]
     waited = [a for a in answered if a.places]
+    counts = _counts_since(monitor)
     return {
         "students": options.students,
         "requests": len(asks),
@@ -219,7 +220,7 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "out_of_order": max(
             0,
             sum(1 for x, y in zip(gens, gens[1:], strict=False) if y <= x)
-            - _counts_since(monitor).get("deferred", 0),
+            - counts.get("deferred", 0),
         ),
         "waited_in_line": len(waited),
         # The server said (x-tkchat-place) it joined behind others, yet no place came first.
@@ -235,7 +236,7 @@ def class_figures(asks: list[Ask], monitor: HealthMonitor, options: ClassOptions
         "health_twin_ms": _spread(monitor.twin_ms, digits=1) | {"count": len(monitor.twin_ms)},
         "health_failures": monitor.failures,
         "line_length": _line_length(monitor.waiting),
-        "server_counts": _counts_since(monitor),
+        "server_counts": counts,
         "server_turn_s": monitor.last.get("line", {}).get("turn_s"),
         "per_student": per_student(asks, [student_name(i) for i in range(options.students)]),
     }
