@@ -13,6 +13,7 @@ import sys
 import threading
 import tkinter as tk
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.lab.recording.backends import ReplayBackend
-from tkchat.lab.recording.file import Recording, load_recording
+from tkchat.lab.recording.file import Lag, Recording, load_recording
 from tkchat.lab.recording.recorded_window import open_record_window, open_replay_window
 from tkchat.lab.window import AppOptions, TkLabWindow
 from tkchat.stats import LagSample
@@ -241,15 +242,23 @@ def test_the_timeline_draws_a_recording_beside_the_live_lag(root: tk.Tk) -> None
 def test_the_lesson_panel_of_a_replay_draws_the_recording(
     root: tk.Tk, second_root: Callable[[], tk.Tk], tmp_path: Path
 ) -> None:
+    """The recorded lag is drawn beside the window's. Its lines are set here, a quarter of a
+    second apart: a run recorded at rate 0 may hold so few, so close together, that they fall
+    in one pixel column of the timeline (drawn as nothing), which made the test depend on
+    how fast the machine recorded."""
     path = tmp_path / "run.jsonl"
     app = record(root, ScriptedBackend(rate=0, tokens=80), path)
-    recorded = load_recording(path)
+    recorded = replace(load_recording(path), lags=[Lag(i * 0.25, 5.0 + i) for i in range(5)])
     app.close()
     replay_root = second_root()
-    replay, _backend = open_replay_window(
+    replay, backend = open_replay_window(
         replay_root, recorded, AppOptions(language="en", show_lessons=True)
     )
     pump_until(replay_root, lambda: bool(replay.finished), timeout=60, what="the replay")
+    # until the last recorded line's moment has come: the timeline draws up to now
+    started = backend.started
+    assert started is not None
+    pump_until(replay_root, lambda: backend.clock() > started + 1.1, what="the recorded span")
     panel = replay.chat_app.teaching.lesson_panel
     assert panel is not None and panel.timeline is not None
     panel.timeline.redraw()
