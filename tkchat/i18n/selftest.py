@@ -11,6 +11,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.file": "File {path}, SHA-256 {sha256}",
         "selftest.isolated": "The pipeline ran in a process of its own, with a throwaway home "
         "and data folder; this process graded it and never imported it.",
+        "selftest.fenced": "Fenced: it had namespaces of its own (no network, no signal "
+        "reaching this process, nothing it started left running after it); it could still "
+        "read the teacher's files by path.",
+        "selftest.unfenced": "Not fenced (this system offers no user namespaces): it could "
+        "signal this process, and a program it started in a session of its own could outlive "
+        "the run.",
         "selftest.limit": "Each answer has a wall-clock limit of {seconds} s: a window still "
         "busy then is interrupted (or stopped), and what it had not handled counts with "
         "the time it took.",
@@ -190,7 +196,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.class.grade": "grade",
         "selftest.class.reason": "first reason",
         "selftest.class.timeout": "did not finish within {seconds} s",
-        "selftest.class.written": "Written: {md} and {csv}",
+        "selftest.class.written": "Written: {file} (SHA-256 {sha256})",
+        "selftest.class.not_written": "Not written: {file} ({reason}); the table above is "
+        "the only copy.",
+        "selftest.class.unreadable": "the file could not be read",
     },
     "zh": {
         "selftest.no_xdotool": "tkchat selftest 需要 xdotool（apt-get install xdotool）。",
@@ -199,6 +208,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.file": "文件 {path}，SHA-256 {sha256}",
         "selftest.isolated": "管线在一个单独的进程里运行，用的是用完即删的主目录和数据文件夹；"
         "评分由本进程完成，本进程从未导入它。",
+        "selftest.fenced": "已隔离：它运行在自己的命名空间里（没有网络，发不出能到达本进程的信号，"
+        "它启动的程序不会在评分结束后继续运行）；但它仍能按路径读取老师的文件。",
+        "selftest.unfenced": "未隔离（这个系统不提供用户命名空间）：它能向本进程发信号，"
+        "它在自己的会话里启动的程序可能在评分结束后继续运行。",
         "selftest.limit": "每条回答有 {seconds} 秒的时间上限：到时窗口仍然忙，就会被中断"
         "（或被停止），没处理的输入按实际等待的时间计算。",
         "selftest.retry": "机器太忙，无法判断：{names}（迟到的时间大多不在管线的调用里）："
@@ -348,6 +361,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.class.grade": "评分",
         "selftest.class.reason": "第一个原因",
         "selftest.class.timeout": "没有在 {seconds} 秒内完成",
-        "selftest.class.written": "已写入：{md} 和 {csv}",
+        "selftest.class.written": "已写入：{file}（SHA-256 {sha256}）",
+        "selftest.class.not_written": "没有写入：{file}（{reason}）；上面的表格是唯一的副本。",
+        "selftest.class.unreadable": "文件无法读取",
     },
 }

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from contextlib import suppress
@@ -124,4 +125,49 @@ def _free_name(candidate: Path) -> Path:
     return result
 
 
-__all__ = ["APP_NAME", "DATABASE_NAME", "DATA_DIR_ENV", "data_dir", "database_path", "move_aside"]
+def write_atomically(path: Path, payload: bytes) -> None:
+    """Any thread. Replace ``path`` with ``payload`` so that a reader (or a crash) sees either
+    the old file or the new one, never a mix; a link at ``path`` is replaced, its target left
+    alone. Raises the ``OSError`` (a full disk, a folder it may not write) with the old file
+    intact. The temporary file is made in the same folder: ``os.replace`` is only atomic
+    within one file system."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A unique name per call, so two threads saving at once never write the same temp file.
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            # Without fsync, a power cut after the rename can leave an empty file on some
+            # file systems (the rename reached the disk, the data did not).
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    fsync_folder(path.parent)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (POSIX). Best effort: Windows cannot open a folder,
+    and the new file is already complete and in place either way."""
+    if os.name != "posix":
+        return
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+__all__ = [
+    "APP_NAME",
+    "DATABASE_NAME",
+    "DATA_DIR_ENV",
+    "data_dir",
+    "database_path",
+    "move_aside",
+    "write_atomically",
+]

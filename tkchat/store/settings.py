@@ -33,16 +33,14 @@ import codecs
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, MAX_N_CTX, MIN_N_CTX, Sampling
 from tkchat.store.errors import classify, error_detail
-from tkchat.store.files import data_dir, move_aside
+from tkchat.store.files import data_dir, move_aside, write_atomically
 from tkchat.store.records import is_int
 from tkchat.store.sampling_json import sampling_from_settings, settings_from_sampling
 
@@ -355,7 +353,7 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> str | None
         # problem; still a sentence rather than a crash in a "setting changed" callback.
         return f"Settings could not be saved: a value is not one JSON can store ({exc})."
     try:
-        _write_atomically(target, text.encode("utf-8"))
+        write_atomically(target, text.encode("utf-8"))
     except OSError as exc:
         # errors.classify sorts OS errors as it does for the conversation history: a full disk
         # (or quota), or anything else that means "this folder cannot be written".
@@ -392,41 +390,6 @@ def _unknown_keys(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         return {}
     return {key: value for key, value in data.items() if key not in _FIELD_NAMES}
-
-
-def _write_atomically(path: Path, payload: bytes) -> None:
-    """Replace ``path`` with ``payload`` so that a reader (or a crash) sees either the old
-    file or the new one, never a mix. The temporary file must be in the same folder:
-    ``os.replace`` is only atomic within one file system."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A unique name per call, so two threads saving at once never write the same temp file.
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            # Without fsync, a power cut after the rename can leave an empty file on some
-            # file systems (the rename reached the disk, the data did not).
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(temp_name)
-        raise
-    _fsync_folder(path.parent)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (POSIX). Best effort: Windows cannot open a folder,
-    and the new file is already complete and in place either way."""
-    if os.name != "posix":
-        return
-    with suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # --- recent models -----------------------------------------------------------------------------

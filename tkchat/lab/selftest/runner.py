@@ -5,9 +5,11 @@ grade — and it never imports the pipeline's file.
 **What the child gets.** A home and a data folder of its own, made for this run and deleted
 after it (``HOME``, ``TKCHAT_DATA_DIR``, the ``XDG_*`` folders), as its working directory too:
 the teacher's saved conversations and settings are not where the student's code looks for
-them. It is *not* a sandbox: the file is Python, run with the teacher's rights, and can read
-or change anything the teacher can (the lessons' README says so to the student and to the
-teacher). What the separate process buys is a grade that the graded code cannot compute:
+them. Where Linux allows, the process is fenced (:mod:`tkchat.lab.fence`: namespaces of its
+own, so nothing it starts outlives it, it cannot signal this process, and it has no
+network). It is *not* a sandbox for files: the file is Python, run with the teacher's rights,
+and can read or change any file the teacher can (the lessons' README says so to the student
+and to the teacher). What the separate process buys is a grade that the graded code cannot compute:
 patching the grader, or the figures in its own process, cannot change what this process
 measures itself — when it injected each input, and the window's heartbeat.
 
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from tkchat.i18n import strings
 from tkchat.lab.display import ensure_display
+from tkchat.lab.fence import end_group, fence_available, fenced
 from tkchat.lab.selftest.attribution import outside_calls, spans_of
 from tkchat.lab.selftest.driver import Driver, GaveUp
 from tkchat.lab.selftest.protocol import (
@@ -180,13 +183,14 @@ def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
             command += ["--tokens", str(setup.tokens)]
         out = subprocess.DEVNULL if setup.quiet else sys.stderr
         process = subprocess.Popen(
-            command,
+            fenced(command),
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=out,
             pass_fds=(report_w, beat_w),
             env=child_env(Path(home)),
             cwd=home,
+            start_new_session=True,  # its process group is ended after it (no fence)
         )
         os.close(report_w)
         os.close(beat_w)
@@ -238,6 +242,7 @@ def _end(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(10)
+    end_group(process)  # what it started is gone too (tkchat/lab/fence.py)
 
 
 def attempt(setup: Setup) -> Attempt:
@@ -304,6 +309,7 @@ def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
     if path is not None:
         lines.append(t("selftest.file", path=path, sha256=digest or "?"))
     lines.append(t("selftest.isolated"))
+    lines.append(t("selftest.fenced" if fence_available() else "selftest.unfenced"))
     lines.append(t("selftest.limit", seconds=f"{setup.limit_s:g}"))
     return lines
 
