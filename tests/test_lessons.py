@@ -83,6 +83,18 @@ def test_same_header_keys_structure_and_code(en: Lesson, zh: Lesson) -> None:
     assert (en.prompt is None) == (zh.prompt is None)
 
 
+def test_every_live_figure_is_named_in_words_in_both_languages() -> None:
+    """The panel's "now (…)" names the figure, not the bench's key (a Chinese class read
+    'lag_max_ms')."""
+    from tkchat.i18n import STRINGS
+    from tkchat.ui.teaching.live_figures import LIVE_METRICS
+
+    for lang in ("en", "zh"):
+        names = {metric: STRINGS[lang].get(f"lesson.metric.{metric}") for metric in LIVE_METRICS}
+        assert all(names.values()), (lang, names)
+        assert not any("_" in name for name in names.values() if name), names
+
+
 @pytest.mark.parametrize("lesson", EN + ZH, ids=[f"{x.language}-{x.id}" for x in EN + ZH])
 def test_header_values_are_valid(lesson: Lesson) -> None:
     # imported here: the window and the bench are edited often, and a break there should fail
@@ -355,7 +367,7 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     assert set(asked) == {"lag_max_ms"}
     figure = unbreakable(str(panel.figure_label.cget("text")))
     assert figure.startswith("expected: about the whole generation")
-    assert figure.endswith("now (lag_max_ms): 1,234\u00a0ms")  # a number keeps its unit
+    assert figure.endswith("now (longest lag): 1,234\u00a0ms")  # a number keeps its unit
     assert "heartbeat" in unbreakable(str(panel.watch_label.cget("text")))
 
     language["now"] = "zh"

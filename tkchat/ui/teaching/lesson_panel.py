@@ -216,7 +216,8 @@ class LessonPanel(ttk.Frame):
             if value is None
             else format_figure(lesson.expect_metric, value, lesson.language)
         )
-        now_label = self.translate("lesson.now").format(metric=lesson.expect_metric)
+        metric = self.translate(f"lesson.metric.{lesson.expect_metric}")  # its name, not its key
+        now_label = self.translate("lesson.now").format(metric=metric)
         self.figure_label.configure(
             text=breakable(
                 f"{self._line('lesson.expected', expect_text(lesson))}  ·  "
