@@ -93,7 +93,7 @@ class ExportStore(MessagesStore):
                     "created_at) VALUES (?, ?, ?, ?, ?, ?)",
                     (conversation_id, position, role, content, status, created_at),
                 )
-                figures = parsed.figures[position]
+                figures = parsed.figures[position] if position < len(parsed.figures) else None
                 if figures is not None:
                     put_figures(conn, cast(int, message.lastrowid), figures)
         return self.get(conversation_id)
@@ -337,12 +337,13 @@ def _parse_message(message: object, index: int, now: float) -> tuple[str, str, s
 
 
 def _parse_made_with(message: Mapping[str, Any], index: int, header: str) -> AnswerFigures | None:
-    """A message's ``figures`` with its ``model`` and ``system_prompt`` (see
-    :func:`to_export`); None without figures (a file of before, or a question): the
-    store keeps the model and the prompt with the figures, so alone they are not read."""
+    """An answer's ``figures`` with its ``model`` and ``system_prompt`` (see
+    :func:`to_export`); None for a message without figures (a file from before) or one that
+    is not an answer. The store keeps the model and the prompt with the figures: without
+    them, they are not read."""
     where = f"conversation.messages[{index}]"
     figures = message.get("figures")
-    if figures is None:
+    if figures is None or message.get("role") != "assistant":
         return None
     _expect(figures, Mapping, f"{where}.figures", "an object")
     tokens = figures.get("tokens")
