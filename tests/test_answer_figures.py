@@ -1,6 +1,7 @@
 """Under each answer, its figures as LM Studio shows them — tokens, tokens/s, time to the
 first token, how it ended — kept with it: saved, shown again after a restart, one line per
-version of a regenerated answer; in both languages, in quiet type. A real window on Xvfb."""
+version of a regenerated answer, back under a branch's answers when ◀ ▶ show the branch again;
+in both languages, in quiet type. A real window on Xvfb."""
 
 from __future__ import annotations
 
@@ -191,3 +192,50 @@ def test_the_figures_are_quiet_and_in_the_windows_language(
     app.text_size.change(+2)  # it follows the text size (smaller than the body still)
     bigger = tkfont.Font(root=root, font=text.tag_cget(FIGURES_TAG, "font")).actual("size")
     assert small < bigger < app.transcript.body_font.actual("size")
+
+
+def test_a_branch_flipped_back_shows_its_answers_figures_again(
+    root: tk.Tk, make_app, fresh_app
+) -> None:
+    """An edited question sent puts its branch aside; ◀ on the question brings the branch
+    back with the figures under its answers: in this window, and from the store after a
+    restart. Each was saved with the model and the system prompt it was made with."""
+    backend = ScriptedBackend(rate=0, text="one two three")
+    app = make_app(backend, history=True, persist_settings=True)
+    pump_until(root, lambda: app.conversations.ready and not app.flow.showing_conversation)
+    ask(root, app, "first?")
+    backend.text = "four five six seven eight"
+    ask(root, app, "second?")
+    before = [line_of(app, view) for view in answers(app)]
+    assert None not in before and before[0] != before[1], before
+
+    def flipped(window, step: int) -> list[str | None]:
+        assert window.flow.show_version(window.transcript.entries[0], step)
+        pump_until(window.root, lambda: not window.flow.showing_conversation, what="the branch")
+        pump_until(window.root, lambda: not window.transcript.painter.busy, what="the painting")
+        return [line_of(window, view) for view in answers(window)]
+
+    app.flow.edit(app.transcript.entries[0])
+    app.input.set_draft("first, again?")
+    backend.text = "nine"
+    count = len(app.flow.answering.finished)
+    assert app.flow.send()
+    pump_until(root, lambda: len(app.flow.answering.finished) > count, what="the new answer")
+    pump_until(root, lambda: not app.transcript.painter.busy, what="the painting")
+    after = [line_of(app, view) for view in answers(app)]
+    assert len(after) == 1 and after[0] is not None and after[0] not in before
+    assert flipped(app, -1) == before  # ◀: the old branch, each answer's figures under it
+    assert flipped(app, +1) == after
+    assert flipped(app, -1) == before
+    model, prompt = backend.name, app.session.system_prompt
+    app.close()
+
+    again = reopened(fresh_app, ScriptedBackend(rate=0))
+    assert [line_of(again, view) for view in answers(again)] == before  # from the store
+    assert flipped(again, +1) == after  # the other branch, read from the store
+    assert flipped(again, -1) == before
+    archive = again.archive
+    assert archive is not None and archive.store is not None and archive.writer is not None
+    assert archive.writer.flush(timeout=10)
+    kept = archive.store.figures(archive.conversation_id).values()
+    assert len(kept) == 2 and {(f.model, f.system_prompt) for f in kept} == {(model, prompt)}

@@ -25,6 +25,7 @@ from tkchat.models.catalogue import CatalogueError, load_catalogue
 from tkchat.store.db import ConversationStore
 from tkchat.store.errors import StoreError
 from tkchat.store.export_format import parse_export
+from tkchat.store.figures import AnswerFigures
 from tkchat.store.settings import AppSettings, load_settings, save_settings
 
 ABSURD = (
@@ -85,8 +86,12 @@ def test_a_conversation_export(tmp_path: Path) -> None:
     with ConversationStore(None) as store:
         chat = store.create("a chat", settings={"temperature": 0.5, "seed": 3})
         store.add_message(chat.id, "user", "hi")
+        answer = store.add_message(chat.id, "assistant", "hello")
+        # An answer's model, figures and own system prompt are fuzzed too.
+        store.set_figures(answer, AnswerFigures(3, 12.5, 0.25, "stop", "m", "Be brief."))
         store.add_message(chat.id, "assistant", "hello", "streaming")
         valid = json.dumps(store.export_json(chat.id))
+        assert '"model": "m"' in valid and '"system_prompt": "Be brief."' in valid
 
     def read(_path: Path, data: bytes) -> str | None:
         try:

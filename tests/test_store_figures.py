@@ -1,9 +1,12 @@
 """Each answer's figures in the store (schema 4): kept per version, read back by chat, gone
 with their message, refused when they are not figures; and a schema-2 file opens and takes
-them."""
+them. What each answer was made with (schema 5: its model and system prompt): a schema-4 file
+opens and takes them, an export writes them (Markdown and JSON) and an import reads them back,
+and a branch put aside keeps its answers' figures."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 from tests.test_store_variants import old_file
 from tkchat.store import AnswerFigures, ConversationStore, StoreError, StoreWriter
 from tkchat.store.schema import SCHEMA_VERSION
+from tkchat.store.variants import tail_from_json
 
 FAST = AnswerFigures(tokens=52, tokens_per_s=128.5, ttft_s=0.21, ended="stop")
 CUT = AnswerFigures(tokens=512, tokens_per_s=44.0, ttft_s=1.5, ended="length")
@@ -109,3 +113,163 @@ def test_a_schema_2_file_opens_with_no_figures_and_takes_them(tmp_path: Path) ->
     conn.close()
     with ConversationStore(path) as store:
         assert store.figures(1) == {(answer, 0): CUT}
+
+
+# -- what each answer was made with (schema 5): kept, exported, imported, kept in a branch -------
+
+MADE = AnswerFigures(42, 18.25, 0.31, "stop", model="smollm2-135m", system_prompt="Be brief.")
+LATER = AnswerFigures(7, None, 0.5, "length", model="other-1b", system_prompt="Answer in French.")
+
+
+def test_a_schema_4_file_keeps_its_figures_and_takes_a_model_and_prompt(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    old_file(path, version=4)  # as tkchat wrote it before answers kept what made them
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO answer_figures (message_id, slot, tokens, tokens_per_s, ttft_s, ended) "
+        "VALUES (2, 0, 52, 128.5, 0.21, 'stop')"
+    )
+    conn.commit()
+    conn.close()
+    with ConversationStore(path) as store:
+        assert store.figures(1) == {(2, 0): FAST}  # model and prompt: not known, None
+        assert "tokens" in store.export_markdown(1) and "smollm2" not in store.export_markdown(1)
+        exported = store.export_json(1)["conversation"]["messages"][1]
+        assert "model" not in exported and "system_prompt" not in exported
+        store.set_figures(2, MADE)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    conn.close()
+    with ConversationStore(path) as store:
+        assert store.figures(1) == {(2, 0): MADE}
+
+
+def made_chat(store: ConversationStore) -> int:
+    """Two answers made with different system prompts (the chat's changed between them)
+    and models, and a third saved before tkchat kept figures."""
+    chat = store.create("Made with", system_prompt="Be brief.").id
+    store.add_message(chat, "user", "Q1?")
+    store.set_figures(store.add_message(chat, "assistant", "A1."), MADE)
+    store.set_system_prompt(chat, "Answer in French.")
+    store.add_message(chat, "user", "Q2?")
+    store.set_figures(store.add_message(chat, "assistant", "A2.", "stopped"), LATER)
+    store.add_message(chat, "user", "Q3?")
+    store.add_message(chat, "assistant", "A3.")
+    return chat
+
+
+def test_export_writes_what_each_answer_was_made_with(tmp_path: Path) -> None:
+    with ConversationStore(None) as store:
+        chat = made_chat(store)
+        markdown = store.export_markdown(chat)
+        messages = store.export_json(chat)["conversation"]["messages"]
+    assert "## System prompt\n\nAnswer in French.\n" in markdown  # the chat's, now
+    assert (
+        "A1.\n\n*smollm2-135m · 42 tokens · 18.2 tokens/s · first token 0.31 s*\n\n"
+        "*System prompt for this answer:*\n\n> Be brief.\n\n## User"
+    ) in markdown
+    assert (
+        "A2.\n\n*[stopped]*\n\n*other-1b · 7 tokens · first token 0.50 s · "
+        "cut at the length limit*\n\n## User"
+    ) in markdown  # its prompt is the chat's: no note
+    assert markdown.endswith("A3.\n") and markdown.count("System prompt for this answer") == 1
+    assert messages[1]["model"] == "smollm2-135m"
+    assert messages[1]["figures"] == {
+        "tokens": 42,
+        "tokens_per_s": 18.25,
+        "ttft_s": 0.31,
+        "ended": "stop",
+    }
+    assert messages[1]["system_prompt"] == "Be brief."
+    assert messages[3]["model"] == "other-1b" and "system_prompt" not in messages[3]
+    assert not {"model", "figures", "system_prompt"} & (messages[0].keys() | messages[5].keys())
+
+
+def test_an_export_round_trips_what_each_answer_was_made_with(tmp_path: Path) -> None:
+    with ConversationStore(None) as store:
+        chat = made_chat(store)
+        exported = store.export_json(chat)
+        markdown = store.export_markdown(chat)
+    with ConversationStore(tmp_path / "other.sqlite3") as other:
+        imported = other.import_json(json.dumps(exported).encode("utf-8")).id
+        answers = [m.id for m in other.messages(imported) if m.role == "assistant"]
+        assert other.figures(imported) == {(answers[0], 0): MADE, (answers[1], 0): LATER}
+        again = other.export_json(imported)["conversation"]["messages"]
+        assert again == exported["conversation"]["messages"]
+        assert other.export_markdown(imported) == markdown
+        # A file from before (no model, figures or prompt per answer) imports as before.
+        for message in exported["conversation"]["messages"]:
+            for key in ("model", "figures", "system_prompt"):
+                message.pop(key, None)
+        assert other.figures(other.import_json(exported).id) == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"figures": "fast"}, "conversation.messages[1].figures must be an object, not str"),
+        ({"figures": {"ended": "stop"}}, "figures.tokens must be a whole number ≥ 0, not None"),
+        ({"figures": {"tokens": -1, "ended": "stop"}}, "figures.tokens must be a whole number"),
+        (
+            {"figures": {"tokens": 1, "tokens_per_s": "fast", "ended": "stop"}},
+            "figures.tokens_per_s must be a number ≥ 0, not 'fast'",
+        ),
+        ({"figures": {"tokens": 1, "ended": "done"}}, "figures.ended must be one of stop, "),
+        ({"figures": {"tokens": 1, "ended": "stop"}, "model": 3}, "[1].model must be str"),
+        (
+            {"figures": {"tokens": 1, "ended": "stop"}, "system_prompt": ["x"]},
+            "[1].system_prompt must be str, not list",
+        ),
+    ],
+)
+def test_an_answers_bad_figures_are_refused_in_one_sentence(
+    change: dict[str, object], said: str
+) -> None:
+    data = {
+        "format": "tkchat-conversation",
+        "version": 1,
+        "conversation": {
+            "messages": [
+                {"role": "user", "content": "Q?"},
+                {"role": "assistant", "content": "A.", **change},
+            ]
+        },
+    }
+    with ConversationStore(None) as store:
+        with pytest.raises(StoreError) as raised:
+            store.import_json(data)
+        assert raised.value.kind == "invalid" and said in str(raised.value)
+        assert store.list_conversations() == []  # refused whole
+
+
+def test_a_branch_put_aside_keeps_its_answers_figures(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    with ConversationStore(path) as store:
+        chat = store.create("Branches").id
+        first = store.add_message(chat, "user", "Q1?")
+        store.set_figures(store.add_message(chat, "assistant", "A1."), MADE)
+        store.add_message(chat, "user", "Q2?")
+        store.set_figures(store.add_message(chat, "assistant", "A2."), LATER)
+        assert store.new_question_variant(chat, 0, "Q1, again?") == first
+        store.set_figures(store.add_message(chat, "assistant", "Again."), FAST)
+        assert store.variant_tails(first)[0] == [
+            ("assistant", "A1.", "complete", MADE),
+            ("user", "Q2?", "complete", None),
+            ("assistant", "A2.", "complete", LATER),
+        ]
+        store.choose_variant(first, 0)  # ◀: the old branch, its figures under its answers
+    with ConversationStore(path) as store:  # (and after a restart)
+        answers = [m.id for m in store.messages(chat) if m.role == "assistant"]
+        assert store.figures(chat) == {(answers[0], 0): MADE, (answers[1], 0): LATER}
+        store.choose_variant(first, 1)  # ▶: the new one's back too
+        (again,) = [m.id for m in store.messages(chat) if m.role == "assistant"]
+        assert store.figures(chat) == {(again, 0): FAST}
+
+
+def test_a_branch_kept_before_schema_5_reads_without_figures() -> None:
+    old = '[{"role": "assistant", "content": "A.", "status": "complete"}]'
+    assert tail_from_json(old) == [("assistant", "A.", "complete", None)]
+    damaged = '[{"role": "assistant", "content": "A.", "status": "complete", "figures": 3}]'
+    with pytest.raises(StoreError) as raised:
+        tail_from_json(damaged)
+    assert str(raised.value) == "A kept branch of this chat is damaged."

@@ -149,7 +149,7 @@ def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
         shown = store.messages(chat)[2]
         assert (shown.variant, shown.variants) == (1, 2)
         assert store.variant_tails(question) == [
-            [("assistant", "A2b", "complete"), ("user", "Q3", "complete")],
+            [("assistant", "A2b", "complete", None), ("user", "Q3", "complete", None)],
             [],
         ]
         assert "A2b" not in store.export_markdown(chat)
@@ -162,7 +162,10 @@ def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
             ("assistant", "A2b"),
             ("user", "Q3"),
         ]
-        assert store.variant_tails(question) == [[], [("assistant", "A2 edited", "complete")]]
+        assert store.variant_tails(question) == [
+            [],
+            [("assistant", "A2 edited", "complete", None)],
+        ]
         assert [m["content"] for m in store.export_json(chat)["conversation"]["messages"]] == [
             "Q1",
             "A1",

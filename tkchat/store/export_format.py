@@ -10,6 +10,10 @@ anything is written. The JSON shape is a promise to files already on people's di
 The store's methods run on their caller's thread (in the app, the Tk thread that runs the
 Export/Import menu commands), each one short transaction; everything else here is pure
 and touches no database (any thread).
+
+Each answer goes out with what it was made with, as kept with its figures
+(:mod:`tkchat.store.figures`): its model, its figures, and its system prompt where it is not
+the conversation's (which is the one current at export: it may have changed since).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, cast
 
 from tkchat.limits import cut
 from tkchat.store.errors import StoreError, invalid
+from tkchat.store.figures import ENDINGS, AnswerFigures, put_figures, read_figures
 from tkchat.store.messages import MessagesStore
 from tkchat.store.records import (
     DEFAULT_TITLE,
@@ -53,12 +58,21 @@ class ExportStore(MessagesStore):
         ``##`` role heading, content verbatim (a code fence an interrupted answer left open
         is closed, so it cannot swallow the headings after it)."""
         conversation = self.get(conversation_id)
-        return to_markdown(conversation, self.messages(conversation_id))
+        messages = self.messages(conversation_id)
+        return to_markdown(conversation, messages, self._shown_figures(conversation_id))
 
     def export_json(self, conversation_id: int) -> dict[str, Any]:
         """The conversation in the versioned export shape (see :func:`to_export`)."""
         conversation = self.get(conversation_id)
-        return to_export(conversation, self.messages(conversation_id), exported_at=self._clock())
+        messages = self.messages(conversation_id)
+        figures = self._shown_figures(conversation_id)
+        return to_export(conversation, messages, figures, exported_at=self._clock())
+
+    def _shown_figures(self, conversation_id: int) -> dict[int, AnswerFigures]:
+        """The figures of the version each message shows, by message id."""
+        with self._reading("read the answers' figures") as conn:
+            kept = read_figures(conn, conversation_id, shown_only=True)
+        return {message_id: figures for (message_id, _slot), figures in kept.items()}
 
     def import_json(self, data: Mapping[str, Any] | str | bytes) -> Conversation:
         """Add a conversation from an export (the dict, or the file's text/bytes) as a new
@@ -74,11 +88,14 @@ class ExportStore(MessagesStore):
             )
             conversation_id = cast(int, cursor.lastrowid)
             for position, (role, content, status, created_at) in enumerate(parsed.messages):
-                conn.execute(
+                message = conn.execute(
                     "INSERT INTO messages (conversation_id, position, role, content, status, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?)",
                     (conversation_id, position, role, content, status, created_at),
                 )
+                figures = parsed.figures[position] if position < len(parsed.figures) else None
+                if figures is not None:
+                    put_figures(conn, cast(int, message.lastrowid), figures)
         return self.get(conversation_id)
 
 
@@ -88,8 +105,15 @@ _ROLE_HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant"}
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
-def to_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
-    """Readable Markdown for a conversation (pure; any thread)."""
+def to_markdown(
+    conversation: Conversation,
+    messages: list[StoredMessage],
+    figures: Mapping[int, AnswerFigures] | None = None,
+) -> str:
+    """Readable Markdown for a conversation (pure; any thread). ``figures``: those of the
+    version each message shows, by message id: a short italic line under each answer
+    (model, tokens, speed, first token), and its system prompt where it was not the one at
+    the top."""
     parts = [f"# {conversation.title}"]
     if conversation.system_prompt:
         parts.append(f"## System prompt\n\n{close_fences(conversation.system_prompt.strip())}")
@@ -98,8 +122,34 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage]) -> st
         section = f"## {_ROLE_HEADINGS[message.role]}\n\n{body}"
         if message.status != "complete":
             section += f"\n\n*[{message.status}]*"  # as the window marks a stopped answer
+        made = (figures or {}).get(message.id)
+        if made is not None:
+            section += "\n\n" + made_with_markdown(made, conversation.system_prompt)
         parts.append(section)
     return "\n\n".join(parts) + "\n"
+
+
+def made_with_markdown(figures: AnswerFigures, header_prompt: str) -> str:
+    """The italic line under an answer, e.g. ``*smollm2-135m · 42 tokens · 18.3 tokens/s ·
+    first token 0.31 s*``, then its own system prompt, quoted, if not ``header_prompt``."""
+    items = [] if figures.model is None else [figures.model.replace("*", "\\*")]
+    items.append(f"{figures.tokens:,} token{'' if figures.tokens == 1 else 's'}")
+    if figures.tokens_per_s is not None:
+        items.append(f"{figures.tokens_per_s:,.1f} tokens/s")
+    if figures.ttft_s is not None:
+        items.append(f"first token {figures.ttft_s:.2f} s")
+    if figures.ended == "length":  # (stopped and error are marked above, as in the window)
+        items.append("cut at the length limit")
+    line = f"*{' · '.join(items)}*"
+    prompt = figures.system_prompt
+    if prompt is None or prompt == header_prompt:
+        return line
+    if not prompt.strip():
+        return line + "\n\n*System prompt for this answer: none.*"
+    quoted = "\n".join(
+        f"> {row}" if row else ">" for row in close_fences(prompt.strip()).split("\n")
+    )
+    return f"{line}\n\n*System prompt for this answer:*\n\n{quoted}"
 
 
 def close_fences(text: str) -> str:
@@ -125,6 +175,7 @@ def close_fences(text: str) -> str:
 def to_export(
     conversation: Conversation,
     messages: list[StoredMessage],
+    figures: Mapping[int, AnswerFigures] | None = None,
     *,
     exported_at: float | None = None,
 ) -> dict[str, Any]:
@@ -135,7 +186,20 @@ def to_export(
                           "system_prompt": str, "settings": {str: JSON value},
                           "messages": [{"role": "system" | "user" | "assistant",
                                         "content": str, "status": <one of STATUSES>,
-                                        "created_at": float}, ...]}}
+                                        "created_at": float,
+                                        # an answer's, each only where known:
+                                        "model": str,
+                                        "figures": {"tokens": int, "tokens_per_s": float
+                                                    | null, "ttft_s": float | null,
+                                                    "ended": <one of ENDINGS>},
+                                        "system_prompt": str}, ...]}}
+
+    ``figures``: those of the version each message shows, by message id. A message's
+    ``system_prompt`` is written only where it is not the conversation's; an answer with a
+    ``model`` and none was made with the conversation's. ``model``, ``figures`` and an
+    answer's ``system_prompt`` came later than version 1's first files: a reader that does not
+    know them ignores them (tkchat's always did: :func:`parse_export` reads the fields it knows
+    and no others), so the version stays 1; a file without them reads as before.
 
     Ids are not exported: an import always creates a new conversation. A reader must reject a
     ``version`` it does not know (a later version may change meanings, not only add fields).
@@ -159,11 +223,29 @@ def to_export(
                     "content": m.content,
                     "status": m.status,
                     "created_at": m.created_at,
+                    **made_with((figures or {}).get(m.id), conversation.system_prompt),
                 }
                 for m in messages
             ],
         },
     }
+
+
+def made_with(figures: AnswerFigures | None, header_prompt: str) -> dict[str, Any]:
+    """A message's ``model``, ``figures`` and ``system_prompt`` in the export (see
+    :func:`to_export`): only those known, the prompt only where not ``header_prompt``."""
+    if figures is None:
+        return {}
+    made: dict[str, Any] = {} if figures.model is None else {"model": figures.model}
+    made["figures"] = {
+        "tokens": figures.tokens,
+        "tokens_per_s": figures.tokens_per_s,
+        "ttft_s": figures.ttft_s,
+        "ended": figures.ended,
+    }
+    if figures.system_prompt is not None and figures.system_prompt != header_prompt:
+        made["system_prompt"] = figures.system_prompt
+    return made
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +257,8 @@ class ParsedExport:
     system_prompt: str
     settings: str  # JSON text
     messages: tuple[tuple[str, str, str, float], ...]  # role, content, status, created_at
+    # By message, as ``messages``: an answer's figures, model and system prompt, or None.
+    figures: tuple[AnswerFigures | None, ...] = ()
 
 
 def parse_export(
@@ -206,12 +290,14 @@ def parse_export(
         settings_text = settings_json(settings)
     except StoreError as exc:
         raise _bad_file(f"conversation.settings: {exc}") from exc
+    system_prompt = _field(conversation, "system_prompt", str, "conversation", "")
     return ParsedExport(
         title=clean_title(_field(conversation, "title", str, "conversation", DEFAULT_TITLE)),
         created_at=_time_field(conversation, "created_at", "conversation", now),
-        system_prompt=_field(conversation, "system_prompt", str, "conversation", ""),
+        system_prompt=system_prompt,
         settings=settings_text,
         messages=tuple(_parse_message(m, i, now) for i, m in enumerate(messages)),
+        figures=tuple(_parse_made_with(m, i, system_prompt) for i, m in enumerate(messages)),
     )
 
 
@@ -248,6 +334,38 @@ def _parse_message(message: object, index: int, now: float) -> tuple[str, str, s
         raise _bad_file(f"{where}.content must be text")
     created_at = _time_field(message, "created_at", where, now)
     return role, content, "interrupted" if status == "streaming" else status, created_at
+
+
+def _parse_made_with(message: Mapping[str, Any], index: int, header: str) -> AnswerFigures | None:
+    """An answer's ``figures`` with its ``model`` and ``system_prompt`` (see
+    :func:`to_export`); None for a message without figures (a file from before) or one that
+    is not an answer. The store keeps the model and the prompt with the figures: without
+    them, they are not read."""
+    where = f"conversation.messages[{index}]"
+    figures = message.get("figures")
+    if figures is None or message.get("role") != "assistant":
+        return None
+    _expect(figures, Mapping, f"{where}.figures", "an object")
+    tokens = figures.get("tokens")
+    if not is_int(tokens) or tokens < 0:
+        raise _bad_file(f"{where}.figures.tokens must be a whole number ≥ 0, not {_quoted(tokens)}")
+    rates = [figures.get(name) for name in ("tokens_per_s", "ttft_s")]
+    for name, value in zip(("tokens_per_s", "ttft_s"), rates, strict=True):
+        if value is not None and not (is_number(value) and value >= 0):
+            raise _bad_file(f"{where}.figures.{name} must be a number ≥ 0, not {_quoted(value)}")
+    ended = figures.get("ended")
+    if ended not in ENDINGS:
+        raise _bad_file(
+            f"{where}.figures.ended must be one of {', '.join(ENDINGS)}, not {_quoted(ended)}"
+        )
+    model = _field(message, "model", str, where, None) if "model" in message else None
+    prompt = (
+        _field(message, "system_prompt", str, where, None) if "system_prompt" in message else None
+    )
+    if prompt is None and model is not None:
+        prompt = header  # written only where it differed (see to_export)
+    speed, ttft = (None if value is None else float(value) for value in rates)
+    return AnswerFigures(tokens, speed, ttft, ended, model, prompt)
 
 
 def _expect(value: object, kind: type, where: str, described: str) -> None:
@@ -287,6 +405,8 @@ __all__ = [
     "ExportStore",
     "ParsedExport",
     "close_fences",
+    "made_with",
+    "made_with_markdown",
     "parse_export",
     "to_export",
     "to_markdown",

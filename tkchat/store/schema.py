@@ -1,6 +1,6 @@
 """The database's tables and how an older file is brought up to date.
 
-Schema (version 3)
+Schema (version 5)
 ------------------
 ``schema_version(version)``
     one row; :func:`migrate` brings older files up to :data:`SCHEMA_VERSION`.
@@ -24,10 +24,12 @@ Schema (version 3)
     the message's ``content`` (and deleted) when the answer ends or the message is otherwise
     written: see :mod:`tkchat.store.messages`. (Added in version 3: before it, every flush
     rewrote the whole answer.)
-``answer_figures(message_id, slot, tokens, tokens_per_s, ttft_s, ended)``
+``answer_figures(message_id, slot, tokens, tokens_per_s, ttft_s, ended, model, system_prompt)``
     each answer version's figures, as LM Studio shows them under an answer: tokens, tokens/s,
     seconds to the first token, and how it ended (``stop``, ``length``, ``stopped``,
-    ``error``); see :mod:`tkchat.store.figures`. (Added in version 4.)
+    ``error``); and what it was made with: the model's name and the system prompt it was asked
+    with (NULL where not known); see :mod:`tkchat.store.figures`. (Added in version 4;
+    ``model`` and ``system_prompt`` in version 5.)
 ``messages_fts``
     an optional full-text index over ``messages.content``. It is derived data, so it is not
     part of any migration: :mod:`tkchat.store.search_index` creates, repairs or drops it on
@@ -43,7 +45,7 @@ import sqlite3
 
 from tkchat.store.errors import StoreError, rollback
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA_1 = (
     """CREATE TABLE conversations (
@@ -112,11 +114,20 @@ _SCHEMA_4 = (
     )""",
 )
 
+# Version 5: what each answer was made with, kept with its figures (an export writes them: the
+# chat's system prompt and model may have changed since). An older file's answers have NULL
+# there: not known, and said nowhere.
+_SCHEMA_5 = (
+    "ALTER TABLE answer_figures ADD COLUMN model TEXT",
+    "ALTER TABLE answer_figures ADD COLUMN system_prompt TEXT",
+)
+
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: _SCHEMA_1,
     2: _SCHEMA_2,
     3: _SCHEMA_3,
     4: _SCHEMA_4,
+    5: _SCHEMA_5,
 }
 
 

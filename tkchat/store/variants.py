@@ -8,16 +8,25 @@ versions are kept is in :mod:`tkchat.store.schema` (``message_variants``).
 A message that may still be streaming is collapsed first (:func:`~tkchat.store.messages.
 collapse`): the version put aside must hold all of its text. Everything runs on the
 caller's thread, inside the store's transaction.
+
+A branch put aside keeps, for each of its messages, the version it showed: its text, its
+status and, for an answer, its figures (what it was made with too: :mod:`tkchat.store.
+figures`), so that ◀ ▶ on the question brings them all back.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from typing import cast
 
 from tkchat.store.errors import StoreError
+from tkchat.store.figures import AnswerFigures, put_figures, shown_figures
 from tkchat.store.messages import MessagesStore, collapse, read_messages, touch
 from tkchat.store.records import ROLES, STATUSES, Role, Status, StoredMessage, text_value
+
+# A message of a branch put aside: role, content, status, and an answer's figures (or None).
+Kept = tuple[Role, str, Status, AnswerFigures | None]
 
 
 class VariantsStore(MessagesStore):
@@ -52,10 +61,10 @@ class VariantsStore(MessagesStore):
         with self._writing("keep the earlier question") as conn:
             return insert_question_variant(conn, conversation_id, position, content, self._clock())
 
-    def variant_tails(self, message_id: int) -> list[list[tuple[Role, str, Status]]]:
+    def variant_tails(self, message_id: int) -> list[list[Kept]]:
         """For each version of a question, by slot, the messages of its branch as (role,
-        content, status); the version shown has [] here (its branch is the conversation
-        itself), and so has every version of an answer."""
+        content, status, figures); the version shown has [] here (its branch is the
+        conversation itself), and so has every version of an answer."""
         shown = self.message(message_id)
         with self._reading("read the question's branches") as conn:
             rows = kept_tails(conn, message_id)
@@ -142,12 +151,14 @@ def swap_in_variant(conn: sqlite3.Connection, message_id: int, slot: int, now: f
         "UPDATE messages SET content = ?, status = ?, variant = ? WHERE id = ?",
         (content, status, slot, message_id),
     )
-    for offset, (role, text, state) in enumerate(tail_from_json(tail), start=1):
-        conn.execute(
+    for offset, (role, text, state, figures) in enumerate(tail_from_json(tail), start=1):
+        cursor = conn.execute(
             "INSERT INTO messages (conversation_id, position, role, content, status, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?)",
             (current.conversation_id, current.position + offset, role, text, state, now),
         )
+        if figures is not None:
+            put_figures(conn, cast(int, cursor.lastrowid), figures)
     touch(conn, current.conversation_id, now)
 
 
@@ -162,29 +173,43 @@ def keep_shown(conn: sqlite3.Connection, message: StoredMessage, tail: str | Non
 
 def cut_tail(conn: sqlite3.Connection, question: StoredMessage) -> str:
     """Delete the messages after ``question`` and return them as a branch's JSON (their
-    own other versions go with them: a branch keeps the version each one showed)."""
+    own other versions go with them: a branch keeps the version each one showed, with its
+    figures)."""
     where = "WHERE conversation_id = ? AND position > ?"
     args = (question.conversation_id, question.position)
     rows = read_messages(conn, where + " ORDER BY position", args)
-    conn.execute(f"DELETE FROM messages {where}", args)
-    tail = [{"role": m.role, "content": m.content, "status": m.status} for m in rows]
+    tail: list[dict[str, object]] = []
+    for m in rows:
+        kept: dict[str, object] = {"role": m.role, "content": m.content, "status": m.status}
+        figures = shown_figures(conn, m.id)
+        if figures is not None:
+            kept["figures"] = figures.as_dict()
+        tail.append(kept)
+    conn.execute(f"DELETE FROM messages {where}", args)  # (their figures go with them)
     return json.dumps(tail, ensure_ascii=False)
 
 
-def tail_from_json(tail: str | None) -> list[tuple[Role, str, Status]]:
-    """A branch put aside (see :func:`cut_tail`); one that does not read as such (edited by
-    hand) is an error, not a guess."""
+def tail_from_json(tail: str | None) -> list[Kept]:
+    """A branch put aside (see :func:`cut_tail`; one kept before schema 5 has no figures);
+    one that does not read as such (edited by hand) is an error, not a guess."""
     if tail is None:
         return []
     try:
         items = json.loads(tail)
-        branch = [(item["role"], item["content"], item["status"]) for item in items]
-    except (ValueError, TypeError, KeyError) as exc:
+        branch = [
+            (item["role"], item["content"], item["status"], _figures(item.get("figures")))
+            for item in items
+        ]
+    except (ValueError, TypeError, KeyError, AttributeError, StoreError) as exc:
         raise StoreError("A kept branch of this chat is damaged.", kind="invalid") from exc
-    for role, content, status in branch:
+    for role, content, status, _kept in branch:
         if role not in ROLES or status not in STATUSES or not isinstance(content, str):
             raise StoreError("A kept branch of this chat is damaged.", kind="invalid")
     return branch
+
+
+def _figures(kept: object) -> AnswerFigures | None:
+    return None if kept is None else AnswerFigures.from_dict(kept)
 
 
 def _last_message(conn: sqlite3.Connection, conversation_id: int) -> StoredMessage | None:
@@ -197,6 +222,7 @@ def _last_message(conn: sqlite3.Connection, conversation_id: int) -> StoredMessa
 
 
 __all__ = [
+    "Kept",
     "VariantsStore",
     "cut_tail",
     "keep_shown",

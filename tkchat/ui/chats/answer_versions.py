@@ -12,7 +12,8 @@ that followed it: ◀ ▶ on the question show another version with its own bran
 question and everything after it are drawn again, the branch in slices (a branch of 200
 messages in one callback would be a long task); in the saved conversation the branches are
 swapped in one transaction (:meth:`~tkchat.store.db.ConversationStore.choose_variant`). A
-branch put aside keeps the version each of its messages showed, not their other versions.
+branch put aside keeps the version each of its messages showed, not their other versions,
+and an answer's figures for that version: they are under it again when the branch is shown.
 
 Main thread only.
 """
@@ -23,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from tkchat.store.figures import AnswerFigures
 from tkchat.ui.base.services import Services
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
@@ -30,6 +32,7 @@ from tkchat.ui.transcript.transcript import AnswerView, Branch, Transcript, User
 from tkchat.ui.transcript.view_keeper import put_at, screen_y
 
 _SLICE = "show-branch"
+Kept = tuple[str, str, str, AnswerFigures | None]  # one message of a Branch
 
 
 class AnswerVersions:
@@ -40,7 +43,7 @@ class AnswerVersions:
         self.session = services.session
         self.archive = archive
         self.scheduler = services.scheduler
-        self._to_show: deque[tuple[str, str, str]] = deque()  # a branch not yet on screen
+        self._to_show: deque[Kept] = deque()  # a branch not yet on screen
         self._question: UserView | None = None  # whose branch that is
         self.on_shown: Callable[[], None] = lambda: None  # a branch is all on screen
         self._held_at: int | None = None  # where the question's header is kept on screen
@@ -90,10 +93,7 @@ class AnswerVersions:
         versions = list(view.versions) or [view.text]
         branches = list(view.branches) or [[]]
         versions[view.shown] = view.text
-        branches[view.shown] = [
-            (entry.role, entry.text, entry.status if isinstance(entry, AnswerView) else "complete")
-            for entry in self.transcript.entries[index + 1 :]
-        ]
+        branches[view.shown] = [kept(entry) for entry in self.transcript.entries[index + 1 :]]
         return versions, branches
 
     def _show_branch(self, view: UserView, number: int) -> UserView:
@@ -107,7 +107,7 @@ class AnswerVersions:
         question.saved_as = view.saved_as
         self.session.rewind(index)
         self.session.ask(question.text)
-        for role, text, _status in branches[number]:
+        for role, text, _status, _figures in branches[number]:
             if role == "user":
                 self.session.ask(text)
             else:
@@ -136,7 +136,11 @@ class AnswerVersions:
         started = time.perf_counter()
         with self.transcript.adding_many():
             while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
-                self.transcript.add_saved(*self._to_show.popleft())
+                role, text, status, figures = self._to_show.popleft()
+                view = self.transcript.add_saved(role, text, status)
+                if isinstance(view, AnswerView) and figures is not None:
+                    view.figures = {view.shown: figures}
+                    self.transcript.show_figures(view)
         self._hold(self._question)
         if self._to_show:
             self.scheduler.once(_SLICE, 1, self._show_some)
@@ -144,6 +148,13 @@ class AnswerVersions:
             self._question = None
             self.transcript.zone.release()
             self.on_shown()  # what Regenerate may do follows the branch's last message
+
+
+def kept(entry: UserView | AnswerView) -> Kept:
+    """A message on screen as a branch keeps it: the version it shows, with its figures."""
+    if isinstance(entry, AnswerView):
+        return entry.role, entry.text, entry.status, entry.figures.get(entry.shown)
+    return entry.role, entry.text, "complete", None
 
 
 def versions_after_regenerate(view: AnswerView) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from tkchat.consume.stream_consumer import TRANSPORT_GAP
 from tkchat.events import Done, Error
@@ -68,6 +69,7 @@ class Answering:
         self.last_error: str | None = None
         self.last_cancel_ms: float | None = None
         self.final_handled_at: float | None = None
+        self._system_prompt = ""  # the one the answer streaming now was asked with
 
     def start(
         self,
@@ -79,6 +81,8 @@ class Answering:
         regenerate's, the answer's earlier versions and this one, and ``figures`` theirs.
         A blocking demo returns only once its answer has ended."""
         view = self.view
+        first = request.messages[0] if request.messages else None
+        self._system_prompt = first.content if first and first.role == "system" else ""
         answer = self.answer = view.transcript.begin_answer(versions)
         answer.figures.update(figures or {})
         if self.saved is not None:
@@ -171,7 +175,10 @@ class Answering:
         error: str | None = None,
         figures: AnswerFigures | None = None,
     ) -> None:
-        """The answer ends, once: saved as it ended, with its ``figures`` (shown under it)."""
+        """The answer ends, once: saved as it ended, with its ``figures`` (shown under it) and
+        what it was made with: the model's name as the window's title shows it (read now: a
+        server's is known once it is loaded) and the system prompt it was asked with (an
+        export writes both with the answer)."""
         answer, self.answer = self.answer, None  # first: an answer ends once
         self.view.enable("stop", False)
         self.view.progress.hide("reading")
@@ -182,6 +189,8 @@ class Answering:
             self.view.status.say("app.stopped")
         self.session.answered(answer.text)
         if figures is not None:
+            model = self.controller.backend.name
+            figures = replace(figures, model=model, system_prompt=self._system_prompt)
             answer.figures[answer.shown] = figures
         if self.saved is not None:
             archive = self.saved.archive

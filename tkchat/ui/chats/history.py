@@ -182,12 +182,12 @@ class History:
 
     def branches(self, message: StoredMessage) -> list[Branch]:
         """For each version of a saved question, the branch that followed it (the shown
-        one's: []). Main thread (a read)."""
+        one's: []), its answers with their figures. Main thread (a read)."""
         if self.store is None or message.variants < 2:
             return []
         try:
             return [
-                [(role, text, str(status)) for role, text, status in tail]
+                [(role, text, str(status), figures) for role, text, status, figures in tail]
                 for tail in self.store.variant_tails(message.id)
             ]
         except StoreError as exc:

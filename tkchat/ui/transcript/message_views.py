@@ -27,7 +27,8 @@ __all__ = [
 ]
 
 
-Branch = list[tuple[str, str, str]]  # messages after a question's version: (role, text, status)
+# The messages after a question's version: (role, text, status, an answer's figures or None).
+Branch = list[tuple[str, str, str, AnswerFigures | None]]
 
 
 @dataclass
