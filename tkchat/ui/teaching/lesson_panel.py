@@ -22,6 +22,7 @@ from tkchat.course.lessons import Lesson, expect_text, load_lessons, plan_path, 
 from tkchat.ui.look.fit import breakable
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.scaling import dp, dp_pad
+from tkchat.ui.look.wide_list import widen_list
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.lesson_text import LessonText
@@ -35,8 +36,10 @@ TIMELINE_LINES = 11
 # 11 lines of large text left the lesson itself a line and a half (seen by hand) ...
 TIMELINE_SHARE = 0.4
 # ... and never so tall that fewer lines of the lesson (or the plan) than this show; a strip
-# shorter than TIMELINE_MIN_LINES is not drawn (its labels would overlap).
-MIN_LESSON_LINES = 8
+# shorter than TIMELINE_MIN_LINES is not drawn (its labels would overlap). Five, not eight:
+# at 1280×720 in projector mode eight lines left no room for the strip, and lessons 03, 04
+# and 18 ask the class to watch it (the lesson scrolls; the timeline cannot).
+MIN_LESSON_LINES = 5
 TIMELINE_MIN_LINES = 8
 # The lines above the lesson (the demo, what to watch, the figures) and the timeline's labels
 # grow with the text size up to this; the lesson itself grows on (a projector's large text).
@@ -101,6 +104,7 @@ class LessonPanel(ttk.Frame):
         top = self.top = ttk.Frame(self)
         self.pick_label = ttk.Label(top)
         self.picker = ttk.Combobox(top, state="readonly", width=40)
+        widen_list(self.picker, "Lessons.TCombobox")  # whole titles, whatever the box's width
         self.picker.bind("<<ComboboxSelected>>", self._on_pick)
         # The class plan replaces the lesson text; picking a lesson brings the lesson back.
         self.plan_button = ttk.Button(top, command=self.show_plan)
