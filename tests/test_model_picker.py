@@ -872,6 +872,10 @@ class BatchFinder:
         self.gates[-1].wait()
         return [self.model(name) for name in sorted(self.paths)]
 
+    def release_all(self) -> None:
+        for gate in self.gates:
+            gate.set()
+
     def release(self, picker: ModelPicker, root: tk.Tk, step: int, rows: int) -> None:
         self.gates[step].set()
         pump_until(root, lambda: len(picker.rows()) == rows, what=f"{rows} rows")
@@ -881,7 +885,12 @@ class BatchFinder:
 @needs_xdotool
 @pytest.mark.parametrize("how", ["picked", "pointer", "nobody"])
 def test_rows_keep_their_place_while_the_search_adds_to_them(
-    root: tk.Tk, open_picker: Any, calls: Calls, tmp_path: Path, how: str
+    root: tk.Tk,
+    open_picker: Any,
+    calls: Calls,
+    tmp_path: Path,
+    how: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     """Reported (issue 37): rows reordered under the pointer and a wrong model was picked
     once. A row stays where it was shown while the search adds rows below it, and the user's
@@ -889,6 +898,7 @@ def test_rows_keep_their_place_while_the_search_adds_to_them(
     nobody has picked from or points at."""
     paths = {name: write_gguf(tmp_path / "m" / f"{name}.gguf") for name in "zmakb"}
     finder = BatchFinder(paths, [["z", "m"], ["a"], ["k", "b"]])
+    request.addfinalizer(finder.release_all)  # a failed test leaves no search waiting
     move_to(root, root.winfo_screenwidth() - 1, root.winfo_screenheight() - 1)
     picker = open_picker(finder=finder)
     finder.release(picker, root, 0, rows=2)
