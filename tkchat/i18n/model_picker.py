@@ -33,6 +33,19 @@ STRINGS: dict[str, dict[str, str]] = {
         "picker.folder_title": "Choose a folder with GGUF models",
         "picker.filetype": "GGUF models",
         "picker.all_files": "All files",
+        "picker.problem.version": (
+            "This file cannot be loaded: it is GGUF version {version}, and llama.cpp reads "
+            "versions 2 and 3."
+        ),
+        "picker.problem.header": (
+            "This file cannot be loaded: its header is cut short or damaged (the file has "
+            "{size}). Download it again."
+        ),
+        "picker.problem.cut": (
+            "This file cannot be loaded: it ends after {size} of {needed}, so the download "
+            "did not finish (or the file was cut). Download it again."
+        ),
+        "picker.at_least": "at least {size}",
     },
     "zh": {
         "picker.title": "选择模型",
@@ -64,5 +77,16 @@ STRINGS: dict[str, dict[str, str]] = {
         "picker.folder_title": "选择存放 GGUF 模型的文件夹",
         "picker.filetype": "GGUF 模型",
         "picker.all_files": "所有文件",
+        "picker.problem.version": (
+            "此文件无法加载：它是 GGUF 第 {version} 版，而 llama.cpp 只读取第 2 版和第 3 版。"
+        ),
+        "picker.problem.header": (
+            "此文件无法加载：它的文件头不完整或已损坏（文件只有 {size}）。请重新下载。"
+        ),
+        "picker.problem.cut": (
+            "此文件无法加载：它在 {size} 处就结束了（应有 {needed}），"
+            "下载没有完成（或文件被截断）。请重新下载。"
+        ),
+        "picker.at_least": "至少 {size}",
     },
 }

@@ -2,8 +2,10 @@
 
 Tk-free and meant for a worker thread: walking a models folder is disk I/O of unknown length
 (a network drive, a home folder with a million files), which must never run on the main
-thread. Everything here is plain file-system work; nothing is loaded or parsed beyond the
-four-byte GGUF magic (and Ollama's small JSON manifests).
+thread. Everything here is plain file-system work; nothing is loaded, and of each file only
+its header is read (the GGUF magic and counts while walking, the whole header once the walk
+is done: tkchat/models/gguf_check.py), besides Ollama's small JSON manifests. What is found
+is reported as it is found (``progress``), so a slow disk shows its first rows at once.
 
 The places searched, in order: the bundled model, the recently used files, the folder the user
 chose, the Hugging Face cache, LM Studio's, GPT4All's and Jan's models folders, Ollama's store
@@ -20,11 +22,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tkchat.generate.model_file import GGUF_MAGIC, bundled_model_path
+from tkchat.models.gguf_check import Problem, extent_problem, header_problem
 from tkchat.models.stores import (
     env_path,
     gpt4all_folders,
@@ -57,17 +60,29 @@ _SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 class FoundModel:
     """One GGUF file: the path to show and to load (never a resolved hash-named blob when a
     readable path to it was found), its size in bytes, where it was found (one of
-    :data:`SOURCES`) and the name its app gives it, if the file's own is none (an Ollama
-    model's ``llama3.2:3b``, a Jan model's folder)."""
+    :data:`SOURCES`), the name its app gives it, if the file's own is none (an Ollama
+    model's ``llama3.2:3b``, a Jan model's folder), why it cannot load (``problem``: a
+    header that does not hold, a file cut short; None: none seen) and ``key``, the same for
+    every path to the file (its resolved path; "": the path as given)."""
 
     path: Path
     size: int
     source: str
     label: str | None = None
+    problem: Problem | None = None
+    key: str = ""
 
     @property
     def name(self) -> str:
         return self.label or self.path.name
+
+    @property
+    def ident(self) -> str:
+        """What names this file in a list however it was reached (a row's identity)."""
+        return self.key or os.path.normcase(os.path.abspath(self.path))
+
+
+Progress = Callable[[list[FoundModel]], None]
 
 
 def describe_size(n: int) -> str:
@@ -161,14 +176,42 @@ def _has_magic(path: str) -> bool:
 class _Search:
     """The state of one :func:`find_models` call (worker thread)."""
 
-    def __init__(self, limit: int, cancel: threading.Event | None) -> None:
+    def __init__(
+        self, limit: int, cancel: threading.Event | None, progress: Progress | None = None
+    ) -> None:
         self.limit = limit
         self.cancel = cancel
+        self.progress = progress
         self.found: list[FoundModel] = []
         self.by_key: dict[str, int] = {}  # resolved path -> index in ``found``
+        self.changed: set[int] = set()  # indexes in ``found`` not reported yet
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def stopped(self) -> bool:
-        return len(self.found) >= self.limit or (self.cancel is not None and self.cancel.is_set())
+        return len(self.found) >= self.limit or self.cancelled()
+
+    def report(self) -> None:
+        """Hand what is new or changed since the last report to ``progress``."""
+        if self.progress is not None and self.changed:
+            batch = [self.found[index] for index in sorted(self.changed)]
+            self.changed.clear()
+            self.progress(batch)
+
+    def check_all(self) -> None:
+        """The whole-header check of every file listed without a problem yet, in list
+        order, each reported as soon as it is found wanting (the walk is done: the rows
+        are on screen meanwhile)."""
+        for index, model in enumerate(self.found):
+            if self.cancelled():
+                return
+            if model.problem is None:
+                problem = extent_problem(str(model.path))
+                if problem is not None:
+                    self.found[index] = replace(model, problem=problem)
+                    self.changed.add(index)
+                    self.report()
 
     def add(self, path: str, source: str, label: str | None = None) -> None:
         """List ``path`` if it is a readable GGUF file not listed yet (as ``label``, if its
@@ -190,7 +233,9 @@ class _Search:
         if not _has_magic(path):
             return
         self.by_key[key] = len(self.found)
-        self.found.append(FoundModel(Path(path), size, source, label))
+        self.changed.add(len(self.found))
+        problem = header_problem(path, size)
+        self.found.append(FoundModel(Path(path), size, source, label, problem, key))
 
     def _seen_again(self, index: int, path: str, label: str | None) -> None:
         """A file listed already (a link and its target, or the same file in two places): a
@@ -198,10 +243,12 @@ class _Search:
         and the name an app gives it comes along (an Ollama blob that was a recent file)."""
         known = self.found[index]
         if not known.path.name.lower().endswith(".gguf") and is_model_name(os.path.basename(path)):
-            known = FoundModel(Path(path), known.size, known.source, known.label)
+            known = replace(known, path=Path(path))
         if known.label is None and label is not None:
-            known = FoundModel(known.path, known.size, known.source, label)
-        self.found[index] = known
+            known = replace(known, label=label)
+        if known != self.found[index]:
+            self.found[index] = known
+            self.changed.add(index)
 
     def ollama(self, root: Path) -> None:
         """List the models of the Ollama store at ``root`` by their Ollama names."""
@@ -240,6 +287,7 @@ class _Search:
                 if is_model_name(entry.name):
                     label = jan_label(Path(entry.path), top) if source == "jan" else None
                     self.add(entry.path, source, label)
+            self.report()  # each folder's finds at once: a slow disk shows rows as it goes
             # Depth first, in name order: the first folder is walked first.
             stack.extend((sub, depth + 1) for sub in reversed(subfolders))
 
@@ -263,6 +311,7 @@ def find_models(
     max_depth: int = 6,
     limit: int = 500,
     cancel: threading.Event | None = None,
+    progress: Progress | None = None,
 ) -> list[FoundModel]:
     """Every GGUF model in the usual places: the bundled model, the files in ``recent`` that
     still exist, then ``folder`` (walked recursively), the Hugging Face cache, LM Studio's,
@@ -276,10 +325,17 @@ def find_models(
     appears once, under its first path found. At most ``limit`` models are returned, folders
     deeper than ``max_depth`` below a place are not walked, unreadable folders are skipped
     without a word, and setting ``cancel`` ends the search early with what was found so far.
+    Each file's header is checked (:mod:`tkchat.models.gguf_check`): one that cannot load
+    is listed with its ``problem``.
 
-    The order: the bundled model, the recent files in the order given, then the rest by name.
+    ``progress`` (called on this thread) gets the models as they are found, in the order
+    found, and again whenever one changes (a readable name found for it, a problem found in
+    it); the list returned at the end holds them all.
+
+    The order returned: the bundled model, the recent files in the order given, then the
+    rest by name.
     """
-    search = _Search(limit, cancel)
+    search = _Search(limit, cancel, progress)
     bundled = bundled_model_path()
     if bundled is not None and not search.stopped():
         search.add(os.path.abspath(bundled), "bundled")
@@ -288,6 +344,7 @@ def find_models(
             break
         if item:
             search.add(os.path.abspath(os.path.expanduser(item)), "recent")
+    search.report()
     first_walked = len(search.found)
     environ = os.environ if environ is None else environ
     home = Path.home() if home is None else home
@@ -299,6 +356,8 @@ def find_models(
             search.ollama(place)
         else:
             search.walk(place, source, max_depth)
+        search.report()
+    search.check_all()
     head, rest = search.found[:first_walked], search.found[first_walked:]
     rest.sort(key=lambda model: (model.name.casefold(), str(model.path)))
     return head + rest

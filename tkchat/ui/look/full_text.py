@@ -25,18 +25,37 @@ TIP_WIDTH = 520  # the tip's text wraps at this width (pixels of the 96-dpi desi
 
 class FullTextTip:
     """A tip for ``label`` showing ``text()``; None or "" means nothing is hidden (the
-    label shows it all), and then no tip appears. Main thread only."""
+    label shows it all), and then no tip appears. ``spot()``: where on the screen the tip's
+    top left goes (a list's cell, under the pointer; None or no ``spot``: under the
+    label). ``click``: a click shows or hides the tip (not in a list, where a click
+    selects). Main thread only."""
 
-    def __init__(self, label: tk.Misc, text: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        label: tk.Misc,
+        text: Callable[[], str | None],
+        *,
+        spot: Callable[[], tuple[int, int] | None] | None = None,
+        click: bool = True,
+    ) -> None:
         self.label = label
         self.text = text
+        self.spot = spot
         self.timers = AfterScheduler(label)  # "tip": the pointer resting on the label
         self.tip: tk.Toplevel | None = None
         self.shown: tk.Label | None = None
-        label.bind("<Enter>", lambda _e: self.timers.once("tip", TIP_DELAY_MS, self.show), add="+")
+        label.bind("<Enter>", lambda _e: self.restart(), add="+")
         label.bind("<Leave>", lambda _e: self.hide(), add="+")
-        label.bind("<Button-1>", lambda _e: self.toggle(), add="+")
+        if click:
+            label.bind("<Button-1>", lambda _e: self.toggle(), add="+")
         label.bind("<Destroy>", lambda _e: self.close(), add="+")
+
+    def restart(self) -> None:
+        """The pointer came to rest on something new (the label, another cell of a list):
+        any tip goes, and one shows after the pointer rests a moment."""
+        self.hide()
+        if not self.timers.closed:
+            self.timers.once("tip", TIP_DELAY_MS, self.show)
 
     def show(self) -> None:
         """Show the tip under the label (above it near the screen's bottom)."""
@@ -74,8 +93,13 @@ class FullTextTip:
         self-test: a pointer resting on the status line held the keys up 600 ms)."""
         assert self.shown is not None
         width, height = self.shown.winfo_reqwidth() + 2, self.shown.winfo_reqheight() + 2
-        x = min(self.label.winfo_rootx(), self.label.winfo_screenwidth() - width)
-        y = self.label.winfo_rooty() + self.label.winfo_height()
+        spot = self.spot() if self.spot is not None else None
+        left, below = spot or (
+            self.label.winfo_rootx(),
+            self.label.winfo_rooty() + self.label.winfo_height(),
+        )
+        x = min(left, self.label.winfo_screenwidth() - width)
+        y = below
         if y + height > self.label.winfo_screenheight():
             y = self.label.winfo_rooty() - height
         tip.geometry(f"{width}x{height}+{max(0, x)}+{max(0, y)}")

@@ -2,9 +2,15 @@
 choose one, open any file, or point it at another folder.
 
 Every method runs on the main thread, except the search itself: :func:`find_models` walks
-folders on a daemon thread, which hands its result back through a ``queue.Queue`` that the
-dialog polls with ``after`` (the thread never touches Tk). Closing the dialog cancels the
-search and every pending ``after``, so a slow disk cannot call into a destroyed window.
+folders on a daemon thread, which hands what it finds back through a ``queue.Queue`` as it
+goes (and its whole result at the end) that the dialog polls with ``after`` (the thread never
+touches Tk). Closing the dialog cancels the search and every pending ``after``, so a slow
+disk cannot call into a destroyed window.
+
+The list fills as the search finds models, and a row never moves under the user: see
+:mod:`tkchat.ui.models.model_rows`. A file that cannot load is marked ⚠ as soon as the
+search finds it out (:mod:`tkchat.models.gguf_check`), and its reason shows when it is
+selected.
 
 Like the sidebar, the dialog does not know the app: it reports the user's choice through the
 callbacks it was built with (``on_choose``, ``on_folder``) and gets its strings through a
@@ -17,7 +23,6 @@ import os
 import queue
 import threading
 import tkinter as tk
-import tkinter.font as tkfont
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from tkinter import filedialog, ttk
@@ -26,27 +31,30 @@ from typing import Any
 from tkchat.generate.backend import ModelLoadError
 from tkchat.generate.model_file import check_gguf
 from tkchat.models.finder import FoundModel, describe_size, find_models, model_places
+from tkchat.models.gguf_check import Problem
 from tkchat.threads import own_thread
 from tkchat.ui.base.translator import Translator
-from tkchat.ui.look.fit import ellipsize
 from tkchat.ui.look.scaling import dp, dp_pad, window_size
 from tkchat.ui.look.theme import ERROR_STYLE
+from tkchat.ui.models.model_rows import (
+    COLUMN_WIDTHS,
+    COLUMNS,
+    CURRENT_TAG,
+    ModelRows,
+    same_file,
+)
 from tkchat.ui.scheduler import AfterScheduler
 
 POLL_MS = 50  # how often the dialog looks for the search's result
-COLUMNS = ("size", "where", "path")
 # Sizes in pixels of the 96-dpi design (tkchat/ui/look/scaling.py scales them).
 DIALOG_SIZE = (900, 440)
-COLUMN_WIDTHS = {"#0": (330, 120), "size": (80, 60), "where": (140, 90), "path": (300, 120)}
-CELL_MARGIN = 12  # a cell's padding on both sides, which its text must leave free
-CURRENT_MARK = "✓ "
-CURRENT_TAG = "current"
-FAILED_MARK = "⚠ "  # a file that failed to load in this session (its reason when selected)
 
 
 Finder = Callable[..., list[FoundModel]]
-# What the search thread puts on the queue: (scan number, models or None, error text or None).
-ScanResult = tuple[int, list[FoundModel] | None, str | None]
+# What the search thread puts on the queue: (scan number, models or None, error text or None,
+# whether the search is over). Before the end, the models are those found or changed since
+# the last report; at the end, all of them in their final order.
+ScanResult = tuple[int, list[FoundModel] | None, str | None, bool]
 
 
 def _run_scan(
@@ -59,21 +67,16 @@ def _run_scan(
 ) -> None:
     """The search thread. Touches no Tk object and holds no reference to the dialog (a Tk
     object freed on this thread would abort the process): it only fills ``results``."""
+
+    def progress(batch: list[FoundModel]) -> None:
+        results.put((number, list(batch), None, False))
+
     try:
-        found = finder(folder=folder, recent=recent, cancel=cancel)
+        found = finder(folder=folder, recent=recent, cancel=cancel, progress=progress)
     except Exception as exc:  # reported in the dialog, not lost in a dead thread
-        results.put((number, None, f"{type(exc).__name__}: {exc}"))
+        results.put((number, None, f"{type(exc).__name__}: {exc}", True))
         return
-    results.put((number, list(found), None))
-
-
-def _same_file(a: str | Path, b: str | Path) -> bool:
-    """Main thread. Whether two paths name the same file (links resolved; no I/O beyond
-    resolving links)."""
-    try:
-        return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
-    except (OSError, ValueError):
-        return False
+    results.put((number, list(found), None, True))
 
 
 class ModelPicker(tk.Toplevel):
@@ -90,7 +93,8 @@ class ModelPicker(tk.Toplevel):
 
     ``current`` is the model in use (None: the bundled model), ``recent`` the recently used
     files (newest first) and ``folder`` the user's models folder, if any. ``finder`` is called
-    on the search thread as ``finder(folder=…, recent=…, cancel=event)``. The file choosers
+    on the search thread as ``finder(folder=…, recent=…, cancel=event, progress=report)``
+    (``report(models)``: what it found so far, see :func:`find_models`). The file choosers
     are the attributes :attr:`ask_file` and :attr:`ask_folder` (tests replace them).
     """
 
@@ -118,9 +122,6 @@ class ModelPicker(tk.Toplevel):
         self.ask_file: Callable[..., Any] = filedialog.askopenfilename
         self.ask_folder: Callable[..., Any] = filedialog.askdirectory
 
-        self._models: dict[str, FoundModel] = {}  # Treeview item id -> model
-        self._order: list[str] = []  # item ids, top to bottom
-        self._cells: dict[str, dict[str, str]] = {}  # item id -> column -> its whole text
         self._results: queue.Queue[ScanResult] = queue.Queue()
         self._scan_number = 0
         self._scan_cancel: threading.Event | None = None
@@ -147,12 +148,11 @@ class ModelPicker(tk.Toplevel):
 
     def rows(self) -> list[FoundModel]:
         """The models on screen, top to bottom."""
-        return [self._models[iid] for iid in self._order]
+        return self.list.rows()
 
     def selected(self) -> FoundModel | None:
         """The highlighted model, or None."""
-        selection = self.tree.selection()
-        return self._models.get(selection[0]) if selection else None
+        return self.list.selected()
 
     def rescan(self) -> None:
         """Search again (the previous search, if any, is cancelled and its result ignored)."""
@@ -161,9 +161,10 @@ class ModelPicker(tk.Toplevel):
         self._scan_number += 1
         self._scan_cancel = threading.Event()
         recent = self.recent
-        if self.current is not None and not any(_same_file(self.current, r) for r in recent):
+        if self.current is not None and not any(same_file(self.current, r) for r in recent):
             recent = [self.current, *recent]  # the model in use is listed even if not recent
         self._error = None
+        self.list.clear()  # (the user's pick is kept: selected again when found again)
         self._set_status("picker.searching")
         self._scan_thread = own_thread(
             _run_scan,
@@ -262,10 +263,9 @@ class ModelPicker(tk.Toplevel):
                 lambda _e: self.timers.when_idle("fit-cells", self._fit_cells),
                 add="+",
             )
-        bold = tkfont.nametofont("TkDefaultFont", root=self).copy()
-        bold.configure(weight="bold")
-        self._bold = bold  # a Font object must stay referenced while the tag uses it
-        self.tree.tag_configure(CURRENT_TAG, font=bold)
+        self.list = ModelRows(
+            self.tree, current=self.current, reason=self._failed_reason, where=self._where_text
+        )
         yscroll = ttk.Scrollbar(body, orient="vertical", command=self.tree.yview)
         xscroll = ttk.Scrollbar(body, orient="horizontal", command=self.tree.xview)
         self.tree.configure(yscrollcommand=yscroll.set, xscrollcommand=xscroll.set)
@@ -311,87 +311,51 @@ class ModelPicker(tk.Toplevel):
     # -- the search ----------------------------------------------------------------------------
 
     def _poll(self) -> None:
-        """Show the current search's result if it has arrived, else look again soon."""
+        """Show what the current search found since the last look; look again soon unless
+        the search is over."""
         if self._destroyed:
             return
         while True:
             try:
-                number, models, error = self._results.get_nowait()
+                number, models, error, over = self._results.get_nowait()
             except queue.Empty:
                 break
             if number != self._scan_number:
                 continue  # a search that was replaced by a newer one
+            if not over:
+                self.list.add(models or [])
+                self._selected_changed()  # a mark may have come to the selected row
+                continue
             self._scan_cancel = None
             self._scan_thread = None
-            if error is not None:
-                self._show_models([])
-                self._set_status("picker.failed", error=error)
-            else:
-                self._show_models(models or [])
             self._polling = False
+            self._finish(models or [], error)
             return
         self.timers.once("poll", POLL_MS, self._poll)
 
-    def _show_models(self, models: Sequence[FoundModel]) -> None:
-        self.tree.delete(*self.tree.get_children())
-        self._models = {}
-        self._order = []
-        self._cells = {}
-        current_iid: str | None = None
-        for index, model in enumerate(models):
-            iid = f"m{index}"
-            is_current = (
-                model.source == "bundled"
-                if self.current is None
-                else _same_file(self.current, model.path)
-            )
-            if is_current and current_iid is None:
-                current_iid = iid
-            self._models[iid] = model
-            self._order.append(iid)
-            self._cells[iid] = {
-                "#0": self._name_text(model, is_current),
-                "size": describe_size(model.size),
-                "where": self._where_text(model),
-                "path": str(model.path),
-            }
-            self.tree.insert("", "end", iid=iid, tags=(CURRENT_TAG,) if is_current else ())
-        self._fit_cells()
-        chosen = current_iid or (self._order[0] if self._order else None)
-        if chosen is not None:
-            self.tree.selection_set(chosen)
-            self.tree.focus(chosen)
-            self.tree.see(chosen)
+    def _finish(self, models: Sequence[FoundModel], error: str | None) -> None:
+        """The search is over: its last finds, the final order if nobody is looking
+        (:meth:`ModelRows.settle`), and the count."""
+        self.list.settle(models)
         self._update_use_button()
-        if len(models) == 1:
+        count = len(self.list.order)
+        if error is not None:
+            self._set_status("picker.failed", error=error)
+        elif count == 1:
             self._set_status("picker.found_one")
-        elif models:
-            self._set_status("picker.found", count=len(models))
+        elif count:
+            self._set_status("picker.found", count=count)
         else:
             self._set_status("picker.none")
+        self._selected_changed()
 
     def cell(self, iid: str, column: str) -> str:
         """A cell's whole text ("#0": the name); the cell shows what fits its width."""
-        return self._cells[iid][column]
+        return self.list.cells[iid][column]
 
     def _fit_cells(self) -> None:
-        """Every cell's text as it fits its column, cut with "…" where it does not."""
-        if self._destroyed:
-            return
-        plain = tkfont.nametofont("TkDefaultFont", root=self)
-        indent = int(float(ttk.Style(self).lookup("Treeview", "indent") or 20))
-        margin = dp(self, CELL_MARGIN)
-        # "Where" holds a few short words: as wide as the widest, within reason.
-        where = max((plain.measure(cells["where"]) for cells in self._cells.values()), default=0)
-        least, most = dp(self, COLUMN_WIDTHS["where"][0]), dp(self, 2 * COLUMN_WIDTHS["where"][0])
-        self.tree.column("where", width=min(most, max(least, where + margin)))
-        for iid, cells in self._cells.items():
-            font = self._bold if CURRENT_TAG in self.tree.item(iid, "tags") else plain
-            width = self.tree.column("#0", "width") - indent - margin
-            self.tree.item(iid, text=ellipsize(font, cells["#0"], width))
-            for column in COLUMNS:
-                width = self.tree.column(column, "width") - margin
-                self.tree.set(iid, column, ellipsize(plain, cells[column], width))
+        if not self._destroyed:
+            self.list.fit()
 
     # -- choosing ------------------------------------------------------------------------------
 
@@ -430,16 +394,15 @@ class ModelPicker(tk.Toplevel):
         that said why): marked ⚠ in the list, now or when it arrives, and the sentence shown
         when one is selected."""
         self.failed = dict(failed)
-        for iid, model in self._models.items():
-            is_current = CURRENT_TAG in self.tree.item(iid, "tags")
-            self._cells[iid]["#0"] = self._name_text(model, is_current)
-        self._fit_cells()
+        self.list.relabel()
         self._selected_changed()
 
     def _selected_changed(self) -> None:
         """The selection moved: the Use button, and a failed file's reason (or the list's
-        own status again)."""
+        own status again). A row the user selected is their pick: it stays selected, by
+        its model, whatever the search adds."""
         self._update_use_button()
+        self.list.note_selection()
         model = self.selected()
         reason = self._failed_reason(model) if model is not None else None
         if reason is not None:
@@ -449,16 +412,28 @@ class ModelPicker(tk.Toplevel):
             self._render_status()
 
     def _failed_reason(self, model: FoundModel) -> str | None:
-        return self.failed.get(os.path.abspath(model.path))
+        """Why ``model`` cannot load: its load failed in this session, or the search read
+        its header (None: nothing known against it)."""
+        failed = self.failed.get(os.path.abspath(model.path))
+        if failed is not None or model.problem is None:
+            return failed
+        return self._problem_text(model.problem)
+
+    def _problem_text(self, problem: Problem) -> str:
+        needed = describe_size(problem.needed)
+        if not problem.exact:
+            needed = self.translate("picker.at_least", size=needed)
+        return self.translate(
+            f"picker.problem.{problem.kind}",
+            size=describe_size(problem.size),
+            needed=needed,
+            version=problem.version,
+        )
 
     def _update_use_button(self) -> None:
         self.use_button.state(["!disabled"] if self.selected() else ["disabled"])
 
     # -- texts ---------------------------------------------------------------------------------
-
-    def _name_text(self, model: FoundModel, is_current: bool) -> str:
-        mark = FAILED_MARK if self._failed_reason(model) is not None else ""
-        return (CURRENT_MARK if is_current else "") + mark + model.name
 
     def _where_text(self, model: FoundModel) -> str:
         try:
@@ -500,13 +475,15 @@ class ModelPicker(tk.Toplevel):
                 text=self.translate(f"picker.column.{column}"),
                 anchor="w",
             )
-        for iid in self._order:
-            self._cells[iid]["where"] = self._where_text(self._models[iid])
-        self._fit_cells()
+        self.list.relabel()
         self._render_status()
+        self._selected_changed()  # a file's reason, in the new language
 
     def _on_language_changed(self, _lang: str) -> None:
         # The translator keeps its listeners for ever; a closed dialog ignores the call.
         if self._destroyed:
             return
         self._relabel()
+
+
+__all__ = ["CURRENT_TAG", "ERROR_STYLE", "ModelPicker"]
