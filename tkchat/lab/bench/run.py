@@ -30,6 +30,16 @@ def load_1min() -> float | None:
         return None
 
 
+# A run prints its verdicts; it does not judge them (the exit status stays 0): one run can miss
+# a target because of one busy moment. The claims step retries and judges.
+MEASURED_ONCE = (
+    "  Measured once: {missed} of {total} targets missed in this run. One run is not a "
+    "judgement (a busy moment can miss a target), so the exit status is 0; `tkchat bench "
+    "--claims` measures each claim up to three times and exits 1 for one that fails every "
+    "time on a machine quiet enough to judge."
+)
+
+
 def run_bench(options: BenchOptions) -> int:
     """Measure, print, write what was asked; exit status 0 (the verdicts are printed, not
     judged: ``tkchat bench --claims`` judges them, retried)."""
@@ -66,6 +76,9 @@ def run_bench(options: BenchOptions) -> int:
     print()
     for check in checks:
         print(check.line)
+    missed = sum(not check.ok for check in checks)
+    if missed:  # why the exit status is still 0
+        print(MEASURED_ONCE.format(missed=missed, total=len(checks)))
     command = "tkchat " + shlex.join(sys.argv[1:])
     if options.json_path is not None:
         payload = {
