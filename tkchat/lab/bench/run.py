@@ -40,6 +40,14 @@ MEASURED_ONCE = (
 )
 
 
+def _print_verdicts(checks: list[Check]) -> None:
+    for check in checks:
+        print(check.line)
+    missed = sum(not check.ok for check in checks)
+    if missed:  # why the exit status is still 0
+        print(MEASURED_ONCE.format(missed=missed, total=len(checks)))
+
+
 def run_bench(options: BenchOptions) -> int:
     """Measure, print, write what was asked; exit status 0 (the verdicts are printed, not
     judged: ``tkchat bench --claims`` judges them, retried)."""
@@ -74,11 +82,7 @@ def run_bench(options: BenchOptions) -> int:
         from tkchat.lab.bench.scenarios.long_chat import COLUMNS as columns
     print(format_table(runs, columns))
     print()
-    for check in checks:
-        print(check.line)
-    missed = sum(not check.ok for check in checks)
-    if missed:  # why the exit status is still 0
-        print(MEASURED_ONCE.format(missed=missed, total=len(checks)))
+    _print_verdicts(checks)
     command = "tkchat " + shlex.join(sys.argv[1:])
     if options.json_path is not None:
         payload = {
