@@ -980,14 +980,15 @@ def test_every_cell_fits_or_ends_with_an_ellipsis_and_a_tip_shows_it_whole(
     wait_for_list(root, picker)
     tree = picker.tree
     margin = dp(tree, CELL_MARGIN)
-    bold = tkfont.Font(root=tree, font=tree.tag_configure(CURRENT_TAG, "font"))
-    plain = tkfont.nametofont("TkDefaultFont", root=tree)
+    # Measured by name, with no Font object: one collected on another thread calls Tk there.
+    bold, plain = tree.tag_configure(CURRENT_TAG, "font"), "TkDefaultFont"
     for iid in tree.get_children():
         font = bold if CURRENT_TAG in tree.item(iid, "tags") else plain
         for column in COLUMNS:
             shown, whole = str(tree.set(iid, column)), picker.cell(iid, column)
             assert shown == whole or shown.endswith("…"), (column, shown)
-            assert font.measure(shown) <= tree.column(column, "width") - margin, (column, shown)
+            width = int(tree.tk.call("font", "measure", font, shown))
+            assert width <= tree.column(column, "width") - margin, (column, shown)
         assert tree.set(iid, "where") == picker.cell(iid, "where")  # "Found in": whole
     heading = tkfont.nametofont("TkHeadingFont", root=tree)
     assert heading.measure(tree.heading("where", "text")) <= tree.column("where", "width")

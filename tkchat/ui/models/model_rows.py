@@ -28,6 +28,7 @@ from typing import Any
 from tkchat.models.finder import FoundModel, describe_size
 from tkchat.ui.look.fit import ellipsize
 from tkchat.ui.look.full_text import FullTextTip
+from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.scaling import dp
 
 COLUMNS = ("size", "where", "path")
@@ -74,8 +75,11 @@ class ModelRows:
         self.picked: str | None = None  # the ident of the model the user selected
         self.pointer_in = False  # the pointer is over the list
         self.tip_cell: tuple[str, str] | None = None  # the cell under the pointer
-        bold = tkfont.nametofont("TkDefaultFont", root=tree).copy()
-        bold.configure(weight="bold")
+        # A lasting font: a copy() is deleted by the collector on whatever thread it runs,
+        # and a Tk call from a worker thread crashed the process (a test's window, after a
+        # closed picker's rows were collected on a loader thread).
+        plain = tkfont.nametofont("TkDefaultFont", root=tree).actual()
+        bold = lasting_font(tree, **{**plain, "weight": "bold"})
         self.bold = bold  # a Font object must stay referenced while the tag uses it
         self.plain = tkfont.nametofont("TkDefaultFont", root=tree)
         tree.tag_configure(CURRENT_TAG, font=bold)
