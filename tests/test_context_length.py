@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 import tkinter as tk
 from collections.abc import Callable
 from pathlib import Path
@@ -222,3 +223,136 @@ def test_settings_saved_are_measured_at_once(root: tk.Tk, make_app: Callable[...
     assert (
         app.flow.answering.finished and len(app.flow.answering.finished) == 1
     )  # measured, not answered
+
+
+# -- "Save and reload the model": the new context now, not at the next load -----------------
+
+
+def reload_with(root: tk.Tk, app: ChatApp, context: str) -> None:
+    """Open Settings, type ``context`` in the context field and click "Save and reload the
+    model" with a real click."""
+    from tests.x_input import click, focus_window
+
+    focus_window(root)
+    app.chat_settings.open()
+    dialog = app.chat_settings.dialog
+    assert dialog is not None and dialog.context is not None and dialog.reload_button is not None
+    dialog.context.delete(0, "end")
+    dialog.context.insert(0, context)
+    click(root, dialog.reload_button)
+    assert dialog.closed
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_save_and_reload_loads_the_model_again_with_the_new_context_now(
+    root: tk.Tk, make_app: Callable[..., ChatApp]
+) -> None:
+    """A context typed in Settings applies at once with "Save and reload the model": the
+    answer streaming is stopped (and kept, marked stopped), the conversation stays on
+    screen, Send waits for the reload as at start-up, and the model answers with the new
+    context. The model in use is kept until the new load is ready."""
+    from tkchat.events import ModelReady
+
+    app = make_app(LlamaBackend(None), app_settings=AppSettings(model_hint_shown=True))
+    first = app.controller.backend
+    assert first.n_ctx == 8192
+    readies: list[ModelReady] = []
+    loaded = app.model_loaded
+    app.model_loaded = lambda event: (readies.append(event), loaded(event))  # type: ignore[method-assign]
+
+    assert app.flow.send("Write a long story about a lighthouse.")
+    assert app.flow.answering.answer is not None  # streaming while the reload is chosen
+    reload_with(root, app, "1024")
+    assert app.flow.answering.answer is None  # stopped first, and kept
+    assert [type(e).__name__ for e in app.transcript.entries] == ["UserView", "AnswerView"]
+    assert app.transcript.entries[1].status == "stopped"  # type: ignore[union-attr]
+    assert app.remembered.current.model_contexts == {BUNDLED_NAME: 1024}
+    assert not app.flow.model_ready and app.send_button.instate(["disabled"])
+    assert "again with the new settings" in app.status.get()
+    app.input.insert("1.0", "Say hello.")
+    assert not app.flow.send()  # waits, as at start-up: sent once the model is ready
+    assert "as soon as it is" in app.status.get()
+
+    pump_until(root, lambda: bool(readies), timeout=60, what="the model loaded again")
+    backend = app.controller.backend
+    assert backend is not first and isinstance(backend, LlamaBackend)
+    assert readies[-1].n_ctx == 1024 and backend.n_ctx == 1024
+    assert first._llm is None  # the copy kept meanwhile is freed
+    assert app.context_meter.n_ctx == 1024
+    pump_until(root, lambda: len(app.transcript.entries) == 4, timeout=60, what="the queued send")
+    assert app.transcript.entries[2].text == "Say hello."  # type: ignore[union-attr]
+    pump_until(root, lambda: app.flow.answering.answer is None, timeout=60, what="its answer")
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_a_reload_that_fails_keeps_the_model_in_use_and_the_settings_it_loaded_with(
+    root: tk.Tk, make_app: Callable[..., ChatApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's file is gone when it is loaded again: the copy loaded before answers on,
+    the banner says why in one sentence, and the context goes back to what that copy was
+    loaded with (the next start would fail the same way). The file is still a recent model,
+    and the picker does not mark it: a context is not a broken file."""
+    linked = tmp_path / "linked.gguf"
+    linked.symlink_to(bundled())
+    first = LlamaBackend(str(linked))
+    app = make_app(first, app_settings=AppSettings(model_hint_shown=True))
+    assert app.flow.model_ready and first.n_ctx == 8192
+    recent = app.remembered.current.recent_models
+    linked.unlink()
+    # The new load waits (on the loader thread) until the test has seen the choice saved.
+    let_go = threading.Event()
+    real_load = LlamaBackend.load
+
+    def held_load(self: LlamaBackend, watch: object = None) -> None:
+        let_go.wait(timeout=60)
+        real_load(self, watch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LlamaBackend, "load", held_load)
+    reload_with(root, app, "2048")
+    assert app.remembered.current.model_contexts == {"linked.gguf": 2048}
+    assert app.send_button.instate(["disabled"])  # Send waits for the reload
+    let_go.set()
+    pump_until(root, lambda: app.flow.model_ready, timeout=60, what="the old model back")
+
+    assert app.controller.backend is first and first._llm is not None and first.n_ctx == 8192
+    assert app.model_banner.text.endswith("linked.gguf is still loaded and in use.")
+    assert app.remembered.current.model_contexts == {}  # as it loaded
+    assert app.remembered.current.recent_models == recent
+    assert app.models.failed_files == {}
+    assert app.send_button.instate(["!disabled"])
+
+
+@pytest.mark.gui
+def test_the_scripted_backend_offers_no_reload(make_app: Callable[..., ChatApp]) -> None:
+    """Nothing to load again: no model rows, so no "Save and reload the model"; nor does
+    the switch reload anything but a loaded local model."""
+    from tkchat.generate.scripted import ScriptedBackend
+
+    app = make_app(ScriptedBackend(rate=0, tokens=3))
+    app.chat_settings.open()
+    dialog = app.chat_settings.dialog
+    assert dialog is not None and dialog.reload_button is None
+    dialog.cancel()
+    assert not app.models.reload(lambda: None)
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_a_labelled_model_keeps_its_name_and_its_context_by_its_file(
+    root: tk.Tk, make_app: Callable[..., ChatApp]
+) -> None:
+    """A model shown by a label (Jan's, Ollama's) has its context remembered by its file's
+    name, which is what a load looks up: the reload gives it the context chosen, and it is
+    still shown by its label."""
+    app = make_app(
+        LlamaBackend(str(bundled()), label="smollm2-135m-jan"),
+        app_settings=AppSettings(model_hint_shown=True),
+    )
+    reload_with(root, app, "1024")
+    assert app.remembered.current.model_contexts == {BUNDLED_NAME: 1024}
+    pump_until(root, lambda: app.flow.model_ready, timeout=60, what="the model loaded again")
+    backend = app.controller.backend
+    assert backend.n_ctx == 1024 and backend.name == "smollm2-135m-jan"
+    assert "smollm2-135m-jan" in root.title()

@@ -195,6 +195,55 @@ def test_a_questions_arrow_stays_under_the_pointer_as_its_branch_comes_back(
     assert under(pointer, arrow_box(app, question, "◀"))
 
 
+MARKDOWN = "\n\n".join(f"Point {n}: **bold**, `code` and a [link](x)." for n in range(1, 31))
+
+
+def header_y(app, view) -> int:
+    info = app.transcript.text.dlineinfo(view.head_mark)
+    assert info is not None, "the header is off screen"
+    return int(info[1])
+
+
+@needs_xdotool
+@pytest.mark.parametrize("scaling", [1.0, 2.0])
+def test_at_the_end_a_shorter_version_leaves_the_arrows_under_the_pointer(
+    root: tk.Tk, make_app, scaled, scaling: float
+) -> None:
+    """Reported in the field (issue 37): the ◀ ▶ of the last answer moved 32-52 px a click.
+    At the end of a long chat the view cannot go below the last line, so a shorter version
+    pulled the header down, and the painting of a longer one (in slices after the click)
+    pulled it up with the end. The header now stays at its height through both: blank space
+    after the last line makes room, until the next question is sent."""
+    scaled(scaling)
+    backend = ScriptedBackend(rate=0, text=MARKDOWN)
+    app = make_app(backend)
+    focus_window(root)
+    for question in ("one?", "two?", "three?"):
+        assert app.flow.send(question)
+        pump_until(root, lambda: app.flow.answering.answer is None, what="the answer")
+    backend.text = "A short version."
+    assert app.flow.regenerate()
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the short answer")
+    settled(root, app)
+    answer = app.transcript.entries[-1]
+    text = app.transcript.text
+    assert text.yview()[0] > 0  # a chat longer than the window, read at its end
+    for arrow, shown in (("◀", 0), ("▶", 1), ("◀", 0), ("▶", 1)):
+        y = header_y(app, answer)
+        pointer = click_arrow(root, app, answer, arrow)
+        settled(root, app)
+        assert answer.shown == shown
+        assert header_y(app, answer) == y, f"{arrow} to version {shown + 1}: the header moved"
+        assert under(pointer, arrow_box(app, answer, arrow))
+    # The next question takes the reader to the end, with no blank space left below it.
+    assert app.flow.send("four?")
+    pump_until(root, lambda: app.flow.answering.answer is None, what="the last answer")
+    settled(root, app)
+    last = text.bbox("end-1c linestart")
+    assert last is not None, "the end is on screen"
+    assert text.winfo_height() - (last[1] + last[3]) < 3 * last[3]
+
+
 @needs_xdotool
 def test_alt_left_and_alt_right_flip_the_latest_versions_and_f1_lists_them(
     root: tk.Tk, make_app

@@ -123,6 +123,9 @@ class LlamaBackend:
         self.offload: Offload | None = None  # where the loaded model runs, once loaded
         self.label = label
         self.name = label or (Path(model).name if model else "the bundled model")
+        # The file's own name once loaded, by which Settings remembers a context for it (the
+        # shown name may be a label: an Ollama or Jan model's)
+        self.file_name: str | None = None
         self._llm: Llama | None = None
         self._format: Jinja2ChatFormatter | None = None
         self._is_end: Callable[[int], bool] | None = None  # end-of-generation token?
@@ -152,6 +155,7 @@ class LlamaBackend:
             check_complete(path, header_cut=False)  # a download cut short says so instead
             raise
         check_complete(path)  # the header holds together: is all the data it names there?
+        self.file_name = given.name
         chosen = self.context_for(given.name) if self.context_for is not None else None
         n_ctx = self.wanted_n_ctx or chosen or auto_n_ctx(header.context_length)
         watch = watch or LoadWatch()

@@ -26,11 +26,14 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.error.seed": "Leave blank, or enter a whole number from 0 to {high}.",
         "settings.context": "Context (tokens):",
         "settings.context_hint": "blank = automatic ({automatic}) for {model}; "
-        "applies the next time it loads",
+        "applies when it loads again",
         "settings.error.context": "Leave blank, or enter a whole number from {low} to {high}.",
         "settings.gpu": "GPU layers:",
         "settings.gpu_hint.with": "blank = automatic: all of them (this llama-cpp-python "
-        "can offload to the GPU); 0 = the CPU only; applies the next time a model loads",
+        "can offload to the GPU); 0 = the CPU only; applies when a model loads again",
+        "settings.reload": "Save and reload the model",
+        "settings.reload_hint": "now rather than at its next load; an answer being written "
+        "is stopped, the conversation stays",
         "settings.gpu_hint.without": "blank = automatic: none — CPU only: this "
         "llama-cpp-python was built without GPU support (docs/using.md, “Your GPU”)",
         "settings.error.gpu": "Leave blank, or enter all, or a whole number of layers from 0.",
@@ -56,11 +59,13 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.error.integer": "请输入 {low} 到 {high} 之间的整数。",
         "settings.error.seed": "请留空，或输入 0 到 {high} 之间的整数。",
         "settings.context": "上下文（token）：",
-        "settings.context_hint": "留空则自动（{automatic}），仅对 {model}；下次加载时生效",
+        "settings.context_hint": "留空则自动（{automatic}），仅对 {model}；重新加载时生效",
         "settings.error.context": "请留空，或输入 {low} 到 {high} 之间的整数。",
         "settings.gpu": "GPU 层数：",
         "settings.gpu_hint.with": "留空则自动：全部放到 GPU 上（这个 llama-cpp-python 支持 GPU"
-        "卸载）；0 表示只用 CPU；下次加载模型时生效",
+        "卸载）；0 表示只用 CPU；重新加载模型时生效",
+        "settings.reload": "保存并重新加载模型",
+        "settings.reload_hint": "现在就生效，不必等下次加载；正在生成的回答会停下，对话保留",
         "settings.gpu_hint.without": "留空则自动：不放 —— 只用 CPU：这个 llama-cpp-python "
         "编译时没有 GPU 支持（见 docs/using.md 的“你的 GPU”）",
         "settings.error.gpu": "请留空，或输入 all，或从 0 起的整数层数。",

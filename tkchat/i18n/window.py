@@ -27,6 +27,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.offload.unknown": "GPU: all layers",
         "app.gpu_chosen": "GPU layers: {layers} — from the next time a model loads.",
         "app.switching": "Loading {name} … ({old} stays loaded until it is ready; Send waits)",
+        "app.reloading": "Loading {name} again with the new settings … (the copy loaded now "
+        "stays until it is ready; Send waits)",
         "app.model_kept": "{name} is still in use: the new model did not load (see above).",
         "app.kept_banner": "{message} — {name} is still loaded and in use.",
         "app.generating": "Generating … (Esc stops)",
@@ -179,6 +181,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.offload.unknown": "GPU：全部层",
         "app.gpu_chosen": "GPU 层数：{layers}，下次加载模型时生效。",
         "app.switching": "正在加载 {name} ……（加载好之前仍保留 {old}；发送会等它就绪）",
+        "app.reloading": "正在用新设置重新加载 {name} ……"
+        "（加载好之前仍保留现在这一份；发送会等它就绪）",
         "app.model_kept": "仍在使用 {name}：新模型没有加载成功（见上方说明）。",
         "app.kept_banner": "{message} —— {name} 仍已加载，继续使用。",
         "app.generating": "正在生成……（按 Esc 停止）",

@@ -29,7 +29,7 @@ from tkchat.ui.base.services import Services
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
 from tkchat.ui.transcript.transcript import AnswerView, Branch, Transcript, UserView
-from tkchat.ui.transcript.view_keeper import put_at, screen_y
+from tkchat.ui.transcript.view_keeper import keep_held, screen_y
 
 _SLICE = "show-branch"
 Kept = tuple[str, str, str, AnswerFigures | None]  # one message of a Branch
@@ -125,7 +125,7 @@ class AnswerVersions:
         grows below it (each message written at the end would pull a reader at the end
         along, and the arrow away from under the pointer)."""
         if self._held_at is not None and question is not None:
-            put_at(self.transcript.text, question.head_mark, self._held_at)
+            keep_held(self.transcript.text, question.head_mark, self._held_at)
 
     def _show_some(self) -> None:
         """Put the branch on screen until this callback's budget is spent."""

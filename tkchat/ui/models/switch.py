@@ -63,6 +63,9 @@ class ModelSwitch:
         self.pending: tuple[Backend, str, bool] | None = None
         # files that failed to load in this session, and why: the picker marks them
         self.failed_files: dict[str, str] = {}
+        # The model being loaded again (Settings' "Reload now") and what puts the settings
+        # back should it fail.
+        self.reloading: tuple[Backend, Callable[[], None]] | None = None
         first = controller.backend
         if isinstance(first, LlamaBackend) and first.model:
             self.pending = (first, first.model, False)
@@ -95,6 +98,30 @@ class ModelSwitch:
         still loading is given up (the controller cancels its load): the latest choice wins."""
         self._sync()
         chosen = path if path is not None else bundled_model_path()
+        backend = self._replace(path, label, "app.switching")
+        self.pending = (backend, str(chosen), True) if chosen is not None else None
+
+    def reload(self, undo: Callable[[], None]) -> bool:
+        """Load the local model in use again, so that the context and GPU offload chosen in
+        Settings apply now (llama.cpp sets both at load). As with the picker, the loaded copy
+        stays in use until the new one has loaded, and again should that fail (a context too
+        large for the memory, a file gone since): then ``undo()`` puts the settings back, so
+        the next start does not fail the same way. The answer streaming, if any, is stopped
+        first (``on_unloading``). Whether a reload began: not for the scripted backend, a
+        server, or a model still loading (the values apply when it has)."""
+        self._sync()
+        current = self.controller.backend
+        if not isinstance(current, LlamaBackend) or not self.controller.loaded:
+            return False
+        # the recent models and the picker's failed files are about files: not touched
+        self.pending = None
+        self.reloading = (self._replace(current.model, current.label, "app.reloading"), undo)
+        return True
+
+    def _replace(self, path: str | None, label: str | None, saying: str) -> Backend:
+        """Make the local model at ``path`` (None: the bundled one) with the settings' context
+        and GPU offload, and have the controller load it in place of the one in use, kept
+        until it has loaded. ``saying``: the status line's key while a model stays in use."""
         old = self.backends.get("llama")
         backend = self.backends["llama"] = make_backend(
             LlamaOptions(
@@ -104,7 +131,7 @@ class ModelSwitch:
                 label=label,
             )
         )
-        self.pending = (backend, str(chosen), True) if chosen is not None else None
+        self.reloading = None  # (a choice made meanwhile wins, and its failure undoes nothing)
         current = self.controller.backend
         if old is not None and old is not current:
             old.close()  # idle (a lesson's scripted demo is the current backend): cheap
@@ -113,13 +140,16 @@ class ModelSwitch:
         if standing is None:
             self.status.say("app.loading", name=backend.name)
         else:
-            self.status.say("app.switching", name=backend.name, old=standing)
+            self.status.say(saying, name=backend.name, old=standing)
         self.controller.switch_backend(backend, replace=True)
+        return backend
 
     def loaded(self) -> None:
         """The controller's backend has loaded: a model chosen in the window is now the
         most recent one (the next start opens it)."""
         pending, self.pending = self.pending, None
+        if self.reloading is not None and self.reloading[0] is self.controller.backend:
+            self.reloading = None
         if pending is not None and pending[0] is self.controller.backend and pending[2]:
             recent = remember_model(self.remembered.current, pending[1]).recent_models
             self.remembered.change(recent_models=recent)
@@ -127,6 +157,10 @@ class ModelSwitch:
     def failed(self, event: ModelFailed) -> None:
         """A load failed: that file is no longer offered as a recent model (nothing lists a
         file that does not load as one that works). The model kept, if any, is in use."""
+        reloading = self.reloading
+        if reloading is not None and not event.cancelled and event.name == reloading[0].name:
+            self.reloading = None
+            reloading[1]()
         pending = self.pending
         if pending is not None and not event.cancelled and event.name == pending[0].name:
             self.pending = None

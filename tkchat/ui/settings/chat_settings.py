@@ -5,7 +5,9 @@ the current values and puts the edited ones back: the conversation's system prom
 sampling (into the session, into its saved copy, and as the defaults of new chats), the
 window's text size, the context length for the local model in use — remembered by the
 model's file name — and the GPU offload of local models, both used from the next load,
-because llama.cpp sizes its cache and places its layers when it loads. After a change the
+because llama.cpp sizes its cache and places its layers when it loads; the dialog's "Save
+and reload the model" loads the model in use again at once (:meth:`ModelSwitch.reload`), and
+puts the two back should that load fail. After a change the
 context meter and the draft's count are measured again: the same conversation may now take
 more room, or less.
 
@@ -34,7 +36,9 @@ class ChatSettings:
     size. ``model_ready()`` says whether a model has loaded (a local one offers its context
     length); ``measure_context()`` measures the context meter and the draft's count again
     after a change. ``on_closed()`` runs when the dialog goes (the window gives the typing
-    back to the message box)."""
+    back to the message box). ``reload_model(undo)`` loads the model in use again with the
+    settings' context and GPU offload, ``undo()`` should that fail; it says whether it
+    began (:meth:`tkchat.ui.models.switch.ModelSwitch.reload`)."""
 
     def __init__(
         self,
@@ -45,6 +49,7 @@ class ChatSettings:
         model_ready: Callable[[], bool],
         measure_context: Callable[[], None],
         on_closed: Callable[[], object],
+        reload_model: Callable[[Callable[[], None]], bool],
     ) -> None:
         self.root = services.root
         self.t = services.translate
@@ -57,6 +62,7 @@ class ChatSettings:
         self.model_ready = model_ready
         self.measure_context = measure_context
         self.on_closed = on_closed
+        self.reload_model = reload_model
         self.dialog: ChatSettingsDialog | None = None
 
     def open(self) -> None:
@@ -99,7 +105,7 @@ class ChatSettings:
         backend = self.controller.backend
         if not self.model_ready() or not isinstance(backend, LlamaBackend):
             return None
-        chosen = self.remembered.current.model_contexts.get(backend.name)
+        chosen = self.remembered.current.model_contexts.get(backend.file_name or backend.name)
         offload = backend.offload
         return ModelContext(
             backend.name,
@@ -109,26 +115,42 @@ class ChatSettings:
             gpu_supported=offload is not None and offload.supported,
         )
 
-    def choose_model(self, n_ctx: int | None, gpu_layers: int | None) -> None:
+    def choose_model(self, n_ctx: int | None, gpu_layers: int | None, reload: bool) -> None:
         """What the model rows say, from the next load: the context for the model in use,
-        and the GPU offload of every local model."""
+        and the GPU offload of every local model; with ``reload`` ("Save and reload the
+        model"), from now: the model loads again, the one loaded answering nothing meanwhile
+        (Send waits, as at start-up) and staying in use should the new load fail."""
         model = self.dialog.model_context if self.dialog is not None else None
+        before = self.remembered.current
         if model is not None and gpu_layers != model.gpu_layers:
             self.remembered.change(gpu_layers=gpu_layers)
             shown = self.t("app.context_auto") if gpu_layers is None else gpu_text(gpu_layers)
             self.status.say("app.gpu_chosen", layers=shown)
         if model is None or n_ctx != model.chosen:
             self.choose_context(n_ctx)
+        if reload:
+
+            def undo() -> None:
+                """The reload failed: the settings as they were, which the model in use
+                loaded with (the next start would fail as the reload did)."""
+                self.remembered.change(
+                    model_contexts=before.model_contexts, gpu_layers=before.gpu_layers
+                )
+
+            self.reload_model(undo)
 
     def choose_context(self, n_ctx: int | None) -> None:
         """The context for the model in use (None: automatic), remembered by its file name;
         llama.cpp sizes its cache at load, so it applies the next time the model loads."""
-        name = self.controller.backend.name
+        backend = self.controller.backend
+        name = backend.name
+        # by the file's name, as the model is loaded (not by a label it is shown with)
+        key = backend.file_name if isinstance(backend, LlamaBackend) and backend.file_name else name
         contexts = dict(self.remembered.current.model_contexts)
         if n_ctx is None:
-            contexts.pop(name, None)
+            contexts.pop(key, None)
         else:
-            contexts[name] = n_ctx
+            contexts[key] = n_ctx
         self.remembered.change(model_contexts=contexts)
         shown = self.t("app.context_auto") if n_ctx is None else f"{n_ctx:,}"
         self.status.say("app.context_chosen", model=name, n_ctx=shown)

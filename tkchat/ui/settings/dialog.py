@@ -134,9 +134,10 @@ class ChatSettingsDialog(tk.Toplevel):
     one with the edited fields replaced (``top_k`` and ``repeat_penalty``, which the dialog
     does not show, are kept); ``font_size`` is None when it equals ``default_font_size`` (the
     window follows the default). With a ``model_context`` the window part has a row for the
-    loaded model's context and GPU offload, and ``on_model(n_ctx, gpu_layers)`` is called
-    after ``on_apply`` when either was changed (None: automatic). Cancel, Esc and the close
-    button call nothing.
+    loaded model's context and GPU offload, and ``on_model(n_ctx, gpu_layers, reload)`` is
+    called after ``on_apply`` when either was changed (None: automatic), or when the user
+    chose "Save and reload the model" (``reload`` True: load the model again now, rather
+    than at its next load). Cancel, Esc and the close button call nothing.
 
     The dialog is transient to ``master``'s window but does not grab the pointer or keyboard.
     ``translate`` gives the fixed strings (``tkchat/i18n/settings_dialog.py``) and tells the
@@ -155,7 +156,7 @@ class ChatSettingsDialog(tk.Toplevel):
         default_font_size: int,
         on_apply: Callable[[str, Sampling, int | None], None],
         model_context: ModelContext | None = None,
-        on_model: Callable[[int | None, int | None], None] = lambda _n_ctx, _gpu: None,
+        on_model: Callable[[int | None, int | None, bool], None] = lambda _n, _gpu, _r: None,
     ) -> None:
         super().__init__(master)
         self.translate = translate
@@ -297,8 +298,10 @@ class ChatSettingsDialog(tk.Toplevel):
             name: self.translate(key, **values) for name, (key, values) in self._problems.items()
         }
 
-    def save(self) -> None:
-        """Validate every field; if all are valid apply them and close, else show why."""
+    def save(self, reload: bool = False) -> None:
+        """Validate every field; if all are valid apply them and close, else show why.
+        ``reload`` (the model's "Save and reload the model"): also load the model again now,
+        so its context and GPU offload apply at once."""
         if self.closed:
             return
         result = self.validate()
@@ -307,11 +310,10 @@ class ChatSettingsDialog(tk.Toplevel):
             return
         self.on_apply(*result)
         model = self.model_context
-        if model is not None and (self.chosen_context, self.chosen_gpu) != (
-            model.chosen,
-            model.gpu_layers,
+        if model is not None and (
+            reload or (self.chosen_context, self.chosen_gpu) != (model.chosen, model.gpu_layers)
         ):
-            self.on_model(self.chosen_context, self.chosen_gpu)
+            self.on_model(self.chosen_context, self.chosen_gpu, reload)
         self._close()
 
     def cancel(self) -> None:
@@ -337,7 +339,8 @@ class ChatSettingsDialog(tk.Toplevel):
     def _build_window_part(self, body: ttk.Frame, model: ModelContext | None) -> None:
         """The window's text size and, for a local model, its context and GPU offload: both
         apply when the model is next loaded (llama.cpp sizes its cache and places its layers
-        at load, so changing them means loading again)."""
+        at load, so changing them means loading again), or at once with "Save and reload the
+        model" (not offered for the scripted backend or a server: nothing to load again)."""
         window = ttk.LabelFrame(body, padding=dp_pad(self, 10, 6, 10, 10))
         self.translate.bind(window, "settings.window")
         window.grid(row=1, column=0, sticky="ew", pady=(dp(self, 10), 0))
@@ -349,11 +352,18 @@ class ChatSettingsDialog(tk.Toplevel):
         self._field_row(window, 0, "font_size", "settings.font_size", entry=self.font_size)
         self.context: ttk.Entry | None = None
         self.gpu: ttk.Entry | None = None
+        self.reload_button: ttk.Button | None = None
         if model is not None:
             self.context = self._field_row(window, 1, CONTEXT, "settings.context")
             self.context.insert(0, "" if model.chosen is None else str(model.chosen))
             self.gpu = self._field_row(window, 2, GPU, "settings.gpu")
             self.gpu.insert(0, gpu_text(model.gpu_layers))
+            self.reload_button = ttk.Button(window, command=lambda: self.save(reload=True))
+            self.translate.bind(self.reload_button, "settings.reload")
+            self.reload_button.grid(row=3, column=0, columnspan=2, sticky="w", pady=dp(self, 4))
+            reload_hint = ttk.Label(window, style=NOTE_STYLE, anchor="w")
+            self.translate.bind(reload_hint, "settings.reload_hint")
+            reload_hint.grid(row=3, column=2, sticky="w", pady=dp(self, 4))
 
     def _field_row(
         self, parent: tk.Misc, row: int, name: str, key: str, entry: ttk.Entry | None = None

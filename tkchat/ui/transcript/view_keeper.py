@@ -14,7 +14,13 @@ The rule, for every callback that changes the transcript:
   which its line is drawn; if the lines it is in are replaced by their rendered form, the
   mark moves to the same line of the rendered block (or its last one); afterwards that line
   is put back at the same height. The anchor is text, never a fraction of the scroll range,
-  since everything above the reader may change height.
+  since everything above the reader may change height;
+- a header whose ◀ or ▶ was clicked (:meth:`ViewKeeper.hold`) stays at its height through
+  every change that follows — the version painted in slices, its figures drawn, a branch
+  written message by message — until the reader scrolls it away, sends or an answer
+  streams. At the end of the text the view cannot go further down than the last line, so
+  a shorter version would pull the header (and its arrows) down: blank space after the last
+  line (:data:`SLACK_TAG`) lets it stay, until the hold ends.
 
 Main thread only.
 """
@@ -23,9 +29,15 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
+import weakref
 from collections.abc import Callable
 
 ANCHOR_MARK = "view_anchor"  # no "-" in a mark used in index arithmetic: Tk would split there
+HELD_MARK = "view_held"  # the header held (its ◀ ▶ under the pointer), across callbacks
+SLACK_TAG = "view_slack"  # blank space below the last line, so a held header can stay put
+
+# Per text widget: the height at which the header at HELD_MARK is held.
+_held_at: weakref.WeakKeyDictionary[tk.Text, int] = weakref.WeakKeyDictionary()
 
 
 def at_bottom(text: tk.Text) -> bool:
@@ -47,13 +59,70 @@ def screen_y(text: tk.Text, index: str) -> int | None:
     return None if info is None else int(info[1])
 
 
-def put_at(text: tk.Text, index: str, y: int) -> None:
+def put_at(text: tk.Text, index: str, y: int, *, slack: bool = False) -> None:
     """Scroll so that ``index``'s display line is drawn at height ``y`` (as near as the
-    text allows: Tk shows no blank space after its end)."""
-    text.yview(index)
-    info = text.dlineinfo(index)
-    if info is not None and info[1] != y:
-        text.yview_scroll(info[1] - y, "pixels")
+    text allows: Tk shows no blank space after its end). ``slack``: where the end stops it,
+    blank space after the last line (as much as needed) lets it be drawn at ``y``."""
+    added = 0
+    if slack:
+        set_slack(text, 0)
+    for _round in range(3 if slack else 1):
+        text.yview(index)
+        info = text.dlineinfo(index)
+        if info is not None and info[1] != y:
+            text.yview_scroll(info[1] - y, "pixels")
+        info = text.dlineinfo(index)
+        if not slack or info is None or info[1] <= y:
+            return
+        # drawn lower: the end stopped the scroll (Tk's own rounding may leave a few pixels
+        # short after the first round)
+        added += info[1] - y
+        set_slack(text, added)
+
+
+def set_slack(text: tk.Text, pixels: int) -> None:
+    """Blank space of ``pixels`` after the text's last line (0: none)."""
+    if pixels <= 0:
+        if text.tag_ranges(SLACK_TAG):
+            text.tag_remove(SLACK_TAG, "1.0", "end")
+        return
+    text.tag_remove(SLACK_TAG, "1.0", "end")
+    text.tag_configure(SLACK_TAG, spacing3=pixels)
+    text.tag_add(SLACK_TAG, "end-1c linestart", "end")
+    text.tag_raise(SLACK_TAG)  # over the spacing of the message's own tags
+
+
+def keep_held(text: tk.Text, index: str, y: int) -> None:
+    """Hold the header at ``index`` at height ``y`` from now on (its ◀ or ▶ was clicked):
+    put it there now, and every :class:`ViewKeeper` keeps it there until it is let go."""
+    _held(text, index, y)
+    put_at(text, HELD_MARK, y, slack=True)
+
+
+def _held(text: tk.Text, index: str, y: int) -> None:
+    text.mark_set(HELD_MARK, index)
+    text.mark_gravity(HELD_MARK, "left")  # (text written at it goes after it)
+    _held_at[text] = y
+
+
+def let_go(text: tk.Text) -> None:
+    """The header held (if any) is no longer held; the slack below the end goes."""
+    if _held_at.pop(text, None) is not None:
+        text.mark_unset(HELD_MARK)
+        set_slack(text, 0)
+
+
+def _still_held(text: tk.Text) -> int | None:
+    """The height at which the held header is drawn, if it is still drawn there (not if
+    the reader has scrolled it away: then it is let go)."""
+    y = _held_at.get(text)
+    if y is None:
+        return None
+    info = text.dlineinfo(HELD_MARK)
+    if info is None or info[1] != y:
+        let_go(text)
+        return None
+    return y
 
 
 class ViewKeeper:
@@ -74,11 +143,17 @@ class ViewKeeper:
         self._anchored = False  # is the anchor mark set?
         self._y = 0  # where the anchor's display line was drawn, in pixels
         self._line: int | None = None  # the anchor's line within a block being replaced
+        self.held = False  # is the anchor a header held (:meth:`hold`)?
 
     def changing(self, *, at_end: bool = False, streamed: bool = False) -> None:
         """The text is about to change; ``at_end``: only by text added at its end (which
         moves nothing a reader who scrolled up is looking at); ``streamed``: by a few lines
         added at its end (a tick's tokens), which :meth:`restore` follows with ``see``."""
+        if self.mode is None and streamed:
+            let_go(self.text)  # an answer streams: the reader follows it again
+        if self.mode is None and (held := _still_held(self.text)) is not None:
+            self._hold_at(HELD_MARK, held)
+            return
         if self.mode is None:
             if self.follow_end:
                 self.mode = "bottom" if at_bottom(self.text) else "anchor"
@@ -103,17 +178,23 @@ class ViewKeeper:
         if info is None or self.mode is not None:
             self.changing()
             return
-        self.mode, self.changed, self._anchored = "anchor", True, True
+        _held(self.text, index, info[1])
+        self._hold_at(index, info[1])
+
+    def _hold_at(self, index: str, y: int) -> None:
+        self.mode, self.changed, self._anchored, self.held = "anchor", True, True, True
         self.text.mark_set(ANCHOR_MARK, index)
         self.text.mark_gravity(ANCHOR_MARK, "right")
-        self._y = info[1]
+        self._y = y
 
     def to_end(self) -> None:
         """The reader asked for the end (they sent a question): :meth:`restore` puts the view
         there, wherever they had scrolled, and from then on it follows the answer."""
         if self._anchored:
             self.text.mark_unset(ANCHOR_MARK)
+        let_go(self.text)
         self.mode, self.changed, self._anchored, self._line = "bottom", True, False, None
+        self.held = False
         self.streamed_only = False  # from wherever they were: not a few lines away
 
     def replacing(self, start: str, end: str) -> None:
@@ -158,9 +239,9 @@ class ViewKeeper:
         elif self.mode == "top" and self.changed:
             self.text.yview_moveto(0.0)
         elif self._anchored:
-            put_at(self.text, ANCHOR_MARK, self._y)
+            put_at(self.text, ANCHOR_MARK, self._y, slack=self.held)
             self.text.mark_unset(ANCHOR_MARK)
-        self.mode, self.changed, self._anchored = None, False, False
+        self.mode, self.changed, self._anchored, self.held = None, False, False, False
         self.streamed_only = True
 
 

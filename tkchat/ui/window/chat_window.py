@@ -243,6 +243,7 @@ class ChatApp(ChatLayout):
             model_ready=lambda: self.flow.model_ready,
             measure_context=lambda: self.flow.measure_context(),
             on_closed=self.typing.soon,
+            reload_model=lambda undo: self.models.reload(undo),
         )
 
     def _restore(self, options: AppOptions, settings: AppSettings) -> None:
