@@ -191,7 +191,9 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def open_page(browser: Any) -> Iterator[Callable[..., Page]]:
-    """``open_page(server, bypass_csp=False)``: a fresh browser context on the client page.
+    """``open_page(server, bypass_csp=False, locale=None, query="")``: a fresh browser context
+    on the client page (``locale``: the browser's language, e.g. "zh-CN"; ``query``: added to
+    the address, e.g. "?lang=en").
 
     The test fails if the page threw an uncaught exception, or if the page broke its own
     Content-Security-Policy (that would mean the app itself does something the policy
@@ -199,8 +201,10 @@ def open_page(browser: Any) -> Iterator[Callable[..., Page]]:
     contexts: list[Any] = []
     problems: list[str] = []
 
-    def open_(server: LiveServer, *, bypass_csp: bool = False) -> Page:
-        context = browser.new_context(bypass_csp=bypass_csp)
+    def open_(
+        server: LiveServer, *, bypass_csp: bool = False, locale: str | None = None, query: str = ""
+    ) -> Page:
+        context = browser.new_context(bypass_csp=bypass_csp, locale=locale)
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
@@ -213,7 +217,7 @@ def open_page(browser: Any) -> Iterator[Callable[..., Page]]:
                 else None
             ),
         )
-        page.goto(server.url)
+        page.goto(server.url + query)
         page.wait_for_function("() => window.tkchat && window.TkSSE && window.TkMarkdown")
         return page
 

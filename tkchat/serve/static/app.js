@@ -49,6 +49,7 @@
   const SLICE_BUDGET_MS = 8; // final render: at most this much work per frame
 
   const $ = (id) => document.getElementById(id);
+  const t = self.TkI18n.t; // every word the reader sees, in the reader's language (i18n.js)
   const ui = {
     transcript: $('transcript'),
     composer: $('composer'),
@@ -89,7 +90,7 @@
   const worker = new Worker('/static/sse-worker.js');
   worker.onmessage = (message) => fromWorker(message.data);
   worker.onerror = (event) => {
-    if (active && active.reader === 'worker') finish(active, { error: 'the stream worker failed: ' + event.message });
+    if (active && active.reader === 'worker') finish(active, { error: t('error.worker_failed', { message: event.message }) });
   };
 
   /**
@@ -140,21 +141,21 @@
     const field = document.createElement('input');
     field.type = 'password';
     field.autocomplete = 'off';
-    field.placeholder = self.TkI18n.t('token.placeholder');
-    field.setAttribute('aria-label', self.TkI18n.t('token.placeholder'));
+    field.placeholder = t('token.placeholder');
+    field.setAttribute('aria-label', t('token.placeholder'));
     const button = document.createElement('button');
     button.type = 'submit';
-    button.textContent = self.TkI18n.t('token.use');
+    button.textContent = t('token.use');
     form.append(field, button);
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       const ok = await startSession(field.value.trim());
       field.value = '';
       if (ok) {
-        form.replaceWith(document.createTextNode(' ' + self.TkI18n.t('token.accepted')));
+        form.replaceWith(document.createTextNode(' ' + t('token.accepted')));
         ui.prompt.focus();
       } else {
-        field.placeholder = self.TkI18n.t('token.refused');
+        field.placeholder = t('token.refused');
       }
     });
     note.append(form);
@@ -206,7 +207,7 @@
     stop();
     history.length = 0;
     ui.transcript.replaceChildren();
-    showStatus('ready');
+    showStatus(t('status.ready'));
     ui.prompt.focus();
   }
 
@@ -242,7 +243,7 @@
     });
     active = req;
     setStreaming(true);
-    showStatus(broken.mainThread || broken.perChunk ? 'streaming (BROKEN mode)…' : 'streaming…');
+    showStatus(streamingWords(req));
     return req;
   }
 
@@ -259,9 +260,10 @@
         if (active !== req) break; // the final event (or a malformed one) ended it
       }
     } else if (msg.kind === 'closed') {
-      finish(req, { error: 'the server closed the stream without a final event' });
+      finish(req, { error: t('error.closed') });
     } else if (msg.kind === 'failed') {
-      finish(req, { error: refusal(msg.status, msg.retryAfter, msg.message), needsToken: msg.status === 401 });
+      const error = msg.status ? refusal(msg.status, msg.retryAfter, msg.refused) : failure(msg);
+      finish(req, { error, needsToken: msg.status === 401 });
     } else if (msg.kind === 'aborted') {
       finish(req, { stopped: true });
     }
@@ -304,7 +306,7 @@
     if (event.type === 'chunk') {
       if (typeof event.text !== 'string') {
         abortStream(req);
-        finish(req, { error: 'the server sent a chunk without text' });
+        finish(req, { error: t('error.chunk_without_text') });
         return;
       }
       state.chunks += 1;
@@ -321,7 +323,8 @@
       finish(req, { reason: event.reason, stats: event.stats });
     } else if (event.type === 'error') {
       const error = event.error || {};
-      finish(req, { error: `${error.kind || 'error'}: ${error.message || 'the model failed'}` });
+      const kind = error.kind || t('error.kind');
+      finish(req, { error: t('error.event', { kind, message: error.message || t('error.model_failed') }) });
     }
   }
 
@@ -345,7 +348,7 @@
       req.body.prepend(req.placeNote);
     }
     req.placeNote.textContent = words;
-    showStatus(self.TkI18n.t('line.waiting', { place: words }));
+    showStatus(t('line.waiting', { place: words }));
   }
 
   function hidePlace(req) {
@@ -354,14 +357,31 @@
       req.placeNote.remove();
       req.placeNote = null;
     }
-    if (active === req) showStatus(req.broken.mainThread || req.broken.perChunk ? 'streaming (BROKEN mode)…' : 'streaming…');
+    if (active === req) showStatus(streamingWords(req));
   }
 
-  /** A refused question in words: a full line says when to try again, in the page's language. */
-  function refusal(status, retryAfter, message) {
+  /**
+   * A refused question in words, in the page's language: a full line says when to try again;
+   * a refusal the page knows by its kind (sse-worker.js describeRefusal) is said in the
+   * reader's language (in English, the server's own sentence); anything else is the server's.
+   */
+  function refusal(status, retryAfter, refused) {
     const seconds = Number(retryAfter);
-    if (status === 503 && Number.isInteger(seconds) && seconds > 0) return self.TkI18n.t('line.full', { seconds });
-    return message;
+    if (status === 503 && Number.isInteger(seconds) && seconds > 0) return t('line.full', { seconds });
+    const key = 'refused.' + refused.kind;
+    return self.TkI18n.has(key) ? t(key, { message: refused.message }) : refused.message;
+  }
+
+  /** A stream that failed without an HTTP status (sse-worker.js names what it knows). */
+  function failure(failed) {
+    if (failed.code && self.TkI18n.has('error.' + failed.code)) {
+      return t('error.' + failed.code, { message: failed.message, detail: failed.detail || '' });
+    }
+    return failed.message;
+  }
+
+  function streamingWords(req) {
+    return t(req.broken.mainThread || req.broken.perChunk ? 'status.streaming_broken' : 'status.streaming');
   }
 
   // ---- a long prompt: how far the server has read it ----------------------------------------
@@ -382,17 +402,17 @@
     ui.progress.hidden = false;
     ui.progress.max = total || 1;
     ui.progress.value = done;
-    let text = `reading your message… ${done.toLocaleString('en')} / ${total.toLocaleString('en')} tokens`;
+    let text = t('status.reading', { done: done.toLocaleString('en'), total: total.toLocaleString('en') });
     const elapsed = (now - req.progressStart.at) / 1000;
     const rate = (done - req.progressStart.done) / elapsed;
-    if (elapsed >= 0.5 && rate > 0) text += ` · about ${Math.max(1, Math.round((total - done) / rate))} s left`;
+    if (elapsed >= 0.5 && rate > 0) text += t('status.reading_eta', { seconds: Math.max(1, Math.round((total - done) / rate)) });
     showStatus(text);
   }
 
   function hideProgress(req) {
     state.progressShown = false;
     ui.progress.hidden = true;
-    if (active === req) showStatus(req.broken.mainThread || req.broken.perChunk ? 'streaming (BROKEN mode)…' : 'streaming…');
+    if (active === req) showStatus(streamingWords(req));
   }
 
   // ---- the fixed path: one DOM update per animation frame ---------------------------------
@@ -446,8 +466,8 @@
     try {
       const response = await self.TkSSE.fetchChat('/chat', body, controller.signal, credential, state.clientId);
       if (!response.ok || !response.body) {
-        const message = await self.TkSSE.describeRefusal(response);
-        const error = refusal(response.status, response.headers.get('retry-after'), message);
+        const refused = await self.TkSSE.describeRefusal(response);
+        const error = refusal(response.status, response.headers.get('retry-after'), refused);
         finish(req, { error, needsToken: response.status === 401 });
         return;
       }
@@ -460,11 +480,11 @@
         for (const event of parser.feed(value)) handleEvent(req, JSON.parse(event.data));
       }
       for (const event of parser.end()) handleEvent(req, JSON.parse(event.data));
-      finish(req, { error: 'the server closed the stream without a final event' });
+      finish(req, { error: t('error.closed') });
     } catch (err) {
       if (err && err.name === 'AbortError') return; // Stop: finish() already ran
       controller.abort();
-      finish(req, { error: String((err && err.message) || err) });
+      finish(req, { error: failure(self.TkSSE.describeFailure(err)) });
     }
   }
 
@@ -511,18 +531,18 @@
     setStreaming(false);
     if (outcome.stopped) {
       state.status = 'stopped';
-      addNote(req, '[stopped]', 'stopped');
+      addNote(req, t('note.stopped'), 'stopped');
       if (req.text) {
         history.push({ role: 'assistant', content: req.text });
         renderFinal(req); // what arrived is an answer too: rendered, not left as raw text
       }
-      showStatus('stopped');
+      showStatus(t('status.stopped'));
     } else if (outcome.error) {
       state.status = 'error';
       const note = addNote(req, outcome.error, 'error');
       if (outcome.needsToken) askForToken(note);
       history.pop(); // the question got no answer: leave it out of the next request
-      showStatus('error');
+      showStatus(t('status.error'));
     } else {
       state.status = 'done';
       history.push({ role: 'assistant', content: req.text });
@@ -569,10 +589,12 @@
 
   function describeDone(req, outcome) {
     const stats = outcome.stats || {};
-    const parts = [`done (${outcome.reason || 'stop'})`];
-    if (typeof stats.tokens === 'number') parts.push(`${stats.tokens} tokens`);
-    if (typeof stats.tokens_per_s === 'number') parts.push(`${stats.tokens_per_s.toFixed(0)} tokens/s (server)`);
-    if (req.firstShownAt !== null) parts.push(`first text on screen after ${(req.firstShownAt - req.sentAt).toFixed(0)} ms`);
+    const reason = String(outcome.reason || 'stop');
+    const known = self.TkI18n.has('status.done.' + reason);
+    const parts = [t('status.done', { reason: known ? t('status.done.' + reason) : reason })];
+    if (typeof stats.tokens === 'number') parts.push(t('status.tokens', { tokens: stats.tokens }));
+    if (typeof stats.tokens_per_s === 'number') parts.push(t('status.speed', { speed: stats.tokens_per_s.toFixed(0) }));
+    if (req.firstShownAt !== null) parts.push(t('status.first_text', { ms: (req.firstShownAt - req.sentAt).toFixed(0) }));
     return parts.join(' · ');
   }
 
@@ -645,10 +667,10 @@
     const mainThread = ui.brokenMainThread.checked;
     const perChunk = ui.brokenPerChunk.checked;
     const names = [];
-    if (mainThread) names.push('the stream is read on the main thread');
-    if (perChunk) names.push('markdown is re-rendered on every chunk');
+    if (mainThread) names.push(t('broken.bar.main_thread'));
+    if (perChunk) names.push(t('broken.bar.per_chunk'));
     ui.brokenBar.hidden = names.length === 0;
-    ui.brokenBar.textContent = `BROKEN (on purpose): ${names.join(' and ')} — from the next question.`;
+    ui.brokenBar.textContent = t('broken.bar', { what: names.join(t('broken.bar.and')) });
     document.body.classList.toggle('broken', names.length > 0);
   }
 

@@ -19,7 +19,8 @@
  *                   {id, kind: "events", events: [...]}  all events parsed from one network read
  *                   {id, kind: "closed", reads, bytes}    the server ended the stream
  *                   {id, kind: "aborted", reads, bytes}   Stop reached the fetch
- *                   {id, kind: "failed", message, status?, retryAfter?}
+ *                   {id, kind: "failed", status, refused: {message, kind}, retryAfter}
+ *                   {id, kind: "failed", message, code, detail}  (no HTTP status: describeFailure)
  */
 'use strict';
 
@@ -175,21 +176,43 @@
     }
   }
 
-  /** A one-line reason for a refused request (the server answers errors as JSON). */
+  /**
+   * A refused request as {message, kind}: the server's one-line reason (it answers errors as
+   * JSON) and its kind ("unauthorized", "line_full"...; null when it gave none), by which the
+   * page says it in the reader's language.
+   */
   async function describeRefusal(response) {
     const text = await response.text();
     try {
       const data = JSON.parse(text);
       const error = data.error || data.detail || data;
-      if (typeof error === 'string') return error;
-      if (error && typeof error.message === 'string') return error.message;
+      if (typeof error === 'string') return { message: error, kind: null };
+      if (error && typeof error.message === 'string') {
+        return { message: error.message, kind: typeof error.kind === 'string' ? error.kind : null };
+      }
     } catch {
       // not JSON: fall through to the status line
     }
-    return `HTTP ${response.status} ${response.statusText}`.trim();
+    return { message: `HTTP ${response.status} ${response.statusText}`.trim(), kind: null };
   }
 
-  scope.TkSSE = { SSEParser, naiveParse, fetchChat, describeRefusal };
+  /**
+   * A stream that failed, as {message, code, detail}: `code` names what the page can say in
+   * the reader's language ("not_json", "no_type": a malformed event; "connection": fetch or a
+   * read failed, which the browser reports as a TypeError), null for anything else.
+   */
+  function describeFailure(err) {
+    const message = String((err && err.message) || err);
+    if (err && typeof err.code === 'string') return { message, code: err.code, detail: err.detail };
+    return { message, code: err instanceof TypeError ? 'connection' : null, detail: '' };
+  }
+
+  /** An Error the page can put in words (see describeFailure). */
+  function malformed(code, message, detail) {
+    return Object.assign(new Error(message + detail), { code, detail });
+  }
+
+  scope.TkSSE = { SSEParser, naiveParse, fetchChat, describeRefusal, describeFailure };
 
   // ---- the worker side: only when this file runs as a Web Worker ----------------------------
   const isWorker = typeof WorkerGlobalScope !== 'undefined' && scope instanceof WorkerGlobalScope;
@@ -217,9 +240,9 @@
     try {
       const response = await fetchChat(url, body, controller.signal, token, client);
       if (!response.ok || !response.body) {
-        const message = await describeRefusal(response);
+        const refused = await describeRefusal(response);
         const retryAfter = response.headers.get('retry-after');
-        scope.postMessage({ id, kind: 'failed', status: response.status, message, retryAfter });
+        scope.postMessage({ id, kind: 'failed', status: response.status, refused, retryAfter });
         return;
       }
       scope.postMessage({ id, kind: 'open' });
@@ -239,7 +262,7 @@
         scope.postMessage({ id, kind: 'aborted', reads, bytes });
       } else {
         controller.abort(); // a malformed stream: hang up, so the server stops generating too
-        scope.postMessage({ id, kind: 'failed', message: String((err && err.message) || err) });
+        scope.postMessage({ id, kind: 'failed', ...describeFailure(err) });
       }
     } finally {
       if (current && current.id === id) current = null;
@@ -257,10 +280,10 @@
       try {
         data = JSON.parse(event.data);
       } catch {
-        throw new Error('the server sent an event that is not JSON: ' + event.data.slice(0, 80));
+        throw malformed('not_json', 'the server sent an event that is not JSON: ', event.data.slice(0, 80));
       }
       if (data === null || typeof data !== 'object' || typeof data.type !== 'string') {
-        throw new Error('the server sent an event without a type: ' + event.data.slice(0, 80));
+        throw malformed('no_type', 'the server sent an event without a type: ', event.data.slice(0, 80));
       }
       events.push(data);
     }
