@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -188,12 +189,32 @@ def root(display: None, caplog: pytest.LogCaptureFixture) -> Iterator[tk.Tk]:
     yield tk_root
     try:
         if tk_root.winfo_exists():
+            pointer_inside(tk_root)
             tk_root.destroy()
     except tk.TclError:
         pass  # the app under test already destroyed it
     gc.collect()  # free this test's Tk objects here, on the main thread
     logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert not logged, f"errors were logged: {logged}"
+
+
+def pointer_inside(tk_root: tk.Tk) -> None:
+    """Put the real pointer inside ``tk_root`` before it is destroyed, if it is outside.
+    Tk 8.6.13 crashes (SIGSEGV in TkSetFocusWin) at the next ``focus -force`` of a later
+    interpreter in this process when a destroyed one's window had the pointer and lost it
+    (tests/test_model_picker.py's hover, then test_day_one's window: the suite died). A test
+    process has one root after another; the app has one, and never forces the focus."""
+    if shutil.which("xdotool") is None or not tk_root.winfo_viewable():
+        return
+    x, y = tk_root.winfo_pointerxy()
+    left, top = tk_root.winfo_rootx(), tk_root.winfo_rooty()
+    if left <= x < left + tk_root.winfo_width() and top <= y < top + tk_root.winfo_height():
+        return
+    subprocess.run(["xdotool", "mousemove", str(left + 1), str(top + 1)], check=False)
+    deadline = time.monotonic() + 5  # the move's Enter handled (a backstop, not a timing)
+    while tk_root.winfo_pointerxy() != (left + 1, top + 1) and time.monotonic() < deadline:
+        tk_root.update()
+    tk_root.update()
 
 
 @pytest.fixture
