@@ -33,7 +33,7 @@ from tests.test_server import (  # noqa: E402
     serve_bundled_model,
 )
 from tkchat.conversation import Message  # noqa: E402
-from tkchat.events import Done, GenerationEvent, QueuePlace  # noqa: E402
+from tkchat.events import Done, GenerationEvent, QueuePlace, place_to_wire  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve import line as line_module  # noqa: E402
 from tkchat.serve.errors import RequestRejected  # noqa: E402
@@ -189,6 +189,7 @@ def test_a_long_answer_in_progress_makes_the_estimate_grow_as_it_runs_long(clock
     clock.now += 10.0  # 22 s: past its bound too; it could end any moment
     late = rec.line.place("b")
     assert late is not None and (late.eta_s, late.at_least) == (0.0, True)
+    assert place_to_wire(late)["at_least"] is True  # what the page reads ("at least")
     rec.line.join("c", Client(None, "c"), SHORT_NEED)
     assert rec.last("c") == (2, 2, 2.0) and rec.told["c"][-1].at_least  # b's 2 s, at least
 

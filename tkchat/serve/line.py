@@ -444,7 +444,9 @@ class Line(Generic[T]):
             if item in self.serving:
                 ends.append(self._left(item, now - self.serving[item])[0])
             elif (place := self.place(item)) is not None:
-                ends.append((place.eta_s or 0.0) + (self.clock.expected(self._needs[item]) or 0.0))
+                ends.append(
+                    (place.eta_s or 0.0) + (self.clock.expected(self._needs.get(item)) or 0.0)
+                )
         return max(1, math.ceil(min(ends))) if ends else 1
 
     # -- inside -----------------------------------------------------------------------------
