@@ -158,13 +158,17 @@ SHORT_NEED = Need(prompt_chars=100, max_tokens=10)
 
 
 def priced(clock: Clock) -> Recorder:
-    """A line that has timed one turn: 100 prompt characters read in 1 s (0.01 s a
-    character), then 5 of its 10 max_tokens answered in 1 s (0.2 s a token, half the bound
-    used). A short turn is then expected to take 1 + 10 x 0.5 x 0.2 = 2 s, at most 3 s."""
+    """A line that has timed two turns: 100 prompt characters read in 1 s, 1,100 in 2 s (a
+    fixed 0.9 s and 0.001 s a character), then 5 of 10 max_tokens answered in 1 s (0.2 s a
+    token, half the bound used). A short turn is then expected to take 0.9 + 0.1 + 10 x 0.5
+    x 0.2 = 2 s, at most 3 s."""
     rec = Recorder(clock)
     rec.line.join("first", Client(None), SHORT_NEED)
+    rec.line.join("second", Client(None), Need(prompt_chars=1100, max_tokens=10))
     clock.now += 2.0
     rec.line.finished("first", spent=Spent(read_s=1.0, tokens=5))
+    clock.now += 3.0
+    rec.line.finished("second", spent=Spent(read_s=2.0, tokens=5))
     assert rec.line.clock.expected(SHORT_NEED) == pytest.approx(2.0)
     assert rec.line.clock.bound(SHORT_NEED) == pytest.approx(3.0)
     return rec
@@ -199,7 +203,7 @@ def test_a_large_max_tokens_or_a_long_prompt_ahead_raises_the_estimate_behind_it
 ) -> None:
     """Behind a short turn in progress (2 s), the one after a short question waits about
     4 s; after a question with max_tokens 100, 2 + 11 = 13 s; after a 5,000-character prompt
-    (50 s to read), 2 + 51 = 53 s. One mean turn per place would have told each 4 s."""
+    (5.9 s to read), 2 + 6.9 = 8.9 s. One mean turn per place would have told each 4.5 s."""
     etas = {}
     for name, ahead in {
         "short": SHORT_NEED,
@@ -212,7 +216,7 @@ def test_a_large_max_tokens_or_a_long_prompt_ahead_raises_the_estimate_behind_it
         rec.line.join("ahead", Client(None, "a"), ahead)
         rec.line.join("me", Client(None, "m"), SHORT_NEED)
         etas[name] = rec.last("me")[2]
-    assert etas == {"short": 4.0, "large max_tokens": 13.0, "long prompt": 53.0, "unknown": 4.0}
+    assert etas == {"short": 4.0, "large max_tokens": 13.0, "long prompt": 8.9, "unknown": 4.5}
 
 
 def test_the_waiting_are_told_again_when_a_turn_runs_past_its_estimate(clock: Clock) -> None:

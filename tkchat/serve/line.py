@@ -31,9 +31,10 @@ So a request that finds every slot taken joins a line:
   the per-token times of the last :data:`TURNS_KEPT` turns (:class:`TurnClock`):
 
   - a turn is reading its prompt, then answering. A waiting request's turn is expected to
-    take its prompt's characters × the seconds per prompt character measured (from a turn's
-    start to its first token), plus its ``max_tokens`` × the share of their ``max_tokens``
-    past answers used × the seconds per answer token measured. A prompt is counted in
+    take a fixed part plus its prompt's characters × the seconds per prompt character (both
+    fitted to past turns' start → first token: :class:`Rates`), plus its ``max_tokens`` ×
+    the share of their ``max_tokens`` past answers used × the seconds per answer token
+    measured. A prompt is counted in
     characters because its tokens are counted only by the worker, with the model's
     tokenizer, once its turn has come; the rate per character is measured, so it follows the
     language and the model. So a question with a long chat or a large ``max_tokens`` ahead
@@ -198,34 +199,65 @@ class TurnClock:
         """The fair turn's length: a few long turns do not move it (the mean they do)."""
         return statistics.median(t.took for t in self._turns) if self._turns else None
 
-    def rates(self) -> tuple[float, float, float] | None:
-        """Seconds per prompt character, seconds per answer token, and the share of
-        ``max_tokens`` answers used, over the kept turns whose figures are known (None: none)."""
+    def rates(self) -> Rates | None:
+        """The rates that price a turn, over the kept turns whose figures are known (None:
+        none). Reading a prompt is fitted as a line through (characters, seconds to the first
+        token): a fixed part (the chat template, the first step) and a part per character,
+        by least squares; while the prompts are alike (the longest under twice the
+        shortest) the fixed part alone, their mean."""
         priced = [(t.took, t.need, t.spent) for t in self._turns if t.need and t.spent]
-        chars = sum(need.prompt_chars for _, need, _ in priced)
         tokens = sum(spent.tokens for _, _, spent in priced)
         bound = sum(need.max_tokens for _, need, _ in priced)
         if not priced or tokens <= 0 or bound <= 0:
             return None
-        read = sum(min(spent.read_s, took) for took, _, spent in priced)
+        chars = [float(need.prompt_chars) for _, need, _ in priced]
+        reads = [min(spent.read_s, took) for took, _, spent in priced]
         answer = sum(max(0.0, took - spent.read_s) for took, _, spent in priced)
-        return read / max(chars, 1), answer / tokens, min(1.0, tokens / bound)
+        fixed, per_char = _read_line(chars, reads)
+        return Rates(fixed, per_char, answer / tokens, min(1.0, tokens / bound))
 
     def expected(self, need: Need | None) -> float | None:
         """The seconds a turn with this need should take (a mean turn without one)."""
         rates = self.rates()
         if need is None or rates is None:
             return self.mean
-        per_char, per_token, used = rates
-        return need.prompt_chars * per_char + need.max_tokens * used * per_token
+        return rates.read(need) + need.max_tokens * rates.used * rates.per_token
 
     def bound(self, need: Need | None) -> float | None:
         """The seconds it should take at most: its whole ``max_tokens`` answered."""
         rates = self.rates()
         if need is None or rates is None:
             return self.mean
-        per_char, per_token, _ = rates
-        return need.prompt_chars * per_char + need.max_tokens * per_token
+        return rates.read(need) + need.max_tokens * rates.per_token
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """What a turn costs (see the module): reading its prompt, ``fixed`` seconds and
+    ``per_char`` a character; answering, ``per_token`` seconds a token, for the share
+    ``used`` of its ``max_tokens`` that answers use."""
+
+    fixed: float
+    per_char: float
+    per_token: float
+    used: float
+
+    def read(self, need: Need) -> float:
+        return self.fixed + need.prompt_chars * self.per_char
+
+
+def _read_line(chars: list[float], reads: list[float]) -> tuple[float, float]:
+    """Least squares through (characters, seconds): the fixed part and the slope, neither
+    below zero; the mean alone while the prompts are alike."""
+    mean_chars, mean_read = statistics.fmean(chars), statistics.fmean(reads)
+    if max(chars) < 2 * max(min(chars), 1.0):
+        return mean_read, 0.0
+    spread = sum((c - mean_chars) ** 2 for c in chars)
+    slope = sum((c - mean_chars) * (r - mean_read) for c, r in zip(chars, reads, strict=True))
+    slope = max(0.0, slope / spread)
+    if mean_read - slope * mean_chars < 0:  # through the origin: all of it per character
+        return 0.0, sum(reads) / sum(chars)
+    return mean_read - slope * mean_chars, slope
 
 
 class Line(Generic[T]):
