@@ -27,20 +27,17 @@ So a request that finds every slot taken joins a line:
   back. ``counts["deferred"]`` says how often a place was given up.
 - **Told its place.** Whenever the line moves, every waiting request is told its position, how
   many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`; None until a
-  first turn has been timed). The estimate is what is known of each turn ahead, priced at
-  the per-token times of the last :data:`TURNS_KEPT` turns (:class:`TurnClock`):
+  first turn has been timed): what is known of each turn ahead, priced at the rates of the
+  last :data:`TURNS_KEPT` turns (:class:`TurnClock`, :class:`Rates`):
 
-  - a turn is reading its prompt, then answering. A waiting request's turn is expected to
-    take a fixed part plus its prompt's characters × the seconds per prompt character (both
-    fitted to past turns' start → first token: :class:`Rates`), plus its ``max_tokens`` ×
-    the share of their ``max_tokens`` past answers used × the seconds per answer token
-    measured. A prompt is counted in
-    characters because its tokens are counted only by the worker, with the model's
-    tokenizer, once its turn has come; the rate per character is measured, so it follows the
-    language and the model. So a question with a long chat or a large ``max_tokens`` ahead
-    raises the estimate of everyone behind it, and a growing conversation is foreseen. A
-    request joined without its :class:`Need`, or before any turn was priced, counts a mean
-    turn.
+  - a turn reads its prompt, then answers. A waiting request's turn should take a fixed part
+    plus its prompt's characters × seconds a character (both fitted to past turns' start →
+    first token), plus its ``max_tokens`` × the share of ``max_tokens`` past answers used ×
+    seconds an answer token. A prompt is counted in characters: its tokens are counted only
+    by the worker, with the model's tokenizer, once its turn has come; the rate is measured,
+    so it follows the language and the model. So a long chat or a large ``max_tokens`` ahead
+    raises the estimate of everyone behind it. A request joined without its :class:`Need`,
+    or before any turn was priced, counts a mean turn.
   - the turn in progress counts its elapsed time: it is expected to end when its expected
     time has passed. Past that, it is a long one: it is expected to run to its
     ``max_tokens`` (its bound, at the measured rate). Past that too (the machine slowed
