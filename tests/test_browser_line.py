@@ -127,3 +127,20 @@ def test_a_full_line_says_when_to_try_again(
     assert note.startswith("the line is full; try again in about ")
     for page in pages[:2]:
         page.click("#stop")
+
+
+def test_an_estimate_that_is_only_a_lower_bound_says_at_least(
+    serve: Callable[..., LiveServer], open_page: Callable[..., Page]
+) -> None:
+    """The server marks an estimate ``at_least`` once an answer ahead has run past every
+    estimate of it (tkchat/serve/line.py; the mechanism: tests/test_line.py): the page says so,
+    in English and in Chinese, and says "about" otherwise."""
+    server = serve(ScriptedBackend(rate=40))
+    place = "{type: 'queued', position: 2, waiting: 3, eta_s: 12.4, at_least: %s}"
+    for lang, lower, about in (
+        ("en", "2nd in line, at least 12 s", "2nd in line, about 12 s"),
+        ("zh", "排在第 2 位，至少 12 秒", "排在第 2 位，大约 12 秒"),
+    ):
+        page = open_lang(open_page, server, lang)
+        assert page.evaluate(f"() => TkI18n.inLine({place % 'true'})") == lower
+        assert page.evaluate(f"() => TkI18n.inLine({place % 'false'})") == about

@@ -122,7 +122,9 @@ def test_each_students_figures_are_counted_apart() -> None:
     refused = Ask("s01", 1, "[s01, question 1] Why?", sent=0.0, status=429, kind="per_client")
     asks = [_ask("s00", 1, 1), _ask("s01", 2, 2), _ask("s00", 3, 3), refused]
     asks[2].places = []  # s00's second was served at once
-    rows = class_figures(asks, HealthMonitor(0), options)["per_student"]
+    asks[1].places, asks[1].turn_at = [(1.0, 2, 2.0), (3.0, 1, 0.5)], 6.0  # told 2 s at 1 s
+    figures = class_figures(asks, HealthMonitor(0), options)
+    rows = figures["per_student"]
     keys = ("student", "requests", "answered", "refused", "waited")
     assert [tuple(row[k] for k in keys) for row in rows] == [
         ("s00", 2, 2, 0, 1),
@@ -130,6 +132,10 @@ def test_each_students_figures_are_counted_apart() -> None:
         ("s02", 0, 0, 0, 0),
     ]
     assert rows[2]["wait_max_s"] is None and rows[2]["first_text_p50_s"] is None
+    # told against actual, from the first estimate: its turn came 3 s later than told
+    assert [row["eta_error_p50_s"] for row in rows] == [None, 3.0, None]
+    assert figures["eta_error_s"]["median_signed"] == 3.0
+    assert figures["eta_error_s"]["later_than_told"] == 1
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.client import HTTPResponse
 from typing import Any
 
@@ -32,11 +33,19 @@ from tests.test_server import (  # noqa: E402
     serve_bundled_model,
 )
 from tkchat.conversation import Message  # noqa: E402
-from tkchat.events import Done, GenerationEvent, QueuePlace  # noqa: E402
+from tkchat.events import Done, GenerationEvent, QueuePlace, place_to_wire  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
 from tkchat.serve import line as line_module  # noqa: E402
 from tkchat.serve.errors import RequestRejected  # noqa: E402
-from tkchat.serve.line import HEAVY_MIN_S, Client, Line, LineLimits  # noqa: E402
+from tkchat.serve.line import (  # noqa: E402
+    HEAVY_MIN_S,
+    RETELL_AFTER_S,
+    Client,
+    Line,
+    LineLimits,
+    Need,
+    Spent,
+)
 from tkchat.serve.routes import client_of  # noqa: E402
 from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E402
 
@@ -44,29 +53,56 @@ from tkchat.transport.sse import SSEMessage, SSEParser, parse_event  # noqa: E40
 
 
 class Clock:
-    """time.monotonic, moved by hand."""
+    """The line's clock, moved by hand: ``now += s`` moves time only; :meth:`advance` moves it
+    and fires the timers that fall due, in their order, as the event loop would."""
 
     def __init__(self) -> None:
         self.now = 1000.0
+        self.timers: list[Timer] = []
 
-    def __call__(self) -> float:
+    def monotonic(self) -> float:
         return self.now
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        timer = Timer(self.now + delay, callback)
+        self.timers.append(timer)
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        end = self.now + seconds
+        while due := sorted(
+            (t for t in self.timers if not t.cancelled and t.at <= end), key=lambda t: t.at
+        ):
+            timer = due[0]
+            self.timers.remove(timer)
+            self.now = max(self.now, timer.at)
+            timer.callback()
+        self.now = end
+
+
+@dataclass
+class Timer:
+    at: float
+    callback: Callable[[], None]
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(line_module.time, "monotonic", clock)
-    return clock
+def clock() -> Clock:
+    return Clock()
 
 
 class Recorder:
-    """A line of names, recording whom it started and what it told whom."""
+    """A line of names on a clock of its own, recording whom it started and what it told
+    whom."""
 
-    def __init__(self, limits: LineLimits = line_module.DEFAULT_LIMITS) -> None:
+    def __init__(self, clock: Clock, limits: LineLimits = line_module.DEFAULT_LIMITS) -> None:
         self.started: list[str] = []
         self.told: dict[str, list[QueuePlace]] = {}
-        self.line: Line[str] = Line(limits, self.started.append, self.tell)
+        self.line: Line[str] = Line(limits, self.started.append, self.tell, clock)
 
     def tell(self, name: str, place: QueuePlace) -> None:
         self.told.setdefault(name, []).append(place)
@@ -77,7 +113,7 @@ class Recorder:
 
 
 def test_first_come_first_served_and_everyone_hears_their_place(clock: Clock) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in "abcd":
         rec.line.join(name, Client(None))
     assert rec.started == ["a"] and list(rec.line.waiting) == ["b", "c", "d"]
@@ -90,7 +126,7 @@ def test_first_come_first_served_and_everyone_hears_their_place(clock: Clock) ->
 
 
 def test_the_estimate_is_the_mean_turn_for_each_turn_ahead(clock: Clock) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in "abc":
         rec.line.join(name, Client(None))
     assert rec.last("c")[2] is None  # no turn timed yet: no guess
@@ -107,7 +143,7 @@ def test_the_estimate_is_the_mean_turn_for_each_turn_ahead(clock: Clock) -> None
 def test_a_turn_that_answered_nothing_is_not_timed(clock: Clock) -> None:
     """Instant failures (a prompt over the cap, a refusal) must not pull the estimate of a
     real turn towards zero."""
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in "abcd":
         rec.line.join(name, Client(None))
     clock.now += 10.0
@@ -118,13 +154,100 @@ def test_a_turn_that_answered_nothing_is_not_timed(clock: Clock) -> None:
     assert rec.line.clock.mean == 10.0 and rec.started == ["a", "b", "c", "d"]
 
 
+SHORT_NEED = Need(prompt_chars=100, max_tokens=10)
+
+
+def priced(clock: Clock) -> Recorder:
+    """A line that has timed two turns: 100 prompt characters read in 1 s, 1,100 in 2 s (a
+    fixed 0.9 s and 0.001 s a character), then 5 of 10 max_tokens answered in 1 s (0.2 s a
+    token, half the bound used). A short turn is then expected to take 0.9 + 0.1 + 10 x 0.5
+    x 0.2 = 2 s, at most 3 s."""
+    rec = Recorder(clock)
+    rec.line.join("first", Client(None), SHORT_NEED)
+    rec.line.join("second", Client(None), Need(prompt_chars=1100, max_tokens=10))
+    clock.now += 2.0
+    rec.line.finished("first", spent=Spent(read_s=1.0, tokens=5))
+    clock.now += 3.0
+    rec.line.finished("second", spent=Spent(read_s=2.0, tokens=5))
+    assert rec.line.clock.expected(SHORT_NEED) == pytest.approx(2.0)
+    assert rec.line.clock.bound(SHORT_NEED) == pytest.approx(3.0)
+    return rec
+
+
+def test_a_long_answer_in_progress_makes_the_estimate_grow_as_it_runs_long(clock: Clock) -> None:
+    """A 100-token bound in progress is expected to take 1 + 100 x 0.5 x 0.2 = 11 s, at most
+    21 s. Its elapsed time counts; once it runs past 11 s it is expected to run to its bound,
+    so the wait of the one behind grows; past 21 s too, the estimate is only a lower bound."""
+    rec = priced(clock)
+    rec.line.join("long", Client(None, "x"), Need(prompt_chars=100, max_tokens=100))
+    rec.line.join("b", Client(None, "b"), SHORT_NEED)
+    assert rec.started[-1] == "long"
+    assert rec.last("b") == (1, 1, 11.0)  # not a mean turn (2 s) from now
+    clock.now += 10.0
+    before = rec.line.place("b")
+    clock.now += 2.0  # 12 s: past what it was expected to take
+    after = rec.line.place("b")
+    assert before is not None and after is not None
+    assert (before.eta_s, before.at_least) == (1.0, False)
+    assert (after.eta_s, after.at_least) == (9.0, False)  # grew: to its bound, 21 s
+    clock.now += 10.0  # 22 s: past its bound too; it could end any moment
+    late = rec.line.place("b")
+    assert late is not None and (late.eta_s, late.at_least) == (0.0, True)
+    assert place_to_wire(late)["at_least"] is True  # what the page reads ("at least")
+    rec.line.join("c", Client(None, "c"), SHORT_NEED)
+    assert rec.last("c") == (2, 2, 2.0) and rec.told["c"][-1].at_least  # b's 2 s, at least
+
+
+def test_a_large_max_tokens_or_a_long_prompt_ahead_raises_the_estimate_behind_it(
+    clock: Clock,
+) -> None:
+    """Behind a short turn in progress (2 s), the one after a short question waits about
+    4 s; after a question with max_tokens 100, 2 + 11 = 13 s; after a 5,000-character prompt
+    (5.9 s to read), 2 + 6.9 = 8.9 s. One mean turn per place would have told each 4.5 s."""
+    etas = {}
+    for name, ahead in {
+        "short": SHORT_NEED,
+        "large max_tokens": Need(prompt_chars=100, max_tokens=100),
+        "long prompt": Need(prompt_chars=5000, max_tokens=10),
+        "unknown": None,
+    }.items():
+        rec = priced(clock)
+        rec.line.join("now", Client(None, "n"), SHORT_NEED)
+        rec.line.join("ahead", Client(None, "a"), ahead)
+        rec.line.join("me", Client(None, "m"), SHORT_NEED)
+        etas[name] = rec.last("me")[2]
+    assert etas == {"short": 4.0, "large max_tokens": 13.0, "long prompt": 8.9, "unknown": 4.5}
+
+
+def test_the_waiting_are_told_again_when_a_turn_runs_past_its_estimate(clock: Clock) -> None:
+    """Nothing else moves the line: the line's own timer re-tells the waiting when the turn in
+    progress passes its expected end (11 s), then its bound (21 s), and no more after that."""
+    rec = priced(clock)
+    rec.line.join("long", Client(None, "x"), Need(prompt_chars=100, max_tokens=100))
+    rec.line.join("b", Client(None, "b"), SHORT_NEED)
+    told = len(rec.told["b"])
+    clock.advance(10.9)
+    assert len(rec.told["b"]) == told  # still within its estimate: nothing new to say
+    clock.advance(0.2)
+    assert len(rec.told["b"]) == told + 1 and rec.line.counts["retold"] == 1
+    eta, at_least = rec.told["b"][-1].eta_s, rec.told["b"][-1].at_least
+    assert eta == pytest.approx(21.0 - 11.0 - RETELL_AFTER_S, abs=0.1) and not at_least
+    clock.advance(10.0)
+    assert len(rec.told["b"]) == told + 2 and rec.told["b"][-1].at_least
+    clock.advance(100.0)
+    assert len(rec.told["b"]) == told + 2  # a lower bound already: no timer left to fire
+    clock.advance(1.0)
+    rec.line.finished("long", spent=Spent(read_s=1.0, tokens=100))
+    assert rec.started[-1] == "b" and not [t for t in clock.timers if not t.cancelled]
+
+
 def test_a_long_prompt_hog_gets_its_share_of_model_time_not_of_turns(clock: Clock) -> None:
     """Ten askers whose turns take 1 s and a hog whose turns take 30 s (a long prompt to
     read), each asking again the moment its answer ends: in turns, the hog held the model
     30 / 40 of the time (84 % in the real run); counted in model time, its share is about
     one in eleven, and it is still served (never starved). The order told is the order
     served."""
-    rec = Recorder()
+    rec = Recorder(clock)
     cost = {**{f"s{i}": 1.0 for i in range(10)}, "hog": 30.0}
     ask = {name: 0 for name in cost}
     used = dict.fromkeys(cost, 0.0)
@@ -157,7 +280,7 @@ def test_a_long_prompt_hog_gets_its_share_of_model_time_not_of_turns(clock: Cloc
 def test_a_long_first_turn_owes_too(clock: Clock) -> None:
     """The hog asked first, before any turn was timed: its 30 s turn still owes (a fair turn
     is HEAVY_MIN_S until one is timed), so the askers behind it go first next time."""
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in ("hog1", "a", "b"):
         rec.line.join(name, Client(None, name[0]))
     clock.now += 30.0
@@ -175,7 +298,7 @@ def test_a_long_first_turn_owes_too(clock: Clock) -> None:
 def test_ordinary_turns_never_reorder_the_line(clock: Clock) -> None:
     """Turns of ordinary length (under twice the median, or under HEAVY_MIN_S) owe nothing:
     first come, first served, exactly."""
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in "abcdef":
         rec.line.join(name, Client(None, name))
     for took, name in zip([1.0, 1.9, 0.5, 1.0, 1.5], "abcde", strict=True):
@@ -188,7 +311,7 @@ def test_ordinary_turns_never_reorder_the_line(clock: Clock) -> None:
 def test_a_heavy_share_alone_is_never_held_back_and_debts_end_with_the_line(
     clock: Clock,
 ) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in ("a", "b"):
         rec.line.join(name, Client(None, name))
     clock.now += 1.0
@@ -210,7 +333,7 @@ def test_a_heavy_share_alone_is_never_held_back_and_debts_end_with_the_line(
 
 
 def test_parallel_slots_share_the_line(clock: Clock) -> None:
-    rec = Recorder(LineLimits(parallel=2))
+    rec = Recorder(clock, LineLimits(parallel=2))
     for name in "abcde":
         rec.line.join(name, Client(None))
     assert rec.started == ["a", "b"]
@@ -221,7 +344,7 @@ def test_parallel_slots_share_the_line(clock: Clock) -> None:
 
 
 def test_a_client_that_leaves_leaves_the_line_and_those_behind_move_up(clock: Clock) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     for name in "abcd":
         rec.line.join(name, Client(None))
     rec.line.leave("b")
@@ -232,7 +355,7 @@ def test_a_client_that_leaves_leaves_the_line_and_those_behind_move_up(clock: Cl
 
 
 def test_a_full_line_refuses_with_503_and_retry_after(clock: Clock) -> None:
-    rec = Recorder(LineLimits(waiting=2))
+    rec = Recorder(clock, LineLimits(waiting=2))
     for name in "abc":
         rec.line.join(name, Client(None))
     with pytest.raises(RequestRejected) as caught:
@@ -247,7 +370,7 @@ def test_a_full_line_refuses_with_503_and_retry_after(clock: Clock) -> None:
 def test_a_clients_parallel_requests_all_wait_their_turns_in_its_order(clock: Clock) -> None:
     """The issue's case: five at once under one ``user`` got two 429s. Now all five wait, in
     the client's order, and a student who asks meanwhile waits behind one of them only."""
-    rec = Recorder()
+    rec = Recorder(clock)
     ann = Client(None, "ann")
     for index in range(1, 6):
         rec.line.join(f"ann{index}", ann)
@@ -266,7 +389,7 @@ def test_a_clients_parallel_requests_all_wait_their_turns_in_its_order(clock: Cl
 def test_one_request_at_a_time_is_first_come_first_served(clock: Clock) -> None:
     """A client whose answer is done and who asks at once goes to the end of the line, as
     anyone would; a client's second request joins the end when its first starts."""
-    rec = Recorder()
+    rec = Recorder(clock)
     ann, bob = Client(None, "ann"), Client(None, "bob")
     rec.line.join("ann1", ann)
     rec.line.join("bob1", bob)
@@ -279,7 +402,7 @@ def test_one_request_at_a_time_is_first_come_first_served(clock: Clock) -> None:
 
 
 def test_a_request_that_leaves_gives_its_place_to_its_clients_next(clock: Clock) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     ann, bob = Client(None, "ann"), Client(None, "bob")
     for index in range(1, 5):
         rec.line.join(f"ann{index}", ann)
@@ -295,7 +418,7 @@ def test_a_request_that_leaves_gives_its_place_to_its_clients_next(clock: Clock)
 def test_a_client_has_a_bounded_share_then_429_with_when_its_first_is_done(
     clock: Clock,
 ) -> None:
-    rec = Recorder(LineLimits(per_client=3))
+    rec = Recorder(clock, LineLimits(per_client=3))
     rec.line.join("x", Client(None))
     clock.now += 10.0
     rec.line.finished("x")  # one 10 s turn timed
@@ -317,7 +440,7 @@ def test_a_client_has_a_bounded_share_then_429_with_when_its_first_is_done(
 
 
 def test_unnamed_programs_here_take_their_turns_as_one_client(clock: Clock) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     for index in range(3):
         rec.line.join(f"script{index}", Client(None))
     rec.line.join("ann1", Client(None, "ann"))
@@ -325,7 +448,7 @@ def test_unnamed_programs_here_take_their_turns_as_one_client(clock: Clock) -> N
 
 
 def test_a_machine_takes_its_turns_as_one_client_whatever_names_it_gives(clock: Clock) -> None:
-    rec = Recorder()
+    rec = Recorder(clock)
     for index in range(1, 4):
         rec.line.join(f"x{index}", Client("192.0.2.7", f"name{index}"))
     rec.line.join("y1", Client("192.0.2.8", "other"))
@@ -333,7 +456,7 @@ def test_a_machine_takes_its_turns_as_one_client_whatever_names_it_gives(clock: 
 
 
 def test_another_machine_has_a_few_places_at_most_whatever_names_it_gives(clock: Clock) -> None:
-    rec = Recorder(LineLimits(per_address=2))
+    rec = Recorder(clock, LineLimits(per_address=2))
     rec.line.join("x1", Client("192.0.2.7", "one"))
     rec.line.join("x2", Client("192.0.2.7", "two"))
     with pytest.raises(RequestRejected) as caught:

@@ -89,12 +89,15 @@ class Error:
 class QueuePlace:
     """A request waiting for the model in ``tkchat serve``'s line: ``position`` 1 is next;
     ``waiting`` requests are in the line in all; ``eta_s`` is the server's estimate of the wait
-    (None until it has timed a generation). Sent when the request joins the line, whenever its
-    place changes, and every few seconds while it waits; never after its generation began."""
+    (None until it has timed a generation), ``at_least`` True when it is only a lower bound (an
+    answer ahead has run past every estimate of it: tkchat/serve/line.py). Sent when the
+    request joins the line, whenever its place changes, when an answer ahead runs past its
+    estimate, and every few seconds while it waits; never after its generation began."""
 
     position: int
     waiting: int
     eta_s: float | None
+    at_least: bool = False
     type: Literal["queued"] = field(default="queued", init=False)
 
 
@@ -191,6 +194,7 @@ def place_to_wire(place: QueuePlace) -> dict[str, Any]:
         "position": place.position,
         "waiting": place.waiting,
         "eta_s": place.eta_s,
+        "at_least": place.at_least,
     }
 
 

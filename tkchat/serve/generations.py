@@ -49,7 +49,7 @@ from tkchat.generate.backend import Backend, GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.worker import GenerationWorker
 from tkchat.serve.bridge import AsyncEventBridge
-from tkchat.serve.line import Client, Line, LineLimits
+from tkchat.serve.line import Client, Line, LineLimits, Need, Spent
 from tkchat.serve.streaming import GenerationResponse
 from tkchat.transport.channel import EventChannel
 
@@ -117,7 +117,8 @@ class GenerationSlot:
         )
         job = Job(AsyncEventBridge(asyncio.get_running_loop()), endpoint, request)
         job.ticket = self.line.counts["joined"] + 1
-        self.line.join(job, client)
+        need = Need(sum(len(m.content) for m in request.messages), answer)
+        self.line.join(job, client, need)
         place = self.line.place(job)
         job.joined_at = place.position if place is not None else 0
         return job
@@ -157,7 +158,9 @@ class GenerationSlot:
         """Scheduled onto the loop by the worker thread as it ends: free the slot for the next
         in line, and record a disconnect."""
         worker = job.worker
-        self.line.finished(job, answered=worker is not None and worker.tokens > 0)
+        self.line.finished(
+            job, answered=worker is not None and worker.tokens > 0, spent=_spent(worker)
+        )
         if job.disconnect_at is None or worker is None:
             return
         exited_at = worker.exited_at if worker.exited_at is not None else time.perf_counter()
@@ -211,3 +214,11 @@ class GenerationSlot:
             yield batch or None
             if final:
                 return
+
+
+def _spent(worker: GenerationWorker | None) -> Spent | None:
+    """What the worker's turn used, for the line's rates: its start to its first token (the
+    prompt read; both the worker's own clock) and its answer's tokens."""
+    if worker is None or worker.started_at is None or worker.first_token_at is None:
+        return None
+    return Spent(max(0.0, worker.first_token_at - worker.started_at), worker.tokens)

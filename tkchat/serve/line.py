@@ -26,9 +26,27 @@ So a request that finds every slot taken joins a line:
   served; nobody owes once the line has emptied; a share alone in the line is never held
   back. ``counts["deferred"]`` says how often a place was given up.
 - **Told its place.** Whenever the line moves, every waiting request is told its position, how
-  many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`); the estimate is
-  the mean of the last :data:`TURNS_KEPT` turns, applied to the turns still ahead (None until
-  a first turn has been timed).
+  many wait, and an estimate of its wait (:class:`~tkchat.events.QueuePlace`; None until a
+  first turn has been timed): what is known of each turn ahead, priced at the rates of the
+  last :data:`TURNS_KEPT` turns (:class:`TurnClock`, :class:`Rates`):
+
+  - a turn reads its prompt, then answers. A waiting request's turn should take a fixed part
+    plus its prompt's characters × seconds a character (both fitted to past turns' start →
+    first token), plus its ``max_tokens`` × the share of ``max_tokens`` past answers used ×
+    seconds an answer token. A prompt is counted in characters: its tokens are counted only
+    by the worker, with the model's tokenizer, once its turn has come; the rate is measured,
+    so it follows the language and the model. So a long chat or a large ``max_tokens`` ahead
+    raises the estimate of everyone behind it. A request joined without its :class:`Need`,
+    or before any turn was priced, counts a mean turn.
+  - the turn in progress counts its elapsed time: it is expected to end when its expected
+    time has passed. Past that, it is a long one: it is expected to run to its
+    ``max_tokens`` (its bound, at the measured rate). Past that too (the machine slowed
+    down), it could end any moment: it counts nothing more, and the estimate is a lower
+    bound (``QueuePlace.at_least``: the page says "at least").
+  - the waiting are told again the moment a turn in progress runs past its expected time or
+    its bound: the line sets a timer on its own clock (:class:`LineClock`, the event loop's;
+    a test steps a clock of its own), besides the places each response asks for every few
+    seconds.
 - **Bounded.** At most ``LineLimits.waiting`` requests wait; the next is refused at once with
   503 and a ``Retry-After`` (when the first place should free), never left hanging. One
   client has at most ``LineLimits.per_client`` requests in line or being answered: the next
@@ -48,6 +66,7 @@ should hear its place.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import math
 import statistics
@@ -55,12 +74,13 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from tkchat.events import QueuePlace
 from tkchat.serve.errors import RequestRejected
 
-TURNS_KEPT = 20  # the ETA is the mean of this many of the last turns
+TURNS_KEPT = 20  # the estimate prices turns at the rates of this many of the last turns
+RETELL_AFTER_S = 0.05  # a re-tell's timer fires this long after the threshold it waits for
 HEAVY_X = 2.0  # a turn this many times the median turn (and HEAVY_MIN_S) leaves a debt
 HEAVY_MIN_S = 2.0  # shorter turns never owe: a class of short answers is served in order
 
@@ -109,24 +129,132 @@ class Client:
         return f"name {self.name}" if self.name is not None else "this machine"
 
 
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class LineClock(Protocol):
+    """The line's time: ``monotonic`` seconds, and a callback after a delay (on the loop)."""
+
+    def monotonic(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer: ...
+
+
+class LoopClock:
+    """The server's clock: ``time.monotonic`` and the running event loop's timers. Loop thread."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        return asyncio.get_running_loop().call_later(delay, callback)
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """What is known of a request before its turn: its prompt's length in characters (every
+    message's text) and its answer's bound (``max_tokens``, already cut to the server's)."""
+
+    prompt_chars: int
+    max_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What a turn used, as its worker measured it: seconds from its start to its first token
+    (reading the prompt), and the tokens it answered."""
+
+    read_s: float
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    took: float
+    need: Need | None
+    spent: Spent | None
+
+
 class TurnClock:
-    """How long a turn takes: the mean of the last :data:`TURNS_KEPT` (a turn is a slot held
-    from its start to its worker leaving the model loop, whatever ended it)."""
+    """How long turns take, from the last :data:`TURNS_KEPT` (a turn is a slot held from its
+    start to its worker leaving the model loop, whatever ended it): their mean and median,
+    and the per-token rates that price a turn not yet run (see the module)."""
 
     def __init__(self) -> None:
-        self._turns: deque[float] = deque(maxlen=TURNS_KEPT)
+        self._turns: deque[_Turn] = deque(maxlen=TURNS_KEPT)
 
-    def add(self, seconds: float) -> None:
-        self._turns.append(max(0.0, seconds))
+    def add(self, seconds: float, need: Need | None = None, spent: Spent | None = None) -> None:
+        self._turns.append(_Turn(max(0.0, seconds), need, spent))
 
     @property
     def mean(self) -> float | None:
-        return sum(self._turns) / len(self._turns) if self._turns else None
+        return sum(t.took for t in self._turns) / len(self._turns) if self._turns else None
 
     @property
     def median(self) -> float | None:
         """The fair turn's length: a few long turns do not move it (the mean they do)."""
-        return statistics.median(self._turns) if self._turns else None
+        return statistics.median(t.took for t in self._turns) if self._turns else None
+
+    def rates(self) -> Rates | None:
+        """The rates that price a turn, over the kept turns whose figures are known (None:
+        none). Reading a prompt is fitted as a line through (characters, seconds to the first
+        token): a fixed part (the chat template, the first step) and a part per character,
+        by least squares; while the prompts are alike (the longest under twice the
+        shortest) the fixed part alone, their mean."""
+        priced = [(t.took, t.need, t.spent) for t in self._turns if t.need and t.spent]
+        tokens = sum(spent.tokens for _, _, spent in priced)
+        bound = sum(need.max_tokens for _, need, _ in priced)
+        if not priced or tokens <= 0 or bound <= 0:
+            return None
+        chars = [float(need.prompt_chars) for _, need, _ in priced]
+        reads = [min(spent.read_s, took) for took, _, spent in priced]
+        answer = sum(max(0.0, took - spent.read_s) for took, _, spent in priced)
+        fixed, per_char = _read_line(chars, reads)
+        return Rates(fixed, per_char, answer / tokens, min(1.0, tokens / bound))
+
+    def expected(self, need: Need | None) -> float | None:
+        """The seconds a turn with this need should take (a mean turn without one)."""
+        rates = self.rates()
+        if need is None or rates is None:
+            return self.mean
+        return rates.read(need) + need.max_tokens * rates.used * rates.per_token
+
+    def bound(self, need: Need | None) -> float | None:
+        """The seconds it should take at most: its whole ``max_tokens`` answered."""
+        rates = self.rates()
+        if need is None or rates is None:
+            return self.mean
+        return rates.read(need) + need.max_tokens * rates.per_token
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """What a turn costs (see the module): reading its prompt, ``fixed`` seconds and
+    ``per_char`` a character; answering, ``per_token`` seconds a token, for the share
+    ``used`` of its ``max_tokens`` that answers use."""
+
+    fixed: float
+    per_char: float
+    per_token: float
+    used: float
+
+    def read(self, need: Need) -> float:
+        return self.fixed + need.prompt_chars * self.per_char
+
+
+def _read_line(chars: list[float], reads: list[float]) -> tuple[float, float]:
+    """Least squares through (characters, seconds): the fixed part and the slope, neither
+    below zero; the mean alone while the prompts are alike."""
+    mean_chars, mean_read = statistics.fmean(chars), statistics.fmean(reads)
+    if max(chars) < 2 * max(min(chars), 1.0):
+        return mean_read, 0.0
+    spread = sum((c - mean_chars) ** 2 for c in chars)
+    slope = sum((c - mean_chars) * (r - mean_read) for c, r in zip(chars, reads, strict=True))
+    slope = max(0.0, slope / spread)
+    if mean_read - slope * mean_chars < 0:  # through the origin: all of it per character
+        return 0.0, sum(reads) / sum(chars)
+    return mean_read - slope * mean_chars, slope
 
 
 class Line(Generic[T]):
@@ -137,10 +265,14 @@ class Line(Generic[T]):
         limits: LineLimits,
         start: Callable[[T], None],
         tell: Callable[[T, QueuePlace], None],
+        clock: LineClock | None = None,
     ) -> None:
         self.limits = limits
         self._start = start
         self._tell = tell
+        self.time: LineClock = clock or LoopClock()
+        self._timer: Timer | None = None  # the next re-tell (see _arm)
+        self._needs: dict[T, Need | None] = {}  # what is known of each item waiting or served
         self._line: deque[T] = deque()  # first come, first served; one request per share
         self._behind: dict[str, deque[T]] = {}  # a share's further requests, in its order
         self._shares: dict[T, str] = {}  # every waiting item -> its share
@@ -156,13 +288,15 @@ class Line(Generic[T]):
 
     # -- joining and leaving --------------------------------------------------------------
 
-    def join(self, item: T, client: Client) -> None:
+    def join(self, item: T, client: Client, need: Need | None = None) -> None:
         """Take ``item`` into the line (and to a free slot at once, if there is one), or refuse
         it: 429 (its client, or its machine, holds its most), 503 (the line is full). No await
-        inside: on one loop, two requests cannot both pass a check."""
+        inside: on one loop, two requests cannot both pass a check. ``need`` prices its turn
+        in the estimates (a mean turn without it)."""
         self._check(client)
         self.counts["joined"] += 1
         self._hold(item, client)
+        self._needs[item] = need
         share = client.share
         self._shares[item] = share
         if share in self._behind:  # it has one in line already: this one waits behind it
@@ -181,6 +315,7 @@ class Line(Generic[T]):
         share = self._shares.pop(item, None)
         if share is None:
             return
+        self._needs.pop(item, None)
         if item in self._line:
             index = self._line.index(item)
             del self._line[index]
@@ -211,20 +346,25 @@ class Line(Generic[T]):
     def close(self) -> None:
         """The server is shutting down: nobody joins, nobody in the line starts."""
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def finished(self, item: T, *, answered: bool = True) -> None:
+    def finished(self, item: T, *, answered: bool = True, spent: Spent | None = None) -> None:
         """The item's turn is over (its worker left the model loop): the next one starts.
         A turn that answered nothing (refused at once, a prompt too long, a crash) is not
-        timed: failures in an instant would pull the estimate of a real turn towards zero."""
+        timed: failures in an instant would pull the estimate of a real turn towards zero.
+        ``spent``, with the item's :class:`Need`, is what prices the turns to come."""
         began = self.serving.pop(item, None)
         share = self._serving_share.pop(item, None)
+        need = self._needs.pop(item, None)
         if began is not None and answered:
-            took = time.monotonic() - began
+            took = self.time.monotonic() - began
             # before any turn is timed, a fair turn is HEAVY_MIN_S (a long first turn owes too)
             fair = self.clock.median or HEAVY_MIN_S
             if share is not None and took > max(HEAVY_X * fair, HEAVY_MIN_S):
                 self.owed[share] = self.owed.get(share, 0.0) + took - fair
-            self.clock.add(took)
+            self.clock.add(took, need, spent)
         self._dispatch()
 
     # -- what the line looks like ---------------------------------------------------------
@@ -267,23 +407,52 @@ class Line(Generic[T]):
         if item not in self._shares:
             return None
         waiting = self.waiting
-        position = waiting.index(item) + 1
-        return QueuePlace(position, len(waiting), self.eta(position))
+        ahead = waiting.index(item)
+        return self._place(ahead + 1, len(waiting), self._starts(waiting[:ahead]))
 
     def eta(self, position: int) -> float | None:
-        """Seconds until the request at ``position`` (1: next) should start: each slot frees
-        after the mean turn minus what its current turn has already taken, and each request
-        ahead then takes a mean turn of the first slot to free."""
-        mean = self.clock.mean
-        if mean is None:
+        """Seconds until the request at ``position`` (1: next) should start (see the module)."""
+        ahead: list[T | None] = list(self.waiting[: position - 1])
+        ahead += [None] * (position - 1 - len(ahead))  # beyond the line: mean turns
+        starts = self._starts(ahead)
+        return None if starts is None else round(starts[-1][0], 1)
+
+    def _starts(self, ahead: list[T] | list[T | None]) -> list[tuple[float, bool]] | None:
+        """When each request of ``ahead`` (in order) should start, and the one behind them all
+        last: seconds from now, and whether that is a lower bound. Each slot frees when its
+        turn in progress should end (:meth:`_left`); each request ahead then holds the first
+        slot to free for its expected turn. None before any turn was timed."""
+        if self.clock.mean is None:
             return None
-        now = time.monotonic()
-        free = [max(0.0, mean - (now - began)) for began in self.serving.values()]
-        free += [0.0] * max(0, self.limits.parallel - len(free))
+        now = self.time.monotonic()
+        free = [self._left(item, now - began) for item, began in self.serving.items()]
+        free += [(0.0, False)] * max(0, self.limits.parallel - len(free))
         heapq.heapify(free)
-        for _ in range(position - 1):
-            heapq.heappush(free, heapq.heappop(free) + mean)
-        return round(free[0], 1)
+        starts = []
+        for item in ahead:
+            at, lower = heapq.heappop(free)
+            starts.append((at, lower))
+            turn = self.clock.expected(self._needs.get(item) if item is not None else None)
+            heapq.heappush(free, (at + (turn or 0.0), lower))
+        starts.append(free[0])
+        return starts
+
+    def _left(self, item: T, elapsed: float) -> tuple[float, bool]:
+        """Seconds the turn in progress should still take, having run ``elapsed``: to its
+        expected end; past that, to its bound; past that, nothing more it can be counted on
+        for (a lower bound: True)."""
+        need = self._needs.get(item)
+        for end in (self.clock.expected(need), self.clock.bound(need)):
+            if end is not None and elapsed < end:
+                return end - elapsed, False
+        return 0.0, True
+
+    @staticmethod
+    def _place(position: int, waiting: int, starts: list[tuple[float, bool]] | None) -> QueuePlace:
+        if starts is None:
+            return QueuePlace(position, waiting, None)
+        at, lower = starts[position - 1] if len(starts) >= position else starts[-1]
+        return QueuePlace(position, waiting, round(at, 1), at_least=lower)
 
     def retry_after(self) -> int:
         """Whole seconds until a place in a full line should free (at least 1)."""
@@ -294,18 +463,19 @@ class Line(Generic[T]):
         """Whole seconds until the first of this client's requests should be answered (at
         least 1): the one being answered at the end of its mean turn, or the first waiting at
         the end of its own turn."""
-        mean = self.clock.mean
-        if mean is None:
+        if self.clock.mean is None:
             return 1
-        now = time.monotonic()
+        now = self.time.monotonic()
         ends = []
         for item, client in self._clients.items():
             if client.key != key:
                 continue
             if item in self.serving:
-                ends.append(mean - (now - self.serving[item]))
+                ends.append(self._left(item, now - self.serving[item])[0])
             elif (place := self.place(item)) is not None:
-                ends.append((place.eta_s or 0.0) + mean)
+                ends.append(
+                    (place.eta_s or 0.0) + (self.clock.expected(self._needs.get(item)) or 0.0)
+                )
         return max(1, math.ceil(min(ends))) if ends else 1
 
     # -- inside -----------------------------------------------------------------------------
@@ -376,7 +546,7 @@ class Line(Generic[T]):
             following = self._next_of(share)
             if following is not None:
                 self._line.append(following)
-            self.serving[item] = time.monotonic()
+            self.serving[item] = self.time.monotonic()
             self._serving_share[item] = share
             self.counts["served"] += 1
             moved = True
@@ -388,5 +558,32 @@ class Line(Generic[T]):
 
     def _tell_everyone(self) -> None:
         waiting = self.waiting
+        starts = self._starts(waiting)
         for position, item in enumerate(waiting, start=1):
-            self._tell(item, QueuePlace(position, len(waiting), self.eta(position)))
+            self._tell(item, self._place(position, len(waiting), starts))
+        self._arm()
+
+    def _arm(self) -> None:
+        """Set the timer for the next moment a turn in progress runs past its expected end or
+        its bound: the waiting are told again then (their estimates jump: see the module)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._line or self.closed or self.clock.mean is None:
+            return
+        now = self.time.monotonic()
+        crossings = []
+        for item, began in self.serving.items():
+            need, elapsed = self._needs.get(item), now - began
+            for end in (self.clock.expected(need), self.clock.bound(need)):
+                if end is not None and end > elapsed:
+                    crossings.append(end - elapsed)
+        if crossings:
+            self._timer = self.time.call_later(min(crossings) + RETELL_AFTER_S, self._retell)
+
+    def _retell(self) -> None:
+        """The timer fired (loop thread): a turn ran past what was told; tell everyone again."""
+        self._timer = None
+        if self._line and not self.closed:
+            self.counts["retold"] += 1
+            self._tell_everyone()

@@ -19,7 +19,8 @@ accounted for:
   the waits that followed, and ``/health``'s latency (p50/p99/max) while the line was long,
   beside an idle twin server's at the same moments (the machine's share of it);
 - **each student's** figures (``per_student``): requests, answered, refused, how many waited
-  in line, the median and longest wait, the median time to the first text.
+  in line, the median and longest wait, how much later than its first estimate its turn
+  came (median), the median time to the first text.
 
 With ``port`` (``--port``) the class uses a ``tkchat serve`` already running on this machine
 (the one the class will use, with its model and limits: the class plan starts it before the
@@ -257,13 +258,16 @@ def per_student(asks: list[Ask], names: list[str]) -> list[dict[str, Any]]:
     """Each student's requests and what became of them, in the students' order (``names``,
     and any other that asked; one who never got to ask has a row of zeros): answered, refused
     (429/503), failed or lost; how many waited in line; the median and longest wait (send →
-    its turn) and the median time to the first text (send → first text)."""
+    its turn); the median error of the first estimate it was told (the wait that followed
+    it, less it: > 0 later than told) and the median time to the first text (send → first
+    text)."""
     rows = []
     for student in sorted(set(names) | {a.student for a in asks}):
         own = [a for a in asks if a.student == student]
         answered = [a for a in own if a.answered]
         waits = [a.wait_s for a in answered if a.places and a.wait_s is not None]
         firsts = [a.first_text_at - a.sent for a in answered if a.first_text_at is not None]
+        off = eta_errors([a for a in answered if a.places])
         rows.append(
             {
                 "student": student,
@@ -274,6 +278,7 @@ def per_student(asks: list[Ask], names: list[str]) -> list[dict[str, Any]]:
                 "waited": len(waits),
                 "wait_p50_s": rounded(percentile(waits, 50)),
                 "wait_max_s": rounded(max(waits)) if waits else None,
+                "eta_error_p50_s": rounded(percentile(off, 50)),
                 "first_text_p50_s": rounded(percentile(firsts, 50)),
             }
         )
@@ -289,6 +294,7 @@ STUDENT_COLUMNS = (
     ("waited", "waited"),
     ("wait_p50_s", "wait p50 s"),
     ("wait_max_s", "wait max s"),
+    ("eta_error_p50_s", "later than told p50 s"),
     ("first_text_p50_s", "first text p50 s"),
 )
 
@@ -361,19 +367,27 @@ def _spread(values: list[float], digits: int = 2) -> dict[str, float | None]:
     }
 
 
-def _eta_errors(waited: list[Ask]) -> dict[str, Any]:
-    """For each wait with an estimate: the wait that followed the first estimate, less it."""
+def eta_errors(asks: list[Ask]) -> list[float]:
+    """Told against actual: for each request told an estimate while it waited, the wait that
+    followed the first estimate, less that estimate (> 0: its turn came later than told)."""
     errors = []
-    for ask in waited:
+    for ask in asks:
         told = next(((t, eta) for t, _, eta in ask.places if eta is not None), None)
         if told is not None and ask.turn_at is not None:
             errors.append(ask.turn_at - told[0] - told[1])
+    return errors
+
+
+def _eta_errors(waited: list[Ask]) -> dict[str, Any]:
+    errors = eta_errors(waited)
     absolute = [abs(e) for e in errors]
     return {
         "estimates": len(errors),
         "median_abs": rounded(percentile(absolute, 50)),
         "p90_abs": rounded(percentile(absolute, 90)),
         "median_signed": rounded(percentile(errors, 50)),
+        "p90_signed": rounded(percentile(errors, 90)),
+        "later_than_told": sum(1 for e in errors if e > 0),
     }
 
 
@@ -424,7 +438,8 @@ def summary(figures: dict[str, Any]) -> str:
             f"  wait in line s: p50 {wait['p50']}, p90 {wait['p90']}, p99 {wait['p99']}, "
             f"max {wait['max']}",
             f"  estimate off by s: median {eta['median_abs']}, p90 {eta['p90_abs']} "
-            f"({eta['estimates']} estimates)",
+            f"({eta['estimates']} estimates); later than told by s: median "
+            f"{eta['median_signed']}, p90 {eta['p90_signed']} ({eta['later_than_told']} later)",
             f"  /health ms: p50 {health['p50']}, p99 {health['p99']}, max {health['max']} "
             f"({health['count']} asked, {figures['health_failures']} failed); an idle twin "
             f"server at the same moments: p50 {twin['p50']}, p99 {twin['p99']}, max {twin['max']}",

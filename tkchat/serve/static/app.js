@@ -28,9 +28,10 @@
  *   state.progress     the last progress event of the answer ({done, total}) or null;
  *                      state.progressEvents: how many came; state.progressShown: whether the
  *                      "reading your message" bar is on screen
- *   state.place        the last `queued` event of the question ({position, waiting, eta_s})
- *                      or null; state.placeEvents: how many came; state.placeShown: whether
- *                      "3rd in line, about 20 s" is on screen (in the answer and the status)
+ *   state.place        the last `queued` event of the question ({position, waiting, eta_s,
+ *                      at_least}) or null; state.placeEvents: how many came;
+ *                      state.placeShown: whether "3rd in line, about 20 s" ("at least 20 s":
+ *                      a lower bound) is on screen (in the answer and the status)
  *   state.clientId     this tab's name in the server's line (sent as X-Tkchat-Client)
  *   state.status       "idle" | "streaming" | "done" | "stopped" | "error"
  *   state.reader       "worker" | "main-thread": who read the answer's stream
@@ -339,7 +340,12 @@
   function showPlace(req, event) {
     const words = self.TkI18n.inLine(event);
     if (words === null) return; // malformed: ignored, as progress is
-    state.place = { position: event.position, waiting: event.waiting, eta_s: event.eta_s };
+    state.place = {
+      position: event.position,
+      waiting: event.waiting,
+      eta_s: event.eta_s,
+      at_least: event.at_least === true,
+    };
     state.placeEvents += 1;
     state.placeShown = true;
     if (!req.placeNote) {

@@ -9,7 +9,8 @@
  *   self.TkI18n.lang          "en" | "zh"
  *   self.TkI18n.t(key, args)   the string for key, with {name} filled from args
  *   self.TkI18n.has(key)       whether key is one of the page's strings
- *   self.TkI18n.inLine(place)  "3rd in line, about 20 s" for a `queued` event
+ *   self.TkI18n.inLine(place)  "3rd in line, about 20 s" for a `queued` event ("at least 20 s"
+ *                              when the server says its estimate is only a lower bound)
  *   <html lang>                "en" or "zh-CN", set on load with index.html's data-i18n texts
  */
 'use strict';
@@ -83,6 +84,7 @@
       'refused.shutting_down': '{message}',
       'line.place': '{ordinal} in line',
       'line.place_eta': '{ordinal} in line, about {seconds} s',
+      'line.place_eta_at_least': '{ordinal} in line, at least {seconds} s',
       'line.waiting': 'waiting for the model: {place}',
       'line.full': 'the line is full; try again in about {seconds} s',
       'token.placeholder': 'the token tkchat serve printed',
@@ -155,6 +157,7 @@
       'refused.shutting_down': '服务器正在关闭。',
       'line.place': '排在第 {n} 位',
       'line.place_eta': '排在第 {n} 位，大约 {seconds} 秒',
+      'line.place_eta_at_least': '排在第 {n} 位，至少 {seconds} 秒',
       'line.waiting': '正在等待模型：{place}',
       'line.full': '排队人数已满，请大约 {seconds} 秒后再试',
       'token.placeholder': 'tkchat serve 打印的令牌',
@@ -192,7 +195,8 @@
     const eta = place.eta_s;
     const args = { n, ordinal: ordinal(n) };
     if (typeof eta === 'number' && Number.isFinite(eta) && eta >= 0) {
-      return t('line.place_eta', { ...args, seconds: Math.max(1, Math.round(eta)) });
+      const key = place.at_least === true ? 'line.place_eta_at_least' : 'line.place_eta';
+      return t(key, { ...args, seconds: Math.max(1, Math.round(eta)) });
     }
     return t('line.place', args);
   }
