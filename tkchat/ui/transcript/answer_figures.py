@@ -109,10 +109,15 @@ class FiguresLines:
         follow_theme(text, lambda p: text.tag_configure(FIGURES_TAG, foreground=p.muted))
         translate.on_change(lambda _lang: self.relabel())
 
-    def show(self, view: Figured, *, hold: bool = False) -> None:
+    def show(self, view: Figured, *, hold: bool = False, keep_view: bool = True) -> None:
         """Draw ``view``'s line for the version it shows (or none, if it has no figures),
         once its end notes are written. ``hold``: its header stays where it is on screen
-        (a version flipped); otherwise a reader at the end stays at the end."""
+        (a version flipped); otherwise a reader at the end stays at the end.
+        ``keep_view=False``: the caller's keeper puts the view back (messages written in
+        bulk): a second keeper here would take the one anchor mark from under it."""
+        if not keep_view:
+            self._draw(view)
+            return
         keeper = ViewKeeper(self.text)
         if hold:
             keeper.hold(view.head_mark)

@@ -316,8 +316,9 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
                 self.painter.drop(view.job)
 
     def show_figures(self, view: AnswerView, *, hold: bool = False) -> None:
-        """The figures line under ``view``, for its version (ui/chats/answer_figures.py)."""
-        self.figures.show(view, hold=hold)
+        """The figures line under ``view``, for its version (ui/chats/answer_figures.py);
+        within :meth:`adding_many`, its keeper puts the view back once, after them all."""
+        self.figures.show(view, hold=hold, keep_view=self._bulk is None)
 
     def clear(self) -> None:
         # Marks go before the text: once it is deleted they all sit on one line, and Tk
