@@ -107,12 +107,19 @@ class ChatSettings:
             auto_n_ctx(backend.n_ctx_train),
             gpu_layers=self.remembered.current.gpu_layers,
             gpu_supported=offload is not None and offload.supported,
+            kept_mb=self.remembered.current.kept_mb,
         )
 
-    def choose_model(self, n_ctx: int | None, gpu_layers: int | None) -> None:
+    def choose_model(self, n_ctx: int | None, gpu_layers: int | None, kept_mb: int) -> None:
         """What the model rows say, from the next load: the context for the model in use,
-        and the GPU offload of every local model."""
+        and the GPU offload of every local model; at once, the memory for kept chats."""
         model = self.dialog.model_context if self.dialog is not None else None
+        if model is not None and kept_mb != model.kept_mb:
+            self.remembered.change(kept_mb=kept_mb)
+            self.controller.kept_states.limit = kept_mb * 1_000_000  # any thread may set it
+            self.status.say("app.kept_chosen", mb=f"{kept_mb:,}")
+            if (n_ctx, gpu_layers) == (model.chosen, model.gpu_layers):
+                return
         if model is not None and gpu_layers != model.gpu_layers:
             self.remembered.change(gpu_layers=gpu_layers)
             shown = self.t("app.context_auto") if gpu_layers is None else gpu_text(gpu_layers)
