@@ -20,10 +20,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.conftest import run_to_end
-from tests.test_kept_states import SYSTEM, ready
 from tkchat.conversation import Message, Sampling
-from tkchat.events import Chunk, Done
+from tkchat.events import Chunk, Done, Error, GenerationEvent, ModelFailed, ModelReady
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.llama_backend import LlamaBackend
@@ -31,6 +29,27 @@ from tkchat.generate.model_file import bundled_model_path
 from tkchat.transport.channel import EventChannel
 
 SAMPLING = Sampling(max_tokens=16, seed=1, temperature=0.0)
+SYSTEM = Message("system", "You are a helpful assistant.")
+
+
+def ready(controller: GenerationController) -> None:
+    """Wait for the controller's load to end; it must have loaded."""
+    while True:
+        event = controller.channel.get(timeout=600)
+        if isinstance(event, ModelFailed):
+            raise SystemExit(event.message)
+        if isinstance(event, ModelReady):
+            return
+
+
+def run_to_end(channel: EventChannel, gen: int) -> list[GenerationEvent]:
+    events: list[GenerationEvent] = []
+    while True:
+        event = channel.get(timeout=3600)
+        if getattr(event, "gen", None) == gen:
+            events.append(event)  # type: ignore[arg-type]
+            if isinstance(event, (Done, Error)):
+                return events
 
 
 def chat_of(tokens: int) -> list[Message]:
@@ -51,7 +70,7 @@ def chat_of(tokens: int) -> list[Message]:
 
 def ask(controller: GenerationController, chat: list[Message], label: str) -> str:
     gen = controller.start(GenerationRequest(tuple(chat), SAMPLING))
-    events = run_to_end(controller.channel, gen, timeout=3600)
+    events = run_to_end(controller.channel, gen)
     final = events[-1]
     assert isinstance(final, Done), final
     s = final.stats
