@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,9 @@ from tkchat.generate.prompt_eval import (
     KeptStates,
     model_key,
 )
+from tkchat.store.settings import AppSettings, load_settings
 from tkchat.transport.channel import EventChannel
+from tkchat.ui.window.chat_window import ChatApp
 
 SYSTEM = Message("system", "You are a helpful assistant.")
 TOPICS = ("tea", "rivers", "bicycles", "owls", "bread", "comets", "violins", "glaciers")
@@ -245,3 +247,32 @@ def test_a_state_that_grew_replaces_the_one_it_grew_from() -> None:
     assert kept.wants(elsewhere.model, elsewhere.tokens), "another model's cache is another"
     assert kept.best(MODEL, list(range(500))) == (grown, 500)
     assert kept.best(elsewhere.model, list(range(500))) == (None, 0)
+
+
+# -- the setting, in the window -----------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.model
+def test_the_bound_is_a_setting_that_applies_at_once(
+    make_app: Callable[..., ChatApp],
+) -> None:
+    """Settings, "Kept chats (MB)": the remembered bound is the controller's from the start;
+    a new one is checked, remembered, and bounds the kept caches at once (no reload)."""
+    settings = AppSettings(model_hint_shown=True, kept_mb=64)
+    app = make_app(LlamaBackend(None), app_settings=settings, persist_settings=True)
+    assert app.controller.kept_states.limit == 64_000_000
+    app.chat_settings.open()
+    dialog = app.chat_settings.dialog
+    assert dialog is not None and dialog.kept is not None and dialog.kept.get() == "64"
+    assert "0 = none" in dialog.notes["kept"].cget("text")
+    dialog.kept.delete(0, "end")
+    dialog.kept.insert(0, "lots")
+    dialog.save()
+    assert not dialog.closed and "whole number" in dialog.errors()["kept"]
+    dialog.kept.delete(0, "end")
+    dialog.kept.insert(0, "0")
+    dialog.save()
+    assert dialog.closed and app.controller.kept_states.limit == 0
+    assert app.remembered.current.kept_mb == 0 and load_settings()[0].kept_mb == 0
+    assert app.status.get() == "Chats read earlier are kept in up to 0 MB of memory."
