@@ -145,9 +145,9 @@ def test_a_long_chat_opened_again_reads_only_the_new_tokens(
     assert three.stats.prompt_restored == restored and three.stats.kept_bytes > 0
     assert three.stats.kept_bytes == controller.kept_states.nbytes
     ask(controller, OTHER)  # the grown chat is kept, and replaces the one it grew from
-    assert [len(s.tokens) for s in controller.kept_states.states()] == [
-        three.stats.prompt_tokens + three.stats.tokens - 1
-    ]
+    (grown,) = controller.kept_states.states()
+    written = three.stats.prompt_tokens + three.stats.tokens  # (the last, unless it ended it)
+    assert written - 1 <= len(grown.tokens) <= written
     regenerated, four = ask(controller, LONG)
     _, _, restored, evaluated = reader_of(controller)
     assert regenerated == first, "a cold read's answer"
@@ -185,11 +185,11 @@ def test_switching_the_model_away_and_back_reads_only_the_new_tokens(
 @pytest.mark.model
 @pytest.mark.parametrize("limit", [0, 512_000_000])
 def test_a_bound_of_zero_keeps_nothing(controller: GenerationController, limit: int) -> None:
-    """A chat of a few turns (more than KEEP_MIN_TOKENS), then another: kept, unless the
-    bound is 0."""
+    """A chat of a few turns, then another that would drop more than KEEP_MIN_TOKENS of
+    it: kept, unless the bound is 0."""
     controller.kept_states.limit = limit
-    _, one = ask(controller, (*history()[:5], Message("user", "Which did I ask about?")))
-    assert one.stats.prompt_tokens > KEEP_MIN_TOKENS
+    _, one = ask(controller, (*history()[:7], Message("user", "Which did I ask about?")))
+    assert one.stats.prompt_tokens > KEEP_MIN_TOKENS + 50
     _, other = ask(controller, OTHER)
     assert len(controller.kept_states.states()) == (1 if limit else 0)
     assert other.stats.kept_bytes == controller.kept_states.nbytes
@@ -241,7 +241,7 @@ def test_a_state_that_grew_replaces_the_one_it_grew_from() -> None:
     other.tokens[50:] += 100_000  # shares its first 50 tokens only
     kept.add(other)
     assert kept.states() == [grown, other]
-    assert not kept.wants(MODEL, grown.tokens[: 900 - KEEP_MIN_TOKENS + 1])
+    assert not kept.wants(MODEL, grown.tokens[: 900 - KEEP_MIN_TOKENS])
     assert kept.states() == [other, grown], "the one that holds it was used"
     elsewhere = made(0, 900, model=("/models/b.gguf", 1, 2, 4096))
     assert kept.wants(elsewhere.model, elsewhere.tokens), "another model's cache is another"

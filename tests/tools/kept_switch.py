@@ -53,9 +53,9 @@ def run_to_end(channel: EventChannel, gen: int) -> list[GenerationEvent]:
 
 
 def chat_of(tokens: int) -> list[Message]:
-    """A generated chat of about ``tokens`` tokens (about 130 per turn)."""
+    """A generated chat of about ``tokens`` tokens (about 75 per turn)."""
     turns = [SYSTEM]
-    for n in range(max(1, tokens // 130)):
+    for n in range(max(1, tokens // 75)):
         turns.append(Message("user", f"Question {n}: what happened on day {n} of the trip?"))
         turns.append(
             Message(
