@@ -10,6 +10,7 @@ window are in test_app_gui.py, test_chat_controls.py and test_answer_versions.py
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -442,3 +443,15 @@ def test_each_answer_ends_with_its_figures_saved_and_drawn(rigs: list[ChatRig]) 
     rig.until(lambda: rig.flow.answering.answer is None, what="the new version")
     last = rig.view.transcript.answers[-1]
     assert last.figures[0] == figures and last.figures[1].ended == "stop"
+
+
+def test_the_status_line_says_what_a_kept_cache_spared(rigs: list[ChatRig]) -> None:
+    """An answer whose prompt came partly from a cache kept from earlier (another chat, a
+    model switched away and back: tests/test_kept_states.py) says so, with the memory kept."""
+    rig = ready(rigs)
+    answered(rig, "question")
+    assert "app.done.kept" not in rig.view.status.last
+    kept = GenerationStats(tokens=3, prompt_tokens=3500, prompt_reused=3412, prompt_restored=3412)
+    final = Done(rig.controller.gen, 4, "stop", replace(kept, kept_bytes=82_400_000))
+    rig.flow.answering.handle_final(final)
+    assert "app.done.kept {'tokens': '3,412', 'mb': '82'}" in rig.view.status.last

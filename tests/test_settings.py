@@ -67,6 +67,7 @@ def everything_changed(folder: Path) -> AppSettings:
         model_hint_shown=True,
         model_contexts={"a model.gguf": 2048, "模型.gguf": 32768},
         gpu_layers=20,
+        kept_mb=64,
     )
 
 
@@ -94,6 +95,7 @@ def valid_file_data(folder: Path) -> dict[str, Any]:
         "model_hint_shown": True,
         "model_contexts": {"a model.gguf": 2048, "模型.gguf": 32768},
         "gpu_layers": 20,
+        "kept_mb": 64,
     }
 
 
@@ -293,6 +295,9 @@ def test_an_unexpected_error_while_loading_still_starts_with_defaults(
         ("gpu_layers", "all"),
         ("gpu_layers", 2.0),
         ("gpu_layers", True),
+        ("kept_mb", -1),
+        ("kept_mb", 2_000_000),
+        ("kept_mb", 1.5),
     ],
 )
 def test_one_invalid_value_falls_back_alone(

@@ -37,6 +37,10 @@ class GenerationStats:
     context_dropped: int = 0  # earlier messages left out to fit the context (generate/context.py)
     prompt_reused: int = 0  # of prompt_tokens, those found already evaluated in the model's cache
     prompt_eval_ms: float | None = None  # reading the rest of the prompt (None: not reported)
+    # Of prompt_reused, those from a cache kept from earlier (another chat, a model closed and
+    # loaded again), and the memory every kept cache takes (a local model's; 0 elsewhere).
+    prompt_restored: int = 0
+    kept_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

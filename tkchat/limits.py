@@ -66,6 +66,10 @@ MAX_RESPONSE_BYTES = 64 << 20  # all bytes of one streamed answer
 MAX_BYTES_WITHOUT_EVENT = 2 * MAX_EVENT_BYTES  # bytes in a row completing no event (blank lines)
 HANDSHAKE_TIMEOUT_S = 20.0  # a whole GET /health or /v1/models, however slowly it trickles
 EVENT_TIMEOUT_S = 60.0  # a streamed answer with no event this long ends (keep-alives or not)
+# Caches of chats a local model read earlier, kept in memory (tkchat.generate.prompt_eval.
+# KeptStates; Settings, "Kept chats"): this many MB by default, 0 none, at most the maximum.
+DEFAULT_KEPT_MB = 512
+MAX_KEPT_MB = 1 << 20
 MAX_N_CTX = 1 << 24  # a context size a server may claim (16 M tokens; larger is a lie)
 MAX_RETRY_DIGITS = 9  # an SSE ``retry:`` field (milliseconds): longer is ignored
 

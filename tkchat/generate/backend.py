@@ -115,6 +115,10 @@ class PromptProgress:
 
     done: int
     total: int
+    # Of ``done``, the tokens that came from a cache kept from earlier (another chat, a model
+    # closed and loaded again), and the memory all kept caches take: a local model says so.
+    restored: int = 0
+    kept_bytes: int = 0
 
 
 # A token stream: yields raw bytes (possibly a fraction of a UTF-8 character), and while the

@@ -23,6 +23,7 @@ from tkchat.generate.backend import (
 )
 from tkchat.generate.context import ContextFit, fit_to_context
 from tkchat.generate.llama_backend import LlamaBackend
+from tkchat.generate.prompt_eval import KeptStates
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
 from tkchat.threads import own_thread
@@ -67,6 +68,10 @@ class GenerationController:
         # Set it from the consumer thread; a test hands in a clock it steps, so which reports
         # become events follows from the test alone.
         self.progress_clock: Callable[[], float] = time.perf_counter
+        # Local models' caches kept from earlier chats and from models closed (bounded; set
+        # its ``limit`` from the Settings): here, so that they outlive each backend. Only a
+        # thread holding the model lock saves or loads one.
+        self.kept_states = KeptStates()
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -117,9 +122,11 @@ class GenerationController:
         try:
             with self._model_lock:
                 if unload is not None:
-                    unload.close()
+                    self._close(unload)
                 if watch.cancelled:
                     raise LoadCancelled(f"Loading {backend.name} was cancelled before it began.")
+                if isinstance(backend, LlamaBackend):
+                    backend.kept = self.kept_states
                 backend.load(watch)
                 if watch.cancelled or not self._replaced(backend):
                     backend.close()  # loaded, but no longer wanted: free it at once
@@ -155,8 +162,15 @@ class GenerationController:
             kept, self.kept = self.kept, None
             self.loaded = True
         if kept is not None and kept is not backend:
-            kept.close()
+            self._close(kept)
         return True
+
+    def _close(self, backend: Backend) -> None:
+        """Loader thread, model lock held: free ``backend``, a local model's cache kept
+        first (switching back to the same file then reads only what is new)."""
+        if isinstance(backend, LlamaBackend) and backend.kept is self.kept_states:
+            backend.keep_state()
+        backend.close()
 
     def _fall_back(self, failed: Backend) -> str | None:
         """Loader thread: ``failed`` did not load; the backend kept for that case (if any,
@@ -265,6 +279,7 @@ class GenerationController:
             self._loader.join(timeout)
             ok = ok and not self._loader.is_alive()
         if ok:
+            self.kept_states.limit = 0  # nothing is kept past the end
             self.backend.close()
             if self.kept is not None:  # a replacement was loading: the old model goes too
                 self.kept.close()

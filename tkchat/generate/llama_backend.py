@@ -41,7 +41,14 @@ from tkchat.generate.model_file import (
     choose_model_path,
     model_header,
 )
-from tkchat.generate.prompt_eval import PromptReader, TokenMemory
+from tkchat.generate.prompt_eval import (
+    KeptStates,
+    ModelKey,
+    PromptReader,
+    TokenMemory,
+    covered,
+    model_key,
+)
 from tkchat.limits import MAX_NAME_CHARS, cut
 
 if TYPE_CHECKING:  # importing llama_cpp loads the native library: only load() does that
@@ -137,6 +144,10 @@ class LlamaBackend:
         self.memory = TokenMemory()
         self.remembered = 0  # tokens of the last prompt taken from memory, not re-tokenised
         self.last_read: tuple[list[int], int] = ([], 0)  # the last streamed prompt, remembered
+        # Caches kept from earlier (the controller's, set before load: it outlives this
+        # backend), and this model's identity there once loaded. None: nothing is kept.
+        self.kept: KeptStates | None = None
+        self.model_key: ModelKey | None = None
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Loader thread. ``watch`` gets llama.cpp's progress; cancelling it stops the load
@@ -189,7 +200,18 @@ class LlamaBackend:
         self.n_ctx_train = header.context_length
         self.offload = offload.outcome(model_layers(llm.metadata))
         self.reader = PromptReader(llm)
+        with contextlib.suppress(OSError):  # a file gone since it was read: nothing is kept
+            self.model_key = self.reader.model = model_key(path, self.n_ctx)
+        self.reader.kept = self.kept
         self._llm = llm
+
+    def keep_state(self) -> None:
+        """Keep the model's cache among :attr:`kept` (if it is worth keeping), so that a
+        backend of the same file loaded later starts from it. The controller calls it on the
+        loader thread, model lock held, before closing this backend (never :meth:`close`
+        itself, which may run on the main thread)."""
+        if self.reader is not None:
+            self.reader.keep(self.memory.segments)
 
     def close(self) -> None:
         if self._llm is not None:
@@ -224,6 +246,8 @@ class LlamaBackend:
         llm = self.llm
         llm.n_tokens = 0
         llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if self.kept is not None and self.model_key is not None:
+            self.kept.forget(self.model_key)  # nor from a kept cache
 
     def chat_tokens(self, messages: Sequence[Message]) -> list[int]:
         """The tokens the model reads for ``messages`` (template applied). Model lock held."""
@@ -253,9 +277,19 @@ class LlamaBackend:
             ids: list[int] = llm.tokenize(text, add_bos=first, special=True)
             return ids
 
-        tokens, segments, self.remembered = self.memory.tokens_for(prompt.encode("utf-8"), tokenize)
+        text = prompt.encode("utf-8")
+        tokens, segments, self.remembered = self._memory_for(text).tokens_for(text, tokenize)
         self._last_prompt = (key, tokens, segments)
         return tokens, segments
+
+    def _memory_for(self, prompt: bytes) -> TokenMemory:
+        """The token memory that holds the most of ``prompt``: this model's own, or that of
+        a cache kept from earlier (a chat opened again: its answers as the model sampled
+        them, which a fresh tokenisation would not give back, so the kept cache matches)."""
+        if self.kept is None or self.model_key is None:
+            return self.memory
+        kept = self.kept.segments_for(self.model_key, prompt, covered(self.memory.segments, prompt))
+        return self.memory if kept is None else TokenMemory(kept)
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return len(self._prompt_tokens(messages))
@@ -277,12 +311,15 @@ class LlamaBackend:
             )
         sampling = request.sampling
         budget = min(sampling.max_tokens, room) if sampling.max_tokens else room
+        reader.bring_best(prompt, self.memory.segments)  # before the memory is the new prompt's
         self.memory.remember(segments)
         self.last_read = (prompt, self.remembered)
         read = yield from reader.read(prompt, cancel)
         log.info(
-            "prompt of %d tokens: %d reused from the cache, %d evaluated (%d re-tokenised)",
-            len(prompt), reader.reused, reader.evaluated, len(prompt) - self.remembered,
+            "prompt of %d tokens: %d reused from the cache (%d of them kept from earlier), "
+            "%d evaluated (%d re-tokenised)",
+            len(prompt), reader.reused, reader.restored, reader.evaluated,
+            len(prompt) - self.remembered,
         )  # fmt: skip
         if not read:
             return "cancelled"  # what was read stays cached: sending it again continues

@@ -33,6 +33,18 @@ progress. :class:`PromptReader` does that part itself, before ``generate`` runs:
   busy beside it). So the callback is libc's ``strlen`` over a two-byte buffer: C reading
   one byte, which a small watcher thread sets within :data:`STOP_POLL_S` of Stop.
 
+- **Kept states** (:class:`KeptStates`). A cache is one chat's: opening another chat, or
+  switching the model away and back, would read a long chat again from its first token. So
+  before a reading throws away :data:`KEEP_MIN_TOKENS` or more of the cache, and before a
+  model is closed, the cache (llama.cpp's KV cells of the sequence, its tokens, and the token
+  memory they were read with) is copied into memory the
+  :class:`~tkchat.generate.controller.GenerationController` owns, bounded in bytes, least
+  recently used first out. A prompt that shares a longer prefix with a kept state of the same
+  model file (path, size, mtime, context) than with the live cache gets that state loaded
+  first. A loaded state is the cache exactly as it was when it was kept (the KV cells are
+  copied, not recomputed) with its ``read_to``, and the cut above applies to it unchanged: a
+  prompt is read as it would have been had the cache never been left.
+
 Why the callback rather than chunks small enough for Stop alone (≤ 50 ms, checked between
 them), measured each ``tkchat bench --prompt-tokens`` run (row ``prompt-chunks-only``, kept
 here as ``chunk_s``): the callback stops within a few milliseconds instead of 15-45, and
@@ -51,9 +63,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tkchat.generate.backend import PromptProgress
+from tkchat.limits import DEFAULT_KEPT_MB
 
 if TYPE_CHECKING:  # both come with llama-cpp-python; load() is what imports them
     import numpy as np
@@ -64,9 +79,25 @@ CHUNK_TOKENS = 32  # a chunk: 0.2-0.6 s on the bundled model, so a bar moves a f
 FIRST_CHUNK = 16
 MIN_CHUNK = 4
 
+# A cache about to lose at least this many tokens is kept first (:class:`KeptStates`): below
+# it, reading them again costs less than a second on the bundled model.
+KEEP_MIN_TOKENS = 256
+SEQUENCE = 0  # the one sequence llama-cpp-python puts every token in
+
 STOP_POLL_S = 0.005  # the watcher looks at the cancel event this often while a prompt is read
 PromptReading = Generator[PromptProgress, None, bool]
 LLAMA_LOG = logging.getLogger("llama-cpp-python")  # decides what llama.cpp's log prints
+Segments = list[tuple[bytes, list[int]]]  # a TokenMemory's: bytes, and the tokens they were read as
+# A model file as llama.cpp read it: its resolved path, size, mtime (ns), and the context.
+ModelKey = tuple[str, int, int, int]
+
+
+def model_key(path: Path, n_ctx: int) -> ModelKey:
+    """The identity a kept state is filed under: the same file (a copy is another model,
+    an edited one too) loaded with the same context."""
+    resolved = path.resolve()
+    stat = resolved.stat()
+    return (str(resolved), stat.st_size, stat.st_mtime_ns, n_ctx)
 
 
 def common_prefix(cached: np.ndarray, prompt: list[int]) -> int:
@@ -103,6 +134,12 @@ class PromptReader:
         # beyond it are tokens the model generated one by one.
         self.read_to = 0
         self._flag = AbortFlag()
+        # Where this model's caches are kept, and its identity there: set by the backend
+        # when a controller owns kept states (None: nothing is kept or loaded).
+        self.kept: KeptStates | None = None
+        self.model: ModelKey | None = None
+        self.restored = 0  # of ``reused``, the tokens that came from a kept state
+        self._loaded: KeptState | None = None  # the kept state bring_best just loaded
 
     @property
     def aborts_raised(self) -> int:
@@ -118,7 +155,10 @@ class PromptReader:
         total = len(prompt)
         done = self._keep_prefix(prompt)
         self.reused, self.evaluated, self.chunks = done, 0, 0
-        yield PromptProgress(done, total)
+        self.restored = done if self._loaded is not None else 0
+        self._loaded = None
+        kept_bytes = self.kept.nbytes if self.kept is not None else 0
+        yield PromptProgress(done, total, self.restored, kept_bytes)
         if not self.abort_callback:
             return (yield from self._read_chunks(prompt, done, cancel))
         with self._flag.installed(llm, cancel):
@@ -172,6 +212,69 @@ class PromptReader:
         llm.n_tokens = keep
         self.read_to = min(self.read_to, keep)
         return keep
+
+    # -- kept states -----------------------------------------------------------------------
+
+    def bring_best(self, prompt: list[int], segments: Segments) -> None:
+        """Before :meth:`read`: if a kept state of this model shares a longer prefix with
+        ``prompt`` than the live cache does, keep the live cache (when it holds enough to be
+        worth it) and load that state; else keep the live cache if the reading is about to
+        drop :data:`KEEP_MIN_TOKENS` or more of it. ``segments``: the token memory the live
+        cache was read with, kept with it. Worker thread, model lock held (the only thread
+        that saves or loads a state)."""
+        self._loaded = None
+        kept, model, llm = self.kept, self.model, self.llm
+        if kept is None or model is None or not kept.limit or not prompt:
+            return
+        last = len(prompt) - 1
+        live = min(common_prefix(llm.input_ids[: llm.n_tokens], prompt), last)
+        best, shared = kept.best(model, prompt)
+        if best is None or min(shared, last) <= live:
+            if llm.n_tokens - live >= KEEP_MIN_TOKENS:
+                self.keep(segments)
+            return
+        self.keep(segments)  # the live cache is replaced whole
+        if self._load(best):
+            kept.touch(best)
+            self._loaded = best
+
+    def keep(self, segments: Segments) -> None:
+        """Copy the live cache (llama.cpp's cells of the sequence), its tokens and
+        ``segments`` into the kept states, if it holds :data:`KEEP_MIN_TOKENS` or more that
+        no kept state already holds, and fits the bound. Worker thread (or the loader,
+        closing the model), model lock held."""
+        kept, model, llm = self.kept, self.model, self.llm
+        if kept is None or model is None or llm.n_tokens < KEEP_MIN_TOKENS:
+            return
+        tokens = llm.input_ids[: llm.n_tokens].copy()
+        if not kept.wants(model, tokens):
+            return
+        from llama_cpp import llama_state_seq_get_data, llama_state_seq_get_size
+
+        ctx = llm._ctx.ctx
+        size = int(llama_state_seq_get_size(ctx, SEQUENCE))
+        if size + tokens.nbytes > kept.limit:
+            return
+        data = (ctypes.c_uint8 * size)()
+        if int(llama_state_seq_get_data(ctx, data, size, SEQUENCE)) != size:
+            return  # llama.cpp could not write it: nothing is kept
+        kept.add(KeptState(model, tokens, min(self.read_to, len(tokens)), data, list(segments)))
+
+    def _load(self, state: KeptState) -> bool:
+        """Make ``state`` the live cache: its cells, its tokens, its ``read_to``. False (and
+        an empty cache) if llama.cpp refused it."""
+        from llama_cpp import llama_state_seq_set_data
+
+        llm = self.llm
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        llm.n_tokens = self.read_to = 0
+        if not llama_state_seq_set_data(llm._ctx.ctx, state.data, len(state.data), SEQUENCE):
+            llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+            return False
+        count = len(state.tokens)
+        llm.input_ids[:count] = state.tokens
+        llm.n_tokens, self.read_to = count, state.read_to
+        return True
 
     def _chunk_end(self, done: int, size: int, total: int) -> int:
         """Where the chunk starting at ``done`` ends: the next fixed boundary, or (for the
@@ -282,24 +385,15 @@ class TokenMemory:
     ids afterwards (:class:`PromptReader`), so a wrong guess here costs time, never content.
     """
 
-    def __init__(self) -> None:
-        self.segments: list[tuple[bytes, list[int]]] = []
+    def __init__(self, segments: Segments | None = None) -> None:
+        self.segments: Segments = list(segments or [])
 
     def tokens_for(
         self, prompt: bytes, tokenize: Callable[[bytes, bool], list[int]]
     ) -> tuple[list[int], list[tuple[bytes, list[int]]], int]:
         """``prompt``'s tokens, the segments they make, and how many came from memory.
         ``tokenize(text, first)``: text to tokens (``first``: at the prompt's start, with BOS)."""
-        kept: list[tuple[bytes, list[int]]] = []
-        at, cut = 0, 0  # bytes matched; segments up to a character boundary
-        for piece, ids in self.segments:
-            if not piece or prompt[at : at + len(piece)] != piece:
-                break
-            kept.append((piece, ids))
-            at += len(piece)
-            if at == len(prompt) or prompt[at] & 0xC0 != 0x80:  # not inside a character
-                cut = len(kept)
-        kept = kept[:cut]
+        kept = leading_segments(self.segments, prompt)
         at = sum(len(piece) for piece, _ in kept)
         tokens = [t for _, ids in kept for t in ids]
         remembered = len(tokens)
@@ -320,3 +414,150 @@ class TokenMemory:
 
     def forget(self) -> None:
         self.segments = []
+
+
+def leading_segments(segments: Segments, prompt: bytes) -> Segments:
+    """The leading ``segments`` that ``prompt`` starts with, cut on a character boundary."""
+    kept: Segments = []
+    at, cut = 0, 0  # bytes matched; segments up to a character boundary
+    for piece, ids in segments:
+        if not piece or prompt[at : at + len(piece)] != piece:
+            break
+        kept.append((piece, ids))
+        at += len(piece)
+        if at == len(prompt) or prompt[at] & 0xC0 != 0x80:  # not inside a character
+            cut = len(kept)
+    return kept[:cut]
+
+
+def covered(segments: Segments, prompt: bytes) -> int:
+    """How many bytes of ``prompt`` the leading ``segments`` hold."""
+    return sum(len(piece) for piece, _ in leading_segments(segments, prompt))
+
+
+@dataclass(eq=False)
+class KeptState:
+    """One cache, kept: ``data`` is llama.cpp's copy of the sequence's KV cells, ``tokens``
+    what they hold, ``read_to`` how many of those were read in fixed chunks (see
+    :meth:`PromptReader._keep_prefix`), ``segments`` the token memory they were read with."""
+
+    model: ModelKey
+    tokens: np.ndarray
+    read_to: int
+    data: ctypes.Array[ctypes.c_uint8]
+    segments: Segments
+    nbytes: int = field(init=False, default=0)  # the memory it takes, roughly to the byte
+
+    def __post_init__(self) -> None:
+        text = sum(len(piece) + 8 * len(ids) for piece, ids in self.segments)
+        self.nbytes = len(self.data) + self.tokens.nbytes + text
+
+
+class KeptStates:
+    """Caches kept in memory, bounded by ``limit`` bytes (0: none kept), the least recently
+    used leaving first. Owned by the :class:`~tkchat.generate.controller.GenerationController`,
+    so a cache outlives the backend that read it.
+
+    Only the thread that holds the model lock saves or loads a state (a worker before it
+    reads a prompt, the loader as it closes a model), and it alone calls :meth:`add`,
+    :meth:`best`, :meth:`wants`, :meth:`touch` and :meth:`segments_for`. :attr:`limit` may be
+    set, and :attr:`nbytes` read, from any thread (the Settings, the status line): a small
+    lock keeps the list whole.
+    """
+
+    def __init__(self, limit: int = DEFAULT_KEPT_MB * 1_000_000) -> None:
+        self._limit = max(0, limit)
+        self._states: list[KeptState] = []  # least recently used first
+        self._lock = threading.Lock()
+        self.evicted = 0  # states dropped for room (the bound at work)
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    @limit.setter
+    def limit(self, limit: int) -> None:
+        """Any thread. A smaller bound drops the least recently used at once (0: all)."""
+        with self._lock:
+            self._limit = max(0, limit)
+            self._fit()
+
+    @property
+    def nbytes(self) -> int:
+        """The memory every kept state takes. Any thread."""
+        with self._lock:
+            return sum(state.nbytes for state in self._states)
+
+    def states(self) -> list[KeptState]:
+        """The kept states, least recently used first. Any thread."""
+        with self._lock:
+            return list(self._states)
+
+    def best(self, model: ModelKey, prompt: list[int]) -> tuple[KeptState | None, int]:
+        """The state of ``model`` that shares the longest prefix with ``prompt``, and how
+        long (None, 0: none shares any)."""
+        found: tuple[KeptState | None, int] = (None, 0)
+        for state in self.states():
+            if state.model == model:
+                shared = common_prefix(state.tokens, prompt)
+                if shared > found[1]:
+                    found = (state, shared)
+        return found
+
+    def wants(self, model: ModelKey, tokens: np.ndarray) -> bool:
+        """Whether a cache holding ``tokens`` is worth keeping: False if a kept state holds
+        all but fewer than :data:`KEEP_MIN_TOKENS` of them and more besides (that one is
+        then the most recently used)."""
+        for state in self.states():
+            if state.model != model:
+                continue
+            shared = common_prefix(state.tokens, tokens.tolist())
+            if len(tokens) - shared < KEEP_MIN_TOKENS <= len(state.tokens) - shared:
+                self.touch(state)
+                return False
+        return True
+
+    def add(self, state: KeptState) -> None:
+        """Keep ``state`` as the most recently used. A kept state of the same model that
+        holds fewer than :data:`KEEP_MIN_TOKENS` it does not goes (the new one serves it);
+        then the least recently used, until all fit the bound."""
+        ids = state.tokens.tolist()
+        with self._lock:
+            self._states = [
+                old
+                for old in self._states
+                if old.model != state.model
+                or len(old.tokens) - common_prefix(old.tokens, ids) >= KEEP_MIN_TOKENS
+            ]
+            self._states.append(state)
+            self._fit()
+
+    def touch(self, state: KeptState) -> None:
+        """``state`` was just used: it leaves last."""
+        with self._lock:
+            if state in self._states:
+                self._states.remove(state)
+                self._states.append(state)
+
+    def segments_for(self, model: ModelKey, prompt: bytes, beyond: int) -> Segments | None:
+        """The token memory of the state of ``model`` that holds the most of ``prompt``'s
+        text, if that is more than ``beyond`` bytes (what the backend's own memory holds)."""
+        best: Segments | None = None
+        for state in self.states():
+            if state.model == model:
+                held = covered(state.segments, prompt)
+                if held > beyond:
+                    best, beyond = state.segments, held
+        return best
+
+    def forget(self, model: ModelKey | None = None) -> None:
+        """Drop the states of ``model`` (None: all). Any thread."""
+        with self._lock:
+            self._states = [s for s in self._states if model is not None and s.model != model]
+
+    def _fit(self) -> None:
+        """Lock held: drop the least recently used until the rest fit the bound."""
+        total = sum(state.nbytes for state in self._states)
+        while self._states and total > self._limit:
+            total -= self._states.pop(0).nbytes
+            self.evicted += 1

@@ -76,6 +76,8 @@ class ProgressPacer:
         self.started: float | None = None  # the first report: reading began
         self.finished: float | None = None  # the report with everything read
         self.reused = 0  # done in the first report: the prefix found in the cache
+        self.restored = 0  # of it, what came from a kept cache (the first report says)
+        self.kept_bytes = 0
         self.done = -1
         self.sent = 0
         self._last: float = 0.0
@@ -86,6 +88,7 @@ class ProgressPacer:
             return False
         if self.started is None:
             self.started, self._last, self.reused = now, now, report.done
+            self.restored, self.kept_bytes = min(report.restored, report.done), report.kept_bytes
         self.done = report.done
         if report.done == report.total:
             due = self.sent > 0 and self.finished is None  # once, even if repeated
@@ -152,6 +155,8 @@ class _Answer:
             context_dropped=worker.context_dropped,
             prompt_reused=self.pacer.reused,
             prompt_eval_ms=self.pacer.eval_ms,
+            prompt_restored=self.pacer.restored,
+            kept_bytes=self.pacer.kept_bytes,
         )
 
 

@@ -37,6 +37,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.gpu_hint.without": "blank = automatic: none — CPU only: this "
         "llama-cpp-python was built without GPU support (docs/using.md, “Your GPU”)",
         "settings.error.gpu": "Leave blank, or enter all, or a whole number of layers from 0.",
+        "settings.kept": "Kept chats (MB):",
+        "settings.kept_hint": "memory for chats the model read earlier, so that one opened "
+        "again or a model switched back to reads only what is new; 0 = none; default {default}",
     },
     "zh": {
         "settings.title": "对话设置",
@@ -69,5 +72,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "settings.gpu_hint.without": "留空则自动：不放 —— 只用 CPU：这个 llama-cpp-python "
         "编译时没有 GPU 支持（见 docs/using.md 的“你的 GPU”）",
         "settings.error.gpu": "请留空，或输入 all，或从 0 起的整数层数。",
+        "settings.kept": "保留的对话（MB）：",
+        "settings.kept_hint": "用来保留模型读过的对话的内存：再打开它或切回它的模型时，"
+        "只读新的部分；0 表示不保留；默认 {default}",
     },
 }

@@ -36,6 +36,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done": "Done — {tokens} tokens",
         "app.done.speed": " at {speed} tokens/s",
         "app.done.length": " (length limit reached)",
+        "app.done.kept": " · reused {tokens} tokens kept from earlier ({mb} MB kept)",
+        "app.kept_chosen": "Chats read earlier are kept in up to {mb} MB of memory.",
         "app.stopped": "Stopped.",
         "app.busy_answering": "An answer is still being written — your message stays in the box. "
         "Stop the answer first (Esc or Stop), then Enter sends it.",
@@ -190,6 +192,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done": "完成 —— {tokens} 个 token",
         "app.done.speed": "，每秒 {speed} 个",
         "app.done.length": "（已到长度上限）",
+        "app.done.kept": " · 复用了之前保留的 {tokens} 个 token（共保留 {mb} MB）",
+        "app.kept_chosen": "读过的对话最多保留 {mb} MB 内存。",
         "app.stopped": "已停止。",
         "app.busy_answering": "回答还在生成 —— 你的消息留在输入框里。"
         "请先停止回答（按 Esc 或“停止”），再按回车发送。",

@@ -95,6 +95,9 @@ class GenerationSlot:
         # The controller owns the generation counter and the model lock, as in the window.
         # Its own channel stays unused: each request brings its own bridge to its own stream.
         self.controller = GenerationController(backend, EventChannel())
+        # The server keeps no conversation (docs/serve.md): no student's chat is kept in
+        # memory for later, only the one cache the model reads into.
+        self.controller.kept_states.limit = 0
         self.keepalive_s = keepalive_s
         self.limits = limits
         self.line: Line[Job] = Line(limits, self._start_worker, self._tell)

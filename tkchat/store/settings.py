@@ -7,7 +7,8 @@ GGUF files, the window's size (in pixels of the 96-dpi design, so that it surviv
 of screen density) and place, its theme (light, dark, or the system's), whether it shows the
 chat only, the address models are downloaded from (a mirror
 such as hf-mirror.com), whether the first-run model suggestion was shown, and the context
-length chosen for each model file (by its file name).
+length chosen for each model file (by its file name), and the memory for caches of chats a
+local model read earlier.
 
 Where: ``settings.json`` in :func:`tkchat.store.files.data_dir` (next to the conversation
 history; ``$TKCHAT_DATA_DIR`` overrides it), see :func:`settings_path`.
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tkchat.conversation import DEFAULT_SYSTEM_PROMPT, MAX_N_CTX, MIN_N_CTX, Sampling
+from tkchat.limits import DEFAULT_KEPT_MB, MAX_KEPT_MB
 from tkchat.store.errors import classify, error_detail
 from tkchat.store.files import data_dir, move_aside, write_atomically
 from tkchat.store.records import is_int
@@ -86,6 +88,9 @@ class AppSettings:
     # GPU offload for local models (tkchat.generate.hardware): None automatic (all layers where
     # llama-cpp-python was built with GPU support, else none), 0 the CPU only, -1 all, N layers
     gpu_layers: int | None = None
+    # MB of memory for caches of chats a local model read earlier (0: none kept): a chat
+    # opened again, or a model switched back to, then reads only what is new
+    kept_mb: int = DEFAULT_KEPT_MB
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(AppSettings))
@@ -217,6 +222,10 @@ def _gpu_layers(value: object) -> object:
     return _INVALID
 
 
+def _kept_mb(value: object) -> object:
+    return value if is_int(value) and 0 <= value <= MAX_KEPT_MB else _INVALID
+
+
 def _theme(value: object) -> object:
     return value if value is None or value in THEMES else _INVALID
 
@@ -266,6 +275,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "hf_endpoint": _hf_endpoint,
     "model_hint_shown": _flag,
     "gpu_layers": _gpu_layers,
+    "kept_mb": _kept_mb,
 }
 
 

@@ -213,11 +213,17 @@ class Answering:
         return self.t("app.transport_gap", seq=final.seq)
 
     def _done_text(self, final: Done) -> str:
-        speed = final.stats.tokens_per_s
+        stats = final.stats
+        speed = stats.tokens_per_s
+        kept = ""
+        if stats.prompt_restored:  # a cache kept from earlier spared reading the chat again
+            mb = f"{stats.kept_bytes / 1e6:,.0f}"
+            kept = self.t("app.done.kept", tokens=f"{stats.prompt_restored:,}", mb=mb)
         return (
-            self.t("app.done", tokens=final.stats.tokens)
+            self.t("app.done", tokens=stats.tokens)
             + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
             + (self.t("app.done.length") if final.reason == "length" else "")
+            + kept
         )
 
     def _watch_cancel(self, worker: GenerationWorker) -> None:

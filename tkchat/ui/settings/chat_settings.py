@@ -113,15 +113,25 @@ class ChatSettings:
             auto_n_ctx(backend.n_ctx_train),
             gpu_layers=self.remembered.current.gpu_layers,
             gpu_supported=offload is not None and offload.supported,
+            kept_mb=self.remembered.current.kept_mb,
         )
 
-    def choose_model(self, n_ctx: int | None, gpu_layers: int | None, reload: bool) -> None:
+    def choose_model(
+        self, n_ctx: int | None, gpu_layers: int | None, kept_mb: int, reload: bool
+    ) -> None:
         """What the model rows say, from the next load: the context for the model in use,
-        and the GPU offload of every local model; with ``reload`` ("Save and reload the
-        model"), from now: the model loads again, the one loaded answering nothing meanwhile
-        (Send waits, as at start-up) and staying in use should the new load fail."""
+        and the GPU offload of every local model; at once, the memory for kept chats; with
+        ``reload`` ("Save and reload the model"), from now: the model loads again, the one
+        loaded answering nothing meanwhile (Send waits, as at start-up) and staying in use
+        should the new load fail."""
         model = self.dialog.model_context if self.dialog is not None else None
         before = self.remembered.current
+        if model is not None and kept_mb != model.kept_mb:
+            self.remembered.change(kept_mb=kept_mb)
+            self.controller.kept_states.limit = kept_mb * 1_000_000  # any thread may set it
+            self.status.say("app.kept_chosen", mb=f"{kept_mb:,}")
+            if not reload and (n_ctx, gpu_layers) == (model.chosen, model.gpu_layers):
+                return
         if model is not None and gpu_layers != model.gpu_layers:
             self.remembered.change(gpu_layers=gpu_layers)
             shown = self.t("app.context_auto") if gpu_layers is None else gpu_text(gpu_layers)

@@ -28,6 +28,7 @@ from tkchat.conversation import (
     TOP_P_RANGE,
     Sampling,
 )
+from tkchat.limits import DEFAULT_KEPT_MB, MAX_KEPT_MB
 from tkchat.store.settings import FONT_SIZE_MAX, FONT_SIZE_MIN, MAX_GPU_LAYERS
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.scaling import dp, dp_pad
@@ -38,6 +39,7 @@ FONT_SIZE_RANGE = (FONT_SIZE_MIN, FONT_SIZE_MAX)  # the settings file keeps the 
 FIELDS = ("temperature", "top_p", "max_tokens", "seed", "font_size")
 CONTEXT = "context"  # the model's rows: only there when a local model is loaded
 GPU = "gpu"
+KEPT = "kept"  # the memory for kept chats (MB): a local model's row too
 NOTE_STYLE = HINT_STYLE  # grey, and red for a problem: the theme's (tkchat/ui/look/theme.py)
 
 
@@ -123,6 +125,7 @@ class ModelContext:
     automatic: int
     gpu_layers: int | None = None
     gpu_supported: bool = False
+    kept_mb: int = DEFAULT_KEPT_MB
 
 
 class ChatSettingsDialog(tk.Toplevel):
@@ -134,10 +137,11 @@ class ChatSettingsDialog(tk.Toplevel):
     one with the edited fields replaced (``top_k`` and ``repeat_penalty``, which the dialog
     does not show, are kept); ``font_size`` is None when it equals ``default_font_size`` (the
     window follows the default). With a ``model_context`` the window part has a row for the
-    loaded model's context and GPU offload, and ``on_model(n_ctx, gpu_layers, reload)`` is
-    called after ``on_apply`` when either was changed (None: automatic), or when the user
-    chose "Save and reload the model" (``reload`` True: load the model again now, rather
-    than at its next load). Cancel, Esc and the close button call nothing.
+    loaded model's context, GPU offload and memory for kept chats, and ``on_model(n_ctx,
+    gpu_layers, kept_mb, reload)`` is called after ``on_apply`` when any was changed (None:
+    automatic), or when the user chose "Save and reload the model" (``reload`` True: load
+    the model again now, rather than at its next load). Cancel, Esc and the close button
+    call nothing.
 
     The dialog is transient to ``master``'s window but does not grab the pointer or keyboard.
     ``translate`` gives the fixed strings (``tkchat/i18n/settings_dialog.py``) and tells the
@@ -156,7 +160,9 @@ class ChatSettingsDialog(tk.Toplevel):
         default_font_size: int,
         on_apply: Callable[[str, Sampling, int | None], None],
         model_context: ModelContext | None = None,
-        on_model: Callable[[int | None, int | None, bool], None] = lambda _n, _gpu, _r: None,
+        on_model: Callable[[int | None, int | None, int, bool], None] = (
+            lambda _c, _g, _k, _r: None
+        ),
     ) -> None:
         super().__init__(master)
         self.translate = translate
@@ -169,6 +175,7 @@ class ChatSettingsDialog(tk.Toplevel):
         self._problems: dict[str, Problem] = {}
         self.chosen_context: int | None = model_context.chosen if model_context else None
         self.chosen_gpu: int | None = model_context.gpu_layers if model_context else None
+        self.chosen_kept = model_context.kept_mb if model_context else DEFAULT_KEPT_MB
 
         self.withdraw()  # shown once laid out and placed, so it does not jump
         self.transient(master.winfo_toplevel())
@@ -271,12 +278,17 @@ class ChatSettingsDialog(tk.Toplevel):
         parsed = dict(zip(FIELDS, (temperature, top_p, max_tokens, seed, font_size), strict=True))
         context = parse_context(self.context.get()) if self.context is not None else None
         gpu = parse_gpu_layers(self.gpu.get()) if self.gpu is not None else None
-        parsed[CONTEXT], parsed[GPU] = context, gpu
+        kept = (
+            parse_integer(self.kept.get(), 0, MAX_KEPT_MB)
+            if self.kept is not None
+            else self.chosen_kept
+        )
+        parsed[CONTEXT], parsed[GPU], parsed[KEPT] = context, gpu, kept
         self._problems = {name: value for name, value in parsed.items() if isinstance(value, tuple)}
         self._show_notes()
-        if isinstance(context, tuple) or isinstance(gpu, tuple):
+        if isinstance(context, tuple) or isinstance(gpu, tuple) or isinstance(kept, tuple):
             return None
-        self.chosen_context, self.chosen_gpu = context, gpu
+        self.chosen_context, self.chosen_gpu, self.chosen_kept = context, gpu, kept
         if (
             isinstance(temperature, tuple)
             or isinstance(top_p, tuple)
@@ -310,10 +322,11 @@ class ChatSettingsDialog(tk.Toplevel):
             return
         self.on_apply(*result)
         model = self.model_context
+        chosen = (self.chosen_context, self.chosen_gpu, self.chosen_kept)
         if model is not None and (
-            reload or (self.chosen_context, self.chosen_gpu) != (model.chosen, model.gpu_layers)
+            reload or chosen != (model.chosen, model.gpu_layers, model.kept_mb)
         ):
-            self.on_model(self.chosen_context, self.chosen_gpu, reload)
+            self.on_model(*chosen, reload)
         self._close()
 
     def cancel(self) -> None:
@@ -327,6 +340,9 @@ class ChatSettingsDialog(tk.Toplevel):
         for automatic in (self.context, self.gpu):
             if automatic is not None:
                 automatic.delete(0, "end")
+        if self.kept is not None:
+            self.kept.delete(0, "end")
+            self.kept.insert(0, str(DEFAULT_KEPT_MB))
         self._problems = {}
         self._show_notes()
 
@@ -340,7 +356,8 @@ class ChatSettingsDialog(tk.Toplevel):
         """The window's text size and, for a local model, its context and GPU offload: both
         apply when the model is next loaded (llama.cpp sizes its cache and places its layers
         at load, so changing them means loading again), or at once with "Save and reload the
-        model" (not offered for the scripted backend or a server: nothing to load again)."""
+        model" (not offered for the scripted backend or a server: nothing to load again); and
+        the memory for kept chats, which applies at once."""
         window = ttk.LabelFrame(body, padding=dp_pad(self, 10, 6, 10, 10))
         self.translate.bind(window, "settings.window")
         window.grid(row=1, column=0, sticky="ew", pady=(dp(self, 10), 0))
@@ -353,17 +370,20 @@ class ChatSettingsDialog(tk.Toplevel):
         self.context: ttk.Entry | None = None
         self.gpu: ttk.Entry | None = None
         self.reload_button: ttk.Button | None = None
+        self.kept: ttk.Entry | None = None
         if model is not None:
             self.context = self._field_row(window, 1, CONTEXT, "settings.context")
             self.context.insert(0, "" if model.chosen is None else str(model.chosen))
             self.gpu = self._field_row(window, 2, GPU, "settings.gpu")
             self.gpu.insert(0, gpu_text(model.gpu_layers))
+            self.kept = self._field_row(window, 3, KEPT, "settings.kept")
+            self.kept.insert(0, str(model.kept_mb))
             self.reload_button = ttk.Button(window, command=lambda: self.save(reload=True))
             self.translate.bind(self.reload_button, "settings.reload")
-            self.reload_button.grid(row=3, column=0, columnspan=2, sticky="w", pady=dp(self, 4))
+            self.reload_button.grid(row=4, column=0, columnspan=2, sticky="w", pady=dp(self, 4))
             reload_hint = ttk.Label(window, style=NOTE_STYLE, anchor="w")
             self.translate.bind(reload_hint, "settings.reload_hint")
-            reload_hint.grid(row=3, column=2, sticky="w", pady=dp(self, 4))
+            reload_hint.grid(row=4, column=2, sticky="w", pady=dp(self, 4))
 
     def _field_row(
         self, parent: tk.Misc, row: int, name: str, key: str, entry: ttk.Entry | None = None
@@ -421,6 +441,8 @@ class ChatSettingsDialog(tk.Toplevel):
         if name == GPU and self.model_context is not None:
             built = "with" if self.model_context.gpu_supported else "without"
             return self.translate(f"settings.gpu_hint.{built}")
+        if name == KEPT:
+            return self.translate("settings.kept_hint", default=DEFAULT_KEPT_MB)
         low, high = {
             "temperature": TEMPERATURE_RANGE,
             "top_p": TOP_P_RANGE,
@@ -446,10 +468,11 @@ class ChatSettingsDialog(tk.Toplevel):
             "font_size": self.font_size,
             CONTEXT: self.context or self.font_size,
             GPU: self.gpu or self.font_size,
+            KEPT: self.kept or self.font_size,
         }[name]
 
     def _focus_first_problem(self) -> None:
-        for name in (*FIELDS, CONTEXT, GPU):
+        for name in (*FIELDS, CONTEXT, GPU, KEPT):
             if name in self._problems:
                 entry = self._entry(name)
                 entry.focus_set()

@@ -79,6 +79,7 @@ class ChatApp(ChatLayout):
         controller.worker_nice = WORKER_NICE  # the model yields a core to this window's thread
         favour_the_gui_thread()  # its Tcl calls wait 1 ms for the GIL, not 5
         settings = options.app_settings or AppSettings()
+        controller.kept_states.limit = settings.kept_mb * 1_000_000  # chats read earlier
         self.t = Translator(options.language or settings.language or default_language())
         self.remembered = Remembered(
             settings, persist=options.persist_settings, on_warning=self._storage_warning
