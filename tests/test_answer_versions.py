@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pump_until
+from tests.test_answer_figures import line_of, reopened
 from tests.test_chat_controls import (
     WAIT_S,
     RecordingBackend,
@@ -396,3 +397,74 @@ def test_without_history_the_branches_live_in_the_window(root: tk.Tk, make_app) 
     assert chat_on_screen(app) == expected
     assert [(m.role, m.content) for m in app.session.chat] == expected
     assert question_header(app, 0).endswith("◀ 1/2 ▶")
+
+
+@pytest.mark.parametrize("history", [False, True], ids=["in-the-window", "with-history"])
+def test_a_branch_put_aside_keeps_its_regenerated_answers_versions(
+    root: tk.Tk, make_app, fresh_app, history: bool
+) -> None:
+    """An answer regenerated (◀ 1/2 ▶, the first shown), then its question edited and sent:
+    ◀ on the question brings the answer back with both versions, the one it showed, and each
+    version's own figures; the same after the branches are flipped again, and after a restart."""
+    backend = RecordingBackend(rate=0, text="First.")
+    app = make_app(backend, history=history, persist_settings=history)
+    if history:
+        history_open(root, app)
+    ask(root, app, "one?")
+    backend.text = "Second, a longer one."
+    assert app.flow.regenerate()
+    finish(root, app, 2)
+    answer = last_answer(app)
+    assert header(app, answer).endswith("◀ 2/2 ▶")
+    lines = {2: line_of(app, answer)}
+    click_link(root, app, answer, "prev")
+    rendered(root, app)
+    lines[1] = line_of(app, answer)
+    assert None not in lines.values() and lines[1] != lines[2]  # each version's own figures
+
+    click_link(root, app, app.transcript.entries[0], "edit")
+    app.input.set_draft("one, again?")
+    backend.text = "Again."
+    assert app.flow.send()
+    finish(root, app, 3)
+    assert chat_on_screen(app) == [("user", "one, again?"), ("assistant", "Again.")]
+
+    def flipped(window: tk.Misc, chat: ChatApp, shown: int) -> AnswerView:
+        """◀ on the question: the old branch, its answer at version ``shown`` of 2."""
+        click_link(window, chat, chat.transcript.entries[0], "prev")
+        branch_shown(window, chat)
+        back = last_answer(chat)
+        assert header(chat, back).endswith(f"◀ {shown}/2 ▶")
+        assert back.text == ("First.", "Second, a longer one.")[shown - 1]
+        assert line_of(chat, back) == lines[shown]
+        return back
+
+    def stepped(window: tk.Misc, chat: ChatApp, back: AnswerView, step: str, shown: int) -> None:
+        """▶ or ◀ on the answer brought back: the other version, on screen and in the chat."""
+        click_link(window, chat, back, step)
+        rendered(window, chat)
+        text = ("First.", "Second, a longer one.")[shown - 1]
+        assert header(chat, back).endswith(f"◀ {shown}/2 ▶") and back.text == text
+        assert text in chat.transcript.plain_text() and line_of(chat, back) == lines[shown]
+        assert chat.session.messages[-1] == Message("assistant", text)
+        if history:
+            assert saved(chat)[-1] == ("assistant", text, "complete")
+
+    back = flipped(root, app, 1)
+    assert "Second" not in app.transcript.plain_text()
+    stepped(root, app, back, "next", 2)
+    # ▶ on the question and ◀ again: the branch is put aside once more, at version 2 now.
+    click_link(root, app, app.transcript.entries[0], "next")
+    branch_shown(root, app)
+    assert chat_on_screen(app) == [("user", "one, again?"), ("assistant", "Again.")]
+    back = flipped(root, app, 2)
+    stepped(root, app, back, "prev", 1)
+    if not history:
+        return
+    click_link(root, app, app.transcript.entries[0], "next")  # put aside at version 1
+    branch_shown(root, app)
+    app.close()
+    again = reopened(fresh_app, RecordingBackend(rate=0))
+    assert chat_on_screen(again) == [("user", "one, again?"), ("assistant", "Again.")]
+    back = flipped(again.root, again, 1)
+    stepped(again.root, again, back, "next", 2)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_store_variants import old_file
-from tkchat.store import AnswerFigures, ConversationStore, StoreError, StoreWriter
+from tkchat.store import AnswerFigures, ConversationStore, Kept, StoreError, StoreWriter
 from tkchat.store.schema import SCHEMA_VERSION
 from tkchat.store.variants import tail_from_json
 
@@ -253,9 +253,9 @@ def test_a_branch_put_aside_keeps_its_answers_figures(tmp_path: Path) -> None:
         assert store.new_question_variant(chat, 0, "Q1, again?") == first
         store.set_figures(store.add_message(chat, "assistant", "Again."), FAST)
         assert store.variant_tails(first)[0] == [
-            ("assistant", "A1.", "complete", MADE),
-            ("user", "Q2?", "complete", None),
-            ("assistant", "A2.", "complete", LATER),
+            Kept("assistant", "A1.", "complete", MADE),
+            Kept("user", "Q2?", "complete"),
+            Kept("assistant", "A2.", "complete", LATER),
         ]
         store.choose_variant(first, 0)  # ◀: the old branch, its figures under its answers
     with ConversationStore(path) as store:  # (and after a restart)
@@ -266,10 +266,59 @@ def test_a_branch_put_aside_keeps_its_answers_figures(tmp_path: Path) -> None:
         assert store.figures(chat) == {(again, 0): FAST}
 
 
+def test_a_branch_put_aside_keeps_a_regenerated_answers_versions(tmp_path: Path) -> None:
+    """An answer regenerated (2 versions, the first one shown) in a branch put aside comes
+    back with both versions, each with its own figures, and the one it showed."""
+    path = tmp_path / "history.sqlite3"
+    with ConversationStore(path) as store:
+        chat = store.create("Versions in a branch").id
+        first = store.add_message(chat, "user", "Q?")
+        answer = store.add_message(chat, "assistant", "One.")
+        store.set_figures(answer, FAST)
+        assert store.new_variant(chat) == answer
+        store.update_message(answer, content="Two.", status="stopped")
+        store.set_figures(answer, STOPPED)
+        store.choose_variant(answer, 0)  # the first one shown when the branch is put aside
+        store.new_question_variant(chat, 0, "Q, again?")
+        store.add_message(chat, "assistant", "Again.")
+        assert store.variant_tails(first)[0] == [
+            Kept(
+                "assistant",
+                "One.",
+                "complete",
+                FAST,
+                (("One.", "complete", FAST), ("Two.", "stopped", STOPPED)),
+                0,
+            )
+        ]
+        store.choose_variant(first, 0)  # ◀ on the question
+    with ConversationStore(path) as store:  # (after a restart)
+        back = store.messages(chat)[-1]
+        assert (back.content, back.variant, back.variants) == ("One.", 0, 2)
+        assert store.variant_texts(back.id) == [("One.", "complete"), ("Two.", "stopped")]
+        assert store.figures(chat) == {(back.id, 0): FAST, (back.id, 1): STOPPED}
+        store.choose_variant(back.id, 1)  # ▶ on the answer brought back
+        assert (store.messages(chat)[-1].content, store.message(back.id).status) == (
+            "Two.",
+            "stopped",
+        )
+        store.choose_variant(first, 1)  # and the branch goes aside again, both versions kept
+        store.choose_variant(first, 0)
+        again = store.messages(chat)[-1]
+        assert (again.content, again.variant, again.variants) == ("Two.", 1, 2)
+        assert store.figures(chat) == {(again.id, 0): FAST, (again.id, 1): STOPPED}
+
+
 def test_a_branch_kept_before_schema_5_reads_without_figures() -> None:
     old = '[{"role": "assistant", "content": "A.", "status": "complete"}]'
-    assert tail_from_json(old) == [("assistant", "A.", "complete", None)]
-    damaged = '[{"role": "assistant", "content": "A.", "status": "complete", "figures": 3}]'
-    with pytest.raises(StoreError) as raised:
-        tail_from_json(damaged)
-    assert str(raised.value) == "A kept branch of this chat is damaged."
+    assert tail_from_json(old) == [Kept("assistant", "A.", "complete")]
+    for damaged in (
+        '[{"role": "assistant", "content": "A.", "status": "complete", "figures": 3}]',
+        '[{"role": "assistant", "content": "A.", "status": "complete", "shown": 1,'
+        ' "versions": [{"content": "A.", "status": "complete"}]}]',
+        '[{"role": "assistant", "content": "A.", "status": "complete",'
+        ' "versions": [{"content": 5, "status": "complete"}]}]',
+    ):
+        with pytest.raises(StoreError) as raised:
+            tail_from_json(damaged)
+        assert str(raised.value) == "A kept branch of this chat is damaged."

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tkchat.store import ConversationStore, StoreError, StoreWriter
+from tkchat.store import ConversationStore, Kept, StoreError, StoreWriter
 from tkchat.store.schema import _MIGRATIONS, SCHEMA_VERSION
 
 
@@ -131,7 +131,7 @@ def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
         store.add_message(chat, "assistant", "A1")
         question = store.add_message(chat, "user", "Q2")
         store.add_message(chat, "assistant", "A2", "stopped")
-        store.new_variant(chat)  # A2 regenerated: a branch keeps only the version shown
+        store.new_variant(chat)  # A2 regenerated: a branch keeps both its versions
         store.update_message(store.messages(chat)[-1].id, content="A2b", status="complete")
         store.add_message(chat, "user", "Q3")
         assert store.new_question_variant(chat, 2, "Q2 edited") == question
@@ -149,7 +149,16 @@ def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
         shown = store.messages(chat)[2]
         assert (shown.variant, shown.variants) == (1, 2)
         assert store.variant_tails(question) == [
-            [("assistant", "A2b", "complete", None), ("user", "Q3", "complete", None)],
+            [
+                Kept(
+                    "assistant",
+                    "A2b",
+                    "complete",
+                    versions=(("A2", "stopped", None), ("A2b", "complete", None)),
+                    shown=1,
+                ),
+                Kept("user", "Q3", "complete"),
+            ],
             [],
         ]
         assert "A2b" not in store.export_markdown(chat)
@@ -164,7 +173,7 @@ def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
         ]
         assert store.variant_tails(question) == [
             [],
-            [("assistant", "A2 edited", "complete", None)],
+            [Kept("assistant", "A2 edited", "complete")],
         ]
         assert [m["content"] for m in store.export_json(chat)["conversation"]["messages"]] == [
             "Q1",
@@ -183,6 +192,9 @@ def test_an_edited_question_keeps_its_branch_and_choosing_swaps_the_branches(
         store.choose_variant(first, 0)
         messages = store.messages(chat)
         assert [m.content for m in messages] == ["Q1", "A1", "Q2", "A2b", "Q3"]
-        # Inside a branch put aside only the version shown was kept: Q2's own is gone.
+        # Inside a branch put aside a question keeps only the version shown: Q2's own is
+        # gone; an answer keeps its versions (A2's two, through both branches put aside).
         assert (messages[2].variant, messages[2].variants) == (0, 1)
+        assert (messages[3].variant, messages[3].variants) == (1, 2)
+        assert store.variant_texts(messages[3].id) == [("A2", "stopped"), ("A2b", "complete")]
         assert store.variant_tails(first) == [[], []]

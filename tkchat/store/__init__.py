@@ -47,6 +47,7 @@ from tkchat.store.settings import (
     save_settings,
     settings_path,
 )
+from tkchat.store.variants import Kept, KeptVersion
 from tkchat.store.writer import FLUSH_INTERVAL_S, MessageRef, MessageTicket, StoreWriter
 
 __all__ = [
@@ -60,6 +61,8 @@ __all__ = [
     "AppSettings",
     "Conversation",
     "ConversationStore",
+    "Kept",
+    "KeptVersion",
     "MessageRef",
     "MessageTicket",
     "Role",

@@ -8,8 +8,9 @@ runs in the store's transactions, on the caller's thread). They live in a table 
 :mod:`tkchat.store.schema`), one row per version of an answer: a regenerated answer keeps each
 version's own figures, and reopening a chat shows them again. A message deleted takes its
 figures with it (``ON DELETE CASCADE``). A branch put aside when an edited question is sent
-keeps, with each message's text and status, the figures of the version it showed
-(:mod:`tkchat.store.variants`), and they come back with the branch.
+keeps, with each message's text and status, the figures of the version it showed, and of
+every version of an answer regenerated (:mod:`tkchat.store.variants`); they come back with
+the branch.
 """
 
 from __future__ import annotations
@@ -171,6 +172,27 @@ def shown_figures(conn: sqlite3.Connection, message_id: int) -> AnswerFigures | 
     return None if row is None else AnswerFigures(*row)
 
 
+def figures_by_slot(conn: sqlite3.Connection, message_id: int) -> dict[int, AnswerFigures]:
+    """Every version's figures of message ``message_id``, by slot (a branch put aside keeps
+    those of an answer regenerated: :mod:`tkchat.store.variants`)."""
+    rows = conn.execute(
+        f"SELECT f.slot, {_READ} FROM answer_figures f WHERE f.message_id = ?", (message_id,)
+    ).fetchall()
+    return {slot: AnswerFigures(*values) for slot, *values in rows}
+
+
+def put_figures_at(
+    conn: sqlite3.Connection, message_id: int, slot: int, figures: AnswerFigures
+) -> None:
+    """Keep ``figures`` for version ``slot`` of message ``message_id`` (a branch brought
+    back: each of its answers' versions gets its own again)."""
+    conn.execute(
+        f"INSERT OR REPLACE INTO answer_figures (message_id, slot, {_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (message_id, slot, *astuple(figures)),
+    )
+
+
 def put_figures(conn: sqlite3.Connection, message_id: int, figures: AnswerFigures) -> bool:
     """Keep ``figures`` for the version message ``message_id`` shows; False if there is no
     such message."""
@@ -187,7 +209,9 @@ __all__ = [
     "AnswerFigures",
     "Ending",
     "FiguresStore",
+    "figures_by_slot",
     "put_figures",
+    "put_figures_at",
     "read_figures",
     "shown_figures",
 ]

@@ -17,8 +17,11 @@ Schema (version 5)
     slot is the message's ``variant`` may be stale: the ``messages`` row is the truth for the
     version shown, and it is copied here when another version is chosen. ``tail``, for a
     question's version: the messages that followed it in its branch, a JSON list of
-    ``{"role", "content", "status"}`` (only the version shown of each: versions inside a
-    branch put aside are not kept); NULL for an answer's. (Added in version 2.)
+    ``{"role", "content", "status"}`` (the version shown of each), with an answer's
+    ``"figures"`` and, for an answer regenerated, ``"versions"`` (each one's content, status
+    and figures) and ``"shown"`` (a question's own versions inside a branch put aside are not
+    kept; a branch written before either key reads without it); NULL for an answer's. (Added
+    in version 2.)
 ``message_parts(message_id, text)``
     the text of an answer still streaming, one row per flush, in ``rowid`` order; moved into
     the message's ``content`` (and deleted) when the answer ends or the message is otherwise

@@ -11,22 +11,43 @@ caller's thread, inside the store's transaction.
 
 A branch put aside keeps, for each of its messages, the version it showed: its text, its
 status and, for an answer, its figures (what it was made with too: :mod:`tkchat.store.
-figures`), so that ◀ ▶ on the question brings them all back.
+figures`), so that ◀ ▶ on the question brings them all back; and for an answer that was
+regenerated, every version (text, status, figures) and which one it showed, so that it comes
+back with its ◀ n/m ▶. (A question's own versions inside a branch put aside are not kept.)
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import cast
+from typing import NamedTuple, cast
 
 from tkchat.store.errors import StoreError
-from tkchat.store.figures import AnswerFigures, put_figures, shown_figures
+from tkchat.store.figures import (
+    AnswerFigures,
+    figures_by_slot,
+    put_figures,
+    put_figures_at,
+    shown_figures,
+)
 from tkchat.store.messages import MessagesStore, collapse, read_messages, touch
-from tkchat.store.records import ROLES, STATUSES, Role, Status, StoredMessage, text_value
+from tkchat.store.records import ROLES, STATUSES, Status, StoredMessage, text_value
 
-# A message of a branch put aside: role, content, status, and an answer's figures (or None).
-Kept = tuple[Role, str, Status, AnswerFigures | None]
+# One version of an answer in a branch put aside: its content, status and figures (or None).
+KeptVersion = tuple[str, str, AnswerFigures | None]
+
+
+class Kept(NamedTuple):
+    """A message of a branch put aside: the version it showed (role, content, status, an
+    answer's figures or None); for an answer regenerated, every version by slot and the one
+    it showed (``versions`` empty: it had only the one). A plain value, any thread."""
+
+    role: str
+    content: str
+    status: str
+    figures: AnswerFigures | None = None
+    versions: tuple[KeptVersion, ...] = ()
+    shown: int = 0
 
 
 class VariantsStore(MessagesStore):
@@ -62,9 +83,9 @@ class VariantsStore(MessagesStore):
             return insert_question_variant(conn, conversation_id, position, content, self._clock())
 
     def variant_tails(self, message_id: int) -> list[list[Kept]]:
-        """For each version of a question, by slot, the messages of its branch as (role,
-        content, status, figures); the version shown has [] here (its branch is the
-        conversation itself), and so has every version of an answer."""
+        """For each version of a question, by slot, the messages of its branch (:class:`Kept`:
+        role, content, status, figures, an answer's versions); the version shown has [] here
+        (its branch is the conversation itself), and so has every version of an answer."""
         shown = self.message(message_id)
         with self._reading("read the question's branches") as conn:
             rows = kept_tails(conn, message_id)
@@ -151,15 +172,33 @@ def swap_in_variant(conn: sqlite3.Connection, message_id: int, slot: int, now: f
         "UPDATE messages SET content = ?, status = ?, variant = ? WHERE id = ?",
         (content, status, slot, message_id),
     )
-    for offset, (role, text, state, figures) in enumerate(tail_from_json(tail), start=1):
-        cursor = conn.execute(
-            "INSERT INTO messages (conversation_id, position, role, content, status, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (current.conversation_id, current.position + offset, role, text, state, now),
-        )
-        if figures is not None:
-            put_figures(conn, cast(int, cursor.lastrowid), figures)
+    for offset, kept in enumerate(tail_from_json(tail), start=1):
+        put_back(conn, current.conversation_id, current.position + offset, kept, now)
     touch(conn, current.conversation_id, now)
+
+
+def put_back(
+    conn: sqlite3.Connection, conversation_id: int, position: int, kept: Kept, now: float
+) -> None:
+    """A message of a branch shown again, at ``position``: the version it showed, and an
+    answer's other versions with each one's figures."""
+    cursor = conn.execute(
+        "INSERT INTO messages (conversation_id, position, role, content, status, "
+        "created_at, variant) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (conversation_id, position, kept.role, kept.content, kept.status, now, kept.shown),
+    )
+    message_id = cast(int, cursor.lastrowid)
+    if kept.figures is not None:
+        put_figures(conn, message_id, kept.figures)
+    for slot, (content, status, figures) in enumerate(kept.versions):
+        if slot != kept.shown:  # (the one shown is the messages row itself)
+            conn.execute(
+                "INSERT INTO message_variants (message_id, slot, content, status) "
+                "VALUES (?, ?, ?, ?)",
+                (message_id, slot, content, status),
+            )
+            if figures is not None:
+                put_figures_at(conn, message_id, slot, figures)
 
 
 def keep_shown(conn: sqlite3.Connection, message: StoredMessage, tail: str | None = None) -> None:
@@ -172,9 +211,10 @@ def keep_shown(conn: sqlite3.Connection, message: StoredMessage, tail: str | Non
 
 
 def cut_tail(conn: sqlite3.Connection, question: StoredMessage) -> str:
-    """Delete the messages after ``question`` and return them as a branch's JSON (their
-    own other versions go with them: a branch keeps the version each one showed, with its
-    figures)."""
+    """Delete the messages after ``question`` and return them as a branch's JSON: the
+    version each one showed, with its figures, and an answer's other versions (``versions``:
+    each one's content, status and figures, by slot; ``shown``: the one it showed). A
+    question's own other versions go with it."""
     where = "WHERE conversation_id = ? AND position > ?"
     args = (question.conversation_id, question.position)
     rows = read_messages(conn, where + " ORDER BY position", args)
@@ -184,32 +224,62 @@ def cut_tail(conn: sqlite3.Connection, question: StoredMessage) -> str:
         figures = shown_figures(conn, m.id)
         if figures is not None:
             kept["figures"] = figures.as_dict()
+        if m.role == "assistant" and m.variants > 1:
+            kept["versions"] = _versions_json(conn, m)
+            kept["shown"] = m.variant
         tail.append(kept)
     conn.execute(f"DELETE FROM messages {where}", args)  # (their figures go with them)
     return json.dumps(tail, ensure_ascii=False)
 
 
+def _versions_json(conn: sqlite3.Connection, answer: StoredMessage) -> list[dict[str, object]]:
+    """Every version of ``answer`` as a branch keeps it (the one shown from its row)."""
+    texts = kept_versions(conn, answer.id)
+    texts[answer.variant] = (answer.content, answer.status)
+    figures = figures_by_slot(conn, answer.id)
+    versions: list[dict[str, object]] = []
+    for slot in range(answer.variants):
+        content, status = texts.get(slot, ("", "complete"))
+        version: dict[str, object] = {"content": content, "status": status}
+        if slot in figures:
+            version["figures"] = figures[slot].as_dict()
+        versions.append(version)
+    return versions
+
+
 def tail_from_json(tail: str | None) -> list[Kept]:
-    """A branch put aside (see :func:`cut_tail`; one kept before schema 5 has no figures);
-    one that does not read as such (edited by hand) is an error, not a guess."""
+    """A branch put aside (see :func:`cut_tail`; one kept before schema 5 has no figures,
+    and one kept by a tkchat that did not keep an answer's versions has none); one that does
+    not read as such (edited by hand) is an error, not a guess."""
     if tail is None:
         return []
     try:
-        items = json.loads(tail)
-        branch = [
-            (item["role"], item["content"], item["status"], _figures(item.get("figures")))
-            for item in items
-        ]
+        branch = [_kept(item) for item in json.loads(tail)]
     except (ValueError, TypeError, KeyError, AttributeError, StoreError) as exc:
         raise StoreError("A kept branch of this chat is damaged.", kind="invalid") from exc
-    for role, content, status, _kept in branch:
-        if role not in ROLES or status not in STATUSES or not isinstance(content, str):
-            raise StoreError("A kept branch of this chat is damaged.", kind="invalid")
     return branch
 
 
-def _figures(kept: object) -> AnswerFigures | None:
-    return None if kept is None else AnswerFigures.from_dict(kept)
+def _kept(item: dict[str, object]) -> Kept:
+    """One message of a branch's JSON; ValueError (or another of those tail_from_json
+    catches) if it is not one."""
+    versions = tuple(
+        _version(version["content"], version["status"], version.get("figures"))
+        for version in cast(list[dict[str, object]], item.get("versions", []))
+    )
+    shown = item.get("shown", 0)
+    if not isinstance(shown, int) or not 0 <= shown < max(len(versions), 1):
+        raise ValueError("no such version")
+    content, status, figures = _version(item["content"], item["status"], item.get("figures"))
+    if item["role"] not in ROLES:
+        raise ValueError("no such role")
+    return Kept(str(item["role"]), content, status, figures, versions, shown)
+
+
+def _version(content: object, status: object, figures: object) -> KeptVersion:
+    if status not in STATUSES or not isinstance(content, str):
+        raise ValueError("not a message's version")
+    return content, str(status), None if figures is None else AnswerFigures.from_dict(figures)
 
 
 def _last_message(conn: sqlite3.Connection, conversation_id: int) -> StoredMessage | None:
@@ -223,11 +293,13 @@ def _last_message(conn: sqlite3.Connection, conversation_id: int) -> StoredMessa
 
 __all__ = [
     "Kept",
+    "KeptVersion",
     "VariantsStore",
     "cut_tail",
     "keep_shown",
     "kept_tails",
     "kept_versions",
+    "put_back",
     "swap_in_variant",
     "insert_question_variant",
     "insert_variant",

@@ -12,8 +12,10 @@ that followed it: ◀ ▶ on the question show another version with its own bran
 question and everything after it are drawn again, the branch in slices (a branch of 200
 messages in one callback would be a long task); in the saved conversation the branches are
 swapped in one transaction (:meth:`~tkchat.store.db.ConversationStore.choose_variant`). A
-branch put aside keeps the version each of its messages showed, not their other versions,
-and an answer's figures for that version: they are under it again when the branch is shown.
+branch put aside keeps the version each of its messages showed, with an answer's figures,
+and every version of an answer that was regenerated (each with its figures) and which one it
+showed: shown again, it has its ◀ n/m ▶ as it had. (A question's own versions inside a branch
+put aside are not kept.)
 
 Main thread only.
 """
@@ -24,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from tkchat.store.figures import AnswerFigures
+from tkchat.store import Kept
 from tkchat.ui.base.services import Services
 from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
@@ -32,7 +34,6 @@ from tkchat.ui.transcript.transcript import AnswerView, Branch, Transcript, User
 from tkchat.ui.transcript.view_keeper import keep_held, screen_y
 
 _SLICE = "show-branch"
-Kept = tuple[str, str, str, AnswerFigures | None]  # one message of a Branch
 
 
 class AnswerVersions:
@@ -69,7 +70,7 @@ class AnswerVersions:
         else:
             chosen = self._show_branch(view, number)
         if self.archive is not None:
-            self.archive.version_chosen(chosen)
+            self.archive.version_chosen(chosen, self.transcript.entries.index(chosen))
         return True
 
     def can_show(self, view: UserView | AnswerView, step: int) -> bool:
@@ -107,11 +108,11 @@ class AnswerVersions:
         question.saved_as = view.saved_as
         self.session.rewind(index)
         self.session.ask(question.text)
-        for role, text, _status, _figures in branches[number]:
-            if role == "user":
-                self.session.ask(text)
+        for message in branches[number]:
+            if message.role == "user":
+                self.session.ask(message.content)
             else:
-                self.session.answered(text)
+                self.session.answered(message.content)
         self._to_show = deque(branches[number])
         self._question = question
         self._hold(question)
@@ -136,11 +137,7 @@ class AnswerVersions:
         started = time.perf_counter()
         with self.transcript.adding_many():
             while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
-                role, text, status, figures = self._to_show.popleft()
-                view = self.transcript.add_saved(role, text, status)
-                if isinstance(view, AnswerView) and figures is not None:
-                    view.figures = {view.shown: figures}
-                    self.transcript.show_figures(view)
+                self._add(self._to_show.popleft())
         self._hold(self._question)
         if self._to_show:
             self.scheduler.once(_SLICE, 1, self._show_some)
@@ -149,12 +146,40 @@ class AnswerVersions:
             self.transcript.zone.release()
             self.on_shown()  # what Regenerate may do follows the branch's last message
 
+    def _add(self, message: Kept) -> None:
+        """One message of a branch on screen, an answer with its versions and figures."""
+        versions = [(text, status) for text, status, _figures in message.versions]
+        view = self.transcript.add_saved(
+            message.role, message.content, message.status, versions, message.shown
+        )
+        if not isinstance(view, AnswerView):
+            return
+        if message.versions:
+            view.figures = {
+                slot: figures
+                for slot, (_text, _status, figures) in enumerate(message.versions)
+                if figures is not None
+            }
+        elif message.figures is not None:
+            view.figures = {view.shown: message.figures}
+        if view.figures:
+            self.transcript.show_figures(view)
+
 
 def kept(entry: UserView | AnswerView) -> Kept:
-    """A message on screen as a branch keeps it: the version it shows, with its figures."""
-    if isinstance(entry, AnswerView):
-        return entry.role, entry.text, entry.status, entry.figures.get(entry.shown)
-    return entry.role, entry.text, "complete", None
+    """A message on screen as a branch keeps it: the version it shows, with its figures,
+    and an answer's other versions with theirs."""
+    if not isinstance(entry, AnswerView):
+        return Kept(entry.role, entry.text, "complete")
+    shown = entry.figures.get(entry.shown)
+    if len(entry.versions) < 2:
+        return Kept(entry.role, entry.text, entry.status, shown)
+    texts = list(entry.versions)
+    texts[entry.shown] = (entry.text, entry.status)  # (the truth for the one shown)
+    versions = tuple(
+        (text, status, entry.figures.get(slot)) for slot, (text, status) in enumerate(texts)
+    )
+    return Kept(entry.role, entry.text, entry.status, shown, versions, entry.shown)
 
 
 def versions_after_regenerate(view: AnswerView) -> list[tuple[str, str]]:

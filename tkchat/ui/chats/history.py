@@ -173,23 +173,27 @@ class History:
         view.saved_as = ticket
         self._answer = (view, ticket, 0)
 
-    def version_chosen(self, view: UserView | AnswerView) -> None:
-        """The message in ``view`` shows another of its versions (a question: with its
-        branch): the saved conversation continues from it and exports it (written by the
-        writer thread, in order after what is queued before, such as an answer's text)."""
-        if self.writer is not None and view.saved_as is not None:
+    def version_chosen(self, view: UserView | AnswerView, index: int) -> None:
+        """The message in ``view``, the chat's ``index``-th, shows another of its versions (a
+        question: with its branch): the saved conversation continues from it and exports it
+        (written by the writer thread, in order after what is queued before, such as an
+        answer's text). A message of a branch shown again has no id here (the store put it
+        back under a new one): it is found by its place, after the swap queued before it."""
+        if self.writer is None:
+            return
+        if view.saved_as is not None:
             self.writer.choose_variant(view.saved_as, view.shown)
+        elif self.conversation_id is not None:
+            conversation_id, slot = self.conversation_id, view.shown
+            self.writer.submit(lambda store: _choose_at(store, conversation_id, index, slot))
 
     def branches(self, message: StoredMessage) -> list[Branch]:
         """For each version of a saved question, the branch that followed it (the shown
-        one's: []), its answers with their figures. Main thread (a read)."""
+        one's: []), its answers with their figures and versions. Main thread (a read)."""
         if self.store is None or message.variants < 2:
             return []
         try:
-            return [
-                [(role, text, str(status), figures) for role, text, status, figures in tail]
-                for tail in self.store.variant_tails(message.id)
-            ]
+            return self.store.variant_tails(message.id)
         except StoreError as exc:
             self.on_warning(str(exc))
             return [[] for _slot in range(message.variants)]
@@ -309,6 +313,13 @@ class History:
             self.writer.close(timeout=2.0)
         if self.store is not None:
             self.store.close()
+
+
+def _choose_at(store: ConversationStore, conversation_id: int, index: int, slot: int) -> None:
+    """The writer thread: show version ``slot`` of the chat's ``index``-th message."""
+    chat = [m for m in store.messages(conversation_id) if m.role != "system"]
+    if index < len(chat):
+        store.choose_variant(chat[index].id, slot)
 
 
 def auto_title(question: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tkchat.render.soft_breaks import LineState
-from tkchat.store import AnswerFigures, MessageRef
+from tkchat.store import AnswerFigures, Kept, MessageRef
 from tkchat.ui.transcript.markdown_view import PaintJob
 
 VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
@@ -27,8 +27,9 @@ __all__ = [
 ]
 
 
-# The messages after a question's version: (role, text, status, an answer's figures or None).
-Branch = list[tuple[str, str, str, AnswerFigures | None]]
+# The messages after a question's version: each one's role, text, status, an answer's figures
+# (or None) and a regenerated answer's versions with the one shown (tkchat/store/variants.py).
+Branch = list[Kept]
 
 
 @dataclass
