@@ -116,6 +116,12 @@ def class_folder(tmp_path: Path) -> Path:
     return folder
 
 
+def every_file_gets(verdict: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One file's grading stood in for: ``verdict`` on every check."""
+    checks = [Check(key, verdict, "a figure") for key in KEYS]
+    monkeypatch.setattr(classroom, "grade", lambda setup: Graded(verdict, [], checks))
+
+
 def test_a_file_that_rewrites_a_classmate_s_changes_nothing_of_their_grade(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -145,11 +151,7 @@ def test_the_table_is_printed_first_and_its_digests_name_what_was_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = class_folder(tmp_path)
-    monkeypatch.setattr(
-        classroom,
-        "grade",
-        lambda setup: Graded("pass", [], [Check(key, "pass", "a figure") for key in KEYS]),
-    )
+    every_file_gets("pass", monkeypatch)
     assert main(["selftest", "--lang", "en", "--mode", f"{folder}/"]) == 0
     out = capsys.readouterr().out
     for name in ("selftest-grades.md", "selftest-grades.csv"):
@@ -162,11 +164,7 @@ def test_a_disk_that_refuses_the_table_loses_no_grade(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = class_folder(tmp_path)
-    monkeypatch.setattr(
-        classroom,
-        "grade",
-        lambda setup: Graded("fail", [], [Check(key, "fail", "a figure") for key in KEYS]),
-    )
+    every_file_gets("fail", monkeypatch)
 
     def full(path: Path, payload: bytes) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
