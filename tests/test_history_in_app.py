@@ -466,6 +466,7 @@ def test_a_chat_opened_from_a_search_opens_at_the_match_with_every_match_marked(
         store.add_message(chat.id, "user", f"question {i}" + (" about a zebra" if i == 3 else ""))
         answer = f"answer {i}: " + "some words " * 30
         store.add_message(chat.id, "assistant", answer + ("**Zebra** facts" if i == 4 else ""))
+    store.add_message(chat.id, "assistant", "```python\nprint('zebra')  # a zebra in code\n```")
     other = store.create("other")
     store.add_message(other.id, "user", "nothing to find")
     app.conversations.refresh()
@@ -479,11 +480,18 @@ def test_a_chat_opened_from_a_search_opens_at_the_match_with_every_match_marked(
     text = app.transcript.text
     ranges = text.tag_ranges("found")
     found = [text.get(a, b) for a, b in zip(ranges[::2], ranges[1::2], strict=True)]
-    assert [f.lower() for f in found] == ["zebra", "zebra"], found
+    assert [f.lower() for f in found] == ["zebra"] * 4, found
     assert text.bbox(ranges[0]) is not None  # the first match is in view...
     assert text.yview()[1] < 1.0  # ...and the view is not the chat's end
     bold = [tag for tag in text.tag_names(ranges[2]) if tag != "found"]
     assert bold, "the answer's match was painted as markdown and marked again"
+    # Seen in the field: a match in highlighted code showed no highlight, the code's tags,
+    # made after the mark's, drawn over it. The mark is the top tag wherever it is.
+    pump_until(root, lambda: not app.transcript.painter.busy, what="the code painted too")
+    ranges = text.tag_ranges("found")
+    assert len(ranges) == 8
+    for start in ranges[::2]:
+        assert text.tag_names(start)[-1] == "found", text.tag_names(start)
     sidebar.search_var.set("")  # opened from the list, not a search: nothing marked
     app.conversations.show(other.id)
     on_screen(root, app)

@@ -39,8 +39,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done.kept": " · reused {tokens} tokens kept from earlier ({mb} MB kept)",
         "app.kept_chosen": "Chats read earlier are kept in up to {mb} MB of memory.",
         "app.stopped": "Stopped.",
-        "app.busy_answering": "An answer is still being written — your message stays in the box. "
-        "Stop the answer first (Esc or Stop), then Enter sends it.",
+        "app.busy_answering": "Still answering: your message waits in the box "
+        "(Esc stops the answer).",
         "app.error": "Error: {message}",
         "app.model_failed": "The model failed to load — see the message above.",
         "app.engine_missing": "The local model needs llama-cpp-python: pip install "
@@ -195,8 +195,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.done.kept": " · 复用了之前保留的 {tokens} 个 token（共保留 {mb} MB）",
         "app.kept_chosen": "读过的对话最多保留 {mb} MB 内存。",
         "app.stopped": "已停止。",
-        "app.busy_answering": "回答还在生成 —— 你的消息留在输入框里。"
-        "请先停止回答（按 Esc 或“停止”），再按回车发送。",
+        "app.busy_answering": "还在回答：你的消息留在输入框里（按 Esc 停止回答）。",
         "app.error": "出错：{message}",
         "app.model_failed": "模型加载失败 —— 见上方说明。",
         "app.engine_missing": "本地模型需要 llama-cpp-python：pip install llama-cpp-python"

@@ -25,7 +25,6 @@ class FoundMarks:
         self.text = text
         self.query = ""
         text.tag_configure(FOUND_TAG)
-        text.tag_raise(FOUND_TAG)  # over the markdown's own backgrounds (code)
 
     def show(self, query: str) -> str | None:
         """Mark every match of ``query`` in the whole chat; the index of the first (None:
@@ -49,6 +48,9 @@ class FoundMarks:
         )
 
     def _mark(self, start: str, end: str) -> str | None:
+        # Over every other tag (code's background and its tokens' colours): a tag made later
+        # is drawn over the earlier ones, and a code block's tags are made as it is painted.
+        self.text.tag_raise(FOUND_TAG)
         count = tk.IntVar(self.text)
         first: str | None = None
         where = start
