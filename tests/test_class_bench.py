@@ -14,7 +14,13 @@ pytest.importorskip("uvicorn")
 
 from tests.test_server import HELLO, serve  # noqa: E402
 from tkchat.generate.scripted import ScriptedBackend  # noqa: E402
-from tkchat.lab.classroom.run import ClassOptions, HealthMonitor, class_figures, run_class_bench  # noqa: E402
+from tkchat.lab.classroom.run import (  # noqa: E402
+    ClassOptions,
+    HealthMonitor,
+    answer_tokens,
+    class_figures,
+    run_class_bench,
+)
 from tkchat.lab.classroom.students import Ask  # noqa: E402
 
 
@@ -30,6 +36,7 @@ def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path
         read_s=(0.2, 0.5),
         arrive_s=0.0,
         max_tokens=12,
+        long_every=3,  # s00 and s03 ask for 96 tokens: the server's bound lets them
         idle_s=0.3,
         model_args=("--backend", "scripted", "--rate", "100", "--echo"),
         json_path=out,
@@ -50,6 +57,15 @@ def test_a_short_class_is_all_answered_in_order_with_nothing_lost(tmp_path: Path
     assert all(row["answered"] == row["requests"] >= 1 for row in rows)
     assert all(row["refused"] == row["failed"] == 0 for row in rows)
     assert sum(row["waited"] for row in rows) == figures["waited_in_line"]
+
+
+def test_every_kth_student_asks_for_long_answers() -> None:
+    """``--long-every K``: a class that mixes short and long answers, the first student
+    among the long ones; 0 is a class of alike answers."""
+    mixed = ClassOptions(students=7, max_tokens=10, long_every=3)
+    assert [answer_tokens(mixed, i) for i in range(7)] == [80, 10, 10, 80, 10, 10, 80]
+    alike = ClassOptions(students=3, max_tokens=10)
+    assert [answer_tokens(alike, i) for i in range(3)] == [10, 10, 10]
 
 
 def test_a_class_on_a_server_already_running_at_a_port(tmp_path: Path, capsys: Any) -> None:

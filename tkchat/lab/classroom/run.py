@@ -52,6 +52,7 @@ from tkchat.lab.classroom.students import Ask, Student
 from tkchat.stats import percentile, rounded
 
 HEALTH_EVERY_S = 0.25
+LONG_FACTOR = 8  # how much longer a long-answer student's answers are (--long-every)
 IDLE_S = 10.0  # /health on the idle server first: the baseline of the same run and machine
 
 
@@ -62,6 +63,10 @@ class ClassOptions:
     read_s: tuple[float, float] = (4.0, 12.0)  # how long a student reads an answer
     arrive_s: float = 10.0  # students arrive within this many seconds of the start
     max_tokens: int = 64
+    # Every ``long_every``-th student (0: none) asks for answers LONG_FACTOR times as long:
+    # a real class mixes short questions with "explain it all", and a long answer ahead in
+    # the line is what a queue's estimate has to foresee.
+    long_every: int = 0
     model_args: tuple[str, ...] = ("--backend", "scripted", "--echo")  # for tkchat serve
     echo: bool = True  # the backend echoes the question: check each answer's owner
     seed: int = 23
@@ -138,7 +143,8 @@ def run_class_bench(options: ClassOptions) -> int:
         print(f"tkchat bench --class: no tkchat serve answers /health at 127.0.0.1:{port}")
         return 2
     command = [sys.executable, "-m", "tkchat", "serve", *options.model_args]
-    command += ["--port", str(port), "--max-answer-tokens", str(max(options.max_tokens, 1))]
+    longest = options.max_tokens * (LONG_FACTOR if options.long_every else 1)
+    command += ["--port", str(port), "--max-answer-tokens", str(max(longest, 1))]
     started = datetime.now().isoformat(timespec="seconds")
     load_before = os.getloadavg()
     twin_port = free_port()
@@ -179,13 +185,13 @@ def _run_class(
     monitor.class_began = True
     began = time.perf_counter()
     deadline = began + options.duration_s
-    extra = {"max_tokens": options.max_tokens, "read_s": options.read_s}
+    extra = {"read_s": options.read_s, "arrive_s": options.arrive_s}
     students = [
         Student(
             student_name(index),
             port,
             deadline,
-            {**extra, "arrive_s": options.arrive_s},
+            {**extra, "max_tokens": answer_tokens(options, index)},
             seed=options.seed * 1000 + index,
         )
         for index in range(options.students)
@@ -410,6 +416,13 @@ def _machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
     }
 
 
+def answer_tokens(options: ClassOptions, index: int) -> int:
+    """The length the ``index``-th student (from 0) asks for: every ``long_every``-th, the
+    first included, asks for LONG_FACTOR times the others'."""
+    long = options.long_every > 0 and index % options.long_every == 0
+    return options.max_tokens * (LONG_FACTOR if long else 1)
+
+
 def _shown_args(options: ClassOptions) -> list[str]:
     model = ["--port", str(options.port)] if options.port is not None else options.model_args
     return [
@@ -418,6 +431,7 @@ def _shown_args(options: ClassOptions) -> list[str]:
         f"{options.duration_s:g}",
         "--tokens",
         str(options.max_tokens),
+        *(["--long-every", str(options.long_every)] if options.long_every else []),
         *model,
     ]
 

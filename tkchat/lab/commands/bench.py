@@ -119,6 +119,14 @@ def _add_class_options(bench: argparse.ArgumentParser) -> None:
         "--tokens: each answer's length (default 64)",
     )
     bench.add_argument(
+        "--long-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --class: every K-th student asks for answers 8 times as long (a class "
+        "mixing short and long answers: what the line's estimates must foresee)",
+    )
+    bench.add_argument(
         "--duration",
         type=float,
         default=180.0,
@@ -272,6 +280,7 @@ def _bench_class(args: argparse.Namespace) -> int:
             students=args.class_size,
             duration_s=args.duration,
             max_tokens=args.tokens or 64,
+            long_every=max(args.long_every, 0),
             model_args=tuple(model_args),
             echo=scripted,
             json_path=args.json,
