@@ -303,7 +303,7 @@ def read_reports(stream: IO[bytes], state: WindowState) -> threading.Thread:
         finally:
             state.ended = True
 
-    thread = own_thread(run, name="tkchat-selftest-reports")
+    thread = own_thread(run, name="tkchat-grader-reports")
     thread.start()
     return thread
 
