@@ -58,6 +58,7 @@ from tkchat.lab.selftest.report import grade_of, label, report
 from tkchat.lab.selftest.senses import Heartbeat, OwnStalls
 from tkchat.lab.selftest.targets import Measured, target_checks
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
+from tkchat.lab.xwitness import OutsideSeen, XWitness
 from tkchat.modes import split_outside_mode
 from tkchat.stats import median
 
@@ -294,7 +295,17 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 
 
 def attempt(setup: Setup) -> Attempt:
-    """One run of the window, judged."""
+    """One run of the window, judged — the X server's witness watching it from outside."""
+    x = XWitness()
+    if setup.toolkit == "tk":
+        x.start()  # before the window's process: the windows there now are not its
+    try:
+        return _attempt(setup, x)
+    finally:
+        x.stop()
+
+
+def _attempt(setup: Setup, x: XWitness) -> Attempt:
     t = strings(setup.language)
     with _child(setup) as (process, report_fd, beat_fd):
         state = WindowState()
@@ -317,6 +328,7 @@ def attempt(setup: Setup) -> Attempt:
             reader.join(5)
             return Attempt(problem=state.problem or t("selftest.window_ended", code=process.poll()))
         ending: list[str] = []
+        x.watch(state.window)
         try:
             driver.run()
         except GaveUp:
@@ -326,9 +338,10 @@ def attempt(setup: Setup) -> Attempt:
             ending.append(t("selftest.could_not_finish", error=exc))
         finally:
             driver.x.close()
+            outside = x.stop()  # (before the window closes: its last pings go unanswered)
         stalls.running = False
     reader.join(5)
-    checks, measured = judge(setup, driver, state, heartbeat, stalls)
+    checks, measured = judge(setup, driver, state, heartbeat, stalls, outside)
     complete = len(driver.questions) == len(QUESTIONS)
     if ending and ending[0] == t("selftest.gave_up"):
         checks = _unanswered(t, checks)
@@ -377,7 +390,12 @@ def _per_token(runs: list[ModelRun], figure: str) -> float | None:
 
 
 def judge(
-    setup: Setup, driver: Driver, state: WindowState, heartbeat: Heartbeat, stalls: OwnStalls
+    setup: Setup,
+    driver: Driver,
+    state: WindowState,
+    heartbeat: Heartbeat,
+    stalls: OwnStalls,
+    outside: OutsideSeen | None = None,
 ) -> tuple[list[Check], Measured | None]:
     """The checks, from what the driver gathered and the window reported."""
     t = strings(setup.language)
@@ -410,5 +428,6 @@ def judge(
         gaps=heartbeat.gaps(),
         own_stalls=stalls.stalls,
         whose=whose,
+        outside=outside,
     )
     return checks + target_checks(t, measured), measured
