@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 import time
 
-from tkchat.events import Done, GenerationStats
-from tkchat.generate.backend import GenerationRequest, PromptProgress
+from tkchat.events import Done, Error, GenerationStats
+from tkchat.generate.backend import BackendError, GenerationRequest, PromptProgress
 from tkchat.generate.worker import Utf8Assembler
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.transcript.transcript import AnswerView
@@ -31,16 +31,20 @@ class BlockingPipeline:
         started = time.perf_counter()
         tokens = 0
         assembler = Utf8Assembler()
-        with controller.model_lock:
-            for piece in controller.backend.stream(request, threading.Event()):
-                if isinstance(piece, PromptProgress):
-                    continue
-                tokens += 1
-                text = assembler.feed(piece)
-                if text:
-                    self.host.transcript.append(view, text)
-                    self.host.redraw()
-                time.sleep(PER_TOKEN_S)
+        try:
+            with controller.model_lock:
+                for piece in controller.backend.stream(request, threading.Event()):
+                    if isinstance(piece, PromptProgress):
+                        continue
+                    tokens += 1
+                    text = assembler.feed(piece)
+                    if text:
+                        self.host.transcript.append(view, text)
+                        self.host.redraw()
+                    time.sleep(PER_TOKEN_S)
+        except BackendError as exc:
+            self.host.end_answer(Error(gen, tokens + 1, exc.kind, str(exc)))
+            return
         stats = GenerationStats(tokens=tokens, elapsed_s=time.perf_counter() - started)
         self.host.end_answer(Done(gen, tokens + 1, "stop", stats))
 
