@@ -41,8 +41,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.target.tokens": "tokens/s >= {ratio} x the model with no window",
         "selftest.target.tk_thread": "Tk called only from the main thread",
         "selftest.target.raised": "nothing raised out of the pipeline",
-        "selftest.target.figures": "the window's own figures agree with its heartbeat, seen "
-        "from outside",
+        "selftest.target.figures": "the window's own figures agree with what was seen from "
+        "outside (its heartbeat, the X server)",
         "selftest.ms": "{ms} ms",
         "selftest.colon": ": ",
         "selftest.detail.q1": "worst click handled {ms} ms after it was made",
@@ -133,6 +133,21 @@ STRINGS: dict[str, dict[str, str]] = {
         "shows in the window's own lag figures",
         "selftest.figures_disagree": "the heartbeat was silent for {ms} ms, seen from outside, "
         "while the window reported at most {reported} ms of lag then",
+        "selftest.x_disagree": "the X server, outside the window's process, saw the window "
+        "not answer for {ms} ms, while the window's own reports say its main loop was never "
+        "more than {reported} ms late then, and its heartbeat {beat}",
+        "selftest.x_beat.stopped": "stopped too",
+        "selftest.x_beat.went_on": "went on beating",
+        "selftest.x_refused": "the window's reports name an X window that its process did not "
+        "open (the X server had it before the window started)",
+        "selftest.note.x_agree": "the X server pinged the window {pings} times from outside; "
+        "its longest wait for an answer, {ms} ms, shows in the window's own figures",
+        "selftest.note.x_none": "no check through the X server (no libX11 here, or the window "
+        "answered none of its pings): the figures were checked against the heartbeat alone",
+        "selftest.why.x_disagree": "the window's reports disagree with what the window did: "
+        "code in the graded process wrote the figures or the heartbeat the grade reads (or "
+        "kept tkchat's own from reaching it), while the X server, outside that process, saw "
+        "the main loop stand still. The grade cannot trust them.",
         "selftest.why": "why: {why}",
         "selftest.why.q1": "the main thread was inside your pipeline's calls while the click "
         "waited: start() or show() loops, waits for the model, or works too long.",
@@ -235,7 +250,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.target.tokens": "token/s >= 不带窗口时的 {ratio} 倍",
         "selftest.target.tk_thread": "只在主线程调用 Tk",
         "selftest.target.raised": "管线没有抛出异常",
-        "selftest.target.figures": "窗口自己报告的数字与从外部看到的心跳一致",
+        "selftest.target.figures": "窗口自己报告的数字与从外部看到的一致（心跳、X 服务器）",
         "selftest.ms": "{ms} 毫秒",
         "selftest.colon": "：",
         "selftest.detail.q1": "最慢的一次点击在 {ms} 毫秒后才被处理",
@@ -311,6 +326,19 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.figures_agree": "从外部看到的心跳最长停了 {ms} 毫秒，窗口自己的延迟数字里也有",
         "selftest.figures_disagree": "从外部看，心跳停了 {ms} 毫秒，而窗口报告那段时间的延迟"
         "最多只有 {reported} 毫秒",
+        "selftest.x_disagree": "在窗口进程之外，X 服务器看到窗口 {ms} 毫秒没有应答，而窗口"
+        "自己的报告说那段时间主循环最多只晚了 {reported} 毫秒，心跳{beat}",
+        "selftest.x_beat.stopped": "也停了",
+        "selftest.x_beat.went_on": "却一直在跳",
+        "selftest.x_refused": "窗口的报告指明的 X 窗口不是它的进程打开的（窗口启动之前 X 服务器"
+        "里就已经有它了）",
+        "selftest.note.x_agree": "X 服务器从外部向窗口发了 {pings} 次探询；等应答最久的一次是 "
+        "{ms} 毫秒，窗口自己的数字里也有",
+        "selftest.note.x_none": "没有经 X 服务器的核对（这里没有 libX11，或窗口一次探询也没有"
+        "应答）：这些数字只与心跳核对过",
+        "selftest.why.x_disagree": "窗口的报告与窗口实际的表现不符：被评分的进程里有代码写了"
+        "评分读取的数字或心跳（或挡住了 tkchat 自己的），而在那个进程之外的 X 服务器看到主循环"
+        "停住了。这个评分无法相信这些报告。",
         "selftest.why": "原因：{why}",
         "selftest.why.q1": "点击等待时，主线程在你的管线的调用里：start() 或 show() 在循环、"
         "在等模型，或者做的事太多。",

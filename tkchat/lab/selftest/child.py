@@ -1,5 +1,8 @@
-"""The window under test: ``python -m tkchat.lab.selftest.child …``, started by the
-grader (:mod:`.runner`) in a process of its own, with a data folder and home of its own.
+"""The window under test, started by the grader (:mod:`.runner`) in a process of its own,
+with a home of its own, as an ordinary ``tkchat --mode FILE.py:CLASS`` looks: its setup
+comes on stdin (:func:`read_setup`), and the grader's modules leave ``sys.modules`` before
+the student's file is imported (:func:`unnamed`; what a file can still see:
+docs/security.md).
 
 This is the only process that imports the pipeline's file. It runs the real ``ChatApp``
 (made and seen as the lab sees every window: :mod:`tkchat.lab.window`) with its ordinary
@@ -20,10 +23,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import json
 import signal
+import sys
 import threading
 import tkinter as tk
 from types import FrameType, TracebackType
+from typing import IO
 
 from tkchat.generate.controller import GenerationController
 from tkchat.i18n import strings
@@ -65,18 +71,42 @@ PUBLISH_MS = 100
 GEOMETRY = "900x700+0+0"
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="tkchat.lab.selftest.child")
-    parser.add_argument("--mode", required=True)
-    parser.add_argument("--backend", default="scripted")
-    parser.add_argument("--model")
-    parser.add_argument("--rate", type=float, default=2000.0)
-    parser.add_argument("--tokens", type=int)
-    parser.add_argument("--lang", default="en")
-    parser.add_argument("--limit", type=float, default=20.0)
-    parser.add_argument("--report-fd", type=int, required=True)
-    parser.add_argument("--beat-fd", type=int, required=True)
-    return parser.parse_args(argv)
+SETUP = {
+    "mode": None,
+    "backend": "scripted",
+    "model": None,
+    "rate": 2000.0,
+    "tokens": None,
+    "lang": "en",
+    "limit": 20.0,
+    "report_fd": None,
+    "beat_fd": None,
+}
+
+
+def read_setup(stream: IO[str]) -> argparse.Namespace:
+    """The grader's setup: the first line on stdin, one JSON object (:data:`SETUP`'s keys).
+    Not on the command line, and not in the environment: the window's command line is an
+    ordinary ``tkchat --mode FILE.py:CLASS`` (:mod:`.runner`), and nothing the student's
+    code reads in ``sys.argv`` or ``os.environ`` names the grader (docs/security.md)."""
+    given = json.loads(stream.readline() or "{}")
+    missing = [key for key, default in SETUP.items() if default is None and key not in given]
+    if {"mode", "report_fd", "beat_fd"} & set(missing):
+        raise SystemExit(f"no setup on stdin (missing {', '.join(missing)})")
+    return argparse.Namespace(**{key: given.get(key, default) for key, default in SETUP.items()})
+
+
+def unnamed() -> None:
+    """Before the student's file is imported: the grader's modules leave ``sys.modules``
+    (and the ``tkchat.lab`` package's attributes), so that a file looking there for the
+    grader finds tkchat's lab and nothing that says it is graded. The modules live on in the
+    code already holding them; nothing in the window imports them again."""
+    import tkchat.lab
+
+    for name in [name for name in sys.modules if ".selftest" in name]:
+        del sys.modules[name]
+    with contextlib.suppress(AttributeError):
+        delattr(tkchat.lab, "selftest")
 
 
 class Interrupter:
@@ -153,10 +183,11 @@ def _witness(
     return QuestionWitness(sampler, probe.samples, out)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     """The window's process. 0 after a normal close, 2 when the pipeline cannot be used."""
-    args = parse(argv)
+    args = read_setup(sys.stdin)
     out = report_fd(args.report_fd)
+    unnamed()
     if is_outside_mode(args.mode):
         try:
             load_outside_class(args.mode)
@@ -205,6 +236,7 @@ def run_window(
     sources.probe = probe.samples
     commands.witness = _witness(instruments, guarded, probe, out)
     instruments.root.geometry(GEOMETRY)
+    out.send("window", id=instruments.root.winfo_id())  # what the grader pings from outside
     note_inputs(window, sources)
     report = WindowReport(window, commands.meter, commands.faults, sources, out)
     beats = HeartbeatSender(None, args.beat_fd, BEAT_MS)

@@ -105,7 +105,7 @@ class WindowReport:
         self._lock = threading.Lock()  # the report's thread, and the main thread's last tick
 
     def start(self, closing: threading.Event) -> None:
-        own_thread(self._run, args=(closing,), name="tkchat-selftest-report").start()
+        own_thread(self._run, args=(closing,), name="tkchat-status").start()
 
     def _run(self, closing: threading.Event) -> None:
         while not closing.wait(TICK_S):
@@ -228,9 +228,7 @@ class QuestionWitness:
         samples = sampler.stop_recording() if sampler is not None else []
         sampled = sampler is not None and sampler.running  # (False: nothing could be seen)
         span = (self._since, time.perf_counter())
-        own_thread(
-            self._send, args=(key, samples, span, sampled), name="tkchat-selftest-whose"
-        ).start()
+        own_thread(self._send, args=(key, samples, span, sampled), name="tkchat-trace-sum").start()
 
     def _send(
         self, key: str, samples: list[Sample], span: tuple[float, float], sampled: bool
@@ -277,7 +275,7 @@ class ChildCommands:
         self.witness: QuestionWitness | None = None  # the window's sampler, where it has one
 
     def start(self, controller: GenerationController) -> None:
-        own_thread(self._read, args=(controller,), name="tkchat-selftest-commands").start()
+        own_thread(self._read, args=(controller,), name="tkchat-stdin").start()
 
     def _read(self, controller: GenerationController) -> None:
         for line in sys.stdin:

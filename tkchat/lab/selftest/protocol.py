@@ -13,6 +13,8 @@ Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
     problem   text                  the pipeline cannot be used (a sentence): not graded
     ready     ping, transcript, input, stop: [x, y]   the model is loaded, the window shown
                                                        (again whenever those move)
+    window    id                    its top-level's X window (the grader's X witness pings it:
+                                    :mod:`tkchat.lab.xwitness`)
     answers   chars: [n, ...], open: bool              the answers' lengths, when they change
     input     what (ping|scroll|key|stop), t, chars    a handler ran (stop: the answer's length)
     final     end (done|error), reason, message, t     an answer's final event was handled
@@ -196,6 +198,7 @@ class WindowState:
     thread; the driver reads). Nothing here came from the grader's own clock but ``seen``."""
 
     problem: str | None = None
+    window: int | None = None  # the X window the window's process named as its own
     points: dict[str, Point] = field(default_factory=dict)
     answers: list[int] = field(default_factory=list)  # characters of each answer so far
     answer_open: bool = False
@@ -271,6 +274,7 @@ def _run(state: WindowState, line: dict[str, Any]) -> None:
 _HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {
     "problem": lambda s, x: setattr(s, "problem", x["text"]),
     "ready": lambda s, x: s.points.update({k: tuple(v) for k, v in x.items() if k != "k"}),
+    "window": lambda s, x: setattr(s, "window", int(x["id"])),
     "answers": _answers,
     "input": _input,
     "final": lambda s, x: s.finals.append(x),
@@ -303,7 +307,7 @@ def read_reports(stream: IO[bytes], state: WindowState) -> threading.Thread:
         finally:
             state.ended = True
 
-    thread = own_thread(run, name="tkchat-selftest-reports")
+    thread = own_thread(run, name="tkchat-grader-reports")
     thread.start()
     return thread
 

@@ -1,5 +1,5 @@
-"""The Qt window under test: ``python -m tkchat.lab.selftest.qt_child …``, started by
-the grader (:mod:`.runner`) for ``tkchat selftest --toolkit qt``.
+"""The Qt window under test, started by the grader (:mod:`.runner`) for ``tkchat selftest
+--toolkit qt`` as the Tk window is (:mod:`.child`: its setup on stdin).
 
 The same questions as the Tk window's (the same driver, in the grader's process): only the
 window differs, and how the handlers note when they ran — an event filter on the Qt widgets
@@ -10,6 +10,7 @@ can click only X windows, and Qt's "offscreen" platform receives no input at all
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer
@@ -17,7 +18,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QWidget
 
 from tkchat.events import Done, Error
-from tkchat.lab.selftest.child import BEAT_MS, parse
+from tkchat.lab.selftest.child import BEAT_MS, read_setup
 from tkchat.lab.selftest.instruments import (
     CallTimer,
     GcClock,
@@ -161,9 +162,9 @@ def _time_the_appends(window: ChatWindow, timer: CallTimer) -> None:
     window.transcript.append = timed  # type: ignore[method-assign]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     """The Qt window's process (Qt's GUI thread)."""
-    args = parse(argv)
+    args = read_setup(sys.stdin)
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     out = report_fd(args.report_fd)
     faults, sampling = selftest_backend(args.mode, args.backend, args.model, args.rate, args.tokens)

@@ -2,8 +2,10 @@
 the user (:mod:`.driver`), measures the heartbeat from outside, and computes and prints the
 grade — and it never imports the pipeline's file.
 
-**What the child gets.** A home and a data folder of its own, made for this run and deleted
-after it (``HOME``, ``TKCHAT_DATA_DIR``, the ``XDG_*`` folders), as its working directory too:
+**What the child gets.** A home of its own, made for this run and deleted after it
+(``HOME``, and ``TKCHAT_DATA_DIR`` and the ``XDG_*`` folders in it where this environment
+names them), as its working directory too, and the command line of an ordinary window
+(``tkchat --mode FILE.py:CLASS``; the grader's setup goes on stdin, docs/security.md):
 the teacher's saved conversations and settings are not where the student's code looks for
 them. Where Linux allows, the process is fenced (:mod:`tkchat.lab.fence`: namespaces of its
 own, so nothing it starts outlives it, it cannot signal this process, and it has no
@@ -21,7 +23,10 @@ at the student's code.
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import hashlib
+import json
 import os
 import shutil
 import site
@@ -53,6 +58,7 @@ from tkchat.lab.selftest.report import grade_of, label, report
 from tkchat.lab.selftest.senses import Heartbeat, OwnStalls
 from tkchat.lab.selftest.targets import Measured, target_checks
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
+from tkchat.lab.xwitness import OutsideSeen, XWitness
 from tkchat.modes import split_outside_mode
 from tkchat.stats import median
 
@@ -163,37 +169,46 @@ def grade(setup: Setup, on_retry: Callable[[str], None] = lambda _line: None) ->
     return Graded(grade_now, lines, checks, digest, timed_out=runs[-1].timed_out)
 
 
+# The window's command line, as ``pip install --user tkchat`` would start it: a console
+# script in the home's ``.local/bin``, whose code runs the window's process. (Its setup comes
+# on stdin: :func:`tkchat.lab.selftest.child.read_setup`.)
+LAUNCHER = """import sys
+
+from {module} import main
+
+if __name__ == "__main__":
+    sys.exit(main())
+"""
+
+
 @contextmanager
 def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
     """The window's process, with its own home; yields it and the report and beat pipes."""
-    with tempfile.TemporaryDirectory(prefix="tkchat-selftest-") as home:
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder) / _user()
+        launcher = home / ".local" / "bin" / "tkchat"
+        launcher.parent.mkdir(parents=True)
+        launcher.write_text(LAUNCHER.format(module=CHILDREN[setup.toolkit]), encoding="utf-8")
         report_r, report_w = os.pipe()
         beat_r, beat_w = os.pipe()
         mode = setup.mode
         path = file_of(mode)
         if path is not None:
             mode = f"{path}:{split_outside_mode(mode)[1]}"  # type: ignore[index]
-        command = [sys.executable, "-m", CHILDREN[setup.toolkit], "--mode", mode]
-        command += ["--backend", setup.backend, "--rate", str(setup.rate), "--lang", setup.language]
-        command += ["--report-fd", str(report_w), "--beat-fd", str(beat_w)]
-        command += ["--limit", str(setup.limit_s)]
-        if setup.model:
-            command += ["--model", str(Path(setup.model).expanduser().resolve())]
-        if setup.tokens is not None:
-            command += ["--tokens", str(setup.tokens)]
         out = subprocess.DEVNULL if setup.quiet else sys.stderr
         process = subprocess.Popen(
-            fenced(command),
+            fenced([sys.executable, str(launcher), "--mode", mode]),
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=out,
             pass_fds=(report_w, beat_w),
-            env=child_env(Path(home)),
+            env=child_env(home),
             cwd=home,
             start_new_session=True,  # its process group is ended after it (no fence)
         )
         os.close(report_w)
         os.close(beat_w)
+        _send_setup(process, setup, mode, (report_w, beat_w))
         left = None if setup.deadline is None else setup.deadline - time.monotonic()
         timer = threading.Timer(max(0.0, left or 0.0), process.kill)
         if left is not None:
@@ -206,8 +221,41 @@ def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
             _end(process)
 
 
+def _user() -> str:
+    """The home's name: the teacher's user name, as a home's usually is."""
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError):
+        name = ""
+    return name if name.isidentifier() else "user"
+
+
+def _send_setup(
+    process: subprocess.Popen[bytes], setup: Setup, mode: str, fds: tuple[int, int]
+) -> None:
+    """The window's setup, its first line on stdin (the descriptors keep their numbers)."""
+    given = {
+        "mode": mode,
+        "backend": setup.backend,
+        "rate": setup.rate,
+        "lang": setup.language,
+        "limit": setup.limit_s,
+        "report_fd": fds[0],
+        "beat_fd": fds[1],
+        "model": str(Path(setup.model).expanduser().resolve()) if setup.model else None,
+        "tokens": setup.tokens,
+    }
+    assert process.stdin is not None
+    with contextlib.suppress(OSError):  # it died at once: its report pipe says so
+        process.stdin.write((json.dumps(given) + "\n").encode())
+        process.stdin.flush()
+
+
 def child_env(home: Path) -> dict[str, str]:
-    """The environment of the window's process: this one's, with a home of its own."""
+    """The environment of the window's process: this one's, with a home of its own — and
+    the data and XDG folders moved into it where this environment names them (where it does
+    not, tkchat finds them in the home, as an ordinary window's environment would leave
+    it)."""
     env = dict(os.environ)
     if "XAUTHORITY" not in env and (Path.home() / ".Xauthority").exists():
         env["XAUTHORITY"] = str(Path.home() / ".Xauthority")  # the display's key stays
@@ -217,15 +265,16 @@ def child_env(home: Path) -> dict[str, str]:
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
     paths = [root, *env.get("PYTHONPATH", "").split(os.pathsep), user_site]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env["HOME"] = str(home)
     for name, folder in (
-        ("HOME", ""),
-        ("TKCHAT_DATA_DIR", "data"),
+        ("TKCHAT_DATA_DIR", ".local/share/tkchat"),
         ("XDG_DATA_HOME", ".local/share"),
         ("XDG_CONFIG_HOME", ".config"),
         ("XDG_CACHE_HOME", ".cache"),
         ("XDG_STATE_HOME", ".local/state"),
     ):
-        env[name] = str(home / folder)
+        if name in env:
+            env[name] = str(home / folder)
     return env
 
 
@@ -246,7 +295,17 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 
 
 def attempt(setup: Setup) -> Attempt:
-    """One run of the window, judged."""
+    """One run of the window, judged — the X server's witness watching it from outside."""
+    x = XWitness()
+    if setup.toolkit == "tk":
+        x.start()  # before the window's process: the windows there now are not its
+    try:
+        return _attempt(setup, x)
+    finally:
+        x.stop()
+
+
+def _attempt(setup: Setup, x: XWitness) -> Attempt:
     t = strings(setup.language)
     with _child(setup) as (process, report_fd, beat_fd):
         state = WindowState()
@@ -269,6 +328,7 @@ def attempt(setup: Setup) -> Attempt:
             reader.join(5)
             return Attempt(problem=state.problem or t("selftest.window_ended", code=process.poll()))
         ending: list[str] = []
+        x.watch(state.window)
         try:
             driver.run()
         except GaveUp:
@@ -278,9 +338,10 @@ def attempt(setup: Setup) -> Attempt:
             ending.append(t("selftest.could_not_finish", error=exc))
         finally:
             driver.x.close()
+            outside = x.stop()  # (before the window closes: its last pings go unanswered)
         stalls.running = False
     reader.join(5)
-    checks, measured = judge(setup, driver, state, heartbeat, stalls)
+    checks, measured = judge(setup, driver, state, heartbeat, stalls, outside)
     complete = len(driver.questions) == len(QUESTIONS)
     if ending and ending[0] == t("selftest.gave_up"):
         checks = _unanswered(t, checks)
@@ -329,7 +390,12 @@ def _per_token(runs: list[ModelRun], figure: str) -> float | None:
 
 
 def judge(
-    setup: Setup, driver: Driver, state: WindowState, heartbeat: Heartbeat, stalls: OwnStalls
+    setup: Setup,
+    driver: Driver,
+    state: WindowState,
+    heartbeat: Heartbeat,
+    stalls: OwnStalls,
+    outside: OutsideSeen | None = None,
 ) -> tuple[list[Check], Measured | None]:
     """The checks, from what the driver gathered and the window reported."""
     t = strings(setup.language)
@@ -362,5 +428,6 @@ def judge(
         gaps=heartbeat.gaps(),
         own_stalls=stalls.stalls,
         whose=whose,
+        outside=outside,
     )
     return checks + target_checks(t, measured), measured

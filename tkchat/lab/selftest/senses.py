@@ -45,7 +45,7 @@ class Heartbeat:
         self.beats: list[tuple[float, float]] = []  # (arrived here, sent by the window)
 
     def start(self) -> None:
-        own_thread(self._read, name="tkchat-selftest-beats").start()
+        own_thread(self._read, name="tkchat-grader-beats").start()
 
     def _read(self) -> None:
         pending = b""
@@ -95,7 +95,7 @@ class OwnStalls:
         self.running = True
 
     def start(self) -> None:
-        own_thread(self._run, name="tkchat-selftest-stalls").start()
+        own_thread(self._run, name="tkchat-grader-stalls").start()
 
     def _run(self) -> None:
         before = time.perf_counter()

@@ -26,7 +26,10 @@
 - **Tk from the main thread only**, **nothing raised**: counted, not timed.
 - **the window's figures agree with its heartbeat seen from outside**: every silence of the
   heartbeat the grader saw (while the grader itself was not stalled) must show in the lag the
-  window reported. A window whose figures were patched to look smooth fails here.
+  window reported; and every wait of the X server's pings for the window's answer
+  (:mod:`tkchat.lab.xwitness`, outside the window's process) over :data:`X_SILENCE_S` must
+  show in its lag and its heartbeat. A window whose figures were patched to look smooth, or
+  whose heartbeat and reports were forged from inside its process, fails here.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from tkchat.lab.selftest.verdict import (
     BUSY,
     FAIL,
     INSIDE_MIN,
+    LIMIT_MS,
     PASS,
     Check,
     Translate,
@@ -57,6 +61,7 @@ from tkchat.lab.selftest.verdict import (
     top_function,
     witness_notes,
 )
+from tkchat.lab.xwitness import OutsideSeen
 from tkchat.stats import LONG_TASK_MS, percentile
 
 # The model's speed with the window, against the same run's model alone. ``tkchat bench``
@@ -68,6 +73,9 @@ TOKENS_RATIO_MIN = 0.8
 # machine could have caused (:func:`_slept_share`).
 SLEPT_MIN = 0.5
 BASELINE_MIN_SAMPLES = 20
+# The X server's witness: a window that took five times the 100 ms target to answer a ping,
+# beyond the X server's own delay, has a main loop that stood still — its reports must say so.
+X_SILENCE_S = 5 * LIMIT_MS / 1000
 
 
 @dataclass
@@ -95,6 +103,7 @@ class Measured:
     slept_per_token_s: float | None = None
     raw_slept_per_token_s: float | None = None
     queued_per_token_s: float | None = None
+    outside: OutsideSeen | None = None  # the X server's witness (None: not asked)
 
 
 def p99(samples: Sequence[Probed]) -> float | None:
@@ -325,12 +334,13 @@ def _raised(t: Translate, m: Measured) -> Check:
 
 
 def _figures(t: Translate, m: Measured) -> Check:
-    """Every silence seen from outside must show in the window's own lag figures."""
+    """Every silence seen from outside must show in the window's own figures: the
+    heartbeat's in its lag, and the X server's in its lag and its heartbeat."""
     longest = max((end - start for start, end in m.gaps), default=0.0)
     for start, end in m.gaps:
         if any(a < end and b > start for a, b in m.own_stalls):
             continue  # the grader itself stood still then: this silence proves nothing
-        reported = max((s.lag_ms for s in m.lag_all if start <= s.at <= end + 1.0), default=0.0)
+        reported = _reported_ms(m, start, end)
         if reported < 500 * (end - start) - 50:
             detail = t(
                 "selftest.figures_disagree",
@@ -339,4 +349,44 @@ def _figures(t: Translate, m: Measured) -> Check:
             )
             return Check("figures", FAIL, detail, {}, [], t("selftest.why.figures"))
     detail = t("selftest.figures_agree", ms=f"{longest * 1000:.0f}", share=percent(1.0))
-    return Check("figures", PASS, detail, {"silence_ms": round(longest * 1000, 1)})
+    check = Check("figures", PASS, detail, {"silence_ms": round(longest * 1000, 1)})
+    return _outside(t, m, check)
+
+
+def _reported_ms(m: Measured, start: float, end: float) -> float:
+    """The most lag the window reported from ``start`` to a second after ``end`` (its probe
+    fires, late, once the loop is back)."""
+    return max((s.lag_ms for s in m.lag_all if start <= s.at <= end + 1.0), default=0.0)
+
+
+def _outside(t: Translate, m: Measured, check: Check) -> Check:
+    """The X server's witness (:mod:`tkchat.lab.xwitness`): every time the window took
+    :data:`X_SILENCE_S` or more to answer a ping, beyond the X server's own delay, its
+    reports must show the main loop late as long (at least half of it, as the heartbeat's
+    silences must) and its heartbeat stopped. Where they do not, the reports disagree with
+    what the window did: FAIL, whatever else they say."""
+    seen = m.outside
+    if (
+        seen is None
+        or seen.status == "unavailable"
+        or (seen.status == "watched" and not seen.answers)
+    ):
+        check.notes.append(t("selftest.note.x_none"))
+        return check
+    why = t("selftest.why.x_disagree")
+    if seen.status == "refused":
+        return Check("figures", FAIL, t("selftest.x_refused"), {}, [], why)
+    silences = seen.silences(X_SILENCE_S)
+    for start, end in silences:
+        reported = _reported_ms(m, start, end)
+        stopped = any(a < end and b > start for a, b in m.gaps)
+        if reported < 500 * (end - start) - 50 or not stopped:
+            beat = t("selftest.x_beat.stopped" if stopped else "selftest.x_beat.went_on")
+            ms, said = f"{(end - start) * 1000:.0f}", f"{reported:.0f}"
+            detail = t("selftest.x_disagree", ms=ms, reported=said, beat=beat)
+            return Check("figures", FAIL, detail, {"x_silence_ms": float(ms)}, [], why)
+    waits = [seen.answers[n] - echo for n, echo in seen.echoes.items() if n in seen.answers]
+    longest = max(waits, default=0.0) * 1000
+    check.figures["x_wait_ms"] = round(longest, 1)
+    check.notes.append(t("selftest.note.x_agree", pings=len(waits), ms=f"{longest:.0f}"))
+    return check
