@@ -30,6 +30,10 @@ PIPELINES: dict[str, str] = {
     "main-thread-reader": "tkchat.antipatterns.main_thread_reader:ReadStreamOnMainThread",
     "per-chunk-render": "tkchat.antipatterns.per_chunk_render:RenderEveryChunk",
     "no-coalesce": "tkchat.antipatterns.no_coalesce:InsertEveryToken",
+    "asyncio-run": "tkchat.antipatterns.asyncio_run:AwaitInSendHandler",
+    "asyncio-render": "tkchat.antipatterns.asyncio_render:RenderInTheCoroutine",
+    "asyncio-blocking-call": "tkchat.antipatterns.asyncio_blocking_call:CallTheModelInACoroutine",
+    "asyncio-slow-poll": "tkchat.antipatterns.asyncio_slow_poll:PollTheLoopSlowly",
 }
 MODES: tuple[str, ...] = tuple(PIPELINES)
 # The modes that keep the window smooth; every other one freezes it, on purpose.

@@ -97,6 +97,12 @@ class AsyncAnswer:
         self.started_at = time.perf_counter()
         loop.call_soon_threadsafe(self._begin)
 
+    async def run_here(self) -> None:
+        """Loop thread: start on the running loop, and return once the task has ended."""
+        self.start(asyncio.get_running_loop())
+        await asyncio.sleep(0)  # ``_begin``, queued first, makes the task
+        await self._until_ended(None)
+
     def _begin(self) -> None:
         """Loop thread."""
         self._task = asyncio.get_running_loop().create_task(self._run())

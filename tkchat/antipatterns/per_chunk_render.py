@@ -33,9 +33,13 @@ class RenderEveryChunk:
         self.render_costs: list[tuple[int, float]] = []  # (answer chars, ms) per re-render
 
     def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        self.embed(view)
+        self.host.consumer.follow(self.host.controller.start(request))
+
+    def embed(self, view: AnswerView) -> None:
+        """The answer lives in its own HTML widget, embedded in the transcript."""
         from tkhtmlview import HTMLScrolledText
 
-        # The answer lives in its own HTML widget, embedded in the transcript.
         widget = HTMLScrolledText(
             self.host.transcript.text,
             height=ANSWER_HEIGHT_LINES,
@@ -46,7 +50,6 @@ class RenderEveryChunk:
         set_role(widget, "keep")  # tkhtmlview's black text needs its white page, in any theme
         self.host.transcript.embed(view, widget)
         self._widgets[view.number] = widget
-        self.host.consumer.follow(self.host.controller.start(request))
 
     def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
         widget = self._widgets[view.number]
