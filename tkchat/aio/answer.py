@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Protocol
 
@@ -56,6 +56,25 @@ class TokenSource(Protocol):
     async def __anext__(self) -> str: ...
 
     async def aclose(self) -> None: ...
+
+
+class GeneratorSource:
+    """An async generator of text as a :class:`TokenSource` (it ends with reason ``stop``;
+    closing it closes the generator). Loop thread."""
+
+    def __init__(self, tokens: AsyncGenerator[str, None]) -> None:
+        self.tokens = tokens
+        self.reason: FinishReason = "stop"
+        self.stats: GenerationStats | None = None
+
+    def __aiter__(self) -> GeneratorSource:
+        return self
+
+    async def __anext__(self) -> str:
+        return await self.tokens.__anext__()
+
+    async def aclose(self) -> None:
+        await self.tokens.aclose()
 
 
 class AnswerOut(Protocol):

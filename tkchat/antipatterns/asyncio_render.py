@@ -12,8 +12,10 @@ takes a dozen chunks renders a dozen times before Tk gets the thread back.
 from __future__ import annotations
 
 from tkchat.aio.tk_loop import AsyncioTkPipeline, StepOut
+from tkchat.antipatterns import per_chunk_render
 from tkchat.antipatterns.per_chunk_render import RenderEveryChunk
 from tkchat.generate.backend import GenerationRequest
+from tkchat.ui.look.html_fonts import stock_tkhtmlview
 from tkchat.ui.pipeline import PipelineHost
 from tkchat.ui.transcript.transcript import AnswerView
 
@@ -24,7 +26,7 @@ class RenderInTheCoroutine(AsyncioTkPipeline):
 
     def __init__(self, host: PipelineHost) -> None:
         super().__init__(host)
-        self.render = RenderEveryChunk(host)  # its widget, its whole-answer render
+        self.render = RenderEveryChunk(host)  # its widget per answer, and how it ends
 
     def start(self, view: AnswerView, request: GenerationRequest) -> None:
         """Main thread, from the Send handler."""
@@ -32,10 +34,18 @@ class RenderInTheCoroutine(AsyncioTkPipeline):
         super().start(view, request)
 
     def make_out(self, view: AnswerView, gen: int) -> StepOut:
-        """Main thread (the coroutine's): each chunk drawn the moment the coroutine has it."""
+        """Each chunk drawn the moment the coroutine has it."""
+        return StepOut(gen, on_text=lambda text: self.draw(view, text))
+
+    def draw(self, view: AnswerView, text: str) -> None:
+        """Main thread, inside the coroutine (its loop is Tk's)."""
+        self.host.transcript.record(view, text)
+        widget = self.render.widgets[view.number]
         # THE MISTAKE: the whole answer, parsed and rendered again for every chunk, in the
         # coroutine — on the loop's thread, which is Tk's.
-        return StepOut(gen, on_text=lambda text: self.render.show(view, (text,)))
+        with stock_tkhtmlview():
+            widget.set_html(per_chunk_render.convert_whole_document(view.text))
+        widget.see("end")
 
     def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         self.out = self.view = None
