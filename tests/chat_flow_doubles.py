@@ -339,6 +339,7 @@ class ChatRig:
             self.view.transcript,  # type: ignore[arg-type]  # (the double, not the widget)
             lambda: None,
             lambda final: self.flow.answering.handle_final(final),
+            self.scheduler,  # type: ignore[arg-type]  # (the double: the same contract)
         )
         self.flow = ChatFlow(
             self.view,

@@ -7,13 +7,15 @@ lab; the command line names the lab's commands by import path (:data:`tkchat.cli
 the lab sees a window through one seam (``tkchat/lab/window.py``) and imports of the window
 only a few toolkit pieces besides.
 
-The layers, top to bottom: ``lab`` → ``cli`` → ``antipatterns`` →
-``ui`` → {``models``, ``serve``, ``course``, ``trace``} → {``consume``, ``generate``,
-``transport``, ``store``, ``render``, ``i18n``, ``modes``} → ``conversation`` (the values
-every layer shares), ``events``, ``stats``, ``limits`` (the size budgets) and ``installed``
-(the package data and the optional extras).
-The anti-patterns sit above the window they break; the window reaches them only through the
-one registry of modes (:data:`tkchat.modes.PIPELINES`, import paths that
+The layers, top to bottom: ``lab`` → ``cli`` → ``antipatterns`` → ``aio`` (the asyncio
+modes, correct; the ``asyncio-*`` demos build on them) → ``ui`` → {``models``, ``serve``,
+``course``, ``trace``} → {``consume``, ``generate``, ``transport``, ``store``, ``render``,
+``i18n``, ``modes``} → ``conversation`` (the values every layer shares), ``events``,
+``stats``, ``limits`` (the size budgets) and ``installed`` (the package data and the optional
+extras).
+The anti-patterns sit above the window they break, and the asyncio modes above the window they
+run in; the window reaches both only through the one registry of modes
+(:data:`tkchat.modes.PIPELINES`, import paths that
 :func:`tkchat.ui.window.pipeline_choice.make_pipeline` imports), which this test reads like an
 import.
 
@@ -139,10 +141,11 @@ def test_the_cycle_check_can_fail() -> None:
 
 def test_lower_layers_never_import_the_window_or_the_tools_above_them() -> None:
     graph = package_graph()
-    above = {"ui", "lab", "antipatterns", "cli"}
+    above = {"ui", "lab", "antipatterns", "aio", "cli"}
     for unit in TK_FREE:
         assert not graph[unit] & above, f"{unit} imports {graph[unit] & above}"
-    assert "antipatterns" not in graph["ui"]  # only through the registry: the next test
+    # only through the registry: the next test
+    assert not graph["ui"] & {"antipatterns", "aio"}, graph["ui"]
 
 
 def _registry_edges() -> dict[str, str]:
@@ -155,18 +158,21 @@ def _registry_edges() -> dict[str, str]:
 def test_the_registry_of_modes_is_the_windows_only_way_to_the_anti_patterns() -> None:
     """The window (``ui``) imports each mode's class by the path the registry gives: an
     edge ui → antipatterns the static graph cannot see, so it is checked here: the registry
-    names only the window's own pipeline and the anti-patterns, each class exists, and the
-    anti-patterns are imported nowhere else below the tools."""
+    names only the window's own pipeline, the asyncio modes and the anti-patterns, each class
+    exists, and the anti-patterns and the asyncio modes are imported nowhere else below the
+    tools (the ``asyncio-*`` demos build on the asyncio modes)."""
     import importlib
 
     edges = _registry_edges()
     units = {module.split(".")[1] for module in edges}
-    assert units == {"ui", "antipatterns"}, units
+    assert units == {"ui", "aio", "antipatterns"}, units
     for module, name in edges.items():
         assert hasattr(importlib.import_module(module), name), f"{module}:{name}"
     graph = package_graph()
     importers = {unit for unit, imported in graph.items() if "antipatterns" in imported}
     assert importers <= {"lab", "cli"}, f"{importers} import the anti-patterns by name"
+    importers = {unit for unit, imported in graph.items() if "aio" in imported}
+    assert importers <= {"antipatterns", "lab", "cli"}, f"{importers} import tkchat/aio by name"
 
 
 # -- two houses: the app imports nothing of the lab -----------------------------------------

@@ -36,7 +36,7 @@ from tkchat.events import Done
 from tkchat.generate.backend import GenerationRequest, TokenStream
 from tkchat.generate.scripted import ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.i18n import LANGUAGES, STRINGS
-from tkchat.modes import BROKEN_MODES, FIXED, MODES
+from tkchat.modes import BROKEN_MODES, CORRECT_MODES, FIXED, MODES
 from tkchat.transport.chaos import Chaos
 from tkchat.ui.window.pipeline_choice import make_pipeline
 
@@ -313,7 +313,7 @@ def test_every_mode_is_a_pipeline_and_broken_ones_live_in_antipatterns(make_app)
     for name in MODES:
         pipeline = make_pipeline(name, app.pipeline_host)
         assert pipeline.name == name
-        assert pipeline.broken == (name != FIXED)
+        assert pipeline.broken == (name in BROKEN_MODES) == (name not in CORRECT_MODES)
         assert type(pipeline).__module__.startswith("tkchat.antipatterns.") == pipeline.broken
         for lang in LANGUAGES:  # the banner's one-line summary, in both languages
             assert STRINGS[lang][f"mode.{name}"]

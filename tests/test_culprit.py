@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import sys
 import threading
 import tkinter as tk
@@ -52,13 +53,21 @@ CULPRIT = {
     "main-thread-reader": "ReadStreamOnMainThread.start",
     "per-chunk-render": "RenderEveryChunk.show",
     "no-coalesce": "InsertEveryToken.show",
+    "asyncio-run": "AwaitInSendHandler.start",
+    "asyncio-render": "RenderInTheCoroutine.draw",
+    "asyncio-blocking-call": "CallTheModelInACoroutine.tokens",
 }
+# The broken modes that never freeze the window (their cost is latency): no culprit to name.
+NO_FREEZE = {"asyncio-slow-poll"}
 # What the main thread does there: waits for the model or the queue, renders, redraws.
 KIND = {
     "blocking": WAIT,
     "main-thread-reader": WAIT,
     "per-chunk-render": PYTHON,
     "no-coalesce": TK_WORK,
+    "asyncio-run": WAIT,  # for the model's next token, in the loop asyncio.run runs there
+    "asyncio-render": PYTHON,
+    "asyncio-blocking-call": WAIT,  # (the scripted model waits at its gate: no CPU spent)
 }
 T0 = 5000.0  # when the constructed freeze begins (perf_counter seconds)
 FROZEN_S = 1.0
@@ -66,7 +75,7 @@ FREEZE = [LagSample(T0 + FROZEN_S, FROZEN_S * 1000)]  # the probe's firing, a se
 
 
 def test_every_broken_mode_has_its_culprit_named_here() -> None:
-    assert set(CULPRIT) == set(BROKEN_MODES)
+    assert set(CULPRIT) == set(BROKEN_MODES) - NO_FREEZE
     for mode, function in CULPRIT.items():  # the class the registry names, and its method
         assert PIPELINES[mode].endswith(":" + function.split(".")[0])
 
@@ -100,10 +109,19 @@ def held_stack(root: tk.Tk, app: Any, backend: Stepped, mode: str, monkeypatch) 
     """Answer in ``mode`` and read the main thread's stack where the mode's mistake runs:
     waiting for the model inside the click (blocking), for the queue inside the click
     (main-thread-reader), in the whole-answer render (per-chunk-render), in the forced
-    redraw (no-coalesce). Returns the stack (outermost first)."""
+    redraw (no-coalesce); in the loop ``asyncio.run`` runs in the click (asyncio-run), in the
+    model iterated by a coroutine (asyncio-blocking-call). Returns the stack (outermost first)."""
     held = HeldStacks(app)
-    if mode == "blocking":
+    if mode in ("blocking", "asyncio-blocking-call"):
         backend.gate = HoldingGate(held)
+    elif mode == "asyncio-run":
+        select = selectors.DefaultSelector.select
+
+        def waiting(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
+            held.take()
+            return select(self, timeout)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(selectors.DefaultSelector, "select", waiting)
     elif mode == "main-thread-reader":
         channel = app.controller.channel
         get = channel.get
@@ -113,7 +131,7 @@ def held_stack(root: tk.Tk, app: Any, backend: Stepped, mode: str, monkeypatch) 
             return get(timeout)
 
         monkeypatch.setattr(channel, "get", reading)
-    elif mode == "per-chunk-render":
+    elif mode in ("per-chunk-render", "asyncio-render"):
         from tkchat.antipatterns import per_chunk_render
 
         convert = per_chunk_render.convert_whole_document
@@ -276,7 +294,7 @@ def freeze_told(app: Any) -> None:
         watcher(sampler, T0 + FROZEN_S + 0.01)
 
 
-@pytest.mark.parametrize("mode", BROKEN_MODES)
+@pytest.mark.parametrize("mode", sorted(CULPRIT))
 def test_the_bench_the_timeline_and_the_watchdog_name_the_mode_s_function(
     root: tk.Tk, answered, mode: str
 ) -> None:

@@ -1,6 +1,7 @@
 """The names of every way tkchat can move an answer to the screen (``--mode``, the mode menu).
 
-``fixed`` is tkchat's pipeline; the others are the deliberately broken demos in
+``fixed`` is tkchat's pipeline, and ``asyncio-thread`` and ``asyncio-tk`` move an answer with
+asyncio, correctly (``tkchat/aio/``); the others are the deliberately broken demos in
 ``tkchat/antipatterns/``. Only names live here, with no import at all: ``tkchat --help`` and
 ``tkchat serve`` need them on machines without Tk, while every pipeline draws with Tk. The
 classes behind the names are named in :data:`PIPELINES` (by import path, so this module
@@ -15,19 +16,29 @@ it, if anything).
 from __future__ import annotations
 
 FIXED = "fixed"
+ASYNCIO_THREAD = "asyncio-thread"  # the asyncio way tkchat recommends: a loop on its own thread
+ASYNCIO_TK = "asyncio-tk"
 # The one registry of modes: each name and the class that moves an answer in that mode, by
 # import path. A broken demo is imported only when a window uses it, so nothing outside
 # ``tkchat/antipatterns/`` imports those modules by name; tests/test_architecture.py reads
 # this table and checks these imports like any other.
 PIPELINES: dict[str, str] = {
     FIXED: "tkchat.ui.pipeline:FixedPipeline",
+    ASYNCIO_THREAD: "tkchat.aio.thread_loop:AsyncioThreadPipeline",
+    ASYNCIO_TK: "tkchat.aio.tk_loop:AsyncioTkPipeline",
     "blocking": "tkchat.antipatterns.blocking:GenerateInClickHandler",
     "main-thread-reader": "tkchat.antipatterns.main_thread_reader:ReadStreamOnMainThread",
     "per-chunk-render": "tkchat.antipatterns.per_chunk_render:RenderEveryChunk",
     "no-coalesce": "tkchat.antipatterns.no_coalesce:InsertEveryToken",
+    "asyncio-run": "tkchat.antipatterns.asyncio_run:AwaitInSendHandler",
+    "asyncio-render": "tkchat.antipatterns.asyncio_render:RenderInTheCoroutine",
+    "asyncio-blocking-call": "tkchat.antipatterns.asyncio_blocking_call:CallTheModelInACoroutine",
+    "asyncio-slow-poll": "tkchat.antipatterns.asyncio_slow_poll:PollTheLoopSlowly",
 }
 MODES: tuple[str, ...] = tuple(PIPELINES)
-BROKEN_MODES: tuple[str, ...] = tuple(name for name in MODES if name != FIXED)
+# The modes that keep the window smooth; every other one freezes it, on purpose.
+CORRECT_MODES: tuple[str, ...] = (FIXED, ASYNCIO_THREAD, ASYNCIO_TK)
+BROKEN_MODES: tuple[str, ...] = tuple(name for name in MODES if name not in CORRECT_MODES)
 OUTSIDE_FORM = "FILE.py:CLASS"  # how --help names the shape of an outside pipeline
 
 

@@ -12,6 +12,14 @@ smooth. Nothing else in tkchat imports these modules except the mode registry
 - ``no_coalesce``         — one insert plus a forced redraw per token, no batching.
 - ``blocking_server``     — ``tkchat serve --broken``: the server iterates the model's
                             generator on its asyncio event loop (the article's version).
+- ``asyncio_run``         — ``asyncio.run()`` in the Send handler: "awaiting" freezes Tk.
+- ``asyncio_render``      — an ``async for`` on Tk's own loop re-renders the whole answer per
+                            chunk: async does not make CPU work free.
+- ``asyncio_blocking_call`` — a coroutine on Tk's own loop iterates the model itself, with
+                            no ``asyncio.to_thread``: one step lasts the whole answer.
+- ``asyncio_slow_poll``   — Tk runs the asyncio loop every 200 ms: no lag, text in bursts.
+
+The ``asyncio-*`` demos break what ``tkchat/aio/`` (the correct asyncio modes) does right.
 
 Each still ends its answer by itself (the length limit stops it), so the window comes back
 without anyone having to press anything.

@@ -13,7 +13,9 @@ import time
 from typing import Any
 
 from tkchat.generate.backend import GenerationRequest
-from tkchat.render.safe_markdown import convert_whole_document
+from tkchat.render.safe_markdown import (  # (asyncio-render renders through it too)
+    convert_whole_document as convert_whole_document,
+)
 from tkchat.ui.look.html_fonts import stock_tkhtmlview
 from tkchat.ui.look.theme import set_role
 from tkchat.ui.pipeline import PipelineHost
@@ -29,13 +31,17 @@ class RenderEveryChunk:
 
     def __init__(self, host: PipelineHost) -> None:
         self.host = host
-        self._widgets: dict[int, Any] = {}  # answer number -> its HTMLScrolledText
+        self.widgets: dict[int, Any] = {}  # answer number -> its HTMLScrolledText
         self.render_costs: list[tuple[int, float]] = []  # (answer chars, ms) per re-render
 
     def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        self.embed(view)
+        self.host.consumer.follow(self.host.controller.start(request))
+
+    def embed(self, view: AnswerView) -> None:
+        """The answer lives in its own HTML widget, embedded in the transcript."""
         from tkhtmlview import HTMLScrolledText
 
-        # The answer lives in its own HTML widget, embedded in the transcript.
         widget = HTMLScrolledText(
             self.host.transcript.text,
             height=ANSWER_HEIGHT_LINES,
@@ -45,11 +51,10 @@ class RenderEveryChunk:
         )
         set_role(widget, "keep")  # tkhtmlview's black text needs its white page, in any theme
         self.host.transcript.embed(view, widget)
-        self._widgets[view.number] = widget
-        self.host.consumer.follow(self.host.controller.start(request))
+        self.widgets[view.number] = widget
 
     def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
-        widget = self._widgets[view.number]
+        widget = self.widgets[view.number]
         for chunk in chunks:
             self.host.transcript.record(view, chunk)
             # THE MISTAKE: the whole answer, parsed and rendered again, for every chunk.
@@ -60,5 +65,5 @@ class RenderEveryChunk:
             self.render_costs.append((len(view.text), (time.perf_counter() - started) * 1000))
 
     def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
-        self._widgets.pop(view.number, None)
+        self.widgets.pop(view.number, None)
         self.host.transcript.finish(view, stopped=stopped, error=error, render=False)

@@ -12,7 +12,7 @@ from tkchat.conversation import MAX_N_CTX, MIN_N_CTX, Sampling
 from tkchat.generate.llama_backend import MAX_AUTO_N_CTX
 from tkchat.generate.model_file import ENV_VAR
 from tkchat.i18n import LANGUAGES
-from tkchat.modes import BROKEN_MODES, FIXED, OUTSIDE_FORM, check_mode
+from tkchat.modes import BROKEN_MODES, CORRECT_MODES, FIXED, OUTSIDE_FORM, check_mode
 
 # What each command module adds its sub-parser to (a name for annotations only: argparse's
 # class cannot be subscripted at run time).
@@ -21,8 +21,9 @@ Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 TOOLKITS = ("tk", "qt")  # qt: the Qt client (tkchat/qt/, the optional `qt` extra)
 
 MODE_HELP = (
-    "how answers reach the screen: fixed (default), one of the deliberately BROKEN teaching "
-    f"modes ({', '.join(BROKEN_MODES)}), or a pipeline of your own as {OUTSIDE_FORM} "
+    "how answers reach the screen: fixed (default), asyncio done right "
+    f"({', '.join(m for m in CORRECT_MODES if m != FIXED)}), one of the deliberately BROKEN "
+    f"teaching modes ({', '.join(BROKEN_MODES)}), or a pipeline of your own as {OUTSIDE_FORM} "
     "(lessons/exercises/)"
 )
 

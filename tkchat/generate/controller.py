@@ -11,6 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
 from tkchat.events import ModelFailed, ModelLoading, ModelReady
 from tkchat.generate.backend import (
@@ -35,6 +36,25 @@ SinkWrapper = Callable[[EventSink], EventSink]
 LOAD_PROGRESS_INTERVAL_S = 0.1  # llama.cpp reports after every tensor: hundreds a second
 
 
+class Running(Protocol):
+    """A generation Stop can reach: a :class:`GenerationWorker`, or one that runs as an
+    asyncio task (``tkchat/aio/``). What a stopped answer's figures and the cancel watch read
+    of it (``perf_counter`` times; ``tokens`` so far)."""
+
+    tokens: int
+    first_token_at: float | None
+    cancelled_at: float | None
+    exited_at: float | None
+
+    def cancel(self) -> None:
+        """Any thread; returns at once. Its model loop ends soon after, and it sends exactly
+        one final event as every generation does."""
+
+    def is_alive(self) -> bool: ...
+
+    def join(self, timeout: float | None = None) -> bool: ...
+
+
 class GenerationController:
     """Owns the backend, the generation counter and the current worker."""
 
@@ -44,6 +64,11 @@ class GenerationController:
         self._model_lock = threading.Lock()
         self._gen = 0
         self.current: GenerationWorker | None = None
+        # A generation that runs elsewhere than on a worker of this controller's (an asyncio
+        # task: the asyncio modes, ``tkchat/aio/``), set by :meth:`start_elsewhere`: Stop,
+        # a new generation and shutdown reach it as they reach ``current``.
+        self.elsewhere: Running | None = None
+        self._newest: Running | None = None  # the one started last of those two
         self.loaded = False
         self._loader: threading.Thread | None = None
         self._watch: LoadWatch | None = None  # the load in progress, to cancel it
@@ -223,9 +248,18 @@ class GenerationController:
         wrap = self.sink_wrapper
         sink = self.channel if wrap is None else wrap(self.channel)
         worker = self.new_worker(request, sink, self.new_gen())
-        self.current = worker
+        self.current = self._newest = worker
         worker.start()
         return self._gen
+
+    def start_elsewhere(self, begin: Callable[[int], Running]) -> int:
+        """Cancel whatever runs, then ``begin(gen)``: start a generation of a fresh id that
+        does not run on a worker of this controller's (an asyncio task) and return it, for
+        Stop to cancel. Returns the id."""
+        self.stop()
+        gen = self.new_gen()
+        self.elsewhere = self._newest = begin(gen)
+        return gen
 
     def new_gen(self) -> int:
         """A fresh generation id: events of every earlier id become stale."""
@@ -254,16 +288,19 @@ class GenerationController:
         """Id of the latest generation; events of any other id are stale."""
         return self._gen
 
-    def stop(self) -> GenerationWorker | None:
-        """Ask the current worker to stop (non-blocking). Returns it, for measuring."""
-        worker = self.current
-        if worker is not None and worker.is_alive():
-            worker.cancel()
-            return worker
-        return None
+    def stop(self) -> Running | None:
+        """Ask the generation that runs (the current worker, or one :meth:`started elsewhere
+        <start_elsewhere>`) to stop (non-blocking). Returns it, for measuring."""
+        # (the server sets ``current`` itself: an asyncio task is newest only if it was)
+        elsewhere = self.elsewhere
+        newest = elsewhere if elsewhere is not None and self._newest is elsewhere else self.current
+        for running in (self.current, self.elsewhere):
+            if running is not None and running.is_alive():
+                running.cancel()  # an older one still leaving its loop is asked again
+        return newest if newest is not None and newest.is_alive() else None
 
     def is_generating(self) -> bool:
-        return self.current is not None and self.current.is_alive()
+        return any(r is not None and r.is_alive() for r in (self.current, self.elsewhere))
 
     def shutdown(self, timeout: float = 2.0) -> bool:
         """Stop, wait briefly for the worker to leave the model loop, free the model.
@@ -273,8 +310,9 @@ class GenerationController:
         self.stop()
         self.cancel_load()  # closing the window gives up a load in progress
         ok = True
-        if self.current is not None:
-            ok = self.current.join(timeout)
+        for running in (self.current, self.elsewhere):
+            if running is not None:
+                ok = running.join(timeout) and ok
         if self._loader is not None and self._loader.is_alive():
             self._loader.join(timeout)
             ok = ok and not self._loader.is_alive()

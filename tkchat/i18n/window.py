@@ -68,6 +68,17 @@ STRINGS: dict[str, dict[str, str]] = {
         "mode.per-chunk-render": "every chunk re-renders the whole answer's markdown (the cost "
         "grows)",
         "mode.no-coalesce": "one insert plus a forced redraw per token, no batching",
+        "mode.asyncio-thread": "an asyncio loop on a thread of its own → queue → one insert "
+        "every 16 ms",
+        "mode.asyncio-tk": "Tk runs the asyncio loop a short step every 16 ms; one insert a step",
+        "mode.asyncio-run": "asyncio.run() in the Send handler: the window waits for the whole "
+        "answer",
+        "mode.asyncio-render": "async for on the Tk-driven loop re-renders the whole answer's "
+        "markdown per chunk",
+        "mode.asyncio-blocking-call": "a coroutine on the Tk-driven loop iterates the model "
+        "itself, without to_thread",
+        "mode.asyncio-slow-poll": "Tk runs the asyncio loop only every 200 ms: text comes in "
+        "bursts",
         "transcript.you": "You",
         "transcript.assistant": "Assistant",
         "transcript.stopped": "[stopped]",
@@ -220,6 +231,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "mode.main-thread-reader": "工作线程负责生成，主线程却在循环里读流",
         "mode.per-chunk-render": "每来一块就把整段回答的 Markdown 重新渲染一遍（越来越慢）",
         "mode.no-coalesce": "每个 token 插入一次并强制重绘，不做合并",
+        "mode.asyncio-thread": "asyncio 事件循环跑在自己的线程上 → 队列 → 每 16 毫秒插入一次",
+        "mode.asyncio-tk": "Tk 每 16 毫秒让 asyncio 循环跑一小步；每一步插入一次",
+        "mode.asyncio-run": "在“发送”的处理函数里调用 asyncio.run()：窗口要等整段回答生成完",
+        "mode.asyncio-render": "Tk 驱动的循环里 async for 每来一块就把整段 Markdown 重新渲染",
+        "mode.asyncio-blocking-call": "Tk 驱动的循环里，协程直接迭代模型，没有用 to_thread",
+        "mode.asyncio-slow-poll": "Tk 每 200 毫秒才让 asyncio 循环跑一次：文字一阵一阵地出现",
         "transcript.you": "你",
         "transcript.assistant": "助手",
         "transcript.stopped": "[已停止]",

@@ -21,6 +21,7 @@ from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
+from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript.transcript import AnswerView, Transcript
 
 
@@ -37,6 +38,9 @@ class PipelineHost:
     # End the answer with its final event, for a demo that reads the events itself instead
     # of letting the tick do it.
     end_answer: Callable[[Done | Error], None]
+    # The window's named Tk timers: the asyncio-tk modes step their asyncio loop from one
+    # (``tkchat/aio/tk_loop.py``); closing the window cancels it with the others.
+    scheduler: AfterScheduler
 
 
 class Pipeline(Protocol):

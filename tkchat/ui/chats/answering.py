@@ -20,7 +20,7 @@ from dataclasses import replace
 from tkchat.consume.stream_consumer import TRANSPORT_GAP
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
-from tkchat.generate.worker import GenerationWorker
+from tkchat.generate.controller import Running
 from tkchat.limits import cut
 from tkchat.store.figures import AnswerFigures
 from tkchat.ui.chats.chat_view import ChatView, FlowParts, Scheduler
@@ -226,7 +226,7 @@ class Answering:
             + kept
         )
 
-    def _watch_cancel(self, worker: GenerationWorker) -> None:
+    def _watch_cancel(self, worker: Running) -> None:
         """Note how long the stopped worker took to leave the model loop (live figure)."""
         if worker.is_alive():
             self.scheduler.once("cancel-watch", 5, lambda: self._watch_cancel(worker))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from tkinter import ttk
 
 from tkchat.course.lessons import Lesson
-from tkchat.modes import FIXED, MODES, check_mode, is_outside_mode
+from tkchat.modes import CORRECT_MODES, MODES, check_mode, is_outside_mode
 from tkchat.ui.base.services import Services
 from tkchat.ui.look.scaling import dp, window_size
 from tkchat.ui.look.theme import palette_of, recolour, set_role
@@ -135,9 +135,10 @@ class TeachingControls:
 
     @property
     def broken(self) -> bool:
-        """Not tkchat's own pipeline: a broken demo, or one's own (whose banner is blue, and
-        which Compare puts beside the fixed pipeline as it does a demo)."""
-        return self.mode != FIXED
+        """Not one of tkchat's correct pipelines (the fixed one, the asyncio ones): a broken
+        demo, or one's own (whose banner is blue, and which Compare puts beside the fixed
+        pipeline as it does a demo)."""
+        return self.mode not in CORRECT_MODES
 
     def set_mode(self, mode: str) -> None:
         """Choose how the *next* answer travels to the screen."""

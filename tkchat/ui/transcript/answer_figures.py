@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from tkchat.events import Done, Error
-from tkchat.generate.worker import GenerationWorker
+from tkchat.generate.controller import Running
 from tkchat.store.figures import AnswerFigures, Ending
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.fit import NO_BREAK
@@ -65,7 +65,7 @@ def figures_of(final: Done | Error) -> AnswerFigures:
 
 
 def figures_of_stopped(
-    worker: GenerationWorker, started_at: float, ended: Ending = "stopped"
+    worker: Running, started_at: float, ended: Ending = "stopped"
 ) -> AnswerFigures:
     """A stopped answer's figures (or one a failing tick ended: ``ended="error"``), from
     what its worker had counted by then: its final event is dropped, since nothing of a

@@ -21,7 +21,7 @@ from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.course.lessons import default_language
 from tkchat.events import ModelFailed, ModelReady
 from tkchat.generate.controller import GenerationController
-from tkchat.modes import FIXED, is_outside_mode
+from tkchat.modes import CORRECT_MODES, is_outside_mode
 from tkchat.store.settings import AppSettings
 from tkchat.threads import WORKER_NICE, favour_the_gui_thread
 from tkchat.ui.base.remembered import Remembered
@@ -131,6 +131,7 @@ class ChatApp(ChatLayout):
             self.transcript,
             self.root.update_idletasks,
             lambda final: self.flow.answering.handle_final(final),
+            self.scheduler,
         )
         self.pipelines = PipelineChoice(self.pipeline_host, self.t, self.chat, self.banner_anchor)
         first = self.pipelines(options.mode)  # (fixed, if a pipeline file of one's own fails)
@@ -336,7 +337,7 @@ class ChatApp(ChatLayout):
 
     def _set_title(self) -> None:
         mode = self.teaching.mode
-        if mode == FIXED:
+        if mode in CORRECT_MODES:
             label = ""
         elif is_outside_mode(mode):  # one's own: not known to be broken
             label = self.t("app.title.outside", mode=mode)

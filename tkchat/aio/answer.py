@@ -1,0 +1,197 @@
+"""One answer as an asyncio task: ``async for`` over a token source, out as the event contract.
+
+:class:`AsyncAnswer` is what the asyncio modes start for each question. Its coroutine runs on
+whichever thread runs the asyncio loop it is given (the loop's own thread in ``asyncio-thread``,
+Tk's main thread in ``asyncio-tk``); it ``async for``s a :class:`TokenSource` and hands each
+piece of text to an :class:`AnswerOut` — the window's channel through a
+:class:`~tkchat.transport.channel.GenerationSender`, or a step's buffer — and ends it with
+exactly one final event, whatever happens:
+
+- the source ran out: ``done`` with the source's reason and figures;
+- the source failed: ``error``;
+- the task was cancelled (Stop): the source is closed first — which ends its model loop, or
+  its request — and then ``done`` with reason ``cancelled``; also when the cancel came
+  before the coroutine had even begun (:meth:`AsyncAnswer._ended`).
+
+It is also what Stop reaches: :class:`AsyncAnswer` has the shape of
+:class:`~tkchat.generate.controller.Running` (``cancel``, ``is_alive``, ``join`` and the
+counts a stopped answer's figures are made of), so the controller cancels it as it cancels a
+worker (:meth:`~tkchat.generate.controller.GenerationController.start_elsewhere`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import Protocol
+
+from tkchat.events import FinishReason, GenerationStats
+from tkchat.limits import cut
+
+
+class SourceFailed(Exception):
+    """A token source could not go on: ``kind`` names why (as an ``error`` event's kind),
+    the message says it for people."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class TokenSource(Protocol):
+    """An async iterator of an answer's text, a token's at a time. Once it has run out,
+    ``reason`` says why and ``stats`` holds its figures (None: it has none of its own).
+    ``aclose`` ends it early and returns once what produced the tokens has stopped (a
+    model's loop, a server's request). It raises :class:`SourceFailed` when it fails."""
+
+    reason: FinishReason
+    stats: GenerationStats | None
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+    async def __anext__(self) -> str: ...
+
+    async def aclose(self) -> None: ...
+
+
+class GeneratorSource:
+    """An async generator of text as a :class:`TokenSource` (it ends with reason ``stop``;
+    closing it closes the generator). Loop thread."""
+
+    def __init__(self, tokens: AsyncGenerator[str, None]) -> None:
+        self.tokens = tokens
+        self.reason: FinishReason = "stop"
+        self.stats: GenerationStats | None = None
+
+    def __aiter__(self) -> GeneratorSource:
+        return self
+
+    async def __anext__(self) -> str:
+        return await self.tokens.__anext__()
+
+    async def aclose(self) -> None:
+        await self.tokens.aclose()
+
+
+class AnswerOut(Protocol):
+    """Where an answer's text and its one final event go (a
+    :class:`~tkchat.transport.channel.GenerationSender` has this shape). The coroutine's
+    thread calls it; ``finished`` is True once the final event went."""
+
+    finished: bool
+
+    def text(self, text: str) -> None: ...
+
+    def done(self, reason: FinishReason, stats: GenerationStats) -> None: ...
+
+    def error(self, kind: str, message: str, stats: GenerationStats) -> None: ...
+
+
+class AsyncAnswer:
+    """One generation as a task on ``loop``. Made and started (:meth:`start`) on any thread;
+    its coroutine runs on the loop's thread; :meth:`cancel`, :meth:`is_alive` and
+    :meth:`join` may be called from any thread."""
+
+    def __init__(self, gen: int, source: TokenSource, out: AnswerOut) -> None:
+        self.gen = gen
+        self.source = source
+        self.out = out
+        self.tokens = 0  # pieces of text the source gave (a token's text each)
+        self.first_token_at: float | None = None
+        self.started_at: float | None = None
+        self.cancelled_at: float | None = None
+        self.exited_at: float | None = None  # the task ended: its source is closed
+        self.thread: int | None = None  # the thread that ran the coroutine
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ended = threading.Event()
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Any thread: the task is made on the loop's own thread, at its next turn."""
+        self._loop = loop
+        self.started_at = time.perf_counter()
+        loop.call_soon_threadsafe(self._begin)
+
+    async def run_here(self) -> None:
+        """Loop thread: start on the running loop, and return once the task has ended."""
+        self.start(asyncio.get_running_loop())
+        await asyncio.sleep(0)  # ``_begin``, queued first, makes the task
+        await self._until_ended(None)
+
+    def _begin(self) -> None:
+        """Loop thread."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task.add_done_callback(self._ended_now)
+
+    async def _run(self) -> None:
+        """Loop thread: the answer, token by token; a cancel (Stop) closes the source first."""
+        self.thread = threading.get_ident()
+        try:
+            async with aclosing(self.source) as tokens:  # closed on every way out
+                async for text in tokens:
+                    self._count()
+                    self.out.text(text)
+            self.out.done(self.source.reason, self.source.stats or self._stats())
+        except SourceFailed as exc:
+            self.out.error(cut(exc.kind, 40), cut(str(exc)), self._stats())
+        except asyncio.CancelledError:
+            self.out.done("cancelled", self._stats())  # after the source was closed
+            raise
+        except Exception as exc:  # the contract holds even for a bug in a source
+            self.out.error(type(exc).__name__, cut(f"{type(exc).__name__}: {exc}"), self._stats())
+
+    def _ended_now(self, task: asyncio.Task[None]) -> None:
+        """Loop thread, the task done. A task cancelled before its coroutine began never ran
+        ``_run``: it began no source, and its final event is sent here."""
+        if not self.out.finished:
+            self.out.done("cancelled", self._stats())
+        self.exited_at = time.perf_counter()
+        self._ended.set()
+
+    def _count(self) -> None:
+        self.tokens += 1
+        if self.first_token_at is None:
+            self.first_token_at = time.perf_counter()
+
+    def _stats(self) -> GenerationStats:
+        began = self.started_at or time.perf_counter()
+        return GenerationStats(tokens=self.tokens, elapsed_s=time.perf_counter() - began)
+
+    # -- what Stop reaches (Running) -----------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Any thread: cancel the task (on its loop's thread, at its next turn)."""
+        loop = self._loop
+        if loop is None or self._ended.is_set() or self.cancelled_at is not None:
+            return
+        self.cancelled_at = time.perf_counter()
+        with contextlib.suppress(RuntimeError):  # closed: nothing runs on that loop any more
+            loop.call_soon_threadsafe(self._cancel_task)
+
+    def _cancel_task(self) -> None:
+        """Loop thread. (Queued after ``_begin``: the task exists.)"""
+        if self._task is not None:
+            self._task.cancel()
+
+    def is_alive(self) -> bool:
+        return self._loop is not None and not self._ended.is_set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the task has ended. A loop that is not running now (``asyncio-tk``'s,
+        between two steps, on this very thread) is run meanwhile: no other thread would."""
+        loop = self._loop
+        if loop is None:
+            return True
+        idle = not loop.is_running()
+        if idle and not loop.is_closed() and not self._ended.is_set():
+            loop.run_until_complete(self._until_ended(timeout))
+        return self._ended.wait(0 if idle else timeout)
+
+    async def _until_ended(self, timeout: float | None) -> None:
+        """Loop thread. (``_begin`` was queued before this: the task exists.)"""
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=timeout)

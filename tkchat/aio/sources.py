@@ -1,0 +1,19 @@
+"""Which async token source answers: the model the controller holds, in process or remote.
+
+Runs on the thread that starts an answer (the Send handler's: Tk's main thread); the source
+it makes is iterated on the asyncio loop's thread.
+"""
+
+from __future__ import annotations
+
+from tkchat.aio.answer import TokenSource
+from tkchat.aio.local_source import LocalModelTokens
+from tkchat.generate.backend import GenerationRequest
+from tkchat.generate.controller import GenerationController
+
+
+def token_source(
+    controller: GenerationController, request: GenerationRequest, gen: int
+) -> TokenSource:
+    """The async source of ``request``'s answer from ``controller``'s backend."""
+    return LocalModelTokens(controller, request, gen)
