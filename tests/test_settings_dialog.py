@@ -19,7 +19,7 @@ from tkchat.i18n.settings_dialog import STRINGS as SETTINGS_STRINGS
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.look.palette import LIGHT
 from tkchat.ui.look.theme import Theme
-from tkchat.ui.settings.dialog import FIELDS, ChatSettingsDialog
+from tkchat.ui.settings.dialog import FIELDS, ChatSettingsDialog, ModelContext
 
 pytestmark = pytest.mark.gui
 
@@ -43,6 +43,7 @@ def open_dialog(root: tk.Tk) -> Iterator[Callable[..., tuple[ChatSettingsDialog,
         prompt: str = GIVEN_PROMPT,
         sampling: Sampling = GIVEN,
         font_size: int | None = 14,
+        model_context: ModelContext | None = None,
     ) -> tuple[ChatSettingsDialog, Applied]:
         applied: Applied = []
         dialog = ChatSettingsDialog(
@@ -53,6 +54,7 @@ def open_dialog(root: tk.Tk) -> Iterator[Callable[..., tuple[ChatSettingsDialog,
             font_size=font_size,
             default_font_size=DEFAULT_FONT,
             on_apply=lambda *args: applied.append(args),
+            model_context=model_context,
         )
         dialogs.append(dialog)
         # The window maps before its children: wait for the last of them.
@@ -489,3 +491,18 @@ def test_strings_are_complete_in_both_languages_and_merged() -> None:
     )
     for lang in ("en", "zh"):
         assert SETTINGS_STRINGS[lang].items() <= STRINGS[lang].items()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_dialog_with_a_local_models_rows_fits_a_1280_pixel_screen(
+    open_dialog: Callable[..., tuple[ChatSettingsDialog, Applied]], lang: str
+) -> None:
+    """Seen in the field (1280x800): with a local model's rows, the CPU-only GPU hint made the
+    dialog about 1,350 pixels wide and Save was off the screen. The notes wrap; the dialog is
+    placed on the screen."""
+    model = ModelContext("smollm2-135m-jan", chosen=None, automatic=8192)
+    dialog, _ = open_dialog(lang, model_context=model)
+    assert dialog.winfo_reqwidth() <= 1280 - 80, dialog.winfo_reqwidth()
+    assert dialog.winfo_rootx() + dialog.winfo_width() <= dialog.winfo_screenwidth()
+    save = dialog.save_button
+    assert save.winfo_rootx() + save.winfo_width() <= dialog.winfo_screenwidth()

@@ -114,6 +114,9 @@ def gpu_text(layers: int | None) -> str:
     return "" if layers is None else "all" if layers < 0 else str(layers)
 
 
+NOTE_WRAP = 460  # pixels at 96 dpi: a note beside a field wraps here
+
+
 @dataclass(frozen=True)
 class ModelContext:
     """The local model's rows: which model file, the context chosen for it (None:
@@ -381,7 +384,7 @@ class ChatSettingsDialog(tk.Toplevel):
             self.reload_button = ttk.Button(window, command=lambda: self.save(reload=True))
             self.translate.bind(self.reload_button, "settings.reload")
             self.reload_button.grid(row=4, column=0, columnspan=2, sticky="w", pady=dp(self, 4))
-            reload_hint = ttk.Label(window, style=NOTE_STYLE, anchor="w")
+            reload_hint = self._note(window)
             self.translate.bind(reload_hint, "settings.reload_hint")
             reload_hint.grid(row=4, column=2, sticky="w", pady=dp(self, 4))
 
@@ -392,7 +395,7 @@ class ChatSettingsDialog(tk.Toplevel):
         self.translate.bind(label, key)
         if entry is None:
             entry = ttk.Entry(parent, width=10)
-        note = ttk.Label(parent, style=NOTE_STYLE, anchor="w")
+        note = self._note(parent)
         gap = dp(self, 2)
         label.grid(row=row, column=0, sticky="w", pady=gap)
         entry.grid(row=row, column=1, sticky="w", padx=dp_pad(self, 8, 8), pady=gap)
@@ -401,13 +404,23 @@ class ChatSettingsDialog(tk.Toplevel):
         self.notes[name] = note
         return entry
 
+    def _note(self, parent: tk.Misc) -> ttk.Label:
+        """A grey note beside a field, wrapped at :data:`NOTE_WRAP` (scaled): the longest
+        (a CPU-only build's GPU hint) made the dialog wider than a 1280-pixel screen, and Save
+        was off it."""
+        return ttk.Label(
+            parent, style=NOTE_STYLE, anchor="w", justify="left", wraplength=dp(self, NOTE_WRAP)
+        )
+
     def _place_over(self, master: tk.Misc) -> None:
-        """Show the dialog near the top-left of its owner's window."""
+        """Show the dialog near the top-left of its owner's window, and on the screen."""
         self.update_idletasks()
         owner = master.winfo_toplevel()
         if owner.winfo_viewable():
-            x = owner.winfo_rootx() + 40
-            y = owner.winfo_rooty() + 40
+            right = self.winfo_screenwidth() - self.winfo_reqwidth()
+            bottom = self.winfo_screenheight() - self.winfo_reqheight()
+            x = max(0, min(owner.winfo_rootx() + 40, right))
+            y = max(0, min(owner.winfo_rooty() + 40, bottom))
             self.geometry(f"+{x}+{y}")
         self.deiconify()
 
