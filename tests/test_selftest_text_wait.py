@@ -34,7 +34,7 @@ from tkchat.lab.selftest.driver import Question
 from tkchat.lab.selftest.protocol import ModelRun, Probed
 from tkchat.lab.selftest.questions import question_check
 from tkchat.lab.selftest.targets import target_checks, text_bound, text_waits
-from tkchat.lab.selftest.verdict import FAIL, PASS, Check
+from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, Check
 
 EN, ZH = strings("en"), strings("zh")
 TOKEN_S = 1 / 2000
@@ -88,6 +88,14 @@ def test_the_bound_grows_with_the_same_runs_baseline() -> None:
     assert text_bound(slow_machine) == 216.0
     check = text_check(text_waits=tokens_shown_every(0.2), baseline=slow_machine.baseline)
     assert check.verdict == PASS, check
+
+
+def test_text_late_while_the_window_was_late_past_its_bound_is_not_judged() -> None:
+    """The machine so busy that the window's lag is past its bound (the lag check's
+    business): the threads carrying the text waited for cores too — BUSY, not FAIL."""
+    busy = lags(*([200.0] * 200))
+    check = text_check(text_waits=tokens_shown_every(0.2), streaming=busy)
+    assert check.verdict == BUSY and "not judged" in said(check), said(check)
 
 
 def test_an_answer_never_shown_fails_and_one_never_streamed_is_unmeasured() -> None:

@@ -122,6 +122,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "{ms} ms)",
         "selftest.text_wait": "a token waited {ms} ms (p90) from the model to the screen, "
         "{free} ms of it with the event loop free ({tokens} tokens)",
+        "selftest.note.text_busy": "the event loop itself was late (lag p99 {ms} ms) while "
+        "the text waited: the threads that carry it waited for cores too — not judged",
         "selftest.text_never": "the model gave {tokens} tokens, and no text of the answers "
         "reached the screen",
         "selftest.unmeasured": "not measured (no answer streamed)",
@@ -333,6 +335,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "占住循环超过 {bound} 毫秒（最长的一次，{function}()：{ms} 毫秒）",
         "selftest.text_wait": "一个 token 从模型到屏幕等了 {ms} 毫秒（p90），其中 {free} 毫秒"
         "事件循环是空闲的（{tokens} 个 token）",
+        "selftest.note.text_busy": "文字等待时事件循环本身也在迟到（延迟 p99 {ms} 毫秒）："
+        "传送文字的线程也在等 CPU 核心——不作判断",
         "selftest.text_never": "模型给出了 {tokens} 个 token，回答的文字却一点也没有上屏",
         "selftest.unmeasured": "无法测量（没有回答流式输出）",
         "selftest.tokens_figure": "{ratio} 倍（带窗口 {app} token/s，不带窗口 {raw} token/s）",
