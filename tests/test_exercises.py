@@ -55,6 +55,8 @@ from tkchat.ui.teaching.outside import (
 EXERCISES = lessons_dir() / "exercises"
 SOLUTION = f"{EXERCISES / 'pipeline_solution.py'}:Pipeline"
 TEMPLATE = f"{EXERCISES / 'pipeline_template.py'}:Pipeline"
+ASYNC_SOLUTION = f"{EXERCISES / 'async_pipeline_solution.py'}:Pipeline"
+ASYNC_TEMPLATE = f"{EXERCISES / 'async_pipeline_template.py'}:Pipeline"
 WRONG = {path.stem: f"{path}:Pipeline" for path in sorted((EXERCISES / "wrong").glob("*.py"))}
 EN, ZH = Translator("en"), Translator("zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -204,7 +206,9 @@ def test_the_hang_check_can_tell_a_slow_file_from_an_endless_one(tmp_path: Path)
     assert not releaser.is_alive()
 
 
-@pytest.mark.parametrize("mode", [SOLUTION, TEMPLATE, *WRONG.values()])
+@pytest.mark.parametrize(
+    "mode", [SOLUTION, TEMPLATE, ASYNC_SOLUTION, ASYNC_TEMPLATE, *WRONG.values()]
+)
 def test_the_shipped_exercise_files_load(mode: str) -> None:
     """Imported and checked against the protocol, here (the child process that guards
     against a file that never returns is the bad files' test above)."""
@@ -218,7 +222,10 @@ def test_the_exercises_stay_out_of_the_lessons() -> None:
     for lang in ("en", "zh"):
         assert all(lesson.path.parent.name == lang for lesson in load_lessons(lang))
     assert sorted(p.name for p in EXERCISES.glob("README.*.md")) == ["README.en.md", "README.zh.md"]
-    assert list(EXERCISES.glob("*solution*.py")) == [EXERCISES / "pipeline_solution.py"]
+    assert sorted(EXERCISES.glob("*solution*.py")) == [
+        EXERCISES / "async_pipeline_solution.py",
+        EXERCISES / "pipeline_solution.py",
+    ]
 
 
 def test_the_exercise_instructions_are_in_step_and_name_real_files() -> None:
@@ -234,7 +241,7 @@ def test_the_exercise_instructions_are_in_step_and_name_real_files() -> None:
     assert CJK.search(zh) and not CJK.search(en.replace("中文说明", ""))  # (the link to zh)
     named = set(re.findall(r"[\w/]+\.py", en + zh))
     for path in named:
-        if path not in ("mine.py", "pipeline.py"):
+        if path not in ("mine.py", "mine_async.py", "pipeline.py"):
             assert (EXERCISES / path).is_file() or (repo_root() / path).is_file(), path
 
 
@@ -293,7 +300,8 @@ def test_the_readme_commands_parse_and_name_pipelines_that_load(
     monkeypatch.chdir(tmp_path)
     parser = build_parser()
     commands = commands_of(readme("en"))
-    assert sum(c.startswith("tkchat selftest") for c in commands) == len(WRONG) + 4
+    # (and mine.py's two, the class's, the solution's; the asyncio section's two of its own)
+    assert sum(c.startswith("tkchat selftest") for c in commands) == len(WRONG) + 6
     for command in commands:
         if command.startswith("cp "):
             source, target = command.split()[1:]

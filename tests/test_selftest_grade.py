@@ -78,6 +78,8 @@ def measured(**changes: object) -> Measured:
         flood=True,
         calls=[call("start", 99.0, 0.4)] + [call("show", 100.0 + 0.02 * i, 0.8) for i in range(50)],
         streamed=[(100.0, 102.0)],
+        text_tokens=4000,  # one every 0.5 ms, each shown at the next 16 ms tick
+        text_waits=[(100.0 + 0.0005 * i, 100.016 + 0.016 * (i // 32)) for i in range(4000)],
     )
     for name, value in changes.items():
         setattr(base, name, value)
@@ -187,6 +189,7 @@ class RigSeen:
         self.answers = rig.view.transcript.answers
         self.ping_times: list[float] = []
         self.controller = rig.controller
+        self.instruments = None  # (the flow has no Tk window's instruments)
 
     model_ready = property(lambda self: self.rig.flow.model_ready)
     answer = property(lambda self: self.rig.flow.answering.answer)
@@ -332,6 +335,7 @@ class Kind:
     queued_seen: float = 0.0  # of their holds, the share Linux reports as a wait for a core
     baseline_lag_ms: float = 0.5  # the model running alone, in the same run
     forged: bool = False  # the window's process reports every probe firing on time
+    shows: str = "show"  # the holds at whose end text reaches the screen
 
 
 KINDS = {
@@ -453,6 +457,7 @@ class GradingRun:
             first = {"thread": kind.tk_thread, "call": "insert", "where": "mine.py line 40"}
             self.send("tk", count=3, first=first)
         self.send("calls", c=main.calls())
+        self.send("shown", t=[h.end for h in main.holds if h.where == self.kind.shows])
         self.lag()
 
     def lag(self) -> None:
@@ -708,7 +713,8 @@ def test_long_holds_outside_the_calls_fail_the_lag_max_twice_not_once() -> None:
 def test_a_smooth_pipeline_meets_every_target() -> None:
     checks = target_checks(EN, measured())
     assert [c.key for c in checks] == [
-        "lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread", "raised", "figures",
+        "lag_p99", "lag_max", "long_tasks", "tokens", "text_wait", "tk_thread", "raised",
+        "figures",
     ]  # fmt: skip
     assert {c.verdict for c in checks} == {PASS}
 
@@ -877,7 +883,7 @@ def test_the_report_names_what_failed_and_why_in_the_students_language() -> None
         lines = report(t, ["header"], checks, m)
         assert t("selftest.why", why=t("selftest.why.tokens")) in "\n".join(lines)
         # q1, tokens/s, and the 2 s start() twice: a frame's work and a long task, at once
-        assert lines[-1].startswith(t("selftest.grade.fail", failed=4, total=8, names="")[:-1])
+        assert lines[-1].startswith(t("selftest.grade.fail", failed=4, total=9, names="")[:-1])
     zh = report(ZH, [], target_checks(ZH, measured()), measured())
     assert all(CJK.search(line) for line in zh if not line.startswith(" " * 8))
 

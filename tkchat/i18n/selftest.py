@@ -39,6 +39,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.target.long_tasks": "no call into the pipeline holds the event loop over "
         "{threshold} ms (the bench's long tasks)",
         "selftest.target.tokens": "tokens/s >= {ratio} x the model with no window",
+        "selftest.target.text_wait": "text reaches the screen within a frame of the model "
+        "giving it (90 % of tokens, the loop free) <= {bound} ms",
         "selftest.target.tk_thread": "Tk called only from the main thread",
         "selftest.target.raised": "nothing raised out of the pipeline",
         "selftest.target.figures": "the window's own figures agree with what was seen from "
@@ -118,6 +120,12 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.note.sampled_long": "the sampler saw your pipeline's code hold the loop over "
         "{bound} ms at once {count} time(s), outside its calls (the longest, {function}(): "
         "{ms} ms)",
+        "selftest.text_wait": "a token waited {ms} ms (p90) from the model to the screen, "
+        "{free} ms of it with the event loop free ({tokens} tokens)",
+        "selftest.note.text_busy": "the event loop itself was late (lag p99 {ms} ms) while "
+        "the text waited: the threads that carry it waited for cores too — not judged",
+        "selftest.text_never": "the model gave {tokens} tokens, and no text of the answers "
+        "reached the screen",
         "selftest.unmeasured": "not measured (no answer streamed)",
         "selftest.tokens_figure": "{ratio} x ({app} tokens/s with the window, {raw} without)",
         "selftest.held": "the longest, {method}(): held the loop {held} ms — {cpu} ms of work, "
@@ -164,6 +172,16 @@ STRINGS: dict[str, dict[str, str]] = {
         "only through the cancel event of the worker the window knows "
         "(host.controller.start); a model loop given an Event of its own never hears it, and "
         "keeps the model, and a core, busy.",
+        "selftest.why.q4.model_late": "Stop reached the model late: it kept computing "
+        "{ms} ms after Stop, with the event loop free. The cancel waited for something that "
+        "runs only every so often (an asyncio loop stepped by a slow timer, a poll): deliver "
+        "it at once, or step the loop every frame.",
+        "selftest.why.text_wait": "text waited for the screen while the event loop was free: "
+        "the window shows what arrived only every so often (an asyncio loop stepped by a slow "
+        "timer, a poll far longer than a frame), so the answer comes in bursts though the "
+        "lag looks fine. Show what arrived at every tick (16 ms).",
+        "selftest.why.text_never": "nothing of the answers went on screen through "
+        "host.transcript while the model gave its tokens.",
         "selftest.why.lag_p99": "the event loop was often late, mostly inside your pipeline's "
         "calls: the work per tick is too much for the rate the tokens come at.",
         "selftest.why.lag_max": "a call into your pipeline did more than a frame's work at once.",
@@ -174,9 +192,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "a lock, a join, a read): waiting holds the event loop exactly as long as working "
         "does.",
         "selftest.why.hidden": "{function}() held the event loop outside your pipeline's three "
-        "methods: a callback you schedule (after(0, …)) runs on the main thread too, and its "
-        "work freezes the window exactly as if show() did it — make the work small, or move "
-        "it off the main thread.",
+        "methods: a callback you schedule (after(0, …)), or a coroutine on an asyncio loop "
+        "that Tk steps, runs on the main thread too, and its work freezes the window exactly "
+        "as if show() did it — make the work small, or move it off the main thread.",
         "selftest.why.tokens": "the model ran slower than with no window, while the main "
         "thread was in your pipeline's calls: the model loop waits for the window.",
         "selftest.why.tokens_slept": "the model ran slower than with no window because the "
@@ -248,6 +266,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.target.long_tasks": "对管线的调用占住事件循环没有一次超过 {threshold} 毫秒"
         "（基准测试的长任务）",
         "selftest.target.tokens": "token/s >= 不带窗口时的 {ratio} 倍",
+        "selftest.target.text_wait": "模型给出的文字在一帧之内上屏（90% 的 token，"
+        "不算事件循环忙的时间）<= {bound} 毫秒",
         "selftest.target.tk_thread": "只在主线程调用 Tk",
         "selftest.target.raised": "管线没有抛出异常",
         "selftest.target.figures": "窗口自己报告的数字与从外部看到的一致（心跳、X 服务器）",
@@ -313,6 +333,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "{sampled} 毫秒：按调用的计时判断，它对调用自身的时间是精确的",
         "selftest.note.sampled_long": "采样器看到你的管线的代码在它的调用之外 {count} 次一口气"
         "占住循环超过 {bound} 毫秒（最长的一次，{function}()：{ms} 毫秒）",
+        "selftest.text_wait": "一个 token 从模型到屏幕等了 {ms} 毫秒（p90），其中 {free} 毫秒"
+        "事件循环是空闲的（{tokens} 个 token）",
+        "selftest.note.text_busy": "文字等待时事件循环本身也在迟到（延迟 p99 {ms} 毫秒）："
+        "传送文字的线程也在等 CPU 核心——不作判断",
+        "selftest.text_never": "模型给出了 {tokens} 个 token，回答的文字却一点也没有上屏",
         "selftest.unmeasured": "无法测量（没有回答流式输出）",
         "selftest.tokens_figure": "{ratio} 倍（带窗口 {app} token/s，不带窗口 {raw} token/s）",
         "selftest.held": "最长的一次 {method}()：占住循环 {held} 毫秒——工作 {cpu} 毫秒，"
@@ -351,6 +376,14 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.why.q4.model": "“停止”之后模型还在计算。“停止”只能通过窗口所知道的那个工作线程"
         "（host.controller.start）的取消事件传到模型；给模型循环一个自己新建的 Event，"
         "它永远听不到，模型和一个 CPU 核心就一直忙下去。",
+        "selftest.why.q4.model_late": "“停止”很晚才传到模型：按下“停止”后它又算了 {ms} 毫秒，"
+        "而这期间事件循环是空闲的。取消在等一个隔很久才运行一次的东西（被慢定时器推进的 asyncio "
+        "循环、轮询）：要立刻把它送到，或者每一帧都推进循环。",
+        "selftest.why.text_wait": "事件循环空闲时，文字却在等待上屏：窗口隔很久才把到达的文字"
+        "显示一次（被慢定时器推进的 asyncio 循环、远长于一帧的轮询），所以延迟看起来没问题，"
+        "回答却一阵一阵地出现。每个周期（16 毫秒）都要显示已经到达的文字。",
+        "selftest.why.text_never": "模型给出 token 的整个过程中，回答的文字没有通过 "
+        "host.transcript 上屏。",
         "selftest.why.lag_p99": "事件循环经常迟到，而且大多在你的管线的调用里："
         "按 token 到达的速度，每个周期的工作量太大。",
         "selftest.why.lag_max": "对你的管线的某次调用一次做了超过一帧的工作。",
@@ -359,7 +392,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.why.waited": "{method}() 一次又一次在调用里等待（sleep、锁、join、读取）："
         "等待和工作一样长时间地占住事件循环。",
         "selftest.why.hidden": "{function}() 在你的管线的三个方法之外占住了事件循环：你安排的回调"
-        "（after(0, …)）同样在主线程上运行，它做的工作和在 show() 里做一样会冻住窗口——"
+        "（after(0, …)）、由 Tk 推进的 asyncio 循环上的协程，同样在主线程上运行，"
+        "它做的工作和在 show() 里做一样会冻住窗口——"
         "让这份工作变小，或者把它移出主线程。",
         "selftest.why.tokens": "模型比不带窗口时慢，而这时主线程在你的管线的调用里："
         "模型循环在等窗口。",

@@ -166,6 +166,19 @@ def queued_ms(start: float, end: float, probes: Sequence[Probed]) -> float:
     return total
 
 
+def late_spans(probes: Sequence[Probed]) -> list[Span]:
+    """When the main thread was not free, as the lag probe saw it: each firing's lateness,
+    from when it was due to when it ran (whatever held the loop: the pipeline, the app, Tk,
+    another program)."""
+    return [Span(p.at - p.lag_ms / 1000, p.at) for p in probes if p.lag_ms > 0]
+
+
+def free_ms(start: float, end: float, late: Sequence[Span]) -> float:
+    """Of ``[start, end]``, the ms the main thread was free — its event loop not late
+    (``late``: :func:`late_spans`). What waited then waited for nothing the loop was doing."""
+    return max(0.0, (end - start) - attribute(start, end, late).inside_s) * 1000
+
+
 def busiest_method(late: Sequence[Lateness]) -> str | None:
     """The method most of the inside lateness fell in."""
     totals: dict[str, float] = {}

@@ -285,6 +285,7 @@ class TokenMeter(WrappedBackend):
                 started=run.started,
                 times=[round(at, 6) for at in run.times],
                 closed=run.closed,
+                cancelled=cancel.is_set(),  # Stop reached it (else it ran to its end)
                 slept=slept,
                 queued=queued,
             )

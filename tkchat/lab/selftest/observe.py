@@ -139,6 +139,7 @@ class WindowReport:
             self._answers = answers
             out.send("answers", chars=answers[0], open=answers[1])
         self._inputs()
+        self._shown()
         lag = self._new("lag", self.sources.probe)
         if lag:
             rows = [[s.at, round(s.lag_ms, 3), round(s.queued_ms, 3)] for s in lag]  # type: ignore[attr-defined]
@@ -148,6 +149,22 @@ class WindowReport:
             out.send("calls", c=[call.row() for call in calls])  # type: ignore[attr-defined]
         self._faults()
         self._running()
+
+    def _shown(self) -> None:
+        """When text reached the screen since the last tick, in every answer (the Tk
+        window's transcript notes each insert; a window without it sends nothing)."""
+        instruments = self.window.instruments
+        if instruments is None:
+            return
+        times: list[float] = []
+        for index in range(len(self.window.answers)):
+            arrivals = instruments.answer_times(index).arrivals
+            done = self._sent.get(f"shown-{index}", 0)
+            new = list(arrivals[done:])  # (one read: the main thread appends meanwhile)
+            self._sent[f"shown-{index}"] = done + len(new)
+            times += [at for at, _chars in new]
+        if times:
+            self.out.send("shown", t=sorted(times))
 
     def _running(self) -> None:
         """The passes of the model loop still open, as their tokens come."""

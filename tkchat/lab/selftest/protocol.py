@@ -16,13 +16,16 @@ Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
     window    id                    its top-level's X window (the grader's X witness pings it:
                                     :mod:`tkchat.lab.xwitness`)
     answers   chars: [n, ...], open: bool              the answers' lengths, when they change
+    shown     t: [...]                                 text reached the screen (the transcript)
     input     what (ping|scroll|key|stop), t, chars    a handler ran (stop: the answer's length)
     final     end (done|error), reason, message, t     an answer's final event was handled
     lag       s: [[at, lag_ms, queued_ms], ...]        lag probe firings since the last line
     calls     c: [[method, at, wall, cpu, held, main], ...]   calls into the pipeline
     run_start n, raw, started                          a pass through the model loop began
     running   r: [[n, tokens, last], ...]              open passes, as their tokens come
-    run       n, raw, started, times: [...], closed    a pass ended (every token's time)
+    run       n, raw, started, times: [...], closed, cancelled
+                                                       a pass ended (every token's time; its
+                                                       cancel event set or not)
     died      t                                        the injected fault fired
     tk        count, first: {thread, call, where}      Tk calls from other threads, stopped
     raised    text                                     something escaped the pipeline
@@ -183,6 +186,7 @@ class ModelRun:
     # thread of the process waited for a core (what the machine took).
     slept_s: float | None = None
     queued_s: float | None = None
+    cancelled: bool | None = None  # its cancel event was set when it ended (None: not said)
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -207,6 +211,7 @@ class WindowState:
     stop_chars: list[int] = field(default_factory=list)  # the answer's length at each Stop
     finals: list[dict[str, Any]] = field(default_factory=list)
     lag: list[Probed] = field(default_factory=list)
+    shown: list[float] = field(default_factory=list)  # each time text reached the screen
     calls: list[PipelineCall] = field(default_factory=list)
     runs: list[ModelRun] = field(default_factory=list)
     died: list[float] = field(default_factory=list)
@@ -269,6 +274,7 @@ def _run(state: WindowState, line: dict[str, Any]) -> None:
     run.last = run.times[-1] if run.times else None
     run.closed = line["closed"]
     run.slept_s, run.queued_s = line.get("slept"), line.get("queued")
+    run.cancelled = line.get("cancelled")
 
 
 _HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {
@@ -279,6 +285,7 @@ _HANDLERS: dict[str, Callable[[WindowState, dict[str, Any]], None]] = {
     "input": _input,
     "final": lambda s, x: s.finals.append(x),
     "lag": lambda s, x: s.lag.extend(Probed(*sample) for sample in x["s"]),
+    "shown": lambda s, x: s.shown.extend(x["t"]),
     "calls": lambda s, x: s.calls.extend(PipelineCall(*row) for row in x["c"]),
     "run_start": lambda s, x: s.runs.append(ModelRun(x["n"], x["raw"], x["started"])),
     "running": _running,

@@ -21,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from tkchat.lab.selftest.attribution import Span, attribute, queued_ms, witnessed
+from tkchat.lab.bench.figures import LAG_MAX_MS
+from tkchat.lab.selftest.attribution import (
+    Span,
+    attribute,
+    free_ms,
+    late_spans,
+    queued_ms,
+    witnessed,
+)
 from tkchat.lab.selftest.driver import Question
 from tkchat.lab.selftest.protocol import ModelRun, Probed, Whose
 from tkchat.lab.selftest.verdict import (
@@ -39,6 +47,11 @@ from tkchat.lab.selftest.verdict import (
 )
 
 STOP_TOKENS = 2  # "within about two token periods": tokens the model may give after Stop
+# ... or, with the event loop free, within this long of Stop once its cancel reached the
+# model: a frame for a cancel delivered at the next tick (an asyncio loop Tk steps every
+# 16 ms hands it over there), and a frame for a timer's drift and the model's last token. At
+# 2,000 scripted tokens a second a frame is 32 tokens; with a real model, about one.
+STOP_FREE_MS = 2 * LAG_MAX_MS
 # The reasons a late question gives, which a pipeline that hides its work outside its calls
 # gets in the sampler's words instead.
 LATE_WHYS = {"q1": "selftest.why.q1", "q3": "selftest.why.q3", "q4": "selftest.why.q4.late"}
@@ -91,6 +104,8 @@ def _model_dies(
     verdict = judge_inputs(t, q.inputs, spans, notes, probes) if q.inputs else FAIL
     if shown_ms is None or not clear:
         verdict = FAIL
+    elif ended is not None and free_ms(died, ended, late_spans(probes)) > LIMIT_MS:
+        verdict = FAIL  # the loop was free, and the error waited: for the pipeline alone
     elif ended is not None and shown_ms - queued_ms(died, ended, probes) > LIMIT_MS:
         late = [attribute(died, ended, spans)]
         verdict = worse(verdict, judge_late(t, late, LIMIT_MS, notes))
@@ -145,7 +160,7 @@ def _stop(t: Translate, q: Question, spans: Sequence[Span], probes: Sequence[Pro
     if text > 0:
         verdict, why = FAIL, t("selftest.why.q4.text")
     if closed is None or tokens > STOP_TOKENS:
-        verdict, why = FAIL, t("selftest.why.q4.model")
+        verdict, why = _model_after_stop(t, runs, handled, closed, probes, verdict, why)
     detail = t(
         "selftest.detail.q4",
         ms=worst_ms(q.inputs),
@@ -154,6 +169,29 @@ def _stop(t: Translate, q: Question, spans: Sequence[Span], probes: Sequence[Pro
         loop=t("selftest.never") if loop_ms is None else f"{max(0.0, loop_ms):.1f}",
     )
     return Check("q4", verdict, detail, figures, notes, why)
+
+
+def _model_after_stop(
+    t: Translate,
+    runs: Sequence[ModelRun],
+    handled: float,
+    closed: float | None,
+    probes: Sequence[Probed],
+    verdict: str,
+    why: str | None,
+) -> tuple[str, str | None]:
+    """The model gave tokens after Stop. Its cancel reached it (every pass that was open
+    ended cancelled) within :data:`STOP_FREE_MS` of a free event loop: a cancel handed over
+    at the next tick, as correct as one at once — the verdict stands. Reached it later: FAIL,
+    Stop came late. Never reached it: FAIL, the model kept computing."""
+    open_at_stop = [run for run in runs if run.closed is None or run.closed >= handled]
+    reached = bool(open_at_stop) and all(run.cancelled for run in open_at_stop)
+    if closed is None or not reached:
+        return FAIL, t("selftest.why.q4.model")
+    free = free_ms(handled, closed, late_spans(probes))
+    if free <= STOP_FREE_MS:
+        return verdict, why
+    return FAIL, t("selftest.why.q4.model_late", ms=f"{free:.0f}")
 
 
 def _rounded(value: float | None) -> float | None:

@@ -16,7 +16,16 @@ from tkchat.lab.selftest.targets import TOKENS_RATIO_MIN, Measured, lag_bound, p
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check, Translate
 from tkchat.stats import LONG_TASK_MS
 
-KEYS = QUESTIONS + ("lag_p99", "lag_max", "long_tasks", "tokens", "tk_thread", "raised", "figures")
+KEYS = QUESTIONS + (
+    "lag_p99",
+    "lag_max",
+    "long_tasks",
+    "tokens",
+    "text_wait",
+    "tk_thread",
+    "raised",
+    "figures",
+)
 
 
 def label(t: Translate, check: Check) -> str:
@@ -27,6 +36,8 @@ def label(t: Translate, check: Check) -> str:
         return t("selftest.target.lag_max", bound=f"{LAG_MAX_MS:g}")
     if check.key == "long_tasks":
         return t("selftest.target.long_tasks", threshold=f"{LONG_TASK_MS:g}")
+    if check.key == "text_wait":
+        return t("selftest.target.text_wait", bound=f"{check.figures.get('bound_ms', 0):g}")
     if check.key == "tokens":
         return t("selftest.target.tokens", ratio=f"{TOKENS_RATIO_MIN:g}")
     return t(f"selftest.{'question' if check.key in QUESTIONS else 'target'}.{check.key}")

@@ -44,7 +44,7 @@ from tkchat.i18n import strings
 from tkchat.lab.display import ensure_display
 from tkchat.lab.fence import end_group, fence_available, fenced
 from tkchat.lab.selftest.attribution import outside_calls, spans_of
-from tkchat.lab.selftest.driver import Driver, GaveUp
+from tkchat.lab.selftest.driver import Driver, GaveUp, Question
 from tkchat.lab.selftest.protocol import (
     Commands,
     ModelRun,
@@ -56,7 +56,7 @@ from tkchat.lab.selftest.protocol import (
 from tkchat.lab.selftest.questions import question_check
 from tkchat.lab.selftest.report import grade_of, label, report
 from tkchat.lab.selftest.senses import Heartbeat, OwnStalls
-from tkchat.lab.selftest.targets import Measured, target_checks
+from tkchat.lab.selftest.targets import Measured, target_checks, text_waits
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
 from tkchat.lab.xwitness import OutsideSeen, XWitness
 from tkchat.modes import split_outside_mode
@@ -429,5 +429,18 @@ def judge(
         own_stalls=stalls.stalls,
         whose=whose,
         outside=outside,
+        text_tokens=sum(len(r.times) for r in runs),
+        text_waits=_text_waits(streamed, state.shown),
     )
     return checks + target_checks(t, measured), measured
+
+
+def _text_waits(streamed: list[Question], shown: list[float]) -> list[tuple[float, float]]:
+    """Each streamed question's tokens with the next time text reached the screen in it."""
+    found: list[tuple[float, float]] = []
+    for q in streamed:
+        start, end = q.span
+        screen = sorted(at for at in shown if start <= at <= end)
+        tokens = sorted(at for run in q.extra.get("runs", []) for at in run.times)
+        found += text_waits(tokens, screen)
+    return found

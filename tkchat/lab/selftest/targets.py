@@ -23,6 +23,12 @@
   the loop far longer than its calls did (its work done in a callback it scheduled), the lag
   is attributed on the sampler's account, and its long holds outside the calls count
   against the lag max and the long tasks as the calls' own would (:mod:`.attribution`).
+- **text waits at most a frame for the screen**: from the moment the model gave a token to
+  the moment the window next put text on screen, less the time the event loop was late
+  meanwhile (that is the lag's to judge), 90 % of the tokens wait within a frame (the pump's
+  16 ms tick) plus the lag allowed in the same run. A window that shows text only every so
+  often — a loop stepped by a slow timer — keeps its lag low and its answer in bursts: it
+  fails here, and only here.
 - **Tk from the main thread only**, **nothing raised**: counted, not timed.
 - **the window's figures agree with its heartbeat seen from outside**: every silence of the
   heartbeat the grader saw (while the grader itself was not stalled) must show in the lag the
@@ -34,6 +40,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,6 +49,8 @@ from tkchat.lab.selftest.attribution import (
     Span,
     attribute,
     charged_ms,
+    free_ms,
+    late_spans,
     merged,
     spans_of,
     waiters,
@@ -76,6 +85,9 @@ BASELINE_MIN_SAMPLES = 20
 # The X server's witness: a window that took five times the 100 ms target to answer a ping,
 # beyond the X server's own delay, has a main loop that stood still — its reports must say so.
 X_SILENCE_S = 5 * LIMIT_MS / 1000
+# Text waits for the screen: this share of the tokens within the bound (a tick's worth of
+# tokens waits most; a few unlucky ones behind a late tick are the lag's business).
+TEXT_WAIT_PERCENTILE = 90
 
 
 @dataclass
@@ -104,6 +116,10 @@ class Measured:
     raw_slept_per_token_s: float | None = None
     queued_per_token_s: float | None = None
     outside: OutsideSeen | None = None  # the X server's witness (None: not asked)
+    # The streamed answers' tokens (how many the model gave), and for each one shown, when
+    # the model gave it and when the window next put text on screen (:func:`text_waits`).
+    text_tokens: int = 0
+    text_waits: list[tuple[float, float]] = field(default_factory=list)
 
 
 def p99(samples: Sequence[Probed]) -> float | None:
@@ -134,6 +150,7 @@ def target_checks(t: Translate, m: Measured) -> list[Check]:
         _held(t, m, "lag_max", LAG_MAX_MS, account),
         _held(t, m, "long_tasks", LONG_TASK_MS, account),
         _tokens(t, m, spans),
+        _text_wait(t, m),
         _tk_thread(t, m),
         _raised(t, m),
         _figures(t, m),
@@ -316,6 +333,52 @@ def _slept_share(m: Measured) -> float | None:
         return None
     extra = 1 / m.tokens_per_s - 1 / m.raw_tokens_per_s
     return max(0.0, min(1.0, (slept - raw_slept - queued) / extra))
+
+
+def text_waits(tokens: Sequence[float], shown: Sequence[float]) -> list[tuple[float, float]]:
+    """Each token (when the model gave it) with the first time text reached the screen at or
+    after it (both sorted). Tokens after the last text shown are left out: Stop dropped them,
+    or nothing would have shown them."""
+    found: list[tuple[float, float]] = []
+    for at in tokens:
+        i = bisect.bisect_left(shown, at)
+        if i < len(shown):
+            found.append((at, shown[i]))
+    return found
+
+
+def text_bound(m: Measured) -> float:
+    """How long a token may wait for the screen with the loop free: a frame (the tick that
+    drains it), plus the lag allowed in this run (:func:`lag_bound`)."""
+    return LAG_MAX_MS + lag_bound(m)[0]
+
+
+def _text_wait(t: Translate, m: Measured) -> Check:
+    """Of each token's wait for the screen, the part the event loop was free (the probe saw
+    it on time): a window that shows text only now and then fails, however smooth its lag."""
+    bound = text_bound(m)
+    figures: dict[str, float | int | None] = {"bound_ms": round(bound, 2)}
+    if not m.text_tokens:
+        return Check("text_wait", FAIL, t("selftest.unmeasured"), figures)
+    if not m.text_waits:
+        detail = t("selftest.text_never", tokens=m.text_tokens)
+        return Check("text_wait", FAIL, detail, figures, [], t("selftest.why.text_never"))
+    late = late_spans(m.lag_all)
+    waits = [(shown - given) * 1000 for given, shown in m.text_waits]
+    free = [free_ms(given, shown, late) for given, shown in m.text_waits]
+    value = percentile(waits, TEXT_WAIT_PERCENTILE) or 0.0
+    own = percentile(free, TEXT_WAIT_PERCENTILE) or 0.0
+    figures.update(p90_ms=round(value, 1), free_p90_ms=round(own, 1), tokens=len(waits))
+    detail = t("selftest.text_wait", ms=f"{value:.1f}", free=f"{own:.1f}", tokens=len(waits))
+    if own <= bound:
+        return Check("text_wait", PASS, detail, figures)
+    lag = p99(m.streaming)
+    if lag is not None and lag > lag_bound(m)[0]:
+        # The window was late past its bound meanwhile (the machine, or the lag checks'
+        # business): the threads that carry the text waited for cores as well. Not judged.
+        notes = [t("selftest.note.text_busy", ms=f"{lag:.1f}")]
+        return Check("text_wait", BUSY, detail, figures, notes)
+    return Check("text_wait", FAIL, detail, figures, [], t("selftest.why.text_wait"))
 
 
 def _tk_thread(t: Translate, m: Measured) -> Check:
