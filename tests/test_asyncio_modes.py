@@ -342,3 +342,18 @@ def test_the_reading_bar_shows_in_asyncio_thread_as_in_fixed(
     click_send(app)
     pump_until(root, lambda: app.progress.kind == "reading", what="the reading bar")
     assert finish(root, app, backend) == TEXT
+
+
+@pytest.mark.parametrize("mode", [ASYNCIO_THREAD, ASYNCIO_TK])
+def test_the_status_line_says_which_asyncio_way_answers(
+    root: tk.Tk, stepped_app: Callable[[str], tuple[Any, Stepped]], mode: str
+) -> None:
+    """A correct mode other than ``fixed`` says its way while it answers (no BROKEN label),
+    in the window's language."""
+    app, backend = stepped_app(mode)
+    click_send(app)
+    assert app.status.get() == f"Generating ({app.t(f'mode.{mode}')}) … (Esc stops)"
+    assert "BROKEN" not in app.status.get()
+    app.toggle_language()  # to Chinese: the line is made again
+    assert app.status.get() == f"正在生成（{app.t(f'mode.{mode}')}）……（按 Esc 停止）"
+    assert finish(root, app, backend) == TEXT
