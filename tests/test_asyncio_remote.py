@@ -13,26 +13,39 @@ No clock decides anything: the server's tokens pass its gate only when the test 
 
 from __future__ import annotations
 
+import asyncio
 import tkinter as tk
 from collections.abc import Callable, Iterator
+from contextlib import aclosing
 from typing import Any
 
 import pytest
 
+from tests import test_remote_backend
 from tests.conftest import pump_until, wait_until
 from tests.test_asyncio_modes import finals_sent, the_answer
 from tests.test_broken_modes import MAIN, TEXT, TOKENS, click_send
-from tests.test_remote_backend import generate, only_error
+from tests.test_remote_backend import (
+    QUESTION,
+    FakeServer,
+    generate,
+    loaded,
+    only_error,
+    text_of,
+)
 from tests.test_server import Live, serve
+from tkchat.aio.answer import SourceFailed
 from tkchat.aio.remote_source import RemoteTokens
 from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
+from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.remote import RemoteBackend
 from tkchat.generate.remote.openai_protocol import CHAT_PATH
 from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.modes import ASYNCIO_THREAD, ASYNCIO_TK
 
 pytestmark = pytest.mark.gui
+fake = test_remote_backend.fake  # the fixture: a server that misbehaves as asked
 MODES = [ASYNCIO_THREAD, ASYNCIO_TK]
 
 
@@ -182,3 +195,54 @@ def test_a_server_gone_is_one_error_in_the_sync_backend_s_words(
 
 def pump_until_finished(root: tk.Tk, app: Any, answers: int = 1) -> None:
     pump_until(root, lambda: len(app.flow.answering.finished) >= answers, what="the answer")
+
+
+# -- the source alone, against servers that misbehave on purpose (tests/test_remote_backend.py)
+
+
+def read_through_httpx(backend: RemoteBackend) -> tuple[str, SourceFailed | None]:
+    """The whole answer of the async source on a loop of its own: its text, and its failure."""
+    request = GenerationRequest(QUESTION, Sampling(max_tokens=32))
+
+    async def read() -> tuple[str, SourceFailed | None]:
+        texts: list[str] = []
+        try:
+            async with aclosing(RemoteTokens(backend, request)) as source:
+                async for item in source:
+                    if isinstance(item, str):
+                        texts.append(item)
+        except SourceFailed as exc:
+            return "".join(texts), exc
+        return "".join(texts), None
+
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize("behaviour", ["ok", "bytewise", "crlf-and-pings", "cr-only"])
+def test_a_well_behaved_stream_arrives_as_the_sync_backend_reads_it(
+    fake: FakeServer, behaviour: str
+) -> None:
+    backend = loaded(fake.url)
+    fake.behaviour = behaviour
+    text, failed = read_through_httpx(backend)
+    assert failed is None and text and text == text_of(generate(backend))
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        "status-500",
+        "status-422",
+        "status-404-html",
+        "error-event",
+        "stall-before-headers",
+        "stall-after-one",
+    ],
+)
+def test_each_failure_is_the_sync_backend_s_sentence(fake: FakeServer, behaviour: str) -> None:
+    # (a stall ends after the idle timeout: short for those two, at no cost to the others)
+    backend = loaded(fake.url, idle_timeout=0.2 if behaviour.startswith("stall") else 60.0)
+    fake.behaviour = behaviour
+    _, failed = read_through_httpx(backend)
+    told = only_error(generate(backend))
+    assert failed is not None and (failed.kind, str(failed)) == (told.kind, told.message)
