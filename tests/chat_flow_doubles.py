@@ -129,6 +129,9 @@ class FakeStatus:
     def show(self, make: Callable[[], str]) -> None:
         self.lines.append(make())
 
+    def t(self, key: str, **values: object) -> str:
+        return f"{key}: {values}" if values else key
+
     @property
     def last(self) -> str:
         return self.lines[-1] if self.lines else ""

@@ -36,6 +36,7 @@ from tests.test_broken_modes import (
     finish,
     one_tick,
 )
+from tests.test_prompt_progress import SteppingClock
 from tests.test_real_model import HeldAfter
 from tkchat.aio import thread_loop
 from tkchat.aio.answer import AsyncAnswer
@@ -44,6 +45,7 @@ from tkchat.aio.tk_loop import POLL_MS, STEP_TIMER, AsyncioTkPipeline
 from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
 from tkchat.generate.model_file import bundled_model_path
+from tkchat.generate.scripted import TokenGate
 from tkchat.modes import ASYNCIO_THREAD, ASYNCIO_TK, BROKEN_MODES, CORRECT_MODES, MODES
 
 pytestmark = pytest.mark.gui
@@ -292,3 +294,66 @@ def test_stop_ends_the_real_model_s_loop(
             (answer.gen, "cancelled")
         ]
     real_model.hold_at = None
+
+
+def test_the_live_figures_read_the_asyncio_task_that_runs(
+    root: tk.Tk, stepped_app: Callable[[str], tuple[Any, Stepped]]
+) -> None:
+    """``asyncio-thread``: the tokens so far (the health bar's counter), the context meter's
+    prompt and the trace's token times read the task that runs, not the last worker of the
+    fixed mode (which answered first here)."""
+    app, backend = stepped_app(ASYNCIO_THREAD)
+    app.teaching.set_mode("fixed")
+    click_send(app)
+    assert finish(root, app, backend) == TEXT  # a fixed-mode worker answered: it stays current
+    fixed_worker = app.controller.current
+    assert fixed_worker is not None and fixed_worker.tokens == len(TOKENS)
+    app.teaching.set_mode(ASYNCIO_THREAD)
+    backend.gate = TokenGate()
+    app.controller.keep_token_times = 100  # as a trace recording does
+    click_send(app)
+    answer = the_answer(app)
+    source = the_source(root, answer)
+    assert app.controller.running is answer and app.controller.current is fixed_worker
+    released = 0
+    for count in (2, 3):
+        backend.step(count)
+        released += count
+        wait_until(lambda: answer.tokens >= released, what="the coroutine to take them")  # noqa: B023
+        assert app.health.read_tokens() == released  # the tokens-so-far figure
+        sender = app.controller.running.sender
+        assert sender is answer.out and sender.pieces == released
+        assert sender.times is not None and len(sender.times) == released  # a trace's times
+    worker = source.worker
+    assert worker is not None and worker.prompt_tokens > 0
+    assert app.controller.running.prompt_tokens == worker.prompt_tokens  # the context meter's
+    assert finish(root, app, backend, answers=2) == TEXT
+
+
+@pytest.mark.parametrize("mode", ["fixed", ASYNCIO_THREAD])
+def test_the_reading_bar_shows_in_asyncio_thread_as_in_fixed(
+    root: tk.Tk, stepped_app: Callable[[str], tuple[Any, Stepped]], mode: str
+) -> None:
+    """The local source passes the worker's progress reports on: the reading bar shows in
+    ``asyncio-thread`` as in ``fixed`` (the answer's tokens held at the gate meanwhile)."""
+    app, backend = stepped_app(mode)
+    backend.prompt_rate = 20.0  # a token a step (the prompt: a dozen), each one reported
+    app.controller.progress_clock = SteppingClock(step=1.0)  # every report after the first
+    click_send(app)
+    pump_until(root, lambda: app.progress.kind == "reading", what="the reading bar")
+    assert finish(root, app, backend) == TEXT
+
+
+@pytest.mark.parametrize("mode", [ASYNCIO_THREAD, ASYNCIO_TK])
+def test_the_status_line_says_which_asyncio_way_answers(
+    root: tk.Tk, stepped_app: Callable[[str], tuple[Any, Stepped]], mode: str
+) -> None:
+    """A correct mode other than ``fixed`` says its way while it answers (no BROKEN label),
+    in the window's language."""
+    app, backend = stepped_app(mode)
+    click_send(app)
+    assert app.status.get() == f"Generating ({app.t(f'mode.{mode}')}) … (Esc stops)"
+    assert "BROKEN" not in app.status.get()
+    app.toggle_language()  # to Chinese: the line is made again
+    assert app.status.get() == f"正在生成（{app.t(f'mode.{mode}')}）……（按 Esc 停止）"
+    assert finish(root, app, backend) == TEXT

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.client import HTTPConnection, HTTPMessage, HTTPResponse
@@ -109,15 +109,19 @@ class Live:
 
 
 @contextmanager
-def serve(backend: Backend, **options: Any) -> Iterator[Live]:
+def serve(
+    backend: Backend, wrap: Callable[[Any], Any] | None = None, **options: Any
+) -> Iterator[Live]:
     """Run ``create_app(backend)`` under uvicorn on a free loopback port until the block ends.
-    The socket is bound here, so the port is known before the app (which checks it) is made."""
+    The socket is bound here, so the port is known before the app (which checks it) is made.
+    ``wrap``: an ASGI middleware put around the app (a test watching the requests)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(backend, port=port, **options)
+    served = app if wrap is None else wrap(app)
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        uvicorn.Config(served, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

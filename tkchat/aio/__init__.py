@@ -11,6 +11,7 @@ how such a program keeps a Tk window smooth, as real code a class can switch to:
 - :mod:`.answer` — one answer as an asyncio task: ``async for`` over a token source, exactly
   one final event, and what Stop cancels;
 - :mod:`.local_source` — the local model as an async iterator (the model on a worker thread);
+- :mod:`.remote_source` — a server's answer through an async HTTP client (httpx);
 - :mod:`.sources` — which source answers, for the model the window holds.
 
 Each module says which thread runs what. The ways to get asyncio wrong in a window are the

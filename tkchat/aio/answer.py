@@ -13,7 +13,7 @@ exactly one final event, whatever happens:
   its request — and then ``done`` with reason ``cancelled``; also when the cancel came
   before the coroutine had even begun (:meth:`AsyncAnswer._ended`).
 
-It is also what Stop reaches: :class:`AsyncAnswer` has the shape of
+It is also what Stop and the live figures reach: :class:`AsyncAnswer` has the shape of
 :class:`~tkchat.generate.controller.Running` (``cancel``, ``is_alive``, ``join`` and the
 counts a stopped answer's figures are made of), so the controller cancels it as it cancels a
 worker (:meth:`~tkchat.generate.controller.GenerationController.start_elsewhere`).
@@ -30,7 +30,9 @@ from contextlib import aclosing
 from typing import Protocol
 
 from tkchat.events import FinishReason, GenerationStats
+from tkchat.generate.backend import PromptProgress
 from tkchat.limits import cut
+from tkchat.transport.channel import GenerationSender
 
 
 class SourceFailed(Exception):
@@ -43,17 +45,26 @@ class SourceFailed(Exception):
 
 
 class TokenSource(Protocol):
-    """An async iterator of an answer's text, a token's at a time. Once it has run out,
-    ``reason`` says why and ``stats`` holds its figures (None: it has none of its own).
-    ``aclose`` ends it early and returns once what produced the tokens has stopped (a
-    model's loop, a server's request). It raises :class:`SourceFailed` when it fails."""
+    """An async iterator of an answer's text, a token's at a time, and of how far the prompt
+    has been read (:class:`~tkchat.generate.backend.PromptProgress`, before the first text;
+    a source may send none). Once it has run out, ``reason`` says why and ``stats`` holds its
+    figures (None: it has none of its own). ``aclose`` ends it early and returns once what
+    produced the tokens has stopped (a model's loop, a server's request). It raises
+    :class:`SourceFailed` when it fails. ``prompt_tokens`` and ``context_dropped``: as a
+    worker's (0 when the source does not know them)."""
 
     reason: FinishReason
     stats: GenerationStats | None
 
-    def __aiter__(self) -> AsyncIterator[str]: ...
+    @property
+    def prompt_tokens(self) -> int: ...
 
-    async def __anext__(self) -> str: ...
+    @property
+    def context_dropped(self) -> int: ...
+
+    def __aiter__(self) -> AsyncIterator[str | PromptProgress]: ...
+
+    async def __anext__(self) -> str | PromptProgress: ...
 
     async def aclose(self) -> None: ...
 
@@ -61,6 +72,9 @@ class TokenSource(Protocol):
 class GeneratorSource:
     """An async generator of text as a :class:`TokenSource` (it ends with reason ``stop``;
     closing it closes the generator). Loop thread."""
+
+    prompt_tokens = 0
+    context_dropped = 0
 
     def __init__(self, tokens: AsyncGenerator[str, None]) -> None:
         self.tokens = tokens
@@ -85,6 +99,8 @@ class AnswerOut(Protocol):
     finished: bool
 
     def text(self, text: str) -> None: ...
+
+    def progress(self, done: int, total: int) -> None: ...
 
     def done(self, reason: FinishReason, stats: GenerationStats) -> None: ...
 
@@ -132,9 +148,12 @@ class AsyncAnswer:
         self.thread = threading.get_ident()
         try:
             async with aclosing(self.source) as tokens:  # closed on every way out
-                async for text in tokens:
+                async for item in tokens:
+                    if isinstance(item, PromptProgress):
+                        self.out.progress(item.done, item.total)
+                        continue
                     self._count()
-                    self.out.text(text)
+                    self.out.text(item)
             self.out.done(self.source.reason, self.source.stats or self._stats())
         except SourceFailed as exc:
             self.out.error(cut(exc.kind, 40), cut(str(exc)), self._stats())
@@ -161,7 +180,20 @@ class AsyncAnswer:
         began = self.started_at or time.perf_counter()
         return GenerationStats(tokens=self.tokens, elapsed_s=time.perf_counter() - began)
 
-    # -- what Stop reaches (Running) -----------------------------------------------------------
+    # -- what Stop and the live figures reach (Running) ----------------------------------------
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.source.prompt_tokens
+
+    @property
+    def context_dropped(self) -> int:
+        return self.source.context_dropped
+
+    @property
+    def sender(self) -> GenerationSender | None:
+        """The channel's sender it hands its text to (``asyncio-thread``), else None."""
+        return self.out if isinstance(self.out, GenerationSender) else None
 
     def cancel(self) -> None:
         """Any thread: cancel the task (on its loop's thread, at its next turn)."""

@@ -22,8 +22,8 @@ import contextlib
 from collections.abc import Callable
 
 from tkchat.aio.answer import SourceFailed
-from tkchat.events import AppEvent, Chunk, Done, Error, FinishReason, GenerationStats
-from tkchat.generate.backend import GenerationRequest
+from tkchat.events import AppEvent, Chunk, Done, Error, FinishReason, GenerationStats, Progress
+from tkchat.generate.backend import GenerationRequest, PromptProgress
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.worker import GenerationWorker
 from tkchat.transport.channel import Queued, delivered
@@ -61,10 +61,19 @@ class LocalModelTokens:
         self._events: asyncio.Queue[AppEvent] = asyncio.Queue()
         self._final: Done | Error | None = None
 
+    @property
+    def prompt_tokens(self) -> int:
+        """The worker's (once it has fitted the chat into the context)."""
+        return self.worker.prompt_tokens if self.worker is not None else 0
+
+    @property
+    def context_dropped(self) -> int:
+        return self.worker.context_dropped if self.worker is not None else 0
+
     def __aiter__(self) -> LocalModelTokens:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> str | PromptProgress:
         if self.worker is None:
             sink = LoopSink(asyncio.get_running_loop(), self._events.put_nowait)
             self.worker = self.controller.new_worker(self.request, sink, self.gen)
@@ -73,8 +82,10 @@ class LocalModelTokens:
             event = await self._events.get()  # waits without holding the loop
             if isinstance(event, Chunk):
                 return event.text
+            if isinstance(event, Progress):  # the prompt being read (the worker paced them)
+                return PromptProgress(event.done, event.total)
             if isinstance(event, (Done, Error)):
-                self._final = event  # (progress reports are no text: skipped)
+                self._final = event
         if isinstance(self._final, Error):
             raise SourceFailed(self._final.kind, self._final.message)
         self.reason, self.stats = self._final.reason, self._final.stats

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 from tkchat.aio.answer import TokenSource
 from tkchat.aio.local_source import LocalModelTokens
+from tkchat.aio.remote_source import RemoteTokens
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
+from tkchat.generate.remote import RemoteBackend
 
 
 def token_source(
     controller: GenerationController, request: GenerationRequest, gen: int
 ) -> TokenSource:
-    """The async source of ``request``'s answer from ``controller``'s backend."""
+    """The async source of ``request``'s answer from ``controller``'s backend: a server's
+    through an async HTTP client, a model in this process through its worker."""
+    backend = controller.backend
+    if isinstance(backend, RemoteBackend):
+        return RemoteTokens(backend, request)
     return LocalModelTokens(controller, request, gen)

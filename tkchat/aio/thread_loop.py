@@ -57,7 +57,8 @@ class AsyncioThreadPipeline(FixedPipeline):
         loop = loop_thread()
 
         def begin(gen: int) -> AsyncAnswer:
-            out = GenerationSender(controller.channel, gen)  # used by the loop's thread alone
+            # used by the loop's thread alone; it keeps token times as a worker's, for a trace
+            out = controller.keep_times(GenerationSender(controller.channel, gen))
             answer = AsyncAnswer(gen, token_source(controller, request, gen), out)
             answer.start(loop)
             return answer

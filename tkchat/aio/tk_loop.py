@@ -64,6 +64,9 @@ class StepOut:
         self._pending.clear()
         return text
 
+    def progress(self, done: int, total: int) -> None:
+        """The prompt being read: not shown in this mode (no event travels to the bar)."""
+
     def done(self, reason: FinishReason, stats: GenerationStats) -> None:
         self._finish(Done(self.gen, self.pieces + 1, reason, stats))
 

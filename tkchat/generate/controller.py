@@ -28,7 +28,7 @@ from tkchat.generate.prompt_eval import KeptStates
 from tkchat.generate.worker import GenerationWorker
 from tkchat.limits import cut
 from tkchat.threads import own_thread
-from tkchat.transport.channel import EventChannel, EventSink
+from tkchat.transport.channel import EventChannel, EventSink, GenerationSender
 
 # Wraps the channel for one generation (the chaos transport of lesson 13 is one).
 SinkWrapper = Callable[[EventSink], EventSink]
@@ -38,13 +38,27 @@ LOAD_PROGRESS_INTERVAL_S = 0.1  # llama.cpp reports after every tensor: hundreds
 
 class Running(Protocol):
     """A generation Stop can reach: a :class:`GenerationWorker`, or one that runs as an
-    asyncio task (``tkchat/aio/``). What a stopped answer's figures and the cancel watch read
-    of it (``perf_counter`` times; ``tokens`` so far)."""
+    asyncio task (``tkchat/aio/``). What a stopped answer's figures, the cancel watch and
+    the live figures read of it (``perf_counter`` times; ``tokens`` so far)."""
 
     tokens: int
+    started_at: float | None
     first_token_at: float | None
     cancelled_at: float | None
     exited_at: float | None
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Context tokens of the prompt once fitted (0: not known, as for a server's)."""
+
+    @property
+    def context_dropped(self) -> int:
+        """Earlier messages left out so that the chat fits the context."""
+
+    @property
+    def sender(self) -> GenerationSender | None:
+        """What numbers its events onto the channel (its counts, the token times a trace
+        keeps); None when its events do not travel through the channel (``asyncio-tk``)."""
 
     def cancel(self) -> None:
         """Any thread; returns at once. Its model loop ends soon after, and it sends exactly
@@ -279,9 +293,15 @@ class GenerationController:
         worker = GenerationWorker(self.backend, request, gen, channel, self._model_lock)
         worker.nice = self.worker_nice
         worker.progress_clock = self.progress_clock
-        if self.keep_token_times:
-            worker.sender.times = deque(maxlen=self.keep_token_times)
+        self.keep_times(worker.sender)
         return worker
+
+    def keep_times(self, sender: GenerationSender) -> GenerationSender:
+        """``sender``, set to keep its last :attr:`keep_token_times` token times (a trace's
+        tokens), if any are wanted: a worker's, or an asyncio task's (``tkchat/aio/``)."""
+        if self.keep_token_times:
+            sender.times = deque(maxlen=self.keep_token_times)
+        return sender
 
     @property
     def gen(self) -> int:
@@ -291,13 +311,22 @@ class GenerationController:
     def stop(self) -> Running | None:
         """Ask the generation that runs (the current worker, or one :meth:`started elsewhere
         <start_elsewhere>`) to stop (non-blocking). Returns it, for measuring."""
-        # (the server sets ``current`` itself: an asyncio task is newest only if it was)
-        elsewhere = self.elsewhere
-        newest = elsewhere if elsewhere is not None and self._newest is elsewhere else self.current
+        newest = self.running
         for running in (self.current, self.elsewhere):
             if running is not None and running.is_alive():
                 running.cancel()  # an older one still leaving its loop is asked again
         return newest if newest is not None and newest.is_alive() else None
+
+    @property
+    def running(self) -> Running | None:
+        """The generation started last, whichever kind — the current worker, or one
+        :meth:`started elsewhere <start_elsewhere>` — running or ended: what the live
+        figures read (tokens so far, the context meter, a trace's token times)."""
+        # (the server sets ``current`` itself: an asyncio task is newest only if it was)
+        elsewhere = self.elsewhere
+        if elsewhere is not None and self._newest is elsewhere:
+            return elsewhere
+        return self.current
 
     def is_generating(self) -> bool:
         return any(r is not None and r.is_alive() for r in (self.current, self.elsewhere))

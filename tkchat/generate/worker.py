@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from tkchat.events import FinishReason, GenerationStats, Progress
+from tkchat.events import FinishReason, GenerationStats
 from tkchat.generate.backend import (
     Backend,
     BackendError,
@@ -356,8 +356,7 @@ class GenerationWorker:
         self.sender.error(cut(kind, 40), shown, stats)
 
     def _send_progress(self, report: PromptProgress) -> None:
-        gen = self.gen
-        self.sender.event(lambda seq: Progress(gen, seq, report.done, report.total))
+        self.sender.progress(report.done, report.total)
         self.progress_sent += 1
 
 

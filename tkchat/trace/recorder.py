@@ -89,12 +89,13 @@ class RunRecorder:
             self._kept_before.extend(callbacks)  # (bounded: its own maxlen)
         self.ledger.kept = self._kept_before
         self.controller.keep_token_times = self._tokens_before
-        worker = self.controller.current
+        worker = self.controller.running  # a worker, or an asyncio task (tkchat/aio/)
         tokens: list[float] = []
         prompt = None
         started_at = worker.started_at if worker is not None else None
         if worker is not None and started_at is not None and started_at >= self.started:
-            tokens = list(worker.sender.times or ())
+            sender = worker.sender
+            tokens = list(sender.times or ()) if sender is not None else []
             if worker.first_token_at is not None:
                 prompt = (started_at, worker.first_token_at)
         culprits = long_task_culprits(samples, lags)

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from tkchat.events import AppEvent, Chunk, Done, Error, FinishReason, GenerationStats
+from tkchat.events import AppEvent, Chunk, Done, Error, FinishReason, GenerationStats, Progress
 
 
 class OpenChunk:
@@ -155,6 +155,11 @@ class GenerationSender:
         """Send another kind of event (numbered); text after it goes into a new chunk."""
         self._open = None
         self.sink.put(make(self._next_seq()))
+
+    def progress(self, done: int, total: int) -> None:
+        """How far the prompt has been read: ``done`` of ``total`` tokens."""
+        gen = self.gen
+        self.event(lambda seq: Progress(gen, seq, done, total))
 
     def done(self, reason: FinishReason, stats: GenerationStats) -> None:
         self._finish(lambda seq: Done(self.gen, seq, reason, stats))

@@ -122,6 +122,13 @@ class RemoteBackend:
         """The server's URL without ``/v1`` — the one error messages quote."""
         return self._http.base_url
 
+    @property
+    def http(self) -> HttpClient:
+        """The server as this backend reaches it — address, token, timeouts, and the
+        sentences its failures are told in — for a client of another kind to read (the
+        asyncio client, ``tkchat/aio/remote_source.py``). Change nothing through it."""
+        return self._http
+
     def _make_name(self) -> str:
         if self.model is None:
             return f"server at {self.address}"

@@ -31,23 +31,70 @@ from tkchat.transport.sse import SSEError, SSEMessage, SSEParser, can_start_stre
 UTF8_BOM = b"\xef\xbb\xbf"  # may start an event stream (the parser skips it)
 
 
-def read_events(  # noqa: C901 - a debt (tests/test_architecture.py)
-    response: http.client.HTTPResponse, on_event: Callable[[], None] | None = None
-) -> Iterator[SSEMessage]:
-    """The SSE messages of a streaming answer, as they arrive; ends at the end of the body.
-    The first line is checked before anything is parsed, so that an HTML page or a JSON
-    document says what it is instead of "closed mid-answer".
+class EventBytes:
+    """The SSE messages of a streaming answer's body, fed its bytes as they arrive (by the
+    worker's :func:`read_events`, or the asyncio client's reads). The first line is checked
+    before anything is parsed, so that an HTML page or a JSON document says what it is
+    instead of "closed mid-answer".
 
     Memory stays bounded whatever the server sends (:mod:`tkchat.limits`): at most
     ``MAX_RESPONSE_BYTES`` in all, and at most ``MAX_BYTES_WITHOUT_EVENT`` in a row that
     complete no event — a server sending blank lines or comments forever keeps the idle
-    timer happy, but is not answering. ``on_event`` is told of each event (the watch's
-    event clock: a stream of keep-alives alone ends after ``event_timeout``)."""
-    parser = SSEParser()
-    head = bytearray()
-    checked = False
-    total = 0
-    idle_bytes = 0  # bytes since the last event (or the start)
+    timer happy, but is not answering. Used by one thread (or one coroutine)."""
+
+    def __init__(self) -> None:
+        self._parser = SSEParser()
+        self._head = bytearray()
+        self._checked = False
+        self._total = 0
+        self._idle_bytes = 0  # bytes since the last event (or the start)
+
+    def feed(self, data: bytes) -> list[SSEMessage] | None:
+        """The messages ``data`` completes; ``b""`` is the body's end, answered with None
+        (also for an empty body: the protocol reports "closed mid-answer"). Raises
+        RemoteError for what is no event stream, or one past the bounds."""
+        self._total += len(data)
+        self._idle_bytes += len(data)
+        if self._total > MAX_RESPONSE_BYTES:
+            raise bad_stream(f"it is longer than {MAX_RESPONSE_BYTES >> 20} MB")
+        if self._idle_bytes > MAX_BYTES_WITHOUT_EVENT:
+            raise bad_stream(f"{self._idle_bytes >> 10} kB in a row without one event")
+        if not self._checked:
+            if not data and not self._head:
+                return None
+            # Blank lines in front are legal: drop them as they come, so that the head
+            # never holds more than one read and the sniffed first line.
+            head = self._head
+            head += data
+            bom = len(UTF8_BOM) if head.startswith(UTF8_BOM) else 0
+            blank = len(head) - bom - len(bytes(head[bom:]).lstrip(b"\r\n"))
+            del head[bom : bom + blank]
+            if len(head) == bom and data:
+                return []
+            line = first_line(bytes(head), at_end=not data)
+            if line is None:
+                return []  # not a whole line yet
+            _check_stream_start(line)
+            self._checked, data = True, bytes(head)
+            head.clear()
+        if not data:
+            return None
+        try:
+            messages = self._parser.feed(data)
+        except SSEError as exc:  # a line or an event of megabytes: not a chat answer
+            raise bad_stream(str(exc)) from exc
+        if messages:
+            self._idle_bytes = 0
+        return messages
+
+
+def read_events(
+    response: http.client.HTTPResponse, on_event: Callable[[], None] | None = None
+) -> Iterator[SSEMessage]:
+    """The SSE messages of a streaming answer, as they arrive (:class:`EventBytes`); ends
+    at the end of the body. ``on_event`` is told of each read that brought events (the
+    watch's event clock: a stream of keep-alives alone ends after ``event_timeout``)."""
+    events = EventBytes()
     while True:
         try:
             data = response.read1(READ_BYTES)
@@ -57,40 +104,19 @@ def read_events(  # noqa: C901 - a debt (tests/test_architecture.py)
             raise bad_stream(f"broken HTTP framing ({describe(exc)})") from exc
         except OSError as exc:  # reset by the peer, or aborted by close()
             raise closed_mid_answer() from exc
-        total += len(data)
-        idle_bytes += len(data)
-        if total > MAX_RESPONSE_BYTES:
-            raise bad_stream(f"it is longer than {MAX_RESPONSE_BYTES >> 20} MB")
-        if idle_bytes > MAX_BYTES_WITHOUT_EVENT:
-            raise bad_stream(f"{idle_bytes >> 10} kB in a row without one event")
-        if not checked:
-            if not data and not head:
-                return  # an empty body: the protocol reports "closed mid-answer"
-            # Blank lines in front are legal: drop them as they come, so that the head
-            # never holds more than one read and the sniffed first line.
-            head += data
-            bom = len(UTF8_BOM) if head.startswith(UTF8_BOM) else 0
-            blank = len(head) - bom - len(bytes(head[bom:]).lstrip(b"\r\n"))
-            del head[bom : bom + blank]
-            if len(head) == bom and data:
-                continue
-            line = first_line(bytes(head), at_end=not data)
-            if line is None:
-                continue  # not a whole line yet
-            _check_stream_start(line)
-            checked, data = True, bytes(head)
-            head.clear()
-        if not data:
+        messages = events.feed(data)
+        if messages is None:
             return
-        try:
-            messages = parser.feed(data)
-        except SSEError as exc:  # a line or an event of megabytes: not a chat answer
-            raise bad_stream(str(exc)) from exc
-        if messages:
-            idle_bytes = 0
-            if on_event is not None:
-                on_event()
+        if messages and on_event is not None:
+            on_event()
         yield from messages
+
+
+def check_stream_type(content_type: str) -> None:
+    """Raise unless a streamed answer's ``Content-Type`` (empty: not said) is an event
+    stream's."""
+    if content_type and not content_type.lower().startswith("text/event-stream"):
+        raise bad_stream(f"its type is {content_type}, not text/event-stream")
 
 
 def _check_stream_start(line: bytes) -> None:
@@ -122,9 +148,14 @@ def read_json(response: http.client.HTTPResponse) -> Any:
         if not data:
             break
         body += data
+    return parse_json(body, response.getheader("Content-Type") or "")
+
+
+def parse_json(body: bytes, content_type: str) -> Any:
+    """A small body (at most ``MAX_JSON_BYTES``, read by the caller) as JSON, or a string
+    (short text bodies), or None."""
     text = body.decode("utf-8", "replace").strip()
     try:
         return json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested thousands deep
-        content_type = (response.getheader("Content-Type") or "").lower()
-        return text if text and content_type.startswith("text/plain") else None
+        return text if text and content_type.lower().startswith("text/plain") else None

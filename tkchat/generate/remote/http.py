@@ -34,8 +34,8 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tkchat.generate.remote.bodies import read_events, read_json
-from tkchat.generate.remote.errors import RemoteError, bad_stream, describe, error_detail
+from tkchat.generate.remote.bodies import check_stream_type, read_events, read_json
+from tkchat.generate.remote.errors import RemoteError, describe, error_detail
 from tkchat.generate.remote.polling import POLL_S, PollingResponse, connect
 from tkchat.generate.remote.watch import Watch
 from tkchat.limits import EVENT_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
@@ -221,13 +221,7 @@ class HttpClient:
     ) -> None:
         """Send the request and read the answer's status line and headers into
         ``exchange.response``; each way this fails is one sentence (RemoteError)."""
-        headers = {"Accept": accept}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+        headers, data = self.request_parts(accept, body)
         try:
             exchange.conn.request(method, self.base + path, body=data, headers=headers)
         except OSError as exc:
@@ -242,11 +236,7 @@ class HttpClient:
         try:
             exchange.response = exchange.conn.getresponse()
         except (http.client.RemoteDisconnected, ConnectionError) as exc:
-            raise RemoteError(
-                f"The server at {self.base_url} closed the connection "
-                f"without answering ({describe(exc)})",
-                kind="server_disconnected",
-            ) from exc
+            raise self.no_answer(exc) from exc
         except http.client.HTTPException as exc:
             raise RemoteError(
                 f"The server at {self.base_url} did not answer in HTTP ({describe(exc)})",
@@ -257,6 +247,20 @@ class HttpClient:
                 f"The connection to {self.base_url} failed: {describe(exc)}",
                 kind="server_disconnected",
             ) from exc
+
+    def request_parts(
+        self, accept: str, body: dict[str, Any] | None
+    ) -> tuple[dict[str, str], bytes | None]:
+        """Any thread: the headers and the bytes of a request to this server (its token in
+        ``Authorization``; a body as UTF-8 JSON). The asyncio client sends the same."""
+        headers = {"Accept": accept}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        return headers, data
 
     def release(self, exchange: Exchange) -> None:
         """The owning thread. Close the exchange (at once: Stop, an error, or the end)."""
@@ -278,23 +282,21 @@ class HttpClient:
         response = exchange.response
         assert response is not None
         if response.status != 200:
-            raise self.status_error(response, path, read_json(response))
-        content_type = response.getheader("Content-Type", "")
-        if content_type and not content_type.lower().startswith("text/event-stream"):
-            raise bad_stream(f"its type is {content_type}, not text/event-stream")
+            raise self.status_error(response.status, response.reason, path, read_json(response))
+        check_stream_type(response.getheader("Content-Type", ""))
         watch = getattr(response, "watch", None)
         return read_events(response, None if watch is None else watch.heard)
 
-    # -- errors -----------------------------------------------------------------------------
+    # -- errors (the asyncio client tells its failures in the same sentences) ----------------
 
-    def status_error(self, response: http.client.HTTPResponse, path: str, body: Any) -> RemoteError:
+    def status_error(self, status: int, reason: str, path: str, body: Any) -> RemoteError:
         # A 4xx is the server refusing this request (a field it does not know, a prompt too
         # long for it): ``upstream_refused``, which tkchat serve relays as a 400, not a 500.
-        kind = "upstream_refused" if 400 <= response.status < 500 else "server_error"
+        kind = "upstream_refused" if 400 <= status < 500 else "server_error"
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             kind = str(body["error"].get("kind") or kind)  # tkchat's errors say, e.g. "line_full"
         return RemoteError(
-            f"The server at {self.base_url} answered {response.status} {response.reason} "
+            f"The server at {self.base_url} answered {status} {reason} "
             f"to {path}{error_detail(body)}",
             kind=kind,
         )
@@ -308,6 +310,13 @@ class HttpClient:
         return RemoteError(
             f"The server at {self.base_url} wants a token for {path}: {advice}",
             kind="unauthorized",
+        )
+
+    def no_answer(self, exc: BaseException) -> RemoteError:
+        return RemoteError(
+            f"The server at {self.base_url} closed the connection "
+            f"without answering ({describe(exc)})",
+            kind="server_disconnected",
         )
 
     def unreachable(self, exc: BaseException) -> RemoteError:

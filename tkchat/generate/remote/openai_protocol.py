@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from tkchat.events import FinishReason
 from tkchat.generate.backend import GenerationRequest, PromptProgress, TokenStream
 from tkchat.generate.remote.errors import (
     RemoteError,
@@ -106,45 +108,68 @@ def prompt_progress(chunk: dict[str, Any]) -> PromptProgress | None:
     return PromptProgress(done, total) if 0 <= done <= total else None
 
 
-def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:  # noqa: C901 - a debt (tests/test_architecture.py)
+@dataclass(frozen=True)
+class ChunkParts:
+    """What one ``chat.completion.chunk`` says: llama.cpp's prompt progress (if any), a piece
+    of text (possibly empty), and the finish reason (once, on the last one)."""
+
+    progress: PromptProgress | None = None
+    text: str = ""
+    finish: str | None = None
+
+
+def read_chunk(data: str) -> ChunkParts | None:
+    """One data line of the stream, read: None for ``[DONE]``; raises RemoteError for a
+    broken line or a failure the server reports mid-stream. Pure: the worker's reader
+    (:func:`answer_text`) and the asyncio client's (``tkchat/aio/remote_source.py``) use it."""
+    if data.strip() == "[DONE]":
+        return None
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise bad_stream(f"a data line is not JSON ({exc}): {snippet(data)}") from exc
+    except RecursionError as exc:  # thousands of nested brackets
+        raise bad_stream(f"a data line is JSON nested too deeply: {snippet(data)}") from exc
+    if not isinstance(chunk, dict):
+        raise bad_stream(f"a data line is not a JSON object: {snippet(data)}")
+    if chunk.get("error"):  # llama.cpp and vLLM report a failure mid-stream like this
+        raise RemoteError("The server reported an error" + error_detail(chunk), kind="server_error")
+    # the progress chunk's choices, if any, carry an empty delta: read on as usual
+    progress = prompt_progress(chunk)
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        raise bad_stream(f"a chunk has no choices: {snippet(data)}")
+    if not choices:
+        return ChunkParts(progress)  # e.g. the usage summary some servers send last
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise bad_stream(f"a choice is not a JSON object: {snippet(data)}")
+    delta = choice.get("delta") or {}
+    content = delta.get("content") if isinstance(delta, dict) else None
+    finish = str(choice["finish_reason"]) if choice.get("finish_reason") else None
+    return ChunkParts(progress, content if isinstance(content, str) else "", finish)
+
+
+def ended(finish: str | None) -> FinishReason:
+    """The answer's end, as the last finish reason the server gave says."""
+    return "length" if finish == "length" else "stop"
+
+
+def answer_text(messages: Iterator[SSEMessage]) -> TokenStream:
     """Worker thread. ``choices[0].delta.content`` of each chunk as UTF-8, until ``[DONE]``;
     returns "length" when the server cut the answer there, else "stop"."""
     finish: str | None = None
     for message in messages:
-        data = message.data
-        if data.strip() == "[DONE]":
-            return "length" if finish == "length" else "stop"
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise bad_stream(f"a data line is not JSON ({exc}): {snippet(data)}") from exc
-        except RecursionError as exc:  # thousands of nested brackets
-            raise bad_stream(f"a data line is JSON nested too deeply: {snippet(data)}") from exc
-        if not isinstance(chunk, dict):
-            raise bad_stream(f"a data line is not a JSON object: {snippet(data)}")
-        if chunk.get("error"):  # llama.cpp and vLLM report a failure mid-stream like this
-            raise RemoteError(
-                "The server reported an error" + error_detail(chunk), kind="server_error"
-            )
-        progress = prompt_progress(chunk)
-        if progress is not None:
-            yield progress  # its choices, if any, carry an empty delta: read on as usual
-        choices = chunk.get("choices")
-        if not isinstance(choices, list):
-            raise bad_stream(f"a chunk has no choices: {snippet(data)}")
-        if not choices:
-            continue  # e.g. the usage summary some servers send last
-        choice = choices[0]
-        if not isinstance(choice, dict):
-            raise bad_stream(f"a choice is not a JSON object: {snippet(data)}")
-        delta = choice.get("delta") or {}
-        content = delta.get("content") if isinstance(delta, dict) else None
-        if isinstance(content, str) and content:
-            yield content.encode("utf-8")
-        if choice.get("finish_reason"):
-            finish = str(choice["finish_reason"])
+        parts = read_chunk(message.data)
+        if parts is None:
+            return ended(finish)
+        if parts.progress is not None:
+            yield parts.progress
+        if parts.text:
+            yield parts.text.encode("utf-8")
+        finish = parts.finish or finish
     if finish is not None:
         # The answer itself was complete (a finish_reason came); only the [DONE] is missing,
         # which some servers omit. Losing a finished answer over that would help nobody.
-        return "length" if finish == "length" else "stop"
+        return ended(finish)
     raise closed_mid_answer()

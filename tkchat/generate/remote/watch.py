@@ -68,10 +68,7 @@ class Watch:
             raise Cancelled
         now = self._clock()
         if now - self.last_data > self.idle_timeout:
-            raise RemoteError(
-                f"The server stopped sending (no data for {self.idle_timeout:g} s)",
-                kind="server_timeout",
-            )
+            raise self.idle_error()
         if self.event_timeout is not None and now - self.last_event > self.event_timeout:
             # Keep-alive comments prove a connection, not an answer: 2 MB of them is days.
             raise RemoteError(
@@ -84,3 +81,11 @@ class Watch:
                 f"The server did not finish answering within {self.handshake_timeout:g} s",
                 kind="server_timeout",
             )
+
+    def idle_error(self) -> RemoteError:
+        """No byte for ``idle_timeout`` seconds, in one sentence (the asyncio client's read
+        timeout says it too)."""
+        return RemoteError(
+            f"The server stopped sending (no data for {self.idle_timeout:g} s)",
+            kind="server_timeout",
+        )

@@ -22,6 +22,7 @@ from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import Running
 from tkchat.limits import cut
+from tkchat.modes import CORRECT_MODES, FIXED
 from tkchat.store.figures import AnswerFigures
 from tkchat.ui.chats.chat_view import ChatView, FlowParts, Scheduler
 from tkchat.ui.pipeline import Pipeline
@@ -98,6 +99,9 @@ class Answering:
         view.enable("send", False)  # the next question waits for this answer (even a blocking one)
         if self.pipeline.broken:
             view.status.say("app.generating_broken", mode=mode)
+        elif mode in CORRECT_MODES and mode != FIXED:  # another correct way: say which one
+            t = view.status.t
+            view.status.show(lambda: t("app.generating_mode", summary=t(f"mode.{mode}")))
         else:
             view.status.say("app.generating")
         view.probe.reset_peaks()  # the live figures of a lesson count from this question

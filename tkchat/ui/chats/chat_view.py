@@ -53,6 +53,7 @@ class Status(Protocol):
 
     def say(self, key: str, **values: object) -> None: ...
     def show(self, make: Callable[[], str]) -> None: ...
+    def t(self, key: str, **values: object) -> str: ...  # its translator
 
 
 class DraftBox(Protocol):

@@ -128,7 +128,7 @@ class ContextWatch:
     def follow(self) -> None:
         """While an answer streams: prompt plus answer so far, a few times a second."""
         now = time.perf_counter()
-        worker = self.controller.current
+        worker = self.controller.running  # a worker, or an asyncio task (tkchat/aio/)
         if worker is None or not worker.prompt_tokens or now - self._followed_at < FOLLOW_EVERY_S:
             return
         self._followed_at = now

@@ -363,8 +363,8 @@ class ChatApp(ChatLayout):
     # -- live figures, storage ---------------------------------------------------------------
 
     def _tokens_so_far(self) -> int:
-        worker = self.controller.current
-        return worker.tokens if worker is not None else 0
+        running = self.controller.running  # a worker, or an asyncio task (tkchat/aio/)
+        return running.tokens if running is not None else 0
 
     def _storage_warning(self, text: str) -> None:
         """Saving failed (or will not happen): say so in the status line and in a banner that
