@@ -185,9 +185,11 @@ def test_stop_cancels_the_task_and_the_model_loop_ends(
     app.stop_button.invoke()
     assert app.flow.answering.answer is None  # ended at Stop, marked stopped
     assert answer.cancelled_at is not None
-    pump_until(root, lambda: not answer.is_alive(), what="the task to end")
     worker = source.worker
-    assert worker is not None and worker.join(10)  # the model's worker has gone
+    # The model is told at Stop, not at the loop's next turn (asyncio-tk's is a step away)
+    assert worker is not None and worker.cancel_event.is_set()
+    pump_until(root, lambda: not answer.is_alive(), what="the task to end")
+    assert worker.join(10)  # the model's worker has gone
     assert worker.cancel_event.is_set() and worker.exited_at is not None
     backend.release_all()  # whatever is let through now, nobody takes it
     assert len(backend.threads) == 3  # no token after Stop
@@ -242,6 +244,9 @@ def test_a_task_cancelled_before_it_began_still_sends_one_final_event() -> None:
         async def aclose(self) -> None:
             raise AssertionError("the source was closed")
 
+        def interrupt(self) -> None:  # Stop asks it at once (it has nothing to stop yet)
+            sent.append(("interrupt", ""))
+
     loop = asyncio.new_event_loop()
     answer = AsyncAnswer(1, NeverIterated(), Out())  # type: ignore[arg-type]
     answer.start(loop)
@@ -249,7 +254,7 @@ def test_a_task_cancelled_before_it_began_still_sends_one_final_event() -> None:
     assert answer.is_alive()
     assert answer.join(10)  # runs the idle loop (as asyncio-tk's join does)
     loop.close()
-    assert sent == [("done", "cancelled")] and not answer.is_alive()
+    assert sent == [("interrupt", ""), ("done", "cancelled")] and not answer.is_alive()
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,12 @@ class TokenSource(Protocol):
 
     async def aclose(self) -> None: ...
 
+    def interrupt(self) -> None:
+        """Any thread, at once: ask what produces the tokens to stop now, if it can be asked
+        from outside the loop (a model's worker can: its cancel is an Event). Stop calls it
+        before the task's cancel, which reaches the coroutine only at the loop's next turn —
+        16 ms away in ``asyncio-tk``, and the model would go on until then."""
+
 
 class GeneratorSource:
     """An async generator of text as a :class:`TokenSource` (it ends with reason ``stop``;
@@ -89,6 +95,9 @@ class GeneratorSource:
 
     async def aclose(self) -> None:
         await self.tokens.aclose()
+
+    def interrupt(self) -> None:
+        """Nothing to ask from outside: the generator stops when it is closed."""
 
 
 class AnswerOut(Protocol):
@@ -201,6 +210,7 @@ class AsyncAnswer:
         if loop is None or self._ended.is_set() or self.cancelled_at is not None:
             return
         self.cancelled_at = time.perf_counter()
+        self.source.interrupt()  # the model stops now; the task is closed at its next turn
         with contextlib.suppress(RuntimeError):  # closed: nothing runs on that loop any more
             loop.call_soon_threadsafe(self._cancel_task)
 

@@ -91,6 +91,13 @@ class LocalModelTokens:
         self.reason, self.stats = self._final.reason, self._final.stats
         raise StopAsyncIteration
 
+    def interrupt(self) -> None:
+        """Any thread: the model leaves its loop within a token (the worker's cancel is an
+        Event); :meth:`aclose`, on the loop, then waits for its final event."""
+        worker = self.worker  # None: not begun, and the task's cancel will find it so
+        if worker is not None:
+            worker.cancel()
+
     async def aclose(self) -> None:
         """Stop the model, and return once its loop has ended (its final event came)."""
         if self.worker is None or self._final is not None:

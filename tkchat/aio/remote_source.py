@@ -169,6 +169,10 @@ class RemoteTokens:
         self._over = True
         self.reason = ended(self._finish)
 
+    def interrupt(self) -> None:
+        """Nothing from outside the loop: an httpx client belongs to its loop, so the request
+        is closed by :meth:`aclose` at the task's next turn (the server then stops)."""
+
     async def aclose(self) -> None:
         """Close the response and the client's connection (at the end, on an error, or on
         Stop: then the server sees the disconnect at once and stops generating)."""

@@ -83,7 +83,7 @@ class LessonDemos:
             lambda: window.flow.answering.finished,
             lambda: window.flow.answering.last_cancel_ms,
             self.ordering_counters,
-            lambda: self.controller.current.sender if self.controller.current else None,
+            lambda: self.controller.running.sender if self.controller.running else None,
         )
 
     def hooks(self, recorded: Callable[[], Sequence[LagSample]] | None) -> LessonHooks:

@@ -213,8 +213,9 @@ class LoopWitness:
         window = self.window
         start = samples[0].at - samples[0].span
         lags = [lag for lag in window.probe.history if lag.at >= start]
-        worker = window.controller.current
-        times = list(worker.sender.times or ()) if worker is not None else []
+        worker = window.controller.running  # a worker, or an asyncio mode's task
+        sender = worker.sender if worker is not None else None
+        times = list(sender.times or ()) if sender is not None else []
         prompt = None
         if worker is not None and worker.started_at is not None and worker.first_token_at:
             prompt = (worker.started_at, worker.first_token_at)
@@ -263,10 +264,11 @@ class LoopWitness:
 def _merged(controller: GenerationController) -> float:
     """Sampler thread: pieces of text merged into a chunk still waiting in the queue, so far
     in the current answer (two ints read)."""
-    worker = controller.current
-    if worker is None:
+    running = controller.running  # a worker, or an asyncio mode's task (its sender, if any)
+    sender = running.sender if running is not None else None
+    if sender is None:
         return 0.0
-    return float(worker.sender.pieces - worker.sender.chunks)
+    return float(sender.pieces - sender.chunks)
 
 
 def witness_the_loop(window: WitnessedWindow) -> LoopWitness:
