@@ -6,33 +6,32 @@ from __future__ import annotations
 STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "menu.stages": "Pipeline stages",
-        "lesson.stages": "Pipeline view",
         "stages.title": "tkchat — the pipeline, stage by stage",
-        "stages.lane.worker": "Worker",
-        "stages.lane.queue": "Queue",
-        "stages.lane.tick": "16 ms tick",
-        "stages.lane.main": "Main thread",
+        "stages.lane.worker": "The worker",
+        "stages.lane.queue": "The queue",
+        "stages.lane.tick": "The 16 ms tick",
+        "stages.lane.main": "The main thread",
         "stages.lane.tk": "Tk",
         "stages.thread.worker": "worker thread",
         "stages.thread.queue": "between the threads",
         "stages.thread.tick": "main thread, in the loop",
         "stages.thread.main": "outside any tick",
-        "stages.thread.tk": "main thread: insert, markdown, paint",
-        "stages.worker.tokens": "{tokens} tokens made · the latest: “{token}”",
+        "stages.thread.tk": "insert, markdown, paint",
+        "stages.worker.tokens": "tokens made: {tokens} · the latest: “{token}”",
         "stages.worker.none_main": "no worker: the main thread made {tokens} tokens itself",
         "stages.worker.idle": "waiting for a question",
-        "stages.queue.depth": "{queued} events waiting · {waiting} pieces in the waiting chunk · "
-        "{merged} pieces merged so far",
-        "stages.tick.last": "{ticks} ticks with news · the last drained {drained} events and "
-        "made {inserts} inserts in {ms} ms",
-        "stages.main.inserts": "{inserts} inserts in a handler that never returned to the loop: "
-        "no key, click or tick ran meanwhile",
+        "stages.queue.depth": "events waiting: {queued} · pieces in the waiting chunk: "
+        "{waiting} · merged so far: {merged}",
+        "stages.tick.last": "ticks with news: {ticks} · the last one: drained {drained}, "
+        "inserts {inserts}, held the loop {ms} ms",
+        "stages.main.inserts": "inserts in a handler that never returned to the loop: "
+        "{inserts} — no key, click or tick ran meanwhile",
         "stages.main.free": "free: every insert came from a tick",
-        "stages.tk.inserts": "{inserts} inserts · {chars} characters on screen · the last "
-        "insert {last} characters",
-        "stages.tk.renders": " · {renders} whole-answer renders, the last read {rendered} "
+        "stages.tk.inserts": "inserts: {inserts} · characters on screen: {chars} · the last "
+        "insert: {last}",
+        "stages.tk.renders": " · whole-answer renders: {renders}, the last read {rendered} "
         "characters",
-        "stages.tk.redraws": " · {redraws} redraws forced",
+        "stages.tk.redraws": " · redraws forced: {redraws}",
         "stages.button.toggle": "Play / pause",
         "stages.button.back": "◀ Back",
         "stages.button.step_tick": "One tick ▶",
@@ -51,25 +50,24 @@ STRINGS: dict[str, dict[str, str]] = {
     },
     "zh": {
         "menu.stages": "流水线各阶段",
-        "lesson.stages": "流水线视图",
         "stages.title": "tkchat — 流水线，一个阶段一个阶段看",
         "stages.lane.worker": "工作线程",
         "stages.lane.queue": "队列",
         "stages.lane.tick": "16 毫秒刷新",
         "stages.lane.main": "主线程",
         "stages.lane.tk": "Tk",
-        "stages.thread.worker": "工作线程",
+        "stages.thread.worker": "后台线程",
         "stages.thread.queue": "两个线程之间",
         "stages.thread.tick": "主线程，在事件循环里",
         "stages.thread.main": "不在任何一次刷新里",
-        "stages.thread.tk": "主线程：插入、markdown、绘制",
+        "stages.thread.tk": "插入、markdown、绘制",
         "stages.worker.tokens": "已生成 {tokens} 个 token · 最新的：“{token}”",
         "stages.worker.none_main": "没有工作线程：主线程自己生成了 {tokens} 个 token",
         "stages.worker.idle": "等待提问",
         "stages.queue.depth": "{queued} 个事件在等待 · 等待中的块里有 {waiting} 段 · "
         "到目前合并了 {merged} 段",
         "stages.tick.last": "{ticks} 次有新内容的刷新 · 最近一次取走 {drained} 个事件，"
-        "用 {ms} 毫秒做了 {inserts} 次插入",
+        "做了 {inserts} 次插入，占用事件循环 {ms} 毫秒",
         "stages.main.inserts": "{inserts} 次插入发生在一个没有回到事件循环的处理函数里："
         "这期间按键、点击和刷新都没有运行",
         "stages.main.free": "空闲：每次插入都来自刷新",

@@ -27,6 +27,7 @@ from tkchat.ui.stages.feed import Lanes
 Words = Callable[..., str]
 
 LANES = ("worker", "queue", "tick", "main", "tk")
+MIN_SIZE = 10  # the lanes' text shrinks to fit the height, not below this
 BAR_DECADES = 4.0  # a bar's full length is 10,000 (log scale: 1, 10, 100 and 1,000 show)
 
 
@@ -73,7 +74,7 @@ def lane_texts(lanes: Lanes, t: Words) -> dict[str, str]:
 def lane_amounts(lanes: Lanes) -> dict[str, int]:
     """How long each lane's bar is (before the log scale)."""
     return {
-        "worker": lanes.tokens,
+        "worker": lanes.tokens if lanes.worker else 0,  # none: the main thread made them
         "queue": lanes.queued + lanes.waiting_pieces,
         "tick": lanes.tick_inserts if lanes.ticks else 0,
         "main": lanes.outside_inserts,
@@ -108,6 +109,7 @@ class StageCanvas(tk.Canvas):
         super().__init__(master, highlightthickness=0, borderwidth=0)
         self.t = translate
         family = tkfont.nametofont("TkDefaultFont", root=self).actual()["family"]
+        self.wanted_size = size
         self.font = lasting_font(root=self, family=family, size=size)
         self.bold = lasting_font(root=self, family=family, size=size, weight="bold")
         self.item_updates = 0  # items moved or relabelled so far
@@ -133,9 +135,14 @@ class StageCanvas(tk.Canvas):
     # -- what changes seldom: size, language, colours -------------------------------------
 
     def set_font_size(self, size: int) -> None:
+        """The window's text size: the lanes' too, as far as they fit (:meth:`relayout`)."""
+        self.wanted_size = size
+        self._set_size(size)
+        self.relayout()
+
+    def _set_size(self, size: int) -> None:
         self.font.configure(size=size)
         self.bold.configure(size=size)
-        self.relayout()
 
     def relabel(self) -> None:
         for lane, items in self._items.items():
@@ -154,10 +161,19 @@ class StageCanvas(tk.Canvas):
         self._redraw_all()
 
     def relayout(self) -> None:
-        """Place every lane for the canvas's size and the font's."""
-        width = max(self.winfo_width(), 400)
-        line = self.font.metrics("linespace")
-        row = 3 * line + line // 2
+        """Place every lane for the canvas's size and the font's: the window's text size,
+        smaller where five lanes would not fit the height (a projector at 720 lines)."""
+        width, height = max(self.winfo_width(), 400), self.winfo_height()
+        size = self.wanted_size
+        if int(self.font.cget("size")) != size:  # the room may have grown back
+            self._set_size(size)
+        while True:
+            line = self.font.metrics("linespace")
+            row = 4 * line + line // 2  # a title and a bar, then two lines of figures
+            if height <= 1 or len(LANES) * row <= height or size <= MIN_SIZE:
+                break
+            size -= 1
+            self._set_size(size)
         left = max(self.bold.measure(self.t(f"stages.lane.{lane}")) for lane in LANES)
         left = max(left, *(self.font.measure(self.t(f"stages.thread.{lane}")) for lane in LANES))
         left += 2 * line
@@ -170,7 +186,8 @@ class StageCanvas(tk.Canvas):
             self.coords(items["track"], left, top + line // 2, width - line, top + 3 * line // 2)
             self.coords(items["figures"], left, top + 2 * line)
             self.itemconfigure(items["figures"], width=width - left - line)
-        self.configure(height=len(LANES) * row)
+        if height <= 1:  # not laid out yet: ask for the room the lanes take
+            self.configure(height=len(LANES) * row)
         self._redraw_all()
 
     # -- one moment -----------------------------------------------------------------------

@@ -107,8 +107,16 @@ class StagePlayer:
     def shown(self) -> Lanes:
         return self.history[-1 if self.cursor is None else self.cursor]
 
+    def follow_backend(self) -> None:
+        """Another backend answers now (a model chosen, a lesson's demo): the gate goes
+        into it if the speed or a pause wants one."""
+        if self._gated is not None and self._gated is not self.backend():
+            self._apply()
+
     def _look(self) -> None:
-        """While playing, a change no tick brought (a handler on the main thread) shows too."""
+        """While playing, a change no tick brought (a handler on the main thread) shows too;
+        a backend changed since takes the gate."""
+        self.follow_backend()
         if not self.paused:
             self.record()
         self.scheduler.once("stage-look", LOOK_MS, self._look)

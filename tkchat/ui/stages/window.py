@@ -1,6 +1,7 @@
 """The pipeline view's window: the control strip, the lanes, the keys.
 
-Opened from the View menu (F9) and from the lesson panel. One window at a time
+Opened from the View menu (F9) and by the demo of a lesson that shows it (``stages: yes``
+in its header: lessons 04, 06, 07, 11 and 13). One window at a time
 (:class:`StageDoor` opens it, or brings it to the front); closing it puts the tick and the
 backend back as they were.
 
@@ -188,6 +189,7 @@ class StageDoor:
         if self.window is not None and self.window.winfo_exists():
             self.window.deiconify()
             self.window.lift()
+            self.window.player.follow_backend()  # (a lesson's demo may have chosen another)
             return self.window
         self.window = StageWindow(
             self.root, self.t, self.sources, self.pump(), self.pipeline_name, self.size()

@@ -38,13 +38,11 @@ LESSONS_MIN_HEIGHT = 680
 class LessonHooks:
     """What the lesson panel asks of the window: ``setup_demo(lesson)`` sets up a lesson's
     demo; ``read_figure(metric)`` is the live figure it shows beside the one the lesson
-    expects; ``timeline(master)`` draws the lag timeline (None: no timeline); ``stages()``
-    opens the pipeline view (None: no button for it)."""
+    expects; ``timeline(master)`` draws the lag timeline (None: no timeline)."""
 
     setup_demo: Callable[[Lesson], None]
     read_figure: Callable[[str], float | None]
     timeline: Callable[[tk.Misc], LagTimeline] | None = None
-    stages: Callable[[], object] | None = None
 
 
 class TeachingControls:
@@ -203,8 +201,6 @@ class TeachingControls:
                 body_size=self.font_size,
                 timeline=self.lessons.timeline,
             )
-            if self.lessons.stages is not None:
-                self.lesson_panel.add_stages_button(self.lessons.stages)
             self.panes.add(self.lesson_panel, weight=2)
             wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)
             least_w, least_h = (int(part) for part in wide.split("x"))

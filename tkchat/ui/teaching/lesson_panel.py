@@ -88,7 +88,6 @@ class LessonPanel(ttk.Frame):
         # The last seconds of lag, as a picture: a freeze that the frozen window could not
         # draw while it lasted shows here as soon as it is over (at the bottom of the panel).
         self.trace_button: ttk.Button | None = None
-        self.stages_button: ttk.Button | None = None  # add_stages_button: the pipeline view
         if timeline is not None:
             self._add_timeline(timeline)
         self.set_font_size(body_size)
@@ -127,17 +126,6 @@ class LessonPanel(ttk.Frame):
         self.figure_label.pack(side="top", fill="x", pady=dp_pad(self, 2, 6))
 
     # -- public --------------------------------------------------------------------------------
-
-    def add_stages_button(self, open_stages: Callable[[], object]) -> None:
-        """A button beside the class plan's that opens the pipeline view (tkchat/ui/stages/):
-        the demo's answer, stage by stage, slowed or stepped."""
-        self.stages_button = ttk.Button(self.top, command=open_stages)
-        self.stages_button.pack(side="right", padx=(dp(self, 6), 0), before=self.plan_button)
-        self._relabel_stages()
-
-    def _relabel_stages(self) -> None:
-        if self.stages_button is not None:
-            self.stages_button.configure(text=self.translate("lesson.stages"))
 
     def set_font_size(self, size: int) -> None:
         """The window's text size (View menu, Ctrl+plus/minus, projector mode): the lesson
@@ -276,7 +264,6 @@ class LessonPanel(ttk.Frame):
         self.plan_button.configure(text=self.translate("lesson.plan"))
         if self.trace_button is not None:
             self.trace_button.configure(text=self.translate("trace.save"))
-        self._relabel_stages()
 
     def _show(self, index: int) -> None:
         lesson = self.lessons[index]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 import tkinter as tk
 from collections.abc import Callable
-from dataclasses import replace
 
 from tkchat.consume.stream_consumer import StreamConsumer
 from tkchat.course.lessons import default_language
@@ -181,7 +180,7 @@ class ChatApp(ChatLayout):
         if options.chaos is not None:
             self.demos.set_chaos(options.chaos)
         self.fonts = FontSizer(self.root)
-        self.stages = StageDoor(  # the pipeline view (F9, View menu, the lesson panel)
+        self.stages = StageDoor(  # the pipeline view (F9, View menu, a lesson's demo)
             self.root,
             self.t,
             StageSources(
@@ -194,10 +193,11 @@ class ChatApp(ChatLayout):
             lambda: self.flow.answering.pipeline.name,
             lambda: self.fonts.size,
         )
+        self.demos.open_stages = self.stages.open
         self.teaching = TeachingControls(
             self.services,
             self.places,
-            replace(self.demos.hooks(options.recorded_lag), stages=self.stages.open),
+            self.demos.hooks(options.recorded_lag),
             mode=mode,
             compare_command=options.compare_command,
             on_mode_changed=self._set_title,
