@@ -20,6 +20,7 @@ from tkchat.generate.scripted import ScriptedBackend, scripted_tokens
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.ui.stages.canvas import LANES, bar_fraction, lane_amounts, lane_texts
 from tkchat.ui.stages.feed import Lanes
+from tkchat.ui.stages.player import FLOOD_RATE
 from tkchat.ui.stages.window import KEYS, StageWindow
 
 pytestmark = pytest.mark.gui
@@ -79,6 +80,9 @@ def test_fixed_one_tick_carries_every_token_in_one_insert(root: tk.Tk, make_app)
     assert view.canvas.figures("tick") == lane_texts(after, app.t)["tick"]
     assert "drained 1, inserts 1," in view.canvas.figures("tick")
     assert view.canvas.lit("tick") and not view.canvas.lit("main")
+    updates = view.canvas.item_updates
+    view.canvas.draw(after, before)  # the same moment again: no item is touched
+    assert view.canvas.item_updates == updates
     tokens(root, view, 3)
     again = tick(view)
     assert (again.tokens, again.merged, again.ticks, again.inserts) == (9, 7, 2, 2)
@@ -238,3 +242,20 @@ def test_the_demo_of_a_lesson_that_shows_it_opens_the_view(root: tk.Tk, make_app
     assert isinstance(view, StageWindow) and view.winfo_exists()
     view.run("toggle")  # paused: the demo's new backend has the view's gate
     assert app.controller.backend.gate is view.player.gate
+
+
+def test_slow_motion_slows_the_tick_and_lets_a_ticks_worth_of_tokens_through(
+    root: tk.Tk, make_app
+) -> None:
+    app, view = paused_view(make_app, "fixed")
+    view.run("speed_10")
+    assert app.pump.interval_ms == 160 and app.pump.held  # still paused: nothing released
+    assert view.player.gate._allowed == 0
+    view.run("toggle")  # play at 1/10
+    assert not app.pump.held and view.timers.pending("stage-play")
+    per_tick = round(FLOOD_RATE * 16 / 1000)  # a flood: what 16 ms bring at 5,000 tokens/s
+    assert view.player.gate._allowed == per_tick
+    pump_until(root, lambda: view.player.gate._allowed == 2 * per_tick, what="the next one")
+    view.run("speed_1")
+    assert app.pump.interval_ms == 16 and app.controller.backend.gate is None
+    assert not view.timers.pending("stage-play")
