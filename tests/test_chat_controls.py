@@ -738,6 +738,9 @@ def test_every_menu_command_runs_and_the_labels_follow_the_language(
     assert app.teaching.lesson_panel is not None
     run("lessons")
     assert app.teaching.lesson_panel is None
+    run("stages")
+    assert app.stages.window is not None and app.stages.window.winfo_exists()
+    app.stages.close()
     run("projector")
     assert app.text_size.projector and app.transcript.body_font.cget("size") >= PROJECTOR_SIZE
     run("projector")

@@ -64,8 +64,8 @@ REQUIRED_KEYS: tuple[str, ...] = (
 )
 # The demo, fully described: the scripted answer's length, the answer limit and seed, whether
 # it starts a fresh chat (default yes), how long it should last, what it claims (checked on a
-# real run by ``tkchat bench --lessons``, the CI's claims step), and whether the watchdog
-# window shows it from outside.
+# real run by ``tkchat bench --lessons``, the CI's claims step), whether the watchdog
+# window shows it from outside, and whether the pipeline view shows it stage by stage.
 OPTIONAL_KEYS: tuple[str, ...] = (
     "rate",
     "prompt",
@@ -77,6 +77,7 @@ OPTIONAL_KEYS: tuple[str, ...] = (
     "claims",
     "watchdog",
     "chaos",
+    "stages",
 )
 HEADER_KEYS: tuple[str, ...] = REQUIRED_KEYS + OPTIONAL_KEYS
 
@@ -113,6 +114,7 @@ class Lesson:
     seconds: float | None = None  # about how long the demo runs (Send to the answer's end)
     claims: tuple[Claim, ...] = ()  # what a run of the demo must show (tkchat bench --lessons)
     watchdog: bool = False  # open the watchdog window: the freeze, seen from outside
+    stages: bool = False  # open the pipeline view (tkchat/ui/stages/): each stage's work
     chaos: int | None = None  # the chaos transport's seed (lesson 13): shuffled, duplicated
 
     @property
@@ -207,6 +209,7 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         seconds=_number(header, "seconds", float, path),
         claims=claims,
         watchdog=_yes(header, "watchdog", False, path),
+        stages=_yes(header, "stages", False, path),
         chaos=_number(header, "chaos", int, path),
     )
 

@@ -2,8 +2,8 @@
 
 Pure data, no Tk: one module per part of the window (``window.py`` for the chat window
 itself, then the lesson panel, the sidebar, the settings dialog, the model picker, the
-model catalogue, the exercises (a pipeline of one's own), the self-test's report and who held
-the event loop), merged here.
+model catalogue, the exercises (a pipeline of one's own), the self-test's report, who held
+the event loop and the pipeline view), merged here.
 :class:`tkchat.ui.base.translator.Translator` puts them on widgets.
 """
 
@@ -22,6 +22,7 @@ from tkchat.i18n import (
     selftest,
     settings_dialog,
     sidebar,
+    stages,
     watchdog,
     window,
 )
@@ -42,6 +43,7 @@ STRINGS: dict[str, dict[str, str]] = {
         **culprit.STRINGS[lang],
         **selftest.STRINGS[lang],
         **watchdog.STRINGS[lang],
+        **stages.STRINGS[lang],
     }
     for lang in LANGUAGES
 }

@@ -62,6 +62,11 @@ class OpenChunk:
     def pieces(self) -> int:
         return len(self._parts)
 
+    @property
+    def waiting(self) -> int:
+        """Any thread: the pieces in this chunk while it waits in the queue (0 once taken)."""
+        return 0 if self._taken else len(self._parts)
+
 
 Queued = AppEvent | OpenChunk
 
@@ -128,6 +133,7 @@ class GenerationSender:
         self.pieces = 0
         self.chunks = 0
         self.finished = False
+        self.last = ""  # the latest piece of text given (the pipeline view shows it)
         # When each piece was given, if someone keeps them (a trace: see tkchat/trace/).
         self.times: deque[float] | None = None
 
@@ -140,6 +146,7 @@ class GenerationSender:
         if not text:
             return
         self.pieces += 1
+        self.last = text
         if self.times is not None:
             self.times.append(time.perf_counter())
         if self._open is not None and self._open.add(text):
@@ -150,6 +157,12 @@ class GenerationSender:
             self.sink.put(self._open)
         else:
             self.sink.put(Chunk(self.gen, self._next_seq(), text))
+
+    @property
+    def waiting_pieces(self) -> int:
+        """Any thread: the pieces merged into the chunk still waiting in the queue."""
+        chunk = self._open
+        return 0 if chunk is None else chunk.waiting
 
     def event(self, make: Callable[[int], AppEvent]) -> None:
         """Send another kind of event (numbered); text after it goes into a new chunk."""

@@ -77,6 +77,8 @@ class LessonDemos:
         self.theme = theme
         self.chaos: Chaos | None = None
         self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
+        # The pipeline view's door (the window sets it): a lesson whose demo shows it opens it.
+        self.open_stages: Callable[[], object] | None = None
         self.live_figure = LiveFigures(
             window.probe,
             window.transcript,
@@ -124,6 +126,8 @@ class LessonDemos:
         self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
         if lesson.watchdog:
             self.open_watchdog()
+        if lesson.stages and self.open_stages is not None:
+            self.open_stages()  # after the backend is chosen: its answers are the ones stepped
         window.input.set_draft(lesson.prompt or "")
         window.input.focus_set()
         window.health.highlight(lesson.watch)

@@ -45,6 +45,8 @@ from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.settings.chat_settings import ChatSettings
 from tkchat.ui.settings.fonts import FontSizer
 from tkchat.ui.settings.text_size import TextSize
+from tkchat.ui.stages.feed import StageSources
+from tkchat.ui.stages.window import StageDoor
 from tkchat.ui.teaching.controls import TeachingControls
 from tkchat.ui.teaching.demo_setup import LessonDemos
 from tkchat.ui.teaching.loop_witness import witness_the_loop
@@ -92,6 +94,7 @@ class ChatApp(ChatLayout):
         self.probe = LagProbe(self.scheduler)
         self.consumer = StreamConsumer()
         self.closed = False
+        self.forced_redraws = 0  # update_idletasks asked by a broken demo (the pipeline view)
         self.shortcut_sheet: ShortcutSheet | None = None
         self.typing = TypingHome(root, lambda: self.input, self.scheduler)
         home = self.typing.then
@@ -129,7 +132,7 @@ class ChatApp(ChatLayout):
             self.controller,
             self.consumer,
             self.transcript,
-            self.root.update_idletasks,
+            self._forced_redraw,
             lambda final: self.flow.answering.handle_final(final),
             self.scheduler,
         )
@@ -177,6 +180,21 @@ class ChatApp(ChatLayout):
         )
         if options.chaos is not None:
             self.demos.set_chaos(options.chaos)
+        self.fonts = FontSizer(self.root)
+        self.stages = StageDoor(  # the pipeline view (F9, View menu, a lesson's demo)
+            self.root,
+            self.t,
+            StageSources(
+                self.controller,
+                self.transcript,
+                lambda: self.flow.answering.pipeline,
+                lambda: self.forced_redraws,
+            ),
+            lambda: self.pump,
+            lambda: self.flow.answering.pipeline.name,
+            lambda: self.fonts.size,
+        )
+        self.demos.open_stages = self.stages.open
         self.teaching = TeachingControls(
             self.services,
             self.places,
@@ -197,8 +215,8 @@ class ChatApp(ChatLayout):
             on_dialog_closed=self.typing.soon,
         )
         self.catalogue = ModelCatalogue(self.services, self.models.load)
-        self.fonts = FontSizer(self.root)
         self.fonts.on_change(self.transcript.set_font_size)
+        self.fonts.on_change(self.stages.set_font_size)
         self.fonts.on_change(self.teaching.set_font_size)
         self.text_size = TextSize(
             self.fonts,
@@ -286,6 +304,7 @@ class ChatApp(ChatLayout):
             "smaller": lambda: self.text_size.change(-1),
             "reset_size": lambda: self.text_size.set(BODY_FONT_SIZE),
             "lessons": self.teaching.toggle_lessons,
+            "stages": self.stages.open,
             "projector": lambda: self.text_size.set_projector(not self.text_size.projector),
             "shortcuts": self.show_shortcuts,
             "language": self.toggle_language,
@@ -362,6 +381,12 @@ class ChatApp(ChatLayout):
 
     # -- live figures, storage ---------------------------------------------------------------
 
+    def _forced_redraw(self) -> None:
+        """A broken demo has the window redrawn now, inside its handler (counted: the
+        pipeline view shows them)."""
+        self.forced_redraws += 1
+        self.root.update_idletasks()
+
     def _tokens_so_far(self) -> int:
         running = self.controller.running  # a worker, or an asyncio task (tkchat/aio/)
         return running.tokens if running is not None else 0
@@ -385,6 +410,7 @@ class ChatApp(ChatLayout):
         self.flow.stop()
         self.catalogue.close()
         self.probe.stop()
+        self.stages.close()
         self.scheduler.close()
         self.teaching.close()
         self.demos.close()

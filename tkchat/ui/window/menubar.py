@@ -63,6 +63,7 @@ MENUS: tuple[tuple[str, tuple[tuple[str, str, str] | None, ...]], ...] = (
             ("menu.chat_only", "chat_only", ""),
             None,
             ("menu.lessons", "lessons", ""),
+            ("menu.stages", "stages", "F9"),
             ("menu.language", "language", ""),
         ),
     ),
@@ -90,6 +91,7 @@ SHORTCUTS: dict[str, tuple[str, ...]] = {
     "reset_size": ("<Control-0>",),
     "projector": ("<F11>",),
     "shortcuts": ("<F1>",),
+    "stages": ("<F9>",),
 }
 
 
