@@ -153,9 +153,10 @@ def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
 
 # -- every command of the plan, run as written --------------------------------------------------
 
-PRE_CLASS = "tkchat bench --lessons --only 01,04,05,06,07,11,12,16,17"
+PRE_CLASS = "tkchat bench --lessons --only 01,04,05,06,07,11,12,16,17,19,20"
 PAGE_SERVER = "tkchat serve --backend scripted --rate 2000 --tokens 4000"
 COMPARE = "tkchat compare --backend scripted --rate 300"
+COMPARE_ASYNCIO = "tkchat compare --backend scripted --rate 300 --broken asyncio-slow-poll"
 SELFTEST_RUN = "test_the_plans_selftest_commands_grade_what_the_plan_answers"
 # Each command the plans give, and the test that runs it as written (the self-test's two: the
 # grade they set up, from the figures their pipelines make; their real runs are the selftest
@@ -166,6 +167,7 @@ RUN_BY = {
     PAGE_SERVER: "test_the_page_server_floods_and_each_switch_moves_work_to_the_main_thread",
     "tkchat compare": "test_compare_as_the_plan_gives_it_opens_two_windows",
     COMPARE: "test_compare_as_the_plan_gives_it_opens_two_windows",
+    COMPARE_ASYNCIO: "test_compare_as_the_plan_gives_it_opens_two_windows",
     "tkchat bench --serve-loop --backend scripted --rate 50": "test_lesson_16s_measurement_runs",
     "tkchat selftest --mode blocking": SELFTEST_RUN,
     "tkchat selftest": SELFTEST_RUN,
@@ -343,7 +345,7 @@ def test_the_plans_selftest_commands_grade_what_the_plan_answers() -> None:
 
 
 @pytest.mark.gui
-@pytest.mark.parametrize("command", ["tkchat compare", COMPARE])
+@pytest.mark.parametrize("command", ["tkchat compare", COMPARE, COMPARE_ASYNCIO])
 def test_compare_as_the_plan_gives_it_opens_two_windows(display: None, command: str) -> None:
     """Both compare commands, as written: two windows, one BROKEN; the scripted one's answer
     lasts about 6 s (it lasted half a second: no time to try anything in the frozen window),
@@ -358,6 +360,9 @@ def test_compare_as_the_plan_gives_it_opens_two_windows(display: None, command: 
         wait_until(lambda: len(tkchat_windows()) >= 2, timeout=60, what="two windows", interval=0.2)
         names = [window_name(window) for window in tkchat_windows()]
         assert len(names) == 2 and sum("BROKEN" in name for name in names) == 1
+        if "--broken" in command:  # the broken window is the mode the plan asks for
+            broken = shlex.split(command)[-1]
+            assert any(_option(child, "--mode") == broken for child in _child_commands(proc.pid))
         children = _child_commands(proc.pid)
         assert len(children) == 2
         if "scripted" in command:

@@ -12,6 +12,10 @@ asks the class to watch. Then the demo's answer is sent, on a scripted answer th
 - ``main-thread-reader``: a worker generates, the main thread reads every event, inside the
   click;
 - ``per-chunk-render``: each chunk re-renders the whole answer so far;
+- ``asyncio-run``: the Send handler runs an asyncio loop to the end: the whole answer, its
+  coroutine on the main thread (the model on a worker), inside the click;
+- ``asyncio-slow-poll``: the text reaches the screen only after a step of the loop Tk polls
+  every 200 ms, one insert per step at most;
 - ``fixed``: a worker generates and one tick shows what arrived since the last in one insert;
   Stop reaches the model loop (lesson 12); the chaos transport's disorder is put back in
   order, and counted (lesson 13).
@@ -38,6 +42,9 @@ import pytest
 
 from tests.conftest import KEEP_ALIVE, pump_until
 from tests.test_broken_modes import MAIN, Stepped, click_send, one_tick, parsed_texts
+from tkchat.aio.answer import AsyncAnswer
+from tkchat.aio.local_source import LocalModelTokens
+from tkchat.antipatterns.asyncio_slow_poll import SLOW_POLL_MS, PollTheLoopSlowly
 from tkchat.course.claims import figures_path, load_figures, parse_claims, quoted_figures
 from tkchat.course.kept_run import kept_run_of
 from tkchat.course.lessons import LANGUAGES, Lesson, lessons_dir, load_lessons
@@ -54,6 +61,7 @@ from tkchat.lab.bench.lesson_demos import (
     judge,
     kept_baselines,
 )
+from tkchat.lab.bench.verdicts import BURSTY_MODES
 from tkchat.modes import BROKEN_MODES, FIXED, PIPELINES
 from tkchat.trace.culprit import Culprit
 from tkchat.transport.channel import EventChannel
@@ -218,6 +226,34 @@ def run_mechanism(demo: DemoWindow, lesson: Lesson, parsed: list[int]) -> dict[s
         on_main = set(backend.threads) == {MAIN}
         assert on_main == (lesson.mode == "blocking"), backend.threads
         return counted
+    if lesson.mode == "asyncio-run":
+        backend.release_all()
+        click_send(app, lesson.prompt or "")
+        # the handler ran an asyncio loop to the end: the answer ended before Tk's loop ran,
+        assert len(app.flow.answering.finished) == finished + 1
+        assert app.pump.events == events  # no event went through the tick
+        assert app.flow.answering.pipeline.thread == MAIN  # its coroutine on Tk's thread,
+        assert MAIN not in backend.threads  # the model on a worker: async was not the fix
+        return counted
+    if lesson.mode == "asyncio-slow-poll":
+        click_send(app, lesson.prompt or "")
+        pipeline = app.flow.answering.pipeline
+        assert isinstance(pipeline, PollTheLoopSlowly) and pipeline.poll_ms == SLOW_POLL_MS
+        answer = app.controller.elsewhere
+        assert isinstance(answer, AsyncAnswer)
+        inserts, steps = app.transcript.inserts, pipeline.driver.steps
+        source = answer.source
+        assert isinstance(source, LocalModelTokens)
+        # the task, and its worker, start at the loop's first step
+        pump_until(root, lambda: source.worker is not None, what="the loop's first step")
+        backend.step(STEP)
+        pump_until(root, lambda: app.transcript.inserts > inserts, what="a step of the loop")
+        finish_answer(root, app)  # the rest, in a later step: two bursts at least
+        # text reaches the screen only after a step of the slowly polled loop, once a step
+        # at most (tests/test_asyncio_broken_modes.py counts the bursts on a stepped clock)
+        assert 2 <= app.transcript.inserts - inserts <= pipeline.driver.steps - steps
+        assert answer.thread == MAIN and MAIN not in backend.threads
+        return counted
     click_send(app, lesson.prompt or "")
     worker = app.controller.current
     assert worker is not None
@@ -314,6 +350,10 @@ def test_a_broken_demo_must_name_the_function_its_lesson_is_about(mode: str) -> 
     lesson = next(x for x in LESSONS if x.mode == mode)
     function = PIPELINES[mode].rpartition(":")[2] + ".start"
     froze = {"long_tasks": 1.0}
+    if mode in BURSTY_MODES:  # a slow poll does not freeze: a long task is the machine's
+        assert DemoRun(lesson, froze, {}, _culprit("Transcript.append")).named
+        assert any(claim.metric == "own_long_tasks" for claim in lesson.claims)
+        return
     assert DemoRun(lesson, froze, {}, _culprit(function)).named
     assert not DemoRun(lesson, froze, {}, _culprit("Transcript.append")).named
     assert not DemoRun(lesson, froze, {}, None).named

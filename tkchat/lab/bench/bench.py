@@ -10,8 +10,10 @@ Modes (each one object in the JSON ``runs`` list):
   latency. ``streaming_slices`` and ``streaming_slice_max_ms`` give what rendering cost
   while the answer streamed; ``long_task_culprits``, who held the loop in each long task
   (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off.
-- each broken mode asked for, on the same prompt (a scripted flood's answer cut short:
-  :meth:`BenchOptions.broken_sampling`);
+- each other mode asked for, on the same prompt: a correct one (asyncio done right) with the
+  fixed pipeline's answer, a broken one with a scripted flood's answer cut short
+  (:meth:`BenchOptions.broken_sampling`). Each row's ``screen_gap_p50_ms`` is how long text
+  waited between two puts on screen: a slow poll's mistake, which its lag does not show;
 - then the scenarios (tkchat/lab/bench/scenarios/): the final render of a long answer, a
   saved chat opened, and what the options ask for (``--prompt-tokens``, ``--turn2``,
   ``--busy``); or, with ``--long-chat``, a long chat instead of the modes.
@@ -50,6 +52,7 @@ from tkchat.lab.bench.figures import (
     Timeline,
     lag_figures,
     run_alone,
+    screen_gap_figures,
     stream_figures,
 )
 from tkchat.lab.bench.scenarios import scenarios
@@ -57,7 +60,7 @@ from tkchat.lab.bench.scenarios.saved import history_open, render_long
 from tkchat.lab.bench.script import Script, ScriptRunner
 from tkchat.lab.display import InputProber, ensure_display
 from tkchat.lab.window import AppOptions, Instruments, LabWindow, open_lab_window
-from tkchat.modes import FIXED
+from tkchat.modes import CORRECT_MODES, FIXED
 from tkchat.stats import median, rounded, rss_mb
 from tkchat.trace.recorder import RecordedRun
 from tkchat.transport.channel import EventChannel
@@ -169,8 +172,10 @@ class Bench:
         for mode in self.options.modes:
             if mode == FIXED:
                 continue
+            # a correct mode streams the fixed pipeline's answer, to be held to its targets
+            sampling = self.sampling if mode in CORRECT_MODES else broken_sampling
             result: StreamResult = {}
-            yield from self.stream_once(mode, broken_sampling, result)
+            yield from self.stream_once(mode, sampling, result)
             self.runs.append(stream_figures(mode, self.options.backend, [result]))
         tools.set_mode(FIXED)
         yield from render_long(app, self.runs)
@@ -319,6 +324,7 @@ class Bench:
         result["tps"] = final.stats.tokens_per_s or (
             final.stats.tokens / final.stats.elapsed_s if final.stats.elapsed_s else 0.0
         )
+        result.update(screen_gap_figures(answer.arrivals))
         first = answer.first_text_at
         result["ttft"] = (first - answer.started_at) * 1000 if first else None
         result["ups"] = (tools.counts().inserts - before.inserts) / streamed_s

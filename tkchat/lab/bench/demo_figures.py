@@ -1,6 +1,7 @@
 """What a lesson's demo measures, in the real window: the idle window and the model alone
-before it (its baselines), then its answer (lag, own lag, tokens/s, updates, slices, events,
-the chaos transport's work, the sender's chunks), or its Stops (cancel latency, with and
+before it (its baselines), then its answer (lag, own lag, tokens/s, updates and the gaps
+between them, slices, events, the chaos transport's work, the sender's chunks), or its
+Stops (cancel latency, with and
 without the time the worker waited for a CPU), and the whole answer rendered at once where
 a lesson quotes it. :mod:`tkchat.lab.bench.lesson_demos` sets each demo up and judges its
 lesson's claims on these figures.
@@ -19,7 +20,12 @@ from tkchat.course.lessons import Lesson
 from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.worker import GenerationWorker
-from tkchat.lab.bench.figures import lag_figures, own_lag_figures, run_alone
+from tkchat.lab.bench.figures import (
+    lag_figures,
+    own_lag_figures,
+    run_alone,
+    screen_gap_figures,
+)
 from tkchat.lab.bench.script import Script
 from tkchat.lab.window import LabWindow, instruments_of
 from tkchat.stats import cpu_wait_ms, median, percentile, rounded
@@ -85,6 +91,7 @@ def measure_answer(
     figures["answer_ms"] = rounded(streamed_s * 1000, 1)
     figures["chars"] = len(answer.text)
     figures["ui_updates_per_s"] = rounded((after.inserts - before.inserts) / streamed_s, 1)
+    figures.update(screen_gap_figures(times.arrivals))  # text held back: a slow poll's
     if times.first_text_at is not None:
         figures["ttft_ms"] = rounded((times.first_text_at - times.started_at) * 1000, 1)
     slices = tools.slice_ms(before.slices)

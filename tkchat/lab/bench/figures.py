@@ -193,6 +193,20 @@ def lag_figures(samples: Iterable[LagSample]) -> dict[str, Any]:
     }
 
 
+def screen_gap_figures(arrivals: Sequence[tuple[float, int]]) -> dict[str, Any]:
+    """How long the text waited between two puts on screen while the answer streamed
+    (``arrivals``: each insert's time and the answer's length then). A pipeline that shows
+    each token within a frame has gaps of a frame or a token period, whichever is longer; one
+    that holds tokens back (a slow poll) has gaps of its poll, however fast tokens come: the
+    lag meter sees nothing, the reader sees bursts."""
+    times = [at for at, _chars in arrivals]
+    gaps = [(b - a) * 1000 for a, b in zip(times, times[1:], strict=False)]
+    return {
+        "screen_gap_p50_ms": rounded(percentile(gaps, 50), 2),
+        "screen_gap_max_ms": rounded(max(gaps) if gaps else None, 2),
+    }
+
+
 def own_lag_figures(samples: Iterable[LagSample]) -> dict[str, Any]:
     """The lag the window itself caused: each firing's lateness less the time its thread
     waited for a CPU that other programs held (:attr:`LagSample.own_ms`), and that wait's
@@ -277,6 +291,10 @@ def stream_figures(
             "callback_cpu_max_ms": rounded(max(r["callback_cpu_max"] for r in results), 2),
             # New chat before each run: clearing the previous run's answer (the worst)
             "new_chat_max_ms": rounded(max(r["new_chat_ms"] for r in results), 1),
+            # how long text waited between two puts on screen (the median answer's)
+            "screen_gap_p50_ms": median(
+                [r["screen_gap_p50_ms"] for r in results if r.get("screen_gap_p50_ms")]
+            ),
         },
         **lag_figures(samples),
         **input_figures(inputs),
@@ -321,6 +339,7 @@ COLUMNS = [
     "lag_max_ms",
     "long_tasks",
     "ui_updates_per_s",
+    "screen_gap_p50_ms",
     "input_p99_ms",
     "input_max_ms",
     "cancel_p50_ms",

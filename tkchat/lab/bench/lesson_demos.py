@@ -41,6 +41,7 @@ from tkchat.lab.bench.demo_figures import (
 )
 from tkchat.lab.bench.figures import Check
 from tkchat.lab.bench.script import Script
+from tkchat.lab.bench.verdicts import BURSTY_MODES
 from tkchat.modes import BROKEN_MODES, PIPELINES
 from tkchat.stats import rounded
 from tkchat.trace.culprit import Culprit, describe
@@ -67,8 +68,11 @@ class DemoRun:
     def named(self) -> bool:
         """A broken mode's demo names the function its lesson is about (the class the mode
         registry names: ``GenerateInClickHandler.start`` for ``blocking``), as the code that
-        held the loop or that left Tk the redisplay that did."""
-        if self.lesson.mode not in BROKEN_MODES or not self.figures.get("long_tasks"):
+        held the loop or that left Tk the redisplay that did. A broken mode that does not
+        freeze (a slow poll: its mistake holds text back) has nothing to name: a long task in
+        its demo is the machine's, and its lesson claims the window's own lag instead."""
+        mode = self.lesson.mode
+        if mode not in BROKEN_MODES or mode in BURSTY_MODES or not self.figures.get("long_tasks"):
             return True
         wanted = PIPELINES[self.lesson.mode].rpartition(":")[2] + "."
         return self.culprit is not None and self.culprit.held_by.startswith(wanted)
