@@ -41,9 +41,8 @@ from collections.abc import Callable
 from tkchat.conversation import Message, Sampling
 from tkchat.events import Error
 from tkchat.generate.backend import GenerationRequest
-from tkchat.generate.controller import GenerationController
+from tkchat.generate.controller import GenerationController, Running
 from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
-from tkchat.generate.worker import GenerationWorker
 from tkchat.lab.bench.figures import (
     SYSTEM,
     BenchOptions,
@@ -93,11 +92,11 @@ class _RssSampler:
         return max(self.peak, rss_mb())
 
 
-def _started_or_gone(worker: GenerationWorker) -> Callable[[], bool]:
+def _started_or_gone(worker: Running) -> Callable[[], bool]:
     return lambda: worker.tokens > 0 or not worker.is_alive()
 
 
-def _gone(worker: GenerationWorker) -> Callable[[], bool]:
+def _gone(worker: Running) -> Callable[[], bool]:
     return lambda: not worker.is_alive()
 
 
@@ -344,7 +343,7 @@ class Bench:
         for _ in range(self.options.cancels):
             tools.new_chat()
             app.send(self.options.prompt)
-            worker = app.controller.current
+            worker = app.controller.running  # a worker, or an asyncio mode's task
             assert worker is not None
             yield _started_or_gone(worker)
             yield rng.uniform(0.02, 0.3)
