@@ -116,7 +116,34 @@ def test_blocking_puts_the_work_on_the_main_thread_and_none_in_a_tick(
     assert lanes.redraws == len(TOKENS)
     assert view.canvas.lit("main") and not view.canvas.lit("tick")
     assert f"never returned to the loop: {len(TOKENS)}" in view.canvas.figures("main")
+    assert lanes.outside_spells == 1
     assert "the main thread made" in view.canvas.figures("worker")
+
+
+def test_asyncio_tk_inserts_from_its_own_timer_and_the_loop_goes_on_between(
+    root: tk.Tk, make_app
+) -> None:
+    """The asyncio loop Tk steps: a worker makes the tokens (the model is never on the main
+    thread), the text comes on screen from the step timer, not the tick, in many runs with
+    the loop going on between them; and the view follows it (a moment per new insert)."""
+    app = make_app(ScriptedBackend(rate=200, text=TEXT))
+    app.teaching.set_mode("asyncio-tk")
+    app.menubar.invoke("stages")
+    view = app.stages.window
+    assert isinstance(view, StageWindow) and not view.player.paused
+    app.flow.send("q")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
+    pump_until(
+        root,
+        lambda: view.player.shown().inserts == len(app.transcript.answers[-1].arrivals),
+        what="the last moment",
+    )
+    lanes = view.player.shown()
+    assert lanes.worker and lanes.tokens == len(TOKENS)
+    assert lanes.ticks == 0 and lanes.outside_inserts == lanes.inserts > 1
+    assert lanes.outside_spells > 1
+    assert "from a timer of its own" in view.canvas.figures("main")
+    assert len(view.player.history) > 1  # it moved while the answer streamed
 
 
 def test_per_chunk_render_the_render_bar_grows_with_the_answer(root: tk.Tk, make_app) -> None:
@@ -221,6 +248,17 @@ def test_readable_at_1280x720_on_a_projector(root: tk.Tk, make_app) -> None:
     assert not layout_problems(view)
     bottom = view.canvas.bbox("all")[3]
     assert bottom <= view.canvas.winfo_height()  # every lane shows
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_no_control_is_squeezed_at_the_views_own_size(root: tk.Tk, make_app, language: str) -> None:
+    """Seen at 1280x720 with projector text in Chinese: the strip of controls was wider than
+    the view, and the last speed button shrank to a sliver. The view is as wide as its strip."""
+    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True, language=language)
+    view = app.stages.open()
+    laid_out(view)
+    for name, button in view.buttons.items():
+        assert button.winfo_width() >= button.winfo_reqwidth(), name
 
 
 def test_the_demo_of_a_lesson_that_shows_it_opens_the_view(root: tk.Tk, make_app) -> None:

@@ -26,6 +26,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "inserts {inserts}, held the loop {ms} ms",
         "stages.main.inserts": "inserts in a handler that never returned to the loop: "
         "{inserts} — no key, click or tick ran meanwhile",
+        "stages.main.stepped": "inserts outside the tick: {inserts}, from a timer of its own "
+        "in {runs} runs — the loop went on between them",
         "stages.main.free": "free: every insert came from a tick",
         "stages.tk.inserts": "inserts: {inserts} · characters on screen: {chars} · the last "
         "insert: {last}",
@@ -70,6 +72,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "做了 {inserts} 次插入，占用事件循环 {ms} 毫秒",
         "stages.main.inserts": "{inserts} 次插入发生在一个没有回到事件循环的处理函数里："
         "这期间按键、点击和刷新都没有运行",
+        "stages.main.stepped": "刷新之外的插入 {inserts} 次，来自它自己的定时器，分 {runs} 次："
+        "两次之间事件循环照常运行",
         "stages.main.free": "空闲：每次插入都来自刷新",
         "stages.tk.inserts": "{inserts} 次插入 · 屏幕上 {chars} 个字符 · "
         "最近一次插入 {last} 个字符",

@@ -62,13 +62,19 @@ def lane_texts(lanes: Lanes, t: Words) -> dict[str, str]:
             inserts=lanes.tick_inserts,
             ms=f"{lanes.tick_ms:.1f}",
         ),
-        "main": (
-            t("stages.main.inserts", inserts=lanes.outside_inserts)
-            if lanes.outside_inserts
-            else t("stages.main.free")
-        ),
+        "main": _main_line(t, lanes),
         "tk": tk_line,
     }
+
+
+def _main_line(t: Words, lanes: Lanes) -> str:
+    """Inserts outside the tick: in one handler that never gave the loop back, or from a
+    timer of its own between whose runs the loop went on (an asyncio loop Tk steps)."""
+    if not lanes.outside_inserts:
+        return t("stages.main.free")
+    if lanes.outside_spells > 1:
+        return t("stages.main.stepped", inserts=lanes.outside_inserts, runs=lanes.outside_spells)
+    return t("stages.main.inserts", inserts=lanes.outside_inserts)
 
 
 def lane_amounts(lanes: Lanes) -> dict[str, int]:

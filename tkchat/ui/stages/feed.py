@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tkchat.generate.controller import GenerationController
-from tkchat.generate.worker import GenerationWorker
+from tkchat.generate.controller import GenerationController, Running
 from tkchat.ui.transcript.transcript import AnswerView, Transcript
 
 
@@ -50,6 +49,9 @@ class Lanes:
     tick_ms: float = 0.0  # how long it held the loop
     # the main thread outside a tick
     outside_inserts: int = 0
+    # in how many of the gaps between two ticks those inserts were made: one, a handler
+    # that never returned (blocking); many, a timer of its own that did (an asyncio step)
+    outside_spells: int = 0
     # Tk
     inserts: int = 0
     chars: int = 0  # the answer's length on screen
@@ -84,22 +86,38 @@ class StageFeed:
         self._redraws_at_start = self._redraws_seen = sources.redraws()
         self._ticks = self._drained = self._tick_inserts = self._in_ticks = 0
         self._tick_ms = 0.0
+        self._spells = self._outside_seen = 0
+        self._shown_inserts = 0  # the answer's inserts at the last moment told
 
     # -- the pump's watch ------------------------------------------------------------------
 
     def began(self) -> None:
         self._follow()
         self._at_begin = self._inserts()
+        outside = self._outside(self._at_begin)
+        if outside > self._outside_seen:  # inserts were made since the last tick
+            self._spells += 1
+            self._outside_seen = outside
 
     def ended(self, events: int, ms: float) -> None:
-        if not events:
-            return
         self._follow()
+        if not events:
+            # A tick with nothing to drain; but text may have come on screen since the last
+            # moment by another way (an asyncio loop Tk steps inserts from a timer of its
+            # own): that is a moment too, or the view would stand still through its answer.
+            if self._inserts() != self._shown_inserts:
+                self.frame += 1
+                self._moment()
+            return
         made = max(0, self._inserts() - self._at_begin)
         self._ticks += 1
         self._drained, self._tick_inserts, self._tick_ms = events, made, ms
         self._in_ticks += made
         self.frame += 1
+        self._moment()
+
+    def _moment(self) -> None:
+        self._shown_inserts = self._inserts()
         self.on_tick()
 
     # -- reading ---------------------------------------------------------------------------
@@ -129,6 +147,7 @@ class StageFeed:
             tick_inserts=self._tick_inserts,
             tick_ms=self._tick_ms,
             outside_inserts=self._outside(inserts),
+            outside_spells=self._spells + (self._outside(inserts) > self._outside_seen),
             inserts=inserts,
             chars=answer.length if answer is not None else 0,
             last_insert=last_insert,
@@ -152,6 +171,7 @@ class StageFeed:
             self._answer = answer
             self._ticks = self._drained = self._tick_inserts = self._in_ticks = 0
             self._tick_ms = 0.0
+            self._spells = self._outside_seen = 0
             # From the count seen before it began: a blocking answer is over before anyone
             # here sees it (its handler ran in the click), its redraws all counted since.
             self._redraws_at_start = self._redraws_seen
@@ -165,10 +185,11 @@ class StageFeed:
     def _outside(self, inserts: int) -> int:
         return max(0, inserts - self._in_ticks)
 
-    def _worker(self) -> GenerationWorker | None:
-        """The worker making this answer: started after the answer began (a blocking
-        handler starts none, and the last answer's worker is not this one's)."""
-        worker, answer = self.sources.controller.current, self._answer
+    def _worker(self) -> Running | None:
+        """The worker making this answer — or the asyncio task whose source it feeds —
+        started after the answer began (a blocking handler starts none, and the last
+        answer's worker is not this one's)."""
+        worker, answer = self.sources.controller.running, self._answer
         if worker is None or answer is None or worker.started_at is None:
             return None
         return worker if worker.started_at >= answer.started_at else None

@@ -69,6 +69,7 @@ class StageWindow(tk.Toplevel):
             self.bind(sequence, self._key(control))
         translate.on_change(self._language_changed)  # (a bound method: dropped once closed)
         self._relabel()
+        self._fit_the_strip()
         self._show(self.player.history[-1], None)
         self.protocol("WM_DELETE_WINDOW", self.destroy)
         self.focus_set()
@@ -81,10 +82,11 @@ class StageWindow(tk.Toplevel):
             button.pack(side="left", padx=(0, dp(self, 4)))
             self.buttons[control] = button
         for speed in reversed(SPEEDS):
-            button = ttk.Button(strip, command=self._key_command(f"speed_{speed}"), width=6)
+            button = ttk.Button(strip, command=self._key_command(f"speed_{speed}"))
             button.pack(side="right", padx=(dp(self, 4), 0))
             self.buttons[f"speed_{speed}"] = button
         strip.pack(side="top", fill="x")
+        self.strip = strip
         self.caption = ttk.Label(self, anchor="w", padding=(dp(self, 8), 0))
         self.caption.pack(side="top", fill="x")
         self.legend = ttk.Label(self, anchor="w", justify="left", padding=dp(self, 8))
@@ -92,6 +94,14 @@ class StageWindow(tk.Toplevel):
         self.legend.bind("<Configure>", lambda e: self.legend.configure(wraplength=e.width - 16))
         self.canvas = StageCanvas(self, self.t, size)
         self.canvas.pack(side="top", fill="both", expand=True)
+
+    def _fit_the_strip(self) -> None:
+        """At least as wide as the strip of controls, within the screen (with projector text
+        in Chinese, 1280x720, the last speed button was squeezed to a sliver)."""
+        self.update_idletasks()
+        width = min(self.strip.winfo_reqwidth(), self.winfo_screenwidth())
+        if width > self.winfo_width():
+            self.geometry(f"{width}x{self.winfo_height()}")
 
     # -- controls ----------------------------------------------------------------------------
 
