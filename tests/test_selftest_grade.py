@@ -45,7 +45,14 @@ from tkchat.lab.selftest.protocol import (
     WindowState,
 )
 from tkchat.lab.selftest.questions import after_stop, question_check
-from tkchat.lab.selftest.report import Row, class_table, grade_line, grade_of, report
+from tkchat.lab.selftest.report import (
+    Row,
+    class_table,
+    first_reason,
+    grade_line,
+    grade_of,
+    report,
+)
 from tkchat.lab.selftest.runner import Setup, _unanswered, judge
 from tkchat.lab.selftest.senses import SILENT_S
 from tkchat.lab.selftest.targets import Measured, target_checks
@@ -904,6 +911,20 @@ def test_a_class_folder_lists_its_pipelines_and_its_broken_files(tmp_path: Path)
     assert lines[2].startswith("| a.py | abababababab | PASS | - |")
     assert lines[3].endswith("| NONE | SyntaxError: invalid / syntax |")
     assert table.splitlines()[1].startswith("a.py," + "ab" * 32 + ",PASS,")
+
+
+def test_the_class_tables_reason_names_the_mistake_not_what_it_caused() -> None:
+    """A worker that touches Tk fails question 2 first ("the model never ran long enough to
+    die"): the table's reason is the Tk check, with what causes it; with no check that names
+    a mistake, the first failure, then the first too busy to judge."""
+    q2 = Check("q2", FAIL, "the model never ran long enough to die", why="it ended first")
+    tk = Check("tk_thread", FAIL, "3 calls from another thread", why="a worker called Tk")
+    lag = Check("lag_p99", BUSY, "40 ms", figures={"bound_ms": 16.0})
+    reason = first_reason(EN, [q2, lag, tk])
+    assert reason.endswith("3 calls from another thread — a worker called Tk"), reason
+    assert first_reason(EN, [lag, q2]).endswith("die — it ended first")
+    assert first_reason(EN, [Check("q1", PASS, "ok"), lag]).endswith("40 ms")
+    assert first_reason(EN, [Check("q1", PASS, "ok")]) == ""
 
 
 def test_one_call_that_works_over_the_bound_fails_unless_the_collector_did_it() -> None:

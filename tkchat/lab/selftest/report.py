@@ -128,11 +128,21 @@ class Row:
     reason: str  # the first failed check, or why it was not graded
 
 
+# The checks that name a mistake itself rather than what it caused: Tk called from a worker
+# makes "the model never ran long enough to die" fail first, and that told the teacher nothing.
+NAMES_THE_MISTAKE = ("tk_thread", "raised", "figures")
+
+
 def first_reason(t: Translate, checks: Sequence[Check]) -> str:
-    for wanted in (FAIL, BUSY):
-        for check in checks:
-            if check.verdict == wanted:
-                return f"{label(t, check)}{t('selftest.colon')}{check.detail}"
+    """The class table's reason: the failed check that names the mistake (one of
+    :data:`NAMES_THE_MISTAKE`), else the first failed one, else the first too busy to
+    judge; with what usually causes it (the culprit the sampler named, say) where known."""
+    failed = [check for check in checks if check.verdict == FAIL]
+    naming = [check for check in failed if check.key in NAMES_THE_MISTAKE]
+    busy = [check for check in checks if check.verdict == BUSY]
+    for check in (*naming, *failed, *busy)[:1]:
+        reason = f"{label(t, check)}{t('selftest.colon')}{check.detail}"
+        return f"{reason} — {check.why}" if check.verdict == FAIL and check.why else reason
     return ""
 
 
