@@ -112,6 +112,10 @@ def test_the_asyncio_modes_answer_through_httpx(
     assert isinstance(final, Done) and final.reason == "stop", final
     assert app.transcript.answers[-1].text == TEXT
     assert answer.tokens >= 1 and answer.out.finished
+    # the figures under it, as under any answer (asyncio-tk's were the count alone)
+    figures = list(app.transcript.answers[-1].figures.values())[-1]
+    assert figures.ttft_s is not None
+    assert figures.tokens_per_s is not None or answer.tokens < 2
     assert answer.thread == MAIN if mode == ASYNCIO_TK else answer.thread != MAIN
     source = the_source(answer)
     assert source.response is not None and source.response.is_closed

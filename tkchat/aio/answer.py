@@ -127,6 +127,7 @@ class AsyncAnswer:
         self.out = out
         self.tokens = 0  # pieces of text the source gave (a token's text each)
         self.first_token_at: float | None = None
+        self.last_token_at: float | None = None
         self.started_at: float | None = None
         self.cancelled_at: float | None = None
         self.exited_at: float | None = None  # the task ended: its source is closed
@@ -182,12 +183,28 @@ class AsyncAnswer:
 
     def _count(self) -> None:
         self.tokens += 1
+        self.last_token_at = time.perf_counter()
         if self.first_token_at is None:
-            self.first_token_at = time.perf_counter()
+            self.first_token_at = self.last_token_at
 
     def _stats(self) -> GenerationStats:
-        began = self.started_at or time.perf_counter()
-        return GenerationStats(tokens=self.tokens, elapsed_s=time.perf_counter() - began)
+        """The answer's figures as this task saw them, for a source that has none of its own
+        (a server's stream): the count, the time to the first text and the speed from the
+        first to the last, as a worker measures them."""
+        now = time.perf_counter()
+        began = self.started_at or now
+        first, last = self.first_token_at, self.last_token_at
+        ttft_ms = None if first is None else (first - began) * 1000
+        speed = None
+        if first is not None and last is not None and self.tokens > 1 and last > first:
+            speed = (self.tokens - 1) / (last - first)
+        return GenerationStats(
+            tokens=self.tokens,
+            ttft_ms=ttft_ms,
+            tokens_per_s=speed,
+            elapsed_s=now - began,
+            finished_at=now,
+        )
 
     # -- what Stop and the live figures reach (Running) ----------------------------------------
 
