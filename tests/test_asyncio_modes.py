@@ -234,6 +234,7 @@ def test_a_task_cancelled_before_it_began_still_sends_one_final_event() -> None:
     class NeverIterated:
         reason = "stop"
         stats = None
+        prompt_tokens = context_dropped = 0
 
         def __aiter__(self) -> NeverIterated:
             return self

@@ -116,6 +116,8 @@ def test_the_asyncio_modes_answer_through_httpx(
     figures = list(app.transcript.answers[-1].figures.values())[-1]
     assert figures.ttft_s is not None
     assert figures.tokens_per_s is not None or answer.tokens < 2
+    # the prompt's size reaches the context meter, as a worker's count does
+    assert final.stats.prompt_tokens == the_source(answer).prompt_tokens > 0
     assert answer.thread == MAIN if mode == ASYNCIO_TK else answer.thread != MAIN
     source = the_source(answer)
     assert source.response is not None and source.response.is_closed

@@ -204,6 +204,8 @@ class AsyncAnswer:
             tokens_per_s=speed,
             elapsed_s=now - began,
             finished_at=now,
+            prompt_tokens=self.source.prompt_tokens,
+            context_dropped=self.source.context_dropped,
         )
 
     # -- what Stop and the live figures reach (Running) ----------------------------------------

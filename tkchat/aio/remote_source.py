@@ -63,10 +63,12 @@ class RemoteTokens:
     """The answer of ``backend``'s server to ``request``, as an async iterator of text. The
     request is sent at the first ``__anext__``, on a client of its own. Loop thread."""
 
-    prompt_tokens = 0  # the server has the tokenizer: no count of ours
-    context_dropped = 0
+    context_dropped = 0  # the server applies its own context policy
 
     def __init__(self, backend: RemoteBackend, request: GenerationRequest) -> None:
+        # The server has the tokenizer: the backend's estimate, as a worker counts a remote
+        # prompt, so the context meter reads the same figure in every mode
+        self.prompt_tokens = backend.count_tokens(request.messages)
         self.server = backend.http
         self.body = request_body(request, backend.model, progress=backend.ask_progress)
         self.reason: FinishReason = "stop"
