@@ -612,6 +612,51 @@ def test_controller_shutdown_stops_and_closes_the_backend() -> None:
     assert len(final) == 1
 
 
+@dataclass
+class CountingBackend(ScriptedBackend):
+    """A model whose count waits for the test, and whose close says what it found: the
+    close of a model a count still reads was a segfault in llama.cpp (seen at the bench's
+    close, three runs in four)."""
+
+    counting: threading.Event = field(default_factory=threading.Event)
+    go_on: threading.Event = field(default_factory=threading.Event)
+    closed_while_counting: bool | None = None
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        self.counting.set()
+        assert self.go_on.wait(DEADLINE_S)
+        self.counting.clear()
+        return super().count_tokens(messages)
+
+    def close(self) -> None:
+        self.closed_while_counting = self.counting.is_set()
+
+
+def test_shutdown_frees_the_model_only_once_a_count_has_left_it() -> None:
+    backend = CountingBackend()
+    controller = GenerationController(backend, EventChannel())
+    measure = controller.measure_context(make_request())
+    assert backend.counting.wait(DEADLINE_S)  # the meter's count is reading the model
+    # a count still under way when the window closes: shutdown waits for the model lock
+    shut: list[bool] = []
+    closing = threading.Thread(target=lambda: shut.append(controller.shutdown(DEADLINE_S)))
+    closing.start()
+    backend.go_on.set()
+    closing.join(DEADLINE_S)
+    assert shut == [True] and measure.done.is_set()
+    assert backend.closed_while_counting is False
+
+
+def test_a_model_a_count_will_not_leave_is_not_freed() -> None:
+    backend = CountingBackend()
+    controller = GenerationController(backend, EventChannel())
+    controller.measure_context(make_request())
+    assert backend.counting.wait(DEADLINE_S)
+    assert controller.shutdown(timeout=0.01) is False  # (a bound, not a clock: it returns)
+    assert backend.closed_while_counting is None  # not closed under the count's feet
+    backend.go_on.set()
+
+
 def test_controller_load_async_reports_ready() -> None:
     channel = EventChannel()
     controller = GenerationController(ScriptedBackend(), channel)

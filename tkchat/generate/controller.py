@@ -345,13 +345,21 @@ class GenerationController:
         if self._loader is not None and self._loader.is_alive():
             self._loader.join(timeout)
             ok = ok and not self._loader.is_alive()
-        if ok:
-            self.kept_states.limit = 0  # nothing is kept past the end
-            self.backend.close()
-            if self.kept is not None:  # a replacement was loading: the old model goes too
-                self.kept.close()
-                self.kept = None
-        return ok
+        # A context count (:class:`ContextMeasure`, the meter's or a draft's) may still be
+        # tokenizing with the model: it holds the model lock, and the model is freed only
+        # under it (freed beneath a count, llama.cpp read freed memory: a segfault at close,
+        # three bench runs in four here).
+        if ok and self._model_lock.acquire(timeout=timeout):
+            try:
+                self.kept_states.limit = 0  # nothing is kept past the end
+                self.backend.close()
+                if self.kept is not None:  # a replacement was loading: the old model goes too
+                    self.kept.close()
+                    self.kept = None
+            finally:
+                self._model_lock.release()
+            return True
+        return False
 
 
 class ContextMeasure:
