@@ -501,6 +501,7 @@ def test_a_short_scripted_run_writes_every_figure_its_trace_and_its_report(
         "raw",
         "fixed",
         "fixed-unsampled",
+        "fixed-stages",
         "blocking",
         "render",
         "history",
@@ -529,10 +530,11 @@ def test_a_short_scripted_run_writes_every_figure_its_trace_and_its_report(
         "blocking (broken) freezes: lag max >= 5 x fixed's lag p99 (at least 5 frames)" in targets
     )
     assert "the sampler costs the fixed pipeline <= 5 % of its tokens/s" in targets
+    assert "the stage view costs the fixed pipeline <= 5 % of its tokens/s" in targets
     trace = json.loads((tmp_path / "trace.json").read_text())
     assert trace_problems(trace) == []
     names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
-    assert names == ["fixed — 1", "fixed-unsampled — 2", "blocking — 3"]
+    assert names == ["fixed — 1", "fixed-unsampled — 2", "fixed-stages — 3", "blocking — 4"]
     assert "lag-timeline.png" in (report / "report.md").read_text()
     assert (report / "lag-timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -362,6 +362,9 @@ def test_lesson_panel_picks_sets_up_switches_language_and_cleans_up(root: tk.Tk)
     panel.setup_button.invoke()
     assert [lesson.id for lesson in received] == ["04-blocking"]
     assert received[0].mode == "blocking"
+    # lesson 04 asks the class first (tests/test_predict.py); the teacher shows the answer
+    assert panel.prediction.waiting
+    panel.prediction.show_button.invoke()
 
     pump_until(root, lambda: len(asked) >= 2, timeout=5, what="the live figure to refresh")
     assert set(asked) == {"lag_max_ms"}

@@ -347,9 +347,21 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
         assert app.text_size.projector and app.fonts.size >= PROJECTOR_SIZE
         timeline = panel.timeline
         assert timeline is not None
-        shown = ("01-streaming-is-half", "04-blocking", "18-who-held-the-loop", "12-cancellation")
-        for lesson in shown:
+        # 04 and 19 ask the class a question (its choices under it), then show the answer
+        shown = [
+            ("01-streaming-is-half", False),
+            ("04-blocking", False),
+            ("04-blocking", True),
+            ("18-who-held-the-loop", False),
+            ("12-cancellation", False),
+            ("19-asyncio-meets-tk", False),
+            ("19-asyncio-meets-tk", True),
+        ]
+        for lesson, answered in shown:
             panel.select(lesson)
+            if answered:
+                panel.prediction.show_button.invoke()
+                assert not panel.prediction.waiting
             lesson_painted(root, panel)
             assert visible_lines(panel.text) >= 5, (size, lesson, visible_lines(panel.text))
             assert timeline.winfo_ismapped(), (size, lesson)

@@ -45,6 +45,7 @@ from tkchat.course.claims import (
     quoted_figures,
 )
 from tkchat.course.kept_run import KeptRun, kept_run_of
+from tkchat.course.prediction import Prediction, PredictionError, parse_prediction
 
 N = TypeVar("N", int, float)
 
@@ -65,7 +66,8 @@ REQUIRED_KEYS: tuple[str, ...] = (
 # The demo, fully described: the scripted answer's length, the answer limit and seed, whether
 # it starts a fresh chat (default yes), how long it should last, what it claims (checked on a
 # real run by ``tkchat bench --lessons``, the CI's claims step), whether the watchdog
-# window shows it from outside, and whether the pipeline view shows it stage by stage.
+# window shows it from outside, whether the pipeline view shows it stage by stage, and the
+# question the class answers before it (tkchat/course/prediction.py).
 OPTIONAL_KEYS: tuple[str, ...] = (
     "rate",
     "prompt",
@@ -78,6 +80,7 @@ OPTIONAL_KEYS: tuple[str, ...] = (
     "watchdog",
     "chaos",
     "stages",
+    "predict",
 )
 HEADER_KEYS: tuple[str, ...] = REQUIRED_KEYS + OPTIONAL_KEYS
 
@@ -116,6 +119,7 @@ class Lesson:
     watchdog: bool = False  # open the watchdog window: the freeze, seen from outside
     stages: bool = False  # open the pipeline view (tkchat/ui/stages/): each stage's work
     chaos: int | None = None  # the chaos transport's seed (lesson 13): shuffled, duplicated
+    predict: Prediction | None = None  # asked before the demo; ``expect`` waits for its end
 
     @property
     def number(self) -> int:
@@ -186,6 +190,10 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         claims = parse_claims(header.get("claims", ""))
     except ClaimError as exc:
         raise LessonFormatError(f"{path}: {exc}") from None
+    try:
+        predict = parse_prediction(header.get("predict", ""))
+    except PredictionError as exc:
+        raise LessonFormatError(f"{path}: {exc}") from None
     code = tuple(ref.strip() for ref in header["code"].split(",") if ref.strip())
     return Lesson(
         id=header["id"],
@@ -211,6 +219,7 @@ def parse_lesson(path: Path, lang: str) -> Lesson:
         watchdog=_yes(header, "watchdog", False, path),
         stages=_yes(header, "stages", False, path),
         chaos=_number(header, "chaos", int, path),
+        predict=predict,
     )
 
 

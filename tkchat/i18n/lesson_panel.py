@@ -39,6 +39,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.no_value": "not measured yet",
         "lesson.unavailable": "The lessons could not be loaded: {error}",
         "lesson.copy_code": "Copy code",
+        "predict.ask": "Predict",
+        "predict.show": "Show the answer",
+        "predict.picked": "The class predicted: {choice}",
+        "predict.none_picked": "The class picked no answer.",
         "lesson.kept.run": (
             "The figures this lesson quotes were measured on {date} {where}, by `{command}`, "
             "and are kept in {file}. The live figures under the lesson are this machine's, "
@@ -109,6 +113,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.no_value": "尚未测得",
         "lesson.unavailable": "无法加载课程：{error}",
         "lesson.copy_code": "复制代码",
+        "predict.ask": "先猜一猜",
+        "predict.show": "揭晓答案",
+        "predict.picked": "全班的预测：{choice}",
+        "predict.none_picked": "全班没有选答案。",
         "lesson.kept.run": (
             "本课引用的数字是 {date} {where}用 `{command}` 测得的，保存在 {file}。"
             "课程下方的实时数字是这台机器此刻的数字：机器更慢或更忙时，数字也不同。"

@@ -283,6 +283,20 @@ class Instruments:
         """The window's main-thread sampler (tkchat/trace/): who held the loop."""
         return self._app.witness.sampler
 
+    @property
+    def stages_open(self) -> bool:
+        """Is the pipeline view open?"""
+        window = self._app.stages.window
+        return window is not None and bool(window.winfo_exists())
+
+    def show_stages(self, on: bool) -> None:
+        """The pipeline view (tkchat/ui/stages/) open at full speed, as F9 opens it, or
+        closed."""
+        if on:
+            self._app.stages.open()
+        else:
+            self._app.stages.close()
+
     def sample_loop(self, on: bool | None) -> None:
         """The sampler on or off whatever the view shows; None: as the view says."""
         self._app.witness.force(on)

@@ -9,7 +9,8 @@ Modes (each one object in the JSON ``runs`` list):
   complete), render the last block, then repeated Stops at random points for the cancel
   latency. ``streaming_slices`` and ``streaming_slice_max_ms`` give what rendering cost
   while the answer streamed; ``long_task_culprits``, who held the loop in each long task
-  (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off.
+  (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off;
+  ``fixed-stages``: with the pipeline view open (tkchat/lab/bench/scenarios/stages.py).
 - each other mode asked for, on the same prompt: a correct one (asyncio done right) with the
   fixed pipeline's answer, a broken one with a scripted flood's answer cut short
   (:meth:`BenchOptions.broken_sampling`). Each row's ``screen_gap_p50_ms`` is how long text
@@ -56,6 +57,7 @@ from tkchat.lab.bench.figures import (
 )
 from tkchat.lab.bench.scenarios import scenarios
 from tkchat.lab.bench.scenarios.saved import history_open, render_long
+from tkchat.lab.bench.scenarios.stages import STAGES, with_stage_view
 from tkchat.lab.bench.script import Script, ScriptRunner
 from tkchat.lab.display import InputProber, ensure_display
 from tkchat.lab.window import AppOptions, Instruments, LabWindow, open_lab_window
@@ -188,11 +190,14 @@ class Bench:
 
     def _raw_and_fixed(self) -> Script:
         """The model alone and the fixed pipeline, in turn (so drift hits both alike), then
-        the Stops: rows ``raw``, ``fixed`` and ``fixed-unsampled``."""
+        the Stops: rows ``raw``, ``fixed``, ``fixed-unsampled`` and ``fixed-stages`` (the
+        stage view's answer goes first every other repeat: the window's first answer pays
+        costs of its own)."""
         raw_tps: list[float] = []
         raw_ttft: list[float] = []
         fixed: list[StreamResult] = []
         unsampled: list[StreamResult] = []
+        stages: list[StreamResult] = []
         for repeat in range(self.options.repeats):
             tps, ttft = self.raw_once()
             raw_tps.append(tps)
@@ -200,9 +205,13 @@ class Bench:
             # raw held the main loop on purpose: let the overdue timers fire before measuring
             yield 0.3
             if FIXED in self.options.modes:
+                if repeat % 2:
+                    yield from with_stage_view(self, stages)
                 yield from self._fixed_with_and_without_sampler(
                     fixed, unsampled, sampled_first=repeat % 2 == 0
                 )
+                if not repeat % 2:
+                    yield from with_stage_view(self, stages)
         self.runs.append(
             RunFigures(
                 mode="raw",
@@ -218,6 +227,7 @@ class Bench:
             backend = self.options.backend
             self.runs.append(stream_figures(FIXED, backend, fixed, latencies))
             self.runs.append(stream_figures(UNSAMPLED, backend, unsampled))
+            self.runs.append(stream_figures(STAGES, backend, stages))
 
     def _long_chat(self) -> Script:
         """``--long-chat``: instead of the modes, a long conversation at several lengths."""
@@ -308,7 +318,8 @@ class Bench:
         answer = tools.answer_times()
         result["inputs"] = self.prober.end(handled_from)
         result["samples"] = app.stop_lag_recording()
-        name = f"{mode if tools.sampler.running else UNSAMPLED} — {len(self.recorded) + 1}"
+        row = STAGES if tools.stages_open else mode if tools.sampler.running else UNSAMPLED
+        name = f"{row} — {len(self.recorded) + 1}"
         self.recorded.append(recorder.end(name, result["samples"], answer.arrivals))
         result["culprits"] = self.recorded[-1].culprits_json(started)
         result["sampler_cpu"] = self.recorded[-1].cost_percent

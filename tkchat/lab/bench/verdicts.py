@@ -30,6 +30,7 @@ from tkchat.lab.bench.figures import (
     lag_p99_bound,
 )
 from tkchat.lab.bench.scenarios.saved import saved_verdicts
+from tkchat.lab.bench.scenarios.stages import STAGES
 from tkchat.modes import BROKEN_MODES, CORRECT_MODES, FIXED, PIPELINES, is_outside_mode
 
 BROKEN_LAG_X = 5  # a broken mode's worst freeze: this many times fixed's p99, and frames
@@ -66,7 +67,9 @@ def verdicts(runs: list[RunFigures], options: BenchOptions) -> list[Check]:
         bound = lag_p99_bound(idle_p99) if idle_p99 is not None else LAG_P99_FLOOR_MS
         out += prompt_verdicts(runs, bound)
     flood = options.backend == "scripted"
-    for mode in CORRECT_MODES:  # the fixed pipeline, and asyncio done right: the same targets
+    # the fixed pipeline, asyncio done right, and the fixed one drawn by the stage view: the
+    # same targets
+    for mode in (*CORRECT_MODES, STAGES):
         if mode in by:
             out += _streaming_slices(mode, by[mode], idle)
             out += stream_verdicts(mode, by[mode], idle, raw, flood=flood)

@@ -38,11 +38,14 @@ LESSONS_MIN_HEIGHT = 680
 class LessonHooks:
     """What the lesson panel asks of the window: ``setup_demo(lesson)`` sets up a lesson's
     demo; ``read_figure(metric)`` is the live figure it shows beside the one the lesson
-    expects; ``timeline(master)`` draws the lag timeline (None: no timeline)."""
+    expects; ``timeline(master)`` draws the lag timeline (None: no timeline);
+    ``answers_ended()`` counts the window's ended answers (the demo's end reveals the answer
+    to a lesson's question)."""
 
     setup_demo: Callable[[Lesson], None]
     read_figure: Callable[[str], float | None]
     timeline: Callable[[tk.Misc], LagTimeline] | None = None
+    answers_ended: Callable[[], int] | None = None
 
 
 class TeachingControls:
@@ -202,6 +205,8 @@ class TeachingControls:
                 body_size=self.font_size,
                 timeline=self.lessons.timeline,
             )
+            if self.lessons.answers_ended is not None:
+                self.lesson_panel.answers_ended = self.lessons.answers_ended
             self.panes.add(self.lesson_panel, weight=2)
             wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)
             least_w, least_h = (int(part) for part in wide.split("x"))

@@ -103,7 +103,12 @@ class LessonDemos:
                 translate=self.t,
             )
 
-        return LessonHooks(self.setup, self.live_figure, timeline)
+        return LessonHooks(
+            self.setup,
+            self.live_figure,
+            timeline,
+            answers_ended=lambda: len(window.flow.answering.finished),
+        )
 
     def setup(self, lesson: Lesson) -> None:
         """A lesson's demo, as its header describes it: a fresh chat (so earlier demos do not

@@ -5,9 +5,11 @@ three callables (set up a demo, read a live figure, translate a UI string), so t
 built, tested and changed without ``tkchat.ui.window.chat_window``.
 
 Above the lesson, the teacher's lines (the picker and the plan, the demo and its button, what
-to watch, the expected and live figure); the lesson itself, rendered by the app's one markdown
-renderer as the transcript renders an answer, is :class:`~tkchat.ui.teaching.lesson_text.
-LessonText`'s; under it, the lag timeline.
+to watch, the lesson's question for the class if it asks one, the expected and live figure);
+a lesson that asks a question keeps its expected figure hidden until its demo's answer has
+ended or the teacher shows it (:mod:`~tkchat.ui.teaching.prediction`). The lesson itself,
+rendered by the app's one markdown renderer as the transcript renders an answer, is
+:class:`~tkchat.ui.teaching.lesson_text.LessonText`'s; under it, the lag timeline.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tkchat.ui.look.wide_list import widen_list
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.lesson_text import LessonText
+from tkchat.ui.teaching.prediction import PredictionBox
 
 REFRESH_MS = 500  # the live figure is read twice a second
 BODY_SIZE = 11  # points, as the transcript's body; the window passes its text size
@@ -53,7 +56,8 @@ class LessonPanel(ttk.Frame):
     Main thread only. ``on_setup_demo(lesson)`` is called when the demo button is pressed;
     ``read_figure(metric)`` returns the live value of a ``tkchat bench`` key (or None) and is
     called every 500 ms; ``translate(key)`` gives the panel's fixed strings (see
-    ``tkchat/i18n/lesson_panel.py``)."""
+    ``tkchat/i18n/lesson_panel.py``). ``answers_ended()``, set by the window, counts the
+    answers that have ended: the one after *Set up the demo* reveals a question's answer."""
 
     def __init__(
         self,
@@ -75,6 +79,8 @@ class LessonPanel(ttk.Frame):
         self.current: Lesson | None = None
         self.timers = AfterScheduler(self)
         self._load_error: str | None = None
+        self.answers_ended: Callable[[], int] = lambda: 0
+        self._ended_at: int | None = None  # answers ended when the demo was set up
         self.timeline: LagTimeline | None = None
         # Named fonts vanish when their Python object is collected: keep them on the panel.
         # Their sizes follow the window's text size (set_font_size).
@@ -112,7 +118,7 @@ class LessonPanel(ttk.Frame):
         self.plan_button.pack(side="right", padx=(dp(self, 6), 0))
         self.picker.pack(side="left", fill="x", expand=True)
         top.pack(side="top", fill="x")
-        demo = ttk.Frame(self)
+        demo = self.demo_row = ttk.Frame(self)
         self.demo_label = ttk.Label(demo, justify="left", font=self._fonts["note"])
         self.setup_button = ttk.Button(demo, command=self._on_setup)
         self.setup_button.pack(side="right")
@@ -120,6 +126,12 @@ class LessonPanel(ttk.Frame):
         demo.pack(side="top", fill="x", pady=(dp(self, 6), 0))
         self.watch_label = ttk.Label(self, justify="left", wraplength=420, font=self._fonts["note"])
         self.watch_label.pack(side="top", fill="x", pady=(dp(self, 4), 0))
+        self.prediction = PredictionBox(
+            self,
+            translate=self.translate,
+            fonts=(self._fonts["note"], self._fonts["note_bold"]),
+            on_reveal=self._arrange,
+        )
         self.figure_label = ttk.Label(
             self, justify="left", wraplength=420, font=self._fonts["note_bold"]
         )
@@ -157,7 +169,7 @@ class LessonPanel(ttk.Frame):
         if said:
             self.trace_said.configure(text=breakable(said))
             if not self.trace_said.winfo_manager():
-                self.trace_said.pack(side="top", fill="x", after=self.figure_label)
+                self.trace_said.pack(side="top", fill="x", before=self.body)
 
     def _size_timeline(self) -> None:
         """The timeline's height: a strip under the lesson (TIMELINE_LINES, at most
@@ -214,6 +226,10 @@ class LessonPanel(ttk.Frame):
         if lesson is None:
             self.figure_label.configure(text="")
             return
+        ended_at = self._ended_at
+        if self.prediction.waiting and ended_at is not None and self.answers_ended() > ended_at:
+            self.prediction.reveal()  # which lays the lines out and refreshes this one
+            return
         value = self.read_figure(lesson.expect_metric)
         now = (
             self.translate("lesson.no_value")
@@ -253,6 +269,8 @@ class LessonPanel(ttk.Frame):
             self.demo_label.configure(text="")
             self.watch_label.configure(text="")
             self.figure_label.configure(text="")
+            self.prediction.clear()
+            self._arrange()
             return
         self.setup_button.state(["!disabled"])
         ids = [lesson.id for lesson in self.lessons]
@@ -267,7 +285,9 @@ class LessonPanel(ttk.Frame):
 
     def _show(self, index: int) -> None:
         lesson = self.lessons[index]
+        again = self.current is not None and self.current.id == lesson.id  # another language
         self.current = lesson
+        self._ask(lesson, again=again)
         self.picker.current(index)
         if lesson.rate is not None:
             demo = self.translate("lesson.demo_rate").format(
@@ -297,9 +317,40 @@ class LessonPanel(ttk.Frame):
         if 0 <= index < len(self.lessons):
             self._show(index)
 
+    def _ask(self, lesson: Lesson, *, again: bool) -> None:
+        """Pose the lesson's question above its figures (none: the box steps aside)."""
+        if not again:
+            self._ended_at = None
+        if lesson.predict is None:
+            self.prediction.clear()
+        else:
+            self.prediction.ask(lesson.predict, again=again)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """The lines under the demo's: while a question waits for its answer, the question
+        and its choices alone (what to watch and the expected figure would give the answer
+        away, and at 1280×720 with a projector's text there is room for no more); answered,
+        or with no question, what to watch and the figures, as before."""
+        waiting = self.prediction.waiting
+        parts: tuple[tk.Widget, ...] = (self.watch_label, self.prediction, self.figure_label)
+        for part in parts:
+            part.pack_forget()
+        anchor: tk.Widget = self.demo_row
+        for part, shown in zip(
+            parts, (not waiting, self.prediction.prediction, not waiting), strict=True
+        ):
+            if shown:
+                pady = dp_pad(self, 2, 6) if part is self.figure_label else (dp(self, 4), 0)
+                part.pack(side="top", fill="x", pady=pady, after=anchor)
+                anchor = part
+        self.refresh_figure()
+
     def _on_setup(self) -> None:
         if self.current is not None:
             self.on_setup_demo(self.current)
+            # the next answer to end is the demo's: it reveals the answer to the question
+            self._ended_at = self.answers_ended()
 
     def _refresh(self) -> None:
         # Re-armed first: a failing read_figure is reported by Tk, and the line keeps living.
@@ -311,6 +362,7 @@ class LessonPanel(ttk.Frame):
         wrap = max(200, int(event.width) - dp(self, 20))
         self.watch_label.configure(wraplength=wrap)
         self.figure_label.configure(wraplength=wrap)
+        self.prediction.set_wrap(wrap)
         button = self.setup_button.winfo_reqwidth()
         self.demo_label.configure(wraplength=max(120, wrap - button - dp(self, 12)))
         if self.trace_button is not None:

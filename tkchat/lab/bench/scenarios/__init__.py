@@ -2,7 +2,8 @@
 the final render of a long answer and a saved conversation opened and scrolled
 (:mod:`.saved`), a long conversation at several lengths (``--long-chat``, :mod:`.long_chat`),
 a chat's second turn (``--turn2``, :mod:`.turn2`) and a machine with every core busy
-(``--busy``, :mod:`.busy`). Each is a script the bench's runner drives
+(``--busy``, :mod:`.busy`); the pipeline view's cost, in every run of the fixed pipeline
+(:mod:`.stages`). Each is a script the bench's runner drives
 (tkchat/lab/bench/script.py), driving the bench through
 :class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` (never the bench's module, which imports
 this one)."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 from tkchat.lab.bench.figures import Check, RunFigures
 from tkchat.lab.bench.scenarios.busy import busy_scenario, busy_verdicts
 from tkchat.lab.bench.scenarios.runs import BenchRuns
+from tkchat.lab.bench.scenarios.stages import stages_verdicts
 from tkchat.lab.bench.scenarios.turn2 import turn_two_scenario, turn_two_verdicts
 from tkchat.lab.bench.script import Script
 
@@ -23,4 +25,4 @@ def scenarios(bench: BenchRuns) -> Script:
 
 
 def scenario_verdicts(runs: list[RunFigures]) -> list[Check]:
-    return turn_two_verdicts(runs) + busy_verdicts(runs)
+    return turn_two_verdicts(runs) + busy_verdicts(runs) + stages_verdicts(runs)
