@@ -611,3 +611,25 @@ def test_the_ui_quote_check_can_fail() -> None:
     # emphasis and made-up messages are not UI names; the window's own words pass
     fine = "**心跳**让人觉得“即时”，没有“模型忙”；按“停止”，标上 *[已停止]*，看“第 3 次响应”。\n"
     assert ui_quote_problems(dataclasses.replace(ZH[0], expect="x", body=fine)) == []
+
+
+def test_a_parse_that_cpythons_own_check_broke_is_done_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen once in the suite: a code quote came out empty when a collection on the panel's
+    worker thread ran a Tk object's ``__del__`` mid-parse (a SystemError of CPython's AST
+    check). The quote is parsed again."""
+    import ast
+
+    real = ast.parse
+    calls: list[str] = []
+
+    def once_broken(source: str, filename: str = "<unknown>") -> ast.Module:
+        calls.append(filename)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=1, after=2)")
+        return real(source, filename=filename)
+
+    monkeypatch.setattr(ast, "parse", once_broken)
+    quoted = resolve_reference("tkchat/ui/pipeline.py::FixedPipeline.show")
+    assert quoted.lstrip().startswith("def show") and len(calls) == 2

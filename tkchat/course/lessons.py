@@ -289,7 +289,7 @@ def resolve_reference(ref: str) -> str:
     if path.suffix == ".js":
         return _resolve_js(source, dotted, ref)
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = _parse(source, path)
     except SyntaxError as exc:
         raise LookupError(f"{ref!r}: {path_text} does not parse: {exc}") from exc
     body: list[ast.stmt] = tree.body
@@ -341,6 +341,17 @@ def _source_of(source: str, node: ast.stmt) -> str:
 # -- JavaScript: no parser in the standard library, so a careful scan for the braces ---------
 
 _JS_REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^")
+
+
+def _parse(source: str, path: Path) -> ast.Module:
+    """``ast.parse``, once more if CPython's own check failed: the lesson panel reads code on
+    a worker thread, and a garbage collection there can run a Tk object's ``__del__`` in the
+    middle of the parse ("AST constructor recursion depth mismatch", a SystemError: seen once
+    in the suite). The source is the same; the second parse is the answer."""
+    try:
+        return ast.parse(source, filename=str(path))
+    except SystemError:
+        return ast.parse(source, filename=str(path))
 
 
 def _resolve_js(source: str, dotted: str, ref: str) -> str:
