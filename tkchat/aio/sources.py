@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from tkchat.aio.answer import TokenSource
 from tkchat.aio.local_source import LocalModelTokens
-from tkchat.aio.remote_source import RemoteTokens
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.remote import RemoteBackend
@@ -21,5 +20,9 @@ def token_source(
     through an async HTTP client, a model in this process through its worker."""
     backend = controller.backend
     if isinstance(backend, RemoteBackend):
+        # Only here: httpx takes about 40 ms to import, and the first answer of an asyncio
+        # mode on a local model waited for it on the main thread (a 37-40 ms stall, bench)
+        from tkchat.aio.remote_source import RemoteTokens
+
         return RemoteTokens(backend, request)
     return LocalModelTokens(controller, request, gen)
