@@ -1114,3 +1114,14 @@ def test_copy_code_links_of_removed_answers_are_dropped_and_new_ones_copy_their_
     copied = [transcript.painter.code_at(str(start)) for start in ranges[::2]]
     assert copied == ["first()", "third()"]
     assert len(transcript.answers) == 2 and transcript.answers[-1] is view
+
+
+def test_wrap_rows_keeps_the_order_and_starts_a_row_where_the_next_would_not_fit() -> None:
+    """The one wrapping rule of the window's control rows and a lesson's choices."""
+    from tkchat.ui.look.fit import wrap_rows
+
+    assert wrap_rows([40, 40, 40], 100) == [[0, 1], [2]]
+    assert wrap_rows([40, 40, 40], 120) == [[0, 1, 2]]
+    assert wrap_rows([150, 30], 100) == [[0], [1]]  # wider than a row: a row of its own
+    assert wrap_rows([40, 40, 40], 1) == [[0, 1, 2]]  # not laid out yet: one row
+    assert wrap_rows([], 100) == [[]]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from tkinter import ttk
 from typing import Any
 
@@ -227,6 +227,22 @@ class FittedLabel(ttk.Label):
         self.tip.refresh()
 
 
+def wrap_rows(widths: Sequence[int], width: int) -> list[list[int]]:
+    """The items of ``widths`` (pixels each, their gap included), in order, on rows of
+    ``width`` pixels: each row as the indices of its items. An item that does not fit where a
+    row has others starts the next; one wider than a row has a row of its own; an unknown
+    width (``<= 1``: not laid out yet) is one row."""
+    rows: list[list[int]] = [[]]
+    used = 0
+    for index, needed in enumerate(widths):
+        if rows[-1] and width > 1 and used + needed > width:
+            rows.append([])
+            used = 0
+        rows[-1].append(index)
+        used += needed
+    return rows
+
+
 class FlowRow(ttk.Frame):
     """Groups of widgets side by side, from the right edge leftwards, on as many rows as the
     width needs: one row when there is room, more when the text is big or the window narrow.
@@ -277,17 +293,9 @@ class FlowRow(ttk.Frame):
 
     def _reflow(self, width: int) -> None:
         width = self._inner(width) if width > 1 else width
-        rows: list[list[tuple[tuple[tk.Widget, ...], int]]] = [[]]
-        used = 0
-        for group in self._groups:
-            if group[0] in self._hidden:
-                continue
-            needed = self._width(group)
-            if rows[-1] and width > 1 and used + needed > width:
-                rows.append([])
-                used = 0
-            rows[-1].append(group)
-            used += needed
+        shown = [group for group in self._groups if group[0] not in self._hidden]
+        places = wrap_rows([self._width(group) for group in shown], width)
+        rows = [[shown[index] for index in row] for row in places]
         shape = tuple(len(row) for row in rows)
         if shape == self._shape:
             return

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from tkinter import ttk
 
 from tkchat.course.prediction import Prediction
-from tkchat.ui.look.fit import breakable
+from tkchat.ui.look.fit import breakable, wrap_rows
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.tcl_var import TclVar
 
@@ -112,15 +112,8 @@ class PredictionBox(ttk.Frame):
         width: one row)."""
         gap = dp(self, 10)
         items: list[tk.Widget] = [*self.buttons, self.show_button]
-        rows: list[list[tk.Widget]] = [[]]
-        used = 0
-        for item in items:
-            needed = item.winfo_reqwidth() + gap
-            if rows[-1] and width > 1 and used + needed > width:
-                rows.append([])
-                used = 0
-            rows[-1].append(item)
-            used += needed
+        places = wrap_rows([item.winfo_reqwidth() + gap for item in items], width)
+        rows = [[items[index] for index in row] for row in places]
         shape = tuple(len(row) for row in rows)
         if shape == self._shape:
             return
