@@ -55,7 +55,7 @@ from tkchat.lab.selftest.report import (
 )
 from tkchat.lab.selftest.runner import Setup, _unanswered, judge
 from tkchat.lab.selftest.senses import SILENT_S
-from tkchat.lab.selftest.targets import Measured, target_checks
+from tkchat.lab.selftest.targets import Measured, lag_bound, target_checks
 from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, Check
 
 EN, ZH = strings("en"), strings("zh")
@@ -735,6 +735,33 @@ def test_lag_over_the_bound_is_the_pipelines_only_when_its_calls_caused_it() -> 
     assert verdicts(measured(streaming=late))["lag_p99"] == BUSY
     # twice the lag of the model running alone is allowed
     assert verdicts(measured(streaming=late, baseline=lags(*([25.0] * 40))))["lag_p99"] == PASS
+
+
+def test_a_timer_of_the_pipelines_own_does_not_widen_its_lag_bound() -> None:
+    """A pipeline with a hidden timer that holds the loop 10 ms every tick, whether answers
+    stream or not: the model-alone baseline is 10 ms late too. The sampler saw the
+    pipeline's code in those 10 ms, so they are taken out of the baseline and the bound
+    stays the machine's (2 ms on the bundled model): FAIL. Without the sampler's account
+    of the baseline, the same figures would widen the bound to 20 ms and PASS."""
+    baseline = lags(*([10.0] * 40), start=50.0)
+    streaming = lags(*([10.0] * 200))
+    held = [call("show", s.at - 0.0105, 0.3) for s in streaming]  # the timed calls: short
+    account = Whose(
+        "raw1", 50.0, 50.4, True, {"pipeline": 392.0}, [("Pipeline._tick", 392.0)],
+        [SampledLate(s.at, s.lag_ms, 9.8, 9.8, 9.8, "Pipeline._tick") for s in baseline],
+    )  # fmt: skip
+    answers = replace(
+        account, key="q1", start=100.0, end=102.0,
+        late=[SampledLate(s.at, s.lag_ms, 9.8, 9.8, 9.8, "Pipeline._tick") for s in streaming],
+    )  # fmt: skip
+    figures = {"flood": False, "baseline": baseline, "streaming": streaming, "calls": held}
+    timed = measured(**figures, whose=[answers])
+    assert lag_bound(timed) == (20.0, 10.0)
+    seen = measured(**figures, whose=[answers], baseline_whose=[account])
+    bound, base = lag_bound(seen)
+    assert base == pytest.approx(0.2) and bound == 2.0
+    assert verdicts(timed)["lag_p99"] == PASS
+    assert verdicts(seen)["lag_p99"] == FAIL
 
 
 def test_lateness_the_machine_caused_is_not_the_windows() -> None:

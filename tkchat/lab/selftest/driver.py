@@ -32,6 +32,7 @@ RAW_TOKENS = {"scripted": 1000, "llama": 120}  # the baseline's length: enough f
 STALLED_S = 0.5  # an answer that has not grown this long after a stopped Tk call is over
 # Question 2's model dies this many tokens into its answer: the bundled model's answers in a
 # growing chat can be as short as 15 tokens.
+BASELINE_KEYS = ("raw1", "raw2")  # the sampler's accounts of the two baseline passes
 DIES_AFTER = {"scripted": 20, "llama": 5}
 AFTER_STOP_S = 0.3  # how long the driver watches for text and tokens after Stop
 Translate = Callable[..., str]
@@ -115,7 +116,7 @@ class Driver:
             self._said_whose(asked.key)
         self._within(lambda: not self.state.answer_open, RECOVER_S)
         time.sleep(IDLE_S)  # the window idle again, its queue of events handled
-        self.raw.append(self.model_alone())  # again: the machine's load changes as it runs
+        self.raw.append(self.model_alone(BASELINE_KEYS[1]))  # the machine's load changes
 
     def _said_whose(self, key: str) -> None:
         """The next question begins once the window has said whose this one's late time was:
@@ -139,18 +140,24 @@ class Driver:
         began = time.perf_counter()
         time.sleep(IDLE_S)
         self.idle = (began, time.perf_counter())
-        self.raw.append(self.model_alone())
+        self.raw.append(self.model_alone(BASELINE_KEYS[0]))
 
-    def model_alone(self) -> ModelRun:
-        """One pass of the model loop that no window reads (the ``raw`` baseline)."""
+    def model_alone(self, key: str) -> ModelRun:
+        """One pass of the model loop that no window reads (the ``raw`` baseline). The
+        window's sampler records it as it records a question (``key``): a pipeline of one's
+        own that holds the loop while nothing streams (its own timer) would otherwise pass
+        as the machine's load and widen its own lag bound (:func:`.targets.lag_bound`)."""
         self._within(lambda: all(run.closed is not None for run in self.state.runs), RECOVER_S)
         runs = len(self.state.runs)
+        self.commands.send("question")
         self.commands.send("raw", RAW_TOKENS.get(self.backend, 0))
 
         def done() -> bool:
             return len(self.state.runs) > runs and self.state.runs[runs].closed is not None
 
         self._wait(done, max(60.0, 4 * self.limit_s), "the raw run")
+        self.commands.send("answered", key)
+        self._said_whose(key)
         return self.state.runs[runs]
 
     # -- helpers ---------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from tkchat.i18n import strings
 from tkchat.lab.display import ensure_display
 from tkchat.lab.fence import end_group, fence_available, fenced
 from tkchat.lab.selftest.attribution import outside_calls, spans_of
-from tkchat.lab.selftest.driver import Driver, GaveUp, Question
+from tkchat.lab.selftest.driver import BASELINE_KEYS, Driver, GaveUp, Question
 from tkchat.lab.selftest.protocol import (
     Commands,
     ModelRun,
@@ -428,6 +428,7 @@ def judge(
         gaps=heartbeat.gaps(),
         own_stalls=stalls.stalls,
         whose=whose,
+        baseline_whose=[state.whose[key] for key in BASELINE_KEYS if key in state.whose],
         outside=outside,
         text_tokens=sum(len(r.times) for r in runs),
         text_waits=_text_waits(streamed, state.shown),

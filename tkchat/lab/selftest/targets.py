@@ -109,6 +109,7 @@ class Measured:
     gaps: list[tuple[float, float]] = field(default_factory=list)  # heartbeat silences, outside
     own_stalls: list[tuple[float, float]] = field(default_factory=list)  # the grader's own
     whose: list[Whose] = field(default_factory=list)  # the sampler's, of the streamed questions
+    baseline_whose: list[Whose] = field(default_factory=list)  # ... of the baseline passes
     # Seconds per token, over the passes (None: Linux did not say): the thread that read the
     # model asleep (neither running nor waiting for a core), in the graded answers and in the
     # model alone; and every thread of the window's process waiting for a core.
@@ -136,10 +137,20 @@ def lag_bound(m: Measured) -> tuple[float, float | None]:
     """The lag p99 allowed, and the baseline it came from: twice the lag while the model ran
     with no window to read it (else while idle) — all of it, the machine's waits included,
     so that the bound grows with the machine's load, while what is held to it is the
-    window's own lag, without them."""
-    base = p99(m.baseline) if len(m.baseline) >= BASELINE_MIN_SAMPLES else p99(m.idle)
+    window's own lag, without them. What the pipeline's own code held the loop for while
+    nothing streamed (a timer of its own: the sampler saw it) is the pipeline's, not the
+    machine's: it is taken out of the baseline, or the pipeline would widen its own bound."""
+    baseline = without_pipeline(m.baseline, m.baseline_whose)
+    base = p99(baseline) if len(baseline) >= BASELINE_MIN_SAMPLES else p99(m.idle)
     floor = FLOOD_LAG_P99_MS if m.flood else LAG_P99_FLOOR_MS
     return max(floor, 2 * (base or 0.0)), base
+
+
+def without_pipeline(samples: Sequence[Probed], accounts: Sequence[Whose]) -> list[Probed]:
+    """``samples`` with each late firing less the ms the sampler saw the pipeline's code
+    hold the loop in it (firings matched by time)."""
+    held = {x.at: x.pipeline_ms for whose in accounts for x in whose.late}
+    return [Probed(s.at, max(0.0, s.lag_ms - held.get(s.at, 0.0)), s.queued_ms) for s in samples]
 
 
 def target_checks(t: Translate, m: Measured) -> list[Check]:
