@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tkchat.cli import main
-from tkchat.lab.fence import end_group, fence_available, fenced
+from tkchat.lab.fence import covers_available, end_group, fence_available, fenced, hiding_plan
 from tkchat.lab.selftest import classroom
 from tkchat.lab.selftest.report import KEYS
 from tkchat.lab.selftest.runner import Graded, Setup, file_of
@@ -106,6 +107,62 @@ def test_without_the_fence_the_run_s_process_group_is_ended(tmp_path: Path) -> N
     lock, outcome, _ = run_hostile(tmp_path, fence=False, session=False)
     assert outcome == "killed"  # nothing stops it here: the fence is what would
     wait_until(lambda: lock_is_free(lock), what="the daemon ended with its group")
+
+
+def test_the_plan_covers_everything_but_what_the_window_needs(tmp_path: Path) -> None:
+    """The teacher's home: covered entry by entry down to what is kept (the venv's packages),
+    each other entry whole; a symbolic link is never covered (that would cover where it
+    points); a place inside a kept one, or under a place already covered, adds nothing."""
+    home = tmp_path / "teacher"
+    for folder in ("docs", ".ssh", "venv/lib/site-packages", "venv/include", ".local/share/tkchat"):
+        (home / folder).mkdir(parents=True)
+    (home / "notes.txt").write_text("marks", encoding="utf-8")
+    (home / "to-docs").symlink_to(home / "docs")
+    kept = home / "venv" / "lib" / "site-packages"
+    plan = hiding_plan([home, home / ".local" / "share" / "tkchat", kept / "x"], [kept])
+    assert plan == [
+        home / ".local",
+        home / ".ssh",
+        home / "docs",
+        home / "notes.txt",
+        home / "venv" / "include",
+    ]
+
+
+needs_covers = pytest.mark.skipif(not covers_available(), reason="no user namespaces here")
+
+# Inside the fence: what the covered places show, and whether a cover comes off.
+LOOK = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    secret, kept = sys.argv[1], sys.argv[2]
+    off = subprocess.run(["umount", secret], capture_output=True).returncode
+    print(json.dumps({
+        "secret": os.listdir(secret), "kept": open(kept, encoding="utf-8").read(), "off": off,
+        "after": os.listdir(secret),
+    }))
+    """
+)
+
+
+@needs_covers
+def test_covered_places_show_nothing_inside_the_fence_and_cannot_be_uncovered(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "teacher"
+    (home / "chats").mkdir(parents=True)
+    (home / "chats" / "conversations.sqlite3").write_text("private", encoding="utf-8")
+    (home / "tools").mkdir()
+    kept = home / "tools" / "needed.txt"
+    kept.write_text("readable", encoding="utf-8")
+    plan = hiding_plan([home], [kept.parent])
+    command = [sys.executable, "-c", LOOK, str(home / "chats"), str(kept)]
+    done = subprocess.run(fenced(command, hide=plan), capture_output=True, text=True, timeout=60)
+    seen = json.loads(done.stdout)
+    assert seen["secret"] == [] and seen["after"] == []  # covered, and it stays covered
+    assert seen["off"] != 0  # umount refused: the cover was made outside the fence
+    assert seen["kept"] == "readable"
+    assert (home / "chats" / "conversations.sqlite3").read_text(encoding="utf-8") == "private"
 
 
 def class_folder(tmp_path: Path) -> Path:

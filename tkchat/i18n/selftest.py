@@ -14,6 +14,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "selftest.fenced": "Fenced: it had namespaces of its own (no network, no signal "
         "reaching this process, nothing it started left running after it); it could still "
         "read the teacher's files by path.",
+        "selftest.fenced_hidden": "Fenced: it had namespaces of its own (no network, no "
+        "signal reaching this process, nothing it started left running after it), and the "
+        "teacher's home, tkchat's data (the teacher's chats) and the class folder were hidden "
+        "from it: it saw only Python, tkchat, the model, its own folder and its own home.",
         "selftest.unfenced": "Not fenced (this system offers no user namespaces): it could "
         "signal this process, and a program it started in a session of its own could outlive "
         "the run.",
@@ -243,6 +247,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "评分由本进程完成，本进程从未导入它。",
         "selftest.fenced": "已隔离：它运行在自己的命名空间里（没有网络，发不出能到达本进程的信号，"
         "它启动的程序不会在评分结束后继续运行）；但它仍能按路径读取老师的文件。",
+        "selftest.fenced_hidden": "已隔离：它运行在自己的命名空间里（没有网络，发不出能到达本进程的"
+        "信号，它启动的程序不会在评分结束后继续运行），老师的主目录、tkchat 的数据（老师的对话）和"
+        "全班的文件夹都对它隐藏：它只看得到 Python、tkchat、模型、它自己所在的文件夹和它自己的主目录。",
         "selftest.unfenced": "未隔离（这个系统不提供用户命名空间）：它能向本进程发信号，"
         "它在自己的会话里启动的程序可能在评分结束后继续运行。",
         "selftest.limit": "每条回答有 {seconds} 秒的时间上限：到时窗口仍然忙，就会被中断"

@@ -73,7 +73,7 @@ def run_class(setup: Setup, folder: Path) -> int:
             why = problem or t("selftest.class.unreadable")
             rows.append(Row(path.name, _digest(source), NONE.upper(), {}, why))
             continue
-        rows.append(_graded_copy(setup, path.name, source))
+        rows.append(_graded_copy(setup, folder, path.name, source))
     markdown, table = class_table(t, rows)
     print(markdown)  # first: whatever the disk does next, no grade is lost
     _write_table(t, folder, markdown, table)
@@ -95,9 +95,9 @@ def _digest(source: bytes | None) -> str:
     return "" if source is None else hashlib.sha256(source).hexdigest()
 
 
-def _graded_copy(setup: Setup, name: str, source: bytes) -> Row:
+def _graded_copy(setup: Setup, folder: Path, name: str, source: bytes) -> Row:
     """Grade ``source`` (the file as read before any file ran) from a copy in a folder of
-    its own, made for its turn and deleted after it."""
+    its own, made for its turn and deleted after it, with the class ``folder`` hidden."""
     t = strings(setup.language)
     seconds = limit_for(setup)
     with tempfile.TemporaryDirectory(prefix="tkchat-graded-") as turn:
@@ -105,7 +105,8 @@ def _graded_copy(setup: Setup, name: str, source: bytes) -> Row:
         copy.write_bytes(source)
         deadline = time.monotonic() + seconds
         mode = f"{copy}:{CLASS}"
-        graded = grade(replace(setup, mode=mode, quiet=True, deadline=deadline))
+        hide = (*setup.hide, str(folder))  # the class: classmates' files, the table
+        graded = grade(replace(setup, mode=mode, quiet=True, deadline=deadline, hide=hide))
     verdicts = {check.key: check.verdict.upper() for check in graded.checks}
     reason = graded.problem or first_reason(t, graded.checks)
     if graded.timed_out:

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from tkchat.i18n import strings
 from tkchat.lab.display import ensure_display
-from tkchat.lab.fence import end_group, fence_available, fenced
+from tkchat.lab.fence import covers_available, end_group, fence_available, fenced, hiding_plan
 from tkchat.lab.selftest.attribution import outside_calls, spans_of
 from tkchat.lab.selftest.driver import BASELINE_KEYS, Driver, GaveUp, Question
 from tkchat.lab.selftest.protocol import (
@@ -61,6 +61,7 @@ from tkchat.lab.selftest.verdict import BUSY, FAIL, PASS, QUESTIONS, Check
 from tkchat.lab.xwitness import OutsideSeen, XWitness
 from tkchat.modes import split_outside_mode
 from tkchat.stats import median
+from tkchat.store.files import data_dir
 
 ATTEMPTS = 3  # a run that stays too busy to judge after this many is reported as such
 NONE = "none"  # not graded: the pipeline could not be used, or the self-test could not run
@@ -83,6 +84,7 @@ class Setup:
     toolkit: str = "tk"
     quiet: bool = False  # the child's own output goes nowhere (a class at once)
     deadline: float | None = None  # time.monotonic() past which the window's process is ended
+    hide: tuple[str, ...] = ()  # more places hidden from the window (a class's folder)
 
 
 @dataclass
@@ -193,11 +195,14 @@ def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
         beat_r, beat_w = os.pipe()
         mode = setup.mode
         path = file_of(mode)
+        keep = kept_for_window(home, setup.model)
         if path is not None:
             mode = f"{path}:{split_outside_mode(mode)[1]}"  # type: ignore[index]
+            keep.append(path.parent)  # what it imports beside it (a class: its turn's copy)
+        hide = hiding_plan([Path.home(), data_dir(), *map(Path, setup.hide)], keep)
         out = subprocess.DEVNULL if setup.quiet else sys.stderr
         process = subprocess.Popen(
-            fenced([sys.executable, str(launcher), "--mode", mode]),
+            fenced([sys.executable, str(launcher), "--mode", mode], hide=hide),
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=out,
@@ -219,6 +224,22 @@ def _child(setup: Setup) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
         finally:
             timer.cancel()
             _end(process)
+
+
+def kept_for_window(home: Path, model: str | None) -> list[Path]:
+    """What the window's process needs to read where the teacher's files are hidden: Python
+    and its packages (this process's ``sys.path``, less the folder it was started in), this
+    tkchat, the model, the display's key, and its own home."""
+    here = {"", os.getcwd()}
+    keep = [Path(entry) for entry in sys.path if entry not in here and os.path.exists(entry)]
+    keep += [Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
+    keep += [Path(sys.executable).parent, Path(os.path.realpath(sys.executable)), home]
+    keep.append(Path(__file__).resolve().parents[3])  # the same tkchat as this process
+    for named in (model, os.environ.get("TKCHAT_MODEL"), os.environ.get("XAUTHORITY")):
+        if named:
+            keep.append(Path(named).expanduser())
+    keep.append(Path.home() / ".Xauthority")
+    return keep
 
 
 def _user() -> str:
@@ -370,7 +391,8 @@ def _header(setup: Setup, path: Path | None, digest: str) -> list[str]:
     if path is not None:
         lines.append(t("selftest.file", path=path, sha256=digest or "?"))
     lines.append(t("selftest.isolated"))
-    lines.append(t("selftest.fenced" if fence_available() else "selftest.unfenced"))
+    fence = "fenced_hidden" if covers_available() else "fenced"
+    lines.append(t(f"selftest.{fence}" if fence_available() else "selftest.unfenced"))
     lines.append(t("selftest.limit", seconds=f"{setup.limit_s:g}"))
     return lines
 
