@@ -36,11 +36,12 @@ from tkchat.transport.channel import EventChannel
 from tkchat.ui.window.chat_window import ChatApp
 
 SYSTEM = Message("system", "You are a helpful assistant.")
-TOPICS = ("tea", "rivers", "bicycles", "owls", "bread", "comets", "violins", "glaciers")
+# Long enough that its cache is worth keeping (KEEP_MIN_TOKENS), short enough to read often.
+TOPICS = ("tea", "rivers", "bicycles", "owls", "bread")
 
 
 def history() -> list[Message]:
-    """A long chat, generated: eight turns about eight things (about 1,000 tokens)."""
+    """A long chat, generated: five turns about five things (about 650 tokens)."""
     turns: list[Message] = [SYSTEM]
     for number, topic in enumerate(TOPICS, start=1):
         turns.append(Message("user", f"Question {number}: tell me three facts about {topic}."))
@@ -133,7 +134,7 @@ def test_a_long_chat_opened_again_reads_only_the_new_tokens(
     answer, one = ask(controller, LONG)
     assert answer == first and one.stats.prompt_restored == 0
     long_read = one.stats.prompt_tokens
-    assert long_read >= 900, "the chat is meant to be long"
+    assert long_read >= 500, "the chat is meant to be long"
     ask(controller, OTHER)
     kept = controller.kept_states.states()
     assert len(kept) == 1 and len(kept[0].tokens) >= long_read
