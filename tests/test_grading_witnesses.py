@@ -116,8 +116,11 @@ def test_a_blocking_loop_that_forges_its_witnesses_does_not_pass(
     result = graded(tmp_path, "forging", monkeypatch)
     out = "\n".join(result.lines)
     assert result.problem is None and result.grade != PASS, out
+    # Caught by a witness outside its process: the X server's, or — where its forged beats
+    # left a silence the loop's reported lag does not show — the heartbeat's, checked first.
     check = next(c for c in result.checks if c.key == "figures")
-    assert check.verdict == FAIL and check.why == EN("selftest.why.x_disagree"), out
+    caught = {EN("selftest.why.x_disagree"), EN("selftest.why.figures")}
+    assert check.verdict == FAIL and check.why in caught, out
 
 
 @pytest.mark.gui
