@@ -76,6 +76,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "timeline.recorded": "- - - recorded run",
         "timeline.frozen_ms": "frozen {ms} ms",
         "timeline.frozen_s": "frozen {seconds} s",
+        "timeline.pause": "‖ pause",
+        "timeline.live": "▶ live",
+        "timeline.paused": "paused · ← → or drag: scroll back",
+        "timeline.paused_short": "paused · ← →",
+        "timeline.paused_now": "paused",
     },
     "zh": {
         "lesson.pick": "课程",
@@ -147,5 +152,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "timeline.recorded": "- - - 录制的运行",
         "timeline.frozen_ms": "冻结 {ms} 毫秒",
         "timeline.frozen_s": "冻结 {seconds} 秒",
+        "timeline.pause": "‖ 暂停",
+        "timeline.live": "▶ 实时",
+        "timeline.paused": "已暂停 · ← → 或拖动：往回看",
+        "timeline.paused_short": "已暂停 · ← →",
+        "timeline.paused_now": "暂停时",
     },
 }
