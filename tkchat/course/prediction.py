@@ -10,7 +10,7 @@ from, separated by ``|``::
 lesson panel shows the question before the demo and keeps the lesson's ``expect`` line hidden
 until the demo's answer has ended (or the teacher reveals it) — and the lesson's own account
 of the result, its *What you see* section (:data:`OBSERVED`), which :func:`hide_observed`
-folds away until then.
+replaces with a line saying it comes after the prediction.
 
 Tk-free, so the tests check every lesson without a window; any thread may call it.
 """
@@ -62,9 +62,11 @@ def parse_prediction(text: str) -> Prediction | None:
 
 
 def hide_observed(body: str, language: str, note: str) -> str:
-    """``body`` (a lesson's markdown) with its :data:`OBSERVED` section's text replaced by
-    ``note``, the heading kept (the class sees a section is waiting). It ends at the next
-    heading of its level or above, outside a code block. Unchanged without such a section."""
+    """``body`` (a lesson's markdown) with its :data:`OBSERVED` section, heading and all,
+    replaced by ``note``: one line, so that the panel still shows as many lines of the
+    lesson at 1280×720 (two headings and a note took the room of three). The section ends
+    at the next heading of its level or above, outside a code block. Unchanged without
+    such a section."""
     heading = f"## {OBSERVED.get(language, OBSERVED['en'])}"
     lines = body.splitlines(keepends=True)
     start = next((n for n, line in enumerate(lines) if line.rstrip() == heading), None)
@@ -78,4 +80,4 @@ def hide_observed(body: str, language: str, note: str) -> str:
         elif not fenced and (line.startswith("## ") or line.startswith("# ")):
             end = n
             break
-    return "".join([*lines[: start + 1], "\n", note.rstrip(), "\n\n", *lines[end:]])
+    return "".join([*lines[:start], note.rstrip(), "\n\n", *lines[end:]])

@@ -43,8 +43,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "predict.show": "Show the answer",
         "predict.picked": "The class predicted: {choice}",
         "predict.none_picked": "The class picked no answer.",
-        "predict.observed_hidden": "*Predict first: this section comes back when the demo's "
-        "answer ends, or on **Show the answer**.*",
+        "predict.observed_hidden": "*What you see: after the prediction.*",
         "lesson.kept.run": (
             "The figures this lesson quotes were measured on {date} {where}, by `{command}`, "
             "and are kept in {file}. The live figures under the lesson are this machine's, "
@@ -124,8 +123,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "predict.show": "揭晓答案",
         "predict.picked": "全班的预测：{choice}",
         "predict.none_picked": "全班没有选答案。",
-        "predict.observed_hidden": "*先预测：演示的回答结束后（或按 **揭晓答案**），"
-        "这一节才会出现。*",
+        "predict.observed_hidden": "*「你会看到」：预测之后再看。*",
         "lesson.kept.run": (
             "本课引用的数字是 {date} {where}用 `{command}` 测得的，保存在 {file}。"
             "课程下方的实时数字是这台机器此刻的数字：机器更慢或更忙时，数字也不同。"
