@@ -1,6 +1,8 @@
 """The lag timeline draws what the probe measured: frozen intervals shaded and labelled, text
 arrivals ticked, at the text size chosen — and a redraw reads only the samples that are new
-and draws one point per pixel column, whatever the history holds.
+and draws one point per pixel column, whatever the history holds. Paused, the drawing stands
+still while the samples are still kept; scrolled back (keys, a drag), it draws older ones;
+resumed, it is live again.
 
 Every picture here is of samples given on a clock the test sets (``clock=``): a late firing
 of the probe is made by moving that clock, not by freezing the loop. How long a redraw takes
@@ -11,21 +13,20 @@ from __future__ import annotations
 
 import math
 import tkinter as tk
+from collections import deque
 from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import pump_until
+from tests.x_input import handled, keyboard_focus, needs_xdotool, xdotool
 from tkchat import stats
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LagProbe, LagSample
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.settings.fonts import FontSizer
-from tkchat.ui.teaching.lag_timeline import (
-    LagTimeline,
-    answer_arrivals,
-    freeze_label,
-)
+from tkchat.ui.teaching.lag_record import LagRecord, answer_arrivals
+from tkchat.ui.teaching.lag_timeline import LagTimeline, freeze_label
 from tkchat.ui.transcript.transcript import AnswerView
 
 pytestmark = pytest.mark.gui
@@ -339,3 +340,173 @@ def test_it_speaks_the_window_s_language_and_follows_a_switch(root: tk.Tk) -> No
     root.update()
     timeline.redraw(NOW)
     assert {"event-loop lag, last 20 s", "now", "frozen 1.70 s"} <= texts()
+
+
+# -- paused, scrolled back, live again --------------------------------------------------------
+
+
+def quiet(since: float, until: float) -> list[LagSample]:
+    """A probe every 50 ms, 0.3 ms late (sparser than the real 5 ms: the same picture)."""
+    return [LagSample(since + i * 0.05, 0.3) for i in range(round((until - since) / 0.05))]
+
+
+def fed_timeline(
+    root: tk.Tk, samples: list[LagSample], arrivals: list[tuple[float, int]], clock: Clock
+) -> LagTimeline:
+    """A timeline of the lists the test adds to, on the test's clock, its timer every 20 ms."""
+    timeline = LagTimeline(
+        root, AfterScheduler(root), lambda: samples, lambda: arrivals, clock=clock, refresh_ms=20
+    )
+    timeline.pack(fill="both", expand=True)
+    root.geometry("900x320")
+    root.update()  # laid out at that size
+    return timeline
+
+
+def picture(timeline: LagTimeline) -> dict[int, tuple[str, list[float], str, str]]:
+    """Every item drawn: its type, coordinates, text and state."""
+    return {
+        item: (
+            timeline.type(item),
+            timeline.coords(item),
+            str(timeline.itemcget(item, "text")) if timeline.type(item) == "text" else "",
+            str(timeline.itemcget(item, "state")),
+        )
+        for item in timeline.find_all()
+    }
+
+
+def texts(timeline: LagTimeline) -> set[str]:
+    return {text for _type, _coords, text, _state in picture(timeline).values() if text}
+
+
+def x_at(timeline: LagTimeline, at: float, end: float) -> float:
+    """Where ``at`` is drawn in a view of the 20 s up to ``end``."""
+    layout = timeline._measure()
+    return layout.left + (at - (end - 20.0)) * (layout.right - layout.left) / 20.0
+
+
+def test_paused_the_drawing_stands_still_while_the_samples_are_kept(root: tk.Tk) -> None:
+    """The timer runs on, a freeze and an arrival come, the clock moves five seconds: not one
+    item changes, and what came is kept for later."""
+    clock = Clock(NOW)
+    samples, arrivals = quiet(NOW - 30.0, NOW), list(ARRIVALS)
+    timeline = fed_timeline(root, samples, arrivals, clock)
+    timeline.start()
+    pump_until(root, lambda: len(timeline.redraw_ms) >= 2, what="live redraws")
+    timeline.pause()
+    drawn, redraws = picture(timeline), len(timeline.redraw_ms)
+    assert "paused" in texts(timeline) and "▶ live" in texts(timeline)
+    samples += sorted([*quiet(NOW, NOW + 5.0), LagSample(NOW + 3.01, 800.0)], key=lambda s: s.at)
+    arrivals.append((NOW + 4.0, 200))
+    clock.now = NOW + 5.0
+    pump_until(
+        root,
+        lambda: bool(timeline.record.freezes) and timeline.record.arrivals[-1][0] == NOW + 4.0,
+        what="the new samples kept",
+    )
+    assert picture(timeline) == drawn and len(timeline.redraw_ms) == redraws
+    assert timeline.record.freezes[-1].end == NOW + 3.01
+    timeline.resume()  # live again: the freeze that came while paused is drawn
+    (shade,) = timeline.find_withtag("frozen")
+    assert timeline.coords(shade)[2] == pytest.approx(x_at(timeline, NOW + 3.01, NOW + 5.0), abs=1)
+    assert "now" in texts(timeline) and "‖ pause" in texts(timeline)
+    timeline.stop()
+
+
+def test_scrolled_back_it_draws_older_samples_and_resumed_it_is_live(root: tk.Tk) -> None:
+    clock = Clock(NOW)
+    samples = sorted([*quiet(NOW - 60.0, NOW), LagSample(NOW - 40.01, 700.0)], key=lambda s: s.at)
+    arrivals = [(NOW - 42.0, 10), (NOW - 1.0, 50)]
+    timeline = fed_timeline(root, samples, arrivals, clock)
+    timeline.redraw()
+    assert timeline.find_withtag("frozen") == ()  # 40 s ago: before the live view
+    timeline.scroll(25.0)  # live, it pauses first
+    assert timeline.paused_at == NOW and timeline.back_s == 25.0
+    (shade,) = timeline.find_withtag("frozen")
+    x0, _top, x1, _bottom = timeline.coords(shade)
+    assert x0 == pytest.approx(x_at(timeline, NOW - 40.71, NOW - 25.0), abs=1)
+    assert x1 == pytest.approx(x_at(timeline, NOW - 40.01, NOW - 25.0), abs=1)
+    comb = timeline.coords(timeline.find_withtag("arrivals")[0])
+    tips = [comb[i] for i in range(0, len(comb), 2) if comb[i + 1] < timeline._measure().band]
+    assert tips == [pytest.approx(x_at(timeline, NOW - 42.0, NOW - 25.0), abs=2)]
+    assert {"frozen 700 ms", "-25 s", "-45 s"} <= texts(timeline)
+    assert "now" not in texts(timeline)
+    timeline.scroll(1000.0)  # no further back than the oldest sample kept
+    assert timeline.back_s == pytest.approx(40.0, abs=0.1)
+    timeline.scroll(-1000.0)  # nor later than the pause
+    assert timeline.back_s == 0.0 and "paused" in texts(timeline)
+    timeline.resume()
+    assert timeline.paused_at is None and timeline.find_withtag("frozen") == ()
+    assert "now" in texts(timeline)
+
+
+@needs_xdotool
+def test_keys_and_a_drag_scroll_it_and_the_button_goes_live(root: tk.Tk) -> None:
+    """Real X input: ← → scroll a second at a time, End goes live, a drag to the right
+    brings older moments into view, a click on the button goes live, Space pauses."""
+    clock = Clock(NOW)
+    timeline = fed_timeline(root, quiet(NOW - 60.0, NOW), [], clock)
+    timeline.redraw()
+    keyboard_focus(root, timeline)
+    xdotool("key", "Left", "Left", "Left", "Right")
+    handled(root)
+    assert timeline.paused_at == NOW and timeline.back_s == pytest.approx(2.0)
+    assert "-2 s" in texts(timeline)
+    xdotool("key", "End")
+    handled(root)
+    assert timeline.paused_at is None
+    layout = timeline._measure()
+    x, y = timeline.winfo_rootx() + layout.left + 100, timeline.winfo_rooty() + layout.bottom - 20
+    xdotool("mousemove", str(x), str(y), "mousedown", "1")
+    xdotool("mousemove", str(x + 150), str(y), "mouseup", "1")
+    handled(root)
+    assert timeline.back_s == pytest.approx(150 * 20.0 / (layout.right - layout.left), abs=0.01)
+    bx0, by0, bx1, by1 = timeline.bbox("control")
+    left, top = timeline.winfo_rootx(), timeline.winfo_rooty()
+    xdotool("mousemove", str(left + (bx0 + bx1) // 2), str(top + (by0 + by1) // 2), "click", "1")
+    handled(root)
+    assert timeline.paused_at is None and "‖ pause" in texts(timeline)
+    xdotool("key", "space")
+    handled(root)
+    assert timeline.paused_at == NOW
+
+
+def test_paused_it_speaks_chinese_too(root: tk.Tk) -> None:
+    timeline = LagTimeline(
+        root,
+        AfterScheduler(root),
+        lambda: quiet(NOW - 60.0, NOW),
+        list,
+        clock=lambda: NOW,
+        translate=Translator("zh"),
+    )
+    timeline.pack(fill="both", expand=True)
+    root.geometry("900x320")
+    root.update()
+    timeline.redraw()
+    assert "‖ 暂停" in texts(timeline)
+    timeline.pause()
+    assert {"已暂停 · ← → 或拖动：往回看", "暂停时", "▶ 实时"} <= texts(timeline)
+    timeline.scroll(12.0)
+    assert {"-12 秒", "-32 秒"} <= texts(timeline)
+
+
+def test_the_record_is_bounded_and_keeps_its_past_through_a_resize() -> None:
+    """Five minutes of a probe whose history holds 30 s: the record keeps two minutes of it
+    (columns, freezes, arrivals); a wider column (the timeline resized) keeps them too."""
+    record = LagRecord(keep_s=120.0)
+    ring: deque[LagSample] = deque(maxlen=601)
+    for second in range(300):
+        ring.extend(quiet(float(second), second + 1.0))
+        if second == 250:
+            ring.append(LagSample(second + 0.99, 500.0))
+        record.take(ring, [(float(second), second)], second + 1.0, 0.02)
+    assert 180.0 <= record.oldest() <= 181.0  # type: ignore[operator]
+    assert len(record.arrivals) == 120 and len(record.freezes) == 1
+    assert len(record.columns) <= 120 / 0.02 + 1
+    record.take(ring, [], 300.0, 0.05)  # resized: 30 s read again, the rest folded
+    assert 180.0 <= record.oldest() <= 181.0  # type: ignore[operator]
+    assert [f.end for f in record.freezes] == [250.99]
+    worst = {int(column): lag for column, lag in record.columns}
+    assert worst[int(250.99 / 0.05)] == 500.0 and worst[int(200.0 / 0.05)] == 0.3

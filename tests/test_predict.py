@@ -3,7 +3,8 @@
 The parser reads the ``predict:`` header line (and its absence); the lesson panel, on a real
 Tk window, keeps the expected figure hidden until the demo's answer has ended (counted by a
 stand-in the test steps, no clock) or *Show the answer* is pressed, then shows it with the
-choice the class picked."""
+choice the class picked; and the lesson's *What you see* section, which tells the result, is
+folded until then."""
 
 from __future__ import annotations
 
@@ -13,10 +14,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pump_until
-from tkchat.course.lessons import LessonFormatError, load_lessons, parse_lesson
-from tkchat.course.prediction import Prediction, PredictionError, parse_prediction
+from tkchat.course.lessons import LessonFormatError, load_lessons, parse_lesson, render_body
+from tkchat.course.prediction import (
+    OBSERVED,
+    Prediction,
+    PredictionError,
+    hide_observed,
+    parse_prediction,
+)
 from tkchat.i18n.lesson_panel import STRINGS as PANEL_STRINGS
-from tkchat.ui.look.fit import unbreakable
+from tkchat.ui.look.fit import text_as_written, unbreakable
 
 ASKED = ("04", "05", "06", "11", "19", "20")  # the class plan's Predict questions
 
@@ -182,8 +189,60 @@ def test_show_the_answer_reveals_it_at_once_and_a_language_switch_keeps_it(root:
 
 
 def test_every_prediction_string_is_in_both_languages() -> None:
-    keys = {"predict.ask", "predict.show", "predict.picked", "predict.none_picked"}
+    keys = {
+        "predict.ask",
+        "predict.show",
+        "predict.picked",
+        "predict.none_picked",
+        "predict.observed_hidden",
+    }
     for lang in ("en", "zh"):
         assert keys <= set(PANEL_STRINGS[lang]), lang
         assert all(PANEL_STRINGS[lang][key].strip() for key in keys)
     assert "{choice}" in PANEL_STRINGS["zh"]["predict.picked"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_question_s_lesson_folds_what_it_shows_and_nothing_else(lang: str) -> None:
+    """Each lesson that asks has the section to fold (else the fold would silently do
+    nothing); folded, its text is gone, its heading and every other section stay."""
+    asked = [lesson for lesson in load_lessons(lang) if lesson.predict is not None]
+    assert {f"{lesson.number:02d}" for lesson in asked} >= set(ASKED)
+    heading = f"## {OBSERVED[lang]}"
+    for lesson in asked:
+        body = render_body(lesson, strict=False)
+        before, _, rest = body.partition(f"{heading}\n")
+        assert rest, f"{lesson.id}: no '{heading}' section"
+        section, _, after = rest.partition("\n## ")
+        folded = hide_observed(body, lang, "NOTE")
+        assert folded == f"{before}NOTE\n\n## {after}", lesson.id
+
+
+def test_the_fold_ends_at_the_next_heading_outside_a_code_block() -> None:
+    body = "## What you see\n\nIt froze.\n\n```\n## a comment\n```\n## Why\n\nBecause.\n"
+    assert hide_observed(body, "en", "*later*") == "*later*\n\n## Why\n\nBecause.\n"
+    assert hide_observed("## Why\n\nBecause.\n", "en", "x") == "## Why\n\nBecause.\n"
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize(
+    ("lang", "shown"),
+    [("en", "updates/s still near"), ("zh", "界面更新仍在每秒")],
+)
+def test_the_panel_shows_what_you_see_only_once_the_answer_is_out(
+    root: tk.Tk, lang: str, shown: str
+) -> None:
+    """Lesson 11 says the window updates about 60 times a second — the answer to its
+    question: not in the panel's text until the answer is shown; there after."""
+    panel, _language = _panel(root, lang, [])
+    panel.select("11-backpressure")
+    pump_until(root, lambda: not panel.rendering, what="the lesson painted")
+    text = text_as_written(panel.text)  # (without Chinese's break spaces)
+    note = PANEL_STRINGS[lang]["predict.observed_hidden"].strip("*")
+    assert text.startswith(note)  # one line says the section waits for the prediction
+    assert shown not in text
+    panel.prediction.show_button.invoke()
+    pump_until(root, lambda: not panel.rendering, what="the whole lesson painted")
+    text = text_as_written(panel.text)
+    assert shown in text and note not in text
+    panel.destroy()

@@ -2,7 +2,8 @@
 screen, in order, through the consumer asked for (the model on the main thread in
 ``blocking``, on a worker in ``fixed``, whatever mode it was recorded in); clicks are kept; a
 window closed mid-answer keeps what it had; the lag timeline draws the recording beside the
-live lag; ``bench --report`` plots a recording. (The recorded pace is kept exactly, by the
+live lag; ``bench --report`` plots a recording; a replay is stepped in the pipeline view, tick
+by tick and token by token, and back. (The recorded pace is kept exactly, by the
 replay's own clock: tests/test_recording.py. How frozen a replayed window is: a bench claim.)"""
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.model_file import bundled_model_path
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, TokenGate, scripted_tokens
 from tkchat.lab.recording.backends import ReplayBackend
-from tkchat.lab.recording.file import Lag, Recording, load_recording
+from tkchat.lab.recording.file import End, Lag, Recording, Token, load_recording
 from tkchat.lab.recording.recorded_window import open_record_window, open_replay_window
 from tkchat.lab.window import AppOptions, TkLabWindow
 from tkchat.stats import LagSample
 from tkchat.ui.base.notice import NoticeBanner
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.stages.window import StageWindow
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 
 pytestmark = pytest.mark.gui
@@ -329,3 +331,64 @@ def test_tkchat_record_and_replay_run_from_the_command_line(display: None, tmp_p
         assert "Traceback" not in err, err
         recorded = load_recording(path)
         assert recorded.prompt == "hi" and len(recorded.tokens) == 60
+
+
+def test_a_replay_is_stepped_in_the_pipeline_view_and_goes_on_at_its_recorded_pace(
+    root: tk.Tk,
+) -> None:
+    """The replay window's pipeline view (F9), paused: the replayed answer waits at the view's
+    gate as a scripted one does, so a class steps the recorded run token by token, a tick at
+    a time, and back. Played again, the recorded pace goes on from the token reached: each
+    wait the replay asks is the recorded gap to the next token, not the time spent paused."""
+    from tests.test_stages import tick, tokens
+
+    words = scripted_tokens()[:12]
+    recording = Recording(
+        mode="fixed",
+        backend="scripted",
+        prompt="",  # nothing sent by itself: the test sends once the view is paused
+        tokens=[Token(0.1 * (n + 1), word) for n, word in enumerate(words)],
+        end=End(1.3, "done", "stop"),
+    )
+    app, backend = open_replay_window(root, recording, AppOptions(language="en"))
+    now, waits = [50.0], []  # the replay's clock, moved only by its waits (and the test)
+
+    def wait(_cancel: threading.Event, seconds: float) -> bool:
+        waits.append(seconds)
+        now[0] += seconds
+        return False
+
+    backend.clock, backend.wait = lambda: now[0], wait
+    pump_until(root, lambda: app.model_ready, what="the replay ready")
+    app.instruments.show_stages(True)
+    view = app.chat_app.stages.window
+    assert isinstance(view, StageWindow)
+    view.run("toggle")
+    assert view.player.paused and backend.gate is view.player.gate
+    app.chat_app.flow.send("q")
+    before = tokens(root, view, 5)
+    assert (before.tokens, before.token, before.merged) == (5, words[4], 4)
+    assert before.inserts == 0 and waits == []  # the gate paced it, not the recording
+    after = tick(view)
+    assert (after.ticks, after.tick_inserts, after.chars) == (1, 1, len("".join(words[:5])))
+    tokens(root, view, 2)
+    again = tick(view)
+    assert (again.ticks, again.inserts, again.chars) == (2, 2, len("".join(words[:7])))
+    kept = list(view.player.history)
+    assert kept[-4:] == [after, kept[-3], kept[-2], again]  # a tick, two tokens, a tick
+    for back in (-2, -3, -4):
+        view.run("back")
+        assert view.canvas.drawn == kept[back]
+    assert view.canvas.drawn == after and view.player.cursor is not None
+    for _ in range(3):
+        view.run("forward")
+    assert view.canvas.drawn == again and view.player.cursor is None
+    now[0] += 60.0  # a minute of discussion
+    view.run("toggle")  # play: the gate is taken out, the tick runs again
+    assert backend.gate is None
+    pump_until(root, lambda: bool(app.finished), what="the replayed answer's end")
+    assert app.answers[-1].text == "".join(words)
+    # The eighth token was waiting at the gate and went when it opened; the four after it
+    # each waited the recorded 0.1 s (counted from the pause: none would have waited).
+    assert waits == pytest.approx([0.1] * 4)
+    app.close()

@@ -8,7 +8,9 @@ from, separated by ``|``::
 
 (on one line in the file). The choices are optional: a question alone is asked openly. The
 lesson panel shows the question before the demo and keeps the lesson's ``expect`` line hidden
-until the demo's answer has ended (or the teacher reveals it).
+until the demo's answer has ended (or the teacher reveals it) — and the lesson's own account
+of the result, its *What you see* section (:data:`OBSERVED`), which :func:`hide_observed`
+replaces with a line saying it comes after the prediction.
 
 Tk-free, so the tests check every lesson without a window; any thread may call it.
 """
@@ -18,6 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SEPARATOR = "|"
+# The heading of the section that tells what the demo shows, in each language: a lesson that
+# asks a question keeps it folded until the answer is out (tests/test_predict.py checks each
+# such lesson has one).
+OBSERVED = {"en": "What you see", "zh": "你会看到"}
+FENCE = "```"
 # More than this many buttons do not fit beside each other on a projector at 1280×720.
 MOST_CHOICES = 4
 
@@ -52,3 +59,25 @@ def parse_prediction(text: str) -> Prediction | None:
     if len(set(choices)) != len(choices):
         raise PredictionError("predict: the same choice twice")
     return Prediction(question, tuple(choices))
+
+
+def hide_observed(body: str, language: str, note: str) -> str:
+    """``body`` (a lesson's markdown) with its :data:`OBSERVED` section, heading and all,
+    replaced by ``note``: one line, so that the panel still shows as many lines of the
+    lesson at 1280×720 (two headings and a note took the room of three). The section ends
+    at the next heading of its level or above, outside a code block. Unchanged without
+    such a section."""
+    heading = f"## {OBSERVED.get(language, OBSERVED['en'])}"
+    lines = body.splitlines(keepends=True)
+    start = next((n for n, line in enumerate(lines) if line.rstrip() == heading), None)
+    if start is None:
+        return body
+    end, fenced = len(lines), False
+    for n in range(start + 1, len(lines)):
+        line = lines[n]
+        if line.lstrip().startswith(FENCE):
+            fenced = not fenced
+        elif not fenced and (line.startswith("## ") or line.startswith("# ")):
+            end = n
+            break
+    return "".join([*lines[:start], note.rstrip(), "\n\n", *lines[end:]])

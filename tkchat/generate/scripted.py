@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from tkchat.conversation import Message
 from tkchat.generate.backend import (
@@ -180,6 +180,19 @@ class TokenGate:
             self.passed += 1
             self._changed.notify_all()
             return not cancel.is_set()
+
+
+@runtime_checkable
+class Steppable(Protocol):
+    """A backend whose tokens a :class:`TokenGate` can pace (the pipeline view's steps and slow
+    motion): the scripted backend, and a recorded answer replayed (``tkchat replay``).
+    ``gate``: while set, each token waits at it to be let through; ``rate``: the tokens per
+    second it plays at on its own (0: as fast as it can)."""
+
+    gate: TokenGate | None
+
+    @property
+    def rate(self) -> float: ...
 
 
 @dataclass

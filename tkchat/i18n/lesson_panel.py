@@ -43,6 +43,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "predict.show": "Show the answer",
         "predict.picked": "The class predicted: {choice}",
         "predict.none_picked": "The class picked no answer.",
+        "predict.observed_hidden": "*What you see: after the prediction.*",
         "lesson.kept.run": (
             "The figures this lesson quotes were measured on {date} {where}, by `{command}`, "
             "and are kept in {file}. The live figures under the lesson are this machine's, "
@@ -76,6 +77,11 @@ STRINGS: dict[str, dict[str, str]] = {
         "timeline.recorded": "- - - recorded run",
         "timeline.frozen_ms": "frozen {ms} ms",
         "timeline.frozen_s": "frozen {seconds} s",
+        "timeline.pause": "‖ pause",
+        "timeline.live": "▶ live",
+        "timeline.paused": "paused · ← → or drag: scroll back",
+        "timeline.paused_short": "paused · ← →",
+        "timeline.paused_now": "paused",
     },
     "zh": {
         "lesson.pick": "课程",
@@ -117,6 +123,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "predict.show": "揭晓答案",
         "predict.picked": "全班的预测：{choice}",
         "predict.none_picked": "全班没有选答案。",
+        "predict.observed_hidden": "*「你会看到」：预测之后再看。*",
         "lesson.kept.run": (
             "本课引用的数字是 {date} {where}用 `{command}` 测得的，保存在 {file}。"
             "课程下方的实时数字是这台机器此刻的数字：机器更慢或更忙时，数字也不同。"
@@ -147,5 +154,10 @@ STRINGS: dict[str, dict[str, str]] = {
         "timeline.recorded": "- - - 录制的运行",
         "timeline.frozen_ms": "冻结 {ms} 毫秒",
         "timeline.frozen_s": "冻结 {seconds} 秒",
+        "timeline.pause": "‖ 暂停",
+        "timeline.live": "▶ 实时",
+        "timeline.paused": "已暂停 · ← → 或拖动：往回看",
+        "timeline.paused_short": "已暂停 · ← →",
+        "timeline.paused_now": "暂停时",
     },
 }

@@ -44,7 +44,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "stages.playing": "playing",
         "stages.paused": "paused",
         "stages.caption": "{state} at {speed} · moment {shown} of {kept} · mode {mode}",
-        "stages.no_token_steps": "Only a scripted answer steps one token at a time; "
+        "stages.no_token_steps": "Only a scripted or replayed answer steps one token at a time; "
         "→ steps one tick of any answer.",
         "stages.keys": "Keys: Space play/pause · → one tick · ↓ one token · ← back · "
         "↑ forward · 1 full speed · 2 at 1/10 · 3 at 1/50. Paused, the drawing and the tick "
@@ -89,7 +89,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "stages.playing": "播放中",
         "stages.paused": "已暂停",
         "stages.caption": "{state}，速度 {speed} · 第 {shown} 个时刻，共 {kept} 个 · 模式 {mode}",
-        "stages.no_token_steps": "只有脚本回答能一个 token 一个 token 地走；"
+        "stages.no_token_steps": "只有脚本回答或回放的录制能一个 token 一个 token 地走；"
         "→ 对任何回答都能走一次刷新。",
         "stages.keys": "按键：空格 播放/暂停 · → 一次刷新 · ↓ 一个 token · ← 后退 · ↑ 前进 · "
         "1 全速 · 2 为 1/10 · 3 为 1/50。暂停时画面和刷新停住，窗口照常响应。",

@@ -30,6 +30,7 @@ from tkchat.generate.backend import (
     TokenStream,
     WrappedBackend,
 )
+from tkchat.generate.scripted import TokenGate
 from tkchat.generate.worker import Utf8Assembler
 
 TimedText = tuple[float, str]  # (seconds since the answer began, the characters completed)
@@ -85,7 +86,12 @@ class ReplayBackend:
 
     ``speed`` 2.0 plays twice as fast; 1.0 is the recorded pace. ``clock`` and ``wait`` keep
     the pace (``perf_counter``, and a wait Stop cuts short): a test gives its own, and sees
-    exactly which waits the recording asked for, with no time passing."""
+    exactly which waits the recording asked for, with no time passing.
+
+    ``gate`` (a :class:`~tkchat.generate.scripted.TokenGate`, set by the pipeline view while
+    it steps or slows the answer) paces it instead: each token waits to be let through, and
+    once the gate is taken out the recorded pace goes on from the token it had reached (a
+    class that paused for a minute does not get a minute of tokens at once)."""
 
     tokens: Sequence[TimedText]
     reason: FinishReason = "stop"
@@ -102,6 +108,14 @@ class ReplayBackend:
     started: float | None = field(default=None, init=False)
     clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
     wait: Callable[[threading.Event, float], bool] = field(default=wait_unless_stopped, repr=False)
+    gate: TokenGate | None = field(default=None, repr=False)
+
+    @property
+    def rate(self) -> float:
+        """Tokens per second at the pace it plays (0: all at once), which the pipeline view's
+        slow motion divides."""
+        last = self.tokens[-1][0] if self.tokens else 0.0
+        return len(self.tokens) / last * self.speed if last > 0 else 0.0
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Nothing to load: the tokens are in memory."""
@@ -116,9 +130,14 @@ class ReplayBackend:
         """Worker thread (or, in the ``blocking`` demo, the main thread: that is its point).
         The recorded answer whatever was asked: it is a recording."""
         self.generations += 1
-        started = self.started = self.clock()
+        pace = self.started = self.clock()  # what the recorded times count from
         for at, text in self.tokens:
-            if self._wait(started, at, cancel):
+            gate = self.gate  # (read once: the view may take it out meanwhile)
+            if gate is not None:
+                if not gate.enter(cancel):
+                    return "cancelled"
+                pace = self.clock() - at / self.speed  # the pace goes on from this token
+            elif self._wait(pace, at, cancel):
                 return "cancelled"
             yield text.encode("utf-8")
         if self.error is not None:

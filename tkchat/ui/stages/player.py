@@ -1,8 +1,9 @@
 """Slow motion, pause, step and step back for the pipeline view.
 
-- **Speed** 1, 1/10 or 1/50: the 16 ms tick comes every 16, 160 or 800 ms, and a scripted
-  answer's tokens are let through a :class:`StepGate` by a named Tk timer (``stage-play``),
-  as many per slowed tick as would arrive in 16 ms, so every lane keeps its proportions.
+- **Speed** 1, 1/10 or 1/50: the 16 ms tick comes every 16, 160 or 800 ms, and a scripted or
+  replayed answer's tokens (a :class:`~tkchat.generate.scripted.Steppable` backend) are let
+  through a :class:`StepGate` by a named Tk timer (``stage-play``), as many per slowed tick as
+  would arrive in 16 ms, so every lane keeps its proportions.
 - **Pause** holds the tick (:meth:`~tkchat.ui.pump.EventPump.hold`) and the gate: the
   drawing stands still; the window does not (its loop runs, keys and clicks work).
 - **Step** one tick (the pump's tick, run once) or one token (the gate lets one through).
@@ -24,7 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from tkchat.generate.scripted import ScriptedBackend, TokenGate
+from tkchat.generate.scripted import Steppable, TokenGate
 from tkchat.ui.pump import TICK_MS, EventPump
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.stages.feed import Lanes, StageFeed
@@ -84,7 +85,7 @@ class StagePlayer:
         self.history: deque[Lanes] = deque(maxlen=HISTORY)
         self.cursor: int | None = None  # the moment shown (None: the latest)
         self.gate = StepGate(lambda: pipeline_name() in TICK_READERS)
-        self._gated: ScriptedBackend | None = None  # the backend our gate is in, and its own
+        self._gated: Steppable | None = None  # the backend our gate is in, and its own
         self._own: tuple[TokenGate | None, float] = (None, 0.0)
         feed.on_tick = self.record
         pump.watch = feed
@@ -160,7 +161,7 @@ class StagePlayer:
 
     def step_token(self) -> bool:
         """Let one token through the gate; shown once the worker has sent it. False: this
-        backend has no gate (only a scripted answer steps token by token)."""
+        backend has no gate (only a scripted or replayed answer steps token by token)."""
         self._paused_live()
         if self._gated is None:
             return False
@@ -212,7 +213,7 @@ class StagePlayer:
         """The gate and its timer for the speed and the pause."""
         self.scheduler.cancel("stage-play")
         backend = self.backend()
-        if self.speed == 1 and not self.paused or not isinstance(backend, ScriptedBackend):
+        if self.speed == 1 and not self.paused or not isinstance(backend, Steppable):
             self._ungate()
             return
         if self._gated is not backend:

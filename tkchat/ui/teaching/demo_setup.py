@@ -27,7 +27,8 @@ from tkchat.ui.health import HealthBar
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.models.switch import ModelSwitch
 from tkchat.ui.teaching.controls import LessonHooks, TeachingControls
-from tkchat.ui.teaching.lag_timeline import LagTimeline, answer_arrivals
+from tkchat.ui.teaching.lag_record import answer_arrivals
+from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.live_figures import LiveFigures
 from tkchat.ui.teaching.ordering import OrderingCounters, read_ordering
 from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog

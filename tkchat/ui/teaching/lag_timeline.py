@@ -25,18 +25,25 @@ A recorded run (``tkchat replay FILE``) adds a second, dashed line: the lag the 
 machine measured for the same answer, placed where the replayed answer began, so a class sees
 the lag measured there beside the lag of this window replaying it.
 
+A class can stop the picture to talk about a moment: **Space** (or the *‖ pause* button on the
+canvas) freezes the drawing, not the window — the loop runs on, the probe goes on sampling and
+the timeline goes on keeping what it samples (:mod:`~tkchat.ui.teaching.lag_record`, two
+minutes of it). Paused, **←** and **→** (or a drag along the plot) scroll back through what
+was kept, and the axis says how long before the pause each moment was; **Space**, **End** or
+*▶ live* go back to the moment now. The keys work once the timeline has the focus (a click
+on it gives it).
+
 Main thread only.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import time
 import tkinter as tk
 import tkinter.font as tkfont
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,34 +56,31 @@ from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
 from tkchat.ui.look.theme import follow_theme, palette_of
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript.transcript import BODY_FONT_SIZE, AnswerView
+from tkchat.ui.teaching.lag_record import (
+    SPAN_S,
+    Arrival,
+    Column,
+    Freeze,
+    LagRecord,
+    RecordedColumns,
+)
+from tkchat.ui.transcript.transcript import BODY_FONT_SIZE
 
 Words = Callable[..., str]  # a Translator: key and values in, the window's language out
 
 Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
-Arrival = tuple[float, int]  # (perf_counter when text reached the screen, characters so far)
 
-SPAN_S = 20.0
 REFRESH_MS = 250
 FLOOR_MS = 1.0  # the bottom of the log scale: anything under a millisecond is "healthy"
 CAPTION_X = 12  # the caption starts at the canvas's left margin, as the axis labels do
-
-
-@dataclass(frozen=True, slots=True)
-class Freeze:
-    """An interval the main loop was stuck: from when the probe was due to when it ran."""
-
-    start: float
-    end: float
-
-    @classmethod
-    def of(cls, sample: LagSample) -> Freeze:
-        """The probe was due ``lag_ms`` before it ran: the loop was busy all that time."""
-        return cls(sample.at - sample.lag_ms / 1000, sample.at)
-
-    @property
-    def length_s(self) -> float:
-        return self.end - self.start
+STEP_S = 1.0  # what ← and → scroll a paused timeline by
+DRAG_PX = 4  # a press that moves further than this is a drag (scrolling), not a click
+KEYS: dict[str, str] = {  # the timeline's keys (with the focus) -> what they do
+    "<space>": "toggle",
+    "<Left>": "older",
+    "<Right>": "newer",
+    "<End>": "resume",
+}
 
 
 def freeze_label(seconds: float, translate: Words | None = None) -> str:
@@ -85,29 +89,6 @@ def freeze_label(seconds: float, translate: Words | None = None) -> str:
     if seconds < 1:
         return t("timeline.frozen_ms", ms=f"{seconds * 1000:.0f}")
     return t("timeline.frozen_s", seconds=f"{seconds:.2f}")
-
-
-def answer_arrivals(
-    answers: Sequence[AnswerView],
-    span_s: float = SPAN_S,
-    clock: Callable[[], float] = time.perf_counter,
-) -> Callable[[], list[Arrival]]:
-    """The ``arrivals`` callable for a transcript's answers (the transcript's own list: it is
-    cleared in place): the text arrivals of the last ``span_s`` seconds, oldest first. Each
-    answer's list is searched, not copied, so a long answer costs nothing more."""
-
-    def read() -> list[Arrival]:
-        since = clock() - span_s
-        found: list[list[Arrival]] = []
-        for view in reversed(answers):
-            arrivals = view.arrivals
-            if arrivals and arrivals[-1][0] >= since:
-                found.append(arrivals[bisect.bisect_left(arrivals, (since, -1)) :])
-            if view.started_at < since:
-                break
-        return [arrival for part in reversed(found) for arrival in part]
-
-    return read
 
 
 @dataclass(frozen=True)
@@ -151,14 +132,16 @@ class LagTimeline(tk.Canvas):
     text arrivals, oldest first (see :func:`answer_arrivals`). Both in ``time.perf_counter``
     seconds, as ``clock``. Sizes follow ``font_size``; wire it to the text size setting with
     ``font_sizer.on_change(timeline.set_font_size)``. ``recorded()``, if given, returns a
-    recording's lag samples on the same clock, oldest first: drawn as a dashed line."""
+    recording's lag samples on the same clock, oldest first: drawn as a dashed line.
+    :meth:`pause`, :meth:`scroll` and :meth:`resume` (the keys, the drag and the button call
+    them) stop the drawing, move it back through what was kept, and go live again."""
 
     def __init__(
         self,
         master: tk.Misc,
         scheduler: AfterScheduler,
         samples: Callable[[], Sequence[LagSample]],
-        arrivals: Callable[[], Iterable[Arrival]],
+        arrivals: Callable[[], Sequence[Arrival]],
         *,
         span_s: float = SPAN_S,
         refresh_ms: int = REFRESH_MS,
@@ -178,8 +161,7 @@ class LagTimeline(tk.Canvas):
         self.on_pick: Callable[[Freeze], None] | None = None
         self.save_trace: Callable[[], str] | None = None
         self._band_items: dict[int, Freeze] = {}  # canvas item -> the freeze it draws
-        self._recorded_key: tuple[int, int, float, float] | None = None  # what was folded last
-        self._recorded_columns: list[list[float]] = []
+        self._recorded_columns = RecordedColumns()
         self.palette = palette_of(self)  # its colours: light or dark, as the window
         self.scheduler = scheduler
         self.samples = samples
@@ -195,14 +177,17 @@ class LagTimeline(tk.Canvas):
         self.axis_font = lasting_font(root=self, family=family)
         self._line = self._label_line = 0  # the fonts' line heights, read once per size
         self.line_width = 3
-        # What the last redraw left for the next: the layout and scale the fixed items were
-        # drawn for, and the worst lag per pixel column (by absolute time, so the columns
-        # stay put while the picture scrolls), which only the new samples update.
-        self._drawn: tuple[Layout, float] | None = None
-        self._layout: Layout | None = None
-        self._columns: deque[list[float]] = deque()  # [column number, worst lag ms]
-        self._freezes: deque[Freeze] = deque()
-        self._seen = -math.inf  # ``at`` of the newest sample taken
+        # What the last redraw left for the next: the layout, scale and view the fixed items
+        # were drawn for (and the room they left above the plot), and the record of what
+        # was seen (lag per pixel column, freezes, arrivals), which the new samples update.
+        self._drawn: tuple[Layout, float, float | None] | None = None
+        self._upper: list[tuple[float, float]] = []
+        self.record = LagRecord()
+        # Paused: the moment the drawing stopped at, and how far before it the view ends.
+        self.paused_at: float | None = None
+        self.back_s = 0.0
+        self._end = 0.0  # where the last redraw's view ended
+        self._drag: tuple[int, float] | None = None  # a press's x and back_s, to drag from
         self._lag_item = self.create_line(0, 0, 0, 0, tags="lag")
         self._comb_item = self.create_line(0, 0, 0, 0, width=2, tags="arrivals")
         self._recorded_item = self.create_line(
@@ -210,7 +195,7 @@ class LagTimeline(tk.Canvas):
         )
         self.set_font_size(font_size, redraw=False)
         follow_theme(self, self.set_palette)
-        self.bind("<Button-1>", self._picked, add="+")
+        self._bind_input()
 
     # -- running -------------------------------------------------------------------------------
 
@@ -227,8 +212,90 @@ class LagTimeline(tk.Canvas):
 
     def _tick(self) -> None:
         if self.winfo_viewable():  # hidden (another lesson, a closed panel): skip the work
-            self.redraw()
+            self.refresh()
         self.scheduler.once(self.timer, self.refresh_ms, self._tick)
+
+    def refresh(self) -> None:
+        """What the timer does: live, draw; paused, only keep what is new (drawn later, if
+        the class scrolls to it or goes live)."""
+        if self.paused_at is None:
+            self.redraw()
+        elif self.record.column_s:
+            self.record.take(self.samples(), self.arrivals(), self.clock(), self.record.column_s)
+
+    # -- pause and scroll back -----------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Stop the drawing where it is (the loop, the probe and the record go on)."""
+        if self.paused_at is None:
+            self.paused_at, self.back_s = self._end or self.clock(), 0.0
+            self.redraw()
+
+    def resume(self) -> None:
+        """Live again: the view jumps to the moment now."""
+        self.paused_at, self.back_s = None, 0.0
+        self.redraw()
+
+    def toggle(self) -> None:
+        if self.paused_at is None:
+            self.pause()
+        else:
+            self.resume()
+
+    def scroll(self, seconds: float) -> None:
+        """Move a paused view ``seconds`` further back (negative: forward), within what was
+        kept and no later than the pause; live, it pauses first."""
+        self.pause()
+        assert self.paused_at is not None
+        oldest = self.record.oldest()
+        most = 0.0 if oldest is None else max(0.0, self.paused_at - self.span_s - oldest)
+        self.back_s = min(max(0.0, self.back_s + seconds), most)
+        self.redraw()
+
+    def _bind_input(self) -> None:
+        """A press (the button, a band, a drag's start), a drag, and the keys."""
+        self.bind("<Button-1>", self._pressed, add="+")
+        self.bind("<B1-Motion>", self._dragged, add="+")
+        self.bind("<ButtonRelease-1>", self._released, add="+")
+        for sequence, control in KEYS.items():
+            self.bind(sequence, self._key(control))
+
+    def _key(self, control: str) -> Callable[[tk.Event], str]:
+        actions: dict[str, Callable[[], None]] = {
+            "toggle": self.toggle,
+            "older": lambda: self.scroll(STEP_S),
+            "newer": lambda: self.scroll(-STEP_S),
+            "resume": self.resume,
+        }
+
+        def handler(_event: tk.Event) -> str:
+            actions[control]()
+            return "break"
+
+        return handler
+
+    def _pressed(self, event: tk.Event) -> None:
+        """A press: on the button, pause or go live; on a band, its culprit; elsewhere, the
+        start of a drag. It gives the timeline the focus (for its keys)."""
+        self.focus_set()
+        self._drag = None
+        button = self.bbox("control")
+        if button and button[0] <= event.x <= button[2] and button[1] <= event.y <= button[3]:
+            self.toggle()
+        elif not self._picked(event):
+            self._drag = (event.x, self.back_s if self.paused_at is not None else 0.0)
+
+    def _dragged(self, event: tk.Event) -> None:
+        """Drag the picture: to the right brings older moments into view."""
+        if self._drag is None or abs(event.x - self._drag[0]) <= DRAG_PX:
+            return
+        layout = self._measure()
+        seconds_per_px = self.span_s / max(1, layout.right - layout.left)
+        wanted = self._drag[1] + (event.x - self._drag[0]) * seconds_per_px
+        self.scroll(wanted - (self.back_s if self.paused_at is not None else 0.0))
+
+    def _released(self, _event: tk.Event) -> None:
+        self._drag = None
 
     def _relabel(self, _lang: str) -> None:
         """Another language: the labels are drawn again in it."""
@@ -261,27 +328,29 @@ class LagTimeline(tk.Canvas):
     # -- drawing -------------------------------------------------------------------------------
 
     def redraw(self, now: float | None = None) -> float:
-        """Draw the last ``span_s`` seconds up to ``now``; return what it cost in ms."""
+        """Take in what is new up to ``now`` and draw the last ``span_s`` seconds to it (paused:
+        the span that ends ``back_s`` before the pause); return what it cost in ms."""
         started = time.perf_counter()
         now = self.clock() if now is None else now
         layout = self._measure()
-        if layout != self._layout:  # another column width: count the columns again
-            self._layout, self._columns, self._freezes = layout, deque(), deque()
-            self._seen = -math.inf
-        start = now - self.span_s
         column_s = self.span_s / max(1, layout.right - layout.left)  # one pixel column
-        self._take_samples(column_s, start)
-        recorded = self._fold_recorded(column_s, start, now)
-        peak = max((worst for _column, worst in (*self._columns, *recorded)), default=0.0)
+        self.record.take(self.samples(), self.arrivals(), now, column_s)
+        end = now if self.paused_at is None else self.paused_at - self.back_s
+        start, self._end = end - self.span_s, end
+        columns = self.record.columns_in(start, end)
+        recorded_samples = self.recorded() if self.recorded is not None else ()
+        recorded = self._recorded_columns.span(recorded_samples, column_s, start, end)
+        peak = max((worst for _column, worst in (*columns, *recorded)), default=0.0)
         top_ms = max(1000.0, 10 ** math.ceil(math.log10(max(peak, 1.0) * 1.2)))
-        if self._drawn != (layout, top_ms):
+        view = None if self.paused_at is None else self.back_s
+        if self._drawn != (layout, top_ms, view):
             self._draw_fixed(layout, top_ms)
-            self._drawn = (layout, top_ms)
+            self._drawn = (layout, top_ms, view)
         scale = _Scale(layout, start, self.span_s, top_ms)
-        self._draw_lag(scale, column_s)
-        self._draw_recorded(scale, column_s, recorded)
-        self._draw_freezes(scale, layout)
-        self._draw_arrivals(scale, layout, start)
+        self._draw_line(self._lag_item, scale, column_s, columns)
+        self._draw_line(self._recorded_item, scale, column_s, recorded)
+        self._draw_freezes(scale, layout, self.record.freezes_in(start, end))
+        self._draw_arrivals(scale, layout, self.record.arrivals_in(start, end))
         cost = (time.perf_counter() - started) * 1000
         self.redraw_ms.append(cost)
         return cost
@@ -302,29 +371,6 @@ class LagTimeline(tk.Canvas):
             band=band,
             tick_h=tick_h,
         )
-
-    def _take_samples(self, column_s: float, start: float) -> None:
-        """Fold the samples newer than the last redraw into their columns; forget the ones
-        that scrolled out."""
-        new: list[LagSample] = []
-        for sample in reversed(self.samples()):
-            if sample.at <= self._seen:
-                break
-            new.append(sample)
-        for sample in reversed(new):
-            column = int(sample.at / column_s)
-            if self._columns and self._columns[-1][0] == column:
-                self._columns[-1][1] = max(self._columns[-1][1], sample.lag_ms)
-            else:
-                self._columns.append([column, sample.lag_ms])
-            if sample.lag_ms > LONG_TASK_MS:
-                self._freezes.append(Freeze.of(sample))
-        if new:
-            self._seen = new[0].at
-        while self._columns and (self._columns[0][0] + 1) * column_s < start:
-            self._columns.popleft()
-        while self._freezes and self._freezes[0].end < start:
-            self._freezes.popleft()
 
     def _text(
         self,
@@ -373,82 +419,89 @@ class LagTimeline(tk.Canvas):
         self.create_line(
             left, layout.bottom, right, layout.bottom, fill=p.chart_ink, width=2, tags="fixed"
         )
-        caption, legend = self._captions()
-        # From the canvas's edge, not the plot's: after the axis labels' width, a large text
-        # size in a narrow lesson panel pushed its end off the canvas.
-        self._text(CAPTION_X, 8, caption, "nw", self.label_font)
-        if legend:
-            self._text(right, 8, legend, "ne", self.label_font)
+        self._draw_top_row(layout)
         self._text(
             left - 6, layout.band, self.t("timeline.text"), "e", self.axis_font, p.chart_good
         )
-        for ago in range(0, int(self.span_s) + 1, 5):
-            if ago == 0:
-                self._text(right, layout.band + 6, self.t("timeline.now"), "ne", self.axis_font)
-            else:
-                at_x = right - ago * (right - left) / self.span_s
-                ago_text = self.t("timeline.ago", seconds=ago)
-                self._text(at_x, layout.band + 6, ago_text, "n", self.axis_font)
+        self._draw_time_axis(layout)
         self.tag_raise("recorded")
         self.tag_raise("lag")
         self.tag_raise("arrivals")
 
-    def _captions(self) -> tuple[str, str]:
-        """The caption (top left) and the recorded run's legend (top right; "" without one)."""
-        legend = self.t("timeline.recorded") if self.recorded is not None else ""
-        return self.t("timeline.caption", seconds=f"{self.span_s:.0f}"), legend
-
-    def _draw_lag(self, scale: _Scale, column_s: float) -> None:
-        """One polyline, one point per pixel column: the column's worst lag."""
-        points = [
-            c for column, worst in self._columns for c in scale.point(column * column_s, worst)
-        ]
-        if len(points) >= 4:
-            self.coords(self._lag_item, points)
-            self.itemconfigure(self._lag_item, state="normal")
+    def _draw_top_row(self, layout: Layout) -> None:
+        """The pause or live button (top right), the recorded run's legend beside it, and the
+        caption (top left: live, what the picture is; paused, how to scroll, shortened to
+        the room left); what they take of the row is kept for the freeze labels (one was
+        seen written over them)."""
+        button = "timeline.pause" if self.paused_at is None else "timeline.live"
+        item = self._text(layout.right - 6, 8, self.t(button), "ne", self.axis_font)
+        self.addtag_withtag("control", item)
+        x0, y0, x1, y1 = self.bbox(item)
+        ink = self.palette.chart_ink
+        self.create_rectangle(
+            x0 - 6, y0 - 2, x1 + 6, y1 + 2, outline=ink, tags=("fixed", "control")
+        )
+        self._upper = [self._taken(item)]
+        if self.recorded is not None:
+            legend = self.t("timeline.recorded")
+            item = self._text(x0 - 18, 8, legend, "ne", self.label_font)
+            self._upper.append(self._taken(item))
+        room = self._upper[-1][0] - CAPTION_X
+        if self.paused_at is None:
+            captions = [self.t("timeline.caption", seconds=f"{self.span_s:.0f}")]
         else:
-            self.itemconfigure(self._lag_item, state="hidden")
+            captions = [self.t("timeline.paused"), self.t("timeline.paused_short")]
+        fits = [text for text in captions if self.label_font.measure(text) <= room]
+        # From the canvas's edge, not the plot's: after the axis labels' width, a large text
+        # size in a narrow lesson panel pushed its end off the canvas.
+        item = self._text(CAPTION_X, 8, (fits or captions[-1:])[0], "nw", self.label_font)
+        self._upper.append(self._taken(item))
 
-    def _fold_recorded(self, column_s: float, start: float, now: float) -> list[list[float]]:
-        """The recording's lag over the span, the worst per pixel column ([column, worst]).
-        A recording does not change: it is folded into columns once (again only for another
-        recording or another column width), and each redraw takes its span by bisection."""
-        samples = self.recorded() if self.recorded is not None else ()
-        # (a list's id alone could be reused by the next answer's list, the same length)
-        key = (id(samples), len(samples), samples[0].at if samples else 0.0, column_s)
-        if self._recorded_key != key:
-            columns: list[list[float]] = []
-            for sample in samples:
-                column = int(sample.at / column_s)
-                if columns and columns[-1][0] == column:
-                    columns[-1][1] = max(columns[-1][1], sample.lag_ms)
-                else:
-                    columns.append([column, sample.lag_ms])
-            self._recorded_key, self._recorded_columns = key, columns
-        columns = self._recorded_columns
-        first = bisect.bisect_left(columns, start / column_s - 1, key=lambda c: c[0])
-        last = bisect.bisect_right(columns, now / column_s, key=lambda c: c[0])
-        return columns[first:last]
+    def _taken(self, item: int) -> tuple[float, float]:
+        x0, _y0, x1, _y1 = self.bbox(item)
+        return x0 - 6.0, x1 + 6.0
 
-    def _draw_recorded(self, scale: _Scale, column_s: float, columns: list[list[float]]) -> None:
+    def _draw_time_axis(self, layout: Layout) -> None:
+        """Seconds along the bottom, every 5: live, before now; paused, before the pause (the
+        right edge says how far back the view is)."""
+        left, right = layout.left, layout.right
+        for step in range(0, int(self.span_s) + 1, 5):
+            at_x = right - step * (right - left) / self.span_s
+            ago = step + (self.back_s if self.paused_at is not None else 0.0)
+            if step:
+                text = self.t("timeline.ago", seconds=f"{ago:.0f}")
+            elif self.paused_at is None:
+                text = self.t("timeline.now")
+            elif ago < 0.5:
+                text = self.t("timeline.paused_now")
+            else:
+                text = self.t("timeline.ago", seconds=f"{ago:.0f}")
+            self._text(at_x, layout.band + 6, text, "n" if step else "ne", self.axis_font)
+
+    def _draw_line(
+        self, item: int, scale: _Scale, column_s: float, columns: Sequence[Column]
+    ) -> None:
+        """One polyline, one point per pixel column: the column's worst lag (the live lag's,
+        or the recording's)."""
         points = [c for column, worst in columns for c in scale.point(column * column_s, worst)]
         if len(points) >= 4:
-            self.coords(self._recorded_item, points)
-            self.itemconfigure(self._recorded_item, state="normal")
+            self.coords(item, points)
+            self.itemconfigure(item, state="normal")
         else:
-            self.itemconfigure(self._recorded_item, state="hidden")
+            self.itemconfigure(item, state="hidden")
 
-    def _picked(self, event: tk.Event) -> None:
+    def _picked(self, event: tk.Event) -> bool:
         """A click on a band (anywhere across it, the lag line over it too) or on its label:
-        show who held the loop then."""
+        show who held the loop then (True: it did)."""
         if self.on_pick is None:
-            return
+            return False
         x, y = self.canvasx(event.x), self.canvasy(event.y)
         for item, freeze in self._band_items.items():
             x0, y0, x1, y1 = self.bbox(item)
             if x0 - 2 <= x <= x1 + 2 and y0 <= y <= y1:
                 self.on_pick(freeze)
-                return
+                return True
+        return False
 
     def _labels(self, freeze: Freeze) -> list[str]:
         """The labels to try for a band, the most telling first: its culprit (with the
@@ -459,21 +512,16 @@ class LagTimeline(tk.Canvas):
             return [short]
         return [*labels(culprit, getattr(self.t, "lang", "en")), short]
 
-    def _draw_freezes(self, scale: _Scale, layout: Layout) -> None:
+    def _draw_freezes(self, scale: _Scale, layout: Layout, freezes: list[Freeze]) -> None:
         """Shade each frozen interval and write its length above it, the longest first; a
         label that would overlap one already placed goes a row higher, or is left out (the
         shading stays)."""
         self.delete("frozen", "frozen-label")
         left, right = layout.left, layout.right
-        # The x-ranges taken in each row. The upper row is the caption's line: a label there
-        # must leave the caption and the legend readable (one was seen written over them).
-        caption, legend = self._captions()
-        upper = [(CAPTION_X - 6.0, CAPTION_X + self.label_font.measure(caption) + 6.0)]
-        if legend:
-            upper.append((right - self.label_font.measure(legend) - 6, right + 6))
-        placed: list[list[tuple[float, float]]] = [[], upper]
+        # The x-ranges taken in each row; the upper row is the caption's (_draw_top_row).
+        placed: list[list[tuple[float, float]]] = [[], list(self._upper)]
         self._band_items = {}
-        for freeze in sorted(self._freezes, key=lambda f: -f.length_s):
+        for freeze in sorted(freezes, key=lambda f: -f.length_s):
             x0, x1 = max(left, scale.x(freeze.start)), min(right, scale.x(freeze.end))
             if x1 <= left:
                 continue
@@ -510,10 +558,10 @@ class LagTimeline(tk.Canvas):
                     return self._text(centre, at_y, text, "s", self.label_font, ink, "frozen-label")
         return None
 
-    def _draw_arrivals(self, scale: _Scale, layout: Layout, start: float) -> None:
+    def _draw_arrivals(self, scale: _Scale, layout: Layout, arrivals: list[float]) -> None:
         """A comb: one polyline along the band with a tooth wherever text arrived (at most
         one per two pixels), so a flood of arrivals is still one canvas item."""
-        teeth = sorted({int(scale.x(at)) // 2 for at, _chars in self.arrivals() if at >= start})
+        teeth = sorted({int(scale.x(at)) // 2 for at in arrivals})
         band, tip = layout.band, layout.band - layout.tick_h
         points: list[float] = [layout.left, band]
         for tooth in teeth:

@@ -6,8 +6,9 @@ built, tested and changed without ``tkchat.ui.window.chat_window``.
 
 Above the lesson, the teacher's lines (the picker and the plan, the demo and its button, what
 to watch, the lesson's question for the class if it asks one, the expected and live figure);
-a lesson that asks a question keeps its expected figure hidden until its demo's answer has
-ended or the teacher shows it (:mod:`~tkchat.ui.teaching.prediction`). The lesson itself,
+a lesson that asks a question keeps its expected figure, and the lesson's *What you see*
+section, hidden until its demo's answer has ended or the teacher shows it
+(:mod:`~tkchat.ui.teaching.prediction`). The lesson itself,
 rendered by the app's one markdown renderer as the transcript renders an answer, is
 :class:`~tkchat.ui.teaching.lesson_text.LessonText`'s; under it, the lag timeline.
 """
@@ -21,6 +22,7 @@ from tkinter import ttk
 
 from tkchat.course.claims import format_figure
 from tkchat.course.lessons import Lesson, expect_text, load_lessons, plan_path, render_body
+from tkchat.course.prediction import hide_observed
 from tkchat.ui.look.fit import breakable
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.scaling import dp, dp_pad
@@ -130,7 +132,7 @@ class LessonPanel(ttk.Frame):
             self,
             translate=self.translate,
             fonts=(self._fonts["note"], self._fonts["note_bold"]),
-            on_reveal=self._arrange,
+            on_reveal=self._revealed,
         )
         self.figure_label = ttk.Label(
             self, justify="left", wraplength=420, font=self._fonts["note_bold"]
@@ -301,8 +303,26 @@ class LessonPanel(ttk.Frame):
                 self._line("lesson.watch", self.translate("lesson.watch." + lesson.watch))
             )
         )
-        self.body.show(lambda: render_body(lesson, strict=False), failed=self._unavailable)
+        self._show_body(lesson)
         self.refresh_figure()
+
+    def _show_body(self, lesson: Lesson) -> None:
+        """The lesson, prepared on a worker; while its question waits for the answer, with
+        its *What you see* section folded (it tells the result the class is to predict)."""
+        if self.prediction.waiting:
+            note = self.translate("predict.observed_hidden")
+            self.body.show(
+                lambda: hide_observed(render_body(lesson, strict=False), lesson.language, note),
+                failed=self._unavailable,
+            )
+        else:
+            self.body.show(lambda: render_body(lesson, strict=False), failed=self._unavailable)
+
+    def _revealed(self) -> None:
+        """The answer is out: the figures under the demo's line, the whole lesson."""
+        self._arrange()
+        if self.current is not None:
+            self._show_body(self.current)
 
     def _unavailable(self, error: Exception) -> str:
         return self.translate("lesson.unavailable").format(error=error)

@@ -34,7 +34,8 @@ from tkchat.trace.sampler import KEEP_S, LoopSampler
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LagProbe
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.teaching.lag_timeline import Freeze, LagTimeline, answer_arrivals
+from tkchat.ui.teaching.lag_record import Freeze, answer_arrivals
+from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.transcript.transcript import Transcript
 
 if TYPE_CHECKING:
