@@ -603,8 +603,9 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Faults:
 
 
 @pytest.fixture
-def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
-    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend),
+def teach_projector_window(root: tk.Tk) -> Iterator[Callable[..., ChatApp]]:
+    """The window ``tkchat --teach --projector --lang LANG`` opens (scripted backend; with
+    ``projector=False``, ``tkchat --teach --lessons``),
     closed after the test: a window only destroyed with its root kept its loop sampler
     running, and the next tests' frames (a closed dialog's) in that sampler's keeping."""
     from tkchat.cli import build_parser
@@ -617,9 +618,10 @@ def teach_projector_window(root: tk.Tk) -> Iterator[Callable[[str], ChatApp]]:
 
     apps: list[ChatApp] = []
 
-    def build(lang: str) -> ChatApp:
+    def build(lang: str, *, projector: bool = True) -> ChatApp:
+        shown = "--projector" if projector else "--lessons"  # (--teach --lessons: no projector)
         args = build_parser().parse_args(
-            ["--teach", "--projector", "--backend", "scripted", "--no-history", "--lang", lang]
+            ["--teach", shown, "--backend", "scripted", "--no-history", "--lang", lang]
         )
         controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
         app = ChatApp(root, controller, _app_options(args, AppSettings(), None))

@@ -114,6 +114,29 @@ def test_the_last_block_runs_to_the_end_and_trailing_blanks_go_with_it() -> None
     assert stream.next_block() is None and stream.exhausted
 
 
+@pytest.mark.parametrize(
+    ("text", "open_heading"),
+    [
+        ("para\n\n### Part 3: wh", True),  # cut in the middle of its heading
+        ("para\n\n### 第12部分：主", True),
+        ("para\n\n### Part 3: what the loop does\n", False),  # the heading's line ended
+        ("### Part 3\n\nbody te", False),  # cut in a paragraph
+        ("para\n\n### Part 3  ", True),
+    ],
+)
+def test_an_answer_cut_in_its_last_heading_says_so(text: str, open_heading: bool) -> None:
+    """An answer cut by its length limit (or Stop) in the middle of a heading's line: its
+    last block says it is an open heading, which the window leaves plain (painted, the
+    flood of lesson 11 in Chinese ended in a big, half-written heading)."""
+    stream = BlockStream()
+    stream.feed(text)
+    stream.end()
+    blocks = []
+    while (block := stream.next_block()) is not None:
+        blocks.append(block)
+    assert [block.open_heading for block in blocks] == [False] * (len(blocks) - 1) + [open_heading]
+
+
 def unfenced_code(index: int) -> str:
     """The lines of a long run of unfenced Python, a function every five: dedents and blank
     lines, which end indented code and paragraphs, go on with it."""

@@ -32,6 +32,7 @@ is kept with the run it came from and satisfies the lesson's claims.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import tkinter as tk
 from collections.abc import Iterator
@@ -309,6 +310,16 @@ def test_demo(window: DemoWindow, group: list[Lesson], monkeypatch: pytest.Monke
         claims = [claim for claim in each.claims if claim.metric in COUNTED]
         failed = [v.line for v in (c.judge(counted, {}) for c in claims) if not v.holds]
         assert not failed, f"{each.language}/{each.id}: {failed}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_demo_answer_names_no_rate_of_its_own(language: str) -> None:
+    """(No window.) The scripted answer every demo streams runs at its lesson's rate (300 to
+    5,000 tokens a second): a rate in its text ("100 tokens per second arrive", "500" in a
+    demo at 2,000) told the class something else than the health bar beside it."""
+    answer = long_answer(DEMO_ANSWER_CHARS, language)
+    rates = re.findall(r"\d[\d,]*\s*(?:tokens? (?:per|a) second|tokens/s|个 token)", answer)
+    assert rates == []
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[f"{x.id}-{x.language}" for x in LESSONS])

@@ -9,12 +9,23 @@ from __future__ import annotations
 import tkinter as tk
 from collections.abc import Callable
 
+import pytest
+
 from tests.conftest import pump_until
-from tests.test_rich_streaming import gated, rendered, shows_end, step, tokens_until
+from tests.test_rich_streaming import (
+    gated,
+    rendered,
+    shows_end,
+    step,
+    stream_in_steps,
+    tokens_until,
+)
 from tests.x_input import handled, keyboard_focus, needs_xdotool, press, type_text
 from tkchat.conversation import Sampling
-from tkchat.generate.scripted import ScriptedBackend
+from tkchat.course import lessons
+from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.ui.readonly import READ_ONLY_CLASS
+from tkchat.ui.transcript.answer_figures import FIGURES_TAG
 
 
 def widget_calls(text: tk.Text) -> tuple[list[tuple[str, ...]], Callable[[], None]]:
@@ -89,3 +100,43 @@ def test_streaming_toggles_no_state_and_follows_the_end_with_see(root: tk.Tk, ma
     assert len(yviews) <= len(painter.slice_ms) - slices_before, yviews[:3]
     assert len([c for c in calls if c[1:2] == ("see",)]) >= 20
     assert len([c for c in calls if c[1:2] == ("insert",)]) >= 20
+
+
+def test_a_flood_to_its_end_and_the_next_lesson_configure_no_big_widget(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lesson 11 in a class: a long answer streams to its end (its last block painted, its
+    figures line drawn), then the teacher picks lesson 12. The transcript, which holds the
+    whole answer, is never ``configure``d (Tk would lay all of it out again: the fixed
+    window's long tasks "in writable → Misc._configure" after a flood), and the lesson
+    panel's live line, refreshed twice a second, reads no file and is configured only when
+    its text changes ("in LessonPanel.refresh_figure → Misc._configure")."""
+    backend, gate = gated(long_answer(20_000))
+    app = make_app(backend, sampling=Sampling(max_tokens=0), show_lessons=True)
+    panel = app.teaching.lesson_panel
+    panel.select("11-backpressure")
+    pump_until(root, lambda: not panel.rendering, what="lesson 11 on screen")
+    app.flow.send("Flood the window with text.")
+    text = app.transcript.text
+    calls, stop_counting = widget_calls(text)
+    stream_in_steps(root, app, backend, gate, lambda: None)
+    pump_until(root, lambda: bool(text.tag_ranges(FIGURES_TAG)), what="its figures line")
+    panel.select("12-cancellation")
+    pump_until(root, lambda: not panel.rendering, what="lesson 12 on screen")
+    stop_counting()
+    assert len(app.transcript.answers[-1].text) > 20_000
+    assert [c for c in calls if c[1:2] == ("insert",)], "the answer was watched as it came"
+    assert [c for c in calls if c[1:2] == ("configure",)] == []
+    # the live line, refreshed with nothing changed: no file read, no configure
+    reads = []
+    real_load = lessons.load_figures
+    monkeypatch.setattr(lessons, "load_figures", lambda path: reads.append(path) or real_load(path))
+    panel.refresh_figure()
+    line = str(panel.figure_label.cget("text"))
+    label_calls, stop_counting = widget_calls(panel.figure_label)  # type: ignore[arg-type]
+    for _ in range(5):
+        panel.refresh_figure()
+    stop_counting()
+    assert str(panel.figure_label.cget("text")) == line
+    assert [c for c in label_calls if c[1:2] == ("configure",)] == []
+    assert reads == []

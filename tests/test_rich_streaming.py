@@ -441,3 +441,29 @@ def test_code_of_every_look_shares_the_four_fonts_of_code(root: tk.Tk, make_app)
     fonts = {str(text.tag_cget(tag, "font")) for tag in code_tags}
     assert len(code_tags) > 4  # the premise: more looks than fonts
     assert len(fonts) <= 4, fonts
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["cut in its heading", "whole"])
+def test_an_answer_cut_in_a_heading_does_not_end_in_a_big_heading(
+    root: tk.Tk, make_app, cut: bool
+) -> None:
+    """Lesson 11's flood in Chinese, cut at its token count, ended in a half-written heading
+    painted large. A heading the answer was cut in stays as it streamed (plain, its marks
+    shown); the same answer not cut paints it as a heading."""
+    text = "Intro line here.\n\n### Part 3: what the main loop does\n\nbody text"
+    backend = ScriptedBackend(rate=0, text=text)
+    limit = tokens_until(backend, "Part 3: what") if cut else 0
+    app = make_app(backend, sampling=Sampling(max_tokens=limit))
+    app.flow.send("a question")
+    pump_until(root, lambda: rendered(app), what="the answer, painted")
+    widget = app.transcript.text
+    first = widget.search("Intro line here.", "1.0")
+    heading = widget.search("Part 3: what", "1.0")
+    assert first and heading
+    assert set(widget.tag_names(first)) - {"answer"}, "the paragraph before it is painted"
+    shown = widget.get(f"{heading} linestart", f"{heading} lineend")
+    painted = set(widget.tag_names(heading)) - {"answer"}
+    if cut:
+        assert shown == "### Part 3: what" and not painted
+    else:
+        assert shown == "Part 3: what the main loop does" and painted

@@ -30,22 +30,23 @@ from typing import Any
 import pytest
 
 from tests.conftest import pump_until, wait_until, window_name
+from tests.x_input import needs_xdotool, xdotool
 from tkchat.generate.scripted import ScriptedBackend
 from tkchat.lab.watchdog import (
     FROZEN_AFTER_S,
-    SCREEN_SHARE,
     TITLE,
     HeartbeatTrace,
     WatchdogWindow,
     default_geometry,
-    placement,
 )
+from tkchat.lab.watchdog_place import SCREEN_SHARE, overlap, parse_geometry, placement
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching import watchdog_link
 from tkchat.ui.teaching.watchdog_link import (
     HeartbeatSender,
     WatchdogHandle,
     open_watchdog,
+    screen_geometry,
     watchdog_command,
 )
 
@@ -374,7 +375,8 @@ def test_at_192_dpi_the_window_grows_with_its_text(root: tk.Tk, scaled) -> None:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) -> None:
-    """``--lang zh``: all of it Chinese — title, counter, caption, axes, a freeze's label."""
+    """``--lang zh``: all of it Chinese — title (which names the keys), counter, caption,
+    axes, a freeze's label."""
     clock = [100.0]
     window = WatchdogWindow(root, list, lambda: False, clock=lambda: clock[0], language=lang)
     root.geometry("576x324")
@@ -386,7 +388,8 @@ def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) 
     window.draw(clock[0], window.trace.update(clock[0]))
     window.canvas.itemconfigure(window.counter, text=window._counter_look(None)[0])
     shown = [root.title(), *_texts_inside(window)]
-    latin = [text for text in shown if re.search(r"[A-Za-z]", text.replace("tkchat", ""))]
+    # (the program's name and the keys' names, Esc and M, are Latin on every keyboard)
+    latin = [t for t in shown if re.search(r"[A-Za-z]", re.sub(r"tkchat|\bEsc\b|\bM\b", "", t))]
     if lang == "zh":
         assert not latin, latin
         assert "现在" in shown and "正在等待聊天窗口…" in shown
@@ -397,34 +400,118 @@ def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) 
     window.close()
 
 
+def _class_must_see(app: Any) -> dict[str, tk.Misc]:
+    """What the class watches in a freeze demo: the lesson, its picker and demo button, the
+    lag timeline, the health bar (the heartbeat), the message box and Send row."""
+    panel = app.teaching.lesson_panel
+    assert panel is not None and panel.timeline is not None
+    parts = {
+        "lesson panel": panel,
+        "lag timeline": panel.timeline,
+        "health bar": app.health,
+        "message box": app.input,
+        "Send": app.send_button,
+        "Stop": app.stop_button,
+    }
+    return {name: widget for name, widget in parts.items() if widget.winfo_ismapped()}
+
+
+def _on_screen(widget: tk.Misc) -> tuple[int, int, int, int]:
+    return widget.winfo_width(), widget.winfo_height(), widget.winfo_rootx(), widget.winfo_rooty()
+
+
+@pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_watchdog_opens_clear_of_the_lesson_picker_and_the_demo_button(
-    root: tk.Tk, teach_projector_window: Callable[[str], Any], lang: str
+def test_the_watchdog_covers_nothing_the_class_must_see(
+    root: tk.Tk, teach_projector_window: Callable[..., Any], lang: str, projector: bool
 ) -> None:
-    """On a 1280×720 projector, at 96 and at 192 dpi, in both languages: bottom right, over
-    the lag timeline, not over the lesson panel's picker, "Set up the demo" or the Send row
-    of the window ``tkchat --teach --projector`` opens."""
+    """The window ``tkchat --teach --projector`` (or ``--teach --lessons``) opens at 1280×720,
+    in both languages, at 96 and at 192 dpi: the watchdog goes over the chat's text, clear
+    of the lesson panel (in projector mode it hid the lesson's lower half), the lag timeline
+    (without projector mode it hid all of it), the health bar and the Send row."""
     from tests.test_projector import SCREEN_720P
 
-    app = teach_projector_window(lang)
+    app = teach_projector_window(lang, projector=projector)
     root.geometry(SCREEN_720P)
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     root.update()
-    panel = app.teaching.lesson_panel
-    assert panel is not None
-    keep_clear = [panel.picker, panel.setup_button, app.send_button, app.stop_button]
+    must_see = _class_must_see(app)
+    assert "lag timeline" in must_see  # the premise: both modes draw it at 1280×720
+    room = parse_geometry(screen_geometry(app.transcript))
+    window = parse_geometry(screen_geometry(root))
     for scale in (1.0, 2.0):
-        width, height, x, y = placement(1280, 720, scale)
-        assert x + width <= 1280 and y + height <= 720 and x >= 0 and y >= 0
-        for widget in keep_clear:
-            left, top = widget.winfo_rootx(), widget.winfo_rooty()
-            right, bottom = left + widget.winfo_width(), top + widget.winfo_height()
-            apart = right <= x or left >= x + width or bottom <= y or top >= y + height
-            assert apart, (scale, widget, (x, y, width, height))
+        place = placement(1280, 720, scale, room=room, window=window)
+        width, height, x, y = place
+        assert x >= 0 and y >= 0 and x + width <= 1280 and y + height <= 720
+        assert width >= 0.5 * 576 and height >= 0.5 * 324  # large enough to read
+        for name, widget in must_see.items():
+            assert not overlap(place, _on_screen(widget)), (scale, name, place)
     app.close()
 
 
+def test_a_screen_with_room_beside_the_window_gets_it_there() -> None:
+    """A chat window that leaves a corner of the screen free: the watchdog goes there, over
+    nothing of the window; without the window's word, the screen's bottom right, as before."""
+    window = (1100, 700, 0, 0)
+    place = placement(1920, 1080, room=(700, 300, 0, 300), window=window)
+    assert place == (720, 400, 1920 - 720 - 16, 1080 - 400 - 16)
+    assert not overlap(place, window)
+    # a maximised window leaves no corner: over its room, as large as the room holds
+    assert placement(1920, 1080, room=(700, 300, 0, 300), window=(1920, 1050, 0, 30)) == (
+        700,
+        300,
+        0,
+        300,
+    )
+    assert placement(1280, 720) == (576, 324, 1280 - 576 - 16, 720 - 324 - 16)
+    # a room too small to read in: the corner
+    assert placement(1280, 720, room=(200, 100, 0, 300), window=(1280, 720, 0, 0))[2:] == (688, 380)
+
+
 # -- from the chat window ------------------------------------------------------------------
+
+
+@needs_xdotool
+def test_the_watchdog_a_demo_opens_keeps_clear_and_its_keys_move_and_close_it(
+    root: tk.Tk, teach_projector_window: Callable[..., Any], leaving_by_itself: None
+) -> None:
+    """The real watchdog process, opened as a freeze demo opens it, in the window ``tkchat
+    --teach --projector`` opens at 1280×720: on the X server its window covers nothing the
+    class must see; M moves it to the other side of the screen; Esc closes it (and the demo
+    opens it again)."""
+    from tests.test_projector import SCREEN_720P
+
+    app = teach_projector_window("en")
+    root.geometry(SCREEN_720P)
+    pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
+    root.update()
+    handle = app.demos.open_watchdog()
+    found: set[str] = set()
+    wait_until(lambda: found.update(_watchdog_windows()) or found, what="the watchdog's window")
+    (window,) = found
+    place = _x_geometry(window)
+    for name, widget in _class_must_see(app).items():
+        assert not overlap(place, _on_screen(widget)), (name, place)
+    xdotool("windowfocus", "--sync", window, "key", "m")
+    wait_until(lambda: _x_geometry(window) != place, what="M to move the watchdog")
+    width, height, x, y = _x_geometry(window)
+    assert (width, height, y) == (place[0], place[1], place[3])
+    assert x == root.winfo_screenwidth() - place[2] - width  # the other side
+    xdotool("windowfocus", "--sync", window, "key", "Escape")
+    wait_until(lambda: handle.process.poll() is not None, what="Esc to close the watchdog")
+    assert handle.process.returncode == 0 and not handle.alive
+    again = app.demos.open_watchdog()
+    assert again is not handle and again.process.poll() is None
+    app.close()
+
+
+def _x_geometry(window: str) -> tuple[int, int, int, int]:
+    """Where the X server has ``window``: (width, height, x, y) (xdotool)."""
+    shell = subprocess.run(
+        ["xdotool", "getwindowgeometry", "--shell", window], capture_output=True, text=True
+    ).stdout
+    said = dict(line.split("=", 1) for line in shell.split())
+    return int(said["WIDTH"]), int(said["HEIGHT"]), int(said["X"]), int(said["Y"])
 
 
 def test_the_app_opens_one_watchdog_and_closes_it_with_itself(

@@ -17,6 +17,10 @@ GenerateInClickHandler.start → … — the model ran on the main thread"), and
 once the beats come back. End-of-file on stdin
 (the app closed the pipe, exited, or was killed) closes the window, and so does a parent that
 is gone after a long silence.
+
+It opens where the chat window says the class needs nothing during a freeze: ``--room``, the
+chat's text (the window computes it from its own geometry), unless the screen has room beside
+the window. Esc closes it; M moves it to the other side of the screen and back.
 """
 
 from __future__ import annotations
@@ -36,6 +40,15 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from tkchat.i18n.watchdog import STRINGS
+from tkchat.lab.watchdog_place import (
+    SIZE,
+    Rect,
+    geometry_of,
+    inside_frame,
+    other_side,
+    parse_geometry,
+    placement,
+)
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette, palette_named
 from tkchat.ui.look.scaling import dp
@@ -47,11 +60,8 @@ SPAN_S = 15.0  # the chart's width in seconds
 TICK_MS = 40  # how often this window looks at the beats and redraws
 FROZEN_AFTER_S = 0.25  # silence this long (five beats missed) is a freeze
 PARENT_GONE_AFTER_S = 5.0  # silence this long, with the parent gone, ends the watchdog
-SIZE = (720, 400)  # pixels of the 96-dpi design; twice as many at 192 dpi, as its text
 CAPTION = STRINGS["en"]["wd.caption"]
-# On a small screen (a 1280×720 projector) at most this share of it each way, so that in the
-# bottom right it covers neither the lesson picker nor "Set up the demo" above it.
-SCREEN_SHARE = 0.45
+MOVE_KEYS = ("<KeyPress-m>", "<KeyPress-M>")
 
 
 @dataclass
@@ -213,6 +223,12 @@ class WatchdogWindow:
         with contextlib.suppress(tk.TclError):  # stays in view over the frozen chat window
             root.attributes("-topmost", True)
         root.protocol("WM_DELETE_WINDOW", self.close)
+        root.bind("<Escape>", lambda _e: self.close())
+        # where M moves it, in turn (run_watchdog sets them: its place and the other side's)
+        self.places: list[Rect] = []
+        self.frame_to_fit = False  # are places to lose the title bar's height, once known?
+        for key in MOVE_KEYS:
+            root.bind(key, lambda _e: self.move())
         family = tkfont.nametofont("TkDefaultFont", root=root).cget("family")
         self.big_font = lasting_font(root=root, family=family, size=30, weight="bold")
         self.label_font = lasting_font(root=root, family=family, size=14, weight="bold")
@@ -250,6 +266,23 @@ class WatchdogWindow:
     def start(self) -> None:
         self._tick()
 
+    def _fit_frame(self) -> None:
+        """Once the window manager has framed the window (if there is one): its places less
+        the title bar's height (:func:`inside_frame`)."""
+        if not self.root.winfo_ismapped():
+            return
+        fitted = [inside_frame(self.root, rect) for rect in self.places]
+        if fitted != self.places:
+            self.places = fitted
+            self.root.geometry(geometry_of(fitted[0]))
+            self.frame_to_fit = False
+
+    def move(self) -> None:
+        """To the next of :attr:`places` (the other side of the screen, and back)."""
+        if len(self.places) > 1:
+            self.places.append(self.places.pop(0))
+            self.root.geometry(geometry_of(self.places[0]))
+
     def close(self) -> None:
         if self.closed:
             return
@@ -265,6 +298,8 @@ class WatchdogWindow:
         if self.source_gone() or self._parent_gone(silence):
             self.close()
             return
+        if self.frame_to_fit:
+            self._fit_frame()
         self.draw(now, silence)
         self._report(now, silence)
         self.scheduler.once("watchdog-tick", TICK_MS, self._tick)
@@ -411,26 +446,14 @@ class WatchdogWindow:
             self.state_out = None
 
 
-def default_geometry(root: tk.Misc) -> str:
+def default_place(root: tk.Misc, room: Rect | None = None, window: Rect | None = None) -> Rect:
     """Where the watchdog opens on this screen (:func:`placement`)."""
-    width, height, x, y = placement(
-        root.winfo_screenwidth(), root.winfo_screenheight(), dp(root, 1000) / 1000
-    )
-    return f"{width}x{height}+{x}+{y}"
+    screen = root.winfo_screenwidth(), root.winfo_screenheight()
+    return placement(*screen, dp(root, 1000) / 1000, room=room, window=window)
 
 
-def placement(screen_w: int, screen_h: int, scale: float = 1.0) -> tuple[int, int, int, int]:
-    """(width, height, x, y) of the watchdog on a screen of ``screen_w`` × ``screen_h``
-    pixels whose density is ``scale`` times 96 dpi: :data:`SIZE` scaled to the density (the
-    text is sized in points: kept at 720×400 pixels it cut its sentences in half at 192 dpi),
-    at most :data:`SCREEN_SHARE` of the screen each way, in its bottom right corner — over
-    the chat window's lag timeline, clear of the lesson picker and "Set up the demo" at the
-    top of the lesson panel and of the Send row at the bottom left. (It was top right: on a
-    1280×720 projector it hid both.)"""
-    margin = round(16 * scale)
-    width = min(round(SIZE[0] * scale), int(screen_w * SCREEN_SHARE))
-    height = min(round(SIZE[1] * scale), int(screen_h * SCREEN_SHARE))
-    return width, height, screen_w - width - margin, screen_h - height - margin
+def default_geometry(root: tk.Misc) -> str:
+    return geometry_of(default_place(root))
 
 
 def run_watchdog(
@@ -439,16 +462,21 @@ def run_watchdog(
     geometry: str | None = None,
     theme: str | None = None,
     language: str = "en",
+    room: str | None = None,
+    chat_window: str | None = None,
 ) -> int:
     """The ``tkchat watchdog`` command: beats on stdin, the chart on screen, until stdin ends
-    or the window is closed. ``theme``: "light" or "dark", as the chat window that opened
-    it."""
+    or the window is closed (or Esc). ``theme``: "light" or "dark", as the chat window that
+    opened it; ``room``, ``chat_window``: where it may go and where the chat window is (Tk
+    geometries: :func:`~tkchat.lab.watchdog_place.placement`); ``geometry`` overrides
+    them."""
     try:
         root = tk.Tk(className="tkchat-watchdog")
     except tk.TclError as exc:
         print(f"tkchat watchdog: cannot open a window ({exc})", file=sys.stderr)
         return 2
-    root.geometry(geometry or default_geometry(root))
+    place = default_place(root, parse_geometry(room), parse_geometry(chat_window))
+    root.geometry(geometry or geometry_of(place))
     reader = BeatReader(sys.stdin.fileno())
     window = WatchdogWindow(
         root,
@@ -459,6 +487,9 @@ def run_watchdog(
         language=language,
     )
     window.culprit = lambda: reader.culprit
+    if geometry is None:  # (a geometry given is kept as it is)
+        window.places = [place, other_side(place, root.winfo_screenwidth())]
+        window.frame_to_fit = True  # its title bar kept inside that place
     reader.start()
     window.start()
     root.mainloop()

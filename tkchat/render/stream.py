@@ -72,6 +72,15 @@ class StreamBlock:
     # answer's last block, which runs to the end. (The blank lines after a block go with the
     # next one, so while that one streams they still separate it from the rendered block.)
     lines: int | None
+    # The answer's last block, ended in the middle of its last line: the answer was cut (its
+    # length limit, Stop, an error) before that line was finished.
+    cut: bool = False
+
+    @property
+    def open_heading(self) -> bool:
+        """A heading the answer was cut in the middle of ("### Part 3: wh"). The window
+        leaves it as it streamed, plain: painted, a cut answer ended in a big heading."""
+        return self.cut and self.raw.kind == "heading"
 
 
 class BlockStream:
@@ -89,6 +98,7 @@ class BlockStream:
         self._open_run = False  # is the open block, as last scanned, unfenced code?
         self._begun = False  # does the open line have a character that is not a space?
         self.ended = False
+        self._ended_mid_line = False  # did the answer end with no line end after its text?
 
     def feed(self, text: str) -> bool:
         """Add text; True if a block may have been completed by it: it completed a line, or
@@ -127,6 +137,7 @@ class BlockStream:
         """The answer is complete: its last block is complete too."""
         if not self.ended:
             self.ended = True
+            self._ended_mid_line = bool("".join(self._partial).strip())
             if self._partial:
                 last = "".join(self._partial)
                 self._count_shown([last])
@@ -154,7 +165,7 @@ class BlockStream:
         second = next(spans, None)
         if second is None and self.ended:
             self._start = len(self._lines)
-            return StreamBlock(first[2], None)
+            return StreamBlock(first[2], None, cut=self._ended_mid_line)
         if second is None and not self._complete_already(*first):
             self._rescan_at = (
                 open_lines + 1 if open_lines < RESCAN_ALWAYS_BELOW else open_lines * 9 // 8

@@ -19,6 +19,14 @@ def add_parser(commands: Subcommands) -> None:
     )
     watchdog.add_argument("--geometry", help="window size and place, Tk style")
     watchdog.add_argument(
+        "--room",
+        metavar="WxH+X+Y",
+        help="the part of the chat window it may cover (the chat window gives its chat text)",
+    )
+    watchdog.add_argument(
+        "--window", metavar="WxH+X+Y", help="the chat window: a corner of the screen it leaves free"
+    )
+    watchdog.add_argument(
         "--state", action="store_true", help="print what is on screen as a JSON line per redraw"
     )
     watchdog.add_argument("--theme", choices=["light", "dark"], default=None)
@@ -31,5 +39,10 @@ def run(args: argparse.Namespace) -> int:
     from tkchat.lab.watchdog import run_watchdog
 
     return run_watchdog(
-        state=args.state, geometry=args.geometry, theme=args.theme, language=args.lang
+        state=args.state,
+        geometry=args.geometry,
+        theme=args.theme,
+        language=args.lang,
+        room=args.room,
+        chat_window=args.window,
     )

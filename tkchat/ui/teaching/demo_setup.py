@@ -31,7 +31,7 @@ from tkchat.ui.teaching.lag_record import answer_arrivals
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.live_figures import LiveFigures
 from tkchat.ui.teaching.ordering import OrderingCounters, read_ordering
-from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog
+from tkchat.ui.teaching.watchdog_link import WatchdogHandle, open_watchdog, screen_geometry
 from tkchat.ui.transcript.transcript import Transcript
 
 
@@ -156,11 +156,20 @@ class LessonDemos:
     def open_watchdog(self) -> WatchdogHandle:
         """Show this window's heartbeat in a second process, which can draw a freeze while
         it happens (``tkchat watchdog``), in the window's look and language. Opens it once;
-        again only if it was closed."""
+        again only if it was closed (Esc closes it). It goes over the chat's text, which the
+        class needs nothing of while the window is frozen, unless the screen has room beside
+        the window: never over the lesson, the lag timeline, the health bar or Send."""
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
                 self.watchdog.close()
-            self.watchdog = open_watchdog(self.scheduler, theme=self.theme(), language=self.t.lang)
+            transcript = self.window.transcript
+            self.watchdog = open_watchdog(
+                self.scheduler,
+                theme=self.theme(),
+                language=self.t.lang,
+                room=screen_geometry(transcript),
+                window=screen_geometry(transcript.winfo_toplevel()),
+            )
         return self.watchdog
 
     def close(self) -> None:

@@ -79,6 +79,9 @@ class LessonPanel(ttk.Frame):
         self.translate = translate
         self.lessons: list[Lesson] = []
         self.current: Lesson | None = None
+        # The current lesson's expected figure in words: it fills in the measured figures
+        # (lessons/figures.json) once when the lesson is shown, not at every refresh.
+        self._expected = ""
         self.timers = AfterScheduler(self)
         self._load_error: str | None = None
         self.answers_ended: Callable[[], int] = lambda: 0
@@ -223,10 +226,13 @@ class LessonPanel(ttk.Frame):
         self._load(lang, keep=self.current.id if self.current else None)
 
     def refresh_figure(self) -> None:
-        """Read the live figure now and update the "expected · now" line."""
+        """Read the live figure now and update the "expected · now" line (twice a second).
+        Nothing here reads a file, and the line is configured only when its text changes:
+        each ``configure`` of a label asks its geometry again, and the panel's packing with
+        it (lessons/figures.json was read and parsed at every refresh)."""
         lesson = self.current
         if lesson is None:
-            self.figure_label.configure(text="")
+            self._set_figure_line("")
             return
         ended_at = self._ended_at
         if self.prediction.waiting and ended_at is not None and self.answers_ended() > ended_at:
@@ -240,12 +246,16 @@ class LessonPanel(ttk.Frame):
         )
         metric = self.translate(f"lesson.metric.{lesson.expect_metric}")  # its name, not its key
         now_label = self.translate("lesson.now").format(metric=metric)
-        self.figure_label.configure(
-            text=breakable(
-                f"{self._line('lesson.expected', expect_text(lesson))}  ·  "
+        self._set_figure_line(
+            breakable(
+                f"{self._line('lesson.expected', self._expected)}  ·  "
                 f"{self._line(now_label, now, translated=True)}"
             )
         )
+
+    def _set_figure_line(self, text: str) -> None:
+        if str(self.figure_label.cget("text")) != text:
+            self.figure_label.configure(text=text)
 
     def destroy(self) -> None:
         self.timers.close()
@@ -270,7 +280,7 @@ class LessonPanel(ttk.Frame):
             self.body.show(lambda: said, failed=self._unavailable)
             self.demo_label.configure(text="")
             self.watch_label.configure(text="")
-            self.figure_label.configure(text="")
+            self._set_figure_line("")
             self.prediction.clear()
             self._arrange()
             return
@@ -289,6 +299,7 @@ class LessonPanel(ttk.Frame):
         lesson = self.lessons[index]
         again = self.current is not None and self.current.id == lesson.id  # another language
         self.current = lesson
+        self._expected = expect_text(lesson)
         self._ask(lesson, again=again)
         self.picker.current(index)
         if lesson.rate is not None:

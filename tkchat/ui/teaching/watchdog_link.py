@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import tkinter as tk
 from typing import IO
 
 from tkchat.ui.scheduler import AfterScheduler
@@ -39,14 +40,31 @@ CLOSE_WAIT_S = 0.5  # how long close() lets the watchdog leave by itself before 
 log = logging.getLogger(__name__)
 
 
-def watchdog_command(theme: str | None = None, language: str | None = None) -> list[str]:
+def watchdog_command(
+    theme: str | None = None,
+    language: str | None = None,
+    *,
+    room: str | None = None,
+    window: str | None = None,
+) -> list[str]:
     """The watchdog's command line: the same Python, and this tkchat, in a new process (in
-    the chat window's ``theme``, "light" or "dark", and ``language``, if given)."""
+    the chat window's ``theme``, "light" or "dark", and ``language``, if given); ``room``:
+    the part of the chat window it may cover, ``window``: the chat window (Tk geometries,
+    :func:`screen_geometry`)."""
     return [
         *(sys.executable, "-m", "tkchat", "watchdog"),
         *(["--theme", theme] if theme else []),
         *(["--lang", language] if language else []),
+        *(["--room", room] if room else []),
+        *(["--window", window] if window else []),
     ]
+
+
+def screen_geometry(widget: tk.Misc) -> str:
+    """Where ``widget`` is on the screen, as a Tk geometry ("WxH+X+Y")."""
+    widget.update_idletasks()  # laid out: a window just built has its size
+    width, height = widget.winfo_width(), widget.winfo_height()
+    return f"{width}x{height}+{widget.winfo_rootx()}+{widget.winfo_rooty()}"
 
 
 class HeartbeatSender:
@@ -161,11 +179,13 @@ def open_watchdog(
     interval_ms: int = BEAT_MS,
     theme: str | None = None,
     language: str | None = None,
+    room: str | None = None,
+    window: str | None = None,
 ) -> WatchdogHandle:
     """Start the watchdog window (``command``: :func:`watchdog_command` unless given) and begin
     beating. Main thread. Raises OSError if the process cannot be started."""
     process = subprocess.Popen(
-        command or watchdog_command(theme, language),
+        command or watchdog_command(theme, language, room=room, window=window),
         stdin=subprocess.PIPE,
         stdout=stdout,
         close_fds=True,

@@ -305,10 +305,11 @@ class MarkdownPainter:
                         if job.stream.exhausted:
                             self._complete(job)
                         break  # this one waits for text (or is done): on to the next
-                    if stays_plain(job.block.raw):
+                    if stays_plain(job.block.raw) or job.block.open_heading:
                         # Cutting a block of megabytes into pieces alone is a long task
                         # (1 MB: 71 ms), and so is Python-Markdown on some text: no one's
-                        # markdown looks like that, and it stays plain.
+                        # markdown looks like that, and it stays plain. So does a heading
+                        # the answer was cut in: it is no heading yet.
                         self._leave_plain(job)
                         continue
                     job.pieces = block_pieces(job.block.raw, MAX_BLOCK_CHARS)
