@@ -146,6 +146,16 @@ class HealthBar(ttk.Frame):
         self._beat()
         self._refresh()
 
+    def stop(self) -> None:
+        """The clock and the figures stand still until :meth:`start` (the bench measures
+        what the bar costs the window this way)."""
+        self.scheduler.cancel("heartbeat")
+        self.scheduler.cancel("health")
+
+    @property
+    def running(self) -> bool:
+        return self.scheduler.pending("health")
+
     def highlight(self, what: str | None) -> None:
         """Mark what a lesson asks to watch: "heartbeat", "lag" or "rates" (None: nothing)."""
         for name, label in (
