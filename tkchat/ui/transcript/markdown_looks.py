@@ -1,11 +1,12 @@
 """How rendered markdown looks in the transcript: a piece of an answer turned into (text, tags)
 runs, and the tags and fonts those runs use.
 
-Prose, lists and headings go through an off-screen tkhtmlview widget and are copied out as
-runs; code, quotes and rules are made into runs here (tkhtmlview draws neither a quote nor a
-rule, and code gets Pygments' colours). tkhtmlview tags every run with a fresh tag and a
-fresh font; copying maps each style to one shared transcript tag, so 200 answers still mean a
-few dozen tags, not thousands.
+Prose, lists and headings are laid out by tkhtmlview's parser, without a widget and on a
+thread of its own (:mod:`.html_layout`): the painter asks :meth:`MarkdownLooks.ready` and
+paints the piece once it is laid out; code, quotes and rules are made into runs here
+(tkhtmlview draws neither a quote nor a rule, and code gets Pygments' colours). Each look
+tkhtmlview gives a run maps to one shared transcript tag, so 200 answers still mean a few
+dozen tags, not thousands.
 
 A page rather than a chat (``page=True``: the lesson panel) gets a little more: pipe tables
 drawn as aligned columns (a table that fits one piece), list items whose wrapped lines hang
@@ -40,6 +41,13 @@ from tkchat.ui.look.html_fonts import share_fonts
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript.html_layout import (
+    HtmlLayout,
+    HtmlPreparer,
+    StyleKey,
+    StyleRun,
+    parser_families,
+)
 from tkchat.ui.transcript.markdown_layout import (
     TABLE_HEAD_TAG,
     TABLE_TAG,
@@ -67,7 +75,6 @@ CODE_HTML_SIZE = 13
 LABEL_HTML_SIZE = 11
 
 Run = tuple[str, tuple[str, ...]]  # (text, transcript tags)
-StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ...]]
 
 
 class MarkdownLooks:
@@ -81,15 +88,18 @@ class MarkdownLooks:
         page: bool = False,
     ) -> None:
         """``page``: the looks of a page rather than a chat (see the module docstring)."""
-        from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
+        from tkhtmlview import html_parser  # late: it pulls in PIL and requests
 
         share_fonts(html_parser)
         self.text = text
         self.scheduler = scheduler
         self.page = page
         self._lists = ListHanging(text)
-        # Off-screen, never packed: tkhtmlview renders here, we copy the result out.
-        self._scratch = HTMLText(text.winfo_toplevel(), background=text.cget("background"))
+        families = parser_families()
+        self._mono_html_family = families[1]  # tkhtmlview's family for code
+        self._layout = HtmlLayout(families)  # this thread's: a piece not prepared in time
+        self.preparer = HtmlPreparer(families)  # prose laid out on a thread of its own
+        self.laid_out_here = 0  # pieces of prose laid out on this thread all the same
         self._styles: dict[StyleKey, str] = {}
         self._mono_styles: set[str] = set()  # the styles of code
         self._code_roles = (CODE_BLOCK_TAG,) if page else ()  # a code block's code says so
@@ -108,9 +118,16 @@ class MarkdownLooks:
         # ... and those four are made while the window has nothing else to do
         scheduler.when_idle(f"markdown-fonts-{id(self)}", self._code_fonts)
 
+    def ready(self, piece: Piece) -> bool:
+        """Can :meth:`runs` make ``piece``'s runs now without laying out its markdown on this
+        thread? Prose is laid out on the preparer's thread: the first time this asks for it."""
+        if piece.kind in ("fence", "code", "hr") or (self.page and piece.kind == "para"):
+            return True  # (made here; a page's paragraph may be a table, measured here)
+        return self.preparer.ready(piece.markdown)
+
     def runs(self, piece: Piece) -> list[Run]:
-        """One piece's runs, rendered now (code, rules and tables here, the rest off-screen by
-        tkhtmlview and copied out)."""
+        """One piece's runs: code, rules and tables made here, prose as the preparer laid it
+        out (:meth:`ready`), or laid out now if it has not."""
         if piece.kind in ("fence", "code"):
             runs = self._code_runs(piece)
         elif piece.kind == "hr":
@@ -142,47 +159,23 @@ class MarkdownLooks:
             self._tables.measure_again()
 
     def close(self) -> None:
-        """The view is going away: so does the off-screen widget (a child of the window)."""
-        self._scratch.destroy()
+        """The view is going away: so does the preparer's thread."""
+        self.preparer.close()
 
     # -- a piece -> runs -----------------------------------------------------------------------
 
     def _html_runs(self, markdown_text: str) -> list[Run]:
-        """tkhtmlview renders the block off-screen; its text is copied out with one shared
-        transcript tag per distinct style."""
-        scratch = self._scratch
-        scratch.set_html(block_to_html(markdown_text))
-        runs: list[Run] = []
-        active: list[str] = []
-        style: tuple[str, ...]
-        for key, value, _index in scratch.dump("1.0", "end-1c", text=True, tag=True):
-            if key == "tagon":
-                active.append(value)
-            elif key == "tagoff":
-                if value in active:
-                    active.remove(value)
-            elif key == "text" and value:
-                style = self._style_tags(active[-1] if active else None)
-                if runs and runs[-1][1] == style:
-                    runs[-1] = (runs[-1][0] + value, style)
-                else:
-                    runs.append((value, style))
-        while runs and runs[-1][0].endswith("\n"):  # tkhtmlview leaves trailing newlines
-            chunk, style = runs[-1]
-            runs[-1] = (chunk.rstrip("\n"), style)
-            if not runs[-1][0]:
-                runs.pop()
-        while runs and runs[0][0].startswith("\n"):  # and starts a list on a new line
-            chunk, style = runs[0]
-            runs[0] = (chunk.lstrip("\n"), style)
-            if not runs[0][0]:
-                runs.pop(0)
-        runs.append(("\n", runs[-1][1] if runs else self._style_tags(None)))
-        return runs
+        """The piece as tkhtmlview lays it out (by the preparer, or now), each look one
+        shared transcript tag."""
+        laid_out: list[StyleRun] | None = self.preparer.take(markdown_text)
+        if laid_out is None:
+            self.laid_out_here += 1
+            laid_out = self._layout.runs(block_to_html(markdown_text))
+        return [(chunk, self._style_tags(key)) for chunk, key in laid_out]
 
-    def _style_tags(self, scratch_tag: str | None) -> tuple[str, ...]:
+    def _style_tags(self, key: StyleKey) -> tuple[str, ...]:
         """The run's style tag, and :data:`INLINE_CODE_TAG` if it is code."""
-        tag = self._style_tag(scratch_tag)
+        tag = self._style_tag(key)
         return (tag, INLINE_CODE_TAG) if self.page and tag in self._mono_styles else (tag,)
 
     def _code_runs(self, piece: Piece) -> list[Run]:
@@ -317,28 +310,14 @@ class MarkdownLooks:
         self._font_cache[key] = font
         return font
 
-    def _style_tag(self, scratch_tag: str | None) -> str:
-        """One transcript tag per distinct look (font, colour, justification, tabs).
-
-        The look is read from tkhtmlview's parser records, not from the Tk tag: tkhtmlview
-        does not keep its ``Font`` objects, so their named fonts may already be deleted."""
-        record = self._scratch.html_parser._w_tags.get(scratch_tag) if scratch_tag else None
-        if record is None:
-            key: StyleKey = ((), "", "", "", ())
-        else:
-            config = record.get("config", {})
-            key = (
-                tuple(sorted(record.get("font", {}).items())),
-                str(config.get("foreground") or ""),
-                "",
-                str(config.get("justify") or ""),
-                tuple(config.get("tabs") or ()),
-            )
+    def _style_tag(self, key: StyleKey) -> str:
+        """One transcript tag per distinct look (font, colour, justification, tabs), as
+        tkhtmlview's parser records it (:func:`~.html_layout.style_key`)."""
         tag = self._styles.get(key)
         if tag is None:
             tag = f"md-style-{len(self._styles)}"
             self._styles[key] = tag
-            if dict(key[0]).get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
+            if dict(key[0]).get("family") == self._mono_html_family:
                 self._mono_styles.add(tag)
             self.text.tag_configure(tag, **self._tag_options(key))
             self.text.tag_lower(tag)  # message tags (colours, margins) stay on top
@@ -349,7 +328,7 @@ class MarkdownLooks:
         options: dict[str, Any] = {}
         if font_spec:
             spec: dict[str, Any] = dict(font_spec)
-            monospace = spec.get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY
+            monospace = spec.get("family") == self._mono_html_family
             options["font"] = self._font(
                 self._mono_family() if monospace else self._base_family(),
                 int(spec.get("size") or 14),
@@ -370,7 +349,7 @@ class MarkdownLooks:
         other colour tkhtmlview chose (never black, which would vanish in the dark)."""
         font_spec, foreground, *_rest = key
         family = dict(font_spec).get("family")
-        if family is not None and family == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
+        if family is not None and family == self._mono_html_family:
             return {
                 "background": self.palette.code_background,
                 "foreground": foreground
