@@ -1,11 +1,11 @@
-"""Prose laid out by tkhtmlview's parser without a widget, on the preparer's thread (issue 38:
-the costliest callback of a streaming answer was its last block's layout, in the main thread,
-when the answer ended).
+"""Prose laid out by tkhtmlview's parser without a widget, and code highlighted, on the
+preparer's thread (issue 38: the costliest callback of a streaming answer was its last
+block's layout, in the main thread, when the answer ended).
 
 The layout is tkhtmlview's own: the same runs, looks and text as its widget gives, on every
-lesson, a long generated chat and the bundled model's answer to the bench's question. And in
-the window, no piece of prose is laid out on the main thread: not while the answer streams,
-not when it ends. Counted, no clock."""
+lesson, a long generated chat and the scripted answers. And in the window, no piece is made
+ready on the main thread: not while the answer streams, not when it ends. Counted, no
+clock."""
 
 from __future__ import annotations
 
@@ -20,16 +20,17 @@ from tests.conftest import pump_until, wait_until
 from tkchat.conversation import Sampling
 from tkchat.generate.scripted import SCRIPT, ScriptedBackend, long_answer
 from tkchat.lab.bench.scenarios.chat_text import long_conversation
+from tkchat.render.blocks import Piece
 from tkchat.render.safe_markdown import block_to_html, split_blocks
-from tkchat.ui.transcript import html_layout
 from tkchat.ui.transcript.html_layout import (
     HtmlLayout,
-    HtmlPreparer,
     StyleRun,
     _trimmed,
     parser_families,
     style_key,
 )
+from tkchat.ui.transcript.markdown_looks import MarkdownLooks
+from tkchat.ui.transcript.preparer import Preparer
 
 LESSONS = Path(__file__).resolve().parent.parent / "lessons"
 TRICKY = (
@@ -95,63 +96,54 @@ def test_the_layout_without_a_widget_is_tkhtmlview_s(root: tk.Tk) -> None:
     assert differ == []
 
 
-def test_the_preparer_lays_out_on_its_own_thread_once_and_hands_it_over_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_preparer_works_on_its_own_thread_once_and_hands_it_over_once() -> None:
     threads: list[str] = []
-    real = HtmlLayout.runs
 
-    def runs(self: HtmlLayout, html: str) -> list[StyleRun]:
+    def work(markdown: str) -> str:
         threads.append(threading.current_thread().name)
-        return real(self, html)
+        return markdown.upper()
 
-    monkeypatch.setattr(HtmlLayout, "runs", runs)
-    preparer = HtmlPreparer(("Helvetica", "Courier"))
+    preparer: Preparer[str, str] = Preparer(work)
     try:
-        assert not preparer.ready("Some **bold** text.")
-        assert not preparer.ready("Some **bold** text.")  # asked once
-        wait_until(lambda: preparer.ready("Some **bold** text."), what="the layout")
-        laid_out = preparer.take("Some **bold** text.")
-        assert laid_out is not None and "".join(chunk for chunk, _ in laid_out) == (
-            "Some bold text.\n"
-        )
-        assert preparer.take("Some **bold** text.") is None  # handed over once
-        assert threads == ["tkchat-markdown"] and preparer.laid_out == 1
+        assert not preparer.ready("some text")
+        assert not preparer.ready("some text")  # asked once
+        wait_until(lambda: preparer.ready("some text"), what="the work")
+        assert preparer.take("some text") == "SOME TEXT"
+        assert preparer.take("some text") is None  # handed over once
+        assert threads == ["tkchat-markdown"] and preparer.prepared == 1
     finally:
         preparer.close()
 
 
-def test_a_piece_whose_layout_fails_is_ready_with_nothing_to_take(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The main thread then lays it out itself: its error is reported where the painter
+def test_work_that_raises_is_ready_with_nothing_to_take() -> None:
+    """The main thread then does it itself: its error is reported where the painter
     reports a rendering bug, and that block stays plain."""
 
-    def broken(self: HtmlLayout, html: str) -> list[StyleRun]:
+    def broken(markdown: str) -> str:
         raise RuntimeError("a layout bug")
 
-    monkeypatch.setattr(HtmlLayout, "runs", broken)
-    preparer = HtmlPreparer(("Helvetica", "Courier"))
+    preparer: Preparer[str, str] = Preparer(broken)
     try:
         preparer.ready("x")
-        wait_until(lambda: preparer.ready("x"), what="the failed layout")
+        wait_until(lambda: preparer.ready("x"), what="the failed work")
         assert preparer.take("x") is None
     finally:
         preparer.close()
 
 
 @pytest.mark.gui
-def test_no_prose_is_laid_out_on_the_main_thread_while_it_streams_or_when_it_ends(
+def test_no_piece_is_made_ready_on_the_main_thread_while_it_streams_or_when_it_ends(
     root: tk.Tk, make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    threads: list[str] = []
-    real = HtmlLayout.runs
+    """Prose laid out and code highlighted: all of it on the preparer's thread."""
+    threads: list[tuple[str, str]] = []
+    real = MarkdownLooks._prepare
 
-    def runs(self: HtmlLayout, html: str) -> list[StyleRun]:
-        threads.append(threading.current_thread().name)
-        return real(self, html)
+    def prepare(self: MarkdownLooks, piece: Piece, layout: HtmlLayout) -> Any:
+        threads.append((piece.kind, threading.current_thread().name))
+        return real(self, piece, layout)
 
-    monkeypatch.setattr(html_layout.HtmlLayout, "runs", runs)
+    monkeypatch.setattr(MarkdownLooks, "_prepare", prepare)
     text = long_answer(4_000) + "\n\n1. a last list\n2. **of steps**, still open at the end"
     app = make_app(ScriptedBackend(rate=0, text=text), sampling=Sampling(max_tokens=0))
     app.flow.send("go")
@@ -161,9 +153,10 @@ def test_no_prose_is_laid_out_on_the_main_thread_while_it_streams_or_when_it_end
         what="the answer, painted",
     )
     looks = app.transcript.painter.looks
-    assert looks.laid_out_here == 0
-    assert threads and set(threads) == {"tkchat-markdown"}
-    assert looks.preparer.laid_out == len(threads)
+    assert looks.prepared_here == 0
+    assert {thread for _kind, thread in threads} == {"tkchat-markdown"}
+    assert {"fence", "list", "para", "heading"} <= {kind for kind, _thread in threads}
+    assert looks.preparer.prepared == len(threads)
     shown = app.transcript.plain_text()
     assert "**" not in shown and "of steps, still open at the end" in shown  # the last block
-    assert app.transcript.answers[-1].rendered
+    assert "```" not in shown and app.transcript.answers[-1].rendered

@@ -17,28 +17,21 @@ index), the one that begins later is on top. :class:`HtmlLayout` returns the sam
 the widget did, with the look as a :data:`StyleKey` instead of the widget's tag
 (tests/test_html_layout.py compares the two on every lesson and a long generated chat).
 
-:class:`HtmlPreparer` lays pieces out on its own thread (``tkchat-markdown``): the painter asks
-for a piece as soon as its block is complete and paints it once it is laid out, so the main
+:mod:`.preparer` runs it on a thread of its own (``tkchat-markdown``): the painter asks for
+a piece as soon as its block is complete and paints it once it is laid out, so the main
 thread only maps looks to the transcript's tags and inserts. Nothing here touches Tk; an
 :class:`HtmlLayout` is used by one thread (the preparer's, or the main thread's own).
 """
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections import OrderedDict
 from typing import Any
-
-from tkchat.render.safe_markdown import block_to_html
-from tkchat.threads import own_thread
 
 # A run's look, as tkhtmlview's records say it: the font's options, the foreground, (the
 # background, never used), the justification, the tabs.
 StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ...]]
 StyleRun = tuple[str, StyleKey]
 PLAIN_STYLE: StyleKey = ((), "", "", "", ())
-KEEP_LAID_OUT = 256  # pieces laid out and not yet taken (a dropped answer's never are)
 
 
 def style_key(record: dict[str, Any] | None) -> StyleKey:
@@ -221,59 +214,3 @@ def parser_families() -> tuple[str, str]:
         get_existing_font(Defs.DEFAULT_TEXT_FONT_FAMILY),
         get_existing_font(Defs.PREFORMATTED_FONT_FAMILY),
     )
-
-
-class HtmlPreparer:
-    """Lays out pieces of prose on a thread of its own. The main thread asks
-    :meth:`ready` (which asks for the layout the first time) and, once it is, takes it with
-    :meth:`take`. A piece whose layout failed is ready with nothing to take: the main thread
-    then lays it out itself, and its error is reported there."""
-
-    def __init__(self, families: tuple[str, str]) -> None:
-        self._families = families
-        self._lock = threading.Lock()
-        self._done: OrderedDict[str, list[StyleRun] | None] = OrderedDict()
-        self._asked: set[str] = set()
-        self._requests: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self.laid_out = 0  # pieces laid out on the preparer's thread (for tests)
-
-    def ready(self, markdown: str) -> bool:
-        """Main thread. Is the piece ``markdown`` laid out? If not, it is asked for (once)."""
-        with self._lock:
-            if markdown in self._done:
-                return True
-            if markdown in self._asked:
-                return False
-            self._asked.add(markdown)
-            if self._thread is None:
-                self._thread = own_thread(self._work, name="tkchat-markdown")
-                self._thread.start()
-        self._requests.put(markdown)
-        return False
-
-    def take(self, markdown: str) -> list[StyleRun] | None:
-        """Main thread. The piece's runs, if laid out (and forgotten here)."""
-        with self._lock:
-            return self._done.pop(markdown, None)
-
-    def close(self) -> None:
-        """The preparer's thread ends once it has laid out what it was asked before."""
-        if self._thread is not None:
-            self._requests.put(None)
-
-    def _work(self) -> None:
-        """The preparer's thread: lay out each piece asked for, in order."""
-        layout = HtmlLayout(self._families)
-        while (markdown := self._requests.get()) is not None:
-            runs: list[StyleRun] | None
-            try:
-                runs = layout.runs(block_to_html(markdown))
-            except Exception:  # the main thread lays it out again, and reports it
-                runs = None
-            with self._lock:
-                self._asked.discard(markdown)
-                self._done[markdown] = runs
-                self.laid_out += 1
-                while len(self._done) > KEEP_LAID_OUT:
-                    self._done.popitem(last=False)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import tkinter as tk
 import tkinter.font as tkfont
+from dataclasses import dataclass, field
 from typing import Any
 
 from tkchat.render.safe_markdown import Look, Piece, block_to_html, highlight, lexer_ready, restyle
@@ -41,19 +42,14 @@ from tkchat.ui.look.html_fonts import share_fonts
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.scheduler import AfterScheduler
-from tkchat.ui.transcript.html_layout import (
-    HtmlLayout,
-    HtmlPreparer,
-    StyleKey,
-    StyleRun,
-    parser_families,
-)
+from tkchat.ui.transcript.html_layout import HtmlLayout, StyleKey, StyleRun, parser_families
 from tkchat.ui.transcript.markdown_layout import (
     TABLE_HEAD_TAG,
     TABLE_TAG,
     ListHanging,
     TableLayout,
 )
+from tkchat.ui.transcript.preparer import Preparer
 
 LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lexer to load
 COPY_CODE_TAG = "copy-code"  # the "Copy code" link in each fenced code block's header
@@ -77,6 +73,16 @@ LABEL_HTML_SIZE = 11
 Run = tuple[str, tuple[str, ...]]  # (text, transcript tags)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A piece made ready off the main thread: its prose as tkhtmlview lays it out, or its
+    code cut into Pygments' looks in the Pygments style ``style``."""
+
+    prose: list[StyleRun] = field(default_factory=list)
+    code: list[tuple[str, Look]] = field(default_factory=list)
+    style: str = ""
+
+
 class MarkdownLooks:
     """The runs of a piece, and every tag and font they use. Main thread only."""
 
@@ -98,8 +104,11 @@ class MarkdownLooks:
         families = parser_families()
         self._mono_html_family = families[1]  # tkhtmlview's family for code
         self._layout = HtmlLayout(families)  # this thread's: a piece not prepared in time
-        self.preparer = HtmlPreparer(families)  # prose laid out on a thread of its own
-        self.laid_out_here = 0  # pieces of prose laid out on this thread all the same
+        worker_layout = HtmlLayout(families)  # the preparer's thread's
+        self.preparer: Preparer[Piece, Prepared] = Preparer(
+            lambda piece: self._prepare(piece, worker_layout)
+        )
+        self.prepared_here = 0  # pieces prepared on this thread all the same
         self._styles: dict[StyleKey, str] = {}
         self._mono_styles: set[str] = set()  # the styles of code
         self._code_roles = (CODE_BLOCK_TAG,) if page else ()  # a code block's code says so
@@ -119,15 +128,17 @@ class MarkdownLooks:
         scheduler.when_idle(f"markdown-fonts-{id(self)}", self._code_fonts)
 
     def ready(self, piece: Piece) -> bool:
-        """Can :meth:`runs` make ``piece``'s runs now without laying out its markdown on this
-        thread? Prose is laid out on the preparer's thread: the first time this asks for it."""
-        if piece.kind in ("fence", "code", "hr") or (self.page and piece.kind == "para"):
+        """Can :meth:`runs` make ``piece``'s runs now without laying out its prose or
+        highlighting its code on this thread? Both are done on the preparer's thread
+        (:mod:`.preparer`): the first time this asks for it. (Code asks once its lexer has
+        loaded: :func:`~tkchat.render.highlight.lexer_ready`.)"""
+        if piece.kind == "hr" or (self.page and piece.kind == "para"):
             return True  # (made here; a page's paragraph may be a table, measured here)
-        return self.preparer.ready(piece.markdown)
+        return self.preparer.ready(piece)
 
     def runs(self, piece: Piece) -> list[Run]:
-        """One piece's runs: code, rules and tables made here, prose as the preparer laid it
-        out (:meth:`ready`), or laid out now if it has not."""
+        """One piece's runs: rules and tables made here, prose and code as the preparer made
+        them ready (:meth:`ready`), or now if it has not."""
         if piece.kind in ("fence", "code"):
             runs = self._code_runs(piece)
         elif piece.kind == "hr":
@@ -135,7 +146,7 @@ class MarkdownLooks:
         elif self.page and piece.kind == "para" and (rows := pipe_table(piece.markdown)):
             return self._tables.runs(rows)
         else:
-            runs = self._html_runs(piece.markdown)
+            runs = self._html_runs(piece)
             if self.page and piece.kind == "list":
                 runs = self._lists.hang(runs)
             extra = (
@@ -164,14 +175,29 @@ class MarkdownLooks:
 
     # -- a piece -> runs -----------------------------------------------------------------------
 
-    def _html_runs(self, markdown_text: str) -> list[Run]:
-        """The piece as tkhtmlview lays it out (by the preparer, or now), each look one
-        shared transcript tag."""
-        laid_out: list[StyleRun] | None = self.preparer.take(markdown_text)
-        if laid_out is None:
-            self.laid_out_here += 1
-            laid_out = self._layout.runs(block_to_html(markdown_text))
-        return [(chunk, self._style_tags(key)) for chunk, key in laid_out]
+    def _prepare(self, piece: Piece, layout: HtmlLayout) -> Prepared:
+        """What ``piece`` needs before it is painted, with no Tk: its code cut into looks in
+        the palette's Pygments style, or its prose laid out by ``layout`` (the calling
+        thread's). The preparer's thread, or this one's for a piece not prepared in time."""
+        if piece.kind in ("fence", "code"):
+            style = self.palette.pygments_style
+            return Prepared(
+                code=highlight(piece.code_text() + "\n", piece.lang, style), style=style
+            )
+        return Prepared(prose=layout.runs(block_to_html(piece.markdown)))
+
+    def _prepared(self, piece: Piece) -> Prepared:
+        """``piece`` as the preparer made it ready, or made ready now (the palette changed
+        since, or it was not asked for)."""
+        done = self.preparer.take(piece)
+        if done is None or (done.style and done.style != self.palette.pygments_style):
+            self.prepared_here += 1
+            done = self._prepare(piece, self._layout)
+        return done
+
+    def _html_runs(self, piece: Piece) -> list[Run]:
+        """The piece as tkhtmlview lays it out, each look one shared transcript tag."""
+        return [(chunk, self._style_tags(key)) for chunk, key in self._prepared(piece).prose]
 
     def _style_tags(self, key: StyleKey) -> tuple[str, ...]:
         """The run's style tag, and :data:`INLINE_CODE_TAG` if it is code."""
@@ -187,9 +213,7 @@ class MarkdownLooks:
                 runs.append((piece.lang + "    ", (CODE_LANG_TAG, CODE_HEAD_TAG)))
             runs.append(("", (COPY_CODE_TAG, CODE_HEAD_TAG)))
             runs.append(("\n", (CODE_HEAD_TAG,)))
-        for chunk, look in highlight(
-            piece.code_text() + "\n", piece.lang, self.palette.pygments_style
-        ):
+        for chunk, look in self._prepared(piece).code:
             runs.append((chunk, (self._code_tag(look), *self._code_roles)))
         return runs
 

@@ -10,9 +10,9 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
 2. each block is cut into pieces of at most ``MAX_BLOCK_CHARS``, rendered within a time
    budget per callback: first by the tick that appended the text (``TICK_BUDGET_MS``),
    then by slices of their own (``SLICE_BUDGET_MS``); a piece becomes (text, tags) runs in
-   :mod:`tkchat.ui.transcript.markdown_looks` (tkhtmlview's parser for prose, on a thread of
-   its own: all of a block's pieces are asked for as soon as the block is complete, and a
-   piece is painted once it is laid out; Pygments for code);
+   :mod:`tkchat.ui.transcript.markdown_looks` (tkhtmlview's parser for prose, Pygments for
+   code, both on a thread of their own: all of a block's pieces are asked for as soon as the
+   block is complete, and a piece is painted once it is ready);
 3. rendered runs are cached per piece, so a piece seen before costs one insert;
 4. a block's pieces go in just before its plain text, hidden (an ``elide`` tag) if they
    take more than one callback; when the last one is in, one call deletes the block's
@@ -293,7 +293,7 @@ class MarkdownPainter:
         """Render pieces while the predicted cost of the next one still fits the budget
         (``progress``: at least one, so every slice moves on; a tick only does what fits).
         Returns "more" if work is left, "wait" if a code block waits for its lexer or a
-        piece of prose for its layout (:meth:`MarkdownLooks.ready`), "idle"
+        piece for the preparer (:meth:`MarkdownLooks.ready`), "idle"
         if nothing can be done until more text arrives."""
         did = not progress
         for job in list(self._queue):
@@ -350,8 +350,8 @@ class MarkdownPainter:
         return True
 
     def _waiting(self, piece: Piece) -> bool:
-        """Does ``piece`` wait for its lexer to load, or for its layout (prose, laid out on
-        the preparer's thread)? Either is asked for here, once."""
+        """Does ``piece`` wait for its lexer to load, or for the preparer's thread (its
+        prose laid out, its code highlighted)? Either is asked for here, once."""
         if piece.lang and not lexer_ready(piece.lang, self.palette.pygments_style):
             return True
         return piece not in self._cache and not self.looks.ready(piece)
