@@ -1,8 +1,9 @@
-"""What an answer's first and last callbacks do on the main thread (issue 38), counted: with
-its markdown laid out elsewhere (tests/test_html_layout.py), Send's callback and the one that
-handles ``done`` were the longest of an answer. A control already in the state asked for is
-not configured again, and the sidebar's list is read in a callback of its own after Send's.
-No clock."""
+"""What an answer's first and last callbacks do on the main thread, and the health bar beside
+them (issue 38), counted: with its markdown made ready elsewhere (tests/test_html_layout.py),
+Send's callback and the one that handles ``done`` were the longest of an answer. A control
+already in the state asked for is not configured again, the sidebar's list is read in a
+callback of its own after Send's, and the bar measures its figures only when their text
+changes length. No clock."""
 
 from __future__ import annotations
 
@@ -74,3 +75,31 @@ def test_send_leaves_the_sidebar_to_a_callback_of_its_own(
     pump_until(root, lambda: listed != [], what="the sidebar's refresh")
     assert listed[0] == before + 1  # the new chat is in it
     assert app.scheduler.pending("sidebar-refresh") is False
+
+
+def test_the_health_bar_measures_its_figures_only_when_their_text_changes_length(
+    root: tk.Tk, make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four times a second the bar's figures change, not their width (a fixed-width font,
+    numbers of a fixed width): measuring whether they still fit was most of that callback."""
+    app = make_app(ScriptedBackend(rate=0))
+    bar = app.health
+    pump_until(root, lambda: bar.winfo_width() > 1, what="the bar, laid out")
+    fits: list[int] = []
+    real = bar._fit
+    monkeypatch.setattr(bar, "_fit", lambda width: fits.append(width) or real(width))
+    lag = {"now": 1.0}
+    monkeypatch.setattr(bar.probe, "now_ms", lambda: lag["now"])
+    monkeypatch.setattr(bar.probe, "p99_ms", lambda: 2.0)
+    for now in (1.0, 3.5, 12.25):
+        lag["now"] = now
+        bar._refresh()
+    assert len(fits) <= 1  # (the first refresh here may see a new text: at most that one)
+    fits.clear()
+    lag["now"] = 123456.0  # a freeze of two minutes: a longer figure
+    bar._refresh()
+    assert len(fits) == 1
+    app.toggle_language()  # another language: measured again
+    bar._refresh()
+    assert len(fits) == 2
+    app.toggle_language()
