@@ -241,7 +241,7 @@ class MarkdownPainter:
 
     def close(self) -> None:
         """The text widget is going away before the window does (the lesson panel closed):
-        forget every job, and let the looks' off-screen widget go."""
+        forget every job, and let the looks' preparer thread end."""
         self.cancel()
         self.looks.close()
 
