@@ -333,10 +333,7 @@ class Bench:
         result["sampler_cpu"] = self.recorded[-1].cost_percent
         tools.stop_timing_callbacks()
         result["cpu_s"] = time.thread_time() - cpu_began
-        result["callback_cpu_max"], result["callback_cpu_max_in"] = (
-            callbacks.worst_ms,
-            callbacks.worst,
-        )
+        result.update(callback_cpu_max=callbacks.worst_ms, callback_cpu_max_in=callbacks.worst)
         result["rss_peak"] = rss.stop()
         tools.sampling = self.sampling
         if isinstance(final, Error):
