@@ -58,6 +58,7 @@ from tkchat.lab.bench.lesson_demos import (
     write_results,
 )
 from tkchat.lab.bench.scenarios.busy import busy_verdicts
+from tkchat.lab.bench.scenarios.costs import ROWS as COST_ROWS
 from tkchat.lab.bench.server_loop import ServerLoopFigures, server_loop_verdicts
 from tkchat.lab.bench.verdicts import verdicts
 
@@ -502,6 +503,10 @@ def test_a_short_scripted_run_writes_every_figure_its_trace_and_its_report(
         "fixed",
         "fixed-unsampled",
         "fixed-stages",
+        "plain",
+        "fixed-no-health",
+        "fixed-5ms-switch",
+        "fixed-plain-text",
         "blocking",
         "render",
         "history",
@@ -534,7 +539,19 @@ def test_a_short_scripted_run_writes_every_figure_its_trace_and_its_report(
     trace = json.loads((tmp_path / "trace.json").read_text())
     assert trace_problems(trace) == []
     names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
-    assert names == ["fixed — 1", "fixed-unsampled — 2", "fixed-stages — 3", "blocking — 4"]
+    assert names == [
+        "fixed — 1",
+        "fixed-unsampled — 2",
+        "fixed-stages — 3",
+        "plain — 4",
+        "fixed-no-health — 5",
+        "fixed-5ms-switch — 6",
+        "fixed-plain-text — 7",
+        "blocking — 8",
+    ]
+    costs = [row["mode"] for row in data["instrument_costs"]]
+    assert costs == ["idle", "plain", "fixed", "fixed-unsampled", *COST_ROWS[1:]]
+    assert "What each instrument costs the fixed window" in result.stdout
     assert "lag-timeline.png" in (report / "report.md").read_text()
     assert (report / "lag-timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

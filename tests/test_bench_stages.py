@@ -93,6 +93,15 @@ def test_the_view_s_answer_takes_turns_with_the_fixed_ones_and_is_closed_after_i
     monkeypatch.setattr(bench_module, "stream_figures", figures)
     events: list[str] = []
 
+    def cost_answers(bench: Any, repeat: int, results: dict[str, list[Any]]) -> Any:
+        """(tests/test_bench_costs.py: the plain row and the instruments' rows)"""
+        events.append(f"costs {repeat}")
+        for row in bench_module.COST_ROWS:
+            results.setdefault(row, []).append({})
+        return iter(())
+
+    monkeypatch.setattr(bench_module, "cost_answers", cost_answers)
+
     def stream_once(mode: str, sampling: object, result: dict[str, Any]) -> Any:
         events.append(f"answer {mode}")
         return iter(())
@@ -124,9 +133,12 @@ def test_the_view_s_answer_takes_turns_with_the_fixed_ones_and_is_closed_after_i
         *pair_on_first,
         "sampler None",
         *view,
+        "costs 0",
         *view,
         *pair_off_first,
         "sampler None",
+        "costs 1",
     ]
-    assert [run.mode for run in bench.runs] == ["raw", "fixed", "fixed-unsampled", STAGES]
-    assert answers == {"fixed": 2, "fixed-unsampled": 2, STAGES: 2}
+    costs = list(bench_module.COST_ROWS)
+    assert [run.mode for run in bench.runs] == ["raw", "fixed", "fixed-unsampled", STAGES, *costs]
+    assert answers == {"fixed": 2, "fixed-unsampled": 2, STAGES: 2, **dict.fromkeys(costs, 2)}

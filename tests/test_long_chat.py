@@ -24,6 +24,7 @@ from tkchat.generate.scripted import ScriptedBackend
 from tkchat.lab.bench.figures import RunFigures
 from tkchat.lab.bench.scenarios.chat_text import long_conversation
 from tkchat.lab.bench.scenarios.long_chat import long_chat_verdicts
+from tkchat.ui.chats.opening import PAGE_MESSAGES, SHOW_MAX_MESSAGES
 from tkchat.ui.transcript import header_links
 from tkchat.ui.transcript.header_links import RELABEL_LINES
 from tkchat.ui.transcript.paint_zone import KEEP_CHARS, ZONE_CHARS
@@ -115,6 +116,34 @@ def test_a_long_chat_opens_and_pages_painting_only_what_is_near_the_view(
     # What is rich text is what is near the view: not the chat's 130,000 characters.
     assert rendered_chars(app) <= 3 * ZONE_CHARS
     assert sum(len(v.text) for v in app.transcript.entries) > 5 * ZONE_CHARS
+
+
+def test_a_long_chat_opens_a_page_and_a_few_messages_a_callback(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: a 1,000-message chat was read whole from the store in the click that
+    opened it. Each callback now reads at most one page, and only once those before are on
+    screen, and puts at most a few messages on screen; the chat is never read whole; the
+    model gets all of it, once it is all there."""
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    chat = saved(app, 150)
+    store = app.archive.store
+    whole: list[int] = []
+    real = store.messages
+    monkeypatch.setattr(store, "messages", lambda cid: whole.append(cid) or real(cid))
+    app.conversations.show(chat)
+    opening = app.conversations.opening
+    assert app.flow.showing_conversation and app.transcript.entries == []  # none in the click
+    assert app.session.messages[1:] == []  # (the system prompt only, until it is all read)
+    pump_until(root, lambda: settled(app), timeout=WAIT_S, what="the chat, on screen")
+    assert whole == []
+    reads = [read for read in opening.read_per_callback if read]
+    assert reads == [PAGE_MESSAGES] * (150 // PAGE_MESSAGES) + [150 % PAGE_MESSAGES]
+    assert max(opening.shown_per_callback) <= SHOW_MAX_MESSAGES
+    assert sum(opening.shown_per_callback) == 150 == len(app.transcript.entries)
+    said = [text for _role, text in long_conversation(150)]
+    assert [m.content for m in app.session.messages if m.role != "system"] == said
 
 
 def test_far_answers_go_back_to_plain_and_are_painted_again_when_the_reader_returns(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
+from tkchat.modes import FIXED
 from tkchat.stats import LagSample
 from tkchat.ui.window.options import AppOptions
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from tkchat.trace.sampler import LoopSampler
     from tkchat.ui.base.notice import NoticeBanner
     from tkchat.ui.chats.conversations import SavedConversations
-    from tkchat.ui.pipeline import Pipeline
+    from tkchat.ui.pipeline import Pipeline, PipelineHost
     from tkchat.ui.scheduler import CallbackCosts
     from tkchat.ui.transcript.transcript import AnswerView
     from tkchat.ui.window.chat_window import ChatApp
@@ -301,6 +302,31 @@ class Instruments:
         """The sampler on or off whatever the view shows; None: as the view says."""
         self._app.witness.force(on)
 
+    @property
+    def health_running(self) -> bool:
+        """Is the health bar's clock ticking and are its figures redrawn?"""
+        return self._app.health.running
+
+    def show_health(self, on: bool) -> None:
+        """The health bar ticking and redrawn (as shipped), or standing still."""
+        if on and not self._app.health.running:
+            self._app.health.start()
+        elif not on:
+            self._app.health.stop()
+
+    @property
+    def consuming_plainly(self) -> bool:
+        return isinstance(self._app.flow.answering.pipeline, PlainConsumer)
+
+    def consume_plainly(self, on: bool) -> None:
+        """The next answers put on screen by :class:`PlainConsumer` (on) or by the fixed
+        pipeline again (off). Between answers: the one answering keeps its consumer."""
+        answering = self._app.flow.answering
+        if on and not self.consuming_plainly:
+            answering.pipeline = PlainConsumer(self._app.pipeline_host)
+        elif not on and self.consuming_plainly:
+            answering.pipeline = self._app.pipelines(FIXED)
+
     def run_recorder(self) -> RunRecorder:
         """A recorder of one run: the sampler's samples, the callbacks, the tokens."""
         from tkchat.trace.recorder import RunRecorder
@@ -383,6 +409,43 @@ class Instruments:
         self._banner.show(text)
         if status:
             app.status.show(lambda: text)
+
+
+class PlainConsumer:
+    """The simplest correct consumer of the fixed pipeline's events: the bench's plain
+    baseline (tkchat/lab/bench/scenarios/costs.py). The same worker, queue and 16 ms tick as
+    the fixed pipeline; each tick's text goes in at the end of the answer as it arrived, in
+    one insert, and the view follows the end, as the simplest Tk chat does: no markdown
+    painted, no line ends added. It keeps the fixed pipeline's name (the mode is still
+    fixed: the window would otherwise make the mode's own pipeline again). Main thread."""
+
+    name = FIXED
+    broken = False
+    coalesce = True
+
+    def __init__(self, host: PipelineHost) -> None:
+        self.host = host
+
+    def start(self, view: AnswerView, request: GenerationRequest) -> None:
+        transcript = self.host.transcript
+        if view.job is not None:  # set up to be painted as it streams: it stays plain
+            transcript.painter.drop(view.job)
+            view.job = None
+        view.paintable = False  # and the zone never paints it either
+        self.host.consumer.follow(self.host.controller.start(request))
+
+    def show(self, view: AnswerView, chunks: tuple[str, ...]) -> None:
+        from tkchat.ui.readonly import writable
+
+        transcript = self.host.transcript
+        text = "".join(chunks)
+        with writable(transcript.text):
+            transcript.text.insert(view.end_mark, text, ("answer",))
+        transcript.record(view, text)
+        transcript.text.see("end")
+
+    def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
+        self.host.transcript.finish(view, stopped=stopped, error=error, render=False)
 
 
 class TkLabWindow:

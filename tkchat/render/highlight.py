@@ -9,8 +9,11 @@ one loader thread, found only among Pygments' own (never by the plugin search), 
 window asks :func:`lexer_ready` before it lexes, and tries again a few milliseconds later
 if the lexer is still loading. A language Pygments does not know is shown unhighlighted.
 
-Thread: :func:`lexer_ready` and :func:`highlight` are called from the Tk main thread; the
-loader thread only fills the lexer table (under a lock). Nothing here touches Tk.
+Thread: :func:`lexer_ready` is called from the Tk main thread, :func:`highlight` from any
+(the window's painter has it done on a thread of its own: tkchat/ui/transcript/preparer.py);
+the loader thread only fills the lexer table (under a lock). The table of looks is filled by
+whichever thread meets a kind of token first: one dict entry, the same for every thread, so a
+look made twice is made the same. Nothing here touches Tk.
 """
 
 from __future__ import annotations
@@ -57,9 +60,9 @@ class _Lexers:
         self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._aliases: dict[str, str] = {}  # alias -> Pygments' lexer name (loader thread)
-        self._looks: dict[tuple[str, Any], Look] = {}  # (style, token type) -> look (main)
+        self._looks: dict[tuple[str, Any], Look] = {}  # (style, token type) -> look
         self._styles: dict[str, Any] = {}  # style name -> Pygments style (loader thread fills)
-        self._tokens: dict[str, Any] = {}  # str(token type) -> token type (main thread)
+        self._tokens: dict[str, Any] = {}  # str(token type) -> token type
 
     def ready(self, lang: str, style: str = STYLE) -> bool:
         """Main thread. True if ``lang`` can be highlighted now in ``style`` (or never will
@@ -137,7 +140,7 @@ class _Lexers:
         return lexer
 
     def look(self, token_type: Any, style_name: str) -> Look:
-        """Main thread, once ``style_name`` is loaded (:meth:`ready`)."""
+        """Any thread, once ``style_name`` is loaded (:meth:`ready`)."""
         look = self._looks.get((style_name, token_type))
         if look is None:
             with self._lock:
@@ -180,7 +183,7 @@ def restyle(look: Look, style: str) -> Look | None:
 
 
 def highlight(code: str, lang: str, style: str = STYLE) -> list[tuple[str, Look]]:
-    """Main thread. ``code`` cut into runs of one look each, in order; joined, the runs are
+    """Any thread. ``code`` cut into runs of one look each, in order; joined, the runs are
     ``code`` exactly. Unknown or not yet loaded languages give one plain run. Linear in the
     length of ``code`` (one pass of the lexer, adjacent runs of one look merged)."""
     lexer = _LEXERS.lexer(lang) if lang else None

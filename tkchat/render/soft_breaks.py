@@ -72,8 +72,16 @@ def soft_break(
         state = LineState(state, state)
     if "\n" not in text and state.column + len(text) < limit - SOFT_ZONE:  # the usual case
         return text, _after(state, text)
+    lines = text.split("\n")
+    # No line near a bound (a saved message, a tick of prose): nothing to look for in any
+    # of them. Each line is the usual case on its own: putting a long chat on screen
+    # looked for breaks in each of its 300,000 lines, line by line.
+    if state.column + len(lines[0]) < limit - SOFT_ZONE and (
+        len(lines) == 1 or max(map(len, lines[1:])) < limit - SOFT_ZONE
+    ):
+        return text, _after(state if len(lines) == 1 else LineState(), lines[-1])
     out: list[str] = []
-    for number, line in enumerate(text.split("\n")):
+    for number, line in enumerate(lines):
         if number:
             out.append("\n")
             state = LineState()

@@ -152,6 +152,17 @@ class MessagesStore:
                 conn, "WHERE conversation_id = ? ORDER BY position", (conversation_id,)
             )
 
+    def messages_page(self, conversation_id: int, after: int, limit: int) -> list[StoredMessage]:
+        """At most ``limit`` of the conversation's messages after position ``after`` (-1:
+        from the first), in order: a long chat read a page at a time, so no one read holds
+        the thread for the whole chat."""
+        with self._reading("read the messages") as conn:
+            return read_messages(
+                conn,
+                "WHERE conversation_id = ? AND position > ? ORDER BY position LIMIT ?",
+                (conversation_id, after, limit),
+            )
+
     def message(self, message_id: int) -> StoredMessage:
         """One message; ``StoreError(kind="not_found")`` if unknown."""
         with self._reading("read a message") as conn:

@@ -66,6 +66,7 @@ class HealthBar(ttk.Frame):
         # Two rows, so the figures fit beside the lesson panel too; three when even that is
         # too narrow (big text, a projector), with Ping on a row of its own.
         self._rows = 0
+        self._fitted: tuple[int, str, int, int] | None = None  # what the last fit saw
         self._fixed = tkfont.nametofont("TkFixedFont", root=self)
         self._reflow(2)
         self.bind("<Configure>", lambda e: self._fit(e.width), add="+")
@@ -146,6 +147,16 @@ class HealthBar(ttk.Frame):
         self._beat()
         self._refresh()
 
+    def stop(self) -> None:
+        """The clock and the figures stand still until :meth:`start` (the bench measures
+        what the bar costs the window this way)."""
+        self.scheduler.cancel("heartbeat")
+        self.scheduler.cancel("health")
+
+    @property
+    def running(self) -> bool:
+        return self.scheduler.pending("health")
+
     def highlight(self, what: str | None) -> None:
         """Mark what a lesson asks to watch: "heartbeat", "lag" or "rates" (None: nothing)."""
         for name, label in (
@@ -170,20 +181,22 @@ class HealthBar(ttk.Frame):
         self.scheduler.once("heartbeat", 1000 - int(time.time() * 1000) % 1000, self._beat)
 
     def _refresh(self) -> None:
-        self.lag.configure(
-            text=self.t(
-                "health.lag", now=f"{self.probe.now_ms():5.1f}", p99=f"{self.probe.p99_ms():5.1f}"
-            )
+        lag = self.t(
+            "health.lag", now=f"{self.probe.now_ms():5.1f}", p99=f"{self.probe.p99_ms():5.1f}"
         )
+        self.lag.configure(text=lag)
         tokens = self._tokens.sample(self.read_tokens())
         updates = self._updates.sample(self.read_updates())
-        self.rates.configure(
-            text=self.t("health.rates", tokens=f"{tokens:4.0f}", updates=f"{updates:3.0f}")
-        )
+        rates = self.t("health.rates", tokens=f"{tokens:4.0f}", updates=f"{updates:3.0f}")
+        self.rates.configure(text=rates)
         # The figures' text grew (the first one, a language switch): wrap onto more rows
-        # rather than be cut at the bar's right edge.
-        if self.winfo_width() > 1:
-            self._fit(self.winfo_width())
+        # rather than be cut at the bar's right edge. Measured again only then (the figures
+        # keep their width: a measure four times a second was most of this callback).
+        width = self.winfo_width()
+        fitted = (width, self.t.lang, len(lag), len(rates))
+        if width > 1 and fitted != self._fitted:
+            self._fitted = fitted
+            self._fit(width)
         if self.is_compact:
             self._draw_compact()
         self.scheduler.once("health", REFRESH_MS, self._refresh)

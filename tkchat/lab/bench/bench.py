@@ -10,7 +10,10 @@ Modes (each one object in the JSON ``runs`` list):
   latency. ``streaming_slices`` and ``streaming_slice_max_ms`` give what rendering cost
   while the answer streamed; ``long_task_culprits``, who held the loop in each long task
   (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off;
-  ``fixed-stages``: with the pipeline view open (tkchat/lab/bench/scenarios/stages.py).
+  ``fixed-stages``: with the pipeline view open (tkchat/lab/bench/scenarios/stages.py);
+  ``plain``: the simplest correct consumer with every instrument off, and
+  ``fixed-no-health``, ``fixed-5ms-switch``, ``fixed-plain-text``: the shipped window less
+  one instrument (tkchat/lab/bench/scenarios/costs.py: what each costs, a table of its own).
 - each other mode asked for, on the same prompt: a correct one (asyncio done right) with the
   fixed pipeline's answer, a broken one with a scripted flood's answer cut short
   (:meth:`BenchOptions.broken_sampling`). Each row's ``screen_gap_p50_ms`` is how long text
@@ -56,6 +59,8 @@ from tkchat.lab.bench.figures import (
     stream_figures,
 )
 from tkchat.lab.bench.scenarios import scenarios
+from tkchat.lab.bench.scenarios.costs import ROWS as COST_ROWS
+from tkchat.lab.bench.scenarios.costs import UNSAMPLED, cost_answers
 from tkchat.lab.bench.scenarios.saved import history_open, render_long
 from tkchat.lab.bench.scenarios.stages import STAGES, with_stage_view
 from tkchat.lab.bench.script import Script, ScriptRunner
@@ -65,8 +70,6 @@ from tkchat.modes import CORRECT_MODES, FIXED
 from tkchat.stats import median, rounded, rss_mb
 from tkchat.trace.recorder import RecordedRun
 from tkchat.transport.channel import EventChannel
-
-UNSAMPLED = "fixed-unsampled"  # the fixed pipeline with the window's sampler off: its cost
 
 
 class _RssSampler:
@@ -192,12 +195,14 @@ class Bench:
         """The model alone and the fixed pipeline, in turn (so drift hits both alike), then
         the Stops: rows ``raw``, ``fixed``, ``fixed-unsampled`` and ``fixed-stages`` (the
         stage view's answer goes first every other repeat: the window's first answer pays
-        costs of its own)."""
+        costs of its own), then the plain window and the fixed one less each instrument
+        (tkchat/lab/bench/scenarios/costs.py)."""
         raw_tps: list[float] = []
         raw_ttft: list[float] = []
         fixed: list[StreamResult] = []
         unsampled: list[StreamResult] = []
         stages: list[StreamResult] = []
+        costs: dict[str, list[StreamResult]] = {}
         for repeat in range(self.options.repeats):
             tps, ttft = self.raw_once()
             raw_tps.append(tps)
@@ -212,6 +217,7 @@ class Bench:
                 )
                 if not repeat % 2:
                     yield from with_stage_view(self, stages)
+                yield from cost_answers(self, repeat, costs)
         self.runs.append(
             RunFigures(
                 mode="raw",
@@ -228,6 +234,7 @@ class Bench:
             self.runs.append(stream_figures(FIXED, backend, fixed, latencies))
             self.runs.append(stream_figures(UNSAMPLED, backend, unsampled))
             self.runs.append(stream_figures(STAGES, backend, stages))
+            self.runs += [stream_figures(row, backend, costs[row]) for row in COST_ROWS]
 
     def _long_chat(self) -> Script:
         """``--long-chat``: instead of the modes, a long conversation at several lengths."""
@@ -285,10 +292,12 @@ class Bench:
             runs.append(result)
         self.tools.sample_loop(None)
 
-    def stream_once(self, mode: str, sampling: Sampling, result: StreamResult) -> Script:
-        """One answer in ``mode`` with ``sampling``, measured from Send to the end of its
-        markdown render, with real clicks on Ping all along, into ``result`` (for
-        :func:`~tkchat.lab.bench.figures.stream_figures`)."""
+    def stream_once(
+        self, mode: str, sampling: Sampling, result: StreamResult, *, row: str | None = None
+    ) -> Script:
+        """One answer in ``mode`` with ``sampling`` from Send to the end of its markdown
+        render, real clicks on Ping all along, into ``result`` (for ``stream_figures``);
+        ``row``: the row it is for, which names its trace (by default :meth:`_row_of`)."""
         app, tools = self.app, self.tools
         tools.set_mode(mode)
         rss = _RssSampler(self.root)
@@ -318,14 +327,13 @@ class Bench:
         answer = tools.answer_times()
         result["inputs"] = self.prober.end(handled_from)
         result["samples"] = app.stop_lag_recording()
-        row = STAGES if tools.stages_open else mode if tools.sampler.running else UNSAMPLED
-        name = f"{row} — {len(self.recorded) + 1}"
+        name = f"{row or self._row_of(mode)} — {len(self.recorded) + 1}"
         self.recorded.append(recorder.end(name, result["samples"], answer.arrivals))
         result["culprits"] = self.recorded[-1].culprits_json(started)
         result["sampler_cpu"] = self.recorded[-1].cost_percent
         tools.stop_timing_callbacks()
         result["cpu_s"] = time.thread_time() - cpu_began
-        result["callback_cpu_max"] = callbacks.worst_ms
+        result.update(callback_cpu_max=callbacks.worst_ms, callback_cpu_max_in=callbacks.worst)
         result["rss_peak"] = rss.stop()
         tools.sampling = self.sampling
         if isinstance(final, Error):
@@ -342,9 +350,13 @@ class Bench:
         result["streaming_slices"] = tools.streaming_slice_ms(before.streaming_slices)
         result["seconds"] = time.perf_counter() - started
         costs = list(getattr(tools.pipeline, "render_costs", []))
-        self.timelines.append(
-            Timeline(mode, started, result["samples"], list(answer.arrivals), costs)
-        )
+        self.timelines.append(Timeline(mode, started, result["samples"], [*answer.arrivals], costs))
+
+    def _row_of(self, mode: str) -> str:
+        """The row an answer in ``mode`` is measured for, as the window is now."""
+        if self.tools.stages_open:
+            return STAGES
+        return mode if self.tools.sampler.running else UNSAMPLED
 
     def cancels(self, latencies: list[float]) -> Script:
         """Stop at random points (``--cancels`` times); append each Stop's latency, Stop ->

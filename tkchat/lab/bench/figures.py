@@ -289,6 +289,9 @@ def stream_figures(
             # the main thread's own work: its CPU per second, its costliest callback
             "main_cpu_per_s": rounded(sum(r["cpu_s"] for r in results) / seconds, 3),
             "callback_cpu_max_ms": rounded(max(r["callback_cpu_max"] for r in results), 2),
+            "callback_cpu_max_in": max(results, key=lambda r: r["callback_cpu_max"]).get(
+                "callback_cpu_max_in", ""
+            ),
             # New chat before each run: clearing the previous run's answer (the worst)
             "new_chat_max_ms": rounded(max(r["new_chat_ms"] for r in results), 1),
             # how long text waited between two puts on screen (the median answer's)

@@ -19,6 +19,8 @@ from tkchat.lab.bench.figures import (
     format_table,
     sampler_verdicts,
 )
+from tkchat.lab.bench.scenarios.costs import COLUMNS as COST_COLUMNS
+from tkchat.lab.bench.scenarios.costs import cost_rows
 from tkchat.trace.chrome import TraceRun, write_trace
 
 
@@ -29,6 +31,11 @@ def load_1min() -> float | None:
     except (AttributeError, OSError):
         return None
 
+
+COSTS_TITLE = (
+    "What each instrument costs the fixed window (this run): lag over idle's and plain's, "
+    "and fixed's over the row's without it (cost_*_x)"
+)
 
 # A run prints its verdicts; it does not judge them (the exit status stays 0): one run can miss
 # a target because of one busy moment. The claims step retries and judges.
@@ -80,8 +87,7 @@ def run_bench(options: BenchOptions) -> int:
     columns: tuple[str, ...] = ()
     if options.long_chat:
         from tkchat.lab.bench.scenarios.long_chat import COLUMNS as columns
-    print(format_table(runs, columns))
-    print()
+    costs = _print_tables(runs, columns)
     _print_verdicts(checks)
     command = "tkchat " + shlex.join(sys.argv[1:])
     if options.json_path is not None:
@@ -96,6 +102,7 @@ def run_bench(options: BenchOptions) -> int:
             "load_1min": [load_before, load_1min()],  # before and after: how busy it was
             "runs": [r.as_json() for r in runs],
             **({"columns": list(columns)} if columns else {}),
+            **({"instrument_costs": [row.as_json() for row in costs]} if costs else {}),
             "targets": [check.as_json() for check in checks],
         }
         options.json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,6 +113,17 @@ def run_bench(options: BenchOptions) -> int:
     if options.report_dir is not None:
         _report(options, runs, timelines, checks)
     return 0
+
+
+def _print_tables(runs: list[RunFigures], columns: tuple[str, ...]) -> list[RunFigures]:
+    """The run's table, then what each instrument costs (when the run has a plain row):
+    the costs table's rows, returned for the JSON."""
+    print(format_table(runs, columns))
+    costs = cost_rows(runs)
+    if costs:
+        print(f"\n{COSTS_TITLE}\n{format_table(costs, COST_COLUMNS)}")
+    print()
+    return costs
 
 
 def _report(

@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 from tkchat.store import Kept
 from tkchat.ui.base.services import Services
-from tkchat.ui.chats.conversations import SHOW_BUDGET_S
 from tkchat.ui.chats.history import History
+from tkchat.ui.chats.opening import SHOW_BUDGET_S, SHOW_MAX_MESSAGES
 from tkchat.ui.transcript.transcript import AnswerView, Branch, Transcript, UserView
 from tkchat.ui.transcript.view_keeper import keep_held, screen_y
 
@@ -134,10 +134,13 @@ class AnswerVersions:
             self._to_show.clear()
             self._question = None
             return
-        started = time.perf_counter()
+        started, shown = time.perf_counter(), 0
         with self.transcript.adding_many():
             while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
+                if shown == SHOW_MAX_MESSAGES:
+                    break
                 self._add(self._to_show.popleft())
+                shown += 1
         self._hold(self._question)
         if self._to_show:
             self.scheduler.once(_SLICE, 1, self._show_some)

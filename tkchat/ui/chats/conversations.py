@@ -1,7 +1,7 @@
 """Saved conversations in the window: the sidebar, and putting a saved chat back on screen.
 
 :class:`~tkchat.ui.chats.history.History` talks to the store; this part is what the user does with
-it: open one (sliced, so 200 messages never make a long task), rename, delete and undo,
+it: open one (a few messages a callback: :mod:`.opening`), rename, delete and undo,
 search. It changes the chat only through what it is given: the transcript, the session, and
 what it asks of the chat flow (:class:`ChatHooks`).
 
@@ -10,25 +10,21 @@ Main thread only.
 
 from __future__ import annotations
 
-import time
 import tkinter as tk
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from tkchat.store import (
     AnswerFigures,
     Conversation,
-    StoredMessage,
     StoreError,
     sampling_from_settings,
 )
 from tkchat.ui.base.services import Services
 from tkchat.ui.chats.history import History
+from tkchat.ui.chats.opening import ChatOpening
 from tkchat.ui.chats.sidebar import ConversationSidebar
-from tkchat.ui.transcript.transcript import AnswerView, Transcript
-
-SHOW_BUDGET_S = 0.006  # per callback, when putting a saved conversation on screen
+from tkchat.ui.transcript.transcript import Transcript
 
 
 @dataclass(frozen=True)
@@ -66,9 +62,7 @@ class SavedConversations:
         self.clear_chat = chat.clear_chat
         self.on_shown = chat.shown
         self._on_ready = chat.ready
-        self._to_show: deque[StoredMessage] = deque()  # saved messages not yet on screen
-        # their figures, by message and version (tkchat/store/figures.py)
-        self._figures: dict[int, dict[int, AnswerFigures]] = {}
+        self.opening: ChatOpening | None = None  # the chat being put on screen, if any
         self._deleted_here: set[int] = set()  # removed for good at close (see delete)
         # The chat on screen when it was deleted, and the one (None: a new chat) shown in its
         # place: Undo puts it back on screen while that is still so (see undelete).
@@ -95,7 +89,7 @@ class SavedConversations:
     @property
     def showing(self) -> bool:
         """Whether a saved conversation is still being put on screen."""
-        return bool(self._to_show)
+        return self.opening is not None and self.opening.active
 
     def _ready(self, conversations: list[Conversation]) -> None:
         self._on_ready(conversations)
@@ -173,65 +167,51 @@ class SavedConversations:
         search's results, it opens at the search's first match, every match highlighted."""
         self._find = self.sidebar.search_query()
         self.clear_chat()
-        stored = self.archive.open(conversation_id)
+        self.archive.open(conversation_id)
         try:
             store = self.archive.store
             conversation = store.get(conversation_id) if store is not None else None
         except StoreError:
             conversation = None
-        chat = [m.as_message() for m in stored if m.role in ("user", "assistant")]
-        if conversation is not None:  # it brings its own system prompt and sampling
+        # It brings its own system prompt and sampling; the model reads its messages once
+        # they are all read (ChatOpening: a page at a time, so no callback reads them all).
+        if conversation is not None:
             sampling = sampling_from_settings(conversation.settings)
-            self.session.open(conversation.system_prompt, sampling, chat)
+            prompt = conversation.system_prompt
         else:
-            self.session.open(self.session.system_prompt, self.session.sampling, chat)
-        # 200 messages inserted in one callback took 85 ms: a long task. Slice them instead;
-        # as plain text, painted once all are there, and only near the view (PaintZone).
-        self._to_show = deque(stored)
-        self.transcript.zone.hold()
-        self._figures = {}
-        for (message_id, version), figures in self.archive.figures(conversation_id).items():
-            self._figures.setdefault(message_id, {})[version] = figures
-        self.scheduler.once("show-conversation", 0, self._show_some)
+            prompt, sampling = self.session.system_prompt, self.session.sampling
+        self.session.open(prompt, sampling, [])
+        figures: dict[int, dict[int, AnswerFigures]] = {}
+        for (message_id, version), kept in self.archive.figures(conversation_id).items():
+            figures.setdefault(message_id, {})[version] = kept
+        # 200 messages inserted in one callback took 85 ms: a long task. A few a callback
+        # instead, as plain text, painted once all are there and only near the view.
+        self.opening = ChatOpening(
+            conversation_id,
+            self.archive,
+            self.transcript,
+            self.scheduler,
+            figures,
+            on_read=lambda chat: self.session.open(prompt, sampling, chat),
+            on_done=self._shown,
+        )
+        self.opening.start()
         self.refresh()
 
     def stop_showing(self) -> None:
         """Another chat replaces the screen: the rest of a conversation being put on screen
         must not follow it there."""
-        self._to_show.clear()
-        self.scheduler.cancel("show-conversation")
+        if self.opening is not None:
+            self.opening.cancel()
 
-    def _show_some(self) -> None:
-        """Put saved messages on screen until this callback's budget is spent; their
-        markdown is then painted by the painter's own slices."""
-        started = time.perf_counter()
-        with self.transcript.adding_many():
-            while self._to_show and time.perf_counter() - started < SHOW_BUDGET_S:
-                message = self._to_show.popleft()
-                if message.role not in ("user", "assistant"):
-                    continue
-                view = self.transcript.add_saved(
-                    message.role,
-                    message.content,
-                    message.status,
-                    self.archive.versions(message),
-                    message.variant,
-                    self.archive.branches(message) if message.role == "user" else None,
-                )
-                view.saved_as = message.id
-                if isinstance(view, AnswerView):
-                    view.figures = self._figures.get(message.id, {})
-                    self.transcript.show_figures(view)
-        if self._to_show:
-            self.scheduler.once("show-conversation", 1, self._show_some)
-        else:
-            self.transcript.zone.release()
-            self.on_shown()
-            if self._find:
-                first = self.transcript.found.show(self._find)
-                if first is not None:
-                    self.transcript.text.see(first)
-                    self.transcript.zone.moved()  # paint what is near the match
+    def _shown(self) -> None:
+        """All of it is on screen (and the model's): painting begins near the view."""
+        self.on_shown()
+        if self._find:
+            first = self.transcript.found.show(self._find)
+            if first is not None:
+                self.transcript.text.see(first)
+                self.transcript.zone.moved()  # paint what is near the match
 
     def close(self) -> None:
         """At exit: the chats deleted in this window leave the file (their Undo bar is gone

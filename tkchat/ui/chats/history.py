@@ -250,14 +250,25 @@ class History:
     def conversations(self) -> list[Conversation]:
         return self.store.list_conversations() if self.store is not None else []
 
-    def open(self, conversation_id: int) -> list[StoredMessage]:
-        """Make ``conversation_id`` the current one and return its messages."""
+    def open(self, conversation_id: int) -> None:
+        """Make ``conversation_id`` the current one; its messages are then read a page at a
+        time (:meth:`page`)."""
         if self.store is None:
-            return []
+            return
         if self.writer is not None:
             self.writer.flush(timeout=2.0)  # what was just streamed is part of it
         self.conversation_id = conversation_id
-        return self.store.messages(conversation_id)
+
+    def page(self, conversation_id: int, after: int, limit: int) -> list[StoredMessage]:
+        """At most ``limit`` messages of the conversation after position ``after`` (-1: from
+        the first); [] once there are no more (or on a failure, which is shown)."""
+        if self.store is None:
+            return []
+        try:
+            return self.store.messages_page(conversation_id, after, limit)
+        except StoreError as exc:
+            self.on_warning(str(exc))
+            return []
 
     def run(self, operation: Callable[[ConversationStore], object]) -> None:
         """A rename, delete or restore: one small transaction; a failure is shown."""

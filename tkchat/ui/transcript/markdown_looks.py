@@ -1,11 +1,12 @@
 """How rendered markdown looks in the transcript: a piece of an answer turned into (text, tags)
 runs, and the tags and fonts those runs use.
 
-Prose, lists and headings go through an off-screen tkhtmlview widget and are copied out as
-runs; code, quotes and rules are made into runs here (tkhtmlview draws neither a quote nor a
-rule, and code gets Pygments' colours). tkhtmlview tags every run with a fresh tag and a
-fresh font; copying maps each style to one shared transcript tag, so 200 answers still mean a
-few dozen tags, not thousands.
+Prose, lists and headings are laid out by tkhtmlview's parser, without a widget and on a
+thread of its own (:mod:`.html_layout`): the painter asks :meth:`MarkdownLooks.ready` and
+paints the piece once it is laid out; code, quotes and rules are made into runs here
+(tkhtmlview draws neither a quote nor a rule, and code gets Pygments' colours). Each look
+tkhtmlview gives a run maps to one shared transcript tag, so 200 answers still mean a few
+dozen tags, not thousands.
 
 A page rather than a chat (``page=True``: the lesson panel) gets a little more: pipe tables
 drawn as aligned columns (a table that fits one piece), list items whose wrapped lines hang
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import tkinter as tk
 import tkinter.font as tkfont
+from dataclasses import dataclass, field
 from typing import Any
 
 from tkchat.render.safe_markdown import Look, Piece, block_to_html, highlight, lexer_ready, restyle
@@ -40,12 +42,14 @@ from tkchat.ui.look.html_fonts import share_fonts
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import LIGHT, Palette
 from tkchat.ui.scheduler import AfterScheduler
+from tkchat.ui.transcript.html_layout import HtmlLayout, StyleKey, StyleRun, parser_families
 from tkchat.ui.transcript.markdown_layout import (
     TABLE_HEAD_TAG,
     TABLE_TAG,
     ListHanging,
     TableLayout,
 )
+from tkchat.ui.transcript.preparer import Preparer
 
 LEXER_WAIT_MS = 10  # how soon to look again when a code block waits for its lexer to load
 COPY_CODE_TAG = "copy-code"  # the "Copy code" link in each fenced code block's header
@@ -67,7 +71,16 @@ CODE_HTML_SIZE = 13
 LABEL_HTML_SIZE = 11
 
 Run = tuple[str, tuple[str, ...]]  # (text, transcript tags)
-StyleKey = tuple[tuple[tuple[str, object], ...], str, str, str, tuple[object, ...]]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A piece made ready off the main thread: its prose as tkhtmlview lays it out, or its
+    code cut into Pygments' looks in the Pygments style ``style``."""
+
+    prose: list[StyleRun] = field(default_factory=list)
+    code: list[tuple[str, Look]] = field(default_factory=list)
+    style: str = ""
 
 
 class MarkdownLooks:
@@ -81,15 +94,21 @@ class MarkdownLooks:
         page: bool = False,
     ) -> None:
         """``page``: the looks of a page rather than a chat (see the module docstring)."""
-        from tkhtmlview import HTMLText, html_parser  # late: it pulls in PIL and requests
+        from tkhtmlview import html_parser  # late: it pulls in PIL and requests
 
         share_fonts(html_parser)
         self.text = text
         self.scheduler = scheduler
         self.page = page
         self._lists = ListHanging(text)
-        # Off-screen, never packed: tkhtmlview renders here, we copy the result out.
-        self._scratch = HTMLText(text.winfo_toplevel(), background=text.cget("background"))
+        families = parser_families()
+        self._mono_html_family = families[1]  # tkhtmlview's family for code
+        self._layout = HtmlLayout(families)  # this thread's: a piece not prepared in time
+        worker_layout = HtmlLayout(families)  # the preparer's thread's
+        self.preparer: Preparer[Piece, Prepared] = Preparer(
+            lambda piece: self._prepare(piece, worker_layout)
+        )
+        self.prepared_here = 0  # pieces prepared on this thread all the same
         self._styles: dict[StyleKey, str] = {}
         self._mono_styles: set[str] = set()  # the styles of code
         self._code_roles = (CODE_BLOCK_TAG,) if page else ()  # a code block's code says so
@@ -108,9 +127,18 @@ class MarkdownLooks:
         # ... and those four are made while the window has nothing else to do
         scheduler.when_idle(f"markdown-fonts-{id(self)}", self._code_fonts)
 
+    def ready(self, piece: Piece) -> bool:
+        """Can :meth:`runs` make ``piece``'s runs now without laying out its prose or
+        highlighting its code on this thread? Both are done on the preparer's thread
+        (:mod:`.preparer`): the first time this asks for it. (Code asks once its lexer has
+        loaded: :func:`~tkchat.render.highlight.lexer_ready`.)"""
+        if piece.kind == "hr" or (self.page and piece.kind == "para"):
+            return True  # (made here; a page's paragraph may be a table, measured here)
+        return self.preparer.ready(piece)
+
     def runs(self, piece: Piece) -> list[Run]:
-        """One piece's runs, rendered now (code, rules and tables here, the rest off-screen by
-        tkhtmlview and copied out)."""
+        """One piece's runs: rules and tables made here, prose and code as the preparer made
+        them ready (:meth:`ready`), or now if it has not."""
         if piece.kind in ("fence", "code"):
             runs = self._code_runs(piece)
         elif piece.kind == "hr":
@@ -118,7 +146,7 @@ class MarkdownLooks:
         elif self.page and piece.kind == "para" and (rows := pipe_table(piece.markdown)):
             return self._tables.runs(rows)
         else:
-            runs = self._html_runs(piece.markdown)
+            runs = self._html_runs(piece)
             if self.page and piece.kind == "list":
                 runs = self._lists.hang(runs)
             extra = (
@@ -142,47 +170,38 @@ class MarkdownLooks:
             self._tables.measure_again()
 
     def close(self) -> None:
-        """The view is going away: so does the off-screen widget (a child of the window)."""
-        self._scratch.destroy()
+        """The view is going away: so does the preparer's thread."""
+        self.preparer.close()
 
     # -- a piece -> runs -----------------------------------------------------------------------
 
-    def _html_runs(self, markdown_text: str) -> list[Run]:
-        """tkhtmlview renders the block off-screen; its text is copied out with one shared
-        transcript tag per distinct style."""
-        scratch = self._scratch
-        scratch.set_html(block_to_html(markdown_text))
-        runs: list[Run] = []
-        active: list[str] = []
-        style: tuple[str, ...]
-        for key, value, _index in scratch.dump("1.0", "end-1c", text=True, tag=True):
-            if key == "tagon":
-                active.append(value)
-            elif key == "tagoff":
-                if value in active:
-                    active.remove(value)
-            elif key == "text" and value:
-                style = self._style_tags(active[-1] if active else None)
-                if runs and runs[-1][1] == style:
-                    runs[-1] = (runs[-1][0] + value, style)
-                else:
-                    runs.append((value, style))
-        while runs and runs[-1][0].endswith("\n"):  # tkhtmlview leaves trailing newlines
-            chunk, style = runs[-1]
-            runs[-1] = (chunk.rstrip("\n"), style)
-            if not runs[-1][0]:
-                runs.pop()
-        while runs and runs[0][0].startswith("\n"):  # and starts a list on a new line
-            chunk, style = runs[0]
-            runs[0] = (chunk.lstrip("\n"), style)
-            if not runs[0][0]:
-                runs.pop(0)
-        runs.append(("\n", runs[-1][1] if runs else self._style_tags(None)))
-        return runs
+    def _prepare(self, piece: Piece, layout: HtmlLayout) -> Prepared:
+        """What ``piece`` needs before it is painted, with no Tk: its code cut into looks in
+        the palette's Pygments style, or its prose laid out by ``layout`` (the calling
+        thread's). The preparer's thread, or this one's for a piece not prepared in time."""
+        if piece.kind in ("fence", "code"):
+            style = self.palette.pygments_style
+            return Prepared(
+                code=highlight(piece.code_text() + "\n", piece.lang, style), style=style
+            )
+        return Prepared(prose=layout.runs(block_to_html(piece.markdown)))
 
-    def _style_tags(self, scratch_tag: str | None) -> tuple[str, ...]:
+    def _prepared(self, piece: Piece) -> Prepared:
+        """``piece`` as the preparer made it ready, or made ready now (the palette changed
+        since, or it was not asked for)."""
+        done = self.preparer.take(piece)
+        if done is None or (done.style and done.style != self.palette.pygments_style):
+            self.prepared_here += 1
+            done = self._prepare(piece, self._layout)
+        return done
+
+    def _html_runs(self, piece: Piece) -> list[Run]:
+        """The piece as tkhtmlview lays it out, each look one shared transcript tag."""
+        return [(chunk, self._style_tags(key)) for chunk, key in self._prepared(piece).prose]
+
+    def _style_tags(self, key: StyleKey) -> tuple[str, ...]:
         """The run's style tag, and :data:`INLINE_CODE_TAG` if it is code."""
-        tag = self._style_tag(scratch_tag)
+        tag = self._style_tag(key)
         return (tag, INLINE_CODE_TAG) if self.page and tag in self._mono_styles else (tag,)
 
     def _code_runs(self, piece: Piece) -> list[Run]:
@@ -194,9 +213,7 @@ class MarkdownLooks:
                 runs.append((piece.lang + "    ", (CODE_LANG_TAG, CODE_HEAD_TAG)))
             runs.append(("", (COPY_CODE_TAG, CODE_HEAD_TAG)))
             runs.append(("\n", (CODE_HEAD_TAG,)))
-        for chunk, look in highlight(
-            piece.code_text() + "\n", piece.lang, self.palette.pygments_style
-        ):
+        for chunk, look in self._prepared(piece).code:
             runs.append((chunk, (self._code_tag(look), *self._code_roles)))
         return runs
 
@@ -317,28 +334,14 @@ class MarkdownLooks:
         self._font_cache[key] = font
         return font
 
-    def _style_tag(self, scratch_tag: str | None) -> str:
-        """One transcript tag per distinct look (font, colour, justification, tabs).
-
-        The look is read from tkhtmlview's parser records, not from the Tk tag: tkhtmlview
-        does not keep its ``Font`` objects, so their named fonts may already be deleted."""
-        record = self._scratch.html_parser._w_tags.get(scratch_tag) if scratch_tag else None
-        if record is None:
-            key: StyleKey = ((), "", "", "", ())
-        else:
-            config = record.get("config", {})
-            key = (
-                tuple(sorted(record.get("font", {}).items())),
-                str(config.get("foreground") or ""),
-                "",
-                str(config.get("justify") or ""),
-                tuple(config.get("tabs") or ()),
-            )
+    def _style_tag(self, key: StyleKey) -> str:
+        """One transcript tag per distinct look (font, colour, justification, tabs), as
+        tkhtmlview's parser records it (:func:`~.html_layout.style_key`)."""
         tag = self._styles.get(key)
         if tag is None:
             tag = f"md-style-{len(self._styles)}"
             self._styles[key] = tag
-            if dict(key[0]).get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
+            if dict(key[0]).get("family") == self._mono_html_family:
                 self._mono_styles.add(tag)
             self.text.tag_configure(tag, **self._tag_options(key))
             self.text.tag_lower(tag)  # message tags (colours, margins) stay on top
@@ -349,7 +352,7 @@ class MarkdownLooks:
         options: dict[str, Any] = {}
         if font_spec:
             spec: dict[str, Any] = dict(font_spec)
-            monospace = spec.get("family") == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY
+            monospace = spec.get("family") == self._mono_html_family
             options["font"] = self._font(
                 self._mono_family() if monospace else self._base_family(),
                 int(spec.get("size") or 14),
@@ -370,7 +373,7 @@ class MarkdownLooks:
         other colour tkhtmlview chose (never black, which would vanish in the dark)."""
         font_spec, foreground, *_rest = key
         family = dict(font_spec).get("family")
-        if family is not None and family == self._scratch.html_parser.PREFORMATTED_FONT_FAMILY:
+        if family is not None and family == self._mono_html_family:
             return {
                 "background": self.palette.code_background,
                 "foreground": foreground

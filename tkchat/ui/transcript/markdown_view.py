@@ -10,7 +10,9 @@ answer is a 360 ms freeze — "render once at the end" is itself a long task. In
 2. each block is cut into pieces of at most ``MAX_BLOCK_CHARS``, rendered within a time
    budget per callback: first by the tick that appended the text (``TICK_BUDGET_MS``),
    then by slices of their own (``SLICE_BUDGET_MS``); a piece becomes (text, tags) runs in
-   :mod:`tkchat.ui.transcript.markdown_looks` (tkhtmlview off-screen for prose, Pygments for code);
+   :mod:`tkchat.ui.transcript.markdown_looks` (tkhtmlview's parser for prose, Pygments for
+   code, both on a thread of their own: all of a block's pieces are asked for as soon as the
+   block is complete, and a piece is painted once it is ready);
 3. rendered runs are cached per piece, so a piece seen before costs one insert;
 4. a block's pieces go in just before its plain text, hidden (an ``elide`` tag) if they
    take more than one callback; when the last one is in, one call deletes the block's
@@ -239,7 +241,7 @@ class MarkdownPainter:
 
     def close(self) -> None:
         """The text widget is going away before the window does (the lesson panel closed):
-        forget every job, and let the looks' off-screen widget go."""
+        forget every job, and let the looks' preparer thread end."""
         self.cancel()
         self.looks.close()
 
@@ -290,7 +292,8 @@ class MarkdownPainter:
     ) -> str:
         """Render pieces while the predicted cost of the next one still fits the budget
         (``progress``: at least one, so every slice moves on; a tick only does what fits).
-        Returns "more" if work is left, "wait" if a code block waits for its lexer, "idle"
+        Returns "more" if work is left, "wait" if a code block waits for its lexer or a
+        piece for the preparer (:meth:`MarkdownLooks.ready`), "idle"
         if nothing can be done until more text arrives."""
         did = not progress
         for job in list(self._queue):
@@ -300,20 +303,11 @@ class MarkdownPainter:
             self._job = job
             while True:
                 if job.block is None:
-                    job.block = job.stream.next_block()
-                    if job.block is None:
-                        if job.stream.exhausted:
-                            self._complete(job)
+                    taken = self._take_block(job)
+                    if taken is None:
                         break  # this one waits for text (or is done): on to the next
-                    if stays_plain(job.block.raw) or job.block.open_heading:
-                        # Cutting a block of megabytes into pieces alone is a long task
-                        # (1 MB: 71 ms), and so is Python-Markdown on some text: no one's
-                        # markdown looks like that, and it stays plain. So does a heading
-                        # the answer was cut in: it is no heading yet.
-                        self._leave_plain(job)
-                        continue
-                    job.pieces = block_pieces(job.block.raw, MAX_BLOCK_CHARS)
-                    job.next_piece = 0
+                    if not taken:
+                        continue  # left plain: the block after it
                 piece = job.pieces[job.next_piece] if job.next_piece < len(job.pieces) else None
                 if did:
                     # a cached piece costs only its insert, a swap its delete; a new piece
@@ -323,7 +317,7 @@ class MarkdownPainter:
                     if (time.perf_counter() - started) * 1000 + predicted > budget_ms:
                         return "more"
                 if piece is not None:
-                    if piece.lang and not lexer_ready(piece.lang, self.palette.pygments_style):
+                    if self._waiting(piece):
                         return "more" if did else "wait"
                     keeper.changing()
                     self._insert_piece(job, piece, self._runs_for(piece))
@@ -334,6 +328,33 @@ class MarkdownPainter:
                 did = self._painted = True
                 self._painted_streaming |= not job.ended
         return "idle"
+
+    def _take_block(self, job: PaintJob) -> bool | None:
+        """``job``'s next complete block, cut into pieces, each asked for now (True); or it
+        stays plain (False); or there is none yet, or the job is complete (None)."""
+        job.block = job.stream.next_block()
+        if job.block is None:
+            if job.stream.exhausted:
+                self._complete(job)
+            return None
+        if stays_plain(job.block.raw) or job.block.open_heading:
+            # Cutting a block of megabytes into pieces alone is a long task (1 MB: 71 ms),
+            # and so is Python-Markdown on some text: no one's markdown looks like that, and
+            # it stays plain. So does a heading the answer was cut in: it is no heading yet.
+            self._leave_plain(job)
+            return False
+        job.pieces = block_pieces(job.block.raw, MAX_BLOCK_CHARS)
+        job.next_piece = 0
+        for piece in job.pieces:  # laid out off this thread: all of them asked for now
+            self._waiting(piece)
+        return True
+
+    def _waiting(self, piece: Piece) -> bool:
+        """Does ``piece`` wait for its lexer to load, or for the preparer's thread (its
+        prose laid out, its code highlighted)? Either is asked for here, once."""
+        if piece.lang and not lexer_ready(piece.lang, self.palette.pygments_style):
+            return True
+        return piece not in self._cache and not self.looks.ready(piece)
 
     def _alive(self, job: PaintJob) -> bool:
         try:

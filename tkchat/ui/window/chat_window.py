@@ -95,6 +95,7 @@ class ChatApp(ChatLayout):
         self.consumer = StreamConsumer()
         self.closed = False
         self.forced_redraws = 0  # update_idletasks asked by a broken demo (the pipeline view)
+        self._enabled: dict[Control, bool] = {}  # what enable() last set, by control
         self.shortcut_sheet: ShortcutSheet | None = None
         self.typing = TypingHome(root, lambda: self.input, self.scheduler)
         home = self.typing.then
@@ -329,6 +330,12 @@ class ChatApp(ChatLayout):
     # -- what the chat flow asks of the window (ChatView) -------------------------------------
 
     def enable(self, control: Control, on: bool) -> None:
+        """``control`` usable or greyed. One already so is left alone: each answer's start
+        and end set all three, and a configure costs Tk a redraw (the menu item's, a measure
+        of the whole menu: about a millisecond, 2026-12-04)."""
+        if self._enabled.get(control) == on:
+            return
+        self._enabled[control] = on
         buttons = {
             "send": self.send_button,
             "stop": self.stop_button,

@@ -2,9 +2,9 @@
 the final render of a long answer and a saved conversation opened and scrolled
 (:mod:`.saved`), a long conversation at several lengths (``--long-chat``, :mod:`.long_chat`),
 a chat's second turn (``--turn2``, :mod:`.turn2`) and a machine with every core busy
-(``--busy``, :mod:`.busy`); the pipeline view's cost, in every run of the fixed pipeline
-(:mod:`.stages`). Each is a script the bench's runner drives
-(tkchat/lab/bench/script.py), driving the bench through
+(``--busy``, :mod:`.busy`); the pipeline view's cost and each instrument's against a
+plain window, in every run of the fixed pipeline (:mod:`.stages`, :mod:`.costs`). Each is
+a script the bench's runner drives (tkchat/lab/bench/script.py), driving the bench through
 :class:`~tkchat.lab.bench.scenarios.runs.BenchRuns` (never the bench's module, which imports
 this one)."""
 

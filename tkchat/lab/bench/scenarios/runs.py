@@ -42,8 +42,11 @@ class BenchRuns(Protocol):
         """The model alone, no window: (tokens/s, TTFT ms). Holds the main loop."""
         ...
 
-    def stream_once(self, mode: str, sampling: Sampling, result: StreamResult) -> Script:
-        """One answer in ``mode``, measured into ``result``."""
+    def stream_once(
+        self, mode: str, sampling: Sampling, result: StreamResult, *, row: str | None = None
+    ) -> Script:
+        """One answer in ``mode``, measured into ``result`` (``row``: the row it is for,
+        which names its trace)."""
         ...
 
     def cancels(self, latencies: list[float]) -> Script:
