@@ -140,6 +140,7 @@ def test_asyncio_tk_inserts_from_its_own_timer_and_the_loop_goes_on_between(
     )
     lanes = view.player.shown()
     assert lanes.worker and lanes.tokens == len(TOKENS)
+    assert lanes.token == TOKENS[-1]  # its latest text, though it skips the channel
     assert lanes.ticks == 0 and lanes.outside_inserts == lanes.inserts > 1
     assert lanes.outside_spells > 1
     assert "from a timer of its own" in view.canvas.figures("main")

@@ -128,6 +128,7 @@ class AsyncAnswer:
         self.tokens = 0  # pieces of text the source gave (a token's text each)
         self.first_token_at: float | None = None
         self.last_token_at: float | None = None
+        self.last_text = ""  # the latest piece of text (the pipeline view shows it)
         self.started_at: float | None = None
         self.cancelled_at: float | None = None
         self.exited_at: float | None = None  # the task ended: its source is closed
@@ -163,6 +164,7 @@ class AsyncAnswer:
                         self.out.progress(item.done, item.total)
                         continue
                     self._count()
+                    self.last_text = item
                     self.out.text(item)
             self.out.done(self.source.reason, self.source.stats or self._stats())
         except SourceFailed as exc:

@@ -138,7 +138,7 @@ class StageFeed:
             mode=str(getattr(self.sources.pipeline(), "name", "")),
             worker=worker is not None,
             tokens=worker.tokens if worker is not None else self._outside(inserts),
-            token=sender.last if sender is not None else "",
+            token=sender.last if sender is not None else self._latest(worker),
             queued=self.sources.controller.channel.qsize(),
             waiting_pieces=sender.waiting_pieces if sender is not None else 0,
             merged=sender.pieces - sender.chunks if sender is not None else 0,
@@ -184,6 +184,13 @@ class StageFeed:
 
     def _outside(self, inserts: int) -> int:
         return max(0, inserts - self._in_ticks)
+
+    @staticmethod
+    def _latest(worker: Running | None) -> str:
+        """The latest text of a generation whose events skip the channel (``asyncio-tk``:
+        its task keeps it as ``last_text``); "" for none."""
+        latest = getattr(worker, "last_text", "")
+        return latest if isinstance(latest, str) else ""
 
     def _worker(self) -> Running | None:
         """The worker making this answer — or the asyncio task whose source it feeds —
