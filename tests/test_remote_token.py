@@ -24,6 +24,7 @@ from tkchat.generate.factory import make_backend
 from tkchat.generate.remote import RemoteBackend, RemoteError
 from tkchat.generate.remote.http import TOKEN_ENV_VAR
 from tkchat.generate.scripted import SCRIPT
+from tkchat.serve import listen
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -107,3 +108,13 @@ def test_the_window_shows_the_sentence_not_a_traceback(
     assert f"wants a token for /health: set {TOKEN_ENV_VAR}" in banner
     assert "Traceback" not in banner and "neither tkchat nor OpenAI" not in banner
     assert not app.flow.send("hello?")
+
+
+def test_a_new_token_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token that began with "-" was read by argparse as an option when pasted after
+    --server-token (seen in a hog run: "expected one argument"): the server draws again."""
+    drawn = iter(["-r4TB0oXf4CYe1gc", "--x", "Ab-cd"])
+    monkeypatch.setattr(listen.secrets, "token_urlsafe", lambda _n: next(drawn))
+    token = listen.new_token()
+    assert token == "Ab-cd"
+    assert build_parser().parse_args(["--server-token", token]).server_token == token

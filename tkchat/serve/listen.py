@@ -71,8 +71,12 @@ def open_sockets(host: str, port: int) -> list[socket.socket]:
 
 
 def new_token() -> str:
-    """A fresh secret for one run of the server (192 bits, URL-safe)."""
-    return secrets.token_urlsafe(24)
+    """A fresh secret for one run of the server (192 bits, URL-safe), never starting with
+    "-": one in 64 did, and ``tkchat --server-token -abc…`` read it as an option ("expected
+    one argument") when pasted as the server printed it."""
+    while (token := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return token
 
 
 def reachable_address(host: str) -> str:
