@@ -147,6 +147,23 @@ def test_asyncio_tk_inserts_from_its_own_timer_and_the_loop_goes_on_between(
     assert len(view.player.history) > 1  # it moved while the answer streamed
 
 
+def test_asyncio_blocking_call_draws_the_model_on_the_main_thread(root: tk.Tk, make_app) -> None:
+    """The broken coroutine iterates the model itself, on the loop Tk steps: no worker made
+    the tokens, the main thread did, and the whole answer came in one step."""
+    app = make_app(ScriptedBackend(rate=0, text=TEXT))
+    app.teaching.set_mode("asyncio-blocking-call")
+    app.menubar.invoke("stages")
+    view = app.stages.window
+    assert isinstance(view, StageWindow)
+    app.flow.send("q")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
+    pump_until(root, lambda: view.player.shown().inserts > 0, what="the moment it came")
+    lanes = view.player.shown()
+    assert not lanes.worker and lanes.tokens == len(TOKENS)
+    assert lanes.token == TOKENS[-1]
+    assert "the main thread made" in view.canvas.figures("worker")
+
+
 def test_per_chunk_render_the_render_bar_grows_with_the_answer(root: tk.Tk, make_app) -> None:
     app, view = paused_view(make_app, "per-chunk-render")
     app.flow.send("q")

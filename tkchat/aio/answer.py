@@ -81,6 +81,9 @@ class GeneratorSource:
 
     prompt_tokens = 0
     context_dropped = 0
+    # The generator computes its text where it runs: on the loop's thread (the pipeline view
+    # draws that work where it is, on the main thread when Tk steps the loop).
+    computes_on_loop = True
 
     def __init__(self, tokens: AsyncGenerator[str, None]) -> None:
         self.tokens = tokens
@@ -129,6 +132,8 @@ class AsyncAnswer:
         self.first_token_at: float | None = None
         self.last_token_at: float | None = None
         self.last_text = ""  # the latest piece of text (the pipeline view shows it)
+        # Its source computes the text on the loop's thread (the view draws it there).
+        self.computes_on_loop = bool(getattr(source, "computes_on_loop", False))
         self.started_at: float | None = None
         self.cancelled_at: float | None = None
         self.exited_at: float | None = None  # the task ended: its source is closed

@@ -20,6 +20,7 @@ worker writes are single attributes, read as they are.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -125,7 +126,8 @@ class StageFeed:
     def lanes(self) -> Lanes:
         """The pipeline now."""
         self._follow()
-        answer, worker = self._answer, self._worker()
+        answer, running = self._answer, self._worker()
+        worker = None if self._on_main_thread(running) else running
         sender = worker.sender if worker is not None else None
         inserts = self._inserts()
         arrivals = answer.arrivals if answer is not None else []
@@ -137,8 +139,8 @@ class StageFeed:
             frame=self.frame,
             mode=str(getattr(self.sources.pipeline(), "name", "")),
             worker=worker is not None,
-            tokens=worker.tokens if worker is not None else self._outside(inserts),
-            token=sender.last if sender is not None else self._latest(worker),
+            tokens=running.tokens if running is not None else self._outside(inserts),
+            token=sender.last if sender is not None else self._latest(running),
             queued=self.sources.controller.channel.qsize(),
             waiting_pieces=sender.waiting_pieces if sender is not None else 0,
             merged=sender.pieces - sender.chunks if sender is not None else 0,
@@ -184,6 +186,14 @@ class StageFeed:
 
     def _outside(self, inserts: int) -> int:
         return max(0, inserts - self._in_ticks)
+
+    @staticmethod
+    def _on_main_thread(running: Running | None) -> bool:
+        """Whether ``running`` computes its tokens on the main thread: an asyncio task whose
+        source computes on the loop (``computes_on_loop``: ``asyncio-blocking-call``), run
+        by the loop Tk steps. Its tokens are the main thread's work, not a worker's."""
+        on_loop = bool(getattr(running, "computes_on_loop", False))
+        return on_loop and getattr(running, "thread", None) == threading.main_thread().ident
 
     @staticmethod
     def _latest(worker: Running | None) -> str:
