@@ -18,11 +18,11 @@ matters to a class:
   teacher's folders are named) cannot be read there.
 - **No network.** Only a loopback that is down.
 
-- **The teacher's files are hidden** (:func:`hidden`, :func:`hiding_plan`): the teacher's
-  home, tkchat's data (the teacher's chats) and the class folder are covered, before the
-  fence is made, by empty read-only folders (``tmpfs``), a file by ``/dev/null``, except the
-  paths the window needs to run (Python, tkchat, the model, the throwaway home) and the
-  folders on the way to them. The covers are made in a namespace of their own, one level
+- **The teacher's files are hidden** (:func:`fenced` with ``hide``, :func:`hiding_plan`):
+  the teacher's home, tkchat's data (the teacher's chats) and the class folder are covered,
+  before the fence is made, by empty read-only folders (``tmpfs``), a file by ``/dev/null``,
+  except the paths the window needs to run (Python, tkchat, the model, the throwaway home)
+  and the folders on the way to them. The covers are made in a namespace of their own, one level
   outside the fence, so inside it they cannot be taken off (the kernel locks mounts a less
   privileged namespace inherits): ``umount`` fails, and what is under them cannot be reached.
 

@@ -63,6 +63,7 @@ from tkchat.modes import split_outside_mode
 from tkchat.stats import median
 from tkchat.store.files import data_dir
 
+TKCHAT_ROOT = Path(__file__).resolve().parents[3]  # the same tkchat as this process, for the child
 ATTEMPTS = 3  # a run that stays too busy to judge after this many is reported as such
 NONE = "none"  # not graded: the pipeline could not be used, or the self-test could not run
 EXIT = {PASS: 0, FAIL: 1, NONE: 2, BUSY: 3}
@@ -234,7 +235,7 @@ def kept_for_window(home: Path, model: str | None) -> list[Path]:
     keep = [Path(entry) for entry in sys.path if entry not in here and os.path.exists(entry)]
     keep += [Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
     keep += [Path(sys.executable).parent, Path(os.path.realpath(sys.executable)), home]
-    keep.append(Path(__file__).resolve().parents[3])  # the same tkchat as this process
+    keep.append(TKCHAT_ROOT)
     for named in (model, os.environ.get("TKCHAT_MODEL"), os.environ.get("XAUTHORITY")):
         if named:
             keep.append(Path(named).expanduser())
@@ -282,7 +283,7 @@ def child_env(home: Path) -> dict[str, str]:
         env["XAUTHORITY"] = str(Path.home() / ".Xauthority")  # the display's key stays
     if "TKCHAT_MODEL" in env:
         env["TKCHAT_MODEL"] = str(Path(env["TKCHAT_MODEL"]).expanduser())
-    root = str(Path(__file__).resolve().parents[3])  # the same tkchat as this process
+    root = str(TKCHAT_ROOT)
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
     paths = [root, *env.get("PYTHONPATH", "").split(os.pathsep), user_site]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
