@@ -44,9 +44,11 @@ from tkchat.aio.local_source import LocalModelTokens
 from tkchat.aio.tk_loop import POLL_MS, STEP_TIMER, AsyncioTkPipeline
 from tkchat.conversation import Sampling
 from tkchat.events import Done, Error
+from tkchat.generate.controller import GenerationController
 from tkchat.generate.model_file import bundled_model_path
-from tkchat.generate.scripted import TokenGate
+from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.modes import ASYNCIO_THREAD, ASYNCIO_TK, BROKEN_MODES, CORRECT_MODES, MODES
+from tkchat.transport.channel import EventChannel
 
 pytestmark = pytest.mark.gui
 stepped_app = test_broken_modes.stepped_app  # the fixture: a window on a stepped answer
@@ -256,6 +258,28 @@ def test_a_task_cancelled_before_it_began_still_sends_one_final_event() -> None:
     assert answer.join(10)  # runs the idle loop (as asyncio-tk's join does)
     loop.close()
     assert sent == [("interrupt", ""), ("done", "cancelled")] and not answer.is_alive()
+
+
+def test_stop_returns_a_task_that_ends_as_soon_as_it_is_cancelled() -> None:
+    """A task on another thread's loop (``asyncio-thread``) can end between Stop's cancel and
+    any later look at it. Stop still hands it back, so the answer ends *stopped*, with the
+    figures its task counted (CI, 2026-12-03: it passed for one that ended by itself)."""
+
+    class EndsAtCancel:
+        sender = None
+        alive = True
+
+        def cancel(self) -> None:
+            self.alive = False  # as if the loop's thread ran the cancel at once
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+    controller = GenerationController(ScriptedBackend(rate=0), EventChannel())
+    task = EndsAtCancel()
+    controller.start_elsewhere(lambda gen: task)  # type: ignore[arg-type,return-value]
+    assert controller.stop() is task and not task.alive
+    assert controller.stop() is None  # an ended one is not stopped again
 
 
 @pytest.fixture(scope="module")

@@ -312,10 +312,15 @@ class GenerationController:
         """Ask the generation that runs (the current worker, or one :meth:`started elsewhere
         <start_elsewhere>`) to stop (non-blocking). Returns it, for measuring."""
         newest = self.running
+        # Whether it runs is read before it is asked to stop: a task on another thread's
+        # loop (asyncio-thread) can end between the cancel and a later look, and a stopped
+        # answer would then pass for one that ended by itself.
+        if newest is not None and not newest.is_alive():
+            newest = None
         for running in (self.current, self.elsewhere):
             if running is not None and running.is_alive():
                 running.cancel()  # an older one still leaving its loop is asked again
-        return newest if newest is not None and newest.is_alive() else None
+        return newest
 
     @property
     def running(self) -> Running | None:
