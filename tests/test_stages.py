@@ -164,6 +164,23 @@ def test_asyncio_blocking_call_draws_the_model_on_the_main_thread(root: tk.Tk, m
     assert "the main thread made" in view.canvas.figures("worker")
 
 
+def test_asyncio_render_counts_its_whole_answer_renders(root: tk.Tk, make_app) -> None:
+    """The coroutine renders the whole answer for every chunk, as per-chunk-render's tick
+    does: the Tk lane counts those renders and the size of the last."""
+    app = make_app(ScriptedBackend(rate=0, text=TEXT))
+    app.teaching.set_mode("asyncio-render")
+    app.menubar.invoke("stages")
+    view = app.stages.window
+    assert isinstance(view, StageWindow)
+    app.flow.send("q")
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
+    pump_until(root, lambda: view.player.shown().renders > 0, what="the moment it came")
+    lanes = view.player.shown()
+    assert lanes.renders == lanes.outside_inserts == len(TOKENS)
+    assert lanes.rendered == len(TEXT)
+    assert "whole-answer renders" in view.canvas.figures("tk")
+
+
 def test_per_chunk_render_the_render_bar_grows_with_the_answer(root: tk.Tk, make_app) -> None:
     app, view = paused_view(make_app, "per-chunk-render")
     app.flow.send("q")

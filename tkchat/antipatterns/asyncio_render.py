@@ -11,6 +11,8 @@ takes a dozen chunks renders a dozen times before Tk gets the thread back.
 
 from __future__ import annotations
 
+import time
+
 from tkchat.aio.tk_loop import AsyncioTkPipeline, StepOut
 from tkchat.antipatterns import per_chunk_render
 from tkchat.antipatterns.per_chunk_render import RenderEveryChunk
@@ -43,9 +45,17 @@ class RenderInTheCoroutine(AsyncioTkPipeline):
         widget = self.render.widgets[view.number]
         # THE MISTAKE: the whole answer, parsed and rendered again for every chunk, in the
         # coroutine — on the loop's thread, which is Tk's.
+        started = time.perf_counter()
         with stock_tkhtmlview():
             widget.set_html(per_chunk_render.convert_whole_document(view.text))
         widget.see("end")
+        self.render_costs.append((len(view.text), (time.perf_counter() - started) * 1000))
+
+    @property
+    def render_costs(self) -> list[tuple[int, float]]:
+        """(answer chars, ms) per re-render, kept in ``per-chunk-render``'s list: the
+        pipeline view's Tk lane reads them."""
+        return self.render.render_costs
 
     def finish(self, view: AnswerView, *, stopped: bool, error: str | None) -> None:
         self.out = self.view = None
