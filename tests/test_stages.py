@@ -193,6 +193,30 @@ def test_per_chunk_render_the_render_bar_grows_with_the_answer(root: tk.Tk, make
     assert bars == sorted(bars) and bars[0] < bars[-1]
 
 
+def test_playing_at_full_speed_the_lanes_are_redrawn_at_most_every_draw_ms(
+    root: tk.Tk, make_app
+) -> None:
+    """Three moments in one turn of the loop: each is kept for step back, the first is drawn,
+    and the latest is drawn when the ``stage-draw`` timer fires — not every one of them."""
+    app = make_app(ScriptedBackend(rate=0, text=TEXT))
+    view = app.stages.open()
+    player = view.player
+    assert not player.paused and player.speed == 1
+    pump_until(root, lambda: not player.scheduler.pending("stage-draw"), what="a quiet view")
+    kept, draws = len(player.history), view.draws
+    for _ in range(3):
+        player.feed.step()  # a moment of its own
+        player.record()
+    assert len(player.history) == kept + 3 and view.draws == draws + 1
+    assert view.canvas.drawn == player.history[-3]
+    pump_until(root, lambda: view.draws == draws + 2, what="the timer's draw")
+    assert view.canvas.drawn == player.history[-1]
+    player.feed.step()
+    player.record()
+    view.run("toggle")  # paused: the latest moment is drawn at once, and stays
+    assert view.canvas.drawn == player.history[-1] and not player.scheduler.pending("stage-draw")
+
+
 def test_step_back_shows_each_earlier_moment_exactly(root: tk.Tk, make_app) -> None:
     app, view = paused_view(make_app, "fixed")
     app.flow.send("q")

@@ -33,6 +33,7 @@ from tkchat.ui.stages.feed import Lanes, StageFeed
 SPEEDS = (1, 10, 50)  # full speed, 1/10, 1/50
 HISTORY = 1200  # moments kept for step back (a minute of ticks at full speed)
 FLOOD_RATE = 5000.0  # a scripted flood (rate 0) is slowed from this many tokens a second
+DRAW_MS = 50  # playing at full speed: the lanes redrawn at most this often (20 a second)
 LOOK_MS = 100  # while playing: a change with no tick (a blocking handler's) shows this soon
 SETTLE_POLLS = 100  # a token stepped: frames to wait for the worker to have sent it
 # The modes whose answers the 16 ms tick reads: only their worker waits at the gate.
@@ -84,6 +85,7 @@ class StagePlayer:
         self.paused = False
         self.history: deque[Lanes] = deque(maxlen=HISTORY)
         self.cursor: int | None = None  # the moment shown (None: the latest)
+        self.drawn: Lanes | None = None  # the latest moment last drawn by record
         self.gate = StepGate(lambda: pipeline_name() in TICK_READERS)
         self._gated: Steppable | None = None  # the backend our gate is in, and its own
         self._own: tuple[TokenGate | None, float] = (None, 0.0)
@@ -96,14 +98,27 @@ class StagePlayer:
 
     def record(self) -> None:
         """Keep the moment now (if anything changed) and show it, unless an earlier one is
-        being looked at."""
+        being looked at. Playing at full speed, the drawing follows at most every
+        :data:`DRAW_MS` (the ``stage-draw`` timer draws the latest when it fires): every
+        moment is still kept for step back, but the main thread, which also runs the
+        pipeline on show, redraws the lanes a third as often as it ticks."""
         lanes = self.feed.lanes()
         if self.history and self.history[-1] == lanes:
             return
         self.history.append(lanes)
-        if self.cursor is None:
-            before = self.history[-2] if len(self.history) > 1 else None
-            self.show(lanes, before)
+        if self.cursor is not None:
+            return
+        if self.speed == 1 and not self.paused:
+            if self.scheduler.pending("stage-draw"):
+                return  # the timer draws the latest moment when it fires
+            self.scheduler.once("stage-draw", DRAW_MS, self._draw_latest)
+        self._draw_latest()
+
+    def _draw_latest(self) -> None:
+        """The latest moment, drawn (unless it already is, or an earlier one is looked at)."""
+        if self.cursor is None and self.history and self.drawn is not self.history[-1]:
+            self.drawn = self.history[-1]
+            self.show(self.drawn, self.history[-2] if len(self.history) > 1 else None)
 
     def shown(self) -> Lanes:
         return self.history[-1 if self.cursor is None else self.cursor]
@@ -138,6 +153,8 @@ class StagePlayer:
             self.pause()
 
     def pause(self) -> None:
+        self.scheduler.cancel("stage-draw")
+        self._draw_latest()  # the class sees the moment it paused at
         self.paused = True
         self.pump.hold(True)
         self._apply()
@@ -187,7 +204,7 @@ class StagePlayer:
 
     def close(self) -> None:
         """Everything as it was: the tick at full speed and running, the gate out."""
-        for name in ("stage-look", "stage-play", "stage-settle"):
+        for name in ("stage-look", "stage-play", "stage-settle", "stage-draw"):
             self.scheduler.cancel(name)
         self.pump.watch = None
         self.pump.interval_ms = TICK_MS
