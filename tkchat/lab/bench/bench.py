@@ -217,7 +217,8 @@ class Bench:
                 )
                 if not repeat % 2:
                     yield from with_stage_view(self, stages)
-                yield from cost_answers(self, repeat, costs)
+                if self.options.costs:
+                    yield from cost_answers(self, repeat, costs)
         self.runs.append(
             RunFigures(
                 mode="raw",
@@ -234,7 +235,9 @@ class Bench:
             self.runs.append(stream_figures(FIXED, backend, fixed, latencies))
             self.runs.append(stream_figures(UNSAMPLED, backend, unsampled))
             self.runs.append(stream_figures(STAGES, backend, stages))
-            self.runs += [stream_figures(row, backend, costs[row]) for row in COST_ROWS]
+            self.runs += [
+                stream_figures(row, backend, costs[row]) for row in COST_ROWS if row in costs
+            ]
 
     def _long_chat(self) -> Script:
         """``--long-chat``: instead of the modes, a long conversation at several lengths."""

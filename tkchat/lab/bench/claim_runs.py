@@ -59,7 +59,7 @@ RUNS = (
     ClaimRun(
         "model",
         ("--modes", "fixed", "--tokens", "128", "--repeats", "2", "--cancels", "10")
-        + ("--idle-seconds", "2"),
+        + ("--idle-seconds", "2", "--no-costs"),
     ),
     ClaimRun(
         "flood",
@@ -67,7 +67,7 @@ RUNS = (
         # 2,000 tokens for no-coalesce: at 600 its freeze was bounded by the run's own length
         # (102-188 ms), a few frames from the claim's 80 ms; at 2,000, 649 ms here
         + ("--modes", "fixed,no-coalesce", "--broken-tokens", "2000")
-        + ("--repeats", "1", "--cancels", "0", "--idle-seconds", "2"),
+        + ("--repeats", "1", "--cancels", "0", "--idle-seconds", "2", "--no-costs"),
     ),
     ClaimRun("long chat", ("--backend", "scripted", "--long-chat", "100,1000")),
     ClaimRun(

@@ -63,6 +63,7 @@ class BenchOptions:
     long_chat: tuple[int, ...] = ()  # instead of the modes: these lengths (long_chat.py)
     busy: bool = False  # the fixed pipeline again with a CPU hog per core (scenarios/busy.py)
     turn2: bool = False  # a chat's second turn, en and zh (scenarios/turn2.py)
+    costs: bool = True  # each instrument's cost, a row per instrument (scenarios/costs.py)
 
     def sampling(self) -> Sampling:
         """The answer every mode streams: ``tokens`` long, seeded."""

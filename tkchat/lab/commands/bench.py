@@ -104,6 +104,13 @@ def _add_scenarios(bench: argparse.ArgumentParser) -> None:
         help="also a chat's second turn, in English and in Chinese, against llama-cpp-python "
         "reading just its new part (the llama backend)",
     )
+    bench.add_argument(
+        "--no-costs",
+        dest="costs",
+        action="store_false",
+        help="leave out the rows that say what each instrument costs (the plain window, and "
+        "the fixed one less each instrument): they judge no claim, so `--claims` skips them",
+    )
 
 
 def _add_class_options(bench: argparse.ArgumentParser) -> None:
@@ -336,6 +343,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             long_chat=tuple(int(n) for n in _listed(args.long_chat or "")),
             busy=args.busy,
             turn2=args.turn2,
+            costs=args.costs,
         )
     )
 
