@@ -242,6 +242,8 @@ def run_window(
     beats = HeartbeatSender(None, args.beat_fd, BEAT_MS)
 
     def beat() -> None:
+        if commands.closing.is_set():
+            return  # no beat after the last report (see closing)
         beats.beat()
         if not beats.gone:  # (the grader has gone: nothing more to beat for)
             window.later(HeartbeatSender.TIMER, BEAT_MS, beat)
@@ -252,6 +254,10 @@ def run_window(
 
     def closing() -> None:
         if commands.closing.is_set():
+            # The beats stopped first (beat sees the flag): a silence the grader sees ends
+            # with a beat, and every beat now precedes this last report, which carries the
+            # lag the window measured up to it. A beat that came after it, out of a close
+            # that held the loop, was a silence whose lag was never sent: "figures" FAIL.
             report.tick()  # the last of it
             window.close()
         else:

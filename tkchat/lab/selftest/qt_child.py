@@ -185,11 +185,13 @@ def main() -> int:
     sender = HeartbeatSender(None, args.beat_fd, BEAT_MS)
 
     def tick() -> None:
-        sender.beat()
-        publish_points(seen, sources)  # (every tick: the layout may still move)
         if commands.closing.is_set():
+            beats.stop()  # no beat after the last report (tkchat/lab/selftest/child.py)
             report.tick()  # the last of it
             seen.close()
+            return
+        sender.beat()
+        publish_points(seen, sources)  # (every tick: the layout may still move)
 
     beats = QTimer(window)
     beats.timeout.connect(tick)
