@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sqlite3
@@ -60,6 +61,31 @@ def test_window_is_up_before_the_model_loads(root: tk.Tk, make_app) -> None:
     gate.set()
     pump_until(root, lambda: app.flow.model_ready, what="model ready")
     assert "Ready" in app.status.get()
+
+
+@pytest.mark.parametrize("freeze_heap", [True, False])
+def test_a_loaded_model_s_objects_are_frozen_where_the_window_asks(
+    root: tk.Tk, make_app, freeze_heap: bool
+) -> None:
+    """What a model's load made is set aside from full collections (tkchat/ui/window/heap.py)
+    in a window that asks for it (the command line's); a test's window does not."""
+    gate = threading.Event()
+    made: list[list[int]] = []
+
+    class Loading(ScriptedBackend):
+        def load(self, watch: LoadWatch | None = None) -> None:
+            made.extend([i] for i in range(1000))  # containers the collector tracks
+            gate.wait(10)
+
+    app = make_app(Loading(rate=0), wait=False, freeze_heap=freeze_heap)
+    before = gc.get_freeze_count()
+    gate.set()
+    try:
+        pump_until(root, lambda: app.flow.model_ready, what="model ready")
+        frozen = gc.get_freeze_count() - before
+        assert (frozen >= len(made)) if freeze_heap else frozen == 0
+    finally:
+        gc.unfreeze()  # (this test process makes many more windows)
 
 
 def test_streamed_text_is_exact_with_split_utf8_and_then_rendered(root: tk.Tk, make_app) -> None:

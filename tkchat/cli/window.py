@@ -168,4 +168,5 @@ def _app_options(args: argparse.Namespace, settings: AppSettings, model: str | N
         chaos=chaos_from_args(args),
         theme=args.theme,
         teach=args.teach,
+        freeze_heap=True,
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import tkinter as tk
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from tkchat.events import Done, Error
@@ -554,6 +554,8 @@ def open_lab_window(
     from tkchat.ui.window.chat_window import ChatApp
     from tkchat.ui.window.heap import freeze_startup_objects
 
+    if freeze:  # each model it loads too
+        options = replace(options or AppOptions(), freeze_heap=True)
     window = TkLabWindow(ChatApp(root, controller, options))
     if freeze:
         freeze_startup_objects()

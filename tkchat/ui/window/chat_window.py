@@ -53,6 +53,7 @@ from tkchat.ui.teaching.loop_witness import witness_the_loop
 from tkchat.ui.transcript.transcript import BODY_FONT_SIZE
 from tkchat.ui.window.appearance import Appearance
 from tkchat.ui.window.context_menus import attach_text_menu
+from tkchat.ui.window.heap import freeze_loaded_model
 from tkchat.ui.window.layout import ButtonCommands, ChatLayout
 from tkchat.ui.window.menubar import MenuBar, bind_shortcuts
 from tkchat.ui.window.options import AppOptions
@@ -94,6 +95,7 @@ class ChatApp(ChatLayout):
         self.probe = LagProbe(self.scheduler)
         self.consumer = StreamConsumer()
         self.closed = False
+        self.freeze_heap = options.freeze_heap  # (model_loaded)
         self.forced_redraws = 0  # update_idletasks asked by a broken demo (the pipeline view)
         self._enabled: dict[Control, bool] = {}  # what enable() last set, by control
         self.shortcut_sheet: ShortcutSheet | None = None
@@ -350,6 +352,8 @@ class ChatApp(ChatLayout):
         self.typing.into_box()
 
     def model_loaded(self, event: ModelReady) -> None:
+        if self.freeze_heap:
+            freeze_loaded_model()  # (tkchat/ui/window/heap.py: full collections walk less)
         self.models.loaded()  # (the recent models: only one that loaded)
         self._set_title()
         self.catalogue.suggest(event.name, self.controller.backend)

@@ -34,7 +34,10 @@ class AppOptions:
     system's); ``teach``: the teaching controls shown even if the chat-only view was
     remembered (``--teach``); ``detect_theme()`` asks the desktop (tests give their own).
     ``recorded_lag()``: a recording's lag samples, drawn beside the live lag in the lesson
-    panel's timeline (``tkchat replay``)."""
+    panel's timeline (``tkchat replay``). ``freeze_heap``: each loaded model's objects set
+    aside from the garbage collector, as start-up's are (tkchat/ui/window/heap.py): the
+    command line's window and a lab window that measures; off where one process makes many
+    windows (the tests), whose closed windows' garbage would be frozen with them."""
 
     sampling: Sampling | None = None
     system_prompt: str | None = None
@@ -54,3 +57,4 @@ class AppOptions:
     teach: bool = False
     detect_theme: Callable[[], Detected] | None = None
     recorded_lag: Callable[[], Sequence[LagSample]] | None = None
+    freeze_heap: bool = False
