@@ -57,6 +57,20 @@ def test_the_x_server_s_silences_are_its_answers_late_beyond_their_echoes() -> N
     assert OutsideSeen("watched", {1: 5.0}, {}).silences(0.5) == []  # never answered: none
 
 
+def test_a_silence_while_the_witness_itself_stood_still_proves_nothing() -> None:
+    """The witness read a ping's echo, then was given no core for 0.6 s (a loaded machine)
+    and read the answer — sent at once — late: no echo was read meanwhile, so the silence
+    is its own, not the window's (class of 20 correct files, 2026-12-04: two FAILs so)."""
+    seen = OutsideSeen("watched")
+    for number in range(1, 41):
+        at = 99.0 + 0.05 * number  # read every 50 ms, but none from 100.0 to 100.6
+        seen.echoes[number] = at if not 100.0 < at < 100.6 else 100.6
+        seen.answers[number] = seen.echoes[number] + 0.001
+    seen.answers[20] = 100.6 + 0.002  # the echo of 100.0 read on time, its answer late
+    assert seen.silences(0.5) == []
+    assert figures(outside=seen, lag_all=lags(*([0.4] * 400)), gaps=[]).verdict == PASS
+
+
 def test_reports_that_say_fine_while_the_x_server_saw_the_loop_stand_still_fail() -> None:
     """A blocking loop whose process forged its lag figures and its heartbeat: the reports
     and the heartbeat agree with each other, the X server does not."""

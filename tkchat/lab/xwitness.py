@@ -37,6 +37,8 @@ from typing import IO, Any
 from tkchat.threads import own_thread
 
 PING_S = 0.05
+# The witness's own echoes, read this far apart or more: it stood still itself meanwhile.
+WITNESS_GAP_S = 4 * PING_S
 READY_S = 10.0  # the helper's start: libX11 loaded, the windows noted
 CLIENT_MESSAGE = 33
 SUBSTRUCTURE_NOTIFY = 1 << 19
@@ -70,7 +72,18 @@ class OutsideSeen:
                 merged[-1] = (merged[-1][0], max(merged[-1][1], end))
             else:
                 merged.append((start, end))
-        return merged
+        return [span for span in merged if self.watched_throughout(*span)]
+
+    def watched_throughout(self, start: float, end: float) -> bool:
+        """Whether this witness read its echoes all along ``start`` … ``end`` (none more
+        than :data:`WITNESS_GAP_S` apart). A witness that stood still itself — its process
+        not given a core on a loaded machine, between reading a ping's echo and its answer —
+        read the answer late, and the window was not: such a silence proves nothing."""
+        read = sorted(at for at in self.echoes.values() if start <= at <= end)
+        if not read:
+            return False
+        marks = [start, *read, end]
+        return all(b - a <= WITNESS_GAP_S for a, b in zip(marks, marks[1:], strict=False))
 
 
 class XWitness:
