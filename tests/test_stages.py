@@ -298,12 +298,19 @@ def test_every_string_of_the_view_in_both_languages(root: tk.Tk, make_app) -> No
         )
 
 
-def test_readable_at_1280x720_on_a_projector(root: tk.Tk, make_app) -> None:
-    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True)
+@pytest.mark.parametrize("whole_screen", [False, True])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_readable_at_1280x720_on_a_projector(
+    root: tk.Tk, make_app, language: str, whole_screen: bool
+) -> None:
+    """At its own size (it opens over the chat, as large as the screen allows) and at the
+    projector's whole screen, in both languages: the lanes' text large, every lane shown."""
+    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True, language=language)
     view = app.stages.open()
-    view.geometry("1280x720+0+0")
+    if whole_screen:
+        view.geometry("1280x720+0+0")
     laid_out(view)
-    assert app.fonts.size > 11 and view.canvas.font.actual("size") >= 12  # large, as it fits
+    assert app.fonts.size > 11 and view.canvas.font.actual("size") >= 14  # large, as it fits
     assert not layout_problems(view)
     bottom = view.canvas.bbox("all")[3]
     assert bottom <= view.canvas.winfo_height()  # every lane shows

@@ -25,7 +25,12 @@ from tkchat.ui.stages.canvas import StageCanvas
 from tkchat.ui.stages.feed import Lanes, StageFeed, StageSources
 from tkchat.ui.stages.player import SPEEDS, StagePlayer
 
-WINDOW_SIZE = (900, 560)  # design pixels: beside a 1280x720 projector's chat, or over it
+WINDOW_SIZE = (900, 560)  # design pixels: beside the chat
+# Text this large (points) or larger — projector mode's, or text made larger — and the view
+# opens over the chat, as large as the screen allows: at 900x560, projector text in Chinese
+# left the five lanes room for 10-point figures only (1280x720, 2026-12-04).
+LARGE_TEXT = 14
+LARGE_WINDOW_SIZE = (1280, 720)
 KEYS: dict[str, str] = {  # key sequence -> the control it runs
     "<space>": "toggle",
     "<Right>": "step_tick",
@@ -52,7 +57,9 @@ class StageWindow(tk.Toplevel):
     ) -> None:
         super().__init__(master)
         self.t = translate
-        self.geometry(window_size(self, *WINDOW_SIZE))
+        self.geometry(
+            window_size(self, *(LARGE_WINDOW_SIZE if size >= LARGE_TEXT else WINDOW_SIZE))
+        )
         self.timers = AfterScheduler(self)
         self.feed = StageFeed(sources)
         self._build(size)
