@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import llama_cpp
 import numpy as np
 import pytest
 
@@ -561,3 +562,22 @@ def test_a_prompt_is_read_on_every_core_and_an_answer_leaves_the_window_one(
     cores = os.cpu_count() or 1
     assert llm.context_params.n_threads_batch == cores
     assert llm.context_params.n_threads == max(1, cores - 1)
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_a_busy_machine_reads_the_prompt_without_the_window_s_core(
+    controller: GenerationController, busy: bool
+) -> None:
+    """Other programs keep the cores busy (the load average at least the cores): the next
+    prompt is read with the answer's threads, not every core; quiet, with every core."""
+    backend = controller.backend
+    assert isinstance(backend, LlamaBackend)
+    cores = os.cpu_count() or 1
+    backend.machine_load = lambda: float(cores if busy else 0)
+    try:
+        ask(controller, (Message("user", "Hello"),), Sampling(max_tokens=2, seed=1))
+    finally:
+        backend.machine_load = None
+    batch = llama_cpp.llama_n_threads_batch(backend.llm.ctx)
+    assert batch == (backend.n_threads if busy else cores)
+    assert llama_cpp.llama_n_threads(backend.llm.ctx) == backend.n_threads
