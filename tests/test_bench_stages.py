@@ -76,11 +76,13 @@ def test_the_row_is_printed_beside_fixed() -> None:
     assert modes.index(STAGES) == modes.index("fixed") + 1
 
 
+@pytest.mark.parametrize("costs", [True, False])
 def test_the_view_s_answer_takes_turns_with_the_fixed_ones_and_is_closed_after_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, costs: bool
 ) -> None:
     """Repeat 0: on, off, then the view; repeat 1: the view first. The view is open only
-    for its own answer, the sampler on for it as in a class."""
+    for its own answer, the sampler on for it as in a class. The instruments' cost rows
+    follow each repeat, unless left out (``--no-costs``, as the claims step runs)."""
     from tkchat.lab.bench import bench as bench_module
     from tkchat.lab.bench.bench import Bench
 
@@ -115,7 +117,9 @@ def test_the_view_s_answer_takes_turns_with_the_fixed_ones_and_is_closed_after_i
         app=SimpleNamespace(instruments=tools),
         sampling=None,
         stream_once=stream_once,
-        options=SimpleNamespace(repeats=2, modes=("fixed",), backend="scripted", cancels=0),
+        options=SimpleNamespace(
+            repeats=2, modes=("fixed",), backend="scripted", cancels=0, costs=costs
+        ),
         raw_once=lambda: (100.0, 5.0),
         _raw_tokens=10,
         runs=[],
@@ -133,12 +137,12 @@ def test_the_view_s_answer_takes_turns_with_the_fixed_ones_and_is_closed_after_i
         *pair_on_first,
         "sampler None",
         *view,
-        "costs 0",
+        *(["costs 0"] if costs else []),
         *view,
         *pair_off_first,
         "sampler None",
-        "costs 1",
+        *(["costs 1"] if costs else []),
     ]
-    costs = list(bench_module.COST_ROWS)
-    assert [run.mode for run in bench.runs] == ["raw", "fixed", "fixed-unsampled", STAGES, *costs]
-    assert answers == {"fixed": 2, "fixed-unsampled": 2, STAGES: 2, **dict.fromkeys(costs, 2)}
+    rows = list(bench_module.COST_ROWS) if costs else []
+    assert [run.mode for run in bench.runs] == ["raw", "fixed", "fixed-unsampled", STAGES, *rows]
+    assert answers == {"fixed": 2, "fixed-unsampled": 2, STAGES: 2, **dict.fromkeys(rows, 2)}
