@@ -39,8 +39,7 @@ AFTER_STOP_S = 0.3  # how long the driver watches for text and tokens after Stop
 # model died: the same report tick sends it just after the final, but a window process not
 # given a core for seconds (two CPU hogs and a suite beside a class) sent it more than the
 # 0.3 s once allowed later, and a correct file got "the model never ran long enough to die".
-# Waited for only when it does not come at once: a model that never died (the answer ended
-# first) costs this much.
+# Waited for so long only after an answer that ended in an error (its model died).
 DIED_REPORT_S = 5.0
 Translate = Callable[..., str]
 
@@ -365,7 +364,11 @@ class Driver:
         self._within(
             lambda: len(died) > dead_before or self._blocked(asked) or over(), self._left(asked)
         )
-        self._within(lambda: len(died) > dead_before, DIED_REPORT_S)
+        # An answer that ended in an error had its model die: wait for the report that says
+        # so; one that ended otherwise (or not yet) gets a moment only.
+        ended = self.state.finals[asked.finals_before :]
+        errored = any(final.get("end") == "error" for final in ended)
+        self._within(lambda: len(died) > dead_before, DIED_REPORT_S if errored else 0.3)
         if len(died) == dead_before:
             if not self._blocked(asked):
                 seconds = f"{self.limit_s:g}"
