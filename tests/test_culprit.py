@@ -330,6 +330,24 @@ def test_the_bench_the_timeline_and_the_watchdog_name_the_mode_s_function(
     assert after.startswith("last freeze: ") and function in after, after
 
 
+def test_a_timeline_with_room_for_a_name_only_still_names_the_culprit(
+    root: tk.Tk, answered
+) -> None:
+    """A lesson panel at projector size: no room for "N s in Class.method", only for the
+    function's name. The band says who held the loop, not only "frozen N s"."""
+    app, held = answered("blocking")
+    given_samples(app, frozen_for(held.stack, WAIT))
+    timeline = banded_timeline(root, app)
+    function = CULPRIT["blocking"]
+    name_only = timeline.label_font.measure(function) + 40
+    left = timeline._measure().left  # the axis labels' width
+    timeline.master.geometry(f"{name_only + left + 12}x300")
+    root.update()
+    timeline.redraw()
+    assert band_labels(timeline) == [function]
+    timeline.master.destroy()
+
+
 def test_in_chinese_the_watchdog_and_the_timeline_say_it_in_chinese(root: tk.Tk, answered) -> None:
     app, held = answered("blocking")
     app.t.set_language("zh")

@@ -253,7 +253,9 @@ def describe(culprit: Culprit, lang: str = "en") -> str:
 
 def labels(culprit: Culprit, lang: str = "en") -> list[str]:
     """The band's label, longest first, for a place that may not hold it all: the whole
-    sentence, then without the why, then the function alone."""
+    sentence, then without the why, then the function with the length, then the function's
+    name alone (a lesson panel at projector size had room for no more: its bands said only
+    "frozen 3.00 s", the culprit never named)."""
     whole = describe(culprit, lang)
     if culprit.function in ("", LOOP):
         return [whole]
@@ -264,7 +266,7 @@ def labels(culprit: Culprit, lang: str = "en") -> list[str]:
         text = strings["culprit.label.short"].format(length=length, chain=named)
         if text not in shorter:
             shorter.append(text)
-    return shorter
+    return [*shorter, culprit.function]
 
 
 def stacks_text(culprit: Culprit, lang: str = "en") -> str:
