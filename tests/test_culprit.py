@@ -16,11 +16,13 @@ there (how long the freeze was is the bench's to measure).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import selectors
 import sys
 import threading
+import time
 import tkinter as tk
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -41,6 +43,7 @@ from tkchat.trace.culprit import long_task_culprits
 from tkchat.trace.frames import FrameRef
 from tkchat.trace.sampler import PYTHON, TK_WORK, WAIT, LoopSampler, Sample
 from tkchat.ui.teaching import loop_witness
+from tkchat.ui.teaching.lag_record import Freeze
 from tkchat.ui.teaching.lag_timeline import LagTimeline
 from tkchat.ui.teaching.stacks_window import StacksWindow
 from tkchat.ui.teaching.watchdog_link import HeartbeatSender
@@ -346,6 +349,21 @@ def test_a_timeline_with_room_for_a_name_only_still_names_the_culprit(
     timeline.redraw()
     assert band_labels(timeline) == [function]
     timeline.master.destroy()
+
+
+def test_a_freeze_just_over_is_named_once_its_samples_come(root: tk.Tk, answered) -> None:
+    """A band drawn the moment a blocking handler returned, before the sampler handed over
+    its samples: not remembered as "nobody", named once they come."""
+    app, held = answered("blocking")
+    recorded = given_samples(app, [])
+    now = time.perf_counter()
+    freeze = Freeze(now - FROZEN_S, now)
+    assert app.witness.culprit_of(freeze) is None
+    shift = freeze.start - T0
+    late = [dataclasses.replace(x, at=x.at + shift) for x in frozen_for(held.stack, WAIT)]
+    recorded.samples = late
+    culprit = app.witness.culprit_of(freeze)
+    assert culprit is not None and culprit.held_by == CULPRIT["blocking"]
 
 
 def test_in_chinese_the_watchdog_and_the_timeline_say_it_in_chinese(root: tk.Tk, answered) -> None:

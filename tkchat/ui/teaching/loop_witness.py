@@ -46,6 +46,7 @@ ENV = "TKCHAT_SAMPLER"  # "1": also in the chat-only view; "0": never
 CHECK_MS = 1000  # how often the witness looks whether the sampler should run
 FROZEN_AFTER_S = 0.25  # as the watchdog: silence this long is a freeze
 LIVE_EVERY_S = 0.1  # how often the watchdog hears who holds the loop during one
+SETTLED_S = 1.0  # a freeze over this long: its samples are all in, "nobody" is final
 KEEP_CALLBACKS = 20_000  # the scheduler's callbacks kept for a trace (30 s of a busy window)
 KEEP_TOKENS = 20_000  # the worker's token times kept for a trace
 
@@ -156,8 +157,12 @@ class LoopWitness:
                 self._culprits.clear()
             samples = self.sampler.between(freeze.start, freeze.end)
             found = culprit_of(samples, freeze.start, freeze.end)
-            if found is None and not self.sampler.running:
-                return None  # maybe sampled later: not remembered as "nobody"
+            # Not remembered as "nobody" while it may still be sampled: the sampler not
+            # running yet, or the freeze just over and its samples not handed over yet (a
+            # band drawn the moment a blocking handler returned was never named).
+            settled = time.perf_counter() - freeze.end > SETTLED_S
+            if found is None and not (self.sampler.running and settled):
+                return None
             self._culprits[freeze] = found
         return self._culprits[freeze]
 
