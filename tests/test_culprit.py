@@ -337,7 +337,8 @@ def test_a_timeline_with_room_for_a_name_only_still_names_the_culprit(
     root: tk.Tk, answered
 ) -> None:
     """A lesson panel at projector size: no room for "N s in Class.method", only for the
-    function's name. The band says who held the loop, not only "frozen N s"."""
+    function's name; or room for it only in the axis's smaller type. Either way the band
+    says who held the loop, not only "frozen N s"."""
     app, held = answered("blocking")
     given_samples(app, frozen_for(held.stack, WAIT))
     timeline = banded_timeline(root, app)
@@ -348,6 +349,16 @@ def test_a_timeline_with_room_for_a_name_only_still_names_the_culprit(
     root.update()
     timeline.redraw()
     assert band_labels(timeline) == [function]
+    # room for "N s in Class.method" in the axis's smaller type only: that, in that type
+    (freeze,) = set(timeline._band_items.values())
+    with_length = timeline._labels(freeze)[2]
+    assert function in with_length and with_length[0].isdigit()
+    room = timeline.axis_font.measure(with_length) + 14
+    assert room < timeline.label_font.measure(with_length)
+    timeline.master.geometry(f"{room + left + 12}x300")
+    root.update()
+    timeline.redraw()
+    assert band_labels(timeline) == [with_length]
     timeline.master.destroy()
 
 

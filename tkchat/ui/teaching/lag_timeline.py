@@ -543,10 +543,15 @@ class LagTimeline(tk.Canvas):
         placed: list[list[tuple[float, float]]],
     ) -> int | None:
         """Write the first of the band's labels that fits in a free row above the plot;
-        return its item (None: none fitted, the shading stays alone)."""
+        return its item (None: none fitted, the shading stays alone). A culprit's labels are
+        tried in the axis's smaller type too before its length alone: a lesson panel at
+        1280x720 had no room for "GenerateInClickHandler.start" in the label's type."""
         left, right = layout.left, layout.right
-        for text in self._labels(freeze):
-            half = self.label_font.measure(text) / 2 + 6
+        *named, short = self._labels(freeze)
+        tries = [(text, self.label_font) for text in named]
+        tries += [(text, self.axis_font) for text in named] + [(short, self.label_font)]
+        for text, font in tries:
+            half = font.measure(text) / 2 + 6
             if 2 * half > right - left:
                 continue
             centre = min(max(middle, left + half), right - half)
@@ -555,7 +560,7 @@ class LagTimeline(tk.Canvas):
                     taken.append((centre - half, centre + half))
                     at_y = layout.top - row * self._label_line
                     ink = self.palette.chart_frozen_ink
-                    return self._text(centre, at_y, text, "s", self.label_font, ink, "frozen-label")
+                    return self._text(centre, at_y, text, "s", font, ink, "frozen-label")
         return None
 
     def _draw_arrivals(self, scale: _Scale, layout: Layout, arrivals: list[float]) -> None:
