@@ -147,17 +147,23 @@ def test_asyncio_tk_inserts_from_its_own_timer_and_the_loop_goes_on_between(
     assert len(view.player.history) > 1  # it moved while the answer streamed
 
 
-def test_asyncio_blocking_call_draws_the_model_on_the_main_thread(root: tk.Tk, make_app) -> None:
-    """The broken coroutine iterates the model itself, on the loop Tk steps: no worker made
-    the tokens, the main thread did, and the whole answer came in one step."""
+def answered_in_view(root: tk.Tk, make_app: Any, mode: str) -> StageWindow:
+    """A whole answer in ``mode``, the view open and playing, until it shows text came."""
     app = make_app(ScriptedBackend(rate=0, text=TEXT))
-    app.teaching.set_mode("asyncio-blocking-call")
+    app.teaching.set_mode(mode)
     app.menubar.invoke("stages")
     view = app.stages.window
     assert isinstance(view, StageWindow)
     app.flow.send("q")
     pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     pump_until(root, lambda: view.player.shown().inserts > 0, what="the moment it came")
+    return view
+
+
+def test_asyncio_blocking_call_draws_the_model_on_the_main_thread(root: tk.Tk, make_app) -> None:
+    """The broken coroutine iterates the model itself, on the loop Tk steps: no worker made
+    the tokens, the main thread did, and the whole answer came in one step."""
+    view = answered_in_view(root, make_app, "asyncio-blocking-call")
     lanes = view.player.shown()
     assert not lanes.worker and lanes.tokens == len(TOKENS)
     assert lanes.token == TOKENS[-1]
@@ -167,14 +173,7 @@ def test_asyncio_blocking_call_draws_the_model_on_the_main_thread(root: tk.Tk, m
 def test_asyncio_render_counts_its_whole_answer_renders(root: tk.Tk, make_app) -> None:
     """The coroutine renders the whole answer for every chunk, as per-chunk-render's tick
     does: the Tk lane counts those renders and the size of the last."""
-    app = make_app(ScriptedBackend(rate=0, text=TEXT))
-    app.teaching.set_mode("asyncio-render")
-    app.menubar.invoke("stages")
-    view = app.stages.window
-    assert isinstance(view, StageWindow)
-    app.flow.send("q")
-    pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
-    pump_until(root, lambda: view.player.shown().renders > 0, what="the moment it came")
+    view = answered_in_view(root, make_app, "asyncio-render")
     lanes = view.player.shown()
     assert lanes.renders == lanes.outside_inserts == len(TOKENS)
     assert lanes.rendered == len(TEXT)
