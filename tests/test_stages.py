@@ -138,6 +138,7 @@ def test_asyncio_tk_inserts_from_its_own_timer_and_the_loop_goes_on_between(
         lambda: view.player.shown().inserts == len(app.transcript.answers[-1].arrivals),
         what="the last moment",
     )
+    drawn(root, view)
     lanes = view.player.shown()
     assert lanes.worker and lanes.tokens == len(TOKENS)
     assert lanes.token == TOKENS[-1]  # its latest text, though it skips the channel
@@ -157,7 +158,14 @@ def answered_in_view(root: tk.Tk, make_app: Any, mode: str) -> StageWindow:
     app.flow.send("q")
     pump_until(root, lambda: bool(app.flow.answering.finished), what="the answer")
     pump_until(root, lambda: view.player.shown().inserts > 0, what="the moment it came")
+    drawn(root, view)
     return view
+
+
+def drawn(root: tk.Tk, view: StageWindow) -> None:
+    """Until the latest moment is on the canvas: playing at full speed, the lanes are drawn
+    at most every DRAW_MS (the stage-draw timer), a moment kept may wait for it."""
+    pump_until(root, lambda: view.canvas.drawn == view.player.shown(), what="the moment drawn")
 
 
 def test_asyncio_blocking_call_draws_the_model_on_the_main_thread(root: tk.Tk, make_app) -> None:
