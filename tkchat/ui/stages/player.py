@@ -85,7 +85,7 @@ class StagePlayer:
         self.paused = False
         self.history: deque[Lanes] = deque(maxlen=HISTORY)
         self.cursor: int | None = None  # the moment shown (None: the latest)
-        self.drawn: Lanes | None = None  # the latest moment last drawn by record
+        self.on_screen: Lanes | None = None  # the moment drawn last, whichever way
         self.gate = StepGate(lambda: pipeline_name() in TICK_READERS)
         self._gated: Steppable | None = None  # the backend our gate is in, and its own
         self._own: tuple[TokenGate | None, float] = (None, 0.0)
@@ -116,9 +116,8 @@ class StagePlayer:
 
     def _draw_latest(self) -> None:
         """The latest moment, drawn (unless it already is, or an earlier one is looked at)."""
-        if self.cursor is None and self.history and self.drawn is not self.history[-1]:
-            self.drawn = self.history[-1]
-            self.show(self.drawn, self.history[-2] if len(self.history) > 1 else None)
+        if self.cursor is None and self.history and self.on_screen is not self.history[-1]:
+            self._draw(len(self.history) - 1)
 
     def shown(self) -> Lanes:
         return self.history[-1 if self.cursor is None else self.cursor]
@@ -218,13 +217,18 @@ class StagePlayer:
             self.pause()
         if self.cursor is not None:
             self.cursor = None
-            self.show(self.history[-1], self.history[-2] if len(self.history) > 1 else None)
+            self._draw(len(self.history) - 1)
 
     def _show_at(self, index: int) -> None:
         if not self.history:
             return
         self.cursor = index = min(max(0, index), len(self.history) - 1)
-        self.show(self.history[index], self.history[index - 1] if index else None)
+        self._draw(index)
+
+    def _draw(self, index: int) -> None:
+        """The moment ``index`` of the history drawn, beside the one before it."""
+        self.on_screen = self.history[index]
+        self.show(self.on_screen, self.history[index - 1] if index else None)
 
     def _apply(self) -> None:
         """The gate and its timer for the speed and the pause."""
