@@ -17,6 +17,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tkinter as tk
@@ -153,6 +154,20 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     if raised:
         config = node.config
         config.tk_errors_of_workers = [*getattr(config, "tk_errors_of_workers", []), *raised]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where ``PYTHONDONTWRITEBYTECODE`` is set (Python's Docker images set it), every
+    ``python -m tkchat`` a test starts compiled the whole package again: about 0.4 s a child,
+    and 28 s of the suite's test time. The controller (before it starts the workers, who
+    inherit its environment) lets the children cache their bytecode in a folder of this run
+    instead, removed at its end: the checkout still gets no ``__pycache__``."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or hasattr(config, "workerinput"):
+        return
+    folder = tempfile.mkdtemp(prefix="tkchat-test-bytecode-")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
 
 
 @pytest.hookimpl(optionalhook=True)
