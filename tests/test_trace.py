@@ -16,12 +16,14 @@ import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 
+import tkchat.trace.sampler as sampler_module
 from tests.conftest import wait_until
 from tkchat.i18n import STRINGS
 from tkchat.stats import LagSample
@@ -214,6 +216,42 @@ def test_the_pipelines_time_is_told_by_the_function_that_held_the_loop() -> None
     assert each[0][1].functions == pytest.approx({"Pipeline._catch_up": 80})
 
 
+SHOW = in_callback(
+    ref("EventPump._tick", PROJECT, "tkchat/ui/pump.py"),
+    ref("Pipeline.show", PIPELINE, "mine.py"),
+    ref("Text.insert", TK, "tkinter/__init__.py"),
+)
+
+
+def test_a_sleep_in_the_pipeline_while_our_other_threads_waited_for_a_core_is_the_machines() -> (
+    None
+):
+    """Asleep on a lock in ``Pipeline.show`` (the GIL, after a call into Tk) while the
+    process's other threads waited for a core — the GIL's holder kept off one by another
+    program: that part of the sleep is other programs' time, as the timed calls count it
+    (issue 35: the reference async solution once FAILed on 736 ms of such sleep). A sleep
+    the kernel says was not on a lock, or with no other thread kept waiting, stays the
+    pipeline's."""
+    gil = [
+        sample(1.0 + i * 0.01, SHOW, WAIT, span=0.01, ran=0.0, queued=0.0, others_queued=0.008)
+        for i in range(1, 11)
+    ]
+    split = whose_split(gil, 1.0, 1.1)
+    assert split.whose.other_program == pytest.approx(80) and split.whose.pipeline == pytest.approx(
+        20
+    )
+    locked = [replace(s, blocked="futex_wait_queue") for s in gil]
+    assert whose_split(locked, 1.0, 1.1).whose.other_program == pytest.approx(80)
+    asleep = [replace(s, blocked="hrtimer_nanosleep") for s in gil]
+    assert whose_split(asleep, 1.0, 1.1).whose.pipeline == pytest.approx(100)
+    alone = [replace(s, others_queued=0.0) for s in gil]
+    assert whose_split(alone, 1.0, 1.1).whose.pipeline == pytest.approx(100)
+    unread = [replace(s, others_queued=None) for s in gil]
+    assert whose_split(unread, 1.0, 1.1).whose.pipeline == pytest.approx(100)
+    working = [replace(s, kind=PYTHON, ran=0.01) for s in gil]  # it ran: its own time
+    assert whose_split(working, 1.0, 1.1).whose.pipeline == pytest.approx(100)
+
+
 def test_every_long_task_gets_its_culprit_and_short_lateness_none() -> None:
     samples = [sample(1.0 + i * 0.005, BLOCKING, WAIT) for i in range(100)]
     lags = [LagSample(1.2, 30.0), LagSample(1.5, 400.0)]
@@ -337,6 +375,30 @@ def test_the_sampler_tells_the_kind_of_each_sample_from_the_thread_s_clocks(
     samples = sampled(target(held_in_a_named_function), 10)
     assert {s.kind for s in samples} == {kind}
     assert all(s.ran == ran and s.queued == queued for s in samples)
+
+
+def test_a_run_of_waits_reads_how_long_the_other_threads_waited_for_a_core(
+    target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real sampler on a thread that sleeps (its clocks given: it did not run): from the
+    second sample of the run on, each says how long the process's other threads waited for
+    a core since the one before (here another thread waits 2 ms more at every reading); the
+    sampled thread and the sampler are not counted."""
+    given = GivenClocks(0.0, 0.0)
+    monkeypatch.setattr(ThreadClock, "read", lambda clock: given(clock))
+    readings: list[int] = []
+
+    def waits() -> dict[int, int]:
+        readings.append(len(readings))
+        skipped = dict.fromkeys((threading.get_native_id(), blocked.native_id or 0), 10**9)
+        return {**skipped, 999_999: 2_000_000 * len(readings)}
+
+    monkeypatch.setattr(sampler_module, "core_waits", waits)
+    blocked = target(held_in_a_named_function)
+    samples = sampled(blocked, 10)
+    assert {s.kind for s in samples} == {WAIT} and len(readings) >= len(samples)
+    assert samples[0].others_queued is None
+    assert [s.others_queued for s in samples[1:]] == [pytest.approx(0.002)] * (len(samples) - 1)
 
 
 def test_what_the_sampler_keeps_is_bounded(target) -> None:

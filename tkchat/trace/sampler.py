@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
+from tkchat.trace.core_waits import core_waits, others_waited
 from tkchat.trace.frames import (
     TK,
     FrameBook,
@@ -86,6 +87,9 @@ class Sample:
     timer: str | None = None  # the scheduler's timer running, if any
     after: str | None = None  # between callbacks: the function that ran last
     counters: tuple[float, ...] | None = None  # the sampler's counters, in their order
+    # seconds the process's other threads waited for a core, summed: read only for a ``wait``
+    # (asleep in a callback; the GIL's holder may have been the one kept off a core)
+    others_queued: float | None = None
 
     @property
     def between_callbacks(self) -> bool:
@@ -217,6 +221,7 @@ class LoopSampler:
         self.wakes = 0  # times the sampler woke (a sample taken or not)
         self.cost_s = 0.0  # the sampler thread's own CPU time, summed (wakes without a sample too)
         self.knows_queue = False  # the kernel tells this sampler about waits for a core
+        self._skip: set[int] = set()  # the main thread and the sampler, by native id
 
     # -- control (any thread) ----------------------------------------------------------------
 
@@ -280,6 +285,7 @@ class LoopSampler:
 
     def _run(self) -> None:
         clock = ThreadClock(self.target.native_id, self.target.ident or 0)
+        self._skip = {self.target.native_id or 0, threading.get_native_id()}
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
         calm = False  # did the last look find the loop keeping time?
@@ -298,7 +304,7 @@ class LoopSampler:
                 if calm:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
-                    state.at, state.ran, state.queued = now, None, None
+                    state.at, state.ran, state.queued, state.waits = now, None, None, None
                 else:
                     # How late it woke is mostly how long the GIL was held (its own wait for
                     # a core too, on a busy machine: not read, since each read of a kernel
@@ -354,10 +360,35 @@ class LoopSampler:
         counters = None
         if self.counters:
             counters = tuple(_read(read) for read in self.counters.values())
+        waits, others_queued = self._others_queued(kind, state)
         state.at, state.ran, state.queued, state.stack = now, ran, queued, stack
+        state.waits = waits
         return Sample(
-            now, span, stack, kind, ran_s, queued_s, others, blocked, timer, after, counters
+            now,
+            span,
+            stack,
+            kind,
+            ran_s,
+            queued_s,
+            others,
+            blocked,
+            timer,
+            after,
+            counters,
+            others_queued,
         )
+
+    def _others_queued(
+        self, kind: str, state: _State
+    ) -> tuple[dict[int, int] | None, float | None]:
+        """For a ``wait`` sample: every thread's wait for a core now, and how long the other
+        threads waited since the last sample, if that one read them too (a run of waits, a
+        stall for the GIL, is read from its second sample on: each read lets the GIL go)."""
+        if kind != WAIT or not self.knows_queue:
+            return None, None
+        waits = core_waits()
+        before = state.waits
+        return waits, others_waited(before, waits, self._skip) if before is not None else None
 
     def _timer_and_after(
         self, stack: tuple[FrameRef, ...], kind: str, now: float, state: _State
@@ -392,6 +423,7 @@ class _State:
     process: float = 0.0  # the process's CPU time at the last sample
     cost: float = 0.0  # the sampler's own CPU time then
     stack: tuple[FrameRef, ...] = ()
+    waits: dict[int, int] | None = None  # threads' waits for a core, if the last sample read them
     last_blame: tuple[float, str] | None = None
     # the last stack blame_of() was worked out for, and its answer
     last_ref: tuple[tuple[FrameRef, ...], FrameRef | None] | None = None

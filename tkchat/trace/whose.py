@@ -4,8 +4,9 @@ For the fairness question of a grade (``tkchat selftest``): a late window is the
 fault only for the time the student's pipeline held the loop, not for what Tk's redisplay or
 another program took. From the sampler's samples (:mod:`tkchat.trace.sampler`), an interval
 is split into the pipeline's time (its code on the main thread's stack), tkchat's own, Tk's
-redisplay, other programs' (the main thread ready to run, another program on the core), the
-window's other threads' (the loop waiting for the GIL), idle, and what no sample covered;
+redisplay, other programs' (the main thread ready to run, another program on the core; or
+asleep on the GIL while the thread holding it waited for a core), the window's other
+threads' (the loop waiting for the GIL), idle, and what no sample covered;
 the pipeline's part also by the function that held the loop, and with its waits for a core
 and its time on a core said apart, so that a grade can charge it as it charges a timed call.
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from tkchat.stats import LONG_TASK_MS, LagSample
 from tkchat.trace.culprit import group_of, overlap_s
 from tkchat.trace.frames import PIPELINE
-from tkchat.trace.sampler import Sample
+from tkchat.trace.sampler import WAIT, Sample
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,9 @@ class WhoseTime:
     pipeline: float = 0.0  # inside a callback, with the pipeline under study on the stack
     app: float = 0.0  # inside a callback, tkchat's own code (or a test's) only
     tk: float = 0.0  # Tk's own work between callbacks: redisplay, layout
-    other_program: float = 0.0  # ready to run, but another program had the core
+    # ready to run, but another program had the core; or asleep on the GIL inside a callback
+    # while our thread holding it was kept off a core
+    other_program: float = 0.0
     other_threads: float = 0.0  # the loop waited for the GIL another thread of ours held
     idle: float = 0.0  # the loop was free
     unsampled: float = 0.0  # no sample covered it (the sampler was late or not running)
@@ -75,6 +78,21 @@ def whose_part(sample: Sample) -> str:
     return "pipeline" if any(ref.role == PIPELINE for ref in sample.stack) else "app"
 
 
+def _held_off(sample: Sample) -> float:
+    """Of a sample in which the main thread slept inside a callback (``wait``), seconds that
+    were the machine's: while it slept on a lock (the GIL, most likely), the process's other
+    threads waited that long for a core — the GIL's holder among them, kept off a core by
+    another program. The timed calls of a graded pipeline excuse the same time
+    (:func:`tkchat.lab.selftest.instruments.held_ms`): the two witnesses agree. Not a sleep
+    or a read (the kernel says where it slept, where it can), nor time it ran."""
+    if sample.kind != WAIT or not sample.others_queued:
+        return 0.0
+    if sample.blocked is not None and "futex" not in sample.blocked:
+        return 0.0
+    asleep = max(0.0, sample.span - (sample.ran or 0.0) - (sample.queued or 0.0))
+    return min(asleep, sample.others_queued)
+
+
 def pipeline_function(sample: Sample) -> str:
     """The pipeline's innermost function on a sample's stack: the one that held the loop."""
     inner = next((ref for ref in reversed(sample.stack) if ref.role == PIPELINE), None)
@@ -93,7 +111,7 @@ def whose_split(samples: Iterable[Sample], start: float, end: float) -> Split:
             continue
         covered += weight
         scale = weight / sample.span if sample.span else 0.0
-        queued = min(weight, (sample.queued or 0.0) * scale)
+        queued = min(weight, (sample.queued or 0.0) * scale + _held_off(sample) * scale)
         parts["other_program"] += queued
         part = whose_part(sample)
         parts[part] += weight - queued

@@ -37,10 +37,10 @@ from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, Reporter
 from tkchat.stats import PROBE_MS
+from tkchat.trace.core_waits import available, core_waits, others_waited
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.transcript.transcript import AnswerView
 
-_TASKS = "/proc/self/task"
 T = TypeVar("T")
 # per-chunk-render's cost is quadratic in the answer: a 3,000-token scripted answer would keep
 # one question frozen for minutes. 400 tokens show the same failure in seconds.
@@ -52,20 +52,11 @@ class SchedClock:
     """How long each thread of this process has waited for a core (ns), from Linux."""
 
     def __init__(self) -> None:
-        self.available = os.path.exists(f"{_TASKS}/{threading.get_native_id()}/schedstat")
+        self.available = available()
 
     def waits(self) -> dict[int, int]:
         """Every thread's total wait for a core so far (empty where Linux does not say)."""
-        found: dict[int, int] = {}
-        if not self.available:
-            return found
-        for name in os.listdir(_TASKS):
-            try:
-                with open(f"{_TASKS}/{name}/schedstat", "rb") as stat:
-                    found[int(name)] = int(stat.read().split()[1])
-            except (OSError, ValueError, IndexError):  # it ended meanwhile
-                continue
-        return found
+        return core_waits() if self.available else {}
 
 
 def held_ms(
@@ -77,7 +68,7 @@ def held_ms(
     thread holding it waits for a core (a thread born in the call, for its first turn)."""
     queued = (after.get(me, 0) - before.get(me, 0)) / 1e6
     waiting = max(0.0, wall_ms - cpu_ms - queued)
-    others = sum(wait - before.get(tid, 0) for tid, wait in after.items() if tid != me) / 1e6
+    others = others_waited(before, after, {me}) * 1000
     return max(cpu_ms, wall_ms - queued - min(waiting, max(0.0, others)))
 
 
