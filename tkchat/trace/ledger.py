@@ -28,6 +28,9 @@ class Ran:
     end: float
 
 
+KeptCall = tuple[str, str, float, float]  # a kept Ran: (timer, function, start, end)
+
+
 def function_name(callback: Callable[..., object]) -> str:
     """``EventPump._tick`` for a bound method, the qualified name of anything else."""
     return str(getattr(callback, "__qualname__", None) or type(callback).__qualname__)
@@ -43,7 +46,9 @@ class CallbackLedger:
         # the ones it interrupted, innermost last.
         self._outer: list[tuple[str, str, float]] = []
         self.count = 0  # callbacks begun so far
-        self.kept: deque[Ran] | None = None
+        # Kept as plain tuples, which the garbage collector stops tracking (a Ran each, 20,000
+        # of them in a teaching window, made every full collection walk them all).
+        self.kept: deque[KeptCall] | None = None
 
     def keep(self, at_most: int | None) -> None:
         """Keep every callback from now on, the last ``at_most`` of them (None: stop)."""
@@ -63,4 +68,8 @@ class CallbackLedger:
         ran = Ran(current[0], current[1], current[2], time.perf_counter())
         self.last = ran
         if self.kept is not None:
-            self.kept.append(ran)
+            self.kept.append((ran.timer, ran.function, ran.start, ran.end))
+
+    def kept_since(self, start: float) -> list[Ran]:
+        """The kept callbacks that ended at ``start`` or later, oldest first."""
+        return [Ran(*call) for call in list(self.kept or ()) if call[3] >= start]

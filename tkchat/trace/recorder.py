@@ -20,7 +20,7 @@ from tkchat.generate.controller import GenerationController
 from tkchat.stats import LagSample
 from tkchat.trace.chrome import TraceRun
 from tkchat.trace.culprit import Culprit, long_task_culprits
-from tkchat.trace.ledger import CallbackLedger, Ran
+from tkchat.trace.ledger import CallbackLedger, KeptCall
 from tkchat.trace.sampler import LoopSampler, Sample
 
 KEEP_CALLBACKS = 400_000  # a run's callbacks: a 60 s flood runs some 400 a second
@@ -65,7 +65,7 @@ class RunRecorder:
         self.ledger = ledger
         self.controller = controller
         self.started: float | None = None
-        self._kept_before: deque[Ran] | None = None
+        self._kept_before: deque[KeptCall] | None = None
 
     def begin(self) -> None:
         """Just before Send."""
@@ -84,9 +84,9 @@ class RunRecorder:
         when its text reached the screen."""
         assert self.started is not None, "end() before begin()"
         samples: list[Sample] = self.sampler.stop_recording()
-        callbacks = list(self.ledger.kept or ())
+        callbacks = self.ledger.kept_since(self.started)
         if self._kept_before is not None:
-            self._kept_before.extend(callbacks)  # (bounded: its own maxlen)
+            self._kept_before.extend(self.ledger.kept or ())  # (bounded: its own maxlen)
         self.ledger.kept = self._kept_before
         self.controller.keep_token_times = self._tokens_before
         worker = self.controller.running  # a worker, or an asyncio task (tkchat/aio/)
@@ -103,7 +103,7 @@ class RunRecorder:
             name=name,
             origin=self.started,
             samples=samples,
-            callbacks=[ran for ran in callbacks if ran.end >= self.started],
+            callbacks=callbacks,
             lags=list(lags),
             culprits=culprits,
             tokens=tokens,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from tkchat.stats import LAG_WINDOW_S, LONG_TASK_MS, PROBE_MS, LagSample, LagWindow
+from tkchat.stats import LAG_WINDOW_S, LONG_TASK_MS, PROBE_MS, KeptLag, LagSample, LagWindow
 from tkchat.ui.scheduler import AfterScheduler
 
 __all__ = ["LONG_TASK_MS", "LagProbe", "LagSample"]
@@ -34,11 +34,13 @@ class LagProbe(LagWindow):
         super().__init__(interval_ms, window_s)
         self.scheduler = scheduler
         # A ring: at most one sample per interval, so ``history_s`` seconds always fit, and
-        # appending to a deque with a maxlen costs the 5 ms probe no trimming loop.
-        self.history: deque[LagSample] = deque(maxlen=int(history_s * 1000 / interval_ms) + 1)
+        # appending to a deque with a maxlen costs the 5 ms probe no trimming loop. Plain
+        # tuples, which the garbage collector stops tracking (:data:`~tkchat.stats.KeptLag`).
+        self.history: deque[KeptLag] = deque(maxlen=int(history_s * 1000 / interval_ms) + 1)
 
     def _schedule(self, delay_ms: int) -> None:
         self.scheduler.once("lag-probe", delay_ms, self._fire_and_keep)
 
     def _fire_and_keep(self) -> None:
-        self.history.append(self._fire())
+        at, lag_ms, waited_ms = self._fire()
+        self.history.append((at, lag_ms, waited_ms))

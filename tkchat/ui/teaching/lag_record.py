@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tkchat.stats import LagSample
+from tkchat.stats import KeptLag, LagSample
 from tkchat.ui.lag_probe import LONG_TASK_MS
 from tkchat.ui.transcript.transcript import AnswerView
 
@@ -40,11 +40,6 @@ class Freeze:
 
     start: float
     end: float
-
-    @classmethod
-    def of(cls, sample: LagSample) -> Freeze:
-        """The probe was due ``lag_ms`` before it ran: the loop was busy all that time."""
-        return cls(sample.at - sample.lag_ms / 1000, sample.at)
 
     @property
     def length_s(self) -> float:
@@ -97,7 +92,7 @@ class LagRecord:
 
     def take(
         self,
-        samples: Sequence[LagSample],
+        samples: Sequence[KeptLag],
         arrivals: Sequence[Arrival],
         now: float,
         column_s: float,
@@ -106,17 +101,17 @@ class LagRecord:
         they are read); forget what is older than ``keep_s`` before ``now``."""
         if column_s != self.column_s:
             self._refold(samples, column_s)
-        new: list[LagSample] = []
+        new: list[KeptLag] = []
         for sample in reversed(samples):
-            if sample.at <= self._seen:
+            if sample[0] <= self._seen:
                 break
             new.append(sample)
-        for sample in reversed(new):
-            _fold(self.columns, int(sample.at / column_s), sample.lag_ms)
-            if sample.lag_ms > LONG_TASK_MS:
-                self.freezes.append(Freeze.of(sample))
+        for at, lag_ms, _waited in reversed(new):
+            _fold(self.columns, int(at / column_s), lag_ms)
+            if lag_ms > LONG_TASK_MS:
+                self.freezes.append(Freeze(at - lag_ms / 1000, at))
         if new:
-            self._seen = new[0].at
+            self._seen = new[0][0]
         self._take_arrivals(arrivals)
         since = now - self.keep_s
         while self.columns and (self.columns[0][0] + 1) * column_s < since:
@@ -136,12 +131,12 @@ class LagRecord:
             self.arrivals.extend(reversed(fresh))
             self._arrived = fresh[0][0]
 
-    def _refold(self, samples: Sequence[LagSample], column_s: float) -> None:
+    def _refold(self, samples: Sequence[KeptLag], column_s: float) -> None:
         """Another column width (the timeline was resized, its text size changed): what the
         probe still holds is read again at the new width; what is older than that is only in
         the old columns, each folded into the new column its start falls in."""
         old, self.column_s = self.column_s, column_s
-        held_from = samples[0].at if samples else math.inf
+        held_from = samples[0][0] if samples else math.inf
         columns: deque[Column] = deque()
         for column, worst in self.columns:
             if (column + 1) * old >= held_from:

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tkchat.stats import LagSample
+from tkchat.stats import KeptLag, LagSample
 from tkchat.trace.culprit import Culprit, labels
 from tkchat.ui.base.translator import Translator
 from tkchat.ui.lag_probe import LONG_TASK_MS
@@ -140,7 +140,7 @@ class LagTimeline(tk.Canvas):
         self,
         master: tk.Misc,
         scheduler: AfterScheduler,
-        samples: Callable[[], Sequence[LagSample]],
+        samples: Callable[[], Sequence[KeptLag]],
         arrivals: Callable[[], Sequence[Arrival]],
         *,
         span_s: float = SPAN_S,

@@ -32,7 +32,7 @@ from tkchat.trace.culprit import Culprit, culprit_of, labels, long_task_culprits
 from tkchat.trace.ledger import CallbackLedger
 from tkchat.trace.sampler import KEEP_S, LoopSampler
 from tkchat.ui.base.translator import Translator
-from tkchat.ui.lag_probe import LagProbe
+from tkchat.ui.lag_probe import LagProbe, LagSample
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.teaching.lag_record import Freeze, answer_arrivals
 from tkchat.ui.teaching.lag_timeline import LagTimeline
@@ -218,7 +218,7 @@ class LoopWitness:
             return None
         window = self.window
         start = samples[0].at - samples[0].span
-        lags = [lag for lag in window.probe.history if lag.at >= start]
+        lags = [LagSample(*lag) for lag in window.probe.history if lag[0] >= start]
         worker = window.controller.running  # a worker, or an asyncio mode's task
         sender = worker.sender if worker is not None else None
         times = list(sender.times or ()) if sender is not None else []
@@ -230,7 +230,7 @@ class LoopWitness:
             name=f"tkchat window — mode {window.teaching.mode}",
             origin=start,
             samples=samples,
-            callbacks=[ran for ran in list(self.ledger.kept or ()) if ran.end >= start],
+            callbacks=self.ledger.kept_since(start),
             lags=lags,
             culprits=long_task_culprits(samples, lags),
             tokens=[at for at in times if at >= start],
