@@ -159,7 +159,9 @@ def test_asyncio_tk_runs_the_coroutine_on_the_main_thread_one_insert_a_step(
         steps, inserts = pipeline.driver.steps, app.transcript.inserts
         pump_until(root, lambda: pipeline.driver.steps > steps, what="a step")  # noqa: B023
         shown += count
-        assert pipeline.driver.steps == steps + 1
+        # The first step takes every token waiting, in one insert. (One update() may run two
+        # steps, when the first took longer than the poll interval: a run with two CPU hogs
+        # saw it; the second finds nothing to insert.)
         assert app.transcript.inserts - inserts == 1  # the step's tokens in one insert
         assert view.text == "".join(TOKENS[:shown])
     assert finish(root, app, backend) == TEXT
