@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
-from tkchat.trace.core_waits import core_waits, others_waited
+from tkchat.trace.core_waits import CoreWaits, others_waited
 from tkchat.trace.frames import (
     TK,
     FrameBook,
@@ -69,6 +69,9 @@ INTERVAL_S = 0.005  # between samples while the loop is late
 CALM_INTERVAL_S = 0.016
 KEEP_S = 30.0  # what the lag timeline (20 s) and a saved trace can ask for
 RECORD_LIMIT = 240_000  # samples kept by one recording: 20 minutes at 5 ms
+# While the loop keeps time, the threads' waits for a core are read this often (a baseline for
+# the next late sample); at every sample while it is late.
+WAITS_CALM_EVERY_S = 0.25
 BUSY = 0.3  # a thread that ran this share of a sample's time was working, not waiting
 
 
@@ -87,8 +90,8 @@ class Sample:
     timer: str | None = None  # the scheduler's timer running, if any
     after: str | None = None  # between callbacks: the function that ran last
     counters: tuple[float, ...] | None = None  # the sampler's counters, in their order
-    # seconds the process's other threads waited for a core, summed: read only for a ``wait``
-    # (asleep in a callback; the GIL's holder may have been the one kept off a core)
+    # for a ``wait`` or ``tk`` sample (asleep in a callback: the GIL's holder may have been the
+    # one kept off a core), seconds the process's other threads waited for a core meanwhile
     others_queued: float | None = None
 
     @property
@@ -222,6 +225,7 @@ class LoopSampler:
         self.cost_s = 0.0  # the sampler thread's own CPU time, summed (wakes without a sample too)
         self.knows_queue = False  # the kernel tells this sampler about waits for a core
         self._skip: set[int] = set()  # the main thread and the sampler, by native id
+        self._waits: CoreWaits | None = None  # the sampler thread's reader (Linux)
 
     # -- control (any thread) ----------------------------------------------------------------
 
@@ -286,6 +290,7 @@ class LoopSampler:
     def _run(self) -> None:
         clock = ThreadClock(self.target.native_id, self.target.ident or 0)
         self._skip = {self.target.native_id or 0, threading.get_native_id()}
+        self._waits = CoreWaits() if clock.knows_queue else None
         self.knows_queue = clock.knows_queue
         state = _State(time.perf_counter(), *clock.read(), process=time.process_time())
         calm = False  # did the last look find the loop keeping time?
@@ -304,7 +309,11 @@ class LoopSampler:
                 if calm:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
-                    state.at, state.ran, state.queued, state.waits = now, None, None, None
+                    state.at, state.ran, state.queued = now, None, None
+                    if now - state.waits_at >= WAITS_CALM_EVERY_S:
+                        # (the next late sample's baseline: a stall for the GIL begins
+                        # calm, and is one sample long, the sampler stalled too)
+                        state.waits, state.waits_at = self._read_waits(), now
                 else:
                     # How late it woke is mostly how long the GIL was held (its own wait for
                     # a core too, on a busy machine: not read, since each read of a kernel
@@ -323,6 +332,8 @@ class LoopSampler:
                 self.cost_s += time.thread_time() - began
         finally:
             clock.close()
+            if self._waits is not None:
+                self._waits.close()
 
     def _take(self, clock: ThreadClock, state: _State, late: float) -> Sample | None:
         frames = sys._current_frames()
@@ -360,9 +371,9 @@ class LoopSampler:
         counters = None
         if self.counters:
             counters = tuple(_read(read) for read in self.counters.values())
-        waits, others_queued = self._others_queued(kind, state)
+        waits, others_queued = self._others_queued(kind, state, now)
         state.at, state.ran, state.queued, state.stack = now, ran, queued, stack
-        state.waits = waits
+        state.waits, state.waits_at = waits, now
         return Sample(
             now,
             span,
@@ -379,16 +390,20 @@ class LoopSampler:
         )
 
     def _others_queued(
-        self, kind: str, state: _State
+        self, kind: str, state: _State, now: float
     ) -> tuple[dict[int, int] | None, float | None]:
-        """For a ``wait`` sample: every thread's wait for a core now, and how long the other
-        threads waited since the last sample, if that one read them too (a run of waits, a
-        stall for the GIL, is read from its second sample on: each read lets the GIL go)."""
-        if kind != WAIT or not self.knows_queue:
-            return None, None
-        waits = core_waits()
+        """Every thread's wait for a core now; and, for a ``wait`` or ``tk`` sample, how long
+        the other threads waited since the last reading (at the last late sample, or at most
+        :data:`WAITS_CALM_EVERY_S` before this one: each read lets the GIL go, and taking it
+        back costs the main thread a switch)."""
+        waits = self._read_waits()
         before = state.waits
-        return waits, others_waited(before, waits, self._skip) if before is not None else None
+        if waits is None or before is None or kind not in (WAIT, TK_WORK):
+            return waits, None
+        return waits, others_waited(before, waits, self._skip)
+
+    def _read_waits(self) -> dict[int, int] | None:
+        return self._waits.read() if self._waits is not None else None
 
     def _timer_and_after(
         self, stack: tuple[FrameRef, ...], kind: str, now: float, state: _State
@@ -423,7 +438,8 @@ class _State:
     process: float = 0.0  # the process's CPU time at the last sample
     cost: float = 0.0  # the sampler's own CPU time then
     stack: tuple[FrameRef, ...] = ()
-    waits: dict[int, int] | None = None  # threads' waits for a core, if the last sample read them
+    waits: dict[int, int] | None = None  # every thread's wait for a core, when last read
+    waits_at: float = 0.0
     last_blame: tuple[float, str] | None = None
     # the last stack blame_of() was worked out for, and its answer
     last_ref: tuple[tuple[FrameRef, ...], FrameRef | None] | None = None

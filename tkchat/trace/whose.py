@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from tkchat.stats import LONG_TASK_MS, LagSample
 from tkchat.trace.culprit import group_of, overlap_s
 from tkchat.trace.frames import PIPELINE
-from tkchat.trace.sampler import WAIT, Sample
+from tkchat.trace.sampler import TK_WORK, WAIT, Sample
 
 
 @dataclass(frozen=True)
@@ -79,14 +79,15 @@ def whose_part(sample: Sample) -> str:
 
 
 def _held_off(sample: Sample) -> float:
-    """Of a sample in which the main thread slept inside a callback (``wait``), seconds that
+    """Of a sample in which the main thread slept inside a callback (``wait``, or ``tk`` in a
+    call into Tk it did not run in: back from Tcl, it waits for the GIL), seconds that
     were the machine's: while it slept on a lock (the GIL, most likely), the process's other
     threads waited that long for a core — the GIL's holder among them, kept off a core by
     another program. The timed calls of a graded pipeline excuse the same time
     (:func:`tkchat.lab.selftest.instruments.held_ms`): the two witnesses agree. Not a sleep
     or a read (the kernel says where it slept, where it can), nor time it ran."""
-    if sample.kind != WAIT or not sample.others_queued:
-        return 0.0
+    if sample.kind not in (WAIT, TK_WORK) or not sample.others_queued:
+        return 0.0  # (a ``tk`` sample in which it did not run: asleep coming back from Tk)
     if sample.blocked is not None and "futex" not in sample.blocked:
         return 0.0
     asleep = max(0.0, sample.span - (sample.ran or 0.0) - (sample.queued or 0.0))

@@ -37,7 +37,7 @@ from tkchat.generate.faults import FaultInjector
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, Reporter
 from tkchat.stats import PROBE_MS
-from tkchat.trace.core_waits import available, core_waits, others_waited
+from tkchat.trace.core_waits import CoreWaits, available, others_waited
 from tkchat.ui.pipeline import Pipeline
 from tkchat.ui.transcript.transcript import AnswerView
 
@@ -53,10 +53,17 @@ class SchedClock:
 
     def __init__(self) -> None:
         self.available = available()
+        self._local = threading.local()  # a CoreWaits a thread: each keeps its files open
 
     def waits(self) -> dict[int, int]:
         """Every thread's total wait for a core so far (empty where Linux does not say)."""
-        return core_waits() if self.available else {}
+        if not self.available:
+            return {}
+        reader = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = self._local.reader = CoreWaits()
+        found: dict[int, int] = reader.read()
+        return found
 
 
 def held_ms(
