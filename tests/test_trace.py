@@ -257,6 +257,8 @@ def test_a_sleep_in_the_pipeline_while_our_other_threads_waited_for_a_core_is_th
     assert whose_split(back_from_tk, 1.0, 1.1).whose.other_program == pytest.approx(80)
     in_tk = [replace(s, kind=TK_WORK, ran=0.01) for s in gil]  # Tk worked: the call's time
     assert whose_split(in_tk, 1.0, 1.1).whose.pipeline == pytest.approx(100)
+    unknown = [replace(s, kind=TK_WORK, ran=None, queued=None) for s in gil]  # no clocks read
+    assert whose_split(unknown, 1.0, 1.1).whose.pipeline == pytest.approx(100)
 
 
 def test_every_long_task_gets_its_culprit_and_short_lateness_none() -> None:

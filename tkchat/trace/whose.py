@@ -86,7 +86,7 @@ def _held_off(sample: Sample) -> float:
     another program. The timed calls of a graded pipeline excuse the same time
     (:func:`tkchat.lab.selftest.instruments.held_ms`): the two witnesses agree. Not a sleep
     or a read (the kernel says where it slept, where it can), nor time it ran."""
-    if sample.kind not in (WAIT, TK_WORK) or not sample.others_queued:
+    if sample.kind not in (WAIT, TK_WORK) or not sample.others_queued or sample.ran is None:
         return 0.0  # (a ``tk`` sample in which it did not run: asleep coming back from Tk)
     if sample.blocked is not None and "futex" not in sample.blocked:
         return 0.0
