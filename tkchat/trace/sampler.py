@@ -69,9 +69,6 @@ INTERVAL_S = 0.005  # between samples while the loop is late
 CALM_INTERVAL_S = 0.016
 KEEP_S = 30.0  # what the lag timeline (20 s) and a saved trace can ask for
 RECORD_LIMIT = 240_000  # samples kept by one recording: 20 minutes at 5 ms
-# While the loop keeps time, the threads' waits for a core are read this often (a baseline for
-# the next late sample); at every sample while it is late.
-WAITS_CALM_EVERY_S = 0.25
 BUSY = 0.3  # a thread that ran this share of a sample's time was working, not waiting
 
 
@@ -309,11 +306,7 @@ class LoopSampler:
                 if calm:
                     # The loop keeps time: nothing to attribute, and every read would cost
                     # the main thread a GIL switch. Only the next sample's clocks start anew.
-                    state.at, state.ran, state.queued = now, None, None
-                    if now - state.waits_at >= WAITS_CALM_EVERY_S:
-                        # (the next late sample's baseline: a stall for the GIL begins
-                        # calm, and is one sample long, the sampler stalled too)
-                        state.waits, state.waits_at = self._read_waits(), now
+                    state.at, state.ran, state.queued, state.waits = now, None, None, None
                 else:
                     # How late it woke is mostly how long the GIL was held (its own wait for
                     # a core too, on a busy machine: not read, since each read of a kernel
@@ -371,9 +364,9 @@ class LoopSampler:
         counters = None
         if self.counters:
             counters = tuple(_read(read) for read in self.counters.values())
-        waits, others_queued = self._others_queued(kind, state, now)
+        waits, others_queued = self._others_queued(kind, state)
         state.at, state.ran, state.queued, state.stack = now, ran, queued, stack
-        state.waits, state.waits_at = waits, now
+        state.waits = waits
         return Sample(
             now,
             span,
@@ -390,12 +383,14 @@ class LoopSampler:
         )
 
     def _others_queued(
-        self, kind: str, state: _State, now: float
+        self, kind: str, state: _State
     ) -> tuple[dict[int, int] | None, float | None]:
-        """Every thread's wait for a core now; and, for a ``wait`` or ``tk`` sample, how long
-        the other threads waited since the last reading (at the last late sample, or at most
-        :data:`WAITS_CALM_EVERY_S` before this one: each read lets the GIL go, and taking it
-        back costs the main thread a switch)."""
+        """Every thread's wait for a core now, read at every sample while the loop is late (not
+        while it keeps time: each read lets the GIL go, and taking it back costs the main
+        thread a switch); and, for a ``wait`` or ``tk`` sample, how long the other threads
+        waited since the previous sample, if that one read them too. (The first sample after
+        a calm moment has none, as it has no clocks of the main thread: its time is not
+        excused.)"""
         waits = self._read_waits()
         before = state.waits
         if waits is None or before is None or kind not in (WAIT, TK_WORK):
@@ -438,8 +433,7 @@ class _State:
     process: float = 0.0  # the process's CPU time at the last sample
     cost: float = 0.0  # the sampler's own CPU time then
     stack: tuple[FrameRef, ...] = ()
-    waits: dict[int, int] | None = None  # every thread's wait for a core, when last read
-    waits_at: float = 0.0
+    waits: dict[int, int] | None = None  # every thread's wait for a core, at the last sample
     last_blame: tuple[float, str] | None = None
     # the last stack blame_of() was worked out for, and its answer
     last_ref: tuple[tuple[FrameRef, ...], FrameRef | None] | None = None
