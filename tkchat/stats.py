@@ -30,8 +30,7 @@ class LagSample(NamedTuple):
     programs held: the machine's share, not the window's.
 
     A tuple: where thousands are kept for long (the lag timeline's 30 s), they are kept as
-    plain tuples (``tuple(sample)``), which Python's garbage collector stops tracking — a
-    window's full collection walked 6,000 of these (see :data:`KeptLag`)."""
+    plain tuples, which Python's garbage collector stops tracking (see :data:`KeptLag`)."""
 
     at: float  # perf_counter when the probe fired
     lag_ms: float
@@ -45,8 +44,9 @@ class LagSample(NamedTuple):
 
 # A lag sample kept as a plain ``(at, lag_ms, waited_ms)`` tuple: the collector untracks a
 # tuple of floats, not a class instance (a named tuple included). Every full collection walks
-# every tracked object: 16,700 in a teaching window (9,400 kept callbacks, 6,000 kept lag
-# samples) made one take 33 ms of the main thread, mid-answer (2026-12-04, loaded).
+# every tracked object: a teaching window held 16,700 after 34 s of an answer (9,400 kept
+# callbacks, 6,000 kept lag samples), 2,500 since; a bench run's full collection in the tick
+# that ended an answer took 65 ms of the main thread over 68,000 (2026-12-04, loaded).
 KeptLag = tuple[float, float, float]
 
 

@@ -391,14 +391,11 @@ class LoopSampler:
         waited since the previous sample, if that one read them too. (The first sample after
         a calm moment has none, as it has no clocks of the main thread: its time is not
         excused.)"""
-        waits = self._read_waits()
+        waits = self._waits.read() if self._waits is not None else None
         before = state.waits
         if waits is None or before is None or kind not in (WAIT, TK_WORK):
             return waits, None
         return waits, others_waited(before, waits, self._skip)
-
-    def _read_waits(self) -> dict[int, int] | None:
-        return self._waits.read() if self._waits is not None else None
 
     def _timer_and_after(
         self, stack: tuple[FrameRef, ...], kind: str, now: float, state: _State

@@ -59,11 +59,10 @@ class SchedClock:
         """Every thread's total wait for a core so far (empty where Linux does not say)."""
         if not self.available:
             return {}
-        reader = getattr(self._local, "reader", None)
+        reader: CoreWaits | None = getattr(self._local, "reader", None)
         if reader is None:
             reader = self._local.reader = CoreWaits()
-        found: dict[int, int] = reader.read()
-        return found
+        return reader.read()
 
 
 def held_ms(
