@@ -22,6 +22,7 @@ import pytest
 
 from tests import test_broken_modes
 from tests.chat_flow_doubles import ManualScheduler
+from tests.conftest import pump_until
 from tests.test_broken_modes import (
     MAIN,
     TEXT,
@@ -142,4 +143,5 @@ def test_each_asyncio_demo_ends_its_answer_by_itself(
     backend.release_all()
     app.flow.send("the same prompt")
     assert finish(root, app, backend) == TEXT
-    assert not app.controller.is_generating()
+    # its thread, if it has one, returns after posting the final event
+    pump_until(root, lambda: not app.controller.is_generating(), what="the run to end")

@@ -34,6 +34,8 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
 
     pipeline.show = show_that_fails_once
     app.flow.send("first")
+    worker = app.controller.current
+    assert worker is not None
     gate.release(5)
     pump_until(
         root, lambda: bool(failures) and app.flow.answering.answer is None, what="the failing tick"
@@ -41,7 +43,9 @@ def test_a_failing_tick_ends_the_answer_and_the_pump_goes_on(
     assert "a bug in a tick" in app.status.get()
     assert "RuntimeError: a bug in a tick" in app.transcript.plain_text()
     assert app.pump.failures == 1
-    assert not app.controller.is_generating()  # the worker was stopped, not left running
+    # the worker was stopped, not left running: it leaves the gate's wait for its 6th token
+    assert worker.join(10) and worker.cancelled_at is not None and gate.passed <= 5
+    assert not app.controller.is_generating()
     assert app.stop_button.instate(["disabled"]) and app.send_button.instate(["!disabled"])
 
     finished = len(app.flow.answering.finished)
