@@ -338,5 +338,36 @@ def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
     assert left[left.index("--geometry") + 1].endswith("+0+0")
 
 
+def test_compare_speaks_the_class_s_language_in_both_windows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Chinese class got two English windows (``--lang`` was refused). Both windows get
+    the language and projector mode, and the prompt is in that language."""
+    from tkchat.cli import main
+    from tkchat.course import compare
+
+    started: list[tuple[list[str], str]] = []
+
+    def run_compare(_broken: str | None, model_args: list[str], **kwargs: Any) -> int:
+        started.append((model_args, kwargs["prompt"]))
+        return 0
+
+    monkeypatch.setattr(compare, "run_compare", run_compare)
+    assert main(["compare", "--backend", "scripted", "--lang", "zh", "--projector"]) == 0
+    ((model_args, prompt),) = started
+    assert model_args[model_args.index("--lang") + 1] == "zh" and "--projector" in model_args
+    assert prompt == compare.DEFAULT_PROMPTS["zh"]
+    assert main(["compare", "--toolkit", "qt", "--projector"]) == 2  # Qt has none: said
+
+
+def test_the_compare_button_opens_windows_in_the_window_s_language(root: tk.Tk, make_app) -> None:
+    app = make_app(ScriptedBackend(rate=0), compare_command=lambda broken: ["compare", broken])
+    assert app.teaching.compare_command("blocking") == ["compare", "blocking", "--lang", "en"]
+    app.toggle_language()
+    app.text_size.set_projector(True)
+    command = app.teaching.compare_command("blocking")
+    assert command == ["compare", "blocking", "--lang", "zh", "--projector"]
+
+
 # (That compare opens the two windows, one of them BROKEN, and closes both on SIGTERM is
 # tests/test_class_plan.py::test_compare_as_the_plan_gives_it_opens_two_windows.)

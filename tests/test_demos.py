@@ -312,6 +312,14 @@ def test_demo(window: DemoWindow, group: list[Lesson], monkeypatch: pytest.Monke
         assert not failed, f"{each.language}/{each.id}: {failed}"
 
 
+def test_no_demo_opens_the_watchdog_over_what_its_lesson_watches() -> None:
+    """(No window.) The watchdog opens over the chat's text (tkchat/lab/watchdog_place.py):
+    lesson 01, which asks the class to watch that text arrive word by word, opened it there
+    on a 1280×720 projector and hid the very thing."""
+    over = [x.id for x in LESSONS if x.watchdog and x.watch == "transcript"]
+    assert over == []
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_demo_answer_names_no_rate_of_its_own(language: str) -> None:
     """(No window.) The scripted answer every demo streams runs at its lesson's rate (300 to

@@ -12,6 +12,7 @@ is the bench's to measure.
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import tkinter as tk
 from collections import deque
@@ -171,6 +172,35 @@ def test_it_follows_the_text_size(root: tk.Tk) -> None:
     assert float(timeline.itemcget(timeline.find_withtag("lag")[0], "width")) >= 6
     (label,) = timeline.find_withtag("frozen-label")
     assert timeline.itemcget(label, "font") == str(timeline.label_font)
+
+
+def test_the_scale_s_labels_never_overlap_in_a_short_strip_of_large_type(root: tk.Tk) -> None:
+    """Seen in lesson 06 at 1280×720 with projector type: a 13 s freeze, six decades in a
+    plot of about 70 px, and "100 ms" written over "10 ms". Every decade keeps its line;
+    the labels skip decades to stay a line apart, the lowest one (1 ms) always labelled."""
+    samples = [LagSample(NOW - 20.0 + i * 0.005, 0.3) for i in range(100)]
+    samples.append(LagSample(NOW - 3.0, 13_000.0))
+    timeline = make_timeline(root, samples)
+    sizer = FontSizer(root)
+    sizer.on_change(timeline.set_font_size)
+    sizer.apply(18)
+    timeline.configure(height=240)
+    timeline.pack_configure(expand=False, fill="x")
+    root.update()
+    timeline.redraw(NOW)
+    layout = timeline._measure()
+    scale_labels = [
+        item
+        for item in timeline.find_withtag("fixed")
+        if timeline.type(item) == "text"
+        and timeline.itemcget(item, "anchor") == "e"
+        and timeline.coords(item)[1] <= layout.bottom + 1
+    ]
+    texts = [timeline.itemcget(item, "text") for item in scale_labels]
+    assert texts[0] == "1 ms" and 2 <= len(texts) < 6, texts  # some decades skipped
+    boxes = sorted((timeline.bbox(item) for item in scale_labels), key=lambda box: box[1])
+    for upper, lower in itertools.pairwise(boxes):
+        assert upper[3] <= lower[1], texts
 
 
 class Clock:

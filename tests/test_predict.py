@@ -25,7 +25,7 @@ from tkchat.course.prediction import (
 from tkchat.i18n.lesson_panel import STRINGS as PANEL_STRINGS
 from tkchat.ui.look.fit import text_as_written, unbreakable
 
-ASKED = ("04", "05", "06", "11", "19", "20")  # the class plan's Predict questions
+ASKED = ("03", "04", "05", "06", "11", "19", "20")  # the class plan's Predict questions
 
 
 def test_a_prediction_is_a_question_and_its_choices() -> None:

@@ -300,6 +300,7 @@ def test_every_string_of_the_view_in_both_languages(root: tk.Tk, make_app) -> No
     assert view.legend.cget("text") == STRINGS["zh"]["stages.keys"]
     for sequence in KEYS:  # every key the view binds is in its legend
         shown = {"<space>": "空格", "<Right>": "→", "<Down>": "↓", "<Left>": "←", "<Up>": "↑"}
+        shown["<Escape>"] = "Esc"
         assert shown.get(sequence, sequence.removeprefix("<Key-").rstrip(">")) in view.legend.cget(
             "text"
         )
@@ -353,6 +354,41 @@ def test_the_demo_of_a_lesson_that_shows_it_opens_the_view(root: tk.Tk, make_app
     assert isinstance(view, StageWindow) and view.winfo_exists()
     view.run("toggle")  # paused: the demo's new backend has the view's gate
     assert app.controller.backend.gate is view.player.gate
+
+
+def stacking(root: tk.Tk) -> list[str]:
+    """The mapped toplevels, lowest first (as the X server stacks them)."""
+    return list(root.tk.splitlist(root.tk.call("wm", "stackorder", str(root))))
+
+
+@needs_xdotool
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_demo_opens_the_view_behind_the_chat_and_esc_puts_it_back_there(
+    root: tk.Tk, make_app, language: str
+) -> None:
+    """Seen at 1280x720 with projector text: the view a demo opened covered the whole chat,
+    Send and the lesson included, and no key sent it away. The class watches the chat: the
+    view opens behind it, the chat keeps the keys; F9 brings it; Esc in it, back again."""
+    from tkchat.course.lessons import load_lessons
+
+    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True, language=language)
+    flood = next(lesson for lesson in load_lessons(language) if lesson.id == "11-backpressure")
+    app.demos.setup(flood)
+    view = app.stages.window
+    assert isinstance(view, StageWindow)
+    laid_out(view)
+    pump_until(root, lambda: len(stacking(root)) == 2, what="both windows mapped")
+    assert stacking(root) == [str(view), str(root)]  # the chat on top
+    assert str(root.focus_lastfor()) == str(app.input)
+    assert "F9" in app.status.get()
+    app.menubar.invoke("stages")  # F9
+    handled(root)
+    assert stacking(root) == [str(root), str(view)]
+    keyboard_focus(root, view)
+    xdotool("key", "Escape")
+    handled(root)
+    assert stacking(root) == [str(view), str(root)] and view.winfo_exists()
+    assert str(root.focus_lastfor()) == str(app.input)
 
 
 def test_slow_motion_slows_the_tick_and_lets_a_ticks_worth_of_tokens_through(

@@ -9,6 +9,7 @@ import sys
 from tkchat.cli.from_args import SCRIPTED_RATE, child_model_args, qt_problem, usable
 from tkchat.cli.options import Subcommands, add_server_option, mode_type, model_options
 from tkchat.course.compare import COMPARE_TOOLKITS
+from tkchat.i18n import LANGUAGES
 from tkchat.modes import BROKEN_MODES, FIXED, OUTSIDE_FORM
 
 NAME = "compare"
@@ -49,7 +50,18 @@ def add_parser(commands: Subcommands) -> None:
         "both: the Qt window beside the Tk window, both fixed",
     )
     add_server_option(compare)
-    compare.add_argument("--prompt", default=None, help="the prompt both windows send")
+    compare.add_argument(
+        "--prompt", default=None, help="the prompt both windows send (default: one in --lang)"
+    )
+    compare.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        default=None,
+        help="both windows' language (default: the saved setting, else the system's)",
+    )
+    compare.add_argument(
+        "--projector", action="store_true", help="both windows in projector mode: large text"
+    )
     compare.add_argument("--seed", type=int, default=DEFAULT_SEED)
     compare.add_argument("--max-tokens", type=int, default=256)
 
@@ -70,18 +82,21 @@ def run(args: argparse.Namespace) -> int:
         problem = qt_problem(args.broken or "no-coalesce")
         if args.toolkit == "both" and args.broken:
             problem = "--toolkit both compares the two fixed windows: leave out --broken"
+        if args.projector:
+            problem = "the Qt client has no projector mode: leave out --projector"
         if problem:
             print(f"tkchat compare: {problem}", file=sys.stderr)
             return 2
-    from tkchat.course.compare import run_compare
+    from tkchat.course.compare import default_prompt, run_compare
 
     if args.broken is not None and not usable(args.broken, NAME):
         return 2
     _long_enough_to_act_in(args)
+    window_args = ["--lang", args.lang] if args.lang else []
     return run_compare(
         args.broken,
-        child_model_args(args),
-        prompt=args.prompt,
+        child_model_args(args) + window_args + (["--projector"] if args.projector else []),
+        prompt=args.prompt or default_prompt(args.lang),
         seed=args.seed,
         max_tokens=args.max_tokens,
         toolkit=args.toolkit,

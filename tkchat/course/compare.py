@@ -23,14 +23,24 @@ COMPARE_TOOLKITS: tuple[str, ...] = ("tk", "qt", "both")
 # The broken window when none is named: Tk's most visible freeze; Qt's own mistake.
 DEFAULT_BROKEN = {"tk": "blocking", "qt": "no-coalesce"}
 
-DEFAULT_PROMPT = (
-    "Explain, with a short Python example, why a chat window can freeze while a "
-    "language model streams its answer."
-)
+DEFAULT_PROMPTS = {
+    "en": "Explain, with a short Python example, why a chat window can freeze while a "
+    "language model streams its answer.",
+    "zh": "用一个简短的 Python 例子解释：语言模型流式输出回答时，聊天窗口为什么会卡住。",
+}
+
+
+def default_prompt(language: str | None) -> str:
+    """The prompt both windows send when none is given: in ``language`` (None: the
+    system's, as the windows choose theirs)."""
+    from tkchat.course.lessons import default_language
+
+    return DEFAULT_PROMPTS[language or default_language()]
 
 
 def compare_command(broken: str, model_args: list[str]) -> list[str]:
-    """The command line of ``tkchat compare`` for a window's model options."""
+    """The command line of ``tkchat compare`` for a window's model options (the window adds
+    its language and projector mode: ``--lang``, ``--projector``)."""
     return [sys.executable, "-m", "tkchat", "compare", "--broken", broken, *model_args]
 
 
@@ -94,7 +104,7 @@ def run_compare(
     broken: str | None,
     model_args: list[str],
     *,
-    prompt: str | None,
+    prompt: str,
     seed: int,
     max_tokens: int,
     toolkit: str = "tk",
@@ -111,7 +121,7 @@ def run_compare(
     commands = window_commands(
         broken,
         model_args,
-        prompt=prompt or DEFAULT_PROMPT,
+        prompt=prompt,
         seed=seed,
         max_tokens=max_tokens,
         screen=screen,

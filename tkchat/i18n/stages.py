@@ -47,8 +47,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "stages.no_token_steps": "Only a scripted or replayed answer steps one token at a time; "
         "→ steps one tick of any answer.",
         "stages.keys": "Keys: Space play/pause · → one tick · ↓ one token · ← back · "
-        "↑ forward · 1 full speed · 2 at 1/10 · 3 at 1/50. Paused, the drawing and the tick "
-        "stand still; the window does not.",
+        "↑ forward · 1 full speed · 2 at 1/10 · 3 at 1/50 · Esc back to the chat (F9 "
+        "there brings this view back). Paused, the drawing and the tick stand still; the "
+        "window does not.",
     },
     "zh": {
         "menu.stages": "流水线各阶段",
@@ -92,6 +93,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "stages.no_token_steps": "只有脚本回答或回放的录制能一个 token 一个 token 地走；"
         "→ 对任何回答都能走一次刷新。",
         "stages.keys": "按键：空格 播放/暂停 · → 一次刷新 · ↓ 一个 token · ← 后退 · ↑ 前进 · "
-        "1 全速 · 2 为 1/10 · 3 为 1/50。暂停时画面和刷新停住，窗口照常响应。",
+        "1 全速 · 2 为 1/10 · 3 为 1/50 · Esc 回到对话（在那里按 F9 再回到这里）。"
+        "暂停时画面和刷新停住，窗口照常响应。",
     },
 }

@@ -79,13 +79,15 @@ def whose_part(sample: Sample) -> str:
 
 
 def _held_off(sample: Sample) -> float:
-    """Of a sample in which the main thread slept inside a callback (``wait``, or ``tk`` in a
-    call into Tk it did not run in: back from Tcl, it waits for the GIL), seconds that
-    were the machine's: while it slept on a lock (the GIL, most likely), the process's other
-    threads waited that long for a core — the GIL's holder among them, kept off a core by
-    another program. The timed calls of a graded pipeline excuse the same time
-    (:func:`tkchat.lab.selftest.instruments.held_ms`): the two witnesses agree. Not a sleep
-    or a read (the kernel says where it slept, where it can), nor time it ran."""
+    """Of a sample in which the main thread slept (``wait`` inside a callback; or ``tk``,
+    inside a call into Tk or between callbacks, that it did not run in: back from Tcl, it
+    waits for the GIL), seconds that were the machine's: while it slept on a lock (the GIL,
+    most likely), the process's other threads waited that long for a core — the GIL's
+    holder among them, kept off a core by another program. The timed calls of a graded
+    pipeline excuse the same time (:func:`tkchat.lab.selftest.instruments.held_ms`): the
+    two witnesses agree. (Between callbacks the time was Tk's otherwise, never the
+    pipeline's: the grade is the same either way.) Not a sleep or a read (the kernel says
+    where it slept, where it can), nor time it ran."""
     if sample.kind not in (WAIT, TK_WORK) or not sample.others_queued or sample.ran is None:
         return 0.0  # (a ``tk`` sample in which it did not run: asleep coming back from Tk)
     if sample.blocked is not None and "futex" not in sample.blocked:

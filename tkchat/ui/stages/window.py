@@ -1,12 +1,15 @@
 """The pipeline view's window: the control strip, the lanes, the keys.
 
 Opened from the View menu (F9) and by the demo of a lesson that shows it (``stages: yes``
-in its header: lessons 04, 06, 07, 11 and 13). One window at a time
-(:class:`StageDoor` opens it, or brings it to the front); closing it puts the tick and the
-backend back as they were.
+in its header: lessons 04, 06, 07, 11 and 13). A demo opens it behind the chat: the class
+watches the chat while the answer streams (at projector size the view covers the whole
+screen, Send included), and F9 brings the view, with every moment of the answer, to the
+front. One window at a time (:class:`StageDoor` opens it, or brings it to the front);
+closing it puts the tick and the backend back as they were.
 
 Keys (in the view; listed in it and in docs/teaching.md): Space play/pause, → one tick,
-↓ one token, ← one moment back, ↑ one moment forward, 1 / 2 / 3 full speed, 1/10, 1/50.
+↓ one token, ← one moment back, ↑ one moment forward, 1 / 2 / 3 full speed, 1/10, 1/50,
+Esc back to the chat (the view stays open behind it).
 
 Main thread only.
 """
@@ -40,6 +43,7 @@ KEYS: dict[str, str] = {  # key sequence -> the control it runs
     "<Key-1>": "speed_1",
     "<Key-2>": "speed_10",
     "<Key-3>": "speed_50",
+    "<Escape>": "to_chat",
 }
 
 
@@ -54,9 +58,12 @@ class StageWindow(tk.Toplevel):
         pump: EventPump,
         pipeline_name: Callable[[], str],
         size: int,
+        to_chat: Callable[[], None],
     ) -> None:
+        """``to_chat()``: put the keyboard back in the chat (Esc: the view goes behind it)."""
         super().__init__(master)
         self.t = translate
+        self.to_chat = to_chat
         self.geometry(
             window_size(self, *(LARGE_WINDOW_SIZE if size >= LARGE_TEXT else WINDOW_SIZE))
         )
@@ -79,7 +86,6 @@ class StageWindow(tk.Toplevel):
         self._fit_the_strip()
         self._show(self.player.history[-1], None)
         self.protocol("WM_DELETE_WINDOW", self.destroy)
-        self.focus_set()
 
     def _build(self, size: int) -> None:
         strip = ttk.Frame(self, padding=dp(self, 6))
@@ -115,6 +121,10 @@ class StageWindow(tk.Toplevel):
     def run(self, control: str) -> None:
         """Run a control by name (a key, a button, a test)."""
         player = self.player
+        if control == "to_chat":
+            self.lower()  # below every other window: the chat, at the front again, has the keys
+            self.to_chat()
+            return
         if control.startswith("speed_"):
             player.set_speed(int(control.removeprefix("speed_")))
         elif control == "step_token":
@@ -187,7 +197,8 @@ class StageWindow(tk.Toplevel):
 
 class StageDoor:
     """Opens the one pipeline view (or brings it to the front) and knows whether it is open.
-    ``size()``: the window's text size now, which the view's lanes follow."""
+    ``size()``: the window's text size now, which the view's lanes follow; ``to_chat()``:
+    the keyboard back in the chat."""
 
     def __init__(
         self,
@@ -197,21 +208,37 @@ class StageDoor:
         pump: Callable[[], EventPump],
         pipeline_name: Callable[[], str],
         size: Callable[[], int],
+        to_chat: Callable[[], None],
     ) -> None:
         self.root, self.t, self.sources = root, translate, sources
         self.pump, self.pipeline_name, self.size = pump, pipeline_name, size
+        self.to_chat = to_chat
         self.window: StageWindow | None = None
 
-    def open(self) -> StageWindow:
-        if self.window is not None and self.window.winfo_exists():
-            self.window.deiconify()
-            self.window.lift()
-            self.window.player.follow_backend()  # (a lesson's demo may have chosen another)
-            return self.window
-        self.window = StageWindow(
-            self.root, self.t, self.sources, self.pump(), self.pipeline_name, self.size()
-        )
-        return self.window
+    def open(self, *, front: bool = True) -> StageWindow:
+        """Open the view, or bring it back; ``front=False`` (a lesson's demo): behind the
+        chat, which keeps the keyboard, so that nothing covers what the class watches."""
+        window = self.window
+        if window is not None and window.winfo_exists():
+            window.deiconify()
+            window.player.follow_backend()  # (a lesson's demo may have chosen another)
+        else:
+            window = self.window = StageWindow(
+                self.root,
+                self.t,
+                self.sources,
+                self.pump(),
+                self.pipeline_name,
+                self.size(),
+                self.to_chat,
+            )
+        if front:
+            window.lift()
+            window.focus_set()
+        else:
+            window.lower()
+            self.to_chat()
+        return window
 
     def set_font_size(self, size: int) -> None:
         if self.window is not None and self.window.winfo_exists():

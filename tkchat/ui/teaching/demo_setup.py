@@ -133,12 +133,15 @@ class LessonDemos:
         if lesson.watchdog:
             self.open_watchdog()
         if lesson.stages and self.open_stages is not None:
-            self.open_stages()  # after the backend is chosen: its answers are the ones stepped
+            # after the backend is chosen: its answers are the ones stepped (behind the chat)
+            self.open_stages()
         window.input.set_draft(lesson.prompt or "")
         window.input.focus_set()
         window.health.highlight(lesson.watch)
         window.probe.reset_peaks()
-        self.status.say("app.demo_ready", mode=lesson.mode)
+        self.status.say(
+            "app.demo_ready_stages" if lesson.stages else "app.demo_ready", mode=lesson.mode
+        )
 
     # -- the chaos transport (lesson 13) -------------------------------------------------------
 

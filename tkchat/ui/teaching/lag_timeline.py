@@ -394,16 +394,21 @@ class LagTimeline(tk.Canvas):
         p = self.palette
         scale = _Scale(layout, 0.0, self.span_s, top_ms)
         left, right = layout.left, layout.right
-        value = FLOOR_MS
+        # every decade a line; a label only every ``step`` decades, a line of type apart (a
+        # short strip, projector type and six decades: "100 ms" was written over "10 ms")
+        line = int(self.axis_font.metrics("linespace"))
+        step = max(1, math.ceil(line / max(scale.px_per_decade, 1.0)))
+        value, decade = FLOOR_MS, 0
         while value <= top_ms:
             at_y = scale.y(value)
             self.create_line(left, at_y, right, at_y, fill=p.chart_grid, width=1, tags="fixed")
-            if value < 1000:
-                text = self.t("timeline.ms", value=f"{value:.0f}")
-            else:
-                text = self.t("timeline.s", value=f"{value / 1000:.0f}")
-            self._text(left - 6, at_y, text, "e", self.axis_font)
-            value *= 10
+            if decade % step == 0:
+                if value < 1000:
+                    text = self.t("timeline.ms", value=f"{value:.0f}")
+                else:
+                    text = self.t("timeline.s", value=f"{value / 1000:.0f}")
+                self._text(left - 6, at_y, text, "e", self.axis_font)
+            value, decade = value * 10, decade + 1
         limit = scale.y(LONG_TASK_MS)
         self.create_line(
             left, limit, right, limit, fill=p.chart_frozen_ink, width=2, dash=(8, 6), tags="fixed"

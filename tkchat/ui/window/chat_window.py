@@ -196,14 +196,15 @@ class ChatApp(ChatLayout):
             lambda: self.pump,
             lambda: self.flow.answering.pipeline.name,
             lambda: self.fonts.size,
+            self.focus_input,
         )
-        self.demos.open_stages = self.stages.open
+        self.demos.open_stages = lambda: self.stages.open(front=False)
         self.teaching = TeachingControls(
             self.services,
             self.places,
             self.demos.hooks(options.recorded_lag),
             mode=mode,
-            compare_command=options.compare_command,
+            compare_command=self._compare_command(options.compare_command),
             on_mode_changed=self._set_title,
             then_typing=self.typing.then,
         )
@@ -346,6 +347,19 @@ class ChatApp(ChatLayout):
         buttons[control].configure(state="normal" if on else "disabled")
         if control == "regenerate":
             self.menubar.enable("regenerate", on)
+
+    def _compare_command(
+        self, command: Callable[[str], list[str]] | None
+    ) -> Callable[[str], list[str]] | None:
+        """``tkchat compare``'s command line, with this window's language and projector
+        mode at the moment Compare is pressed (a Chinese class got two English windows)."""
+        if command is None:
+            return None
+        return lambda broken: [
+            *command(broken),
+            *("--lang", self.t.lang),
+            *(["--projector"] if self.text_size.projector else []),
+        ]
 
     def focus_input(self) -> None:
         """Ctrl+L: type without reaching for the mouse."""
