@@ -114,7 +114,7 @@ def run_app(args: argparse.Namespace) -> int:
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import ChatApp
-    from tkchat.ui.window.heap import freeze_startup_objects
+    from tkchat.ui.window.heap import freeze_what_is_alive
 
     root = open_root("tkchat", " On a headless machine run it under xvfb-run.")
     if root is None:
@@ -139,7 +139,7 @@ def run_app(args: argparse.Namespace) -> int:
     if args.geometry:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker
-    freeze_startup_objects()  # (tkchat/ui/window/heap.py: full collections walk less)
+    freeze_what_is_alive()  # (tkchat/ui/window/heap.py: full collections walk less)
     root.mainloop()
     return 0
 

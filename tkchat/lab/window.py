@@ -540,6 +540,15 @@ class TkLabWindow:
         return self.chat_app.probe.stop_recording()
 
 
+def set_aside_records() -> None:
+    """A lab tool's own records (a bench's runs so far) out of the garbage collector, as the
+    app sets start-up's objects aside (tkchat/ui/window/heap.py): a full collection that
+    walks them is the tool's cost, not the window's. Main thread, between measurements."""
+    from tkchat.ui.window.heap import freeze_what_is_alive
+
+    freeze_what_is_alive()
+
+
 def open_lab_window(
     root: tk.Tk,
     controller: GenerationController,
@@ -552,11 +561,11 @@ def open_lab_window(
     from the garbage collector as the app does (tkchat/ui/window/heap.py), for a bench that
     measures the window as it runs. The caller loads the model (``controller.load_async()``)."""
     from tkchat.ui.window.chat_window import ChatApp
-    from tkchat.ui.window.heap import freeze_startup_objects
+    from tkchat.ui.window.heap import freeze_what_is_alive
 
     if freeze:  # each model it loads too
         options = replace(options or AppOptions(), freeze_heap=True)
     window = TkLabWindow(ChatApp(root, controller, options))
     if freeze:
-        freeze_startup_objects()
+        freeze_what_is_alive()
     return window

@@ -14,7 +14,7 @@ imports: about 20,000 more, whose full collection took 20 ms here, now and then 
 of an answer (the fixed window's lag max). They are frozen too, once the model is ready
 (:func:`freeze_loaded_model`): a young collection first, then the freeze, 0.1-0.4 ms.
 
-Main thread: :func:`freeze_startup_objects` once, before the main loop starts;
+Main thread: :func:`freeze_what_is_alive` once, before the main loop starts;
 :func:`freeze_loaded_model` when a model is ready.
 """
 
@@ -23,8 +23,10 @@ from __future__ import annotations
 import gc
 
 
-def freeze_startup_objects() -> None:
-    """Collect what start-up left behind, then keep the rest out of every later collection."""
+def freeze_what_is_alive() -> None:
+    """Collect what is garbage now, then keep the rest out of every later collection: once
+    start-up is over; and in a bench, its own records of the runs before the next one is
+    measured (they are not the window's: tkchat/lab/bench/bench.py)."""
     gc.collect()
     gc.freeze()
 
