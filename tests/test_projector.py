@@ -123,6 +123,16 @@ def test_chinese_breaks_between_characters_but_never_inside_a_figure() -> None:
     assert "token/s" in text and BREAK_OPPORTUNITY not in "".join(c for c in text if c.isascii())
 
 
+def test_no_chinese_line_starts_with_a_closing_mark_or_ends_with_an_opening_one() -> None:
+    """Seen in lesson 04 at 1280×720: a line began with "，"."""
+    text = breakable("回答照常流到屏幕上，足足流上（整整）六秒。然后「停」")
+    for mark in "，）。":
+        assert f"{BREAK_OPPORTUNITY}{mark}" not in text, mark
+    for mark in "（「":
+        assert f"{mark}{BREAK_OPPORTUNITY}" not in text, mark
+    assert f"，{BREAK_OPPORTUNITY}足" in text and f"上{BREAK_OPPORTUNITY}（" in text
+
+
 # -- every screen: 192 dpi, +4 text steps, 1280×720; light and dark; English and Chinese ------
 
 SCREENS = {

@@ -92,7 +92,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "lesson.watch": "留意",
         "lesson.watch.heartbeat": "状态条上的心跳时钟",
         "lesson.watch.lag": "状态条上的事件循环延迟",
-        "lesson.watch.rates": "状态条上并排的 tokens/s 与 updates/s",
+        "lesson.watch.rates": "状态条上并排的“模型 tokens/s”与“窗口每秒更新”",
         "lesson.watch.transcript": "对话记录里逐字到达的回答",
         "lesson.expected": "预期",
         "lesson.now": "当前（{metric}）",
