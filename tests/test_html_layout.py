@@ -26,6 +26,7 @@ from tkchat.ui.transcript.html_layout import (
     HtmlLayout,
     StyleRun,
     _trimmed,
+    numbered_from,
     parser_families,
     style_key,
 )
@@ -85,6 +86,12 @@ def test_the_layout_without_a_widget_is_tkhtmlview_s(root: tk.Tk) -> None:
 
     share_fonts(html_parser)
     widget = HTMLText(root)
+    reference = widget.html_parser  # and a list's start number, which tkhtmlview ignores
+    opened = reference.handle_starttag
+    reference.handle_starttag = lambda tag, attrs: (
+        opened(tag, attrs),
+        numbered_from(reference, tag, attrs),
+    )
     layout = HtmlLayout(parser_families())
     blocks = [block for text in _corpus() for block in split_blocks(text)]
     assert len(blocks) > 600
@@ -94,6 +101,16 @@ def test_the_layout_without_a_widget_is_tkhtmlview_s(root: tk.Tk) -> None:
         if layout.runs(block_to_html(block)) != _widget_runs(widget, block_to_html(block))
     ]
     assert differ == []
+
+
+def test_a_list_that_goes_on_after_a_paragraph_keeps_its_numbers() -> None:
+    """Seen against a real server: items 8 to 10 of a model's list came after a paragraph,
+    and the window numbered them 1, 2, 3 (the text saved said 8, 9, 10)."""
+    layout = HtmlLayout(("Helvetica", "Courier"))
+    text = "".join(text for text, _look in layout.runs(block_to_html("8. eight\n9. nine\n10. ten")))
+    assert [line.split()[0] for line in text.splitlines()] == ["8.", "9.", "10."]
+    first = "".join(text for text, _look in layout.runs(block_to_html("1. one\n2. two")))
+    assert first.split()[0] == "1."
 
 
 def test_the_preparer_works_on_its_own_thread_once_and_hands_it_over_once() -> None:

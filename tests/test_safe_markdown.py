@@ -363,7 +363,12 @@ def test_long_list_is_split_between_items() -> None:
     assert len(blocks) > 3
     assert all(len(b) <= 250 for b in blocks)
     assert "\n".join(blocks).split("\n") == items  # between items, never inside one
-    assert all("<ol>" in block_to_html(b) for b in blocks)
+    # each piece a list numbered on from the last: "<ol>" first, then "<ol start=...>"
+    starts = [b.split(".", 1)[0] for b in blocks]
+    assert starts[0] == "1" and "<ol>" in block_to_html(blocks[0])
+    assert all(
+        f'<ol start="{n}">' in block_to_html(b) for n, b in zip(starts[1:], blocks[1:], strict=True)
+    )
 
 
 def test_oversized_list_item_is_split_like_a_document() -> None:
@@ -545,6 +550,16 @@ def test_sanitizer_drops_script_and_style_content() -> None:
         "<p>abc</p>"
     )
     assert sanitize_html("x<script>never closed <p>y") == "x"
+
+
+def test_an_ordered_list_keeps_its_start_number_and_nothing_else() -> None:
+    assert sanitize_html('<ol start="8"><li>a</li></ol>') == '<ol start="8"><li>a</li></ol>'
+    assert sanitize_html('<ol start="8" onclick="x"><li>a</li></ol>') == (
+        '<ol start="8"><li>a</li></ol>'
+    )
+    for bad in ('"8px"', '"-1"', '"1e9"', '"１２"', '"12345678901"'):
+        assert sanitize_html(f"<ol start={bad}><li>a</li></ol>") == "<ol><li>a</li></ol>", bad
+    assert sanitize_html('<ul start="8"><li>a</li></ul>') == "<ul><li>a</li></ul>"
 
 
 def test_sanitizer_escapes_text_and_balances_tags() -> None:

@@ -21,7 +21,10 @@ ALLOWED_TAGS: frozenset[str] = frozenset(
         "code", "pre", "blockquote", "ul", "ol", "li", "a", "span",
     }
 )  # fmt: skip
-"""The only tags :func:`sanitize_html` lets through, always without attributes."""
+"""The only tags :func:`sanitize_html` lets through, without attributes but for one: an
+ordered list's first number (``<ol start="8">``, digits only), which can load, link and
+restyle nothing."""
+MAX_START_DIGITS = 9
 
 _VOID_TAGS = frozenset({"br", "hr"})
 _DROP_CONTENT_TAGS = frozenset({"script", "style"})
@@ -42,7 +45,11 @@ class _AllowListSanitizer(HTMLParser):
         if tag in _DROP_CONTENT_TAGS:
             self._dropping = tag
         elif tag in ALLOWED_TAGS:
-            self._out.append(f"<{tag}>")
+            start = dict(attrs).get("start") if tag == "ol" else None
+            if start and start.isascii() and start.isdigit() and len(start) <= MAX_START_DIGITS:
+                self._out.append(f'<ol start="{int(start)}">')  # a list split by a paragraph
+            else:
+                self._out.append(f"<{tag}>")
             if tag not in _VOID_TAGS:
                 self._open.append(tag)
 
@@ -73,7 +80,8 @@ class _AllowListSanitizer(HTMLParser):
 
 
 def sanitize_html(html_text: str) -> str:
-    """Keep only :data:`ALLOWED_TAGS`, with no attributes at all; escape all text.
+    """Keep only :data:`ALLOWED_TAGS`, with no attributes but an ``ol``'s numeric ``start``;
+    escape all text.
 
     Dropped tags keep their text content (escaped), except ``script`` and ``style`` whose
     content is dropped too. Without attributes nothing can load (no ``src``), link (no

@@ -107,6 +107,15 @@ class _Page:
         """(Never asked: the sanitizer leaves no image.)"""
 
 
+def numbered_from(parser: Any, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    """After tkhtmlview's parser opened ``tag``: an ordered list numbers from its ``start``
+    (tkhtmlview counts every list from 1: a model's list whose items 8 to 10 came after a
+    paragraph showed "1. 2. 3.")."""
+    start = dict(attrs).get("start") if tag == "ol" else None
+    if start and start.isdigit() and parser.list_tags:
+        parser.list_tags[-1].index = int(start) - 1
+
+
 class HtmlLayout:
     """tkhtmlview's parser, without a widget. ``families``: the two font families its parser
     picks on this machine (read from Tk once, on the main thread: :func:`parser_families`).
@@ -126,6 +135,10 @@ class HtmlLayout:
             def _w_tags_apply_all(self) -> None:
                 if self.strip:  # what tkhtmlview does first; its Tk tags are not made
                     self._text_rstrip()
+
+            def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+                super().handle_starttag(tag, attrs)
+                numbered_from(self, tag, attrs)
 
         self._parser = _Parser()
 

@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 # tkhtmlview's cost follows formatting runs (a tag, and without _SharedFontFactory a new font,
 # per run). With shared fonts the worst block measured (a dense bullet list) took 8 ms per
 # 1,000 characters, 14 ms per 2,000. Blocks longer than this are split, which shows: a split
-# paragraph becomes two paragraphs, a split list restarts its numbering.
+# paragraph becomes two paragraphs (a split list numbers on: ``<ol start>``).
 MAX_BLOCK_CHARS = 1000
 # A slice starts another piece only if the predicted cost still fits in this budget.
 SLICE_BUDGET_MS = 4.0
