@@ -615,7 +615,7 @@ def test_window_with_a_dead_server_says_so(root: tk.Tk, make_app) -> None:
     port = free_port()
     app = make_app(RemoteBackend(f"http://127.0.0.1:{port}"))
     assert not app.flow.model_ready
-    assert app.status.get() == app.t("app.model_failed")
+    assert app.status.get() == app.t("app.server_failed")
     assert f"Cannot reach the server at http://127.0.0.1:{port}" in app.model_banner.text
     assert not app.flow.send("hello?")  # refused politely, nothing hangs
     root.update()

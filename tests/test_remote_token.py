@@ -103,7 +103,7 @@ def test_the_window_shows_the_sentence_not_a_traceback(
     url, _ = remote_server
     app = make_app(RemoteBackend(url))
     assert not app.flow.model_ready
-    assert app.status.get() == app.t("app.model_failed")
+    assert app.status.get() == app.t("app.server_failed")
     banner = app.model_banner.text
     assert f"wants a token for /health: set {TOKEN_ENV_VAR}" in banner
     assert "Traceback" not in banner and "neither tkchat nor OpenAI" not in banner

@@ -44,6 +44,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "(Esc stops the answer).",
         "app.error": "Error: {message}",
         "app.model_failed": "The model failed to load — see the message above.",
+        "app.server_failed": "The server did not answer — see the message above.",
         "app.engine_missing": "The local model needs llama-cpp-python: pip install "
         "llama-cpp-python (it compiles llama.cpp, several minutes); meanwhile --server URL, "
         "--backend scripted and the lessons work.",
@@ -213,6 +214,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.busy_answering": "还在回答：你的消息留在输入框里（按 Esc 停止回答）。",
         "app.error": "出错：{message}",
         "app.model_failed": "模型加载失败 —— 见上方说明。",
+        "app.server_failed": "服务器没有应答 —— 见上方说明。",
         "app.engine_missing": "本地模型需要 llama-cpp-python：pip install llama-cpp-python"
         "（它会编译 llama.cpp，需要几分钟）；在此之前，--server URL、--backend scripted "
         "和课程都可以用。",

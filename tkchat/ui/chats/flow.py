@@ -459,7 +459,10 @@ class ChatFlow:
             self.model_failed = True
             self.view.model_banner.show(message)
             # a known failure's sentence is the status line itself (it says what to do)
-            self.view.status.say(event.key or "app.model_failed")
+            remote = isinstance(self.controller.backend, RemoteBackend)
+            self.view.status.say(
+                event.key or ("app.server_failed" if remote else "app.model_failed")
+            )
             self.send_allowed = False
         self.update_actions()
 
