@@ -10,12 +10,14 @@ test ran with *One tick*, every token one it let through with *One token*.
 from __future__ import annotations
 
 import tkinter as tk
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import layout_problems, pump_until
 from tests.x_input import handled, keyboard_focus, laid_out, needs_xdotool, xdotool
+from tkchat.generate.llama_backend import LlamaBackend
 from tkchat.generate.scripted import ScriptedBackend, scripted_tokens
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.ui.stages.canvas import LANES, bar_fraction, lane_amounts, lane_texts
@@ -364,14 +366,16 @@ def stacking(root: tk.Tk) -> list[str]:
 @needs_xdotool
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_demo_opens_the_view_behind_the_chat_and_esc_puts_it_back_there(
-    root: tk.Tk, make_app, language: str
+    root: tk.Tk, make_app, language: str, tmp_path: Path
 ) -> None:
     """Seen at 1280x720 with projector text: the view a demo opened covered the whole chat,
     Send and the lesson included, and no key sent it away. The class watches the chat: the
     view opens behind it, the chat keeps the keys; F9 brings it; Esc in it, back again."""
     from tkchat.course.lessons import load_lessons
 
-    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True, language=language)
+    # a window on a local model (one that failed: no load to wait for), as in a class: the
+    # demo switches it to the scripted backend, whose "Ready — scripted …" comes after
+    app = make_app(LlamaBackend(tmp_path / "none.gguf"), projector=True, language=language)
     flood = next(lesson for lesson in load_lessons(language) if lesson.id == "11-backpressure")
     app.demos.setup(flood)
     view = app.stages.window
@@ -380,7 +384,10 @@ def test_a_demo_opens_the_view_behind_the_chat_and_esc_puts_it_back_there(
     pump_until(root, lambda: len(stacking(root)) == 2, what="both windows mapped")
     assert stacking(root) == [str(view), str(root)]  # the chat on top
     assert str(root.focus_lastfor()) == str(app.input)
-    assert "F9" in app.status.get()
+    # the demo's backend loads, and its "Ready — scripted …" does not hide the line's F9
+    pump_until(root, lambda: app.flow.model_ready, what="the demo's backend")
+    handled(root)
+    assert "F9" in app.status.get(), app.status.get()
     app.menubar.invoke("stages")  # F9
     handled(root)
     assert stacking(root) == [str(root), str(view)]

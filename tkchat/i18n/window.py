@@ -54,8 +54,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.compare_open": "The comparison is already open.",
         "app.compare_opened": "Opened {broken} next to fixed, in two new windows.",
         "app.demo_ready": "Demo ready: mode {mode}. Press Enter to send the prompt.",
-        "app.demo_ready_stages": "Demo ready: mode {mode}. Press Enter to send the prompt; "
-        "F9 shows the pipeline view of the answer.",
+        "app.demo_ready_stages": "Demo ready ({mode}): Enter sends, F9 shows the pipeline.",
         "app.no_cjk_font": "No Chinese font found: install one (e.g. fonts-noto-cjk) to read "
         "the Chinese interface.",
         "button.send": "Send",
@@ -223,8 +222,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.compare_open": "对比窗口已经开着了。",
         "app.compare_opened": "已打开两个新窗口：{broken} 与 fixed 并排。",
         "app.demo_ready": "演示已就绪：{mode} 模式。按回车发送提示词。",
-        "app.demo_ready_stages": "演示已就绪：{mode} 模式。按回车发送提示词；"
-        "按 F9 看这段回答的流水线视图。",
+        "app.demo_ready_stages": "演示就绪（{mode}）：回车发送，F9 看流水线。",
         "app.no_cjk_font": "没有找到中文字体：请安装一个（例如 fonts-noto-cjk）"
         "以正常显示中文界面。",
         "button.send": "发送",

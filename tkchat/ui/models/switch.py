@@ -190,10 +190,11 @@ class ModelSwitch:
         rate: float | None = None,
         tokens: int | None = None,
         language: str = "en",
-    ) -> None:
+    ) -> bool:
         """Switch to the "llama" or "scripted" backend (made once, then kept loaded). For the
         scripted one: its token rate, its answer's length in tokens (None: the whole demo
-        answer once) and the answer's language."""
+        answer once) and the answer's language. True if it was not the one in use: its
+        ModelReady (or ModelFailed) follows."""
         self._sync()
         backend = self.backends.get(kind)
         if backend is None:
@@ -205,9 +206,10 @@ class ModelSwitch:
             if rate is not None:
                 backend.rate = rate
         if backend is self.controller.backend:
-            return
+            return False
         self._unloading(backend)
         self.controller.switch_backend(backend)
+        return True
 
     def _unloading(self, backend: Backend) -> None:
         self.on_unloading()

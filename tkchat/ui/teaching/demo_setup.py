@@ -80,6 +80,7 @@ class LessonDemos:
         self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
         # The pipeline view's door (the window sets it): a lesson whose demo shows it opens it.
         self.open_stages: Callable[[], object] | None = None
+        self._ready_line: tuple[str, str] | None = None  # a demo's line, its backend loading
         self.live_figure = LiveFigures(
             window.probe,
             window.transcript,
@@ -119,7 +120,7 @@ class LessonDemos:
         if lesson.fresh:
             window.flow.new_chat()
         window.teaching.set_mode(lesson.mode)
-        window.models.use(
+        switched = window.models.use(
             lesson.backend, rate=lesson.rate, tokens=lesson.tokens, language=lesson.language
         )
         limit = lesson.max_tokens or lesson.tokens
@@ -139,9 +140,18 @@ class LessonDemos:
         window.input.focus_set()
         window.health.highlight(lesson.watch)
         window.probe.reset_peaks()
-        self.status.say(
-            "app.demo_ready_stages" if lesson.stages else "app.demo_ready", mode=lesson.mode
-        )
+        key = "app.demo_ready_stages" if lesson.stages else "app.demo_ready"
+        self.status.say(key, mode=lesson.mode)
+        # the backend chosen will say "Ready — …" over it once loaded: then it is said again
+        self._ready_line = (key, lesson.mode) if switched else None
+
+    def model_loaded(self, ready: bool) -> None:
+        """A model loaded (``ready``) or failed to: if it is the one a demo just chose and it
+        loaded, the demo's line again (the load's "Ready — scripted, loaded in 0.0 s" took
+        its place, F9's hint with it)."""
+        line, self._ready_line = self._ready_line, None
+        if ready and line is not None:
+            self.status.say(line[0], mode=line[1])
 
     # -- the chaos transport (lesson 13) -------------------------------------------------------
 

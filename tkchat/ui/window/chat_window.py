@@ -373,9 +373,11 @@ class ChatApp(ChatLayout):
         self.catalogue.suggest(event.name, self.controller.backend)
         self.context_meter.clear(event.n_ctx)
         self.context_meter.set_trained(event.n_ctx_train)
+        self.demos.model_loaded(True)  # (after the ready line: a demo's own line comes back)
 
     def model_not_loaded(self, event: ModelFailed) -> None:
         self.models.failed(event)
+        self.demos.model_loaded(False)
 
     # -- title, language, shortcuts --------------------------------------------------------------
 
