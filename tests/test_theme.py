@@ -519,3 +519,14 @@ def test_highlighted_code_takes_the_themes_pygments_style_and_switches_live(
     assert all(back == DARK.code_background for _fore, back in dark.values())
     app.appearance.set_theme("light")
     assert code_colours(app)["def"] == light["def"]
+
+
+def test_a_radio_button_s_circle_grows_with_the_screen_s_density(
+    root: tk.Tk, make_app, scaled
+) -> None:
+    """Seen at 192 dpi: the lesson panel's choices had circles of 8 px beside 40 px text
+    (clam draws its indicator in pixels, whatever the density)."""
+    scaled(192 / 72)
+    make_app(ScriptedBackend(rate=0))
+    size = ttk.Style(root).lookup("TRadiobutton", "indicatorsize")
+    assert int(float(size)) >= 20, size

@@ -160,6 +160,7 @@ def configure_styles(style: ttk.Style, p: Palette, px: Callable[[float], int]) -
             indicatorbackground=p.field,
             indicatorforeground=p.accent,
             indicatormargin=(0, 0, px(6), 0),
+            indicatorsize=px(12),  # clam's is 10 pixels at any density: 8 px at 192 dpi
         )
         style.map(kind, background=[("active", p.background)])
     style.configure("TProgressbar", background=p.accent, troughcolor=p.surface)
