@@ -374,6 +374,21 @@ def test_at_192_dpi_the_window_grows_with_its_text(root: tk.Tk, scaled) -> None:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
+def test_on_a_projector_its_smallest_text_stays_readable(root: tk.Tk, lang: str) -> None:
+    """Seen at 1280×720 with the lesson panel: the watchdog got 576×211 pixels, and its axis
+    and caption shrank to 8 px. They stay at 13 px or more, and still inside the window."""
+    window = WatchdogWindow(root, list, lambda: False, language=lang)
+    root.geometry("576x211")
+    window.start()
+    root.update()
+    scaling = float(root.tk.call("tk", "scaling"))
+    for font in (window.axis_font, window.label_font):
+        assert font.actual("size") * scaling >= 12.9, font.actual("size")
+    assert window.counter in window.canvas.find_all() and _texts_inside(window)
+    window.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) -> None:
     """``--lang zh``: all of it Chinese — title (which names the keys), counter, caption,
     axes, a freeze's label."""

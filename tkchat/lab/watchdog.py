@@ -58,6 +58,7 @@ Anchor = Literal["nw", "n", "ne", "w", "center", "e", "sw", "s", "se"]
 TITLE = STRINGS["en"]["wd.title"]
 SPAN_S = 15.0  # the chart's width in seconds
 TICK_MS = 40  # how often this window looks at the beats and redraws
+READABLE_PX = 13  # the smallest text a shrunk watchdog shows (10 points at 96 dpi)
 FROZEN_AFTER_S = 0.25  # silence this long (five beats missed) is a freeze
 PARENT_GONE_AFTER_S = 5.0  # silence this long, with the parent gone, ends the watchdog
 CAPTION = STRINGS["en"]["wd.caption"]
@@ -257,11 +258,15 @@ class WatchdogWindow:
 
     def _fit_fonts(self, event: tk.Event) -> None:
         """A window smaller than its design (:data:`SIZE` at this density: a small screen
-        holds :data:`SCREEN_SHARE` of it) gets its text smaller by as much, never cut."""
+        holds :data:`SCREEN_SHARE` of it) gets its text smaller by as much, never cut, and
+        never under :data:`READABLE_PX` pixels (on a 1280×720 projector the axis and the
+        caption were 8 px: unreadable from the back of a room); the chart is laid out from
+        the fonts' sizes, so it gives up height instead."""
         scale = dp(self.root, 1000) / 1000
         fit = min(1.0, event.width / (SIZE[0] * scale), event.height / (SIZE[1] * scale))
+        floor = math.ceil(READABLE_PX / float(self.root.tk.call("tk", "scaling")))
         for font, points in self._points:
-            font.configure(size=max(5, round(points * fit)))
+            font.configure(size=max(min(points, floor), round(points * fit)))
 
     def start(self) -> None:
         self._tick()
