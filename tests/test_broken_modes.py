@@ -338,6 +338,24 @@ def test_compare_places_broken_left_and_fixed_right_with_one_seed() -> None:
     assert left[left.index("--geometry") + 1].endswith("+0+0")
 
 
+def test_the_per_chunk_render_answer_is_no_wider_than_a_half_screen_window(
+    root: tk.Tk, make_app
+) -> None:
+    """Seen in compare on a 1280-pixel projector: the broken window's answer, 88 characters
+    wide, was cut at the window's right edge."""
+    from tests.x_input import laid_out
+
+    gate = TokenGate()  # the answer waits after its first token: its widget stays
+    app = make_app(ScriptedBackend(gate=gate), mode="per-chunk-render", projector=True)
+    root.geometry("628x640+0+0")
+    laid_out(root)
+    assert app.flow.send("q")
+    widget = next(iter(app.flow.answering.pipeline.widgets.values()))
+    laid_out(root)
+    assert widget.winfo_reqwidth() <= app.transcript.text.winfo_width()
+    app.flow.answering.stop()
+
+
 def test_compare_speaks_the_class_s_language_in_both_windows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -50,6 +50,11 @@ class RenderEveryChunk:
             borderwidth=0,
         )
         set_role(widget, "keep")  # tkhtmlview's black text needs its white page, in any theme
+        # no wider than the chat (88 characters were cut at the right of a half-screen
+        # window: compare on a 1280-pixel projector)
+        room = self.host.transcript.text.winfo_width() - 40
+        if 1 < room < widget.winfo_reqwidth():
+            widget.configure(width=max(20, 88 * room // widget.winfo_reqwidth()))
         self.host.transcript.embed(view, widget)
         self.widgets[view.number] = widget
 
