@@ -178,6 +178,8 @@ def check_setup(demo: DemoWindow, lesson: Lesson) -> None:
         assert app.controller.sink_wrapper is chaos
     if lesson.watchdog:
         assert app.demos.watchdog is demo.watchdogs[-1] and demo.watchdogs[-1].alive
+    else:  # one a freeze demo opened over the chat's text is closed: this lesson shows it
+        assert app.demos.watchdog is None and not any(dog.alive for dog in demo.watchdogs)
     assert app.input.draft == (lesson.prompt or "")
     if lesson.fresh:
         assert app.transcript.answers == []

@@ -133,6 +133,9 @@ class LessonDemos:
         self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
         if lesson.watchdog:
             self.open_watchdog()
+        elif self.watchdog is not None:  # it sits over the chat's text, which this one shows
+            self.watchdog.close()
+            self.watchdog = None
         if lesson.stages and self.open_stages is not None:
             # after the backend is chosen: its answers are the ones stepped (behind the chat)
             self.open_stages()
