@@ -9,6 +9,7 @@ saves is reopened by another.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -674,6 +675,16 @@ def labels_are(app: ChatApp, lang: str) -> None:
         for item in items:
             if item is not None:
                 assert app.menubar.label(item[1]) == strings[item[0]], item
+
+
+def test_a_window_without_saved_chats_has_no_empty_line_in_its_menus(root: tk.Tk, make_app) -> None:
+    """Seen in compare's windows (--no-history): File had two separators in a row where
+    Search, Import and Export were, which read as an empty item."""
+    app = make_app(ScriptedBackend(rate=0), history=False)
+    for name, menu in app.menubar.menus.items():
+        kinds = [menu.type(i) for i in range(int(menu.index("end") or 0) + 1)]
+        assert kinds[0] != "separator" and kinds[-1] != "separator", name
+        assert all(not (a == b == "separator") for a, b in itertools.pairwise(kinds)), name
 
 
 def test_every_menu_command_runs_and_the_labels_follow_the_language(

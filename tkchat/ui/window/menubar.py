@@ -130,7 +130,11 @@ class MenuBar:
             menu = tk.Menu(self.bar, tearoff=False)
             for item in items:
                 if item is None:
-                    menu.add_separator()
+                    # not twice in a row (a window without saved chats has no Search, Import
+                    # or Export: two lines, which read as an empty item)
+                    last = menu.index("end")
+                    if last is not None and menu.type(last) != "separator":
+                        menu.add_separator()
                     continue
                 label_key, name, accelerator = item
                 if name not in commands:
@@ -144,6 +148,9 @@ class MenuBar:
                         label=translate(label_key), command=commands[name], accelerator=accelerator
                     )
                 self._where[name] = (menu, int(menu.index("end") or 0))
+            last = menu.index("end")
+            if last is not None and menu.type(last) == "separator":
+                menu.delete(last)  # (nothing after it)
             self.bar.add_cascade(label=translate(menu_key), menu=menu)
             self.menus[menu_key] = menu
         root.configure(menu=self.bar)
