@@ -63,6 +63,7 @@ from tkchat.trace.sampler import (
     classify,
 )
 from tkchat.trace.whose import (
+    CLOCKLESS_VOUCH_S,
     WhoseTime,
     whose_each_late,
     whose_late_time,
@@ -197,6 +198,20 @@ CATCH_UP = in_callback(
     ref("Pipeline._catch_up", PIPELINE, "mine.py"),  # scheduled by show(): after(0, ...)
     ref("markdown_to_safe_html", PROJECT, "tkchat/render/safe_markdown.py"),
 )
+
+
+def test_a_sample_without_clocks_vouches_for_one_interval_not_its_whole_span() -> None:
+    """Seen in a class graded beside hogs: the sampler, woken 120 ms late after a calm
+    moment (no clocks of the main thread yet), found the pipeline's show() on the stack, and
+    all 120 ms were charged to it as work hidden from its timed calls: a correct file FAILed.
+    Without clocks a sample says what ran at its end, for about the interval it slept; the
+    rest is unsampled. With clocks that say the main thread ran all along, all of it counts."""
+    clockless = [sample(1.12, CATCH_UP, PYTHON, span=0.12)]
+    split = whose_split(clockless, 1.0, 1.12)
+    assert split.whose.pipeline == pytest.approx(1000 * CLOCKLESS_VOUCH_S)
+    assert split.whose.unsampled == pytest.approx(120 - 1000 * CLOCKLESS_VOUCH_S)
+    clocked = [sample(1.12, CATCH_UP, PYTHON, span=0.12, ran=0.12, queued=0.0)]
+    assert whose_split(clocked, 1.0, 1.12).whose.pipeline == pytest.approx(120)
 
 
 def test_the_pipelines_time_is_told_by_the_function_that_held_the_loop() -> None:
