@@ -31,6 +31,9 @@ from tkchat.trace.sampler import CALM_INTERVAL_S, TK_WORK, WAIT, Sample
 # 120 ms before it, when show() was not running (the timed calls said so), were charged to
 # the pipeline as work hidden from them: a correct file FAILed. The rest is "unsampled".
 CLOCKLESS_VOUCH_S = 2 * CALM_INTERVAL_S
+# Where a thread sleeps because its code asked to (a kernel's wait channel names it): never
+# the machine's time. Asleep on a lock (the GIL) or in poll (the X server's reply), it may be.
+OWN_SLEEPS = ("nanosleep",)
 
 
 @dataclass(frozen=True)
@@ -90,14 +93,16 @@ def _held_off(sample: Sample) -> float:
     inside a call into Tk or between callbacks, that it did not run in: back from Tcl, it
     waits for the GIL), seconds that were the machine's: while it slept on a lock (the GIL,
     most likely), the process's other threads waited that long for a core — the GIL's
-    holder among them, kept off a core by another program. The timed calls of a graded
-    pipeline excuse the same time (:func:`tkchat.lab.selftest.instruments.held_ms`): the
-    two witnesses agree. (Between callbacks the time was Tk's otherwise, never the
-    pipeline's: the grade is the same either way.) Not a sleep or a read (the kernel says
-    where it slept, where it can), nor time it ran."""
+    holder among them, kept off a core by another program; or in a call into Tk, asleep in
+    ``poll`` for the X server's reply, the display server kept off a core as well. The timed
+    calls of a graded pipeline excuse the same time
+    (:func:`tkchat.lab.selftest.instruments.held_ms`): the two witnesses agree. (Between
+    callbacks the time was Tk's otherwise, never the pipeline's: the grade is the same
+    either way.) Not a sleep the code asked for (``time.sleep``: the kernel says where it
+    slept, where it can), nor time it ran."""
     if sample.kind not in (WAIT, TK_WORK) or not sample.others_queued or sample.ran is None:
         return 0.0  # (a ``tk`` sample in which it did not run: asleep coming back from Tk)
-    if sample.blocked is not None and "futex" not in sample.blocked:
+    if sample.blocked is not None and any(asked in sample.blocked for asked in OWN_SLEEPS):
         return 0.0
     asleep = max(0.0, sample.span - (sample.ran or 0.0) - (sample.queued or 0.0))
     return min(asleep, sample.others_queued)
