@@ -67,8 +67,11 @@ log = logging.getLogger(__name__)
 # 1,000 characters, 14 ms per 2,000. Blocks longer than this are split, which shows: a split
 # paragraph becomes two paragraphs (a split list numbers on: ``<ol start>``).
 MAX_BLOCK_CHARS = 1000
-# A slice starts another piece only if the predicted cost still fits in this budget.
-SLICE_BUDGET_MS = 4.0
+# A slice starts another piece only if the predicted cost still fits in this budget. At 4 ms
+# the fixed window's lag max without the sampler was 6.4-10.1 ms against the simplest Tk
+# peer's 3.9-5.7; at 2 ms, 4.0-6.8 against 2.8-6.8 (tests/tools/peer_lag.py, quiet, 4 runs
+# each, 2026-12-04).
+SLICE_BUDGET_MS = 2.0
 # Initial guess of the cost per character (a dense list), refined from what is measured.
 INITIAL_MS_PER_CHAR = 0.03
 # The painting a tick may do for the text it appended; more is left to slices, the next one
