@@ -87,15 +87,14 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             print(f"tkchat compare: {problem}", file=sys.stderr)
             return 2
-    from tkchat.course.compare import default_prompt, run_compare
+    from tkchat.course.compare import default_prompt, run_compare, window_args
 
     if args.broken is not None and not usable(args.broken, NAME):
         return 2
     _long_enough_to_act_in(args)
-    window_args = ["--lang", args.lang] if args.lang else []
     return run_compare(
         args.broken,
-        child_model_args(args) + window_args + (["--projector"] if args.projector else []),
+        child_model_args(args) + window_args(args.lang, args.projector),
         prompt=args.prompt or default_prompt(args.lang),
         seed=args.seed,
         max_tokens=args.max_tokens,

@@ -38,6 +38,11 @@ def default_prompt(language: str | None) -> str:
     return DEFAULT_PROMPTS[language or default_language()]
 
 
+def window_args(language: str | None, projector: bool) -> list[str]:
+    """A compare window's language and projector mode, as command-line options."""
+    return [*(["--lang", language] if language else []), *(["--projector"] if projector else [])]
+
+
 def compare_command(broken: str, model_args: list[str]) -> list[str]:
     """The command line of ``tkchat compare`` for a window's model options (the window adds
     its language and projector mode: ``--lang``, ``--projector``)."""

@@ -92,9 +92,11 @@ class Culprit:
         }
 
 
-def overlap_s(sample: Sample, start: float, end: float) -> float:
-    """Seconds of ``sample``'s span within ``start`` … ``end``."""
-    return max(0.0, min(sample.at, end) - max(sample.at - sample.span, start))
+def overlap_s(sample: Sample, start: float, end: float, span: float | None = None) -> float:
+    """Seconds of ``sample``'s span (or of the last ``span`` seconds of it) within
+    ``start`` … ``end``."""
+    span = sample.span if span is None else span
+    return max(0.0, min(sample.at, end) - max(sample.at - span, start))
 
 
 def group_of(sample: Sample) -> tuple[str, str]:

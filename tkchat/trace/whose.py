@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from tkchat.stats import LONG_TASK_MS, LagSample
-from tkchat.trace.culprit import group_of
+from tkchat.trace.culprit import group_of, overlap_s
 from tkchat.trace.frames import PIPELINE
 from tkchat.trace.sampler import CALM_INTERVAL_S, TK_WORK, WAIT, Sample
 
@@ -122,7 +122,7 @@ def whose_split(samples: Iterable[Sample], start: float, end: float) -> Split:
     covered = wall = ran = 0.0
     for sample in samples:
         span = sample.span if sample.ran is not None else min(sample.span, CLOCKLESS_VOUCH_S)
-        weight = max(0.0, min(sample.at, end) - max(sample.at - span, start))
+        weight = overlap_s(sample, start, end, span)
         if weight <= 0:
             continue
         covered += weight

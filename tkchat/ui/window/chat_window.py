@@ -355,10 +355,11 @@ class ChatApp(ChatLayout):
         mode at the moment Compare is pressed (a Chinese class got two English windows)."""
         if command is None:
             return None
+        from tkchat.course.compare import window_args
+
         return lambda broken: [
             *command(broken),
-            *("--lang", self.t.lang),
-            *(["--projector"] if self.text_size.projector else []),
+            *window_args(self.t.lang, self.text_size.projector),
         ]
 
     def focus_input(self) -> None:
