@@ -83,6 +83,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "programs held, the window's own lag p99 is {ms} ms",
         "selftest.note.queued": "{count} input(s) over 100 ms were late only by the time the "
         "main thread waited for a core other programs held (up to {ms} ms): on time",
+        "selftest.note.path_queued": "on its way from the model's thread to the screen, the "
+        "error waited up to {ms} ms for a core other programs held: not counted against you",
         "selftest.note.lag_fail": "the lag your pipeline's calls caused has a p99 of {ms} ms",
         "selftest.note.lag_busy": "the lag your pipeline's calls caused has a p99 of only "
         "{ms} ms; the rest was the machine (other programs) or the window's own drawing — "
@@ -307,6 +309,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "{ms} 毫秒",
         "selftest.note.queued": "有 {count} 次超过 100 毫秒的输入，迟到的只是主线程等待被其他程序"
         "占用的 CPU 的时间（最多 {ms} 毫秒）：算作及时",
+        "selftest.note.path_queued": "错误从模型的线程到屏幕的路上，等待被其他程序占用的 CPU "
+        "最多 {ms} 毫秒：不算在你头上",
         "selftest.note.lag_fail": "由你的管线的调用造成的延迟，p99 为 {ms} 毫秒",
         "selftest.note.lag_busy": "由你的管线的调用造成的延迟，p99 只有 {ms} 毫秒；其余是机器"
         "（其他程序）或窗口自己的绘制——不作判断",

@@ -33,7 +33,7 @@ from tkchat.generate.backend import (
     WrappedBackend,
 )
 from tkchat.generate.factory import LlamaOptions, ScriptedOptions, make_backend
-from tkchat.generate.faults import FaultInjector
+from tkchat.generate.faults import FaultInjector, ModelDied
 from tkchat.generate.scripted import ScriptedBackend, long_answer
 from tkchat.lab.selftest.protocol import ModelRun, PipelineCall, Probed, Reporter
 from tkchat.stats import PROBE_MS
@@ -63,6 +63,16 @@ class SchedClock:
         if reader is None:
             reader = self._local.reader = CoreWaits()
         return reader.read()
+
+
+def path_waited_ms(before: dict[int, int], after: dict[int, int], skip: set[int]) -> float:
+    """The longest any one thread not in ``skip`` waited for a core between two readings, in
+    ms. The error of question 2 goes from the model's thread (and a student's own threads) to
+    the main one, one thread after another: what the slowest of them waited is time the
+    machine, not the pipeline, kept the error off the screen. (The longest, not the sum:
+    threads off the error's way wait side by side and would add up to more than the wall.)"""
+    waited = [wait - before.get(tid, 0) for tid, wait in after.items() if tid not in skip]
+    return max(0, *waited) / 1e6 if waited else 0.0
 
 
 def held_ms(
@@ -243,6 +253,9 @@ class TokenMeter(WrappedBackend):
         self.runs = 0
         self.raw_next = False  # the next pass is the baseline (set by the command thread)
         self.open: dict[int, ModelRun] = {}  # passes still running (read by the report tick)
+        # every thread's wait for a core when the injected fault fired (question 2): the
+        # error's way to the screen starts there (:func:`path_waited_ms`)
+        self.waits_at_death: dict[int, int] | None = None
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> TokenStream:
         """The thread that iterates it."""
@@ -264,6 +277,9 @@ class TokenMeter(WrappedBackend):
                     piece = next(tokens)
                 except StopIteration as end:
                     return end.value or "stop"
+                except ModelDied:
+                    self.waits_at_death = self.clock.waits()
+                    raise
                 if not isinstance(piece, PromptProgress):
                     run.times.append(time.perf_counter())
                 yield piece

@@ -26,7 +26,7 @@ from tkchat.events import Done, Error
 from tkchat.generate.backend import GenerationRequest
 from tkchat.generate.controller import GenerationController
 from tkchat.generate.faults import FaultInjector
-from tkchat.lab.selftest.instruments import TokenMeter
+from tkchat.lab.selftest.instruments import TokenMeter, path_waited_ms
 from tkchat.lab.selftest.protocol import PipelineCall, Point, Probed, Reporter
 from tkchat.stats import LagSample
 from tkchat.threads import own_thread
@@ -188,12 +188,25 @@ class WindowReport:
 
     def _finals(self) -> None:
         for final in self._new("finals", self.window.finished):
+            fields: dict[str, object]
             if isinstance(final, Error):
                 fields = {"end": "error", "message": self.window.last_error or final.message}
+                fields.update(self._path_waited())
             else:
                 assert isinstance(final, Done)
                 fields = {"end": "done", "reason": final.reason}
             self.out.send("final", t=self.window.final_handled_at, **fields)
+
+    def _path_waited(self) -> dict[str, float]:
+        """For the error of an injected death: how long the slowest thread on its way to the
+        screen waited for a core since (the main thread's wait is the probe's; this thread's
+        is its own). Read a report tick after the error was shown: at most :data:`TICK_S` of
+        waiting too many."""
+        before, self.meter.waits_at_death = self.meter.waits_at_death, None
+        if before is None:
+            return {}
+        skip = {threading.main_thread().native_id or 0, threading.get_native_id()}
+        return {"path_queued_ms": round(path_waited_ms(before, self.meter.clock.waits(), skip), 3)}
 
     def _faults(self) -> None:
         if self.faults.died_at is not None and self.faults.died_at != self._died:

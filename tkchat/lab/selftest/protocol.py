@@ -19,6 +19,9 @@ Linux is ``CLOCK_MONOTONIC``, the same clock in every process of the machine)::
     shown     t: [...]                                 text reached the screen (the transcript)
     input     what (ping|scroll|key|stop), t, chars    a handler ran (stop: the answer's length)
     final     end (done|error), reason, message, t     an answer's final event was handled
+              path_queued_ms                           (an injected death's error: the
+                                                       slowest thread on its way to the
+                                                       screen waited this long for a core)
     lag       s: [[at, lag_ms, queued_ms], ...]        lag probe firings since the last line
     calls     c: [[method, at, wall, cpu, held, main], ...]   calls into the pipeline
     run_start n, raw, started                          a pass through the model loop began
