@@ -58,6 +58,20 @@ class Translator:
         self._listeners.append(listener)
         self._maybe_prune()
 
+    def forget(self, window: tk.Misc) -> None:
+        """A window closing: drop its widgets and its listeners now (what :meth:`_maybe_prune`
+        would drop only once the lists had grown)."""
+        path = str(window)
+        inside = (path, f"{path}.")
+
+        def outside(widget: object) -> bool:
+            return not (isinstance(widget, tk.Misc) and str(widget).startswith(inside))
+
+        self._bound = [entry for entry in self._bound if outside(entry[0])]
+        self._listeners = [
+            listener for listener in self._listeners if outside(getattr(listener, "__self__", None))
+        ]
+
     def _maybe_prune(self) -> None:
         """Dialogs come and go: without this, each one opened stayed referenced forever."""
         if len(self._bound) + len(self._listeners) < self._prune_at:

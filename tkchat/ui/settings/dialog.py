@@ -351,6 +351,7 @@ class ChatSettingsDialog(tk.Toplevel):
 
     def destroy(self) -> None:
         self.closed = True
+        self.translate.forget(self)
         super().destroy()
 
     # -- building ------------------------------------------------------------------------------
@@ -518,7 +519,7 @@ class ChatSettingsDialog(tk.Toplevel):
         self.closed = True
 
     def _on_language_changed(self, _lang: str) -> None:
-        # The translator keeps its listeners for ever; a closed dialog ignores the call.
+        # (destroy() has the translator forget it: a call may still come while it closes)
         if self.closed or not self.winfo_exists():
             return
         self.title(self.translate("settings.title"))
