@@ -77,6 +77,46 @@ def test_what_the_qt_client_cannot_do_is_said_in_one_line(
     assert message in err and err.count("\n") == 1
 
 
+QT_GONE = "the Qt client needs the qt extra (this test's stand-in for PySide6 missing)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "qt_missing", "said"),
+    [
+        # Qt not there: that is what stops the user, whatever else they asked for
+        (["compare", "--toolkit", "qt", "--projector"], QT_GONE, f"tkchat compare: {QT_GONE}"),
+        (
+            ["compare", "--toolkit", "both", "--broken", "blocking", "--projector"],
+            QT_GONE,
+            f"tkchat compare: {QT_GONE}",
+        ),
+        (["--toolkit", "qt", "--projector", "--lessons"], QT_GONE, f"tkchat: {QT_GONE}"),
+        # a mode the Qt client lacks comes before an option it has no use for
+        (
+            ["compare", "--toolkit", "qt", "--broken", "blocking", "--projector"],
+            None,
+            "tkchat compare: the Qt client has the modes fixed and no-coalesce, not blocking",
+        ),
+        # the client can run: then the option is what is left to say
+        (
+            ["compare", "--toolkit", "qt", "--projector"],
+            None,
+            "tkchat compare: the Qt client has no projector mode: leave out --projector",
+        ),
+    ],
+)
+def test_the_first_thing_that_stops_a_qt_window_is_said_and_only_it(
+    argv: list[str],
+    qt_missing: str | None,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr("tkchat.qt.qt_missing", lambda: qt_missing)
+    assert main(argv) == 2
+    assert capsys.readouterr().err == said + "\n"
+
+
 @pytest.mark.gui
 def test_compare_both_opens_a_qt_and_a_tk_window_and_closes_them(display: None) -> None:
     pytest.importorskip("PySide6.QtWidgets", reason="the Qt client needs PySide6 (the qt extra)")

@@ -8,7 +8,7 @@ import sys
 
 from tkchat.cli.from_args import SCRIPTED_RATE, child_model_args, qt_problem, usable
 from tkchat.cli.options import Subcommands, add_server_option, mode_type, model_options
-from tkchat.course.compare import COMPARE_TOOLKITS
+from tkchat.course.compare import COMPARE_TOOLKITS, DEFAULT_BROKEN
 from tkchat.i18n import LANGUAGES
 from tkchat.modes import BROKEN_MODES, FIXED, OUTSIDE_FORM
 
@@ -77,16 +77,24 @@ def _long_enough_to_act_in(args: argparse.Namespace) -> None:
         args.max_tokens = max(args.max_tokens, args.tokens)
 
 
+def _qt_windows_problem(args: argparse.Namespace) -> str | None:
+    """Why the Qt windows cannot open as asked, in one sentence: the first that stops the
+    user. The Qt client itself (not installed, or without the broken mode asked for) comes
+    before an option it has no use for: leaving out --projector would not help them."""
+    both = args.toolkit == "both"
+    problem = qt_problem(FIXED if both else args.broken or DEFAULT_BROKEN["qt"])
+    if problem is None and both and args.broken:
+        problem = "--toolkit both compares the two fixed windows: leave out --broken"
+    if problem is None and args.projector:
+        problem = "the Qt client has no projector mode: leave out --projector"
+    return problem
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.toolkit != "tk":
-        problem = qt_problem(args.broken or "no-coalesce")
-        if args.toolkit == "both" and args.broken:
-            problem = "--toolkit both compares the two fixed windows: leave out --broken"
-        if args.projector:
-            problem = "the Qt client has no projector mode: leave out --projector"
-        if problem:
-            print(f"tkchat compare: {problem}", file=sys.stderr)
-            return 2
+    problem = None if args.toolkit == "tk" else _qt_windows_problem(args)
+    if problem:
+        print(f"tkchat compare: {problem}", file=sys.stderr)
+        return 2
     from tkchat.course.compare import default_prompt, run_compare, window_args
 
     if args.broken is not None and not usable(args.broken, NAME):

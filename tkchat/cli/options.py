@@ -73,6 +73,17 @@ def gpu_layers_type(text: str) -> int | None:
     raise argparse.ArgumentTypeError(f"{text!r}: a number of layers from 0, all, or auto")
 
 
+def server_url_type(text: str) -> str:
+    """``--server``: an http(s) URL (or ``HOST:PORT``), checked now and written the one way
+    the app quotes it; a slip is a sentence here, not a failed connection in a window later."""
+    from tkchat.generate.remote.http import server_base_url  # http.client: only when given
+
+    try:
+        return server_base_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def model_options() -> argparse.ArgumentParser:
     """Options every command shares: which backend, which model, how fast (scripted)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -147,6 +158,7 @@ def add_server_option(parser: argparse.ArgumentParser) -> None:
     """Only where a window streams (the app, and each window of ``compare``)."""
     parser.add_argument(
         "--server",
+        type=server_url_type,
         metavar="URL",
         help="stream from a server instead: `tkchat serve` or any "
         "OpenAI-compatible one (llama.cpp, Ollama, vLLM, llama-cpp-python)",

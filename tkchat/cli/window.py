@@ -86,7 +86,7 @@ def run_qt(args: argparse.Namespace) -> int:
         for flag, given in (("--lessons", args.lessons), ("--projector", args.projector))
         if given
     ]
-    if unsupported:
+    if unsupported and problem is None:  # the client itself first, as compare says it
         problem = f"the Qt client has no {' or '.join(unsupported)}"
     if problem:
         print(f"tkchat: {problem}", file=sys.stderr)

@@ -18,6 +18,13 @@ The SSE framing itself is the transport stage's: :mod:`tkchat.transport.sse`.
 
 from tkchat.generate.remote.backend import DEFAULT_N_CTX, RemoteBackend
 from tkchat.generate.remote.errors import RemoteError
-from tkchat.generate.remote.http import POLL_S, split_server_url
+from tkchat.generate.remote.http import POLL_S, server_base_url, split_server_url
 
-__all__ = ["DEFAULT_N_CTX", "POLL_S", "RemoteBackend", "RemoteError", "split_server_url"]
+__all__ = [
+    "DEFAULT_N_CTX",
+    "POLL_S",
+    "RemoteBackend",
+    "RemoteError",
+    "server_base_url",
+    "split_server_url",
+]

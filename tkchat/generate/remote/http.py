@@ -43,7 +43,14 @@ from tkchat.transport.sse import SSEMessage
 
 TOKEN_ENV_VAR = "TKCHAT_SERVER_TOKEN"  # the bearer token, when none is given in code
 
-__all__ = ["POLL_S", "TOKEN_ENV_VAR", "Exchange", "HttpClient", "split_server_url"]
+__all__ = [
+    "POLL_S",
+    "TOKEN_ENV_VAR",
+    "Exchange",
+    "HttpClient",
+    "server_base_url",
+    "split_server_url",
+]
 
 
 class Exchange:
@@ -81,11 +88,13 @@ def split_server_url(url: str) -> tuple[str, str, int, str]:
 
     ``127.0.0.1:8080``, ``http://host:8080/``, ``http://host:8080/v1`` and even
     ``http://host:8080/v1/chat/completions`` all name the same server; a path prefix in front
-    (a server behind a reverse proxy, ``https://example.org/llm/v1``) is kept. Raises
-    ``ValueError`` with a readable message.
+    (a server behind a reverse proxy, ``https://example.org/llm/v1``) is kept. Without a
+    scheme the port is needed: a bare word (``--server notaurl``) is more likely a slip than
+    a server on port 80. Raises ``ValueError`` with a readable message.
     """
     text = url.strip()
-    if "://" not in text:
+    typed_scheme = "://" in text
+    if not typed_scheme:
         text = "http://" + text
     parts = urllib.parse.urlsplit(text)
     if parts.scheme not in ("http", "https"):
@@ -93,13 +102,34 @@ def split_server_url(url: str) -> tuple[str, str, int, str]:
     host = parts.hostname
     if not host:
         raise ValueError(f"no host name in the server address {url!r}")
-    port = parts.port  # raises ValueError for a port that is not a number in range
+    try:
+        port = parts.port
+    except ValueError:  # urllib's own words name neither the address nor what would do
+        raise ValueError(f"the port in {url!r} is not a number from 0 to 65535") from None
+    if port is None and not typed_scheme:
+        raise ValueError(
+            f"{url!r} is not a server address: give http://HOST[:PORT][/PATH], "
+            "https://HOST[:PORT][/PATH] or HOST:PORT"
+        )
     path = parts.path.rstrip("/")
     for suffix in ("/v1/chat/completions", "/chat/completions", "/v1"):
         if path.endswith(suffix):
             path = path[: -len(suffix)]
             break
     return parts.scheme, host, port or (443 if parts.scheme == "https" else 80), path
+
+
+def host_port(host: str, port: int) -> str:
+    """``HOST:PORT``, an IPv6 literal in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def server_base_url(url: str) -> str:
+    """The server ``url`` names, written the one way the app quotes it
+    (:attr:`HttpClient.base_url`): ``127.0.0.1:8080/v1/`` is ``http://127.0.0.1:8080``.
+    Raises ``ValueError`` as :func:`split_server_url` does."""
+    scheme, host, port, base = split_server_url(url)
+    return f"{scheme}://{host_port(host, port)}{base}"
 
 
 class HttpClient:
@@ -138,8 +168,7 @@ class HttpClient:
     @property
     def address(self) -> str:
         """``HOST:PORT`` (IPv6 literals in brackets), as in the window's title."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return host_port(self.host, self.port)
 
     @property
     def base_url(self) -> str:

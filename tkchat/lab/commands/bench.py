@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tkchat.cli.from_args import backend_options, has_extra, output_problem, rate_or, usable
-from tkchat.cli.options import Subcommands, model_options
+from tkchat.cli.options import Subcommands, model_options, server_url_type
 from tkchat.generate.factory import make_backend
 from tkchat.modes import MODES, OUTSIDE_FORM, is_outside_mode
 
@@ -142,6 +142,7 @@ def _add_class_options(bench: argparse.ArgumentParser) -> None:
     )
     bench.add_argument(
         "--server",
+        type=server_url_type,
         metavar="URL",
         help="with --class: the class's tkchat serve relays to this OpenAI-compatible server "
         "(tkchat serve --server URL) instead of loading a model",
