@@ -412,7 +412,7 @@ def test_the_self_tests_report_never_sees_a_qt_answer_closed_without_its_error(
     faults = FaultInjector(ScriptedBackend(rate=0))
     window = make_window(faults)
     lines = Lines()
-    meter = SimpleNamespace(open={})
+    meter = SimpleNamespace(open={}, waits_at_death=None)
     report = WindowReport(QtLabWindow(window), meter, faults, Sources(), lines)  # type: ignore[arg-type]
     window.finished = TickOnAppend(report.tick)
     faults.arm(after_tokens=20)

@@ -39,6 +39,7 @@ from tkchat.lab.bench.figures import (
     Check,
     RunFigures,
     lag_figures,
+    own_lag_figures,
 )
 from tkchat.lab.bench.scenarios.chat_text import long_conversation
 from tkchat.lab.bench.script import Script
@@ -198,6 +199,7 @@ class LongChatBench:
             extra[f"{name}_s"] = rounded(end - begin, 2)
             extra[f"{name}_cpu_s"] = rounded(phases.cpu[name], 3)
         extra["cpu_s"] = rounded(sum(phases.cpu.values()), 3)
+        extra.update(own_lag_figures(samples))
         return RunFigures(
             mode=f"chat-{messages}",
             backend=self.options.backend,
@@ -215,20 +217,26 @@ def _ratio(value: float | None, baseline: float | None) -> float | None:
 
 def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
     """No long task and lag max within budget at every length; the growth, as the longest
-    chat's worst frame and main-thread CPU against the empty chat's."""
+    chat's worst frame and main-thread CPU against the empty chat's. The lag judged is the
+    window's own (:func:`~tkchat.lab.bench.figures.own_lag_figures`: less its wait for a core
+    other programs held), as the lessons' claims judge it: a long task of 52.6 ms here, with
+    a test run beside it, was 49.6 ms of that wait and 3.0 ms of the window's CPU."""
     rows = [r for r in runs if r.mode.startswith("chat-") and r.lag_max_ms is not None]
     out: list[Check] = []
-    empty = next((r.lag_max_ms for r in rows if not r.extra["messages"]), None)
+    empty = next((_own_max(r) for r in rows if not r.extra["messages"]), None)
     for row in rows:
         phases = ", ".join(f"{name} {row.extra.get(f'{name}_lag_max_ms')}" for name in PHASES)
+        own_max, own_long = _own_max(row), row.extra.get("own_long_tasks", row.long_tasks)
         out.append(
             Check(
                 f"{row.extra['messages']:,} messages: no long task, lag max <= "
                 f"{LONG_CHAT_LAG_MAX_MS:g} ms",
-                row.long_tasks == 0 and (row.lag_max_ms or 0.0) <= LONG_CHAT_LAG_MAX_MS,
-                f"{row.long_tasks} long tasks, lag max {row.lag_max_ms:.1f} ms ({phases}); "
-                f"the costliest callback: {row.extra.get('callback_cpu_max_ms')} ms of CPU",
-                row.lag_max_ms,
+                own_long == 0 and own_max <= LONG_CHAT_LAG_MAX_MS,
+                f"{own_long} long tasks of its own, lag max {own_max:.1f} ms less its waits "
+                f"for a core (as measured: {row.long_tasks} long tasks, lag max "
+                f"{row.lag_max_ms:.1f} ms: {phases}); the costliest callback: "
+                f"{row.extra.get('callback_cpu_max_ms')} ms of CPU",
+                own_max,
                 empty if row.extra["messages"] else None,
                 "empty chat lag max",
                 f"<= {LONG_CHAT_LAG_MAX_MS:g} ms (so no long task)",
@@ -244,7 +252,7 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
             sized[:-1], key=lambda r: abs(r.extra["messages"] * 10 - longest.extra["messages"])
         )
         cpu = _ratio(longest.extra["cpu_s"], tenth.extra["cpu_s"])
-        lag = _ratio(longest.lag_max_ms, tenth.lag_max_ms)
+        lag = _ratio(_own_max(longest), _own_max(tenth))
         out.append(
             Check(
                 f"growth: {longest.extra['messages']:,} messages against "
@@ -254,9 +262,9 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
                 and lag is not None
                 and cpu <= GROWTH_CPU_MAX
                 and lag <= GROWTH_LAG_MAX,
-                f"CPU {cpu} x, lag max {lag} x "
+                f"CPU {cpu} x, lag max {lag} x, less the waits for a core "
                 f"(against the empty chat: {longest.extra.get('cpu_x')} x, "
-                f"{longest.extra.get('lag_max_x')} x)",
+                f"{longest.extra.get('lag_max_x')} x as measured)",
                 longest.extra["cpu_s"],
                 tenth.extra["cpu_s"],
                 f"{tenth.extra['messages']:,} messages' CPU",
@@ -265,3 +273,9 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
             )
         )
     return out
+
+
+def _own_max(row: RunFigures) -> float:
+    """The row's lag max less the window's waits for a core (as measured where a row has none)."""
+    own = row.extra.get("own_lag_max_ms")
+    return float(own if own is not None else row.lag_max_ms or 0.0)
