@@ -26,9 +26,10 @@ pytestmark = pytest.mark.gui
 
 PLACEHOLDER = re.compile(r"{(\w+)}")
 # Whole texts that are the same in both languages on purpose: the button that names the other
-# language, and the heartbeat clock. (Any other text must contain Chinese: an English label such
-# as "Send" left untranslated must fail the test, so plain ASCII is not excused.)
-SAME_IN_BOTH = re.compile(r"^(English|中文|♥ \d\d:\d\d:\d\d)$")
+# language, the heartbeat clock and the health bar's separator. (Any other text must contain
+# Chinese: an English label such as "Send" left untranslated must fail the test, so plain
+# ASCII is not excused.)
+SAME_IN_BOTH = re.compile(r"^(English|中文|♥ \d\d:\d\d:\d\d|│)$")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
