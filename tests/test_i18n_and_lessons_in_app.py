@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import pump_until
 from tkchat.conversation import Sampling
+from tkchat.course.claims import format_figure
 from tkchat.course.lessons import load_lessons
 from tkchat.generate.backend import Backend
 from tkchat.generate.factory import BackendOptions, ScriptedOptions
@@ -18,15 +19,17 @@ from tkchat.generate.scripted import ScriptedBackend, TokenGate
 from tkchat.i18n import LANGUAGES, STRINGS
 from tkchat.modes import MODES
 from tkchat.ui.base.translator import Translator
+from tkchat.ui.look.fit import unbreakable
 from tkchat.ui.models import switch as model_switch
 
 pytestmark = pytest.mark.gui
 
 PLACEHOLDER = re.compile(r"{(\w+)}")
 # Whole texts that are the same in both languages on purpose: the button that names the other
-# language, and the heartbeat clock. (Any other text must contain Chinese: an English label such
-# as "Send" left untranslated must fail the test, so plain ASCII is not excused.)
-SAME_IN_BOTH = re.compile(r"^(English|中文|♥ \d\d:\d\d:\d\d)$")
+# language, the heartbeat clock and the health bar's separator. (Any other text must contain
+# Chinese: an English label such as "Send" left untranslated must fail the test, so plain
+# ASCII is not excused.)
+SAME_IN_BOTH = re.compile(r"^(English|中文|♥ \d\d:\d\d:\d\d|│)$")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -165,6 +168,56 @@ def test_live_figures_follow_an_answer(root: tk.Tk, make_app) -> None:
             assert value > 0, metric  # an answer was generated, shown and took time
     assert app.demos.live_figure("no_such_metric") is None
     assert set(LANGUAGES) == {"en", "zh"}
+
+
+def test_the_lesson_figure_holds_the_demos_final_value_until_the_next_demo(
+    root: tk.Tk, make_app
+) -> None:
+    """Lesson 03's blocking demo, a real freeze in the window: the figure the class reads
+    off (long tasks) is the demo's final one, its freeze counted though the answer ended
+    inside it; what the window does next (another answer, the panel refreshing) is not read
+    into it; *Set up the demo* again makes it live."""
+    app = make_app(ScriptedBackend(rate=0))
+    app.teaching.toggle_lessons()
+    panel = app.teaching.lesson_panel
+    assert panel is not None
+    reads: list[float | None] = []  # every value of the live figure the panel took
+    live = panel.read_figure
+
+    def read_figure(metric: str) -> float | None:
+        reads.append(live(metric))
+        return reads[-1]
+
+    panel.read_figure = read_figure
+    panel.select("03-event-loop-gate")
+    panel.setup_button.invoke()
+    assert panel.prediction.waiting and reads[-1] == 0.0  # the demo starts from no long task
+    backend = app.controller.backend
+    assert isinstance(backend, ScriptedBackend)  # the same scripted backend, kept
+    # the demo's answer, short: 20 tokens at once, each holding the loop 10 ms (a freeze)
+    backend.rate, backend.tokens, backend.token_cost_ms = 0, 20, 10.0
+    app.flow.send()  # the lesson's prompt; a blocking demo returns once its answer ended
+    assert len(app.flow.answering.finished) == 1
+    assert not app.demos.caught_up()  # the loop is not back yet: the freeze is not counted
+    panel.refresh_figure()
+    assert panel.prediction.waiting  # so the demo has not ended
+    pump_until(root, lambda: not panel.prediction.waiting, what="the demo's end")
+    held = reads[-1]
+    assert held is not None and held >= 1, reads  # the freeze, counted after the answer
+    shown = str(panel.figure_label.cget("text"))
+    assert format_figure("long_tasks", held, "en") in unbreakable(shown)
+
+    taken = len(reads)
+    app.flow.send("And again?")  # the window goes on: another answer, another freeze
+    assert len(app.flow.answering.finished) == 2
+    pump_until(root, app.demos.caught_up, what="the window done with that answer")
+    for _ in range(3):
+        panel.refresh_figure()  # as its timer does twice a second
+    assert len(reads) == taken and str(panel.figure_label.cget("text")) == shown
+
+    panel.setup_button.invoke()  # the next demo: the figure is live again, from nothing
+    assert len(reads) == taken + 1 and reads[-1] == 0.0
+    assert str(panel.figure_label.cget("text")) != shown
 
 
 def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> None:

@@ -423,3 +423,45 @@ def test_the_lesson_list_opens_wide_enough_for_whole_titles(
         assert right <= picker.winfo_screenwidth()
     finally:
         picker.tk.call("ttk::combobox::Unpost", picker)
+
+
+def bar_rows(bar: tk.Misc) -> list[list[str]]:
+    """The health bar's rows as laid out (grid rows, each left to right): the texts of the
+    widgets on it, a button's none (and an empty label, Ping's answer before any, left out)."""
+    rows: dict[int, list[tuple[int, str]]] = {}
+    for widget in bar.grid_slaves():
+        info = widget.grid_info()
+        text = "" if widget.winfo_class() == "TButton" else str(widget.cget("text")).strip()
+        rows.setdefault(int(info["row"]), []).append((int(info["column"]), text))
+    return [[text for _column, text in sorted(rows[row]) if text] for row in sorted(rows)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_health_bar_row_begins_or_ends_with_a_separator(
+    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str
+) -> None:
+    """At projector size the bar's figures wrap onto more rows as the window narrows: a
+    "│" stays between two figures on the same row (seen by hand: one began the lag's row
+    and the rates' row when they wrapped under the heartbeat)."""
+    from tkchat.ui.health import SEPARATOR
+
+    app = teach_projector_window(lang)
+    app.teaching.toggle_lessons()  # the bar as wide as the window: two rows at the widest
+    bar = app.health
+    pump_until(
+        root,
+        lambda: all(label.cget("text") for label in (bar.heartbeat, bar.lag, bar.rates)),
+        what="the health bar's figures (written every 250 ms)",
+    )
+    laid_out_as: set[int] = set()
+    for width in range(1900, 399, -100):
+        root.geometry(f"{width}x690+0+0")
+        laid_out(root)
+        rows = bar_rows(bar)
+        laid_out_as.add(len(rows))
+        for row in filter(None, rows):  # (Ping's row has no text before a ping)
+            assert not row[0].startswith(SEPARATOR), (width, rows)
+            assert not row[-1].endswith(SEPARATOR), (width, rows)
+        shared = rows[0][:3]  # the heartbeat and the lag on one row: the separator between
+        assert (SEPARATOR in shared) == (bar.lag.grid_info()["row"] == 0), (width, rows)
+    assert laid_out_as == {2, 3, 4}, laid_out_as  # every layout the bar has was seen

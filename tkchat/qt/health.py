@@ -116,7 +116,9 @@ class HealthBar(QWidget):
     def _refresh(self) -> None:
         probe = self.probe
         lag = self.t("health.lag", now=f"{probe.now_ms():5.1f}", p99=f"{probe.p99_ms():5.1f}")
-        self.lag.setText(lag + " " + self.t("qt.lag_max", max=f"{probe.max_ms():.1f}"))
+        # the separator between the heartbeat and the lag, on the same row (the rates, under
+        # the lag, begin without one: a separator is never first on a row)
+        self.lag.setText("│ " + lag + " " + self.t("qt.lag_max", max=f"{probe.max_ms():.1f}"))
         tokens = self._tokens.sample(self.read_tokens())
         updates = self._updates.sample(self.read_updates())
         self.rates.setText(

@@ -24,6 +24,7 @@ from tkchat.ui.look.theme import WATCH_STYLE
 from tkchat.ui.scheduler import AfterScheduler
 
 REFRESH_MS = 250
+SEPARATOR = "│"  # between two figures on the same row (the rates' text has one inside)
 
 
 class HealthBar(ttk.Frame):
@@ -50,6 +51,11 @@ class HealthBar(ttk.Frame):
         # get a font of their own, larger than the rest (set_big).
         self._big = lasting_font(root=self, family=_family("TkFixedFont", self), weight="bold")
         self.heartbeat = ttk.Label(self, width=11, font="TkFixedFont")
+        # Between the heartbeat and the lag while they share a row, never first on one: a
+        # widget of its own, laid out with them (as the first character of the lag's text it
+        # began a row when the lag wrapped under the heartbeat). Two characters wide: the
+        # separator and a space, as "│ " looked in the text.
+        self.separator = ttk.Label(self, text=SEPARATOR, font="TkFixedFont", width=2)
         self.lag = ttk.Label(self, font="TkFixedFont")
         self.rates = ttk.Label(self, font="TkFixedFont")
         # A button to click while an answer streams: in a broken mode the count stands still
@@ -91,7 +97,8 @@ class HealthBar(ttk.Frame):
     def _rows_needed(self, width: int) -> int:
         """2 rows when the figures fit beside the Ping button, 3 when Ping needs a row of its
         own, 4 when even the heartbeat and the lag do not fit side by side (projector)."""
-        beat, lag = self.heartbeat.winfo_reqwidth(), self._one_line(self.lag)
+        beat = self.heartbeat.winfo_reqwidth() + self.separator.winfo_reqwidth()
+        lag = self._one_line(self.lag)
         ping = self.ping_label.winfo_reqwidth() + self.ping_button.winfo_reqwidth()
         if beat + max(lag, self.rates.winfo_reqwidth()) + ping + dp(self, 40) <= width:
             return 2
@@ -104,29 +111,26 @@ class HealthBar(ttk.Frame):
         if rows == self._rows:
             return
         self._rows = rows
-        for widget in (self.heartbeat, self.lag, self.rates, self.ping_label, self.ping_button):
+        parts = (self.heartbeat, self.separator, self.lag, self.rates)
+        for widget in (*parts, self.ping_label, self.ping_button):
             widget.grid_forget()
         self.heartbeat.grid(row=0, column=0, sticky="w")
         gap = dp(self, 4)
-        if rows == 2:
-            self.lag.grid(row=0, column=1, sticky="w", padx=(gap, 0))
-            self.rates.grid(row=1, column=1, sticky="w", padx=(gap, 0))
-            self.ping_label.grid(row=0, column=2, sticky="e", padx=(0, dp(self, 6)))
-            self.ping_button.grid(row=0, column=3, rowspan=2, sticky="e")
+        if rows < 4:  # the lag beside the heartbeat, the separator between them
+            self.separator.grid(row=0, column=1, sticky="w", padx=(gap, 0))
+            self.lag.grid(row=0, column=2, columnspan=3 if rows == 3 else 1, sticky="w")
+        if rows == 2:  # the rates under the lag, Ping at the right
+            self.rates.grid(row=1, column=2, sticky="w")
+            self.ping_label.grid(row=0, column=3, sticky="e", padx=(0, dp(self, 6)))
+            self.ping_button.grid(row=0, column=4, rowspan=2, sticky="e")
         else:
-            stacked = rows == 4  # the lag under the heartbeat: each figure on its own line
-            self.lag.grid(
-                row=1 if stacked else 0,
-                column=0 if stacked else 1,
-                columnspan=4 if stacked else 3,
-                sticky="w",
-                padx=(0 if stacked else gap, 0),
-            )
-            self.rates.grid(row=rows - 2, column=0, columnspan=4, sticky="w")
+            if rows == 4:  # the lag under the heartbeat: each figure on its own line
+                self.lag.grid(row=1, column=0, columnspan=5, sticky="w")
+            self.rates.grid(row=rows - 2, column=0, columnspan=5, sticky="w")
             self.ping_button.grid(row=rows - 1, column=0, sticky="w", pady=(dp(self, 2), 0))
-            self.ping_label.grid(row=rows - 1, column=1, columnspan=3, sticky="w", padx=(gap, 0))
-        for column in range(4):
-            self.columnconfigure(column, weight=1 if (rows == 2 and column == 2) else 0)
+            self.ping_label.grid(row=rows - 1, column=1, columnspan=4, sticky="w", padx=(gap, 0))
+        for column in range(5):
+            self.columnconfigure(column, weight=1 if (rows == 2 and column == 3) else 0)
 
     def relayout(self) -> None:
         """The text size changed: the figures may need more rows, or fewer."""
@@ -139,8 +143,8 @@ class HealthBar(ttk.Frame):
         if size is not None:
             self._big.configure(size=size)
         font: tkfont.Font | str = self._big if size is not None else "TkFixedFont"
-        self.heartbeat.configure(font=font)
-        self.lag.configure(font=font)
+        for label in (self.heartbeat, self.separator, self.lag):
+            label.configure(font=font)
         self.relayout()  # the rows may no longer fit
 
     def start(self) -> None:

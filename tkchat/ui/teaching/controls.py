@@ -40,12 +40,14 @@ class LessonHooks:
     demo; ``read_figure(metric)`` is the live figure it shows beside the one the lesson
     expects; ``timeline(master)`` draws the lag timeline (None: no timeline);
     ``answers_ended()`` counts the window's ended answers (the demo's end reveals the answer
-    to a lesson's question)."""
+    to a lesson's question and holds the live figure); ``caught_up()``: the window is done
+    with its last answer (painted, its lag counted)."""
 
     setup_demo: Callable[[Lesson], None]
     read_figure: Callable[[str], float | None]
     timeline: Callable[[tk.Misc], LagTimeline] | None = None
     answers_ended: Callable[[], int] | None = None
+    caught_up: Callable[[], bool] | None = None
 
 
 class TeachingControls:
@@ -207,6 +209,8 @@ class TeachingControls:
             )
             if self.lessons.answers_ended is not None:
                 self.lesson_panel.answers_ended = self.lessons.answers_ended
+            if self.lessons.caught_up is not None:
+                self.lesson_panel.caught_up = self.lessons.caught_up
             self.panes.add(self.lesson_panel, weight=2)
             wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)
             least_w, least_h = (int(part) for part in wide.split("x"))

@@ -110,7 +110,21 @@ class LessonDemos:
             self.live_figure,
             timeline,
             answers_ended=lambda: len(window.flow.answering.finished),
+            caught_up=self.caught_up,
         )
+
+    def caught_up(self) -> bool:
+        """Is the window done with its last answer, as ``tkchat bench`` waits before it reads
+        a run's figures? Its last markdown painted, and the lag probe fired since the answer's
+        final event: a blocking demo handles it inside its freeze, which the probe counts
+        only when the loop comes back."""
+        window = self.window
+        ended = window.flow.answering.final_handled_at
+        probe = window.probe
+        counted = not probe.running or (
+            ended is not None and bool(probe.recent) and probe.recent[-1].at > ended
+        )
+        return counted and not window.transcript.painter.busy
 
     def setup(self, lesson: Lesson) -> None:
         """A lesson's demo, as its header describes it: a fresh chat (so earlier demos do not

@@ -59,7 +59,10 @@ class LessonPanel(ttk.Frame):
     ``read_figure(metric)`` returns the live value of a ``tkchat bench`` key (or None) and is
     called every 500 ms; ``translate(key)`` gives the panel's fixed strings (see
     ``tkchat/i18n/lesson_panel.py``). ``answers_ended()``, set by the window, counts the
-    answers that have ended: the one after *Set up the demo* reveals a question's answer."""
+    answers that have ended: the one after *Set up the demo* ends the demo, which reveals a
+    question's answer and holds the live figure at its final value until the next demo.
+    ``caught_up()``, also the window's, says whether the window has finished with its last
+    answer (painted, its freeze counted): the demo ends only then."""
 
     def __init__(
         self,
@@ -85,7 +88,12 @@ class LessonPanel(ttk.Frame):
         self.timers = AfterScheduler(self)
         self._load_error: str | None = None
         self.answers_ended: Callable[[], int] = lambda: 0
+        self.caught_up: Callable[[], bool] = lambda: True
         self._ended_at: int | None = None  # answers ended when the demo was set up
+        # The demo's final figure, once it has ended: what the class reads off stays put
+        # while the window goes on (a scroll, the lesson's answer shown, another question).
+        self._final: float | None = None
+        self._held = False
         self.timeline: LagTimeline | None = None
         # Named fonts vanish when their Python object is collected: keep them on the panel.
         # Their sizes follow the window's text size (set_font_size).
@@ -226,7 +234,8 @@ class LessonPanel(ttk.Frame):
         self._load(lang, keep=self.current.id if self.current else None)
 
     def refresh_figure(self) -> None:
-        """Read the live figure now and update the "expected · now" line (twice a second).
+        """Read the live figure now and update the "expected · now" line (twice a second);
+        once the demo has ended, its last reading stays, until *Set up the demo* again.
         Nothing here reads a file, and the line is configured only when its text changes:
         each ``configure`` of a label asks its geometry again, and the panel's packing with
         it (lessons/figures.json was read and parsed at every refresh)."""
@@ -234,11 +243,14 @@ class LessonPanel(ttk.Frame):
         if lesson is None:
             self._set_figure_line("")
             return
-        ended_at = self._ended_at
-        if self.prediction.waiting and ended_at is not None and self.answers_ended() > ended_at:
+        over = self._demo_over()
+        if over and self.prediction.waiting:
             self.prediction.reveal()  # which lays the lines out and refreshes this one
             return
-        value = self.read_figure(lesson.expect_metric)
+        if not self._held:
+            self._final = self.read_figure(lesson.expect_metric)
+            self._held = over
+        value = self._final
         now = (
             self.translate("lesson.no_value")
             if value is None
@@ -252,6 +264,13 @@ class LessonPanel(ttk.Frame):
                 f"{self._line(now_label, now, translated=True)}"
             )
         )
+
+    def _demo_over(self) -> bool:
+        """Has the demo set up last ended? Its answer has (the first to end after *Set up
+        the demo*), and the window has caught up with it: a blocking demo ends its answer
+        inside the freeze, which the lag probe counts only once the loop is back."""
+        ended_at = self._ended_at
+        return ended_at is not None and self.answers_ended() > ended_at and self.caught_up()
 
     def _set_figure_line(self, text: str) -> None:
         if str(self.figure_label.cget("text")) != text:
@@ -350,8 +369,9 @@ class LessonPanel(ttk.Frame):
 
     def _ask(self, lesson: Lesson, *, again: bool) -> None:
         """Pose the lesson's question above its figures (none: the box steps aside)."""
-        if not again:
+        if not again:  # another lesson: no demo of its own yet, its figure live
             self._ended_at = None
+            self._held = False
         if lesson.predict is None:
             self.prediction.clear()
         else:
@@ -381,7 +401,10 @@ class LessonPanel(ttk.Frame):
         if self.current is not None:
             self.on_setup_demo(self.current)
             # the next answer to end is the demo's: it reveals the answer to the question
+            # and holds the figure; until then the figure is live again
             self._ended_at = self.answers_ended()
+            self._held = False
+            self.refresh_figure()
 
     def _refresh(self) -> None:
         # Re-armed first: a failing read_figure is reported by Tk, and the line keeps living.
