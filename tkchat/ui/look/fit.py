@@ -11,10 +11,11 @@ bar of buttons on as many rows as it needs. Main thread only.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tkinter as tk
 import tkinter.font as tkfont
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from tkinter import ttk
 from typing import Any
 
@@ -32,10 +33,11 @@ BREAK_TAG = "break-opportunity"
 _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 # Chinese print's rule: no line starts with a closing mark (，。）…) and none ends with an
 # opening one (（「…). Seen at 1280×720: a lesson's lines began with "，".
-_NO_LINE_START = "，。、；：！？）」』》〉】〕…％"
-_NO_LINE_END = "（「『《〈【〔"
-_BETWEEN_CJK = re.compile(rf"(?<=[{_CJK}])(?<![{_NO_LINE_END}])(?=[{_CJK}])(?![{_NO_LINE_START}])")
-_KEEP_TOGETHER = ("毫秒",)  # units written in Chinese: "16 毫 / 秒" must not happen
+NO_LINE_START = "，。、；：！？）」』》〉】〕…％"
+NO_LINE_END = "（「『《〈【〔"
+_BETWEEN_CJK = re.compile(rf"(?<=[{_CJK}])(?<![{NO_LINE_END}])(?=[{_CJK}])(?![{NO_LINE_START}])")
+# Units written in Chinese, two characters each: "16 毫 / 秒" must not happen.
+_KEEP_TOGETHER = frozenset({"毫秒"})
 _NUMBER_UNIT = re.compile(
     r"(?<=\d) (?=(?:ms|s|MB|tokens/s|token/s|tokens?|updates/s)\b|毫秒|秒|个|次)"
 )
@@ -128,14 +130,26 @@ def _piece(text: str, left: int, right: int) -> str:
     return (ELLIPSIS if left > 0 else "") + middle + (ELLIPSIS if right < len(text) else "")
 
 
+def break_points(text: str, before: str = "") -> Iterator[int]:
+    """Where Chinese may break in ``text``, as in print: each offset ``at`` allows a line end
+    before ``text[at]``. Between two CJK characters, unless the second is a closing mark or
+    the first an opening one, and never inside a unit (毫秒). ``before``: the text shown just
+    before ``text`` (its last character decides a break at offset 0). Linear in ``text``."""
+    lead = before[-1:]
+    joined = lead + text
+    for match in _BETWEEN_CJK.finditer(joined, len(lead)):
+        at = match.start()
+        if joined[at - 1 : at + 1] not in _KEEP_TOGETHER:
+            yield at - len(lead)
+
+
 def breakable(text: str) -> str:
     """Text laid out the way a reader expects in Tk's word wrap: Chinese may break between
-    any two characters (as it does in print), but never inside a Latin word or a number, and
+    any two characters (:func:`break_points`), but never inside a Latin word or a number, and
     never between a number and its unit."""
-    text = _BETWEEN_CJK.sub(BREAK_OPPORTUNITY, _NUMBER_UNIT.sub(NO_BREAK, text))
-    for word in _KEEP_TOGETHER:
-        text = text.replace(BREAK_OPPORTUNITY.join(word), word)
-    return text
+    text = _NUMBER_UNIT.sub(NO_BREAK, text)
+    cuts = [0, *break_points(text), len(text)]
+    return BREAK_OPPORTUNITY.join(text[start:end] for start, end in itertools.pairwise(cuts))
 
 
 def unbreakable(text: str) -> str:

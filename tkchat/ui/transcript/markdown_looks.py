@@ -16,7 +16,8 @@ they are, for the view to style as it likes (the panel gives headings its fonts 
 and code no wrapping): a heading's level (:data:`HEADING_TAGS`), the code of a code block
 (:data:`CODE_BLOCK_TAG`), inline code (:data:`INLINE_CODE_TAG`), the blank line under a
 heading (:data:`HEADING_GAP_TAG`, which the painter asks for: :meth:`MarkdownLooks.gap_tags`).
-The transcript's answers get none of it: every tag a Text widget has slows its deletes down.
+The transcript's answers get none of it (every tag a Text widget has slows its deletes down)
+but Chinese's breaks, which its painter adds after the soft breaks (ui/look/chinese_wrap.py).
 
 A style's tag is configured once, when the style is first seen, and only again when the
 user changes the theme or the font size. Configuring a tag no text has yet costs Tk nothing

@@ -49,6 +49,7 @@ from tkchat.render.safe_markdown import (
 )
 from tkchat.render.soft_breaks import soft_break_runs
 from tkchat.threads import own_thread
+from tkchat.ui.look.chinese_wrap import runs_with_breaks
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.readonly import writable
 from tkchat.ui.scheduler import AfterScheduler
@@ -136,6 +137,9 @@ class MarkdownPainter:
         self.follow_end = follow_end
         self.display_limit = display_limit
         self.looks = MarkdownLooks(text, scheduler) if looks is None else looks
+        # A chat's Chinese may break between its characters, as its plain text does (the
+        # transcript elides BREAK_TAG: ui/look/chinese_wrap.py); a page's looks make their own.
+        self.chinese_breaks = not self.looks.page
         self.copy_code_label = copy_code_label
         # Each "Copy code" link has a mark at its start, named "code_N", and this maps the
         # mark to the code the link copies. Marks, not a tag per link: every tag a Text
@@ -502,7 +506,10 @@ class MarkdownPainter:
             self._cache.move_to_end(piece)
             return cached
         began = time.perf_counter()
-        self._cache[piece] = runs = soft_break_runs(self.looks.runs(piece), self.display_limit)
+        runs = soft_break_runs(self.looks.runs(piece), self.display_limit)
+        if self.chinese_breaks:  # (after the soft breaks: their spaces are not the text's)
+            runs = runs_with_breaks(runs)
+        self._cache[piece] = runs
         if len(piece.markdown) >= 40:  # learn the cost per character; short ones are overhead
             observed = (time.perf_counter() - began) * 1000 / len(piece.markdown)
             self._ms_per_char = max(observed, 0.7 * self._ms_per_char + 0.3 * observed)

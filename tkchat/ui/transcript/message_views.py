@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from tkchat.render.soft_breaks import LineState
 from tkchat.store import AnswerFigures, Kept, MessageRef
+from tkchat.ui.look.chinese_wrap import BreakState
 from tkchat.ui.transcript.markdown_view import PaintJob
 
 VERSION_STEPS = {"prev": -1, "next": 1}  # the "◀ n/m ▶" links of an answer with versions
@@ -62,6 +63,7 @@ class AnswerView:
     first_text_at: float | None = None  # perf_counter when its first text was on screen
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, chars so far)
     column: LineState | int = 0  # where the last line on display is (for the next soft break)
+    breaks: BreakState = BreakState()  # and where Chinese last may break (the next tick's)
     job: PaintJob | None = None  # its markdown painting, block by block as it streams
     paintable: bool = True  # False: shown as it is (a demo drew it, or asked for no render)
     status: str = "streaming"  # then how it ended: complete, stopped, error or interrupted

@@ -20,6 +20,7 @@ import tkinter as tk
 
 from tkchat.render.soft_breaks import soft_break
 from tkchat.ui.base.translator import Translator
+from tkchat.ui.look.chinese_wrap import insert_args, with_breaks
 from tkchat.ui.look.fit import NO_BREAK
 from tkchat.ui.readonly import writable
 from tkchat.ui.transcript.markdown_view import MarkdownPainter, PaintJob
@@ -62,7 +63,8 @@ class AnswerRewrites:
         view.text, view.column = text, 0
         view.job = self._paint_job(view)
         shown, view.column = soft_break(text, 0)
-        self._write(view.end_mark, shown, ("answer",))
+        runs, view.breaks = with_breaks(shown, ("answer",))
+        self._write(view.end_mark, *insert_args(runs))
         self.painter.feed(view.job, text, None)
         if text.strip():
             self.painter.end(view.job)
@@ -111,10 +113,11 @@ class AnswerRewrites:
         keeper = ViewKeeper(self.text)
         keeper.changing()
         shown, view.column = soft_break(view.text, 0)
+        runs, view.breaks = with_breaks(shown, ("answer",))
         with writable(self.text):
             self.painter.forget_codes_in(view.start_mark, view.end_mark)
             self.text.delete(view.start_mark, view.end_mark)
-            self.text.insert(view.end_mark, shown, ("answer",))
+            self.text.insert(view.end_mark, *insert_args(runs))  # type: ignore[arg-type]
         view.rendered, view.job = False, None
         keeper.restore()
 

@@ -6,8 +6,10 @@ any Python-side offset arithmetic would cut such characters in half.
 
 A line longer than :data:`~tkchat.limits.DISPLAY_LINE_CHARS` is shown with line ends added
 (:func:`~tkchat.render.soft_breaks.soft_break`): Tk lays a logical line out as a whole, so one
-line of megabytes froze the window. Only the widget sees them; a message's ``text`` (what Copy,
-export and history use) is always exactly what arrived.
+line of megabytes froze the window. Chinese gets a break between its characters, as in print:
+an elided space (:mod:`~tkchat.ui.look.chinese_wrap`). Only the widget sees either; a
+message's ``text`` (what Copy, export and history use) is always exactly what arrived, and
+a selection is copied as shown, without the break spaces.
 
 This module builds the widget and writes the messages: a question, an answer as it streams
 and its end, a saved chat, what an edit or a regenerate removes. Beside it, the transcript's
@@ -28,7 +30,8 @@ from tkinter import ttk
 
 from tkchat.render.soft_breaks import soft_break
 from tkchat.ui.base.translator import Translator
-from tkchat.ui.look.fit import NO_BREAK
+from tkchat.ui.look.chinese_wrap import insert_args, with_breaks
+from tkchat.ui.look.fit import BREAK_TAG, NO_BREAK
 from tkchat.ui.look.lasting_font import lasting_font
 from tkchat.ui.look.palette import Palette
 from tkchat.ui.look.scaling import dp
@@ -107,6 +110,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self.painter = MarkdownPainter(
             self.text, scheduler, copy_code_label=lambda: self.t("transcript.copy_code")
         )
+        self._hide_breaks()
         self.zone = PaintZone(self, scheduler)  # which answers are painted: those near the view
         self.found = FoundMarks(self.text)  # a search's matches, in the chat it opened
         self.painter.swapped = self.found.repaint
@@ -197,7 +201,8 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         )
         shown_text, _column = soft_break(message, 0)
         header = header_args(self.t, "transcript.you", ACTIONS, view)
-        self._write("end", *header, shown_text + "\n", ("user",))
+        runs, _breaks = with_breaks(shown_text + "\n", ("user",))
+        self._write("end", *header, *insert_args(runs))
         self.entries.append(view)
         self._restore(keeper)
         self.zone.moved(changed=True)
@@ -257,8 +262,9 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         # The widget shows long lines cut (soft_break); the painter reads the markdown as it
         # arrived, and counts its lines as shown (a display-only cut must not open a fence).
         shown, view.column = soft_break(text, view.column)
+        runs, view.breaks = with_breaks(shown, ("answer",), view.breaks)  # Chinese's breaks
         keeper = self._adding_at_end(streamed=live and len(shown) <= STREAMED_MAX_CHARS)
-        self._write(view.end_mark, shown, ("answer",))
+        self._write(view.end_mark, *insert_args(runs))
         self.record(view, text)
         if view.job is not None:
             self.painter.feed(view.job, text, keeper if live else None)
@@ -410,6 +416,23 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
             self.text.tag_configure(tag, foreground=colour)
         self.painter.set_palette(palette)
         self.found.set_palette(palette)
+
+    def _hide_breaks(self) -> None:
+        """Where Chinese may break: a space in BREAK_TAG, elided, which Tk's word wrap breaks
+        at and which the selection, search and ``get -displaychars`` leave out
+        (ui/look/chinese_wrap.py). Tk's own copy would not: Ctrl+C copies as shown."""
+        self.text.tag_configure(BREAK_TAG, elide=True)
+        self.text.bind("<<Copy>>", self._copy_selection)
+
+    def _copy_selection(self, _event: object = None) -> str:
+        """Ctrl+C, the menu's Copy: the selection as shown. Tk's own copy (``get``) would
+        take the hidden break spaces along, and a block's rendered pieces not shown yet."""
+        if self.text.tag_ranges("sel"):
+            widget = str(self.text)
+            shown = self.text.tk.call(widget, "get", "-displaychars", "sel.first", "sel.last")
+            self.text.clipboard_clear()
+            self.text.clipboard_append(str(shown))
+        return "break"
 
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
