@@ -465,3 +465,35 @@ def test_no_health_bar_row_begins_or_ends_with_a_separator(
         shared = rows[0][:3]  # the heartbeat and the lag on one row: the separator between
         assert (SEPARATOR in shared) == (bar.lag.grid_info()["row"] == 0), (width, rows)
     assert laid_out_as == {2, 3, 4}, laid_out_as  # every layout the bar has was seen
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_demos_ready_line_shows_its_keys_whole_at_720p(
+    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str
+) -> None:
+    """Walked by hand at 1280×720: the line a demo leaves once its backend has loaded read
+    "Demo ready: mode blocking. Pr…" and "Demo ready (blocking): Enter se…", Enter and F9
+    cut off (the mode came first). At both sizes the line is whole, and names its keys."""
+    from tkchat.course.lessons import load_lessons
+    from tkchat.i18n import STRINGS
+
+    app = teach_projector_window(lang)
+    pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
+    lessons = {lesson.id: lesson for lesson in load_lessons(lang)}
+    for size in ("as opened", "full"):
+        root.geometry(SIZES_720P[size])
+        # 01 has no pipeline view; 11's opens one (behind the chat), and its line names F9
+        for lesson, key in (
+            ("01-streaming-is-half", "app.demo_ready"),
+            ("11-backpressure", "app.demo_ready_stages"),
+        ):
+            app.demos.setup(lessons[lesson])
+            line = STRINGS[lang][key]
+            # the demo's backend loads ("Ready — scripted …"), then the demo's line is back
+            pump_until(
+                root, lambda line=line: app.flow.model_ready and app.status.get() == line, what=key
+            )
+            laid_out(root)
+            assert not app.status.cut, (size, lesson, app.status.cget("text"))
+            assert ("回车" if lang == "zh" else "Enter") in line
+            assert ("F9" in line) == (key == "app.demo_ready_stages")

@@ -388,6 +388,31 @@ def test_on_a_projector_its_smallest_text_stays_readable(root: tk.Tk, lang: str)
     window.close()
 
 
+def test_a_freeze_that_began_before_the_chart_is_as_tall_at_its_edge_as_its_silence(
+    root: tk.Tk,
+) -> None:
+    """Seen by hand: once a 6 s freeze began more than 15 s ago, its red triangle started at
+    0 s on the chart's left edge, while the line of the silence there stood at 2.5 s. The red
+    area's left side is as tall as the silence was at that edge."""
+    clock = [100.0]
+    window = WatchdogWindow(root, list, lambda: False, clock=lambda: clock[0])
+    root.geometry("576x324")
+    root.update()
+    span = window.trace.span_s
+    start, end = 100.0 - span - 3.0, 100.0 - span + 3.0  # 6 s, its first 3 s off the chart
+    beats = [start - 0.05, start, *(end + 0.05 * n for n in range(int((100.0 - end) / 0.05)))]
+    for at in beats:
+        window.trace.beat(at)
+        window.trace.update(at)
+    window.draw(clock[0], window.trace.update(clock[0]))
+    (gap,) = window.canvas.find_withtag("gap")
+    xs, ys = window.canvas.coords(gap)[0::2], window.canvas.coords(gap)[1::2]
+    bottom, left_edge = max(ys), min(xs)
+    at_edge = min(y for x, y in zip(xs, ys, strict=True) if x == left_edge)
+    assert (bottom - at_edge) / (bottom - min(ys)) == pytest.approx(3.0 / 6.0, abs=0.02)
+    window.close()
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) -> None:
     """``--lang zh``: all of it Chinese — title (which names the keys), counter, caption,

@@ -53,8 +53,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.transport_gap": "Event {seq} never arrived (lost in transport); the answer was ended.",
         "app.compare_open": "The comparison is already open.",
         "app.compare_opened": "Opened {broken} next to fixed, in two new windows.",
-        "app.demo_ready": "Demo ready: mode {mode}. Press Enter to send the prompt.",
-        "app.demo_ready_stages": "Demo ready ({mode}): Enter sends, F9 shows the pipeline.",
+        "app.demo_ready": "Demo ready: Enter sends.",
+        "app.demo_ready_stages": "Demo: Enter sends, F9 pipeline.",
         "app.no_cjk_font": "No Chinese font found: install one (e.g. fonts-noto-cjk) to read "
         "the Chinese interface.",
         "button.send": "Send",
@@ -221,8 +221,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "app.transport_gap": "第 {seq} 个事件始终没有到达（在传输中丢失），这段回答已结束。",
         "app.compare_open": "对比窗口已经开着了。",
         "app.compare_opened": "已打开两个新窗口：{broken} 与 fixed 并排。",
-        "app.demo_ready": "演示已就绪：{mode} 模式。按回车发送提示词。",
-        "app.demo_ready_stages": "演示就绪（{mode}）：回车发送，F9 看流水线。",
+        "app.demo_ready": "演示就绪：回车发送。",
+        "app.demo_ready_stages": "演示就绪：回车发送，F9 看流水线。",
         "app.no_cjk_font": "没有找到中文字体：请安装一个（例如 fonts-noto-cjk）"
         "以正常显示中文界面。",
         "button.send": "发送",

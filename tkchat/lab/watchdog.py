@@ -368,9 +368,9 @@ class WatchdogWindow:
             canvas.create_line(*points, fill=p.chart_good, width=4, tags="chart")
         for gap in trace.gaps:
             end, length = (now if gap.end is None else gap.end), gap.length(now)
-            x0, x1 = max(left, x(gap.start)), x(end)
-            # The silence rises as a triangle: the red area is the time with no beat.
-            shape = (x0, bottom, x1, y(length), x1, bottom)
+            # The red area is the time with no beat; one begun off the chart is tall at its edge.
+            x0, x1, at_edge = x(max(gap.start, now - span)), x(end), now - span - gap.start
+            shape = (x0, bottom, x0, y(max(0.0, at_edge)), x1, y(length), x1, bottom)
             canvas.create_polygon(
                 *shape,
                 fill=p.chart_frozen_ink,

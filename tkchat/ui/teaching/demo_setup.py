@@ -80,7 +80,7 @@ class LessonDemos:
         self.watchdog: WatchdogHandle | None = None  # opened on demand: open_watchdog()
         # The pipeline view's door (the window sets it): a lesson whose demo shows it opens it.
         self.open_stages: Callable[[], object] | None = None
-        self._ready_line: tuple[str, str] | None = None  # a demo's line, its backend loading
+        self._ready_line: str | None = None  # a demo's line, its backend loading
         self.live_figure = LiveFigures(
             window.probe,
             window.transcript,
@@ -157,10 +157,12 @@ class LessonDemos:
         window.input.focus_set()
         window.health.highlight(lesson.watch)
         window.probe.reset_peaks()
+        # Enter (and F9) first and nothing else: at 1280×720 in projector mode the line has
+        # room for about 30 characters, and the mode is in the Mode box just above it
         key = "app.demo_ready_stages" if lesson.stages else "app.demo_ready"
-        self.status.say(key, mode=lesson.mode)
+        self.status.say(key)
         # the backend chosen will say "Ready — …" over it once loaded: then it is said again
-        self._ready_line = (key, lesson.mode) if switched else None
+        self._ready_line = key if switched else None
 
     def model_loaded(self, ready: bool) -> None:
         """A model loaded (``ready``) or failed to: if it is the one a demo just chose and it
@@ -168,7 +170,7 @@ class LessonDemos:
         its place, F9's hint with it)."""
         line, self._ready_line = self._ready_line, None
         if ready and line is not None:
-            self.status.say(line[0], mode=line[1])
+            self.status.say(line)
 
     # -- the chaos transport (lesson 13) -------------------------------------------------------
 
