@@ -564,3 +564,34 @@ def test_the_app_opens_one_watchdog_and_closes_it_with_itself(
     assert handle.alive
     app.close()
     assert handle.process.poll() == 0
+
+
+def test_a_demo_closing_the_watchdog_leaves_the_wait_for_it_to_a_thread_of_its_own(
+    root: tk.Tk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walking the class: setting up a demo that closes the watchdog drew a long task of
+    about 100 ms on the timeline ("WatchdogHandle.close"): the event loop waited for the
+    process to leave. Closed with ``wait=False``, the loop goes on at once while the process
+    is still there (this one ignores its end-of-file for a minute), and the reaper thread
+    terminates it after CLOSE_WAIT_S."""
+    monkeypatch.setattr(watchdog_link, "CLOSE_WAIT_S", 60.0)
+    scheduler = AfterScheduler(root)
+    stubborn = [sys.executable, "-c", "import sys, time; sys.stdin.read(); time.sleep(60)"]
+    handle = open_watchdog(scheduler, command=stubborn)
+    try:
+        handle.close(wait=False)
+        assert handle.process.poll() is None  # close() returned without waiting for it
+        assert handle.reaper is not None and handle.reaper.name == "tkchat-watchdog-reaper"
+        monkeypatch.setattr(watchdog_link, "CLOSE_WAIT_S", 0.0)  # (read by the next reap)
+        again = open_watchdog(scheduler, command=stubborn)
+        again.close(wait=False)
+        assert again.reaper is not None
+        again.reaper.join(30)
+        assert again.process.wait(30) == -signal.SIGTERM  # terminated, not left behind
+    finally:
+        scheduler.close()
+        for process in (handle.process,):
+            process.kill()
+            process.wait(5)
+        if handle.reaper is not None:
+            handle.reaper.join(30)

@@ -148,7 +148,7 @@ class LessonDemos:
         if lesson.watchdog:
             self.open_watchdog()
         elif self.watchdog is not None:  # it sits over the chat's text, which this one shows
-            self.watchdog.close()
+            self.watchdog.close(wait=False)
             self.watchdog = None
         if lesson.stages and self.open_stages is not None:
             # after the backend is chosen: its answers are the ones stepped (behind the chat)
@@ -193,7 +193,7 @@ class LessonDemos:
         the window: never over the lesson, the lag timeline, the health bar or Send."""
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
-                self.watchdog.close()
+                self.watchdog.close(wait=False)
             transcript = self.window.transcript
             self.watchdog = open_watchdog(
                 self.scheduler,

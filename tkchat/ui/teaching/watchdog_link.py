@@ -30,6 +30,7 @@ import time
 import tkinter as tk
 from typing import IO
 
+from tkchat.threads import own_thread
 from tkchat.ui.scheduler import AfterScheduler
 
 BEAT_MS = 50
@@ -150,21 +151,33 @@ class WatchdogHandle:
     def __init__(self, process: subprocess.Popen[bytes], sender: HeartbeatSender) -> None:
         self.process = process
         self.sender = sender
+        self.reaper: threading.Thread | None = None  # close(wait=False)'s waiting thread
 
     @property
     def alive(self) -> bool:
         """The watchdog process runs and still takes beats (False once its window is closed)."""
         return self.process.poll() is None and not self.sender.gone
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
         """Stop the beats and close the pipe: the watchdog reads end-of-file and exits. If it
-        has not within ``CLOSE_WAIT_S``, it is terminated."""
+        has not within ``CLOSE_WAIT_S``, it is terminated. ``wait`` False (a demo set up in
+        front of the class): that wait is a thread's of its own (``reaper``), not the event
+        loop's — a Python process takes about 100 ms to leave, a long task on the timeline
+        the class was about to read."""
         self.sender.stop()
         with self.sender.lock:
             self.sender.gone = True
             if self.process.stdin is not None:
                 with contextlib.suppress(OSError):  # already broken: the watchdog was gone
                     self.process.stdin.close()
+        if wait:
+            self._reap()
+        else:
+            self.reaper = own_thread(self._reap, name="tkchat-watchdog-reaper")
+            self.reaper.start()
+
+    def _reap(self) -> None:
+        """Let the watchdog leave by itself for ``CLOSE_WAIT_S``, then terminate it."""
         try:
             self.process.wait(CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:
