@@ -155,8 +155,8 @@ def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
 
 PRE_CLASS = "tkchat bench --lessons --only 01,04,05,06,07,11,12,16,17,19,20"
 PAGE_SERVER = "tkchat serve --backend scripted --rate 2000 --tokens 4000"
-COMPARE = "tkchat compare --backend scripted --rate 300"
-COMPARE_ASYNCIO = "tkchat compare --backend scripted --rate 300 --broken asyncio-slow-poll"
+COMPARE = "tkchat compare --projector --backend scripted --rate 300"
+COMPARE_ASYNCIO = "tkchat compare --projector --backend scripted --rate 300 --broken asyncio-slow-poll"
 SELFTEST_RUN = "test_the_plans_selftest_commands_grade_what_the_plan_answers"
 # Each command the plans give, and the test that runs it as written (the self-test's two: the
 # grade they set up, from the figures their pipelines make; their real runs are the selftest
@@ -365,6 +365,8 @@ def test_compare_as_the_plan_gives_it_opens_two_windows(display: None, command: 
             assert any(_option(child, "--mode") == broken for child in _child_commands(proc.pid))
         children = _child_commands(proc.pid)
         assert len(children) == 2
+        if "--projector" in command:  # both windows in large text, for the room
+            assert all("--projector" in child for child in children), children
         if "scripted" in command:
             for child in children:
                 seconds = float(_option(child, "--tokens")) / float(_option(child, "--rate"))
