@@ -156,7 +156,7 @@ def test_the_lesson_panel_opens_the_plan_in_its_language(root: tk.Tk) -> None:
 PRE_CLASS = "tkchat bench --lessons --only 01,04,05,06,07,11,12,16,17,19,20"
 PAGE_SERVER = "tkchat serve --backend scripted --rate 2000 --tokens 4000"
 COMPARE = "tkchat compare --projector --backend scripted --rate 300"
-COMPARE_ASYNCIO = "tkchat compare --projector --backend scripted --rate 300 --broken asyncio-slow-poll"
+COMPARE_ASYNCIO = f"{COMPARE} --broken asyncio-slow-poll"
 SELFTEST_RUN = "test_the_plans_selftest_commands_grade_what_the_plan_answers"
 # Each command the plans give, and the test that runs it as written (the self-test's two: the
 # grade they set up, from the figures their pipelines make; their real runs are the selftest
