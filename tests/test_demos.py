@@ -95,9 +95,11 @@ class FakeWatchdog:
 
     alive: bool = True
     closed: int = 0
+    waited: int = 0  # closes that waited for the process on the event loop
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
         self.closed += 1
+        self.waited += wait
         self.alive = False
 
 
@@ -180,6 +182,8 @@ def check_setup(demo: DemoWindow, lesson: Lesson) -> None:
         assert app.demos.watchdog is demo.watchdogs[-1] and demo.watchdogs[-1].alive
     else:  # one a freeze demo opened over the chat's text is closed: this lesson shows it
         assert app.demos.watchdog is None and not any(dog.alive for dog in demo.watchdogs)
+    # the class is watching: no set-up waits on the event loop for a watchdog to leave
+    assert not any(dog.waited for dog in demo.watchdogs)
     assert app.input.draft == (lesson.prompt or "")
     if lesson.fresh:
         assert app.transcript.answers == []
