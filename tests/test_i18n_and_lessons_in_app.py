@@ -220,6 +220,28 @@ def test_the_lesson_figure_holds_the_demos_final_value_until_the_next_demo(
     assert str(panel.figure_label.cget("text")) != shown
 
 
+def test_the_lesson_figure_is_the_demos_alone_none_before_the_demo_is_set_up(
+    root: tk.Tk, make_app
+) -> None:
+    """Walked in English: lesson 03's answer shown without its demo, the "now" figure went
+    on counting what the window did (0, then 2 long tasks after two F11s). Until *Set up the
+    demo*, the figure is not read: there is no demo of this lesson to show."""
+    app = make_app(ScriptedBackend(rate=0))
+    app.teaching.toggle_lessons()
+    panel = app.teaching.lesson_panel
+    assert panel is not None
+    reads: list[str] = []
+    panel.read_figure = lambda metric: reads.append(metric) or 2.0  # type: ignore[func-returns-value]
+    panel.select("03-event-loop-gate")
+    panel.prediction.reveal()  # *Show the answer*, no demo run
+    for _ in range(3):
+        panel.refresh_figure()
+    assert reads == []
+    assert app.t("lesson.no_value") in unbreakable(str(panel.figure_label.cget("text")))
+    panel.setup_button.invoke()  # the demo: its figure, live
+    assert reads == ["long_tasks"]
+
+
 def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> None:
     """Each opened dialog binds its labels and a language listener; once closed, they must
     go (they did not: 100 dialogs stayed referenced; then the last few, until the lists grew

@@ -247,7 +247,9 @@ class LessonPanel(ttk.Frame):
         if over and self.prediction.waiting:
             self.prediction.reveal()  # which lays the lines out and refreshes this one
             return
-        if not self._held:
+        if self._ended_at is None:  # no demo set up for this lesson: nothing of its to show
+            self._final = None  # (walked: after *Show the answer* it counted F11's relayouts)
+        elif not self._held:
             self._final = self.read_figure(lesson.expect_metric)
             self._held = over
         value = self._final
