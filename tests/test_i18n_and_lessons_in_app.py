@@ -242,6 +242,32 @@ def test_the_lesson_figure_is_the_demos_alone_none_before_the_demo_is_set_up(
     assert reads == ["long_tasks"]
 
 
+def test_another_lesson_picked_takes_the_last_demos_mark_off_the_health_bar(
+    root: tk.Tk, make_app
+) -> None:
+    """Walked in English: after lesson 20 the health bar still marked its rates while
+    lesson 03, picked next, watches the lag. The mark is a demo's: picking another lesson
+    takes it off; that lesson's demo puts its own on."""
+    from tkchat.ui.look.theme import WATCH_STYLE
+
+    app = make_app(ScriptedBackend(rate=0))
+    app.teaching.toggle_lessons()
+    panel = app.teaching.lesson_panel
+    assert panel is not None
+    labels = (app.health.heartbeat, app.health.lag, app.health.rates)
+
+    def marked() -> list[str]:
+        return [str(label.cget("text")) for label in labels if label.cget("style") == WATCH_STYLE]
+
+    panel.select("20-two-ways-to-join-the-loops")
+    panel.setup_button.invoke()
+    assert len(marked()) == 1
+    panel.select("03-event-loop-gate")
+    assert marked() == []
+    panel.setup_button.invoke()
+    assert len(marked()) == 1
+
+
 def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> None:
     """Each opened dialog binds its labels and a language listener; once closed, they must
     go (they did not: 100 dialogs stayed referenced; then the last few, until the lists grew

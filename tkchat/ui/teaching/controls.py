@@ -41,13 +41,15 @@ class LessonHooks:
     expects; ``timeline(master)`` draws the lag timeline (None: no timeline);
     ``answers_ended()`` counts the window's ended answers (the demo's end reveals the answer
     to a lesson's question and holds the live figure); ``caught_up()``: the window is done
-    with its last answer (painted, its lag counted)."""
+    with its last answer (painted, its lag counted); ``picked()``: another lesson was picked
+    (the health bar's mark of what the last demo watched goes)."""
 
     setup_demo: Callable[[Lesson], None]
     read_figure: Callable[[str], float | None]
     timeline: Callable[[tk.Misc], LagTimeline] | None = None
     answers_ended: Callable[[], int] | None = None
     caught_up: Callable[[], bool] | None = None
+    picked: Callable[[], None] | None = None  # another lesson picked (no demo of it yet)
 
 
 class TeachingControls:
@@ -211,6 +213,8 @@ class TeachingControls:
                 self.lesson_panel.answers_ended = self.lessons.answers_ended
             if self.lessons.caught_up is not None:
                 self.lesson_panel.caught_up = self.lessons.caught_up
+            if self.lessons.picked is not None:
+                self.lesson_panel.picked = self.lessons.picked
             self.panes.add(self.lesson_panel, weight=2)
             wide = window_size(self.root, LESSONS_MIN_WIDTH, LESSONS_MIN_HEIGHT)
             least_w, least_h = (int(part) for part in wide.split("x"))

@@ -111,6 +111,7 @@ class LessonDemos:
             timeline,
             answers_ended=lambda: len(window.flow.answering.finished),
             caught_up=self.caught_up,
+            picked=lambda: window.health.highlight(None),  # its demo marks what to watch
         )
 
     def caught_up(self) -> bool:

@@ -89,6 +89,7 @@ class LessonPanel(ttk.Frame):
         self._load_error: str | None = None
         self.answers_ended: Callable[[], int] = lambda: 0
         self.caught_up: Callable[[], bool] = lambda: True
+        self.picked: Callable[[], None] = lambda: None  # the window's: another lesson's turn
         self._ended_at: int | None = None  # answers ended when the demo was set up
         # The demo's final figure, once it has ended: what the class reads off stays put
         # while the window goes on (a scroll, the lesson's answer shown, another question).
@@ -371,9 +372,10 @@ class LessonPanel(ttk.Frame):
 
     def _ask(self, lesson: Lesson, *, again: bool) -> None:
         """Pose the lesson's question above its figures (none: the box steps aside)."""
-        if not again:  # another lesson: no demo of its own yet, its figure live
+        if not again:  # another lesson: no demo of its own yet, no figure
             self._ended_at = None
             self._held = False
+            self.picked()
         if lesson.predict is None:
             self.prediction.clear()
         else:
