@@ -530,3 +530,41 @@ def test_a_radio_button_s_circle_grows_with_the_screen_s_density(
     make_app(ScriptedBackend(rate=0))
     size = ttk.Style(root).lookup("TRadiobutton", "indicatorsize")
     assert int(float(size)) >= 20, size
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_window_on_the_scripted_backend_plays_the_script_of_its_language(
+    display: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str
+) -> None:
+    """Walked in Chinese: ``tkchat compare --lang zh`` opened two Chinese windows whose
+    scripted model streamed the English script to a Chinese prompt. The window's scripted
+    backend plays the script of the window's language."""
+    from tkchat.cli import window as cli_window
+    from tkchat.generate.scripted import SCRIPT
+    from tkchat.ui.window import chat_window as app_module
+
+    monkeypatch.setenv("TKCHAT_DATA_DIR", str(tmp_path))
+    played: list[str] = []
+
+    class Recorded(app_module.ChatApp):
+        def __init__(self, root: tk.Tk, *args, **kwargs) -> None:
+            KEEP_ALIVE.append(root)
+            super().__init__(root, *args, **kwargs)
+
+            def instead_of_the_loop() -> None:
+                backend = self.controller.backend
+                assert isinstance(backend, ScriptedBackend)
+                played.append(backend.text)
+                self.close()
+
+            root.mainloop = instead_of_the_loop  # type: ignore[method-assign]
+
+    monkeypatch.setattr(app_module, "ChatApp", Recorded)
+    args = build_parser().parse_args(["--backend", "scripted", "--lang", lang])
+    assert cli_window.run_app(args) == 0
+    (text,) = played
+    if lang == "en":
+        assert text == SCRIPT
+    else:
+        assert text != SCRIPT and "主循环" in text and "Why the window" not in text

@@ -111,6 +111,7 @@ def run_app(args: argparse.Namespace) -> int:
     """The Tk chat window: the settings kept (unless ``--no-history``), the model loading on a
     worker once the window is up."""
     from tkchat.generate.controller import GenerationController
+    from tkchat.generate.scripted import ScriptedBackend, script_for
     from tkchat.store.settings import AppSettings, load_settings
     from tkchat.transport.channel import EventChannel
     from tkchat.ui.window.chat_window import ChatApp
@@ -134,6 +135,8 @@ def run_app(args: argparse.Namespace) -> int:
     )
     controller = GenerationController(backend, EventChannel())
     app = ChatApp(root, controller, _app_options(args, settings, model))
+    if isinstance(backend, ScriptedBackend):  # it answers in the window's language
+        backend.text = script_for(app.t.lang)
     if settings_warning:
         app.storage_banner.show(settings_warning)
     if args.geometry:

@@ -122,6 +122,13 @@ def long_answer(min_chars: int = 11_000, language: str = "en") -> str:
     return "".join(parts)
 
 
+def script_for(language: str) -> str:
+    """The scripted answer a window in ``language`` plays: a Chinese window's is Chinese (a
+    Chinese class's compare windows streamed the English script to a Chinese prompt), about
+    as long as :data:`SCRIPT`."""
+    return long_answer(len(SCRIPT), "zh") if language == "zh" else SCRIPT
+
+
 # A word with its leading whitespace, like a BPE vocabulary; Chinese has no spaces, so its
 # characters go two at a time (as real tokenizers split it), and punctuation on its own.
 _CJK = "\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"
