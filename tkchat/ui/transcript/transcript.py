@@ -428,12 +428,14 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         """Ctrl+C, the menu's Copy: the selection as shown. Tk's own copy (``get``) would
         take the hidden break spaces along, and a block's rendered pieces not shown yet."""
         if self.text.tag_ranges("sel"):
-            widget = str(self.text)
-            shown = self.text.tk.call(widget, "get", "-displaychars", "sel.first", "sel.last")
             self.text.clipboard_clear()
-            self.text.clipboard_append(str(shown))
+            self.text.clipboard_append(self._shown_between("sel.first", "sel.last"))
         return "break"
 
     def plain_text(self) -> str:
         """Everything visible, for tests and copy (elided, not-yet-shown text excluded)."""
-        return str(self.text.tk.call(str(self.text), "get", "-displaychars", "1.0", "end-1c"))
+        return self._shown_between("1.0", "end-1c")
+
+    def _shown_between(self, start: str, end: str) -> str:
+        """The text from ``start`` to ``end`` as shown: without what is elided."""
+        return str(self.text.tk.call(str(self.text), "get", "-displaychars", start, end))
