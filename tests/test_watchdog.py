@@ -442,12 +442,15 @@ def test_the_watchdog_speaks_the_chat_window_s_language(root: tk.Tk, lang: str) 
 
 def _class_must_see(app: Any) -> dict[str, tk.Misc]:
     """What the class watches in a freeze demo: the lesson, its picker and demo button, the
-    lag timeline, the health bar (the heartbeat), the message box and Send row."""
+    chat's text (streaming while the window is frozen), the health bar (the heartbeat), the
+    message box and Send row. Not the lag timeline: the frozen loop cannot redraw it, and the
+    watchdog, its live stand-in, steps behind the window once the window answers again."""
     panel = app.teaching.lesson_panel
     assert panel is not None and panel.timeline is not None
+    lesson = {f"lesson panel {part}": part for part in panel.winfo_children()}
     parts = {
-        "lesson panel": panel,
-        "lag timeline": panel.timeline,
+        **{name: part for name, part in lesson.items() if part is not panel.timeline},
+        "chat's text": app.transcript,
         "health bar": app.health,
         "message box": app.input,
         "Send": app.send_button,
@@ -466,9 +469,10 @@ def test_the_watchdog_covers_nothing_the_class_must_see(
     root: tk.Tk, teach_projector_window: Callable[..., Any], lang: str, projector: bool
 ) -> None:
     """The window ``tkchat --teach --projector`` (or ``--teach --lessons``) opens at 1280×720,
-    in both languages, at 96 and at 192 dpi: the watchdog goes over the chat's text, clear
-    of the lesson panel (in projector mode it hid the lesson's lower half), the lag timeline
-    (without projector mode it hid all of it), the health bar and the Send row."""
+    in both languages, at 96 and at 192 dpi: the watchdog goes over the lag timeline, clear
+    of the lesson (in projector mode it hid the lesson's lower half), the chat's text (over
+    it, it hid the answer streaming in lessons 04, 05, 14 and 19), the health bar and the
+    Send row."""
     from tests.test_projector import SCREEN_720P
 
     app = teach_projector_window(lang, projector=projector)
@@ -476,14 +480,18 @@ def test_the_watchdog_covers_nothing_the_class_must_see(
     pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
     root.update()
     must_see = _class_must_see(app)
-    assert "lag timeline" in must_see  # the premise: both modes draw it at 1280×720
-    room = parse_geometry(screen_geometry(app.transcript))
+    panel = app.teaching.lesson_panel
+    assert "chat's text" in must_see and f"lesson panel {panel.body}" in must_see
+    timeline = panel.timeline
+    assert timeline.winfo_ismapped()  # the premise: both modes draw it at 1280×720
+    room = parse_geometry(screen_geometry(timeline))
     window = parse_geometry(screen_geometry(root))
     for scale in (1.0, 2.0):
         place = placement(1280, 720, scale, room=room, window=window)
         width, height, x, y = place
         assert x >= 0 and y >= 0 and x + width <= 1280 and y + height <= 720
         assert width >= 0.5 * 576 and height >= 0.5 * 324  # large enough to read
+        assert overlap(place, _on_screen(timeline))
         for name, widget in must_see.items():
             assert not overlap(place, _on_screen(widget)), (scale, name, place)
     app.close()
@@ -542,6 +550,89 @@ def test_the_watchdog_a_demo_opens_keeps_clear_and_its_keys_move_and_close_it(
     assert handle.process.returncode == 0 and not handle.alive
     again = app.demos.open_watchdog()
     assert again is not handle and again.process.poll() is None
+    app.close()
+
+
+@pytest.mark.parametrize("steps_aside", [True, False], ids=["over the window", "in a corner"])
+def test_over_the_window_it_is_in_front_only_while_the_window_is_frozen(
+    root: tk.Tk, steps_aside: bool
+) -> None:
+    """(Given times.) Over the chat window, the watchdog opens in front, comes to the front
+    when the beats stop and goes behind the window when they come back; in a free corner of
+    the screen it stays in front throughout. (What the X server then shows: the next test.)"""
+    clock, beats = [100.0], [100.0]
+    window = WatchdogWindow(root, lambda: [beats.pop()] if beats else [], lambda: False)
+    window.clock = lambda: clock[0]
+    window.steps_aside = steps_aside
+    seen = []
+    for now, beat in ((100.1, True), (100.5, False), (101.0, False), (101.05, True)):
+        clock[0] = now
+        if beat:
+            beats.append(now)
+        window._tick()
+        seen.append((window.trace.open_gap is not None, window.in_front))
+    frozen = [False, True, True, False]
+    in_front = [True, True, True, not steps_aside]  # behind the window, beating again
+    assert seen == list(zip(frozen, in_front, strict=True))
+    window.close()
+
+
+@needs_xdotool
+def test_after_a_freeze_the_watchdog_leaves_the_lag_timeline_to_show_it(
+    root: tk.Tk,
+    teach_projector_window: Callable[..., Any],
+    leaving_by_itself: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real watchdog a freeze demo opens, at 1280×720 in projector mode, over the lag
+    timeline: on the X server the timeline is hidden under it while the window is frozen
+    (the watchdog's own word, read from a helper thread during the freeze), and is the
+    window on top at that point once the window answers again (asked of the X server)."""
+    from tests.test_projector import SCREEN_720P
+    from tkchat.ui.teaching import demo_setup
+
+    opened: list[StateLines] = []
+
+    def with_state(scheduler: AfterScheduler, **place: Any) -> WatchdogHandle:
+        command = [*watchdog_command(**place), "--state"]
+        handle = open_watchdog(scheduler, command=command, stdout=subprocess.PIPE)
+        opened.append(StateLines(handle.process.stdout))
+        return handle
+
+    monkeypatch.setattr(demo_setup, "open_watchdog", with_state)
+    app = teach_projector_window("en")
+    root.geometry(SCREEN_720P)
+    pump_until(root, lambda: app.flow.model_ready, what="the scripted model")
+    root.update()
+    app.demos.open_watchdog()
+    (lines,) = opened
+    timeline = app.teaching.lesson_panel.timeline
+    middle = (
+        timeline.winfo_rootx() + timeline.winfo_width() // 2,
+        timeline.winfo_rooty() + timeline.winfo_height() // 2,
+    )
+    pump_until(root, lambda: alive(lines.latest), what="the watchdog, beats arriving")
+    pump_until(root, lambda: root.winfo_containing(*middle) is None, what="it, over the timeline")
+    freeze: dict[str, float] = {}
+
+    def stuck() -> None:  # the main thread, frozen until the watchdog says it is in front
+        freeze["start"] = time.monotonic()
+        since = freeze["start"]
+        wait_until(
+            lambda: any(s["frozen"] and s["in_front"] for s in lines.between(since, math.inf)),
+            timeout=120,
+            what="the watchdog in front of the frozen window",
+        )
+        freeze["end"] = time.monotonic()
+
+    app.demos.scheduler.once("freeze", 0, stuck)
+    pump_until(root, lambda: "end" in freeze, timeout=180, what="the freeze")
+    pump_until(root, lambda: lines.latest.get("in_front") is False, what="the watchdog behind")
+    pump_until(
+        root,
+        lambda: str(root.winfo_containing(*middle)).startswith(str(timeline)),
+        what="the lag timeline on top again",
+    )
     app.close()
 
 

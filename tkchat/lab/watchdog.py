@@ -18,9 +18,12 @@ once the beats come back. End-of-file on stdin
 (the app closed the pipe, exited, or was killed) closes the window, and so does a parent that
 is gone after a long silence.
 
-It opens where the chat window says the class needs nothing during a freeze: ``--room``, the
-chat's text (the window computes it from its own geometry), unless the screen has room beside
-the window. Esc closes it; M moves it to the other side of the screen and back.
+It opens beside the chat window where the screen has room (``--window`` says where the
+window is); else over ``--room``, the part of the window a freeze leaves the class nothing to
+see in: the lesson's lag timeline, which the frozen loop cannot redraw. Over the window, it
+stays in front while the window is frozen and steps behind it when the beats come back, so
+that the timeline, drawn again, shows the freeze. Esc closes it; M moves it to the other side
+of the screen and back.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from tkchat.lab.watchdog_place import (
     geometry_of,
     inside_frame,
     other_side,
+    overlap,
     parse_geometry,
     placement,
 )
@@ -228,6 +232,10 @@ class WatchdogWindow:
         # where M moves it, in turn (run_watchdog sets them: its place and the other side's)
         self.places: list[Rect] = []
         self.frame_to_fit = False  # are places to lose the title bar's height, once known?
+        # Over the chat window (run_watchdog says): in front only while it is frozen.
+        self.steps_aside = False
+        self.in_front = True  # it opens in front, as any new window
+        self._was_frozen = False
         for key in MOVE_KEYS:
             root.bind(key, lambda _e: self.move())
         family = tkfont.nametofont("TkDefaultFont", root=root).cget("family")
@@ -305,9 +313,27 @@ class WatchdogWindow:
             return
         if self.frame_to_fit:
             self._fit_frame()
+        self._stand(self.trace.open_gap is not None)
         self.draw(now, silence)
         self._report(now, silence)
         self.scheduler.once("watchdog-tick", TICK_MS, self._tick)
+
+    def _stand(self, frozen: bool) -> None:
+        """When the chat window freezes or answers again: over the window (:attr:`steps_aside`),
+        come to the front for the freeze (what it covers is a picture the frozen loop cannot
+        redraw) and go behind the window after it, whose timeline then draws the freeze."""
+        if frozen == self._was_frozen:
+            return
+        self._was_frozen = frozen
+        if not self.steps_aside:
+            return
+        with contextlib.suppress(tk.TclError):  # a window manager without the attribute
+            self.root.attributes("-topmost", frozen)
+        if frozen:
+            self.root.lift()
+        else:
+            self.root.lower()
+        self.in_front = frozen
 
     def _parent_gone(self, silence: float | None) -> bool:
         """A second guard besides end-of-file: the parent is no longer ours (POSIX re-parents
@@ -439,6 +465,7 @@ class WatchdogWindow:
             "beats": self.trace.beats,
             "silence_ms": None if silence is None else round(silence * 1000, 1),
             "frozen": self.trace.open_gap is not None,
+            "in_front": self.in_front,
             "counter": self.shown_text(self.counter),
             "caption": self.shown_caption(),
             "gap_labels": [self.shown_text(item) for item in self.canvas.find_withtag("gap-label")],
@@ -495,6 +522,8 @@ def run_watchdog(
     if geometry is None:  # (a geometry given is kept as it is)
         window.places = [place, other_side(place, root.winfo_screenwidth())]
         window.frame_to_fit = True  # its title bar kept inside that place
+        chat = parse_geometry(chat_window)
+        window.steps_aside = chat is not None and overlap(place, chat)
     reader.start()
     window.start()
     root.mainloop()

@@ -1,7 +1,8 @@
 """Where the watchdog window (:mod:`tkchat.lab.watchdog`) goes on the screen: clear of what the
-class must see in the chat window during a freeze (the lesson, the lag timeline, the health bar,
-the Send row). The chat window says where it is and which part of it may be covered (``--room``:
-its chat text); this module picks the place, Tk-free but for the title bar's height.
+class must see in the chat window during a freeze (the lesson, the chat's text streaming, the
+health bar, the Send row). The chat window says where it is and which part of it may be covered
+(``--room``: the lesson's lag timeline, which a frozen loop cannot redraw); this module picks
+the place, Tk-free but for the title bar's height.
 
 Main thread of the watchdog.
 """
@@ -46,10 +47,9 @@ def placement(
     sized in points: kept at 720×400 pixels it cut its sentences in half at 192 dpi), at
     most :data:`SCREEN_SHARE` of the screen each way. Where: in a corner of the screen the
     chat ``window`` leaves free; else over ``room``, the part of the window the class needs
-    nothing of during a freeze (the chat's text: the window says where), as large as it
-    holds. In the screen's bottom right it covered the lesson's lower half on a 1280×720
-    projector, or the whole lag timeline; with neither given (or a room too small to read
-    in), that is still where it goes."""
+    nothing of during a freeze (the window says which), as large as it holds. In the
+    screen's bottom right it covered the lesson's lower half on a 1280×720 projector; with
+    neither given (or a room too small to read in), that is still where it goes."""
     margin = round(16 * scale)
     width = min(round(SIZE[0] * scale), int(screen_w * SCREEN_SHARE))
     height = min(round(SIZE[1] * scale), int(screen_h * SCREEN_SHARE))

@@ -148,7 +148,7 @@ class LessonDemos:
         self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
         if lesson.watchdog:
             self.open_watchdog()
-        elif self.watchdog is not None:  # it sits over the chat's text, which this one shows
+        elif self.watchdog is not None:  # over the lag timeline, which this one may point at
             self.watchdog.close(wait=False)
             self.watchdog = None
         if lesson.stages and self.open_stages is not None:
@@ -189,19 +189,24 @@ class LessonDemos:
     def open_watchdog(self) -> WatchdogHandle:
         """Show this window's heartbeat in a second process, which can draw a freeze while
         it happens (``tkchat watchdog``), in the window's look and language. Opens it once;
-        again only if it was closed (Esc closes it). It goes over the chat's text, which the
-        class needs nothing of while the window is frozen, unless the screen has room beside
-        the window: never over the lesson, the lag timeline, the health bar or Send."""
+        again only if it was closed (Esc closes it). Where the screen has no room beside the
+        window, it goes over the lesson's lag timeline (else the chat's text): a picture the
+        frozen loop cannot redraw, and the watchdog steps behind the window once the window
+        answers again, for the timeline to show the freeze. Never over the lesson, the chat's
+        text (the class watches it stream in a freeze), the health bar or Send."""
         if self.watchdog is None or not self.watchdog.alive:
             if self.watchdog is not None:
                 self.watchdog.close(wait=False)
-            transcript = self.window.transcript
+            panel = self.window.teaching.lesson_panel
+            timeline = panel.timeline if panel is not None else None
+            shown = timeline is not None and timeline.winfo_ismapped()
+            room = timeline if timeline is not None and shown else self.window.transcript
             self.watchdog = open_watchdog(
                 self.scheduler,
                 theme=self.theme(),
                 language=self.t.lang,
-                room=screen_geometry(transcript),
-                window=screen_geometry(transcript.winfo_toplevel()),
+                room=screen_geometry(room),
+                window=screen_geometry(room.winfo_toplevel()),
             )
         return self.watchdog
 
