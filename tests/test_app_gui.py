@@ -351,6 +351,35 @@ def test_long_answer_renders_in_many_slices_and_loses_nothing(
     assert len(app.transcript.text.tag_names()) < 40
 
 
+def test_a_timer_due_during_a_slice_runs_before_the_next_slice(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lag probe's worst lags were two markdown slices long: a slice's follow-up timer
+    came due before the probe's, which fell due while the slice ran. A timer set just after
+    a slice (due a moment after its follow-up: the case, made sure) runs before the next
+    slice, whatever the slices cost."""
+    order: list[str] = []
+    painter_slice = markdown_view.MarkdownPainter._slice
+
+    def slice_then_a_timer(painter: markdown_view.MarkdownPainter) -> None:
+        order.append("slice")
+        painter_slice(painter)
+        if painter.scheduler.pending("markdown"):  # another slice to come
+            order.append("timer set")
+            root.after(1, lambda: order.append("timer"))
+
+    monkeypatch.setattr(markdown_view.MarkdownPainter, "_slice", slice_then_a_timer)
+    answer = long_answer(11_000)
+    app = make_app(ScriptedBackend(rate=0, text=answer), sampling=Sampling(max_tokens=0))
+    app.flow.send("a long one")
+    view = app.flow.answering.answer
+    final = finish(root, app)
+    assert isinstance(final, Done) and view is not None and view.rendered
+    set_at = [i for i, was in enumerate(order) if was == "timer set"]
+    assert len(set_at) >= 2  # slices that had another to come
+    assert all(order[i + 1] == "timer" for i in set_at), order
+
+
 def test_rendering_is_cached_per_block(root: tk.Tk, make_app) -> None:
     app = make_app(ScriptedBackend(rate=0))
     painter = app.transcript.painter

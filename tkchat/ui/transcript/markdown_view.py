@@ -254,6 +254,13 @@ class MarkdownPainter:
 
     # -- one slice per callback ----------------------------------------------------------------
 
+    def _slice_when_free(self) -> None:
+        """The next slice, once every timer that came due meanwhile has run: a slice's own
+        timer, set a millisecond after the last one ended, came due before the lag probe's
+        timer that fell due during that slice, and two slices ran back to back while the
+        probe waited (its worst lags were two slices long)."""
+        self.scheduler.when_idle("markdown", self._slice)
+
     def _slice(self) -> None:
         keeper = ViewKeeper(self.text, follow_end=self.follow_end)
         self._paint(keeper, SLICE_BUDGET_MS, in_tick=False)
@@ -289,8 +296,10 @@ class MarkdownPainter:
             for kept in (self.slice_ms, self.streaming_slice_ms):
                 if len(kept) > MAX_SLICES_KEPT:  # a long session: the recent ones will do
                     del kept[: MAX_SLICES_KEPT // 2]
-        if outcome == "more":
-            self.scheduler.once("markdown", STREAMING_SLICE_MS if in_tick else 1, self._slice)
+        if outcome == "more" and in_tick:
+            self.scheduler.once("markdown", STREAMING_SLICE_MS, self._slice)
+        elif outcome == "more":
+            self.scheduler.once("markdown", 1, self._slice_when_free)
         elif outcome == "wait":
             self.scheduler.once("markdown", LEXER_WAIT_MS, self._slice)
 
