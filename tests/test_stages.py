@@ -413,3 +413,48 @@ def test_slow_motion_slows_the_tick_and_lets_a_ticks_worth_of_tokens_through(
     view.run("speed_1")
     assert app.pump.interval_ms == 16 and app.controller.backend.gate is None
     assert not view.timers.pending("stage-play")
+
+
+def test_opening_the_view_forces_no_layout(root: tk.Tk, make_app, monkeypatch) -> None:
+    """Opening the view forced the new window's whole layout (``update_idletasks``, to read
+    the strip's width) inside the callback that opened it: one long task. Tk lays it out in
+    its own idle passes, after that callback, and the view fits its strip then."""
+    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True, language="zh")
+    forced: list[str] = []
+    for name in ("update", "update_idletasks"):
+        real = getattr(tk.Misc, name)
+
+        def counted(widget: tk.Misc, real: Any = real, name: str = name) -> None:
+            forced.append(f"{name} on {widget}")
+            real(widget)
+
+        monkeypatch.setattr(tk.Misc, name, counted)
+    app.menubar.invoke("stages")  # F9
+    view = app.stages.window
+    assert isinstance(view, StageWindow)
+    assert forced == [] and view.strip.winfo_width() == 1  # not placed yet: nothing laid out
+    monkeypatch.undo()
+    laid_out(view)
+    assert view.winfo_width() >= view.strip.winfo_reqwidth()
+
+
+@pytest.mark.parametrize("narrow_screen", [False, True])
+def test_opened_narrower_than_its_strip_the_view_widens_to_it_within_the_screen(
+    root: tk.Tk, make_app, monkeypatch, narrow_screen: bool
+) -> None:
+    """The view's own size narrower than its strip of controls (as with projector text in
+    Chinese at 1280x720): it widens to the strip, no button squeezed; on a screen narrower
+    than the strip, to the screen's width."""
+    monkeypatch.setattr("tkchat.ui.stages.window.LARGE_WINDOW_SIZE", (600, 720))
+    if narrow_screen:
+        monkeypatch.setattr(StageWindow, "winfo_screenwidth", lambda _self: 800)
+    app = make_app(ScriptedBackend(rate=0, text=TEXT), projector=True, language="zh")
+    view = app.stages.open()
+    own = int(view.geometry().split("x")[0])  # as opened, before Tk lays it out
+    laid_out(view)
+    strip, screen = view.strip.winfo_reqwidth(), view.winfo_screenwidth()
+    assert own < strip and (strip > screen) == narrow_screen
+    assert view.winfo_width() == min(strip, screen)
+    if not narrow_screen:
+        for name, button in view.buttons.items():
+            assert button.winfo_width() >= button.winfo_reqwidth(), name

@@ -83,7 +83,6 @@ class StageWindow(tk.Toplevel):
             self.bind(sequence, self._key(control))
         translate.on_change(self._language_changed)  # (a bound method: dropped once closed)
         self._relabel()
-        self._fit_the_strip()
         self._show(self.player.history[-1], None)
         self.protocol("WM_DELETE_WINDOW", self.destroy)
 
@@ -99,6 +98,7 @@ class StageWindow(tk.Toplevel):
             button.pack(side="right", padx=(dp(self, 4), 0))
             self.buttons[f"speed_{speed}"] = button
         strip.pack(side="top", fill="x")
+        strip.bind("<Configure>", self._fit_the_strip)
         self.strip = strip
         self.caption = ttk.Label(self, anchor="w", padding=(dp(self, 8), 0))
         self.caption.pack(side="top", fill="x")
@@ -108,13 +108,16 @@ class StageWindow(tk.Toplevel):
         self.canvas = StageCanvas(self, self.t, size)
         self.canvas.pack(side="top", fill="both", expand=True)
 
-    def _fit_the_strip(self) -> None:
+    def _fit_the_strip(self, _event: tk.Event) -> None:
         """At least as wide as the strip of controls, within the screen (with projector text
-        in Chinese, 1280x720, the last speed button was squeezed to a sliver)."""
-        self.update_idletasks()
+        in Chinese, 1280x720, the last speed button was squeezed to a sliver). Run on the
+        strip's ``<Configure>``: Tk has measured the strip by the time it places it, in a
+        layout pass of its own once the callback that opened the view has returned (the
+        loop runs its timers in between). Forcing that layout inside that callback
+        (update_idletasks) made the building, the new window's whole layout and the lanes'
+        fitting one long task (up to about 100 ms at 1280x720 on a projector)."""
         width = min(self.strip.winfo_reqwidth(), self.winfo_screenwidth())
-        if width > self.winfo_width():
-            self.geometry(f"{width}x{self.winfo_height()}")
+        self.minsize(width, 1)  # the window's own size need not be read: Tk widens it if it must
 
     # -- controls ----------------------------------------------------------------------------
 
