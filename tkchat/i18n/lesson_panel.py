@@ -4,7 +4,6 @@ from __future__ import annotations
 
 STRINGS: dict[str, dict[str, str]] = {
     "en": {
-        "lesson.pick": "Lesson",
         "lesson.setup": "Set up the demo",
         "lesson.plan": "Class plan",
         "lesson.demo": "Demo: mode {mode}, {backend} backend",
@@ -92,7 +91,6 @@ STRINGS: dict[str, dict[str, str]] = {
         "timeline.paused_now": "paused",
     },
     "zh": {
-        "lesson.pick": "课程",
         "lesson.setup": "准备演示",
         "lesson.plan": "课堂计划",
         "lesson.demo": "演示：{mode} 模式，{backend} 后端",
