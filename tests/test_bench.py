@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -175,6 +176,38 @@ def test_the_broken_server_is_held_to_its_answer_and_to_the_fixed_server() -> No
     # a loop that stalled for a third of the answer, or only 5 x the fixed one's wait
     checks = server_loop_verdicts(fixed, server("broken", 0.8, 260.0, 290.0))
     assert [c.ok for c in checks] == [False, False, False]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_server_loop_bench_says_its_sentences_in_the_systems_language(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], lang: str
+) -> None:
+    """``--serve-loop`` printed English only; a class runs it in lesson 16. Its sentences
+    follow the system's language, as ``bench --lessons`` says what its results mean; the
+    table's rows and the claims stay as the other runs print them (``--claims``, the JSON)."""
+    from tkchat.antipatterns.blocking_server import BANNER
+    from tkchat.course.lessons import default_language
+    from tkchat.generate.scripted import ScriptedBackend
+    from tkchat.i18n.lesson_panel import STRINGS
+    from tkchat.lab.bench import server_loop
+
+    monkeypatch.setenv("LANGUAGE", "zh_CN" if lang == "zh" else "en_US")
+    assert default_language() == lang
+    fixed = ServerLoopFigures("fixed", 0.8, 80, 5.0, 2.0, 6.0, 3.0, 10)
+    broken = ServerLoopFigures("broken", 0.8, 80, 790.0, 700.0, 770.0, 3.0, 2)
+    monkeypatch.setattr(server_loop, "compare_servers", lambda *_a, **_k: [fixed, broken])
+    assert server_loop.run_server_loop_bench(ScriptedBackend(rate=0), max_tokens=64) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = STRINGS[lang]
+    assert lines[:2] == [
+        said["bench.serve_loop.runs"].format(backend="scripted", tokens=64),
+        said["bench.serve_loop.broken"],
+    ]
+    assert said["bench.serve_loop.ratio"].format(ratio="158") in lines
+    rows = [line.split()[0] for line in lines if re.match(r"(fixed|broken) +\d", line)]
+    assert rows == ["fixed", "broken"]
+    assert sum(line.startswith("  PASS  broken server:") for line in lines) == 3
+    assert (BANNER in lines[1]) == (lang == "en")
 
 
 def test_a_scripted_flood_gives_broken_modes_a_short_answer() -> None:

@@ -908,7 +908,7 @@ DROPPED_NOTE = "no longer fits the model's context"
 def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> None:
     """n_ctx 300 leaves 150 tokens for the prompt (the other half is the answer's room).
     Each long turn is a 20-word question (24 tokens) and a 40-word answer (44)."""
-    backend = RecordingBackend(rate=0, n_ctx=300)
+    backend = RecordingBackend(rate=0, context=300)
     app = make_app(backend)
     meter = app.context_meter
 
@@ -956,7 +956,7 @@ def test_context_meter_and_policy_in_a_small_context(root: tk.Tk, make_app) -> N
 
 
 def test_the_left_out_note_is_still_there_after_a_regenerate(root: tk.Tk, make_app) -> None:
-    backend = RecordingBackend(rate=0, n_ctx=300)
+    backend = RecordingBackend(rate=0, context=300)
     app = make_app(backend)
     for question, reply in (
         (words("qa", 20), words("aa", 40)),

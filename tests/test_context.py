@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from tests.conftest import run_to_end
-from tkchat.conversation import Message, Sampling
+from tkchat.conversation import MAX_N_CTX, Message, Sampling
 from tkchat.events import Chunk, Done, Error
 from tkchat.generate.backend import ContextOverflowError, GenerationRequest
 from tkchat.generate.context import answer_room, fit_to_context
@@ -96,7 +96,7 @@ def test_answer_room_is_max_tokens_at_most_half_the_context(
 
 
 def test_the_worker_reports_what_it_left_out_in_the_final_stats() -> None:
-    backend = ScriptedBackend(rate=0, tokens=5, n_ctx=300)
+    backend = ScriptedBackend(rate=0, tokens=5, context=300)
     controller = GenerationController(backend, EventChannel())
     messages = tuple(chat(30))
     gen = controller.start(GenerationRequest(messages, Sampling(max_tokens=20)))
@@ -106,6 +106,42 @@ def test_the_worker_reports_what_it_left_out_in_the_final_stats() -> None:
     assert 0 < final.stats.prompt_tokens <= 300
     assert controller.current is not None
     assert controller.current.context_dropped == final.stats.context_dropped
+
+
+@pytest.mark.parametrize(
+    ("tokens", "n_ctx"), [(None, 8192), (4000, 8192), (4097, 16_384), (30_000, 65_536)]
+)
+def test_a_scripted_backends_context_keeps_room_for_the_answer_it_plays(
+    tokens: int | None, n_ctx: int
+) -> None:
+    """Lesson 11's flood of 30,000 tokens read "context 30,019 / 8,192 tokens": the scripted
+    backend played past its context, which a model cannot (its answer ends where the context
+    does). Its context is at least twice its answer, so that the room the policy keeps for an
+    answer (at most half the context) holds the whole of it."""
+    backend = ScriptedBackend(tokens=tokens)
+    assert backend.n_ctx == n_ctx
+    if tokens is not None:
+        assert answer_room(tokens, backend.n_ctx) == tokens
+    assert ScriptedBackend(tokens=10**9).n_ctx == MAX_N_CTX  # "until stopped": a usable size
+
+
+def test_a_scripted_conversation_never_takes_more_than_its_context() -> None:
+    """Answers of 9,000 tokens in one chat, each more than the default context: the prompt and
+    the answer fit the context at each turn; the fourth turn leaves the first out, as on a
+    model."""
+    backend = ScriptedBackend(rate=0, tokens=9000)
+    controller = GenerationController(backend, EventChannel())
+    messages = [Message("user", "Flood the window with text.")]
+    for turn in range(4):
+        request = GenerationRequest(tuple(messages), Sampling(max_tokens=9000))
+        events = run_to_end(controller.channel, controller.start(request))
+        final = events[-1]
+        assert isinstance(final, Done), final
+        assert final.stats.tokens == 9000
+        assert final.stats.prompt_tokens + final.stats.tokens <= backend.n_ctx, turn
+        text = "".join(event.text for event in events if isinstance(event, Chunk))
+        messages += [Message("assistant", text), Message("user", "Again.")]
+    assert final.stats.context_dropped > 0
 
 
 # -- the bundled model ------------------------------------------------------------------------

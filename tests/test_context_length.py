@@ -171,7 +171,7 @@ def test_the_window_says_the_context_given_of_the_trained_and_settings_change_it
     pump_until(root, lambda: app.flow.model_ready, what="the model to load again")
     assert app.controller.backend.n_ctx == 1024
     assert "context 1,024 of 8,192 trained" in app.status.get()
-    assert app.context_meter.full == "context — / 1,024 tokens (of 8,192 trained)"
+    assert app.context_meter.full == "context 1,024 tokens (of 8,192 trained)"
     app.toggle_language()
     assert "1,024" in app.status.get() and "训练" in app.status.get()
 

@@ -268,6 +268,29 @@ def test_another_lesson_picked_takes_the_last_demos_mark_off_the_health_bar(
     assert len(marked()) == 1
 
 
+def test_lesson_11s_flood_takes_no_more_than_the_context_the_meter_shows(
+    root: tk.Tk, make_app
+) -> None:
+    """Walked at 1280×720: lesson 11's 30,000 tokens read "context 30,019 / 8,192 tokens"
+    in the health bar. Set up, the meter shows the context of the backend the demo chose
+    (a scripted one's holds its answer); the flood (here as fast as it goes) fits in it."""
+    app = make_app(ScriptedBackend(rate=0))
+    app.teaching.toggle_lessons()
+    panel = app.teaching.lesson_panel
+    assert panel is not None
+    panel.select("11-backpressure")
+    panel.setup_button.invoke()
+    backend = app.controller.backend
+    assert isinstance(backend, ScriptedBackend) and backend.tokens == 30_000
+    meter = app.context_meter
+    assert meter.n_ctx == backend.n_ctx and meter.used is None  # a fresh chat, before Send
+    backend.rate = 0
+    app.flow.send()
+    pump_until(root, lambda: bool(app.flow.answering.finished), what="the flood", timeout=120)
+    assert meter.used is not None and 30_000 < meter.used <= meter.n_ctx == backend.n_ctx
+    assert meter.dropped == 0 and f"/ {backend.n_ctx:,} tokens" in meter.full
+
+
 def test_closed_dialogs_are_not_kept_alive_by_the_translator(root: tk.Tk) -> None:
     """Each opened dialog binds its labels and a language listener; once closed, they must
     go (they did not: 100 dialogs stayed referenced; then the last few, until the lists grew

@@ -425,6 +425,49 @@ def test_the_lesson_list_opens_wide_enough_for_whole_titles(
         picker.tk.call("ttk::combobox::Unpost", picker)
 
 
+# Of a lesson's title, after its number, what the closed picker shows at least: a Chinese
+# character says about as much as a short English word ("Streamin", "流式只决定文字").
+MIN_TITLE_CHARS = {"en": 8, "zh": 6}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_closed_lesson_picker_shows_enough_of_each_title_to_tell_them_apart(
+    root: tk.Tk, teach_projector_window: Callable[[str], ChatApp], lang: str
+) -> None:
+    """Walked at 1280×720 in projector mode: the closed picker read "01 · Stre" beside its
+    label and the buttons. At both sizes its text area (the box less its arrow, as Tk lays it
+    out) holds the number and at least MIN_TITLE_CHARS of every title in the box's font, and
+    no two lessons look alike there."""
+    app = teach_projector_window(lang)
+    panel = app.teaching.lesson_panel
+    assert panel is not None
+    picker = panel.picker
+    font = str(picker.cget("font") or "TkTextFont")
+    for size in ("as opened", "full"):
+        root.geometry(SIZES_720P[size])
+        laid_out(root)
+        middle = picker.winfo_height() // 2
+        text_area = [
+            x for x in range(picker.winfo_width()) if "textarea" in picker.identify(x, middle)
+        ]
+        assert text_area, size
+        room = max(text_area) - min(text_area)
+
+        def shown(choice: str, room: int = room) -> str:
+            fits = [
+                n
+                for n in range(len(choice) + 1)
+                if int(picker.tk.call("font", "measure", font, choice[:n])) <= room
+            ]
+            return choice[: max(fits)]
+
+        choices = [str(choice) for choice in picker.cget("values")]
+        seen = [shown(choice) for choice in choices]
+        number = len("01 · ")
+        assert all(len(text) - number >= MIN_TITLE_CHARS[lang] for text in seen), (size, seen)
+        assert len(set(seen)) == len(choices), (size, seen)
+
+
 def bar_rows(bar: tk.Misc) -> list[list[str]]:
     """The health bar's rows as laid out (grid rows, each left to right): the texts of the
     widgets on it, a button's none (and an empty label, Ping's answer before any, left out)."""

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
-from tkchat.conversation import Message
+from tkchat.conversation import MAX_N_CTX, Message
 from tkchat.generate.backend import (
     GenerationRequest,
     JsonSupport,
@@ -225,7 +225,7 @@ class ScriptedBackend:
     prompt_rate: float = 0.0
     echo: bool = False
     text: str = SCRIPT
-    n_ctx: int = 8192
+    context: int = 8192  # its context, for answers of up to half of it (n_ctx)
     name: str = "scripted"
     gate: TokenGate | None = None
     # It counts its own tokens exactly (the worker fits long chats into n_ctx); it has no
@@ -234,6 +234,18 @@ class ScriptedBackend:
     model: ClassVar[str | None] = None
     # Its text is fixed: JSON mode would be a promise it cannot keep (tkchat serve says 400).
     json_support: ClassVar[JsonSupport] = "none"
+
+    @property
+    def n_ctx(self) -> int:
+        """Its context: at least twice the answer it is asked to play (``tokens``), so that
+        the worker's policy keeps room for the whole answer (at most half the context:
+        :func:`~tkchat.generate.context.answer_room`) and a conversation never takes more
+        tokens than its context holds, as on a model, whose answer ends where its context
+        does. Lesson 11's flood of 30,000 tokens read "30,019 / 8,192 tokens". A power of
+        two, as a model's context usually is; never more than a context a user may ask for."""
+        if self.tokens is None or 2 * self.tokens <= self.context:
+            return self.context
+        return min(1 << (2 * self.tokens - 1).bit_length(), MAX_N_CTX)
 
     def load(self, watch: LoadWatch | None = None) -> None:
         """Nothing to load."""

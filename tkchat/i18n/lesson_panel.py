@@ -4,7 +4,6 @@ from __future__ import annotations
 
 STRINGS: dict[str, dict[str, str]] = {
     "en": {
-        "lesson.pick": "Lesson",
         "lesson.setup": "Set up the demo",
         "lesson.plan": "Class plan",
         "lesson.demo": "Demo: mode {mode}, {backend} backend",
@@ -67,6 +66,14 @@ STRINGS: dict[str, dict[str, str]] = {
             "Nothing was written: the lessons keep the figures they quote. "
             "`tkchat bench --lessons --write` keeps this run's instead, on a quiet machine only."
         ),
+        "bench.serve_loop.runs": (
+            "backend {backend}, one answer of up to {tokens} tokens per server"
+        ),
+        "bench.serve_loop.broken": (
+            "(broken = BROKEN ON PURPOSE: /chat iterates the model on the event loop "
+            "(the article's version))"
+        ),
+        "bench.serve_loop.ratio": "broken / fixed loop lag max: {ratio} x",
         "timeline.caption": "event-loop lag, last {seconds} s",
         "timeline.long_task": "{ms} ms: long task",
         "timeline.text": "text",
@@ -84,7 +91,6 @@ STRINGS: dict[str, dict[str, str]] = {
         "timeline.paused_now": "paused",
     },
     "zh": {
-        "lesson.pick": "课程",
         "lesson.setup": "准备演示",
         "lesson.plan": "课堂计划",
         "lesson.demo": "演示：{mode} 模式，{backend} 后端",
@@ -144,6 +150,14 @@ STRINGS: dict[str, dict[str, str]] = {
             "没有写入任何文件：课程保留它们引用的数字。"
             "`tkchat bench --lessons --write` 才会改为保存这次的数字，而且只在空闲的机器上。"
         ),
+        "bench.serve_loop.runs": (
+            "后端 {backend}，每个服务器流式输出一个回答，最多 {tokens} 个 token"
+        ),
+        "bench.serve_loop.broken": (
+            "（broken 是故意写坏的服务器：/chat 在事件循环上逐个迭代模型，即文章里的写法；"
+            "fixed 是修好的 tkchat serve）"
+        ),
+        "bench.serve_loop.ratio": "循环延迟最大值：broken 是 fixed 的 {ratio} 倍",
         "timeline.caption": "事件循环延迟，最近 {seconds} 秒",
         "timeline.long_task": "{ms} 毫秒：长任务",
         "timeline.text": "文字",

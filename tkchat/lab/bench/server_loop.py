@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,8 +25,10 @@ from dataclasses import asdict, dataclass
 from http.client import HTTPConnection
 from typing import Any
 
-from tkchat.antipatterns.blocking_server import BANNER, BlockingChatServer
+from tkchat.antipatterns.blocking_server import BlockingChatServer
+from tkchat.course.lessons import default_language
 from tkchat.generate.backend import Backend
+from tkchat.i18n.lesson_panel import STRINGS
 from tkchat.lab.bench.figures import Check
 from tkchat.serve.server import ChatServer, create_app
 from tkchat.stats import median, percentile, rounded
@@ -179,23 +180,9 @@ def run_server_loop_bench(backend: Backend, *, max_tokens: int, json_out: Any = 
         runs = compare_servers(backend, max_tokens=max_tokens)
     finally:
         backend.close()
-    print(f"backend {backend.name}, one answer of up to {max_tokens} tokens per server")
-    print(f"(broken = {BANNER})")
-    header = f"{'server':<8}{'answer':>9}{'loop lag max':>14}{'p99':>10}{'/health max':>13}"
-    print(header + f"{'p50':>10}{'n':>5}{'frames':>8}")
-    for run in runs:
-        print(
-            f"{run.server:<8}{run.answer_s:>8.2f}s{run.loop_lag_max_ms:>12.1f}ms"
-            f"{run.loop_lag_p99_ms:>8.1f}ms{run.health_max_ms:>11.1f}ms"
-            f"{run.health_p50_ms:>8.1f}ms{run.health_requests:>5}{run.chunks:>8}"
-        )
     fixed, broken = runs
-    ratio = broken.loop_lag_max_ms / max(fixed.loop_lag_max_ms, 0.001)
-    print(f"broken / fixed loop lag max: {ratio:.0f} x", file=sys.stdout)
     checks = server_loop_verdicts(fixed, broken)
-    print()
-    for check in checks:
-        print(check.line)
+    print(server_loop_table(runs, checks, backend.name, max_tokens, default_language()))
     if json_out is not None:
         payload = {
             "runs": [asdict(r) for r in runs],
@@ -203,6 +190,31 @@ def run_server_loop_bench(backend: Backend, *, max_tokens: int, json_out: Any = 
         }
         json_out.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
+
+
+def server_loop_table(
+    runs: list[ServerLoopFigures], checks: list[Check], backend: str, max_tokens: int, lang: str
+) -> str:
+    """What ``--serve-loop`` prints: its sentences in the system's language, as ``bench
+    --lessons`` says what its results mean (a class runs it in lesson 16); the table and the
+    claims as every bench prints them (the claims' names are ``--claims``'s and the JSON's)."""
+    said = STRINGS[lang]
+    lines = [
+        said["bench.serve_loop.runs"].format(backend=backend, tokens=max_tokens),
+        said["bench.serve_loop.broken"],
+        f"{'server':<8}{'answer':>9}{'loop lag max':>14}{'p99':>10}{'/health max':>13}"
+        f"{'p50':>10}{'n':>5}{'frames':>8}",
+    ]
+    for run in runs:
+        lines.append(
+            f"{run.server:<8}{run.answer_s:>8.2f}s{run.loop_lag_max_ms:>12.1f}ms"
+            f"{run.loop_lag_p99_ms:>8.1f}ms{run.health_max_ms:>11.1f}ms"
+            f"{run.health_p50_ms:>8.1f}ms{run.health_requests:>5}{run.chunks:>8}"
+        )
+    fixed, broken = runs
+    ratio = broken.loop_lag_max_ms / max(fixed.loop_lag_max_ms, 0.001)
+    lines += [said["bench.serve_loop.ratio"].format(ratio=f"{ratio:.0f}"), ""]
+    return "\n".join(lines + [check.line for check in checks])
 
 
 BROKEN_LOOP_SHARE = 0.5  # the broken server's loop stands still for at least half the answer

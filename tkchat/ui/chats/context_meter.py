@@ -1,10 +1,10 @@
 """The context meter: how much of the model's context the conversation takes.
 
-"1,234 / 4,096 tokens" beside the status line, amber above 75 %, red when earlier messages
-are left out (the policy of :mod:`tkchat.generate.context`). The figures come from the
-worker (``prompt_tokens`` and ``tokens``, plain ints it updates as it goes) or, for a
-conversation just opened, from a count on a thread
-(:meth:`~tkchat.generate.controller.GenerationController.measure_context`).
+"1,234 / 4,096 tokens" beside the status line ("4,096 tokens" before anything is counted),
+amber above 75 %, red when earlier messages are left out (the policy of
+:mod:`tkchat.generate.context`). The figures come from the worker (``prompt_tokens`` and
+``tokens``, plain ints it updates as it goes) or, for a conversation just opened, from a count
+on a thread (:meth:`~tkchat.generate.controller.GenerationController.measure_context`).
 
 Main thread only.
 """
@@ -74,8 +74,13 @@ class ContextMeter(ttk.Label):
             self.full = ""
             self.configure(text="")
             return
-        used = "—" if self.used is None else f"{self.used:,}"
-        text = self.t("context.meter", used=used, n_ctx=f"{self.n_ctx:,}")
+        n_ctx = f"{self.n_ctx:,}"
+        if self.used is None:  # nothing counted yet: the context's size, in fewer characters
+            # ("— / " left the status line beside it too little room for a demo's keys at
+            # 1280×720 in projector mode, once a scripted flood's context had six digits)
+            text = self.t("context.meter.size", n_ctx=n_ctx)
+        else:
+            text = self.t("context.meter", used=f"{self.used:,}", n_ctx=n_ctx)
         if self.trained and self.trained > self.n_ctx:
             text += self.t("context.meter.trained", trained=f"{self.trained:,}")
         if self.dropped == 1:

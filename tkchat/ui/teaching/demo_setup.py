@@ -132,12 +132,12 @@ class LessonDemos:
         lengthen the prompt), its mode, its backend (rate, answer length, language), its
         answer limit and seed, its prompt in the box, what to watch highlighted."""
         window = self.window
-        if lesson.fresh:
-            window.flow.new_chat()
         window.teaching.set_mode(lesson.mode)
         switched = window.models.use(
             lesson.backend, rate=lesson.rate, tokens=lesson.tokens, language=lesson.language
         )
+        if lesson.fresh:  # after the backend is chosen: the context meter starts from its
+            window.flow.new_chat()  # context (a scripted one's follows the answer's length)
         limit = lesson.max_tokens or lesson.tokens
         sampling = self.session.sampling
         self.session.sampling = replace(

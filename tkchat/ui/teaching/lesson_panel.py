@@ -122,13 +122,17 @@ class LessonPanel(ttk.Frame):
         to watch, the expected and live figure. They are the teacher's, so they keep a
         reading size when a projector makes the lesson large (the ``note`` fonts)."""
         top = self.top = ttk.Frame(self)
-        self.pick_label = ttk.Label(top)
-        self.picker = ttk.Combobox(top, state="readonly", width=40)
+        # No "Lesson" label before the picker: its "04 · Generation on the UI thread" says
+        # what it is, and at 1280×720 in projector mode the label and the buttons left the
+        # closed box "01 · Stre", too little to tell which lesson was chosen. It asks for 46
+        # characters, the 40 it had and about its label's room: the panes share the window by
+        # what they ask for (this row asks the most of the panel), and at 1280×720 neither the
+        # chat nor the lesson had a line to spare.
+        self.picker = ttk.Combobox(top, state="readonly", width=46)
         widen_list(self.picker, "Lessons.TCombobox")  # whole titles, whatever the box's width
         self.picker.bind("<<ComboboxSelected>>", self._on_pick)
         # The class plan replaces the lesson text; picking a lesson brings the lesson back.
         self.plan_button = ttk.Button(top, command=self.show_plan)
-        self.pick_label.pack(side="left", padx=(0, dp(self, 6)))
         self.plan_button.pack(side="right", padx=(dp(self, 6), 0))
         self.picker.pack(side="left", fill="x", expand=True)
         top.pack(side="top", fill="x")
@@ -311,7 +315,6 @@ class LessonPanel(ttk.Frame):
         self._show(ids.index(keep) if keep in ids else 0)
 
     def _relabel(self) -> None:
-        self.pick_label.configure(text=self.translate("lesson.pick"))
         self.setup_button.configure(text=self.translate("lesson.setup"))
         self.plan_button.configure(text=self.translate("lesson.plan"))
         if self.trace_button is not None:
