@@ -71,6 +71,20 @@ def test_a_lag_probe_counts_lateness_long_tasks_and_its_window(clock: Clock) -> 
     assert len(probe.asked) == 4
 
 
+def test_a_probe_started_again_counts_from_then(clock: Clock) -> None:
+    """The window starts its probe as it is built, then collects its start-up garbage and
+    starts its loop: started again there, its pending firing is forgotten and the time
+    before counts for nothing (it was a long task named 'freeze_what_is_alive')."""
+    probe = ManualProbe()
+    probe.start()
+    clock.now += 0.2  # the rest of the build, and the collection
+    probe.start()
+    assert probe.cancelled == 1 and probe.asked == [5, 5] and probe.running
+    clock.now += 0.005
+    probe._fire()
+    assert probe.recent[-1].lag_ms == pytest.approx(0.0) and probe.long_tasks == 0
+
+
 def test_recording_keeps_every_sample_until_stopped(clock: Clock) -> None:
     probe = ManualProbe()
     probe.start()

@@ -184,6 +184,12 @@ class LagWindow:
         self._last: _Reading | None = None  # the last firing's reading, while recording
 
     def start(self) -> None:
+        """Fire every interval from now on. Again while running: its pending firing is
+        forgotten and it counts from now (what ran before was not the loop's to answer for:
+        the window's build and start-up collection, before its loop runs, with nothing on
+        screen yet, were a 'freeze_what_is_alive' band on the lag timeline)."""
+        if self.running:
+            self._cancel()
         self.running = True
         self._arm()
 
