@@ -336,29 +336,31 @@ def test_the_bench_the_timeline_and_the_watchdog_name_the_mode_s_function(
 def test_a_timeline_with_room_for_a_name_only_still_names_the_culprit(
     root: tk.Tk, answered
 ) -> None:
-    """A lesson panel at projector size: no room for "N s in Class.method", only for the
-    function's name; or room for it only in the axis's smaller type. Either way the band
-    says who held the loop, not only "frozen N s"."""
+    """A lesson panel at projector size: room for "N s in Class.method" only in the axis's
+    smaller type, which is written rather than the name alone (in Chinese the bands named
+    the function without the length the lesson quotes); or room for the function's name
+    only. Either way the band says who held the loop, not only "frozen N s"."""
     app, held = answered("blocking")
     given_samples(app, frozen_for(held.stack, WAIT))
     timeline = banded_timeline(root, app)
     function = CULPRIT["blocking"]
-    name_only = timeline.label_font.measure(function) + 40
     left = timeline._measure().left  # the axis labels' width
+    (freeze,) = set(timeline._band_items.values())
+    with_length = timeline._labels(freeze)[2]
+    assert function in with_length and with_length[0].isdigit()
+    # (room for the name alone in the label's type too)
+    room = max(timeline.axis_font.measure(with_length), timeline.label_font.measure(function))
+    assert room + 14 < timeline.label_font.measure(with_length)
+    timeline.master.geometry(f"{room + 14 + left + 12}x300")
+    root.update()
+    timeline.redraw()
+    assert band_labels(timeline) == [with_length]
+    name_only = timeline.axis_font.measure(function) + 14
+    assert name_only < timeline.axis_font.measure(with_length) + 14
     timeline.master.geometry(f"{name_only + left + 12}x300")
     root.update()
     timeline.redraw()
     assert band_labels(timeline) == [function]
-    # room for "N s in Class.method" in the axis's smaller type only: that, in that type
-    (freeze,) = set(timeline._band_items.values())
-    with_length = timeline._labels(freeze)[2]
-    assert function in with_length and with_length[0].isdigit()
-    room = timeline.axis_font.measure(with_length) + 14
-    assert room < timeline.label_font.measure(with_length)
-    timeline.master.geometry(f"{room + left + 12}x300")
-    root.update()
-    timeline.redraw()
-    assert band_labels(timeline) == [with_length]
     timeline.master.destroy()
 
 

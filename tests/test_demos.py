@@ -178,9 +178,10 @@ def check_setup(demo: DemoWindow, lesson: Lesson) -> None:
     else:
         assert chaos is not None and chaos.seed == lesson.chaos
         assert app.controller.sink_wrapper is chaos
-    if lesson.watchdog:
+    if lesson.watchdog:  # a new one each set-up, in front: the one before is closed
         assert app.demos.watchdog is demo.watchdogs[-1] and demo.watchdogs[-1].alive
-    else:  # one a freeze demo opened over the chat's text is closed: this lesson shows it
+        assert [dog.alive for dog in demo.watchdogs].count(True) == 1
+    else:  # one a freeze demo opened over the timeline is closed: this lesson may point at it
         assert app.demos.watchdog is None and not any(dog.alive for dog in demo.watchdogs)
     # the class is watching: no set-up waits on the event loop for a watchdog to leave
     assert not any(dog.waited for dog in demo.watchdogs)
@@ -319,9 +320,10 @@ def test_demo(window: DemoWindow, group: list[Lesson], monkeypatch: pytest.Monke
 
 
 def test_no_demo_opens_the_watchdog_over_what_its_lesson_watches() -> None:
-    """(No window.) The watchdog opens over the chat's text (tkchat/lab/watchdog_place.py):
-    lesson 01, which asks the class to watch that text arrive word by word, opened it there
-    on a 1280×720 projector and hid the very thing."""
+    """(No window.) Where the lesson panel has no timeline to cover, the watchdog opens
+    over the chat's text (tkchat/lab/watchdog_place.py): lesson 01, which asks the class to
+    watch that text arrive word by word, opened it there on a 1280×720 projector and hid
+    the very thing."""
     over = [x.id for x in LESSONS if x.watchdog and x.watch == "transcript"]
     assert over == []
 

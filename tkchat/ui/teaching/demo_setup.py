@@ -146,8 +146,8 @@ class LessonDemos:
             seed=lesson.seed if lesson.seed is not None else sampling.seed,
         )
         self.set_chaos(None if lesson.chaos is None else Chaos(lesson.chaos))
-        if lesson.watchdog:
-            self.open_watchdog()
+        if lesson.watchdog:  # a new one, in front, where the timeline is now
+            self.open_watchdog(anew=True)
         elif self.watchdog is not None:  # over the lag timeline, which this one may point at
             self.watchdog.close(wait=False)
             self.watchdog = None
@@ -186,15 +186,18 @@ class LessonDemos:
 
     # -- the watchdog (lesson 14) --------------------------------------------------------------
 
-    def open_watchdog(self) -> WatchdogHandle:
+    def open_watchdog(self, *, anew: bool = False) -> WatchdogHandle:
         """Show this window's heartbeat in a second process, which can draw a freeze while
         it happens (``tkchat watchdog``), in the window's look and language. Opens it once;
-        again only if it was closed (Esc closes it). Where the screen has no room beside the
+        again only if it was closed (Esc closes it), or ``anew``: a demo's set-up replaces
+        the one open (it opens in front, where the timeline is now: one placed for an earlier
+        lesson stayed behind the window until the freeze, and covered a line and a half of
+        a lesson whose header is taller). Where the screen has no room beside the
         window, it goes over the lesson's lag timeline (else the chat's text): a picture the
         frozen loop cannot redraw, and the watchdog steps behind the window once the window
         answers again, for the timeline to show the freeze. Never over the lesson, the chat's
         text (the class watches it stream in a freeze), the health bar or Send."""
-        if self.watchdog is None or not self.watchdog.alive:
+        if self.watchdog is None or not self.watchdog.alive or anew:
             if self.watchdog is not None:
                 self.watchdog.close(wait=False)
             panel = self.window.teaching.lesson_panel

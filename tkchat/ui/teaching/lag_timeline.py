@@ -548,13 +548,17 @@ class LagTimeline(tk.Canvas):
         placed: list[list[tuple[float, float]]],
     ) -> int | None:
         """Write the first of the band's labels that fits in a free row above the plot;
-        return its item (None: none fitted, the shading stays alone). A culprit's labels are
-        tried in the axis's smaller type too before its length alone: a lesson panel at
-        1280x720 had no room for "GenerateInClickHandler.start" in the label's type."""
+        return its item (None: none fitted, the shading stays alone). A culprit's labels
+        that give the length are tried in the axis's smaller type too before its function's
+        name alone, and that before the length alone: a lesson panel at 1280x720 had no room
+        for "GenerateInClickHandler.start" in the label's type, and in Chinese its bands
+        named the function without the length the lesson quotes."""
         left, right = layout.left, layout.right
         *named, short = self._labels(freeze)
-        tries = [(text, self.label_font) for text in named]
-        tries += [(text, self.axis_font) for text in named] + [(short, self.label_font)]
+        with_length, name_alone = (named[:-1], named[-1:]) if len(named) > 1 else (named, [])
+        tries = [(text, font) for font in self._fonts for text in with_length]
+        tries += [(text, font) for font in self._fonts for text in name_alone]
+        tries += [(short, self.label_font)]
         for text, font in tries:
             half = font.measure(text) / 2 + 6
             if 2 * half > right - left:
@@ -567,6 +571,11 @@ class LagTimeline(tk.Canvas):
                     ink = self.palette.chart_frozen_ink
                     return self._text(centre, at_y, text, "s", font, ink, "frozen-label")
         return None
+
+    @property
+    def _fonts(self) -> tuple[tkfont.Font, tkfont.Font]:
+        """A band's label's type, then the axis's smaller one."""
+        return self.label_font, self.axis_font
 
     def _draw_arrivals(self, scale: _Scale, layout: Layout, arrivals: list[float]) -> None:
         """A comb: one polyline along the band with a tooth wherever text arrived (at most
