@@ -364,6 +364,7 @@ def test_teach_projector_at_720p_shows_the_lesson_the_health_bar_and_the_send_ro
             ("04-blocking", True),
             ("18-who-held-the-loop", False),
             ("12-cancellation", False),
+            ("11-backpressure", True),  # the longest expected line
             ("19-asyncio-meets-tk", False),
             ("19-asyncio-meets-tk", True),
         ]

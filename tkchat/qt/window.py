@@ -301,7 +301,7 @@ class ChatWindow(QMainWindow):
         self._end_answer(stopped=final.reason == "cancelled", error=None)
         speed = final.stats.tokens_per_s
         self.status.setText(
-            self.t("app.done", tokens=final.stats.tokens)
+            self.t("app.done", tokens=f"{final.stats.tokens:,}")
             + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
             + (self.t("app.done.length") if final.reason == "length" else "")
         )

@@ -226,7 +226,7 @@ class Answering:
             mb = f"{stats.kept_bytes / 1e6:,.0f}"
             kept = self.t("app.done.kept", tokens=f"{stats.prompt_restored:,}", mb=mb)
         return (
-            self.t("app.done", tokens=stats.tokens)
+            self.t("app.done", tokens=f"{stats.tokens:,}")
             + (self.t("app.done.speed", speed=f"{speed:.0f}") if speed else "")
             + (self.t("app.done.length") if final.reason == "length" else "")
             + kept
