@@ -202,8 +202,9 @@ class LessonDemos:
                 self.watchdog.close(wait=False)
             panel = self.window.teaching.lesson_panel
             timeline = panel.timeline if panel is not None else None
-            shown = timeline is not None and timeline.winfo_ismapped()
-            room = timeline if timeline is not None and shown else self.window.transcript
+            room: tk.Misc = self.window.transcript  # (no timeline shown: the chat's text)
+            if timeline is not None and timeline.winfo_ismapped():
+                room = timeline
             self.watchdog = open_watchdog(
                 self.scheduler,
                 theme=self.theme(),

@@ -556,8 +556,10 @@ class LagTimeline(tk.Canvas):
         left, right = layout.left, layout.right
         *named, short = self._labels(freeze)
         with_length, name_alone = (named[:-1], named[-1:]) if len(named) > 1 else (named, [])
-        tries = [(text, font) for font in self._fonts for text in with_length]
-        tries += [(text, font) for font in self._fonts for text in name_alone]
+        fonts = (self.label_font, self.axis_font)
+        tries = [
+            (text, font) for texts in (with_length, name_alone) for font in fonts for text in texts
+        ]
         tries += [(short, self.label_font)]
         for text, font in tries:
             half = font.measure(text) / 2 + 6
@@ -571,11 +573,6 @@ class LagTimeline(tk.Canvas):
                     ink = self.palette.chart_frozen_ink
                     return self._text(centre, at_y, text, "s", font, ink, "frozen-label")
         return None
-
-    @property
-    def _fonts(self) -> tuple[tkfont.Font, tkfont.Font]:
-        """A band's label's type, then the axis's smaller one."""
-        return self.label_font, self.axis_font
 
     def _draw_arrivals(self, scale: _Scale, layout: Layout, arrivals: list[float]) -> None:
         """A comb: one polyline along the band with a tooth wherever text arrived (at most
