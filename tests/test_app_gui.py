@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 import tkinter as tk
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,6 +30,7 @@ from tkchat.generate.scripted import (
 from tkchat.render.safe_markdown import split_blocks
 from tkchat.store.db import ConversationStore
 from tkchat.store.files import DATABASE_NAME
+from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript import markdown_view
 from tkchat.ui.transcript.markdown_view import MAX_BLOCK_CHARS
 
@@ -357,23 +357,25 @@ def test_a_timer_due_during_a_slice_runs_before_the_next_slice(
 ) -> None:
     """The lag probe's worst lags were two markdown slices long: a slice's follow-up timer
     came due before the probe's, and both were due when the loop looked, so the next slice
-    ran first. A timer due a moment after a slice's follow-up, both due when the loop looks,
-    runs before the next slice, whatever the slices cost."""
+    ran first. A timer due just after a slice's follow-up, both due when the loop looks,
+    runs before the next slice, whatever the slices cost. (The follow-up's millisecond is
+    made 0 here, the test's timer set after it at 0: both due at once, in that order, with
+    no clock to wait on.)"""
     order: list[str] = []
     painter_slice = markdown_view.MarkdownPainter._slice
+    once = AfterScheduler.once
+
+    def due_at_once(scheduler: AfterScheduler, name: str, delay_ms: int, callback) -> None:
+        once(scheduler, name, 0 if (name, delay_ms) == ("markdown", 1) else delay_ms, callback)
 
     def slice_then_a_timer(painter: markdown_view.MarkdownPainter) -> None:
         order.append("slice")
         painter_slice(painter)
         if painter.scheduler.pending("markdown"):  # another slice to come
             order.append("timer set")
-            root.after(1, lambda: order.append("timer"))
-            # Both timers due before the loop looks again, as the probe's and a slice's were
-            # (the loop woke for the slice's, and the probe's had come due meanwhile). Not a
-            # wait for something: a loop that looked between the two due times would run
-            # the next slice first whatever the painter did (seen beside two CPU hogs).
-            time.sleep(0.003)
+            root.after(0, lambda: order.append("timer"))
 
+    monkeypatch.setattr(AfterScheduler, "once", due_at_once)
     monkeypatch.setattr(markdown_view.MarkdownPainter, "_slice", slice_then_a_timer)
     answer = long_answer(11_000)
     app = make_app(ScriptedBackend(rate=0, text=answer), sampling=Sampling(max_tokens=0))
