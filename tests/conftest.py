@@ -32,6 +32,7 @@ import pytest
 from tkchat.events import Done, Error, GenerationEvent
 from tkchat.lab.display import ensure_display
 from tkchat.store import db as store_db
+from tkchat.threads import short_slices
 from tkchat.transport.channel import EventChannel
 
 if TYPE_CHECKING:
@@ -126,12 +127,15 @@ CPYTHON_SWITCH_INTERVAL_S = sys.getswitchinterval()  # read before any window ch
 
 @pytest.fixture(autouse=True)
 def default_switch_interval() -> Iterator[None]:
-    """Every window hands the GIL over every millisecond (process-wide:
-    :func:`tkchat.threads.favour_the_gui_thread`); each test starts from CPython's own
-    interval, whichever test (or module-scoped window) ran before it in this process."""
+    """Every window hands the GIL over every millisecond (process-wide) and asks for short
+    slices for its thread (:func:`tkchat.threads.favour_the_gui_thread`); each test starts
+    from CPython's own interval and the kernel's default slice, whichever test (or
+    module-scoped window) ran before it in this process."""
     sys.setswitchinterval(CPYTHON_SWITCH_INTERVAL_S)
+    short_slices(False)
     yield
     sys.setswitchinterval(CPYTHON_SWITCH_INTERVAL_S)
+    short_slices(False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -539,6 +539,7 @@ def test_a_short_scripted_run_writes_every_figure_its_trace_and_its_report(
         "plain",
         "fixed-no-health",
         "fixed-5ms-switch",
+        "fixed-default-slice",
         "fixed-plain-text",
         "blocking",
         "render",
@@ -579,8 +580,9 @@ def test_a_short_scripted_run_writes_every_figure_its_trace_and_its_report(
         "plain — 4",
         "fixed-no-health — 5",
         "fixed-5ms-switch — 6",
-        "fixed-plain-text — 7",
-        "blocking — 8",
+        "fixed-default-slice — 7",
+        "fixed-plain-text — 8",
+        "blocking — 9",
     ]
     costs = [row["mode"] for row in data["instrument_costs"]]
     assert costs == ["idle", "plain", "fixed", "fixed-unsampled", *COST_ROWS[1:]]

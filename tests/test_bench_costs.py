@@ -3,8 +3,8 @@ the shipped one less one instrument at a time, measured in turn with the fixed a
 
 The table is arithmetic on constructed figures; the turns are a stand-in bench's; and each
 row's window is a real one: its instruments really are off (no sampler thread, the health
-bar's timers not armed, CPython's switch interval, an answer put on screen as it arrived
-with nothing painted), and back on after it. No clock."""
+bar's timers not armed, CPython's switch interval, the kernel's default slice, an answer put
+on screen as it arrived with nothing painted), and back on after it. No clock."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from tkchat.lab.bench.scenarios.costs import (
     set_up,
 )
 from tkchat.lab.window import Instruments, PlainConsumer, TkLabWindow
-from tkchat.threads import GUI_SWITCH_INTERVAL_S
+from tkchat.threads import GUI_SWITCH_INTERVAL_S, short_slices, slice_ns
 from tkchat.ui.pipeline import FixedPipeline
 from tkchat.ui.teaching import loop_witness
 
@@ -47,6 +47,7 @@ RUN = [
     _row(PLAIN, 1.0, 4.0),
     _row("fixed-no-health", 2.0, 8.0),
     _row("fixed-5ms-switch", 2.5, 10.0),
+    _row("fixed-default-slice", 2.0, 12.5),
     _row("fixed-plain-text", 1.6, 10.0),
 ]
 
@@ -62,6 +63,7 @@ def test_the_table_has_idle_plain_fixed_and_each_instrument_left_out() -> None:
     assert (sampler["cost_p99_x"], sampler["cost_max_x"]) == (2.0, 2.0)
     assert rows["fixed-5ms-switch"]["cost_p99_x"] == 0.8  # the fast switch helps p99 here
     assert rows["fixed-plain-text"]["cost_p99_x"] == 1.25
+    assert rows["fixed-default-slice"]["cost_max_x"] == 0.8  # the short slice helps max here
     assert "cost_p99_x" not in rows[PLAIN] and rows[PLAIN]["p99_x_plain"] == 1.0
     assert cost_rows([r for r in RUN if r.mode != PLAIN]) == []  # no plain row: no table
 
@@ -104,10 +106,11 @@ def test_the_plain_row_turns_every_instrument_off_and_back_on(
     assert tools is not None
     pump_until(root, lambda: tools.sampler.running, what="the shipped window's sampler")
     painted = len(tools.slice_ms())
+    short, default = _slices()
     set_up(tools, SETUPS[0])
     pump_until(root, lambda: not tools.sampler.running, what="the sampler to stop")
     assert not tools.health_running and not app.scheduler.pending("heartbeat")
-    assert sys.getswitchinterval() == CPYTHON_SWITCH_INTERVAL_S
+    assert sys.getswitchinterval() == CPYTHON_SWITCH_INTERVAL_S and slice_ns() == default
     assert isinstance(tools.pipeline, PlainConsumer)
     app.flow.send("Hi")
     pump_until(root, lambda: len(app.flow.answering.finished) == 1, what="the answer")
@@ -119,6 +122,7 @@ def test_the_plain_row_turns_every_instrument_off_and_back_on(
     assert not tools.sampler.running  # all along (the witness looked every 10 ms)
     as_shipped(tools)
     assert tools.health_running and sys.getswitchinterval() == GUI_SWITCH_INTERVAL_S
+    assert slice_ns() == short
     assert isinstance(tools.pipeline, FixedPipeline)
     pump_until(root, lambda: tools.sampler.running, what="the sampler back")
     app.flow.send("Again")
@@ -132,19 +136,32 @@ def test_each_fixed_row_leaves_out_its_one_instrument(root: tk.Tk, make_app: Any
     app = make_app(ScriptedBackend(rate=0))
     tools = TkLabWindow(app).instruments
     assert tools is not None
-    seen: dict[str, tuple[bool, bool, float, bool]] = {}
+    short, default = _slices()
+    seen: dict[str, tuple[bool, bool, float, int | None, bool]] = {}
     for setup in SETUPS[1:]:
         set_up(tools, setup)
         seen[setup.row] = (
             tools.sampler.running,
             tools.health_running,
             sys.getswitchinterval(),
+            slice_ns(),
             tools.consuming_plainly,
         )
         as_shipped(tools)
+        assert slice_ns() == short
     fast = GUI_SWITCH_INTERVAL_S
     assert seen == {
-        "fixed-no-health": (True, False, fast, False),
-        "fixed-5ms-switch": (True, True, CPYTHON_SWITCH_INTERVAL_S, False),
-        "fixed-plain-text": (True, True, fast, True),
+        "fixed-no-health": (True, False, fast, short, False),
+        "fixed-5ms-switch": (True, True, CPYTHON_SWITCH_INTERVAL_S, short, False),
+        "fixed-default-slice": (True, True, fast, default, False),
+        "fixed-plain-text": (True, True, fast, short, True),
     }
+
+
+def _slices() -> tuple[int | None, int | None]:
+    """The main thread's slice as the window asks for it, and the kernel's default (the same
+    where the kernel has no custom slices: tests/test_gil_handoff.py checks the difference)."""
+    short_slices(True)
+    short = slice_ns()
+    short_slices(False)
+    return short, slice_ns()

@@ -12,8 +12,9 @@ Modes (each one object in the JSON ``runs`` list):
   (tkchat/trace/). ``fixed-unsampled``: the same answers with the window's sampler off;
   ``fixed-stages``: with the pipeline view open (tkchat/lab/bench/scenarios/stages.py);
   ``plain``: the simplest correct consumer with every instrument off, and
-  ``fixed-no-health``, ``fixed-5ms-switch``, ``fixed-plain-text``: the shipped window less
-  one instrument (tkchat/lab/bench/scenarios/costs.py: what each costs, a table of its own).
+  ``fixed-no-health``, ``fixed-5ms-switch``, ``fixed-default-slice``, ``fixed-plain-text``:
+  the shipped window less one instrument (tkchat/lab/bench/scenarios/costs.py: what each
+  costs, a table of its own).
 - each other mode asked for, on the same prompt: a correct one (asyncio done right) with the
   fixed pipeline's answer, a broken one with a scripted flood's answer cut short
   (:meth:`BenchOptions.broken_sampling`). Each row's ``screen_gap_p50_ms`` is how long text

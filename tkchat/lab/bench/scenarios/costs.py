@@ -3,18 +3,20 @@ window with one instrument left out at a time, in every run of the fixed pipelin
 
 The fixed window as a class sees it carries instruments the simplest Tk chat has none of:
 the loop sampler (who held the loop), the 1 ms GIL switch interval (the main thread gets the
-GIL back within a millisecond), the health bar (a clock every second, the figures four times
-a second) and rich text (markdown painted block by block, display-only line ends). Each
-costs the main thread something; this scenario makes the cost a figure of every run:
+GIL back within a millisecond), the short scheduler slice (it gets a core back as soon as it
+wakes), the health bar (a clock every second, the figures four times a second) and rich text
+(markdown painted block by block, display-only line ends). Each costs the main thread
+something, or saves it a wait; this scenario makes each a figure of every run:
 
 - ``plain``: the same window, with the simplest correct consumer
   (:class:`~tkchat.lab.window.PlainConsumer`: each tick's text in one plain insert, the view
   following the end) and every instrument off: no sampler, the health bar standing still,
-  CPython's own 5 ms switch interval. What is left is what any correct Tk chat does, and
-  what the window does besides (saving the answer, the context meter);
-- ``fixed-no-health``, ``fixed-5ms-switch``, ``fixed-plain-text``: the shipped window (the
-  sampler on, as the teaching controls have it) less one instrument; the sampler's own row,
-  ``fixed-unsampled``, is the bench's (tkchat/lab/bench/bench.py).
+  CPython's own 5 ms switch interval, the kernel's default slice. What is left is what any
+  correct Tk chat does, and what the window does besides (saving the answer, the context
+  meter);
+- ``fixed-no-health``, ``fixed-5ms-switch``, ``fixed-default-slice``, ``fixed-plain-text``:
+  the shipped window (the sampler on, as the teaching controls have it) less one instrument;
+  the sampler's own row, ``fixed-unsampled``, is the bench's (tkchat/lab/bench/bench.py).
 
 Each repeat streams one answer of each row, in turn with the fixed ones, the order turned
 by one each repeat (the window's first answer pays costs of its own). :func:`cost_rows` is
@@ -35,7 +37,7 @@ from tkchat.lab.bench.script import Script
 from tkchat.lab.window import Instruments, instruments_of
 from tkchat.modes import FIXED
 from tkchat.stats import rounded
-from tkchat.threads import favour_the_gui_thread
+from tkchat.threads import favour_the_gui_thread, short_slices
 
 PLAIN = "plain"
 UNSAMPLED = "fixed-unsampled"  # (the bench's own row: the fixed window without its sampler)
@@ -51,13 +53,23 @@ class Setup:
     sampler: bool = True
     health: bool = True
     fast_switch: bool = True  # the 1 ms GIL switch interval (tkchat/threads.py)
+    short_slice: bool = True  # the main thread's short scheduler slice (tkchat/threads.py)
     rich: bool = True  # markdown painted as it streams, long lines cut for display
 
 
 SETUPS = (
-    Setup(PLAIN, "every instrument", sampler=False, health=False, fast_switch=False, rich=False),
+    Setup(
+        PLAIN,
+        "every instrument",
+        sampler=False,
+        health=False,
+        fast_switch=False,
+        short_slice=False,
+        rich=False,
+    ),
     Setup("fixed-no-health", "the health bar", health=False),
     Setup("fixed-5ms-switch", "the 1 ms GIL switch", fast_switch=False),
+    Setup("fixed-default-slice", "the short slice", short_slice=False),
     Setup("fixed-plain-text", "markdown, line ends", rich=False),
 )
 ROWS = tuple(setup.row for setup in SETUPS)
@@ -72,6 +84,7 @@ def set_up(tools: Instruments, setup: Setup) -> None:
         favour_the_gui_thread()
     else:
         sys.setswitchinterval(CPYTHON_SWITCH_INTERVAL_S)
+    short_slices(setup.short_slice)
     tools.consume_plainly(not setup.rich)
 
 
