@@ -72,9 +72,9 @@ def test_a_lag_probe_counts_lateness_long_tasks_and_its_window(clock: Clock) -> 
 
 
 def test_a_probe_started_again_counts_from_then(clock: Clock) -> None:
-    """The window starts its probe as it is built, then collects its start-up garbage and
-    starts its loop: started again there, its pending firing is forgotten and the time
-    before counts for nothing (it was a long task named 'freeze_what_is_alive')."""
+    """Started again while running, a probe forgets its pending firing and the time before
+    counts for nothing (the window's build, before its loop ran, was once a long task named
+    'freeze_what_is_alive' on a fresh timeline)."""
     probe = ManualProbe()
     probe.start()
     clock.now += 0.2  # the rest of the build, and the collection

@@ -185,9 +185,9 @@ class LagWindow:
 
     def start(self) -> None:
         """Fire every interval from now on. Again while running: its pending firing is
-        forgotten and it counts from now (what ran before was not the loop's to answer for:
-        the window's build and start-up collection, before its loop runs, with nothing on
-        screen yet, were a 'freeze_what_is_alive' band on the lag timeline)."""
+        forgotten and it counts from now (what ran before is not the loop's to answer for:
+        the Tk window's probe starts again once the window is drawn,
+        :meth:`tkchat.ui.lag_probe.LagProbe.start_once_shown`)."""
         if self.running:
             self._cancel()
         self.running = True

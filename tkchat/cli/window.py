@@ -143,7 +143,7 @@ def run_app(args: argparse.Namespace) -> int:
         root.geometry(args.geometry)
     controller.load_async()  # the window is up first; the model loads on a worker
     freeze_what_is_alive()  # (tkchat/ui/window/heap.py: full collections walk less)
-    app.probe.start()  # the lag counts from the loop's start, not the window's build
+    app.probe.start_once_shown(root)  # the lag counts once it is drawn, not its build
     root.mainloop()
     return 0
 
