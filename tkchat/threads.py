@@ -102,10 +102,7 @@ def short_slices(on: bool) -> bool:
     _size, policy, _flags, nice, priority, *_ = now
     wanted = GUI_SLICE_NS if on else 0  # 0: the default slice again
     attr = _SCHED_ATTR.pack(_SCHED_ATTR.size, policy, 0, nice, priority, wanted, 0, 0)
-    try:
-        if ctypes.CDLL(None).syscall(_SCHED_ATTR_SYSCALLS[platform.machine()][0], 0, attr, 0) != 0:
-            return False
-    except OSError:
+    if not _sched_call(0, attr, 0):
         return False
     return not on or slice_ns() == GUI_SLICE_NS
 
@@ -119,16 +116,22 @@ def slice_ns() -> int | None:
 
 def _sched_attr() -> tuple[int, ...] | None:
     """The calling thread's ``struct sched_attr``, or None where it cannot be read."""
-    calls = _SCHED_ATTR_SYSCALLS.get(platform.machine()) if sys.platform == "linux" else None
-    if calls is None:
-        return None
     buffer = ctypes.create_string_buffer(_SCHED_ATTR.size)
-    try:
-        if ctypes.CDLL(None).syscall(calls[1], 0, buffer, _SCHED_ATTR.size, 0) != 0:
-            return None
-    except OSError:
+    if not _sched_call(1, buffer, _SCHED_ATTR.size, 0):
         return None
     return _SCHED_ATTR.unpack(buffer.raw)
+
+
+def _sched_call(which: int, *args: object) -> bool:
+    """``sched_setattr`` (0) or ``sched_getattr`` (1) for the calling thread (pid 0), where
+    this machine has it; True if it returned 0."""
+    calls = _SCHED_ATTR_SYSCALLS.get(platform.machine()) if sys.platform == "linux" else None
+    if calls is None:
+        return False
+    try:
+        return int(ctypes.CDLL(None).syscall(calls[which], 0, *args)) == 0
+    except OSError:
+        return False
 
 
 def lower_this_thread(step: int = WORKER_NICE) -> bool:
