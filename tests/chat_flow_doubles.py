@@ -102,6 +102,9 @@ class FakeTranscript:
         del self.entries[self.entries.index(view) :]
         self.answers = [entry for entry in self.entries if isinstance(entry, AnswerView)]
 
+    def position(self, view: UserView | AnswerView) -> int:
+        return self.entries.index(view)  # (no chat left out of this one)
+
     def clear(self) -> None:
         self.entries.clear()
         self.answers.clear()
@@ -310,6 +313,9 @@ class FakeSaved:
 
     def show(self, conversation_id: int) -> None:
         self.opened.append(conversation_id)
+
+    def show_earlier(self) -> bool:
+        return False
 
 
 class ChatRig:

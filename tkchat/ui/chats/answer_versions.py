@@ -65,12 +65,12 @@ class AnswerVersions:
         if isinstance(view, AnswerView):
             self.transcript.show_version(view, number)
             self.transcript.show_figures(view, hold=True)  # that version's own
-            self.session.replace(self.transcript.entries.index(view), view.text)
+            self.session.replace(self.transcript.position(view), view.text)
             chosen: UserView | AnswerView = view
         else:
             chosen = self._show_branch(view, number)
         if self.archive is not None:
-            self.archive.version_chosen(chosen, self.transcript.entries.index(chosen))
+            self.archive.version_chosen(chosen, self.transcript.position(chosen))
         return True
 
     def can_show(self, view: UserView | AnswerView, step: int) -> bool:
@@ -101,7 +101,7 @@ class AnswerVersions:
         """Draw the question again as version ``number``, then its branch (sliced); its
         header stays where it was on screen (:meth:`_hold`)."""
         versions, branches = self._kept(view)
-        index = self.transcript.entries.index(view)
+        index = self.transcript.position(view)
         self._held_at = screen_y(self.transcript.text, view.head_mark)
         self.transcript.remove_from(view)
         question = self.transcript.add_user(versions[number], versions, branches, number)

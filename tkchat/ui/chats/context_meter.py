@@ -154,7 +154,9 @@ class ContextWatch:
         self.meter.show(stats.prompt_tokens + stats.tokens, n_ctx, stats.context_dropped)
         if stats.context_dropped > self._shown:
             self._shown = stats.context_dropped
-            self._notes.append((len(self.transcript.entries), stats.context_dropped))
+            self._notes.append(
+                (self.transcript.left_out + len(self.transcript.entries), stats.context_dropped)
+            )
             self.transcript.add_note(
                 self.t("context.dropped_note", n_ctx=f"{n_ctx:,}", dropped=stats.context_dropped)
             )

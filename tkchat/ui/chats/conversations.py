@@ -14,15 +14,15 @@ import tkinter as tk
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tkchat.conversation import Message
 from tkchat.store import (
-    AnswerFigures,
     Conversation,
     StoreError,
     sampling_from_settings,
 )
 from tkchat.ui.base.services import Services
 from tkchat.ui.chats.history import History
-from tkchat.ui.chats.opening import ChatOpening
+from tkchat.ui.chats.opening import ChatOpening, Shown
 from tkchat.ui.chats.sidebar import ConversationSidebar
 from tkchat.ui.transcript.transcript import Transcript
 
@@ -181,22 +181,59 @@ class SavedConversations:
         else:
             prompt, sampling = self.session.system_prompt, self.session.sampling
         self.session.open(prompt, sampling, [])
-        figures: dict[int, dict[int, AnswerFigures]] = {}
-        for (message_id, version), kept in self.archive.figures(conversation_id).items():
-            figures.setdefault(message_id, {})[version] = kept
         # 200 messages inserted in one callback took 85 ms: a long task. A few a callback
         # instead, as plain text, painted once all are there and only near the view.
+        self._start_opening(
+            conversation_id,
+            on_read=lambda chat: self.session.open(prompt, sampling, chat),
+            on_done=self._shown,
+            shown=Shown(find=self._find or ""),
+        )
+        self.refresh()
+
+    def _start_opening(
+        self,
+        conversation_id: int,
+        on_read: Callable[[list[Message]], None] | None,
+        on_done: Callable[[], None],
+        shown: Shown,
+    ) -> None:
         self.opening = ChatOpening(
             conversation_id,
             self.archive,
             self.transcript,
             self.scheduler,
-            figures,
-            on_read=lambda chat: self.session.open(prompt, sampling, chat),
-            on_done=self._shown,
+            on_read,
+            on_done,
+            shown,
         )
         self.opening.start()
-        self.refresh()
+
+    def show_earlier(self) -> bool:
+        """The line above a chat whose start is left out was clicked: the chat is put on
+        screen again from the store, with more of its start (:mod:`.opening`), and the
+        message that was first on screen is put back at the top of the view. The model's
+        context is not touched: it has the whole chat. Refused (False) while the chat is
+        still being put on screen or an answer streams into it."""
+        conversation_id = self.archive.conversation_id
+        if conversation_id is None or self.showing or self.archive.answer_open:
+            return False
+        entries = self.transcript.entries
+        first = entries[0].saved_as if entries else None
+        before = self.transcript.left_out
+        self.archive.open(conversation_id)  # (what is still being written is written first)
+        self.transcript.clear()
+
+        def shown() -> None:
+            self._show_found(jump=False)
+            back = [view for view in self.transcript.entries if view.saved_as == first]
+            if back:
+                self.transcript.text.yview(back[0].head_mark)
+                self.transcript.zone.moved()
+            self.on_shown()
+
+        self._start_opening(conversation_id, None, shown, Shown(before=before))
+        return True
 
     def stop_showing(self) -> None:
         """Another chat replaces the screen: the rest of a conversation being put on screen
@@ -207,9 +244,14 @@ class SavedConversations:
     def _shown(self) -> None:
         """All of it is on screen (and the model's): painting begins near the view."""
         self.on_shown()
+        self._show_found(jump=True)
+
+    def _show_found(self, *, jump: bool) -> None:
+        """The search the chat was opened from: its matches marked, and (``jump``) the
+        first in view."""
         if self._find:
             first = self.transcript.found.show(self._find)
-            if first is not None:
+            if first is not None and jump:
                 self.transcript.text.see(first)
                 self.transcript.zone.moved()  # paint what is near the match
 

@@ -195,7 +195,7 @@ class ChatFlow:
             if self.showing_conversation or not self.versions.can_show(view, step):
                 return False
             self.answering.stop()
-            self.context.rewound(self.view.transcript.entries.index(view))
+            self.context.rewound(self.view.transcript.position(view))
         if not self.versions.show(view, step):
             return False
         if self.editing is not None and self.editing not in self.view.transcript.entries:
@@ -236,14 +236,14 @@ class ChatFlow:
         self.editing = view
         self.view.input.set_draft(view.text)
         self.view.focus_input()
-        self.view.status.say("app.editing", number=self.view.transcript.entries.index(view) + 1)
+        self.view.status.say("app.editing", number=self.view.transcript.position(view) + 1)
 
     def _resend(self, view: UserView, prompt: str) -> None:
         """Send an edited question: it becomes the question's next version, in place of it
         and all that followed, which stay a click away (◀ on the question)."""
         self.answering.stop()  # an answer still ending ends now: the branch keeps it as it ended
         versions, branches = self.versions.resent(view, prompt)
-        index = self.view.transcript.entries.index(view)
+        index = self.view.transcript.position(view)
         self._rewind_to(view)
         question = self.view.transcript.add_user(prompt, versions, branches, follow=True)
         self.session.ask(prompt)
@@ -275,7 +275,7 @@ class ChatFlow:
         """Take ``view`` and everything after it off the screen and out of the model's
         context (the saved conversation keeps them as versions: see the callers)."""
         self.answering.stop()
-        keep = self.view.transcript.entries.index(view)
+        keep = self.view.transcript.position(view)
         self.view.transcript.remove_from(view)
         self.context.rewound(keep)
         self.session.rewind(keep)
@@ -326,6 +326,14 @@ class ChatFlow:
     def open_conversation(self, conversation_id: int) -> None:
         if self.saved is not None:
             self.saved.show(conversation_id)
+
+    def show_earlier(self) -> None:
+        """The line above a long chat's first message on screen was clicked: more of its
+        start is shown. Not while an answer streams or a question is being edited (the
+        chat is written again, and those are part of it): the status line says so."""
+        busy = self.editing is not None or self.controller.is_generating()
+        if self.saved is None or busy or not self.saved.show_earlier():
+            self.view.status.say("app.earlier_later")
 
     @property
     def showing_conversation(self) -> bool:

@@ -32,6 +32,7 @@ from tkchat.ui.transcript.message_views import (
 RELABEL_MARK = "relabel_from"  # (no "-": it is used in index arithmetic)
 RELABEL_LINES = 400  # lines relabelled at a time, from the end back
 RELABEL_BUDGET_MS = 6.0  # per callback
+EARLIER_TAG = "earlier"  # the line above a chat whose start is left out; a click shows more
 ACTIONS = ("copy", "edit")  # header links; "copy" on every message, "edit" on the user's
 
 
@@ -48,6 +49,7 @@ class HeaderLinks:
     on_edit: Callable[[UserView], None] | None
     on_version: Callable[[UserView | AnswerView, int], object] | None
     on_copied: Callable[[str], None] | None
+    on_earlier: Callable[[], None] | None  # a click on the line of messages left out
     _labels: list[tuple[str, str]]  # (tag, its text now) while relabelling
 
     def relabel(self) -> None:
@@ -115,6 +117,10 @@ class HeaderLinks:
         tags = self.text.tag_names(index)
         if COPY_CODE_TAG in tags:
             self.copy_code_at(index)
+            return "break"
+        if EARLIER_TAG in tags:
+            if self.on_earlier is not None:
+                self.on_earlier()
             return "break"
         for action in (*ACTIONS, *VERSION_STEPS):
             if f"act-{action}" in tags:

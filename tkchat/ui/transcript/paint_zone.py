@@ -21,8 +21,9 @@ So the transcript keeps rich text near the view only:
 
 An answer still streaming is always painted as it grows, wherever the reader is. The view
 never moves: the answers changed are far from it, and each change keeps the reader's line
-(:class:`~tkchat.ui.transcript.view_keeper.ViewKeeper`). Copy, search and export are unaffected: the
-words are all in the widget (plain far away), and every message keeps its own text.
+(:class:`~tkchat.ui.transcript.view_keeper.ViewKeeper`). Copy, search and export are
+unaffected: the words are all in the widget (plain far away), and every message keeps its own
+text. (A long saved chat's start is not in the widget at all: :mod:`tkchat.ui.chats.opening`.)
 
 Main thread only.
 """

@@ -40,7 +40,7 @@ from tkchat.ui.readonly import read_only, writable
 from tkchat.ui.scheduler import AfterScheduler
 from tkchat.ui.transcript.answer_figures import FiguresLines
 from tkchat.ui.transcript.found import FoundMarks
-from tkchat.ui.transcript.header_links import ACTIONS, HeaderLinks
+from tkchat.ui.transcript.header_links import ACTIONS, EARLIER_TAG, HeaderLinks
 from tkchat.ui.transcript.markdown_looks import body_family
 from tkchat.ui.transcript.markdown_view import COPY_CODE_TAG, MarkdownPainter
 from tkchat.ui.transcript.message_views import (
@@ -89,21 +89,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self.text.configure(yscrollcommand=self._scrolled)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
-        bold = lasting_font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
-        self._fonts = [bold]
-        margin = dp(master, 12)
-        self.text.tag_configure("who", font=bold, spacing1=dp(master, 10))
-        self.text.tag_configure("user", lmargin1=margin, lmargin2=margin)
-        self.text.tag_configure("answer", lmargin1=margin, lmargin2=margin)
-        self._fonts.append(lasting_font(family=body_family(master), size=BODY_FONT_SIZE - 2))
-        self.text.tag_configure("action", font=self._fonts[-1])
-        self.text.tag_configure(COPY_CODE_TAG, font=self._fonts[-1])
-        # A widget binding, not a tag binding: only a widget binding's "break" stops the Text
-        # class binding, which would otherwise take the focus and start a selection.
-        self.text.bind("<Button-1>", self._on_click)
-        for tag in ("action", COPY_CODE_TAG):
-            self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
-            self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
+        self._style_tags(master)
         translate.on_change(lambda _lang: self.relabel())
         self.scheduler = scheduler
         self._labels: list[tuple[str, str]] = []  # (tag, its text now) while relabelling
@@ -127,6 +113,31 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self.on_edit: Callable[[UserView], None] | None = None
         self.on_version: Callable[[UserView | AnswerView, int], object] | None = None
         self.on_copied: Callable[[str], None] | None = None
+        # A saved chat's messages left out above the first on screen (ui/chats/opening.py),
+        # and what a click on the line that says so asks for: on_earlier().
+        self.left_out = 0
+        self.on_earlier: Callable[[], None] | None = None
+        translate.on_change(lambda _lang: self._say_left_out())
+
+    def _style_tags(self, master: tk.Misc) -> None:
+        """The messages' tags: headers, margins, links (a hand over them), the line of
+        messages left out."""
+        bold = lasting_font(family=body_family(master), size=BODY_FONT_SIZE, weight="bold")
+        self._fonts = [bold]
+        margin = dp(master, 12)
+        self.text.tag_configure("who", font=bold, spacing1=dp(master, 10))
+        self.text.tag_configure("user", lmargin1=margin, lmargin2=margin)
+        self.text.tag_configure("answer", lmargin1=margin, lmargin2=margin)
+        self._fonts.append(lasting_font(family=body_family(master), size=BODY_FONT_SIZE - 2))
+        self.text.tag_configure("action", font=self._fonts[-1])
+        self.text.tag_configure(COPY_CODE_TAG, font=self._fonts[-1])
+        # A widget binding, not a tag binding: only a widget binding's "break" stops the Text
+        # class binding, which would otherwise take the focus and start a selection.
+        self.text.bind("<Button-1>", self._on_click)
+        for tag in ("action", COPY_CODE_TAG):
+            self.text.tag_bind(tag, "<Enter>", lambda _e: self.text.configure(cursor="hand2"))
+            self.text.tag_bind(tag, "<Leave>", lambda _e: self.text.configure(cursor="xterm"))
+        self.text.tag_configure(EARLIER_TAG, justify="center", spacing1=dp(master, 6))
 
     def _scrolled(self, first: float, last: float) -> None:
         """Tk says the view changed (its first and last fraction shown)."""
@@ -174,6 +185,25 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self.text.mark_set(mark, "end-1c")
         self.text.mark_gravity(mark, "left")  # text written after it leaves it in place
         return mark
+
+    def leave_out(self, count: int) -> None:
+        """The chat about to be written starts after ``count`` messages left out: a line
+        at the top says so (a click on it asks for them: ``on_earlier``)."""
+        self.left_out = count
+        self._say_left_out()
+
+    def _say_left_out(self) -> None:
+        ranges = self.text.tag_ranges(EARLIER_TAG)
+        with writable(self.text):
+            if ranges:
+                self.text.delete(ranges[0], ranges[1])
+            if self.left_out:
+                label = self.t("transcript.earlier", count=f"{self.left_out:,}")
+                self.text.insert("1.0", label + "\n", (EARLIER_TAG, "action"))
+
+    def position(self, view: UserView | AnswerView) -> int:
+        """Where ``view`` is in the whole chat (counting the messages left out above)."""
+        return self.left_out + self.entries.index(view)
 
     def add_user(
         self,
@@ -340,6 +370,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
             self.text.delete("1.0", "end")
         self.answers.clear()
         self.entries.clear()
+        self.left_out = 0
 
     def remove_from(self, view: UserView | AnswerView) -> None:
         """Delete ``view`` and everything after it (edit and resend, regenerate)."""

@@ -143,6 +143,7 @@ class ChatApp(ChatLayout):
         first = self.pipelines(options.mode)  # (fixed, if a pipeline file of one's own fails)
         self.transcript.on_edit = lambda view: self.flow.edit(view)
         self.transcript.on_version = lambda view, step: self.flow.show_version(view, step)
+        self.transcript.on_earlier = lambda: self.flow.show_earlier()
         self.transcript_menu = attach_text_menu(self.transcript.text, self.t, editable=False)
         self.input_menu = attach_text_menu(self.input, self.t, editable=True)
         self.transcript.on_copied = lambda what: self.status.say(f"app.copied.{what}")
