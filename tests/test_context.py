@@ -158,6 +158,26 @@ def small_model() -> LlamaBackend:
 
 
 @pytest.mark.model
+def test_a_scripted_backend_splits_each_message_once_however_often_the_chat_is_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The policy counts the whole chat, then each message, at every question: each
+    message's text is split into tokens once, and counted from what was kept after."""
+    from tkchat.generate import scripted
+
+    split: list[str] = []
+    real = scripted.scripted_tokens
+    monkeypatch.setattr(scripted, "scripted_tokens", lambda text: split.append(text) or real(text))
+    scripted._message_tokens.cache_clear()
+    backend = ScriptedBackend(rate=0)
+    messages = [*chat(40, words=30), Message("user", "one more, never counted before")]
+    first = fit_to_context(messages, backend.count_tokens, 1024, 256)
+    assert first.dropped > 0  # (the premise: the chat was counted whole, then by message)
+    assert sorted(split) == sorted({m.content for m in messages})
+    again = fit_to_context(messages, backend.count_tokens, 1024, 256)
+    assert again == first and len(split) == len({m.content for m in messages})
+
+
 def test_a_long_chat_on_the_real_model_is_answered_instead_of_failing(
     small_model: LlamaBackend,
 ) -> None:
