@@ -15,8 +15,8 @@ shares this machine's llama-cpp-python)::
 Each run: the peer, unchanged, asked the bench's question with an ``after(5)`` lag probe
 injected into its window (how late each 5 ms timer fired while the answer streamed); then
 ``tkchat bench --modes fixed`` (whose window has the same 5 ms probe), the idle window and the
-shipped fixed window (the loop sampler on) and without the sampler. One line per run and
-window: lag p50 / p99 / max in ms, long tasks, tokens and tokens/s. Both use one thread for
+shipped fixed window (the loop sampler on) and without the sampler, each answering as many
+tokens as the peer's answer had (``--tokens`` to choose). One line per run and window: lag p50 / p99 / max in ms, long tasks, tokens and tokens/s. Both use one thread for
 the model (tkchat's default on 2 cores). Wall-clock figures: a developer's tool, never a test.
 """
 
@@ -109,7 +109,12 @@ def main() -> None:
     parser.add_argument("--peer-python", default=sys.executable)
     parser.add_argument("--model", help="GGUF (default: the bundled model)")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--tokens", type=int, default=256, help="tkchat's answer length")
+    parser.add_argument(
+        "--tokens",
+        type=int,
+        help="tkchat's answer length (default: as long as the peer's answer in the same run: "
+        "the worst frame of a longer answer is the worst of more frames)",
+    )
     parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)  # the peer's side
     args = parser.parse_args()
     from tkchat.lab.bench.figures import BENCH_PROMPT
@@ -131,7 +136,8 @@ def main() -> None:
             command = [args.peer_python, *here, "--model", args.model, "--probe", str(out)]
             subprocess.run(command, check=True, capture_output=True, timeout=600)
             rows = [json.loads(out.read_text())]
-        rows += tkchat_rows(args.tokens)
+        peer_tokens = rows[0]["tokens"]
+        rows += tkchat_rows(args.tokens or (peer_tokens if isinstance(peer_tokens, int) else 256))
         for row in rows:
             tps = row.get("tokens_per_s")
             print(
