@@ -4,11 +4,10 @@ the chat's length; and only its end, so that Tk's work does not grow with it eit
 Opening a chat of 1,000 messages (3.4 million characters) read them all from the store in
 the sidebar's click, about 11 ms of the main thread for the reading alone, before the first
 was on screen (2026-12-04, the long-chat bench's chat). Now each callback of the opening
-reads at most one page of :data:`PAGE_MESSAGES` from the store, once those read before are
-on screen, and puts at most :data:`SHOW_MAX_MESSAGES` on screen, within
-:data:`SHOW_BUDGET_S`; when the last is there, a callback of its own lets the painting begin
-(near the view only: :class:`~tkchat.ui.transcript.paint_zone.PaintZone`) and hands the
-chat to the model.
+either reads one page of :data:`PAGE_MESSAGES` from the store or, once all are read, puts at
+most :data:`SHOW_MAX_MESSAGES` on screen, within :data:`SHOW_BUDGET_S`; when the last is
+there, a callback of its own lets the painting begin (near the view only:
+:class:`~tkchat.ui.transcript.paint_zone.PaintZone`) and hands the chat to the model.
 
 The whole chat is read (the model reads all of it), but only its last
 :data:`SHOWN_CHARS` characters go on screen, from a question on; a line at the top says how
