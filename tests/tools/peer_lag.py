@@ -16,8 +16,9 @@ Each run: the peer, unchanged, asked the bench's question with an ``after(5)`` l
 injected into its window (how late each 5 ms timer fired while the answer streamed); then
 ``tkchat bench --modes fixed`` (whose window has the same 5 ms probe), the idle window and the
 shipped fixed window (the loop sampler on) and without the sampler, each answering as many
-tokens as the peer's answer had (``--tokens`` to choose). One line per run and window: lag p50 / p99 / max in ms, long tasks, tokens and tokens/s. Both use one thread for
-the model (tkchat's default on 2 cores). Wall-clock figures: a developer's tool, never a test.
+tokens as the peer's answer had (``--tokens`` to choose). One line per run and window: lag
+p50 / p99 / max in ms, long tasks, tokens and tokens/s. Both use one thread for the model
+(tkchat's default on 2 cores). Wall-clock figures: a developer's tool, never a test.
 """
 
 from __future__ import annotations

@@ -224,6 +224,9 @@ class ChatServer(GenerationSlot):
                 "model": cut(self.backend.name, MAX_NAME_CHARS),  # a model file's, bounded
                 "busy": self.busy,
                 "n_ctx": self.backend.n_ctx,
+                # What POST /chat takes: a client sends a long chat's newest turns within them.
+                "max_prompt_chars": self.max_prompt_chars,
+                "max_body_bytes": self.max_body_bytes,
                 "generations": self.controller.gen,
                 "cancels": list(self.cancels),
                 "line": {

@@ -1,8 +1,10 @@
 """The wire protocol of ``tkchat serve``: the app's own event contract over SSE.
 
-``GET /health`` names the server (``{"server": "tkchat", ...}``) and its model and context
-size; ``POST /chat`` answers a chat with the same ``chunk`` / ``done`` / ``error`` events the
-worker sends in-process, one ``data:`` line each. Because both ends share the contract, a
+``GET /health`` names the server (``{"server": "tkchat", ...}``) and its model, context
+size and the largest chat ``POST /chat`` takes (characters, and bytes of JSON: a long
+chat's oldest turns are left out of what is sent, :func:`within_limits`); ``POST /chat``
+answers a chat with the same ``chunk`` / ``done`` / ``error`` events the worker sends
+in-process, one ``data:`` line each. Because both ends share the contract, a
 server-side error keeps its ``kind`` (``per_client``, ``line_full``, ``context_overflow``...)
 on the client. While a request waits in the server's line, the server also sends its place
 (an SSE event named ``queued``): the window does not show it, and skips it.
@@ -12,9 +14,11 @@ The functions are pure or run on the worker thread that reads the stream.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tkchat.conversation import Message
 from tkchat.events import Chunk, Done, Error, Progress
 from tkchat.generate.backend import GenerationRequest, PromptProgress, TokenStream
 from tkchat.generate.remote.errors import RemoteError, bad_stream, closed_mid_answer
@@ -22,6 +26,11 @@ from tkchat.limits import MAX_N_CTX
 from tkchat.transport.sse import SSEMessage, parse_event
 
 HEALTH_PATH = "/health"
+# What a tkchat server takes when its /health does not say (its defaults: tkchat serve).
+DEFAULT_MAX_PROMPT_CHARS = 32_000
+DEFAULT_MAX_BODY_BYTES = 64_000
+_BODY_ROOM = 1_000  # bytes of a body besides its messages' texts: sampling, stop, keys
+_MESSAGE_ROOM = 40  # bytes of one message besides its text: {"role": ..., "content": ...}
 CHAT_PATH = "/chat"
 
 
@@ -51,6 +60,52 @@ def model_name(health: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def limits(health: dict[str, Any]) -> tuple[int, int]:
+    """The largest chat the server's ``POST /chat`` takes: its characters and its body's
+    bytes (a server that does not say: tkchat serve's defaults)."""
+
+    def said(key: str, default: int) -> int:
+        value = health.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return default
+
+    return (
+        said("max_prompt_chars", DEFAULT_MAX_PROMPT_CHARS),
+        said("max_body_bytes", DEFAULT_MAX_BODY_BYTES),
+    )
+
+
+def within_limits(
+    messages: Sequence[Message], max_chars: int, max_bytes: int
+) -> tuple[Message, ...]:
+    """The system prompt and the newest whole turns of ``messages`` that the server takes:
+    at most ``max_chars`` characters, and a body of at most ``max_bytes`` (JSON's escapes
+    counted: a Chinese character is six bytes there). The newest message always goes (the
+    server says so if it alone is too long). The server then fits what it got into its
+    model's context, with its own tokenizer. Worker thread; pure."""
+    system = tuple(messages[:1]) if messages and messages[0].role == "system" else ()
+    rest = list(messages[len(system) :])
+    chars = sum(len(m.content) for m in messages)
+    size = _BODY_ROOM + sum(_bytes(m) for m in messages)
+    start = 0
+    while start < len(rest) - 1 and (chars > max_chars or size > max_bytes):
+        chars -= len(rest[start].content)
+        size -= _bytes(rest[start])
+        start += 1
+        # Whole turns only, as the context policy (generate/context.py): a chat that starts
+        # with the assistant's turn is refused by many chat templates.
+        while start < len(rest) - 1 and rest[start].role != "user":
+            chars -= len(rest[start].content)
+            size -= _bytes(rest[start])
+            start += 1
+    return (*system, *rest[start:])
+
+
+def _bytes(message: Message) -> int:
+    return len(json.dumps(message.content)) + _MESSAGE_ROOM
 
 
 def request_body(request: GenerationRequest) -> dict[str, Any]:
