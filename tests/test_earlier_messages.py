@@ -171,3 +171,16 @@ def test_a_chat_opened_from_a_search_shows_its_first_match(
     assert app.transcript.left_out == 2  # from the question of the answer that matched
     match = app.transcript.text.tag_ranges("found")
     assert match and app.transcript.text.get(match[0], match[1]) == "zebra"
+
+
+def test_a_new_language_says_the_line_again_above_the_first_message(
+    root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, _said = opened(root, make_app, monkeypatch)
+    transcript = app.transcript
+    left = transcript.left_out
+    app.toggle_language()
+    root.update()
+    assert transcript.text.get("1.0", "1.end") == app.t("transcript.earlier", count=left)
+    assert transcript.text.index(transcript.entries[0].head_mark) == "2.0"  # below the line
+    assert len(transcript.text.tag_ranges(EARLIER_TAG)) == 2  # one line, not two

@@ -193,13 +193,17 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
         self._say_left_out()
 
     def _say_left_out(self) -> None:
-        ranges = self.text.tag_ranges(EARLIER_TAG)
+        """The line, always the first, says it (again, in a new language): the new line goes
+        in above the old one, which is then deleted, so that the first message's marks stay
+        below it (written at 1.0 after a delete, it would have gone below them)."""
+        had = bool(self.text.tag_ranges(EARLIER_TAG))
         with writable(self.text):
-            if ranges:
-                self.text.delete(ranges[0], ranges[1])
             if self.left_out:
                 label = self.t("transcript.earlier", count=f"{self.left_out:,}")
                 self.text.insert("1.0", label + "\n", (EARLIER_TAG, "action"))
+            if had:
+                old = 2 if self.left_out else 1
+                self.text.delete(f"{old}.0", f"{old + 1}.0")
 
     def position(self, view: UserView | AnswerView) -> int:
         """Where ``view`` is in the whole chat (counting the messages left out above)."""
