@@ -53,12 +53,16 @@ def settled(app) -> bool:
     return not app.flow.showing_conversation and not app.transcript.painter.busy
 
 
-def opened(root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch, texts=None):
+def opened(root: tk.Tk, make_app, monkeypatch: pytest.MonkeyPatch, texts=None, search=""):
+    """A saved chat of ``texts`` (by default the generated one), opened as the sidebar
+    opens it (from the results of ``search``, if given)."""
     monkeypatch.setattr(opening, "SHOWN_CHARS", BUDGET)
     app = make_app(ScriptedBackend(rate=0), history=True)
     pump_until(root, lambda: app.conversations.ready, what="the history")
     texts = texts or long_conversation(MESSAGES)
-    app.conversations.show(saved(app, texts))
+    chat = saved(app, texts)
+    app.conversations.sidebar.search_var.set(search)
+    app.conversations.show(chat)
     pump_until(root, lambda: settled(app), timeout=WAIT_S, what="the chat, on screen")
     return app, [text for _role, text in texts]
 
@@ -161,13 +165,7 @@ def test_a_chat_opened_from_a_search_shows_its_first_match(
 ) -> None:
     texts = long_conversation(MESSAGES)
     texts[3] = ("assistant", texts[3][1] + " A zebra crossed the river.")
-    monkeypatch.setattr(opening, "SHOWN_CHARS", BUDGET)
-    app = make_app(ScriptedBackend(rate=0), history=True)
-    pump_until(root, lambda: app.conversations.ready, what="the history")
-    chat = saved(app, texts)
-    app.conversations.sidebar.search_var.set("ZEBRA")
-    app.conversations.show(chat)
-    pump_until(root, lambda: settled(app), timeout=WAIT_S, what="the chat, on screen")
+    app, _said = opened(root, make_app, monkeypatch, texts, search="ZEBRA")
     assert app.transcript.left_out == 2  # from the question of the answer that matched
     match = app.transcript.text.tag_ranges("found")
     assert match and app.transcript.text.get(match[0], match[1]) == "zebra"

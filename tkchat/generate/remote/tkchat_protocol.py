@@ -87,20 +87,24 @@ def within_limits(
     server says so if it alone is too long). The server then fits what it got into its
     model's context, with its own tokenizer. Worker thread; pure."""
     system = tuple(messages[:1]) if messages and messages[0].role == "system" else ()
-    rest = list(messages[len(system) :])
-    chars = sum(len(m.content) for m in messages)
-    size = _BODY_ROOM + sum(_bytes(m) for m in messages)
-    start = 0
-    while start < len(rest) - 1 and (chars > max_chars or size > max_bytes):
-        chars -= len(rest[start].content)
-        size -= _bytes(rest[start])
+    rest = messages[len(system) :]
+    chars = sum(len(m.content) for m in system)
+    size = _BODY_ROOM + sum(_bytes(m) for m in system)
+    # From the newest back while they fit (only what is kept is measured: a long chat's
+    # whole JSON is not made on every question and every measure of the meter).
+    start = len(rest)
+    while start > 0:
+        message = rest[start - 1]
+        chars += len(message.content)
+        size += _bytes(message)
+        if start < len(rest) and (chars > max_chars or size > max_bytes):
+            break
+        start -= 1
+    # Whole turns only, as the context policy (generate/context.py): a chat that starts
+    # with the assistant's turn is refused by many chat templates. (One that fits whole
+    # goes as it is.)
+    while 0 < start < len(rest) - 1 and rest[start].role != "user":
         start += 1
-        # Whole turns only, as the context policy (generate/context.py): a chat that starts
-        # with the assistant's turn is refused by many chat templates.
-        while start < len(rest) - 1 and rest[start].role != "user":
-            chars -= len(rest[start].content)
-            size -= _bytes(rest[start])
-            start += 1
     return (*system, *rest[start:])
 
 

@@ -142,7 +142,7 @@ class ChatOpening:
         self.shown_per_callback.append(shown)
         if self._more:  # the next page at once: nothing was drawn
             self.scheduler.once(TIMER, 0, self._step)
-        elif self._to_show or read:
+        elif self._to_show:
             self.scheduler.once(TIMER, 1, self._step)
         else:  # all there: what follows in a callback of its own
             self.scheduler.once(TIMER, 1, self._done)
