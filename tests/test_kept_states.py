@@ -10,6 +10,8 @@ least-recently-used order are checked on states made by hand: no model needed fo
 from __future__ import annotations
 
 import ctypes
+import mmap
+import resource
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ from tkchat.generate.prompt_eval import (
     KeptState,
     KeptStates,
     model_key,
+    untouched_buffer,
 )
 from tkchat.store.settings import AppSettings, load_settings
 from tkchat.transport.channel import EventChannel
@@ -138,6 +141,7 @@ def test_a_long_chat_opened_again_reads_only_the_new_tokens(
     ask(controller, OTHER)
     kept = controller.kept_states.states()
     assert len(kept) == 1 and len(kept[0].tokens) >= long_read
+    assert fresh_pages(kept[0].data), "copied into pages Python never wrote (GIL free)"
     again, three = ask(controller, follow_up(answer))
     backend, reused, restored, evaluated = reader_of(controller)
     assert again == second, "the answer the chat gives with its cache never left"
@@ -195,6 +199,34 @@ def test_a_bound_of_zero_keeps_nothing(controller: GenerationController, limit: 
     assert len(controller.kept_states.states()) == (1 if limit else 0)
     assert other.stats.kept_bytes == controller.kept_states.nbytes
     assert (other.stats.kept_bytes > 0) == bool(limit)
+
+
+def fresh_pages(buffer: ctypes.Array[ctypes.c_uint8]) -> bool:
+    """Whether ``buffer`` starts on a page of a mapping that holds it whole (/proc/self/maps):
+    pages the kernel gave, not a block of the C heap (whose blocks start 16 bytes into one)."""
+    start = ctypes.addressof(buffer)
+    if start % mmap.PAGESIZE:
+        return False
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        low, high = (int(end, 16) for end in line.split()[0].split("-"))
+        if low <= start and start + len(buffer) <= high:
+            return True
+    return False
+
+
+def test_a_state_buffer_is_made_without_writing_it() -> None:
+    """A kept state's buffer is made of fresh pages and making it touches none of them: no
+    zero-fill while the GIL is held (ctypes' own arrays have one: 7-9 ms for a 600-token
+    answer's state). The pages are first touched by llama.cpp's copy, which runs without the
+    GIL. Counted: this thread's page faults, and where the buffer lies."""
+    size = 32 * 1024 * 1024
+    faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    buffer = untouched_buffer(size)
+    touched = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults
+    assert len(buffer) == size and fresh_pages(buffer)
+    assert touched < size // mmap.PAGESIZE // 100, f"{touched} pages touched making it"
+    assert bytes(buffer[:4096]) == bytes(4096) and buffer[size - 1] == 0, "zeros, as ctypes'"
+    assert len(untouched_buffer(0)) == 0
 
 
 # -- the bound, on states made by hand -----------------------------------------------------------

@@ -59,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import mmap
 import sys
 import threading
 import time
@@ -255,7 +256,7 @@ class PromptReader:
         size = int(llama_state_seq_get_size(ctx, SEQUENCE))
         if size + tokens.nbytes > kept.limit:
             return
-        data = (ctypes.c_uint8 * size)()
+        data = untouched_buffer(size)
         if int(llama_state_seq_get_data(ctx, data, size, SEQUENCE)) != size:
             return  # llama.cpp could not write it: nothing is kept
         kept.add(KeptState(model, tokens, min(self.read_to, len(tokens)), data, list(segments)))
@@ -359,6 +360,20 @@ class AbortFlag:
                         byte[0] = b"\x01"
                         self.raised += 1
                 return
+
+
+def untouched_buffer(size: int) -> ctypes.Array[ctypes.c_uint8]:
+    """``size`` bytes (at least one) that Python never writes: fresh anonymous pages, which
+    the kernel gives as zeros when they are first touched, here by llama.cpp's copy, which
+    ctypes runs without the GIL. Any thread.
+
+    Why not ``(ctypes.c_uint8 * size)()``: ctypes zero-fills a new array with the GIL held.
+    A kept state of a 600-token answer on the bundled model is about 15 MB, and its memset
+    held the GIL for 7-9 ms at the start of the next answer, so the window's next Tcl call
+    waited for it (the fixed window's worst frame, seen with ``perf sched`` on 2026-12-05).
+    The pages go back to the system when the array is freed (the mapping goes with it)."""
+    pages = mmap.mmap(-1, max(1, size))
+    return (ctypes.c_uint8 * size).from_buffer(pages)
 
 
 def _libc() -> ctypes.CDLL:
