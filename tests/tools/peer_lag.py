@@ -14,7 +14,8 @@ shares this machine's llama-cpp-python)::
 
 Each run: the peer, unchanged, asked the bench's question with an ``after(5)`` lag probe
 injected into its window (how late each 5 ms timer fired while the answer streamed); then
-``tkchat bench --modes fixed`` (whose window has the same 5 ms probe), the idle window and the
+``tkchat bench --modes fixed --no-clicks`` (whose window has the same 5 ms probe and, as the
+peer's, no clicks), the idle window and the
 shipped fixed window (the loop sampler on) and without the sampler, each answering as many
 tokens as the peer's answer had (``--tokens`` to choose). One line per run and window: lag
 p50 / p99 / max in ms, long tasks, tokens and tokens/s. Both use one thread for the model
@@ -97,7 +98,7 @@ def tkchat_rows(tokens: int) -> list[dict[str, object]]:
         out = Path(folder) / "bench.json"
         command = [sys.executable, "-m", "tkchat", "bench", "--modes", "fixed"]
         command += ["--tokens", str(tokens), "--repeats", "1", "--cancels", "0"]
-        command += ["--idle-seconds", "2", "--json", str(out)]
+        command += ["--idle-seconds", "2", "--no-clicks", "--json", str(out)]
         subprocess.run(command, check=True, capture_output=True, timeout=600)
         runs = json.loads(out.read_text())["runs"]
     wanted = {"idle": "tkchat idle", "fixed": "tkchat", "fixed-unsampled": "tkchat, no sampler"}

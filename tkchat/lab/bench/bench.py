@@ -171,7 +171,8 @@ class Bench:
         if not app.model_ready:
             raise RuntimeError("the model did not load: " + tools.status_text)
         yield 0.5  # let the window settle after loading
-        self.prober.locate()
+        if self.options.clicks:
+            self.prober.locate()
         self.raw_once()  # warm-up, not counted: the first prompt fills llama.cpp's caches
         yield 0.3
         yield from self.idle()

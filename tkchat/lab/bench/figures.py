@@ -64,6 +64,7 @@ class BenchOptions:
     busy: bool = False  # the fixed pipeline again with a CPU hog per core (scenarios/busy.py)
     turn2: bool = False  # a chat's second turn, en and zh (scenarios/turn2.py)
     costs: bool = True  # each instrument's cost, a row per instrument (scenarios/costs.py)
+    clicks: bool = True  # real clicks on the Ping button while streaming: the input latency
 
     def sampling(self) -> Sampling:
         """The answer every mode streams: ``tokens`` long, seeded."""

@@ -111,6 +111,14 @@ def _add_scenarios(bench: argparse.ArgumentParser) -> None:
         help="leave out the rows that say what each instrument costs (the plain window, and "
         "the fixed one less each instrument): they judge no claim, so `--claims` skips them",
     )
+    bench.add_argument(
+        "--no-clicks",
+        dest="clicks",
+        action="store_false",
+        help="no clicks on the window while it streams (each is an xdotool process, started "
+        "ten times a second on this machine's cores): no input latency, and a window measured "
+        "as a peer's with no clicks is (tests/tools/peer_lag.py)",
+    )
 
 
 def _add_class_options(bench: argparse.ArgumentParser) -> None:
@@ -345,6 +353,7 @@ def _bench_modes(args: argparse.Namespace) -> int:
             busy=args.busy,
             turn2=args.turn2,
             costs=args.costs,
+            clicks=args.clicks,
         )
     )
 
