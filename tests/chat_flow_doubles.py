@@ -65,6 +65,7 @@ class FakeTranscript:
         self.answers: list[AnswerView] = []
         self.ended: list[tuple[AnswerView, str]] = []  # each pipeline finish: (view, how)
         self.figured: list[tuple[AnswerView, AnswerFigures | None]] = []  # lines drawn
+        self.painting = False  # painting near the view still to come (a test sets it)
 
     def add_user(
         self,

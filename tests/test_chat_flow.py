@@ -18,6 +18,8 @@ from tests.chat_flow_doubles import ChatRig, FakeSaved
 from tkchat.consume.stream_consumer import TickResult
 from tkchat.events import Done, GenerationStats, ModelFailed
 from tkchat.generate.scripted import ScriptedBackend, TokenGate, scripted_tokens
+from tkchat.ui.chats.flow import PAINT_LOOK_MS, PAINT_WAIT_LOOKS
+from tkchat.ui.pump import TICK_MS
 from tkchat.ui.transcript.transcript import AnswerView, UserView
 
 SLOW = "slow " * 400  # an answer the test lets through a few tokens at a time (a TokenGate)
@@ -380,6 +382,31 @@ def test_opening_a_saved_chat_clears_this_one_and_ends_an_edit(rigs: list[ChatRi
     assert saved.opened == [7] and rig.view.transcript.entries == []
     assert rig.flow.editing is None and rig.view.input.draft == "draft"
     assert rig.draft.waiting is None
+
+
+def test_a_chat_put_on_screen_is_counted_once_its_painting_is_over(rigs: list[ChatRig]) -> None:
+    """The context count of a chat just put on screen waits for the painting near the view
+    (the count's thread would hold the GIL against the painter's Tcl calls), and is made as
+    soon as that is over; a painting that never ends delays it at most PAINT_WAIT_LOOKS
+    looks. Counted on the scheduler's own clock."""
+    rig = ready(rigs)
+    rig.settle()
+    context = rig.context
+    for painting_looks in (3, None):
+        context.calls.clear()
+        rig.view.transcript.painting = True
+        rig.flow.conversation_shown()
+        looks = 0
+        while "measure" not in context.calls:
+            assert looks < PAINT_WAIT_LOOKS, "counted at last, painting or not"
+            looks += 1
+            if looks == painting_looks:
+                rig.view.transcript.painting = False
+            rig.scheduler.now_ms += PAINT_LOOK_MS - TICK_MS
+            rig.scheduler.run_due()
+        # counted at the first look that found the painting over, or at the last look
+        assert looks == (painting_looks or PAINT_WAIT_LOOKS)
+        assert context.calls.count("measure") == 1
 
 
 # -- autosend --------------------------------------------------------------------------------

@@ -205,6 +205,12 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
                 old = 2 if self.left_out else 1
                 self.text.delete(f"{old}.0", f"{old + 1}.0")
 
+    @property
+    def painting(self) -> bool:
+        """Is painting near the view still to come (a chat just put on screen, an answer
+        that has ended with blocks left)?"""
+        return self.painter.busy
+
     def position(self, view: UserView | AnswerView) -> int:
         """Where ``view`` is in the whole chat (counting the messages left out above)."""
         return self.left_out + self.entries.index(view)
