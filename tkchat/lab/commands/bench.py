@@ -116,8 +116,8 @@ def _add_scenarios(bench: argparse.ArgumentParser) -> None:
         dest="clicks",
         action="store_false",
         help="no clicks on the window while it streams (each is an xdotool process, started "
-        "ten times a second on this machine's cores): no input latency, and a window measured "
-        "as a peer's with no clicks is (tests/tools/peer_lag.py)",
+        "ten times a second on this machine's cores), so no input latency: the peer tool "
+        "(tests/tools/peer_lag.py) uses it, as the peer's window gets no clicks",
     )
 
 
