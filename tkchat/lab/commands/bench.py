@@ -115,9 +115,9 @@ def _add_scenarios(bench: argparse.ArgumentParser) -> None:
         "--no-clicks",
         dest="clicks",
         action="store_false",
-        help="no clicks on the window while it streams (each is an xdotool process, started "
-        "ten times a second on this machine's cores), so no input latency: the peer tool "
-        "(tests/tools/peer_lag.py) uses it, as the peer's window gets no clicks",
+        help="no clicks on the window while it streams (ten a second, each handled by the "
+        "window), so no input latency: the peer tool (tests/tools/peer_lag.py) uses it, as "
+        "the peer's window gets no clicks",
     )
 
 
