@@ -25,6 +25,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -181,6 +182,14 @@ class XInput:
                 helper.wait(5)
             except subprocess.TimeoutExpired:
                 helper.kill()
+
+
+def can_click() -> bool:
+    """Can :meth:`XInput.click` send real clicks here: through XTest (libX11 and libXtst,
+    as the helper loads them) or, failing that, with ``xdotool``? Any thread."""
+    if shutil.which("xdotool") is not None:
+        return True
+    return bool(ctypes.util.find_library("X11") and ctypes.util.find_library("Xtst"))
 
 
 def _xtest() -> tuple[Any, Any, Any]:
