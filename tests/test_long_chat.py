@@ -29,7 +29,7 @@ from tkchat.ui.chats.opening import PAGE_MESSAGES, SHOW_MAX_MESSAGES
 from tkchat.ui.transcript import header_links
 from tkchat.ui.transcript.header_links import RELABEL_LINES
 from tkchat.ui.transcript.paint_zone import KEEP_CHARS, ZONE_CHARS
-from tkchat.ui.transcript.transcript import AnswerView
+from tkchat.ui.transcript.transcript import CLEAR_SLICE_LINES, AnswerView
 
 pytestmark = pytest.mark.gui
 
@@ -194,6 +194,36 @@ def test_select_all_copy_and_search_reach_the_whole_long_chat(root: tk.Tk, make_
     menu.invoke(0)  # Copy
     copied = root.clipboard_get()
     assert first_question in copied and last_question in copied
+
+
+def test_leaving_a_long_chat_clears_it_from_the_top_a_slice_at_a_time(
+    root: tk.Tk, make_app
+) -> None:
+    """New chat after a long one: the transcript is emptied in one callback, as before, but
+    deleted from the top in slices of CLEAR_SLICE_LINES lines (Tk deletes a long, richly
+    tagged text in one piece at about twice the cost: docs in Transcript.clear)."""
+    app = make_app(ScriptedBackend(rate=0), history=True)
+    pump_until(root, lambda: app.conversations.ready, what="the history")
+    open_chat(root, app, saved(app, 20))
+    text = app.transcript.text
+    lines = int(text.index("end-1c").split(".")[0])
+    assert lines > 3 * CLEAR_SLICE_LINES  # (the premise: a chat of several slices)
+    deleted: list[int] = []
+    real = text.delete
+
+    def counting(first: str, last: str | None = None) -> None:
+        end = text.index(last if last is not None else f"{first}+1c")
+        deleted.append(int(end.split(".")[0]) - int(text.index(first).split(".")[0]))
+        real(first, last)
+
+    text.delete = counting  # type: ignore[method-assign]
+    try:
+        app.flow.new_chat()
+    finally:
+        del text.delete
+    assert text.get("1.0", "end-1c") == "" and not app.transcript.entries
+    assert len(deleted) >= 3 and max(deleted) <= CLEAR_SLICE_LINES
+    assert sum(deleted) >= lines - 1  # the whole of it, in order from the top
 
 
 def test_the_scheduler_tells_the_bench_which_callback_cost_the_most(root: tk.Tk) -> None:
