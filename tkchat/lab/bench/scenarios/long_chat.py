@@ -209,7 +209,9 @@ class LongChatBench:
         extra: dict[str, Any] = {"messages": messages, "chars": chars}
         for name in PHASES:
             begin, end = phases.wall[name]
-            lags = [s.lag_ms for s in samples if begin <= s.at <= end + 0.1]
+            # a late frame belongs to the phase it began in (when the probe was due): a
+            # sample's own time is when it ended, in the next phase after a late one
+            lags = [s.lag_ms for s in samples if begin <= s.at - s.lag_ms / 1000 <= end]
             extra[f"{name}_lag_max_ms"] = rounded(max(lags) if lags else None, 2)
             extra[f"{name}_s"] = rounded(end - begin, 2)
             extra[f"{name}_cpu_s"] = rounded(phases.cpu[name], 3)
@@ -240,7 +242,8 @@ def long_chat_verdicts(runs: list[RunFigures]) -> list[Check]:
     out: list[Check] = []
     empty = next((_own_max(r) for r in rows if not r.extra["messages"]), None)
     for row in rows:
-        phases = ", ".join(f"{name} {row.extra.get(f'{name}_lag_max_ms')}" for name in PHASES)
+        worst = {name: row.extra.get(f"{name}_lag_max_ms") for name in PHASES}
+        phases = ", ".join(f"{name} {ms if ms is not None else '-'}" for name, ms in worst.items())
         own_max, own_long = _own_max(row), row.extra.get("own_long_tasks", row.long_tasks)
         out.append(
             Check(
