@@ -474,6 +474,16 @@ def test_an_oversized_body_is_refused_with_413(fast: Live) -> None:
     conn.close()
 
 
+def test_a_body_of_megabytes_gets_its_413_not_a_reset(fast: Live) -> None:
+    """An OpenAI client posting a long chat whole (4 MB) saw "connection reset by peer": the
+    server answered before reading the body, and a socket closed with data unread is reset
+    while the client is still sending. The body is read and dropped first now."""
+    huge = json.dumps({"messages": [{"role": "user", "content": "x" * 4_000_000}]}).encode()
+    for path in ("/chat", "/v1/chat/completions", "/chat"):  # (urllib's header, as it sends)
+        status, _, payload = fast.fetch_json("POST", path, huge, {"Connection": "close"})
+        assert status == 413 and payload["error"]["kind"] == "body_too_large", path
+
+
 def test_a_prompt_over_the_limit_is_refused_clearly(fast: Live) -> None:
     body = {
         "messages": [

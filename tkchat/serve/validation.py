@@ -33,20 +33,32 @@ from tkchat.serve.errors import RequestRejected, bad_request
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 MAX_ANSWER_TOKENS = 1 << 20  # what a request may ask for; the server's own cap is lower
 MAX_USER_CHARS = 256  # the OpenAI ``user`` field, which names a client in the line
+# An oversized body is read (and dropped) up to this many bytes, so that its 413 reaches the
+# client; one declared longer is refused at once.
+DRAIN_MAX_BYTES = 16 << 20
 
 
 async def read_json(request: Request, limit: int) -> Any:
-    """The body as JSON; 413 past ``limit`` bytes (checked before reading when the length is
-    declared, and while reading when it is not), 400 if it is not JSON."""
+    """The body as JSON; 413 past ``limit`` bytes (once it is read, up to
+    :data:`DRAIN_MAX_BYTES`; at once if its declared length is over that), 400 if it is not
+    JSON."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and declared.isdigit() and int(declared) > DRAIN_MAX_BYTES:
         raise _too_large(limit)
     body = bytearray()
+    received = 0
     try:
         async for piece in request.stream():
-            body += piece
-            if len(body) > limit:
-                raise _too_large(limit)
+            received += len(piece)
+            if received <= limit:
+                body += piece
+            elif received > DRAIN_MAX_BYTES:
+                break
+        # Over the limit: the rest was read and dropped before the 413. Answered and closed
+        # with the body unread, the connection is reset, and a client still sending sees
+        # that instead of the 413 (an OpenAI client posting a 4 MB chat did, 2026-12-05).
+        if received > limit:
+            raise _too_large(limit)
     except ClientDisconnect:
         # The client left mid-body, or the body deadline (serve/connections.py) closed the
         # socket: an answer nobody will read, not a server error to log with a traceback.
