@@ -94,7 +94,14 @@ def test_the_kept_turns_are_the_newest_that_fit_however_the_chat_is_made(seed: i
             messages.append(Message("assistant", f"a{turn} " + "w " * rng.randrange(0, 200)))
     messages.append(Message("user", "newest " + "w " * rng.randrange(0, 60)))
     n_ctx, max_tokens = rng.choice((128, 256, 512, 1024, 4096)), rng.choice((16, 64, 256))
-    fit = fit_to_context(messages, count_words, n_ctx=n_ctx, max_tokens=max_tokens)
+    counted: list[tuple[Message, ...]] = []
+
+    def counting(chat: Sequence[Message]) -> int:
+        counted.append(tuple(chat))
+        return count_words(chat)
+
+    fit = fit_to_context(messages, counting, n_ctx=n_ctx, max_tokens=max_tokens)
+    assert len(set(counted)) == len(counted)  # no chat counted twice
     dropped = newest_that_fit(messages, n_ctx, max_tokens)
     assert fit.dropped == dropped
     system = messages[:1] if messages[0].role == "system" and len(messages) > 1 else []

@@ -61,10 +61,11 @@ def fit_to_context(
     does not fit."""
     chat = tuple(messages)
     room = answer_room(max_tokens, n_ctx)
+    whole: int | None = None
     if sum(len(m.content) for m in chat) <= n_ctx * WHOLE_COUNT_CHARS_PER_TOKEN:
-        used = count(chat)
-        if used + room <= n_ctx:
-            return ContextFit(chat, used, n_ctx)  # the usual case: one count
+        whole = count(chat)
+        if whole + room <= n_ctx:
+            return ContextFit(chat, whole, n_ctx)  # the usual case: one count
     system = tuple(m for m in chat[:1] if m.role == "system")
     earlier = chat[len(system) : -1]
     newest = chat[-1:]
@@ -73,6 +74,8 @@ def fit_to_context(
     # or after the last of them (none kept).
     starts = [i for i, m in enumerate(earlier) if m.role == "user"] + [len(earlier)]
     counted: dict[int, int] = {}
+    if whole is not None and starts[0] == 0:
+        counted[0] = whole  # keeping every earlier message is the whole chat, counted above
 
     def kept(k: int) -> tuple[Message, ...]:
         return system + earlier[starts[k] :] + newest
