@@ -187,17 +187,21 @@ class XInput:
 def can_click() -> bool:
     """Can :meth:`XInput.click` send real clicks here: through XTest (libX11 and libXtst,
     as the helper loads them) or, failing that, with ``xdotool``? Any thread."""
-    if shutil.which("xdotool") is not None:
-        return True
-    return bool(ctypes.util.find_library("X11") and ctypes.util.find_library("Xtst"))
+    return shutil.which("xdotool") is not None or _xtest_libraries() is not None
+
+
+def _xtest_libraries() -> tuple[str, str] | None:
+    """Where libX11 and libXtst are (None unless both are found)."""
+    x11, xtst = ctypes.util.find_library("X11"), ctypes.util.find_library("Xtst")
+    return (x11, xtst) if x11 and xtst else None
 
 
 def _xtest() -> tuple[Any, Any, Any]:
     """libX11, libXtst and a connection to ``$DISPLAY`` (raises OSError without them)."""
-    x11, xtst = ctypes.util.find_library("X11"), ctypes.util.find_library("Xtst")
-    if not (x11 and xtst):
+    libraries = _xtest_libraries()
+    if libraries is None:
         raise OSError("no libX11 or libXtst")
-    x, test = ctypes.CDLL(x11), ctypes.CDLL(xtst)
+    x, test = ctypes.CDLL(libraries[0]), ctypes.CDLL(libraries[1])
     x.XOpenDisplay.restype = ctypes.c_void_p
     x.XOpenDisplay.argtypes = [ctypes.c_char_p]
     x.XFlush.argtypes = [ctypes.c_void_p]

@@ -51,7 +51,7 @@ from tkchat.ui.transcript.message_views import (
 )
 from tkchat.ui.transcript.paint_zone import PaintZone
 from tkchat.ui.transcript.rewrites import AnswerRewrites
-from tkchat.ui.transcript.view_keeper import EndFollower, ViewKeeper
+from tkchat.ui.transcript.view_keeper import EndFollower, ViewKeeper, lines_between
 
 __all__ = ["BODY_FONT_SIZE", "AnswerView", "Branch", "Transcript", "UserView"]
 
@@ -383,7 +383,7 @@ class Transcript(HeaderLinks, AnswerRewrites, ttk.Frame):
             # ranges, left for a new one: the frame 28-54 ms that way, 22-27 ms this way, in
             # the long-chat bench's "leave"; a synthetic 450,000 with 20,000 ranges: 35 ms
             # against 20). Either way it is one callback: what is on screen is gone at once.
-            while int(self.text.index("end-1c").split(".")[0]) > CLEAR_SLICE_LINES:
+            for _slice in range(lines_between(self.text, "1.0", "end") // CLEAR_SLICE_LINES):
                 self.text.delete("1.0", f"1.0+{CLEAR_SLICE_LINES} lines")
             self.text.delete("1.0", "end")
         self.answers.clear()
